@@ -1,0 +1,5 @@
+import sys
+
+from fakekafka.cli import main
+
+sys.exit(main())

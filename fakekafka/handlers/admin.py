@@ -1,0 +1,98 @@
+"""Topic administration: CreateTopics (key 19) v2-7, DeleteTopics (key 20) v1-6,
+CreatePartitions (key 37) v0-3.
+
+Validation and its messages follow Kafka's controller. Behaviour: timeout_ms is ignored, since the
+model applies changes at once; a topic named twice in one request gets INVALID_REQUEST.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from construct import Container
+
+from fakekafka.handlers.registry import RequestContext, handles
+from fakekafka.model.cluster import ApiError, Topic
+from fakekafka.model.config import TOPIC_CONFIGS
+from wire import ErrorCode
+from wire.primitives import ZERO_UUID
+
+
+def _created(ctx: RequestContext, topic: Topic) -> dict[str, Any]:
+    configs = []
+    for name in sorted(TOPIC_CONFIGS):
+        value, source, _ = ctx.cluster.topic_config(topic, name)
+        configs.append({"name": name, "value": value, "read_only": False, "config_source": source,
+                        "is_sensitive": False})
+    return {"name": topic.name, "topic_id": topic.topic_id, "error_code": ErrorCode.NONE, "error_message": None,
+            "num_partitions": len(topic.partitions), "replication_factor": topic.replication_factor,
+            "configs": configs}
+
+
+def _failed(name: str, code: ErrorCode, message: str | None) -> dict[str, Any]:
+    return {"name": name, "topic_id": ZERO_UUID, "error_code": code, "error_message": message,
+            "num_partitions": -1, "replication_factor": -1, "configs": None}
+
+
+@handles(19, 2, 7)
+def handle_create_topics(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    counts = Counter(t.name for t in req.topics)
+    results = []
+    for t in req.topics:
+        if counts[t.name] > 1:
+            results.append(_failed(t.name, ErrorCode.INVALID_REQUEST, "Duplicate topic name."))
+            continue
+        assignments = {a.partition_index: list(a.broker_ids) for a in t.assignments}
+        try:
+            topic = ctx.cluster.create_topic(t.name, t.num_partitions, t.replication_factor, assignments,
+                                             {c.name: c.value for c in t.configs}, validate_only=req.validate_only)
+        except ApiError as e:
+            results.append(_failed(t.name, e.code, e.message))
+            continue
+        results.append(_created(ctx, topic))
+    return {"throttle_time_ms": 0, "topics": results}
+
+
+@handles(20, 1, 6)
+def handle_delete_topics(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    if ctx.version >= 6:
+        wanted = [(t.name, t.topic_id) for t in req.topics]
+    else:
+        wanted = [(name, ZERO_UUID) for name in req.topic_names]
+    results = []
+    for name, topic_id in wanted:
+        if name is None:
+            topic = ctx.cluster.topics_by_id.get(topic_id)
+            if topic is None:
+                results.append({"name": None, "topic_id": topic_id, "error_code": ErrorCode.UNKNOWN_TOPIC_ID,
+                                "error_message": "This server does not host this topic ID."})
+                continue
+            name = topic.name
+        try:
+            topic = ctx.cluster.delete_topic(name)
+        except ApiError as e:
+            results.append({"name": name, "topic_id": topic_id, "error_code": e.code, "error_message": e.message})
+            continue
+        results.append({"name": name, "topic_id": topic.topic_id, "error_code": ErrorCode.NONE,
+                        "error_message": None})
+    return {"throttle_time_ms": 0, "responses": results}
+
+
+@handles(37, 0, 3)
+def handle_create_partitions(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    counts = Counter(t.name for t in req.topics)
+    results = []
+    for t in req.topics:
+        if counts[t.name] > 1:
+            results.append({"name": t.name, "error_code": ErrorCode.INVALID_REQUEST,
+                            "error_message": "Duplicate topic name."})
+            continue
+        assignments = [list(a.broker_ids) for a in t.assignments] if t.assignments is not None else None
+        try:
+            ctx.cluster.create_partitions(t.name, t.count, assignments, validate_only=req.validate_only)
+        except ApiError as e:
+            results.append({"name": t.name, "error_code": e.code, "error_message": e.message})
+            continue
+        results.append({"name": t.name, "error_code": ErrorCode.NONE, "error_message": None})
+    return {"throttle_time_ms": 0, "results": results}

@@ -1,0 +1,35 @@
+"""ApiVersions (key 18), v0-4.
+
+Advertises exactly the registry's ranges. Tagged fields (features, zk_migration_ready) stay at their
+defaults and are therefore not written: librdkafka 2.0.2 (Debian's kcat) cannot parse a v3 response
+that carries them. A version we do not know is answered by the server in the v0 layout with
+UNSUPPORTED_VERSION (see server.py), as Kafka does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from construct import Container
+
+from fakekafka.handlers.registry import RequestContext, advertised_versions, handles
+from wire import ErrorCode
+
+API_VERSIONS_KEY = 18
+
+
+def api_keys() -> list[dict[str, int]]:
+    return [{"api_key": k, "min_version": lo, "max_version": hi} for k, (lo, hi) in advertised_versions().items()]
+
+
+def unsupported_version_response() -> dict[str, Any]:
+    """The v0-layout answer to an ApiVersions version we do not support."""
+    lo, hi = advertised_versions()[API_VERSIONS_KEY]
+    return {"error_code": ErrorCode.UNSUPPORTED_VERSION,
+            "api_keys": [{"api_key": API_VERSIONS_KEY, "min_version": lo, "max_version": hi}]}
+
+
+@handles(API_VERSIONS_KEY, 0, 4)
+def handle_api_versions(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    ctx.extra["client_software"] = (req.get("client_software_name"), req.get("client_software_version"))
+    return {"error_code": ErrorCode.NONE, "api_keys": api_keys(), "throttle_time_ms": 0}

@@ -1,0 +1,87 @@
+"""DescribeConfigs (key 32), v1-4: Kafka's topic and broker defaults with their sources.
+
+A topic config not set on the topic reports the broker's value for its synonym (DEFAULT_CONFIG, or
+STATIC_BROKER_CONFIG when the broker was started with it set), with the synonym chain in v1+.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from construct import Container
+
+from fakekafka.handlers.registry import RequestContext, handles
+from fakekafka.model.config import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigSource
+from wire import ErrorCode
+
+TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+
+
+def _entry(name: str, value: str | None, source: ConfigSource, config_type: int, synonyms: list[dict[str, Any]],
+           doc: str, *, read_only: bool) -> dict[str, Any]:
+    return {"name": name, "value": value, "read_only": read_only, "config_source": source, "is_sensitive": False,
+            "synonyms": synonyms, "config_type": config_type, "documentation": doc or None}
+
+
+def _topic_configs(ctx: RequestContext, name: str, keys: list[str] | None, synonyms: bool) -> list[dict[str, Any]]:
+    topic = ctx.cluster.topics[name]
+    out = []
+    for key in sorted(TOPIC_CONFIGS):
+        if keys is not None and key not in keys:
+            continue
+        spec = TOPIC_CONFIGS[key]
+        value, source, synonym = ctx.cluster.topic_config(topic, key)
+        chain = []
+        if synonyms:
+            if source == ConfigSource.TOPIC_CONFIG:
+                chain.append({"name": key, "value": value, "source": source})
+            if synonym:
+                bvalue, bsource = ctx.cluster.config.value(synonym)
+                if bsource == ConfigSource.STATIC_BROKER_CONFIG:
+                    chain.append({"name": synonym, "value": bvalue, "source": bsource})
+                chain.append({"name": synonym, "value": spec.default, "source": ConfigSource.DEFAULT_CONFIG})
+        out.append(_entry(key, value, source, spec.type, chain, spec.documentation, read_only=False))
+    return out
+
+
+def _broker_configs(ctx: RequestContext, keys: list[str] | None, synonyms: bool) -> list[dict[str, Any]]:
+    out = []
+    for key in sorted(BROKER_CONFIGS):
+        if keys is not None and key not in keys:
+            continue
+        spec = BROKER_CONFIGS[key]
+        if key in ("broker.id", "node.id"):
+            value, source = str(ctx.broker.node_id), ConfigSource.STATIC_BROKER_CONFIG
+        else:
+            value, source = ctx.cluster.config.value(key)
+        chain = [{"name": key, "value": value, "source": source}] if synonyms else []
+        out.append(_entry(key, value, source, spec.type, chain, spec.documentation, read_only=True))
+    return out
+
+
+@handles(32, 1, 4)
+def handle_describe_configs(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    results = []
+    synonyms = bool(req.get("include_synonyms", False))
+    for r in req.resources:
+        keys = list(r.configuration_keys) if r.configuration_keys is not None else None
+        code, message, configs = ErrorCode.NONE, None, []
+        if r.resource_type == TOPIC:
+            if r.resource_name not in ctx.cluster.topics:
+                code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{r.resource_name}' does not exist."
+            else:
+                configs = _topic_configs(ctx, r.resource_name, keys, synonyms)
+        elif r.resource_type == BROKER:
+            if r.resource_name not in ("", str(ctx.broker.node_id)):
+                code, message = ErrorCode.INVALID_REQUEST, \
+                    f"Unexpected broker id, expected {ctx.broker.node_id} or empty string, but received " \
+                    f"{r.resource_name}"
+            else:
+                configs = _broker_configs(ctx, keys, synonyms)
+        elif r.resource_type == BROKER_LOGGER:
+            configs = []
+        else:
+            code, message = ErrorCode.INVALID_REQUEST, f"Unsupported resource type {r.resource_type}"
+        results.append({"error_code": code, "error_message": message, "resource_type": r.resource_type,
+                        "resource_name": r.resource_name, "configs": configs})
+    return {"throttle_time_ms": 0, "results": results}

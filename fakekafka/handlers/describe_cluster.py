@@ -1,0 +1,34 @@
+"""DescribeCluster (key 60), v0-1: the cluster id, the controller and the brokers.
+
+Behaviour: asking a broker for controller endpoints (endpoint type 2) gets MISMATCHED_ENDPOINT_TYPE,
+as a Kafka broker answers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from construct import Container
+
+from fakekafka.handlers.registry import RequestContext, handles
+from wire import ErrorCode
+
+BROKERS = 1
+
+
+@handles(60, 0, 1)
+def handle_describe_cluster(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    cluster = ctx.cluster
+    endpoint_type = req.get("endpoint_type", BROKERS)
+    if endpoint_type != BROKERS:
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.MISMATCHED_ENDPOINT_TYPE,
+                "error_message": "The request was sent to an endpoint of type BROKER, but we wanted an endpoint "
+                                 "of type CONTROLLER", "endpoint_type": endpoint_type, "cluster_id": "",
+                "controller_id": -1, "brokers": []}
+    return {
+        "throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None, "endpoint_type": BROKERS,
+        "cluster_id": cluster.config.cluster_id, "controller_id": cluster.controller_id,
+        "brokers": [{"broker_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
+                    for b in cluster.brokers.values()],
+        "cluster_authorized_operations": -2147483648,
+    }

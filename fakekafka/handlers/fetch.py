@@ -1,0 +1,114 @@
+"""Fetch (key 1), v4-17.
+
+Returns stored batch bytes untouched. Behaviour: fetch sessions are declined (we answer session id 0,
+so clients keep sending full requests; an incremental request gets FETCH_SESSION_ID_NOT_FOUND).
+Only whole batches are returned: the first batch of the response always, and any partition's first
+batch even past its partition_max_bytes while it fits the response's max_bytes, so a consumer always
+progresses. A fetch with less than min_bytes parks until data arrives or max_wait_ms passes.
+v13+ addresses topics by id (UNKNOWN_TOPIC_ID for an unknown one).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from construct import Container
+
+from fakekafka.handlers.common import leader_check
+from fakekafka.handlers.registry import Park, RequestContext, handles
+from fakekafka.model.cluster import Partition
+from wire import ErrorCode
+
+READ_COMMITTED = 1
+
+
+def _partition_response(index: int, code: ErrorCode, partition: Partition | None = None,
+                        records: bytes | None = None, read_committed: bool = False) -> dict[str, Any]:
+    log = partition.log if partition is not None and code in (ErrorCode.NONE, ErrorCode.OFFSET_OUT_OF_RANGE) \
+        else None
+    return {
+        "partition_index": index,
+        "error_code": code,
+        "high_watermark": log.high_watermark if log else -1,
+        "last_stable_offset": log.high_watermark if log else -1,
+        "log_start_offset": log.log_start_offset if log else -1,
+        "aborted_transactions": [] if read_committed else None,
+        "preferred_read_replica": -1,
+        "records": records if records is not None else b"",
+    }
+
+
+def fetch_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "error_code": code, "session_id": 0, "responses": []}
+
+
+@handles(1, 4, 17, errors=fetch_error_response)
+def handle_fetch(ctx: RequestContext, req: Container) -> Any:
+    v = ctx.version
+    cluster = ctx.cluster
+    if v >= 7:
+        if req.session_id != 0:
+            return fetch_error_response(ctx, req, ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
+        if req.session_epoch not in (-1, 0):
+            return fetch_error_response(ctx, req, ErrorCode.INVALID_FETCH_SESSION_EPOCH)
+    read_committed = req.isolation_level == READ_COMMITTED
+    max_bytes = req.max_bytes if req.max_bytes > 0 else 0x7FFFFFFF
+
+    # resolve once; the log itself is re-read when a parked fetch resumes
+    wanted: list[tuple[Container, Any, list[tuple[Container, Partition | None, ErrorCode]]]] = []
+    for t in req.topics:
+        if v >= 13:
+            topic = cluster.topics_by_id.get(t.topic_id)
+            missing = ErrorCode.UNKNOWN_TOPIC_ID
+        else:
+            topic = cluster.topics.get(t.topic)
+            missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        parts = []
+        for p in t.partitions:
+            partition = topic.partitions[p.partition] if topic and 0 <= p.partition < len(topic.partitions) else None
+            code = missing if topic is None else leader_check(ctx, partition, p.current_leader_epoch)
+            parts.append((p, partition, code))
+        wanted.append((t, topic, parts))
+    watched = [partition for _, _, parts in wanted for _, partition, code in parts if code == ErrorCode.NONE]
+
+    def build(final: bool) -> Any:
+        total = 0
+        errors = False
+        responses = []
+        for t, topic, parts in wanted:
+            results = []
+            for p, partition, code in parts:
+                if code != ErrorCode.NONE:
+                    errors = True
+                    results.append(_partition_response(p.partition, code))
+                    continue
+                assert partition is not None
+                log = partition.log
+                upper = log.high_watermark
+                if p.fetch_offset < log.log_start_offset or p.fetch_offset > upper:
+                    errors = True
+                    results.append(_partition_response(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE, partition))
+                    continue
+                if v >= 12 and p.last_fetched_epoch >= 0:
+                    epoch, end = log.end_offset_for_epoch(p.last_fetched_epoch)
+                    if epoch != p.last_fetched_epoch or end < p.fetch_offset:
+                        errors = True
+                        r = _partition_response(p.partition, ErrorCode.NONE, partition, None, read_committed)
+                        r["diverging_epoch"] = {"epoch": epoch, "end_offset": end}
+                        results.append(r)
+                        continue
+                left = max_bytes - total
+                batches = log.read(p.fetch_offset, min(p.partition_max_bytes, left), min_one=total == 0,
+                                   upper=upper) if left > 0 else []
+                if not batches and 0 < left and p.fetch_offset < upper:
+                    batches = log.read(p.fetch_offset, left, min_one=False, upper=upper)[:1]
+                data = b"".join(batches) if len(batches) != 1 else batches[0]
+                total += len(data)
+                results.append(_partition_response(p.partition, ErrorCode.NONE, partition, data, read_committed))
+            key = "topic_id" if v >= 13 else "topic"
+            responses.append({key: t.topic_id if v >= 13 else t.topic, "partitions": results})
+        if final or errors or total >= req.min_bytes or req.max_wait_ms <= 0 or not watched:
+            return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": 0, "responses": responses}
+        return Park(req.max_wait_ms, watched, build)
+
+    return build(False)

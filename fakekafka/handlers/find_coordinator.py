@@ -1,0 +1,34 @@
+"""FindCoordinator (key 10), v0-6 (batched keys in v4+).
+
+Behaviour: the single broker answers for every group and transactional id until the group
+coordinator lands (groups will then map to `__consumer_offsets` partition leaders).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from construct import Container
+
+from fakekafka.handlers.registry import RequestContext, handles
+from wire import ErrorCode
+
+GROUP, TRANSACTION = 0, 1
+
+
+def _coordinator(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
+    if key_type not in (GROUP, TRANSACTION):
+        return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": ErrorCode.INVALID_REQUEST,
+                "error_message": f"Unsupported key type {key_type}"}
+    b = ctx.broker
+    return {"key": key, "node_id": b.node_id, "host": b.host, "port": b.port, "error_code": ErrorCode.NONE,
+            "error_message": None}
+
+
+@handles(10, 0, 6)
+def handle_find_coordinator(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    key_type = req.get("key_type", GROUP)
+    if ctx.version >= 4:
+        return {"throttle_time_ms": 0, "coordinators": [_coordinator(ctx, k, key_type) for k in req.coordinator_keys]}
+    c = _coordinator(ctx, req.key, key_type)
+    return {"throttle_time_ms": 0, **c}

@@ -1,0 +1,75 @@
+"""ListOffsets (key 2), v1-10.
+
+Timestamps: -1 latest (the high watermark), -2 earliest (log start), -3 max timestamp (v7+),
+-4 earliest local (v8+, the log start: nothing is tiered), -5 latest tiered (v9+, -1: nothing is
+tiered); otherwise the first offset whose timestamp is >= the target, or -1 if there is none.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from construct import Container
+
+from fakekafka.handlers.common import leader_check
+from fakekafka.handlers.registry import RequestContext, handles
+from fakekafka.model.log import PartitionLog
+from wire import ErrorCode
+
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
+
+
+def _epoch_at(log: PartitionLog, offset: int) -> int:
+    epoch = -1
+    for e in log.epochs:
+        if e.start_offset > offset:
+            break
+        epoch = e.epoch
+    return epoch
+
+
+def _lookup(log: PartitionLog, timestamp: int, current_epoch: int) -> tuple[ErrorCode, int, int, int]:
+    """(error, timestamp, offset, leader epoch)."""
+    if timestamp == LATEST:
+        return ErrorCode.NONE, -1, log.high_watermark, current_epoch
+    if timestamp in (EARLIEST, EARLIEST_LOCAL):
+        return ErrorCode.NONE, -1, log.log_start_offset, _epoch_at(log, log.log_start_offset) \
+            if log.log_end_offset > log.log_start_offset else current_epoch
+    if timestamp == LATEST_TIERED:
+        return ErrorCode.NONE, -1, -1, -1
+    if timestamp == MAX_TIMESTAMP:
+        found = log.max_timestamp_offset()
+    elif timestamp < 0:
+        return ErrorCode.INVALID_REQUEST, -1, -1, -1
+    else:
+        found = log.offset_for_timestamp(timestamp)
+    if found is None:
+        return ErrorCode.NONE, -1, -1, -1
+    return ErrorCode.NONE, found[1], found[0], _epoch_at(log, found[0])
+
+
+@handles(2, 1, 10)
+def handle_list_offsets(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    v = ctx.version
+    topics = []
+    for t in req.topics:
+        results = []
+        seen: set[int] = set()
+        for p in t.partitions:
+            partition = ctx.cluster.partition(t.name, p.partition_index)
+            code = leader_check(ctx, partition, p.get("current_leader_epoch", -1))
+            if p.partition_index in seen:
+                code = ErrorCode.INVALID_REQUEST
+            seen.add(p.partition_index)
+            ts, offset, epoch = -1, -1, -1
+            if code == ErrorCode.NONE:
+                assert partition is not None
+                if (p.timestamp == MAX_TIMESTAMP and v < 7) or (p.timestamp == EARLIEST_LOCAL and v < 8) \
+                        or (p.timestamp == LATEST_TIERED and v < 9):
+                    code = ErrorCode.UNSUPPORTED_VERSION
+                else:
+                    code, ts, offset, epoch = _lookup(partition.log, p.timestamp, partition.leader_epoch)
+            results.append({"partition_index": p.partition_index, "error_code": code, "timestamp": ts,
+                            "offset": offset, "leader_epoch": epoch})
+        topics.append({"name": t.name, "partitions": results})
+    return {"throttle_time_ms": 0, "topics": topics}

@@ -1,0 +1,81 @@
+"""Metadata (key 3), v0-12.
+
+Behaviour: topics that auto-creation makes are returned at once with their leaders (Kafka answers
+LEADER_NOT_AVAILABLE until the controller has elected them; clients just retry). v0 asks for all
+topics with an empty list, v1+ with null. v10+ reports topic ids and v12 looks topics up by id.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from construct import Container
+
+from fakekafka.handlers.registry import RequestContext, handles
+from fakekafka.model.cluster import ApiError, Topic, validate_topic_name
+from wire import ErrorCode
+from wire.primitives import ZERO_UUID
+
+AUTHORIZED_OPERATIONS_NOT_REQUESTED = -2147483648
+
+
+def topic_metadata(topic: Topic) -> dict[str, Any]:
+    return {
+        "error_code": ErrorCode.NONE,
+        "name": topic.name,
+        "topic_id": topic.topic_id,
+        "is_internal": topic.is_internal,
+        "partitions": [{
+            "error_code": ErrorCode.NONE,
+            "partition_index": p.index,
+            "leader_id": p.leader_id,
+            "leader_epoch": p.leader_epoch,
+            "replica_nodes": list(p.replicas),
+            "isr_nodes": p.isr,
+            "offline_replicas": [],
+        } for p in topic.partitions],
+        "topic_authorized_operations": AUTHORIZED_OPERATIONS_NOT_REQUESTED,
+    }
+
+
+def _error_topic(name: str | None, code: ErrorCode, topic_id: uuid.UUID = ZERO_UUID) -> dict[str, Any]:
+    return {"error_code": code, "name": name, "topic_id": topic_id, "is_internal": False, "partitions": [],
+            "topic_authorized_operations": AUTHORIZED_OPERATIONS_NOT_REQUESTED}
+
+
+@handles(3, 0, 12)
+def handle_metadata(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    cluster = ctx.cluster
+    v = ctx.version
+    requested = req.topics
+    allow_auto = req.get("allow_auto_topic_creation", True) if v >= 4 else True
+    topics: list[dict[str, Any]] = []
+    if requested is None or (v == 0 and not requested):
+        topics = [topic_metadata(t) for t in cluster.topics.values()]
+    else:
+        for entry in requested:
+            name = entry.get("name")
+            topic_id = entry.get("topic_id", ZERO_UUID)
+            if name is None:
+                t = cluster.topics_by_id.get(topic_id)
+                topics.append(topic_metadata(t) if t else _error_topic(None, ErrorCode.UNKNOWN_TOPIC_ID, topic_id))
+                continue
+            t = cluster.topics.get(name)
+            if t is None and allow_auto and cluster.config.auto_create_topics:
+                try:
+                    validate_topic_name(name)
+                    t = cluster.auto_create(name)
+                except ApiError as e:
+                    topics.append(_error_topic(name, e.code))
+                    continue
+            topics.append(topic_metadata(t) if t else _error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+    return {
+        "throttle_time_ms": 0,
+        "brokers": [{"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
+                    for b in cluster.brokers.values()],
+        "cluster_id": cluster.config.cluster_id,
+        "controller_id": cluster.controller_id,
+        "topics": topics,
+        "cluster_authorized_operations": AUTHORIZED_OPERATIONS_NOT_REQUESTED,
+    }

@@ -1,0 +1,62 @@
+"""Produce (key 0): advertised v0-11, accepted v3-11.
+
+Advertised from v0 because librdkafka turns compression off when a broker's Produce range does not
+start at 0 (Kafka 4.0 does the same, KAFKA-18659); v0-2 (message formats v0/v1) get
+UNSUPPORTED_VERSION per partition. Behaviour: acks=-1 completes at once while partitions have one
+replica; acks=0 gets no response. Each partition must carry exactly one v2 batch (Kafka's rule).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from construct import Container
+
+from fakekafka.handlers.registry import NO_RESPONSE, RequestContext, handles
+from fakekafka.model.cluster import ApiError, validate_topic_name
+from wire import ErrorCode
+
+
+def _partition_result(index: int, code: ErrorCode, message: str | None = None, base_offset: int = -1,
+                      log_append_time: int = -1, log_start_offset: int = -1) -> dict[str, Any]:
+    return {"index": index, "error_code": code, "base_offset": base_offset, "log_append_time_ms": log_append_time,
+            "log_start_offset": log_start_offset, "record_errors": [], "error_message": message}
+
+
+def produce_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+    return {"responses": [{"name": t.name, "partition_responses": [_partition_result(p.index, code)
+                                                                    for p in t.partition_data]}
+                          for t in req.topic_data], "throttle_time_ms": 0}
+
+
+@handles(0, 3, 11, advertise_from=0, errors=produce_error_response)
+def handle_produce(ctx: RequestContext, req: Container) -> Any:
+    cluster = ctx.cluster
+    if req.acks not in (-1, 0, 1):
+        return produce_error_response(ctx, req, ErrorCode.INVALID_REQUIRED_ACKS)
+    responses = []
+    for t in req.topic_data:
+        topic = cluster.topics.get(t.name)
+        code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if topic is None:
+            try:
+                validate_topic_name(t.name)
+                topic = cluster.auto_create(t.name)
+            except ApiError as e:
+                code = e.code
+        results = []
+        for p in t.partition_data:
+            partition = topic.partitions[p.index] if topic and 0 <= p.index < len(topic.partitions) else None
+            if partition is None:
+                results.append(_partition_result(p.index, code))
+                continue
+            if partition.leader_id != ctx.broker.node_id:
+                results.append(_partition_result(p.index, ErrorCode.NOT_LEADER_OR_FOLLOWER))
+                continue
+            r = cluster.append(partition, p.records)
+            results.append(_partition_result(p.index, r.error, r.message, r.base_offset, r.log_append_time,
+                                             r.log_start_offset))
+        responses.append({"name": t.name, "partition_responses": results})
+    if req.acks == 0:
+        return NO_RESPONSE
+    return {"responses": responses, "throttle_time_ms": 0}

@@ -1,0 +1,109 @@
+"""One registry of handlers, keyed by API key, that ApiVersions reads.
+
+A handler is registered with the versions it accepts; the versions it advertises default to the same
+range (Produce advertises from 0 but accepts from 3, see produce.py). Registering a key twice or a
+range Kafka does not define raises at import time, so the advertised versions cannot drift from the
+implemented ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from construct import Container
+
+from fakekafka.model.cluster import Broker, Cluster
+from wire import ErrorCode, Request
+from wire.messages import API_MODULES
+
+__all__ = [
+    "NO_RESPONSE", "Handler", "Park", "RequestContext", "advertised_versions", "handler_for", "handles",
+    "error_response",
+]
+
+
+@dataclass
+class RequestContext:
+    cluster: Cluster
+    broker: Broker
+    request: Request
+    client_host: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def version(self) -> int:
+        return self.request.api_version
+
+
+class _NoResponse:
+    def __repr__(self) -> str:
+        return "NO_RESPONSE"
+
+
+NO_RESPONSE = _NoResponse()
+"""Returned for requests Kafka does not answer (Produce with acks=0)."""
+
+
+@dataclass
+class Park:
+    """A response that is not ready: the server calls `resume(timed_out)` when one of `partitions`
+    gets data or `wait_ms` passes, without blocking other connections."""
+
+    wait_ms: int
+    partitions: list[Any]
+    resume: Callable[[bool], Any]
+
+
+Result = Container | dict[str, Any] | Park | _NoResponse
+Handler = Callable[[RequestContext, Container], Result]
+ErrorResponder = Callable[[RequestContext, Container, ErrorCode], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Registered:
+    api_key: int
+    min_version: int
+    max_version: int
+    advertised_min: int
+    handler: Handler
+    error_responder: ErrorResponder | None
+
+
+_REGISTRY: dict[int, Registered] = {}
+
+
+def handles(api_key: int, min_version: int, max_version: int, *, advertise_from: int | None = None,
+            errors: ErrorResponder | None = None) -> Callable[[Handler], Handler]:
+    spec = API_MODULES.get(api_key)
+    if spec is None or not spec[2] <= min_version <= max_version <= spec[3]:
+        raise ValueError(f"API {api_key} v{min_version}-{max_version} is not a range Kafka defines")
+    if api_key in _REGISTRY:
+        raise ValueError(f"API {spec[0]} registered twice")
+
+    def register(fn: Handler) -> Handler:
+        _REGISTRY[api_key] = Registered(api_key, min_version, max_version,
+                                        min_version if advertise_from is None else advertise_from, fn, errors)
+        return fn
+    return register
+
+
+def handler_for(api_key: int) -> Registered | None:
+    return _REGISTRY.get(api_key)
+
+
+def advertised_versions() -> dict[int, tuple[int, int]]:
+    return {k: (r.advertised_min, r.max_version) for k, r in sorted(_REGISTRY.items())}
+
+
+def error_response(ctx: RequestContext, body: Container, code: ErrorCode) -> dict[str, Any] | None:
+    """A response that reports `code` for the whole request, or None if the API has no way to say it."""
+    reg = _REGISTRY.get(ctx.request.api_key)
+    if reg is not None and reg.error_responder is not None:
+        return reg.error_responder(ctx, body, code)
+    from wire.protocol import response_struct
+    names = response_struct(ctx.request.api_key, ctx.version).field_names()
+    if "error_code" in names:
+        return {"error_code": code}
+    return None

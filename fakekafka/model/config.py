@@ -1,0 +1,194 @@
+"""Broker and topic configuration with Kafka's defaults, names and types.
+
+DescribeConfigs reports these; CreateTopics validates against `TOPIC_CONFIGS`. A topic config whose
+value was not set on the topic takes the broker's value for its synonym, as in Kafka.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+__all__ = [
+    "BROKER_CONFIGS", "TOPIC_CONFIGS", "BrokerConfig", "ConfigSource", "ConfigSpec", "ConfigType",
+    "InvalidConfig",
+]
+
+
+class ConfigType(IntEnum):
+    UNKNOWN = 0
+    BOOLEAN = 1
+    STRING = 2
+    INT = 3
+    SHORT = 4
+    LONG = 5
+    DOUBLE = 6
+    LIST = 7
+    CLASS = 8
+    PASSWORD = 9
+
+
+class ConfigSource(IntEnum):
+    UNKNOWN = 0
+    TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+    DYNAMIC_BROKER_LOGGER_CONFIG = 6
+
+
+class InvalidConfig(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class ConfigSpec:
+    name: str
+    type: ConfigType
+    default: str | None
+    broker_synonym: str | None = None
+    choices: tuple[str, ...] = ()
+    minimum: int | None = None
+    documentation: str = ""
+
+    def validate(self, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            if self.type in (ConfigType.INT, ConfigType.LONG, ConfigType.SHORT):
+                n = int(value)
+                if self.minimum is not None and n < self.minimum:
+                    raise InvalidConfig(f"Invalid value {value} for configuration {self.name}: "
+                                        f"Value must be at least {self.minimum}")
+            elif self.type == ConfigType.DOUBLE:
+                float(value)
+            elif self.type == ConfigType.BOOLEAN and value.lower() not in ("true", "false"):
+                raise ValueError
+        except ValueError:
+            raise InvalidConfig(f"Invalid value {value} for configuration {self.name}: "
+                                f"Not a valid {self.type.name.lower()}") from None
+        if self.choices:
+            parts = value.split(",") if self.type == ConfigType.LIST else [value]
+            for p in parts:
+                if p.strip() not in self.choices:
+                    raise InvalidConfig(f"Invalid value {value} for configuration {self.name}: "
+                                        f"String must be one of: {', '.join(self.choices)}")
+        return value
+
+
+_T = ConfigType
+LONG_MAX = str(2**63 - 1)
+
+TOPIC_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
+    ConfigSpec("cleanup.policy", _T.LIST, "delete", "log.cleanup.policy", ("delete", "compact")),
+    ConfigSpec("compression.type", _T.STRING, "producer", "compression.type",
+               ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
+    ConfigSpec("delete.retention.ms", _T.LONG, "86400000", "log.cleaner.delete.retention.ms", minimum=0),
+    ConfigSpec("file.delete.delay.ms", _T.LONG, "60000", "log.segment.delete.delay.ms", minimum=0),
+    ConfigSpec("flush.messages", _T.LONG, LONG_MAX, "log.flush.interval.messages", minimum=1),
+    ConfigSpec("flush.ms", _T.LONG, LONG_MAX, "log.flush.interval.ms", minimum=0),
+    ConfigSpec("follower.replication.throttled.replicas", _T.LIST, "",
+               "follower.replication.throttled.replicas"),
+    ConfigSpec("index.interval.bytes", _T.INT, "4096", "log.index.interval.bytes", minimum=0),
+    ConfigSpec("leader.replication.throttled.replicas", _T.LIST, "", "leader.replication.throttled.replicas"),
+    ConfigSpec("local.retention.bytes", _T.LONG, "-2", "log.local.retention.bytes", minimum=-2),
+    ConfigSpec("local.retention.ms", _T.LONG, "-2", "log.local.retention.ms", minimum=-2),
+    ConfigSpec("max.compaction.lag.ms", _T.LONG, LONG_MAX, "log.cleaner.max.compaction.lag.ms", minimum=1),
+    ConfigSpec("max.message.bytes", _T.INT, "1048588", "message.max.bytes", minimum=0),
+    ConfigSpec("message.timestamp.after.max.ms", _T.LONG, LONG_MAX, "log.message.timestamp.after.max.ms",
+               minimum=0),
+    ConfigSpec("message.timestamp.before.max.ms", _T.LONG, LONG_MAX, "log.message.timestamp.before.max.ms",
+               minimum=0),
+    ConfigSpec("message.timestamp.type", _T.STRING, "CreateTime", "log.message.timestamp.type",
+               ("CreateTime", "LogAppendTime")),
+    ConfigSpec("min.cleanable.dirty.ratio", _T.DOUBLE, "0.5", "log.cleaner.min.cleanable.ratio"),
+    ConfigSpec("min.compaction.lag.ms", _T.LONG, "0", "log.cleaner.min.compaction.lag.ms", minimum=0),
+    ConfigSpec("min.insync.replicas", _T.INT, "1", "min.insync.replicas", minimum=1),
+    ConfigSpec("preallocate", _T.BOOLEAN, "false", "log.preallocate"),
+    ConfigSpec("remote.storage.enable", _T.BOOLEAN, "false", None),
+    ConfigSpec("retention.bytes", _T.LONG, "-1", "log.retention.bytes"),
+    ConfigSpec("retention.ms", _T.LONG, "604800000", "log.retention.ms", minimum=-1),
+    ConfigSpec("segment.bytes", _T.INT, "1073741824", "log.segment.bytes", minimum=14),
+    ConfigSpec("segment.index.bytes", _T.INT, "10485760", "log.index.size.max.bytes", minimum=4),
+    ConfigSpec("segment.jitter.ms", _T.LONG, "0", "log.roll.jitter.ms", minimum=0),
+    ConfigSpec("segment.ms", _T.LONG, "604800000", "log.roll.ms", minimum=1),
+    ConfigSpec("unclean.leader.election.enable", _T.BOOLEAN, "false", "unclean.leader.election.enable"),
+)}
+
+BROKER_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
+    ConfigSpec("auto.create.topics.enable", _T.BOOLEAN, "true"),
+    ConfigSpec("broker.id", _T.INT, "-1"),
+    ConfigSpec("node.id", _T.INT, "-1"),
+    ConfigSpec("num.partitions", _T.INT, "1", minimum=1),
+    ConfigSpec("default.replication.factor", _T.INT, "1"),
+    ConfigSpec("message.max.bytes", _T.INT, "1048588", minimum=0),
+    ConfigSpec("socket.request.max.bytes", _T.INT, "104857600", minimum=1),
+    ConfigSpec("offsets.topic.num.partitions", _T.INT, "50", minimum=1),
+    ConfigSpec("offsets.topic.replication.factor", _T.SHORT, "3", minimum=1),
+    ConfigSpec("offsets.retention.minutes", _T.INT, "10080", minimum=1),
+    ConfigSpec("transaction.state.log.num.partitions", _T.INT, "50", minimum=1),
+    ConfigSpec("group.initial.rebalance.delay.ms", _T.INT, "3000", minimum=0),
+    ConfigSpec("min.insync.replicas", _T.INT, "1", minimum=1),
+    ConfigSpec("compression.type", _T.STRING, "producer"),
+    ConfigSpec("log.cleanup.policy", _T.LIST, "delete"),
+    ConfigSpec("log.retention.ms", _T.LONG, None),
+    ConfigSpec("log.retention.hours", _T.INT, "168"),
+    ConfigSpec("log.retention.bytes", _T.LONG, "-1"),
+    ConfigSpec("log.segment.bytes", _T.INT, "1073741824"),
+    ConfigSpec("log.message.timestamp.type", _T.STRING, "CreateTime"),
+    ConfigSpec("unclean.leader.election.enable", _T.BOOLEAN, "false"),
+    ConfigSpec("delete.topic.enable", _T.BOOLEAN, "true"),
+    ConfigSpec("replica.lag.time.max.ms", _T.LONG, "30000"),
+)}
+
+
+def _broker_default(name: str) -> str | None:
+    spec = BROKER_CONFIGS.get(name)
+    if spec is not None:
+        return spec.default
+    # topic synonyms Kafka has at broker level but we don't list separately share the topic default
+    for t in TOPIC_CONFIGS.values():
+        if t.broker_synonym == name:
+            return t.default
+    return None
+
+
+@dataclass
+class BrokerConfig:
+    """Settings of the whole fake cluster (the ones a test or the CLI can change)."""
+
+    num_partitions: int = 1
+    auto_create_topics: bool = True
+    default_replication_factor: int = 1
+    message_max_bytes: int = 1048588
+    socket_request_max_bytes: int = 104857600
+    offsets_topic_num_partitions: int = 50
+    cluster_id: str = "fakekafka-cluster-0001"
+    overrides: dict[str, str] = field(default_factory=dict)
+    """Broker configs set explicitly (reported with source STATIC_BROKER_CONFIG)."""
+
+    def __post_init__(self) -> None:
+        explicit = {
+            "num.partitions": (self.num_partitions, 1),
+            "auto.create.topics.enable": (self.auto_create_topics, True),
+            "default.replication.factor": (self.default_replication_factor, 1),
+            "message.max.bytes": (self.message_max_bytes, 1048588),
+            "socket.request.max.bytes": (self.socket_request_max_bytes, 104857600),
+            "offsets.topic.num.partitions": (self.offsets_topic_num_partitions, 50),
+        }
+        for name, (value, default) in explicit.items():
+            if value != default:
+                self.overrides[name] = str(value).lower() if isinstance(value, bool) else str(value)
+
+    def value(self, name: str) -> tuple[str | None, ConfigSource]:
+        if name in self.overrides:
+            return self.overrides[name], ConfigSource.STATIC_BROKER_CONFIG
+        return _broker_default(name), ConfigSource.DEFAULT_CONFIG
+
+    def topic_default(self, name: str) -> tuple[str | None, ConfigSource, str | None]:
+        """A topic config's value when the topic does not set it: (value, source, broker synonym)."""
+        spec = TOPIC_CONFIGS[name]
+        if spec.broker_synonym and spec.broker_synonym in self.overrides:
+            return self.overrides[spec.broker_synonym], ConfigSource.STATIC_BROKER_CONFIG, spec.broker_synonym
+        return spec.default, ConfigSource.DEFAULT_CONFIG, spec.broker_synonym

@@ -1,0 +1,105 @@
+"""A partition's log: record batches kept as the bytes the producer sent.
+
+Only the base offset and the partition leader epoch are written by the broker (neither is covered by
+the CRC), so Fetch hands back stored bytes untouched. Offsets are found by bisecting the batches'
+last offsets; timestamps by the batches' max timestamps, decoding records only inside one batch.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass, field
+
+from wire.records import BatchHeader, decode_batch, set_base_offset, set_log_append_time
+
+__all__ = ["PartitionLog", "EpochEntry"]
+
+
+@dataclass(frozen=True, slots=True)
+class EpochEntry:
+    epoch: int
+    start_offset: int
+
+
+@dataclass
+class PartitionLog:
+    batches: list[bytes] = field(default_factory=list)
+    base_offsets: list[int] = field(default_factory=list)
+    last_offsets: list[int] = field(default_factory=list)
+    max_timestamps: list[int] = field(default_factory=list)
+    log_start_offset: int = 0
+    log_end_offset: int = 0
+    high_watermark: int = 0
+    size_bytes: int = 0
+    epochs: list[EpochEntry] = field(default_factory=list)
+
+    def append(self, batch: bytes, header: BatchHeader, leader_epoch: int,
+               log_append_time: int | None = None) -> int:
+        """Stores one batch at the log end; returns its base offset."""
+        base = self.log_end_offset
+        if log_append_time is not None:
+            batch = set_log_append_time(batch, log_append_time)
+        stored = set_base_offset(batch, base, leader_epoch)
+        if not self.epochs or self.epochs[-1].epoch != leader_epoch:
+            self.epochs.append(EpochEntry(leader_epoch, base))
+        last = base + header.last_offset_delta
+        self.batches.append(stored)
+        self.base_offsets.append(base)
+        self.last_offsets.append(last)
+        self.max_timestamps.append(log_append_time if log_append_time is not None else header.max_timestamp)
+        self.size_bytes += len(stored)
+        self.log_end_offset = last + 1
+        self.high_watermark = self.log_end_offset
+        return base
+
+    def read(self, offset: int, max_bytes: int, *, min_one: bool, upper: int | None = None) -> list[bytes]:
+        """Whole batches from the one holding `offset`, within `max_bytes` (but at least one if `min_one`)."""
+        limit = self.high_watermark if upper is None else upper
+        i = bisect_left(self.last_offsets, offset)
+        out: list[bytes] = []
+        total = 0
+        n = len(self.batches)
+        while i < n and self.base_offsets[i] < limit:
+            b = self.batches[i]
+            if total + len(b) > max_bytes and not (min_one and not out):
+                break
+            out.append(b)
+            total += len(b)
+            i += 1
+        return out
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record whose timestamp is >= `timestamp`."""
+        for i in range(bisect_left(self.last_offsets, self.log_start_offset), len(self.batches)):
+            if self.max_timestamps[i] < timestamp or self.base_offsets[i] >= self.high_watermark:
+                continue
+            for rec in decode_batch(self.batches[i]).records:
+                if rec.timestamp >= timestamp and rec.offset >= self.log_start_offset:
+                    return rec.offset, rec.timestamp
+        return None
+
+    def max_timestamp_offset(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the record with the largest timestamp (the first one on ties)."""
+        best: tuple[int, int] | None = None
+        for i, ts in enumerate(self.max_timestamps):
+            if self.base_offsets[i] >= self.high_watermark:
+                break
+            if best is None or ts > best[1]:
+                for rec in decode_batch(self.batches[i]).records:
+                    if rec.timestamp == ts:
+                        best = (rec.offset, ts)
+                        break
+        return best
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """(largest epoch <= `epoch`, its end offset), as OffsetForLeaderEpoch answers; (-1, -1) if none."""
+        starts = [e.epoch for e in self.epochs]
+        i = bisect_right(starts, epoch)
+        if i == 0:
+            return -1, -1
+        if i == len(self.epochs):
+            return self.epochs[-1].epoch, self.log_end_offset
+        return self.epochs[i - 1].epoch, self.epochs[i].start_offset
+
+    def batch_containing(self, offset: int) -> int:
+        return bisect_left(self.last_offsets, offset)

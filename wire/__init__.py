@@ -1,0 +1,18 @@
+"""The Kafka wire protocol, pure: bytes in, containers out, and back. No sockets, no asyncio."""
+
+from wire.error_codes import ErrorCode
+from wire.protocol import (
+    DecodeError,
+    Request,
+    UnknownApiKey,
+    decode_request,
+    decode_request_header,
+    decode_response,
+    encode_request,
+    encode_response,
+)
+
+__all__ = [
+    "DecodeError", "ErrorCode", "Request", "UnknownApiKey", "decode_request",
+    "decode_request_header", "decode_response", "encode_request", "encode_response",
+]

@@ -1,0 +1,451 @@
+"""Kafka's field kinds as `construct` constructs.
+
+Classic and compact (flexible) encodings are separate objects rather than one object with a flag, so
+the generated declarations in `wire/messages/` read as what goes on the wire for that version.
+`Message` is the one struct kind: it fills absent fields with their schema defaults when building (a
+handler writes only what it means), and in flexible versions it reads the tagged-field section into
+the same container, keeping unknown tags so a proxy can re-emit them byte for byte.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from construct import (
+    Construct,
+    Container,
+    Float64b,
+    Int8sb,
+    Int16sb,
+    Int16ub,
+    Int32sb,
+    Int32ub,
+    Int64sb,
+    SizeofError,
+    StreamError,
+    stream_read,
+    stream_tell,
+    stream_write,
+)
+
+__all__ = [
+    "Int8", "Int16", "Int32", "Int64", "UInt16", "UInt32", "Float64", "Bool", "Uuid", "UVarint",
+    "Varint", "Varlong", "String", "NullableString", "CompactString", "CompactNullableString",
+    "Bytes", "NullableBytes", "CompactBytes", "CompactNullableBytes", "Array", "NullableArray",
+    "CompactArray", "CompactNullableArray", "NullableStruct", "Field", "Tagged", "Message",
+    "UNKNOWN_TAGS", "ZERO_UUID", "STRUCT_DEFAULT", "WireError",
+]
+
+Int8 = Int8sb
+Int16 = Int16sb
+Int32 = Int32sb
+Int64 = Int64sb
+UInt16 = Int16ub
+UInt32 = Int32ub
+Float64 = Float64b
+
+ZERO_UUID = uuid.UUID(int=0)
+UNKNOWN_TAGS = "_unknown_tags"
+"""Container key holding [(tag, raw bytes)] for tags this declaration does not know."""
+
+_MISSING = object()
+STRUCT_DEFAULT = object()
+"""Default of a struct-typed field: the struct with all its own defaults."""
+_unpack_i16 = struct.Struct(">h").unpack
+_unpack_i32 = struct.Struct(">i").unpack
+_pack_i16 = struct.Struct(">h").pack
+_pack_i32 = struct.Struct(">i").pack
+
+
+class WireError(StreamError):
+    """Bytes that violate the protocol (a length or count that cannot be right, null where not allowed)."""
+
+
+def _remaining(stream: Any) -> int:
+    buf = getattr(stream, "getbuffer", None)
+    if buf is None:
+        return 1 << 62
+    return len(buf()) - stream_tell(stream, None)
+
+
+def read_uvarint(stream: Any, path: str) -> int:
+    result = 0
+    shift = 0
+    while True:
+        b = stream_read(stream, 1, path)[0]
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result
+        shift += 7
+        if shift > 63:
+            raise WireError("unsigned varint longer than 10 bytes", path=path)
+
+
+def write_uvarint(value: int, stream: Any, path: str) -> None:
+    if value < 0:
+        raise WireError(f"unsigned varint cannot hold {value}", path=path)
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    stream_write(stream, bytes(out), len(out), path)
+
+
+def uvarint_bytes(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+class _UVarint(Construct):
+    """Unsigned LEB128, as used for compact lengths and tags."""
+
+    def _parse(self, stream, context, path):  # noqa: ANN001, ANN202
+        return read_uvarint(stream, path)
+
+    def _build(self, obj, stream, context, path):  # noqa: ANN001, ANN202
+        write_uvarint(obj, stream, path)
+        return obj
+
+    def _sizeof(self, context, path):  # noqa: ANN001, ANN202
+        raise SizeofError("varint has no fixed size", path=path)
+
+
+class _ZigZag(Construct):
+    """Zig-zag signed varint (records, and `varint`/`varlong` schema fields)."""
+
+    def __init__(self, bits: int) -> None:
+        super().__init__()
+        self.bits = bits
+
+    def _parse(self, stream, context, path):  # noqa: ANN001, ANN202
+        n = read_uvarint(stream, path)
+        return (n >> 1) ^ -(n & 1)
+
+    def _build(self, obj, stream, context, path):  # noqa: ANN001, ANN202
+        write_uvarint((obj << 1) ^ (obj >> (self.bits - 1)), stream, path)
+        return obj
+
+    def _sizeof(self, context, path):  # noqa: ANN001, ANN202
+        raise SizeofError("varint has no fixed size", path=path)
+
+
+UVarint = _UVarint()
+Varint = _ZigZag(32)
+Varlong = _ZigZag(64)
+
+
+class _Bool(Construct):
+    def _parse(self, stream, context, path):  # noqa: ANN001, ANN202
+        return stream_read(stream, 1, path) != b"\x00"
+
+    def _build(self, obj, stream, context, path):  # noqa: ANN001, ANN202
+        stream_write(stream, b"\x01" if obj else b"\x00", 1, path)
+        return obj
+
+    def _sizeof(self, context, path):  # noqa: ANN001, ANN202
+        return 1
+
+
+Bool = _Bool()
+
+
+class _Uuid(Construct):
+    def _parse(self, stream, context, path):  # noqa: ANN001, ANN202
+        return uuid.UUID(bytes=stream_read(stream, 16, path))
+
+    def _build(self, obj, stream, context, path):  # noqa: ANN001, ANN202
+        raw = obj.bytes if isinstance(obj, uuid.UUID) else bytes(obj)
+        stream_write(stream, raw, 16, path)
+        return obj
+
+    def _sizeof(self, context, path):  # noqa: ANN001, ANN202
+        return 16
+
+
+Uuid = _Uuid()
+
+
+class _Sized(Construct):
+    """A length-prefixed string or byte string, classic (int16/int32) or compact (uvarint + 1)."""
+
+    def __init__(self, *, text: bool, compact: bool, nullable: bool) -> None:
+        super().__init__()
+        self.text = text
+        self.compact = compact
+        self.nullable = nullable
+
+    def _read_length(self, stream: Any, path: str) -> int:
+        if self.compact:
+            return read_uvarint(stream, path) - 1
+        if self.text:
+            return _unpack_i16(stream_read(stream, 2, path))[0]
+        return _unpack_i32(stream_read(stream, 4, path))[0]
+
+    def _parse(self, stream, context, path):  # noqa: ANN001, ANN202
+        length = self._read_length(stream, path)
+        if length < 0:
+            if length == -1 and self.nullable:
+                return None
+            raise WireError(f"length {length} is not allowed here", path=path)
+        if length > _remaining(stream):
+            raise WireError(f"length {length} runs past the end of the data", path=path)
+        data = stream_read(stream, length, path)
+        return data.decode("utf-8", errors="strict") if self.text else data
+
+    def _build(self, obj, stream, context, path):  # noqa: ANN001, ANN202
+        if obj is None:
+            if not self.nullable:
+                raise WireError("null given for a non-nullable field", path=path)
+            if self.compact:
+                stream_write(stream, b"\x00", 1, path)
+            else:
+                stream_write(stream, b"\xff\xff" if self.text else b"\xff\xff\xff\xff",
+                             2 if self.text else 4, path)
+            return obj
+        data = obj.encode("utf-8") if isinstance(obj, str) else bytes(obj)
+        n = len(data)
+        if self.compact:
+            write_uvarint(n + 1, stream, path)
+        elif self.text:
+            if n > 0x7FFF:
+                raise WireError(f"string of {n} bytes is too long", path=path)
+            stream_write(stream, _pack_i16(n), 2, path)
+        else:
+            stream_write(stream, _pack_i32(n), 4, path)
+        stream_write(stream, data, n, path)
+        return obj
+
+    def _sizeof(self, context, path):  # noqa: ANN001, ANN202
+        raise SizeofError("variable size", path=path)
+
+
+String = _Sized(text=True, compact=False, nullable=False)
+NullableString = _Sized(text=True, compact=False, nullable=True)
+CompactString = _Sized(text=True, compact=True, nullable=False)
+CompactNullableString = _Sized(text=True, compact=True, nullable=True)
+Bytes = _Sized(text=False, compact=False, nullable=False)
+NullableBytes = _Sized(text=False, compact=False, nullable=True)
+CompactBytes = _Sized(text=False, compact=True, nullable=False)
+CompactNullableBytes = _Sized(text=False, compact=True, nullable=True)
+
+
+class _Array(Construct):
+    def __init__(self, subcon: Construct, *, compact: bool, nullable: bool) -> None:
+        super().__init__()
+        self.subcon = subcon
+        self.compact = compact
+        self.nullable = nullable
+
+    def _parse(self, stream, context, path):  # noqa: ANN001, ANN202
+        if self.compact:
+            count = read_uvarint(stream, path) - 1
+        else:
+            count = _unpack_i32(stream_read(stream, 4, path))[0]
+        if count < 0:
+            if count == -1 and self.nullable:
+                return None
+            raise WireError(f"array count {count} is not allowed here", path=path)
+        if count > _remaining(stream):
+            raise WireError(f"array count {count} exceeds the bytes left", path=path)
+        parse = self.subcon._parse
+        return [parse(stream, context, path) for _ in range(count)]
+
+    def _build(self, obj, stream, context, path):  # noqa: ANN001, ANN202
+        if obj is None:
+            if not self.nullable:
+                raise WireError("null given for a non-nullable array", path=path)
+            if self.compact:
+                stream_write(stream, b"\x00", 1, path)
+            else:
+                stream_write(stream, b"\xff\xff\xff\xff", 4, path)
+            return obj
+        if self.compact:
+            write_uvarint(len(obj) + 1, stream, path)
+        else:
+            stream_write(stream, _pack_i32(len(obj)), 4, path)
+        build = self.subcon._build
+        for item in obj:
+            build(item, stream, context, path)
+        return obj
+
+    def _sizeof(self, context, path):  # noqa: ANN001, ANN202
+        raise SizeofError("variable size", path=path)
+
+
+def Array(subcon: Construct) -> Construct:  # noqa: N802 - reads like a construct
+    return _Array(subcon, compact=False, nullable=False)
+
+
+def NullableArray(subcon: Construct) -> Construct:  # noqa: N802
+    return _Array(subcon, compact=False, nullable=True)
+
+
+def CompactArray(subcon: Construct) -> Construct:  # noqa: N802
+    return _Array(subcon, compact=True, nullable=False)
+
+
+def CompactNullableArray(subcon: Construct) -> Construct:  # noqa: N802
+    return _Array(subcon, compact=True, nullable=True)
+
+
+class NullableStruct(Construct):
+    """A nullable struct field that is not tagged: an int8 marker, -1 for null, 1 for present."""
+
+    def __init__(self, subcon: Construct) -> None:
+        super().__init__()
+        self.subcon = subcon
+
+    def _parse(self, stream, context, path):  # noqa: ANN001, ANN202
+        marker = stream_read(stream, 1, path)
+        if marker == b"\xff":
+            return None
+        return self.subcon._parse(stream, context, path)
+
+    def _build(self, obj, stream, context, path):  # noqa: ANN001, ANN202
+        if obj is None:
+            stream_write(stream, b"\xff", 1, path)
+            return obj
+        stream_write(stream, b"\x01", 1, path)
+        return self.subcon._build(obj, stream, context, path)
+
+    def _sizeof(self, context, path):  # noqa: ANN001, ANN202
+        raise SizeofError("variable size", path=path)
+
+
+class Field:
+    """A named field of a `Message` with the schema's default (a callable for mutable defaults)."""
+
+    __slots__ = ("name", "subcon", "default")
+
+    def __init__(self, name: str, subcon: Construct, default: Any = None) -> None:
+        self.name = name
+        self.subcon = subcon
+        self.default = default
+
+    def default_value(self) -> Any:
+        d = self.default
+        if d is STRUCT_DEFAULT:
+            return self.subcon.defaults()
+        return d() if callable(d) else d
+
+
+class Tagged(Field):
+    """A tagged field: written only when its value differs from the default (as Kafka writes them)."""
+
+    __slots__ = ("tag",)
+
+    def __init__(self, tag: int, name: str, subcon: Construct, default: Any = None) -> None:
+        super().__init__(name, subcon, default)
+        self.tag = tag
+
+
+def _normalize(value: Any) -> Any:
+    """A comparable form of a value: containers without their unknown tags."""
+    if isinstance(value, dict):
+        return {k: _normalize(v) for k, v in value.items() if k != UNKNOWN_TAGS}
+    if isinstance(value, list):
+        return [_normalize(v) for v in value]
+    return value
+
+
+class Message(Construct):
+    """A Kafka struct: fields in order, then (flexible versions) the tagged-field section.
+
+    Parsing yields a `Container` holding every field of this version, tagged ones included (absent
+    tags get their defaults). Building accepts any mapping; missing fields take their defaults.
+    """
+
+    def __init__(self, *fields: Field, flexible: bool = False) -> None:
+        super().__init__()
+        self.fields: tuple[Field, ...] = tuple(f for f in fields if not isinstance(f, Tagged))
+        self.tagged: dict[int, Tagged] = {f.tag: f for f in fields if isinstance(f, Tagged)}
+        self.flexible = flexible
+        if self.tagged and not flexible:
+            raise ValueError("tagged fields need a flexible message")
+
+    def field_names(self) -> list[str]:
+        return [f.name for f in self.fields] + [t.name for t in self.tagged.values()]
+
+    def defaults(self) -> Container:
+        obj = Container()
+        for f in self.fields:
+            obj[f.name] = f.default_value()
+        for t in self.tagged.values():
+            obj[t.name] = t.default_value()
+        return obj
+
+    def _parse(self, stream, context, path):  # noqa: ANN001, ANN202
+        obj = Container()
+        for f in self.fields:
+            obj[f.name] = f.subcon._parse(stream, context, f"{path} -> {f.name}")
+        if self.flexible:
+            for t in self.tagged.values():
+                obj[t.name] = t.default_value()
+            count = read_uvarint(stream, path)
+            if count > _remaining(stream):
+                raise WireError(f"tagged field count {count} exceeds the bytes left", path=path)
+            unknown: list[tuple[int, bytes]] = []
+            last = -1
+            for _ in range(count):
+                tag = read_uvarint(stream, path)
+                if tag <= last:
+                    raise WireError(f"tag {tag} out of order after {last}", path=path)
+                last = tag
+                size = read_uvarint(stream, path)
+                if size > _remaining(stream):
+                    raise WireError(f"tagged field {tag} of {size} bytes runs past the end", path=path)
+                raw = stream_read(stream, size, path)
+                known = self.tagged.get(tag)
+                if known is None:
+                    unknown.append((tag, raw))
+                else:
+                    obj[known.name] = known.subcon.parse(raw)
+            if unknown:
+                obj[UNKNOWN_TAGS] = unknown
+        return obj
+
+    def _build(self, obj, stream, context, path):  # noqa: ANN001, ANN202
+        get = obj.get
+        for f in self.fields:
+            value = get(f.name, _MISSING)
+            if value is _MISSING:
+                value = f.default_value()
+            f.subcon._build(value, stream, context, f"{path} -> {f.name}")
+        if self.flexible:
+            entries: list[tuple[int, bytes]] = []
+            for tag, t in self.tagged.items():
+                value = get(t.name, _MISSING)
+                if value is _MISSING:
+                    continue
+                default = t.default_value()
+                if isinstance(t.subcon, Message) and isinstance(value, dict):
+                    if _normalize({**t.subcon.defaults(), **value}) == _normalize(t.subcon.defaults()):
+                        continue
+                elif value == default:
+                    continue
+                entries.append((tag, t.subcon.build(value)))
+            entries.extend(get(UNKNOWN_TAGS, None) or ())
+            entries.sort(key=lambda e: e[0])
+            write_uvarint(len(entries), stream, path)
+            for tag, raw in entries:
+                write_uvarint(tag, stream, path)
+                write_uvarint(len(raw), stream, path)
+                stream_write(stream, raw, len(raw), path)
+        return obj
+
+    def _sizeof(self, context, path):  # noqa: ANN001, ANN202
+        raise SizeofError("variable size", path=path)
+
+
+def list_of(items: Iterable[Any]) -> Callable[[], list[Any]]:
+    """A default factory for array fields (a fresh list each time)."""
+    frozen = tuple(items)
+    return lambda: list(frozen)

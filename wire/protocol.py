@@ -1,0 +1,169 @@
+"""Requests and responses as bytes <-> containers; no I/O.
+
+A frame here is what follows the 4-byte size prefix. Malformed bytes from a peer always surface as
+`DecodeError`, whatever construct or the decoder tripped over, so the server has one thing to catch.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from construct import ConstructError, Container
+
+from wire.messages import API_MODULES, api_module
+from wire.messages.request_header import RequestHeaderV0, RequestHeaderV1, RequestHeaderV2
+from wire.messages.response_header import ResponseHeaderV0, ResponseHeaderV1
+
+__all__ = [
+    "DecodeError", "Request", "UnknownApiKey", "decode_request", "decode_request_header",
+    "encode_request", "encode_response", "decode_response", "is_flexible", "request_struct",
+    "response_struct",
+]
+
+API_VERSIONS_KEY = 18
+_HEAD = struct.Struct(">hhi")
+
+
+class DecodeError(Exception):
+    """Bytes from a peer that are not a valid Kafka message: says what was wrong and where."""
+
+    def __init__(self, what: str, where: str = "", offset: int | None = None) -> None:
+        self.what = what
+        self.where = where
+        self.offset = offset
+        at = f" at byte {offset}" if offset is not None else ""
+        super().__init__(f"{what}{' in ' + where if where else ''}{at}")
+
+
+class UnknownApiKey(DecodeError):
+    """An API key Kafka does not define; Kafka closes the connection for these."""
+
+
+def is_flexible(api_key: int, version: int) -> bool:
+    flex = API_MODULES[api_key][4]
+    return flex is not None and version >= flex
+
+
+def request_header_version(api_key: int, version: int) -> int:
+    if is_flexible(api_key, version):
+        return 2
+    if api_key == 7 and version == 0:  # ControlledShutdown v0 predates the client id
+        return 0
+    return 1
+
+
+def response_header_version(api_key: int, version: int) -> int:
+    # ApiVersions responses always use header v0 so a client can read them before it knows our range.
+    if api_key == API_VERSIONS_KEY:
+        return 0
+    return 1 if is_flexible(api_key, version) else 0
+
+
+def _check_version(api_key: int, version: int) -> None:
+    spec = API_MODULES.get(api_key)
+    if spec is None:
+        raise UnknownApiKey(f"unknown API key {api_key}")
+    if not spec[2] <= version <= spec[3]:
+        raise DecodeError(f"{spec[0]} v{version} is outside the versions Kafka defines ({spec[2]}-{spec[3]})")
+
+
+def request_struct(api_key: int, version: int) -> Any:
+    _check_version(api_key, version)
+    return api_module(api_key).REQUEST[version - API_MODULES[api_key][2]]
+
+
+def response_struct(api_key: int, version: int) -> Any:
+    _check_version(api_key, version)
+    return api_module(api_key).RESPONSE[version - API_MODULES[api_key][2]]
+
+
+@dataclass(slots=True)
+class Request:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    header: Container
+    body: Container | None  # None when only the header could be read (see decode_request_header)
+
+    @property
+    def api_name(self) -> str:
+        spec = API_MODULES.get(self.api_key)
+        return spec[0] if spec else f"ApiKey{self.api_key}"
+
+
+def _parse(struct_: Any, stream: io.BytesIO, where: str) -> Container:
+    try:
+        return struct_._parse(stream, Container(), where)
+    except ConstructError as e:
+        raise DecodeError(str(e).split("\n")[0], where, stream.tell()) from None
+    except (UnicodeDecodeError, ValueError, OverflowError) as e:
+        raise DecodeError(f"{type(e).__name__}: {e}", where, stream.tell()) from None
+
+
+def decode_request_header(frame: bytes) -> tuple[Request, io.BytesIO]:
+    """The header alone, for a request whose body this broker will not parse."""
+    if len(frame) < _HEAD.size:
+        raise DecodeError(f"request of {len(frame)} bytes is shorter than a header", "RequestHeader", 0)
+    api_key, version, correlation_id = _HEAD.unpack_from(frame)
+    if api_key not in API_MODULES:
+        raise UnknownApiKey(f"unknown API key {api_key}", "RequestHeader", 0)
+    stream = io.BytesIO(frame)
+    if version < 0:
+        raise DecodeError(f"negative API version {version}", "RequestHeader", 2)
+    hv = request_header_version(api_key, min(version, API_MODULES[api_key][3]))
+    header = _parse((RequestHeaderV0, RequestHeaderV1, RequestHeaderV2)[hv], stream, "RequestHeader")
+    return Request(api_key, version, correlation_id, header.get("client_id"), header, None), stream
+
+
+def decode_request(frame: bytes) -> Request:
+    request, stream = decode_request_header(frame)
+    struct_ = request_struct(request.api_key, request.api_version)
+    request.body = _parse(struct_, stream, f"{request.api_name}RequestV{request.api_version}")
+    return request
+
+
+def _build(struct_: Any, obj: Any, stream: io.BytesIO, where: str) -> None:
+    struct_._build(obj, stream, Container(), where)
+
+
+def encode_response(api_key: int, version: int, correlation_id: int, body: Any, *,
+                    header_version: int | None = None) -> bytes:
+    """A whole response frame, size prefix included."""
+    stream = io.BytesIO()
+    stream.write(b"\x00\x00\x00\x00")
+    hv = response_header_version(api_key, version) if header_version is None else header_version
+    _build((ResponseHeaderV0, ResponseHeaderV1)[hv], {"correlation_id": correlation_id}, stream, "ResponseHeader")
+    _build(response_struct(api_key, version), body, stream, f"{API_MODULES[api_key][0]}ResponseV{version}")
+    buf = stream.getbuffer()
+    struct.pack_into(">i", buf, 0, len(buf) - 4)
+    del buf
+    return stream.getvalue()
+
+
+def encode_request(api_key: int, version: int, correlation_id: int, body: Any,
+                   client_id: str | None = "fakekafka") -> bytes:
+    """A whole request frame, size prefix included (used by tests and the proxy)."""
+    stream = io.BytesIO()
+    stream.write(b"\x00\x00\x00\x00")
+    hv = request_header_version(api_key, version)
+    header = {"request_api_key": api_key, "request_api_version": version,
+              "correlation_id": correlation_id, "client_id": client_id}
+    _build((RequestHeaderV0, RequestHeaderV1, RequestHeaderV2)[hv], header, stream, "RequestHeader")
+    _build(request_struct(api_key, version), body, stream, f"{API_MODULES[api_key][0]}RequestV{version}")
+    buf = stream.getbuffer()
+    struct.pack_into(">i", buf, 0, len(buf) - 4)
+    del buf
+    return stream.getvalue()
+
+
+def decode_response(api_key: int, version: int, frame: bytes) -> tuple[int, Container]:
+    """(correlation id, body) of a response frame without its size prefix."""
+    stream = io.BytesIO(frame)
+    hv = response_header_version(api_key, version)
+    header = _parse((ResponseHeaderV0, ResponseHeaderV1)[hv], stream, "ResponseHeader")
+    body = _parse(response_struct(api_key, version), stream, f"{API_MODULES[api_key][0]}ResponseV{version}")
+    return header.correlation_id, body

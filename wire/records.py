@@ -1,0 +1,334 @@
+"""Record batches v2 (magic 2): header without touching records, CRC-32C, codecs, records on demand.
+
+A broker stores the bytes a producer sent. It reads the 61-byte header to learn how many offsets a
+batch takes and validates the CRC; it decodes records only where it must (timestamp lookups, the
+Python API's `records()`), and the codecs are maintained C libraries (cramjam, crc32c).
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import struct
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any
+
+import cramjam
+import crc32c
+from construct import Int8sb, Int16sb, Int32sb, Int32ub, Int64sb, Struct
+
+from wire.primitives import Varint, Varlong
+
+__all__ = [
+    "BATCH_OVERHEAD", "BatchHeader", "Compression", "InvalidBatch", "Record", "RecordBatch",
+    "TimestampType", "build_batch", "crc_of", "decode_batch", "iter_batches", "read_header",
+    "set_base_offset",
+]
+
+BATCH_OVERHEAD = 61
+_CRC_START = 21
+MAGIC = 2
+
+BatchHeaderStruct = Struct(
+    "base_offset" / Int64sb,
+    "batch_length" / Int32sb,
+    "partition_leader_epoch" / Int32sb,
+    "magic" / Int8sb,
+    "crc" / Int32ub,
+    "attributes" / Int16sb,
+    "last_offset_delta" / Int32sb,
+    "base_timestamp" / Int64sb,
+    "max_timestamp" / Int64sb,
+    "producer_id" / Int64sb,
+    "producer_epoch" / Int16sb,
+    "base_sequence" / Int32sb,
+    "records_count" / Int32sb,
+).compile()
+"""The batch header as a compiled struct: it is read for every batch a producer sends."""
+
+_OFFSET_EPOCH = struct.Struct(">qii")
+_LENGTH_MAGIC = struct.Struct(">qib")
+
+
+class Compression(IntEnum):
+    NONE = 0
+    GZIP = 1
+    SNAPPY = 2
+    LZ4 = 3
+    ZSTD = 4
+
+
+class TimestampType(IntEnum):
+    CREATE_TIME = 0
+    LOG_APPEND_TIME = 1
+
+
+class InvalidBatch(ValueError):
+    """A batch the broker must refuse (CORRUPT_MESSAGE / INVALID_RECORD); says why."""
+
+    def __init__(self, what: str, *, corrupt: bool = True) -> None:
+        super().__init__(what)
+        self.corrupt = corrupt
+
+
+@dataclass(slots=True)
+class BatchHeader:
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+    @property
+    def size(self) -> int:
+        return 12 + self.batch_length
+
+    @property
+    def compression(self) -> Compression:
+        return Compression(self.attributes & 0x07)
+
+    @property
+    def timestamp_type(self) -> TimestampType:
+        return TimestampType((self.attributes >> 3) & 1)
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & 0x10)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & 0x20)
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def last_sequence(self) -> int:
+        if self.base_sequence < 0:
+            return -1
+        return (self.base_sequence + self.last_offset_delta) & 0x7FFFFFFF
+
+
+def read_header(data: bytes | memoryview, pos: int = 0) -> BatchHeader:
+    c = BatchHeaderStruct.parse(bytes(data[pos:pos + BATCH_OVERHEAD]))
+    return BatchHeader(c.base_offset, c.batch_length, c.partition_leader_epoch, c.magic, c.crc,
+                       c.attributes, c.last_offset_delta, c.base_timestamp, c.max_timestamp,
+                       c.producer_id, c.producer_epoch, c.base_sequence, c.records_count)
+
+
+def crc_of(batch: bytes | memoryview) -> int:
+    return crc32c.crc32c(batch[_CRC_START:])
+
+
+def iter_batches(data: bytes, *, validate: bool = True) -> list[tuple[BatchHeader, bytes]]:
+    """Split a `records` field into (header, batch bytes), refusing anything but whole v2 batches."""
+    out = []
+    pos = 0
+    end = len(data)
+    view = memoryview(data)
+    while pos < end:
+        if end - pos < 17:
+            raise InvalidBatch(f"{end - pos} trailing bytes are not a record batch")
+        _, length, _ = _LENGTH_MAGIC.unpack_from(data, pos)
+        magic = data[pos + 16]
+        if magic != MAGIC:
+            raise InvalidBatch(f"record batch magic {magic} is not supported (only v2)", corrupt=False)
+        size = 12 + length
+        if length < BATCH_OVERHEAD - 12 or pos + size > end:
+            raise InvalidBatch(f"record batch length {length} does not fit the {end - pos} bytes left")
+        header = read_header(view, pos)
+        batch = data[pos:pos + size] if (pos or size != end) else data
+        if validate:
+            actual = crc32c.crc32c(view[pos + _CRC_START:pos + size])
+            if actual != header.crc:
+                raise InvalidBatch(f"CRC mismatch: batch says {header.crc:#010x}, bytes give {actual:#010x}")
+            if header.records_count < 0 or header.last_offset_delta < 0:
+                raise InvalidBatch("negative record count or offset delta")
+            if header.records_count != header.last_offset_delta + 1 and header.compression == Compression.NONE \
+                    and not header.is_control and header.records_count != 0:
+                raise InvalidBatch(
+                    f"batch holds {header.records_count} records but spans {header.last_offset_delta + 1} offsets",
+                    corrupt=False)
+        out.append((header, batch))
+        pos += size
+    return out
+
+
+def set_base_offset(batch: bytes, base_offset: int, leader_epoch: int) -> bytes:
+    """The batch with the broker's fields set; neither is covered by the CRC."""
+    return _OFFSET_EPOCH.pack(base_offset, struct.unpack_from(">i", batch, 8)[0], leader_epoch) + batch[16:]
+
+
+def set_log_append_time(batch: bytes, timestamp: int) -> bytes:
+    """LogAppendTime topics: the broker stamps max timestamp and the type bit and re-computes the CRC."""
+    buf = bytearray(batch)
+    attributes = struct.unpack_from(">h", buf, 21)[0] | 0x08
+    struct.pack_into(">h", buf, 21, attributes)
+    struct.pack_into(">q", buf, 35, timestamp)
+    struct.pack_into(">I", buf, 17, crc32c.crc32c(memoryview(buf)[_CRC_START:]))
+    return bytes(buf)
+
+
+# --- codecs -------------------------------------------------------------------------------------
+
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+
+
+def decompress(codec: Compression, data: bytes) -> bytes:
+    try:
+        if codec == Compression.NONE:
+            return data
+        if codec == Compression.GZIP:
+            return bytes(cramjam.gzip.decompress(data))
+        if codec == Compression.SNAPPY:
+            if data.startswith(_XERIAL_MAGIC):  # Java's xerial framing: 16-byte header, then sized blocks
+                out = bytearray()
+                pos = 16
+                while pos < len(data):
+                    (n,) = struct.unpack_from(">i", data, pos)
+                    out += bytes(cramjam.snappy.decompress_raw(data[pos + 4:pos + 4 + n]))
+                    pos += 4 + n
+                return bytes(out)
+            return bytes(cramjam.snappy.decompress_raw(data))
+        if codec == Compression.LZ4:
+            return bytes(cramjam.lz4.decompress(data))
+        if codec == Compression.ZSTD:
+            return bytes(cramjam.zstd.decompress(data))
+    except (cramjam.DecompressionError, struct.error, OSError) as e:
+        raise InvalidBatch(f"{codec.name.lower()} data does not decompress: {e}") from None
+    raise InvalidBatch(f"unknown compression codec {int(codec)}", corrupt=False)
+
+
+def compress(codec: Compression, data: bytes) -> bytes:
+    if codec == Compression.NONE:
+        return data
+    if codec == Compression.GZIP:
+        return gzip.compress(data, mtime=0)
+    if codec == Compression.SNAPPY:
+        return bytes(cramjam.snappy.compress_raw(data))
+    if codec == Compression.LZ4:
+        return bytes(cramjam.lz4.compress(data))
+    if codec == Compression.ZSTD:
+        return bytes(cramjam.zstd.compress(data))
+    raise ValueError(f"unknown compression codec {codec}")
+
+
+# --- records --------------------------------------------------------------------------------------
+
+@dataclass(slots=True)
+class Record:
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class RecordBatch:
+    header: BatchHeader
+    records: list[Record]
+
+
+def _read_bytes(stream: io.BytesIO, path: str) -> bytes | None:
+    n = Varint._parse(stream, None, path)
+    if n < 0:
+        return None
+    data = stream.read(n)
+    if len(data) != n:
+        raise InvalidBatch(f"record field of {n} bytes runs past the batch ({path})")
+    return data
+
+
+def decode_batch(batch: bytes) -> RecordBatch:
+    """Every record of one batch (decompressed); control batches yield their control records."""
+    header = read_header(batch)
+    body = decompress(header.compression, batch[BATCH_OVERHEAD:header.size])
+    stream = io.BytesIO(body)
+    records = []
+    log_append = header.timestamp_type == TimestampType.LOG_APPEND_TIME
+    try:
+        for _ in range(header.records_count):
+            length = Varint._parse(stream, None, "record")
+            start = stream.tell()
+            stream.read(1)  # attributes, unused
+            ts_delta = Varlong._parse(stream, None, "timestampDelta")
+            off_delta = Varint._parse(stream, None, "offsetDelta")
+            key = _read_bytes(stream, "key")
+            value = _read_bytes(stream, "value")
+            n_headers = Varint._parse(stream, None, "headers")
+            if n_headers < 0 or n_headers > length:
+                raise InvalidBatch(f"record claims {n_headers} headers")
+            headers = []
+            for _ in range(n_headers):
+                hkey = _read_bytes(stream, "header key")
+                hvalue = _read_bytes(stream, "header value")
+                headers.append(((hkey or b"").decode("utf-8", "replace"), hvalue))
+            if stream.tell() - start != length:
+                raise InvalidBatch(f"record length {length} disagrees with its fields ({stream.tell() - start})")
+            timestamp = header.max_timestamp if log_append else header.base_timestamp + ts_delta
+            records.append(Record(header.base_offset + off_delta, timestamp, key, value, headers))
+    except InvalidBatch:
+        raise
+    except Exception as e:  # construct StreamError, varint overflow: all mean a malformed batch
+        raise InvalidBatch(f"malformed record: {e}") from None
+    return RecordBatch(header, records)
+
+
+def _varint(n: int) -> bytes:
+    s = io.BytesIO()
+    Varint._build(n, s, None, "")
+    return s.getvalue()
+
+
+def _varlong(n: int) -> bytes:
+    s = io.BytesIO()
+    Varlong._build(n, s, None, "")
+    return s.getvalue()
+
+
+def _sized(data: bytes | None) -> bytes:
+    if data is None:
+        return _varint(-1)
+    return _varint(len(data)) + data
+
+
+def build_batch(records: list[dict[str, Any]], *, base_offset: int = 0,
+                compression: Compression = Compression.NONE, producer_id: int = -1,
+                producer_epoch: int = -1, base_sequence: int = -1, transactional: bool = False,
+                control: bool = False, timestamp_type: TimestampType = TimestampType.CREATE_TIME,
+                partition_leader_epoch: int = -1) -> bytes:
+    """One v2 batch from dicts with key/value/headers/timestamp (ms); what a producer sends."""
+    if not records:
+        raise ValueError("a batch holds at least one record")
+    base_ts = min(r.get("timestamp", 0) for r in records)
+    max_ts = max(r.get("timestamp", 0) for r in records)
+    body = bytearray()
+    for i, r in enumerate(records):
+        hdrs = r.get("headers") or []
+        rec = bytearray(b"\x00")
+        rec += _varlong(r.get("timestamp", 0) - base_ts) + _varint(i)
+        rec += _sized(r.get("key")) + _sized(r.get("value"))
+        rec += _varint(len(hdrs))
+        for hk, hv in hdrs:
+            rec += _sized(hk.encode("utf-8")) + _sized(hv)
+        body += _varint(len(rec)) + rec
+    payload = compress(compression, bytes(body))
+    attributes = int(compression) | (int(timestamp_type) << 3) | (0x10 if transactional else 0) \
+        | (0x20 if control else 0)
+    after_crc = struct.pack(">hiqqqhii", attributes, len(records) - 1, base_ts, max_ts, producer_id,
+                            producer_epoch, base_sequence, len(records)) + payload
+    crc = crc32c.crc32c(after_crc)
+    length = 4 + 1 + 4 + len(after_crc)
+    return struct.pack(">qiibI", base_offset, length, partition_leader_epoch, MAGIC, crc) + after_crc
+

@@ -1,9 +1,11 @@
 """fakekafka: a Kafka-compatible broker for tests, in process, over the real wire protocol."""
 
+from fakekafka.embedded import Cluster
 from fakekafka.model.clock import ManualClock, SystemClock
-from fakekafka.model.cluster import Broker, Cluster
+from fakekafka.model.cluster import ApiError, Broker, ClusterState
 from fakekafka.model.config import BrokerConfig
 from fakekafka.server import Server
 
-__all__ = ["Broker", "BrokerConfig", "Cluster", "ManualClock", "Server", "SystemClock", "__version__"]
+__all__ = ["ApiError", "Broker", "BrokerConfig", "Cluster", "ClusterState", "ManualClock", "Server",
+           "SystemClock", "__version__"]
 __version__ = "0.1.0"

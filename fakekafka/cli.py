@@ -9,7 +9,7 @@ import logging
 import signal
 import sys
 
-from fakekafka.model.cluster import Broker, Cluster
+from fakekafka.model.cluster import Broker, ClusterState
 from fakekafka.model.config import BrokerConfig
 from fakekafka.server import Server
 
@@ -41,7 +41,7 @@ async def _serve(args: argparse.Namespace) -> int:
     config = BrokerConfig(num_partitions=args.partitions, auto_create_topics=not args.no_auto_create_topics,
                           cluster_id=args.cluster_id)
     broker = Broker(args.node_id, args.host, args.port)
-    cluster = Cluster(config, brokers=[broker])
+    cluster = ClusterState(config, brokers=[broker])
     server = Server(cluster, args.host, advertised_host=args.advertised_host)
     try:
         await server.start()

@@ -17,7 +17,7 @@ from typing import Any
 from fakekafka.handlers import NO_RESPONSE, Park, RequestContext, dispatch, handler_for
 from fakekafka.handlers.api_versions import API_VERSIONS_KEY, unsupported_version_response
 from fakekafka.handlers.registry import error_response
-from fakekafka.model.cluster import Broker, Cluster, Partition
+from fakekafka.model.cluster import Broker, ClusterState, Partition
 from wire import DecodeError, ErrorCode, Request, UnknownApiKey, decode_request_header, encode_response
 from wire.messages import API_MODULES
 from wire.protocol import request_struct
@@ -33,9 +33,9 @@ class _CloseConnection(Exception):
 
 
 class Server:
-    """Listeners for every broker of a `Cluster`, in the running event loop."""
+    """Listeners for every broker of a `ClusterState`, in the running event loop."""
 
-    def __init__(self, cluster: Cluster, host: str = "127.0.0.1", *, advertised_host: str | None = None) -> None:
+    def __init__(self, cluster: ClusterState, host: str = "127.0.0.1", *, advertised_host: str | None = None) -> None:
         self.cluster = cluster
         self.host = host
         self.advertised_host = advertised_host

@@ -14,7 +14,7 @@ from typing import Any
 
 from construct import Container
 
-from fakekafka.model.cluster import Broker, Cluster
+from fakekafka.model.cluster import Broker, ClusterState
 from wire import ErrorCode, Request
 from wire.messages import API_MODULES
 
@@ -26,7 +26,7 @@ __all__ = [
 
 @dataclass
 class RequestContext:
-    cluster: Cluster
+    cluster: ClusterState
     broker: Broker
     request: Request
     client_host: str = ""

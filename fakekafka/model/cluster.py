@@ -19,7 +19,7 @@ from fakekafka.model.producers import PartitionProducers, ProducerIds
 from wire import ErrorCode
 from wire.records import InvalidBatch, iter_batches
 
-__all__ = ["ApiError", "AppendResult", "Broker", "Cluster", "Partition", "Topic", "validate_topic_name"]
+__all__ = ["ApiError", "AppendResult", "Broker", "ClusterState", "Partition", "Topic", "validate_topic_name"]
 
 MAX_TOPIC_NAME = 249
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -95,7 +95,7 @@ class AppendResult:
     message: str | None = None
 
 
-class Cluster:
+class ClusterState:
     def __init__(self, config: BrokerConfig | None = None, clock: Clock | None = None,
                  brokers: list[Broker] | None = None) -> None:
         self.config = config or BrokerConfig()

@@ -1,0 +1,169 @@
+"""`fakekafka.Cluster`: a fake Kafka cluster in this process, for tests and scripts.
+
+`with Cluster() as c:` runs the server on an event loop in a background thread, so synchronous
+clients (kafka-python, confluent-kafka, a Java subprocess) can talk to it; `async with Cluster()`
+runs it in the caller's loop, so aiokafka in the same loop cannot deadlock. Every read or change of
+the model from the caller goes through the loop (`call`), so a test never races the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import Callable
+from typing import TypeVar
+
+from fakekafka.model.clock import Clock
+from fakekafka.model.cluster import ApiError, Broker, ClusterState
+from fakekafka.model.config import BrokerConfig
+from fakekafka.server import Server
+from wire import ErrorCode
+from wire.records import Compression, Record, build_batch, decode_batch
+
+__all__ = ["Cluster"]
+
+T = TypeVar("T")
+
+
+class Cluster:
+    def __init__(self, *, partitions: int = 1, auto_create_topics: bool = True, host: str = "127.0.0.1",
+                 port: int = 0, node_id: int = 1, clock: Clock | None = None,
+                 config: BrokerConfig | None = None) -> None:
+        self.config = config or BrokerConfig(num_partitions=partitions, auto_create_topics=auto_create_topics)
+        self.state = ClusterState(self.config, clock, [Broker(node_id, host, port)])
+        self.server = Server(self.state, host)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._owns_loop = False
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return self.server.bootstrap_servers
+
+    # --- lifecycle -----------------------------------------------------------------------------
+    def start(self) -> Cluster:
+        """Starts the server on a background event-loop thread; returns once it is listening."""
+        if self._loop is not None:
+            raise RuntimeError("cluster already started")
+        loop = asyncio.new_event_loop()
+        ready: concurrent.futures.Future[None] = concurrent.futures.Future()
+
+        def run() -> None:
+            asyncio.set_event_loop(loop)
+            try:
+                loop.run_until_complete(self.server.start())
+            except BaseException as e:  # noqa: BLE001 - handed to the starting thread
+                ready.set_exception(e)
+                loop.close()
+                return
+            ready.set_result(None)
+            loop.run_forever()
+            loop.run_until_complete(self.server.stop())
+            loop.close()
+
+        self._loop, self._owns_loop = loop, True
+        self._thread = threading.Thread(target=run, name="fakekafka-loop", daemon=True)
+        self._thread.start()
+        try:
+            ready.result()
+        except BaseException:
+            self._loop = self._thread = None
+            raise
+        return self
+
+    def stop(self) -> None:
+        loop, thread = self._loop, self._thread
+        if loop is None:
+            return
+        self._loop = self._thread = None
+        if self._owns_loop and thread is not None:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(10)
+
+    def __enter__(self) -> Cluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> Cluster:
+        self._loop = asyncio.get_running_loop()
+        await self.server.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._loop = None
+        await self.server.stop()
+
+    # --- access to the model ---------------------------------------------------------------------
+    def call(self, fn: Callable[[], T]) -> T:
+        """Runs `fn` where the server runs, so it sees and changes the model without races."""
+        loop = self._loop
+        if loop is None or not self._owns_loop:
+            return fn()
+        try:
+            if asyncio.get_running_loop() is loop:
+                return fn()
+        except RuntimeError:
+            pass
+
+        async def wrapper() -> T:
+            return fn()
+        return asyncio.run_coroutine_threadsafe(wrapper(), loop).result(30)
+
+    def create_topic(self, name: str, partitions: int = -1, *, replication_factor: int = -1,
+                     configs: dict[str, str] | None = None) -> None:
+        self.call(lambda: self.state.create_topic(name, partitions, replication_factor, configs=configs))
+
+    def delete_topic(self, name: str) -> None:
+        self.call(lambda: self.state.delete_topic(name))
+
+    def produce(self, topic: str, value: bytes | None, *, key: bytes | None = None,
+                headers: list[tuple[str, bytes | None]] | None = None, partition: int | None = None,
+                timestamp: int | None = None, compression: Compression = Compression.NONE) -> tuple[int, int]:
+        """Appends one record as a producer would; returns (partition, offset)."""
+
+        def append() -> tuple[int, int]:
+            t = self.state.auto_create(topic)
+            if t is None:
+                raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic!r} does not exist")
+            index = partition if partition is not None else 0
+            p = self.state.partition(topic, index)
+            if p is None:
+                raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{index} does not exist")
+            ts = self.state.clock.now_ms() if timestamp is None else timestamp
+            batch = build_batch([{"key": key, "value": value, "headers": headers or [], "timestamp": ts}],
+                                compression=compression)
+            r = self.state.append(p, batch)
+            if r.error != ErrorCode.NONE:
+                raise ApiError(r.error, r.message)
+            return index, r.base_offset
+        return self.call(append)
+
+    def records(self, topic: str, partition: int | None = None) -> list[Record]:
+        """Every stored record of a topic (or one partition), decoded, in partition then offset order."""
+
+        def read() -> list[tuple[int, list[bytes]]]:
+            t = self.state.topics.get(topic)
+            if t is None:
+                raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic!r} does not exist")
+            parts = t.partitions if partition is None else [t.partitions[partition]]
+            return [(p.index, list(p.log.batches)) for p in parts]
+        out: list[Record] = []
+        for _, batches in self.call(read):
+            for b in batches:
+                out.extend(r for r in decode_batch(b).records)
+        return out
+
+    def end_offsets(self, topic: str) -> dict[int, int]:
+        def read() -> dict[int, int]:
+            t = self.state.topics[topic]
+            return {p.index: p.log.high_watermark for p in t.partitions}
+        return self.call(read)
+
+    def topics(self) -> list[str]:
+        return self.call(lambda: sorted(self.state.topics))
+
+    def __repr__(self) -> str:
+        return f"<fakekafka.Cluster {self.bootstrap_servers or '(not started)'}>"

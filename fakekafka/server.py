@@ -20,7 +20,7 @@ from fakekafka.handlers.registry import error_response
 from fakekafka.model.cluster import Broker, ClusterState, Partition
 from wire import DecodeError, ErrorCode, Request, UnknownApiKey, decode_request_header, encode_response
 from wire.messages import API_MODULES
-from wire.protocol import request_struct
+from wire.protocol import parse_body, request_struct
 
 __all__ = ["Server"]
 
@@ -153,10 +153,9 @@ class Server:
                         version)
             raise _CloseConnection
         try:
-            request.body = request_struct(key, version)._parse(stream, None, request.api_name)
-        except Exception as e:  # noqa: BLE001 - any parse failure is the peer's malformed bytes
-            log.warning("connection %s: malformed %s v%d request at byte %d: %s; closing", peer, request.api_name,
-                        version, stream.tell(), str(e).split("\n")[0])
+            request.body = parse_body(request_struct(key, version), stream, f"{request.api_name}RequestV{version}")
+        except DecodeError as e:
+            log.warning("connection %s: malformed request: %s; closing", peer, e)
             raise _CloseConnection from None
         ctx = RequestContext(self.cluster, broker, request, peer, client_software)
         if not reg.min_version <= version <= reg.max_version:

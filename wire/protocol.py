@@ -20,7 +20,7 @@ from wire.messages.response_header import ResponseHeaderV0, ResponseHeaderV1
 __all__ = [
     "DecodeError", "Request", "UnknownApiKey", "decode_request", "decode_request_header",
     "encode_request", "encode_response", "decode_response", "is_flexible", "request_struct",
-    "response_struct",
+    "response_struct", "parse_body",
 ]
 
 API_VERSIONS_KEY = 18
@@ -95,11 +95,12 @@ class Request:
         return spec[0] if spec else f"ApiKey{self.api_key}"
 
 
-def _parse(struct_: Any, stream: io.BytesIO, where: str) -> Container:
+def parse_body(struct_: Any, stream: io.BytesIO, where: str) -> Container:
     try:
         return struct_._parse(stream, Container(), where)
     except ConstructError as e:
-        raise DecodeError(str(e).split("\n")[0], where, stream.tell()) from None
+        what = str(e).split("\n", 1)[-1] if e.path else str(e)
+        raise DecodeError(what or type(e).__name__, e.path or where, stream.tell()) from None
     except (UnicodeDecodeError, ValueError, OverflowError) as e:
         raise DecodeError(f"{type(e).__name__}: {e}", where, stream.tell()) from None
 
@@ -114,15 +115,18 @@ def decode_request_header(frame: bytes) -> tuple[Request, io.BytesIO]:
     stream = io.BytesIO(frame)
     if version < 0:
         raise DecodeError(f"negative API version {version}", "RequestHeader", 2)
-    hv = request_header_version(api_key, min(version, API_MODULES[api_key][3]))
-    header = _parse((RequestHeaderV0, RequestHeaderV1, RequestHeaderV2)[hv], stream, "RequestHeader")
+    if version > API_MODULES[api_key][3]:
+        hv = 1  # a version newer than Kafka's: read up to the client id, the rest is not ours to parse
+    else:
+        hv = request_header_version(api_key, version)
+    header = parse_body((RequestHeaderV0, RequestHeaderV1, RequestHeaderV2)[hv], stream, "RequestHeader")
     return Request(api_key, version, correlation_id, header.get("client_id"), header, None), stream
 
 
 def decode_request(frame: bytes) -> Request:
     request, stream = decode_request_header(frame)
     struct_ = request_struct(request.api_key, request.api_version)
-    request.body = _parse(struct_, stream, f"{request.api_name}RequestV{request.api_version}")
+    request.body = parse_body(struct_, stream, f"{request.api_name}RequestV{request.api_version}")
     return request
 
 
@@ -164,6 +168,6 @@ def decode_response(api_key: int, version: int, frame: bytes) -> tuple[int, Cont
     """(correlation id, body) of a response frame without its size prefix."""
     stream = io.BytesIO(frame)
     hv = response_header_version(api_key, version)
-    header = _parse((ResponseHeaderV0, ResponseHeaderV1)[hv], stream, "ResponseHeader")
-    body = _parse(response_struct(api_key, version), stream, f"{API_MODULES[api_key][0]}ResponseV{version}")
+    header = parse_body((ResponseHeaderV0, ResponseHeaderV1)[hv], stream, "ResponseHeader")
+    body = parse_body(response_struct(api_key, version), stream, f"{API_MODULES[api_key][0]}ResponseV{version}")
     return header.correlation_id, body

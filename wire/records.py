@@ -217,7 +217,11 @@ def compress(codec: Compression, data: bytes) -> bytes:
     if codec == Compression.SNAPPY:
         return bytes(cramjam.snappy.compress_raw(data))
     if codec == Compression.LZ4:
-        return bytes(cramjam.lz4.compress(data))
+        # Independent blocks: Java's KafkaLZ4BlockInputStream refuses linked ones (lz4's default)
+        # with "Dependent block stream is unsupported".
+        lz4 = cramjam.lz4.Compressor(block_linked=False)
+        lz4.compress(data)
+        return bytes(lz4.finish())
     if codec == Compression.ZSTD:
         return bytes(cramjam.zstd.compress(data))
     raise ValueError(f"unknown compression codec {codec}")

@@ -1,0 +1,233 @@
+"""kafka-python against fakekafka, end to end over the wire.
+
+Consumers use assign() with group_id=None: consumer groups are not implemented yet. Every scenario also
+reads what fakekafka stored (tests/clients/scenarios.py), independently of the client.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import kafka.codec
+import pytest
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import errors as kerrors
+from kafka.admin import ConfigResource, ConfigResourceType
+
+import fakekafka
+from tests.clients.scenarios import (
+    BAD_TOPIC_NAMES,
+    CODECS,
+    COMPRESSIBLE,
+    SAMPLES,
+    TIMESTAMPS,
+    MiB,
+    Sample,
+    dropping_produce_responses,
+    expected_rows,
+    random_bytes,
+    stored,
+    stored_codecs,
+)
+from wire.records import Compression
+
+pytestmark = pytest.mark.clients
+
+TIMEOUT = 10.0
+
+
+@pytest.fixture
+def connect(broker: fakekafka.Cluster) -> Iterator[Callable[..., Any]]:
+    """Makes producers, consumers and admin clients for `broker` and closes them after the test."""
+    made: list[Any] = []
+
+    def make(kind: type, *, cluster: fakekafka.Cluster | None = None, **config: Any) -> Any:
+        config.setdefault("bootstrap_servers", (cluster or broker).bootstrap_servers)
+        if kind is KafkaConsumer:
+            config = {"group_id": None, "enable_auto_commit": False, "auto_offset_reset": "earliest", **config}
+        client = kind(**config)
+        made.append(client)
+        return client
+
+    yield make
+    for client in reversed(made):
+        client.close(**({"timeout": 5} if isinstance(client, KafkaProducer) else {}))
+
+
+def consume(consumer: KafkaConsumer, count: int) -> list[Any]:
+    """Polls until `count` records arrived (failing after TIMEOUT), then checks nothing more follows."""
+    out: list[Any] = []
+    deadline = time.monotonic() + TIMEOUT
+    while len(out) < count:
+        assert time.monotonic() < deadline, f"consumed {len(out)} of {count} records in {TIMEOUT}s"
+        for records in consumer.poll(timeout_ms=200).values():
+            out.extend(records)
+    assert not consumer.poll(timeout_ms=0), "more records than produced"
+    return out
+
+
+def rows(records: list[Any]) -> list[tuple[int, bytes | None, bytes | None, list[tuple[str, bytes | None]]]]:
+    return [(r.offset, r.key, r.value, list(r.headers)) for r in records]
+
+
+def send_samples(producer: KafkaProducer, topic: str, samples: list[Sample] = SAMPLES, **kw: Any) -> list[Any]:
+    futures = [producer.send(topic, key=s.key, value=s.value, headers=list(s.headers), **kw) for s in samples]
+    producer.flush(TIMEOUT)
+    return [f.get(TIMEOUT) for f in futures]
+
+
+def test_produce_consume_keys_headers_nulls(broker: fakekafka.Cluster, connect: Callable[..., Any]) -> None:
+    broker.create_topic("plain")
+    metas = send_samples(connect(KafkaProducer), "plain")
+    assert [(m.partition, m.offset) for m in metas] == [(0, i) for i in range(len(SAMPLES))]
+    assert stored(broker, "plain") == expected_rows(SAMPLES)
+
+    consumer = connect(KafkaConsumer)
+    consumer.assign([TopicPartition("plain", 0)])
+    assert rows(consume(consumer, len(SAMPLES))) == expected_rows(SAMPLES)
+
+
+def test_consume_null_header_value(broker: fakekafka.Cluster, connect: Callable[..., Any]) -> None:
+    # kafka-python's producer only takes bytes header values; a null one written by another client reads back
+    broker.produce("hdr", b"v", headers=[("n", None), ("e", b"")])
+    consumer = connect(KafkaConsumer)
+    consumer.assign([TopicPartition("hdr", 0)])
+    assert rows(consume(consumer, 1)) == [(0, None, b"v", [("n", None), ("e", b"")])]
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_compression(broker: fakekafka.Cluster, connect: Callable[..., Any], codec: str) -> None:
+    if codec != "none" and not getattr(kafka.codec, f"has_{codec}")():
+        pytest.skip(f"kafka-python needs a library for {codec}: pip install 'kafka-python[{codec}]'")
+    broker.create_topic("z")
+    # a long linger and one flush put every record in one batch, compressible enough that kafka-python
+    # (which sends a batch uncompressed when the codec does not shrink it) really compresses it
+    producer = connect(KafkaProducer, compression_type=None if codec == "none" else codec, linger_ms=10_000)
+    send_samples(producer, "z", COMPRESSIBLE)
+    assert stored_codecs(broker, "z") == [Compression[codec.upper()]]
+    assert stored(broker, "z") == expected_rows(COMPRESSIBLE)
+    consumer = connect(KafkaConsumer)
+    consumer.assign([TopicPartition("z", 0)])
+    assert rows(consume(consumer, len(COMPRESSIBLE))) == expected_rows(COMPRESSIBLE)
+
+
+def test_one_mib_record(broker: fakekafka.Cluster, connect: Callable[..., Any]) -> None:
+    big = random_bytes(MiB)
+    admin = connect(KafkaAdminClient)
+    admin.create_topics({"big": {"configs": {"max.message.bytes": str(2 * MiB)}}})
+    producer = connect(KafkaProducer, max_request_size=2 * MiB, retries=0)
+    assert producer.send("big", key=b"k", value=big).get(TIMEOUT).offset == 0
+    assert stored(broker, "big") == [(0, b"k", big, [])]
+    consumer = connect(KafkaConsumer, max_partition_fetch_bytes=MiB // 2)  # one batch is returned whatever the limit
+    consumer.assign([TopicPartition("big", 0)])
+    assert rows(consume(consumer, 1)) == [(0, b"k", big, [])]
+
+    # the broker default max.message.bytes (1048588) cannot hold 1 MiB plus the batch overhead
+    broker.create_topic("small")
+    with pytest.raises(kerrors.MessageSizeTooLargeError):
+        producer.send("small", value=big).get(TIMEOUT)
+    assert broker.end_offsets("small") == {0: 0}
+
+
+def test_hundred_partitions(broker: fakekafka.Cluster, connect: Callable[..., Any]) -> None:
+    broker.create_topic("wide", 100)
+    producer = connect(KafkaProducer)
+    futures = [producer.send("wide", value=f"p{i}".encode(), partition=i) for i in range(100)]
+    assert [(m.partition, m.offset) for m in (f.get(TIMEOUT) for f in futures)] == [(i, 0) for i in range(100)]
+    assert broker.end_offsets("wide") == {i: 1 for i in range(100)}
+
+    consumer = connect(KafkaConsumer)
+    consumer.assign([TopicPartition("wide", i) for i in range(100)])
+    got = consume(consumer, 100)
+    assert sorted((r.partition, r.offset, r.value) for r in got) == [(i, 0, f"p{i}".encode()) for i in range(100)]
+
+
+def test_list_offsets(broker: fakekafka.Cluster, connect: Callable[..., Any]) -> None:
+    broker.create_topic("times")
+    producer = connect(KafkaProducer)
+    for ts in TIMESTAMPS:
+        producer.send("times", value=str(ts).encode(), timestamp_ms=ts).get(TIMEOUT)
+    tp = TopicPartition("times", 0)
+    consumer = connect(KafkaConsumer)
+    assert consumer.beginning_offsets([tp]) == {tp: 0}
+    assert consumer.end_offsets([tp]) == {tp: len(TIMESTAMPS)}
+    found = consumer.offsets_for_times({tp: TIMESTAMPS[2]})[tp]
+    assert (found.offset, found.timestamp) == (2, TIMESTAMPS[2])
+    found = consumer.offsets_for_times({tp: TIMESTAMPS[2] - 1})[tp]
+    assert (found.offset, found.timestamp) == (2, TIMESTAMPS[2])
+    assert consumer.offsets_for_times({tp: TIMESTAMPS[-1] + 1})[tp] is None
+    assert consumer.offsets_for_times({tp: 0})[tp].offset == 0
+
+
+def test_auto_create_topic(broker: fakekafka.Cluster, connect: Callable[..., Any]) -> None:
+    meta = connect(KafkaProducer).send("fresh", key=b"k", value=b"v").get(TIMEOUT)
+    assert (meta.topic, meta.partition, meta.offset) == ("fresh", 0, 0)
+    assert "fresh" in broker.topics()
+    assert stored(broker, "fresh") == [(0, b"k", b"v", [])]
+
+
+def test_auto_create_disabled(connect: Callable[..., Any]) -> None:
+    with fakekafka.Cluster(auto_create_topics=False) as cluster:
+        producer = connect(KafkaProducer, cluster=cluster, max_block_ms=1000)
+        with pytest.raises((kerrors.UnknownTopicOrPartitionError, kerrors.KafkaTimeoutError)):
+            producer.send("missing", value=b"v").get(TIMEOUT)
+        assert cluster.topics() == []
+
+
+def test_admin_topics(broker: fakekafka.Cluster, connect: Callable[..., Any]) -> None:
+    admin = connect(KafkaAdminClient)
+    result = admin.create_topics({"made": {"num_partitions": 3, "replication_factor": 1}})
+    assert [(t["name"], t["error_code"], t["num_partitions"]) for t in result["topics"]] == [("made", 0, 3)]
+    assert broker.call(lambda: len(broker.state.topics["made"].partitions)) == 3
+    assert "made" in admin.list_topics()
+
+    with pytest.raises(kerrors.TopicAlreadyExistsError):
+        admin.create_topics({"made": {"num_partitions": 1}})
+    for partitions in (0, -5):
+        with pytest.raises(kerrors.InvalidPartitionsError):
+            admin.create_topics({"p": {"num_partitions": partitions}})
+    with pytest.raises(kerrors.InvalidReplicationFactorError):
+        admin.create_topics({"r": {"num_partitions": 1, "replication_factor": 2}})
+    for name in BAD_TOPIC_NAMES:
+        with pytest.raises(kerrors.InvalidTopicError):
+            admin.create_topics({name: {"num_partitions": 1}})
+    assert broker.topics() == ["made"]
+
+    admin.create_partitions({"made": 5})
+    assert broker.call(lambda: len(broker.state.topics["made"].partitions)) == 5
+    with pytest.raises(kerrors.InvalidPartitionsError):
+        admin.create_partitions({"made": 2})
+
+    admin.delete_topics(["made"])
+    assert broker.topics() == []
+    with pytest.raises(kerrors.UnknownTopicOrPartitionError):
+        admin.delete_topics(["made"])
+
+
+def test_describe_configs(broker: fakekafka.Cluster, connect: Callable[..., Any]) -> None:
+    admin = connect(KafkaAdminClient)
+    admin.create_topics({"cfg": {"num_partitions": 1, "configs": {"cleanup.policy": "compact"}}})
+    result = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "cfg")], config_filter="all")
+    configs = result["topic"]["cfg"]
+    assert configs["retention.ms"]["value"] == "604800000"
+    assert configs["max.message.bytes"]["value"] == "1048588"
+    assert configs["cleanup.policy"]["value"] == "compact"
+    modified = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "cfg")])["topic"]["cfg"]
+    assert set(modified) == {"cleanup.policy"}
+
+
+def test_idempotent_retry_is_deduplicated(broker: fakekafka.Cluster, connect: Callable[..., Any]) -> None:
+    broker.create_topic("idem")
+    with dropping_produce_responses(broker) as proxy:
+        producer = connect(KafkaProducer, bootstrap_servers=f"127.0.0.1:{proxy.port}", enable_idempotence=True,
+                           linger_ms=20)
+        metas = send_samples(producer, "idem")
+        assert len(proxy.dropped) == 1, "the proxy lost no Produce response"
+        assert proxy.produce_requests >= 2, "the client did not retry"
+    assert sorted(m.offset for m in metas) == list(range(len(SAMPLES)))
+    assert stored(broker, "idem") == expected_rows(SAMPLES)
+    consumer = connect(KafkaConsumer)
+    consumer.assign([TopicPartition("idem", 0)])
+    assert rows(consume(consumer, len(SAMPLES))) == expected_rows(SAMPLES)

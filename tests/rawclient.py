@@ -1,0 +1,52 @@
+"""A minimal blocking Kafka client over raw sockets, for tests of the server's framing and errors."""
+
+from __future__ import annotations
+
+import socket
+import struct
+from typing import Any
+
+import wire
+
+
+class RawClient:
+    def __init__(self, bootstrap: str, timeout: float = 10.0) -> None:
+        host, port = bootstrap.split(",")[0].rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        self.correlation_id = 0
+
+    def send(self, api_key: int, version: int, body: dict[str, Any]) -> int:
+        self.correlation_id += 1
+        self.sock.sendall(wire.encode_request(api_key, version, self.correlation_id, body, client_id="raw"))
+        return self.correlation_id
+
+    def send_bytes(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def _read_exact(self, n: int) -> bytes:
+        buf = b""
+        while len(buf) < n:
+            chunk = self.sock.recv(n - len(buf))
+            if not chunk:
+                raise ConnectionError("closed by the broker")
+            buf += chunk
+        return buf
+
+    def receive(self, api_key: int, version: int) -> tuple[int, Any]:
+        (size,) = struct.unpack(">i", self._read_exact(4))
+        return wire.decode_response(api_key, version, self._read_exact(size))
+
+    def request(self, api_key: int, version: int, body: dict[str, Any]) -> Any:
+        corr = self.send(api_key, version, body)
+        got, response = self.receive(api_key, version)
+        assert got == corr
+        return response
+
+    def is_closed(self) -> bool:
+        try:
+            return self.sock.recv(1) == b""
+        except (ConnectionError, TimeoutError, OSError):
+            return True
+
+    def close(self) -> None:
+        self.sock.close()

@@ -1,0 +1,153 @@
+"""The server over raw sockets: framing, ordering, versions, bad input, long-poll fetches."""
+
+from __future__ import annotations
+
+import struct
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+import fakekafka
+import wire
+from fakekafka.handlers import advertised_versions
+from tests.rawclient import RawClient
+from wire import ErrorCode
+from wire.records import build_batch
+
+
+@pytest.fixture
+def raw(broker: fakekafka.Cluster) -> Iterator[RawClient]:
+    client = RawClient(broker.bootstrap_servers)
+    yield client
+    client.close()
+
+
+def _produce_body(topic: str, value: bytes = b"v", acks: int = 1, partition: int = 0) -> dict:
+    return {"acks": acks, "timeout_ms": 1000, "topic_data": [
+        {"name": topic, "partition_data": [{"index": partition, "records": build_batch([{"value": value}])}]}]}
+
+
+@pytest.mark.parametrize("version", range(5))
+def test_api_versions_advertises_the_registry(raw: RawClient, version: int) -> None:
+    body = {"client_software_name": "raw", "client_software_version": "1"} if version >= 3 else {}
+    r = raw.request(18, version, body)
+    assert r.error_code == ErrorCode.NONE
+    assert {k.api_key: (k.min_version, k.max_version) for k in r.api_keys} == advertised_versions()
+    assert advertised_versions()[0] == (0, 11)  # Produce from 0, or librdkafka turns compression off
+
+
+def test_api_versions_too_new_answers_v0_with_unsupported_version(raw: RawClient) -> None:
+    raw.send_bytes(struct.pack(">ihhi", 10, 18, 99, 7) + b"\x00\x00" + b"\x00\x00")
+    corr, r = raw.receive(18, 0)
+    assert corr == 7 and r.error_code == ErrorCode.UNSUPPORTED_VERSION
+    assert [(k.api_key, k.min_version, k.max_version) for k in r.api_keys] == [(18, 0, 4)]
+
+
+def test_produce_v2_is_refused_per_partition(raw: RawClient) -> None:
+    r = raw.request(0, 2, _produce_body("t"))
+    assert r.responses[0].partition_responses[0].error_code == ErrorCode.UNSUPPORTED_VERSION
+
+
+def test_requests_on_one_connection_are_answered_in_order_and_acks0_is_silent(raw: RawClient,
+                                                                             broker: fakekafka.Cluster) -> None:
+    raw.send(0, 9, _produce_body("t", acks=0))
+    c2 = raw.send(3, 12, {"topics": None})
+    c3 = raw.send(0, 9, _produce_body("t", acks=1))
+    assert raw.receive(3, 12)[0] == c2
+    corr, r = raw.receive(0, 9)
+    assert corr == c3 and r.responses[0].partition_responses[0].base_offset == 1
+    assert broker.end_offsets("t") == {0: 2}
+
+
+@pytest.mark.parametrize("bad", [
+    pytest.param(struct.pack(">ihhi", 6, 999, 0, 1) + b"\x00\x00", id="unknown-api-key"),
+    pytest.param(struct.pack(">ihhi", 8, 11, 5, 1) + b"\x00\x00", id="unsupported-api"),
+    pytest.param(struct.pack(">i", 200 * 1024 * 1024), id="frame-too-large"),
+    pytest.param(struct.pack(">i", -5), id="negative-size"),
+    pytest.param(struct.pack(">ihhi", 20, 3, 12, 1) + b"\x00\x00\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff",
+                 id="garbage-body"),
+    pytest.param(struct.pack(">ihhi", 14, 0, 9, 1) + b"\x00\x03raw\x00\x05\x05\x05", id="truncated-body"),
+])
+def test_bad_input_closes_only_that_connection(broker: fakekafka.Cluster, bad: bytes,
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    broker.produce("keep", b"stored")
+    other = RawClient(broker.bootstrap_servers)
+    victim = RawClient(broker.bootstrap_servers)
+    victim.send_bytes(bad)
+    assert victim.is_closed()
+    r = other.request(3, 12, {"topics": [{"name": "keep"}]})
+    assert r.topics[0].error_code == ErrorCode.NONE
+    assert [x.value for x in broker.records("keep")] == [b"stored"]
+    assert any("closing" in m for m in caplog.messages)
+    other.close()
+    victim.close()
+
+
+def test_truncated_frame_then_eof_is_logged(broker: fakekafka.Cluster, caplog: pytest.LogCaptureFixture) -> None:
+    victim = RawClient(broker.bootstrap_servers)
+    victim.send_bytes(struct.pack(">i", 100) + b"\x00" * 10)
+    victim.sock.shutdown(1)
+    assert victim.is_closed()
+    deadline = time.monotonic() + 5
+    while not any("truncated" in m for m in caplog.messages) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert any("truncated" in m for m in caplog.messages)
+
+
+def test_fetch_long_poll_is_woken_by_a_produce(broker: fakekafka.Cluster, raw: RawClient) -> None:
+    broker.create_topic("lp", 1)
+    topic_id = broker.call(lambda: broker.state.topics["lp"].topic_id)
+    fetch = {"max_wait_ms": 20_000, "min_bytes": 1, "max_bytes": 1 << 20, "session_epoch": -1,
+             "topics": [{"topic_id": topic_id, "partitions": [{"partition": 0, "fetch_offset": 0,
+                                                               "partition_max_bytes": 1 << 20}]}]}
+    raw.send(1, 16, fetch)
+    started = time.monotonic()
+    threading.Timer(0.2, lambda: broker.produce("lp", b"wake")).start()
+    _, r = raw.receive(1, 16)
+    assert time.monotonic() - started < 10
+    data = r.responses[0].partitions[0].records
+    assert wire.records.decode_batch(data).records[0].value == b"wake"
+
+
+def test_fetch_errors(broker: fakekafka.Cluster, raw: RawClient) -> None:
+    import uuid
+    broker.produce("fe", b"x")
+    topic_id = broker.call(lambda: broker.state.topics["fe"].topic_id)
+
+    def fetch(tid: uuid.UUID, offset: int) -> int:
+        r = raw.request(1, 13, {"max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1000, "session_epoch": -1,
+                                "topics": [{"topic_id": tid, "partitions": [
+                                    {"partition": 0, "fetch_offset": offset, "partition_max_bytes": 1000}]}]})
+        return r.responses[0].partitions[0].error_code
+
+    assert fetch(topic_id, 0) == ErrorCode.NONE
+    assert fetch(topic_id, 1) == ErrorCode.NONE  # at the high watermark: empty, no error
+    assert fetch(topic_id, 2) == ErrorCode.OFFSET_OUT_OF_RANGE
+    assert fetch(uuid.uuid4(), 0) == ErrorCode.UNKNOWN_TOPIC_ID
+    r = raw.request(1, 12, {"max_wait_ms": 0, "session_id": 5, "session_epoch": 1, "topics": []})
+    assert r.error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+
+
+def test_metadata_reports_topic_ids_and_respects_auto_create(raw: RawClient, broker: fakekafka.Cluster) -> None:
+    r = raw.request(3, 12, {"topics": [{"name": "auto"}], "allow_auto_topic_creation": False})
+    assert r.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    r = raw.request(3, 12, {"topics": [{"name": "auto"}], "allow_auto_topic_creation": True})
+    t = r.topics[0]
+    assert t.error_code == ErrorCode.NONE and t.topic_id == broker.call(lambda: broker.state.topics["auto"].topic_id)
+    r = raw.request(3, 12, {"topics": [{"name": None, "topic_id": t.topic_id}]})
+    assert r.topics[0].name == "auto"
+    r = raw.request(3, 12, {"topics": [{"name": "bad name!"}], "allow_auto_topic_creation": True})
+    assert r.topics[0].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
+    assert r.cluster_id and r.controller_id == 1
+
+
+def test_many_connections_at_once(broker: fakekafka.Cluster) -> None:
+    clients = [RawClient(broker.bootstrap_servers) for _ in range(50)]
+    for i, c in enumerate(clients):
+        c.send(0, 9, _produce_body("many", value=str(i).encode()))
+    for c in clients:
+        assert c.receive(0, 9)[1].responses[0].partition_responses[0].error_code == ErrorCode.NONE
+        c.close()
+    assert broker.end_offsets("many") == {0: 50}

@@ -144,7 +144,8 @@ class Server:
         key, version = request.api_key, request.api_version
         reg = handler_for(key)
         if reg is None:
-            log.warning("connection %s: %s (key %d) is not supported by fakekafka; closing", peer, request.api_name, key)
+            log.warning("connection %s: %s (key %d) is not supported by fakekafka; closing", peer, request.api_name,
+                        key)
             raise _CloseConnection
         if key == API_VERSIONS_KEY and version > reg.max_version:
             return request, encode_response(key, 0, request.correlation_id, unsupported_version_response())
@@ -193,7 +194,7 @@ class Server:
             try:
                 await asyncio.wait_for(fut, remaining)
                 timed_out = False
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 timed_out = True
             finally:
                 for k in keys:

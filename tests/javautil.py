@@ -10,7 +10,7 @@ missing, so a machine without them reports skips rather than failures:
     run_java(classes, main, *args)   java -cp classes:jars main args; returns CompletedProcess (text)
                                      and raises JavaError with stderr when it exits non-zero
 
-Get everything with: eval "$(bash .ci/install.sh)"
+Get everything with: eval "$(bash .ci/install.sh)" (INSTALL_HINT says so, for skip messages).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["JavaError", "classpath", "compile_java", "run_java"]
+__all__ = ["INSTALL_HINT", "JavaError", "classpath", "compile_java", "run_java"]
 
 INSTALL_HINT = 'run `eval "$(bash .ci/install.sh)"` to install javac and the Kafka client jars'
 _CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "fakekafka"
@@ -77,6 +77,7 @@ def compile_java(*sources: str | os.PathLike[str]) -> Path:
             capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             raise JavaError(f"javac failed:\n{proc.stdout}{proc.stderr}")
+        tmp.chmod(0o755)
         try:
             tmp.rename(out)  # atomic: a concurrent run that got there first wins, with identical classes
         except OSError:
@@ -88,8 +89,12 @@ def compile_java(*sources: str | os.PathLike[str]) -> Path:
     return out
 
 
+FAST_START = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+"""JVM flags for short runs: start-up matters more than peak speed."""
+
+
 def run_java(classes: Path, main: str, *args: str, timeout: float = 120,
-             jvm_args: tuple[str, ...] = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")) -> subprocess.CompletedProcess[str]:
+             jvm_args: tuple[str, ...] = FAST_START) -> subprocess.CompletedProcess[str]:
     """Run `main` from `classes` with the Kafka jars; raise JavaError (with stderr) on a non-zero exit."""
     java = _tool("java")
     cmd = [java, *jvm_args, "-cp", os.pathsep.join([str(classes), classpath()]), main, *args]

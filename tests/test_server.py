@@ -151,3 +151,9 @@ def test_many_connections_at_once(broker: fakekafka.Cluster) -> None:
         assert c.receive(0, 9)[1].responses[0].partition_responses[0].error_code == ErrorCode.NONE
         c.close()
     assert broker.end_offsets("many") == {0: 50}
+
+
+def test_fetch_v3_is_refused_per_partition(raw: RawClient) -> None:
+    r = raw.request(1, 3, {"max_wait_ms": 0, "topics": [{"topic": "t", "partitions": [
+        {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 100}]}]})
+    assert r.responses[0].partitions[0].error_code == ErrorCode.UNSUPPORTED_VERSION

@@ -263,11 +263,11 @@ def generate_errors(errors_md: Path) -> str:
         "",
         "_RETRIABLE = frozenset({",
     ]
-    for code, name, retriable, _ in rows:
+    for _code, name, retriable, _ in rows:
         if retriable.startswith("yes"):
             out.append(f"    ErrorCode.{name},")
     out += ["})", "", "_EXCEPTIONS = {"]
-    for code, name, _, exc in rows:
+    for _code, name, _, exc in rows:
         if exc not in ("—", "-", ""):
             out.append(f"    ErrorCode.{name}: {exc!r},")
     out += ["}", ""]

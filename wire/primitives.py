@@ -347,12 +347,13 @@ class Tagged(Field):
         self.tag = tag
 
 
-def _normalize(value: Any) -> Any:
-    """A comparable form of a value: containers without their unknown tags."""
+def _plain(value: Any) -> Any:
+    """A comparable form of a value: plain dicts, since Container's == skips keys starting with "_"
+    (so it would overlook the unknown tags)."""
     if isinstance(value, dict):
-        return {k: _normalize(v) for k, v in value.items() if k != UNKNOWN_TAGS}
+        return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_normalize(v) for v in value]
+        return [_plain(v) for v in value]
     return value
 
 
@@ -426,8 +427,9 @@ class Message(Construct):
                 if value is _MISSING:
                     continue
                 default = t.default_value()
-                if isinstance(t.subcon, Message) and isinstance(value, dict):
-                    if _normalize({**t.subcon.defaults(), **value}) == _normalize(t.subcon.defaults()):
+                if isinstance(value, dict) and isinstance(default, dict):
+                    # Kafka writes a tagged struct unless it equals a new one, unknown tags included.
+                    if _plain({**default, **value}) == _plain(default):
                         continue
                 elif value == default:
                     continue

@@ -39,7 +39,12 @@ def _partition_response(index: int, code: ErrorCode, partition: Partition | None
 
 
 def fetch_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
-    return {"throttle_time_ms": 0, "error_code": code, "session_id": 0, "responses": []}
+    """Top-level in v7+; older versions have no top-level error code, so every partition carries it."""
+    if ctx.version >= 7:
+        return {"throttle_time_ms": 0, "error_code": code, "session_id": 0, "responses": []}
+    return {"throttle_time_ms": 0, "responses": [
+        {"topic": t.topic, "partitions": [_partition_response(p.partition, code) for p in t.partitions]}
+        for t in req.topics]}
 
 
 @handles(1, 4, 17, errors=fetch_error_response)
@@ -75,7 +80,7 @@ def handle_fetch(ctx: RequestContext, req: Container) -> Any:
         total = 0
         errors = False
         responses = []
-        for t, topic, parts in wanted:
+        for t, _topic, parts in wanted:
             results = []
             for p, partition, code in parts:
                 if code != ErrorCode.NONE:

@@ -13,7 +13,8 @@
 //                records[] lists every records-typed field found in it, decoded with MemoryRecords.
 //     json:      our content with snake_case keys; renamed to the Java field names by reflection over
 //                the Data class, read with XDataJsonConverter.read and serialized ("from_json").
-//     defaults:  also serialize new XData() ("defaults"), to compare with our declared defaults.
+//     defaults:  also serialize new XData() ("defaults"), to compare with our declared defaults, and
+//                describe XData.SCHEMAS[version] ("schema": fields, types, tags), to compare layouts.
 //   records_in[]:  {id, bytes: b64}                          -> {id, batches[] | error}
 //   records_out[]: {id, codec, base_offset, producer_id, producer_epoch, base_sequence, transactional,
 //                   partition_leader_epoch, records: [{timestamp, key, value, headers: [[k, v]]}]}
@@ -31,7 +32,6 @@ import java.lang.reflect.Field;
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
 import java.lang.reflect.ParameterizedType;
-import java.lang.reflect.Type;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Base64;
@@ -48,6 +48,11 @@ import org.apache.kafka.common.protocol.ByteBufferAccessor;
 import org.apache.kafka.common.protocol.Message;
 import org.apache.kafka.common.protocol.MessageUtil;
 import org.apache.kafka.common.protocol.Readable;
+import org.apache.kafka.common.protocol.types.BoundField;
+import org.apache.kafka.common.protocol.types.CompactArrayOf;
+import org.apache.kafka.common.protocol.types.Schema;
+import org.apache.kafka.common.protocol.types.TaggedFields;
+import org.apache.kafka.common.protocol.types.Type;
 import org.apache.kafka.common.record.BaseRecords;
 import org.apache.kafka.common.record.CompressionType;
 import org.apache.kafka.common.record.MemoryRecords;
@@ -165,6 +170,11 @@ public final class WireConformance {
         }
         if (job.path("defaults").asBoolean(false)) {
             try {
+                r.set("schema", schemaOf(((Schema[]) api.data.getField("SCHEMAS").get(null))[version]));
+            } catch (Throwable e) {
+                r.put("schema_error", describe(e));
+            }
+            try {
                 Message data = (Message) api.data.getConstructor().newInstance();
                 r.put("defaults", b64(MessageUtil.byteBufferToArray(MessageUtil.toByteBuffer(data, version))));
             } catch (Throwable e) {
@@ -172,6 +182,38 @@ public final class WireConformance {
             }
         }
         return r;
+    }
+
+    /** A Schema as {fields: [[name, type]], tagged: {tag: [name, type]}, flexible, nullable}. */
+    @SuppressWarnings("unchecked")
+    private static JsonNode schemaOf(Type type) throws ReflectiveOperationException {
+        if (type instanceof Schema schema) {
+            ObjectNode o = NODES.objectNode();
+            ArrayNode fields = o.putArray("fields");
+            o.put("flexible", false);
+            o.put("nullable", schema.isNullable());
+            for (BoundField f : schema.fields()) {
+                if (f.def.type instanceof TaggedFields tagged) {
+                    o.put("flexible", true);
+                    ObjectNode tags = o.putObject("tagged");
+                    Field map = TaggedFields.class.getDeclaredField("fields");
+                    map.setAccessible(true);
+                    for (Map.Entry<Integer, org.apache.kafka.common.protocol.types.Field> e
+                            : ((Map<Integer, org.apache.kafka.common.protocol.types.Field>) map.get(tagged)).entrySet()) {
+                        tags.putArray(String.valueOf(e.getKey())).add(e.getValue().name).add(schemaOf(e.getValue().type));
+                    }
+                } else {
+                    fields.addArray().add(f.def.name).add(schemaOf(f.def.type));
+                }
+            }
+            return o;
+        }
+        Optional<Type> element = type.arrayElementType();
+        if (element.isPresent()) {
+            return NODES.objectNode().<ObjectNode>set("array", schemaOf(element.get()))
+                .put("compact", type instanceof CompactArrayOf).put("nullable", type.isNullable());
+        }
+        return NODES.textNode(type.toString());
     }
 
     private static String norm(String name) {
@@ -193,7 +235,7 @@ public final class WireConformance {
     /** Our snake_case JSON with keys renamed to the Data class's field names (its JSON names). */
     private static JsonNode rename(JsonNode node, Class<?> cls) {
         Map<String, String> names = new HashMap<>();
-        Map<String, Type> types = new HashMap<>();
+        Map<String, java.lang.reflect.Type> types = new HashMap<>();
         for (Field f : dataFields(cls)) {
             names.put(norm(f.getName()), f.getName());
             types.put(f.getName(), f.getGenericType());
@@ -210,12 +252,12 @@ public final class WireConformance {
         return out;
     }
 
-    private static JsonNode renameValue(JsonNode value, Type type) {
+    private static JsonNode renameValue(JsonNode value, java.lang.reflect.Type type) {
         if (value.isObject()) {
             return rename(value, rawClass(type));
         }
         if (value.isArray()) {
-            Type elem = elementType(type);
+            java.lang.reflect.Type elem = elementType(type);
             ArrayNode out = NODES.arrayNode();
             for (JsonNode v : value) {
                 out.add(elem == null ? v : renameValue(v, elem));
@@ -225,7 +267,7 @@ public final class WireConformance {
         return value;
     }
 
-    private static Class<?> rawClass(Type type) {
+    private static Class<?> rawClass(java.lang.reflect.Type type) {
         if (type instanceof ParameterizedType p) {
             return (Class<?>) p.getRawType();
         }
@@ -233,7 +275,7 @@ public final class WireConformance {
     }
 
     /** Element type of List<X> or of a generated XCollection (an ImplicitLinkedHashMultiCollection<X>). */
-    private static Type elementType(Type type) {
+    private static java.lang.reflect.Type elementType(java.lang.reflect.Type type) {
         while (type != null) {
             if (type instanceof ParameterizedType p) {
                 return p.getActualTypeArguments()[0];

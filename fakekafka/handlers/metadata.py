@@ -2,7 +2,8 @@
 
 Behaviour: topics that auto-creation makes are returned at once with their leaders (Kafka answers
 LEADER_NOT_AVAILABLE until the controller has elected them; clients just retry). v0 asks for all
-topics with an empty list, v1+ with null. v10+ reports topic ids and v12 looks topics up by id.
+topics with an empty list, v1+ with null. v10+ reports topic ids and v12 looks topics up by id: an
+entry with a non-zero id is looked up by it whatever its name says (Java sends "" as the name).
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def handle_metadata(ctx: RequestContext, req: Container) -> dict[str, Any]:
         for entry in requested:
             name = entry.get("name")
             topic_id = entry.get("topic_id", ZERO_UUID)
-            if name is None:
+            if name is None or topic_id != ZERO_UUID:  # by id: the Java client leaves the name "", not null
                 t = cluster.topics_by_id.get(topic_id)
                 topics.append(topic_metadata(t) if t else _error_topic(None, ErrorCode.UNKNOWN_TOPIC_ID, topic_id))
                 continue

@@ -1,0 +1,413 @@
+"""End-to-end: Kafka's official Java client (kafka-clients 3.9) against fakekafka over the real wire.
+
+One JVM (tests/clients/java/JavaDriver.java, compiled once per source hash by `tests.javautil`) runs
+every scenario against one broker started for this module; each test below asserts one scenario's
+JSON result, cross-checking what the broker stored. Consumers use assign()+seek with no group.id
+(consumer groups are not implemented yet). A scenario that needs the broker changed behind the client's
+back (a leader epoch bump) asks for it on stdout and waits on stdin. The broker's per-request debug
+log is recorded, so tests can check which APIs the client used and that no handler failed.
+
+Skips (naming .ci/install.sh) when java, javac or the Kafka jars are missing.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import fakekafka
+from fakekafka.model.config import TOPIC_CONFIGS
+from wire.records import Compression, read_header
+
+try:
+    from tests import javautil
+except ImportError:  # tests/ is not importable as a package: load the helper beside this directory
+    import importlib.util
+    import sys
+
+    _spec = importlib.util.spec_from_file_location("javautil", Path(__file__).resolve().parents[1] / "javautil.py")
+    javautil = importlib.util.module_from_spec(_spec)
+    sys.modules["javautil"] = javautil
+    _spec.loader.exec_module(javautil)
+
+pytestmark = pytest.mark.clients
+
+JAVA_SOURCE = Path(__file__).resolve().parent / "java" / "JavaDriver.java"
+RUN_TIMEOUT_S = 90
+JVM_ARGS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss1m", "-Xmx512m",
+            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
+MiB = 1024 * 1024
+
+
+# --------------------------------------------------------------------------------------- the JVM run
+
+class _ServerLog(logging.Handler):
+    """Counts the requests the server answered (its debug line per request) and keeps its warnings."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.api_calls: Counter[str] = Counter()
+        self.problems: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno >= logging.WARNING:
+            text = record.getMessage()
+            if record.exc_info:
+                text += "\n" + logging.Formatter().formatException(record.exc_info)
+            self.problems.append(f"{record.levelname}: {text}")
+        elif str(record.msg).startswith("broker=") and isinstance(record.args, tuple) and len(record.args) > 3:
+            self.api_calls[str(record.args[3])] += 1
+
+
+@dataclass
+class JavaRun:
+    cluster: fakekafka.Cluster
+    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+    api_calls: Counter[str] = field(default_factory=Counter)
+    server_problems: list[str] = field(default_factory=list)
+    stray_output: list[str] = field(default_factory=list)
+    stderr: str = ""
+    seconds: float = 0.0
+
+    def result(self, scenario: str) -> dict[str, Any]:
+        r = self.results.get(scenario)
+        if r is None:
+            pytest.fail(f"the Java driver reported nothing for {scenario!r}; its stderr ends with:\n"
+                        f"{self.stderr[-4000:]}\nstdout besides JSON: {self.stray_output[-20:]}")
+        if not r["ok"]:
+            pytest.fail(f"Java scenario {scenario!r} failed:\n{r['error']}")
+        return r["result"]
+
+
+def _serve(cluster: fakekafka.Cluster, request: dict[str, Any]) -> str:
+    """Carries out what a scenario asked of the broker; returns the line to answer with."""
+    if request["request"] == "bump_leader_epoch":
+        def bump() -> int:
+            p = cluster.state.partition(request["topic"], request["partition"])
+            assert p is not None
+            p.leader_epoch += 1   # what a leader election does to the partition
+            return p.leader_epoch
+        return str(cluster.call(bump))
+    raise AssertionError(f"unknown request from the Java driver: {request}")
+
+
+def _run_driver(classes: Path, cluster: fakekafka.Cluster) -> JavaRun:
+    java = shutil.which("java")
+    if java is None:
+        pytest.skip(f"java not found: {javautil.INSTALL_HINT}")
+    cp = os.pathsep.join([str(classes), javautil.classpath()])
+    run = JavaRun(cluster)
+    started = time.monotonic()
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as err:
+        proc = subprocess.Popen([java, *JVM_ARGS, "-cp", cp, "JavaDriver", cluster.bootstrap_servers],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
+                                encoding="utf-8")
+        watchdog = threading.Timer(RUN_TIMEOUT_S, proc.kill)
+        watchdog.start()
+        try:
+            assert proc.stdout is not None and proc.stdin is not None
+            for line in proc.stdout:
+                try:
+                    msg = json.loads(line)
+                except ValueError:
+                    run.stray_output.append(line.rstrip("\n"))
+                    continue
+                if "request" in msg:
+                    proc.stdin.write(_serve(cluster, msg) + "\n")
+                    proc.stdin.flush()
+                elif "scenario" in msg:
+                    run.results[msg["scenario"]] = msg
+            proc.wait()
+        finally:
+            watchdog.cancel()
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        err.seek(0)
+        run.stderr = err.read()
+    run.seconds = time.monotonic() - started
+    return run
+
+
+@pytest.fixture(scope="module")
+def java() -> Iterator[JavaRun]:
+    """One broker and one JVM running every scenario; the broker stays up for the tests' checks."""
+    classes = javautil.compile_java(JAVA_SOURCE)
+    logger = logging.getLogger("fakekafka.server")
+    recorder = _ServerLog()
+    saved = logger.level, logger.propagate
+    with fakekafka.Cluster() as cluster:
+        logger.addHandler(recorder)
+        logger.setLevel(logging.DEBUG)
+        logger.propagate = False
+        try:
+            run = _run_driver(classes, cluster)
+        finally:
+            logger.removeHandler(recorder)
+            logger.setLevel(saved[0])
+            logger.propagate = saved[1]
+        run.api_calls, run.server_problems = recorder.api_calls, recorder.problems
+        yield run
+
+
+# ------------------------------------------------------------------------------------------ helpers
+
+def _b(h: str | None) -> bytes | None:
+    return None if h is None else bytes.fromhex(h)
+
+
+def _pattern(size: int) -> bytes:
+    return bytes(i % 251 for i in range(251)) * (size // 251) + bytes(range(size % 251))
+
+
+def _java_uuid(u: uuid.UUID) -> str:
+    """org.apache.kafka.common.Uuid#toString: URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(u.bytes).rstrip(b"=").decode()
+
+
+def _batches(cluster: fakekafka.Cluster, topic: str, partition: int = 0) -> list[bytes]:
+    return cluster.call(lambda: list(cluster.state.topics[topic].partitions[partition].log.batches))
+
+
+def _topic_id(cluster: fakekafka.Cluster, topic: str) -> str:
+    return _java_uuid(cluster.call(lambda: cluster.state.topics[topic].topic_id))
+
+
+# -------------------------------------------------------------------------------------------- tests
+
+ROUNDTRIP = [  # key, value, headers as the driver sends them (timestamps base + index)
+    (b"k0", b"v0", [("h1", b"x"), ("h2", None)]),
+    (None, b"v1", []),
+    (b"k2", None, []),
+    (None, None, []),
+    (b"k4", b"", [("dup", b"a"), ("dup", b"b"), ("empty", b"")]),
+    (b"\x00\xff", b"\x80\x00", []),
+    (b"k6", b"v6", []),
+]
+
+
+def test_produce_then_consume_roundtrip(java: JavaRun) -> None:
+    r = java.result("roundtrip")
+    base = r["base_timestamp"]
+    assert [(m["partition"], m["offset"], m["timestamp"]) for m in r["sent"]] == \
+        [(0, i, base + i) for i in range(len(ROUNDTRIP))]
+    got = [(c["offset"], _b(c["key"]), _b(c["value"]), [(k, _b(v)) for k, v in c["headers"]], c["timestamp"],
+            c["timestamp_type"], c["leader_epoch"]) for c in r["records"]]
+    assert got == [(i, k, v, h, base + i, "CREATE_TIME", 0) for i, (k, v, h) in enumerate(ROUNDTRIP)]
+    assert r["position"] == len(ROUNDTRIP)
+
+    stored = java.cluster.records("java-roundtrip")
+    assert [(s.offset, s.key, s.value, s.headers, s.timestamp) for s in stored] == \
+        [(i, k, v, h, base + i) for i, (k, v, h) in enumerate(ROUNDTRIP)]
+    assert java.cluster.end_offsets("java-roundtrip") == {0: len(ROUNDTRIP)}
+    # idempotence is on by default: one producer id, sequences from 0 without gaps
+    headers = [read_header(b) for b in _batches(java.cluster, "java-roundtrip")]
+    assert len({h.producer_id for h in headers}) == 1 and headers[0].producer_id >= 0
+    assert [h.base_sequence for h in headers] == [h.base_offset for h in headers]
+    assert java.api_calls["InitProducerId"] >= 1
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
+def test_compression(java: JavaRun, codec: str) -> None:
+    r = java.result("compression")[codec]
+    assert r["received"] == r["sent"]
+    topic = f"java-codec-{codec}"
+    headers = [read_header(b) for b in _batches(java.cluster, topic)]
+    assert {h.compression for h in headers} == {Compression[codec.upper()]}
+    assert [s.value.decode() for s in java.cluster.records(topic)] == r["sent"]
+
+
+def test_one_mib_record(java: JavaRun) -> None:
+    r = java.result("large")
+    assert r["big_sent"]["offset"] == 0
+    assert r["after"]["offset"] == 1
+    digest = hashlib.sha256(_pattern(MiB)).hexdigest()
+    assert r["consumed"] == [
+        {"offset": 0, "key": b"big".hex(), "size": MiB, "sha256": digest},
+        {"offset": 1, "key": b"after".hex(), "size": 5, "sha256": hashlib.sha256(b"small").hexdigest()},
+    ]
+    stored = java.cluster.records("java-large")
+    assert [len(s.value) for s in stored] == [MiB, 5] and stored[0].value == _pattern(MiB)
+
+
+def test_too_large_record_rejected(java: JavaRun) -> None:
+    r = java.result("large")
+    assert r["too_large_for_topic"] == "RecordTooLargeException"      # 3 MiB > the topic's 2 MiB
+    assert r["too_large_for_default"] == "RecordTooLargeException"    # 1.5 MiB > the default 1048588
+    assert r["client_side_limit"] == "RecordTooLargeException"        # > the producer's max.request.size
+    # refused batches leave nothing behind, and the idempotent producer goes on
+    assert r["after_default"]["offset"] == 0
+    assert java.cluster.end_offsets("java-large") == {0: 2}
+    assert java.cluster.end_offsets("java-large-default") == {0: 1}
+
+
+def test_hundred_partitions(java: JavaRun) -> None:
+    r = java.result("partitions100")
+    assert r["consumed"] == {str(p): [f"{i}={p}:{i}" for i in range(3)] for p in range(100)}
+    assert r["end_offsets"] == {str(p): 3 for p in range(100)}
+    assert java.cluster.end_offsets("java-p100") == {p: 3 for p in range(100)}
+
+
+def test_admin_create_topics(java: JavaRun) -> None:
+    r = java.result("admin_create")
+    assert r["created"] == {"topic_id": _topic_id(java.cluster, "java-admin-a"), "num_partitions": 3,
+                            "replication_factor": 1, "retention_ms": "12345", "defaults_partitions": 1,
+                            "defaults_replication_factor": 1}
+    assert r["exists"] == "TopicExistsException"
+    assert r["zero_partitions"] == "InvalidPartitionsException"
+    assert r["replication_factor_3"] == "InvalidReplicationFactorException"
+    assert r["bad_name"] == "InvalidTopicException"
+    assert r["too_long_name"] == "InvalidTopicException"
+    assert r["collision"] == "InvalidTopicException"
+    assert r["bad_config"] == "InvalidConfigurationException"
+    assert r["validate_only"] == "ok"
+    assert {"java-admin-a", "java-admin-defaults", "java.collide"} <= set(r["topics"])
+    assert not {"java-admin-zero", "java-admin-rf3", "java_collide", "java-admin-validate"} & set(r["topics"])
+    assert "java-admin-validate" not in java.cluster.topics()
+    assert java.cluster.call(lambda: java.cluster.state.topics["java-admin-a"].configs) == {"retention.ms": "12345"}
+
+
+def test_admin_delete_topics(java: JavaRun) -> None:
+    r = java.result("admin_delete")
+    assert r["by_name"] == "ok"
+    assert r["unknown_name"] == "UnknownTopicOrPartitionException"
+    assert r["by_id"] == "ok"
+    assert r["unknown_id"] == "UnknownTopicIdException"
+    assert r["again"] == "UnknownTopicOrPartitionException"
+    assert not {"java-admin-del", "java-admin-delid"} & set(r["topics"])
+    assert r["recreate"] == "ok"
+    assert "java-admin-delid" not in java.cluster.topics()
+    assert java.cluster.end_offsets("java-admin-del") == {0: 0}
+
+
+def test_admin_create_partitions(java: JavaRun) -> None:
+    r = java.result("admin_partitions")
+    assert r["increase"] == "ok"
+    assert r["partitions"] == 5
+    assert r["decrease"] == "InvalidPartitionsException"
+    assert r["same"] == "InvalidPartitionsException"
+    assert r["unknown"] == "UnknownTopicOrPartitionException"
+    assert (r["produced"]["partition"], r["produced"]["offset"]) == (4, 0)
+    assert java.cluster.end_offsets("java-admin-parts") == {0: 0, 1: 0, 2: 0, 3: 0, 4: 1}
+
+
+def test_admin_describe_topics(java: JavaRun) -> None:
+    r = java.result("admin_describe")
+    port = int(java.cluster.bootstrap_servers.rsplit(":", 1)[1])
+    node = {"id": 1, "host": "127.0.0.1", "port": port, "rack": None}
+    expected = {"name": "java-admin-desc", "topic_id": _topic_id(java.cluster, "java-admin-desc"), "internal": False,
+                "partitions": [{"partition": p, "leader": node, "replicas": [1], "isr": [1]} for p in range(3)]}
+    assert r["created_id"] == expected["topic_id"]
+    assert r["by_name"] == expected
+    assert r["by_id"] == expected
+    assert r["unknown_name"] == "UnknownTopicOrPartitionException"
+    assert r["unknown_id"] == "UnknownTopicIdException"
+
+
+def test_admin_describe_cluster(java: JavaRun) -> None:
+    r = java.result("admin_describe")["cluster"]
+    port = int(java.cluster.bootstrap_servers.rsplit(":", 1)[1])
+    node = {"id": 1, "host": "127.0.0.1", "port": port, "rack": None}
+    assert r == {"cluster_id": java.cluster.state.config.cluster_id, "controller": node, "nodes": [node]}
+
+
+def test_admin_describe_configs(java: JavaRun) -> None:
+    r = java.result("admin_configs")
+    topic, broker = r["topic"], r["broker"]
+    assert set(topic) == set(TOPIC_CONFIGS)
+    assert topic["cleanup.policy"]["value"] == "compact"
+    assert topic["cleanup.policy"]["source"] == "DYNAMIC_TOPIC_CONFIG"
+    assert topic["cleanup.policy"]["synonyms"] == [["cleanup.policy", "compact", "DYNAMIC_TOPIC_CONFIG"],
+                                                   ["log.cleanup.policy", "delete", "DEFAULT_CONFIG"]]
+    assert (topic["max.message.bytes"]["value"], topic["max.message.bytes"]["type"]) == ("200000", "INT")
+    assert (topic["retention.ms"]["value"], topic["retention.ms"]["source"]) == ("604800000", "DEFAULT_CONFIG")
+    assert not any(e["sensitive"] for e in topic.values())
+    assert r["broker_id"] == "1"
+    assert broker["message.max.bytes"]["value"] == "1048588"
+    assert broker["broker.id"]["value"] == "1"
+    assert broker["num.partitions"]["source"] == "DEFAULT_CONFIG"
+    assert r["unknown_topic"] == "UnknownTopicOrPartitionException"
+
+
+def test_admin_list_offsets(java: JavaRun) -> None:
+    r = java.result("admin_list_offsets")
+    base = r["base"]
+
+    def at(offset: int, ts: int | None = None, epoch: int | None = 0) -> dict[str, Any]:
+        return {"offset": offset, "timestamp": -1 if ts is None else base + ts, "leader_epoch": epoch}
+
+    none = {"offset": -1, "timestamp": -1, "leader_epoch": None}
+    # partition 0 holds timestamps (base +) 0, 100, 300, 200, 250 | 400, 350 in two batches; partition 1 is empty
+    assert r["earliest"] == {"p0": at(0), "p1": at(0)}
+    assert r["latest"] == {"p0": at(7), "p1": at(0)}
+    assert r["max_timestamp"] == {"p0": at(5, 400), "p1": none}
+    assert r["ts_150"] == {"p0": at(2, 300), "p1": none}
+    assert r["ts_300"] == {"p0": at(2, 300), "p1": none}
+    assert r["ts_360"] == {"p0": at(5, 400), "p1": none}
+    assert r["ts_future"] == {"p0": none, "p1": none}
+    assert r["ts_past"] == {"p0": at(0, 0), "p1": none}
+    assert java.api_calls["ListOffsets"] >= 8
+
+
+def test_consumer_offset_lookups(java: JavaRun) -> None:
+    r = java.result("consumer_offsets")
+    base = r["base"]
+    assert r["beginning"] == {"p0": 0, "p1": 0}
+    assert r["end"] == {"p0": 5, "p1": 0}
+
+    def at(offset: int) -> dict[str, Any]:
+        return {"offset": offset, "timestamp": base + 100 * offset, "leader_epoch": 0}
+
+    assert r["ts_-1000"] == {"p0": at(0), "p1": None}
+    assert r["ts_0"] == {"p0": at(0), "p1": None}
+    assert r["ts_150"] == {"p0": at(2), "p1": None}
+    assert r["ts_400"] == {"p0": at(4), "p1": None}
+    assert r["ts_500"] == {"p0": None, "p1": None}
+
+
+def test_read_committed_consumer_reads_everything(java: JavaRun) -> None:
+    r = java.result("read_committed")
+    assert r["values"] == [f"{i}=v{i}" for i in range(20)]
+    assert r["end_offset"] == 20
+    assert r["position"] == 20
+    assert len(_batches(java.cluster, "java-read-committed")) >= 3
+
+
+def test_position_validation_after_metadata_refresh(java: JavaRun) -> None:
+    r = java.result("validation")
+    assert r["first"] == [0, 1, 2, 3, 4]
+    assert r["idle"] == []
+    assert r["bump"] == "1"
+    assert r["second"] == [{"offset": o, "leader_epoch": 1} for o in range(5, 10)]
+    assert r["after_seek_epoch_0"] == list(range(3, 10))
+    assert r["after_seek_epoch_1"] == [8, 9]
+    assert r["position"] == 10
+    assert java.api_calls["OffsetForLeaderEpoch"] >= 2
+    epochs = java.cluster.call(lambda: java.cluster.state.topics["java-validation"].partitions[0].log.epochs)
+    assert [(e.epoch, e.start_offset) for e in epochs] == [(0, 0), (1, 5)]
+
+
+def test_every_scenario_ran_and_the_broker_logged_no_problem(java: JavaRun) -> None:
+    failed = {name: r["error"].splitlines()[0] for name, r in java.results.items() if not r["ok"]}
+    assert not failed
+    assert set(java.results) >= {"roundtrip", "compression", "large", "partitions100", "admin_create",
+                                 "admin_delete", "admin_partitions", "admin_describe", "admin_configs",
+                                 "admin_list_offsets", "consumer_offsets", "read_committed", "validation"}
+    assert java.server_problems == []
+    assert java.seconds < 60, f"the JVM run took {java.seconds:.1f}s"

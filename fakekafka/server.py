@@ -17,7 +17,7 @@ from typing import Any
 from fakekafka.handlers import NO_RESPONSE, Park, RequestContext, dispatch, handler_for
 from fakekafka.handlers.api_versions import API_VERSIONS_KEY, unsupported_version_response
 from fakekafka.handlers.registry import error_response
-from fakekafka.model.cluster import Broker, ClusterState, Partition
+from fakekafka.model.cluster import Broker, ClusterState
 from wire import DecodeError, ErrorCode, Request, UnknownApiKey, decode_request_header, encode_response
 from wire.messages import API_MODULES
 from wire.protocol import parse_body, request_struct
@@ -42,7 +42,8 @@ class Server:
         self._servers: dict[int, asyncio.base_events.Server] = {}
         self._connections: set[asyncio.Task[None]] = set()
         self._waiters: dict[int, set[asyncio.Future[None]]] = defaultdict(set)
-        cluster.add_append_listener(self._on_append)
+        self._ticker: asyncio.Task[None] | None = None
+        cluster.add_change_listener(self._on_change)
 
     @property
     def bootstrap_servers(self) -> str:
@@ -63,8 +64,21 @@ class Server:
         except OSError:
             await self.stop()
             raise
+        self._ticker = asyncio.create_task(self._tick_loop())
+
+    async def _tick_loop(self) -> None:
+        """Fires the model's timeouts (sessions, rebalances) as the clock passes them."""
+        clock = self.cluster.clock
+        while True:
+            self.cluster.tick()
+            deadline = self.cluster.next_deadline()
+            wait = 0.1 if deadline is None else min(max((deadline - clock.now_ms()) / 1000, 0.005), 0.1)
+            await asyncio.sleep(wait)
 
     async def stop(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
+            self._ticker = None
         for srv in self._servers.values():
             srv.close()
         for task in list(self._connections):
@@ -75,7 +89,7 @@ class Server:
             await asyncio.gather(*self._connections, return_exceptions=True)
         self._servers.clear()
         try:
-            self.cluster.remove_append_listener(self._on_append)
+            self.cluster.remove_change_listener(self._on_change)
         except ValueError:
             pass
 
@@ -182,13 +196,13 @@ class Server:
     # --- parked requests (long-poll fetches) ----------------------------------------------------
     async def _park(self, park: Park) -> Any:
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + park.wait_ms / 1000
+        deadline = None if park.wait_ms is None else loop.time() + park.wait_ms / 1000
         while True:
-            remaining = deadline - loop.time()
-            if remaining <= 0:
+            remaining = None if deadline is None else deadline - loop.time()
+            if remaining is not None and remaining <= 0:
                 return park.resume(True)
             fut: asyncio.Future[None] = loop.create_future()
-            keys = [id(p) for p in park.partitions]
+            keys = [id(k) for k in park.keys]
             for k in keys:
                 self._waiters[k].add(fut)
             try:
@@ -206,8 +220,9 @@ class Server:
             result = park.resume(timed_out)
             if not isinstance(result, Park):
                 return result
+            park = result  # still waiting: same deadline, possibly other keys
 
-    def _on_append(self, partition: Partition) -> None:
-        for fut in self._waiters.get(id(partition), ()):
+    def _on_change(self, obj: object) -> None:
+        for fut in self._waiters.get(id(obj), ()):
             if not fut.done():
                 fut.set_result(None)

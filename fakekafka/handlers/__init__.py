@@ -12,10 +12,12 @@ from fakekafka.handlers import (  # noqa: F401  (imported to register their hand
     describe_cluster,
     fetch,
     find_coordinator,
+    groups,
     init_producer_id,
     list_offsets,
     metadata,
     offset_for_leader_epoch,
+    offsets,
     produce,
 )
 from fakekafka.handlers.registry import (

@@ -1,7 +1,9 @@
 """FindCoordinator (key 10), v0-6 (batched keys in v4+).
 
-Behaviour: the single broker answers for every group and transactional id until the group
-coordinator lands (groups will then map to `__consumer_offsets` partition leaders).
+A group's coordinator is the leader of partition abs(hash(group id)) % offsets.topic.num.partitions of
+`__consumer_offsets` (Java's String.hashCode), so groups spread over brokers as in Kafka; the topic is
+created on first use. Behaviour: transactional ids are answered the same way (there is no
+`__transaction_state` yet).
 """
 
 from __future__ import annotations
@@ -20,7 +22,10 @@ def _coordinator(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]
     if key_type not in (GROUP, TRANSACTION):
         return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": ErrorCode.INVALID_REQUEST,
                 "error_message": f"Unsupported key type {key_type}"}
-    b = ctx.broker
+    if not key:
+        return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": ErrorCode.INVALID_REQUEST,
+                "error_message": "the coordinator key is empty"}
+    b = ctx.cluster.coordinator_for(key)
     return {"key": key, "node_id": b.node_id, "host": b.host, "port": b.port, "error_code": ErrorCode.NONE,
             "error_message": None}
 

@@ -48,11 +48,12 @@ NO_RESPONSE = _NoResponse()
 
 @dataclass
 class Park:
-    """A response that is not ready: the server calls `resume(timed_out)` when one of `partitions`
-    gets data or `wait_ms` passes, without blocking other connections."""
+    """A response that is not ready: the server calls `resume(timed_out)` when the model notifies a
+    change of one of `keys` (a partition got data, a pending group response was resolved) or after
+    `wait_ms` (never, if None), without blocking other connections."""
 
-    wait_ms: int
-    partitions: list[Any]
+    wait_ms: int | None
+    keys: list[Any]
     resume: Callable[[bool], Any]
 
 

@@ -1,7 +1,7 @@
 """The cluster model: brokers, topics, partitions and their logs, producer ids. Pure state.
 
 No sockets and no asyncio: the server feeds it requests through the handlers, tests drive it
-directly, and every time it reads comes from the injected `Clock`. Append listeners let the server
+directly, and every time it reads comes from the injected `Clock`. Change listeners let the server
 wake long-polling fetches without the model knowing about the server.
 """
 
@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from fakekafka.model.clock import Clock, SystemClock
 from fakekafka.model.config import TOPIC_CONFIGS, BrokerConfig, ConfigSource, InvalidConfig
+from fakekafka.model.group import GroupConfig, GroupCoordinator
 from fakekafka.model.log import PartitionLog
 from fakekafka.model.producers import PartitionProducers, ProducerIds
 from wire import ErrorCode
@@ -23,7 +24,22 @@ __all__ = ["ApiError", "AppendResult", "Broker", "ClusterState", "Partition", "T
 
 MAX_TOPIC_NAME = 249
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+OFFSETS_TOPIC = "__consumer_offsets"
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state"})
+
+
+def java_string_hash(s: str) -> int:
+    """Java's String.hashCode (over UTF-16 code units, int32 overflow)."""
+    h = 0
+    data = s.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def kafka_abs(n: int) -> int:
+    """Kafka's Utils.abs: Math.abs, except that Integer.MIN_VALUE maps to 0."""
+    return 0 if n == -(2**31) else abs(n)
 
 
 class ApiError(Exception):
@@ -105,15 +121,47 @@ class ClusterState:
         self.topics: dict[str, Topic] = {}
         self.topics_by_id: dict[uuid.UUID, Topic] = {}
         self.producer_ids = ProducerIds()
-        self._append_listeners: list[Callable[[Partition], None]] = []
+        self._change_listeners: list[Callable[[object], None]] = []
         self._placement = 0
+        c = self.config
+        self.groups = GroupCoordinator(self.clock, GroupConfig(
+            min_session_timeout_ms=c.group_min_session_timeout_ms,
+            max_session_timeout_ms=c.group_max_session_timeout_ms,
+            initial_rebalance_delay_ms=c.group_initial_rebalance_delay_ms,
+            offsets_retention_ms=c.offsets_retention_minutes * 60_000), notify=self.notify)
 
     # --- observers ---------------------------------------------------------------------------
-    def add_append_listener(self, fn: Callable[[Partition], None]) -> None:
-        self._append_listeners.append(fn)
+    def add_change_listener(self, fn: Callable[[object], None]) -> None:
+        """`fn(obj)` is called when `obj` changes in a way a parked request may wait for (a partition
+        got data, a pending group response was resolved)."""
+        self._change_listeners.append(fn)
 
-    def remove_append_listener(self, fn: Callable[[Partition], None]) -> None:
-        self._append_listeners.remove(fn)
+    def remove_change_listener(self, fn: Callable[[object], None]) -> None:
+        self._change_listeners.remove(fn)
+
+    def notify(self, obj: object) -> None:
+        for fn in self._change_listeners:
+            fn(obj)
+
+    def tick(self) -> None:
+        """Fires every timeout the clock has passed (sessions, rebalances, retention)."""
+        self.groups.tick()
+
+    def next_deadline(self) -> int | None:
+        return self.groups.next_deadline()
+
+    # --- coordinators ----------------------------------------------------------------------------
+    def offsets_partition_for(self, group_id: str) -> int:
+        return kafka_abs(java_string_hash(group_id)) % self.config.offsets_topic_num_partitions
+
+    def coordinator_for(self, group_id: str) -> Broker:
+        """The leader of the group's `__consumer_offsets` partition (created on first use, as Kafka does)."""
+        topic = self.topics.get(OFFSETS_TOPIC)
+        if topic is None:
+            topic = self.create_topic(OFFSETS_TOPIC, self.config.offsets_topic_num_partitions,
+                                      min(3, len(self.brokers)), configs={"cleanup.policy": "compact",
+                                                                         "segment.bytes": "104857600"})
+        return self.brokers[topic.partitions[self.offsets_partition_for(group_id)].leader_id]
 
     # --- topics ------------------------------------------------------------------------------
     def partition(self, topic: str, index: int) -> Partition | None:
@@ -224,6 +272,7 @@ class ClusterState:
             raise ApiError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, f"Internal topic {name} cannot be deleted.")
         del self.topics[name]
         del self.topics_by_id[topic.topic_id]
+        self.groups.remove_partitions(name)
         return topic
 
     def create_partitions(self, name: str, count: int, assignments: list[list[int]] | None = None,
@@ -306,6 +355,5 @@ class ClusterState:
         base = log.append(batch, header, partition.leader_epoch, append_time)
         if idempotent:
             partition.producers.record(header, base, append_time if append_time is not None else -1)
-        for fn in self._append_listeners:
-            fn(partition)
+        self.notify(partition)
         return AppendResult(ErrorCode.NONE, base, append_time if append_time is not None else -1, log.log_start_offset)

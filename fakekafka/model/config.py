@@ -129,6 +129,8 @@ BROKER_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
     ConfigSpec("offsets.retention.minutes", _T.INT, "10080", minimum=1),
     ConfigSpec("transaction.state.log.num.partitions", _T.INT, "50", minimum=1),
     ConfigSpec("group.initial.rebalance.delay.ms", _T.INT, "3000", minimum=0),
+    ConfigSpec("group.min.session.timeout.ms", _T.INT, "6000"),
+    ConfigSpec("group.max.session.timeout.ms", _T.INT, "1800000"),
     ConfigSpec("min.insync.replicas", _T.INT, "1", minimum=1),
     ConfigSpec("compression.type", _T.STRING, "producer"),
     ConfigSpec("log.cleanup.policy", _T.LIST, "delete"),
@@ -165,6 +167,11 @@ class BrokerConfig:
     socket_request_max_bytes: int = 104857600
     offsets_topic_num_partitions: int = 50
     cluster_id: str = "fakekafka-cluster-0001"
+    group_initial_rebalance_delay_ms: int = 0
+    """Kafka's default is 3000; a test double answers at once unless asked to wait."""
+    group_min_session_timeout_ms: int = 6000
+    group_max_session_timeout_ms: int = 1800000
+    offsets_retention_minutes: int = 10080
     overrides: dict[str, str] = field(default_factory=dict)
     """Broker configs set explicitly (reported with source STATIC_BROKER_CONFIG)."""
 
@@ -176,6 +183,10 @@ class BrokerConfig:
             "message.max.bytes": (self.message_max_bytes, 1048588),
             "socket.request.max.bytes": (self.socket_request_max_bytes, 104857600),
             "offsets.topic.num.partitions": (self.offsets_topic_num_partitions, 50),
+            "group.initial.rebalance.delay.ms": (self.group_initial_rebalance_delay_ms, 3000),
+            "group.min.session.timeout.ms": (self.group_min_session_timeout_ms, 6000),
+            "group.max.session.timeout.ms": (self.group_max_session_timeout_ms, 1800000),
+            "offsets.retention.minutes": (self.offsets_retention_minutes, 10080),
         }
         for name, (value, default) in explicit.items():
             if value != default:

@@ -107,7 +107,7 @@ def test_idempotent_retry_is_not_appended_twice(cluster: ClusterState) -> None:
 
 def test_append_notifies_listeners(cluster: ClusterState) -> None:
     seen = []
-    cluster.add_append_listener(seen.append)
+    cluster.add_change_listener(seen.append)
     t = cluster.create_topic("t", 1)
     cluster.append(t.partitions[0], build_batch([{"value": b"a"}]))
     assert seen == [t.partitions[0]]

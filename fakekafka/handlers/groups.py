@@ -1,0 +1,147 @@
+"""The classic group protocol: JoinGroup (11) v0-9, SyncGroup (14) v0-5, Heartbeat (12) v0-4,
+LeaveGroup (13) v0-5, DescribeGroups (15) v0-5, ListGroups (16) v0-5, DeleteGroups (42) v0-2.
+
+The rules live in `fakekafka.model.group`; these handlers translate versions. JoinGroup and SyncGroup
+park until the coordinator resolves them. Behaviour: JoinGroup v9's skip_assignment is never set (a
+rejoining static leader is told the old leader id instead, as Kafka did before KIP-814), and
+authorized operations are not computed (reported as not requested).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from construct import Container
+
+from fakekafka.handlers.registry import Park, RequestContext, handles
+from fakekafka.model.group import GroupState, Pending
+from wire import ErrorCode
+
+NOT_REQUESTED = -2147483648
+
+
+def not_coordinator(ctx: RequestContext, group_id: str) -> bool:
+    return bool(group_id) and ctx.cluster.coordinator_for(group_id).node_id != ctx.broker.node_id
+
+
+def wait_for(pending: Pending, finish: Any) -> Any:
+    """`finish(result)` once the coordinator resolves `pending` (it may already have, within the same
+    request: the member that completes a rebalance gets its answer at once); until then, a Park."""
+    def resume(_: bool) -> Any:
+        return finish(pending.result) if pending.result is not None else Park(None, [pending], resume)
+    return resume(False)
+
+
+def _join_response(ctx: RequestContext, result: dict[str, Any]) -> dict[str, Any]:
+    out = dict(result, throttle_time_ms=0)
+    if ctx.version < 7 and out.get("protocol_name") is None:
+        out["protocol_name"] = ""
+    return out
+
+
+@handles(11, 0, 9)
+def handle_join_group(ctx: RequestContext, req: Container) -> Any:
+    if not_coordinator(ctx, req.group_id):
+        return _join_response(ctx, {"error_code": ErrorCode.NOT_COORDINATOR, "generation_id": -1, "leader": "",
+                                    "member_id": req.member_id, "members": []})
+    result = ctx.cluster.groups.join(
+        group_id=req.group_id, member_id=req.member_id, group_instance_id=req.get("group_instance_id"),
+        require_known_member_id=ctx.version >= 4, client_id=ctx.request.client_id or "",
+        client_host=ctx.client_host.rsplit(":", 1)[0], session_timeout_ms=req.session_timeout_ms,
+        rebalance_timeout_ms=req.get("rebalance_timeout_ms", req.session_timeout_ms) if ctx.version >= 1
+        else req.session_timeout_ms, protocol_type=req.protocol_type,
+        protocols=[(p.name, p.metadata) for p in req.protocols], version=ctx.version)
+    if isinstance(result, Pending):
+        return wait_for(result, lambda r: _join_response(ctx, r))
+    return _join_response(ctx, result)
+
+
+@handles(14, 0, 5)
+def handle_sync_group(ctx: RequestContext, req: Container) -> Any:
+    def respond(r: dict[str, Any]) -> dict[str, Any]:
+        return dict(r, throttle_time_ms=0)
+
+    if not_coordinator(ctx, req.group_id):
+        return respond({"error_code": ErrorCode.NOT_COORDINATOR, "assignment": b""})
+    result = ctx.cluster.groups.sync(req.group_id, req.generation_id, req.member_id, req.get("group_instance_id"),
+                                     {a.member_id: a.assignment for a in req.assignments},
+                                     req.get("protocol_type"), req.get("protocol_name"))
+    if isinstance(result, Pending):
+        return wait_for(result, respond)
+    return respond(result)
+
+
+@handles(12, 0, 4)
+def handle_heartbeat(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    if not_coordinator(ctx, req.group_id):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_COORDINATOR}
+    code = ctx.cluster.groups.heartbeat(req.group_id, req.generation_id, req.member_id, req.get("group_instance_id"))
+    return {"throttle_time_ms": 0, "error_code": code}
+
+
+@handles(13, 0, 5)
+def handle_leave_group(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    if ctx.version >= 3:
+        leaving = [(m.member_id, m.group_instance_id) for m in req.members]
+    else:
+        leaving = [(req.member_id, None)]
+    if not_coordinator(ctx, req.group_id):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_COORDINATOR, "members": []}
+    top, codes = ctx.cluster.groups.leave(req.group_id, leaving)
+    if ctx.version < 3 and top == ErrorCode.NONE and codes:
+        top = codes[0]
+    return {"throttle_time_ms": 0, "error_code": top,
+            "members": [{"member_id": mid, "group_instance_id": iid, "error_code": code}
+                        for (mid, iid), code in zip(leaving, codes, strict=False)]}
+
+
+@handles(15, 0, 5)
+def handle_describe_groups(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    groups = []
+    for group_id in req.groups:
+        entry: dict[str, Any] = {"error_code": ErrorCode.NONE, "group_id": group_id, "group_state": "Dead",
+                                 "protocol_type": "", "protocol_data": "", "members": [],
+                                 "authorized_operations": NOT_REQUESTED}
+        if not_coordinator(ctx, group_id):
+            entry.update(error_code=ErrorCode.NOT_COORDINATOR, group_state="")
+            groups.append(entry)
+            continue
+        group = ctx.cluster.groups.group(group_id)
+        if group is not None:
+            stable = group.state == GroupState.STABLE
+            entry.update(group_state=group.state.value, protocol_type=group.protocol_type or "",
+                         protocol_data=(group.protocol_name or "") if stable else "")
+            entry["members"] = [{
+                "member_id": m.member_id, "group_instance_id": m.group_instance_id, "client_id": m.client_id,
+                "client_host": m.client_host,
+                "member_metadata": m.metadata_for(group.protocol_name) if stable and group.protocol_name else b"",
+                "member_assignment": m.assignment if stable else b"",
+            } for m in group.members.values()]
+        groups.append(entry)
+    return {"throttle_time_ms": 0, "groups": groups}
+
+
+@handles(16, 0, 5)
+def handle_list_groups(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    states = {s.lower() for s in req.get("states_filter", [])}
+    types = {t.lower() for t in req.get("types_filter", [])}
+    listed = []
+    for group in ctx.cluster.groups.groups.values():
+        if ctx.cluster.coordinator_for(group.group_id).node_id != ctx.broker.node_id:
+            continue
+        if states and group.state.value.lower() not in states:
+            continue
+        if types and "classic" not in types:
+            continue
+        listed.append({"group_id": group.group_id, "protocol_type": group.protocol_type or "",
+                       "group_state": group.state.value, "group_type": "classic"})
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "groups": listed}
+
+
+@handles(42, 0, 2)
+def handle_delete_groups(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    results = []
+    for group_id in req.groups_names:
+        code = ErrorCode.NOT_COORDINATOR if not_coordinator(ctx, group_id) else ctx.cluster.groups.delete_group(group_id)
+        results.append({"group_id": group_id, "error_code": code})
+    return {"throttle_time_ms": 0, "results": results}

@@ -1,0 +1,88 @@
+"""Committed offsets: OffsetCommit (8) v2-9, OffsetFetch (9) v1-9, OffsetDelete (47) v0.
+
+Commits come from the current generation and member only; generation -1 commits (consumers using
+assign() with a group id) are accepted while the group is Empty. Behaviour: offsets are kept in the
+coordinator's memory and are not written as records to `__consumer_offsets`; require_stable has
+nothing to wait for until transactions exist.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from construct import Container
+
+from fakekafka.handlers.groups import not_coordinator
+from fakekafka.handlers.registry import RequestContext, handles
+from wire import ErrorCode
+
+
+@handles(8, 2, 9)
+def handle_offset_commit(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    cluster = ctx.cluster
+    wanted: dict[tuple[str, int], tuple[int, int, str | None]] = {}
+    known: dict[tuple[str, int], ErrorCode] = {}
+    for t in req.topics:
+        for p in t.partitions:
+            tp = (t.name, p.partition_index)
+            if cluster.partition(t.name, p.partition_index) is None:
+                known[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                wanted[tp] = (p.committed_offset, p.get("committed_leader_epoch", -1), p.committed_metadata)
+    if not_coordinator(ctx, req.group_id):
+        codes = {tp: ErrorCode.NOT_COORDINATOR for tp in wanted}
+    elif wanted:
+        codes = cluster.groups.commit(req.group_id, req.generation_id_or_member_epoch, req.member_id,
+                                      req.get("group_instance_id"), wanted)
+    else:
+        codes = {}
+    codes.update(known)
+    return {"throttle_time_ms": 0, "topics": [
+        {"name": t.name, "partitions": [{"partition_index": p.partition_index,
+                                         "error_code": codes[(t.name, p.partition_index)]} for p in t.partitions]}
+        for t in req.topics]}
+
+
+def _fetch_group(ctx: RequestContext, group_id: str, topics: list[Container] | None) -> tuple[ErrorCode, list]:
+    if not_coordinator(ctx, group_id):
+        return ErrorCode.NOT_COORDINATOR, []
+    partitions = None if topics is None else [(t.name, i) for t in topics for i in t.partition_indexes]
+    found = ctx.cluster.groups.fetch_offsets(group_id, partitions)
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for (topic, index), om in found.items():
+        by_topic.setdefault(topic, []).append({
+            "partition_index": index, "committed_offset": om.offset if om else -1,
+            "committed_leader_epoch": om.leader_epoch if om else -1, "metadata": om.metadata if om else "",
+            "error_code": ErrorCode.NONE})
+    return ErrorCode.NONE, [{"name": name, "partitions": parts} for name, parts in by_topic.items()]
+
+
+@handles(9, 1, 9)
+def handle_offset_fetch(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    if ctx.version >= 8:
+        groups = []
+        for g in req.groups:
+            code, topics = _fetch_group(ctx, g.group_id, g.topics)
+            groups.append({"group_id": g.group_id, "topics": topics, "error_code": code})
+        return {"throttle_time_ms": 0, "groups": groups}
+    code, topics = _fetch_group(ctx, req.group_id, req.topics)
+    if ctx.version < 2 and code != ErrorCode.NONE:
+        for t in topics:
+            for p in t["partitions"]:
+                p["error_code"] = code
+    return {"throttle_time_ms": 0, "topics": topics, "error_code": code}
+
+
+@handles(47, 0, 0)
+def handle_offset_delete(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    if not_coordinator(ctx, req.group_id):
+        return {"error_code": ErrorCode.NOT_COORDINATOR, "throttle_time_ms": 0, "topics": []}
+    partitions = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
+    top, codes = ctx.cluster.groups.delete_offsets(req.group_id, partitions)
+    for tp in partitions:
+        if ctx.cluster.partition(*tp) is None:
+            codes[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    return {"error_code": top, "throttle_time_ms": 0, "topics": [] if top != ErrorCode.NONE else [
+        {"name": t.name, "partitions": [{"partition_index": p.partition_index,
+                                         "error_code": codes.get((t.name, p.partition_index), ErrorCode.NONE)}
+                                        for p in t.partitions]} for t in req.topics]}

@@ -11,26 +11,81 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
+from dataclasses import dataclass
 from collections.abc import Callable
 from typing import TypeVar
 
-from fakekafka.model.clock import Clock
+from fakekafka.model.clock import Clock, ManualClock
+from fakekafka.model.group import Group
 from fakekafka.model.cluster import ApiError, Broker, ClusterState
 from fakekafka.model.config import BrokerConfig
 from fakekafka.server import Server
 from wire import ErrorCode
 from wire.records import Compression, Record, build_batch, decode_batch
 
-__all__ = ["Cluster"]
+__all__ = ["Cluster", "GroupView", "MemberView"]
 
 T = TypeVar("T")
 
 
+@dataclass(frozen=True)
+class MemberView:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    assignment: dict[str, list[int]] | None
+    """Decoded consumer-protocol assignment {topic: [partitions]}; None for other protocols."""
+    raw_assignment: bytes
+
+
+@dataclass(frozen=True)
+class GroupView:
+    group_id: str
+    state: str
+    generation_id: int
+    protocol_type: str | None
+    protocol: str | None
+    leader: str | None
+    members: list[MemberView]
+    transitions: list[tuple[str, str]]
+    """Every (from, to) state change of the group, oldest first."""
+
+    @classmethod
+    def of(cls, group: Group | None) -> GroupView | None:
+        if group is None:
+            return None
+        return cls(group.group_id, group.state.value, group.generation_id, group.protocol_type,
+                   group.protocol_name, group.leader_id,
+                   [MemberView(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                               decode_assignment(m.assignment) if group.protocol_type == "consumer" else None,
+                               m.assignment) for m in group.members.values()],
+                   [(f.value, t.value) for _, f, t, _ in group.history])
+
+    def assignments(self) -> dict[str, dict[str, list[int]] | None]:
+        return {m.member_id: m.assignment for m in self.members}
+
+
+def decode_assignment(data: bytes) -> dict[str, list[int]]:
+    """A consumer-protocol assignment (what the leader hands each member) as {topic: [partitions]}."""
+    if len(data) < 2:
+        return {}
+    from wire.messages.consumer_protocol_assignment import VERSIONS
+    version = int.from_bytes(data[:2], "big", signed=True)
+    body = VERSIONS[min(max(version, 0), len(VERSIONS) - 1)].parse(data[2:])
+    return {t.topic: sorted(t.partitions) for t in body.assigned_partitions}
+
+
 class Cluster:
     def __init__(self, *, partitions: int = 1, auto_create_topics: bool = True, host: str = "127.0.0.1",
-                 port: int = 0, node_id: int = 1, clock: Clock | None = None,
-                 config: BrokerConfig | None = None) -> None:
-        self.config = config or BrokerConfig(num_partitions=partitions, auto_create_topics=auto_create_topics)
+                 port: int = 0, node_id: int = 1, clock: Clock | str | None = None,
+                 config: BrokerConfig | None = None, group_initial_rebalance_delay_ms: int = 0) -> None:
+        if clock == "frozen":
+            clock = ManualClock()
+        elif isinstance(clock, str):
+            raise ValueError(f"clock must be a Clock, 'frozen' or None, not {clock!r}")
+        self.config = config or BrokerConfig(num_partitions=partitions, auto_create_topics=auto_create_topics,
+                                             group_initial_rebalance_delay_ms=group_initial_rebalance_delay_ms)
         self.state = ClusterState(self.config, clock, [Broker(node_id, host, port)])
         self.server = Server(self.state, host)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -164,6 +219,47 @@ class Cluster:
 
     def topics(self) -> list[str]:
         return self.call(lambda: sorted(self.state.topics))
+
+    # --- groups and the clock ------------------------------------------------------------------------
+    def group(self, group_id: str) -> GroupView | None:
+        """A snapshot of a group: state, generation, leader, members with decoded assignments, history."""
+        return self.call(lambda: GroupView.of(self.state.groups.group(group_id)))
+
+    def groups(self) -> list[str]:
+        return self.call(lambda: sorted(self.state.groups.groups))
+
+    def committed(self, group_id: str) -> dict[tuple[str, int], int]:
+        """The group's committed offsets: {(topic, partition): offset}."""
+        def read() -> dict[tuple[str, int], int]:
+            g = self.state.groups.group(group_id)
+            return {tp: om.offset for tp, om in sorted(g.offsets.items())} if g else {}
+        return self.call(read)
+
+    def force_rebalance(self, group_id: str) -> None:
+        """Starts a rebalance now: members learn it from their next heartbeat, as with any rebalance."""
+        self.call(lambda: self.state.groups.force_rebalance(group_id))
+
+    def expire_member(self, group_id: str, member_id: str) -> None:
+        """Acts as if the member's session timed out."""
+        def expire() -> None:
+            g = self.state.groups.group(group_id)
+            if g is None or member_id not in g.members:
+                raise KeyError(f"group {group_id!r} has no member {member_id!r}")
+            g.members[member_id].heartbeat_deadline = self.state.clock.now_ms()
+            self.state.tick()
+        self.call(expire)
+
+    def advance_clock(self, ms: int) -> int:
+        """Moves a manual clock forward and fires every timeout it passes; returns the new time."""
+        clock = self.state.clock
+        if not isinstance(clock, ManualClock):
+            raise TypeError("advance_clock needs a cluster started with clock=ManualClock() (or clock='frozen')")
+
+        def advance() -> int:
+            now = clock.advance(ms)
+            self.state.tick()
+            return now
+        return self.call(advance)
 
     def __repr__(self) -> str:
         return f"<fakekafka.Cluster {self.bootstrap_servers or '(not started)'}>"

@@ -11,14 +11,14 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TypeVar
 
 from fakekafka.model.clock import Clock, ManualClock
-from fakekafka.model.group import Group
 from fakekafka.model.cluster import ApiError, Broker, ClusterState
 from fakekafka.model.config import BrokerConfig
+from fakekafka.model.group import Group
 from fakekafka.server import Server
 from wire import ErrorCode
 from wire.records import Compression, Record, build_batch, decode_batch

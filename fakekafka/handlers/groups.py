@@ -142,6 +142,7 @@ def handle_list_groups(ctx: RequestContext, req: Container) -> dict[str, Any]:
 def handle_delete_groups(ctx: RequestContext, req: Container) -> dict[str, Any]:
     results = []
     for group_id in req.groups_names:
-        code = ErrorCode.NOT_COORDINATOR if not_coordinator(ctx, group_id) else ctx.cluster.groups.delete_group(group_id)
+        code = ErrorCode.NOT_COORDINATOR if not_coordinator(ctx, group_id) \
+            else ctx.cluster.groups.delete_group(group_id)
         results.append({"group_id": group_id, "error_code": code})
     return {"throttle_time_ms": 0, "results": results}

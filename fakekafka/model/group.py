@@ -284,7 +284,7 @@ class GroupCoordinator:
         new_id = self._new_member_id(r.client_id, r.group_instance_id)
         if r.group_instance_id is not None and r.group_instance_id in group.static_members:
             return self._replace_static_member(group, r, new_id)
-        if r.require_known_member_id:
+        if r.require_known_member_id and r.group_instance_id is None:  # static members skip this step
             group.pending_members[new_id] = self._now() + r.session_timeout_ms
             return _join_error(new_id, ErrorCode.MEMBER_ID_REQUIRED)
         return self._add_member_and_rebalance(group, r, new_id)
@@ -495,7 +495,7 @@ class GroupCoordinator:
                 if p is not None:
                     self._resolve(p, self._sync_result(group, m))
                     self._touch(m)
-        return pending
+        return pending.result if pending.result is not None else pending
 
     @staticmethod
     def _sync_result(group: Group, member: Member) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import random
 import socket
 import struct
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -19,8 +19,8 @@ import fakekafka
 from wire.records import Compression, read_header
 
 __all__ = [
-    "BAD_TOPIC_NAMES", "CODECS", "COMPRESSIBLE", "MiB", "SAMPLES", "TIMESTAMPS", "DropProduceResponses", "Sample",
-    "dropping_produce_responses", "expected_rows", "random_bytes", "stored", "stored_codecs",
+    "BAD_TOPIC_NAMES", "CODECS", "COMPRESSIBLE", "MANY", "MiB", "SAMPLES", "TIMESTAMPS", "DropProduceResponses",
+    "Row", "Sample", "dropping_produce_responses", "expected_rows", "random_bytes", "stored", "stored_codecs",
 ]
 
 MiB = 1024 * 1024
@@ -50,17 +50,22 @@ SAMPLES: list[Sample] = [
 COMPRESSIBLE: list[Sample] = SAMPLES + [Sample(b"text", b"fakekafka speaks the Kafka protocol. " * 100)]
 """SAMPLES plus a record that every codec shrinks (some clients send a batch raw when a codec does not)."""
 
+MANY: list[Sample] = [Sample(b"k%d" % i, b"v%d" % i) for i in range(100)]
+"""Enough records for many batches and several requests in flight (the idempotence scenario)."""
+
 TIMESTAMPS = [1_700_000_000_000 + 1000 * i for i in range(5)]
 """Create times for the ListOffsets-by-time scenario: one record each, one second apart."""
 
 
-def expected_rows(samples: list[Sample], first_offset: int = 0) -> list[tuple[int, bytes | None, bytes | None,
-                                                                              list[tuple[str, bytes | None]]]]:
+Row = tuple[int, bytes | None, bytes | None, list[tuple[str, bytes | None]]]
+"""(offset, key, value, headers): one record as every test compares it."""
+
+
+def expected_rows(samples: list[Sample], first_offset: int = 0) -> list[Row]:
     return [(first_offset + i, s.key, s.value, list(s.headers)) for i, s in enumerate(samples)]
 
 
-def stored(cluster: fakekafka.Cluster, topic: str, partition: int | None = 0) -> list[
-        tuple[int, bytes | None, bytes | None, list[tuple[str, bytes | None]]]]:
+def stored(cluster: fakekafka.Cluster, topic: str, partition: int | None = 0) -> list[Row]:
     """(offset, key, value, headers) of every record fakekafka holds, decoded by fakekafka itself."""
     return [(r.offset, r.key, r.value, list(r.headers)) for r in cluster.records(topic, partition)]
 
@@ -128,7 +133,7 @@ class DropProduceResponses:
         self._closed = False
         self._spawn(self._accept_loop)
 
-    def _spawn(self, fn, *args) -> None:  # noqa: ANN001
+    def _spawn(self, fn: Callable[..., None], *args: object) -> None:
         t = threading.Thread(target=fn, args=args, daemon=True, name="drop-produce-proxy")
         self._threads.append(t)
         t.start()

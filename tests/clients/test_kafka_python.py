@@ -14,16 +14,18 @@ import kafka.codec
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka import errors as kerrors
-from kafka.admin import ConfigResource, ConfigResourceType
+from kafka.admin import ConfigResource, ConfigResourceType, OffsetSpec
 
 import fakekafka
 from tests.clients.scenarios import (
     BAD_TOPIC_NAMES,
     CODECS,
     COMPRESSIBLE,
+    MANY,
     SAMPLES,
     TIMESTAMPS,
     MiB,
+    Row,
     Sample,
     dropping_produce_responses,
     expected_rows,
@@ -31,11 +33,13 @@ from tests.clients.scenarios import (
     stored,
     stored_codecs,
 )
+from wire import ErrorCode
 from wire.records import Compression
 
 pytestmark = pytest.mark.clients
 
 TIMEOUT = 10.0
+UNKNOWN_TOPIC_OR_PARTITION = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION.value
 
 
 @pytest.fixture
@@ -68,7 +72,7 @@ def consume(consumer: KafkaConsumer, count: int) -> list[Any]:
     return out
 
 
-def rows(records: list[Any]) -> list[tuple[int, bytes | None, bytes | None, list[tuple[str, bytes | None]]]]:
+def rows(records: list[Any]) -> list[Row]:
     return [(r.offset, r.key, r.value, list(r.headers)) for r in records]
 
 
@@ -160,6 +164,13 @@ def test_list_offsets(broker: fakekafka.Cluster, connect: Callable[..., Any]) ->
     assert consumer.offsets_for_times({tp: TIMESTAMPS[-1] + 1})[tp] is None
     assert consumer.offsets_for_times({tp: 0})[tp].offset == 0
 
+    admin = connect(KafkaAdminClient)
+    specs = {OffsetSpec.EARLIEST: (0, -1), OffsetSpec.LATEST: (len(TIMESTAMPS), -1),
+             OffsetSpec.MAX_TIMESTAMP: (len(TIMESTAMPS) - 1, TIMESTAMPS[-1]), TIMESTAMPS[1]: (1, TIMESTAMPS[1])}
+    for spec, want in specs.items():
+        got = admin.list_partition_offsets({tp: spec})[tp]
+        assert (got.offset, got.timestamp) == want, spec
+
 
 def test_auto_create_topic(broker: fakekafka.Cluster, connect: Callable[..., Any]) -> None:
     meta = connect(KafkaProducer).send("fresh", key=b"k", value=b"v").get(TIMEOUT)
@@ -170,9 +181,13 @@ def test_auto_create_topic(broker: fakekafka.Cluster, connect: Callable[..., Any
 
 def test_auto_create_disabled(connect: Callable[..., Any]) -> None:
     with fakekafka.Cluster(auto_create_topics=False) as cluster:
-        producer = connect(KafkaProducer, cluster=cluster, max_block_ms=1000)
-        with pytest.raises((kerrors.UnknownTopicOrPartitionError, kerrors.KafkaTimeoutError)):
+        # as against Kafka: metadata keeps answering UNKNOWN_TOPIC_OR_PARTITION until max_block_ms passes
+        producer = connect(KafkaProducer, cluster=cluster, max_block_ms=300)
+        with pytest.raises(kerrors.KafkaTimeoutError, match="metadata"):
             producer.send("missing", value=b"v").get(TIMEOUT)
+        assert not connect(KafkaConsumer, cluster=cluster).partitions_for_topic("missing")
+        described = connect(KafkaAdminClient, cluster=cluster).describe_topics(["missing"])
+        assert [(t["name"], t["error_code"]) for t in described] == [("missing", UNKNOWN_TOPIC_OR_PARTITION)]
         assert cluster.topics() == []
 
 
@@ -211,23 +226,28 @@ def test_describe_configs(broker: fakekafka.Cluster, connect: Callable[..., Any]
     admin.create_topics({"cfg": {"num_partitions": 1, "configs": {"cleanup.policy": "compact"}}})
     result = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "cfg")], config_filter="all")
     configs = result["topic"]["cfg"]
-    assert configs["retention.ms"]["value"] == "604800000"
+    assert (configs["retention.ms"]["value"], configs["retention.ms"]["config_source"]) == ("604800000",
+                                                                                          "DEFAULT_CONFIG")
     assert configs["max.message.bytes"]["value"] == "1048588"
-    assert configs["cleanup.policy"]["value"] == "compact"
+    assert (configs["cleanup.policy"]["value"], configs["cleanup.policy"]["config_source"]) == (
+        "compact", "DYNAMIC_TOPIC_CONFIG")
     modified = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "cfg")])["topic"]["cfg"]
     assert set(modified) == {"cleanup.policy"}
+    # kafka-python drops a resource's error code; an unknown topic just has no configs
+    assert admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "nope")]) == {"topic": {"nope": {}}}
 
 
 def test_idempotent_retry_is_deduplicated(broker: fakekafka.Cluster, connect: Callable[..., Any]) -> None:
+    """Two Produce responses are lost after the broker applied them; kafka-python retries those batches (and
+    any in flight behind them) with their sequences, and each record is stored exactly once."""
     broker.create_topic("idem")
-    with dropping_produce_responses(broker) as proxy:
-        producer = connect(KafkaProducer, bootstrap_servers=f"127.0.0.1:{proxy.port}", enable_idempotence=True,
-                           linger_ms=20)
-        metas = send_samples(producer, "idem")
-        assert len(proxy.dropped) == 1, "the proxy lost no Produce response"
-        assert proxy.produce_requests >= 2, "the client did not retry"
-    assert sorted(m.offset for m in metas) == list(range(len(SAMPLES)))
-    assert stored(broker, "idem") == expected_rows(SAMPLES)
+    with dropping_produce_responses(broker, drops=2) as proxy:
+        producer = connect(KafkaProducer, bootstrap_servers=broker.bootstrap_servers, enable_idempotence=True,
+                           batch_size=200, linger_ms=1)
+        metas = send_samples(producer, "idem", MANY)
+        assert len(proxy.dropped) == 2, "the proxy lost fewer Produce responses than planned"
+    assert [m.offset for m in metas] == list(range(len(MANY)))
+    assert stored(broker, "idem") == expected_rows(MANY)
     consumer = connect(KafkaConsumer)
     consumer.assign([TopicPartition("idem", 0)])
-    assert rows(consume(consumer, len(SAMPLES))) == expected_rows(SAMPLES)
+    assert rows(consume(consumer, len(MANY))) == expected_rows(MANY)

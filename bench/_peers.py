@@ -1,0 +1,192 @@
+"""Start and stop brokers (fakekafka, tansu) as subprocesses on free loopback ports, for the benchmarks.
+
+Every broker is its own process group on 127.0.0.1, stopped by PID (SIGTERM, then SIGKILL after a grace
+period); `stop_all()` runs at exit for anything still alive. Nothing here waits without a deadline.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+
+__all__ = ["BrokerProcess", "free_port", "start_broker", "stop_all", "tansu_binary"]
+
+HOST = "127.0.0.1"
+_live: list[BrokerProcess] = []
+
+
+def free_port() -> int:
+    """A port the kernel just handed out on loopback (closed again, so it is free for a moment)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def tansu_binary() -> str | None:
+    """$FAKEKAFKA_BIN/tansu, else ~/.cache/fakekafka/bin/tansu, else `tansu` on PATH (None if none)."""
+    for d in (os.environ.get("FAKEKAFKA_BIN"), os.path.expanduser("~/.cache/fakekafka/bin")):
+        if d and os.access(os.path.join(d, "tansu"), os.X_OK):
+            return os.path.join(d, "tansu")
+    return shutil.which("tansu")
+
+
+@dataclass
+class BrokerProcess:
+    kind: str
+    port: int
+    proc: subprocess.Popen[bytes]
+    spawned_at: float  # perf_counter just before Popen
+    accept_s: float = float("nan")  # spawn -> port accepts a TCP connection
+    ready_line_s: float = float("nan")  # spawn -> the broker's "ready" line on stdout
+    output: bytearray = field(default_factory=bytearray)
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{HOST}:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def cpu_seconds(self) -> float:
+        """CPU time the broker's live threads have used so far, in seconds (Linux /proc; NaN elsewhere).
+
+        Sums /proc/PID/task/*/schedstat (nanoseconds) over the threads, so multi-threaded brokers count in
+        full; falls back to utime+stime from /proc/PID/stat (10 ms ticks).
+        """
+        total = 0
+        try:
+            for tid in os.listdir(f"/proc/{self.proc.pid}/task"):
+                try:
+                    with open(f"/proc/{self.proc.pid}/task/{tid}/schedstat") as f:
+                        total += int(f.read().split()[0])
+                except (OSError, ValueError, IndexError):
+                    pass  # the thread ended meanwhile
+            if total:
+                return total / 1e9
+        except OSError:
+            pass
+        try:
+            with open(f"/proc/{self.proc.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            return float("nan")
+
+    def stop(self, grace: float = 5.0) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.kill(self.proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.kill(self.proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self.proc.wait(grace)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        if self in _live:
+            _live.remove(self)
+
+
+def _command(kind: str, port: int, wrap: list[str] | None) -> tuple[list[str], bytes]:
+    if kind == "fakekafka":
+        cmd = [sys.executable, "-m", "fakekafka", "serve", "--host", HOST, "--port", str(port),
+               "--log-level", "warning"]
+        ready = b"fakekafka ready:"
+    elif kind == "tansu":
+        binary = tansu_binary()
+        if binary is None:
+            raise RuntimeError("tansu not found: run `eval \"$(bash .ci/install.sh)\"` (sets FAKEKAFKA_BIN)")
+        url = f"tcp://{HOST}:{port}"
+        cmd = [binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
+               "--storage-engine", "memory://tansu/"]
+        ready = b"ready in"
+    else:
+        raise ValueError(f"unknown broker kind {kind!r}")
+    return (wrap or []) + cmd, ready
+
+
+def _accepts(port: int) -> bool:
+    try:
+        with socket.create_connection((HOST, port), timeout=0.05):
+            return True
+    except OSError:
+        return False
+
+
+def _drain(b: BrokerProcess) -> None:
+    """Keeps reading the broker's output so it never blocks on a full pipe (keeps the last 64 KiB)."""
+    try:
+        while chunk := b.proc.stdout.read1(65536):  # type: ignore[union-attr]
+            b.output += chunk
+            del b.output[:-65536]
+    except (OSError, ValueError):
+        pass
+
+
+def start_broker(kind: str, *, timeout: float = 20.0, wrap: list[str] | None = None,
+                 cwd: str | None = None) -> BrokerProcess:
+    """Spawns `kind` on a free port and returns once it has printed its ready line and accepts connections.
+
+    `wrap` prefixes the command (e.g. a profiler). Raises RuntimeError (after stopping it) if the broker
+    exits or is not ready within `timeout` seconds.
+    """
+    port = free_port()
+    cmd, ready = _command(kind, port, wrap)
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    if kind == "fakekafka" and "PYTHONPYCACHEPREFIX" not in env:
+        # bytecode cached outside the work tree (this machine sets PYTHONDONTWRITEBYTECODE, which would make
+        # every start recompile its sources, unlike an installed package)
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = os.path.expanduser("~/.cache/fakekafka/pycache")
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            start_new_session=True, env=env, cwd=cwd)
+    b = BrokerProcess(kind, port, proc, t0)
+    _live.append(b)
+    fd = proc.stdout.fileno()  # type: ignore[union-attr]
+    os.set_blocking(fd, False)
+    deadline = t0 + timeout
+    try:
+        while time.perf_counter() < deadline:
+            if b.accept_s != b.accept_s and _accepts(port):  # NaN: not yet seen
+                b.accept_s = time.perf_counter() - t0
+            r, _, _ = select.select([fd], [], [], 0.001)
+            if r:
+                chunk = os.read(fd, 65536)
+                if chunk:
+                    b.output += chunk
+                    if b.ready_line_s != b.ready_line_s and ready in b.output:
+                        b.ready_line_s = time.perf_counter() - t0
+            if proc.poll() is not None:
+                raise RuntimeError(f"{kind} exited with {proc.returncode}: {b.output.decode(errors='replace')}")
+            if b.accept_s == b.accept_s and b.ready_line_s == b.ready_line_s:
+                os.set_blocking(fd, True)
+                threading.Thread(target=_drain, args=(b,), daemon=True).start()
+                return b
+        raise RuntimeError(f"{kind} not ready after {timeout:.0f}s: {b.output.decode(errors='replace')}")
+    except BaseException:
+        b.stop()
+        raise
+
+
+def stop_all() -> None:
+    for b in list(_live):
+        b.stop()
+
+
+atexit.register(stop_all)

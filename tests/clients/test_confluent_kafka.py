@@ -1,0 +1,302 @@
+"""confluent-kafka (librdkafka) against fakekafka, end to end over the wire.
+
+Consumers use assign() with explicit start offsets and enable.auto.commit=false: consumer groups are not
+implemented yet, and an assignment without an offset would ask the group coordinator (OffsetFetch).
+Every scenario also reads what fakekafka stored (tests/clients/scenarios.py), independently of the client.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka.admin import (
+    AdminClient,
+    ConfigResource,
+    ConfigSource,
+    NewPartitions,
+    NewTopic,
+    OffsetSpec,
+    ResourceType,
+)
+
+import fakekafka
+from tests.clients.scenarios import (
+    BAD_TOPIC_NAMES,
+    CODECS,
+    COMPRESSIBLE,
+    MANY,
+    SAMPLES,
+    TIMESTAMPS,
+    MiB,
+    Row,
+    Sample,
+    dropping_produce_responses,
+    expected_rows,
+    random_bytes,
+    stored,
+    stored_codecs,
+)
+from wire.records import Compression
+
+pytestmark = pytest.mark.clients
+
+TIMEOUT = 10.0
+
+
+@pytest.fixture
+def connect(broker: fakekafka.Cluster) -> Iterator[Callable[..., Any]]:
+    """Makes producers, consumers and admin clients for `broker` and closes them after the test."""
+    made: list[Any] = []
+
+    def make(kind: type, *, cluster: fakekafka.Cluster | None = None, **config: Any) -> Any:
+        config = {"bootstrap.servers": (cluster or broker).bootstrap_servers, **config}
+        if kind is Consumer:
+            config = {"group.id": "unused", "enable.auto.commit": False, "enable.partition.eof": False, **config}
+        client = kind(config)
+        made.append(client)
+        return client
+
+    yield make
+    for client in reversed(made):
+        if isinstance(client, Producer):
+            client.purge()
+            client.close()
+        elif isinstance(client, Consumer):
+            client.close()
+        else:
+            client.__exit__(None, None, None)
+
+
+class Deliveries:
+    """Delivery reports of one producer, in the order librdkafka gave them."""
+
+    def __init__(self) -> None:
+        self.reports: list[tuple[KafkaError | None, Message]] = []
+
+    def __call__(self, err: KafkaError | None, msg: Message) -> None:
+        self.reports.append((err, msg))
+
+    def ok(self) -> list[tuple[int, int]]:
+        """(partition, offset) of each delivered message; fails on any delivery error."""
+        errors = [err for err, _ in self.reports if err is not None]
+        assert not errors, errors
+        return [(m.partition(), m.offset()) for _, m in self.reports]
+
+
+def produce_all(producer: Producer, topic: str, samples: list[Sample] = SAMPLES, **kw: Any) -> Deliveries:
+    reports = Deliveries()
+    for s in samples:
+        producer.produce(topic, key=s.key, value=s.value, headers=list(s.headers), on_delivery=reports, **kw)
+    assert producer.flush(TIMEOUT) == 0, "messages still queued after flush"
+    assert len(reports.reports) == len(samples)
+    return reports
+
+
+def consume(consumer: Consumer, count: int) -> list[Message]:
+    """Polls until `count` messages arrived (failing after TIMEOUT or on an error), then checks no more."""
+    out: list[Message] = []
+    deadline = time.monotonic() + TIMEOUT
+    while len(out) < count:
+        assert time.monotonic() < deadline, f"consumed {len(out)} of {count} messages in {TIMEOUT}s"
+        for m in consumer.consume(count - len(out), timeout=0.2):
+            assert m.error() is None, m.error()
+            out.append(m)
+    assert not consumer.consume(1, timeout=0.05), "more messages than produced"
+    return out
+
+
+def rows(messages: list[Message]) -> list[Row]:
+    return [(m.offset(), m.key(), m.value(), list(m.headers() or [])) for m in messages]
+
+
+def assign_from_start(consumer: Consumer, topic: str, partitions: int = 1) -> None:
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+
+
+def admin_error(future: Any) -> int:
+    """The Kafka error code an admin future failed with."""
+    with pytest.raises(KafkaException) as info:
+        future.result(TIMEOUT)
+    return info.value.args[0].code()
+
+
+def test_produce_consume_keys_headers_nulls(broker: fakekafka.Cluster, connect: Callable[..., Any]) -> None:
+    broker.create_topic("plain")
+    samples = SAMPLES + [Sample(None, None, (("null", None),))]  # librdkafka writes a null header value
+    reports = produce_all(connect(Producer), "plain", samples)
+    assert reports.ok() == [(0, i) for i in range(len(samples))]
+    assert stored(broker, "plain") == expected_rows(samples)
+
+    consumer = connect(Consumer)
+    assign_from_start(consumer, "plain")
+    assert rows(consume(consumer, len(samples))) == expected_rows(samples)
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_compression(broker: fakekafka.Cluster, connect: Callable[..., Any], codec: str) -> None:
+    broker.create_topic("z")
+    # a long linger and one flush put every record in one batch
+    produce_all(connect(Producer, **{"compression.type": codec, "linger.ms": 10_000}), "z", COMPRESSIBLE).ok()
+    assert stored_codecs(broker, "z") == [Compression[codec.upper()]]
+    assert stored(broker, "z") == expected_rows(COMPRESSIBLE)
+    consumer = connect(Consumer)
+    assign_from_start(consumer, "z")
+    assert rows(consume(consumer, len(COMPRESSIBLE))) == expected_rows(COMPRESSIBLE)
+
+
+def test_one_mib_record(broker: fakekafka.Cluster, connect: Callable[..., Any]) -> None:
+    big = random_bytes(MiB)
+    admin = connect(AdminClient)
+    admin.create_topics([NewTopic("big", 1, config={"max.message.bytes": str(2 * MiB)})])["big"].result(TIMEOUT)
+    producer = connect(Producer, **{"message.max.bytes": 2 * MiB, "retries": 0})
+    reports = Deliveries()
+    producer.produce("big", key=b"k", value=big, on_delivery=reports)
+    producer.flush(TIMEOUT)
+    assert reports.ok() == [(0, 0)]
+    assert stored(broker, "big") == [(0, b"k", big, [])]
+    consumer = connect(Consumer, **{"max.partition.fetch.bytes": MiB // 2})  # one batch comes whatever the limit
+    assign_from_start(consumer, "big")
+    assert rows(consume(consumer, 1)) == [(0, b"k", big, [])]
+
+    # the broker default max.message.bytes (1048588) cannot hold 1 MiB plus the batch overhead
+    broker.create_topic("small")
+    reports = Deliveries()
+    producer.produce("small", value=big, on_delivery=reports)
+    producer.flush(TIMEOUT)
+    assert [err.code() for err, _ in reports.reports] == [KafkaError.MSG_SIZE_TOO_LARGE]
+    assert broker.end_offsets("small") == {0: 0}
+
+
+def test_hundred_partitions(broker: fakekafka.Cluster, connect: Callable[..., Any]) -> None:
+    broker.create_topic("wide", 100)
+    producer = connect(Producer)
+    reports = Deliveries()
+    for i in range(100):
+        producer.produce("wide", value=f"p{i}".encode(), partition=i, on_delivery=reports)
+    producer.flush(TIMEOUT)
+    assert sorted(reports.ok()) == [(i, 0) for i in range(100)]
+    assert broker.end_offsets("wide") == {i: 1 for i in range(100)}
+
+    consumer = connect(Consumer)
+    assign_from_start(consumer, "wide", 100)
+    got = consume(consumer, 100)
+    assert sorted((m.partition(), m.offset(), m.value()) for m in got) == [(i, 0, f"p{i}".encode())
+                                                                           for i in range(100)]
+
+
+def test_list_offsets(broker: fakekafka.Cluster, connect: Callable[..., Any]) -> None:
+    broker.create_topic("times")
+    # all five in one compressed batch: lookups by time must look inside it
+    producer = connect(Producer, **{"linger.ms": 60_000, "batch.num.messages": len(TIMESTAMPS),
+                                    "compression.type": "zstd"})
+    reports = Deliveries()
+    for ts in TIMESTAMPS:
+        producer.produce("times", value=b"%d" % ts * 10, timestamp=ts, on_delivery=reports)
+    producer.flush(TIMEOUT)
+    assert reports.ok() == [(0, i) for i in range(len(TIMESTAMPS))]
+    assert stored_codecs(broker, "times") == [Compression.ZSTD]
+
+    consumer = connect(Consumer)
+    assert consumer.get_watermark_offsets(TopicPartition("times", 0), timeout=TIMEOUT) == (0, len(TIMESTAMPS))
+
+    def by_time(ts: int) -> int:
+        [tp] = consumer.offsets_for_times([TopicPartition("times", 0, ts)], timeout=TIMEOUT)
+        assert tp.error is None
+        return tp.offset
+    assert by_time(TIMESTAMPS[2]) == 2
+    assert by_time(TIMESTAMPS[2] - 1) == 2
+    assert by_time(0) == 0
+    assert by_time(TIMESTAMPS[-1] + 1) == -1  # OFFSET_END: no record that late
+
+    admin = connect(AdminClient)
+    tp = TopicPartition("times", 0)
+    specs = [(OffsetSpec.earliest(), 0), (OffsetSpec.latest(), len(TIMESTAMPS)),
+             (OffsetSpec.max_timestamp(), len(TIMESTAMPS) - 1), (OffsetSpec.for_timestamp(TIMESTAMPS[3]), 3)]
+    for spec, offset in specs:
+        info = admin.list_offsets({tp: spec})[tp].result(TIMEOUT)
+        assert info.offset == offset, spec
+    info = admin.list_offsets({tp: OffsetSpec.max_timestamp()})[tp].result(TIMEOUT)
+    assert info.timestamp == TIMESTAMPS[-1]
+
+
+def test_auto_create_topic(broker: fakekafka.Cluster, connect: Callable[..., Any]) -> None:
+    reports = Deliveries()
+    producer = connect(Producer)
+    producer.produce("fresh", key=b"k", value=b"v", on_delivery=reports)
+    producer.flush(TIMEOUT)
+    assert reports.ok() == [(0, 0)]
+    assert "fresh" in broker.topics()
+    assert stored(broker, "fresh") == [(0, b"k", b"v", [])]
+
+
+def test_auto_create_disabled(connect: Callable[..., Any]) -> None:
+    with fakekafka.Cluster(auto_create_topics=False) as cluster:
+        producer = connect(Producer, cluster=cluster, **{"topic.metadata.propagation.max.ms": 100})
+        reports = Deliveries()
+        producer.produce("missing", value=b"v", on_delivery=reports)
+        producer.flush(TIMEOUT)
+        assert [err.code() for err, _ in reports.reports] == [KafkaError.UNKNOWN_TOPIC_OR_PART]
+
+        md = producer.list_topics("missing", timeout=TIMEOUT)
+        assert md.topics["missing"].error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+
+        assert cluster.topics() == []
+
+
+def test_admin_topics(broker: fakekafka.Cluster, connect: Callable[..., Any]) -> None:
+    admin = connect(AdminClient)
+    assert admin.create_topics([NewTopic("made", 3, 1)])["made"].result(TIMEOUT) is None
+    assert broker.call(lambda: len(broker.state.topics["made"].partitions)) == 3
+    assert len(admin.list_topics(timeout=TIMEOUT).topics["made"].partitions) == 3
+
+    assert admin_error(admin.create_topics([NewTopic("made", 1)])["made"]) == KafkaError.TOPIC_ALREADY_EXISTS
+    assert admin_error(admin.create_topics([NewTopic("p", 0)])["p"]) == KafkaError.INVALID_PARTITIONS
+    with pytest.raises(ValueError, match="num_partitions"):  # librdkafka refuses -5 itself
+        admin.create_topics([NewTopic("p", -5)])
+    assert admin_error(admin.create_topics([NewTopic("r", 1, 2)])["r"]) == KafkaError.INVALID_REPLICATION_FACTOR
+    for name in BAD_TOPIC_NAMES:
+        assert admin_error(admin.create_topics([NewTopic(name, 1)])[name]) == KafkaError.TOPIC_EXCEPTION
+    assert broker.topics() == ["made"]
+
+    assert admin.create_partitions([NewPartitions("made", 5)])["made"].result(TIMEOUT) is None
+    assert broker.call(lambda: len(broker.state.topics["made"].partitions)) == 5
+    assert admin_error(admin.create_partitions([NewPartitions("made", 2)])["made"]) == KafkaError.INVALID_PARTITIONS
+
+    assert admin.delete_topics(["made"])["made"].result(TIMEOUT) is None
+    assert broker.topics() == []
+    assert admin_error(admin.delete_topics(["made"])["made"]) == KafkaError.UNKNOWN_TOPIC_OR_PART
+
+
+def test_describe_configs(broker: fakekafka.Cluster, connect: Callable[..., Any]) -> None:
+    admin = connect(AdminClient)
+    admin.create_topics([NewTopic("cfg", 1, config={"cleanup.policy": "compact"})])["cfg"].result(TIMEOUT)
+    resource = ConfigResource(ResourceType.TOPIC, "cfg")
+    configs = admin.describe_configs([resource])[resource].result(TIMEOUT)
+    assert configs["retention.ms"].value == "604800000"
+    assert configs["retention.ms"].source == ConfigSource.DEFAULT_CONFIG.value
+    assert configs["max.message.bytes"].value == "1048588"
+    assert configs["cleanup.policy"].value == "compact"
+    assert configs["cleanup.policy"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+
+    missing = ConfigResource(ResourceType.TOPIC, "nope")
+    assert admin_error(admin.describe_configs([missing])[missing]) == KafkaError.UNKNOWN_TOPIC_OR_PART
+
+
+def test_idempotent_retry_is_deduplicated(broker: fakekafka.Cluster, connect: Callable[..., Any]) -> None:
+    """Two Produce responses are lost after the broker applied them; librdkafka retries those batches (and
+    any in flight behind them) with their sequences, and each record is stored exactly once."""
+    broker.create_topic("idem")
+    with dropping_produce_responses(broker, drops=2) as proxy:
+        producer = connect(Producer, **{"bootstrap.servers": broker.bootstrap_servers, "enable.idempotence": True,
+                                        "batch.num.messages": 5, "linger.ms": 1})
+        reports = produce_all(producer, "idem", MANY)
+        assert len(proxy.dropped) == 2, "the proxy lost fewer Produce responses than planned"
+    assert sorted(reports.ok()) == [(0, i) for i in range(len(MANY))]
+    assert stored(broker, "idem") == expected_rows(MANY)
+    consumer = connect(Consumer)
+    assign_from_start(consumer, "idem")
+    assert rows(consume(consumer, len(MANY))) == expected_rows(MANY)

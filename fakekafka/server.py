@@ -8,6 +8,7 @@ too large closes that connection alone with a log line; no other connection or s
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import struct
 import time
@@ -18,7 +19,8 @@ from fakekafka.handlers import NO_RESPONSE, Park, RequestContext, dispatch, hand
 from fakekafka.handlers.api_versions import API_VERSIONS_KEY, unsupported_version_response
 from fakekafka.handlers.registry import error_response
 from fakekafka.model.cluster import Broker, ClusterState
-from wire import DecodeError, ErrorCode, Request, UnknownApiKey, decode_request_header, encode_response
+from wire import DecodeError, ErrorCode, Request, UnknownApiKey, decode_request_header
+from wire.protocol import encode_response_chunks
 from wire.messages import API_MODULES
 from wire.protocol import parse_body, request_struct
 
@@ -30,6 +32,142 @@ _SIZE = struct.Struct(">i")
 
 class _CloseConnection(Exception):
     pass
+
+
+class _Connection(asyncio.BufferedProtocol):
+    """Reads size-prefixed frames; a large frame is received straight into its own buffer.
+
+    Frames queue up here (a client may pipeline requests) and are answered one at a time by the
+    connection's task, so reading pauses when too many wait.
+    """
+
+    _SCRATCH = 65536
+    _MAX_QUEUED = 64
+
+    def __init__(self, server: Server, broker: Broker) -> None:
+        self.server = server
+        self.broker = broker
+        self.peer = "?"
+        self.transport: asyncio.Transport | None = None
+        self._scratch = bytearray(self._SCRATCH)
+        self._head = bytearray()
+        self._frame: bytearray | None = None
+        self._filled = 0
+        self._direct = False
+        self._frames: collections.deque[bytearray] = collections.deque()
+        self._wakeup: asyncio.Future[None] | None = None
+        self._closed = False
+        self._paused = False
+        self._can_write = asyncio.Event()
+        self._can_write.set()
+
+    # protocol callbacks ------------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        peer = transport.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        asyncio.get_running_loop().create_task(self.server._serve_connection(self))
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        frame = self._frame
+        if frame is not None and len(frame) - self._filled >= self._SCRATCH:
+            self._direct = True
+            return memoryview(frame)[self._filled:]
+        self._direct = False
+        return memoryview(self._scratch)
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self._direct:
+            self._filled += nbytes
+            if self._frame is not None and self._filled == len(self._frame):
+                self._deliver()
+            return
+        data = memoryview(self._scratch)[:nbytes]
+        pos = 0
+        while pos < nbytes:
+            if self._frame is None:
+                need = 4 - len(self._head)
+                self._head += data[pos:pos + need]
+                pos += min(need, nbytes - pos)
+                if len(self._head) < 4:
+                    return
+                (size,) = _SIZE.unpack(self._head)
+                self._head = bytearray()
+                limit = self.server.cluster.config.socket_request_max_bytes
+                if size < 0 or size > limit:
+                    log.warning("connection %s: frame of %d bytes is outside 0..%d (socket.request.max.bytes); "
+                                "closing", self.peer, size, limit)
+                    self.close()
+                    return
+                self._frame = bytearray(size)
+                self._filled = 0
+                if size == 0:
+                    self._deliver()
+                continue
+            take = min(len(self._frame) - self._filled, nbytes - pos)
+            self._frame[self._filled:self._filled + take] = data[pos:pos + take]
+            self._filled += take
+            pos += take
+            if self._filled == len(self._frame):
+                self._deliver()
+
+    def _deliver(self) -> None:
+        assert self._frame is not None
+        self._frames.append(self._frame)
+        self._frame = None
+        self._filled = 0
+        if len(self._frames) >= self._MAX_QUEUED and self.transport is not None and not self._paused:
+            self._paused = True
+            self.transport.pause_reading()
+        self._wake()
+
+    def eof_received(self) -> bool:
+        if self._frame is not None or self._head:
+            got = self._filled if self._frame is not None else len(self._head)
+            want = len(self._frame) if self._frame is not None else 4
+            log.warning("connection %s: truncated frame (%d of %d bytes); closing", self.peer, got, want)
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
+        self._can_write.set()
+        self._wake()
+
+    def pause_writing(self) -> None:
+        self._can_write.clear()
+
+    def resume_writing(self) -> None:
+        self._can_write.set()
+
+    # used by the connection's task -----------------------------------------------------------------
+    def _wake(self) -> None:
+        if self._wakeup is not None and not self._wakeup.done():
+            self._wakeup.set_result(None)
+
+    async def next_frame(self) -> bytearray | None:
+        while not self._frames:
+            if self._closed:
+                return None
+            self._wakeup = asyncio.get_running_loop().create_future()
+            await self._wakeup
+        frame = self._frames.popleft()
+        if self._paused and len(self._frames) < self._MAX_QUEUED // 2 and self.transport is not None:
+            self._paused = False
+            self.transport.resume_reading()
+        return frame
+
+    async def write(self, chunks: list[Any]) -> None:
+        if self._closed or self.transport is None:
+            raise ConnectionError("connection closed")
+        self.transport.writelines(chunks)
+        await self._can_write.wait()
+
+    def close(self) -> None:
+        self._closed = True
+        if self.transport is not None:
+            self.transport.close()
+        self._wake()
 
 
 class Server:
@@ -53,8 +191,9 @@ class Server:
         """Binds every broker's port (0 picks a free one, which the broker then advertises)."""
         try:
             for node_id, broker in self.cluster.brokers.items():
-                srv = await asyncio.start_server(lambda r, w, b=broker: self._accept(r, w, b), self.host, broker.port,
-                                                 reuse_address=True)
+                loop = asyncio.get_running_loop()
+                srv = await loop.create_server(lambda b=broker: _Connection(self, b), self.host, broker.port,
+                                               reuse_address=True)
                 self._servers[node_id] = srv
                 bound = srv.sockets[0].getsockname()[1]
                 if broker.port == 0:
@@ -97,56 +236,36 @@ class Server:
         await asyncio.gather(*(s.serve_forever() for s in self._servers.values()))
 
     # --- connections ---------------------------------------------------------------------------
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, broker: Broker) -> None:
+    async def _serve_connection(self, conn: _Connection) -> None:
+        """Answers one connection's frames in order until it closes."""
         task = asyncio.current_task()
         if task is not None:
             self._connections.add(task)
             task.add_done_callback(self._connections.discard)
-        await self._connection(reader, writer, broker)
-
-    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, broker: Broker) -> None:
-        peer = writer.get_extra_info("peername")
-        peer_s = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
-        max_size = self.cluster.config.socket_request_max_bytes
         client_software: dict[str, Any] = {}
         try:
             while True:
-                try:
-                    head = await reader.readexactly(4)
-                except asyncio.IncompleteReadError as e:
-                    if e.partial:
-                        log.warning("connection %s: closed inside a frame's size prefix", peer_s)
-                    return
-                (size,) = _SIZE.unpack(head)
-                if size < 0 or size > max_size:
-                    log.warning("connection %s: frame of %d bytes is outside 0..%d (socket.request.max.bytes); "
-                                "closing", peer_s, size, max_size)
-                    return
-                try:
-                    frame = await reader.readexactly(size)
-                except asyncio.IncompleteReadError as e:
-                    log.warning("connection %s: truncated frame (%d of %d bytes); closing", peer_s, len(e.partial),
-                                size)
+                frame = await conn.next_frame()
+                if frame is None:
                     return
                 started = time.perf_counter()
                 try:
-                    request, response = await self._handle(frame, broker, peer_s, client_software)
+                    request, response = await self._handle(frame, conn.broker, conn.peer, client_software)
                 except _CloseConnection:
                     return
                 if response is not None:
-                    writer.write(response)
-                    await writer.drain()
+                    await conn.write(response)
                 if log.isEnabledFor(logging.DEBUG):
-                    log.debug("broker=%d client=%s id=%s %s v%d corr=%d %.2fms", broker.node_id, peer_s,
+                    log.debug("broker=%d client=%s id=%s %s v%d corr=%d %.2fms", conn.broker.node_id, conn.peer,
                               request.client_id, request.api_name, request.api_version, request.correlation_id,
                               (time.perf_counter() - started) * 1000)
         except (ConnectionError, asyncio.CancelledError):
             pass
         finally:
-            writer.close()
+            conn.close()
 
     async def _handle(self, frame: bytes, broker: Broker, peer: str,
-                      client_software: dict[str, Any]) -> tuple[Request, bytes | None]:
+                      client_software: dict[str, Any]) -> tuple[Request, list[Any] | None]:
         try:
             request, stream = decode_request_header(frame)
         except UnknownApiKey as e:
@@ -162,7 +281,7 @@ class Server:
                         key)
             raise _CloseConnection
         if key == API_VERSIONS_KEY and version > reg.max_version:
-            return request, encode_response(key, 0, request.correlation_id, unsupported_version_response())
+            return request, encode_response_chunks(key, 0, request.correlation_id, unsupported_version_response())
         if version > API_MODULES[key][3]:
             log.warning("connection %s: %s v%d is newer than any Kafka defines; closing", peer, request.api_name,
                         version)
@@ -178,7 +297,7 @@ class Server:
             if body is None:
                 log.warning("connection %s: %s v%d is not supported; closing", peer, request.api_name, version)
                 raise _CloseConnection
-            return request, encode_response(key, version, request.correlation_id, body)
+            return request, encode_response_chunks(key, version, request.correlation_id, body)
         try:
             result = dispatch(ctx)
             while isinstance(result, Park):
@@ -191,7 +310,7 @@ class Server:
             result = body
         if result is NO_RESPONSE:
             return request, None
-        return request, encode_response(key, version, request.correlation_id, result)
+        return request, encode_response_chunks(key, version, request.correlation_id, result)
 
     # --- parked requests (long-poll fetches) ----------------------------------------------------
     async def _park(self, park: Park) -> Any:

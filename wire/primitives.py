@@ -27,7 +27,6 @@ from construct import (
     SizeofError,
     StreamError,
     stream_read,
-    stream_tell,
     stream_write,
 )
 
@@ -36,7 +35,7 @@ __all__ = [
     "Varint", "Varlong", "String", "NullableString", "CompactString", "CompactNullableString",
     "Bytes", "NullableBytes", "CompactBytes", "CompactNullableBytes", "Array", "NullableArray",
     "CompactArray", "CompactNullableArray", "NullableStruct", "Field", "Tagged", "Message",
-    "UNKNOWN_TAGS", "ZERO_UUID", "STRUCT_DEFAULT", "WireError",
+    "UNKNOWN_TAGS", "ZERO_UUID", "STRUCT_DEFAULT", "WireError", "Chunks",
 ]
 
 Int8 = Int8sb
@@ -65,10 +64,14 @@ class WireError(StreamError):
 
 
 def _remaining(stream: Any) -> int:
-    buf = getattr(stream, "getbuffer", None)
-    if buf is None:
+    """Bytes left to read. (BytesIO.getbuffer() would un-share, i.e. copy, the whole frame.)"""
+    try:
+        pos = stream.tell()
+        end = stream.seek(0, 2)
+        stream.seek(pos)
+    except (AttributeError, OSError, ValueError):
         return 1 << 62
-    return len(buf()) - stream_tell(stream, None)
+    return end - pos
 
 
 def read_uvarint(stream: Any, path: str) -> int:
@@ -210,8 +213,23 @@ class _Sized(Construct):
                 stream_write(stream, b"\xff\xff" if self.text else b"\xff\xff\xff\xff",
                              2 if self.text else 4, path)
             return obj
-        data = obj.encode("utf-8") if isinstance(obj, str) else bytes(obj)
+        if isinstance(obj, Chunks):
+            self._write_length(obj.nbytes, stream, path)
+            for chunk in obj:
+                stream.write(chunk)
+            return obj
+        if isinstance(obj, str):
+            data: Any = obj.encode("utf-8")
+        elif isinstance(obj, (bytes, bytearray)):
+            data = obj
+        else:
+            data = bytes(obj)
         n = len(data)
+        self._write_length(n, stream, path)
+        stream.write(data)  # construct's stream_write takes bytes only; stored batches are bytearrays
+        return obj
+
+    def _write_length(self, n: int, stream: Any, path: str) -> None:
         if self.compact:
             write_uvarint(n + 1, stream, path)
         elif self.text:
@@ -220,8 +238,6 @@ class _Sized(Construct):
             stream_write(stream, _pack_i16(n), 2, path)
         else:
             stream_write(stream, _pack_i32(n), 4, path)
-        stream_write(stream, data, n, path)
-        return obj
 
     def _sizeof(self, context, path):  # noqa: ANN001, ANN202
         raise SizeofError("variable size", path=path)
@@ -235,6 +251,15 @@ Bytes = _Sized(text=False, compact=False, nullable=False)
 NullableBytes = _Sized(text=False, compact=False, nullable=True)
 CompactBytes = _Sized(text=False, compact=True, nullable=False)
 CompactNullableBytes = _Sized(text=False, compact=True, nullable=True)
+
+
+class Chunks(tuple):
+    """A bytes value given as several buffers (stored record batches), written one after another
+    without being joined first."""
+
+    @property
+    def nbytes(self) -> int:
+        return sum(len(c) for c in self)
 
 
 class _Array(Construct):

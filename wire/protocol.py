@@ -20,7 +20,7 @@ from wire.messages.response_header import ResponseHeaderV0, ResponseHeaderV1
 __all__ = [
     "DecodeError", "Request", "UnknownApiKey", "decode_request", "decode_request_header",
     "encode_request", "encode_response", "decode_response", "is_flexible", "request_struct",
-    "response_struct", "parse_body",
+    "response_struct", "parse_body", "encode_response_chunks",
 ]
 
 API_VERSIONS_KEY = 18
@@ -130,22 +130,54 @@ def decode_request(frame: bytes) -> Request:
     return request
 
 
-def _build(struct_: Any, obj: Any, stream: io.BytesIO, where: str) -> None:
+def _build(struct_: Any, obj: Any, stream: Any, where: str) -> None:
     struct_._build(obj, stream, Container(), where)
+
+
+class _ChunkWriter:
+    """A write-only stream that keeps large buffers by reference: a Fetch response is its encoded
+    fields plus the stored batches, handed to the socket without being copied into one buffer."""
+
+    LARGE = 16384
+
+    def __init__(self) -> None:
+        self.chunks: list[Any] = []
+        self._small = bytearray(4)  # room for the size prefix
+        self.size = 4
+
+    def write(self, data: Any) -> int:
+        n = len(data)
+        if n >= self.LARGE:
+            if self._small:
+                self.chunks.append(self._small)
+                self._small = bytearray()
+            self.chunks.append(data)
+        else:
+            self._small += data
+        self.size += n
+        return n
+
+    def finish(self) -> list[Any]:
+        if self._small:
+            self.chunks.append(self._small)
+        struct.pack_into(">i", self.chunks[0], 0, self.size - 4)
+        return self.chunks
+
+
+def encode_response_chunks(api_key: int, version: int, correlation_id: int, body: Any, *,
+                           header_version: int | None = None) -> list[Any]:
+    """A whole response frame, size prefix included, as buffers to write in order."""
+    stream = _ChunkWriter()
+    hv = response_header_version(api_key, version) if header_version is None else header_version
+    _build((ResponseHeaderV0, ResponseHeaderV1)[hv], {"correlation_id": correlation_id}, stream, "ResponseHeader")
+    _build(response_struct(api_key, version), body, stream, f"{API_MODULES[api_key][0]}ResponseV{version}")
+    return stream.finish()
 
 
 def encode_response(api_key: int, version: int, correlation_id: int, body: Any, *,
                     header_version: int | None = None) -> bytes:
     """A whole response frame, size prefix included."""
-    stream = io.BytesIO()
-    stream.write(b"\x00\x00\x00\x00")
-    hv = response_header_version(api_key, version) if header_version is None else header_version
-    _build((ResponseHeaderV0, ResponseHeaderV1)[hv], {"correlation_id": correlation_id}, stream, "ResponseHeader")
-    _build(response_struct(api_key, version), body, stream, f"{API_MODULES[api_key][0]}ResponseV{version}")
-    buf = stream.getbuffer()
-    struct.pack_into(">i", buf, 0, len(buf) - 4)
-    del buf
-    return stream.getvalue()
+    return b"".join(encode_response_chunks(api_key, version, correlation_id, body, header_version=header_version))
 
 
 def encode_request(api_key: int, version: int, correlation_id: int, body: Any,

@@ -18,12 +18,13 @@ from fakekafka.handlers.common import leader_check
 from fakekafka.handlers.registry import Park, RequestContext, handles
 from fakekafka.model.cluster import Partition
 from wire import ErrorCode
+from wire.primitives import Chunks
 
 READ_COMMITTED = 1
 
 
 def _partition_response(index: int, code: ErrorCode, partition: Partition | None = None,
-                        records: bytes | None = None, read_committed: bool = False) -> dict[str, Any]:
+                        records: Chunks | None = None, read_committed: bool = False) -> dict[str, Any]:
     log = partition.log if partition is not None and code in (ErrorCode.NONE, ErrorCode.OFFSET_OUT_OF_RANGE) \
         else None
     return {
@@ -107,8 +108,8 @@ def handle_fetch(ctx: RequestContext, req: Container) -> Any:
                                    upper=upper) if left > 0 else []
                 if not batches and 0 < left and p.fetch_offset < upper:
                     batches = log.read(p.fetch_offset, left, min_one=False, upper=upper)[:1]
-                data = b"".join(batches) if len(batches) != 1 else batches[0]
-                total += len(data)
+                data = Chunks(batches)
+                total += data.nbytes
                 results.append(_partition_response(p.partition, ErrorCode.NONE, partition, data, read_committed))
             key = "topic_id" if v >= 13 else "topic"
             responses.append({key: t.topic_id if v >= 13 else t.topic, "partitions": results})

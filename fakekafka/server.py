@@ -20,9 +20,8 @@ from fakekafka.handlers.api_versions import API_VERSIONS_KEY, unsupported_versio
 from fakekafka.handlers.registry import error_response
 from fakekafka.model.cluster import Broker, ClusterState
 from wire import DecodeError, ErrorCode, Request, UnknownApiKey, decode_request_header
-from wire.protocol import encode_response_chunks
 from wire.messages import API_MODULES
-from wire.protocol import parse_body, request_struct
+from wire.protocol import encode_response_chunks, parse_body, request_struct
 
 __all__ = ["Server"]
 

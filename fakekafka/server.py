@@ -13,6 +13,7 @@ import logging
 import struct
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 from fakekafka.handlers import NO_RESPONSE, Park, RequestContext, dispatch, handler_for
@@ -23,14 +24,45 @@ from wire import DecodeError, ErrorCode, Request, UnknownApiKey, decode_request_
 from wire.messages import API_MODULES
 from wire.protocol import encode_response_chunks, parse_body, request_struct
 
-__all__ = ["Server"]
+__all__ = ["RequestRecord", "Server"]
 
 log = logging.getLogger("fakekafka.server")
+_KNOWN_CODES = frozenset(int(c) for c in ErrorCode)
 _SIZE = struct.Struct(">i")
 
 
 class _CloseConnection(Exception):
     pass
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRecord:
+    """One request as the server saw it: what a failing test's report shows."""
+
+    time_ms: int
+    broker: int
+    client: str
+    client_id: str | None
+    api: str
+    version: int
+    correlation_id: int
+    latency_ms: float
+    error_codes: tuple[str, ...]
+
+
+def _error_codes(result: Any, found: set[int]) -> set[int]:
+    if isinstance(result, dict):
+        for key, value in result.items():
+            if key == "error_code":
+                if value:
+                    found.add(int(value))
+            elif isinstance(value, (dict, list)):
+                _error_codes(value, found)
+    elif isinstance(result, list):
+        for item in result:
+            if isinstance(item, (dict, list)):
+                _error_codes(item, found)
+    return found
 
 
 class _Connection(asyncio.BufferedProtocol):
@@ -172,7 +204,8 @@ class _Connection(asyncio.BufferedProtocol):
 class Server:
     """Listeners for every broker of a `ClusterState`, in the running event loop."""
 
-    def __init__(self, cluster: ClusterState, host: str = "127.0.0.1", *, advertised_host: str | None = None) -> None:
+    def __init__(self, cluster: ClusterState, host: str = "127.0.0.1", *, advertised_host: str | None = None,
+                 request_log_size: int = 1000) -> None:
         self.cluster = cluster
         self.host = host
         self.advertised_host = advertised_host
@@ -180,6 +213,7 @@ class Server:
         self._connections: set[asyncio.Task[None]] = set()
         self._waiters: dict[int, set[asyncio.Future[None]]] = defaultdict(set)
         self._ticker: asyncio.Task[None] | None = None
+        self.request_log: collections.deque[RequestRecord] = collections.deque(maxlen=request_log_size)
         cluster.add_change_listener(self._on_change)
 
     @property
@@ -249,22 +283,27 @@ class Server:
                     return
                 started = time.perf_counter()
                 try:
-                    request, response = await self._handle(frame, conn.broker, conn.peer, client_software)
+                    request, response, codes = await self._handle(frame, conn.broker, conn.peer, client_software)
                 except _CloseConnection:
                     return
                 if response is not None:
                     await conn.write(response)
+                latency = (time.perf_counter() - started) * 1000
+                self.request_log.append(RequestRecord(
+                    self.cluster.clock.now_ms(), conn.broker.node_id, conn.peer, request.client_id, request.api_name,
+                    request.api_version, request.correlation_id, latency,
+                    tuple(ErrorCode(c).name if c in _KNOWN_CODES else str(c) for c in sorted(codes))))
                 if log.isEnabledFor(logging.DEBUG):
-                    log.debug("broker=%d client=%s id=%s %s v%d corr=%d %.2fms", conn.broker.node_id, conn.peer,
+                    log.debug("broker=%d client=%s id=%s %s v%d corr=%d %.2fms%s", conn.broker.node_id, conn.peer,
                               request.client_id, request.api_name, request.api_version, request.correlation_id,
-                              (time.perf_counter() - started) * 1000)
+                              latency, f" errors={sorted(codes)}" if codes else "")
         except (ConnectionError, asyncio.CancelledError):
             pass
         finally:
             conn.close()
 
     async def _handle(self, frame: bytes, broker: Broker, peer: str,
-                      client_software: dict[str, Any]) -> tuple[Request, list[Any] | None]:
+                      client_software: dict[str, Any]) -> tuple[Request, list[Any] | None, set[int]]:
         try:
             request, stream = decode_request_header(frame)
         except UnknownApiKey as e:
@@ -280,7 +319,8 @@ class Server:
                         key)
             raise _CloseConnection
         if key == API_VERSIONS_KEY and version > reg.max_version:
-            return request, encode_response_chunks(key, 0, request.correlation_id, unsupported_version_response())
+            body = unsupported_version_response()
+            return request, encode_response_chunks(key, 0, request.correlation_id, body), _error_codes(body, set())
         if version > API_MODULES[key][3]:
             log.warning("connection %s: %s v%d is newer than any Kafka defines; closing", peer, request.api_name,
                         version)
@@ -296,7 +336,8 @@ class Server:
             if body is None:
                 log.warning("connection %s: %s v%d is not supported; closing", peer, request.api_name, version)
                 raise _CloseConnection
-            return request, encode_response_chunks(key, version, request.correlation_id, body)
+            return request, encode_response_chunks(key, version, request.correlation_id, body), \
+                _error_codes(body, set())
         try:
             result = dispatch(ctx)
             while isinstance(result, Park):
@@ -308,8 +349,9 @@ class Server:
                 raise _CloseConnection from None
             result = body
         if result is NO_RESPONSE:
-            return request, None
-        return request, encode_response_chunks(key, version, request.correlation_id, result)
+            return request, None, set()
+        return request, encode_response_chunks(key, version, request.correlation_id, result), \
+            _error_codes(result, set())
 
     # --- parked requests (long-poll fetches) ----------------------------------------------------
     async def _park(self, park: Park) -> Any:

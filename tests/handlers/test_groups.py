@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -73,6 +74,9 @@ def test_follower_sync_waits_for_leader(cluster: fakekafka.Cluster) -> None:
     results: dict[str, object] = {}
     t = threading.Thread(target=lambda: results.setdefault("b", _join(b, 3)))
     t.start()
+    deadline = time.monotonic() + 10
+    while len(cluster.group("g").members) < 2 and time.monotonic() < deadline:  # b's JoinGroup has arrived
+        time.sleep(0.005)
     rejoin = _join(a, 3, leader_id)  # the leader rejoins: the rebalance completes for both
     t.join(10)
     gen = rejoin.generation_id

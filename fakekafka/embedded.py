@@ -15,11 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from fakekafka.handle import ClusterHandle
 from fakekafka.model.clock import Clock, ManualClock
 from fakekafka.model.cluster import ApiError, Broker, ClusterState
 from fakekafka.model.config import BrokerConfig
 from fakekafka.model.group import Group
-from fakekafka.server import Server
+from fakekafka.server import RequestRecord, Server
 from wire import ErrorCode
 from wire.records import Compression, Record, build_batch, decode_batch
 
@@ -76,7 +77,7 @@ def decode_assignment(data: bytes) -> dict[str, list[int]]:
     return {t.topic: sorted(t.partitions) for t in body.assigned_partitions}
 
 
-class Cluster:
+class Cluster(ClusterHandle):
     def __init__(self, *, partitions: int = 1, auto_create_topics: bool = True, host: str = "127.0.0.1",
                  port: int = 0, node_id: int = 1, clock: Clock | str | None = None,
                  config: BrokerConfig | None = None, group_initial_rebalance_delay_ms: int = 0) -> None:
@@ -206,9 +207,11 @@ class Cluster:
             parts = t.partitions if partition is None else [t.partitions[partition]]
             return [(p.index, list(p.log.batches)) for p in parts]
         out: list[Record] = []
-        for _, batches in self.call(read):
+        for index, batches in self.call(read):
             for b in batches:
-                out.extend(r for r in decode_batch(b).records)
+                for r in decode_batch(b).records:
+                    r.partition = index
+                    out.append(r)
         return out
 
     def end_offsets(self, topic: str) -> dict[int, int]:
@@ -260,6 +263,40 @@ class Cluster:
             self.state.tick()
             return now
         return self.call(advance)
+
+    # --- reporting ---------------------------------------------------------------------------------
+    def requests(self) -> list[RequestRecord]:
+        """The most recent requests the brokers served, oldest first."""
+        return self.call(lambda: list(self.server.request_log))
+
+    def describe(self, last_requests: int = 20) -> str:
+        """Topics with offsets, groups with members and state, and the last requests, as text."""
+        def snapshot() -> tuple[list[str], list[str], list[RequestRecord]]:
+            topics = []
+            for t in self.state.topics.values():
+                if t.is_internal:
+                    continue
+                parts = ", ".join(f"{p.index}: {p.log.log_start_offset}..{p.log.high_watermark}" for p in t.partitions)
+                topics.append(f"  {t.name} ({len(t.partitions)} partitions) [{parts}]")
+            groups = []
+            for g in self.state.groups.groups.values():
+                view = GroupView.of(g)
+                assert view is not None
+                groups.append(f"  {view.group_id}: {view.state}, generation {view.generation_id}, "
+                              f"protocol {view.protocol}, leader {view.leader}")
+                for m in view.members:
+                    groups.append(f"    {m.member_id} ({m.client_id}, {m.client_host}): {m.assignment}")
+                for (topic, index), om in sorted(g.offsets.items()):
+                    groups.append(f"    committed {topic}-{index}: {om.offset}")
+            return topics, groups, list(self.server.request_log)[-last_requests:]
+        topics, groups, requests = self.call(snapshot)
+        lines = [f"fakekafka cluster at {self.bootstrap_servers}", "topics:", *(topics or ["  (none)"]),
+                 "groups:", *(groups or ["  (none)"]), f"last {len(requests)} requests:"]
+        for r in requests:
+            errors = f" -> {', '.join(r.error_codes)}" if r.error_codes else ""
+            lines.append(f"  {r.api} v{r.version} from {r.client_id or '-'} ({r.client}) "
+                         f"corr {r.correlation_id}{errors}")
+        return "\n".join(lines)
 
     def __repr__(self) -> str:
         return f"<fakekafka.Cluster {self.bootstrap_servers or '(not started)'}>"

@@ -10,6 +10,8 @@ import pytest
 
 import fakekafka
 
+pytest_plugins = ["pytester"]
+
 
 @pytest.fixture
 def broker() -> Iterator[fakekafka.Cluster]:

@@ -239,6 +239,7 @@ class Record:
     key: bytes | None
     value: bytes | None
     headers: list[tuple[str, bytes | None]] = field(default_factory=list)
+    partition: int = -1  # set by whoever knows which partition the batch came from
 
 
 @dataclass(slots=True)

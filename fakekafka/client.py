@@ -1,0 +1,277 @@
+"""A small blocking Kafka client on `wire`, for talking to a cluster fakekafka does not own.
+
+`RemoteCluster` gives a test the same handle (`create_topic`, `produce`, `records`, `end_offsets`,
+`committed`, `group`, `describe`, the assertions) against any Kafka-compatible cluster, which is what
+`pytest --fakekafka-bootstrap=HOST:PORT` uses. It speaks to partition leaders and group coordinators
+as a client does; what only an in-process fakekafka can do (the clock, faults) raises `NeedsFakeKafka`.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+from typing import Any
+
+import wire
+from fakekafka.embedded import GroupView, MemberView, decode_assignment
+from fakekafka.handle import ClusterHandle
+from fakekafka.model.cluster import ApiError
+from wire import ErrorCode
+from wire.records import Compression, Record, build_batch, decode_batch, iter_batches
+
+__all__ = ["NeedsFakeKafka", "RemoteCluster", "WireConnection"]
+
+# API key: the version we prefer; the broker's ApiVersions may lower it.
+PREFERRED = {0: 9, 1: 12, 2: 7, 3: 12, 9: 8, 10: 4, 15: 5, 16: 4, 18: 3, 19: 7, 20: 6, 32: 4}
+
+
+class NeedsFakeKafka(RuntimeError):
+    """The operation steers the cluster itself (clock, faults), which a remote cluster cannot do."""
+
+
+class WireConnection:
+    def __init__(self, host: str, port: int, client_id: str, timeout: float) -> None:
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.client_id = client_id
+        self.correlation_id = 0
+        self.versions: dict[int, tuple[int, int]] = {}
+        r = self.request(18, 3, {"client_software_name": "fakekafka", "client_software_version": "1"})
+        if r.error_code == ErrorCode.UNSUPPORTED_VERSION:
+            r = self.request(18, 0, {})
+        self.versions = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
+
+    def version_for(self, api_key: int) -> int:
+        lo, hi = self.versions.get(api_key, (0, -1))
+        want = min(PREFERRED.get(api_key, hi), hi)
+        if want < lo:
+            raise ApiError(ErrorCode.UNSUPPORTED_VERSION, f"broker supports API {api_key} v{lo}-{hi} only")
+        return want
+
+    def _read(self, n: int) -> bytes:
+        buf = bytearray()
+        while len(buf) < n:
+            chunk = self.sock.recv(n - len(buf))
+            if not chunk:
+                raise ConnectionError("the broker closed the connection")
+            buf += chunk
+        return bytes(buf)
+
+    def request(self, api_key: int, version: int | None, body: dict[str, Any]) -> Any:
+        v = self.version_for(api_key) if version is None else version
+        self.correlation_id += 1
+        self.sock.sendall(wire.encode_request(api_key, v, self.correlation_id, body, client_id=self.client_id))
+        (size,) = struct.unpack(">i", self._read(4))
+        corr, response = wire.decode_response(api_key, v, self._read(size))
+        if corr != self.correlation_id:
+            raise ConnectionError(f"response for correlation id {corr}, expected {self.correlation_id}")
+        response["_version"] = v
+        return response
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+class RemoteCluster(ClusterHandle):
+    """A handle on a cluster reached over the network (a real Kafka, another fakekafka, tansu...)."""
+
+    def __init__(self, bootstrap_servers: str, client_id: str = "fakekafka-pytest", timeout: float = 15.0) -> None:
+        self.bootstrap_servers = bootstrap_servers
+        self.client_id = client_id
+        self.timeout = timeout
+        self._connections: dict[tuple[str, int], WireConnection] = {}
+        self._brokers: dict[int, tuple[str, int]] = {}
+
+    def close(self) -> None:
+        for c in self._connections.values():
+            c.close()
+        self._connections.clear()
+
+    def __enter__(self) -> RemoteCluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- plumbing -------------------------------------------------------------------------------
+    def _connect(self, host: str, port: int) -> WireConnection:
+        conn = self._connections.get((host, port))
+        if conn is None:
+            conn = self._connections[(host, port)] = WireConnection(host, port, self.client_id, self.timeout)
+        return conn
+
+    def _any(self) -> WireConnection:
+        if self._connections:
+            return next(iter(self._connections.values()))
+        errors = []
+        for address in self.bootstrap_servers.split(","):
+            host, port = address.strip().rsplit(":", 1)
+            try:
+                return self._connect(host, int(port))
+            except OSError as e:
+                errors.append(f"{address}: {e}")
+        raise ConnectionError(f"no bootstrap server reachable: {'; '.join(errors)}")
+
+    def _broker(self, node_id: int) -> WireConnection:
+        if node_id not in self._brokers:
+            self._metadata(None)
+        return self._connect(*self._brokers[node_id])
+
+    def _metadata(self, topics: list[str] | None) -> Any:
+        body = {"topics": None if topics is None else [{"name": t} for t in topics],
+                "allow_auto_topic_creation": False}
+        r = self._any().request(3, None, body)
+        self._brokers = {b.node_id: (b.host, b.port) for b in r.brokers}
+        return r
+
+    def _topic(self, topic: str) -> Any:
+        for t in self._metadata([topic]).topics:
+            if t.error_code != ErrorCode.NONE:
+                raise ApiError(ErrorCode(t.error_code), f"topic {topic!r}: {ErrorCode(t.error_code).name}")
+            return t
+        raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, topic)
+
+    def _coordinator(self, group_id: str) -> WireConnection:
+        conn = self._any()
+        v = conn.version_for(10)
+        if v >= 4:
+            c = conn.request(10, v, {"key_type": 0, "coordinator_keys": [group_id]}).coordinators[0]
+        else:
+            c = conn.request(10, v, {"key": group_id, "key_type": 0})
+        if c.error_code != ErrorCode.NONE:
+            raise ApiError(ErrorCode(c.error_code), f"no coordinator for group {group_id!r}")
+        return self._connect(c.host, c.port)
+
+    # --- the handle -----------------------------------------------------------------------------
+    def topics(self) -> list[str]:
+        return sorted(t.name for t in self._metadata(None).topics if not t.is_internal)
+
+    def create_topic(self, name: str, partitions: int = -1, *, replication_factor: int = -1,
+                     configs: dict[str, str] | None = None) -> None:
+        r = self._any().request(19, None, {"topics": [{
+            "name": name, "num_partitions": partitions, "replication_factor": replication_factor,
+            "assignments": [], "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()]}],
+            "timeout_ms": int(self.timeout * 1000)})
+        t = r.topics[0]
+        if t.error_code != ErrorCode.NONE:
+            raise ApiError(ErrorCode(t.error_code), t.get("error_message"))
+
+    def delete_topic(self, name: str) -> None:
+        conn = self._any()
+        v = conn.version_for(20)
+        body = {"topics": [{"name": name}]} if v >= 6 else {"topic_names": [name]}
+        r = conn.request(20, v, {**body, "timeout_ms": int(self.timeout * 1000)})
+        if r.responses[0].error_code != ErrorCode.NONE:
+            raise ApiError(ErrorCode(r.responses[0].error_code), r.responses[0].get("error_message"))
+
+    def _leader(self, topic: str, partition: int) -> WireConnection:
+        for p in self._topic(topic).partitions:
+            if p.partition_index == partition:
+                return self._broker(p.leader_id)
+        raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{partition} does not exist")
+
+    def produce(self, topic: str, value: bytes | None, *, key: bytes | None = None,
+                headers: list[tuple[str, bytes | None]] | None = None, partition: int | None = None,
+                timestamp: int | None = None, compression: Compression = Compression.NONE) -> tuple[int, int]:
+        import time
+        index = partition or 0
+        ts = int(time.time() * 1000) if timestamp is None else timestamp
+        batch = build_batch([{"key": key, "value": value, "headers": headers or [], "timestamp": ts}],
+                            compression=compression)
+        r = self._leader(topic, index).request(0, None, {"transactional_id": None, "acks": -1,
+                                                         "timeout_ms": int(self.timeout * 1000), "topic_data": [
+            {"name": topic, "partition_data": [{"index": index, "records": batch}]}]})
+        p = r.responses[0].partition_responses[0]
+        if p.error_code != ErrorCode.NONE:
+            raise ApiError(ErrorCode(p.error_code), p.get("error_message"))
+        return index, p.base_offset
+
+    def _list_offset(self, topic: str, partition: int, timestamp: int) -> int:
+        r = self._leader(topic, partition).request(2, None, {"replica_id": -1, "isolation_level": 0, "topics": [
+            {"name": topic, "partitions": [{"partition_index": partition, "timestamp": timestamp}]}]})
+        p = r.topics[0].partitions[0]
+        if p.error_code != ErrorCode.NONE:
+            raise ApiError(ErrorCode(p.error_code), f"ListOffsets {topic}-{partition}")
+        return p.offset
+
+    def end_offsets(self, topic: str) -> dict[int, int]:
+        return {p.partition_index: self._list_offset(topic, p.partition_index, -1)
+                for p in self._topic(topic).partitions}
+
+    def records(self, topic: str, partition: int | None = None) -> list[Record]:
+        out: list[Record] = []
+        indexes = [p.partition_index for p in self._topic(topic).partitions] if partition is None else [partition]
+        for index in sorted(indexes):
+            offset, end = self._list_offset(topic, index, -2), self._list_offset(topic, index, -1)
+            conn = self._leader(topic, index)
+            while offset < end:
+                r = conn.request(1, 12, {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 24,
+                                         "isolation_level": 0, "session_epoch": -1, "topics": [
+                    {"topic": topic, "partitions": [{"partition": index, "fetch_offset": offset,
+                                                     "partition_max_bytes": 1 << 24}]}]})
+                p = r.responses[0].partitions[0]
+                if p.error_code != ErrorCode.NONE:
+                    raise ApiError(ErrorCode(p.error_code), f"Fetch {topic}-{index} at {offset}")
+                batches = iter_batches(p.records or b"", validate=False)
+                if not batches:
+                    break
+                for _, batch in batches:
+                    decoded = decode_batch(batch)
+                    if decoded.header.is_control:
+                        continue
+                    for rec in decoded.records:
+                        if offset <= rec.offset < end:
+                            rec.partition = index
+                            out.append(rec)
+                    offset = max(offset, decoded.header.last_offset + 1)
+        return out
+
+    def committed(self, group_id: str) -> dict[tuple[str, int], int]:
+        r = self._coordinator(group_id).request(9, 8, {"groups": [{"group_id": group_id, "topics": None}],
+                                                       "require_stable": False})
+        g = r.groups[0]
+        return {(t.name, p.partition_index): p.committed_offset for t in g.topics for p in t.partitions
+                if p.committed_offset >= 0}
+
+    def group(self, group_id: str) -> GroupView | None:
+        g = self._coordinator(group_id).request(15, None, {"groups": [group_id]}).groups[0]
+        if g.error_code != ErrorCode.NONE or g.group_state == "Dead":
+            return None
+        consumer = g.protocol_type == "consumer"
+        members = [MemberView(m.member_id, m.get("group_instance_id"), m.client_id, m.client_host,
+                              decode_assignment(m.member_assignment) if consumer else None, m.member_assignment)
+                   for m in g.members]
+        return GroupView(group_id, g.group_state, -1, g.protocol_type, g.protocol_data or None, None, members, [])
+
+    def groups(self) -> list[str]:
+        names: set[str] = set()
+        for node_id in list(self._brokers) or [None]:
+            conn = self._any() if node_id is None else self._broker(node_id)
+            names.update(x.group_id for x in conn.request(16, None, {"states_filter": []}).groups)
+        return sorted(names)
+
+    def describe(self, last_requests: int = 0) -> str:
+        lines = [f"cluster at {self.bootstrap_servers} (not fakekafka)", "topics:"]
+        try:
+            for name in self.topics():
+                lines.append(f"  {name} {self.end_offsets(name)}")
+            lines.append("groups:")
+            for group_id in self.groups():
+                view = self.group(group_id)
+                if view is not None:
+                    lines.append(f"  {group_id}: {view.state}, members {[m.member_id for m in view.members]}")
+        except (OSError, ApiError) as e:
+            lines.append(f"  (could not read the cluster: {e})")
+        return "\n".join(lines)
+
+    def _steer(self, what: str) -> Any:
+        raise NeedsFakeKafka(f"{what} needs an in-process fakekafka; it cannot steer the cluster at "
+                             f"{self.bootstrap_servers}")
+
+    def advance_clock(self, ms: int) -> int:
+        return self._steer("advance_clock")
+
+    def force_rebalance(self, group_id: str) -> None:
+        self._steer("force_rebalance")
+
+    def expire_member(self, group_id: str, member_id: str) -> None:
+        self._steer("expire_member")

@@ -1,0 +1,70 @@
+"""What every cluster handle offers a test, whether fakekafka runs in process or the cluster is remote:
+waiting for a condition and assertions that explain themselves when they fail."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from wire.records import Record
+
+__all__ = ["ClusterHandle"]
+
+T = TypeVar("T")
+
+
+def _attr(rec: Any, name: str) -> int:
+    value = getattr(rec, name)
+    return int(value() if callable(value) else value)  # confluent-kafka's Message has methods
+
+
+class ClusterHandle:
+    bootstrap_servers: str
+
+    def records(self, topic: str, partition: int | None = None) -> list[Record]:
+        raise NotImplementedError
+
+    def committed(self, group_id: str) -> dict[tuple[str, int], int]:
+        raise NotImplementedError
+
+    def describe(self, last_requests: int = 20) -> str:
+        raise NotImplementedError
+
+    def wait_until(self, predicate: Callable[[], T], timeout: float = 10.0, interval: float = 0.01,
+                   message: str = "") -> T:
+        """Polls `predicate` (in the caller's thread) until it returns something truthy, and returns it.
+        After `timeout` seconds raises AssertionError with `message` and the cluster's state."""
+        deadline = time.monotonic() + timeout
+        while True:
+            value = predicate()
+            if value:
+                return value
+            if time.monotonic() >= deadline:
+                raise AssertionError(f"{message or 'condition'} not met within {timeout}s\n{self.describe()}")
+            time.sleep(interval)
+
+    def assert_committed(self, group_id: str, expected: dict[tuple[str, int], int]) -> None:
+        """The group's committed offsets for the given (topic, partition)s are exactly `expected`."""
+        committed = self.committed(group_id)
+        actual = {tp: committed.get(tp) for tp in expected}
+        if actual != expected:
+            wrong = {tp: (actual[tp], want) for tp, want in expected.items() if actual[tp] != want}
+            raise AssertionError(f"group {group_id!r} committed offsets differ, (topic, partition): (committed, "
+                                 f"expected): {wrong}\nall committed: {committed}")
+
+    def assert_consumed_exactly_once(self, topic: str, consumed: list[Any]) -> None:
+        """`consumed` (client records with partition and offset, or (partition, offset) pairs) holds every
+        record stored in `topic` exactly once: nothing lost, nothing twice, nothing unknown."""
+        seen: dict[tuple[int, int], int] = {}
+        for rec in consumed:
+            key = (_attr(rec, "partition"), _attr(rec, "offset")) if hasattr(rec, "offset") else (rec[0], rec[1])
+            seen[key] = seen.get(key, 0) + 1
+        stored = {(r.partition, r.offset) for r in self.records(topic)}
+        missing = sorted(stored - set(seen))
+        twice = sorted(k for k, n in seen.items() if n > 1)
+        unknown = sorted(set(seen) - stored)
+        if missing or twice or unknown:
+            raise AssertionError(f"topic {topic!r} ({len(stored)} records stored): {len(missing)} not consumed "
+                                 f"{missing[:10]}, {len(twice)} consumed more than once {twice[:10]}, "
+                                 f"{len(unknown)} consumed but not stored {unknown[:10]} (partition, offset)")

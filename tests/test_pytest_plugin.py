@@ -1,0 +1,173 @@
+"""The pytest plugin, driven by pytest itself (pytester): fixtures, marker, factory, isolation, report
+sections, --fakekafka-bootstrap, xdist, async tests."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+USES_KAFKA_PYTHON = '''
+import pytest
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+
+def produce(kafka, topic, values, partition=0):
+    p = KafkaProducer(bootstrap_servers=kafka.bootstrap_servers)
+    for v in values:
+        p.send(topic, v, partition=partition)
+    p.flush()
+    p.close()
+'''
+
+
+def _outcomes(result: pytest.RunResult) -> dict[str, int]:
+    return result.parseoutcomes()
+
+
+def test_fixtures_marker_and_factory(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(USES_KAFKA_PYTHON + '''
+def test_kafka_fixture_round_trip(kafka, fakekafka):
+    assert kafka is fakekafka
+    produce(kafka, "orders", [b"a", b"b"])
+    assert [r.value for r in kafka.records("orders")] == [b"a", b"b"]
+    assert kafka.end_offsets("orders") == {0: 2}
+
+
+@pytest.mark.fakekafka(topics={"orders": 6}, auto_create_topics=False)
+def test_marker(kafka):
+    assert kafka.end_offsets("orders") == {i: 0 for i in range(6)}
+    with pytest.raises(Exception):
+        kafka.produce("other", b"x")
+
+
+def test_factory_with_frozen_clock(fakekafka_cluster):
+    a = fakekafka_cluster(partitions=3, clock="frozen")
+    b = fakekafka_cluster()
+    assert a.bootstrap_servers != b.bootstrap_servers
+    before = a.produce("t", b"x")[1]
+    now = a.advance_clock(60_000)
+    assert a.records("t")[0].offset == before
+    assert now == a.state.clock.now_ms()
+    assert len(a.state.topics["t"].partitions) == 3
+
+
+def test_unknown_setting_is_a_clear_error(fakekafka_cluster):
+    with pytest.raises(TypeError, match="unknown fakekafka setting"):
+        fakekafka_cluster(partitionz=3)
+''')
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=4)
+
+
+def test_no_state_leaks_between_tests(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(USES_KAFKA_PYTHON + '''
+def test_first(kafka):
+    kafka.create_topic("leaky", 2)
+    produce(kafka, "leaky", [b"x"])
+    c = KafkaConsumer("leaky", group_id="g", bootstrap_servers=kafka.bootstrap_servers,
+                      auto_offset_reset="earliest")
+    kafka.wait_until(lambda: c.poll(100))
+    c.commit()
+    c.close()
+    assert kafka.committed("g")
+
+
+def test_second(kafka):
+    assert kafka.topics() == []
+    assert kafka.groups() == []
+    assert kafka.requests() == []
+''')
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+
+
+def test_failing_test_gets_a_cluster_report(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(USES_KAFKA_PYTHON + '''
+def test_fails(kafka):
+    produce(kafka, "reported-topic", [b"x", b"y"])
+    c = KafkaConsumer("reported-topic", group_id="reported-group", bootstrap_servers=kafka.bootstrap_servers,
+                      auto_offset_reset="earliest")
+    kafka.wait_until(lambda: c.poll(100))
+    c.commit()
+    kafka.assert_committed("reported-group", {("reported-topic", 0): 1})
+''')
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "fakekafka cluster 1" in out
+    assert "reported-topic (1 partitions) [0: 0..2]" in out
+    assert "reported-group: Stable" in out and "committed reported-topic-0: 2" in out
+    assert "OffsetCommit v" in out and "Produce v" in out
+    assert "(committed, expected): {('reported-topic', 0): (2, 1)}" in out
+
+
+@pytest.fixture
+def external_broker() -> Iterator[str]:
+    proc = subprocess.Popen([sys.executable, "-m", "fakekafka", "serve", "--port", "0"], stdout=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert "bootstrap.servers=" in line, line
+    yield line.strip().split("=", 1)[1]
+    proc.terminate()
+    proc.wait(10)
+
+
+def test_bootstrap_option_runs_against_another_cluster(pytester: pytest.Pytester, external_broker: str) -> None:
+    pytester.makepyfile(USES_KAFKA_PYTHON + f'''
+@pytest.mark.fakekafka(topics={{"remote-orders": 3}})
+def test_same_test_on_any_cluster(kafka):
+    assert kafka.bootstrap_servers == "{external_broker}"
+    produce(kafka, "remote-orders", [b"1", b"2"], partition=2)
+    assert [(r.partition, r.value) for r in kafka.records("remote-orders")] == [(2, b"1"), (2, b"2")]
+    assert kafka.end_offsets("remote-orders") == {{0: 0, 1: 0, 2: 2}}
+
+
+@pytest.mark.fakekafka_only
+def test_steering(kafka):
+    kafka.advance_clock(1)
+''')
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--fakekafka-bootstrap={external_broker}",
+                                           "-rs")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*steers the cluster*"])
+
+
+def test_parallel_runs_with_xdist_never_clash(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("xdist", reason="pytest-xdist is not installed: pip install pytest-xdist")
+    body = "".join(f'''
+def test_{i}(kafka):
+    produce(kafka, "t", [b"{i}"])
+    assert [r.value for r in kafka.records("t")] == [b"{i}"]
+''' for i in range(8))
+    pytester.makepyfile(USES_KAFKA_PYTHON + body)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2")
+    result.assert_outcomes(passed=8)
+
+
+def test_async_tests_with_aiokafka(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile('''
+import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+
+@pytest.mark.asyncio
+async def test_aiokafka(kafka):
+    producer = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap_servers)
+    await producer.start()
+    await producer.send_and_wait("a", b"hello")
+    await producer.stop()
+    consumer = AIOKafkaConsumer("a", bootstrap_servers=kafka.bootstrap_servers, group_id="ag",
+                                auto_offset_reset="earliest")
+    await consumer.start()
+    msg = await consumer.getone()
+    await consumer.commit()
+    await consumer.stop()
+    assert msg.value == b"hello"
+    kafka.assert_committed("ag", {("a", 0): 1})
+''')
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)

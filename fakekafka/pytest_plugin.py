@@ -100,10 +100,15 @@ def fakekafka_cluster(request: pytest.FixtureRequest) -> Iterator[Callable[..., 
         return handle
 
     yield make
-    for handle in made:
-        closer = getattr(handle, "stop", None) or getattr(handle, "close", None)
-        if closer is not None:
-            closer()
+    try:
+        for handle in made:
+            closer = getattr(handle, "stop", None) or getattr(handle, "close", None)
+            if closer is not None:
+                closer()
+    finally:
+        # pytest keeps every item, stash included, until the session ends; the report hook needs the handles
+        # only for setup/call reports, so drop them here or every test's stopped cluster stays in memory
+        request.node.stash[_CLUSTERS].clear()
 
 
 @pytest.fixture

@@ -29,6 +29,6 @@ def handle_describe_cluster(ctx: RequestContext, req: Container) -> dict[str, An
         "throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None, "endpoint_type": BROKERS,
         "cluster_id": cluster.config.cluster_id, "controller_id": cluster.controller_id,
         "brokers": [{"broker_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
-                    for b in cluster.brokers.values()],
+                    for b in cluster.alive_brokers()],
         "cluster_authorized_operations": -2147483648,
     }

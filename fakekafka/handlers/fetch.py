@@ -2,7 +2,8 @@
 
 Returns stored batch bytes untouched. Behaviour: fetch sessions are declined (we answer session id 0,
 so clients keep sending full requests; an incremental request gets FETCH_SESSION_ID_NOT_FOUND).
-Only whole batches are returned: the first batch of the response always, and any partition's first
+Consumers read below the high watermark only; an offset up to the log end is valid (empty answer)
+and past it is OFFSET_OUT_OF_RANGE. Only whole batches are returned: the first batch of the response always, and any partition's first
 batch even past its partition_max_bytes while it fits the response's max_bytes, so a consumer always
 progresses. A fetch with less than min_bytes parks until data arrives or max_wait_ms passes.
 v13+ addresses topics by id (UNKNOWN_TOPIC_ID for an unknown one).
@@ -91,7 +92,7 @@ def handle_fetch(ctx: RequestContext, req: Container) -> Any:
                 assert partition is not None
                 log = partition.log
                 upper = log.high_watermark
-                if p.fetch_offset < log.log_start_offset or p.fetch_offset > upper:
+                if p.fetch_offset < log.log_start_offset or p.fetch_offset > log.log_end_offset:
                     errors = True
                     results.append(_partition_response(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE, partition))
                     continue

@@ -26,6 +26,9 @@ def _coordinator(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]
         return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": ErrorCode.INVALID_REQUEST,
                 "error_message": "the coordinator key is empty"}
     b = ctx.cluster.coordinator_for(key)
+    if b is None:
+        return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                "error_message": "The coordinator is not available."}
     return {"key": key, "node_id": b.node_id, "host": b.host, "port": b.port, "error_code": ErrorCode.NONE,
             "error_message": None}
 

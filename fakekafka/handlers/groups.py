@@ -21,7 +21,12 @@ NOT_REQUESTED = -2147483648
 
 
 def not_coordinator(ctx: RequestContext, group_id: str) -> bool:
-    return bool(group_id) and ctx.cluster.coordinator_for(group_id).node_id != ctx.broker.node_id
+    """True when this broker does not lead the group's `__consumer_offsets` partition (NOT_COORDINATOR:
+    the client looks the coordinator up again, e.g. after it moved with a leader election)."""
+    if not group_id:
+        return False
+    coordinator = ctx.cluster.coordinator_for(group_id)
+    return coordinator is None or coordinator.node_id != ctx.broker.node_id
 
 
 def wait_for(pending: Pending, finish: Any) -> Any:
@@ -127,7 +132,7 @@ def handle_list_groups(ctx: RequestContext, req: Container) -> dict[str, Any]:
     types = {t.lower() for t in req.get("types_filter", [])}
     listed = []
     for group in ctx.cluster.groups.groups.values():
-        if ctx.cluster.coordinator_for(group.group_id).node_id != ctx.broker.node_id:
+        if not_coordinator(ctx, group.group_id):
             continue
         if states and group.state.value.lower() not in states:
             continue

@@ -14,27 +14,27 @@ from typing import Any
 from construct import Container
 
 from fakekafka.handlers.registry import RequestContext, handles
-from fakekafka.model.cluster import ApiError, Topic, validate_topic_name
+from fakekafka.model.cluster import ApiError, ClusterState, Topic, validate_topic_name
 from wire import ErrorCode
 from wire.primitives import ZERO_UUID
 
 AUTHORIZED_OPERATIONS_NOT_REQUESTED = -2147483648
 
 
-def topic_metadata(topic: Topic) -> dict[str, Any]:
+def topic_metadata(cluster: ClusterState, topic: Topic) -> dict[str, Any]:
     return {
         "error_code": ErrorCode.NONE,
         "name": topic.name,
         "topic_id": topic.topic_id,
         "is_internal": topic.is_internal,
         "partitions": [{
-            "error_code": ErrorCode.NONE,
+            "error_code": ErrorCode.NONE if p.online else ErrorCode.LEADER_NOT_AVAILABLE,
             "partition_index": p.index,
             "leader_id": p.leader_id,
             "leader_epoch": p.leader_epoch,
             "replica_nodes": list(p.replicas),
-            "isr_nodes": p.isr,
-            "offline_replicas": [],
+            "isr_nodes": list(p.isr),
+            "offline_replicas": [r for r in p.replicas if not cluster.brokers[r].alive],
         } for p in topic.partitions],
         "topic_authorized_operations": AUTHORIZED_OPERATIONS_NOT_REQUESTED,
     }
@@ -53,14 +53,14 @@ def handle_metadata(ctx: RequestContext, req: Container) -> dict[str, Any]:
     allow_auto = req.get("allow_auto_topic_creation", True) if v >= 4 else True
     topics: list[dict[str, Any]] = []
     if requested is None or (v == 0 and not requested):
-        topics = [topic_metadata(t) for t in cluster.topics.values()]
+        topics = [topic_metadata(cluster, t) for t in cluster.topics.values()]
     else:
         for entry in requested:
             name = entry.get("name")
             topic_id = entry.get("topic_id", ZERO_UUID)
             if name is None or topic_id != ZERO_UUID:  # by id: the Java client leaves the name "", not null
                 t = cluster.topics_by_id.get(topic_id)
-                topics.append(topic_metadata(t) if t else _error_topic(None, ErrorCode.UNKNOWN_TOPIC_ID, topic_id))
+                topics.append(topic_metadata(cluster, t) if t else _error_topic(None, ErrorCode.UNKNOWN_TOPIC_ID, topic_id))
                 continue
             t = cluster.topics.get(name)
             if t is None and allow_auto and cluster.config.auto_create_topics:
@@ -70,11 +70,11 @@ def handle_metadata(ctx: RequestContext, req: Container) -> dict[str, Any]:
                 except ApiError as e:
                     topics.append(_error_topic(name, e.code))
                     continue
-            topics.append(topic_metadata(t) if t else _error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            topics.append(topic_metadata(cluster, t) if t else _error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
     return {
         "throttle_time_ms": 0,
         "brokers": [{"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
-                    for b in cluster.brokers.values()],
+                    for b in cluster.alive_brokers()],
         "cluster_id": cluster.config.cluster_id,
         "controller_id": cluster.controller_id,
         "topics": topics,

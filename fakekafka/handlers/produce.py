@@ -2,8 +2,11 @@
 
 Advertised from v0 because librdkafka turns compression off when a broker's Produce range does not
 start at 0 (Kafka 4.0 does the same, KAFKA-18659); v0-2 (message formats v0/v1) get
-UNSUPPORTED_VERSION per partition. Behaviour: acks=-1 completes at once while partitions have one
-replica; acks=0 gets no response. Each partition must carry exactly one v2 batch (Kafka's rule).
+UNSUPPORTED_VERSION per partition. acks=0 gets no response. Each partition must carry exactly one v2
+batch (Kafka's rule). acks=-1 is refused with NOT_ENOUGH_REPLICAS when the ISR is below
+min.insync.replicas, otherwise waits (parked, not blocking) until the high watermark passes the batch,
+then reports NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank meanwhile, or REQUEST_TIMED_OUT after
+timeout_ms.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from typing import Any
 
 from construct import Container
 
-from fakekafka.handlers.registry import NO_RESPONSE, RequestContext, handles
+from fakekafka.handlers.registry import NO_RESPONSE, Park, RequestContext, handles
 from fakekafka.model.cluster import ApiError, validate_topic_name
 from wire import ErrorCode
 
@@ -35,6 +38,7 @@ def handle_produce(ctx: RequestContext, req: Container) -> Any:
     if req.acks not in (-1, 0, 1):
         return produce_error_response(ctx, req, ErrorCode.INVALID_REQUIRED_ACKS)
     responses = []
+    waiting: list[tuple[Any, int, dict[str, Any]]] = []
     for t in req.topic_data:
         topic = cluster.topics.get(t.name)
         code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -53,10 +57,41 @@ def handle_produce(ctx: RequestContext, req: Container) -> Any:
             if partition.leader_id != ctx.broker.node_id:
                 results.append(_partition_result(p.index, ErrorCode.NOT_LEADER_OR_FOLLOWER))
                 continue
-            r = cluster.append(partition, p.records)
-            results.append(_partition_result(p.index, r.error, r.message, r.base_offset, r.log_append_time,
-                                             r.log_start_offset))
+            r = cluster.append(partition, p.records, req.acks)
+            result = _partition_result(p.index, r.error, r.message, r.base_offset, r.log_append_time,
+                                       r.log_start_offset)
+            results.append(result)
+            if req.acks == -1 and r.error == ErrorCode.NONE:
+                end = partition.log.batch_end(r.base_offset)
+                waiting.append((partition, end, result))
         responses.append({"name": t.name, "partition_responses": results})
     if req.acks == 0:
         return NO_RESPONSE
-    return {"responses": responses, "throttle_time_ms": 0}
+    response = {"responses": responses, "throttle_time_ms": 0}
+    if not waiting:
+        return response
+    node_id = ctx.broker.node_id
+
+    def complete(timed_out: bool) -> Any:
+        """acks=-1: done once the high watermark passes the batch, as Kafka's DelayedProduce."""
+        pending = False
+        for partition, end, result in waiting:
+            if result["error_code"] != ErrorCode.NONE or result.get("_done"):
+                continue
+            if partition.leader_id != node_id:
+                result["error_code"] = ErrorCode.NOT_LEADER_OR_FOLLOWER
+            elif partition.log.high_watermark >= end:
+                result["_done"] = True
+                if len(partition.isr) < cluster.min_insync_replicas(partition):
+                    result["error_code"] = ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+            elif timed_out:
+                result["error_code"] = ErrorCode.REQUEST_TIMED_OUT
+            else:
+                pending = True
+        if pending:
+            return Park(req.timeout_ms, [w[0] for w in waiting], complete)
+        for _, _, result in waiting:
+            result.pop("_done", None)
+        return response
+
+    return complete(False)

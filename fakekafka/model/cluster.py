@@ -9,18 +9,20 @@ from __future__ import annotations
 
 import re
 import uuid
+from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fakekafka.model.clock import Clock, SystemClock
 from fakekafka.model.config import TOPIC_CONFIGS, BrokerConfig, ConfigSource, InvalidConfig
 from fakekafka.model.group import GroupConfig, GroupCoordinator
-from fakekafka.model.log import PartitionLog
+from fakekafka.model.log import EpochEntry, PartitionLog
 from fakekafka.model.producers import PartitionProducers, ProducerIds
 from wire import ErrorCode
 from wire.records import InvalidBatch, iter_batches
 
-__all__ = ["ApiError", "AppendResult", "Broker", "ClusterState", "Partition", "Topic", "validate_topic_name"]
+__all__ = ["ApiError", "AppendResult", "Broker", "ClusterState", "Event", "Partition", "Topic",
+           "validate_topic_name"]
 
 MAX_TOPIC_NAME = 249
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -72,21 +74,42 @@ class Broker:
     host: str
     port: int
     rack: str | None = None
+    alive: bool = True
+    isolated: bool = False
+    """Reachable by clients but cut off from the other brokers: it neither replicates nor is replicated."""
 
 
 @dataclass
 class Partition:
+    """A partition and its replicas. Each replica has its own log: the leader's is `log`; followers copy
+    its batches (same bytes, same offsets) when the cluster replicates, so their logs can lag, diverge
+    after an unclean election and be truncated, as in Kafka."""
+
     topic: Topic
     index: int
     replicas: list[int]
     leader_id: int
     leader_epoch: int = 0
-    log: PartitionLog = field(default_factory=PartitionLog)
+    isr: list[int] = field(default_factory=list)
+    logs: dict[int, PartitionLog] = field(default_factory=dict)
+    last_caught_up: dict[int, int] = field(default_factory=dict)
+    paused: set[int] = field(default_factory=set)
     producers: PartitionProducers = field(default_factory=PartitionProducers)
 
+    def __post_init__(self) -> None:
+        if not self.isr:
+            self.isr = list(self.replicas)
+        for r in self.replicas:
+            self.logs.setdefault(r, PartitionLog())
+
     @property
-    def isr(self) -> list[int]:
-        return list(self.replicas)
+    def log(self) -> PartitionLog:
+        """The leader's log (the last leader's while the partition is offline)."""
+        return self.logs.get(self.leader_id) or self.logs[self.replicas[0]]
+
+    @property
+    def online(self) -> bool:
+        return self.leader_id >= 0
 
 
 @dataclass
@@ -100,6 +123,13 @@ class Topic:
     @property
     def replication_factor(self) -> int:
         return len(self.partitions[0].replicas) if self.partitions else 0
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    time_ms: int
+    kind: str
+    details: dict[str, object]
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +148,8 @@ class ClusterState:
         self.clock: Clock = clock or SystemClock()
         self.brokers: dict[int, Broker] = {b.node_id: b for b in (brokers or [Broker(1, "127.0.0.1", 9092)])}
         self.controller_id = min(self.brokers)
+        self.controller_epoch = 1
+        self.events: list[Event] = []
         self.topics: dict[str, Topic] = {}
         self.topics_by_id: dict[uuid.UUID, Topic] = {}
         self.producer_ids = ProducerIds()
@@ -144,24 +176,217 @@ class ClusterState:
             fn(obj)
 
     def tick(self) -> None:
-        """Fires every timeout the clock has passed (sessions, rebalances, retention)."""
+        """Fires every timeout the clock has passed: replication and ISR changes, sessions, rebalances,
+        retention."""
+        for topic in list(self.topics.values()):
+            for partition in topic.partitions:
+                if len(partition.replicas) > 1:
+                    self.replicate(partition)
         self.groups.tick()
 
     def next_deadline(self) -> int | None:
-        return self.groups.next_deadline()
+        times = [t for t in (self.groups.next_deadline(), self._replication_deadline()) if t is not None]
+        return min(times, default=None)
+
+    def event(self, kind: str, **details: object) -> None:
+        """Records a fault or state change for tests to assert on (and the logs)."""
+        self.events.append(Event(self.clock.now_ms(), kind, details))
+
+    # --- replication -------------------------------------------------------------------------------
+    def _fetching(self, partition: Partition, follower: int) -> bool:
+        """Whether `follower` is fetching from the partition's leader right now."""
+        b, leader = self.brokers.get(follower), self.brokers.get(partition.leader_id)
+        return (b is not None and b.alive and not b.isolated and leader is not None and leader.alive
+                and not leader.isolated and follower not in partition.paused)
+
+    def replicate(self, partition: Partition) -> None:
+        """One round of follower fetches for a partition: followers truncate where their log diverged
+        from the leader's (by leader epoch), copy what they miss (after `replication_lag_ms`), and the
+        leader moves the ISR and the high watermark, as Kafka's ReplicaManager and Partition do."""
+        if not partition.online:
+            return
+        now = self.clock.now_ms()
+        leader_log = partition.log
+        lag = self.config.replication_lag_ms
+        for follower in partition.replicas:
+            if follower == partition.leader_id or not self._fetching(partition, follower):
+                continue
+            flog = partition.logs[follower]
+            flog.truncate_to(flog.divergence_from(leader_log))
+            i = bisect_left(leader_log.base_offsets, flog.log_end_offset)
+            while i < len(leader_log.batches) and leader_log.appended_at[i] + lag <= now:
+                flog.append_replica(leader_log.batches[i], leader_log.base_offsets[i], leader_log.last_offsets[i],
+                                    leader_log.max_timestamps[i], leader_log.batch_epochs[i], now)
+                i += 1
+            if flog.log_end_offset >= leader_log.log_end_offset:
+                partition.last_caught_up[follower] = now
+            flog.high_watermark = min(flog.log_end_offset, leader_log.high_watermark)
+        self._update_isr(partition, now)
+
+    def _update_isr(self, partition: Partition, now: int) -> None:
+        leader_log = partition.log
+        max_lag = self.config.replica_lag_time_max_ms
+        for follower in list(partition.isr):
+            if follower == partition.leader_id:
+                continue
+            if now - partition.last_caught_up.get(follower, now) > max_lag:
+                partition.isr.remove(follower)
+                self.event("isr_shrink", topic=partition.topic.name, partition=partition.index, replica=follower,
+                           isr=list(partition.isr))
+        for follower in partition.replicas:
+            if follower in partition.isr or follower == partition.leader_id or not self._fetching(partition, follower):
+                continue
+            flog = partition.logs[follower]
+            if flog.log_end_offset >= leader_log.high_watermark and flog.last_epoch() == leader_log.last_epoch() \
+                    and flog.log_end_offset >= leader_log.log_end_offset:
+                partition.isr.append(follower)
+                partition.isr.sort(key=partition.replicas.index)
+                self.event("isr_expand", topic=partition.topic.name, partition=partition.index, replica=follower,
+                           isr=list(partition.isr))
+        self._advance_high_watermark(partition)
+
+    def _advance_high_watermark(self, partition: Partition) -> None:
+        leader_log = partition.log
+        hw = min(partition.logs[r].log_end_offset for r in partition.isr) if partition.isr \
+            else leader_log.log_end_offset
+        if hw > leader_log.high_watermark:
+            leader_log.high_watermark = hw
+            self.notify(partition)
+
+    def _replication_deadline(self) -> int | None:
+        """When `tick` next has replication work: a lagging batch due, or an ISR member about to expire."""
+        lag, max_lag = self.config.replication_lag_ms, self.config.replica_lag_time_max_ms
+        times: list[int] = []
+        for topic in self.topics.values():
+            for p in topic.partitions:
+                if len(p.replicas) < 2 or not p.online:
+                    continue
+                leader_log = p.log
+                for f in p.replicas:
+                    if f == p.leader_id:
+                        continue
+                    flog = p.logs[f]
+                    if self._fetching(p, f) and flog.log_end_offset < leader_log.log_end_offset:
+                        i = bisect_left(leader_log.base_offsets, flog.log_end_offset)
+                        if i < len(leader_log.appended_at):
+                            times.append(leader_log.appended_at[i] + lag)
+                    if f in p.isr:
+                        times.append(p.last_caught_up.get(f, self.clock.now_ms()) + max_lag + 1)
+        return min(times, default=None)
+
+    # --- brokers, leaders, the controller --------------------------------------------------------------
+    def alive_brokers(self) -> list[Broker]:
+        return [b for b in self.brokers.values() if b.alive]
+
+    def _partitions_with(self, node_id: int) -> list[Partition]:
+        return [p for t in self.topics.values() for p in t.partitions if node_id in p.replicas]
+
+    def elect_leader(self, partition: Partition, *, preferred: int | None = None) -> None:
+        """A new leader from the ISR (or, if the topic allows unclean election, any live replica); the
+        leader epoch grows. With no candidate the partition goes offline (leader -1)."""
+        def eligible(r: int) -> bool:
+            return self.brokers[r].alive
+        candidates = [r for r in partition.replicas if r in partition.isr and eligible(r)]
+        unclean = False
+        if not candidates and self.topic_config(partition.topic, "unclean.leader.election.enable")[0] == "true":
+            candidates = [r for r in partition.replicas if eligible(r)]
+            unclean = bool(candidates)
+        if preferred is not None and preferred in candidates:
+            candidates.remove(preferred)
+            candidates.insert(0, preferred)
+        old = partition.leader_id
+        if not candidates:
+            partition.leader_id = -1
+            self.event("partition_offline", topic=partition.topic.name, partition=partition.index, last_leader=old)
+            self.notify(partition)
+            return
+        new = candidates[0]
+        partition.leader_id = new
+        partition.leader_epoch += 1
+        if unclean:
+            partition.isr = [new]
+        partition.logs[new].epochs.append(EpochEntry(partition.leader_epoch, partition.logs[new].log_end_offset))
+        partition.last_caught_up = {r: self.clock.now_ms() for r in partition.isr}
+        self.event("leader_elected", topic=partition.topic.name, partition=partition.index, leader=new,
+                   previous=old, leader_epoch=partition.leader_epoch, unclean=unclean, isr=list(partition.isr))
+        self.replicate(partition)
+        self.notify(partition)
+
+    def _elect_controller(self) -> None:
+        alive = sorted(b.node_id for b in self.alive_brokers())
+        new = alive[0] if alive else -1
+        if new != self.controller_id:
+            self.controller_id = new
+            self.controller_epoch += 1
+            self.event("controller_elected", broker=new, controller_epoch=self.controller_epoch)
+
+    def kill_broker(self, node_id: int) -> None:
+        """The broker dies: it leaves every ISR, its partitions get new leaders, the controller moves."""
+        broker = self.brokers[node_id]
+        if not broker.alive:
+            return
+        broker.alive = False
+        self.event("broker_killed", broker=node_id)
+        if node_id == self.controller_id:
+            self._elect_controller()
+        for p in self._partitions_with(node_id):
+            if node_id in p.isr and len(p.isr) > 1:
+                p.isr.remove(node_id)
+            if p.leader_id == node_id:
+                self.elect_leader(p)
+            self.notify(p)
+
+    def restart_broker(self, node_id: int) -> None:
+        """The broker comes back: its replicas catch up (truncating where they diverged) and rejoin the
+        ISR; partitions left offline with it as their last ISR member get it as leader again."""
+        broker = self.brokers[node_id]
+        if broker.alive:
+            return
+        broker.alive = True
+        self.event("broker_restarted", broker=node_id)
+        if self.controller_id == -1:
+            self._elect_controller()
+        for p in self._partitions_with(node_id):
+            if not p.online and (node_id in p.isr or
+                                 self.topic_config(p.topic, "unclean.leader.election.enable")[0] == "true"):
+                self.elect_leader(p)
+            else:
+                self.replicate(p)
+
+    def move_leader(self, topic: str, index: int, node_id: int) -> None:
+        p = self.partition(topic, index)
+        if p is None:
+            raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{index} does not exist")
+        if node_id not in p.isr or not self.brokers[node_id].alive:
+            raise ApiError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"broker {node_id} is not a live in-sync replica of "
+                                                             f"{topic}-{index} (ISR {p.isr})")
+        if p.leader_id != node_id:
+            self.elect_leader(p, preferred=node_id)
+
+    def elect_preferred_leaders(self) -> int:
+        """Moves leadership back to each partition's first replica where it is alive and in sync."""
+        moved = 0
+        for t in self.topics.values():
+            for p in t.partitions:
+                preferred = p.replicas[0]
+                if p.leader_id != preferred and preferred in p.isr and self.brokers[preferred].alive:
+                    self.elect_leader(p, preferred=preferred)
+                    moved += 1
+        return moved
 
     # --- coordinators ----------------------------------------------------------------------------
     def offsets_partition_for(self, group_id: str) -> int:
         return kafka_abs(java_string_hash(group_id)) % self.config.offsets_topic_num_partitions
 
-    def coordinator_for(self, group_id: str) -> Broker:
-        """The leader of the group's `__consumer_offsets` partition (created on first use, as Kafka does)."""
+    def coordinator_for(self, group_id: str) -> Broker | None:
+        """The leader of the group's `__consumer_offsets` partition (created on first use, as Kafka does);
+        None while that partition has no leader."""
         topic = self.topics.get(OFFSETS_TOPIC)
         if topic is None:
             topic = self.create_topic(OFFSETS_TOPIC, self.config.offsets_topic_num_partitions,
                                       min(3, len(self.brokers)), configs={"cleanup.policy": "compact",
                                                                          "segment.bytes": "104857600"})
-        return self.brokers[topic.partitions[self.offsets_partition_for(group_id)].leader_id]
+        return self.brokers.get(topic.partitions[self.offsets_partition_for(group_id)].leader_id)
 
     # --- topics ------------------------------------------------------------------------------
     def partition(self, topic: str, index: int) -> Partition | None:
@@ -172,7 +397,7 @@ class ClusterState:
 
     def _assign(self, count: int, replication_factor: int, start: int = 0) -> list[list[int]]:
         """Round-robin replica placement with a moving start, as Kafka spreads leaders."""
-        ids = sorted(self.brokers)
+        ids = sorted(b.node_id for b in self.alive_brokers())
         out = []
         for p in range(count):
             first = (self._placement + start + p) % len(ids)
@@ -209,11 +434,12 @@ class ClusterState:
                 raise ApiError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
             if replication_factor <= 0:
                 raise ApiError(ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.")
-            if replication_factor > len(self.brokers):
+            alive = len(self.alive_brokers())
+            if replication_factor > alive:
                 raise ApiError(ErrorCode.INVALID_REPLICATION_FACTOR,
                                f"Unable to replicate the partition {replication_factor} time(s): The target "
                                f"replication factor of {replication_factor} cannot be reached because only "
-                               f"{len(self.brokers)} broker(s) are registered.")
+                               f"{alive} broker(s) are registered.")
             replica_lists = self._assign(num_partitions, replication_factor)
         clean = self._validate_configs(configs or {})
         topic = Topic(name, uuid.uuid4(), [], clean, is_internal=name in INTERNAL_TOPICS)
@@ -312,10 +538,19 @@ class ClusterState:
         return int(value) if value is not None else 0
 
     # --- produce -----------------------------------------------------------------------------
-    def append(self, partition: Partition, records: bytes | None) -> AppendResult:
-        """Validates and stores one partition's data from a Produce request (v3+: exactly one batch)."""
+    def min_insync_replicas(self, partition: Partition) -> int:
+        return self.topic_config_int(partition.topic, "min.insync.replicas")
+
+    def append(self, partition: Partition, records: bytes | None, acks: int = 1) -> AppendResult:
+        """Validates and stores one partition's data from a Produce request (v3+: exactly one batch) on
+        the leader, then lets the followers fetch it. acks=-1 is refused up front when the ISR is smaller
+        than min.insync.replicas; waiting for the high watermark is the caller's business."""
         log = partition.log
         topic = partition.topic
+        if acks == -1 and len(partition.isr) < self.min_insync_replicas(partition):
+            return AppendResult(ErrorCode.NOT_ENOUGH_REPLICAS,
+                                message=f"The size of the current ISR {partition.isr} is insufficient to satisfy "
+                                        f"the min.isr requirement of {self.min_insync_replicas(partition)}")
         if not records:
             return AppendResult(ErrorCode.INVALID_RECORD, message="Produce request must carry a record batch")
         max_bytes = self.topic_config_int(topic, "max.message.bytes")
@@ -352,8 +587,11 @@ class ClusterState:
             if check.error != ErrorCode.NONE:
                 return AppendResult(check.error, message=check.message)
         append_time = now if log_append else None
-        base = log.append(batch, header, partition.leader_epoch, append_time)
+        base = log.append(batch, header, partition.leader_epoch, append_time, now)
         if idempotent:
             partition.producers.record(header, base, append_time if append_time is not None else -1)
-        self.notify(partition)
+        if len(partition.replicas) > 1:
+            self.replicate(partition)
+        else:
+            self._advance_high_watermark(partition)
         return AppendResult(ErrorCode.NONE, base, append_time if append_time is not None else -1, log.log_start_offset)

@@ -172,6 +172,9 @@ class BrokerConfig:
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1800000
     offsets_retention_minutes: int = 10080
+    replica_lag_time_max_ms: int = 30000
+    replication_lag_ms: int = 0
+    """How long after the leader appends a batch its followers have it (0: at once). fakekafka's own."""
     overrides: dict[str, str] = field(default_factory=dict)
     """Broker configs set explicitly (reported with source STATIC_BROKER_CONFIG)."""
 
@@ -187,6 +190,7 @@ class BrokerConfig:
             "group.min.session.timeout.ms": (self.group_min_session_timeout_ms, 6000),
             "group.max.session.timeout.ms": (self.group_max_session_timeout_ms, 1800000),
             "offsets.retention.minutes": (self.offsets_retention_minutes, 10080),
+            "replica.lag.time.max.ms": (self.replica_lag_time_max_ms, 30000),
         }
         for name, (value, default) in explicit.items():
             if value != default:

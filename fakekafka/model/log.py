@@ -27,6 +27,8 @@ class PartitionLog:
     base_offsets: list[int] = field(default_factory=list)
     last_offsets: list[int] = field(default_factory=list)
     max_timestamps: list[int] = field(default_factory=list)
+    appended_at: list[int] = field(default_factory=list)
+    batch_epochs: list[int] = field(default_factory=list)
     log_start_offset: int = 0
     log_end_offset: int = 0
     high_watermark: int = 0
@@ -34,7 +36,7 @@ class PartitionLog:
     epochs: list[EpochEntry] = field(default_factory=list)
 
     def append(self, batch: bytes, header: BatchHeader, leader_epoch: int,
-               log_append_time: int | None = None) -> int:
+               log_append_time: int | None = None, now: int = 0) -> int:
         """Stores one batch at the log end; returns its base offset."""
         base = self.log_end_offset
         if log_append_time is not None:
@@ -47,10 +49,58 @@ class PartitionLog:
         self.base_offsets.append(base)
         self.last_offsets.append(last)
         self.max_timestamps.append(log_append_time if log_append_time is not None else header.max_timestamp)
+        self.appended_at.append(now)
+        self.batch_epochs.append(leader_epoch)
         self.size_bytes += len(stored)
         self.log_end_offset = last + 1
-        self.high_watermark = self.log_end_offset
         return base
+
+    def append_replica(self, stored: bytes | bytearray, base: int, last: int, max_timestamp: int, epoch: int,
+                       now: int = 0) -> None:
+        """A follower's copy of a batch the leader stored (same bytes, same offsets)."""
+        if not self.epochs or self.epochs[-1].epoch != epoch:
+            self.epochs.append(EpochEntry(epoch, base))
+        self.batches.append(stored)
+        self.base_offsets.append(base)
+        self.last_offsets.append(last)
+        self.max_timestamps.append(max_timestamp)
+        self.appended_at.append(now)
+        self.batch_epochs.append(epoch)
+        self.size_bytes += len(stored)
+        self.log_end_offset = last + 1
+
+    def truncate_to(self, offset: int) -> None:
+        """Drops every batch from the one holding `offset` on, as a follower does when its log diverged
+        from a new leader's (leader epochs mark where)."""
+        if offset >= self.log_end_offset:
+            return
+        i = bisect_left(self.last_offsets, offset)
+        for b in self.batches[i:]:
+            self.size_bytes -= len(b)
+        del self.batches[i:], self.base_offsets[i:], self.last_offsets[i:], self.max_timestamps[i:]
+        del self.appended_at[i:], self.batch_epochs[i:]
+        self.log_end_offset = self.last_offsets[-1] + 1 if self.last_offsets else self.log_start_offset
+        self.high_watermark = min(self.high_watermark, self.log_end_offset)
+        while self.epochs and self.epochs[-1].start_offset >= self.log_end_offset:
+            self.epochs.pop()
+
+    def divergence_from(self, leader: PartitionLog) -> int:
+        """The offset from which this (follower) log no longer matches `leader`: the first batch, counting
+        from the end, that the leader does not hold with the same offsets and leader epoch. Truncating
+        there is what Kafka's epoch-based truncation arrives at."""
+        i = len(self.batches)
+        while i > 0:
+            base = self.base_offsets[i - 1]
+            j = bisect_left(leader.base_offsets, base)
+            if j < len(leader.batches) and leader.base_offsets[j] == base and \
+                    leader.last_offsets[j] == self.last_offsets[i - 1] and \
+                    leader.batch_epochs[j] == self.batch_epochs[i - 1]:
+                break
+            i -= 1
+        return self.base_offsets[i] if i < len(self.batches) else self.log_end_offset
+
+    def last_epoch(self) -> int:
+        return self.epochs[-1].epoch if self.epochs else -1
 
     def read(self, offset: int, max_bytes: int, *, min_one: bool, upper: int | None = None) -> list[bytes]:
         """Whole batches from the one holding `offset`, within `max_bytes` (but at least one if `min_one`)."""
@@ -100,6 +150,11 @@ class PartitionLog:
         if i == len(self.epochs):
             return self.epochs[-1].epoch, self.log_end_offset
         return self.epochs[i - 1].epoch, self.epochs[i].start_offset
+
+    def batch_end(self, base_offset: int) -> int:
+        """The offset after the batch that starts at `base_offset` (a retried batch is found again)."""
+        i = bisect_left(self.base_offsets, base_offset)
+        return self.last_offsets[i] + 1 if i < len(self.base_offsets) else base_offset + 1
 
     def batch_containing(self, offset: int) -> int:
         return bisect_left(self.last_offsets, offset)

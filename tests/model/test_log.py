@@ -7,16 +7,22 @@ from wire.records import build_batch, decode_batch, read_header
 
 
 def _append(log: PartitionLog, n: int, ts: int, epoch: int = 0, value: bytes = b"v") -> int:
+    """Appends as a leader with no followers, whose high watermark is its log end."""
     batch = build_batch([{"value": value, "timestamp": ts + i} for i in range(n)])
-    return log.append(batch, read_header(batch), epoch)
+    base = log.append(batch, read_header(batch), epoch)
+    log.high_watermark = log.log_end_offset
+    return base
 
 
-def test_offsets_advance_by_batch_size_and_hw_follows_leo() -> None:
+def test_offsets_advance_by_batch_size_and_the_log_leaves_the_hw_alone() -> None:
     log = PartitionLog()
-    assert _append(log, 3, 100) == 0
-    assert _append(log, 2, 200) == 3
-    assert (log.log_start_offset, log.log_end_offset, log.high_watermark) == (0, 5, 5)
-    assert [r.offset for b in log.batches for r in decode_batch(b).records] == [0, 1, 2, 3, 4]
+    batch = build_batch([{"value": b"x"}])
+    assert log.append(batch, read_header(batch), 0) == 0
+    assert (log.log_end_offset, log.high_watermark) == (1, 0)  # the ISR decides the HW, not the log
+    assert _append(log, 3, 100) == 1
+    assert _append(log, 2, 200) == 4
+    assert (log.log_start_offset, log.log_end_offset, log.high_watermark) == (0, 6, 6)
+    assert [r.offset for b in log.batches for r in decode_batch(b).records] == [0, 1, 2, 3, 4, 5]
 
 
 def test_stored_bytes_are_the_producers_except_offset_and_epoch() -> None:
@@ -60,3 +66,21 @@ def test_epoch_history_answers_end_offsets() -> None:
     assert log.end_offset_for_epoch(1) == (0, 2)
     assert log.end_offset_for_epoch(2) == (2, 5)
     assert log.end_offset_for_epoch(9) == (2, 5)
+
+
+def test_truncate_and_divergence() -> None:
+    leader, follower = PartitionLog(), PartitionLog()
+    for log in (leader, follower):
+        _append(log, 2, 0, epoch=0)
+    _append(follower, 2, 0, epoch=0)  # the follower led epoch 0 a little longer
+    _append(leader, 1, 0, epoch=1)    # the new leader wrote in epoch 1 from offset 2
+    assert follower.divergence_from(leader) == 2
+    follower.truncate_to(2)
+    assert (follower.log_end_offset, len(follower.batches), follower.last_epoch()) == (2, 1, 0)
+    assert follower.divergence_from(leader) == 2  # nothing left that differs
+    i = 1
+    follower.append_replica(leader.batches[i], leader.base_offsets[i], leader.last_offsets[i],
+                            leader.max_timestamps[i], leader.batch_epochs[i])
+    assert follower.log_end_offset == leader.log_end_offset and follower.last_epoch() == 1
+    follower.truncate_to(0)
+    assert (follower.log_end_offset, follower.epochs, follower.size_bytes) == (0, [], 0)

@@ -3,10 +3,10 @@
 Returns stored batch bytes untouched. Behaviour: fetch sessions are declined (we answer session id 0,
 so clients keep sending full requests; an incremental request gets FETCH_SESSION_ID_NOT_FOUND).
 Consumers read below the high watermark only; an offset up to the log end is valid (empty answer)
-and past it is OFFSET_OUT_OF_RANGE. Only whole batches are returned: the first batch of the response always, and any partition's first
-batch even past its partition_max_bytes while it fits the response's max_bytes, so a consumer always
-progresses. A fetch with less than min_bytes parks until data arrives or max_wait_ms passes.
-v13+ addresses topics by id (UNKNOWN_TOPIC_ID for an unknown one).
+and past it is OFFSET_OUT_OF_RANGE. Only whole batches are returned: the first batch of the response
+always, and any partition's first batch even past its partition_max_bytes while it fits the
+response's max_bytes, so a consumer always progresses. A fetch with less than min_bytes parks until
+data arrives or max_wait_ms passes. v13+ addresses topics by id (UNKNOWN_TOPIC_ID for an unknown one).
 """
 
 from __future__ import annotations

@@ -60,7 +60,8 @@ def handle_metadata(ctx: RequestContext, req: Container) -> dict[str, Any]:
             topic_id = entry.get("topic_id", ZERO_UUID)
             if name is None or topic_id != ZERO_UUID:  # by id: the Java client leaves the name "", not null
                 t = cluster.topics_by_id.get(topic_id)
-                topics.append(topic_metadata(cluster, t) if t else _error_topic(None, ErrorCode.UNKNOWN_TOPIC_ID, topic_id))
+                topics.append(topic_metadata(cluster, t) if t
+                              else _error_topic(None, ErrorCode.UNKNOWN_TOPIC_ID, topic_id))
                 continue
             t = cluster.topics.get(name)
             if t is None and allow_auto and cluster.config.auto_create_topics:

@@ -229,7 +229,7 @@ class ClusterState:
         for follower in list(partition.isr):
             if follower == partition.leader_id:
                 continue
-            if now - partition.last_caught_up.get(follower, now) > max_lag:
+            if now - partition.last_caught_up.setdefault(follower, now) > max_lag:
                 partition.isr.remove(follower)
                 self.event("isr_shrink", topic=partition.topic.name, partition=partition.index, replica=follower,
                            isr=list(partition.isr))
@@ -237,8 +237,8 @@ class ClusterState:
             if follower in partition.isr or follower == partition.leader_id or not self._fetching(partition, follower):
                 continue
             flog = partition.logs[follower]
-            if flog.log_end_offset >= leader_log.high_watermark and flog.last_epoch() == leader_log.last_epoch() \
-                    and flog.log_end_offset >= leader_log.log_end_offset:
+            epoch_start = leader_log.epochs[-1].start_offset if leader_log.epochs else 0
+            if flog.log_end_offset >= leader_log.high_watermark and flog.log_end_offset >= epoch_start:
                 partition.isr.append(follower)
                 partition.isr.sort(key=partition.replicas.index)
                 self.event("isr_expand", topic=partition.topic.name, partition=partition.index, replica=follower,

@@ -1,0 +1,161 @@
+"""Replicas, ISR, high watermark, leader election and the controller, on a manual clock."""
+
+from __future__ import annotations
+
+import pytest
+
+from fakekafka.model.clock import ManualClock
+from fakekafka.model.cluster import ApiError, Broker, ClusterState, Partition
+from fakekafka.model.config import BrokerConfig
+from wire import ErrorCode
+from wire.records import build_batch, decode_batch
+
+
+def make(lag_ms: int = 0, replica_lag_max: int = 30_000) -> ClusterState:
+    return ClusterState(BrokerConfig(replication_lag_ms=lag_ms, replica_lag_time_max_ms=replica_lag_max),
+                        ManualClock(0), [Broker(i, "127.0.0.1", 9000 + i) for i in (1, 2, 3)])
+
+
+def produce(cluster: ClusterState, p: Partition, value: bytes = b"v", n: int = 1, acks: int = -1) -> int:
+    r = cluster.append(p, build_batch([{"value": value}] * n), acks)
+    assert r.error == ErrorCode.NONE, r
+    return r.base_offset
+
+
+def values(p: Partition, replica: int) -> list[bytes | None]:
+    return [r.value for b in p.logs[replica].batches for r in decode_batch(b).records]
+
+
+def test_followers_copy_the_leaders_batches_and_the_hw_follows_the_isr() -> None:
+    c = make()
+    p = c.create_topic("t", 1, 3).partitions[0]
+    assert (p.replicas, p.isr, p.leader_id) == ([1, 2, 3], [1, 2, 3], 1)
+    produce(c, p, b"a", 2)
+    assert all(p.logs[r].log_end_offset == 2 for r in (1, 2, 3))
+    assert p.log.high_watermark == 2
+    assert p.logs[2].batches[0] is p.log.batches[0]  # the same stored bytes, not a copy
+
+
+def test_a_lagging_follower_holds_the_hw_back_then_leaves_the_isr() -> None:
+    c = make(replica_lag_max=10_000)
+    p = c.create_topic("t", 1, 3).partitions[0]
+    p.paused.add(3)
+    produce(c, p, b"a")
+    assert (p.log.log_end_offset, p.log.high_watermark) == (1, 0)  # consumers cannot see it yet
+    c.clock.advance(10_000)
+    c.tick()
+    assert p.isr == [1, 2, 3]
+    c.clock.advance(1)
+    c.tick()
+    assert p.isr == [1, 2] and p.log.high_watermark == 1
+    assert [e.kind for e in c.events] == ["isr_shrink"]
+    p.paused.discard(3)
+    c.tick()
+    assert p.isr == [1, 2, 3] and values(p, 3) == [b"a"]
+    assert [e.kind for e in c.events] == ["isr_shrink", "isr_expand"]
+
+
+def test_replication_lag_follows_the_clock() -> None:
+    c = make(lag_ms=500)
+    p = c.create_topic("t", 1, 2).partitions[0]
+    produce(c, p)
+    assert p.logs[2].log_end_offset == 0 and p.log.high_watermark == 0
+    assert c.next_deadline() == 500
+    c.clock.advance(499)
+    c.tick()
+    assert p.log.high_watermark == 0
+    c.clock.advance(1)
+    c.tick()
+    assert p.logs[2].log_end_offset == 1 and p.log.high_watermark == 1
+
+
+def test_min_insync_replicas() -> None:
+    c = make()
+    t = c.create_topic("t", 1, 3, configs={"min.insync.replicas": "2"})
+    p = t.partitions[0]
+    c.kill_broker(2)
+    produce(c, p)  # ISR [1, 3]: enough
+    c.kill_broker(3)
+    assert c.append(p, build_batch([{"value": b"x"}]), -1).error == ErrorCode.NOT_ENOUGH_REPLICAS
+    assert c.append(p, build_batch([{"value": b"x"}]), 1).error == ErrorCode.NONE
+
+
+def test_clean_election_on_leader_death_bumps_the_epoch() -> None:
+    c = make()
+    p = c.create_topic("t", 1, 3).partitions[0]
+    produce(c, p, b"a")
+    c.kill_broker(1)
+    assert (p.leader_id, p.leader_epoch, p.isr) == (2, 1, [2, 3])
+    assert c.controller_id == 2 and c.controller_epoch == 2
+    produce(c, p, b"b")
+    assert values(p, 2) == values(p, 3) == [b"a", b"b"]
+    assert p.log.end_offset_for_epoch(0) == (0, 1)
+    kinds = [e.kind for e in c.events]
+    assert kinds == ["broker_killed", "controller_elected", "leader_elected"]
+
+
+def test_restarted_broker_truncates_what_it_alone_had_and_rejoins() -> None:
+    c = make()
+    p = c.create_topic("t", 1, 3).partitions[0]
+    produce(c, p, b"a")
+    p.paused.update({2, 3})
+    produce(c, p, b"lost", acks=1)  # only the leader has it: not committed
+    assert p.log.high_watermark == 1
+    c.kill_broker(1)
+    p.paused.clear()
+    assert p.leader_id == 2 and p.log.log_end_offset == 1
+    produce(c, p, b"b")
+    c.restart_broker(1)
+    assert values(p, 1) == values(p, 2) == [b"a", b"b"]  # b"lost" was truncated away
+    assert p.isr == [1, 2, 3]
+
+
+def test_unclean_election_only_when_enabled_and_it_loses_data() -> None:
+    for enabled in (False, True):
+        c = make(replica_lag_max=1000)
+        p = c.create_topic("t", 1, 2, configs={"unclean.leader.election.enable": str(enabled).lower()}).partitions[0]
+        p.paused.add(2)
+        produce(c, p, b"only-on-1", acks=1)
+        c.clock.advance(1001)
+        c.tick()
+        assert p.isr == [1]
+        c.kill_broker(1)
+        if not enabled:
+            assert (p.leader_id, p.isr) == (-1, [1])
+            c.restart_broker(1)
+            assert p.leader_id == 1 and values(p, 1) == [b"only-on-1"]
+        else:
+            assert (p.leader_id, p.isr) == (2, [2])
+            assert any(e.kind == "leader_elected" and e.details["unclean"] for e in c.events)
+            c.restart_broker(1)
+            assert values(p, 1) == [] and sorted(p.isr) == [1, 2]
+
+
+def test_offline_partition_and_coordinator() -> None:
+    c = make()
+    p = c.create_topic("t", 1, 1).partitions[0]
+    c.kill_broker(p.leader_id)
+    assert not p.online
+    c.restart_broker(p.replicas[0])
+    assert p.online
+
+
+def test_move_leader_and_preferred_election() -> None:
+    c = make()
+    p = c.create_topic("t", 1, 3).partitions[0]
+    c.move_leader("t", 0, 3)
+    assert (p.leader_id, p.leader_epoch) == (3, 1)
+    with pytest.raises(ApiError):
+        c.move_leader("t", 0, 9)
+    assert c.elect_preferred_leaders() == 1
+    assert (p.leader_id, p.leader_epoch) == (1, 2)
+
+
+def test_replicas_are_placed_on_live_brokers_only() -> None:
+    c = make()
+    c.kill_broker(3)
+    t = c.create_topic("t", 4, 2)
+    assert all(3 not in p.replicas for p in t.partitions)
+    with pytest.raises(ApiError) as e:
+        c.create_topic("u", 1, 3)
+    assert e.value.code == ErrorCode.INVALID_REPLICATION_FACTOR

@@ -13,7 +13,7 @@ import concurrent.futures
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from fakekafka.handle import ClusterHandle
 from fakekafka.model.clock import Clock, ManualClock
@@ -80,14 +80,19 @@ def decode_assignment(data: bytes) -> dict[str, list[int]]:
 class Cluster(ClusterHandle):
     def __init__(self, *, partitions: int = 1, auto_create_topics: bool = True, host: str = "127.0.0.1",
                  port: int = 0, node_id: int = 1, clock: Clock | str | None = None,
-                 config: BrokerConfig | None = None, group_initial_rebalance_delay_ms: int = 0) -> None:
+                 config: BrokerConfig | None = None, group_initial_rebalance_delay_ms: int = 0,
+                 brokers: int = 1) -> None:
         if clock == "frozen":
             clock = ManualClock()
         elif isinstance(clock, str):
             raise ValueError(f"clock must be a Clock, 'frozen' or None, not {clock!r}")
         self.config = config or BrokerConfig(num_partitions=partitions, auto_create_topics=auto_create_topics,
                                              group_initial_rebalance_delay_ms=group_initial_rebalance_delay_ms)
-        self.state = ClusterState(self.config, clock, [Broker(node_id, host, port)])
+        if brokers < 1:
+            raise ValueError("a cluster needs at least one broker")
+        if brokers > 1 and port:
+            raise ValueError("with several brokers, let each pick a free port (port=0)")
+        self.state = ClusterState(self.config, clock, [Broker(node_id + i, host, port) for i in range(brokers)])
         self.server = Server(self.state, host)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -263,6 +268,89 @@ class Cluster(ClusterHandle):
             self.state.tick()
             return now
         return self.call(advance)
+
+    # --- faults ------------------------------------------------------------------------------------------
+    def _run(self, coro_fn: Callable[[], Any]) -> Any:
+        """Runs a coroutine where the server runs and waits for it."""
+        loop = self._loop
+        if loop is None:
+            raise RuntimeError("the cluster is not started")
+        if not self._owns_loop:
+            raise RuntimeError("inside `async with`, await the async variant of this call")
+        return asyncio.run_coroutine_threadsafe(coro_fn(), loop).result(30)
+
+    async def kill_broker_async(self, node_id: int) -> None:
+        self.state.kill_broker(node_id)
+        await self.server.close_broker(node_id, abort=True)
+
+    async def stop_broker_async(self, node_id: int) -> None:
+        for p in [p for t in self.state.topics.values() for p in t.partitions if p.leader_id == node_id]:
+            others = [r for r in p.isr if r != node_id and self.state.brokers[r].alive]
+            if others:
+                self.state.move_leader(p.topic.name, p.index, others[0])
+        self.state.kill_broker(node_id)
+        await self.server.close_broker(node_id, abort=False)
+
+    async def restart_broker_async(self, node_id: int) -> None:
+        await self.server.open_broker(node_id)
+        self.state.restart_broker(node_id)
+
+    def kill_broker(self, node_id: int) -> None:
+        """The broker dies: connections dropped at once, leaders re-elected, the controller moves."""
+        self._run(lambda: self.kill_broker_async(node_id))
+
+    def stop_broker(self, node_id: int) -> None:
+        """A controlled shutdown: leadership moves to other in-sync replicas first, then the broker stops."""
+        self._run(lambda: self.stop_broker_async(node_id))
+
+    def restart_broker(self, node_id: int) -> None:
+        """The broker comes back on its port; its replicas catch up and rejoin the ISR."""
+        self._run(lambda: self.restart_broker_async(node_id))
+
+    def isolate_broker(self, node_id: int, isolated: bool = True) -> None:
+        """Cut the broker off from the others (clients still reach it); `isolated=False` heals it."""
+        def apply() -> None:
+            self.state.brokers[node_id].isolated = isolated
+            self.state.event("broker_isolated" if isolated else "broker_healed", broker=node_id)
+            self.state.tick()
+        self.call(apply)
+
+    def pause_replication(self, node_id: int, topic: str | None = None, partition: int | None = None,
+                          paused: bool = True) -> None:
+        """Stops (or, with `paused=False`, resumes) the broker's follower fetches, for one partition,
+        a topic or everything it follows."""
+        def apply() -> None:
+            for t in self.state.topics.values():
+                if topic is not None and t.name != topic:
+                    continue
+                for p in t.partitions:
+                    if (partition is None or p.index == partition) and node_id in p.replicas:
+                        (p.paused.add if paused else p.paused.discard)(node_id)
+            self.state.event("replication_paused" if paused else "replication_resumed", broker=node_id,
+                             topic=topic, partition=partition)
+            self.state.tick()
+        self.call(apply)
+
+    def move_leader(self, topic: str, partition: int, node_id: int) -> None:
+        self.call(lambda: self.state.move_leader(topic, partition, node_id))
+
+    def elect_preferred_leaders(self) -> int:
+        return self.call(self.state.elect_preferred_leaders)
+
+    def partition_state(self, topic: str, partition: int) -> dict[str, Any]:
+        """Leader, leader epoch, replicas, ISR, and each replica's log end offset and high watermark."""
+        def read() -> dict[str, Any]:
+            p = self.state.partition(topic, partition)
+            if p is None:
+                raise KeyError(f"{topic}-{partition}")
+            return {"leader": p.leader_id, "leader_epoch": p.leader_epoch, "replicas": list(p.replicas),
+                    "isr": list(p.isr), "high_watermark": p.log.high_watermark,
+                    "log_end_offsets": {r: log.log_end_offset for r, log in p.logs.items()}}
+        return self.call(read)
+
+    def events(self) -> list[Any]:
+        """Every fault and state change so far (broker killed, leader elected, ISR shrink...)."""
+        return self.call(lambda: list(self.state.events))
 
     # --- reporting ---------------------------------------------------------------------------------
     def requests(self) -> list[RequestRecord]:

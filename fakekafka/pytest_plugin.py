@@ -62,16 +62,12 @@ def _start(settings: dict[str, Any]) -> Cluster:
     if unknown:
         raise TypeError(f"unknown fakekafka setting(s): {', '.join(sorted(unknown))}; "
                         f"known: {', '.join(sorted(_SETTINGS))}")
-    brokers = settings.get("brokers", 1)
-    if brokers != 1:
-        raise NotImplementedError(f"brokers={brokers}: fakekafka serves one broker so far "
-                                  "(several brokers with replication are planned)")
     config = settings.get("config")
     if config is None:
         config = BrokerConfig(num_partitions=settings.get("partitions", 1),
                               auto_create_topics=settings.get("auto_create_topics", True),
                               group_initial_rebalance_delay_ms=settings.get("group_initial_rebalance_delay_ms", 0))
-    cluster = Cluster(config=config, clock=settings.get("clock")).start()
+    cluster = Cluster(config=config, clock=settings.get("clock"), brokers=settings.get("brokers", 1)).start()
     for name, partitions in (settings.get("topics") or {}).items():
         cluster.create_topic(name, partitions)
     return cluster

@@ -96,6 +96,7 @@ class _Connection(asyncio.BufferedProtocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
+        self.server._by_broker[self.broker.node_id].add(self)
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         asyncio.get_running_loop().create_task(self.server._serve_connection(self))
@@ -161,6 +162,7 @@ class _Connection(asyncio.BufferedProtocol):
         return False
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self.server._by_broker[self.broker.node_id].discard(self)
         self._closed = True
         self._can_write.set()
         self._wake()
@@ -194,10 +196,13 @@ class _Connection(asyncio.BufferedProtocol):
         self.transport.writelines(chunks)
         await self._can_write.wait()
 
-    def close(self) -> None:
+    def close(self, *, abort: bool = False) -> None:
         self._closed = True
         if self.transport is not None:
-            self.transport.close()
+            if abort:
+                self.transport.abort()
+            else:
+                self.transport.close()
         self._wake()
 
 
@@ -211,6 +216,7 @@ class Server:
         self.advertised_host = advertised_host
         self._servers: dict[int, asyncio.base_events.Server] = {}
         self._connections: set[asyncio.Task[None]] = set()
+        self._by_broker: dict[int, set[_Connection]] = defaultdict(set)
         self._waiters: dict[int, set[asyncio.Future[None]]] = defaultdict(set)
         self._ticker: asyncio.Task[None] | None = None
         self.request_log: collections.deque[RequestRecord] = collections.deque(maxlen=request_log_size)
@@ -223,20 +229,38 @@ class Server:
     async def start(self) -> None:
         """Binds every broker's port (0 picks a free one, which the broker then advertises)."""
         try:
-            for node_id, broker in self.cluster.brokers.items():
-                loop = asyncio.get_running_loop()
-                srv = await loop.create_server(lambda b=broker: _Connection(self, b), self.host, broker.port,
-                                               reuse_address=True)
-                self._servers[node_id] = srv
-                bound = srv.sockets[0].getsockname()[1]
-                if broker.port == 0:
-                    broker.port = bound
+            for broker in self.cluster.brokers.values():
+                if broker.alive:
+                    await self.open_broker(broker.node_id)
                 if self.advertised_host:
                     broker.host = self.advertised_host
         except OSError:
             await self.stop()
             raise
         self._ticker = asyncio.create_task(self._tick_loop())
+
+    async def open_broker(self, node_id: int) -> None:
+        """Listens for the broker (again, on the same port after a restart)."""
+        broker = self.cluster.brokers[node_id]
+        if node_id in self._servers:
+            return
+        loop = asyncio.get_running_loop()
+        srv = await loop.create_server(lambda b=broker: _Connection(self, b), self.host, broker.port,
+                                       reuse_address=True)
+        self._servers[node_id] = srv
+        if broker.port == 0:
+            broker.port = srv.sockets[0].getsockname()[1]
+
+    async def close_broker(self, node_id: int, *, abort: bool = True) -> None:
+        """Stops listening for the broker and drops its connections (at once when `abort`: a killed
+        broker; after answering what is in flight otherwise)."""
+        srv = self._servers.pop(node_id, None)
+        if srv is not None:
+            srv.close()
+        for conn in list(self._by_broker.get(node_id, ())):
+            conn.close(abort=abort)
+        if srv is not None:
+            await srv.wait_closed()
 
     async def _tick_loop(self) -> None:
         """Fires the model's timeouts (sessions, rebalances) as the clock passes them."""

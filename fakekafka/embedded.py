@@ -19,6 +19,7 @@ from fakekafka.handle import ClusterHandle
 from fakekafka.model.clock import Clock, ManualClock
 from fakekafka.model.cluster import ApiError, Broker, ClusterState
 from fakekafka.model.config import BrokerConfig
+from fakekafka.model.faults import Fault, FaultKind, api_key_of
 from fakekafka.model.group import Group
 from fakekafka.server import RequestRecord, Server
 from wire import ErrorCode
@@ -336,6 +337,42 @@ class Cluster(ClusterHandle):
 
     def elect_preferred_leaders(self) -> int:
         return self.call(self.state.elect_preferred_leaders)
+
+    def _fault(self, fault: Fault) -> Fault:
+        self.call(lambda: self.state.faults.add(fault))
+        return fault
+
+    def inject_error(self, api: int | str, error: ErrorCode | int | str, count: int | None = 1, *,
+                     broker: int | None = None, topic: str | None = None, partition: int | None = None,
+                     client_id: str | None = None) -> Fault:
+        """The next `count` matching requests of `api` (None: all, until `clear_faults`) are answered with
+        `error` instead of being applied, as librdkafka's mock cluster does."""
+        code = ErrorCode[error] if isinstance(error, str) else ErrorCode(error)
+        return self._fault(Fault(FaultKind.ERROR, api_key_of(api), code, count=count, broker=broker, topic=topic,
+                                 partition=partition, client_id=client_id))
+
+    def inject_latency(self, ms: int, api: int | str | None = None, count: int | None = None, *,
+                       broker: int | None = None, client_id: str | None = None) -> Fault:
+        """Matching requests are answered `ms` later (other connections are not held up)."""
+        return self._fault(Fault(FaultKind.LATENCY, api_key_of(api), ms=ms, count=count, broker=broker,
+                                 client_id=client_id))
+
+    def drop_connection(self, api: int | str | None = None, *, when: str = "before", count: int | None = 1,
+                        broker: int | None = None, client_id: str | None = None) -> Fault:
+        """Closes the connection instead of answering: `when="before"` the request is applied (the client
+        retries a request that never happened) or `"after"` (it retries one that did: idempotence)."""
+        kinds = {"before": FaultKind.DROP_BEFORE, "after": FaultKind.DROP_AFTER}
+        if when not in kinds:
+            raise ValueError("when is 'before' or 'after'")
+        return self._fault(Fault(kinds[when], api_key_of(api), count=count, broker=broker, client_id=client_id))
+
+    def throttle(self, ms: int, api: int | str | None = None, count: int | None = None, *,
+                 broker: int | None = None) -> Fault:
+        """Matching responses carry throttle_time_ms = `ms` (clients back off)."""
+        return self._fault(Fault(FaultKind.THROTTLE, api_key_of(api), ms=ms, count=count, broker=broker))
+
+    def clear_faults(self) -> None:
+        self.call(self.state.faults.clear)
 
     def partition_state(self, topic: str, partition: int) -> dict[str, Any]:
         """Leader, leader epoch, replicas, ISR, and each replica's log end offset and high watermark."""

@@ -16,7 +16,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from fakekafka.handlers import NO_RESPONSE, Park, RequestContext, dispatch, handler_for
+from fakekafka.handlers import NO_RESPONSE, DropConnection, Park, RequestContext, dispatch, handler_for
 from fakekafka.handlers.api_versions import API_VERSIONS_KEY, unsupported_version_response
 from fakekafka.handlers.registry import error_response
 from fakekafka.model.cluster import Broker, ClusterState
@@ -366,6 +366,12 @@ class Server:
             result = dispatch(ctx)
             while isinstance(result, Park):
                 result = await self._park(result)
+            if isinstance(result, DropConnection):
+                log.info("connection %s: dropped %s applying %s v%d (a fault asked for)", peer,
+                         "after" if result.applied else "before", request.api_name, version)
+                raise _CloseConnection
+        except _CloseConnection:
+            raise
         except Exception:
             log.exception("connection %s: handler for %s v%d failed", peer, request.api_name, version)
             body = error_response(ctx, request.body, ErrorCode.UNKNOWN_SERVER_ERROR)

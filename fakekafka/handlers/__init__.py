@@ -5,6 +5,8 @@ Importing this package registers every handler; `dispatch` runs one decoded requ
 
 from __future__ import annotations
 
+from typing import Any
+
 from fakekafka.handlers import (  # noqa: F401  (imported to register their handlers)
     admin,
     api_versions,
@@ -22,22 +24,53 @@ from fakekafka.handlers import (  # noqa: F401  (imported to register their hand
 )
 from fakekafka.handlers.registry import (
     NO_RESPONSE,
+    DropConnection,
     Park,
     RequestContext,
     advertised_versions,
     error_response,
     handler_for,
 )
+from fakekafka.model.faults import FaultKind
 
-__all__ = ["NO_RESPONSE", "Park", "RequestContext", "advertised_versions", "dispatch", "handler_for"]
+__all__ = ["NO_RESPONSE", "DropConnection", "Park", "RequestContext", "advertised_versions", "dispatch",
+           "handler_for"]
 
 
-def dispatch(ctx: RequestContext):  # noqa: ANN201 - Result from registry
-    """Runs the handler for a decoded request whose version the handler accepts."""
-    reg = handler_for(ctx.request.api_key)
+def dispatch(ctx: RequestContext) -> Any:
+    """Runs the handler for a decoded request whose version the handler accepts, applying any faults
+    the test asked for (`fakekafka.model.faults`)."""
+    request = ctx.request
+    reg = handler_for(request.api_key)
     assert reg is not None and reg.min_version <= ctx.version <= reg.max_version
-    assert ctx.request.body is not None
-    return reg.handler(ctx, ctx.request.body)
+    body = request.body
+    assert body is not None
+    fired = ctx.cluster.faults.take(request.api_key, ctx.broker.node_id, request.client_id, body)
+    if not fired:
+        return reg.handler(ctx, body)
+    for fault in fired:
+        ctx.cluster.event("fault", fault=fault.describe(), api=request.api_name, broker=ctx.broker.node_id,
+                          client_id=request.client_id, correlation_id=request.correlation_id)
+    kinds = {f.kind for f in fired}
+    error = next((f.error for f in fired if f.kind == FaultKind.ERROR), None)
+    latency = sum(f.ms for f in fired if f.kind == FaultKind.LATENCY)
+    throttle = max((f.ms for f in fired if f.kind == FaultKind.THROTTLE), default=0)
 
+    def finish(result: Any) -> Any:
+        if isinstance(result, Park):
+            return Park(result.wait_ms, result.keys, lambda timed_out: finish(result.resume(timed_out)))
+        if FaultKind.DROP_AFTER in kinds:
+            return DropConnection(applied=True)
+        if throttle and isinstance(result, dict):
+            result["throttle_time_ms"] = throttle
+        return result
 
-del error_response
+    def run(_: bool = True) -> Any:
+        if FaultKind.DROP_BEFORE in kinds:
+            return DropConnection()
+        if error is not None:
+            answer = error_response(ctx, body, error)
+            return finish(answer) if answer is not None else DropConnection()
+        return finish(reg.handler(ctx, body))
+
+    return Park(latency, [], run) if latency else run()

@@ -9,6 +9,7 @@ authorized operations are not computed (reported as not requested).
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any
 
 from construct import Container
@@ -37,6 +38,20 @@ def wait_for(pending: Pending, finish: Any) -> Any:
     return resume(False)
 
 
+def java_client_host(peer: str) -> str:
+    """The client's address as Kafka reports it (Java's InetAddress.toString(), no reverse lookup):
+    "/127.0.0.1", "/0:0:0:0:0:0:0:1"; `peer` is "host:port"."""
+    host = peer.rsplit(":", 1)[0].strip("[]")
+    bare, percent, scope = host.partition("%")
+    try:
+        address = ipaddress.ip_address(bare)
+    except ValueError:
+        return host
+    if address.version == 6:
+        return "/" + ":".join(f"{int(group, 16):x}" for group in address.exploded.split(":")) + percent + scope
+    return f"/{address}"
+
+
 def _join_response(ctx: RequestContext, result: dict[str, Any]) -> dict[str, Any]:
     out = dict(result, throttle_time_ms=0)
     if ctx.version < 7 and out.get("protocol_name") is None:
@@ -52,7 +67,7 @@ def handle_join_group(ctx: RequestContext, req: Container) -> Any:
     result = ctx.cluster.groups.join(
         group_id=req.group_id, member_id=req.member_id, group_instance_id=req.get("group_instance_id"),
         require_known_member_id=ctx.version >= 4, client_id=ctx.request.client_id or "",
-        client_host=ctx.client_host.rsplit(":", 1)[0], session_timeout_ms=req.session_timeout_ms,
+        client_host=java_client_host(ctx.client_host), session_timeout_ms=req.session_timeout_ms,
         rebalance_timeout_ms=req.get("rebalance_timeout_ms", req.session_timeout_ms) if ctx.version >= 1
         else req.session_timeout_ms, protocol_type=req.protocol_type,
         protocols=[(p.name, p.metadata) for p in req.protocols], version=ctx.version)

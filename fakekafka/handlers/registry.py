@@ -19,8 +19,8 @@ from wire import ErrorCode, Request
 from wire.messages import API_MODULES
 
 __all__ = [
-    "NO_RESPONSE", "Handler", "Park", "RequestContext", "advertised_versions", "handler_for", "handles",
-    "error_response",
+    "NO_RESPONSE", "DropConnection", "Handler", "Park", "RequestContext", "advertised_versions", "handler_for",
+    "handles", "error_response",
 ]
 
 
@@ -57,7 +57,14 @@ class Park:
     resume: Callable[[bool], Any]
 
 
-Result = Container | dict[str, Any] | Park | _NoResponse
+@dataclass
+class DropConnection:
+    """Close the connection instead of answering (a fault a test asked for)."""
+
+    applied: bool = False
+
+
+Result = Container | dict[str, Any] | Park | _NoResponse | DropConnection
 Handler = Callable[[RequestContext, Container], Result]
 ErrorResponder = Callable[[RequestContext, Container, ErrorCode], dict[str, Any]]
 

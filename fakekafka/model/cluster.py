@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from fakekafka.model.clock import Clock, SystemClock
 from fakekafka.model.config import TOPIC_CONFIGS, BrokerConfig, ConfigSource, InvalidConfig
+from fakekafka.model.faults import Faults
 from fakekafka.model.group import GroupConfig, GroupCoordinator
 from fakekafka.model.log import EpochEntry, PartitionLog
 from fakekafka.model.producers import PartitionProducers, ProducerIds
@@ -150,6 +151,7 @@ class ClusterState:
         self.controller_id = min(self.brokers)
         self.controller_epoch = 1
         self.events: list[Event] = []
+        self.faults = Faults()
         self.topics: dict[str, Topic] = {}
         self.topics_by_id: dict[uuid.UUID, Topic] = {}
         self.producer_ids = ProducerIds()

@@ -1,0 +1,137 @@
+"""Faults a test asks for, like librdkafka's mock cluster and kfake's ControlKey: an error code for
+the next N requests of an API, latency, a dropped connection before or after the request is applied,
+throttling. Rules are matched in handler dispatch (never in the server) and every firing is recorded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from wire import ErrorCode
+from wire.messages import API_MODULES
+
+__all__ = ["Fault", "FaultKind", "Faults", "api_key_of", "touched_partitions"]
+
+_NAMES = {name.lower(): key for key, (name, *_rest) in API_MODULES.items()}
+
+
+def api_key_of(api: int | str | None) -> int | None:
+    """An API given by key or by Kafka's name ("Produce", "fetch")."""
+    if api is None or isinstance(api, int):
+        return api
+    key = _NAMES.get(api.replace("_", "").replace("-", "").lower())
+    if key is None:
+        raise ValueError(f"unknown API {api!r}; names are Kafka's, e.g. Produce, Fetch, JoinGroup")
+    return key
+
+
+class FaultKind(Enum):
+    ERROR = "error"
+    LATENCY = "latency"
+    DROP_BEFORE = "drop_before"
+    DROP_AFTER = "drop_after"
+    THROTTLE = "throttle"
+
+
+@dataclass
+class Fault:
+    kind: FaultKind
+    api_key: int | None = None
+    error: ErrorCode | None = None
+    ms: int = 0
+    count: int | None = 1
+    """How many more requests it applies to; None: until cleared."""
+    broker: int | None = None
+    topic: str | None = None
+    partition: int | None = None
+    client_id: str | None = None
+    fired: int = 0
+
+    def matches(self, api_key: int, broker: int, client_id: str | None,
+                touched: set[tuple[str, int | None]]) -> bool:
+        if self.count is not None and self.count <= 0:
+            return False
+        if self.api_key is not None and self.api_key != api_key:
+            return False
+        if self.broker is not None and self.broker != broker:
+            return False
+        if self.client_id is not None and self.client_id != client_id:
+            return False
+        if self.topic is not None:
+            if not any(t == self.topic and (self.partition is None or p in (self.partition, None))
+                       for t, p in touched):
+                return False
+        return True
+
+    def describe(self) -> str:
+        api = API_MODULES[self.api_key][0] if self.api_key is not None else "any API"
+        what = {FaultKind.ERROR: f"error {self.error.name if self.error else '?'}",
+                FaultKind.LATENCY: f"{self.ms} ms latency", FaultKind.THROTTLE: f"{self.ms} ms throttle",
+                FaultKind.DROP_BEFORE: "connection dropped before the request is applied",
+                FaultKind.DROP_AFTER: "connection dropped after the request is applied"}[self.kind]
+        scope = "".join(f" {k}={v}" for k, v in (("broker", self.broker), ("topic", self.topic),
+                                                  ("partition", self.partition), ("client_id", self.client_id))
+                        if v is not None)
+        left = "until cleared" if self.count is None else f"{self.count} more"
+        return f"{what} for {api}{scope} ({left})"
+
+
+@dataclass
+class Faults:
+    rules: list[Fault] = field(default_factory=list)
+
+    def add(self, fault: Fault) -> Fault:
+        self.rules.append(fault)
+        return fault
+
+    def clear(self) -> None:
+        self.rules.clear()
+
+    def take(self, api_key: int, broker: int, client_id: str | None, body: Any) -> list[Fault]:
+        """The rules this request triggers, each counted down once."""
+        if not self.rules:
+            return []
+        touched = touched_partitions(body)
+        fired = []
+        for rule in self.rules:
+            if rule.matches(api_key, broker, client_id, touched):
+                if rule.count is not None:
+                    rule.count -= 1
+                rule.fired += 1
+                fired.append(rule)
+        self.rules = [r for r in self.rules if r.count is None or r.count > 0]
+        return fired
+
+
+_TOPIC_KEYS = ("name", "topic")
+_PARTITION_LISTS = ("partition_data", "partitions", "partition_indexes")
+_PARTITION_KEYS = ("index", "partition", "partition_index")
+
+
+def touched_partitions(body: Any) -> set[tuple[str, int | None]]:
+    """(topic, partition or None) pairs a request names, found by Kafka's field names."""
+    found: set[tuple[str, int | None]] = set()
+
+    def walk(obj: Any) -> None:
+        if isinstance(obj, dict):
+            topic = next((obj[k] for k in _TOPIC_KEYS if isinstance(obj.get(k), str)), None)
+            parts = next((obj[k] for k in _PARTITION_LISTS if isinstance(obj.get(k), list)), None)
+            if topic is not None:
+                if parts:
+                    for p in parts:
+                        index = p if isinstance(p, int) else next(
+                            (p[k] for k in _PARTITION_KEYS if isinstance(p, dict) and k in p), None)
+                        found.add((topic, index))
+                else:
+                    found.add((topic, None))
+            for value in obj.values():
+                if isinstance(value, (dict, list)):
+                    walk(value)
+        elif isinstance(obj, list):
+            for item in obj:
+                walk(item)
+
+    walk(body)
+    return found

@@ -1,71 +1,150 @@
-"""The `fakekafka` command: `fakekafka serve` starts an in-memory broker and prints its address."""
+"""The `fakekafka` command: `serve` starts an in-memory cluster and prints its address; `ctl` steers
+a running one (kill a broker, inject an error...) through its control port."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import errno
+import json
 import logging
 import signal
 import sys
 
-from fakekafka.model.cluster import Broker, ClusterState
+from fakekafka.control import COMMANDS, send_command, serve_control
+from fakekafka.embedded import Cluster
 from fakekafka.model.config import BrokerConfig
-from fakekafka.server import Server
 
 __all__ = ["main"]
+
+# ctl commands: positional arguments, then options
+_CTL_ARGS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "kill-broker": (("broker",), ()), "stop-broker": (("broker",), ()), "restart-broker": (("broker",), ()),
+    "isolate-broker": (("broker",), ()), "heal-broker": (("broker",), ()),
+    "pause-replication": (("broker",), ("topic", "partition")),
+    "resume-replication": (("broker",), ("topic", "partition")),
+    "move-leader": (("topic", "partition", "broker"), ()), "elect-preferred-leaders": ((), ()),
+    "inject-error": (("api", "error"), ("count", "broker", "topic", "partition", "client_id")),
+    "inject-latency": (("ms",), ("api", "count", "broker")),
+    "drop-connection": (("api",), ("when", "count", "broker")),
+    "throttle": (("ms",), ("api", "count")), "clear-faults": ((), ()), "advance-clock": (("ms",), ()),
+    "partition-state": (("topic", "partition"), ()), "events": ((), ()), "describe": ((), ()),
+}
 
 
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="fakekafka", description="A Kafka-compatible broker for tests.")
     sub = ap.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="start an in-memory broker")
+    serve = sub.add_parser("serve", help="start an in-memory cluster")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=9092, help="port to listen on (default 9092; 0 picks one)")
+    serve.add_argument("--port", type=int, default=9092,
+                       help="port of the first broker; the next brokers take the following ports (default 9092; "
+                            "0 picks free ones)")
+    serve.add_argument("--brokers", type=int, default=1, metavar="N", help="number of brokers (default 1)")
     serve.add_argument("--advertised-host", help="host clients are told to connect to (default: --host)")
-    serve.add_argument("--advertised-port", type=int, help="port clients are told to connect to (default: --port)")
+    serve.add_argument("--advertised-port", type=int, help="port clients are told to connect to (one broker only)")
     serve.add_argument("--partitions", type=int, default=1, metavar="N",
                        help="num.partitions for auto-created topics (default 1)")
+    serve.add_argument("--replication-factor", type=int, default=1, metavar="N",
+                       help="default.replication.factor for new topics (default 1)")
     serve.add_argument("--no-auto-create-topics", action="store_true", help="turn auto.create.topics.enable off")
-    serve.add_argument("--node-id", type=int, default=1, help="the broker's node id (default 1)")
+    serve.add_argument("--node-id", type=int, default=1, help="node id of the first broker (default 1)")
     serve.add_argument("--cluster-id", default="fakekafka-cluster-0001", help="the cluster id clients see")
+    serve.add_argument("--clock", choices=["system", "frozen"], default="system",
+                       help="frozen: time moves only with `fakekafka ctl advance-clock`")
+    serve.add_argument("--group-initial-rebalance-delay-ms", type=int, default=0,
+                       help="group.initial.rebalance.delay.ms (default 0; Kafka's is 3000)")
+    serve.add_argument("--replication-lag-ms", type=int, default=0,
+                       help="how long followers take to copy a batch (default 0)")
+    serve.add_argument("--control-port", type=int, default=None,
+                       help="port for `fakekafka ctl` (default: --port + 100, or a free one with --port 0)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"],
                        help="debug logs one line per request")
+    ctl = sub.add_parser("ctl", help="steer a running `fakekafka serve`")
+    ctl.add_argument("--control", default="127.0.0.1:9192", help="its control address (printed by serve; "
+                                                                 "default 127.0.0.1:9192)")
+    ctl_sub = ctl.add_subparsers(dest="ctl_command", required=True)
+    for name, (help_text, _) in COMMANDS.items():
+        p = ctl_sub.add_parser(name, help=help_text)
+        positional, options = _CTL_ARGS[name]
+        for arg in positional:
+            p.add_argument(arg)
+        for opt in options:
+            p.add_argument("--" + opt.replace("_", "-"), dest=opt)
     return ap
 
 
 async def _serve(args: argparse.Namespace) -> int:
-    if args.partitions < 1:
-        print("fakekafka: --partitions must be at least 1", file=sys.stderr)
+    for name in ("partitions", "brokers", "replication_factor"):
+        if getattr(args, name) < 1:
+            print(f"fakekafka: --{name.replace('_', '-')} must be at least 1", file=sys.stderr)
+            return 2
+    if args.replication_factor > args.brokers:
+        print("fakekafka: --replication-factor cannot exceed --brokers", file=sys.stderr)
         return 2
     config = BrokerConfig(num_partitions=args.partitions, auto_create_topics=not args.no_auto_create_topics,
-                          cluster_id=args.cluster_id)
-    broker = Broker(args.node_id, args.host, args.port)
-    cluster = ClusterState(config, brokers=[broker])
-    server = Server(cluster, args.host, advertised_host=args.advertised_host)
+                          default_replication_factor=args.replication_factor, cluster_id=args.cluster_id,
+                          group_initial_rebalance_delay_ms=args.group_initial_rebalance_delay_ms,
+                          replication_lag_ms=args.replication_lag_ms)
+    cluster = Cluster(config=config, host=args.host, port=args.port, node_id=args.node_id, brokers=args.brokers,
+                      clock="frozen" if args.clock == "frozen" else None)
+    cluster.server.advertised_host = args.advertised_host
+    control_port = args.control_port if args.control_port is not None else (args.port + 100 if args.port else 0)
     try:
-        await server.start()
+        await cluster.__aenter__()
     except OSError as e:
         reason = "the address is already in use (is another broker running?)" if e.errno == errno.EADDRINUSE \
             else e.strerror or str(e)
         print(f"fakekafka: cannot listen on {args.host}:{args.port}: {reason}", file=sys.stderr)
         return 1
+    try:
+        control = await serve_control(cluster, args.host, control_port)
+    except OSError as e:
+        await cluster.__aexit__(None, None, None)
+        print(f"fakekafka: cannot listen on control port {args.host}:{control_port}: {e.strerror or e}",
+              file=sys.stderr)
+        return 1
     if args.advertised_port:
-        broker.port = args.advertised_port
+        if args.brokers != 1:
+            print("fakekafka: --advertised-port needs a single broker", file=sys.stderr)
+            return 2
+        cluster.state.brokers[args.node_id].port = args.advertised_port
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    print(f"fakekafka ready: bootstrap.servers={server.bootstrap_servers}", flush=True)
+    control_address = "{}:{}".format(*control.sockets[0].getsockname()[:2])
+    print(f"fakekafka ready: bootstrap.servers={cluster.bootstrap_servers} control={control_address}", flush=True)
     await stop.wait()
     logging.getLogger("fakekafka").info("shutting down")
-    await server.stop()
+    control.close()
+    await cluster.__aexit__(None, None, None)
+    return 0
+
+
+def _ctl(args: argparse.Namespace) -> int:
+    positional, options = _CTL_ARGS[args.ctl_command]
+    payload = {k: getattr(args, k) for k in (*positional, *options) if getattr(args, k) is not None}
+    try:
+        reply = send_command(args.control, args.ctl_command, payload)
+    except OSError as e:
+        print(f"fakekafka ctl: cannot reach {args.control}: {e.strerror or e} (is `fakekafka serve` running? its "
+              "ready line prints the control address)", file=sys.stderr)
+        return 1
+    if not reply.get("ok"):
+        print(f"fakekafka ctl: {reply.get('error')}", file=sys.stderr)
+        return 1
+    result = reply.get("result")
+    if isinstance(result, str):
+        print(result)
+    elif result is not None:
+        print(json.dumps(result, indent=2, default=str))
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "ctl":
+        return _ctl(args)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if args.command == "serve":
-        return asyncio.run(_serve(args))
-    return 2
+    return asyncio.run(_serve(args))

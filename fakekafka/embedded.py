@@ -91,9 +91,8 @@ class Cluster(ClusterHandle):
                                              group_initial_rebalance_delay_ms=group_initial_rebalance_delay_ms)
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
-        if brokers > 1 and port:
-            raise ValueError("with several brokers, let each pick a free port (port=0)")
-        self.state = ClusterState(self.config, clock, [Broker(node_id + i, host, port) for i in range(brokers)])
+        self.state = ClusterState(self.config, clock, [Broker(node_id + i, host, port + i if port else 0)
+                                                       for i in range(brokers)])
         self.server = Server(self.state, host)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None

@@ -19,6 +19,7 @@ from typing import Any
 from fakekafka.handlers import NO_RESPONSE, DropConnection, Park, RequestContext, dispatch, handler_for
 from fakekafka.handlers.api_versions import API_VERSIONS_KEY, unsupported_version_response
 from fakekafka.handlers.registry import error_response
+from fakekafka.model.clock import ManualClock
 from fakekafka.model.cluster import Broker, ClusterState
 from wire import DecodeError, ErrorCode, Request, UnknownApiKey, decode_request_header
 from wire.messages import API_MODULES
@@ -386,13 +387,21 @@ class Server:
     # --- parked requests (long-poll fetches) ----------------------------------------------------
     async def _park(self, park: Park) -> Any:
         loop = asyncio.get_running_loop()
+        clock = self.cluster.clock
+        frozen = isinstance(clock, ManualClock)
         deadline = None if park.wait_ms is None else loop.time() + park.wait_ms / 1000
         while True:
             remaining = None if deadline is None else deadline - loop.time()
+            if park.clock_deadline is not None:
+                model_left = (park.clock_deadline - clock.now_ms()) / 1000
+                if model_left <= 0:
+                    return park.resume(True)
+                if not frozen:
+                    remaining = model_left if remaining is None else min(remaining, model_left)
             if remaining is not None and remaining <= 0:
                 return park.resume(True)
             fut: asyncio.Future[None] = loop.create_future()
-            keys = [id(k) for k in park.keys]
+            keys = [id(k) for k in park.keys] + ([id(clock)] if park.clock_deadline is not None else [])
             for k in keys:
                 self._waiters[k].add(fut)
             try:

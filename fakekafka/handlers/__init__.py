@@ -58,7 +58,8 @@ def dispatch(ctx: RequestContext) -> Any:
 
     def finish(result: Any) -> Any:
         if isinstance(result, Park):
-            return Park(result.wait_ms, result.keys, lambda timed_out: finish(result.resume(timed_out)))
+            return Park(result.wait_ms, result.keys, lambda timed_out: finish(result.resume(timed_out)),
+                        result.clock_deadline)
         if FaultKind.DROP_AFTER in kinds:
             return DropConnection(applied=True)
         if throttle and isinstance(result, dict):

@@ -71,6 +71,7 @@ def handle_produce(ctx: RequestContext, req: Container) -> Any:
     if not waiting:
         return response
     node_id = ctx.broker.node_id
+    deadline = cluster.clock.now_ms() + max(req.timeout_ms, 0)
 
     def complete(timed_out: bool) -> Any:
         """acks=-1: done once the high watermark passes the batch, as Kafka's DelayedProduce."""
@@ -89,7 +90,7 @@ def handle_produce(ctx: RequestContext, req: Container) -> Any:
             else:
                 pending = True
         if pending:
-            return Park(req.timeout_ms, [w[0] for w in waiting], complete)
+            return Park(None, [w[0] for w in waiting], complete, clock_deadline=deadline)
         for _, _, result in waiting:
             result.pop("_done", None)
         return response

@@ -55,6 +55,9 @@ class Park:
     wait_ms: int | None
     keys: list[Any]
     resume: Callable[[bool], Any]
+    clock_deadline: int | None = None
+    """A deadline on the cluster's clock (model time, e.g. a Produce's timeout_ms); with a frozen clock it
+    passes only when the test advances the clock."""
 
 
 @dataclass

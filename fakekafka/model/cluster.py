@@ -185,6 +185,7 @@ class ClusterState:
                 if len(partition.replicas) > 1:
                     self.replicate(partition)
         self.groups.tick()
+        self.notify(self.clock)  # requests waiting on a clock deadline look again
 
     def next_deadline(self) -> int | None:
         times = [t for t in (self.groups.next_deadline(), self._replication_deadline()) if t is not None]

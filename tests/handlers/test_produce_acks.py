@@ -76,6 +76,7 @@ def test_isr_shrinking_below_min_while_waiting(cluster: fakekafka.Cluster) -> No
     for f in followers:
         cluster.pause_replication(f)
     _send(raw, timeout_ms=60_000)
+    assert not _answered_within(raw, 0.3)  # parked on the leader
     cluster.advance_clock(10_001)  # both followers fall out of the ISR; the HW moves to the leader's LEO
     assert _code(raw) == ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
     _send(raw)

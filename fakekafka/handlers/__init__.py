@@ -16,6 +16,7 @@ from fakekafka.handlers import (  # noqa: F401  (imported to register their hand
     find_coordinator,
     groups,
     init_producer_id,
+    leaders,
     list_offsets,
     metadata,
     offset_for_leader_epoch,

@@ -96,6 +96,10 @@ class Partition:
     last_caught_up: dict[int, int] = field(default_factory=dict)
     paused: set[int] = field(default_factory=set)
     producers: PartitionProducers = field(default_factory=PartitionProducers)
+    adding: list[int] = field(default_factory=list)
+    removing: list[int] = field(default_factory=list)
+    """An ongoing reassignment: replicas being added (catching up) and to be removed once they have."""
+    reassigned_from: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not self.isr:
@@ -247,6 +251,7 @@ class ClusterState:
                 self.event("isr_expand", topic=partition.topic.name, partition=partition.index, replica=follower,
                            isr=list(partition.isr))
         self._advance_high_watermark(partition)
+        self._maybe_complete_reassignment(partition)
 
     def _advance_high_watermark(self, partition: Partition) -> None:
         leader_log = partition.log
@@ -365,6 +370,83 @@ class ClusterState:
                                                              f"{topic}-{index} (ISR {p.isr})")
         if p.leader_id != node_id:
             self.elect_leader(p, preferred=node_id)
+
+    def reassign_partition(self, topic: str, index: int, replicas: list[int] | None) -> None:
+        """Moves a partition to `replicas` as Kafka reassigns: the added replicas join and catch up, and
+        only once all of them are in the ISR do the removed ones leave (leadership moves off them).
+        `replicas=None` cancels an ongoing reassignment."""
+        p = self.partition(topic, index)
+        if p is None:
+            raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{index} does not exist")
+        if replicas is None:
+            if not p.adding and not p.removing:
+                raise ApiError(ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, f"no reassignment of {topic}-{index}")
+            for r in p.adding:
+                p.logs.pop(r, None)
+                if r in p.isr:
+                    p.isr.remove(r)
+            p.replicas, p.adding, p.removing = list(p.reassigned_from), [], []
+            self.event("reassignment_cancelled", topic=topic, partition=index, replicas=list(p.replicas))
+            if p.leader_id not in p.replicas:
+                self.elect_leader(p)
+            return
+        if not replicas or len(set(replicas)) != len(replicas) or any(r not in self.brokers for r in replicas):
+            raise ApiError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                           f"invalid replica list {replicas}: it must be non-empty, without duplicates, of known "
+                           f"brokers {sorted(self.brokers)}")
+        original = p.reassigned_from if (p.adding or p.removing) else list(p.replicas)
+        p.reassigned_from = original
+        p.adding = [r for r in replicas if r not in original]
+        p.removing = [r for r in original if r not in replicas]
+        p.replicas = list(replicas) + p.removing
+        for r in p.adding:
+            p.logs.setdefault(r, PartitionLog())
+        self.event("reassignment_started", topic=topic, partition=index, target=list(replicas),
+                   adding=list(p.adding), removing=list(p.removing))
+        self.replicate(p)
+        self._maybe_complete_reassignment(p)
+
+    def _maybe_complete_reassignment(self, p: Partition) -> None:
+        if not p.adding and not p.removing:
+            return
+        target = [r for r in p.replicas if r not in p.removing]
+        if not all(r in p.isr for r in target):
+            return
+        removed = p.removing
+        p.replicas, p.adding, p.removing = target, [], []
+        p.isr = [r for r in p.isr if r in target]
+        for r in removed:
+            p.logs.pop(r, None)
+            p.paused.discard(r)
+        self.event("reassignment_completed", topic=p.topic.name, partition=p.index, replicas=list(target))
+        if p.leader_id not in target:
+            self.elect_leader(p, preferred=target[0])
+
+    def elect_unclean(self, topic: str, index: int) -> None:
+        """ElectLeaders UNCLEAN: an offline partition takes any live replica as leader (data may be lost)."""
+        p = self.partition(topic, index)
+        if p is None:
+            raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{index} does not exist")
+        if p.online:
+            raise ApiError(ErrorCode.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition.")
+        alive = [r for r in p.replicas if self.brokers[r].alive]
+        if not alive:
+            raise ApiError(ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE, "No live replica can become leader.")
+        p.isr = [alive[0]]
+        self.elect_leader(p, preferred=alive[0])
+
+    def elect_preferred_leader(self, topic: str, index: int) -> None:
+        """ElectLeaders PREFERRED for one partition, with Kafka's errors."""
+        p = self.partition(topic, index)
+        if p is None:
+            raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{index} does not exist")
+        preferred = p.replicas[0]
+        if p.leader_id == preferred:
+            raise ApiError(ErrorCode.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition.")
+        if preferred not in p.isr or not self.brokers[preferred].alive:
+            raise ApiError(ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE,
+                           f"Failed to elect leader for partition {topic}-{index} under strategy PreferredReplica")
+        self.elect_leader(p, preferred=preferred)
 
     def elect_preferred_leaders(self) -> int:
         """Moves leadership back to each partition's first replica where it is alive and in sync."""

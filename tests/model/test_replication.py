@@ -159,3 +159,49 @@ def test_replicas_are_placed_on_live_brokers_only() -> None:
     with pytest.raises(ApiError) as e:
         c.create_topic("u", 1, 3)
     assert e.value.code == ErrorCode.INVALID_REPLICATION_FACTOR
+
+
+def test_reassignment_adds_catches_up_then_removes() -> None:
+    c = make()
+    p = c.create_topic("t", assignments={0: [1, 2]}).partitions[0]
+    produce(c, p, b"a")
+    p.paused.add(3)  # the new replica cannot fetch yet
+    c.reassign_partition("t", 0, [2, 3])
+    assert (p.adding, p.removing, p.replicas) == ([3], [1], [2, 3, 1])
+    assert p.leader_id == 1 and p.isr == [1, 2]
+    p.paused.clear()
+    c.tick()
+    assert (p.replicas, p.adding, p.removing) == ([2, 3], [], [])
+    assert p.leader_id == 2 and values(p, 3) == [b"a"] and 1 not in p.logs
+    assert [e.kind for e in c.events if e.kind.startswith("reassignment")] == [
+        "reassignment_started", "reassignment_completed"]
+    with pytest.raises(ApiError) as e:
+        c.reassign_partition("t", 0, None)
+    assert e.value.code == ErrorCode.NO_REASSIGNMENT_IN_PROGRESS
+    with pytest.raises(ApiError) as e:
+        c.reassign_partition("t", 0, [1, 1])
+    assert e.value.code == ErrorCode.INVALID_REPLICA_ASSIGNMENT
+
+
+def test_reassignment_can_be_cancelled() -> None:
+    c = make()
+    p = c.create_topic("t", assignments={0: [1, 2]}).partitions[0]
+    produce(c, p, b"a")
+    p.paused.add(3)
+    c.reassign_partition("t", 0, [2, 3])
+    c.reassign_partition("t", 0, None)
+    assert (p.replicas, p.adding, p.removing, p.leader_id) == ([1, 2], [], [], 1)
+
+
+def test_preferred_and_unclean_elections_with_kafkas_errors() -> None:
+    c = make()
+    p = c.create_topic("t", 1, 2).partitions[0]
+    with pytest.raises(ApiError) as e:
+        c.elect_preferred_leader("t", 0)
+    assert e.value.code == ErrorCode.ELECTION_NOT_NEEDED
+    c.move_leader("t", 0, p.replicas[1])
+    c.elect_preferred_leader("t", 0)
+    assert p.leader_id == p.replicas[0]
+    with pytest.raises(ApiError) as e:
+        c.elect_unclean("t", 0)
+    assert e.value.code == ErrorCode.ELECTION_NOT_NEEDED

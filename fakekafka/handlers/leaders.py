@@ -1,0 +1,82 @@
+"""Leadership and replica placement: ElectLeaders (43) v0-2, AlterPartitionReassignments (45) v0,
+ListPartitionReassignments (46) v0.
+
+Behaviour: any broker answers (Kafka forwards these to the controller); a reassignment completes as
+soon as the added replicas are in the ISR, which with no replication lag is at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from construct import Container
+
+from fakekafka.handlers.registry import RequestContext, handles
+from fakekafka.model.cluster import ApiError
+from wire import ErrorCode
+
+PREFERRED, UNCLEAN = 0, 1
+
+
+@handles(43, 0, 2)
+def handle_elect_leaders(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    cluster = ctx.cluster
+    election = req.get("election_type", PREFERRED)
+    if req.topic_partitions is None:
+        wanted = [(t.name, [p.index for p in t.partitions]) for t in cluster.topics.values()]
+    else:
+        wanted = [(t.topic, list(t.partitions)) for t in req.topic_partitions]
+    if election not in (PREFERRED, UNCLEAN):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_REQUEST, "replica_election_results": []}
+    results = []
+    for topic, partitions in wanted:
+        outcome = []
+        for index in partitions:
+            code, message = ErrorCode.NONE, None
+            try:
+                if election == PREFERRED:
+                    cluster.elect_preferred_leader(topic, index)
+                else:
+                    cluster.elect_unclean(topic, index)
+            except ApiError as e:
+                code, message = e.code, e.message
+            outcome.append({"partition_id": index, "error_code": code, "error_message": message})
+        results.append({"topic": topic, "partition_result": outcome})
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "replica_election_results": results}
+
+
+@handles(45, 0, 0)
+def handle_alter_partition_reassignments(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    responses = []
+    for t in req.topics:
+        parts = []
+        for p in t.partitions:
+            code, message = ErrorCode.NONE, None
+            try:
+                ctx.cluster.reassign_partition(t.name, p.partition_index,
+                                               list(p.replicas) if p.replicas is not None else None)
+            except ApiError as e:
+                code, message = e.code, e.message
+            parts.append({"partition_index": p.partition_index, "error_code": code, "error_message": message})
+        responses.append({"name": t.name, "partitions": parts})
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None, "responses": responses}
+
+
+@handles(46, 0, 0)
+def handle_list_partition_reassignments(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    cluster = ctx.cluster
+    if req.topics is None:
+        wanted = [(t.name, [p.index for p in t.partitions]) for t in cluster.topics.values()]
+    else:
+        wanted = [(t.name, list(t.partition_indexes)) for t in req.topics]
+    topics = []
+    for name, indexes in wanted:
+        parts = []
+        for index in indexes:
+            p = cluster.partition(name, index)
+            if p is not None and (p.adding or p.removing):
+                parts.append({"partition_index": index, "replicas": list(p.replicas),
+                              "adding_replicas": list(p.adding), "removing_replicas": list(p.removing)})
+        if parts:
+            topics.append({"name": name, "partitions": parts})
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None, "topics": topics}

@@ -41,6 +41,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="port of the first broker; the next brokers take the following ports (default 9092; "
                             "0 picks free ones)")
     serve.add_argument("--brokers", type=int, default=1, metavar="N", help="number of brokers (default 1)")
+    serve.add_argument("--racks", help="comma-separated rack of each broker, e.g. a,b,c")
     serve.add_argument("--advertised-host", help="host clients are told to connect to (default: --host)")
     serve.add_argument("--advertised-port", type=int, help="port clients are told to connect to (one broker only)")
     serve.add_argument("--partitions", type=int, default=1, metavar="N",
@@ -86,8 +87,12 @@ async def _serve(args: argparse.Namespace) -> int:
                           default_replication_factor=args.replication_factor, cluster_id=args.cluster_id,
                           group_initial_rebalance_delay_ms=args.group_initial_rebalance_delay_ms,
                           replication_lag_ms=args.replication_lag_ms)
+    racks = args.racks.split(",") if args.racks else None
+    if racks is not None and len(racks) != args.brokers:
+        print(f"fakekafka: --racks names {len(racks)} racks for {args.brokers} brokers", file=sys.stderr)
+        return 2
     cluster = Cluster(config=config, host=args.host, port=args.port, node_id=args.node_id, brokers=args.brokers,
-                      clock="frozen" if args.clock == "frozen" else None)
+                      clock="frozen" if args.clock == "frozen" else None, racks=racks)
     cluster.server.advertised_host = args.advertised_host
     control_port = args.control_port if args.control_port is not None else (args.port + 100 if args.port else 0)
     try:

@@ -82,7 +82,7 @@ class Cluster(ClusterHandle):
     def __init__(self, *, partitions: int = 1, auto_create_topics: bool = True, host: str = "127.0.0.1",
                  port: int = 0, node_id: int = 1, clock: Clock | str | None = None,
                  config: BrokerConfig | None = None, group_initial_rebalance_delay_ms: int = 0,
-                 brokers: int = 1) -> None:
+                 brokers: int = 1, racks: list[str] | None = None) -> None:
         if clock == "frozen":
             clock = ManualClock()
         elif isinstance(clock, str):
@@ -91,8 +91,10 @@ class Cluster(ClusterHandle):
                                              group_initial_rebalance_delay_ms=group_initial_rebalance_delay_ms)
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
-        self.state = ClusterState(self.config, clock, [Broker(node_id + i, host, port + i if port else 0)
-                                                       for i in range(brokers)])
+        if racks is not None and len(racks) != brokers:
+            raise ValueError(f"racks names one rack per broker: {brokers} brokers, {len(racks)} racks")
+        self.state = ClusterState(self.config, clock, [
+            Broker(node_id + i, host, port + i if port else 0, racks[i] if racks else None) for i in range(brokers)])
         self.server = Server(self.state, host)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None

@@ -26,7 +26,7 @@ from fakekafka.model.config import BrokerConfig
 __all__ = ["fakekafka", "fakekafka_cluster", "kafka"]
 
 _CLUSTERS = pytest.StashKey[list[ClusterHandle]]()
-_SETTINGS = {"partitions", "auto_create_topics", "clock", "topics", "brokers", "config",
+_SETTINGS = {"partitions", "auto_create_topics", "clock", "topics", "brokers", "racks", "config",
              "group_initial_rebalance_delay_ms"}
 
 
@@ -67,7 +67,8 @@ def _start(settings: dict[str, Any]) -> Cluster:
         config = BrokerConfig(num_partitions=settings.get("partitions", 1),
                               auto_create_topics=settings.get("auto_create_topics", True),
                               group_initial_rebalance_delay_ms=settings.get("group_initial_rebalance_delay_ms", 0))
-    cluster = Cluster(config=config, clock=settings.get("clock"), brokers=settings.get("brokers", 1)).start()
+    cluster = Cluster(config=config, clock=settings.get("clock"), brokers=settings.get("brokers", 1),
+                      racks=settings.get("racks")).start()
     for name, partitions in (settings.get("topics") or {}).items():
         cluster.create_topic(name, partitions)
     return cluster

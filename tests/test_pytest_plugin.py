@@ -112,7 +112,7 @@ def external_broker() -> Iterator[str]:
     assert proc.stdout is not None
     line = proc.stdout.readline()
     assert "bootstrap.servers=" in line, line
-    yield line.strip().split("=", 1)[1]
+    yield next(part.split("=", 1)[1] for part in line.split() if part.startswith("bootstrap.servers="))
     proc.terminate()
     proc.wait(10)
 

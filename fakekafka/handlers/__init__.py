@@ -46,7 +46,9 @@ def dispatch(ctx: RequestContext) -> Any:
     assert reg is not None and reg.min_version <= ctx.version <= reg.max_version
     body = request.body
     assert body is not None
-    fired = ctx.cluster.faults.take(request.api_key, ctx.broker.node_id, request.client_id, body)
+    topics_by_id = ctx.cluster.topics_by_id
+    fired = ctx.cluster.faults.take(request.api_key, ctx.broker.node_id, request.client_id, body,
+                                    lambda topic_id: t.name if (t := topics_by_id.get(topic_id)) else None)
     if not fired:
         return reg.handler(ctx, body)
     for fault in fired:

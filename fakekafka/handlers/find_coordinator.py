@@ -3,7 +3,8 @@
 A group's coordinator is the leader of partition abs(hash(group id)) % offsets.topic.num.partitions of
 `__consumer_offsets` (Java's String.hashCode), so groups spread over brokers as in Kafka; the topic is
 created on first use. Behaviour: transactional ids are answered the same way (there is no
-`__transaction_state` yet).
+`__transaction_state` yet). An error injected by a test is answered for every key asked about (v4+
+has no top-level error code).
 """
 
 from __future__ import annotations
@@ -18,22 +19,29 @@ from wire import ErrorCode
 GROUP, TRANSACTION = 0, 1
 
 
+def _failed(key: str, code: ErrorCode, message: str | None = None) -> dict[str, Any]:
+    return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": code, "error_message": message}
+
+
 def _coordinator(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
     if key_type not in (GROUP, TRANSACTION):
-        return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": ErrorCode.INVALID_REQUEST,
-                "error_message": f"Unsupported key type {key_type}"}
+        return _failed(key, ErrorCode.INVALID_REQUEST, f"Unsupported key type {key_type}")
     if not key:
-        return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": ErrorCode.INVALID_REQUEST,
-                "error_message": "the coordinator key is empty"}
+        return _failed(key, ErrorCode.INVALID_REQUEST, "the coordinator key is empty")
     b = ctx.cluster.coordinator_for(key)
     if b is None:
-        return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                "error_message": "The coordinator is not available."}
+        return _failed(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available.")
     return {"key": key, "node_id": b.node_id, "host": b.host, "port": b.port, "error_code": ErrorCode.NONE,
             "error_message": None}
 
 
-@handles(10, 0, 6)
+def find_coordinator_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+    if ctx.version >= 4:
+        return {"throttle_time_ms": 0, "coordinators": [_failed(k, code) for k in req.coordinator_keys]}
+    return {"throttle_time_ms": 0, **_failed(req.key, code)}
+
+
+@handles(10, 0, 6, errors=find_coordinator_error_response)
 def handle_find_coordinator(ctx: RequestContext, req: Container) -> dict[str, Any]:
     key_type = req.get("key_type", GROUP)
     if ctx.version >= 4:

@@ -2,7 +2,8 @@
 
 Timestamps: -1 latest (the high watermark), -2 earliest (log start), -3 max timestamp (v7+),
 -4 earliest local (v8+, the log start: nothing is tiered), -5 latest tiered (v9+, -1: nothing is
-tiered); otherwise the first offset whose timestamp is >= the target, or -1 if there is none.
+tiered); otherwise the first offset whose timestamp is >= the target, or -1 if there is none. An error
+injected by a test is answered for every partition asked about (there is no top-level error code).
 """
 
 from __future__ import annotations
@@ -48,7 +49,14 @@ def _lookup(log: PartitionLog, timestamp: int, current_epoch: int) -> tuple[Erro
     return ErrorCode.NONE, found[1], found[0], _epoch_at(log, found[0])
 
 
-@handles(2, 1, 10)
+def list_offsets_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "topics": [
+        {"name": t.name, "partitions": [{"partition_index": p.partition_index, "error_code": code, "timestamp": -1,
+                                         "offset": -1, "leader_epoch": -1} for p in t.partitions]}
+        for t in req.topics]}
+
+
+@handles(2, 1, 10, errors=list_offsets_error_response)
 def handle_list_offsets(ctx: RequestContext, req: Container) -> dict[str, Any]:
     v = ctx.version
     topics = []

@@ -1,7 +1,7 @@
-"""OffsetForLeaderEpoch (key 23), v2-4: the end offset of a leader epoch, from the epoch history.
+"""OffsetForLeaderEpoch (key 23), v0-4: the end offset of a leader epoch, from the leader's epoch history.
 
-Clients call it after a leader change to detect truncation; with one replica per partition the
-history holds one epoch, and a newer epoch than the leader's gets UNKNOWN_LEADER_EPOCH.
+Clients call it after a leader change to detect truncation. v0 answers without the epoch; v2+ also
+checks the client's current leader epoch (FENCED_LEADER_EPOCH if older, UNKNOWN_LEADER_EPOCH if newer).
 """
 
 from __future__ import annotations
@@ -15,14 +15,21 @@ from fakekafka.handlers.registry import RequestContext, handles
 from wire import ErrorCode
 
 
-@handles(23, 2, 4)
+def offset_for_leader_epoch_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+    """An injected error for every partition asked about (there is no top-level error code)."""
+    return {"throttle_time_ms": 0, "topics": [
+        {"topic": t.topic, "partitions": [{"error_code": code, "partition": p.partition, "leader_epoch": -1,
+                                           "end_offset": -1} for p in t.partitions]} for t in req.topics]}
+
+
+@handles(23, 0, 4, errors=offset_for_leader_epoch_error_response)
 def handle_offset_for_leader_epoch(ctx: RequestContext, req: Container) -> dict[str, Any]:
     topics = []
     for t in req.topics:
         results = []
         for p in t.partitions:
             partition = ctx.cluster.partition(t.topic, p.partition)
-            code = leader_check(ctx, partition, p.current_leader_epoch)
+            code = leader_check(ctx, partition, p.get("current_leader_epoch", -1))
             epoch, end = -1, -1
             if code == ErrorCode.NONE:
                 assert partition is not None

@@ -3,7 +3,8 @@
 Commits come from the current generation and member only; generation -1 commits (consumers using
 assign() with a group id) are accepted while the group is Empty. Behaviour: offsets are kept in the
 coordinator's memory and are not written as records to `__consumer_offsets`; require_stable has
-nothing to wait for until transactions exist.
+nothing to wait for until transactions exist. An error injected by a test is answered for every
+partition of a commit (OffsetCommit has no top-level error code), and for every group of a v8+ fetch.
 """
 
 from __future__ import annotations
@@ -17,7 +18,13 @@ from fakekafka.handlers.registry import RequestContext, handles
 from wire import ErrorCode
 
 
-@handles(8, 2, 9)
+def offset_commit_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "topics": [
+        {"name": t.name, "partitions": [{"partition_index": p.partition_index, "error_code": code}
+                                        for p in t.partitions]} for t in req.topics]}
+
+
+@handles(8, 2, 9, errors=offset_commit_error_response)
 def handle_offset_commit(ctx: RequestContext, req: Container) -> dict[str, Any]:
     cluster = ctx.cluster
     wanted: dict[tuple[str, int], tuple[int, int, str | None]] = {}
@@ -57,7 +64,19 @@ def _fetch_group(ctx: RequestContext, group_id: str, topics: list[Container] | N
     return ErrorCode.NONE, [{"name": name, "partitions": parts} for name, parts in by_topic.items()]
 
 
-@handles(9, 1, 9)
+def offset_fetch_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+    """v8+: per group; v2-7: the top-level code; v1 has none, so each requested partition carries it."""
+    if ctx.version >= 8:
+        return {"throttle_time_ms": 0, "groups": [{"group_id": g.group_id, "topics": [], "error_code": code}
+                                                  for g in req.groups]}
+    topics = [] if ctx.version >= 2 or req.topics is None else [
+        {"name": t.name, "partitions": [{"partition_index": i, "committed_offset": -1, "committed_leader_epoch": -1,
+                                         "metadata": "", "error_code": code} for i in t.partition_indexes]}
+        for t in req.topics]
+    return {"throttle_time_ms": 0, "topics": topics, "error_code": code}
+
+
+@handles(9, 1, 9, errors=offset_fetch_error_response)
 def handle_offset_fetch(ctx: RequestContext, req: Container) -> dict[str, Any]:
     if ctx.version >= 8:
         groups = []

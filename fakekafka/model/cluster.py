@@ -7,6 +7,7 @@ wake long-polling fetches without the model knowing about the server.
 
 from __future__ import annotations
 
+import logging
 import re
 import uuid
 from bisect import bisect_left
@@ -25,6 +26,7 @@ from wire.records import InvalidBatch, iter_batches
 __all__ = ["ApiError", "AppendResult", "Broker", "ClusterState", "Event", "Partition", "Topic",
            "validate_topic_name"]
 
+_events_log = logging.getLogger("fakekafka.events")
 MAX_TOPIC_NAME = 249
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -196,8 +198,9 @@ class ClusterState:
         return min(times, default=None)
 
     def event(self, kind: str, **details: object) -> None:
-        """Records a fault or state change for tests to assert on (and the logs)."""
+        """Records a fault or state change for tests to assert on, and logs it."""
         self.events.append(Event(self.clock.now_ms(), kind, details))
+        _events_log.info("%s %s", kind, " ".join(f"{k}={v}" for k, v in details.items()))
 
     # --- replication -------------------------------------------------------------------------------
     def _fetching(self, partition: Partition, follower: int) -> bool:
@@ -309,6 +312,9 @@ class ClusterState:
             self.notify(partition)
             return
         new = candidates[0]
+        if not self._same_log(partition.logs.get(old), partition.logs[new]):
+            # the producer state described the old leader's log; the new leader's differs
+            partition.producers = PartitionProducers.from_log(partition.logs[new].batches)
         partition.leader_id = new
         partition.leader_epoch += 1
         if unclean:
@@ -319,6 +325,14 @@ class ClusterState:
                    previous=old, leader_epoch=partition.leader_epoch, unclean=unclean, isr=list(partition.isr))
         self.replicate(partition)
         self.notify(partition)
+
+    @staticmethod
+    def _same_log(a: PartitionLog | None, b: PartitionLog) -> bool:
+        """Whether two replicas' logs hold the same batches (followers share the leader's batch objects,
+        so comparing the ends is enough): then an election need not rebuild producer state."""
+        if a is None or a.log_end_offset != b.log_end_offset or len(a.batches) != len(b.batches):
+            return False
+        return not a.batches or a.batches[-1] is b.batches[-1]
 
     def _elect_controller(self) -> None:
         alive = sorted(b.node_id for b in self.alive_brokers())

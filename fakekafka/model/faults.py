@@ -5,6 +5,8 @@ throttling. Rules are matched in handler dispatch (never in the server) and ever
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -89,11 +91,13 @@ class Faults:
     def clear(self) -> None:
         self.rules.clear()
 
-    def take(self, api_key: int, broker: int, client_id: str | None, body: Any) -> list[Fault]:
-        """The rules this request triggers, each counted down once."""
+    def take(self, api_key: int, broker: int, client_id: str | None, body: Any,
+             topic_name: Callable[[uuid.UUID], str | None] | None = None) -> list[Fault]:
+        """The rules this request triggers, each counted down once. `topic_name` resolves the topic ids
+        that requests name topics by (Fetch v13+), so a rule for a topic matches them too."""
         if not self.rules:
             return []
-        touched = touched_partitions(body)
+        touched = touched_partitions(body, topic_name)
         fired = []
         for rule in self.rules:
             if rule.matches(api_key, broker, client_id, touched):
@@ -108,26 +112,47 @@ class Faults:
 _TOPIC_KEYS = ("name", "topic")
 _PARTITION_LISTS = ("partition_data", "partitions", "partition_indexes")
 _PARTITION_KEYS = ("index", "partition", "partition_index")
+_TOPIC_RESOURCE = 2  # DescribeConfigs / AlterConfigs resource_type
 
 
-def touched_partitions(body: Any) -> set[tuple[str, int | None]]:
-    """(topic, partition or None) pairs a request names, found by Kafka's field names."""
+def touched_partitions(body: Any, topic_name: Callable[[uuid.UUID], str | None] | None = None
+                       ) -> set[tuple[str, int | None]]:
+    """(topic, partition or None) pairs a request names, found by Kafka's field names: the entries of its
+    topic lists (a field named like `topics`, `topic_data` or `topic_names`, at any depth) with the
+    partitions they list, and topic resources of the config APIs. Other entries that carry a `name`
+    (JoinGroup's protocols, a new topic's configs) are not topics. A topic given by id only (Fetch v13+)
+    is named through `topic_name`, if given."""
     found: set[tuple[str, int | None]] = set()
+
+    def topic_entry(entry: Any) -> None:
+        if isinstance(entry, str):
+            found.add((entry, None))
+            return
+        if not isinstance(entry, dict):
+            return
+        topic = next((entry[k] for k in _TOPIC_KEYS if isinstance(entry.get(k), str) and entry[k]), None)
+        if topic is None and topic_name is not None and isinstance(entry.get("topic_id"), uuid.UUID):
+            topic = topic_name(entry["topic_id"])
+        if topic is None:
+            return
+        parts = next((entry[k] for k in _PARTITION_LISTS if isinstance(entry.get(k), list)), None)
+        if not parts:
+            found.add((topic, None))
+            return
+        for p in parts:
+            index = p if isinstance(p, int) else next(
+                (p[k] for k in _PARTITION_KEYS if isinstance(p, dict) and k in p), None)
+            found.add((topic, index))
 
     def walk(obj: Any) -> None:
         if isinstance(obj, dict):
-            topic = next((obj[k] for k in _TOPIC_KEYS if isinstance(obj.get(k), str)), None)
-            parts = next((obj[k] for k in _PARTITION_LISTS if isinstance(obj.get(k), list)), None)
-            if topic is not None:
-                if parts:
-                    for p in parts:
-                        index = p if isinstance(p, int) else next(
-                            (p[k] for k in _PARTITION_KEYS if isinstance(p, dict) and k in p), None)
-                        found.add((topic, index))
-                else:
-                    found.add((topic, None))
-            for value in obj.values():
-                if isinstance(value, (dict, list)):
+            if obj.get("resource_type") == _TOPIC_RESOURCE and isinstance(obj.get("resource_name"), str):
+                found.add((obj["resource_name"], None))
+            for key, value in obj.items():
+                if isinstance(value, list) and "topic" in key:
+                    for entry in value:
+                        topic_entry(entry)
+                elif isinstance(value, (dict, list)):
                     walk(value)
         elif isinstance(obj, list):
             for item in obj:

@@ -7,10 +7,11 @@ remembered so a retried batch is answered with its original offset and never app
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from wire import ErrorCode
-from wire.records import BatchHeader
+from wire.records import BatchHeader, TimestampType, read_header
 
 __all__ = ["ProducerIds", "PartitionProducers", "SequenceCheck"]
 
@@ -79,6 +80,19 @@ class PartitionProducers:
 
     def __init__(self) -> None:
         self.entries: dict[int, _ProducerEntry] = {}
+
+    @classmethod
+    def from_log(cls, batches: Iterable[bytes | bytearray]) -> PartitionProducers:
+        """The state a replica holds for the batches in its own log, as Kafka's followers build it while
+        they append and reload it after truncating. A new leader starts from this: a retried batch that
+        only the old leader had is appended again, not answered as a duplicate of an offset that is gone."""
+        state = cls()
+        for batch in batches:
+            h = read_header(batch)
+            if h.producer_id >= 0 and h.base_sequence >= 0 and not h.is_control:
+                append_time = h.max_timestamp if h.timestamp_type == TimestampType.LOG_APPEND_TIME else -1
+                state.record(h, h.base_offset, append_time)
+        return state
 
     def check(self, header: BatchHeader) -> SequenceCheck:
         entry = self.entries.get(header.producer_id)

@@ -205,3 +205,23 @@ def test_preferred_and_unclean_elections_with_kafkas_errors() -> None:
     with pytest.raises(ApiError) as e:
         c.elect_unclean("t", 0)
     assert e.value.code == ErrorCode.ELECTION_NOT_NEEDED
+
+
+def test_a_new_leader_knows_the_producer_sequences_of_its_own_log_only() -> None:
+    """An idempotent batch that only the old leader had (not yet committed) is appended again when the
+    producer retries it on the new leader, not answered as a duplicate of an offset the new log lacks;
+    a batch the new leader holds is still recognised."""
+    c = make()
+    p = c.create_topic("t", 1, 3).partitions[0]
+
+    def batch(seq: int) -> bytes:
+        return build_batch([{"value": b"s%d" % seq}], producer_id=7, producer_epoch=0, base_sequence=seq)
+
+    assert c.append(p, batch(0), -1).base_offset == 0
+    p.paused.add(2)  # the successor misses seq 1
+    assert c.append(p, batch(1), -1).base_offset == 1
+    c.kill_broker(1)
+    assert (p.leader_id, p.log.log_end_offset) == (2, 1)
+    assert c.append(p, batch(0), -1).base_offset == 0  # a duplicate the new leader holds
+    assert c.append(p, batch(1), -1).base_offset == 1  # appended, not "duplicate of offset 1"
+    assert values(p, 2) == [b"s0", b"s1"] and p.log.log_end_offset == 2

@@ -333,6 +333,14 @@ class Cluster(ClusterHandle):
             self.state.tick()
         self.call(apply)
 
+    def shrink_isr(self, topic: str, partition: int, node_id: int) -> None:
+        """Takes a follower out of the partition's ISR now; it stays out until `expand_isr`."""
+        self.call(lambda: self.state.shrink_isr(topic, partition, node_id))
+
+    def expand_isr(self, topic: str, partition: int, node_id: int) -> None:
+        """Lets the follower fetch again: it rejoins the ISR once caught up."""
+        self.call(lambda: self.state.expand_isr(topic, partition, node_id))
+
     def move_leader(self, topic: str, partition: int, node_id: int) -> None:
         self.call(lambda: self.state.move_leader(topic, partition, node_id))
 

@@ -385,6 +385,27 @@ class ClusterState:
         if p.leader_id != node_id:
             self.elect_leader(p, preferred=node_id)
 
+    def shrink_isr(self, topic: str, index: int, replica: int) -> None:
+        """Takes a follower out of the ISR now (and stops its fetching, or it would rejoin at once)."""
+        p = self.partition(topic, index)
+        if p is None:
+            raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{index} does not exist")
+        if replica == p.leader_id or replica not in p.isr:
+            raise ApiError(ErrorCode.INVALID_REQUEST, f"broker {replica} is not a follower in the ISR {p.isr} of "
+                                                      f"{topic}-{index} (leader {p.leader_id})")
+        p.paused.add(replica)
+        p.isr.remove(replica)
+        self.event("isr_shrink", topic=topic, partition=index, replica=replica, isr=list(p.isr), forced=True)
+        self._advance_high_watermark(p)
+
+    def expand_isr(self, topic: str, index: int, replica: int) -> None:
+        """Lets a follower fetch again; it rejoins the ISR as soon as it has caught up, as in Kafka."""
+        p = self.partition(topic, index)
+        if p is None or replica not in p.replicas:
+            raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"broker {replica} has no replica of {topic}-{index}")
+        p.paused.discard(replica)
+        self.replicate(p)
+
     def reassign_partition(self, topic: str, index: int, replicas: list[int] | None) -> None:
         """Moves a partition to `replicas` as Kafka reassigns: the added replicas join and catch up, and
         only once all of them are in the ISR do the removed ones leave (leadership moves off them).

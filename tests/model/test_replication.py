@@ -225,3 +225,17 @@ def test_a_new_leader_knows_the_producer_sequences_of_its_own_log_only() -> None
     assert c.append(p, batch(0), -1).base_offset == 0  # a duplicate the new leader holds
     assert c.append(p, batch(1), -1).base_offset == 1  # appended, not "duplicate of offset 1"
     assert values(p, 2) == [b"s0", b"s1"] and p.log.log_end_offset == 2
+
+
+def test_forced_isr_shrink_and_expand() -> None:
+    c = make()
+    p = c.create_topic("t", 1, 3).partitions[0]
+    c.shrink_isr("t", 0, 3)
+    assert p.isr == [1, 2]
+    produce(c, p, b"a")
+    assert p.logs[3].log_end_offset == 0 and p.log.high_watermark == 1  # the HW no longer waits for 3
+    with pytest.raises(ApiError):
+        c.shrink_isr("t", 0, p.leader_id)
+    c.expand_isr("t", 0, 3)
+    assert p.isr == [1, 2, 3] and values(p, 3) == [b"a"]
+    assert [e.kind for e in c.events] == ["isr_shrink", "isr_expand"]

@@ -1,0 +1,295 @@
+"""The brokers a run compares: started here (fakekafka, tansu, a Kafka container, librdkafka's mock
+cluster) or reached at an address (bootstrap=HOST:PORT).
+
+    fakekafka          `python -m fakekafka serve --port 0 --no-auto-create-topics` (a subprocess)
+    tansu              $FAKEKAFKA_BIN/tansu (from `eval "$(bash .ci/install.sh)"`), memory storage; it always
+                       auto-creates topics and joins groups only after session.timeout.ms / 2, so it runs
+                       with session.timeout.ms=10000 and long waits
+    kafka              apache/kafka (KRaft, one node) through testcontainers, auto-create off; needs Docker
+                       and `pip install testcontainers`
+    librdkafka-mock    the mock cluster inside librdkafka (confluent-kafka): only librdkafka clients can
+                       talk to it; no CreateTopics (topics appear with 4 partitions when first asked for)
+    bootstrap=H:P      any running cluster; whether it auto-creates topics is probed once
+
+A broker that cannot be had here raises Unavailable with the reason and how to fix it; its cells are
+skipped, not failed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from compat.clients.base import Timing, Unsupported
+
+if TYPE_CHECKING:
+    from compat.env import Env
+
+__all__ = ["KINDS", "Target", "Unavailable", "start_target", "tansu_binary"]
+
+HOST = "127.0.0.1"
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KAFKA_IMAGE = "apache/kafka:3.9.0"
+KINDS = ("fakekafka", "tansu", "kafka", "librdkafka-mock", "bootstrap=HOST:PORT")
+
+FAST = Timing(op_s=15, fetch_s=10, group_s=30, session_timeout_ms=6000, heartbeat_ms=500, metadata_ms=2000)
+SLOW_GROUPS = Timing(op_s=30, fetch_s=15, group_s=60, session_timeout_ms=10000, heartbeat_ms=1000, metadata_ms=3000)
+
+
+class Unavailable(Exception):
+    """This broker cannot be had on this machine (the reason says what to install or start)."""
+
+
+@dataclass
+class Target:
+    name: str
+    bootstrap: str
+    timing: Timing
+    auto_create: bool | None
+    clients: tuple[str, ...] | None = None  # the only clients that can talk to it (None: all)
+    create_topics: bool = True  # CreateTopics works
+    slow_groups: bool = False  # group joins take seconds (`--quick` leaves out the slow scenarios)
+    note: str = ""
+    cannot: dict[str, str] = field(default_factory=dict)  # client abilities it cannot serve (see Client.cannot)
+    stop: Callable[[], None] = field(default=lambda: None, repr=False)
+
+    def features(self) -> set[str]:
+        return {"auto_create_off"} if self.auto_create is False else set()
+
+    def create_topic(self, env: Env, topic: str, partitions: int, configs: dict[str, str] | None) -> None:
+        cluster = env.cluster()
+        if self.create_topics:
+            cluster.create_topic(topic, partitions, replication_factor=1, configs=configs)
+        else:
+            if partitions != 1 or configs:
+                raise Unsupported(f"{self.name} cannot create topics with {partitions} partitions or configs")
+            _auto_create(self.bootstrap, topic)
+        deadline = time.monotonic() + self.timing.op_s
+        while True:  # until every partition has a leader (Kafka creates topics asynchronously)
+            try:
+                t = cluster._topic(topic)
+                if len(t.partitions) >= partitions and all(p.leader_id >= 0 for p in t.partitions):
+                    return
+            except Exception:  # noqa: BLE001 - not there yet
+                if time.monotonic() > deadline:
+                    raise
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{topic} has no leaders after {self.timing.op_s}s")
+            time.sleep(0.05)
+
+
+def _auto_create(bootstrap: str, topic: str) -> bool:
+    """Metadata for `topic` with allow_auto_topic_creation; True if the broker then knows the topic."""
+    from fakekafka.client import WireConnection
+    host, port = bootstrap.split(",")[0].rsplit(":", 1)
+    conn = WireConnection(host, int(port), "compat-probe", 10)
+    try:
+        v = min(conn.version_for(3), 12)
+        for _ in range(20):
+            r = conn.request(3, v, {"topics": [{"name": topic}], "allow_auto_topic_creation": True})
+            if any(t.name == topic and t.error_code == 0 for t in r.topics):
+                return True
+            if not any(t.error_code == 5 for t in r.topics):  # LEADER_NOT_AVAILABLE: being created
+                return False
+            time.sleep(0.1)
+        return False
+    finally:
+        conn.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def _accepts(port: int) -> bool:
+    try:
+        with socket.create_connection((HOST, port), timeout=0.1):
+            return True
+    except OSError:
+        return False
+
+
+def _spawn(cmd: list[str], ready: re.Pattern[bytes], timeout: float, port: int | None = None,
+           env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], re.Match[bytes]]:
+    """Starts cmd in its own process group; returns once its output matches `ready` (and `port` accepts)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            start_new_session=True, cwd=ROOT, env=env)
+    out = bytearray()
+    deadline = time.monotonic() + timeout
+    fd = proc.stdout.fileno()  # type: ignore[union-attr]
+    match = None
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise Unavailable(f"{cmd[0]} exited with {proc.returncode}: {out.decode(errors='replace')[-1000:]}")
+        r, _, _ = select.select([fd], [], [], 0.05)
+        if r:
+            out += os.read(fd, 65536)
+        match = match or ready.search(out)
+        if match and (port is None or _accepts(port)):
+            # keep draining its output so it never blocks on a full pipe
+            import threading
+            threading.Thread(target=lambda: [None for _ in iter(lambda: os.read(fd, 65536), b"")],
+                             daemon=True).start()
+            return proc, match
+    _kill(proc)
+    raise Unavailable(f"{cmd[0]} not ready after {timeout:.0f}s: {out.decode(errors='replace')[-1000:]}")
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to the process group, SIGKILL after 5 s."""
+    if proc.poll() is not None:
+        return
+    for sig, wait in ((signal.SIGTERM, 5), (signal.SIGKILL, 5)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def tansu_binary() -> str | None:
+    """$FAKEKAFKA_BIN/tansu, else ~/.cache/fakekafka/bin/tansu, else `tansu` on PATH."""
+    for d in (os.environ.get("FAKEKAFKA_BIN"), os.path.expanduser("~/.cache/fakekafka/bin")):
+        if d and os.access(os.path.join(d, "tansu"), os.X_OK):
+            return os.path.join(d, "tansu")
+    return shutil.which("tansu")
+
+
+def start_fakekafka() -> Target:
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    cmd = [sys.executable, "-m", "fakekafka", "serve", "--host", HOST, "--port", "0", "--no-auto-create-topics",
+           "--log-level", "warning"]
+    proc, m = _spawn(cmd, re.compile(rb"bootstrap\.servers=(\S+)"), 30, env=env)
+    return Target("fakekafka", m.group(1).decode(), FAST, auto_create=False, stop=lambda: _kill(proc))
+
+
+def start_tansu() -> Target:
+    binary = tansu_binary()
+    if binary is None:
+        raise Unavailable('tansu is not installed: run `eval "$(bash .ci/install.sh)"` (sets FAKEKAFKA_BIN)')
+    port = _free_port()
+    url = f"tcp://{HOST}:{port}"
+    proc, _ = _spawn([binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
+                      "--storage-engine", "memory://tansu/"], re.compile(rb"ready in"), 30, port=port)
+    return Target("tansu", f"{HOST}:{port}", SLOW_GROUPS, auto_create=True, slow_groups=True,
+                  note="session.timeout.ms=10000 (tansu answers JoinGroup after half of it)",
+                  stop=lambda: _kill(proc))
+
+
+def start_kafka() -> Target:
+    try:
+        import docker  # testcontainers' own dependency
+        from testcontainers.core.container import DockerContainer
+    except ImportError:
+        raise Unavailable("real Kafka needs testcontainers and Docker: pip install testcontainers, "
+                          "and start a Docker daemon") from None
+    try:
+        docker.from_env(timeout=5).ping()
+    except Exception as e:  # noqa: BLE001 - any failure to reach the daemon
+        raise Unavailable(f"real Kafka needs a Docker daemon, and none is reachable ({type(e).__name__}: "
+                          f"{str(e)[:200]}): start Docker (or use --broker bootstrap=HOST:PORT with "
+                          f"`docker compose up -d` elsewhere)") from None
+    port = _free_port()
+    container = DockerContainer(KAFKA_IMAGE).with_bind_ports(9092, port)
+    for k, v in {
+        "KAFKA_NODE_ID": "1", "KAFKA_PROCESS_ROLES": "broker,controller",
+        "KAFKA_LISTENERS": "PLAINTEXT://:9092,CONTROLLER://:9093",
+        "KAFKA_ADVERTISED_LISTENERS": f"PLAINTEXT://{HOST}:{port}",
+        "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
+        "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "KAFKA_CONTROLLER_QUORUM_VOTERS": "1@localhost:9093", "KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR": "1",
+        "KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR": "1", "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR": "1",
+        "KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "0", "KAFKA_AUTO_CREATE_TOPICS_ENABLE": "false",
+    }.items():
+        container = container.with_env(k, v)
+    container.start()
+    bootstrap = f"{HOST}:{port}"
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            from fakekafka.client import RemoteCluster
+            with RemoteCluster(bootstrap, timeout=5) as rc:
+                rc.topics()
+            break
+        except Exception:  # noqa: BLE001 - still starting
+            if time.monotonic() > deadline:
+                container.stop()
+                raise Unavailable(f"{KAFKA_IMAGE} did not answer on {bootstrap} within 120 s") from None
+            time.sleep(1)
+    return Target("kafka", bootstrap, dataclasses.replace(FAST, group_s=60), auto_create=False,
+                  note=KAFKA_IMAGE, stop=container.stop)
+
+
+def start_librdkafka_mock() -> Target:
+    try:
+        import logging
+        import queue
+
+        from confluent_kafka import Producer
+    except ImportError:
+        raise Unavailable("librdkafka's mock cluster comes with confluent-kafka: pip install confluent-kafka") from None
+    lines: queue.Queue[str] = queue.Queue()
+
+    class Catch(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.put(record.getMessage())
+    logger = logging.getLogger(f"compat.librdkafka-mock.{uuid.uuid4().hex[:6]}")
+    logger.propagate = False
+    logger.addHandler(Catch())
+    logger.setLevel(logging.DEBUG)
+    holder = Producer({"bootstrap.servers": "unused:1", "test.mock.num.brokers": 1, "logger": logger,
+                       "log_level": 6})
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        holder.poll(0.1)
+        while not lines.empty():
+            m = re.search(r"replaced with (\S+)", lines.get())
+            if m:
+                def stop(p: Any = holder) -> None:
+                    p.flush(1)
+                return Target("librdkafka-mock", m.group(1), FAST, auto_create=True,
+                              clients=("confluent-kafka", "kcat"), create_topics=False,
+                              cannot={"admin": "librdkafka's mock cluster has no CreateTopics"},
+                              note="topics auto-created with 4 partitions; only librdkafka clients", stop=stop)
+    raise Unavailable("librdkafka did not report its mock cluster's address")
+
+
+def connect_bootstrap(address: str) -> Target:
+    from fakekafka.client import RemoteCluster
+    try:
+        with RemoteCluster(address, timeout=10) as rc:
+            rc.topics()
+    except Exception as e:  # noqa: BLE001
+        raise Unavailable(f"nothing answers at {address}: {e}") from None
+    auto = _auto_create(address, f"compat-probe-{uuid.uuid4().hex[:8]}")
+    return Target(f"bootstrap={address}", address, dataclasses.replace(FAST, group_s=60, op_s=30),
+                  auto_create=auto, note=f"auto-create {'on' if auto else 'off'} (probed)")
+
+
+def start_target(spec: str) -> Target:
+    """The broker named on the command line (see the module docstring); Unavailable if it cannot be had."""
+    if spec.startswith("bootstrap="):
+        return connect_bootstrap(spec.split("=", 1)[1])
+    starters = {"fakekafka": start_fakekafka, "tansu": start_tansu, "kafka": start_kafka,
+                "librdkafka-mock": start_librdkafka_mock}
+    if spec not in starters:
+        raise ValueError(f"unknown broker {spec!r}: choose from {', '.join(KINDS)}")
+    return starters[spec]()

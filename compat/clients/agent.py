@@ -1,0 +1,297 @@
+"""Clients in another process, driven over JSON lines: the Java client (one JVM per run) and members that a
+scenario needs to crash (kill -9: no LeaveGroup, the group notices only when the session times out).
+
+The protocol, one JSON object per line each way; the agent answers requests in order:
+
+    -> {"id": 1, "op": "produce", "topic": "t", "recs": [REC...], "codec": "zstd", "one_batch": false,
+        "max_request_bytes": null}
+    <- {"id": 1, "ok": true, "result": [[0, 0], [0, 1]]}
+    <- {"id": 1, "ok": false, "error": {"code": "TOPIC_ALREADY_EXISTS", "type": "TopicExistsException",
+                                        "message": "..."}}          a ClientError
+    <- {"id": 1, "ok": false, "unsupported": "why"}                 Unsupported
+    <- {"id": 1, "ok": false, "harness": "stack trace"}             anything else
+
+REC is {"k": hex|null, "v": hex|null, "h": [[name, hex|null]...], "p": partition|null, "o": offset,
+"ts": ms|null}. The ops are the methods of `Client` (produce, fetch, list_offsets, create_topic,
+partition_count, committed, member_open) and of `Member` (member_assignment, member_take, member_errors,
+member_commit, member_position, member_seek, member_close), each with the method's arguments by name and
+"m" naming the member; then "quit". compat/clients/java/CompatDriver.java speaks the same.
+
+`python -m compat.clients.agent CLIENT BOOTSTRAP TIMING_JSON` serves one Python client this way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import traceback
+from typing import Any
+
+from compat.clients.base import (
+    TP,
+    Client,
+    ClientError,
+    HarnessError,
+    Member,
+    Rec,
+    Timing,
+    Unsupported,
+    rec_from_json,
+    rec_to_json,
+)
+
+__all__ = ["AgentClient", "serve"]
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+class AgentClient(Client):
+    """A Client whose calls go to an agent process."""
+
+    def __init__(self, name: str, bootstrap: str, timing: Timing, cmd: list[str], *, own_member: bool = False,
+                 cwd: str | None = None) -> None:
+        super().__init__(bootstrap, timing)
+        self.name = name
+        self.cmd = cmd
+        self._stderr = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+                                     cwd=cwd, start_new_session=True, text=True, bufsize=1)
+        self._next = 0
+        self._lock = threading.Lock()
+        self.own_member = own_member
+
+    @classmethod
+    def python(cls, name: str, bootstrap: str, timing: Timing) -> AgentClient:
+        env_cmd = [sys.executable, "-m", "compat.clients.agent", name, bootstrap,
+                   json.dumps(dataclasses.asdict(timing))]
+        return cls(name, bootstrap, timing, env_cmd, cwd=ROOT)
+
+    def stderr_tail(self, n: int = 3000) -> str:
+        self._stderr.seek(0)
+        return self._stderr.read().decode(errors="replace")[-n:]
+
+    def request(self, op: str, timeout: float | None = None, **args: Any) -> Any:
+        with self._lock:
+            if self.proc.poll() is not None:
+                raise HarnessError(f"{self.name} agent exited ({self.proc.returncode}): {self.stderr_tail()}")
+            self._next += 1
+            rid = self._next
+            try:
+                self.proc.stdin.write(json.dumps({"id": rid, "op": op, **args}) + "\n")  # type: ignore[union-attr]
+                self.proc.stdin.flush()  # type: ignore[union-attr]
+            except OSError as e:
+                raise HarnessError(f"{self.name} agent: {e}: {self.stderr_tail()}") from None
+            line = self._readline(timeout or (self.timing.op_s + self.timing.fetch_s + 30))
+        answer = json.loads(line)
+        if answer.get("id") != rid:
+            raise HarnessError(f"{self.name} agent answered {answer.get('id')} to request {rid}")
+        if answer.get("ok"):
+            return answer.get("result")
+        if "error" in answer:
+            e = answer["error"]
+            raise ClientError(e["code"], e.get("type", ""), e.get("message", ""))
+        if "unsupported" in answer:
+            raise Unsupported(answer["unsupported"])
+        raise HarnessError(f"{self.name} agent, {op}: {answer.get('harness')}")
+
+    def _readline(self, timeout: float) -> str:
+        result: list[str] = []
+        t = threading.Thread(target=lambda: result.append(self.proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
+        t.start()
+        t.join(timeout)
+        if t.is_alive():
+            self.kill()
+            raise HarnessError(f"{self.name} agent did not answer in {timeout:.0f}s; killed. {self.stderr_tail()}")
+        if not result or not result[0]:
+            raise HarnessError(f"{self.name} agent closed its output: {self.stderr_tail()}")
+        return result[0]
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait(10)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.request("quit", timeout=20)
+            except (HarnessError, OSError, ValueError):
+                pass
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self._stderr.close()
+
+    # --- Client -------------------------------------------------------------------------------------
+    def produce(self, topic: str, recs: list[Rec], *, codec: str = "none", one_batch: bool = False,
+                max_request_bytes: int | None = None) -> list[tuple[int, int]]:
+        out = self.request("produce", topic=topic, recs=[rec_to_json(r) for r in recs], codec=codec,
+                           one_batch=one_batch, max_request_bytes=max_request_bytes)
+        return [tuple(x) for x in out]  # type: ignore[misc]
+
+    def fetch(self, topic: str, partition: int, offset: int, count: int, reset: str = "earliest") -> list[Rec]:
+        return [rec_from_json(r) for r in self.request("fetch", topic=topic, partition=partition, offset=offset,
+                                                      count=count, reset=reset)]
+
+    def list_offsets(self, topic: str, partition: int, spec: str | int) -> int | None:
+        return self.request("list_offsets", topic=topic, partition=partition, spec=spec)
+
+    def create_topic(self, topic: str, partitions: int, replication_factor: int = 1,
+                     configs: dict[str, str] | None = None) -> None:
+        self.request("create_topic", topic=topic, partitions=partitions, replication_factor=replication_factor,
+                     configs=configs or {})
+
+    def partition_count(self, topic: str) -> int:
+        return self.request("partition_count", topic=topic)
+
+    def committed(self, group: str, topic: str, partitions: int) -> dict[int, tuple[int, str | None]]:
+        out = self.request("committed", group=group, topic=topic, partitions=partitions)
+        return {int(p): (o, m) for p, (o, m) in out.items()}
+
+    def member(self, group: str, topic: str, *, assign: list[int] | None = None, offset_reset: str = "earliest",
+               own_process: bool = False, own: bool = False) -> Member:
+        if own_process:
+            return self.spawn().member(group, topic, assign=assign, offset_reset=offset_reset, own=True)
+        mid = self.request("member_open", timeout=self.timing.op_s + 30, group=group, topic=topic, assign=assign,
+                           offset_reset=offset_reset)
+        return AgentMember(self, mid, owns_agent=own)
+
+    def spawn(self) -> AgentClient:
+        """Another agent like this one, for a member that must die alone."""
+        return AgentClient(self.name, self.bootstrap, self.timing, self.cmd,
+                           cwd=ROOT if self.cmd[:1] == [sys.executable] else None)
+
+
+class AgentMember(Member):
+    def __init__(self, agent: AgentClient, mid: str, owns_agent: bool) -> None:
+        self.agent = agent
+        self.mid = mid
+        self.owns_agent = owns_agent
+        self.closed = False
+
+    def _r(self, op: str, **args: Any) -> Any:
+        return self.agent.request(op, m=self.mid, **args)
+
+    def assignment(self) -> list[TP]:
+        return sorted((t, p) for t, p in self._r("member_assignment"))
+
+    def take(self) -> list[Rec]:
+        return [rec_from_json(r) for r in self._r("member_take")]
+
+    def errors(self) -> list[ClientError]:
+        return [ClientError(e["code"], e.get("type", ""), e.get("message", "")) for e in self._r("member_errors")]
+
+    def commit(self, offsets: dict[TP, tuple[int, str | None]]) -> None:
+        self._r("member_commit", offsets=[[t, p, o, m] for (t, p), (o, m) in offsets.items()])
+
+    def position(self, tp: TP) -> int | None:
+        return self._r("member_position", topic=tp[0], partition=tp[1])
+
+    def seek(self, tp: TP, offset: int) -> None:
+        self._r("member_seek", topic=tp[0], partition=tp[1], offset=offset)
+
+    def close(self) -> None:
+        if self.closed or self.agent.proc.poll() is not None:
+            return
+        self.closed = True
+        self.agent.request("member_close", timeout=self.agent.timing.op_s + 30, m=self.mid)
+        if self.owns_agent:
+            self.agent.close()
+
+    def kill(self) -> None:
+        if not self.owns_agent:
+            raise Unsupported("this member shares its process with others; open it with own_process=True")
+        self.agent.kill()
+        self.agent.close()
+
+
+# --- the Python side of the protocol -------------------------------------------------------------------
+
+
+def serve(client: Client, inp: Any = None, out: Any = None) -> None:
+    """Answer requests from `inp` with `client` until "quit" or end of input."""
+    inp = inp or sys.stdin
+    out = out or sys.stdout
+    members: dict[str, Member] = {}
+
+    def handle(req: dict[str, Any]) -> Any:
+        op = req.pop("op")
+        req.pop("id", None)
+        if op == "produce":
+            req["recs"] = [rec_from_json(r) for r in req["recs"]]
+            return [list(x) for x in client.produce(req.pop("topic"), req.pop("recs"), **req)]
+        if op == "fetch":
+            return [rec_to_json(r) for r in client.fetch(**req)]
+        if op in ("list_offsets", "create_topic", "partition_count"):
+            return getattr(client, op)(**req)
+        if op == "committed":
+            return {str(p): list(v) for p, v in client.committed(**req).items()}
+        if op == "member_open":
+            mid = f"m{len(members) + 1}"
+            members[mid] = client.member(**req)
+            return mid
+        m = members[req.pop("m")]
+        if op == "member_assignment":
+            return [list(tp) for tp in m.assignment()]
+        if op == "member_take":
+            return [rec_to_json(r) for r in m.take()]
+        if op == "member_errors":
+            return [{"code": e.code, "type": e.type, "message": e.message} for e in m.errors()]
+        if op == "member_commit":
+            return m.commit({(t, p): (o, meta) for t, p, o, meta in req["offsets"]})
+        if op == "member_position":
+            return m.position((req["topic"], req["partition"]))
+        if op == "member_seek":
+            return m.seek((req["topic"], req["partition"]), req["offset"])
+        if op == "member_close":
+            return m.close()
+        raise ValueError(f"unknown op {op!r}")
+
+    for line in inp:
+        req = json.loads(line)
+        rid = req.get("id")
+        if req.get("op") == "quit":
+            for m in members.values():
+                try:
+                    m.close()
+                except Exception:  # noqa: BLE001, S110 - closing on the way out
+                    pass
+            out.write(json.dumps({"id": rid, "ok": True, "result": None}) + "\n")
+            out.flush()
+            return
+        try:
+            answer = {"id": rid, "ok": True, "result": handle(req)}
+        except ClientError as e:
+            answer = {"id": rid, "ok": False, "error": {"code": e.code, "type": e.type, "message": e.message}}
+        except Unsupported as e:
+            answer = {"id": rid, "ok": False, "unsupported": str(e)}
+        except Exception as e:  # noqa: BLE001
+            answer = {"id": rid, "ok": False, "harness": "".join(traceback.format_exception(e))[-4000:]}
+        out.write(json.dumps(answer) + "\n")
+        out.flush()
+
+
+def main(argv: list[str]) -> None:
+    from compat.clients import python_client
+    name, bootstrap, timing = argv
+    client = python_client(name, bootstrap, Timing(**json.loads(timing)))
+    real_out = sys.stdout
+    sys.stdout = sys.stderr  # client libraries that print must not corrupt the protocol
+    try:
+        serve(client, sys.stdin, real_out)
+    finally:
+        client.close()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,335 @@
+"""What a client adapter offers the scenarios, and the errors it may raise.
+
+A scenario is written once against `Client`; each adapter (kafka-python, aiokafka, confluent-kafka, kcat,
+the Java client) translates the calls into its own client's API and its answers back into plain data.
+
+Three kinds of failure, kept apart because the table shows them differently:
+
+- `ClientError`: the client reported an error a scenario can expect (a broker error code, a client-side
+  timeout). It carries Kafka's error name (`code`, from wire.ErrorCode, or one of LOCAL_ERRORS), the
+  client's own type name (`type`) and its message. Scenarios record it in their outcome.
+- `Unsupported`: the client cannot do this at all (kcat has no admin API). The cell shows "unsupported".
+- `HarnessError` (and any other exception): the adapter or its subprocess failed or hung. The cell shows
+  "error".
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import queue
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "LOCAL_ERRORS", "TP", "Client", "ClientError", "HarnessError", "Member", "PollingMember", "Rec", "Timing",
+    "Unsupported", "error_name", "rec_from_json", "rec_to_json",
+]
+
+LOCAL_ERRORS = {
+    "TIMEOUT": "the client gave up waiting (for metadata, a delivery or a response)",
+    "NO_OFFSET_FOR_PARTITION": "auto.offset.reset none/error and no committed offset",
+    "CLIENT_REJECTED": "the client refused the request itself, without sending it",
+}
+"""Error names for what clients detect themselves (every other name is one of Kafka's error codes)."""
+
+
+class Unsupported(Exception):
+    """The client has no way to do this (the cell shows 'unsupported', with this message)."""
+
+
+class HarnessError(RuntimeError):
+    """The adapter, its subprocess or the client failed in a way no scenario expects."""
+
+
+class ClientError(Exception):
+    """An error the client reported: Kafka's error name, the client's type name, its message."""
+
+    def __init__(self, code: str, type_: str = "", message: str = "") -> None:
+        super().__init__(f"{code} ({type_}): {message}")
+        self.code = code
+        self.type = type_
+        self.message = message
+
+    def outcome(self) -> dict[str, str]:
+        """How a scenario records it: the error name, and the type (dropped when comparing across clients)."""
+        return {"error": self.code, "exception": self.type}
+
+
+def error_name(code: int) -> str:
+    """Kafka's name for a numeric error code (`UNKNOWN_ERROR_<n>` for a code wire does not know)."""
+    from wire import ErrorCode
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return f"UNKNOWN_ERROR_{code}"
+
+
+@dataclass
+class Timing:
+    """Timeouts and group settings for one broker: short against fakekafka, generous against tansu."""
+
+    op_s: float = 15.0  # one produce/fetch/admin call
+    fetch_s: float = 10.0  # waiting for records to arrive
+    group_s: float = 30.0  # waiting for a group's assignments to settle
+    session_timeout_ms: int = 6000  # Kafka's group.min.session.timeout.ms: the fastest crash detection
+    heartbeat_ms: int = 500
+    metadata_ms: int = 2000  # how long a producer waits for a topic to appear (unknown topic scenario)
+
+
+@dataclass
+class Rec:
+    """One record, as produced (partition, timestamp optional) or consumed (offset, timestamp filled in)."""
+
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]] = field(default_factory=list)
+    partition: int | None = None
+    offset: int = -1
+    timestamp: int | None = None
+
+
+def _hex(b: bytes | None) -> str | None:
+    return None if b is None else b.hex()
+
+
+def _unhex(s: str | None) -> bytes | None:
+    return None if s is None else bytes.fromhex(s)
+
+
+def rec_to_json(r: Rec) -> dict[str, Any]:
+    """The agents' wire form of a record (bytes as hex strings, null as null)."""
+    return {"k": _hex(r.key), "v": _hex(r.value), "h": [[n, _hex(v)] for n, v in r.headers],
+            "p": r.partition, "o": r.offset, "ts": r.timestamp}
+
+
+def rec_from_json(d: dict[str, Any]) -> Rec:
+    return Rec(_unhex(d.get("k")), _unhex(d.get("v")), [(n, _unhex(v)) for n, v in d.get("h") or []],
+               d.get("p"), d.get("o", -1), d.get("ts"))
+
+
+TP = tuple[str, int]
+
+
+class Member:
+    """A consumer with a group.id: subscribed (a group member) or manually assigned. It polls all the time
+    on its own (so it takes part in rebalances whenever they happen) and keeps what it received."""
+
+    def assignment(self) -> list[TP]:
+        """The partitions the client holds now, sorted."""
+        raise NotImplementedError
+
+    def take(self) -> list[Rec]:
+        """The records received since the last take(), in arrival order."""
+        raise NotImplementedError
+
+    def errors(self) -> list[ClientError]:
+        """Errors the poll loop saw since the last call (e.g. NO_OFFSET_FOR_PARTITION)."""
+        raise NotImplementedError
+
+    def commit(self, offsets: dict[TP, tuple[int, str | None]]) -> None:
+        """Commit these offsets (with metadata when given) synchronously; raises ClientError."""
+        raise NotImplementedError
+
+    def position(self, tp: TP) -> int | None:
+        """The next offset the client will fetch, once it knows it (None before)."""
+        raise NotImplementedError
+
+    def seek(self, tp: TP, offset: int) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Leave the group politely (LeaveGroup) and close."""
+        raise NotImplementedError
+
+    def kill(self) -> None:
+        """Die without leaving (only members running in their own process can)."""
+        raise Unsupported("this member runs inside the harness process and cannot be killed")
+
+
+class Client:
+    """One client library pointed at one cluster. Every method may raise Unsupported or ClientError."""
+
+    name = "?"
+    reports_offsets = True  # produce() returns the offsets the broker assigned
+    cannot: dict[str, str] = {}
+    """Abilities this client lacks entirely ("admin", "commit", "timestamps"), with the reason: scenarios
+    that use one are marked unsupported before they start (instead of after waiting for a group)."""
+
+    def probe(self) -> None:
+        """Raise HarnessError when this client cannot talk to the broker at all (checked once per lane)."""
+
+    def __init__(self, bootstrap: str, timing: Timing) -> None:
+        self.bootstrap = bootstrap
+        self.timing = timing
+
+    def close(self) -> None:
+        pass
+
+    # --- producing and reading without a group --------------------------------------------------
+    def produce(self, topic: str, recs: list[Rec], *, codec: str = "none", one_batch: bool = False,
+                max_request_bytes: int | None = None) -> list[tuple[int, int]]:
+        """Send the records (in order) and wait for every delivery; returns (partition, offset) each.
+        `one_batch`: linger until all are queued, so they travel as one batch. Raises ClientError for the
+        first failed delivery."""
+        raise Unsupported("produce")
+
+    def fetch(self, topic: str, partition: int, offset: int, count: int, reset: str = "earliest") -> list[Rec]:
+        """Up to `count` records from `offset` on (assigned, no group), waiting at most timing.fetch_s; an
+        offset out of range is reset by auto.offset.reset=`reset`."""
+        raise Unsupported("fetch")
+
+    def list_offsets(self, topic: str, partition: int, spec: str | int) -> int | None:
+        """ListOffsets: spec "earliest", "latest" or a timestamp (ms); None when no record is that late."""
+        raise Unsupported("list_offsets")
+
+    # --- admin --------------------------------------------------------------------------------------
+    def create_topic(self, topic: str, partitions: int, replication_factor: int = 1,
+                     configs: dict[str, str] | None = None) -> None:
+        raise Unsupported("create_topic")
+
+    def partition_count(self, topic: str) -> int:
+        """The topic's partition count from metadata (without creating it); ClientError if unknown."""
+        raise Unsupported("partition_count")
+
+    def committed(self, group: str, topic: str, partitions: int) -> dict[int, tuple[int, str | None]]:
+        """The group's committed (offset, metadata) per partition; partitions without one are left out."""
+        raise Unsupported("committed")
+
+    # --- consumers with a group.id ----------------------------------------------------------------
+    def member(self, group: str, topic: str, *, assign: list[int] | None = None, offset_reset: str = "earliest",
+               own_process: bool = False) -> Member:
+        """A consumer in `group`: subscribed to `topic`, or assigned `assign` (no membership). Reset policy
+        "earliest", "latest" or "none". `own_process`: run it in a subprocess so that kill() can crash it."""
+        raise Unsupported("member")
+
+
+# --- a member whose client runs on its own polling thread ---------------------------------------------
+
+
+class PollingMember(Member):
+    """Runs one consumer on a thread of its own, polling in a loop: most clients are not thread-safe, so
+    every call is handed to that thread and waited for. Subclasses implement the _-methods."""
+
+    POLL_S = 0.1
+
+    def __init__(self, timing: Timing, label: str) -> None:
+        self.timing = timing
+        self._calls: queue.Queue[tuple[Callable[[], Any], concurrent.futures.Future[Any]]] = queue.Queue()
+        self._lock = threading.Lock()
+        self._records: list[Rec] = []
+        self._errors: list[ClientError] = []
+        self._assignment: list[TP] = []
+        self._stop = threading.Event()
+        self._opened = concurrent.futures.Future[None]()
+        self._thread = threading.Thread(target=self._loop, name=f"member-{label}", daemon=True)
+        self._thread.start()
+        self._opened.result(timing.op_s)
+
+    # subclass hooks, all called on the member's thread
+    def _open(self) -> None:
+        raise NotImplementedError
+
+    def _poll(self) -> list[Rec]:
+        raise NotImplementedError
+
+    def _assigned(self) -> list[TP]:
+        raise NotImplementedError
+
+    def _commit(self, offsets: dict[TP, tuple[int, str | None]]) -> None:
+        raise NotImplementedError
+
+    def _position(self, tp: TP) -> int | None:
+        raise NotImplementedError
+
+    def _seek(self, tp: TP, offset: int) -> None:
+        raise NotImplementedError
+
+    def _close(self) -> None:
+        raise NotImplementedError
+
+    def _error(self, exc: BaseException) -> ClientError | None:
+        """The ClientError for an exception from _poll (None: not a client error, re-raise)."""
+        return exc if isinstance(exc, ClientError) else None
+
+    def _loop(self) -> None:
+        try:
+            self._open()
+        except BaseException as e:  # noqa: BLE001 - handed to the caller
+            self._opened.set_exception(e)
+            return
+        self._opened.set_result(None)
+        while not self._stop.is_set():
+            while True:
+                try:
+                    fn, fut = self._calls.get_nowait()
+                except queue.Empty:
+                    break
+                if fut.set_running_or_notify_cancel():
+                    try:
+                        fut.set_result(fn())
+                    except BaseException as e:  # noqa: BLE001
+                        fut.set_exception(e)
+            if self._stop.is_set():
+                break
+            try:
+                recs = self._poll()
+            except Exception as e:  # noqa: BLE001
+                err = self._error(e)
+                with self._lock:
+                    self._errors.append(err if err is not None else ClientError(
+                        "HARNESS", type(e).__name__, "".join(traceback.format_exception(e))[-2000:]))
+                time.sleep(self.POLL_S)
+                recs = []
+            assigned = sorted(self._assigned())
+            with self._lock:
+                self._records.extend(recs)
+                self._assignment = assigned
+
+    def _call(self, fn: Callable[[], Any], timeout: float | None = None) -> Any:
+        if not self._thread.is_alive():
+            raise HarnessError("the member's polling thread has stopped")
+        fut: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._calls.put((fn, fut))
+        try:
+            return fut.result(timeout or self.timing.op_s)
+        except concurrent.futures.TimeoutError:
+            raise HarnessError(f"member call {fn} did not finish in {timeout or self.timing.op_s}s") from None
+
+    def assignment(self) -> list[TP]:
+        with self._lock:
+            return list(self._assignment)
+
+    def take(self) -> list[Rec]:
+        with self._lock:
+            out, self._records = self._records, []
+        return out
+
+    def errors(self) -> list[ClientError]:
+        with self._lock:
+            out, self._errors = self._errors, []
+        harness = [e for e in out if e.code == "HARNESS"]
+        if harness:
+            raise HarnessError(harness[0].message)
+        return out
+
+    def commit(self, offsets: dict[TP, tuple[int, str | None]]) -> None:
+        self._call(lambda: self._commit(offsets))
+
+    def position(self, tp: TP) -> int | None:
+        return self._call(lambda: self._position(tp))
+
+    def seek(self, tp: TP, offset: int) -> None:
+        self._call(lambda: self._seek(tp, offset))
+
+    def close(self) -> None:
+        if not self._thread.is_alive():
+            return
+        try:
+            self._call(lambda: (self._close(), self._stop.set()), self.timing.op_s + 10)
+        finally:
+            self._stop.set()
+            self._thread.join(5)

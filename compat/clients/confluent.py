@@ -1,0 +1,222 @@
+"""confluent-kafka (librdkafka) in the harness process. Members poll on their own thread (PollingMember);
+librdkafka runs the group protocol on its own threads anyway."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from confluent_kafka import OFFSET_INVALID, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from compat.clients.base import TP, Client, ClientError, Member, PollingMember, Rec, Timing, error_name
+
+__all__ = ["ConfluentClient", "kafka_error"]
+
+_LOCAL = {
+    KafkaError._MSG_TIMED_OUT: "TIMEOUT",
+    KafkaError._TIMED_OUT: "TIMEOUT",
+    KafkaError._UNKNOWN_TOPIC: "UNKNOWN_TOPIC_OR_PARTITION",
+    KafkaError._UNKNOWN_PARTITION: "UNKNOWN_TOPIC_OR_PARTITION",
+    KafkaError._AUTO_OFFSET_RESET: "NO_OFFSET_FOR_PARTITION",
+    KafkaError._NO_OFFSET: "NO_OFFSET_FOR_PARTITION",
+}
+QUIET = {"log_level": 2}  # librdkafka's critical lines only: brokers stopped under a client are expected
+
+
+def kafka_error(err: KafkaError) -> ClientError:
+    code = err.code()
+    name = _LOCAL.get(code) or (error_name(code) if code >= -1 else f"CLIENT:{err.name()}")
+    return ClientError(name, err.name(), err.str())
+
+
+def _rec(m: Any) -> Rec:
+    ts_type, ts = m.timestamp()
+    return Rec(m.key(), m.value(), list(m.headers() or []), m.partition(), m.offset(), ts if ts_type else None)
+
+
+class ConfluentClient(Client):
+    name = "confluent-kafka"
+
+    def __init__(self, bootstrap: str, timing: Timing) -> None:
+        super().__init__(bootstrap, timing)
+        self._admin: AdminClient | None = None
+
+    def admin(self) -> AdminClient:
+        if self._admin is None:
+            self._admin = AdminClient({"bootstrap.servers": self.bootstrap, **QUIET})
+        return self._admin
+
+    def produce(self, topic: str, recs: list[Rec], *, codec: str = "none", one_batch: bool = False,
+                max_request_bytes: int | None = None) -> list[tuple[int, int]]:
+        config: dict[str, Any] = {
+            "bootstrap.servers": self.bootstrap, "compression.type": codec, "retries": 0,
+            "linger.ms": 1000 if one_batch else 0, "message.timeout.ms": int(self.timing.op_s * 1000),
+            "topic.metadata.propagation.max.ms": self.timing.metadata_ms, **QUIET}
+        if one_batch:
+            config["batch.num.messages"] = len(recs)
+        if max_request_bytes:
+            config["message.max.bytes"] = max_request_bytes
+        producer = Producer(config)
+        reports: dict[int, tuple[KafkaError | None, Any]] = {}
+        for i, r in enumerate(recs):
+            kw: dict[str, Any] = {}
+            if r.partition is not None:
+                kw["partition"] = r.partition
+            if r.timestamp is not None:
+                kw["timestamp"] = r.timestamp
+            producer.produce(topic, key=r.key, value=r.value, headers=list(r.headers),
+                             on_delivery=lambda err, msg, i=i: reports.__setitem__(i, (err, msg)), **kw)
+        producer.flush(self.timing.op_s + 5)
+        producer.purge()
+        out = []
+        for i in range(len(recs)):
+            if i not in reports:
+                raise ClientError("TIMEOUT", "flush", f"no delivery report for record {i}")
+            err, msg = reports[i]
+            if err is not None:
+                raise kafka_error(err)
+            out.append((msg.partition(), msg.offset()))
+        return out
+
+    def _consumer(self, **config: Any) -> Consumer:
+        return Consumer({"bootstrap.servers": self.bootstrap, "group.id": "compat-unused",
+                         "enable.auto.commit": False, "enable.partition.eof": False, **QUIET, **config})
+
+    def fetch(self, topic: str, partition: int, offset: int, count: int, reset: str = "earliest") -> list[Rec]:
+        consumer = self._consumer(**{"auto.offset.reset": reset})
+        try:
+            consumer.assign([TopicPartition(topic, partition, offset)])
+            out: list[Rec] = []
+            deadline = time.monotonic() + self.timing.fetch_s
+            while len(out) < count and time.monotonic() < deadline:
+                for m in consumer.consume(count - len(out), timeout=0.1):
+                    if m.error() is not None:
+                        raise kafka_error(m.error())
+                    out.append(_rec(m))
+            return out
+        finally:
+            consumer.close()
+
+    def list_offsets(self, topic: str, partition: int, spec: str | int) -> int | None:
+        consumer = self._consumer()
+        try:
+            if spec in ("earliest", "latest"):
+                low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition),
+                                                           timeout=self.timing.op_s, cached=False)
+                return low if spec == "earliest" else high
+            [tp] = consumer.offsets_for_times([TopicPartition(topic, partition, spec)], timeout=self.timing.op_s)
+            if tp.error is not None:
+                raise kafka_error(tp.error)
+            return None if tp.offset < 0 else tp.offset
+        except KafkaException as e:
+            raise kafka_error(e.args[0]) from None
+        finally:
+            consumer.close()
+
+    def create_topic(self, topic: str, partitions: int, replication_factor: int = 1,
+                     configs: dict[str, str] | None = None) -> None:
+        try:
+            futures = self.admin().create_topics([NewTopic(topic, partitions, replication_factor,
+                                                           config=configs or {})], operation_timeout=self.timing.op_s)
+        except ValueError as e:  # librdkafka checks num_partitions (-1, or 1..100000) before sending
+            raise ClientError("CLIENT_REJECTED", type(e).__name__, str(e)) from None
+        try:
+            futures[topic].result(self.timing.op_s)
+        except KafkaException as e:
+            raise kafka_error(e.args[0]) from None
+
+    def partition_count(self, topic: str) -> int:
+        try:
+            md = self.admin().list_topics(topic, timeout=self.timing.op_s)
+        except KafkaException as e:
+            raise kafka_error(e.args[0]) from None
+        t = md.topics[topic]
+        if t.error is not None:
+            raise kafka_error(t.error)
+        return len(t.partitions)
+
+    def committed(self, group: str, topic: str, partitions: int) -> dict[int, tuple[int, str | None]]:
+        consumer = self._consumer(**{"group.id": group})
+        try:
+            got = consumer.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=self.timing.op_s)
+        except KafkaException as e:
+            raise kafka_error(e.args[0]) from None
+        finally:
+            consumer.close()
+        return {tp.partition: (tp.offset, tp.metadata) for tp in got if tp.offset >= 0}
+
+    def member(self, group: str, topic: str, *, assign: list[int] | None = None, offset_reset: str = "earliest",
+               own_process: bool = False) -> Member:
+        if own_process:
+            from compat.clients.agent import AgentClient
+            return AgentClient.python(self.name, self.bootstrap, self.timing).member(
+                group, topic, assign=assign, offset_reset=offset_reset, own=True)
+        return _Member(self, group, topic, assign, offset_reset)
+
+
+class _Member(PollingMember):
+    def __init__(self, client: ConfluentClient, group: str, topic: str, assign: list[int] | None,
+                 offset_reset: str) -> None:
+        self.client, self.group, self.topic, self.assign = client, group, topic, assign
+        self.offset_reset = {"none": "error"}.get(offset_reset, offset_reset)
+        self._eof: dict[TP, int] = {}
+        super().__init__(client.timing, f"{client.name}-{group}")
+
+    def _open(self) -> None:
+        t = self.timing
+        self.consumer = self.client._consumer(**{
+            "group.id": self.group, "auto.offset.reset": self.offset_reset,
+            "session.timeout.ms": t.session_timeout_ms, "heartbeat.interval.ms": t.heartbeat_ms,
+            "enable.partition.eof": True})
+        if self.assign is None:
+            self.consumer.subscribe([self.topic])
+        else:
+            self.consumer.assign([TopicPartition(self.topic, p) for p in self.assign])
+
+    def _poll(self) -> list[Rec]:
+        out = []
+        for m in self.consumer.consume(100, timeout=self.POLL_S):
+            if m.error() is not None and m.error().code() == KafkaError._PARTITION_EOF:
+                self._eof[(m.topic(), m.partition())] = m.offset()
+            elif m.error() is not None:
+                raise kafka_error(m.error())
+            else:
+                self._eof.pop((m.topic(), m.partition()), None)
+                out.append(_rec(m))
+        return out
+
+    def _assigned(self) -> list[TP]:
+        return [(tp.topic, tp.partition) for tp in self.consumer.assignment()]
+
+    def _commit(self, offsets: dict[TP, tuple[int, str | None]]) -> None:
+        tps = []
+        for (t, p), (o, m) in offsets.items():
+            tp = TopicPartition(t, p, o)
+            if m is not None:
+                tp = TopicPartition(t, p, o, metadata=m)
+            tps.append(tp)
+        try:
+            for tp in self.consumer.commit(offsets=tps, asynchronous=False) or []:
+                if tp.error is not None:
+                    raise kafka_error(tp.error)
+        except KafkaException as e:
+            raise kafka_error(e.args[0]) from None
+
+    def _position(self, tp: TP) -> int | None:
+        """librdkafka's position() is the last consumed offset + 1 (invalid before any message); until then
+        the partition-EOF event (enable.partition.eof) tells where the consumer stands."""
+        [got] = self.consumer.position([TopicPartition(*tp)])
+        if got.offset == OFFSET_INVALID or got.offset < 0:
+            return self._eof.get(tp)
+        return got.offset
+
+    def _seek(self, tp: TP, offset: int) -> None:
+        if self.assign is not None:  # a manual assignment: assign again from there (seek needs a fetcher)
+            self.consumer.assign([TopicPartition(t, p, offset if (t, p) == tp else -1000)
+                                  for t, p in self._assigned()])
+        else:
+            self.consumer.seek(TopicPartition(tp[0], tp[1], offset))
+
+    def _close(self) -> None:
+        self.consumer.close()

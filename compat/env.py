@@ -1,0 +1,150 @@
+"""What a scenario gets besides its client: the broker's address, unique names, and a client-independent
+handle on the cluster (fakekafka.client.RemoteCluster, plain wire requests) for setting things up and for
+reading what the broker holds without trusting the client under test."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from compat.clients.base import TP, ClientError, Member, Rec, Timing, Unsupported
+
+if TYPE_CHECKING:
+    from compat.brokers import Target
+
+__all__ = ["Env", "show", "rows", "acks", "wait_for"]
+
+T = TypeVar("T")
+
+
+def show(b: bytes | None) -> str | None:
+    """Bytes as the outcome shows them: printable ASCII as text, anything else as "0x" + hex."""
+    if b is None:
+        return None
+    if all(32 <= c < 127 for c in b) and not b.startswith(b"0x"):
+        return b.decode()
+    return "0x" + b.hex()
+
+
+def rows(recs: list[Rec], *, ts: bool = False) -> list[list[Any]]:
+    """[partition, offset, key, value, headers(, timestamp)] per record: what a consumer saw."""
+    out = []
+    for r in recs:
+        row: list[Any] = [r.partition, r.offset, show(r.key), show(r.value), [[n, show(v)] for n, v in r.headers]]
+        if ts:
+            row.append(r.timestamp)
+        out.append(row)
+    return out
+
+
+def acks(client: Any, pairs: list[tuple[int, int]] | list[list[int]]) -> list[list[int]] | str:
+    """What the producer reported per record: [partition, offset], or "not reported" (kcat prints none)."""
+    if not getattr(client, "reports_offsets", True):
+        return "not reported"
+    return [list(p) for p in pairs]
+
+
+def wait_for(fn: Callable[[], T], timeout: float, interval: float = 0.05) -> tuple[bool, T]:
+    """Calls fn until it returns something true or `timeout` passes; (succeeded, last value)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = fn()
+        if value or time.monotonic() >= deadline:
+            return bool(value), value
+        time.sleep(interval)
+
+
+@dataclass
+class Env:
+    """One (scenario, client, broker) cell's surroundings."""
+
+    target: Target
+    prefix: str  # unique per run and cell: compat-<run>-<scenario>-<client>
+    members: list[Member] = field(default_factory=list)
+    _cluster: Any = None
+
+    @property
+    def bootstrap(self) -> str:
+        return self.target.bootstrap
+
+    @property
+    def timing(self) -> Timing:
+        return self.target.timing
+
+    def name(self, suffix: str) -> str:
+        """A topic or group name unique to this cell (Kafka's legal characters only)."""
+        return re.sub(r"[^a-zA-Z0-9._-]", "-", f"{self.prefix}-{suffix}")[:240]
+
+    # --- the cluster, without the client under test ---------------------------------------------------
+    def cluster(self) -> Any:
+        if self._cluster is None:
+            from fakekafka.client import RemoteCluster
+            self._cluster = RemoteCluster(self.bootstrap, client_id="compat-setup", timeout=self.timing.op_s)
+        return self._cluster
+
+    def create_topic(self, topic: str, partitions: int = 1, configs: dict[str, str] | None = None) -> None:
+        """CreateTopics over the wire, then wait until metadata shows every partition led."""
+        self.target.create_topic(self, topic, partitions, configs)
+
+    def produce(self, topic: str, value: bytes, *, partition: int = 0, key: bytes | None = None,
+                headers: list[tuple[str, bytes | None]] | None = None, timestamp: int | None = None) -> int:
+        """One record in a batch of its own, written over the wire; returns its offset."""
+        return self.cluster().produce(topic, value, key=key, headers=headers, partition=partition,
+                                      timestamp=timestamp)[1]
+
+    def topics(self) -> list[str]:
+        return self.cluster().topics()
+
+    def close(self) -> None:
+        for m in self.members:
+            try:
+                m.close()
+            except Exception:  # noqa: BLE001, S110 - a member that is already gone
+                pass
+        if self._cluster is not None:
+            self._cluster.close()
+
+    # --- group helpers ----------------------------------------------------------------------------
+    def member(self, client: Any, group: str, topic: str, **kw: Any) -> Member:
+        m = client.member(group, topic, **kw)
+        self.members.append(m)
+        return m
+
+    def settle(self, members: list[Member], partitions: int) -> list[list[int]]:
+        """Waits (timing.group_s at most) until the live members hold every partition exactly once, each at
+        least one; returns their partition lists, sorted (member ids are random: order carries nothing)."""
+        def now() -> list[list[int]]:
+            return sorted(sorted(p for _, p in m.assignment()) for m in members)
+
+        def settled() -> bool:
+            held = now()
+            flat = sorted(p for ps in held for p in ps)
+            return flat == list(range(partitions)) and all(held) if len(members) <= partitions else False
+        wait_for(settled, self.timing.group_s, 0.1)
+        return now()
+
+    def receive(self, member: Member, count: int, timeout: float | None = None) -> tuple[list[Rec], list[str]]:
+        """Records from a member until `count` arrived (or the group timeout); plus the errors it saw."""
+        got: list[Rec] = []
+        errors: list[str] = []
+        deadline = time.monotonic() + (timeout or self.timing.group_s)
+        while len(got) < count and time.monotonic() < deadline:
+            got.extend(member.take())
+            errors.extend(e.code for e in member.errors())
+            if len(got) < count:
+                time.sleep(0.05)
+        return got, errors
+
+
+def outcome_of(fn: Callable[[], T]) -> T | dict[str, str]:
+    """fn's result, or the ClientError it raised as {"error": NAME, "exception": TYPE}."""
+    try:
+        return fn()
+    except ClientError as e:
+        return e.outcome()
+
+
+__all__ += ["outcome_of", "Unsupported", "TP"]

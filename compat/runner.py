@@ -1,0 +1,256 @@
+"""Runs scenarios × clients × brokers and judges each cell against the reference.
+
+Each (broker, client) pair is a lane: one client instance (for Java, one JVM) runs that pair's scenarios
+one after another. Lanes run in parallel (`jobs`), which matters against tansu, whose group joins take
+seconds: its lanes wait side by side instead of in turn. Scenario names are unique per cell, so lanes on
+the same broker never share a topic or group.
+
+A cell's status:
+    pass         the normalised outcome equals the reference
+    differs      it does not (`known` when KNOWN_DIFFERENCES.md lists the cell)
+    unsupported  the client cannot do what the scenario needs, or the broker cannot be set up for it
+    error        the harness, the client or its subprocess failed or hung (`known` when listed)
+    skipped      the broker is not available here, or `quick` left a slow scenario out
+
+The reference for (scenario, client) is that client's outcome on real Kafka when the run included a
+`kafka` broker that produced one (compared with exception type names kept), else the scenario's written
+expectation (compared without them). Kafka's own cells are judged against the written expectation.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import fnmatch
+import json
+import time
+import traceback
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from compat.brokers import Target, Unavailable, start_target
+from compat.clients import CLIENTS, make_client
+from compat.clients.agent import AgentClient
+from compat.clients.base import Client, Unsupported
+from compat.env import Env
+from compat.known import Known, load_known
+from compat.normalise import diff, normalise
+from compat.scenarios import SCENARIOS, Scenario
+
+__all__ = ["Cell", "Report", "run"]
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFORMANCE_FILE = ROOT / "build" / "conformance.json"
+FAILING = ("differs", "error")
+
+
+@dataclass
+class Cell:
+    scenario: str
+    client: str
+    broker: str
+    status: str = "skipped"
+    seconds: float = 0.0
+    outcome: Any = None
+    reference: str = ""  # "kafka" or "expected"
+    diff: list[str] = field(default_factory=list)
+    detail: str = ""  # why unsupported/skipped, or the error
+    known: str = ""  # the KNOWN_DIFFERENCES.md reason, when listed
+
+    @property
+    def failing(self) -> bool:
+        return self.status in FAILING and not self.known
+
+
+@dataclass
+class Report:
+    started: str
+    seconds: float
+    brokers: dict[str, dict[str, Any]]
+    clients: list[str]
+    scenarios: list[str]
+    quick: bool
+    conformance: dict[str, Any] | None
+    cells: list[Cell]
+    stale_known: list[str]
+
+    @property
+    def failing(self) -> list[Cell]:
+        return [c for c in self.cells if c.failing]
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["failing"] = [f"{c.scenario} / {c.client} / {c.broker}: {c.status}" for c in self.failing]
+        return d
+
+
+def select_scenarios(patterns: list[str] | None) -> list[Scenario]:
+    if not patterns:
+        return list(SCENARIOS.values())
+    chosen = [s for s in SCENARIOS.values() if any(fnmatch.fnmatchcase(s.name, p) for p in patterns)]
+    if not chosen:
+        raise ValueError(f"no scenario matches {patterns}; there are: {', '.join(SCENARIOS)}")
+    return chosen
+
+
+def _run_cell(scenario: Scenario, client: Client, target: Target, run_id: str) -> Cell:
+    cell = Cell(scenario.name, client.name, target.name)
+    missing = scenario.needs - target.features()
+    if "auto_create_off" in missing:
+        cell.status, cell.detail = "unsupported", f"{target.name} runs with topic auto-creation on"
+        return cell
+    env = Env(target, f"compat-{run_id}-{scenario.name}-{client.name}")
+    t0 = time.monotonic()
+    try:
+        cell.outcome = normalise(scenario.run(client, env), keep_client_types=True)
+        cell.status = "done"
+    except Unsupported as e:
+        cell.status, cell.detail = "unsupported", str(e)
+    except Exception as e:  # noqa: BLE001 - whatever failed, the cell says so
+        cell.status, cell.detail = "error", "".join(traceback.format_exception(e))[-3000:]
+    finally:
+        try:
+            env.close()
+        except Exception:  # noqa: BLE001, S110
+            pass
+        cell.seconds = round(time.monotonic() - t0, 2)
+    return cell
+
+
+def _lane(target: Target, client_name: str, scenarios: list[Scenario], quick: bool, run_id: str) -> list[Cell]:
+    cells: list[Cell] = []
+    if target.clients is not None and client_name not in target.clients:
+        return [Cell(s.name, client_name, target.name, "unsupported",
+                     detail=f"{target.name} serves only {', '.join(target.clients)}") for s in scenarios]
+    client: Client | None = None
+    try:
+        for s in scenarios:
+            if quick and s.slow and target.slow_groups:
+                cells.append(Cell(s.name, client_name, target.name, "skipped",
+                                  detail=f"--quick: several group rebalances take minutes on {target.name}"))
+                continue
+            if client is None or (isinstance(client, AgentClient) and client.proc.poll() is not None):
+                try:
+                    client = make_client(client_name, target.bootstrap, target.timing)
+                    client.probe()
+                except Unsupported as e:
+                    cells.extend(Cell(x.name, client_name, target.name, "unsupported", detail=str(e))
+                                 for x in scenarios[len(cells):])
+                    return cells
+                except Exception as e:  # noqa: BLE001 - the client cannot talk to this broker at all
+                    detail = f"{type(e).__name__}: {e}"
+                    cells.extend(Cell(x.name, client_name, target.name, "error", detail=detail)
+                                 for x in scenarios[len(cells):])
+                    return cells
+            cannot = {**target.cannot, **client.cannot}
+            lacking = [cannot[u] for u in sorted(s.uses) if u in cannot]
+            if lacking:
+                cells.append(Cell(s.name, client_name, target.name, "unsupported", detail="; ".join(lacking)))
+                continue
+            cells.append(_run_cell(s, client, target, run_id))
+    finally:
+        if client is not None:
+            try:
+                client.close()
+            except Exception:  # noqa: BLE001, S110
+                pass
+    return cells
+
+
+def _judge(cells: list[Cell], known: list[Known]) -> list[str]:
+    by_key = {(c.scenario, c.client, c.broker): c for c in cells}
+    for c in cells:
+        if c.status != "done":
+            continue
+        scenario = SCENARIOS[c.scenario]
+        kafka = by_key.get((c.scenario, c.client, "kafka"))
+        if c.broker != "kafka" and kafka is not None and kafka.status in ("pass", "differs", "done"):
+            c.reference = "kafka"
+            want = kafka.outcome
+            got = c.outcome
+        else:
+            c.reference = "expected"
+            client_stub = type("C", (), {"name": c.client, "reports_offsets": c.client != "kcat"})()
+            want = normalise(scenario.expected(client_stub))  # type: ignore[arg-type]
+            got = normalise(c.outcome)
+        want = json.loads(json.dumps(want))  # tuples and int keys as JSON has them
+        got = json.loads(json.dumps(got))
+        c.diff = diff(got, want)
+        c.status = "differs" if c.diff else "pass"
+    used: set[int] = set()
+    for c in cells:
+        if c.status in FAILING:
+            for k in known:
+                if k.excuses(c.scenario, c.client, c.broker, c.status, c.diff):
+                    c.known = k.reason
+                    used.add(k.line)
+                    break
+    ran = {(c.scenario, c.client, c.broker) for c in cells if c.status in ("pass", *FAILING)}
+    stale = []
+    for k in known:
+        if k.line not in used and any(k.matches(*key) for key in ran):
+            stale.append(f"KNOWN_DIFFERENCES.md line {k.line} ({k.scenario} / {k.client} / {k.broker}) "
+                         f"matched only passing cells")
+    return stale
+
+
+def read_conformance(path: Path = CONFORMANCE_FILE) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return {k: data.get(k) for k in ("summary", "pairs_checked", "pairs_advertised", "kafka_clients", "failures",
+                                     "not_checkable")}
+
+
+def run(brokers: list[str], clients: list[str] | None = None, scenarios: list[str] | None = None, *,
+        quick: bool = False, jobs: int = 8, known_file: Path | None = None,
+        progress: Any = None) -> Report:
+    """Runs the matrix; brokers are started here and stopped afterwards."""
+    t0 = time.monotonic()
+    started = time.strftime("%Y-%m-%d %H:%M:%S")
+    chosen = select_scenarios(scenarios)
+    client_names = list(clients or CLIENTS)
+    for name in client_names:
+        if name not in CLIENTS:
+            raise ValueError(f"unknown client {name!r}; choose from {', '.join(CLIENTS)}")
+    if "java" in client_names:  # compile once, before the lanes start
+        try:
+            from compat.clients.java import java_command
+            java_command()
+        except Unsupported:
+            pass
+    run_id = uuid.uuid4().hex[:6]
+    targets: list[Target] = []
+    info: dict[str, dict[str, Any]] = {}
+    cells: list[Cell] = []
+    try:
+        for spec in brokers:
+            try:
+                target = start_target(spec)
+                targets.append(target)
+                info[target.name] = {"bootstrap": target.bootstrap, "available": True, "note": target.note}
+            except Unavailable as e:
+                name = spec
+                info[name] = {"available": False, "reason": str(e)}
+                cells.extend(Cell(s.name, c, name, "skipped", detail=str(e)) for s in chosen for c in client_names)
+        with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as pool:
+            futures = {pool.submit(_lane, t, c, chosen, quick, run_id): (t.name, c) for t in targets
+                       for c in client_names}
+            for fut in concurrent.futures.as_completed(futures):
+                lane_cells = fut.result()
+                cells.extend(lane_cells)
+                if progress is not None:
+                    progress(futures[fut], lane_cells)
+    finally:
+        for t in targets:
+            try:
+                t.stop()
+            except Exception:  # noqa: BLE001, S110
+                pass
+    order = {s.name: i for i, s in enumerate(chosen)}
+    cells.sort(key=lambda c: (order[c.scenario], client_names.index(c.client), c.broker))
+    stale = _judge(cells, load_known(known_file) if known_file else load_known())
+    return Report(started, round(time.monotonic() - t0, 1), info, client_names, [s.name for s in chosen], quick,
+                  read_conformance(), cells, stale)

@@ -33,18 +33,8 @@ import pytest
 
 import fakekafka
 from fakekafka.model.config import TOPIC_CONFIGS
+from tests import javautil
 from wire.records import Compression, read_header
-
-try:
-    from tests import javautil
-except ImportError:  # tests/ is not importable as a package: load the helper beside this directory
-    import importlib.util
-    import sys
-
-    _spec = importlib.util.spec_from_file_location("javautil", Path(__file__).resolve().parents[1] / "javautil.py")
-    javautil = importlib.util.module_from_spec(_spec)
-    sys.modules["javautil"] = javautil
-    _spec.loader.exec_module(javautil)
 
 pytestmark = pytest.mark.clients
 

@@ -39,17 +39,7 @@ from typing import Any
 import pytest
 
 import fakekafka
-
-try:
-    from tests import javautil
-except ImportError:  # tests/ is not importable as a package: load the helper beside this directory
-    import importlib.util
-    import sys
-
-    _spec = importlib.util.spec_from_file_location("javautil", Path(__file__).resolve().parents[1] / "javautil.py")
-    javautil = importlib.util.module_from_spec(_spec)
-    sys.modules["javautil"] = javautil
-    _spec.loader.exec_module(javautil)
+from tests import javautil
 
 pytestmark = pytest.mark.clients
 

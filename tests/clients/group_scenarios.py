@@ -44,8 +44,8 @@ __all__ = [
     "HEARTBEAT_MS", "KAFKA_TRANSITIONS", "POLL_S", "SESSION_MS", "SHORT_SESSION_MS", "TIMEOUT", "AsyncMember",
     "BoundClient", "Client", "GroupMember", "KcatMember", "MemberConfig", "PollingMember", "Rec", "SubprocessMember",
     "TP", "as_tps", "assert_kafka_transitions", "assert_one_owner_each", "broker_commit_answers", "consumed", "each",
-    "group_config", "history", "kcat_client", "make_member", "member_of", "produce_each", "python_client",
-    "scenario_clean_leave", "scenario_commit_and_resume", "scenario_crash", "scenario_fourth_joins",
+    "group_config", "history", "kcat_client", "make_member", "member_of", "partitions_of", "produce_each",
+    "python_client", "scenario_clean_leave", "scenario_commit_and_resume", "scenario_crash", "scenario_fourth_joins",
     "scenario_offset_reset", "scenario_partitions_added", "scenario_share_partitions", "scenario_stale_commit",
     "scenario_static_restart", "scenario_transitions", "wait_consumed", "wait_stable", "wait_until",
 ]
@@ -97,8 +97,12 @@ def wait_until(check: Callable[[], T], what: str, timeout: float = TIMEOUT) -> T
 
 def wait_stable(c: fakekafka.Cluster, group_id: str, members: list[GroupMember], *, after_generation: int = -1,
                 timeout: float = TIMEOUT) -> GroupView:
-    """Waits until the group is Stable with exactly `members`, past `after_generation`, and every member's own
-    view of its assignment equals what the coordinator holds for it; returns the coordinator's view."""
+    """Waits until the group is Stable with exactly `members`, past `after_generation`, every partition of the
+    topics they subscribe to is assigned, and every member's own view of its assignment equals what the
+    coordinator holds for it; returns the coordinator's view. (A leader may assign before it knows the topic:
+    that generation is Stable with nothing assigned, and the leader rejoins once its metadata arrives.)"""
+    topics = {t for m in members for t in m.config.topics}
+
     def settled() -> GroupView | None:
         view = c.group(group_id)
         if view is None or view.state != "Stable" or view.generation_id <= after_generation:
@@ -106,6 +110,8 @@ def wait_stable(c: fakekafka.Cluster, group_id: str, members: list[GroupMember],
         if sorted(m.client_id for m in view.members) != sorted(m.client_id for m in members):
             return None
         held = {m.client_id: as_tps(m.assignment) for m in view.members}
+        if set().union(*held.values()) != partitions_of(c, topics):
+            return None
         if any(member.assignment() != held[member.client_id] for member in members):
             return None
         return view
@@ -117,6 +123,12 @@ def wait_stable(c: fakekafka.Cluster, group_id: str, members: list[GroupMember],
                                           {m.client_id: m.assignment for m in view.members})
         clients = {m.client_id: sorted(m.assignment()) for m in members}
         raise AssertionError(f"{e}; coordinator: {held}; clients: {clients}") from None
+
+
+def partitions_of(c: fakekafka.Cluster, topics: Iterable[str]) -> set[TP]:
+    def read() -> set[TP]:
+        return {(t, p.index) for t in topics if t in c.state.topics for p in c.state.topics[t].partitions}
+    return c.call(read)
 
 
 def as_tps(assignment: dict[str, list[int]] | None) -> frozenset[TP]:
@@ -926,7 +938,8 @@ def scenario_stale_commit(client: BoundClient, topic: str = "t", group: str = "g
     c = client.cluster
     c.create_topic(topic, 6)
     # the stale member heartbeats rarely, so it cannot learn that it was dropped before it commits
-    stale = client.member(group, [topic], "stale", session_timeout_ms=20_000, heartbeat_interval_ms=2_500,
+    interval = 4_000
+    stale = client.member(group, [topic], "stale", session_timeout_ms=20_000, heartbeat_interval_ms=interval,
                           max_poll_interval_ms=60_000)
     other = client.member(group, [topic], "other")
     before = wait_stable(c, group, [stale, other])
@@ -937,12 +950,13 @@ def scenario_stale_commit(client: BoundClient, topic: str = "t", group: str = "g
     wait_consumed([stale, other], expected)
     spy = broker_commit_answers(c)
 
-    def just_heartbeated() -> bool:
+    def heartbeat_far() -> bool:
         def since_last_touch() -> int:
             m = c.state.groups.group(group).members[stale_id]
             return c.state.clock.now_ms() - (m.heartbeat_deadline - m.session_timeout_ms)
-        return c.call(since_last_touch) < 300
-    wait_until(just_heartbeated, "a fresh heartbeat from the stale member", timeout=10)
+        return c.call(since_last_touch) < interval - 2_500
+    # drop it when its next heartbeat is at least 2.5 s away: the rest happens before that
+    wait_until(heartbeat_far, "a recent heartbeat from the stale member", timeout=10)
     c.expire_member(group, stale_id)
     after = wait_stable(c, group, [other], after_generation=before.generation_id, timeout=5)
     assert after.generation_id > before.generation_id

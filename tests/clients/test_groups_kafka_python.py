@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
+from kafka import KafkaAdminClient, TopicPartition
 from kafka import errors as kerrors
 from kafka.admin import NewPartitions
 
@@ -21,7 +21,10 @@ pytestmark = pytest.mark.clients
 
 @pytest.fixture
 def cluster() -> Iterator[fakekafka.Cluster]:
-    with fakekafka.Cluster(config=gs.group_config()) as c:
+    # A short initial rebalance delay (Kafka's default is 3000 ms) lets the first member's metadata arrive
+    # before it assigns: a kafka-python leader that assigned without it rejoins when it comes, one more
+    # rebalance, and in 3.0.12 that rejoin can be lost for good (see _kafka_python_driver in group_scenarios).
+    with fakekafka.Cluster(config=gs.group_config(group_initial_rebalance_delay_ms=300)) as c:
         yield c
 
 
@@ -72,18 +75,15 @@ def test_offset_reset_new_group(client: gs.BoundClient, reset: str) -> None:
     gs.scenario_offset_reset(client, reset)
 
 
-def test_offset_reset_none_raises(cluster: fakekafka.Cluster) -> None:
+def test_offset_reset_none_raises(cluster: fakekafka.Cluster, client: gs.BoundClient) -> None:
     cluster.create_topic("t", 6)
     cluster.produce("t", b"x", partition=0)
-    consumer = KafkaConsumer("t", bootstrap_servers=cluster.bootstrap_servers, group_id="fresh",
-                             auto_offset_reset="none", heartbeat_interval_ms=gs.HEARTBEAT_MS, fetch_max_wait_ms=20)
-    try:
-        with pytest.raises(kerrors.NoOffsetForPartitionError):
-            gs.wait_until(lambda: consumer.poll(timeout_ms=100) and False, "NoOffsetForPartitionError")
-        assert cluster.group("fresh").state == "Stable"
-        assert cluster.committed("fresh") == {}
-    finally:
-        consumer.close()
+    member = client.member("fresh", ["t"], "m", auto_offset_reset="none")
+    gs.wait_stable(cluster, "fresh", [member])
+    errors = gs.wait_until(lambda: list(member.errors), "the consumer's error")
+    assert all(isinstance(e, kerrors.NoOffsetForPartitionError) for e in errors), errors
+    assert not member.records()
+    assert cluster.committed("fresh") == {}
 
 
 def test_stale_member_commit_is_refused(client: gs.BoundClient) -> None:

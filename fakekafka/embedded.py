@@ -286,11 +286,7 @@ class Cluster(ClusterHandle):
         await self.server.close_broker(node_id, abort=True)
 
     async def stop_broker_async(self, node_id: int) -> None:
-        for p in [p for t in self.state.topics.values() for p in t.partitions if p.leader_id == node_id]:
-            others = [r for r in p.isr if r != node_id and self.state.brokers[r].alive]
-            if others:
-                self.state.move_leader(p.topic.name, p.index, others[0])
-        self.state.kill_broker(node_id)
+        self.state.stop_broker(node_id)
         await self.server.close_broker(node_id, abort=False)
 
     async def restart_broker_async(self, node_id: int) -> None:

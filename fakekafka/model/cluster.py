@@ -486,13 +486,23 @@ class ClusterState:
     def elect_preferred_leaders(self) -> int:
         """Moves leadership back to each partition's first replica where it is alive and in sync."""
         moved = 0
-        for t in self.topics.values():
+        for t in list(self.topics.values()):
             for p in t.partitions:
-                preferred = p.replicas[0]
-                if p.leader_id != preferred and preferred in p.isr and self.brokers[preferred].alive:
-                    self.elect_leader(p, preferred=preferred)
-                    moved += 1
+                try:
+                    self.elect_preferred_leader(t.name, p.index)
+                except ApiError:  # already preferred, or the preferred replica cannot lead now
+                    continue
+                moved += 1
         return moved
+
+    def stop_broker(self, node_id: int) -> None:
+        """A controlled shutdown: leadership moves to another live in-sync replica first, then the broker
+        goes, so no partition it led waits for an election."""
+        for p in [p for t in self.topics.values() for p in t.partitions if p.leader_id == node_id]:
+            others = [r for r in p.isr if r != node_id and self.brokers[r].alive]
+            if others:
+                self.elect_leader(p, preferred=others[0])
+        self.kill_broker(node_id)
 
     # --- coordinators ----------------------------------------------------------------------------
     def offsets_partition_for(self, group_id: str) -> int:

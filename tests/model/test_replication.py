@@ -239,3 +239,11 @@ def test_forced_isr_shrink_and_expand() -> None:
     c.expand_isr("t", 0, 3)
     assert p.isr == [1, 2, 3] and values(p, 3) == [b"a"]
     assert [e.kind for e in c.events] == ["isr_shrink", "isr_expand"]
+
+
+def test_controlled_shutdown_moves_leadership_first() -> None:
+    c = make()
+    p = c.create_topic("t", 1, 3).partitions[0]
+    c.stop_broker(1)
+    assert (p.leader_id, p.leader_epoch, p.isr) == (2, 1, [2, 3])
+    assert [e.kind for e in c.events][:2] == ["leader_elected", "broker_killed"]

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 import logging
 import struct
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +23,7 @@ from fakekafka.handlers.api_versions import API_VERSIONS_KEY, unsupported_versio
 from fakekafka.handlers.registry import error_response
 from fakekafka.model.clock import ManualClock
 from fakekafka.model.cluster import Broker, ClusterState
+from fakekafka.traffic import touched
 from wire import DecodeError, ErrorCode, Request, UnknownApiKey, decode_request_header
 from wire.messages import API_MODULES
 from wire.protocol import encode_response_chunks, parse_body, request_struct
@@ -49,6 +52,19 @@ class RequestRecord:
     correlation_id: int
     latency_ms: float
     error_codes: tuple[str, ...]
+    wall_time: float = 0.0
+    """Unix time (s) the request was received: recordings are read on a real time line."""
+    client_software_name: str | None = None
+    client_software_version: str | None = None
+    request_bytes: int = 0
+    response_bytes: int = 0
+    topics: tuple[tuple[str, int], ...] = ()
+    """(topic, partition) the request touched (partition -1: the topic as a whole); filled for listeners only."""
+    groups: tuple[str, ...] = ()
+    records: int = 0
+    """Records produced (Produce) or returned (Fetch)."""
+    generation_id: int | None = None
+    member_id: str | None = None
 
 
 def _error_codes(result: Any, found: set[int]) -> set[int]:
@@ -221,7 +237,15 @@ class Server:
         self._waiters: dict[int, set[asyncio.Future[None]]] = defaultdict(set)
         self._ticker: asyncio.Task[None] | None = None
         self.request_log: collections.deque[RequestRecord] = collections.deque(maxlen=request_log_size)
+        self._request_listeners: list[Callable[[RequestRecord], None]] = []
         cluster.add_change_listener(self._on_change)
+
+    def add_request_listener(self, listener: Callable[[RequestRecord], None]) -> None:
+        """Calls `listener` with every request served from now on, with what it touched filled in."""
+        self._request_listeners.append(listener)
+
+    def remove_request_listener(self, listener: Callable[[RequestRecord], None]) -> None:
+        self._request_listeners.remove(listener)
 
     @property
     def bootstrap_servers(self) -> str:
@@ -307,17 +331,22 @@ class Server:
                 if frame is None:
                     return
                 started = time.perf_counter()
+                wall = time.time()
                 try:
-                    request, response, codes = await self._handle(frame, conn.broker, conn.peer, client_software)
+                    request, response, codes, result = await self._handle(frame, conn.broker, conn.peer,
+                                                                          client_software)
                 except _CloseConnection:
                     return
                 if response is not None:
                     await conn.write(response)
                 latency = (time.perf_counter() - started) * 1000
-                self.request_log.append(RequestRecord(
+                record = RequestRecord(
                     self.cluster.clock.now_ms(), conn.broker.node_id, conn.peer, request.client_id, request.api_name,
                     request.api_version, request.correlation_id, latency,
-                    tuple(ErrorCode(c).name if c in _KNOWN_CODES else str(c) for c in sorted(codes))))
+                    tuple(ErrorCode(c).name if c in _KNOWN_CODES else str(c) for c in sorted(codes)), wall)
+                self.request_log.append(record)
+                if self._request_listeners:
+                    self._tell_listeners(record, request, result, frame, response, client_software)
                 if log.isEnabledFor(logging.DEBUG):
                     log.debug("broker=%d client=%s id=%s %s v%d corr=%d %.2fms%s", conn.broker.node_id, conn.peer,
                               request.client_id, request.api_name, request.api_version, request.correlation_id,
@@ -327,8 +356,26 @@ class Server:
         finally:
             conn.close()
 
-    async def _handle(self, frame: bytes, broker: Broker, peer: str,
-                      client_software: dict[str, Any]) -> tuple[Request, list[Any] | None, set[int]]:
+    def _tell_listeners(self, record: RequestRecord, request: Request, result: Any, frame: bytes,
+                        response: list[Any] | None, client_software: dict[str, Any]) -> None:
+        name, version = client_software.get("client_software", (None, None))
+        topics = self.cluster.topics_by_id
+        seen = touched(request.api_key, request.body, result,
+                       lambda topic_id: t.name if (t := topics.get(topic_id)) is not None else None)
+        record = dataclasses.replace(
+            record, client_software_name=name, client_software_version=version, request_bytes=len(frame) + 4,
+            response_bytes=sum(len(c) for c in response) if response else 0, topics=tuple(sorted(seen.topics)),
+            groups=tuple(sorted(seen.groups)), records=seen.records, generation_id=seen.generation_id,
+            member_id=seen.member_id)
+        for listener in list(self._request_listeners):
+            try:
+                listener(record)
+            except Exception:
+                log.exception("request listener %r failed; removing it", listener)
+                self._request_listeners.remove(listener)
+
+    async def _handle(self, frame: bytes, broker: Broker, peer: str, client_software: dict[str, Any]
+                      ) -> tuple[Request, list[Any] | None, set[int], Any]:
         try:
             request, stream = decode_request_header(frame)
         except UnknownApiKey as e:
@@ -345,7 +392,8 @@ class Server:
             raise _CloseConnection
         if key == API_VERSIONS_KEY and version > reg.max_version:
             body = unsupported_version_response()
-            return request, encode_response_chunks(key, 0, request.correlation_id, body), _error_codes(body, set())
+            return request, encode_response_chunks(key, 0, request.correlation_id, body), \
+                _error_codes(body, set()), body
         if version > API_MODULES[key][3]:
             log.warning("connection %s: %s v%d is newer than any Kafka defines; closing", peer, request.api_name,
                         version)
@@ -362,7 +410,7 @@ class Server:
                 log.warning("connection %s: %s v%d is not supported; closing", peer, request.api_name, version)
                 raise _CloseConnection
             return request, encode_response_chunks(key, version, request.correlation_id, body), \
-                _error_codes(body, set())
+                _error_codes(body, set()), body
         try:
             result = dispatch(ctx)
             while isinstance(result, Park):
@@ -380,9 +428,9 @@ class Server:
                 raise _CloseConnection from None
             result = body
         if result is NO_RESPONSE:
-            return request, None, set()
+            return request, None, set(), None
         return request, encode_response_chunks(key, version, request.correlation_id, result), \
-            _error_codes(result, set())
+            _error_codes(result, set()), result
 
     # --- parked requests (long-poll fetches) ----------------------------------------------------
     async def _park(self, park: Park) -> Any:

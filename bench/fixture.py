@@ -5,13 +5,15 @@
 
 1. Plugin fixture: a generated test module with N tests (default 1000), each taking the `kafka` fixture and
    doing one small thing (`--body`), runs under pytest in a subprocess. A small plugin there times, per test,
-   the setup of the `kafka`, `fakekafka` and `fakekafka_cluster` fixtures (pytest_fixture_setup) and the
-   teardown of `fakekafka_cluster` (the generator teardown that stops the cluster, timed by finalizers put
-   on either side of it). It also times pytest's whole setup and teardown phases. The same N tests without the
-   fixture run as a control. Then `Cluster().start(); stop()` runs N times in this process.
+   the setup of the `kafka` fixture (pytest_fixture_setup, including pytest's own cost per fixture and that of
+   other plugins' hooks) and its teardown (the generator teardown that stops the cluster, timed by finalizers
+   put on either side of it). It also times pytest's whole setup and teardown phases. The same N tests without
+   the fixture run as a control. Then `Cluster().start(); stop()` (a loop thread of its own) runs N times in
+   this process.
 2. A broker process per test: spawn, poll with a Kafka ApiVersions v0 request until the broker answers, then
    SIGTERM and wait for the exit. Median over R runs (default 20, after one warm-up run) for tansu and for
-   `python -m fakekafka serve`.
+   `python -m fakekafka serve`. Between the runs, the fixture's own work (`Cluster().start(loop_thread)` on a
+   shared loop with pre-bound listeners, `stop(wait=False)`) is timed in this process.
 3. Leak check in the pytest process: RSS, Python threads, OS threads, open fds and sockets after test 10 and
    after the last test (gc.collect() before each sample), and the number of fakekafka Cluster objects still
    alive and fakekafka-loop threads still running at the end. Threads, fds or sockets that grow, live
@@ -46,7 +48,7 @@ if ROOT not in sys.path:
 
 import _peers  # noqa: E402
 
-from fakekafka.embedded import Cluster  # noqa: E402
+from fakekafka.embedded import Cluster, LoopThread  # noqa: E402
 
 GOAL_MEDIAN_MS = 10.0
 GOAL_RATIO = 100.0
@@ -92,7 +94,7 @@ import pytest
 
 OUT = os.environ["FIXTURE_BENCH_OUT"]
 SAMPLE_AT = int(os.environ.get("FIXTURE_BENCH_SAMPLE_AT", "10"))
-FIXTURES = {"fakekafka_cluster", "fakekafka", "kafka"}
+FIXTURES = {"fakekafka_cluster", "fakekafka", "kafka"}  # the peer module's own `kafka` fixture too
 rows = []  # per test: fixture setup, fixture teardown, pytest setup phase, pytest teardown phase (seconds)
 cur = {}
 samples = {}
@@ -116,30 +118,40 @@ def proc_sample():
             "os_threads": len(os.listdir("/proc/self/task"))}
 
 
+try:
+    from fakekafka.pytest_plugin import _LOOP
+except ImportError:
+    _LOOP = None
+
+
+def pytest_configure(config):
+    state["config"] = config
+
+
 def pytest_collection_finish(session):
     state["total"] = len(session.items)
-
-
-def _mark(key):
-    def mark():
-        cur[key] = time.perf_counter()
-    return mark
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_fixture_setup(fixturedef, request):
     if fixturedef.argname not in FIXTURES:
         return (yield)
-    if fixturedef.argname == "fakekafka_cluster":
-        # finalizers run last-in first-out: this one after the fixture's own teardown (added inside the yield)
-        fixturedef.addfinalizer(_mark("td_end"))
+    # finalizers run last-in first-out: this one after the fixture's own teardown (added inside the yield)...
+    fixturedef.addfinalizer(_teardown_end)
     t0 = time.perf_counter()
     try:
         return (yield)
     finally:
         cur["setup"] = cur.get("setup", 0.0) + time.perf_counter() - t0
-        if fixturedef.argname == "fakekafka_cluster":
-            fixturedef.addfinalizer(_mark("td_start"))  # ... and this one just before it
+        fixturedef.addfinalizer(_teardown_start)  # ... and this one just before it
+
+
+def _teardown_start():
+    cur["td_start"] = time.perf_counter()
+
+
+def _teardown_end():
+    cur["teardown"] = cur.get("teardown", 0.0) + time.perf_counter() - cur.pop("td_start")
 
 
 @pytest.hookimpl(wrapper=True)
@@ -161,12 +173,15 @@ def pytest_runtest_teardown(item, nextitem):
 
 
 def pytest_runtest_logfinish(nodeid, location):
-    teardown = cur["td_end"] - cur["td_start"] if "td_end" in cur and "td_start" in cur else float("nan")
+    teardown = cur.get("teardown", float("nan"))
     rows.append([cur.get("setup", float("nan")), teardown, cur.get("phase_setup", float("nan")),
                  cur.get("phase_teardown", float("nan"))])
     cur.clear()
     state["done"] += 1
     if state["done"] in (SAMPLE_AT, state["total"]):
+        loop_thread = state["config"].stash.get(_LOOP, None) if _LOOP is not None else None
+        if loop_thread is not None:
+            loop_thread.drain()  # the session's loop stops retired clusters in batches: count after it has
         gc.collect()
         sample = proc_sample()
         if state["done"] == state["total"]:
@@ -195,13 +210,61 @@ def test_module(n: int, body: str, uses_kafka: bool) -> str:
     return head + f"@pytest.mark.parametrize('i', range({n}))\ndef test_one(i):\n    assert i >= 0\n"
 
 
-def run_pytest(tmp: str, name: str, source: str) -> dict:
+PEER_FIXTURE = """
+import json
+import os
+import signal
+import subprocess
+import time
+
+
+class Peer:
+    def __init__(self, port):
+        self.bootstrap_servers = f"127.0.0.1:{port}"
+
+
+@pytest.fixture
+def kafka():
+    \"\"\"A broker process for this test: what the plugin would be if it started a peer per test.\"\"\"
+    port = free_port()
+    cmd = [part.replace("{port}", str(port)) for part in json.loads(os.environ["PEER_CMD"])]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            if api_versions("127.0.0.1", port, timeout=1.0) == 0:
+                break
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"the peer did not answer (exit {proc.returncode})")
+        time.sleep(0.001)
+    yield Peer(port)
+    os.kill(proc.pid, signal.SIGTERM)
+    proc.wait(10)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+"""
+
+
+def peer_module(n: int) -> str:
+    return (PROBE + "\nimport pytest\n\n" + PEER_FIXTURE + f"\n\n@pytest.mark.parametrize('i', range({n}))\n"
+            "def test_one(kafka, i):\n    host, port = kafka.bootstrap_servers.split(':')\n"
+            "    assert api_versions(host, int(port)) == 0\n")
+
+
+def run_pytest(tmp: str, name: str, source: str, env_extra: dict[str, str] | None = None) -> dict:
     path = os.path.join(tmp, f"test_{name}.py")
     with open(path, "w") as f:
         f.write(source)
     out = os.path.join(tmp, f"{name}.json")
     env = dict(os.environ, FIXTURE_BENCH_OUT=out, PYTHONPATH=os.pathsep.join([tmp, ROOT]),
-               PYTHONDONTWRITEBYTECODE="1")
+               PYTHONDONTWRITEBYTECODE="1", **(env_extra or {}))
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "fixture_bench_timer", "-p", "no:cacheprovider",
            "-p", "no:randomly", "--rootdir", tmp, "-c", os.path.join(tmp, "pytest.ini"), path]
     t0 = time.perf_counter()
@@ -277,9 +340,10 @@ def peer_once(kind: str, timeout: float = 30.0) -> tuple[float, float]:
                 proc.wait(10)
 
 
-def peer_runs(kind: str, runs: int, interleave: int = 25) -> dict:
-    """`runs` broker processes, each followed by `interleave` in-process Cluster start+stop cycles, so that the
-    two are compared at the same moments even when the machine's load drifts."""
+def peer_runs(kind: str, runs: int, loop_thread: LoopThread, interleave: int = 25) -> dict:
+    """`runs` broker processes, each followed by `interleave` in-process Cluster start+stop cycles as the plugin
+    runs them (on its shared loop, a millisecond apart as tests are), so that the two are compared at the same
+    moments even when the machine's load drifts."""
     peer_once(kind)  # warm-up (page cache, bytecode)
     ready, stop, cycles = [], [], []
     for _ in range(runs):
@@ -287,8 +351,9 @@ def peer_runs(kind: str, runs: int, interleave: int = 25) -> dict:
         ready.append(r)
         stop.append(s)
         for _ in range(interleave):
+            time.sleep(0.001)
             t0 = time.perf_counter()
-            Cluster().start().stop()
+            Cluster().start(loop_thread).stop(wait=False)
             cycles.append(time.perf_counter() - t0)
     return {"ready": ready, "stop": stop, "total": [r + s for r, s in zip(ready, stop, strict=True)],
             "in_process": cycles}
@@ -336,13 +401,20 @@ def main(argv: list[str] | None = None) -> int:
             f.write("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
         plugin = run_pytest(tmp, "kafka", test_module(args.tests, args.body, True))
         control = run_pytest(tmp, "control", test_module(args.tests, args.body, False))
+        peer_fixture = None
+        if "tansu" in args.brokers and _peers.tansu_binary() is not None:
+            cmd, _ = _peers._command("tansu", 65535, None)
+            peer_cmd = json.dumps([part.replace("65535", "{port}") for part in cmd])
+            peer_fixture = run_pytest(tmp, "tansu_per_test", peer_module(args.peer_runs), {"PEER_CMD": peer_cmd})
     loop = in_process(args.tests)
     peers = {}
+    loop_thread = LoopThread(listener_pool=8).start()  # as the plugin's session fixture makes it
     for kind in [k.strip() for k in args.brokers.split(",") if k.strip()]:
         if kind == "tansu" and _peers.tansu_binary() is None:
             print("tansu not found: run `eval \"$(bash .ci/install.sh)\"`; skipping it", file=sys.stderr)
             continue
-        peers[kind] = peer_runs(kind, args.peer_runs)
+        peers[kind] = peer_runs(kind, args.peer_runs, loop_thread)
+    loop_thread.stop()
 
     rows = plugin["rows"]
     fixture_total = [r[0] + r[1] for r in rows]
@@ -352,8 +424,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{sys.version.split()[0]}, {os.cpu_count()} CPUs")
     print(f"  {'':<52}{'median':>9} {'p95':>9} {'max':>9} {'n':>6}   (ms)")
     print(row("plugin fixture setup+teardown (in pytest)", fixture_total))
-    print(row("  setup: kafka + fakekafka + fakekafka_cluster", [r[0] for r in rows]))
-    print(row("  teardown: fakekafka_cluster (stops the cluster)", [r[1] for r in rows]))
+    print(row("  setup: the kafka fixture (pytest_fixture_setup)", [r[0] for r in rows]))
+    print(row("  teardown: the kafka fixture (stops the cluster)", [r[1] for r in rows]))
     print(row("pytest setup+teardown phases, kafka tests", phases))
     print(row("pytest setup+teardown phases, control (no fixture)", control_phases))
     print(row("in-process Cluster().start(); stop()", loop["times"]))
@@ -362,6 +434,9 @@ def main(argv: list[str] | None = None) -> int:
         print(row(f"{name} process per test: spawn..exit", p["total"]))
         print(row("  spawn -> ApiVersions answered", p["ready"]))
         print(row("  SIGTERM -> exited", p["stop"]))
+    if peer_fixture is not None:
+        peer_total = [r[0] + r[1] for r in peer_fixture["rows"]]
+        print(row("a `kafka` fixture starting tansu per test (in pytest)", peer_total))
     print(f"  pytest wall time: {plugin['wall_s']:.1f} s with the fixture ({plugin['summary']}), "
           f"{control['wall_s']:.1f} s control")
 
@@ -371,16 +446,22 @@ def main(argv: list[str] | None = None) -> int:
     verdicts.append(ok)
     print(f"\ngoal: fixture setup+teardown median {fixture_median * 1000:.2f} ms <= {GOAL_MEDIAN_MS:.0f} ms: "
           f"{'PASS' if ok else 'FAIL'}")
+    if peer_fixture is not None:
+        ratio = stats(peer_total)[0] / fixture_median
+        ok = ratio >= GOAL_RATIO
+        verdicts.append(ok)
+        print(f"goal: tansu-per-test fixture / fakekafka fixture, both as pytest runs them = {ratio:.0f}x >= "
+              f"{GOAL_RATIO:.0f}x: {'PASS' if ok else 'FAIL'}")
     for kind, p in peers.items():
         ratio = stats(p["total"])[0] / fixture_median
         ok = ratio >= GOAL_RATIO
-        if kind == "tansu":
+        if kind == "tansu" and peer_fixture is None:
             verdicts.append(ok)
-        print(f"goal: {kind} process per test / fixture = {ratio:.0f}x >= {GOAL_RATIO:.0f}x: "
-              f"{'PASS' if ok else 'FAIL'}{'' if kind == 'tansu' else ' (for comparison; not the goal)'}")
+        print(f"      {kind} process per test, spawn..exit outside pytest / fixture = {ratio:.0f}x"
+              f"{'' if kind == 'tansu' else ' (for comparison; not the goal)'}")
         near = stats(p["in_process"])[0]
-        print(f"      {kind} / in-process Cluster start+stop timed between its runs ({near * 1000:.2f} ms median) "
-              f"= {stats(p['total'])[0] / near:.0f}x")
+        print(f"      {kind} / the fixture's own work, Cluster().start(shared loop) + stop(wait=False), timed "
+              f"between its runs ({near * 1000:.3f} ms median) = {stats(p['total'])[0] / near:.0f}x")
     print(f"      real Kafka, JVM broker start ~{KAFKA_JVM_START_S:.2f} s (KIP-974; no container start) "
           f"/ fixture = {KAFKA_JVM_START_S / fixture_median:.0f}x")
 
@@ -403,7 +484,7 @@ def main(argv: list[str] | None = None) -> int:
     line("open fds", "fds")
     line("  of them sockets", "sockets")
     print(f"  live fakekafka Cluster objects at the end: {last['live_clusters']}; fakekafka-loop threads "
-          f"running: {last['loop_threads']}")
+          f"running: {last['loop_threads']} (the session's)")
     rss_growth = (last["rss"] - first["rss"]) - (clast["rss"] - cfirst["rss"])
     bound = args.rss_bound_kib * 1024 * span
     leaks = []
@@ -413,8 +494,8 @@ def main(argv: list[str] | None = None) -> int:
             leaks.append(f"{label} grew by {last[key] - first[key]}")
     if last["live_clusters"]:
         leaks.append(f"{last['live_clusters']} Cluster objects still alive after their tests")
-    if last["loop_threads"]:
-        leaks.append(f"{last['loop_threads']} fakekafka-loop threads still running")
+    if last["loop_threads"] > 1:  # the session's own loop thread lives until pytest unconfigures
+        leaks.append(f"{last['loop_threads']} fakekafka-loop threads running (1 expected)")
     if rss_growth > bound:
         leaks.append(f"RSS grew {rss_growth / 1024:.0f} KiB more than the control run "
                      f"(bound {args.rss_bound_kib:g} KiB x {span} tests = {bound / 1024:.0f} KiB)")
@@ -431,7 +512,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"args": vars(args), "plugin": plugin, "control": control, "in_process": loop,
+            json.dump({"args": vars(args), "plugin": plugin, "control": control, "peer_fixture": peer_fixture,
+                       "in_process": loop,
                        "peers": peers}, f)
     return 0 if all(verdicts) else 1
 

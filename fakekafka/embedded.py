@@ -9,7 +9,9 @@ the model from the caller goes through the loop (`call`), so a test never races 
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,11 +23,13 @@ from fakekafka.model.cluster import ApiError, Broker, ClusterState
 from fakekafka.model.config import BrokerConfig
 from fakekafka.model.faults import Fault, FaultKind, api_key_of
 from fakekafka.model.group import Group
-from fakekafka.server import RequestRecord, Server
+from fakekafka.server import ListenerPool, RequestRecord, Server
 from wire import ErrorCode
 from wire.records import Compression, Record, build_batch, decode_batch
 
-__all__ = ["Cluster", "GroupView", "MemberView"]
+__all__ = ["Cluster", "GroupView", "LoopThread", "MemberView"]
+
+log = logging.getLogger("fakekafka")
 
 T = TypeVar("T")
 
@@ -78,11 +82,149 @@ def decode_assignment(data: bytes) -> dict[str, list[int]]:
     return {t.topic: sorted(t.partitions) for t in body.assigned_partitions}
 
 
+class LoopThread:
+    """An event loop on a daemon thread that clusters can share (the pytest plugin keeps one per session).
+
+    With `listener_pool=N` it keeps N listening sockets bound and served ahead of time, so a cluster starts
+    without a syscall or a message to the loop. Clusters stopped with `retire` are stopped by the loop in
+    batches (every few clusters, or within `REAP_INTERVAL_S`), which is also when the pool is refilled: each
+    message to the loop is a write to its wake-up pipe, the largest single cost of a start+stop here.
+    """
+
+    REAP_INTERVAL_S = 0.05
+    REAP_BATCH = 4
+
+    def __init__(self, name: str = "fakekafka-loop", *, listener_pool: int = 0, host: str = "127.0.0.1") -> None:
+        self.name = name
+        self.pool = ListenerPool(host, listener_pool) if listener_pool > 0 else None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._pending: set[concurrent.futures.Future[Any]] = set()
+        self._retired: collections.deque[Server] = collections.deque()
+        self._reaper: asyncio.Task[None] | None = None
+        self._reaping = False
+
+    def start(self) -> LoopThread:
+        if self.loop is not None:
+            raise RuntimeError("loop thread already started")
+        loop = asyncio.new_event_loop()
+        self.loop = loop
+        self._thread = threading.Thread(target=self._run, args=(loop,), name=self.name, daemon=True)
+        self._thread.start()
+        self.submit(self._begin()).result(30)
+        return self
+
+    async def _begin(self) -> None:
+        if self.pool is not None:
+            await self.pool.fill()
+        self._reaper = asyncio.create_task(self._reap_every())
+
+    async def _reap_every(self) -> None:
+        while True:
+            await asyncio.sleep(self.REAP_INTERVAL_S)
+            await self._reap()
+
+    async def _reap(self) -> None:
+        if self._reaping:
+            return
+        self._reaping = True
+        try:
+            while self._retired:
+                server = self._retired.popleft()
+                try:
+                    await server.stop()
+                except Exception:  # noqa: BLE001 - one cluster's failure must not keep the others open
+                    log.exception("fakekafka: stopping a retired cluster failed")
+            if self.pool is not None:
+                await self.pool.fill()
+        finally:
+            self._reaping = False
+
+    def _wanted(self) -> bool:
+        return len(self._retired) >= self.REAP_BATCH or (
+            self.pool is not None and self.pool.ready < self.pool.size // 2)
+
+    def retire(self, server: Server) -> None:
+        """Has the loop stop `server` soon (its ports and connections close; its state is left alone)."""
+        loop = self.loop
+        if loop is None:
+            raise RuntimeError("the loop thread is not running")
+        self._retired.append(server)
+        if self._wanted():
+            loop.call_soon_threadsafe(self._kick)
+
+    def drain(self, timeout: float = 10) -> None:
+        """Waits until every retired cluster is stopped and the pool is full again (for leak checks)."""
+        async def reap_now() -> None:
+            while self._reaping:
+                await asyncio.sleep(0.001)
+            await self._reap()
+        self.submit(reap_now()).result(timeout)
+
+    def _kick(self) -> None:
+        if not self._reaping:
+            asyncio.get_running_loop().create_task(self._reap())
+
+    @staticmethod
+    def _run(loop: asyncio.AbstractEventLoop) -> None:
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_forever()
+        finally:
+            loop.close()
+
+    @property
+    def running(self) -> bool:
+        return self.loop is not None
+
+    def in_loop(self) -> bool:
+        try:
+            return asyncio.get_running_loop() is self.loop
+        except RuntimeError:
+            return False
+
+    def submit(self, coro: Any) -> concurrent.futures.Future[Any]:
+        """Runs a coroutine on the loop; `stop` waits for what is still pending, so nothing is cut short."""
+        if self.loop is None:
+            coro.close()
+            raise RuntimeError("the loop thread is not running")
+        fut = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        self._pending.add(fut)
+        fut.add_done_callback(self._done)
+        return fut
+
+    def _done(self, fut: concurrent.futures.Future[Any]) -> None:
+        self._pending.discard(fut)
+        if not fut.cancelled() and fut.exception() is not None:
+            log.error("fakekafka: background task failed", exc_info=fut.exception())
+
+    async def _end(self) -> None:
+        if self._reaper is not None:
+            self._reaper.cancel()
+        while self._reaping:
+            await asyncio.sleep(0.001)
+        if self.pool is not None:
+            await self.pool.close()
+        await self._reap()
+
+    def stop(self, timeout: float = 10) -> None:
+        loop, thread = self.loop, self._thread
+        if loop is None:
+            return
+        concurrent.futures.wait(list(self._pending), timeout)
+        self.submit(self._end()).result(timeout)
+        self.loop = self._thread = None
+        loop.call_soon_threadsafe(loop.stop)
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+
+
 class Cluster(ClusterHandle):
     def __init__(self, *, partitions: int = 1, auto_create_topics: bool = True, host: str = "127.0.0.1",
                  port: int = 0, node_id: int = 1, clock: Clock | str | None = None,
                  config: BrokerConfig | None = None, group_initial_rebalance_delay_ms: int = 0,
-                 brokers: int = 1, racks: list[str] | None = None) -> None:
+                 brokers: int = 1, racks: list[str] | None = None,
+                 topics: dict[str, int] | None = None) -> None:
         if clock == "frozen":
             clock = ManualClock()
         elif isinstance(clock, str):
@@ -95,54 +237,63 @@ class Cluster(ClusterHandle):
             raise ValueError(f"racks names one rack per broker: {brokers} brokers, {len(racks)} racks")
         self.state = ClusterState(self.config, clock, [
             Broker(node_id + i, host, port + i if port else 0, racks[i] if racks else None) for i in range(brokers)])
+        for name, count in (topics or {}).items():  # before anyone can see the state: no loop needed
+            self.state.create_topic(name, count)
         self.server = Server(self.state, host)
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._owns_loop = False
+        self._loop_thread: LoopThread | None = None
+        self._owns_thread = False
+        self._serving: concurrent.futures.Future[None] | None = None
 
     @property
     def bootstrap_servers(self) -> str:
         return self.server.bootstrap_servers
 
     # --- lifecycle -----------------------------------------------------------------------------
-    def start(self) -> Cluster:
-        """Starts the server on a background event-loop thread; returns once it is listening."""
+    def start(self, loop_thread: LoopThread | None = None) -> Cluster:
+        """Serves the cluster from a background event loop: its own thread, or `loop_thread` shared with
+        other clusters. Returns once the ports are bound (clients may connect at once)."""
         if self._loop is not None:
             raise RuntimeError("cluster already started")
-        loop = asyncio.new_event_loop()
-        ready: concurrent.futures.Future[None] = concurrent.futures.Future()
-
-        def run() -> None:
-            asyncio.set_event_loop(loop)
-            try:
-                loop.run_until_complete(self.server.start())
-            except BaseException as e:  # noqa: BLE001 - handed to the starting thread
-                ready.set_exception(e)
-                loop.close()
-                return
-            ready.set_result(None)
-            loop.run_forever()
-            loop.run_until_complete(self.server.stop())
-            loop.close()
-
-        self._loop, self._owns_loop = loop, True
-        self._thread = threading.Thread(target=run, name="fakekafka-loop", daemon=True)
-        self._thread.start()
+        owns = loop_thread is None
+        thread = LoopThread().start() if loop_thread is None else loop_thread
+        assert thread.loop is not None, "the loop thread is not running"
+        if thread.pool is not None and self.server.adopt(thread.pool):
+            # every broker got a listener the loop already serves: nothing to send the loop
+            self._loop, self._loop_thread, self._owns_thread = thread.loop, thread, owns
+            return self
         try:
-            ready.result()
+            self.server.bind()
         except BaseException:
-            self._loop = self._thread = None
+            if owns:
+                thread.stop()
             raise
+        self._loop, self._loop_thread, self._owns_thread = thread.loop, thread, owns
+        self._serving = thread.submit(self.server.start())
+        if owns:
+            try:
+                self._serving.result(30)  # a thread of its own: report a failed start here
+            except BaseException:
+                self._loop = self._loop_thread = None
+                thread.stop()
+                raise
         return self
 
-    def stop(self) -> None:
-        loop, thread = self._loop, self._thread
-        if loop is None:
+    def stop(self, *, wait: bool = True) -> None:
+        """Stops serving and drops every connection. `wait=False` leaves that to the loop (the pytest plugin's
+        teardown: the ports are closed before the loop does anything else for a later cluster)."""
+        thread = self._loop_thread
+        if thread is None:
             return
-        self._loop = self._thread = None
-        if self._owns_loop and thread is not None:
-            loop.call_soon_threadsafe(loop.stop)
-            thread.join(10)
+        self._loop = self._loop_thread = None
+        if not wait and not self._owns_thread:
+            thread.retire(self.server)
+            return
+        stopping = thread.submit(self.server.stop())
+        if self._owns_thread:
+            thread.stop()
+        else:
+            stopping.result(30)
 
     def __enter__(self) -> Cluster:
         return self.start()
@@ -162,19 +313,13 @@ class Cluster(ClusterHandle):
     # --- access to the model ---------------------------------------------------------------------
     def call(self, fn: Callable[[], T]) -> T:
         """Runs `fn` where the server runs, so it sees and changes the model without races."""
-        loop = self._loop
-        if loop is None or not self._owns_loop:
+        thread = self._loop_thread
+        if thread is None or thread.in_loop():
             return fn()
-        try:
-            if asyncio.get_running_loop() is loop:
-                return fn()
-        except RuntimeError:
-            pass
 
         async def wrapper() -> T:
             return fn()
-        return asyncio.run_coroutine_threadsafe(wrapper(), loop).result(30)
-
+        return thread.submit(wrapper()).result(30)
     def create_topic(self, name: str, partitions: int = -1, *, replication_factor: int = -1,
                      configs: dict[str, str] | None = None) -> None:
         self.call(lambda: self.state.create_topic(name, partitions, replication_factor, configs=configs))
@@ -274,12 +419,11 @@ class Cluster(ClusterHandle):
     # --- faults ------------------------------------------------------------------------------------------
     def _run(self, coro_fn: Callable[[], Any]) -> Any:
         """Runs a coroutine where the server runs and waits for it."""
-        loop = self._loop
-        if loop is None:
+        if self._loop is None:
             raise RuntimeError("the cluster is not started")
-        if not self._owns_loop:
+        if self._loop_thread is None:
             raise RuntimeError("inside `async with`, await the async variant of this call")
-        return asyncio.run_coroutine_threadsafe(coro_fn(), loop).result(30)
+        return self._loop_thread.submit(coro_fn()).result(30)
 
     async def kill_broker_async(self, node_id: int) -> None:
         self.state.kill_broker(node_id)

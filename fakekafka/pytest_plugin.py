@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from fakekafka.embedded import Cluster
+from fakekafka.embedded import Cluster, LoopThread
 from fakekafka.handle import ClusterHandle
 from fakekafka.model.config import BrokerConfig
 
@@ -57,7 +57,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
-def _start(settings: dict[str, Any]) -> Cluster:
+def _start(settings: dict[str, Any], loop_thread: LoopThread) -> Cluster:
     unknown = set(settings) - _SETTINGS
     if unknown:
         raise TypeError(f"unknown fakekafka setting(s): {', '.join(sorted(unknown))}; "
@@ -67,11 +67,8 @@ def _start(settings: dict[str, Any]) -> Cluster:
         config = BrokerConfig(num_partitions=settings.get("partitions", 1),
                               auto_create_topics=settings.get("auto_create_topics", True),
                               group_initial_rebalance_delay_ms=settings.get("group_initial_rebalance_delay_ms", 0))
-    cluster = Cluster(config=config, clock=settings.get("clock"), brokers=settings.get("brokers", 1),
-                      racks=settings.get("racks")).start()
-    for name, partitions in (settings.get("topics") or {}).items():
-        cluster.create_topic(name, partitions)
-    return cluster
+    return Cluster(config=config, clock=settings.get("clock"), brokers=settings.get("brokers", 1),
+                   racks=settings.get("racks"), topics=settings.get("topics")).start(loop_thread)
 
 
 def _remote(bootstrap: str, settings: dict[str, Any]) -> ClusterHandle:
@@ -83,6 +80,27 @@ def _remote(bootstrap: str, settings: dict[str, Any]) -> ClusterHandle:
     return remote
 
 
+_LOOP = pytest.StashKey[LoopThread]()
+
+
+def _loop_thread(config: pytest.Config) -> LoopThread:
+    """The event-loop thread every cluster of the session is served from, with listening sockets it binds
+    ahead of time: a cluster's start is then building its model and taking a served port. Each cluster
+    still has its own state and its own ports, never reused by a later one. Kept in the config's stash,
+    not a session fixture: resolving even a cached fixture costs each test about as much as the start."""
+    thread = config.stash.get(_LOOP, None)
+    if thread is None:
+        thread = config.stash[_LOOP] = LoopThread(listener_pool=8).start()
+    return thread
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    thread = config.stash.get(_LOOP, None)
+    if thread is not None:
+        thread.stop()
+        del config.stash[_LOOP]
+
+
 @pytest.fixture
 def fakekafka_cluster(request: pytest.FixtureRequest) -> Iterator[Callable[..., ClusterHandle]]:
     """A factory of clusters, each stopped when the test ends."""
@@ -91,7 +109,7 @@ def fakekafka_cluster(request: pytest.FixtureRequest) -> Iterator[Callable[..., 
     bootstrap = request.config.getoption("--fakekafka-bootstrap")
 
     def make(**settings: Any) -> ClusterHandle:
-        handle = _remote(bootstrap, settings) if bootstrap else _start(settings)
+        handle = _remote(bootstrap, settings) if bootstrap else _start(settings, _loop_thread(request.config))
         made.append(handle)
         request.node.stash[_CLUSTERS].append(handle)
         return handle
@@ -99,30 +117,59 @@ def fakekafka_cluster(request: pytest.FixtureRequest) -> Iterator[Callable[..., 
     yield make
     try:
         for handle in made:
-            closer = getattr(handle, "stop", None) or getattr(handle, "close", None)
-            if closer is not None:
-                closer()
+            if isinstance(handle, Cluster):
+                handle.stop(wait=False)
+            else:
+                handle.close()
     finally:
         # pytest keeps every item, stash included, until the session ends; the report hook needs the handles
         # only for setup/call reports, so drop them here or every test's stopped cluster stays in memory
         request.node.stash[_CLUSTERS].clear()
 
 
-@pytest.fixture
-def fakekafka(request: pytest.FixtureRequest, fakekafka_cluster: Callable[..., ClusterHandle]) -> ClusterHandle:
-    """A fresh cluster for this test (see the `fakekafka` marker to configure it)."""
+_MAIN = pytest.StashKey[ClusterHandle]()
+
+
+def _test_cluster(request: pytest.FixtureRequest) -> Iterator[ClusterHandle]:
+    """The test's cluster, shared by `fakekafka` and `kafka` (two fixtures of one level rather than a chain:
+    pytest's own cost per fixture is larger than starting the cluster)."""
+    existing = request.node.stash.get(_MAIN, None)
+    if existing is not None:  # the test asked for both names: one cluster
+        yield existing
+        return
     marker = request.node.get_closest_marker("fakekafka")
     settings = dict(marker.kwargs) if marker is not None else {}
     if marker is not None and marker.args:
         raise TypeError("the fakekafka marker takes keyword arguments only, e.g. "
                         "@pytest.mark.fakekafka(topics={'orders': 6})")
-    return fakekafka_cluster(**settings)
+    bootstrap = request.config.getoption("--fakekafka-bootstrap")
+    handle = _remote(bootstrap, settings) if bootstrap else _start(settings, _loop_thread(request.config))
+    stash = request.node.stash
+    stash[_MAIN] = handle
+    stash.setdefault(_CLUSTERS, []).append(handle)
+    try:
+        yield handle
+    finally:
+        try:
+            if isinstance(handle, Cluster):
+                handle.stop(wait=False)  # its ports close on the shared loop before any later cluster's work
+            else:
+                handle.close()
+        finally:
+            del stash[_MAIN]
+            stash[_CLUSTERS].clear()  # see fakekafka_cluster: the stash lives as long as the session
 
 
 @pytest.fixture
-def kafka(fakekafka: ClusterHandle) -> ClusterHandle:
-    """Another name for the `fakekafka` fixture."""
-    return fakekafka
+def fakekafka(request: pytest.FixtureRequest) -> Iterator[ClusterHandle]:
+    """A fresh cluster for this test (see the `fakekafka` marker to configure it)."""
+    yield from _test_cluster(request)
+
+
+@pytest.fixture
+def kafka(request: pytest.FixtureRequest) -> Iterator[ClusterHandle]:
+    """Another name for the `fakekafka` fixture (the same cluster when a test asks for both)."""
+    yield from _test_cluster(request)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -11,6 +11,7 @@ import asyncio
 import collections
 import dataclasses
 import logging
+import socket
 import struct
 import time
 from collections import defaultdict
@@ -28,7 +29,7 @@ from wire import DecodeError, ErrorCode, Request, UnknownApiKey, decode_request_
 from wire.messages import API_MODULES
 from wire.protocol import encode_response_chunks, parse_body, request_struct
 
-__all__ = ["RequestRecord", "Server"]
+__all__ = ["Listener", "ListenerPool", "RequestRecord", "Server"]
 
 log = logging.getLogger("fakekafka.server")
 _KNOWN_CODES = frozenset(int(c) for c in ErrorCode)
@@ -113,6 +114,7 @@ class _Connection(asyncio.BufferedProtocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
+        self.server._ensure_ticker()
         self.server._by_broker[self.broker.node_id].add(self)
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
@@ -223,6 +225,89 @@ class _Connection(asyncio.BufferedProtocol):
         self._wake()
 
 
+class _Refuse(asyncio.Protocol):
+    """What a pooled listener's connection gets before a cluster adopts the listener (nobody knows its
+    port yet, so this is a stray): closed at once."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        transport.abort()  # type: ignore[attr-defined]
+
+
+class Listener:
+    """A listening socket the loop already serves, waiting for a broker to adopt it. Adopting sets the
+    protocol its connections get: a plain attribute, so a cluster takes it over without a syscall or a
+    message to the loop."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.protocol_factory: Callable[[], asyncio.BaseProtocol] | None = None
+        self.server: asyncio.base_events.Server | None = None
+
+    def _protocol(self) -> asyncio.BaseProtocol:
+        factory = self.protocol_factory
+        return _Refuse() if factory is None else factory()
+
+
+class ListenerPool:
+    """Fresh listening sockets bound and served ahead of time by the loop, so a cluster's start does no
+    socket work on the caller's thread. Each is used by one broker and closed with it: ports are never
+    handed to a second cluster, so a client left over from an earlier test cannot reach a later one."""
+
+    def __init__(self, host: str = "127.0.0.1", size: int = 4) -> None:
+        self.host = host
+        self.size = size
+        self._ready: collections.deque[Listener] = collections.deque()
+        self._closed = False
+
+    @property
+    def ready(self) -> int:
+        return len(self._ready)
+
+    def take(self) -> Listener | None:
+        try:
+            return self._ready.popleft()
+        except IndexError:
+            return None
+
+    async def fill(self) -> None:
+        loop = asyncio.get_running_loop()
+        while not self._closed and len(self._ready) < self.size:
+            sock = _listen_socket(self.host, 0)
+            listener = Listener(sock.getsockname()[1])
+            try:
+                listener.server = await loop.create_server(listener._protocol, sock=sock)
+            except BaseException:
+                sock.close()
+                raise
+            self._ready.append(listener)
+
+    async def close(self) -> None:
+        self._closed = True
+        while self._ready:
+            listener = self._ready.popleft()
+            if listener.server is not None:
+                listener.server.close()
+                await listener.server.wait_closed()
+
+
+def _listen_socket(host: str, port: int) -> socket.socket:
+    # a socket of our own rather than create_server(host, port): that resolves the host in a thread pool
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                         flags=socket.AI_PASSIVE)[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind(address)
+        sock.listen(128)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
 class Server:
     """Listeners for every broker of a `ClusterState`, in the running event loop."""
 
@@ -232,10 +317,12 @@ class Server:
         self.host = host
         self.advertised_host = advertised_host
         self._servers: dict[int, asyncio.base_events.Server] = {}
+        self._sockets: dict[int, socket.socket] = {}
         self._connections: set[asyncio.Task[None]] = set()
         self._by_broker: dict[int, set[_Connection]] = defaultdict(set)
         self._waiters: dict[int, set[asyncio.Future[None]]] = defaultdict(set)
         self._ticker: asyncio.Task[None] | None = None
+        self._stopped = False
         self.request_log: collections.deque[RequestRecord] = collections.deque(maxlen=request_log_size)
         self._request_listeners: list[Callable[[RequestRecord], None]] = []
         cluster.add_change_listener(self._on_change)
@@ -251,35 +338,96 @@ class Server:
     def bootstrap_servers(self) -> str:
         return ",".join(f"{b.host}:{b.port}" for b in self.cluster.brokers.values())
 
-    async def start(self) -> None:
-        """Binds every broker's port (0 picks a free one, which the broker then advertises)."""
+    def bind(self) -> None:
+        """Binds every live broker's port now, from any thread (0 picks a free one, which the broker then
+        advertises): the address is known before the event loop serves it, and a client that connects in
+        between waits in the listen backlog. Raises OSError (port taken) with nothing left open."""
         try:
             for broker in self.cluster.brokers.values():
-                if broker.alive:
+                if broker.alive and broker.node_id not in self._sockets and broker.node_id not in self._servers:
+                    self._sockets[broker.node_id] = self._listen(broker)
+        except OSError:
+            self._close_sockets()
+            raise
+        if self.advertised_host:
+            for broker in self.cluster.brokers.values():
+                broker.host = self.advertised_host
+
+    def _listen(self, broker: Broker) -> socket.socket:
+        sock = _listen_socket(self.host, broker.port)
+        if broker.port == 0:
+            broker.port = sock.getsockname()[1]
+        return sock
+
+    def adopt(self, pool: ListenerPool) -> bool:
+        """Takes pooled listeners for the live brokers that have no port yet; True when every live broker is
+        then served (nothing left for `start` to do: the ticker starts with the first connection)."""
+        if pool.host != self.host:
+            return False
+        for broker in self.cluster.brokers.values():
+            if not broker.alive or broker.port != 0 or broker.node_id in self._servers:
+                continue
+            listener = pool.take()
+            if listener is None:
+                return False
+            assert listener.server is not None
+            listener.protocol_factory = lambda b=broker: _Connection(self, b)
+            self._servers[broker.node_id] = listener.server
+            broker.port = listener.port
+        if self.advertised_host:
+            for broker in self.cluster.brokers.values():
+                broker.host = self.advertised_host
+        return all(b.node_id in self._servers for b in self.cluster.brokers.values() if b.alive)
+
+    def _ensure_ticker(self) -> None:
+        if self._ticker is None and not self._stopped:
+            self._ticker = asyncio.get_running_loop().create_task(self._tick_loop())
+
+    def _close_sockets(self) -> None:
+        for sock in self._sockets.values():
+            sock.close()
+        self._sockets.clear()
+
+    async def start(self) -> None:
+        """Serves every live broker's port (binding those `bind` has not) and starts the model's ticker.
+        A server starts once: after `stop` (even one that ran before this did) it stays stopped."""
+        if self._stopped:
+            return
+        try:
+            self.bind()
+            for broker in self.cluster.brokers.values():
+                if broker.alive and not self._stopped:
                     await self.open_broker(broker.node_id)
-                if self.advertised_host:
-                    broker.host = self.advertised_host
         except OSError:
             await self.stop()
             raise
-        self._ticker = asyncio.create_task(self._tick_loop())
+        if self._stopped:  # stopped while a listener was being set up: close what came after
+            for srv in self._servers.values():
+                srv.close()
+            self._servers.clear()
+            return
+        self._ensure_ticker()
 
     async def open_broker(self, node_id: int) -> None:
         """Listens for the broker (again, on the same port after a restart)."""
         broker = self.cluster.brokers[node_id]
         if node_id in self._servers:
             return
+        sock = self._sockets.pop(node_id, None) or self._listen(broker)
         loop = asyncio.get_running_loop()
-        srv = await loop.create_server(lambda b=broker: _Connection(self, b), self.host, broker.port,
-                                       reuse_address=True)
-        self._servers[node_id] = srv
-        if broker.port == 0:
-            broker.port = srv.sockets[0].getsockname()[1]
+        try:
+            self._servers[node_id] = await loop.create_server(lambda b=broker: _Connection(self, b), sock=sock)
+        except BaseException:
+            sock.close()
+            raise
 
     async def close_broker(self, node_id: int, *, abort: bool = True) -> None:
         """Stops listening for the broker and drops its connections (at once when `abort`: a killed
         broker; after answering what is in flight otherwise)."""
         srv = self._servers.pop(node_id, None)
+        sock = self._sockets.pop(node_id, None)
+        if sock is not None:
+            sock.close()
         if srv is not None:
             srv.close()
         for conn in list(self._by_broker.get(node_id, ())):
@@ -297,6 +445,8 @@ class Server:
             await asyncio.sleep(wait)
 
     async def stop(self) -> None:
+        self._stopped = True
+        self._close_sockets()
         if self._ticker is not None:
             self._ticker.cancel()
             self._ticker = None

@@ -12,10 +12,11 @@ import asyncio
 import collections
 import concurrent.futures
 import logging
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from fakekafka.handle import ClusterHandle
 from fakekafka.model.clock import Clock, ManualClock
@@ -26,6 +27,9 @@ from fakekafka.model.group import Group
 from fakekafka.server import ListenerPool, RequestRecord, Server
 from wire import ErrorCode
 from wire.records import Compression, Record, build_batch, decode_batch
+
+if TYPE_CHECKING:
+    from fakekafka.recording import RequestRecorder
 
 __all__ = ["Cluster", "GroupView", "LoopThread", "MemberView"]
 
@@ -224,7 +228,7 @@ class Cluster(ClusterHandle):
                  port: int = 0, node_id: int = 1, clock: Clock | str | None = None,
                  config: BrokerConfig | None = None, group_initial_rebalance_delay_ms: int = 0,
                  brokers: int = 1, racks: list[str] | None = None,
-                 topics: dict[str, int] | None = None) -> None:
+                 topics: dict[str, int] | None = None, record: str | os.PathLike[str] | None = None) -> None:
         if clock == "frozen":
             clock = ManualClock()
         elif isinstance(clock, str):
@@ -240,6 +244,11 @@ class Cluster(ClusterHandle):
         for name, count in (topics or {}).items():  # before anyone can see the state: no loop needed
             self.state.create_topic(name, count)
         self.server = Server(self.state, host)
+        self.recorder: RequestRecorder | None = None
+        if record is not None:  # every request from the first one, as Parquet (fakekafka/recording.py)
+            from fakekafka.recording import RequestRecorder
+            self.recorder = RequestRecorder(record)
+            self.server.add_request_listener(self.recorder)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: LoopThread | None = None
         self._owns_thread = False
@@ -286,6 +295,9 @@ class Cluster(ClusterHandle):
         if thread is None:
             return
         self._loop = self._loop_thread = None
+        if self.recorder is not None:  # the recording is complete only once the server has stopped
+            thread.submit(self.server.stop()).result(30)
+            self.recorder.close()
         if not wait and not self._owns_thread:
             thread.retire(self.server)
             return
@@ -309,6 +321,8 @@ class Cluster(ClusterHandle):
     async def __aexit__(self, *exc: object) -> None:
         self._loop = None
         await self.server.stop()
+        if self.recorder is not None:
+            self.recorder.close()
 
     # --- access to the model ---------------------------------------------------------------------
     def call(self, fn: Callable[[], T]) -> T:

@@ -27,7 +27,7 @@ __all__ = ["fakekafka", "fakekafka_cluster", "kafka"]
 
 _CLUSTERS = pytest.StashKey[list[ClusterHandle]]()
 _SETTINGS = {"partitions", "auto_create_topics", "clock", "topics", "brokers", "racks", "config",
-             "group_initial_rebalance_delay_ms"}
+             "group_initial_rebalance_delay_ms", "record"}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -68,7 +68,8 @@ def _start(settings: dict[str, Any], loop_thread: LoopThread) -> Cluster:
                               auto_create_topics=settings.get("auto_create_topics", True),
                               group_initial_rebalance_delay_ms=settings.get("group_initial_rebalance_delay_ms", 0))
     return Cluster(config=config, clock=settings.get("clock"), brokers=settings.get("brokers", 1),
-                   racks=settings.get("racks"), topics=settings.get("topics")).start(loop_thread)
+                   racks=settings.get("racks"), topics=settings.get("topics"),
+                   record=settings.get("record")).start(loop_thread)
 
 
 def _remote(bootstrap: str, settings: dict[str, Any]) -> ClusterHandle:

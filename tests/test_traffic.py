@@ -66,3 +66,20 @@ def test_listener_sees_topics_records_groups_and_client_software() -> None:
     assert all(r.client_software_name == "confluent-kafka-python" for r in records if r.api != "ApiVersions")
     assert all(r.request_bytes > 0 and r.response_bytes > 0 for r in records)
     assert all(r.wall_time > 1e9 for r in records)
+
+
+def test_cluster_record_writes_every_request_once_stopped(tmp_path) -> None:
+    pytest.importorskip("pyarrow")
+    from fakekafka.recording import read_records
+
+    with fakekafka.Cluster(record=tmp_path) as cluster:
+        producer = confluent_kafka.Producer({"bootstrap.servers": cluster.bootstrap_servers, "linger.ms": 20})
+        for i in range(7):
+            producer.produce("recorded", value=b"%d" % i)
+        assert producer.flush(10) == 0
+        served = cluster.requests()
+    recorded = read_records(tmp_path)
+    # the producer may still refresh metadata between `requests()` and the stop: those come after
+    assert [(r.api, r.correlation_id) for r in recorded][:len(served)] == [(r.api, r.correlation_id) for r in served]
+    assert all(r.api in ("Metadata", "ApiVersions") for r in recorded[len(served):])
+    assert sum(r.records for r in recorded if r.api == "Produce") == 7

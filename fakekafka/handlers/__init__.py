@@ -11,6 +11,7 @@ from fakekafka.handlers import (  # noqa: F401  (imported to register their hand
     admin,
     api_versions,
     configs,
+    delete_records,
     describe_cluster,
     fetch,
     find_coordinator,

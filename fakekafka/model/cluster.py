@@ -223,7 +223,9 @@ class ClusterState:
                 continue
             flog = partition.logs[follower]
             flog.truncate_to(flog.divergence_from(leader_log))
-            i = bisect_left(leader_log.base_offsets, flog.log_end_offset)
+            if flog.log_end_offset < leader_log.log_start_offset:
+                flog.delete_before(leader_log.log_start_offset)  # too far behind: start again at the leader's start
+            i = bisect_left(leader_log.last_offsets, flog.log_end_offset)
             while i < len(leader_log.batches) and leader_log.appended_at[i] + lag <= now:
                 flog.append_replica(leader_log.batches[i], leader_log.base_offsets[i], leader_log.last_offsets[i],
                                     leader_log.max_timestamps[i], leader_log.batch_epochs[i], now)
@@ -231,6 +233,7 @@ class ClusterState:
             if flog.log_end_offset >= leader_log.log_end_offset:
                 partition.last_caught_up[follower] = now
             flog.high_watermark = min(flog.log_end_offset, leader_log.high_watermark)
+            flog.delete_before(min(leader_log.log_start_offset, flog.high_watermark))
         self._update_isr(partition, now)
 
     def _update_isr(self, partition: Partition, now: int) -> None:
@@ -278,7 +281,7 @@ class ClusterState:
                         continue
                     flog = p.logs[f]
                     if self._fetching(p, f) and flog.log_end_offset < leader_log.log_end_offset:
-                        i = bisect_left(leader_log.base_offsets, flog.log_end_offset)
+                        i = bisect_left(leader_log.last_offsets, flog.log_end_offset)
                         if i < len(leader_log.appended_at):
                             times.append(leader_log.appended_at[i] + lag)
                     if f in p.isr:
@@ -666,6 +669,28 @@ class ClusterState:
     def topic_config_int(self, topic: Topic, name: str) -> int:
         value = self.topic_config(topic, name)[0]
         return int(value) if value is not None else 0
+
+    # --- deleting records ----------------------------------------------------------------------
+    def delete_records(self, partition: Partition, offset: int) -> int:
+        """DeleteRecords on the partition's leader, as Kafka's Partition.deleteRecordsOnLeader: -1 means the
+        high watermark; past it is OFFSET_OUT_OF_RANGE; a topic whose cleanup.policy lacks "delete" refuses.
+        Moves the log start (never back) and returns it, the low watermark; live followers take it at once."""
+        policy = self.topic_config(partition.topic, "cleanup.policy")[0] or ""
+        if "delete" not in [p.strip() for p in policy.split(",")]:
+            raise ApiError(ErrorCode.POLICY_VIOLATION, f"Records of partition {partition.topic.name}-"
+                                                       f"{partition.index} can not be deleted due to the configured "
+                                                       "policy")
+        log = partition.log
+        target = log.high_watermark if offset == -1 else offset
+        if target < 0 or target > log.high_watermark:
+            raise ApiError(ErrorCode.OFFSET_OUT_OF_RANGE, f"Cannot increment the log start offset to {target} of "
+                                                          f"partition {partition.topic.name}-{partition.index} since "
+                                                          f"it is larger than the high watermark {log.high_watermark}")
+        log.delete_before(target)
+        if len(partition.replicas) > 1:
+            self.replicate(partition)
+        self.notify(partition)  # a parked fetch below the new start is answered OFFSET_OUT_OF_RANGE now
+        return log.log_start_offset
 
     # --- produce -----------------------------------------------------------------------------
     def min_insync_replicas(self, partition: Partition) -> int:

@@ -84,6 +84,27 @@ class PartitionLog:
         while self.epochs and self.epochs[-1].start_offset >= self.log_end_offset:
             self.epochs.pop()
 
+    def delete_before(self, offset: int) -> None:
+        """Moves the log start up to `offset` (DeleteRecords on a leader; a follower taking its leader's
+        start). Whole batches below it go; the batch holding it stays, its earlier records no longer
+        served (Fetch refuses offsets below the start). Past the log end the log is emptied and starts
+        there, as a follower that fell behind the leader's start does. The leader epoch history loses its
+        entries before the start, the last of them moved to start there (Kafka's truncateFromStart)."""
+        if offset <= self.log_start_offset:
+            return
+        self.log_start_offset = offset
+        i = bisect_left(self.last_offsets, offset)
+        for b in self.batches[:i]:
+            self.size_bytes -= len(b)
+        del self.batches[:i], self.base_offsets[:i], self.last_offsets[:i], self.max_timestamps[:i]
+        del self.appended_at[:i], self.batch_epochs[:i]
+        if offset > self.log_end_offset:
+            self.log_end_offset = offset
+        self.high_watermark = max(self.high_watermark, min(offset, self.log_end_offset))
+        j = bisect_right([e.start_offset for e in self.epochs], offset)
+        if j > 0:
+            self.epochs[:j] = [EpochEntry(self.epochs[j - 1].epoch, offset)]
+
     def divergence_from(self, leader: PartitionLog) -> int:
         """The offset from which this (follower) log no longer matches `leader`: the first batch, counting
         from the end, that the leader does not hold with the same offsets and leader epoch. Truncating

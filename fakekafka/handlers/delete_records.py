@@ -1,0 +1,53 @@
+"""DeleteRecords (key 21), v0-2.
+
+Moves each partition's log start offset up to the requested offset (-1: the high watermark), as Kafka's
+Partition.deleteRecordsOnLeader: past the high watermark is OFFSET_OUT_OF_RANGE, a topic whose
+cleanup.policy lacks "delete" gets POLICY_VIOLATION, an offset at or below the current start changes
+nothing; the answer's low_watermark is the log start afterwards. Whole batches below the start are
+dropped and Fetch refuses offsets below it. Behaviour: answered at once, since the model's live
+followers take the new start in the same step (Kafka parks the request, up to timeout_ms, until every
+live replica has); a partition named twice in one request gets INVALID_REQUEST for the repeat.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from construct import Container
+
+from fakekafka.handlers.common import leader_check
+from fakekafka.handlers.registry import RequestContext, handles
+from fakekafka.model.cluster import ApiError
+from wire import ErrorCode
+
+
+def delete_records_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+    """No top-level error code: every partition asked about carries it."""
+    return {"throttle_time_ms": 0, "topics": [
+        {"name": t.name, "partitions": [{"partition_index": p.partition_index, "low_watermark": -1, "error_code": code}
+                                        for p in t.partitions]}
+        for t in req.topics]}
+
+
+@handles(21, 0, 2, errors=delete_records_error_response)
+def handle_delete_records(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    topics = []
+    for t in req.topics:
+        results = []
+        seen: set[int] = set()
+        for p in t.partitions:
+            partition = ctx.cluster.partition(t.name, p.partition_index)
+            code = leader_check(ctx, partition)
+            if p.partition_index in seen:
+                code = ErrorCode.INVALID_REQUEST
+            seen.add(p.partition_index)
+            low = -1
+            if code == ErrorCode.NONE:
+                assert partition is not None
+                try:
+                    low = ctx.cluster.delete_records(partition, p.offset)
+                except ApiError as e:
+                    code = e.code
+            results.append({"partition_index": p.partition_index, "low_watermark": low, "error_code": code})
+        topics.append({"name": t.name, "partitions": results})
+    return {"throttle_time_ms": 0, "topics": topics}

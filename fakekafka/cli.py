@@ -1,5 +1,6 @@
-"""The `fakekafka` command: `serve` starts an in-memory cluster and prints its address; `ctl` steers
-a running one (kill a broker, inject an error...) through its control port."""
+"""The `fakekafka` command: `serve` starts an in-memory cluster and prints its address (`--record DIR` keeps
+every request as Parquet); `ctl` steers a running one (kill a broker, inject an error...) through its
+control port; `analyze` turns a recording into a traffic report with a PySpark job."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import json
 import logging
 import signal
 import sys
+from pathlib import Path
+from typing import Any
 
 from fakekafka.control import COMMANDS, send_command, serve_control
 from fakekafka.embedded import Cluster
@@ -63,6 +66,17 @@ def _parser() -> argparse.ArgumentParser:
                        help="port for `fakekafka ctl` (default: --port + 100, or a free one with --port 0)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"],
                        help="debug logs one line per request")
+    serve.add_argument("--record", metavar="DIR",
+                       help="record every request as Parquet files under DIR (hour=.../part-*.parquet; needs "
+                            "pyarrow); read them with `fakekafka analyze DIR`")
+    analyze = sub.add_parser("analyze", help="a traffic report (Markdown or HTML with plots) from a recording, "
+                                             "computed with PySpark")
+    analyze.add_argument("directory", metavar="DIR", help="the recording (`fakekafka serve --record DIR`)")
+    analyze.add_argument("--out", help="report file; its plots go next to it (default: fakekafka-report.md, "
+                                       "or .html with --format html)")
+    analyze.add_argument("--master", help="Spark master URL (default: local[*], Spark on this machine)")
+    analyze.add_argument("--format", choices=["md", "html"], default=None,
+                         help="md (default) or html; inferred from --out's suffix when not given")
     ctl = sub.add_parser("ctl", help="steer a running `fakekafka serve`")
     ctl.add_argument("--control", default="127.0.0.1:9192", help="its control address (printed by serve; "
                                                                  "default 127.0.0.1:9192)")
@@ -96,6 +110,27 @@ async def _serve(args: argparse.Namespace) -> int:
     cluster = Cluster(config=config, host=args.host, port=args.port, node_id=args.node_id, brokers=args.brokers,
                       clock="frozen" if args.clock == "frozen" else None, racks=racks)
     cluster.server.advertised_host = args.advertised_host
+    recorder = None
+    if args.record:
+        from fakekafka.recording import record_cluster
+        try:
+            recorder = record_cluster(cluster, args.record)
+        except ImportError as e:
+            print(f"fakekafka: --record: {e}", file=sys.stderr)
+            return 2
+        except OSError as e:
+            print(f"fakekafka: --record: cannot write to {args.record}: {e.strerror or e}", file=sys.stderr)
+            return 1
+    try:
+        return await _run_cluster(args, cluster)
+    finally:
+        if recorder is not None:
+            await asyncio.to_thread(recorder.close)
+            logging.getLogger("fakekafka").info("recorded %d requests in %d files under %s",
+                                                recorder.records_written, len(recorder.files), args.record)
+
+
+async def _run_cluster(args: argparse.Namespace, cluster: Cluster) -> int:
     control_port = args.control_port if args.control_port is not None else (args.port + 100 if args.port else 0)
     try:
         await cluster.__aenter__()
@@ -149,9 +184,34 @@ def _ctl(args: argparse.Namespace) -> int:
     return 0
 
 
+def _analyze(args: argparse.Namespace) -> int:
+    fmt = args.format or ("html" if args.out and Path(args.out).suffix.lower() in (".html", ".htm") else "md")
+    out = Path(args.out or f"fakekafka-report.{fmt}")
+    try:
+        from fakekafka import analyze
+        analyze.require_dependencies()
+    except ImportError as e:
+        print(f"fakekafka analyze: {e}", file=sys.stderr)
+        return 2
+    try:
+        report: Any = analyze.run(args.directory, out, master=args.master, fmt=fmt)
+    except FileNotFoundError as e:
+        print(f"fakekafka analyze: {e}", file=sys.stderr)
+        return 1
+    except Exception as e:  # noqa: BLE001 - Spark's errors (no Java, bad master URL) as one readable line
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        print(f"fakekafka analyze: the Spark job failed: {first} (Spark needs Java 17+ on PATH or JAVA_HOME)",
+              file=sys.stderr)
+        return 1
+    print(f"fakekafka analyze: wrote {out} and {len(report.images)} plots next to it")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "ctl":
         return _ctl(args)
+    if args.command == "analyze":
+        return _analyze(args)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     return asyncio.run(_serve(args))

@@ -322,7 +322,7 @@ class Cluster(ClusterHandle):
         self._loop = None
         await self.server.stop()
         if self.recorder is not None:
-            self.recorder.close()
+            await asyncio.to_thread(self.recorder.close)  # the last file is written off the loop
 
     # --- access to the model ---------------------------------------------------------------------
     def call(self, fn: Callable[[], T]) -> T:

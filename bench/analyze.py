@@ -94,9 +94,11 @@ def synthetic(n: int, hours: float, seed: int = 7) -> Iterator[RequestRecord]:
                ) -> RequestRecord:
         key = c.client_id + str(c.port)
         corr[key] = corr.get(key, 0) + 1
+        spread = tuple(records // len(topics) + (i < records % len(topics)) for i in range(len(topics))) \
+            if records and topics else ()
         return RequestRecord(int(t * 1000), BROKERS[c.port % 3], f"10.0.0.{c.port % 200}:{c.port}", c.client_id,
                              api, version, corr[key], latency, errors, t, c.software[0], c.software[1], req, resp,
-                             topics, groups, records, generation, member)
+                             topics, groups, records, generation, member, spread)
 
     def rebalance(g: Group, t: float) -> Iterator[RequestRecord]:
         g.generation += 1

@@ -16,8 +16,8 @@ Definitions the report uses:
   ok" only the error-free ones); rebalances = distinct generations seen, since every completed rebalance
   starts a generation; the generation table says when each generation was first and last seen.
 - producer throughput: records and request bytes of Produce requests answered without error (a retried
-  request is not counted twice); a request naming several topics has its records and bytes split among
-  them by the number of partitions it named of each.
+  request is not counted twice); records are counted per topic from the batch headers; a request naming
+  several topics has its bytes shared among them by records.
 
 pyspark and matplotlib are imported only when the job runs, so fakekafka works without them.
 """
@@ -43,8 +43,8 @@ SPARK_SCHEMA = (
     "time TIMESTAMP, time_ms BIGINT, broker INT, client STRING, client_id STRING, client_software_name STRING, "
     "client_software_version STRING, api STRING, api_version SMALLINT, correlation_id INT, latency_ms DOUBLE, "
     "error_codes ARRAY<STRING>, request_bytes BIGINT, response_bytes BIGINT, "
-    "topics ARRAY<STRUCT<topic: STRING, partition: INT>>, groups ARRAY<STRING>, records BIGINT, generation_id INT, "
-    "member_id STRING")
+    "topics ARRAY<STRUCT<topic: STRING, partition: INT, records: BIGINT>>, groups ARRAY<STRING>, records BIGINT, "
+    "generation_id INT, member_id STRING")
 """Recording format 1 as Spark reads it: an explicit schema, so files written by a later version with more
 columns still read (the extra columns are ignored)."""
 
@@ -291,8 +291,11 @@ def _compute(df: Any) -> dict[str, Any]:
     produce = (df.where((F.col("api") == "Produce") & (F.col("failed") == 0) & (F.size("topics") > 0))
                .select("sec", "bucket", "records", "request_bytes", "topics",
                        F.explode(F.array_distinct(F.transform("topics", lambda t: t["topic"]))).alias("topic")))
-    share = F.size(F.filter("topics", lambda t: t["topic"] == F.col("topic"))) / F.size("topics")
-    produce = produce.select("topic", "sec", "bucket", (F.col("records") * share).alias("records"),
+    mine = F.filter("topics", lambda t: t["topic"] == F.col("topic"))
+    topic_records = F.aggregate(mine, F.lit(0).cast("bigint"), lambda acc, t: acc + F.coalesce(t["records"], F.lit(0)))
+    # bytes: the request's, shared by records (by partitions named when it carried none)
+    share = F.when(F.col("records") > 0, topic_records / F.col("records")).otherwise(F.size(mine) / F.size("topics"))
+    produce = produce.select("topic", "sec", "bucket", topic_records.alias("records"),
                              (F.col("request_bytes") * share).alias("bytes"))
     per_bucket = produce.groupBy("topic", "bucket").agg(F.sum("records").alias("records"),
                                                         F.sum("bytes").alias("bytes"))

@@ -28,8 +28,9 @@ Columns (format version 1, in the schema metadata as `fakekafka.recording=1`; on
     error_codes              list<string>  error names in the response, distinct and sorted; empty: no error
     request_bytes            int64     frame size including the 4-byte length
     response_bytes           int64     0 when nothing was answered (acks=0)
-    topics                   list<struct<topic: string, partition: int32>>  what the request named, sorted;
-                                       partition -1 means the topic as a whole (Metadata, CreateTopics...)
+    topics                   list<struct<topic: string, partition: int32, records: int64>>  what the request
+                                       named, sorted; partition -1 means the topic as a whole (Metadata,
+                                       CreateTopics...); records: those produced to / fetched from it
     groups                   list<string>  consumer groups named (JoinGroup, OffsetCommit, FindCoordinator...)
     records                  int64     records produced (Produce) or returned (Fetch); 0 otherwise
     generation_id            int32     group generation the request ended with (JoinGroup, SyncGroup,
@@ -95,8 +96,8 @@ def recording_schema() -> Any:
         pa.field("error_codes", pa.list_(pa.string()), nullable=False),
         pa.field("request_bytes", pa.int64(), nullable=False),
         pa.field("response_bytes", pa.int64(), nullable=False),
-        pa.field("topics", pa.list_(pa.struct([pa.field("topic", pa.string()), pa.field("partition", pa.int32())])),
-                 nullable=False),
+        pa.field("topics", pa.list_(pa.struct([pa.field("topic", pa.string()), pa.field("partition", pa.int32()),
+                                                 pa.field("records", pa.int64())])), nullable=False),
         pa.field("groups", pa.list_(pa.string()), nullable=False),
         pa.field("records", pa.int64(), nullable=False),
         pa.field("generation_id", pa.int32()),
@@ -113,7 +114,7 @@ def _table(pa: Any, schema: Any, records: list[RequestRecord]) -> Any:
     """Column by column (list columns from flat values and offsets): several times faster than row dicts."""
     err_off, err_flat = [0], []
     grp_off, grp_flat = [0], []
-    tp_off, tp_names, tp_parts = [0], [], []
+    tp_off, tp_names, tp_parts, tp_records = [0], [], [], []
     for r in records:
         err_flat.extend(r.error_codes)
         err_off.append(len(err_flat))
@@ -122,6 +123,7 @@ def _table(pa: Any, schema: Any, records: list[RequestRecord]) -> Any:
         for name, part in r.topics:
             tp_names.append(name)
             tp_parts.append(part)
+        tp_records.extend(r.partition_records or [0] * len(r.topics))
         tp_off.append(len(tp_names))
 
     def strings(off: list[int], flat: list[str]) -> Any:
@@ -130,8 +132,8 @@ def _table(pa: Any, schema: Any, records: list[RequestRecord]) -> Any:
     topic_type = schema.field("topics").type
     topics = pa.ListArray.from_arrays(
         pa.array(tp_off, pa.int32()),
-        pa.StructArray.from_arrays([pa.array(tp_names, pa.string()), pa.array(tp_parts, pa.int32())],
-                                   fields=list(topic_type.value_type)))
+        pa.StructArray.from_arrays([pa.array(tp_names, pa.string()), pa.array(tp_parts, pa.int32()),
+                                    pa.array(tp_records, pa.int64())], fields=list(topic_type.value_type)))
     columns = [
         pa.array([round(r.wall_time * 1_000_000) for r in records], pa.int64()).cast(schema.field("time").type),
         pa.array([r.time_ms for r in records], pa.int64()),
@@ -329,7 +331,8 @@ def read_records(directory: str | os.PathLike[str]) -> list[RequestRecord]:
             client_software_version=row["client_software_version"], request_bytes=row["request_bytes"],
             response_bytes=row["response_bytes"], topics=tuple((t["topic"], t["partition"]) for t in row["topics"]),
             groups=tuple(row["groups"]), records=row["records"], generation_id=row["generation_id"],
-            member_id=row["member_id"]))
+            member_id=row["member_id"],
+            partition_records=tuple(t["records"] or 0 for t in row["topics"]) if row["records"] else ()))
     return out
 
 

@@ -66,6 +66,8 @@ class RequestRecord:
     """Records produced (Produce) or returned (Fetch)."""
     generation_id: int | None = None
     member_id: str | None = None
+    partition_records: tuple[int, ...] = ()
+    """Records per entry of `topics` (same order), for Produce and Fetch; empty otherwise."""
 
 
 def _error_codes(result: Any, found: set[int]) -> set[int]:
@@ -509,14 +511,16 @@ class Server:
     def _tell_listeners(self, record: RequestRecord, request: Request, result: Any, frame: bytes,
                         response: list[Any] | None, client_software: dict[str, Any]) -> None:
         name, version = client_software.get("client_software", (None, None))
-        topics = self.cluster.topics_by_id
+        by_id = self.cluster.topics_by_id
         seen = touched(request.api_key, request.body, result,
-                       lambda topic_id: t.name if (t := topics.get(topic_id)) is not None else None)
+                       lambda topic_id: t.name if (t := by_id.get(topic_id)) is not None else None)
+        topics = tuple(sorted(seen.topics))
         record = dataclasses.replace(
             record, client_software_name=name, client_software_version=version, request_bytes=len(frame) + 4,
-            response_bytes=sum(len(c) for c in response) if response else 0, topics=tuple(sorted(seen.topics)),
+            response_bytes=sum(len(c) for c in response) if response else 0, topics=topics,
             groups=tuple(sorted(seen.groups)), records=seen.records, generation_id=seen.generation_id,
-            member_id=seen.member_id)
+            member_id=seen.member_id,
+            partition_records=tuple(seen.partition_records.get(tp, 0) for tp in topics) if seen.records else ())
         for listener in list(self._request_listeners):
             try:
                 listener(record)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import struct
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["Touched", "count_records", "touched"]
@@ -33,6 +33,8 @@ class Touched:
     records: int
     generation_id: int | None = None
     member_id: str | None = None
+    partition_records: dict[tuple[str, int], int] = field(default_factory=dict)
+    """Records per (topic, partition) of `records`."""
 
 
 def count_records(data: Any) -> int:
@@ -97,7 +99,11 @@ def _walk(node: Any, out: Touched, name_of_id: Callable[[uuid.UUID], str | None]
                     index = next((p[k] for k in _PARTITION_KEYS if isinstance(p.get(k), int)), -1)
                     out.topics.add((name, index))
                     if count:
-                        out.records += count_records(p.get("records"))
+                        n = count_records(p.get("records"))
+                        if n:
+                            out.records += n
+                            key = (name, index)
+                            out.partition_records[key] = out.partition_records.get(key, 0) + n
             elif isinstance(indexes, list) and indexes:
                 out.topics.update((name, i) for i in indexes)
             else:
@@ -116,7 +122,7 @@ def touched(api_key: int, request: Any, response: Any,
     if api_key == 1 and isinstance(response, Mapping):
         fetched = Touched(set(), set(), 0)
         _walk(response, fetched, name_of_id, count=True)
-        out.records = fetched.records
+        out.records, out.partition_records = fetched.records, fetched.partition_records
     if api_key == 10 and isinstance(request, Mapping):  # FindCoordinator names a group as its key (v4+: keys)
         key_type = request.get("key_type", 0)
         if key_type == 0:

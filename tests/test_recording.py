@@ -32,14 +32,17 @@ def _synthetic(n: int, start: float, step: float) -> list[RequestRecord]:
     """Requests `step` seconds apart, varied in every column (nulls, empty and multi-element lists)."""
     out = []
     for i in range(n):
+        topics = tuple((f"t{j}", j - 1) for j in range(i % 3))
+        records = i % 17
+        partition_records = tuple(records - j if j == 0 else j for j in range(len(topics))) if records else ()
         out.append(RequestRecord(
             time_ms=i * 7, broker=1 + i % 3, client=f"127.0.0.1:{40000 + i % 5}", client_id=None if i % 11 == 0 else
             f"app-{i % 4}", api=("Produce", "Fetch", "JoinGroup", "Heartbeat")[i % 4], version=i % 13,
             correlation_id=i, latency_ms=0.25 * i, error_codes=("NOT_LEADER_OR_FOLLOWER",) if i % 9 == 0 else (),
             wall_time=start + i * step, client_software_name=None if i % 5 == 0 else "sw",
             client_software_version=None if i % 5 == 0 else "1.2", request_bytes=100 + i, response_bytes=i,
-            topics=tuple((f"t{j}", j - 1) for j in range(i % 3)), groups=("g",) if i % 4 == 2 else (),
-            records=i % 17, generation_id=i % 6 if i % 4 == 2 else None, member_id=f"m-{i}" if i % 4 == 2 else None))
+            topics=topics, groups=("g",) if i % 4 == 2 else (), records=records, partition_records=partition_records,
+            generation_id=i % 6 if i % 4 == 2 else None, member_id=f"m-{i}" if i % 4 == 2 else None))
     return out
 
 

@@ -56,6 +56,12 @@ def test_listener_sees_topics_records_groups_and_client_software() -> None:
     produced = [r for r in records if r.api == "Produce"]
     assert sum(r.records for r in produced) == 10
     assert {tp for r in produced for tp in r.topics} == {("traffic", 0), ("traffic", 1)}
+    per_partition: dict[tuple[str, int], int] = {}
+    for r in produced + [r for r in records if r.api == "Fetch"]:
+        assert len(r.partition_records) in (0, len(r.topics))
+        for tp, n in zip(r.topics, r.partition_records, strict=False):
+            per_partition[tp] = per_partition.get(tp, 0) + n
+    assert per_partition == {("traffic", 0): 10, ("traffic", 1): 10}  # 5 + 5 produced, then fetched
     fetched = [r for r in records if r.api == "Fetch"]
     assert sum(r.records for r in fetched) == 10
     joins = [r for r in records if r.api == "JoinGroup"]

@@ -32,7 +32,7 @@ fi
 
 # ---------------------------------------------------------------- pip
 pip_pkgs=(kafka-python aiokafka confluent-kafka construct crc32c cramjam
-          pytest pytest-asyncio pytest-timeout ruff)
+          pytest pytest-asyncio pytest-timeout ruff pyspark pyarrow matplotlib)
 missing=$("$PYTHON" - "${pip_pkgs[@]}" <<'EOF'
 import sys
 from importlib.metadata import PackageNotFoundError, version

@@ -1,0 +1,1 @@
+"""A PySpark Structured Streaming job and its tests, written the way a user of fakekafka writes them."""

@@ -1,0 +1,48 @@
+"""Helpers for the Spark connector tests: every test gets a fresh fakekafka cluster (`kafka` fixture) and shares
+one SparkSession (`spark` fixture of fakekafka.spark.pytest_plugin, format("kafka") routed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fakekafka.handle import ClusterHandle
+
+pytestmark = pytest.mark.spark
+
+
+def source(kafka: ClusterHandle, **options: Any) -> dict[str, str]:
+    """Options of a Kafka source on the test's cluster (plus the given ones, values as strings)."""
+    return {"kafka.bootstrap.servers": kafka.bootstrap_servers, **{k: str(v) for k, v in options.items()}}
+
+
+def run_available_now(spark: Any, options: dict[str, str], checkpoint: Path,
+                      timeout: float = 90) -> list[tuple[int, list[Any]]]:
+    """Runs a streaming read of format("kafka") with trigger(availableNow=True) to the end; returns each
+    micro-batch as (batch id, rows sorted by topic, partition, offset). A failed query raises."""
+    batches: list[tuple[int, list[Any]]] = []
+
+    def collect(df: Any, batch_id: int) -> None:
+        batches.append((batch_id, sorted(df.collect(), key=lambda r: (r.topic, r.partition, r.offset))))
+
+    query = (spark.readStream.format("kafka").options(**options).load()
+             .writeStream.foreachBatch(collect).option("checkpointLocation", str(checkpoint))
+             .trigger(availableNow=True).start())
+    try:
+        assert query.awaitTermination(timeout), f"the availableNow query did not finish within {timeout}s"
+    finally:
+        query.stop()
+    return batches
+
+
+def rows(batches: list[tuple[int, list[Any]]]) -> list[Any]:
+    return [r for _, rs in batches for r in rs]
+
+
+def checkpoint_offsets(checkpoint: Path) -> dict[str, dict[str, int]]:
+    """The source offsets of the last batch in a query's offset log (checkpoint/offsets/N, last line)."""
+    logs = sorted((p for p in (checkpoint / "offsets").iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
+    return json.loads(logs[-1].read_text().splitlines()[-1])

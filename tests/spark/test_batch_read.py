@@ -1,0 +1,134 @@
+"""spark.read.format("kafka"): the connector's schema, and each way of choosing the offsets to read."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+pytest.importorskip("pyspark", reason="needs pyspark: pip install 'fakekafka[spark]'")
+from pyspark.errors import PySparkException
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from tests.spark.conftest import source
+
+pytestmark = pytest.mark.spark
+
+KAFKA_SCHEMA = StructType([
+    StructField("key", BinaryType()), StructField("value", BinaryType()), StructField("topic", StringType()),
+    StructField("partition", IntegerType()), StructField("offset", LongType()),
+    StructField("timestamp", TimestampType()), StructField("timestampType", IntegerType()),
+])
+HEADERS = StructField("headers", ArrayType(StructType([StructField("key", StringType()),
+                                                       StructField("value", BinaryType())])))
+
+
+def fill(kafka, topic="t", partitions=2, per_partition=4, base_ts=1_700_000_000_000):
+    """Records v<p>-<i> in each partition, record i stamped base_ts + 1000 * i."""
+    kafka.create_topic(topic, partitions)
+    for i in range(per_partition):
+        for p in range(partitions):
+            kafka.produce(topic, f"v{p}-{i}".encode(), key=f"k{i}".encode(), partition=p,
+                          headers=[("n", str(i).encode())], timestamp=base_ts + 1000 * i)
+
+
+def read(spark, kafka, **options):
+    return spark.read.format("kafka").options(**source(kafka, **options)).load()
+
+
+def offsets(df):
+    return sorted((r.partition, r.offset) for r in df.collect())
+
+
+def test_reads_every_record_with_the_connectors_schema(spark, kafka):
+    fill(kafka)
+    df = read(spark, kafka, subscribe="t", includeHeaders="true")
+    assert df.schema == StructType([*KAFKA_SCHEMA.fields, HEADERS])
+    got = sorted(df.collect(), key=lambda r: (r.partition, r.offset))
+    stored = sorted(kafka.records("t"), key=lambda r: (r.partition, r.offset))
+    assert [(r.partition, r.offset, r.key, r.value, r.topic, r.timestampType) for r in got] == \
+           [(r.partition, r.offset, r.key, r.value, "t", 0) for r in stored]
+    assert [r.timestamp for r in got] == [dt.datetime.fromtimestamp(r.timestamp / 1000, dt.UTC).replace(tzinfo=None)
+                                          for r in stored]
+    assert [[(h.key, h.value) for h in r.headers] for r in got] == [r.headers for r in stored]
+    # without includeHeaders the column is not there, as in Spark
+    assert read(spark, kafka, subscribe="t").schema == KAFKA_SCHEMA
+
+
+def test_specific_starting_and_ending_offsets(spark, kafka):
+    fill(kafka)
+    df = read(spark, kafka, subscribe="t", startingOffsets='{"t":{"0":1,"1":-2}}', endingOffsets='{"t":{"0":3,"1":-1}}')
+    assert offsets(df) == [(0, 1), (0, 2), (1, 0), (1, 1), (1, 2), (1, 3)]
+    # earliest / latest keywords
+    assert len(offsets(read(spark, kafka, subscribe="t", startingOffsets="earliest", endingOffsets="latest"))) == 8
+
+
+def test_assign_and_subscribe_pattern(spark, kafka):
+    fill(kafka, "orders")
+    fill(kafka, "orders-eu", partitions=1, per_partition=2)
+    fill(kafka, "payments", partitions=1, per_partition=3)
+    assigned = read(spark, kafka, assign='{"orders":[1],"payments":[0]}').collect()
+    assert sorted({(r.topic, r.partition) for r in assigned}) == [("orders", 1), ("payments", 0)]
+    assert len(assigned) == 4 + 3
+    matched = read(spark, kafka, subscribePattern="orders.*").collect()
+    assert sorted({r.topic for r in matched}) == ["orders", "orders-eu"]  # a whole-name match, like Java's
+    assert len(matched) == 8 + 2
+
+
+def test_timestamps_choose_offsets(spark, kafka):
+    fill(kafka, base_ts=1_700_000_000_000)  # record i of each partition at +i seconds
+    df = read(spark, kafka, subscribe="t", startingTimestamp=1_700_000_001_000, endingTimestamp=1_700_000_003_000)
+    assert offsets(df) == [(0, 1), (0, 2), (1, 1), (1, 2)]
+    df = read(spark, kafka, subscribe="t",
+              startingOffsetsByTimestamp='{"t":{"0":1700000002000,"1":1700000000000}}')
+    assert offsets(df) == [(0, 2), (0, 3), (1, 0), (1, 1), (1, 2), (1, 3)]
+    late = 1_800_000_000_000
+    with pytest.raises(PySparkException, match="No offset matched from request of topic-partition t-0"):
+        read(spark, kafka, subscribe="t", startingTimestamp=late).collect()
+    assert offsets(read(spark, kafka, subscribe="t", startingTimestamp=late,
+                        startingOffsetsByTimestampStrategy="latest")) == []
+
+
+def test_min_partitions_splits_ranges(spark, kafka):
+    fill(kafka, partitions=1, per_partition=9)
+    df = read(spark, kafka, subscribe="t", minPartitions=3)
+    assert df.rdd.getNumPartitions() == 3
+    assert offsets(df) == [(0, i) for i in range(9)]
+    df = read(spark, kafka, subscribe="t", maxRecordsPerPartition=2)
+    assert df.rdd.getNumPartitions() == 5
+    assert offsets(df) == [(0, i) for i in range(9)]
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"subscribe": "t", "startingOffsets": "latest"}, "starting offset can't be latest for batch queries"),
+    ({"subscribe": "t", "endingOffsets": "earliest"}, "ending offset can't be earliest for batch queries"),
+    ({"subscribe": "t", "startingOffsets": '{"t":{"0":-2}}'}, "you must specify all TopicPartitions"),
+    ({}, "One of the following options must be specified for Kafka source: assign, subscribe, subscribepattern"),
+    ({"subscribe": "t", "assign": '{"t":[0]}'}, "Only one of the following options can be specified"),
+    ({"subscribe": "t", "kafka.auto.offset.reset": "earliest"}, "Kafka option 'auto.offset.reset' is not supported"),
+    ({"subscribe": "t", "startingOffset": "earliest"},
+     "Kafka source option 'startingoffset' is not an option of Spark's Kafka connector"),
+    ({"subscribe": "t", "kafka.sasl.jaas.config": "x"}, "refused by librdkafka.*JAAS configuration is not supported"),
+    ({"subscribe": "t", "kafka.no.such.setting": "1"}, "No such configuration property.*no.such.setting"),
+])
+def test_invalid_options_fail_naming_the_option(spark, kafka, options, message):
+    fill(kafka, per_partition=1)
+    with pytest.raises(PySparkException, match=message):
+        read(spark, kafka, **options).collect()
+
+
+def test_missing_offsets_are_data_loss_unless_failOnDataLoss_is_false(spark, kafka):
+    fill(kafka, partitions=1, per_partition=3)
+    lost = r"startingOffsets for t-0 was 10 but the partition holds offsets \[0, 3\).*failOnDataLoss"
+    with pytest.raises(PySparkException, match=lost):
+        read(spark, kafka, subscribe="t", startingOffsets='{"t":{"0":10}}').collect()
+    assert offsets(read(spark, kafka, subscribe="t", startingOffsets='{"t":{"0":10}}', failOnDataLoss="false")) == []

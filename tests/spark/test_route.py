@@ -1,0 +1,71 @@
+"""Which connector format("kafka") reaches: Spark's JVM connector when it is on the classpath, else the Python
+data source, and why the Python source cannot simply be registered under the name "kafka"."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+pytest.importorskip("pyspark", reason="needs pyspark: pip install 'fakekafka[spark]'")
+from pyspark.errors import PySparkException
+from pyspark.sql.datasource import DataSource
+
+from fakekafka.spark import JVM_PROVIDER, kafka_connector_available, use_fakekafka_kafka_source
+from tests.spark.conftest import source
+
+pytestmark = pytest.mark.spark
+
+
+def test_python_route_is_chosen_and_logged_without_the_connector(spark, caplog):
+    available, detail = kafka_connector_available(spark)
+    if available:
+        pytest.skip(f"Spark's Kafka connector is on this classpath ({detail}): the Python route is not taken")
+    with caplog.at_level(logging.INFO, logger="fakekafka.spark"):
+        assert use_fakekafka_kafka_source(spark) == "python"
+    assert "KAFKA_DATA_SOURCE_NOT_ENABLED" in detail
+    assert any("format('kafka') on this session uses fakekafka's Python data source" in r.getMessage()
+               for r in caplog.records)
+
+
+def test_spark_refuses_a_python_source_named_kafka(spark):
+    """Pins the Spark behaviour that makes the redirect necessary: registering under "kafka" is refused (the
+    check looks the name up, and the lookup raises Kafka's own not-deployed error)."""
+    if kafka_connector_available(spark)[0]:
+        pytest.skip("Spark's Kafka connector is on this classpath: the name is taken by it")
+
+    class NamedKafka(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "kafka"
+
+    with pytest.raises(PySparkException, match="DATA_SOURCE_ALREADY_EXISTS"):
+        spark.dataSource.register(NamedKafka)
+
+
+def test_only_activated_sessions_are_redirected(spark, kafka):
+    if kafka_connector_available(spark)[0]:
+        pytest.skip("Spark's Kafka connector is on this classpath: nothing is redirected")
+    kafka.produce("t", b"v")
+    other = spark.newSession()
+    with pytest.raises(PySparkException, match="KAFKA_DATA_SOURCE_NOT_ENABLED"):
+        other.read.format("kafka").options(**source(kafka, subscribe="t")).load()
+    assert use_fakekafka_kafka_source(other) == "python"
+    assert [r.value for r in other.read.format("kafka").options(**source(kafka, subscribe="t")).load().collect()] \
+        == [b"v"]
+    # the Python source also answers to its own name, "fakekafka"
+    assert other.read.format("fakekafka").options(**source(kafka, subscribe="t")).load().count() == 1
+
+
+def test_jvm_route_when_the_connector_is_on_the_classpath(spark, kafka, caplog):
+    available, detail = kafka_connector_available(spark)
+    if not available:
+        pytest.skip(f"Spark's Kafka connector ({JVM_PROVIDER}, jar spark-sql-kafka-0-10_2.13) is not on the "
+                    f"classpath: {detail}. Start Spark with spark.jars.packages="
+                    f"org.apache.spark:spark-sql-kafka-0-10_2.13:<spark version> where Maven Central is reachable")
+    with caplog.at_level(logging.INFO, logger="fakekafka.spark"):
+        assert use_fakekafka_kafka_source(spark) == "jvm"
+    assert any("uses Spark's Kafka connector" in r.getMessage() for r in caplog.records)
+    kafka.produce("t", b"through-the-jvm", key=b"k")
+    got = spark.read.format("kafka").options(**source(kafka, subscribe="t")).load().collect()
+    assert [(r.key, r.value, r.offset) for r in got] == [(b"k", b"through-the-jvm", 0)]

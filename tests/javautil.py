@@ -11,21 +11,42 @@ missing, so a machine without them reports skips rather than failures:
                                      and raises JavaError with stderr when it exits non-zero
 
 Get everything with: eval "$(bash .ci/install.sh)" (INSTALL_HINT says so, for skip messages).
+
+For the end-to-end modules in tests/clients/, where one long-lived JVM driver runs every scenario against
+one broker and each test asserts one scenario's result:
+
+    JavaRun                          what a driver run left: results by scenario, the APIs the broker
+                                     served, the broker's warnings, stderr; `result(scenario)` fails the test
+    run_driver(run, classes, main, *args, serve=, on_result=)
+                                     runs the driver, reading its JSON lines (results, and requests the
+                                     Python side carries out and answers on stdin) while watching the broker
 """
 
 from __future__ import annotations
 
 import glob
 import hashlib
+import json
+import logging
 import os
 import shutil
 import subprocess
 import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 
-__all__ = ["INSTALL_HINT", "JavaError", "classpath", "compile_java", "run_java"]
+import fakekafka
+from fakekafka.server import RequestRecord
+
+__all__ = ["INSTALL_HINT", "JavaError", "JavaRun", "classpath", "compile_java", "run_driver", "run_java"]
 
 INSTALL_HINT = 'run `eval "$(bash .ci/install.sh)"` to install javac and the Kafka client jars'
 _CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "fakekafka"
@@ -102,3 +123,130 @@ def run_java(classes: Path, main: str, *args: str, timeout: float = 120,
     if proc.returncode != 0:
         raise JavaError(f"{main} exited with {proc.returncode}:\n{proc.stderr[-4000:]}")
     return proc
+
+
+# ------------------------------------------------------------------------------------- JVM drivers
+
+def driver_jvm_args(log_level: str = "warn") -> tuple[str, ...]:
+    """FAST_START plus a small heap, with the clients' slf4j-simple logging cut to `log_level`."""
+    return (*FAST_START, "-Xss1m", "-Xmx512m", f"-Dorg.slf4j.simpleLogger.defaultLogLevel={log_level}")
+
+
+@dataclass
+class JavaRun:
+    """What one driver run left behind, kept for the module's tests (subclass to keep more)."""
+
+    cluster: fakekafka.Cluster
+    main: str = "the Java driver"
+    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Each scenario's last line: {"scenario": ..., "ok": ..., "result" or "error": ...}."""
+    api_calls: Counter[str] = field(default_factory=Counter)
+    server_problems: list[str] = field(default_factory=list)
+    stray_output: list[str] = field(default_factory=list)
+    stderr: str = ""
+    seconds: float = 0.0
+
+    def result(self, scenario: str) -> dict[str, Any]:
+        """The scenario's result; fails the test (with the driver's stderr) if it failed or never reported."""
+        r = self.results.get(scenario)
+        if r is None:
+            pytest.fail(f"{self.main} reported nothing for {scenario!r}; its stderr ends with:\n"
+                        f"{self.stderr[-4000:]}\nstdout besides JSON: {self.stray_output[-20:]}")
+        if not r["ok"]:
+            pytest.fail(f"{self.main} scenario {scenario!r} failed:\n{r['error']}")
+        return r["result"]
+
+
+class _ServerWatch(logging.Handler):
+    """Counts the APIs the broker served (a request listener) and keeps fakekafka's WARNING+ log lines,
+    so a test can check which calls a client made and that no handler failed behind its back."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.api_calls: Counter[str] = Counter()
+        self.problems: list[str] = []
+
+    def on_request(self, record: RequestRecord) -> None:
+        self.api_calls[record.api] += 1
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage()
+        if record.exc_info:
+            text += "\n" + logging.Formatter().formatException(record.exc_info)
+        self.problems.append(f"{record.levelname} {record.name}: {text}")
+
+
+def _remove_listener(cluster: fakekafka.Cluster, listener: Callable[[RequestRecord], None]) -> None:
+    try:
+        cluster.server.remove_request_listener(listener)
+    except ValueError:  # the server dropped it already, after it raised (and logged that as a problem)
+        pass
+
+
+@contextmanager
+def _watch(cluster: fakekafka.Cluster) -> Iterator[_ServerWatch]:
+    logger = logging.getLogger("fakekafka")
+    watch = _ServerWatch()
+    saved = logger.level
+    if logger.getEffectiveLevel() > logging.WARNING:
+        logger.setLevel(logging.WARNING)
+    logger.addHandler(watch)
+    cluster.call(lambda: cluster.server.add_request_listener(watch.on_request))  # listeners change on the loop
+    try:
+        yield watch
+    finally:
+        cluster.call(lambda: _remove_listener(cluster, watch.on_request))
+        logger.removeHandler(watch)
+        logger.setLevel(saved)
+
+
+R = TypeVar("R", bound=JavaRun)
+
+
+def run_driver(run: R, classes: Path, main: str, *args: str, timeout: float, log_level: str = "warn",
+               serve: Callable[[dict[str, Any]], str] | None = None,
+               on_result: Callable[[dict[str, Any]], None] | None = None) -> R:
+    """Runs `main` from `classes` with the Kafka jars and `args`, filling `run` as its JSON lines arrive.
+
+    A line with "scenario" is a result (stored, then passed to `on_result`); one with "request" asks the
+    Python side to act (on the broker, usually) and waits on stdin for `serve`'s one-line answer. Anything
+    else on stdout is kept as stray output. The JVM is killed after `timeout` seconds; the scenarios it did
+    not finish then report nothing, which `run.result` turns into a failure showing stderr.
+    """
+    java = _tool("java")
+    cmd = [java, *driver_jvm_args(log_level), "-cp", os.pathsep.join([str(classes), classpath()]), main, *args]
+    run.main = main
+    started = time.monotonic()
+    with _watch(run.cluster) as watch, tempfile.TemporaryFile("w+", encoding="utf-8") as err:
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE if serve else subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=err, text=True, encoding="utf-8")
+        watchdog = threading.Timer(timeout, proc.kill)
+        watchdog.start()
+        try:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                try:
+                    msg = json.loads(line)
+                except ValueError:
+                    msg = None
+                if isinstance(msg, dict) and "scenario" in msg:
+                    run.results[msg["scenario"]] = msg
+                    if on_result is not None:
+                        on_result(msg)
+                elif isinstance(msg, dict) and "request" in msg and serve is not None:
+                    assert proc.stdin is not None
+                    proc.stdin.write(serve(msg) + "\n")
+                    proc.stdin.flush()
+                else:
+                    run.stray_output.append(line.rstrip("\n"))
+            proc.wait()
+        finally:
+            watchdog.cancel()
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        err.seek(0)
+        run.stderr = err.read()
+    run.seconds = time.monotonic() - started
+    run.api_calls, run.server_problems = watch.api_calls, watch.problems
+    return run

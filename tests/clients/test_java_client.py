@@ -4,8 +4,8 @@ One JVM (tests/clients/java/JavaDriver.java, compiled once per source hash by `t
 every scenario against one broker started for this module; each test below asserts one scenario's
 JSON result, cross-checking what the broker stored. Consumers use assign()+seek with no group.id
 (consumer groups are not implemented yet). A scenario that needs the broker changed behind the client's
-back (a leader epoch bump) asks for it on stdout and waits on stdin. The broker's per-request debug
-log is recorded, so tests can check which APIs the client used and that no handler failed.
+back (a leader epoch bump) asks for it on stdout and waits on stdin. The APIs the broker served and
+its warnings are recorded, so tests can check which APIs the client used and that no handler failed.
 
 Skips (naming .ci/install.sh) when java, javac or the Kafka jars are missing.
 """
@@ -14,18 +14,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
-import logging
-import os
-import shutil
-import subprocess
-import tempfile
-import threading
-import time
 import uuid
-from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,56 +24,17 @@ import pytest
 import fakekafka
 from fakekafka.model.config import TOPIC_CONFIGS
 from tests import javautil
+from tests.javautil import JavaRun
 from wire.records import Compression, read_header
 
 pytestmark = pytest.mark.clients
 
 JAVA_SOURCE = Path(__file__).resolve().parent / "java" / "JavaDriver.java"
 RUN_TIMEOUT_S = 90
-JVM_ARGS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss1m", "-Xmx512m",
-            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
 MiB = 1024 * 1024
 
 
 # --------------------------------------------------------------------------------------- the JVM run
-
-class _ServerLog(logging.Handler):
-    """Counts the requests the server answered (its debug line per request) and keeps its warnings."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.api_calls: Counter[str] = Counter()
-        self.problems: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if record.levelno >= logging.WARNING:
-            text = record.getMessage()
-            if record.exc_info:
-                text += "\n" + logging.Formatter().formatException(record.exc_info)
-            self.problems.append(f"{record.levelname}: {text}")
-        elif str(record.msg).startswith("broker=") and isinstance(record.args, tuple) and len(record.args) > 3:
-            self.api_calls[str(record.args[3])] += 1
-
-
-@dataclass
-class JavaRun:
-    cluster: fakekafka.Cluster
-    results: dict[str, dict[str, Any]] = field(default_factory=dict)
-    api_calls: Counter[str] = field(default_factory=Counter)
-    server_problems: list[str] = field(default_factory=list)
-    stray_output: list[str] = field(default_factory=list)
-    stderr: str = ""
-    seconds: float = 0.0
-
-    def result(self, scenario: str) -> dict[str, Any]:
-        r = self.results.get(scenario)
-        if r is None:
-            pytest.fail(f"the Java driver reported nothing for {scenario!r}; its stderr ends with:\n"
-                        f"{self.stderr[-4000:]}\nstdout besides JSON: {self.stray_output[-20:]}")
-        if not r["ok"]:
-            pytest.fail(f"Java scenario {scenario!r} failed:\n{r['error']}")
-        return r["result"]
-
 
 def _serve(cluster: fakekafka.Cluster, request: dict[str, Any]) -> str:
     """Carries out what a scenario asked of the broker; returns the line to answer with."""
@@ -97,63 +48,13 @@ def _serve(cluster: fakekafka.Cluster, request: dict[str, Any]) -> str:
     raise AssertionError(f"unknown request from the Java driver: {request}")
 
 
-def _run_driver(classes: Path, cluster: fakekafka.Cluster) -> JavaRun:
-    java = shutil.which("java")
-    if java is None:
-        pytest.skip(f"java not found: {javautil.INSTALL_HINT}")
-    cp = os.pathsep.join([str(classes), javautil.classpath()])
-    run = JavaRun(cluster)
-    started = time.monotonic()
-    with tempfile.TemporaryFile("w+", encoding="utf-8") as err:
-        proc = subprocess.Popen([java, *JVM_ARGS, "-cp", cp, "JavaDriver", cluster.bootstrap_servers],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
-                                encoding="utf-8")
-        watchdog = threading.Timer(RUN_TIMEOUT_S, proc.kill)
-        watchdog.start()
-        try:
-            assert proc.stdout is not None and proc.stdin is not None
-            for line in proc.stdout:
-                try:
-                    msg = json.loads(line)
-                except ValueError:
-                    run.stray_output.append(line.rstrip("\n"))
-                    continue
-                if "request" in msg:
-                    proc.stdin.write(_serve(cluster, msg) + "\n")
-                    proc.stdin.flush()
-                elif "scenario" in msg:
-                    run.results[msg["scenario"]] = msg
-            proc.wait()
-        finally:
-            watchdog.cancel()
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-        err.seek(0)
-        run.stderr = err.read()
-    run.seconds = time.monotonic() - started
-    return run
-
-
 @pytest.fixture(scope="module")
 def java() -> Iterator[JavaRun]:
     """One broker and one JVM running every scenario; the broker stays up for the tests' checks."""
     classes = javautil.compile_java(JAVA_SOURCE)
-    logger = logging.getLogger("fakekafka.server")
-    recorder = _ServerLog()
-    saved = logger.level, logger.propagate
     with fakekafka.Cluster() as cluster:
-        logger.addHandler(recorder)
-        logger.setLevel(logging.DEBUG)
-        logger.propagate = False
-        try:
-            run = _run_driver(classes, cluster)
-        finally:
-            logger.removeHandler(recorder)
-            logger.setLevel(saved[0])
-            logger.propagate = saved[1]
-        run.api_calls, run.server_problems = recorder.api_calls, recorder.problems
-        yield run
+        yield javautil.run_driver(JavaRun(cluster), classes, "JavaDriver", cluster.bootstrap_servers,
+                                  timeout=RUN_TIMEOUT_S, serve=lambda request: _serve(cluster, request))
 
 
 # ------------------------------------------------------------------------------------------ helpers

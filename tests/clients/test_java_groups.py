@@ -25,15 +25,6 @@ Skips (naming .ci/install.sh) when java, javac or the Kafka jars are missing.
 
 from __future__ import annotations
 
-import json
-import logging
-import os
-import shutil
-import subprocess
-import tempfile
-import threading
-import time
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,13 +35,12 @@ import pytest
 import fakekafka
 from fakekafka.embedded import GroupView
 from tests import javautil
+from tests.javautil import JavaRun
 
 pytestmark = pytest.mark.clients
 
 JAVA_SOURCE = Path(__file__).resolve().parent / "java" / "GroupDriver.java"
 RUN_TIMEOUT_S = 150
-JVM_ARGS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss1m", "-Xmx512m",
-            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
 BROKER = fakekafka.BrokerConfig(group_min_session_timeout_ms=500, group_initial_rebalance_delay_ms=1000)
 
 
@@ -73,43 +63,10 @@ def _name(member_id: str) -> str:
     return member_id.rsplit("-", 2)[0]
 
 
-class _ServerLog(logging.Handler):
-    """Counts the requests the server answered (its debug line per request) and keeps its warnings."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.api_calls: Counter[str] = Counter()
-        self.problems: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if record.levelno >= logging.WARNING:
-            text = record.getMessage()
-            if record.exc_info:
-                text += "\n" + logging.Formatter().formatException(record.exc_info)
-            self.problems.append(f"{record.levelname}: {text}")
-        elif str(record.msg).startswith("broker=") and isinstance(record.args, tuple) and len(record.args) > 3:
-            self.api_calls[str(record.args[3])] += 1
-
-
 @dataclass
-class JavaRun:
-    cluster: fakekafka.Cluster
-    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+class GroupRun(JavaRun):
     snapshots: dict[str, Snapshot] = field(default_factory=dict)
-    api_calls: Counter[str] = field(default_factory=Counter)
-    server_problems: list[str] = field(default_factory=list)
-    stray_output: list[str] = field(default_factory=list)
-    stderr: str = ""
-    seconds: float = 0.0
-
-    def result(self, scenario: str) -> dict[str, Any]:
-        r = self.results.get(scenario)
-        if r is None:
-            pytest.fail(f"the Java driver reported nothing for {scenario!r}; its stderr ends with:\n"
-                        f"{self.stderr[-4000:]}\nstdout besides JSON: {self.stray_output[-20:]}")
-        if not r["ok"]:
-            pytest.fail(f"Java scenario {scenario!r} failed:\n{r['error']}")
-        return r["result"]
+    """The broker's view at the points the driver asked for one, by label."""
 
     def snapshot(self, label: str) -> Snapshot:
         s = self.snapshots.get(label)
@@ -118,7 +75,7 @@ class JavaRun:
         return s
 
 
-def _serve(run: JavaRun, request: dict[str, Any]) -> str:
+def _serve(run: GroupRun, request: dict[str, Any]) -> str:
     """Carries out what a scenario asked of the broker; returns the line to answer with."""
     c = run.cluster
     try:
@@ -136,62 +93,14 @@ def _serve(run: JavaRun, request: dict[str, Any]) -> str:
     return "ok"
 
 
-def _run_driver(classes: Path, run: JavaRun) -> None:
-    java = shutil.which("java")
-    if java is None:
-        pytest.skip(f"java not found: {javautil.INSTALL_HINT}")
-    cp = os.pathsep.join([str(classes), javautil.classpath()])
-    started = time.monotonic()
-    with tempfile.TemporaryFile("w+", encoding="utf-8") as err:
-        proc = subprocess.Popen([java, *JVM_ARGS, "-cp", cp, "GroupDriver", run.cluster.bootstrap_servers],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
-                                encoding="utf-8")
-        watchdog = threading.Timer(RUN_TIMEOUT_S, proc.kill)
-        watchdog.start()
-        try:
-            assert proc.stdout is not None and proc.stdin is not None
-            for line in proc.stdout:
-                try:
-                    msg = json.loads(line)
-                except ValueError:
-                    run.stray_output.append(line.rstrip("\n"))
-                    continue
-                if "request" in msg:
-                    proc.stdin.write(_serve(run, msg) + "\n")
-                    proc.stdin.flush()
-                elif "scenario" in msg:
-                    run.results[msg["scenario"]] = msg
-            proc.wait()
-        finally:
-            watchdog.cancel()
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-        err.seek(0)
-        run.stderr = err.read()
-    run.seconds = time.monotonic() - started
-
-
 @pytest.fixture(scope="module")
-def java() -> Iterator[JavaRun]:
+def java() -> Iterator[GroupRun]:
     """One broker and one JVM running every scenario; the broker stays up for the tests' checks."""
     classes = javautil.compile_java(JAVA_SOURCE)
-    logger = logging.getLogger("fakekafka.server")
-    recorder = _ServerLog()
-    saved = logger.level, logger.propagate
     with fakekafka.Cluster(config=BROKER) as cluster:
-        run = JavaRun(cluster)
-        logger.addHandler(recorder)
-        logger.setLevel(logging.DEBUG)
-        logger.propagate = False
-        try:
-            _run_driver(classes, run)
-        finally:
-            logger.removeHandler(recorder)
-            logger.setLevel(saved[0])
-            logger.propagate = saved[1]
-        run.api_calls, run.server_problems = recorder.api_calls, recorder.problems
-        yield run
+        run = GroupRun(cluster)
+        yield javautil.run_driver(run, classes, "GroupDriver", cluster.bootstrap_servers, timeout=RUN_TIMEOUT_S,
+                                  serve=lambda request: _serve(run, request))
 
 
 # ------------------------------------------------------------------------------------------ helpers
@@ -226,7 +135,7 @@ def rebalances(snap: Snapshot) -> int:
 
 # ------------------------------------------------------------------------------- assignor examples
 
-def test_range_seed_001_examples(java: JavaRun) -> None:
+def test_range_seed_001_examples(java: GroupRun) -> None:
     r = java.result("range")
     # 4 partitions each: C0 t0p0 t0p1 t1p0 t1p1, C1 t0p2 t0p3 t1p2 t1p3
     four = {"C0": parts("t0p0", "t0p1", "t1p0", "t1p1"), "C1": parts("t0p2", "t0p3", "t1p2", "t1p3")}
@@ -242,7 +151,7 @@ def test_range_seed_001_examples(java: JavaRun) -> None:
         assert set(r[group]["generations"].values()) == {1}
 
 
-def test_range_seed_002_examples(java: JavaRun) -> None:
+def test_range_seed_002_examples(java: GroupRun) -> None:
     r = java.result("range_seed2")
     span = {"C1-0": [0, 1, 2, 3], "C2-0": [4, 5, 6], "C3-0": [7, 8, 9]}          # 10 partitions, 3 consumers
     span11 = {"C1-0": [0, 1, 2, 3], "C2-0": [4, 5, 6, 7], "C3-0": [8, 9, 10]}    # 11 partitions
@@ -253,7 +162,7 @@ def test_range_seed_002_examples(java: JavaRun) -> None:
     assert snap.assignment("range10-") == expected
 
 
-def test_round_robin_seed_example(java: JavaRun) -> None:
+def test_round_robin_seed_example(java: GroupRun) -> None:
     r = java.result("roundrobin")
     # C0 subscribes t0, C1 t0 and t1, C2 t0, t1 and t2 (1, 2 and 3 partitions)
     expected = {"C0": parts("t0p0"), "C1": parts("t1p0"), "C2": parts("t1p1", "t2p0", "t2p1", "t2p2")}
@@ -282,7 +191,7 @@ def _owns(big: dict[str, list[int]], small: dict[str, list[int]]) -> bool:
 
 
 @pytest.mark.parametrize("scenario", ["sticky", "cooperative"])
-def test_sticky_seed_example(java: JavaRun, scenario: str) -> None:
+def test_sticky_seed_example(java: GroupRun, scenario: str) -> None:
     r = java.result(scenario)
     group = "sticky" if scenario == "sticky" else "coop"
     assert r["first"]["assignment"] == STICKY_FIRST
@@ -304,7 +213,7 @@ def test_sticky_seed_example(java: JavaRun, scenario: str) -> None:
     assert set(r["after_c1_left"]["generations"].values()) == {2}
 
 
-def test_sticky_is_eager_cooperative_revokes_nothing_kept(java: JavaRun) -> None:
+def test_sticky_is_eager_cooperative_revokes_nothing_kept(java: GroupRun) -> None:
     # eager StickyAssignor: every member gives up everything before rejoining, then gets it back
     eager = java.result("sticky")["after_c1_left"]["events"]
     for name in ("C0", "C2"):
@@ -324,7 +233,7 @@ def _names(a: dict[str, list[int]], prefix: str) -> set[str]:
     return {f"{prefix}{t}-{p}" for t, ps in a.items() for p in ps}
 
 
-def test_cooperative_third_member_joins_incrementally(java: JavaRun) -> None:
+def test_cooperative_third_member_joins_incrementally(java: GroupRun) -> None:
     r = java.result("cooperative")["after_c3_joined"]
     before, after, events = STICKY_AFTER, r["assignment"], r["events"]
     assert sorted(sum(map(len, a.values())) for a in after.values()) == [2, 3, 3]
@@ -355,7 +264,7 @@ def test_cooperative_third_member_joins_incrementally(java: JavaRun) -> None:
 
 # ------------------------------------------------------------------------------- static membership
 
-def test_static_member_restart_keeps_partitions_without_rebalance(java: JavaRun) -> None:
+def test_static_member_restart_keeps_partitions_without_rebalance(java: GroupRun) -> None:
     r = java.result("static")
     before, restarted = r["before"], r["restarted"]
     assert before["assignment"] == {"S0": {"t0": [0, 1]}, "S1": {"t0": [2, 3]}}
@@ -378,7 +287,7 @@ def test_static_member_restart_keeps_partitions_without_rebalance(java: JavaRun)
     assert s2.assignment("static-") == before["assignment"]
 
 
-def test_static_member_duplicate_instance_id_fences_the_old_one(java: JavaRun) -> None:
+def test_static_member_duplicate_instance_id_fences_the_old_one(java: GroupRun) -> None:
     r = java.result("static")
     dup = r["duplicate"]
     assert dup["old_S0"] == "FencedInstanceIdException"
@@ -394,7 +303,7 @@ def test_static_member_duplicate_instance_id_fences_the_old_one(java: JavaRun) -
 
 # ------------------------------------------------------------------------------------------ offsets
 
-def test_commit_then_resume_at_committed_offsets(java: JavaRun) -> None:
+def test_commit_then_resume_at_committed_offsets(java: GroupRun) -> None:
     r = java.result("commit_resume")
     assert r["first_read"] == {"C0": {"p0": list(range(10))}, "C1": {"p1": list(range(10))}}
     assert r["committed_seen_by_C0"] == {"p0": {"offset": 4, "metadata": "four"}, "p1": {"offset": 7, "metadata": ""}}
@@ -407,7 +316,7 @@ def test_commit_then_resume_at_committed_offsets(java: JavaRun) -> None:
     assert java.snapshot("commit-2").committed == {("commit-t0", 0): 10, ("commit-t0", 1): 10}
 
 
-def test_stale_commits(java: JavaRun) -> None:
+def test_stale_commits(java: GroupRun) -> None:
     r = java.result("stale_commits")
     t0, t1 = ("stale-t0", 0), ("stale-t0", 1)
     # forced rebalance: the member that has not rejoined yet still belongs to the current generation
@@ -433,7 +342,7 @@ def test_stale_commits(java: JavaRun) -> None:
 
 # ------------------------------------------------------------------------------------------ pattern
 
-def test_pattern_subscription_follows_new_topics_and_partitions(java: JavaRun) -> None:
+def test_pattern_subscription_follows_new_topics_and_partitions(java: GroupRun) -> None:
     r = java.result("pattern")
     assert r["first"]["assignment"] == {"C0": {"orders-a": [0]}, "C1": {"orders-a": [1]}}
     assert r["new_topic"]["assignment"] == {"C0": {"orders-a": [0], "orders-b": [0]},
@@ -452,7 +361,7 @@ def test_pattern_subscription_follows_new_topics_and_partitions(java: JavaRun) -
 
 # -------------------------------------------------------------------------------------------- admin
 
-def test_admin_list_and_describe_groups(java: JavaRun) -> None:
+def test_admin_list_and_describe_groups(java: GroupRun) -> None:
     r = java.result("admin")
     assert r["list"]["adm-live"] == "Stable"
     assert r["list"]["adm-empty"] == "Empty"
@@ -477,7 +386,7 @@ def test_admin_list_and_describe_groups(java: JavaRun) -> None:
     assert (empty["state"], empty["members"]) == ("Empty", [])
 
 
-def test_admin_group_offsets(java: JavaRun) -> None:
+def test_admin_group_offsets(java: GroupRun) -> None:
     r = java.result("admin")
     assert r["offsets_live"] == {"adm-t0-0": 3, "adm-t0-1": 4, "adm-other-0": 1}
     assert r["offsets_empty"] == {"adm-t0-0": 5, "adm-t0-1": 6}
@@ -491,7 +400,7 @@ def test_admin_group_offsets(java: JavaRun) -> None:
     assert r["offsets_empty_after"] == {"adm-t0-1": 6}
 
 
-def test_admin_delete_groups(java: JavaRun) -> None:
+def test_admin_delete_groups(java: GroupRun) -> None:
     r = java.result("admin")
     assert r["delete_live"] == "GroupNotEmptyException"
     assert r["delete_empty"] == "ok"
@@ -504,7 +413,7 @@ def test_admin_delete_groups(java: JavaRun) -> None:
     assert java.cluster.group("adm-live") is None and java.cluster.group("adm-empty") is None
 
 
-def test_every_scenario_ran_and_the_broker_logged_no_problem(java: JavaRun) -> None:
+def test_every_scenario_ran_and_the_broker_logged_no_problem(java: GroupRun) -> None:
     failed = {name: r["error"].splitlines()[0] for name, r in java.results.items() if not r["ok"]}
     assert not failed
     assert set(java.results) == {"range", "range_seed2", "roundrobin", "sticky", "cooperative", "static",

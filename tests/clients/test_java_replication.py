@@ -23,12 +23,6 @@ Skips (naming .ci/install.sh) when java, javac or the Kafka jars are missing.
 from __future__ import annotations
 
 import json
-import logging
-import os
-import shutil
-import subprocess
-import tempfile
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -40,13 +34,12 @@ import pytest
 
 import fakekafka
 from tests import javautil
+from tests.javautil import JavaRun
 
 pytestmark = pytest.mark.clients
 
 JAVA_SOURCE = Path(__file__).resolve().parent / "java" / "ReplicationDriver.java"
 RUN_TIMEOUT_S = 90
-JVM_ARGS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss1m", "-Xmx512m",
-            "-Dorg.slf4j.simpleLogger.defaultLogLevel=error")
 FAILOVER, MIN_ISR = "java-repl-failover", "java-repl-min-isr"
 BEFORE, AFTER = 300, 300   # acknowledgements before the kill, and from the new leader after it
 TOPIC_CONFIGS = {"min.insync.replicas": "2"}
@@ -54,47 +47,13 @@ TOPIC_CONFIGS = {"min.insync.replicas": "2"}
 
 # --------------------------------------------------------------------------------------- the JVM run
 
-class _ServerLog(logging.Handler):
-    """Counts the requests the server answered (its debug line per request) and keeps its warnings."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.api_calls: Counter[str] = Counter()
-        self.problems: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if record.levelno >= logging.WARNING:
-            text = record.getMessage()
-            if record.exc_info:
-                text += "\n" + logging.Formatter().formatException(record.exc_info)
-            self.problems.append(f"{record.levelname}: {text}")
-        elif str(record.msg).startswith("broker=") and isinstance(record.args, tuple) and len(record.args) > 3:
-            self.api_calls[str(record.args[3])] += 1
-
-
 @dataclass
-class JavaRun:
-    cluster: fakekafka.Cluster
-    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+class ReplicationRun(JavaRun):
     requests: list[tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=list)
     """Every (request, answer) exchanged with the driver."""
     states: dict[str, dict[str, Any]] = field(default_factory=dict)
     """partition_state of each scenario's partition right after its scenario ended."""
     killed: list[int] = field(default_factory=list)
-    api_calls: Counter[str] = field(default_factory=Counter)
-    server_problems: list[str] = field(default_factory=list)
-    stray_output: list[str] = field(default_factory=list)
-    stderr: str = ""
-    seconds: float = 0.0
-
-    def result(self, scenario: str) -> dict[str, Any]:
-        r = self.results.get(scenario)
-        if r is None:
-            pytest.fail(f"the Java driver reported nothing for {scenario!r}; its stderr ends with:\n"
-                        f"{self.stderr[-4000:]}\nstdout besides JSON: {self.stray_output[-20:]}")
-        if not r["ok"]:
-            pytest.fail(f"Java scenario {scenario!r} failed:\n{r['error']}")
-        return r["result"]
 
 
 def _wait_for(what: str, done: Any, timeout: float = 10.0) -> None:
@@ -105,7 +64,7 @@ def _wait_for(what: str, done: Any, timeout: float = 10.0) -> None:
         time.sleep(0.01)
 
 
-def _restart_all(run: JavaRun) -> None:
+def _restart_all(run: ReplicationRun) -> None:
     """Brings every killed broker back and waits until every partition's ISR is full again."""
     c = run.cluster
     while run.killed:
@@ -114,7 +73,7 @@ def _restart_all(run: JavaRun) -> None:
         _wait_for(f"{topic}'s ISR to fill", lambda t=topic: len(c.partition_state(t, 0)["isr"]) == 3)
 
 
-def _serve(run: JavaRun, request: dict[str, Any]) -> dict[str, Any]:
+def _serve(run: ReplicationRun, request: dict[str, Any]) -> dict[str, Any]:
     """Carries out what a scenario asked of the cluster; returns the answer."""
     c = run.cluster
     topic, index = request["topic"], request["partition"]
@@ -145,74 +104,37 @@ def _serve(run: JavaRun, request: dict[str, Any]) -> dict[str, Any]:
     raise AssertionError(f"unknown request from the Java driver: {request}")
 
 
-def _run_driver(classes: Path, run: JavaRun, specs: list[str]) -> None:
-    java = shutil.which("java")
-    if java is None:
-        pytest.skip(f"java not found: {javautil.INSTALL_HINT}")
-    cp = os.pathsep.join([str(classes), javautil.classpath()])
-    started = time.monotonic()
-    with tempfile.TemporaryFile("w+", encoding="utf-8") as err:
-        proc = subprocess.Popen([java, *JVM_ARGS, "-cp", cp, "ReplicationDriver", run.cluster.bootstrap_servers,
-                                 *specs], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
-                                encoding="utf-8")
-        watchdog = threading.Timer(RUN_TIMEOUT_S, proc.kill)
-        watchdog.start()
-        try:
-            assert proc.stdout is not None and proc.stdin is not None
-            for line in proc.stdout:
-                try:
-                    msg = json.loads(line)
-                except ValueError:
-                    run.stray_output.append(line.rstrip("\n"))
-                    continue
-                if "request" in msg:
-                    answer = _serve(run, msg)
-                    run.requests.append((msg, answer))
-                    proc.stdin.write(json.dumps(answer) + "\n")
-                    proc.stdin.flush()
-                elif "scenario" in msg:
-                    run.results[msg["scenario"]] = msg
-                    if msg.get("topic"):
-                        run.states[msg["scenario"]] = run.cluster.partition_state(msg["topic"], 0)
-                    _restart_all(run)   # the next scenario starts with every broker up
-            proc.wait()
-        finally:
-            watchdog.cancel()
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-        err.seek(0)
-        run.stderr = err.read()
-    run.seconds = time.monotonic() - started
+def _answer(run: ReplicationRun, request: dict[str, Any]) -> str:
+    answer = _serve(run, request)
+    run.requests.append((request, answer))
+    return json.dumps(answer)
+
+
+def _scenario_done(run: ReplicationRun, result: dict[str, Any]) -> None:
+    """Keeps the partition's state as the scenario left it, then brings every broker back for the next one."""
+    if result.get("topic"):
+        run.states[result["scenario"]] = run.cluster.partition_state(result["topic"], 0)
+    _restart_all(run)
 
 
 @pytest.fixture(scope="module")
-def java() -> Iterator[JavaRun]:
+def java() -> Iterator[ReplicationRun]:
     """Three brokers and one JVM running both scenarios; the cluster stays up for the tests' checks."""
     classes = javautil.compile_java(JAVA_SOURCE)
-    logger = logging.getLogger("fakekafka.server")
-    recorder = _ServerLog()
-    saved = logger.level, logger.propagate
     with fakekafka.Cluster(brokers=3) as cluster:
         for topic in (FAILOVER, MIN_ISR):
             cluster.create_topic(topic, 1, replication_factor=3, configs=TOPIC_CONFIGS)
-        run = JavaRun(cluster)
-        logger.addHandler(recorder)
-        logger.setLevel(logging.DEBUG)
-        logger.propagate = False
-        try:
-            _run_driver(classes, run, [f"failover:{FAILOVER}:{BEFORE}:{AFTER}", f"min_isr:{MIN_ISR}"])
-        finally:
-            logger.removeHandler(recorder)
-            logger.setLevel(saved[0])
-            logger.propagate = saved[1]
-        run.api_calls, run.server_problems = recorder.api_calls, recorder.problems
-        yield run
+        run = ReplicationRun(cluster)
+        yield javautil.run_driver(run, classes, "ReplicationDriver", cluster.bootstrap_servers,
+                                  f"failover:{FAILOVER}:{BEFORE}:{AFTER}", f"min_isr:{MIN_ISR}",
+                                  timeout=RUN_TIMEOUT_S, log_level="error",
+                                  serve=lambda request: _answer(run, request),
+                                  on_result=lambda result: _scenario_done(run, result))
 
 
 # -------------------------------------------------------------------------------------------- tests
 
-def test_failover_every_acknowledged_record_stored_once(java: JavaRun) -> None:
+def test_failover_every_acknowledged_record_stored_once(java: ReplicationRun) -> None:
     r = java.result("failover")
     assert r["failures"] == []
     sent = r["sent"]
@@ -225,7 +147,7 @@ def test_failover_every_acknowledged_record_stored_once(java: JavaRun) -> None:
     assert all(n == 1 for n in values.values())
 
 
-def test_failover_elects_a_new_leader_with_a_higher_epoch(java: JavaRun) -> None:
+def test_failover_elects_a_new_leader_with_a_higher_epoch(java: ReplicationRun) -> None:
     r = java.result("failover")
     kill = r["kill"]
     assert kill["leader"] not in (-1, kill["killed"])
@@ -242,7 +164,7 @@ def test_failover_elects_a_new_leader_with_a_higher_epoch(java: JavaRun) -> None
     assert 0 < r["failover_ms"] <= r["failover_epoch_ms"] < 5000
 
 
-def test_failover_replicas_agree_after_the_killed_broker_returns(java: JavaRun) -> None:
+def test_failover_replicas_agree_after_the_killed_broker_returns(java: ReplicationRun) -> None:
     sent = java.result("failover")["sent"]
     state = java.cluster.partition_state(FAILOVER, 0)
     assert sorted(state["isr"]) == [1, 2, 3]
@@ -253,7 +175,7 @@ def test_failover_replicas_agree_after_the_killed_broker_returns(java: JavaRun) 
     assert logs[1] == logs[2] == logs[3]
 
 
-def test_failover_consumer_reads_across_it_and_validates(java: JavaRun) -> None:
+def test_failover_consumer_reads_across_it_and_validates(java: ReplicationRun) -> None:
     r = java.result("failover")
     kill = r["kill"]
     assert r["consumer_errors"] == []
@@ -267,7 +189,7 @@ def test_failover_consumer_reads_across_it_and_validates(java: JavaRun) -> None:
     assert java.api_calls["OffsetForLeaderEpoch"] >= 1
 
 
-def test_min_isr_refuses_acks_all_with_two_brokers_down(java: JavaRun) -> None:
+def test_min_isr_refuses_acks_all_with_two_brokers_down(java: ReplicationRun) -> None:
     r = java.result("min_isr")
     assert r["all_before"]["offset"] == 0
     killed = r["killed"]
@@ -288,7 +210,7 @@ def test_min_isr_refuses_acks_all_with_two_brokers_down(java: JavaRun) -> None:
     assert any(e.kind == "broker_killed" for e in java.cluster.events())
 
 
-def test_the_broker_logged_no_problem_and_the_run_was_quick(java: JavaRun) -> None:
+def test_the_broker_logged_no_problem_and_the_run_was_quick(java: ReplicationRun) -> None:
     failed = {name: r["error"].splitlines()[0] for name, r in java.results.items() if not r["ok"]}
     assert not failed
     assert set(java.results) == {"failover", "min_isr"}

@@ -17,17 +17,8 @@ coordinator's markers would be. Skips (naming .ci/install.sh) without java, java
 
 from __future__ import annotations
 
-import json
-import logging
-import os
-import shutil
-import subprocess
-import tempfile
-import threading
 import time
-from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,14 +27,13 @@ import pytest
 import fakekafka
 from fakekafka.model.cluster import ClusterState
 from tests import javautil
+from tests.javautil import JavaRun
 from wire.records import build_batch, read_header
 
 pytestmark = pytest.mark.clients
 
 JAVA_SOURCE = Path(__file__).resolve().parent / "java" / "SparkCallPattern.java"
 RUN_TIMEOUT_S = 120
-JVM_ARGS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss1m", "-Xmx512m",
-            "-Dorg.slf4j.simpleLogger.defaultLogLevel=error")
 BASE = int(time.time() * 1000) - 3_600_000   # spark-src's timestamps: an hour ago, then + 100 * i etc.
 SRC = {0: [BASE + 100 * i for i in range(5)], 1: [BASE + 1000 + i for i in range(3)],
        2: [BASE + 50 + i for i in range(2)]}
@@ -112,96 +102,14 @@ def _fill(cluster: fakekafka.Cluster) -> None:
 
 # -------------------------------------------------------------------------------------- the JVM run
 
-class _ServerLog(logging.Handler):
-    """Counts the requests the server answered (its debug line per request) and keeps its warnings."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.api_calls: Counter[str] = Counter()
-        self.problems: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if record.levelno >= logging.WARNING:
-            self.problems.append(f"{record.levelname}: {record.getMessage()}")
-        elif str(record.msg).startswith("broker=") and isinstance(record.args, tuple) and len(record.args) > 3:
-            self.api_calls[str(record.args[3])] += 1
-
-
-@dataclass
-class SparkRun:
-    cluster: fakekafka.Cluster
-    results: dict[str, dict[str, Any]] = field(default_factory=dict)
-    api_calls: Counter[str] = field(default_factory=Counter)
-    server_problems: list[str] = field(default_factory=list)
-    stray_output: list[str] = field(default_factory=list)
-    stderr: str = ""
-    seconds: float = 0.0
-
-    def result(self, scenario: str) -> dict[str, Any]:
-        r = self.results.get(scenario)
-        if r is None:
-            pytest.fail(f"SparkCallPattern reported nothing for {scenario!r}; its stderr ends with:\n"
-                        f"{self.stderr[-4000:]}\nstdout besides JSON: {self.stray_output[-20:]}")
-        if not r["ok"]:
-            pytest.fail(f"scenario {scenario!r} failed:\n{r['error']}")
-        return r["result"]
-
-
-def _run(classes: Path, cluster: fakekafka.Cluster) -> SparkRun:
-    java = shutil.which("java")
-    if java is None:
-        pytest.skip(f"java not found: {javautil.INSTALL_HINT}")
-    cp = os.pathsep.join([str(classes), javautil.classpath()])
-    run = SparkRun(cluster)
-    started = time.monotonic()
-    with tempfile.TemporaryFile("w+", encoding="utf-8") as err:
-        proc = subprocess.Popen([java, *JVM_ARGS, "-cp", cp, "SparkCallPattern", cluster.bootstrap_servers, str(BASE)],
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, text=True,
-                                encoding="utf-8")
-        watchdog = threading.Timer(RUN_TIMEOUT_S, proc.kill)
-        watchdog.start()
-        try:
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                try:
-                    msg = json.loads(line)
-                except ValueError:
-                    run.stray_output.append(line.rstrip("\n"))
-                    continue
-                if "scenario" in msg:
-                    run.results[msg["scenario"]] = msg
-            proc.wait()
-        finally:
-            watchdog.cancel()
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-        err.seek(0)
-        run.stderr = err.read()
-    run.seconds = time.monotonic() - started
-    return run
-
-
 @pytest.fixture(scope="module")
-def spark() -> Iterator[SparkRun]:
+def spark() -> Iterator[JavaRun]:
     """One broker, filled, and one JVM making every scenario's calls; the broker stays up for the checks."""
     classes = javautil.compile_java(JAVA_SOURCE)
-    logger = logging.getLogger("fakekafka.server")
-    recorder = _ServerLog()
-    saved = logger.level, logger.propagate
     with fakekafka.Cluster(auto_create_topics=False) as cluster:
         _fill(cluster)
-        logger.addHandler(recorder)
-        logger.setLevel(logging.DEBUG)
-        logger.propagate = False
-        try:
-            run = _run(classes, cluster)
-        finally:
-            logger.removeHandler(recorder)
-            logger.setLevel(saved[0])
-            logger.propagate = saved[1]
-        run.api_calls, run.server_problems = recorder.api_calls, recorder.problems
-        yield run
+        yield javautil.run_driver(JavaRun(cluster), classes, "SparkCallPattern", cluster.bootstrap_servers,
+                                  str(BASE), timeout=RUN_TIMEOUT_S, log_level="error")
 
 
 # ------------------------------------------------------------------------------------------ helpers
@@ -242,7 +150,7 @@ def _sink_rows(task: str) -> list[tuple[str, bytes | None, bytes | None, list[tu
 
 # -------------------------------------------------------------------------------------------- tests
 
-def test_sink_shared_producer_writes_every_row(spark: SparkRun) -> None:
+def test_sink_shared_producer_writes_every_row(spark: JavaRun) -> None:
     r = spark.result("sink")
     acks = {a["row"]: a for a in r["acks"]}
     assert len(acks) == 24
@@ -268,7 +176,7 @@ def test_sink_shared_producer_writes_every_row(spark: SparkRun) -> None:
 
 
 @pytest.mark.parametrize("level", ["read_uncommitted", "read_committed"])
-def test_admin_reader_partitions_and_offsets(spark: SparkRun, level: str) -> None:
+def test_admin_reader_partitions_and_offsets(spark: JavaRun, level: str) -> None:
     r = spark.result("admin_reader")[level]
     cluster = spark.cluster
     src = _ends(cluster, "spark-src")
@@ -291,7 +199,7 @@ def test_admin_reader_partitions_and_offsets(spark: SparkRun, level: str) -> Non
         {"spark-src-0": 3, "spark-src-1": 0, "spark-src-2": 2}
 
 
-def test_admin_reader_global_timestamps(spark: SparkRun) -> None:
+def test_admin_reader_global_timestamps(spark: JavaRun) -> None:
     r = spark.result("admin_reader")["global_timestamp"]
     for delta, offsets in r.items():
         assert offsets == _first_at_or_after(spark.cluster, "spark-src", BASE + int(delta)), delta
@@ -299,7 +207,7 @@ def test_admin_reader_global_timestamps(spark: SparkRun) -> None:
     assert r["5000"] == {"spark-src-0": 5, "spark-src-1": 3, "spark-src-2": 2}
 
 
-def test_admin_reader_sees_added_partitions_and_missing_topics(spark: SparkRun) -> None:
+def test_admin_reader_sees_added_partitions_and_missing_topics(spark: JavaRun) -> None:
     r = spark.result("admin_reader")
     assert r["grow"] == {"before": {"spark-grow-0": 2},
                          "after": {"spark-grow-0": 2, "spark-grow-1": 0, "spark-grow-2": 0},
@@ -310,7 +218,7 @@ def test_admin_reader_sees_added_partitions_and_missing_topics(spark: SparkRun) 
     assert "spark-gone" not in spark.cluster.topics()
 
 
-def test_deprecated_consumer_reader(spark: SparkRun) -> None:
+def test_deprecated_consumer_reader(spark: JavaRun) -> None:
     r = spark.result("deprecated_reader")
     cluster = spark.cluster
     src = _ends(cluster, "spark-src")
@@ -338,7 +246,7 @@ def test_deprecated_consumer_reader(spark: SparkRun) -> None:
 
 
 @pytest.mark.parametrize("level", ["read_uncommitted", "read_committed"])
-def test_executor_loop_skips_transaction_markers(spark: SparkRun, level: str) -> None:
+def test_executor_loop_skips_transaction_markers(spark: JavaRun, level: str) -> None:
     r = spark.result(f"executor_{level}")
     stored = {rec.offset: rec for rec in spark.cluster.records("spark-txn")}
     assert sorted(stored) == list(range(len(TXN_LAYOUT)))   # markers are stored records too
@@ -371,7 +279,7 @@ def test_executor_loop_skips_transaction_markers(spark: SparkRun, level: str) ->
     assert spark.cluster.group(r["group_id"]) is None
 
 
-def test_data_loss_after_the_log_start_moves(spark: SparkRun) -> None:
+def test_data_loss_after_the_log_start_moves(spark: JavaRun) -> None:
     r = spark.result("data_loss")
     tp = "spark-loss-0"
     assert r["offsets_before"] == {"earliest": {tp: 0}, "latest": {tp: 10}}
@@ -400,14 +308,14 @@ def test_data_loss_after_the_log_start_moves(spark: SparkRun) -> None:
     assert spark.api_calls["DeleteRecords"] == 3
 
 
-def test_describe_cluster(spark: SparkRun) -> None:
+def test_describe_cluster(spark: JavaRun) -> None:
     r = spark.result("describe_cluster")
     port = int(spark.cluster.bootstrap_servers.rsplit(":", 1)[1])
     node = {"id": 1, "host": "127.0.0.1", "port": port, "rack": None}
     assert r == {"cluster_id": spark.cluster.state.config.cluster_id, "controller": node, "nodes": [node]}
 
 
-def test_every_scenario_ran_and_the_broker_logged_no_problem(spark: SparkRun) -> None:
+def test_every_scenario_ran_and_the_broker_logged_no_problem(spark: JavaRun) -> None:
     failed = {name: r["error"].splitlines()[0] for name, r in spark.results.items() if not r["ok"]}
     assert not failed
     assert set(spark.results) == {"sink", "admin_reader", "deprecated_reader", "executor_read_uncommitted",

@@ -187,8 +187,10 @@ def _all_named(spec: OffsetSpec, tps: list[TopicPartition], option: str) -> None
 
 def resolve_starting(reader: OffsetReader, spec: OffsetSpec, tps: list[TopicPartition],
                      fail_on_data_loss: bool) -> PartitionOffsets:
-    """The first offset to read in each partition. A specific offset outside the partition's offsets is lost
-    data; without failOnDataLoss the read starts at the nearest end instead."""
+    """The first offset to read in each partition. A specific offset past the partition's end is lost data
+    (without failOnDataLoss the read starts at the end instead). One below the log start is planned as given,
+    as Spark's (Admin based) offset reader does: the executor's read reports the missing offsets, or skips
+    them, exactly as when retention deletes them after planning."""
     if spec.kind == "earliest":
         return reader.earliest(tps)
     if spec.kind == "latest":
@@ -207,10 +209,10 @@ def resolve_starting(reader: OffsetReader, spec: OffsetSpec, tps: list[TopicPart
             off = low
         elif off == LATEST:
             off = high
-        elif not low <= off <= high:
+        elif off > high:
             report_data_loss(fail_on_data_loss, f"startingOffsets for {_name(tp)} was {off} but the partition holds "
                                                 f"offsets [{low}, {high})")
-            off = low if off < low else high
+            off = high
         out[tp] = off
     return out
 

@@ -177,10 +177,6 @@ class LoopThread:
         finally:
             loop.close()
 
-    @property
-    def running(self) -> bool:
-        return self.loop is not None
-
     def in_loop(self) -> bool:
         try:
             return asyncio.get_running_loop() is self.loop
@@ -298,6 +294,9 @@ class Cluster(ClusterHandle):
         if self.recorder is not None:  # the recording is complete only once the server has stopped
             thread.submit(self.server.stop()).result(30)
             self.recorder.close()
+            if self._owns_thread:
+                thread.stop()
+            return
         if not wait and not self._owns_thread:
             thread.retire(self.server)
             return

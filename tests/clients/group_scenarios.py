@@ -37,6 +37,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+import pytest
+
 import fakekafka
 from fakekafka.embedded import GroupView, MemberView
 
@@ -997,3 +999,33 @@ def _child(spec: dict[str, Any]) -> None:
 
 if __name__ == "__main__":
     _child(json.loads(sys.argv[1]))
+
+
+class SharedScenarios:
+    """The scenarios every client runs the same way. A client's module subclasses it as `TestShared...`
+    (this base is not collected) and supplies the `client` fixture; what differs per client stays there."""
+
+    def test_three_members_share_six_partitions(self, client: BoundClient) -> None:
+        scenario_share_partitions(client)
+
+    def test_state_transitions(self, client: BoundClient) -> None:
+        scenario_transitions(client)
+
+    def test_clean_leave_rebalances_at_once(self, client: BoundClient) -> None:
+        scenario_clean_leave(client)
+
+    def test_crashed_member_expires_after_session(self, client: BoundClient) -> None:
+        scenario_crash(client)
+
+    def test_fourth_member_joins(self, client: BoundClient) -> None:
+        scenario_fourth_joins(client)
+
+    def test_static_member_restarts_without_rebalance(self, client: BoundClient) -> None:
+        scenario_static_restart(client)
+
+    def test_commit_then_restart_resumes(self, client: BoundClient) -> None:
+        scenario_commit_and_resume(client)
+
+    @pytest.mark.parametrize("reset", ["earliest", "latest"])
+    def test_offset_reset_new_group(self, client: BoundClient, reset: str) -> None:
+        scenario_offset_reset(client, reset)

@@ -41,37 +41,8 @@ def admin(cluster: fakekafka.Cluster) -> Iterator[AdminClient]:
         yield a
 
 
-def test_three_members_share_six_partitions(client: gs.BoundClient) -> None:
-    gs.scenario_share_partitions(client)
-
-
-def test_state_transitions(client: gs.BoundClient) -> None:
-    gs.scenario_transitions(client)
-
-
-def test_clean_leave_rebalances_at_once(client: gs.BoundClient) -> None:
-    gs.scenario_clean_leave(client)
-
-
-def test_crashed_member_expires_after_session(client: gs.BoundClient) -> None:
-    gs.scenario_crash(client)
-
-
-def test_fourth_member_joins(client: gs.BoundClient) -> None:
-    gs.scenario_fourth_joins(client)
-
-
-def test_static_member_restarts_without_rebalance(client: gs.BoundClient) -> None:
-    gs.scenario_static_restart(client)
-
-
-def test_commit_then_restart_resumes(client: gs.BoundClient) -> None:
-    gs.scenario_commit_and_resume(client)
-
-
-@pytest.mark.parametrize("reset", ["earliest", "latest"])
-def test_offset_reset_new_group(client: gs.BoundClient, reset: str) -> None:
-    gs.scenario_offset_reset(client, reset)
+class TestSharedScenarios(gs.SharedScenarios):
+    """Share, transitions, leave, crash, join, static restart, commit/resume, offset reset."""
 
 
 def test_offset_reset_error(cluster: fakekafka.Cluster, client: gs.BoundClient) -> None:

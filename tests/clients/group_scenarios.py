@@ -997,9 +997,6 @@ def _child(spec: dict[str, Any]) -> None:
     member.close()
 
 
-if __name__ == "__main__":
-    _child(json.loads(sys.argv[1]))
-
 
 class SharedScenarios:
     """The scenarios every client runs the same way. A client's module subclasses it as `TestShared...`
@@ -1029,3 +1026,8 @@ class SharedScenarios:
     @pytest.mark.parametrize("reset", ["earliest", "latest"])
     def test_offset_reset_new_group(self, client: BoundClient, reset: str) -> None:
         scenario_offset_reset(client, reset)
+
+
+if __name__ == "__main__":
+    _child(json.loads(sys.argv[1]))
+

@@ -15,7 +15,7 @@ from aiokafka import errors as aerrors
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.structs import OffsetAndMetadata
 
-from compat.clients.base import TP, Client, ClientError, Member, PollingMember, Rec, Timing, error_name
+from compat.clients.base import TP, ClientError, LibraryClient, Member, PollingMember, Rec, Timing, error_name
 
 __all__ = ["AiokafkaClient"]
 
@@ -47,7 +47,7 @@ def _rec(r: Any) -> Rec:
     return Rec(r.key, r.value, [(k, v) for k, v in r.headers], r.partition, r.offset, r.timestamp)
 
 
-class AiokafkaClient(Client):
+class AiokafkaClient(LibraryClient):
     name = "aiokafka"
 
     def __init__(self, bootstrap: str, timing: Timing) -> None:
@@ -193,12 +193,7 @@ class AiokafkaClient(Client):
                 await admin.close()
         return {tp.partition: (om.offset, om.metadata) for tp, om in self.run(go()).items() if om.offset >= 0}
 
-    def member(self, group: str, topic: str, *, assign: list[int] | None = None, offset_reset: str = "earliest",
-               own_process: bool = False) -> Member:
-        if own_process:
-            from compat.clients.agent import AgentClient
-            return AgentClient.python(self.name, self.bootstrap, self.timing).member(
-                group, topic, assign=assign, offset_reset=offset_reset, own=True)
+    def _member(self, group: str, topic: str, assign: list[int] | None, offset_reset: str) -> Member:
         return _Member(self, group, topic, assign, offset_reset)
 
 

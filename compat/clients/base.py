@@ -207,6 +207,22 @@ class Client:
         raise Unsupported("member")
 
 
+
+class LibraryClient(Client):
+    """A Python client library driven in the harness process: its members poll on threads here, and one
+    that must be killable runs in an agent subprocess with the same library."""
+
+    def member(self, group: str, topic: str, *, assign: list[int] | None = None, offset_reset: str = "earliest",
+               own_process: bool = False) -> Member:
+        if own_process:
+            from compat.clients.agent import AgentClient
+            return AgentClient.python(self.name, self.bootstrap, self.timing).member(
+                group, topic, assign=assign, offset_reset=offset_reset, own=True)
+        return self._member(group, topic, assign, offset_reset)
+
+    def _member(self, group: str, topic: str, assign: list[int] | None, offset_reset: str) -> Member:
+        raise NotImplementedError
+
 # --- a member whose client runs on its own polling thread ---------------------------------------------
 
 

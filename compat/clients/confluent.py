@@ -9,7 +9,7 @@ from typing import Any
 from confluent_kafka import OFFSET_INVALID, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from compat.clients.base import TP, Client, ClientError, Member, PollingMember, Rec, Timing, error_name
+from compat.clients.base import TP, ClientError, LibraryClient, Member, PollingMember, Rec, Timing, error_name
 
 __all__ = ["ConfluentClient", "kafka_error"]
 
@@ -35,7 +35,7 @@ def _rec(m: Any) -> Rec:
     return Rec(m.key(), m.value(), list(m.headers() or []), m.partition(), m.offset(), ts if ts_type else None)
 
 
-class ConfluentClient(Client):
+class ConfluentClient(LibraryClient):
     name = "confluent-kafka"
 
     def __init__(self, bootstrap: str, timing: Timing) -> None:
@@ -146,12 +146,7 @@ class ConfluentClient(Client):
             consumer.close()
         return {tp.partition: (tp.offset, tp.metadata) for tp in got if tp.offset >= 0}
 
-    def member(self, group: str, topic: str, *, assign: list[int] | None = None, offset_reset: str = "earliest",
-               own_process: bool = False) -> Member:
-        if own_process:
-            from compat.clients.agent import AgentClient
-            return AgentClient.python(self.name, self.bootstrap, self.timing).member(
-                group, topic, assign=assign, offset_reset=offset_reset, own=True)
+    def _member(self, group: str, topic: str, assign: list[int] | None, offset_reset: str) -> Member:
         return _Member(self, group, topic, assign, offset_reset)
 
 

@@ -10,7 +10,17 @@ from kafka import errors as kerrors
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.structs import OffsetAndMetadata
 
-from compat.clients.base import TP, Client, ClientError, Member, PollingMember, Rec, Timing, Unsupported, error_name
+from compat.clients.base import (
+    TP,
+    ClientError,
+    LibraryClient,
+    Member,
+    PollingMember,
+    Rec,
+    Timing,
+    Unsupported,
+    error_name,
+)
 
 __all__ = ["KafkaPythonClient"]
 
@@ -36,7 +46,7 @@ def _rec(r: Any) -> Rec:
     return Rec(r.key, r.value, [(k, v) for k, v in r.headers], r.partition, r.offset, r.timestamp)
 
 
-class KafkaPythonClient(Client):
+class KafkaPythonClient(LibraryClient):
     name = "kafka-python"
 
     def __init__(self, bootstrap: str, timing: Timing) -> None:
@@ -147,12 +157,7 @@ class KafkaPythonClient(Client):
         finally:
             consumer.close(autocommit=False)
 
-    def member(self, group: str, topic: str, *, assign: list[int] | None = None, offset_reset: str = "earliest",
-               own_process: bool = False) -> Member:
-        if own_process:
-            from compat.clients.agent import AgentClient
-            return AgentClient.python(self.name, self.bootstrap, self.timing).member(
-                group, topic, assign=assign, offset_reset=offset_reset, own=True)
+    def _member(self, group: str, topic: str, assign: list[int] | None, offset_reset: str) -> Member:
         return _Member(self, group, topic, assign, offset_reset)
 
 

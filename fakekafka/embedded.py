@@ -115,13 +115,9 @@ class LoopThread:
         self.loop = loop
         self._thread = threading.Thread(target=self._run, args=(loop,), name=self.name, daemon=True)
         self._thread.start()
-        self.submit(self._begin()).result(30)
-        return self
-
-    async def _begin(self) -> None:
         if self.pool is not None:
-            await self.pool.fill()
-        self._reaper = asyncio.create_task(self._reap_every())
+            self.submit(self.pool.fill()).result(30)
+        return self
 
     async def _reap_every(self) -> None:
         while True:
@@ -154,7 +150,7 @@ class LoopThread:
         if loop is None:
             raise RuntimeError("the loop thread is not running")
         self._retired.append(server)
-        if self._wanted():
+        if self._reaper is None or self._wanted():  # the first retire also starts the periodic reaper
             loop.call_soon_threadsafe(self._kick)
 
     def drain(self, timeout: float = 10) -> None:
@@ -166,8 +162,11 @@ class LoopThread:
         self.submit(reap_now()).result(timeout)
 
     def _kick(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self._reaper is None:
+            self._reaper = loop.create_task(self._reap_every())
         if not self._reaping:
-            asyncio.get_running_loop().create_task(self._reap())
+            loop.create_task(self._reap())
 
     @staticmethod
     def _run(loop: asyncio.AbstractEventLoop) -> None:

@@ -87,7 +87,7 @@ _LOOP = pytest.StashKey[LoopThread]()
 def _loop_thread(config: pytest.Config) -> LoopThread:
     """The event-loop thread every cluster of the session is served from, with listening sockets it binds
     ahead of time: a cluster's start is then building its model and taking a served port. Each cluster
-    still has its own state and its own ports, never reused by a later one. Kept in the config's stash,
+    still has its own state and its own ports, never shared with another cluster. Kept in the config's stash,
     not a session fixture: resolving even a cached fixture costs each test about as much as the start."""
     thread = config.stash.get(_LOOP, None)
     if thread is None:

@@ -252,8 +252,8 @@ class Listener:
 
 class ListenerPool:
     """Fresh listening sockets bound and served ahead of time by the loop, so a cluster's start does no
-    socket work on the caller's thread. Each is used by one broker and closed with it: ports are never
-    handed to a second cluster, so a client left over from an earlier test cannot reach a later one."""
+    socket work on the caller's thread. Each is used by one broker and closed with it, never handed to a
+    second cluster (the kernel may give the number out again once it is closed, as for any port-0 bind)."""
 
     def __init__(self, host: str = "127.0.0.1", size: int = 4) -> None:
         self.host = host

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import errno
+import gc
 import json
 import logging
 import signal
@@ -157,6 +158,7 @@ async def _run_cluster(args: argparse.Namespace, cluster: Cluster) -> int:
         loop.add_signal_handler(sig, stop.set)
     control_address = "{}:{}".format(*control.sockets[0].getsockname()[:2])
     print(f"fakekafka ready: bootstrap.servers={cluster.bootstrap_servers} control={control_address}", flush=True)
+    gc.freeze()  # what is alive now (modules, declarations) lives for good: full collections skip it
     await stop.wait()
     logging.getLogger("fakekafka").info("shutting down")
     control.close()

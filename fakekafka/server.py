@@ -13,6 +13,7 @@ import dataclasses
 import logging
 import socket
 import struct
+import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -34,6 +35,10 @@ __all__ = ["Listener", "ListenerPool", "RequestRecord", "Server"]
 log = logging.getLogger("fakekafka.server")
 _KNOWN_CODES = frozenset(int(c) for c in ErrorCode)
 _SIZE = struct.Struct(">i")
+_IOV_MAX = 1024  # buffers per sendmsg(): Linux's UIO_MAXIOV
+# Python 3.11's transport joins writelines() into one bytes (a copy of every stored batch a Fetch returns);
+# 3.12+ sends them with sendmsg() itself.
+_TRANSPORT_JOINS = sys.version_info < (3, 12)
 
 
 class _CloseConnection(Exception):
@@ -111,11 +116,15 @@ class _Connection(asyncio.BufferedProtocol):
         self._paused = False
         self._can_write = asyncio.Event()
         self._can_write.set()
+        self._sock: socket.socket | None = None
 
     # protocol callbacks ------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
+        if _TRANSPORT_JOINS:
+            sock = getattr(transport.get_extra_info("socket"), "_sock", None)
+            self._sock = sock if isinstance(sock, socket.socket) and hasattr(sock, "sendmsg") else None
         self.server._ensure_ticker()
         self.server._by_broker[self.broker.node_id].add(self)
         peer = transport.get_extra_info("peername")
@@ -214,8 +223,32 @@ class _Connection(asyncio.BufferedProtocol):
     async def write(self, chunks: list[Any]) -> None:
         if self._closed or self.transport is None:
             raise ConnectionError("connection closed")
+        if self._sock is not None and not self.transport.get_write_buffer_size():
+            chunks = self._send_now(chunks)
+            if not chunks:
+                return
         self.transport.writelines(chunks)
         await self._can_write.wait()
+
+    def _send_now(self, chunks: list[Any]) -> list[Any]:
+        """Sends what the socket takes straight from the response's buffers (stored batches are not copied
+        into one bytes first); returns what is left for the transport, which buffers it and reports errors."""
+        assert self._sock is not None
+        while chunks:
+            head = chunks[:_IOV_MAX]
+            try:
+                sent = self._sock.sendmsg(head)
+            except (BlockingIOError, InterruptedError):
+                return chunks
+            except OSError:
+                return chunks  # the transport's own send meets the same error and closes the connection
+            for i, c in enumerate(head):
+                n = len(c)
+                if sent < n:
+                    return [memoryview(c)[sent:], *chunks[i + 1:]]
+                sent -= n
+            chunks = chunks[len(head):]
+        return chunks
 
     def close(self, *, abort: bool = False) -> None:
         self._closed = True

@@ -111,6 +111,38 @@ def test_fetch_long_poll_is_woken_by_a_produce(broker: fakekafka.Cluster, raw: R
     assert wire.records.decode_batch(data).records[0].value == b"wake"
 
 
+def test_large_fetches_to_a_slow_reader_arrive_whole_and_in_order(broker: fakekafka.Cluster) -> None:
+    """Responses bigger than the socket takes at once: what the first send leaves is buffered and sent
+    after it, and a pipelined request behind them is answered after them."""
+    import os
+    import socket
+
+    broker.create_topic("big", 1)
+    values = [os.urandom(900_000) for _ in range(6)]
+    raw = RawClient(broker.bootstrap_servers)
+    try:
+        for v in values:
+            assert raw.request(0, 9, _produce_body("big", v)).responses[0].partition_responses[0].error_code == 0
+        topic_id = broker.call(lambda: broker.state.topics["big"].topic_id)
+        stored = broker.call(lambda: list(broker.state.topics["big"].partitions[0].log.batches))
+        raw.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+        sent = []
+        for offset in (0, 2, 3):
+            sent.append(raw.send(1, 16, {
+                "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 8 << 20, "session_epoch": -1,
+                "topics": [{"topic_id": topic_id, "partitions": [
+                    {"partition": 0, "fetch_offset": offset, "partition_max_bytes": 8 << 20}]}]}))
+        sent.append(raw.send(18, 0, {}))
+        time.sleep(0.3)  # the broker's sends fill both socket buffers and the rest waits in the transport
+        for corr, offset in zip(sent, (0, 2, 3), strict=False):
+            got, r = raw.receive(1, 16)
+            assert got == corr
+            assert bytes(r.responses[0].partitions[0].records) == b"".join(bytes(b) for b in stored[offset:])
+        assert raw.receive(18, 0)[0] == sent[-1]
+    finally:
+        raw.close()
+
+
 def test_fetch_errors(broker: fakekafka.Cluster, raw: RawClient) -> None:
     import uuid
     broker.produce("fe", b"x")

@@ -57,6 +57,7 @@ _unpack_i16 = struct.Struct(">h").unpack
 _unpack_i32 = struct.Struct(">i").unpack
 _pack_i16 = struct.Struct(">h").pack
 _pack_i32 = struct.Struct(">i").pack
+_ONE_BYTE = tuple(bytes((i,)) for i in range(256))
 
 
 class WireError(StreamError):
@@ -75,6 +76,11 @@ def _remaining(stream: Any) -> int:
 
 
 def read_uvarint(stream: Any, path: str) -> int:
+    first = stream.read(1)
+    if first and first[0] < 0x80:  # one byte: nearly every length and count
+        return first[0]
+    if first:
+        stream.seek(-1, 1)
     result = 0
     shift = 0
     while True:
@@ -88,6 +94,9 @@ def read_uvarint(stream: Any, path: str) -> int:
 
 
 def write_uvarint(value: int, stream: Any, path: str) -> None:
+    if 0 <= value < 0x80:
+        stream.write(_ONE_BYTE[value])
+        return
     if value < 0:
         raise WireError(f"unsigned varint cannot hold {value}", path=path)
     out = bytearray()
@@ -198,9 +207,9 @@ class _Sized(Construct):
             if length == -1 and self.nullable:
                 return None
             raise WireError(f"length {length} is not allowed here", path=path)
-        if length > _remaining(stream):
+        data = stream.read(length)  # at most what is left, however large `length` claims to be
+        if len(data) != length:
             raise WireError(f"length {length} runs past the end of the data", path=path)
-        data = stream_read(stream, length, path)
         return data.decode("utf-8", errors="strict") if self.text else data
 
     def _build(self, obj, stream, context, path):  # noqa: ANN001, ANN202
@@ -278,7 +287,7 @@ class _Array(Construct):
             if count == -1 and self.nullable:
                 return None
             raise WireError(f"array count {count} is not allowed here", path=path)
-        if count > _remaining(stream):
+        if count > 16 and count > _remaining(stream):  # a few elements too many fail in the loop anyway
             raise WireError(f"array count {count} exceeds the bytes left", path=path)
         parse = self.subcon._parse
         return [parse(stream, context, path) for _ in range(count)]
@@ -408,37 +417,56 @@ class Message(Construct):
             obj[t.name] = t.default_value()
         return obj
 
+    # The first parse or build of a Message swaps in code specialised for its fields (wire/compiled.py);
+    # the generic versions below are what it must match, and what the tests compare it with.
     def _parse(self, stream, context, path):  # noqa: ANN001, ANN202
+        from wire.compiled import compile_message
+
+        self._parse, self._build = compile_message(self)  # type: ignore[method-assign]
+        return self._parse(stream, context, path)
+
+    def _build(self, obj, stream, context, path):  # noqa: ANN001, ANN202
+        from wire.compiled import compile_message
+
+        self._parse, self._build = compile_message(self)  # type: ignore[method-assign]
+        return self._build(obj, stream, context, path)
+
+    def _parse_generic(self, stream, context, path):  # noqa: ANN001, ANN202
         obj = Container()
         for f in self.fields:
             obj[f.name] = f.subcon._parse(stream, context, f"{path} -> {f.name}")
         if self.flexible:
-            for t in self.tagged.values():
-                obj[t.name] = t.default_value()
-            count = read_uvarint(stream, path)
-            if count > _remaining(stream):
-                raise WireError(f"tagged field count {count} exceeds the bytes left", path=path)
-            unknown: list[tuple[int, bytes]] = []
-            last = -1
-            for _ in range(count):
-                tag = read_uvarint(stream, path)
-                if tag <= last:
-                    raise WireError(f"tag {tag} out of order after {last}", path=path)
-                last = tag
-                size = read_uvarint(stream, path)
-                if size > _remaining(stream):
-                    raise WireError(f"tagged field {tag} of {size} bytes runs past the end", path=path)
-                raw = stream_read(stream, size, path)
-                known = self.tagged.get(tag)
-                if known is None:
-                    unknown.append((tag, raw))
-                else:
-                    obj[known.name] = known.subcon.parse(raw)
-            if unknown:
-                obj[UNKNOWN_TAGS] = unknown
+            self._parse_tags(stream, path, obj)
         return obj
 
-    def _build(self, obj, stream, context, path):  # noqa: ANN001, ANN202
+    def _parse_tags(self, stream: Any, path: str, obj: dict[str, Any]) -> None:
+        """The tagged-field section into `obj`: known tags by name (absent ones at their defaults),
+        unknown ones kept raw under UNKNOWN_TAGS."""
+        for t in self.tagged.values():
+            obj[t.name] = t.default_value()
+        count = read_uvarint(stream, path)
+        if count > _remaining(stream):
+            raise WireError(f"tagged field count {count} exceeds the bytes left", path=path)
+        unknown: list[tuple[int, bytes]] = []
+        last = -1
+        for _ in range(count):
+            tag = read_uvarint(stream, path)
+            if tag <= last:
+                raise WireError(f"tag {tag} out of order after {last}", path=path)
+            last = tag
+            size = read_uvarint(stream, path)
+            if size > _remaining(stream):
+                raise WireError(f"tagged field {tag} of {size} bytes runs past the end", path=path)
+            raw = stream_read(stream, size, path)
+            known = self.tagged.get(tag)
+            if known is None:
+                unknown.append((tag, raw))
+            else:
+                obj[known.name] = known.subcon.parse(raw)
+        if unknown:
+            obj[UNKNOWN_TAGS] = unknown
+
+    def _build_generic(self, obj, stream, context, path):  # noqa: ANN001, ANN202
         get = obj.get
         for f in self.fields:
             value = get(f.name, _MISSING)
@@ -446,27 +474,33 @@ class Message(Construct):
                 value = f.default_value()
             f.subcon._build(value, stream, context, f"{path} -> {f.name}")
         if self.flexible:
-            entries: list[tuple[int, bytes]] = []
-            for tag, t in self.tagged.items():
-                value = get(t.name, _MISSING)
-                if value is _MISSING:
-                    continue
-                default = t.default_value()
-                if isinstance(value, dict) and isinstance(default, dict):
-                    # Kafka writes a tagged struct unless it equals a new one, unknown tags included.
-                    if _plain({**default, **value}) == _plain(default):
-                        continue
-                elif value == default:
-                    continue
-                entries.append((tag, t.subcon.build(value)))
-            entries.extend(get(UNKNOWN_TAGS, None) or ())
-            entries.sort(key=lambda e: e[0])
-            write_uvarint(len(entries), stream, path)
-            for tag, raw in entries:
-                write_uvarint(tag, stream, path)
-                write_uvarint(len(raw), stream, path)
-                stream_write(stream, raw, len(raw), path)
+            self._build_tags(obj, stream, path)
         return obj
+
+    def _build_tags(self, obj: Any, stream: Any, path: str) -> None:
+        """The tagged-field section: each known tag whose value differs from its default, and the
+        unknown tags a parse kept, in tag order."""
+        get = obj.get
+        entries: list[tuple[int, bytes]] = []
+        for tag, t in self.tagged.items():
+            value = get(t.name, _MISSING)
+            if value is _MISSING:
+                continue
+            default = t.default_value()
+            if isinstance(value, dict) and isinstance(default, dict):
+                # Kafka writes a tagged struct unless it equals a new one, unknown tags included.
+                if _plain({**default, **value}) == _plain(default):
+                    continue
+            elif value == default:
+                continue
+            entries.append((tag, t.subcon.build(value)))
+        entries.extend(get(UNKNOWN_TAGS, None) or ())
+        entries.sort(key=lambda e: e[0])
+        write_uvarint(len(entries), stream, path)
+        for tag, raw in entries:
+            write_uvarint(tag, stream, path)
+            write_uvarint(len(raw), stream, path)
+            stream_write(stream, raw, len(raw), path)
 
     def _sizeof(self, context, path):  # noqa: ANN001, ANN202
         raise SizeofError("variable size", path=path)

@@ -207,7 +207,8 @@ class _Sized(Construct):
             if length == -1 and self.nullable:
                 return None
             raise WireError(f"length {length} is not allowed here", path=path)
-        data = stream.read(length)  # at most what is left, however large `length` claims to be
+        # at most what is left, however large `length` claims to be (a compact length can exceed what read() takes)
+        data = stream.read(length) if length <= 0x7FFFFFFF else b""
         if len(data) != length:
             raise WireError(f"length {length} runs past the end of the data", path=path)
         return data.decode("utf-8", errors="strict") if self.text else data

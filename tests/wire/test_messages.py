@@ -228,3 +228,15 @@ def test_varints_zigzag() -> None:
     Varlong._build(-(2**63), s, None, "")
     assert Varlong.parse(s.getvalue()) == -(2**63)
     assert Varint.build(-1) == b"\x01" and Varint.build(1) == b"\x02"
+
+
+def test_a_length_past_any_buffer_is_a_decode_error_that_says_so() -> None:
+    from wire.primitives import CompactNullableBytes, write_uvarint
+    from wire.protocol import parse_body
+
+    for claimed in (10, 2**31, 2**62):
+        s = io.BytesIO()
+        write_uvarint(claimed + 1, s, "")
+        s.write(b"abc")
+        with pytest.raises(wire.DecodeError, match=f"length {claimed} runs past the end"):
+            parse_body(CompactNullableBytes, io.BytesIO(s.getvalue()), "X")

@@ -420,16 +420,17 @@ class Message(Construct):
 
     # The first parse or build of a Message swaps in code specialised for its fields (wire/compiled.py);
     # the generic versions below are what it must match, and what the tests compare it with.
-    def _parse(self, stream, context, path):  # noqa: ANN001, ANN202
+    def _compile(self) -> None:
         from wire.compiled import compile_message
 
         self._parse, self._build = compile_message(self)  # type: ignore[method-assign]
+
+    def _parse(self, stream, context, path):  # noqa: ANN001, ANN202
+        self._compile()
         return self._parse(stream, context, path)
 
     def _build(self, obj, stream, context, path):  # noqa: ANN001, ANN202
-        from wire.compiled import compile_message
-
-        self._parse, self._build = compile_message(self)  # type: ignore[method-assign]
+        self._compile()
         return self._build(obj, stream, context, path)
 
     def _parse_generic(self, stream, context, path):  # noqa: ANN001, ANN202

@@ -88,15 +88,14 @@ def compile_message(msg: Message) -> tuple[Callable[..., Any], Callable[..., Any
     }
     for i, f in enumerate(fields):
         ns[f"_n{i}"] = f.name
-        ns[f"_p{i}"] = f.subcon._parse
-        ns[f"_b{i}"] = f.subcon._build
+        ns[f"_s{i}"] = f.subcon  # its _parse/_build looked up per call: a nested Message swaps in its own on first use
     runs = _runs(msg)
 
     p = ["def parse(stream, context, path):", "    read = stream.read", "    _f = 0", "    try:", "        pass"]
     for k, (start, end, fmt) in enumerate(runs):
         p.append(f"        _f = {start}")
         if fmt is None:
-            p.append(f"        v{start} = _p{start}(stream, context, path)")
+            p.append(f"        v{start} = _s{start}._parse(stream, context, path)")
             continue
         st = struct.Struct(">" + fmt)
         ns[f"_S{k}"] = st
@@ -133,7 +132,7 @@ def compile_message(msg: Message) -> tuple[Callable[..., Any], Callable[..., Any
                   f"            v{i} = {_default_expr(msg, i, ns)}"]
         b.append(f"        _f = {start}")
         if fmt is None:
-            b.append(f"        _b{start}(v{start}, stream, context, path)")
+            b.append(f"        _s{start}._build(v{start}, stream, context, path)")
             continue
         values = ", ".join(f"v{i}" for i in range(start, end))
         b += ["        try:",

@@ -421,9 +421,11 @@ class Message(Construct):
     # The first parse or build of a Message swaps in code specialised for its fields (wire/compiled.py);
     # the generic versions below are what it must match, and what the tests compare it with.
     def _compile(self) -> None:
-        from wire.compiled import compile_message
+        """Once: a caller may hold this lazy method from before (an array's loop) and call it again."""
+        if "_parse" not in self.__dict__:
+            from wire.compiled import compile_message
 
-        self._parse, self._build = compile_message(self)  # type: ignore[method-assign]
+            self._parse, self._build = compile_message(self)  # type: ignore[method-assign]
 
     def _parse(self, stream, context, path):  # noqa: ANN001, ANN202
         self._compile()

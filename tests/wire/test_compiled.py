@@ -145,3 +145,27 @@ def test_decode_error_names_the_field_path() -> None:
     with pytest.raises(wire.DecodeError) as e:
         wire.decode_request(frame[:cut])
     assert e.value.where == "FetchRequestV11 -> topics -> partitions -> fetch_offset"
+
+
+def test_each_message_is_compiled_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Arrays hold their element's lazy method through a whole loop, and a nested struct field is
+    called from its parent's compiled code: neither may compile the message again."""
+    import wire.compiled
+    from wire.primitives import Array, Field, Int32, String
+
+    compiled: list[int] = []
+    real = wire.compiled.compile_message
+
+    def counting(msg: Message) -> Any:
+        compiled.append(id(msg))
+        return real(msg)
+
+    monkeypatch.setattr(wire.compiled, "compile_message", counting)
+    inner = Message(Field("n", Int32, 0))
+    nested = Message(Field("s", String, ""), Field("inner", inner, None))
+    top = Message(Field("items", Array(nested), list), Field("direct", inner, None))
+    value = {"items": [{"s": str(i), "inner": {"n": i}} for i in range(5)], "direct": {"n": 9}}
+    for _ in range(3):
+        data = top.build(value)
+        assert top.parse(data)["items"][4].inner.n == 4
+    assert sorted(compiled) == sorted({id(top), id(nested), id(inner)})

@@ -15,7 +15,7 @@ from typing import Any
 
 from construct import Container
 
-from fakekafka.handlers.common import leader_check
+from fakekafka.handlers.common import led_partitions
 from fakekafka.handlers.registry import RequestContext, handles
 from fakekafka.model.cluster import ApiError
 from wire import ErrorCode
@@ -34,13 +34,7 @@ def handle_delete_records(ctx: RequestContext, req: Container) -> dict[str, Any]
     topics = []
     for t in req.topics:
         results = []
-        seen: set[int] = set()
-        for p in t.partitions:
-            partition = ctx.cluster.partition(t.name, p.partition_index)
-            code = leader_check(ctx, partition)
-            if p.partition_index in seen:
-                code = ErrorCode.INVALID_REQUEST
-            seen.add(p.partition_index)
+        for p, partition, code in led_partitions(ctx, t.name, t.partitions):
             low = -1
             if code == ErrorCode.NONE:
                 assert partition is not None

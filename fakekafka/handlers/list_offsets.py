@@ -12,7 +12,7 @@ from typing import Any
 
 from construct import Container
 
-from fakekafka.handlers.common import leader_check
+from fakekafka.handlers.common import led_partitions
 from fakekafka.handlers.registry import RequestContext, handles
 from fakekafka.model.log import PartitionLog
 from wire import ErrorCode
@@ -62,13 +62,7 @@ def handle_list_offsets(ctx: RequestContext, req: Container) -> dict[str, Any]:
     topics = []
     for t in req.topics:
         results = []
-        seen: set[int] = set()
-        for p in t.partitions:
-            partition = ctx.cluster.partition(t.name, p.partition_index)
-            code = leader_check(ctx, partition, p.get("current_leader_epoch", -1))
-            if p.partition_index in seen:
-                code = ErrorCode.INVALID_REQUEST
-            seen.add(p.partition_index)
+        for p, partition, code in led_partitions(ctx, t.name, t.partitions):
             ts, offset, epoch = -1, -1, -1
             if code == ErrorCode.NONE:
                 assert partition is not None

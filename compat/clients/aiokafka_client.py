@@ -15,7 +15,18 @@ from aiokafka import errors as aerrors
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.structs import OffsetAndMetadata
 
-from compat.clients.base import TP, ClientError, LibraryClient, Member, PollingMember, Rec, Timing, error_name
+from compat.clients.base import (
+    TP,
+    ClientError,
+    LibraryClient,
+    Member,
+    PollingMember,
+    Rec,
+    Timing,
+    error_name,
+    library_error,
+    library_record,
+)
 
 __all__ = ["AiokafkaClient"]
 
@@ -24,27 +35,12 @@ T = TypeVar("T")
 _LOCAL = {
     aerrors.KafkaTimeoutError: "TIMEOUT",
     aerrors.NoOffsetForPartitionError: "NO_OFFSET_FOR_PARTITION",
+    asyncio.TimeoutError: "TIMEOUT",
 }
 
 
 def client_error(e: BaseException) -> ClientError:
-    if isinstance(e, ClientError):
-        return e
-    for cls, name in _LOCAL.items():
-        if isinstance(e, cls):
-            return ClientError(name, type(e).__name__, str(e))
-    if isinstance(e, asyncio.TimeoutError):
-        return ClientError("TIMEOUT", type(e).__name__, str(e))
-    errno = getattr(e, "errno", None)
-    if isinstance(errno, int):
-        return ClientError(error_name(errno), type(e).__name__, str(e))
-    if isinstance(e, aerrors.KafkaError):
-        return ClientError(f"CLIENT:{type(e).__name__}", type(e).__name__, str(e))
-    raise e
-
-
-def _rec(r: Any) -> Rec:
-    return Rec(r.key, r.value, [(k, v) for k, v in r.headers], r.partition, r.offset, r.timestamp)
+    return library_error(e, _LOCAL, aerrors.KafkaError)
 
 
 class AiokafkaClient(LibraryClient):
@@ -134,7 +130,7 @@ class AiokafkaClient(LibraryClient):
                 deadline = time.monotonic() + self.timing.fetch_s
                 while len(out) < count and time.monotonic() < deadline:
                     for records in (await consumer.getmany(timeout_ms=100)).values():
-                        out.extend(_rec(r) for r in records)
+                        out.extend(library_record(r) for r in records)
                 return out[:count]
             finally:
                 await consumer.stop()
@@ -226,7 +222,7 @@ class _Member(PollingMember):
     def _poll(self) -> list[Rec]:
         async def go() -> Any:
             return await self.consumer.getmany(timeout_ms=int(self.POLL_S * 1000))
-        return [_rec(r) for rs in self.client.run(go()).values() for r in rs]
+        return [library_record(r) for rs in self.client.run(go()).values() for r in rs]
 
     def _assigned(self) -> list[TP]:
         return [(tp.topic, tp.partition) for tp in self.consumer.assignment()]

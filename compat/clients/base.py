@@ -68,6 +68,29 @@ def error_name(code: int) -> str:
         return f"UNKNOWN_ERROR_{code}"
 
 
+def library_error(e: BaseException, local: dict[type[BaseException], str],
+                  library_base: type[BaseException]) -> ClientError:
+    """An exception of kafka-python or aiokafka (one shape of error classes) as an outcome: errors the
+    client raises itself by the name in `local`, broker errors by their errno, any other error of the
+    library as CLIENT:<type>; anything else is not the client's answer and is raised again."""
+    if isinstance(e, ClientError):
+        return e
+    for cls, name in local.items():
+        if isinstance(e, cls):
+            return ClientError(name, type(e).__name__, str(e))
+    errno = getattr(e, "errno", None)
+    if isinstance(errno, int):
+        return ClientError(error_name(errno), type(e).__name__, str(e))
+    if isinstance(e, library_base):
+        return ClientError(f"CLIENT:{type(e).__name__}", type(e).__name__, str(e))
+    raise e
+
+
+def library_record(r: Any) -> Rec:
+    """A kafka-python or aiokafka ConsumerRecord (the same attributes) as a Rec."""
+    return Rec(r.key, r.value, [(k, v) for k, v in r.headers], r.partition, r.offset, r.timestamp)
+
+
 @dataclass
 class Timing:
     """Timeouts and group settings for one broker: short against fakekafka, generous against tansu."""

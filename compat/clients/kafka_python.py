@@ -20,6 +20,8 @@ from compat.clients.base import (
     Timing,
     Unsupported,
     error_name,
+    library_error,
+    library_record,
 )
 
 __all__ = ["KafkaPythonClient"]
@@ -31,19 +33,7 @@ _LOCAL = {
 
 
 def client_error(e: BaseException) -> ClientError:
-    for cls, name in _LOCAL.items():
-        if isinstance(e, cls):
-            return ClientError(name, type(e).__name__, str(e))
-    errno = getattr(e, "errno", None)
-    if isinstance(errno, int):
-        return ClientError(error_name(errno), type(e).__name__, str(e))
-    if isinstance(e, kerrors.KafkaError):
-        return ClientError(f"CLIENT:{type(e).__name__}", type(e).__name__, str(e))
-    raise e
-
-
-def _rec(r: Any) -> Rec:
-    return Rec(r.key, r.value, [(k, v) for k, v in r.headers], r.partition, r.offset, r.timestamp)
+    return library_error(e, _LOCAL, kerrors.KafkaError)
 
 
 class KafkaPythonClient(LibraryClient):
@@ -104,7 +94,7 @@ class KafkaPythonClient(LibraryClient):
             deadline = time.monotonic() + self.timing.fetch_s
             while len(out) < count and time.monotonic() < deadline:
                 for records in consumer.poll(timeout_ms=100).values():
-                    out.extend(_rec(r) for r in records)
+                    out.extend(library_record(r) for r in records)
             return out[:count]
         except kerrors.KafkaError as e:
             raise client_error(e) from None
@@ -190,7 +180,7 @@ class _Member(PollingMember):
             return None
 
     def _poll(self) -> list[Rec]:
-        return [_rec(r) for rs in self.consumer.poll(timeout_ms=int(self.POLL_S * 1000)).values() for r in rs]
+        return [library_record(r) for rs in self.consumer.poll(timeout_ms=int(self.POLL_S * 1000)).values() for r in rs]
 
     def _assigned(self) -> list[TP]:
         return [(tp.topic, tp.partition) for tp in self.consumer.assignment()]

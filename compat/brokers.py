@@ -5,8 +5,10 @@ cluster) or reached at an address (bootstrap=HOST:PORT).
     tansu              $FAKEKAFKA_BIN/tansu (from `eval "$(bash .ci/install.sh)"`), memory storage; it always
                        auto-creates topics and joins groups only after session.timeout.ms / 2, so it runs
                        with session.timeout.ms=10000 and long waits
-    kafka              apache/kafka (KRaft, one node) through testcontainers, auto-create off; needs Docker
-                       and `pip install testcontainers`
+    kafka              Apache Kafka 4.x (KRaft, one combined node) as a JVM process from its Maven jars
+                       (compat/apache_kafka.py; `.ci/install.sh` resolves them), auto-create off; where the
+                       jars are missing and Docker is reachable, apache/kafka through testcontainers
+    kafka-3            the same with three nodes (each broker and controller), replication factor 3
     librdkafka-mock    the mock cluster inside librdkafka (confluent-kafka): only librdkafka clients can
                        talk to it; no CreateTopics (topics appear with 4 partitions when first asked for)
     bootstrap=H:P      any running cluster; whether it auto-creates topics is probed once
@@ -42,7 +44,7 @@ __all__ = ["KINDS", "Target", "Unavailable", "start_target", "tansu_binary"]
 HOST = "127.0.0.1"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KAFKA_IMAGE = "apache/kafka:3.9.0"
-KINDS = ("fakekafka", "tansu", "kafka", "librdkafka-mock", "bootstrap=HOST:PORT")
+KINDS = ("fakekafka", "tansu", "kafka", "kafka-3", "librdkafka-mock", "bootstrap=HOST:PORT")
 
 FAST = Timing(op_s=15, fetch_s=10, group_s=30, session_timeout_ms=6000, heartbeat_ms=500, metadata_ms=2000)
 SLOW_GROUPS = Timing(op_s=30, fetch_s=15, group_s=60, session_timeout_ms=10000, heartbeat_ms=1000, metadata_ms=3000)
@@ -194,13 +196,34 @@ def start_tansu() -> Target:
                   stop=lambda: _kill(proc))
 
 
-def start_kafka() -> Target:
+def start_kafka(brokers: int = 1) -> Target:
+    """Real Kafka: the JVM process from Maven jars when installed, else a testcontainers container."""
+    from compat.apache_kafka import KafkaCluster, KafkaUnavailable, kafka_lib
+    if kafka_lib() is not None or brokers > 1:
+        cluster = KafkaCluster(brokers)
+        try:
+            cluster.start()
+        except KafkaUnavailable as e:
+            raise Unavailable(str(e)) from None
+        name = "kafka" if brokers == 1 else f"kafka-{brokers}"
+        return Target(name, cluster.bootstrap_servers, dataclasses.replace(FAST, group_s=60), auto_create=False,
+                      note=f"Apache Kafka {_kafka_version()} (JVM, KRaft, {brokers} node(s)), ready in "
+                           f"{cluster.start_seconds} s", stop=cluster.stop)
+    return _start_kafka_container()
+
+
+def _kafka_version() -> str:
+    from compat.apache_kafka import KAFKA_VERSION
+    return KAFKA_VERSION
+
+
+def _start_kafka_container() -> Target:
     try:
         import docker  # testcontainers' own dependency
         from testcontainers.core.container import DockerContainer
     except ImportError:
-        raise Unavailable("real Kafka needs testcontainers and Docker: pip install testcontainers, "
-                          "and start a Docker daemon") from None
+        raise Unavailable("real Kafka needs its jars (run `eval \"$(bash .ci/install.sh)\"`) or testcontainers "
+                          "and Docker") from None
     try:
         docker.from_env(timeout=5).ping()
     except Exception as e:  # noqa: BLE001 - any failure to reach the daemon
@@ -289,7 +312,7 @@ def start_target(spec: str) -> Target:
     if spec.startswith("bootstrap="):
         return connect_bootstrap(spec.split("=", 1)[1])
     starters = {"fakekafka": start_fakekafka, "tansu": start_tansu, "kafka": start_kafka,
-                "librdkafka-mock": start_librdkafka_mock}
+                "kafka-3": lambda: start_kafka(3), "librdkafka-mock": start_librdkafka_mock}
     if spec not in starters:
         raise ValueError(f"unknown broker {spec!r}: choose from {', '.join(KINDS)}")
     return starters[spec]()

@@ -4,7 +4,8 @@ Three calls, each of which skips the calling test (naming `.ci/install.sh`) when
 missing, so a machine without them reports skips rather than failures:
 
     classpath()                      the jar classpath: $FAKEKAFKA_CLASSPATH, else the jars in
-                                     $FAKEKAFKA_JARS or ~/.cache/fakekafka/jars (plus slf4j-simple)
+                                     $FAKEKAFKA_JARS or ~/.cache/fakekafka/kafka-clients-<newest>
+                                     (kafka-clients from Maven Central, with its codecs and slf4j-simple)
     compile_java(*sources)           javac the sources once; returns the class directory, cached under
                                      ~/.cache/fakekafka/javac/<hash of sources, classpath, javac>
     run_java(classes, main, *args)   java -cp classes:jars main args; returns CompletedProcess (text)
@@ -50,7 +51,7 @@ __all__ = ["INSTALL_HINT", "JavaError", "JavaRun", "classpath", "compile_java", 
 
 INSTALL_HINT = 'run `eval "$(bash .ci/install.sh)"` to install javac and the Kafka client jars'
 _CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "fakekafka"
-_SLF4J_SIMPLE = "/usr/share/java/slf4j-simple.jar"
+CLIENT_VERSION = "4.4.0"  # the newest of .ci/install.sh's CLIENT_VERSIONS
 
 
 class JavaError(RuntimeError):
@@ -68,11 +69,8 @@ def classpath() -> str:
     """The Kafka client classpath (entries may be `dir/*` wildcards, which java and javac expand)."""
     cp = os.environ.get("FAKEKAFKA_CLASSPATH")
     if not cp:
-        jars = Path(os.environ.get("FAKEKAFKA_JARS") or _CACHE / "jars")
-        entries = [str(jars / "*")]
-        if os.path.exists(_SLF4J_SIMPLE):
-            entries.append(_SLF4J_SIMPLE)
-        cp = os.pathsep.join(entries)
+        jars = Path(os.environ.get("FAKEKAFKA_JARS") or _CACHE / f"kafka-clients-{CLIENT_VERSION}")
+        cp = str(jars / "*")
     found = [p for entry in cp.split(os.pathsep) for p in glob.glob(entry)]
     if not any(os.path.basename(p).startswith("kafka-clients") for p in found):
         pytest.skip(f"no kafka-clients jar on the classpath {cp!r}: {INSTALL_HINT}")

@@ -3,12 +3,16 @@
 Three calls, each of which skips the calling test (naming `.ci/install.sh`) when Java or the jars are
 missing, so a machine without them reports skips rather than failures:
 
-    classpath()                      the jar classpath: $FAKEKAFKA_CLASSPATH, else the jars in
+    classpath(version=None)          the jar classpath: $FAKEKAFKA_CLASSPATH, else the jars in
                                      $FAKEKAFKA_JARS or ~/.cache/fakekafka/kafka-clients-<newest>
-                                     (kafka-clients from Maven Central, with its codecs and slf4j-simple)
-    compile_java(*sources)           javac the sources once; returns the class directory, cached under
+                                     (kafka-clients from Maven Central, with its codecs and slf4j-simple);
+                                     version="3.9.1" (any of CLIENT_VERSIONS) names an older client, from
+                                     ~/.cache/fakekafka/kafka-clients-<version>
+    compile_java(*sources, version=None)
+                                     javac the sources once; returns the class directory, cached under
                                      ~/.cache/fakekafka/javac/<hash of sources, classpath, javac>
-    run_java(classes, main, *args)   java -cp classes:jars main args; returns CompletedProcess (text)
+    run_java(classes, main, *args, version=None)
+                                     java -cp classes:jars main args; returns CompletedProcess (text)
                                      and raises JavaError with stderr when it exits non-zero
 
 Get everything with: eval "$(bash .ci/install.sh)" (INSTALL_HINT says so, for skip messages).
@@ -51,7 +55,8 @@ __all__ = ["INSTALL_HINT", "JavaError", "JavaRun", "classpath", "compile_java", 
 
 INSTALL_HINT = 'run `eval "$(bash .ci/install.sh)"` to install javac and the Kafka client jars'
 _CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "fakekafka"
-CLIENT_VERSION = "4.4.0"  # the newest of .ci/install.sh's CLIENT_VERSIONS
+CLIENT_VERSIONS = ("4.4.0", "3.9.1", "2.8.2")  # .ci/install.sh's, newest first
+CLIENT_VERSION = CLIENT_VERSIONS[0]
 
 
 class JavaError(RuntimeError):
@@ -65,11 +70,19 @@ def _tool(name: str) -> str:
     return path
 
 
-def classpath() -> str:
-    """The Kafka client classpath (entries may be `dir/*` wildcards, which java and javac expand)."""
-    cp = os.environ.get("FAKEKAFKA_CLASSPATH")
+def classpath(version: str | None = None) -> str:
+    """The Kafka client classpath (entries may be `dir/*` wildcards, which java and javac expand).
+
+    `version` picks one of .ci/install.sh's client directories, for checks that need an older client
+    (Kafka 4 dropped old protocol versions, KIP-896); None or the newest honours $FAKEKAFKA_CLASSPATH and
+    $FAKEKAFKA_JARS, which point at the newest.
+    """
+    if version is not None and version not in CLIENT_VERSIONS:
+        raise ValueError(f"kafka-clients {version} is not installed by .ci/install.sh ({', '.join(CLIENT_VERSIONS)})")
+    cp = None if version not in (None, CLIENT_VERSION) else os.environ.get("FAKEKAFKA_CLASSPATH")
     if not cp:
-        jars = Path(os.environ.get("FAKEKAFKA_JARS") or _CACHE / f"kafka-clients-{CLIENT_VERSION}")
+        newest = os.environ.get("FAKEKAFKA_JARS") if version in (None, CLIENT_VERSION) else None
+        jars = Path(newest or _CACHE / f"kafka-clients-{version or CLIENT_VERSION}")
         cp = str(jars / "*")
     found = [p for entry in cp.split(os.pathsep) for p in glob.glob(entry)]
     if not any(os.path.basename(p).startswith("kafka-clients") for p in found):
@@ -77,10 +90,11 @@ def classpath() -> str:
     return cp
 
 
-def compile_java(*sources: str | os.PathLike[str]) -> Path:
-    """Compile the sources (once per content) and return the directory holding their classes."""
+def compile_java(*sources: str | os.PathLike[str], version: str | None = None) -> Path:
+    """Compile the sources (once per content and client version) against kafka-clients `version` (None: the
+    newest) and return the directory holding their classes."""
     javac = _tool("javac")
-    cp = classpath()
+    cp = classpath(version)
     digest = hashlib.sha256(cp.encode())
     digest.update(os.path.realpath(javac).encode())
     for src in sorted(Path(s).resolve() for s in sources):
@@ -113,10 +127,11 @@ FAST_START = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 
 
 def run_java(classes: Path, main: str, *args: str, timeout: float = 120,
-             jvm_args: tuple[str, ...] = FAST_START) -> subprocess.CompletedProcess[str]:
-    """Run `main` from `classes` with the Kafka jars; raise JavaError (with stderr) on a non-zero exit."""
+             jvm_args: tuple[str, ...] = FAST_START, version: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `main` from `classes` with the jars of kafka-clients `version` (None: the newest); raise JavaError
+    (with stderr) on a non-zero exit."""
     java = _tool("java")
-    cmd = [java, *jvm_args, "-cp", os.pathsep.join([str(classes), classpath()]), main, *args]
+    cmd = [java, *jvm_args, "-cp", os.pathsep.join([str(classes), classpath(version)]), main, *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
     if proc.returncode != 0:
         raise JavaError(f"{main} exited with {proc.returncode}:\n{proc.stderr[-4000:]}")

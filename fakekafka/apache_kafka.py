@@ -1,0 +1,272 @@
+"""Real Apache Kafka on this machine, as the JVM program it is: no container, no Docker.
+
+`.ci/install.sh` resolves the broker's jars from Maven Central (compat/kafka/pom.xml) into
+$FAKEKAFKA_KAFKA_LIB (default ~/.cache/fakekafka/kafka-<version>/lib). `KafkaCluster` then runs it in KRaft
+mode the way Kafka's own scripts do (bin/kafka-storage.sh and bin/kafka-server-start.sh are thin wrappers
+over these two main classes):
+
+    java -cp LIB/* kafka.tools.StorageTool format -t CLUSTER_ID -c server.properties
+    java -cp LIB/* kafka.Kafka server.properties
+
+Each node is one JVM with both roles (broker and controller; `brokers=3` makes three such nodes, all
+voters), in a temporary directory, on free loopback ports, started in its own process group and stopped by
+its PID. The cluster counts as ready once a Metadata request lists every broker and the group coordinator
+answers FindCoordinator (so `__consumer_offsets` exists). `start_seconds` is the time from the first
+format to ready.
+
+    with KafkaCluster(brokers=1) as kafka:
+        print(kafka.bootstrap_servers, kafka.start_seconds)
+
+It lives in the fakekafka package (not only in the repository's compat/) because `pytest --kafka-real`
+starts it from the plugin; compat/apache_kafka.py re-exports it.
+
+The settings a test suite wants from a broker (auto-create off, no initial rebalance delay, replication
+factors that fit the node count) are the defaults; `configs=` adds or overrides broker configs.
+"""
+
+from __future__ import annotations
+
+import base64
+import glob
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+__all__ = ["KAFKA_VERSION", "KafkaCluster", "KafkaUnavailable", "kafka_lib"]
+
+KAFKA_VERSION = "4.4.0"  # kept equal to compat/kafka/pom.xml's kafka.version
+HOST = "127.0.0.1"
+INSTALL_HINT = 'run `eval "$(bash .ci/install.sh)"` (resolves Apache Kafka\'s jars from Maven Central)'
+
+# A JVM per node on a 2-core machine: a small heap and the serial collector are plenty for tests.
+JVM_ARGS = ("-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-Djava.awt.headless=true",
+            "-Dfile.encoding=UTF-8")
+
+LOG4J2 = """\
+status = error
+appender.console.type = Console
+appender.console.name = STDOUT
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = warn
+rootLogger.appenderRef.stdout.ref = STDOUT
+logger.raft.name = kafka.server.KafkaRaftServer
+logger.raft.level = info
+"""
+
+
+class KafkaUnavailable(RuntimeError):
+    """Real Kafka cannot be started here (the message says what is missing or what it printed)."""
+
+
+def kafka_lib() -> Path | None:
+    """The directory of Kafka's jars ($FAKEKAFKA_KAFKA_LIB, else the install script's cache), or None."""
+    env = os.environ.get("FAKEKAFKA_KAFKA_LIB")
+    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "fakekafka"
+    for d in ([Path(env)] if env else []) + [base / f"kafka-{KAFKA_VERSION}" / "lib"]:
+        if glob.glob(str(d / "kafka_2.13-*.jar")):
+            return d
+    return None
+
+
+def _free_ports(n: int) -> list[int]:
+    """n distinct free loopback ports (held together while choosing, so they differ)."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind((HOST, 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+class KafkaCluster:
+    """Apache Kafka in KRaft mode: `brokers` combined broker+controller JVMs on loopback."""
+
+    def __init__(self, brokers: int = 1, configs: dict[str, str] | None = None, *, lib: Path | None = None,
+                 java: str | None = None, heap: str = "512m", timeout: float = 120.0) -> None:
+        if brokers < 1:
+            raise ValueError("brokers must be at least 1")
+        self.brokers = brokers
+        self.lib = lib or kafka_lib()
+        self.java = java or shutil.which("java")
+        self.heap = heap
+        self.timeout = timeout
+        rf = str(min(3, brokers))
+        self.configs: dict[str, str] = {
+            "auto.create.topics.enable": "false",
+            "group.initial.rebalance.delay.ms": "0",
+            "num.partitions": "1",
+            "default.replication.factor": "1",
+            "offsets.topic.replication.factor": rf,
+            "offsets.topic.num.partitions": "50",
+            "transaction.state.log.replication.factor": rf,
+            "transaction.state.log.min.isr": "1",
+            "share.coordinator.state.topic.replication.factor": rf,
+            "share.coordinator.state.topic.min.isr": "1",
+            "log.flush.interval.messages": str(2**63 - 1),
+            "delete.topic.enable": "true",
+            **(configs or {}),
+        }
+        self.dir: Path | None = None
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.ports: list[int] = []
+        self.controller_ports: list[int] = []
+        self.start_seconds: float | None = None
+        self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        self._logs: list[Path] = []
+
+    # --- lifecycle -----------------------------------------------------------------------------------
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"{HOST}:{p}" for p in self.ports)
+
+    @property
+    def pids(self) -> list[int]:
+        return [p.pid for p in self.procs]
+
+    def __enter__(self) -> KafkaCluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> KafkaCluster:
+        if self.lib is None:
+            raise KafkaUnavailable(f"Apache Kafka {KAFKA_VERSION}'s jars are not installed: {INSTALL_HINT}")
+        if self.java is None:
+            raise KafkaUnavailable(f"java is not on PATH: {INSTALL_HINT}")
+        t0 = time.monotonic()
+        self.dir = Path(tempfile.mkdtemp(prefix="fakekafka-apache-kafka-"))
+        (self.dir / "log4j2.properties").write_text(LOG4J2)
+        ports = _free_ports(2 * self.brokers)
+        self.ports, self.controller_ports = ports[: self.brokers], ports[self.brokers:]
+        voters = ",".join(f"{i + 1}@{HOST}:{p}" for i, p in enumerate(self.controller_ports))
+        try:
+            props = [self._node_properties(i, voters) for i in range(self.brokers)]
+            formats = [self._java("kafka.tools.StorageTool", "format", "-t", self.cluster_id, "-c", str(p),
+                                  "--ignore-formatted") for p in props]
+            for i, f in enumerate(formats):
+                out, _ = f.communicate(timeout=self.timeout)
+                if f.returncode != 0:
+                    raise KafkaUnavailable(f"formatting node {i + 1} failed ({f.returncode}): "
+                                           f"{out.decode(errors='replace')[-2000:]}")
+            for i, p in enumerate(props):
+                log = self.dir / f"node-{i + 1}.log"
+                self._logs.append(log)
+                self.procs.append(self._java("kafka.Kafka", str(p), log=log))
+            self._wait_ready(t0 + self.timeout)
+        except BaseException:
+            self.stop()
+            raise
+        self.start_seconds = round(time.monotonic() - t0, 2)
+        return self
+
+    def stop(self) -> None:
+        """SIGTERM to each node's process group (a controlled shutdown), SIGKILL after 15 s; removes its files."""
+        for proc in self.procs:
+            _signal(proc, signal.SIGTERM)
+        deadline = time.monotonic() + 15
+        for proc in self.procs:
+            try:
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                _signal(proc, signal.SIGKILL)
+                proc.wait(5)
+        self.procs = []
+        if self.dir is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir = None
+
+    def kill_node(self, node_id: int) -> None:
+        """SIGKILL one node (a crash, no controlled shutdown)."""
+        proc = self.procs[node_id - 1]
+        _signal(proc, signal.SIGKILL)
+        proc.wait(10)
+
+    def log(self, node_id: int = 1, tail: int = 4000) -> str:
+        """The end of a node's output (warnings and errors), for reports."""
+        try:
+            return self._logs[node_id - 1].read_text(errors="replace")[-tail:]
+        except (IndexError, OSError):
+            return ""
+
+    # --- internals -----------------------------------------------------------------------------------
+    def _node_properties(self, i: int, voters: str) -> Path:
+        assert self.dir is not None
+        node = i + 1
+        data = self.dir / f"node-{node}"
+        data.mkdir()
+        conf: dict[str, Any] = {
+            "process.roles": "broker,controller",
+            "node.id": node,
+            "listeners": f"PLAINTEXT://{HOST}:{self.ports[i]},CONTROLLER://{HOST}:{self.controller_ports[i]}",
+            "advertised.listeners": f"PLAINTEXT://{HOST}:{self.ports[i]}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "controller.quorum.voters": voters,
+            "log.dirs": str(data),
+            **self.configs,
+        }
+        path = self.dir / f"node-{node}.properties"
+        path.write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
+        return path
+
+    def _java(self, main: str, *args: str, log: Path | None = None) -> subprocess.Popen[bytes]:
+        assert self.dir is not None and self.java is not None and self.lib is not None
+        cmd = [self.java, *JVM_ARGS, f"-Xmx{self.heap}",
+               f"-Dlog4j2.configurationFile={self.dir / 'log4j2.properties'}",
+               "-cp", str(self.lib / "*"), main, *args]
+        out: Any = open(log, "wb") if log is not None else subprocess.PIPE  # noqa: SIM115 - the child owns it
+        try:
+            return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    start_new_session=True, cwd=self.dir)
+        finally:
+            if log is not None:
+                out.close()
+
+    def _wait_ready(self, deadline: float) -> None:
+        from fakekafka.client import WireConnection
+        last: str = "no answer yet"
+        while time.monotonic() < deadline:
+            for i, proc in enumerate(self.procs):
+                if proc.poll() is not None:
+                    raise KafkaUnavailable(f"Kafka node {i + 1} exited with {proc.returncode}:\n{self.log(i + 1)}")
+            try:
+                conn = WireConnection(HOST, self.ports[0], "fakekafka-ready-probe", 5)
+                try:
+                    md = conn.request(3, min(conn.version_for(3), 12), {"topics": []})
+                    if len(md.brokers) < self.brokers:
+                        last = f"{len(md.brokers)} of {self.brokers} brokers registered"
+                    else:
+                        fc = conn.request(10, 0, {"key": "fakekafka-ready-probe"})
+                        if fc.error_code == 0:
+                            return
+                        last = f"FindCoordinator error {fc.error_code}"
+                finally:
+                    conn.close()
+            except (OSError, EOFError) as e:
+                last = f"{type(e).__name__}: {e}"
+            time.sleep(0.1)
+        raise KafkaUnavailable(f"Kafka not ready after {self.timeout:.0f}s ({last}):\n{self.log(1)}")
+
+
+def _signal(proc: subprocess.Popen[bytes], sig: int) -> None:
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        pass
+

@@ -7,6 +7,7 @@ and past it is OFFSET_OUT_OF_RANGE. Only whole batches are returned: the first b
 always, and any partition's first batch even past its partition_max_bytes while it fits the
 response's max_bytes, so a consumer always progresses. A fetch with less than min_bytes parks until
 data arrives or max_wait_ms passes. v13+ addresses topics by id (UNKNOWN_TOPIC_ID for an unknown one).
+The client's current leader epoch is checked from v9, the version that carries it.
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ def handle_fetch(ctx: RequestContext, req: Container) -> Any:
         parts = []
         for p in t.partitions:
             partition = topic.partitions[p.partition] if topic and 0 <= p.partition < len(topic.partitions) else None
-            code = missing if topic is None else leader_check(ctx, partition, p.current_leader_epoch)
+            code = missing if topic is None else leader_check(ctx, partition, p.get("current_leader_epoch", -1))
             parts.append((p, partition, code))
         wanted.append((t, topic, parts))
     watched = [partition for _, _, parts in wanted for _, partition, code in parts if code == ErrorCode.NONE]

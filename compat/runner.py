@@ -215,12 +215,13 @@ def run(brokers: list[str], clients: list[str] | None = None, scenarios: list[st
     for name in client_names:
         if name not in CLIENTS:
             raise ValueError(f"unknown client {name!r}; choose from {', '.join(CLIENTS)}")
-    if "java" in client_names:  # compile once, before the lanes start
-        try:
-            from compat.clients.java import java_command
-            java_command()
-        except Unsupported:
-            pass
+    from compat.clients.java import JAVA_CLIENTS, java_command
+    for name in client_names:
+        if name in JAVA_CLIENTS:  # compile once per client version, before the lanes start
+            try:
+                java_command(JAVA_CLIENTS[name])
+            except Unsupported:
+                pass
     run_id = uuid.uuid4().hex[:6]
     targets: list[Target] = []
     info: dict[str, dict[str, Any]] = {}

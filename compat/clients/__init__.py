@@ -9,7 +9,7 @@ from compat.clients.base import Client, Timing, Unsupported
 __all__ = ["CLIENTS", "PYTHON_CLIENTS", "make_client", "python_client"]
 
 PYTHON_CLIENTS = ("kafka-python", "aiokafka", "confluent-kafka")
-CLIENTS = (*PYTHON_CLIENTS, "kcat", "java")
+CLIENTS = (*PYTHON_CLIENTS, "kcat", "java", "java-3.9", "java-2.8")
 LIBRDKAFKA_CLIENTS = ("confluent-kafka", "kcat")
 
 
@@ -23,8 +23,9 @@ def _factory(name: str) -> Callable[[str, Timing], Client]:
             from compat.clients.confluent import ConfluentClient as cls
         elif name == "kcat":
             from compat.clients.kcat import KcatClient as cls
-        elif name == "java":
-            from compat.clients.java import JavaClient as cls
+        elif name in ("java", "java-3.9", "java-2.8"):  # one driver, on kafka-clients 4.4 / 3.9 / 2.8
+            from compat.clients.java import JavaClient
+            return lambda bootstrap, timing: JavaClient(bootstrap, timing, name)
         else:
             raise ValueError(f"unknown client {name!r}; choose from {', '.join(CLIENTS)}")
     except ImportError as e:

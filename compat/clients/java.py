@@ -1,5 +1,7 @@
 """Kafka's Java client (kafka-clients), through compat/clients/java/CompatDriver.java: compiled once per
-source by tests/javautil.py, one JVM per run serving every scenario (a member to be killed gets its own)."""
+source and client version by tests/javautil.py, one JVM per run serving every scenario (a member to be killed
+gets its own). "java" is the newest client; "java-3.9" and "java-2.8" run the same driver on the older jars
+.ci/install.sh puts beside it, since users upgrade slowly and Kafka 4 refuses the oldest protocol versions."""
 
 from __future__ import annotations
 
@@ -12,15 +14,18 @@ from pathlib import Path
 from compat.clients.agent import AgentClient
 from compat.clients.base import Timing, Unsupported
 
-__all__ = ["JavaClient", "java_command"]
+__all__ = ["JAVA_CLIENTS", "JavaClient", "java_command"]
 
+JAVA_CLIENTS: dict[str, str | None] = {"java": None, "java-3.9": "3.9.1", "java-2.8": "2.8.2"}
+"""Client name -> kafka-clients version (None: the newest, $FAKEKAFKA_JARS)."""
 SOURCE = Path(__file__).resolve().parent / "java" / "CompatDriver.java"
 JVM_ARGS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss1m", "-Xmx256m",
             "-Dorg.slf4j.simpleLogger.defaultLogLevel=error")
 
 
-def java_command() -> list[str]:
-    """`java ... CompatDriver` with the compiled driver and the Kafka jars (Unsupported when missing)."""
+def java_command(version: str | None = None) -> list[str]:
+    """`java ... CompatDriver` compiled against kafka-clients `version` (None: the newest), with its jars
+    (Unsupported when missing)."""
     try:
         import pytest
 
@@ -28,8 +33,8 @@ def java_command() -> list[str]:
     except ImportError as e:
         raise Unsupported(f"the Java client needs tests/javautil.py and pytest: {e}") from None
     try:
-        classes = javautil.compile_java(SOURCE)
-        cp = javautil.classpath()
+        classes = javautil.compile_java(SOURCE, version=version)
+        cp = javautil.classpath(version)
     except pytest.skip.Exception as e:  # javautil skips (naming .ci/install.sh) when Java or the jars are missing
         raise Unsupported(str(e.msg if hasattr(e, "msg") else e)) from None
     java = shutil.which("java")
@@ -39,6 +44,6 @@ def java_command() -> list[str]:
 
 
 class JavaClient(AgentClient):
-    def __init__(self, bootstrap: str, timing: Timing) -> None:
-        cmd = java_command() + [bootstrap, json.dumps(dataclasses.asdict(timing))]
-        super().__init__("java", bootstrap, timing, cmd)
+    def __init__(self, bootstrap: str, timing: Timing, name: str = "java") -> None:
+        cmd = java_command(JAVA_CLIENTS[name]) + [bootstrap, json.dumps(dataclasses.asdict(timing))]
+        super().__init__(name, bootstrap, timing, cmd)

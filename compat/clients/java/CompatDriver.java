@@ -38,6 +38,7 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.DescribeTopicsResult;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -361,10 +362,24 @@ public final class CompatDriver {
     private static Object partitionCount(JsonNode req) throws Exception {
         String topic = req.get("topic").asText();
         return client(() -> {
-            TopicDescription d = admin().describeTopics(List.of(topic)).allTopicNames()
+            TopicDescription d = byTopicName(admin().describeTopics(List.of(topic)))
                     .get(opMs() + 5000, TimeUnit.MILLISECONDS).get(topic);
             return d.partitions().size();
         });
+    }
+
+    /** DescribeTopicsResult's topics by name: allTopicNames() from kafka-clients 3.1, all() before it (removed
+     *  in 4.0), so one source serves every client version compat runs. */
+    @SuppressWarnings("unchecked")
+    private static Future<Map<String, TopicDescription>> byTopicName(DescribeTopicsResult result)
+            throws ReflectiveOperationException {
+        java.lang.reflect.Method m;
+        try {
+            m = DescribeTopicsResult.class.getMethod("allTopicNames");
+        } catch (NoSuchMethodException e) {
+            m = DescribeTopicsResult.class.getMethod("all");
+        }
+        return (Future<Map<String, TopicDescription>>) m.invoke(result);
     }
 
     private static Object committed(JsonNode req) throws Exception {

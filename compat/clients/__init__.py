@@ -2,18 +2,51 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from pathlib import Path
 
 from compat.clients.base import Client, Timing, Unsupported
 
-__all__ = ["CLIENTS", "PYTHON_CLIENTS", "make_client", "python_client"]
+__all__ = ["CLIENTS", "OLD_PYTHON_CLIENTS", "PYTHON_CLIENTS", "make_client", "old_clients_python",
+           "python_client"]
 
 PYTHON_CLIENTS = ("kafka-python", "aiokafka", "confluent-kafka")
-CLIENTS = (*PYTHON_CLIENTS, "kcat", "java", "java-3.9", "java-2.8")
-LIBRDKAFKA_CLIENTS = ("confluent-kafka", "kcat")
+# Versions users still pin, each served by the same adapter as the current one, from the virtualenv
+# .ci/install.sh builds for them (confluent-kafka 1.9.2 has no wheel for this Python: it is built against
+# Debian's librdkafka 2.0.2): name -> the adapter it runs.
+OLD_PYTHON_CLIENTS = {"kafka-python-2.0.2": "kafka-python", "confluent-kafka-1.9.2": "confluent-kafka"}
+CLIENTS = (*PYTHON_CLIENTS, "kcat", "java", "java-3.9", "java-2.8", *OLD_PYTHON_CLIENTS)
+LIBRDKAFKA_CLIENTS = ("confluent-kafka", "kcat", "confluent-kafka-1.9.2")
+
+
+def old_clients_python() -> Path | None:
+    """The old clients' interpreter ($FAKEKAFKA_OLD_CLIENTS venv, else the install script's), or None."""
+    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "fakekafka" / "venv-old-clients"
+    venv = Path(os.environ.get("FAKEKAFKA_OLD_CLIENTS") or base)
+    python = venv / "bin" / "python"
+    return python if python.exists() else None
+
+
+def _old_client(name: str) -> Callable[[str, Timing], Client]:
+    def make(bootstrap: str, timing: Timing) -> Client:
+        import dataclasses
+        import json
+
+        from compat.clients.agent import ROOT, AgentClient
+        python = old_clients_python()
+        if python is None:
+            raise Unsupported(f"{name} lives in a virtualenv that .ci/install.sh builds: "
+                              f'run `eval "$(bash .ci/install.sh)"`')
+        cmd = [str(python), "-m", "compat.clients.agent", OLD_PYTHON_CLIENTS[name], bootstrap,
+               json.dumps(dataclasses.asdict(timing))]
+        return AgentClient(name, bootstrap, timing, cmd, cwd=ROOT)
+    return make
 
 
 def _factory(name: str) -> Callable[[str, Timing], Client]:
+    if name in OLD_PYTHON_CLIENTS:
+        return _old_client(name)
     try:
         if name == "kafka-python":
             from compat.clients.kafka_python import KafkaPythonClient as cls

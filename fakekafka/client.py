@@ -162,6 +162,7 @@ class RemoteCluster(ClusterHandle):
         if t.error_code != ErrorCode.NONE:
             raise ApiError(ErrorCode(t.error_code), t.get("error_message"))
         self._await_metadata([name], present=True)
+        self._await_leaders(name)
 
     def delete_topic(self, name: str) -> None:
         """Deletes the topic and returns once no broker's metadata lists it (as `create_topic`, Kafka's
@@ -199,6 +200,24 @@ class RemoteCluster(ClusterHandle):
                     raise TimeoutError(f"topics {names} still {'missing from' if present else 'listed by'} "
                                        f"the metadata of brokers {sorted(pending)} after {self.timeout}s")
                 time.sleep(0.01)
+
+    _NOT_YET = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE,
+                          ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.REPLICA_NOT_AVAILABLE})
+
+    def _await_leaders(self, topic: str) -> None:
+        """Waits until each partition's leader answers ListOffsets: a Kafka broker lists a new partition's
+        leader in Metadata a moment before its replica manager takes the leadership (NOT_LEADER_OR_FOLLOWER)."""
+        import time
+        deadline = time.monotonic() + self.timeout
+        for p in self._topic(topic).partitions:
+            while True:
+                try:
+                    self._list_offset(topic, p.partition_index, -1)
+                    break
+                except ApiError as e:
+                    if e.code not in self._NOT_YET or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.01)
 
     def clear(self) -> None:
         """Deletes every topic (internal ones aside) and every group that has no members left: the fresh-cluster
@@ -239,7 +258,7 @@ class RemoteCluster(ClusterHandle):
             {"name": topic, "partitions": [{"partition_index": partition, "timestamp": timestamp}]}]})
         p = r.topics[0].partitions[0]
         if p.error_code != ErrorCode.NONE:
-            raise ApiError(ErrorCode(p.error_code), f"ListOffsets {topic}-{partition}")
+            raise ApiError(ErrorCode(p.error_code), f"ListOffsets {topic}-{partition}: {ErrorCode(p.error_code).name}")
         return p.offset
 
     def end_offsets(self, topic: str) -> dict[int, int]:
@@ -259,7 +278,8 @@ class RemoteCluster(ClusterHandle):
                                                      "partition_max_bytes": 1 << 24}]}]})
                 p = r.responses[0].partitions[0]
                 if p.error_code != ErrorCode.NONE:
-                    raise ApiError(ErrorCode(p.error_code), f"Fetch {topic}-{index} at {offset}")
+                    raise ApiError(ErrorCode(p.error_code),
+                                   f"Fetch {topic}-{index} at {offset}: {ErrorCode(p.error_code).name}")
                 batches = iter_batches(p.records or b"", validate=False)
                 if not batches:
                     break

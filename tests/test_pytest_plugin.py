@@ -3,6 +3,7 @@ sections, --fakekafka-bootstrap, xdist, async tests."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -172,3 +173,73 @@ async def test_aiokafka(kafka):
 ''')
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
+
+
+def _real_kafka_or_skip() -> None:
+    from fakekafka.apache_kafka import INSTALL_HINT, kafka_lib
+    if kafka_lib() is None or shutil.which("java") is None:
+        pytest.skip(f"Apache Kafka's jars or java are missing: {INSTALL_HINT}")
+
+
+def test_kafka_real_runs_the_same_tests_against_apache_kafka(pytester: pytest.Pytester) -> None:
+    """One JVM for the session's one-node tests, another for `brokers=3`; each test starts on an empty cluster
+    (the plugin deletes what the previous one left); tests that need fakekafka are skipped, saying why."""
+    _real_kafka_or_skip()
+    pytester.makepyfile(USES_KAFKA_PYTHON + '''
+from fakekafka.client import RemoteCluster
+
+
+@pytest.mark.fakekafka(topics={"orders": 3})
+def test_first(kafka):
+    assert isinstance(kafka, RemoteCluster)
+    produce(kafka, "orders", [b"1", b"2"], partition=2)
+    produce(kafka, "auto-created", [b"x"])
+    assert [(r.partition, r.value) for r in kafka.records("orders")] == [(2, b"1"), (2, b"2")]
+    c = KafkaConsumer("auto-created", group_id="g", bootstrap_servers=kafka.bootstrap_servers,
+                      auto_offset_reset="earliest")
+    kafka.wait_until(lambda: c.poll(1000))
+    c.commit()
+    c.close()
+    kafka.assert_committed("g", {("auto-created", 0): 1})
+    assert kafka.topics() == ["auto-created", "orders"] and kafka.groups() == ["g"]
+
+
+@pytest.mark.fakekafka(topics={"orders": 1}, partitions=4)
+def test_second_starts_empty(kafka):
+    assert kafka.end_offsets("orders") == {0: 0}
+    assert kafka.groups() == [] and kafka.committed("g") == {}
+    kafka.create_topic("four")
+    assert kafka.end_offsets("four") == {i: 0 for i in range(4)}
+
+
+@pytest.mark.fakekafka(brokers=3)
+def test_three_brokers(kafka):
+    kafka.create_topic("replicated", 3, replication_factor=3)
+    assert kafka.produce("replicated", b"v", partition=1) == (1, 0)
+    assert len(kafka.bootstrap_servers.split(",")) == 3
+
+
+@pytest.mark.fakekafka_only
+def test_steering(kafka):
+    kafka.advance_clock(1)
+
+
+@pytest.mark.fakekafka(clock="frozen")
+def test_frozen_clock(kafka):
+    pass
+''')
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--kafka-real", "-rs")
+    result.assert_outcomes(passed=3, skipped=2)
+    result.stdout.fnmatch_lines(["--kafka-real: Apache Kafka 1 node(s) at 127.0.0.1:*, started in * s",
+                                 "--kafka-real: Apache Kafka 3 node(s) at *",
+                                 "*steers the cluster*Apache Kafka*", "*clock needs an in-process fakekafka*"])
+
+
+def test_kafka_real_without_kafka_says_what_to_install(pytester: pytest.Pytester,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKEKAFKA_KAFKA_LIB", str(pytester.mkdir("no-jars")))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(pytester.mkdir("no-cache")))
+    pytester.makepyfile("def test_never_runs(kafka):\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--kafka-real")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--kafka-real: Apache Kafka 4.* jars are not installed: run*install.sh*"])

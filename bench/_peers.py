@@ -1,7 +1,11 @@
-"""Start and stop brokers (fakekafka, tansu) as subprocesses on free loopback ports, for the benchmarks.
+"""Start and stop brokers (fakekafka, tansu, Apache Kafka) as subprocesses on free loopback ports, for the
+benchmarks.
 
 Every broker is its own process group on 127.0.0.1, stopped by PID (SIGTERM, then SIGKILL after a grace
 period); `stop_all()` runs at exit for anything still alive. Nothing here waits without a deadline.
+`kafka` is Apache Kafka 4.x as a JVM in KRaft mode (fakekafka.apache_kafka.KafkaCluster, one combined
+node, jars from `.ci/install.sh`): its ready time is format + start until Metadata and FindCoordinator
+answer, so it has no separate "ready line".
 """
 
 from __future__ import annotations
@@ -16,9 +20,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-__all__ = ["BrokerProcess", "free_port", "start_broker", "stop_all", "tansu_binary"]
+__all__ = ["BrokerProcess", "free_port", "kafka_available", "start_broker", "stop_all", "tansu_binary"]
 
 HOST = "127.0.0.1"
 _live: list[BrokerProcess] = []
@@ -48,6 +53,7 @@ class BrokerProcess:
     accept_s: float = float("nan")  # spawn -> port accepts a TCP connection
     ready_line_s: float = float("nan")  # spawn -> the broker's "ready" line on stdout
     output: bytearray = field(default_factory=bytearray)
+    on_stop: Callable[[], None] | None = None  # stops what the process alone does not (Kafka's data dirs)
 
     @property
     def bootstrap(self) -> str:
@@ -83,6 +89,9 @@ class BrokerProcess:
             return float("nan")
 
     def stop(self, grace: float = 5.0) -> None:
+        if self.on_stop is not None:
+            self.on_stop()
+            self.on_stop = None
         if self.proc.poll() is None:
             try:
                 os.kill(self.proc.pid, signal.SIGTERM)
@@ -96,7 +105,7 @@ class BrokerProcess:
                 except ProcessLookupError:
                     pass
                 self.proc.wait(grace)
-        if self.proc.stdout is not None:
+        if self.proc.stdout is not None and not self.proc.stdout.closed:
             self.proc.stdout.close()
         if self in _live:
             _live.remove(self)
@@ -145,6 +154,8 @@ def start_broker(kind: str, *, timeout: float = 20.0, wrap: list[str] | None = N
     `wrap` prefixes the command (e.g. a profiler). Raises RuntimeError (after stopping it) if the broker
     exits or is not ready within `timeout` seconds.
     """
+    if kind == "kafka":
+        return _start_kafka(timeout)
     port = free_port()
     cmd, ready = _command(kind, port, wrap)
     env = dict(os.environ, PYTHONUNBUFFERED="1")
@@ -182,6 +193,23 @@ def start_broker(kind: str, *, timeout: float = 20.0, wrap: list[str] | None = N
     except BaseException:
         b.stop()
         raise
+
+
+def kafka_available() -> bool:
+    from fakekafka.apache_kafka import kafka_lib
+    return kafka_lib() is not None
+
+
+def _start_kafka(timeout: float) -> BrokerProcess:
+    from fakekafka.apache_kafka import KafkaCluster
+    cluster = KafkaCluster(1, timeout=max(timeout, 120))
+    t0 = time.perf_counter()
+    cluster.start()
+    b = BrokerProcess("kafka", int(cluster.bootstrap_servers.rsplit(":", 1)[1]), cluster.procs[0], t0,
+                      on_stop=cluster.stop)
+    b.accept_s = b.ready_line_s = time.perf_counter() - t0
+    _live.append(b)
+    return b
 
 
 def stop_all() -> None:

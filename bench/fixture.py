@@ -1,6 +1,6 @@
 """What the pytest plugin's per-test cluster costs, against starting a broker process per test, and a leak check.
 
-    python bench/fixture.py [--tests N] [--peer-runs R] [--body produce|connect] [--brokers tansu,fakekafka]
+    python bench/fixture.py [--tests N] [--peer-runs R] [--body produce|connect] [--brokers tansu,fakekafka,kafka]
                             [--json out.json]
 
 1. Plugin fixture: a generated test module with N tests (default 1000), each taking the `kafka` fixture and
@@ -11,9 +11,11 @@
    the fixture run as a control. Then `Cluster().start(); stop()` (a loop thread of its own) runs N times in
    this process.
 2. A broker process per test: spawn, poll with a Kafka ApiVersions v0 request until the broker answers, then
-   SIGTERM and wait for the exit. Median over R runs (default 20, after one warm-up run) for tansu and for
-   `python -m fakekafka serve`. Between the runs, the fixture's own work (`Cluster().start(loop_thread)` on a
-   shared loop with pre-bound listeners, `stop(wait=False)`) is timed in this process.
+   SIGTERM and wait for the exit. Median over R runs (default 20, after one warm-up run) for tansu, for
+   `python -m fakekafka serve` and for Apache Kafka (a JVM in KRaft mode: format, start until Metadata and
+   FindCoordinator answer, controlled shutdown). Between the runs, the fixture's own work
+   (`Cluster().start(loop_thread)` on a shared loop with pre-bound listeners, `stop(wait=False)`) is timed in
+   this process.
 3. Leak check in the pytest process: RSS, Python threads, OS threads, open fds and sockets after test 10 and
    after the last test (gc.collect() before each sample), and the number of fakekafka Cluster objects still
    alive and fakekafka-loop threads still running at the end. Threads, fds or sockets that grow, live
@@ -52,9 +54,6 @@ from fakekafka.embedded import Cluster, LoopThread  # noqa: E402
 
 GOAL_MEDIAN_MS = 10.0
 GOAL_RATIO = 100.0
-# Apache Kafka's KIP-974 (the GraalVM native broker image): "Avg Kafka Server Startup Time Using JVM (default
-# configs): ~1150 ms - 1200ms"; the native broker ~110-140 ms. Broker process only: no container start.
-KAFKA_JVM_START_S = 1.15
 
 # --- the raw ApiVersions probe (its source is also pasted into the generated test module) ----------------------
 def api_versions(host: str, port: int, timeout: float = 1.0) -> int:
@@ -306,7 +305,17 @@ def in_process(n: int) -> dict:
 
 # --- a broker process per test ---------------------------------------------------------------------------------
 def peer_once(kind: str, timeout: float = 30.0) -> tuple[float, float]:
-    """Spawn -> ApiVersions answered (seconds), SIGTERM -> exited (seconds)."""
+    """Spawn -> ApiVersions answered (seconds), SIGTERM -> exited (seconds). For Apache Kafka (`kafka`): format and
+    start until Metadata and FindCoordinator answer (what a test needs before it can use a group), then its
+    controlled shutdown."""
+    if kind == "kafka":
+        from fakekafka.apache_kafka import KafkaCluster
+        t0 = time.perf_counter()
+        cluster = KafkaCluster(1).start()
+        ready = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        cluster.stop()
+        return ready, time.perf_counter() - t1
     port = _peers.free_port()
     cmd, _ = _peers._command(kind, port, None)
     env = dict(os.environ, PYTHONUNBUFFERED="1")
@@ -382,7 +391,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tests", type=int, default=1000, help="tests in the generated module (default 1000)")
     ap.add_argument("--peer-runs", type=int, default=20, help="broker processes started per kind (default 20)")
-    ap.add_argument("--brokers", default="tansu,fakekafka", help="process-per-test peers (default tansu,fakekafka)")
+    ap.add_argument("--brokers", default="tansu,fakekafka,kafka",
+                    help="process-per-test peers (default tansu,fakekafka,kafka; kafka: Apache Kafka as a JVM)")
     ap.add_argument("--body", choices=sorted(BODIES), default="connect",
                     help="what each test does: produce = bootstrap_servers + one Cluster.produce; connect = also "
                          "one ApiVersions round trip over a socket (default)")
@@ -410,6 +420,10 @@ def main(argv: list[str] | None = None) -> int:
     peers = {}
     loop_thread = LoopThread(listener_pool=8).start()  # as the plugin's session fixture makes it
     for kind in [k.strip() for k in args.brokers.split(",") if k.strip()]:
+        if kind == "kafka" and not _peers.kafka_available():
+            print("Apache Kafka's jars are not installed: run `eval \"$(bash .ci/install.sh)\"`; skipping it",
+                  file=sys.stderr)
+            continue
         if kind == "tansu" and _peers.tansu_binary() is None:
             print("tansu not found: run `eval \"$(bash .ci/install.sh)\"`; skipping it", file=sys.stderr)
             continue
@@ -430,7 +444,7 @@ def main(argv: list[str] | None = None) -> int:
     print(row("pytest setup+teardown phases, control (no fixture)", control_phases))
     print(row("in-process Cluster().start(); stop()", loop["times"]))
     for kind, p in peers.items():
-        name = "tansu" if kind == "tansu" else "fakekafka serve"
+        name = {"tansu": "tansu", "kafka": "Apache Kafka (JVM, KRaft)"}.get(kind, "fakekafka serve")
         print(row(f"{name} process per test: spawn..exit", p["total"]))
         print(row("  spawn -> ApiVersions answered", p["ready"]))
         print(row("  SIGTERM -> exited", p["stop"]))
@@ -462,8 +476,6 @@ def main(argv: list[str] | None = None) -> int:
         near = stats(p["in_process"])[0]
         print(f"      {kind} / the fixture's own work, Cluster().start(shared loop) + stop(wait=False), timed "
               f"between its runs ({near * 1000:.3f} ms median) = {stats(p['total'])[0] / near:.0f}x")
-    print(f"      real Kafka, JVM broker start ~{KAFKA_JVM_START_S:.2f} s (KIP-974; no container start) "
-          f"/ fixture = {KAFKA_JVM_START_S / fixture_median:.0f}x")
 
     # leak check
     first, last = plugin["samples"]["first"], plugin["samples"]["last"]

@@ -45,7 +45,7 @@ sys.path.insert(0, HERE)
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from _peers import BrokerProcess, start_broker, stop_all  # noqa: E402
+from _peers import BrokerProcess, kafka_available, start_broker, stop_all  # noqa: E402
 
 try:
     from confluent_kafka import Consumer, ConsumerGroupState, TopicPartition
@@ -219,7 +219,8 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=100, help="partitions of the topic (default 100)")
     ap.add_argument("--repeat", type=int, default=7, help="repeats per N for fakekafka (default 7)")
     ap.add_argument("--tansu-repeat", type=int, default=3, help="repeats per N for tansu (default 3)")
-    ap.add_argument("--brokers", default="fakekafka,tansu")
+    ap.add_argument("--brokers", default="fakekafka,tansu,kafka",
+                    help="comma-separated: fakekafka, tansu, kafka (Apache Kafka, left out when its jars are absent)")
     ap.add_argument("--timeout", type=float, default=60, help="per-cell limit for fakekafka, s (default 60)")
     ap.add_argument("--tansu-timeout", type=float, default=60, help="per-cell limit for tansu, s (default 60)")
     ap.add_argument("--tansu-budget", type=float, default=100,
@@ -232,6 +233,10 @@ def main() -> None:
 
     sizes = [int(s) for s in args.sizes.split(",")]
     kinds = [k.strip() for k in args.brokers.split(",") if k.strip()]
+    if "kafka" in kinds and not kafka_available():
+        print('Apache Kafka\'s jars are not installed (run `eval "$(bash .ci/install.sh)"`): leaving kafka out',
+              file=sys.stderr)
+        kinds.remove("kafka")
     if any(n > args.partitions for n in sizes):
         sys.exit("every N must be <= --partitions (each consumer should get a partition)")
     extra = dict(kv.split("=", 1) for kv in args.consumer_config)
@@ -294,6 +299,8 @@ def main() -> None:
         head += f"  {kind + ' median':>18} {'(min-max, runs)':<26}"
     if {"fakekafka", "tansu"} <= set(kinds):
         head += f"  {'tansu/fakekafka':>15}"
+    if {"fakekafka", "kafka"} <= set(kinds):
+        head += f"  {'kafka/fakekafka':>15}"
     print(head)
     for n in sizes:
         line = f"{n:>4}"
@@ -317,6 +324,9 @@ def main() -> None:
             else:
                 ratio = "n/a"
             line += f"  {ratio:>15}"
+        if {"fakekafka", "kafka"} <= set(kinds):
+            f, k = med["fakekafka"], med["kafka"]
+            line += f"  {(f'{k / f:.1f}x' if f and k else 'n/a'):>15}"
         print(line)
     bad: dict[tuple[str, str], list[str]] = {}
     for c in cells:

@@ -1,6 +1,7 @@
-"""Produce/consume throughput of fakekafka against tansu, side by side, with confluent-kafka as the load.
+"""Produce/consume throughput of fakekafka against tansu and Apache Kafka, side by side, with confluent-kafka
+as the load.
 
-    python bench/throughput.py [--records N] [--large-records N] [--repeat R] [--brokers fakekafka,tansu]
+    python bench/throughput.py [--records N] [--large-records N] [--repeat R] [--brokers fakekafka,tansu,kafka]
                                [--clients K] [--json out.json] [--profile DIR]
 
 Both brokers run as subprocesses on loopback for the whole run; every (repeat, record size, broker) cell
@@ -37,7 +38,7 @@ sys.path.insert(0, HERE)
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from _peers import BrokerProcess, start_broker, stop_all  # noqa: E402
+from _peers import BrokerProcess, kafka_available, start_broker, stop_all  # noqa: E402
 
 try:
     from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
@@ -295,7 +296,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--large-records", type=int, default=40_000, help="10 KiB records per run (default 40000)")
     ap.add_argument("--sizes", default=f"{SMALL},{LARGE}", help="record value sizes in bytes (default 100,10240)")
     ap.add_argument("--repeat", type=int, default=5, help="runs per cell; medians are reported (default 5)")
-    ap.add_argument("--brokers", default="fakekafka,tansu", help="comma-separated: fakekafka, tansu")
+    ap.add_argument("--brokers", default="fakekafka,tansu,kafka",
+                    help="comma-separated: fakekafka, tansu, kafka (Apache Kafka, left out when its jars are absent)")
     ap.add_argument("--startup-samples", type=int, default=5, help="fresh processes per broker for start-to-ready")
     ap.add_argument("--timeout", type=float, default=120.0, help="bound on any one phase, seconds (default 120)")
     ap.add_argument("--produce-api", choices=["batch", "single"], default="batch",
@@ -316,6 +318,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     kinds = [k.strip() for k in args.brokers.split(",") if k.strip()]
+    if "kafka" in kinds and not kafka_available():
+        print('Apache Kafka\'s jars are not installed (run `eval "$(bash .ci/install.sh)"`): leaving kafka out',
+              file=sys.stderr)
+        kinds.remove("kafka")
     sizes = [int(s) for s in args.sizes.split(",")]
     count = {s: (args.records if s <= 1024 else args.large_records) for s in sizes}
     do_consume = "consume" in args.phases
@@ -408,6 +414,9 @@ def main(argv: list[str] | None = None) -> int:
     both = "fakekafka" in kinds and "tansu" in kinds
     if both:
         hdr += f" | {'ratio':>6s} {'goal':>5s}        {'CPU ratio':>9s}"
+    vs_kafka = "fakekafka" in kinds and "kafka" in kinds
+    if vs_kafka:
+        hdr += f" | {'vs kafka':>8s} {'CPU ratio':>9s}"
     print(hdr)
     print("-" * len(hdr))
     for ph in phases:
@@ -431,7 +440,15 @@ def main(argv: list[str] | None = None) -> int:
                                                                    "broker_cpu_ratio": cpu_ratio}
                 verdict = "ok  " if ok else "client" if client_bound else "MISS"
                 row += f" | {ratio:>5.2f}x {GOALS[ph]:>4.0f}x {verdict:<6s} {cpu_ratio:>6.2f}x"
+            if vs_kafka:
+                ratio = med[("fakekafka", size, ph)] / med[("kafka", size, ph)]
+                cpu_ratio = usrec[("kafka", size, ph)] / max(usrec[("fakekafka", size, ph)], 1e-9)
+                result.setdefault("ratios_vs_kafka", {}).setdefault(ph, {})[str(size)] = {
+                    "ratio": ratio, "broker_cpu_ratio": cpu_ratio}
+                row += f" | {ratio:>7.2f}x {cpu_ratio:>8.2f}x"
             print(row)
+    print("vs kafka: fakekafka rec/s / Apache Kafka's (a JVM, KRaft, one node, log on this machine's disk), and "
+          "kafka us/rec / fakekafka us/rec. " if vs_kafka else "", end="")
     print(f"ratio: fakekafka rec/s / tansu rec/s. CPU b/c: CPU use of the broker process / of this client process "
           f"during the phase (100 = one core busy; {os.cpu_count()} CPUs here); us/rec: broker CPU microseconds per "
           "record; CPU ratio: tansu us/rec / fakekafka us/rec. A cell whose client CPU is near its limit while the "

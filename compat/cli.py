@@ -3,6 +3,7 @@
     python -m compat [--broker fakekafka] [--broker tansu] [--broker kafka] [--broker librdkafka-mock]
                      [--broker bootstrap=HOST:PORT] [--client NAME ...] [--scenario PATTERN ...]
                      [--quick] [--jobs N] [--out build/compat] [--list]
+    python -m compat diff [--broker kafka --broker fakekafka] [...]   (compat/diff.py: field by field)
 
 Writes OUT.json (every cell with its outcome, reference and diff) and OUT.md (the table). Exits 1 when
 a cell differs from the reference or errors and compat/KNOWN_DIFFERENCES.md does not list it.
@@ -32,6 +33,10 @@ def quiet_client_logs() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["diff"]:  # python -m compat diff: differential wire testing (compat/diff.py)
+        from compat.diff import main as diff_main
+        return diff_main(argv[1:])
     ap = argparse.ArgumentParser(prog="python -m compat", description=__doc__.split("\n\n")[0])
     ap.add_argument("--broker", action="append", help=f"one of {', '.join(KINDS)} (repeatable; default fakekafka)")
     ap.add_argument("--client", action="append", choices=CLIENTS, help="repeatable; default: all")

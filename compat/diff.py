@@ -1,0 +1,761 @@
+"""python -m compat diff: differential wire testing. Every compat scenario runs for every client twice, once
+against a reference broker (real Kafka) and once against the broker under test (fakekafka), each time
+through a recording relay (compat/relay.py); then the two request streams are aligned and the responses
+compared field by field, per (API, version).
+
+    python -m compat diff [--broker kafka --broker fakekafka] [--client NAME ...] [--scenario PATTERN ...]
+                          [--jobs N] [--out build/compat-diff]
+
+How a run goes:
+
+1. Both brokers start (compat.brokers.start_target). The relays narrow both brokers' ApiVersions answers to
+   the version ranges the broker under test advertises (what each really answered is what is recorded and
+   compared), so a client asks both brokers with the same versions: otherwise it would ask Kafka 4.4 for
+   Metadata v13 and fakekafka for v12, and nothing could be paired. Each (broker, client) lane runs the scenarios one after
+   another, as `python -m compat` does (compat.runner._lane), with one relay group in front of the broker:
+   the client and the harness's own setup connection (client id "compat-setup") reach the broker only
+   through it, and each request is tagged with the scenario running when it arrived. Both brokers' lanes
+   use the same run id, so topic and group names are the same on both sides.
+2. A session is one (scenario, client): the reference's exchanges and the subject's. Requests and responses
+   are decoded with `wire` and normalised (below). Per (API, version), the n-th request of the reference
+   with a given normalised content is paired with the n-th of the subject with the same content; what is
+   left over on either side is a *request difference* (the client asked something else, or asked again,
+   because an earlier answer or the timing differed) and is reported as such, not compared.
+3. Paired responses are compared leaf by leaf. Every differing field is reported per (API, version) with
+   how often and an example; a field listed under "Wire fields" in compat/KNOWN_DIFFERENCES.md is known
+   (with its reason), any other makes the run fail.
+
+Normalised away (what legitimately differs between two brokers or two runs): throttle_time_ms, error
+messages, hosts and ports, correlation ids; node ids (a value becomes "<node>", -1 stays); cluster, topic,
+member, directory and incarnation ids, producer ids, fetch session ids, client hosts (a set value becomes a
+placeholder, so "set" versus "unset" still shows); times within two days of the run (record timestamps a
+client took from its clock, log-append times, start times). Record batches are decoded: their records
+(offsets, keys, values, headers, timestamps) and header fields are compared, not their bytes (CRC and
+length follow the timestamps). Arrays of structs are keyed by their name-like field (topic name,
+partition index, api key, group id...), so order does not matter. Answers listing every topic or group
+(Metadata for all topics, ListGroups) keep only this session's names: the other lanes' and Kafka's
+internal topics are not the session's business.
+
+Writes OUT.json and OUT.md: per (API, version) the exchanges seen on each side, pairs compared, fields
+compared, each differing field with its count, an example and the reason if known, and request
+differences. Exits 1 when a field differs and is not listed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import dataclasses
+import difflib
+import fnmatch
+import hashlib
+import json
+import re
+import sys
+import time
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from compat.relay import Exchange, RelayGroup
+from wire.messages import API_MODULES
+from wire.protocol import DecodeError, decode_request, decode_response
+
+__all__ = ["KnownField", "Normaliser", "align", "compare", "diff_sessions", "load_known_fields", "main",
+           "run_diff"]
+
+ROOT = Path(__file__).resolve().parent.parent
+KNOWN_FILE = Path(__file__).resolve().parent / "KNOWN_DIFFERENCES.md"
+CONNECT = "(connect)"  # the tag of what a lane's client does before its first scenario
+
+DROP = frozenset({"throttle_time_ms", "error_message", "host", "port", "correlation_id"})
+"""Fields left out of every comparison."""
+PLACEHOLDER = {
+    "cluster_id": "<cluster>", "topic_id": "<uuid>", "member_id": "<member>", "producer_id": "<producer>",
+    "session_id": "<session>", "client_host": "<host>", "replica_directory_id": "<uuid>",
+    "directory_id": "<uuid>", "incarnation_id": "<uuid>", "leader": "<member>",
+    "generation_id": "<generation>", "generation_id_or_member_epoch": "<generation>",
+}
+"""Fields whose set value is made up per broker or run: a set value becomes the placeholder (an unset one,
+empty, zero, negative or the zero UUID, stays, so "set" versus "unset" still shows)."""
+NODE_FIELDS = frozenset({"node_id", "leader_id", "broker_id", "controller_id", "preferred_read_replica",
+                         "coordinator_id", "replica_id", "leader"})
+NODE_LISTS = frozenset({"replica_nodes", "isr_nodes", "offline_replicas", "eligible_leader_replicas",
+                        "last_known_elr", "replicas", "isr", "adding_replicas", "removing_replicas"})
+KEY_FIELDS = ("api_key", "name", "topic", "topic_name", "group_id", "partition_index", "partition",
+              "resource_name", "key", "transactional_id", "config_name", "group_instance_id", "broker_id",
+              "node_id")
+"""An array of structs is compared as a mapping keyed by the first of these its elements all have (and
+that is unique among them); otherwise as a list sorted by content."""
+NAMED_ARRAYS = frozenset({"configs", "synonyms", "supported_features", "finalized_features", "api_keys"})
+REQUEST_ONLY_DROP = frozenset({"session_id", "session_epoch"})
+"""Left out when pairing requests too: a client echoes the fetch session it was given."""
+TIME_WINDOW_MS = 2 * 86_400_000
+ZERO_UUID = "00000000-0000-0000-0000-000000000000"
+ALL_TOPICS_APIS = {3: "topics", 16: "groups"}
+
+
+def api_name(key: int) -> str:
+    spec = API_MODULES.get(key)
+    return spec[0] if spec else f"ApiKey{key}"
+
+
+# --- decoding and normalising ---------------------------------------------------------------------------
+
+def plain(value: Any) -> Any:
+    """A decoded wire value as plain data: dicts (no construct internals), lists, UUIDs as text."""
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items() if not k.startswith("_")}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, bytearray | memoryview):
+        return bytes(value)
+    return value
+
+
+def _short_bytes(b: bytes) -> str:
+    if len(b) <= 48:
+        return "0x" + b.hex()
+    return f"{len(b)} bytes sha1:{hashlib.sha1(b).hexdigest()[:12]}"  # noqa: S324 - a fingerprint
+
+
+class Normaliser:
+    """Turns one decoded request or response into what is compared (see the module docstring)."""
+
+    def __init__(self, now_ms: float | None = None, prefix: str | None = None) -> None:
+        self.now_ms = now_ms if now_ms is not None else time.time() * 1000
+        self.prefix = prefix  # this session's names contain it (answers listing everything are filtered)
+
+    def _is_now(self, name: str, v: int) -> bool:
+        return ("time" in name or name.endswith("_ms")) and abs(v - self.now_ms) <= TIME_WINDOW_MS
+
+    def records(self, data: bytes | None) -> Any:
+        if data is None:
+            return None
+        from wire.records import BATCH_OVERHEAD, decode_batch, read_header
+        out: list[Any] = []
+        pos = 0
+        while pos + BATCH_OVERHEAD <= len(data):
+            try:
+                header = read_header(data, pos)
+            except Exception:  # noqa: BLE001 - a partial batch at the end of a Fetch answer
+                break
+            end = pos + header.size
+            if end > len(data):
+                out.append({"partial_batch": True})
+                break
+            try:
+                batch = decode_batch(bytes(data[pos:end]))
+            except Exception as e:  # noqa: BLE001
+                out.append({"undecodable_batch": f"{type(e).__name__}: {e}"[:200]})
+                pos = end
+                continue
+            h = batch.header
+            out.append({
+                "base_offset": h.base_offset, "partition_leader_epoch": h.partition_leader_epoch,
+                "magic": h.magic, "attributes": h.attributes, "last_offset_delta": h.last_offset_delta,
+                "base_timestamp": self._ts("base_timestamp", h.base_timestamp),
+                "max_timestamp": self._ts("max_timestamp", h.max_timestamp),
+                "producer_id": "<producer>" if h.producer_id >= 0 else h.producer_id,
+                "producer_epoch": h.producer_epoch, "base_sequence": h.base_sequence,
+                "records_count": h.records_count,
+                "records": [{"offset": r.offset, "timestamp": self._ts("timestamp", r.timestamp),
+                             "key": None if r.key is None else _short_bytes(r.key),
+                             "value": None if r.value is None else _short_bytes(r.value),
+                             "headers": [[k, None if v is None else _short_bytes(v)] for k, v in r.headers]}
+                            for r in batch.records],
+            })
+            pos = end
+        if pos < len(data) and not (out and "partial_batch" in out[-1]):
+            out.append({"trailing_bytes": len(data) - pos})
+        return out
+
+    def _ts(self, name: str, v: int) -> Any:
+        return "<now>" if self._is_now(name, v) else v
+
+    def value(self, name: str, v: Any) -> Any:
+        if name in PLACEHOLDER:
+            if isinstance(v, str):
+                return PLACEHOLDER[name] if v and v != ZERO_UUID else v
+            if isinstance(v, int) and not isinstance(v, bool) and name not in NODE_FIELDS:
+                return PLACEHOLDER[name] if (v != 0 if name == "session_id" else v >= 0) else v
+        if name in NODE_FIELDS and isinstance(v, int) and not isinstance(v, bool):
+            return "<node>" if v >= 0 else v
+        if name in NODE_LISTS and isinstance(v, list) and all(isinstance(x, int) for x in v):
+            return ["<node>" if x >= 0 else x for x in v]
+        if name == "records" and isinstance(v, bytes | type(None)):
+            return self.records(v)
+        if isinstance(v, bytes):
+            return _short_bytes(v)
+        if isinstance(v, int) and not isinstance(v, bool) and self._is_now(name, v):
+            return "<now>"
+        if isinstance(v, dict):
+            return self.struct(v)
+        if isinstance(v, list):
+            return [self.value(name, x) for x in v]
+        return v
+
+    def struct(self, obj: dict[str, Any]) -> dict[str, Any]:
+        return {k: self.value(k, v) for k, v in obj.items() if k not in DROP}
+
+    def only_session(self, api_key: int, request: dict[str, Any] | None, response: dict[str, Any]) -> None:
+        """Answers that list everything keep this session's names only."""
+        field_ = ALL_TOPICS_APIS.get(api_key)
+        if field_ is None or self.prefix is None or not isinstance(response.get(field_), list):
+            return
+        if api_key == 3 and request is not None and request.get("topics"):
+            return  # asked for named topics: every one is the session's business
+        name_of = "name" if api_key == 3 else "group_id"
+        response[field_] = [t for t in response[field_] if self.prefix in str(t.get(name_of) or "")]
+
+    def request(self, api_key: int, body: dict[str, Any]) -> dict[str, Any]:
+        return self.struct(body)
+
+    def response(self, api_key: int, request: dict[str, Any] | None, body: dict[str, Any]) -> dict[str, Any]:
+        self.only_session(api_key, request, body)
+        return self.struct(body)
+
+
+def _keyed(items: list[Any]) -> tuple[str | None, Any]:
+    """A list of structs as {key: struct} by its first unique KEY_FIELDS field; (None, sorted list) if none."""
+    if items and all(isinstance(x, dict) for x in items):
+        for k in KEY_FIELDS:
+            if all(k in x for x in items):
+                keys = [x[k] for x in items]
+                if not any(isinstance(v, str) and v.startswith("<") for v in keys) and \
+                        len(set(map(repr, keys))) == len(keys):
+                    label = (lambda v: api_name(v)) if k == "api_key" else str
+                    return k, {"[]": {label(v): x for v, x in zip(keys, items, strict=True)}, "[by]": k}
+                break
+        return None, sorted(items, key=lambda x: json.dumps(x, sort_keys=True, default=str))
+    return None, items
+
+
+def canonical(value: Any) -> Any:
+    """Key-sorted, arrays of structs keyed or sorted: two answers that say the same thing compare equal."""
+    if isinstance(value, dict):
+        return {k: canonical(v) for k, v in sorted(value.items())}
+    if isinstance(value, list):
+        items = [canonical(v) for v in value]
+        return _keyed(items)[1]
+    return value
+
+
+# --- comparing -----------------------------------------------------------------------------------------
+
+ABSENT = "<absent>"
+
+
+def compare(a: Any, b: Any, path: str = "", generic: str = "") -> tuple[int, list[tuple[str, str, Any, Any]]]:
+    """(leaves compared, [(path, generic path, a's value, b's value)]) for two canonical values. The generic
+    path has [*] for array indexes and keys, except API, config and feature names, which say what the field
+    is: api_keys[Fetch].max_version, configs[retention.ms].value."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        if "[]" in a and "[]" in b and a.get("[by]") == b.get("[by]"):
+            n, out = 0, []
+            ea, eb = a["[]"], b["[]"]
+            # the key stays in the generic path where it names what the field is (an API, a config)
+            named = a["[by]"] == "api_key" or generic.rsplit(".", 1)[-1] in NAMED_ARRAYS
+            for k in list(ea) + [k for k in eb if k not in ea]:
+                g = k if named else "*"
+                m, o = compare(ea.get(k, ABSENT), eb.get(k, ABSENT), f"{path}[{k}]", f"{generic}[{g}]")
+                n += m
+                out += o
+            return n, out
+        n, out = 0, []
+        for k in list(a) + [k for k in b if k not in a]:
+            m, o = compare(a.get(k, ABSENT), b.get(k, ABSENT), f"{path}.{k}" if path else k,
+                           f"{generic}.{k}" if generic else k)
+            n += m
+            out += o
+        return n, out
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        n, out = 0, []
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            m, o = compare(x, y, f"{path}[{i}]", f"{generic}[*]")
+            n += m
+            out += o
+        return max(n, 1), out
+    if a != b:
+        return 1, [(path or "/", generic or "/", a, b)]
+    return 1, []
+
+
+def _key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def align(a: list[Any], b: list[Any], key: Any = _key, answer: Any = None
+          ) -> tuple[list[tuple[int, int]], list[int], list[int]]:
+    """Pairs requests of `a` with requests of `b` that have the same key; returns the pairs and the indexes
+    left over on either side. Elements of different keys may interleave freely; within a key, order is
+    kept. Within a key, with `answer` given, equal answers are paired first (in order, as difflib matches
+    them), then each stretch between them is paired from its end: when one broker needed more polls of the
+    same question (Kafka creates topics asynchronously, so "is it there yet?" is asked more often), the
+    earlier polls are the extra ones and the last is what compares with the other broker's answer."""
+    ka: dict[str, list[int]] = defaultdict(list)
+    kb: dict[str, list[int]] = defaultdict(list)
+    for i, x in enumerate(a):
+        ka[key(x)].append(i)
+    for j, y in enumerate(b):
+        kb[key(y)].append(j)
+    pairs: list[tuple[int, int]] = []
+    for k, ia in ka.items():
+        ib = kb.get(k, [])
+        if not ib:
+            continue
+        if answer is None:
+            pairs.extend(zip(ia, ib, strict=False))
+            continue
+        ra = [answer(a[i]) for i in ia]
+        rb = [answer(b[j]) for j in ib]
+        sm = difflib.SequenceMatcher(None, ra, rb, autojunk=False)
+        pa = pb = 0
+        for block in sm.get_matching_blocks():
+            ga, gb = ia[pa:block.a], ib[pb:block.b]
+            n = min(len(ga), len(gb))
+            if n:
+                pairs.extend(zip(ga[len(ga) - n:], gb[len(gb) - n:], strict=True))
+            pairs.extend((ia[block.a + t], ib[block.b + t]) for t in range(block.size))
+            pa, pb = block.a + block.size, block.b + block.size
+    pairs.sort()
+    ta = {i for i, _ in pairs}
+    tb = {j for _, j in pairs}
+    return pairs, [i for i in range(len(a)) if i not in ta], [j for j in range(len(b)) if j not in tb]
+
+
+# --- known differences ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class KnownField:
+    api: str
+    versions: str
+    field: str
+    reason: str
+    line: int
+
+    def matches(self, api: str, version: int, path: str) -> bool:
+        if not fnmatch.fnmatchcase(api, self.api):
+            return False
+        if self.versions not in ("*", ""):
+            ok = False
+            for part in self.versions.split(","):
+                lo, _, hi = part.strip().partition("-")
+                if lo.strip().isdigit() and int(lo) <= version <= int(hi or lo):
+                    ok = True
+            if not ok:
+                return False
+        return fnmatch.fnmatchcase(path, self.field)
+
+
+def load_known_fields(path: Path = KNOWN_FILE) -> list[KnownField]:
+    """The rows of the "## Wire fields" table: | api | versions | field | reason | (shell patterns)."""
+    if not path.exists():
+        return []
+    out: list[KnownField] = []
+    inside = False
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if line.startswith("## "):
+            inside = line.lower().startswith("## wire fields")
+            continue
+        if not inside or not line.startswith("|"):
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 4 or cells[0] in ("api", "") or re.fullmatch(r"[-: ]+", cells[0]):
+            continue
+        api, versions, fld = (c.strip("`") for c in cells[:3])
+        if not cells[3]:
+            raise ValueError(f"{path}:{n}: a known wire difference needs a reason")
+        out.append(KnownField(api, versions, fld, cells[3], n))
+    return out
+
+
+# --- sessions ------------------------------------------------------------------------------------------
+
+@dataclass
+class Decoded:
+    ex: Exchange
+    request: dict[str, Any] | None
+    response: dict[str, Any] | None
+    key: str
+    error: str = ""
+
+
+def decode(ex: Exchange, norm: Normaliser) -> Decoded:
+    try:
+        req = plain(decode_request(ex.request).body)
+    except DecodeError as e:
+        return Decoded(ex, None, None, f"undecodable:{ex.request.hex()}", f"request: {e}")
+    nreq = norm.request(ex.api_key, req)
+    key = _key(canonical({k: v for k, v in nreq.items() if k not in REQUEST_ONLY_DROP}))
+    if ex.response is None:
+        return Decoded(ex, nreq, None, key)
+    try:
+        _, body = decode_response(ex.api_key, ex.api_version, ex.response)
+    except DecodeError as e:
+        return Decoded(ex, nreq, None, key, f"response: {e}")
+    return Decoded(ex, nreq, canonical(norm.response(ex.api_key, req, plain(body))), key)
+
+
+@dataclass
+class FieldDiff:
+    api: str
+    version: int
+    field: str
+    count: int = 0
+    sessions: set[str] = dataclasses.field(default_factory=set)
+    example: dict[str, Any] = dataclasses.field(default_factory=dict)
+    known: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"field": self.field, "count": self.count, "sessions": sorted(self.sessions)[:20],
+                "session_count": len(self.sessions), "known": self.known, "example": self.example}
+
+
+@dataclass
+class PairStats:
+    api: str
+    version: int
+    seen: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    pairs: int = 0
+    compared: int = 0
+    fields: int = 0
+    unpaired: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    unpaired_example: dict[str, Any] = field(default_factory=dict)
+    no_response: int = 0
+    decode_errors: list[str] = field(default_factory=list)
+    diffs: dict[str, FieldDiff] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"api": self.api, "version": self.version, "seen": dict(self.seen), "pairs": self.pairs,
+                "compared": self.compared, "fields_compared": self.fields, "unpaired": dict(self.unpaired),
+                "unpaired_example": self.unpaired_example, "no_response": self.no_response,
+                "decode_errors": self.decode_errors[:5],
+                "differences": [d.to_json() for d in sorted(self.diffs.values(), key=lambda d: d.field)]}
+
+
+def _show(v: Any, n: int = 300) -> Any:
+    s = json.dumps(v, sort_keys=True, default=str)
+    return v if len(s) <= n else s[:n] + "..."
+
+
+def diff_sessions(sessions: dict[str, tuple[list[Exchange], list[Exchange]]], names: tuple[str, str],
+                  prefixes: dict[str, str | None] | None = None, known: list[KnownField] | None = None,
+                  now_ms: float | None = None) -> dict[tuple[int, int], PairStats]:
+    """Compares each session's reference exchanges (first) with the subject's (second); per (API key, version)."""
+    ref, sub = names
+    known = known if known is not None else load_known_fields()
+    stats: dict[tuple[int, int], PairStats] = {}
+
+    def st(k: int, v: int) -> PairStats:
+        if (k, v) not in stats:
+            stats[(k, v)] = PairStats(api_name(k), v)
+        return stats[(k, v)]
+
+    for session, (xa, xb) in sessions.items():
+        norm = Normaliser(now_ms, (prefixes or {}).get(session))
+        da = [decode(e, norm) for e in xa]
+        db = [decode(e, norm) for e in xb]
+        groups: dict[tuple[int, int], tuple[list[Decoded], list[Decoded]]] = defaultdict(lambda: ([], []))
+        for d in da:
+            groups[(d.ex.api_key, d.ex.api_version)][0].append(d)
+        for d in db:
+            groups[(d.ex.api_key, d.ex.api_version)][1].append(d)
+        for (k, v), (ga, gb) in groups.items():
+            s = st(k, v)
+            s.seen[ref] += len(ga)
+            s.seen[sub] += len(gb)
+            for d in ga + gb:
+                if d.error:
+                    s.decode_errors.append(f"{s.api} v{v} in {session}: {d.error}")
+            pairs, only_a, only_b = align(ga, gb, key=lambda d: d.key, answer=lambda d: _key(d.response))
+            s.pairs += len(pairs)
+            s.unpaired[ref] += len(only_a)
+            s.unpaired[sub] += len(only_b)
+            if (only_a or only_b) and not s.unpaired_example:
+                ea = ga[only_a[0]].request if only_a else None
+                eb = gb[only_b[0]].request if only_b else None
+                example: dict[str, Any] = {"session": session}
+                if ea is not None and eb is not None:
+                    _, req_diff = compare(canonical(ea), canonical(eb))
+                    example["request_differs_at"] = [
+                        {"field": p, ref: _show(x), sub: _show(y)} for p, _, x, y in req_diff[:5]]
+                else:
+                    example[f"only_{ref if ea is not None else sub}"] = _show(ea if ea is not None else eb, 600)
+                s.unpaired_example = example
+            for i, j in pairs:
+                a, b = ga[i], gb[j]
+                if a.response is None or b.response is None:
+                    if (a.response is None) != (b.response is None):
+                        s.decode_errors.append(f"{s.api} v{v} in {session}: answered by "
+                                               f"{ref if a.response is not None else sub} only")
+                    else:
+                        s.no_response += 1
+                    continue
+                s.compared += 1
+                n, diffs = compare(a.response, b.response)
+                s.fields += n
+                for path, generic, x, y in diffs:
+                    fd = s.diffs.get(generic)
+                    if fd is None:
+                        fd = s.diffs[generic] = FieldDiff(s.api, v, generic)
+                        fd.example = {"session": session, "field": path, ref: _show(x), sub: _show(y),
+                                      "request": _show(a.request, 400)}
+                        for kf in known:
+                            if kf.matches(s.api, v, generic):
+                                fd.known = kf.reason
+                                break
+                    fd.count += 1
+                    fd.sessions.add(session)
+    return stats
+
+
+# --- running -------------------------------------------------------------------------------------------
+
+@dataclass
+class DiffReport:
+    started: str
+    seconds: float
+    brokers: dict[str, Any]
+    clients: list[str]
+    scenarios: list[str]
+    sessions: int
+    exchanges: dict[str, int]
+    stats: dict[tuple[int, int], PairStats]
+    cells: list[Any]
+    lane_errors: list[str]
+
+    @property
+    def unexplained(self) -> list[FieldDiff]:
+        return [d for s in self.stats.values() for d in s.diffs.values() if not d.known]
+
+    def totals(self) -> dict[str, int]:
+        st = self.stats.values()
+        return {"api_versions_seen": len(self.stats),
+                "api_versions_compared": sum(1 for s in st if s.compared),
+                "responses_compared": sum(s.compared for s in st), "fields_compared": sum(s.fields for s in st),
+                "differing_fields": sum(len(s.diffs) for s in st),
+                "unexplained_fields": len(self.unexplained),
+                "unpaired_requests": sum(sum(s.unpaired.values()) for s in st)}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"started": self.started, "seconds": self.seconds, "brokers": self.brokers, "clients": self.clients,
+                "scenarios": self.scenarios, "sessions": self.sessions, "exchanges": self.exchanges,
+                "totals": self.totals(),
+                "unexplained": [{"api": d.api, "version": d.version, **d.to_json()} for d in self.unexplained],
+                "pairs": [self.stats[k].to_json() for k in sorted(self.stats)],
+                "cells": [{"scenario": c.scenario, "client": c.client, "broker": c.broker, "status": c.status,
+                           "known": c.known, "diff": c.diff[:5]} for c in self.cells],
+                "lane_errors": self.lane_errors}
+
+
+def served_versions(bootstrap: str) -> dict[int, tuple[int, int]]:
+    """The (min, max) version per API the broker at `bootstrap` advertises, within what `wire` defines: the
+    relays narrow both brokers' ApiVersions answers to these, so clients ask both the same way."""
+    from fakekafka.client import WireConnection
+    host, port = bootstrap.split(",")[0].rsplit(":", 1)
+    conn = WireConnection(host, int(port), "compat-diff", 10)
+    try:
+        out = {}
+        for k, (lo, hi) in conn.versions.items():
+            if k in API_MODULES:
+                lo, hi = max(lo, API_MODULES[k][2]), min(hi, API_MODULES[k][3])
+                if lo <= hi:
+                    out[k] = (lo, hi)
+        return out
+    finally:
+        conn.close()
+
+
+def _tagged(scenario: Any, relay: RelayGroup) -> Any:
+    def run(client: Any, env: Any) -> Any:
+        relay.tag = scenario.name
+        return scenario.run(client, env)
+    return dataclasses.replace(scenario, run=run)
+
+
+def _prefix(run_id: str, scenario: str, client: str) -> str:
+    return re.sub(r"[^a-zA-Z0-9._-]", "-", f"compat-{run_id}-{scenario}-{client}")
+
+
+def run_diff(brokers: tuple[str, str] = ("kafka", "fakekafka"), clients: list[str] | None = None,
+             scenarios: list[str] | None = None, *, jobs: int = 4, progress: Any = None,
+             known: list[KnownField] | None = None) -> DiffReport:
+    """Starts both brokers, runs every lane through a relay, compares; the brokers are stopped afterwards."""
+    from compat.brokers import start_target
+    from compat.clients import CLIENTS
+    from compat.known import load_known
+    from compat.runner import _judge, _lane, select_scenarios
+
+    t0 = time.monotonic()
+    started = time.strftime("%Y-%m-%d %H:%M:%S")
+    chosen = select_scenarios(scenarios)
+    client_names = list(clients or CLIENTS)
+    if "java" in client_names:
+        try:
+            from compat.clients.java import java_command
+            java_command()
+        except Exception:  # noqa: BLE001, S110 - the lane says why
+            pass
+    run_id = uuid.uuid4().hex[:6]
+    targets = []
+    info: dict[str, Any] = {}
+    captured: dict[tuple[str, str], list[Exchange]] = {}
+    cells: list[Any] = []
+    lane_errors: list[str] = []
+    try:
+        for spec in brokers:
+            t = start_target(spec)  # Unavailable propagates: a diff needs both
+            targets.append(t)
+            info[t.name] = {"bootstrap": t.bootstrap, "note": t.note}
+
+        caps = served_versions(targets[1].bootstrap)
+
+        def lane(target: Any, client: str) -> tuple[list[Any], list[Exchange], list[str]]:
+            relay = RelayGroup(CONNECT, caps)
+            try:
+                front = dataclasses.replace(target, bootstrap=relay.front(target.bootstrap))
+                lane_cells = _lane(front, client, [_tagged(s, relay) for s in chosen], False, run_id)
+            finally:
+                exchanges = relay.close()
+            return lane_cells, exchanges, relay.errors
+
+        with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as pool:
+            futures = {pool.submit(lane, t, c): (t.name, c) for c in client_names for t in targets}
+            for fut in concurrent.futures.as_completed(futures):
+                key = futures[fut]
+                lane_cells, exchanges, errors = fut.result()
+                cells.extend(lane_cells)
+                captured[key] = exchanges
+                lane_errors.extend(f"{key[1]} @ {key[0]}: {e}" for e in errors[:5])
+                if progress is not None:
+                    progress(key, lane_cells, exchanges)
+    finally:
+        for t in targets:
+            try:
+                t.stop()
+            except Exception:  # noqa: BLE001, S110
+                pass
+    ref, sub = (t.name for t in targets)
+    sessions: dict[str, tuple[list[Exchange], list[Exchange]]] = {}
+    prefixes: dict[str, str | None] = {}
+    for c in client_names:
+        xa, xb = captured.get((ref, c), []), captured.get((sub, c), [])
+        for tag in [CONNECT] + [s.name for s in chosen]:
+            ta = [e for e in xa if e.tag == tag]
+            tb = [e for e in xb if e.tag == tag]
+            if ta or tb:
+                sessions[f"{tag} / {c}"] = (ta, tb)
+                prefixes[f"{tag} / {c}"] = _prefix(run_id, tag, c) if tag != CONNECT else "\0"
+    stats = diff_sessions(sessions, (ref, sub), prefixes, known)
+    order = {s.name: i for i, s in enumerate(chosen)}
+    cells.sort(key=lambda c: (order[c.scenario], client_names.index(c.client), c.broker))
+    _judge(cells, load_known())
+    return DiffReport(started, round(time.monotonic() - t0, 1), info, client_names, [s.name for s in chosen],
+                      len(sessions), {f"{k[1]} @ {k[0]}": len(v) for k, v in sorted(captured.items())}, stats,
+                      cells, lane_errors)
+
+
+# --- report --------------------------------------------------------------------------------------------
+
+def _cell(v: Any) -> str:
+    s = json.dumps(v, sort_keys=True, default=str) if not isinstance(v, str) else v
+    s = s.replace("|", "\\|").replace("\n", " ")
+    return s if len(s) <= 120 else s[:117] + "..."
+
+
+def markdown(report: DiffReport) -> str:
+    ref, sub = list(report.brokers)[:2] if len(report.brokers) >= 2 else ("reference", "subject")
+    t = report.totals()
+    out = [f"# Wire differences: {sub} against {ref}", "",
+           f"Run {report.started}, {report.seconds:.0f} s; clients {', '.join(report.clients)}; "
+           f"{len(report.scenarios)} scenarios; {report.sessions} sessions.", "",
+           f"- (API, version) pairs seen: {t['api_versions_seen']}, compared: {t['api_versions_compared']}",
+           f"- responses compared: {t['responses_compared']}, fields compared: {t['fields_compared']}",
+           f"- differing fields: {t['differing_fields']} ({t['unexplained_fields']} not listed in "
+           f"compat/KNOWN_DIFFERENCES.md, \"Wire fields\")",
+           f"- requests left unpaired (asked differently, or a different number of times): "
+           f"{t['unpaired_requests']}", "",
+           f"| API | version | seen {ref} | seen {sub} | pairs | compared | fields | differing fields | "
+           f"unpaired {ref}/{sub} |", "|---|---|---|---|---|---|---|---|---|"]
+    for k in sorted(report.stats):
+        s = report.stats[k]
+        nd = len(s.diffs)
+        unk = sum(1 for d in s.diffs.values() if not d.known)
+        out.append(f"| {s.api} | {s.version} | {s.seen.get(ref, 0)} | {s.seen.get(sub, 0)} | {s.pairs} | "
+                   f"{s.compared} | {s.fields} | {nd}{f' ({unk} NOT LISTED)' if unk else ''} | "
+                   f"{s.unpaired.get(ref, 0)}/{s.unpaired.get(sub, 0)} |")
+    out += ["", "## Differing fields", "",
+            f"| API | version | field | count | sessions | example ({ref} / {sub}) | known |",
+            "|---|---|---|---|---|---|---|"]
+    for k in sorted(report.stats):
+        s = report.stats[k]
+        for d in sorted(s.diffs.values(), key=lambda d: d.field):
+            ex = d.example
+            out.append(f"| {s.api} | {s.version} | `{d.field}` | {d.count} | {len(d.sessions)} | "
+                       f"{_cell(ex.get(ref))} / {_cell(ex.get(sub))} ({_cell(ex.get('session'))}) | "
+                       f"{_cell(d.known) if d.known else '**NOT LISTED**'} |")
+    unpaired = [s for s in report.stats.values() if s.unpaired_example]
+    if unpaired:
+        out += ["", "## Requests that differ between the runs", "",
+                "Not compared: the client asked something else (or again) because an earlier answer or the "
+                "timing differed.", "", f"| API | version | {ref} only | {sub} only | example |", "|---|---|---|---|---|"]
+        for s in sorted(unpaired, key=lambda s: (s.api, s.version)):
+            out.append(f"| {s.api} | {s.version} | {s.unpaired.get(ref, 0)} | {s.unpaired.get(sub, 0)} | "
+                       f"{_cell(s.unpaired_example)} |")
+    errors = [e for s in report.stats.values() for e in s.decode_errors]
+    if errors or report.lane_errors:
+        out += ["", "## Decode and relay errors", ""] + [f"- {_cell(e)}" for e in (errors + report.lane_errors)[:40]]
+    outcome = [c for c in report.cells if c.broker == sub and c.status in ("differs", "error")]
+    if outcome:
+        out += ["", "## Scenario outcomes that differ (as `python -m compat` judges them)", ""]
+        out += [f"- {c.scenario} / {c.client}: {c.status}{' (known)' if c.known else ''}: "
+                f"{_cell((c.diff or [''])[0])}" for c in outcome]
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    from compat.brokers import Unavailable
+    from compat.cli import quiet_client_logs
+    from compat.clients import CLIENTS
+    ap = argparse.ArgumentParser(prog="python -m compat diff", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--broker", action="append",
+                    help="twice: the reference, then the broker under test (default: kafka, fakekafka)")
+    ap.add_argument("--client", action="append", choices=CLIENTS, help="repeatable; default: all")
+    ap.add_argument("--scenario", action="append", help="name or pattern, repeatable; default: all")
+    ap.add_argument("--jobs", type=int, default=4, help="lanes (broker x client) run in parallel (default 4)")
+    ap.add_argument("--out", default=str(ROOT / "build" / "compat-diff"), help="writes OUT.json and OUT.md")
+    args = ap.parse_args(argv)
+    brokers = tuple(args.broker or ("kafka", "fakekafka"))
+    if len(brokers) != 2:
+        ap.error("--broker: give exactly two (the reference first)")
+    quiet_client_logs()
+
+    def progress(lane: tuple[str, str], cells: list[Any], exchanges: list[Exchange]) -> None:
+        counts: dict[str, int] = {}
+        for c in cells:
+            counts[c.status] = counts.get(c.status, 0) + 1
+        print(f"  {lane[1]} @ {lane[0]}: {len(exchanges)} exchanges; "
+              + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())), file=sys.stderr, flush=True)
+
+    try:
+        report = run_diff(brokers, args.client, args.scenario, jobs=args.jobs, progress=progress)  # type: ignore[arg-type]
+    except Unavailable as e:
+        print(f"cannot run: {e}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(report.to_json(), indent=1, default=str) + "\n")
+    md = markdown(report)
+    out.with_suffix(".md").write_text(md)
+    print(md)
+    print(f"wrote {out.with_suffix('.json')} and {out.with_suffix('.md')}")
+    if report.unexplained:
+        print(f"{len(report.unexplained)} differing field(s) not listed under \"Wire fields\" in "
+              f"compat/KNOWN_DIFFERENCES.md")
+        return 1
+    return 0

@@ -219,6 +219,18 @@ class RemoteCluster(ClusterHandle):
                         raise
                     time.sleep(0.01)
 
+    def broker_config(self, name: str) -> str | None:
+        """A broker config's value as the cluster reports it (DescribeConfigs on the first broker)."""
+        self._metadata(None)
+        node_id = min(self._brokers)
+        r = self._broker(node_id).request(32, None, {"resources": [
+            {"resource_type": 4, "resource_name": str(node_id), "configuration_keys": [name]}],
+            "include_synonyms": False, "include_documentation": False})
+        res = r.results[0]
+        if res.error_code != ErrorCode.NONE:
+            raise ApiError(ErrorCode(res.error_code), res.get("error_message"))
+        return next((c.value for c in res.configs if c.name == name), None)
+
     def clear(self) -> None:
         """Deletes every topic (internal ones aside) and every group that has no members left: the fresh-cluster
         start the fixtures promise, on a cluster the caller owns (`pytest --kafka-real` calls it after each
@@ -265,33 +277,44 @@ class RemoteCluster(ClusterHandle):
         return {p.partition_index: self._list_offset(topic, p.partition_index, -1)
                 for p in self._topic(topic).partitions}
 
+    def batches(self, topic: str, partition: int = 0) -> list[bytes]:
+        """The partition's record batches from its log start to its high watermark, as the broker stores
+        them (compression and all), control batches included: what a test reads a stored codec from."""
+        out: list[bytes] = []
+        offset, end = self._list_offset(topic, partition, -2), self._list_offset(topic, partition, -1)
+        conn = self._leader(topic, partition)
+        while offset < end:
+            r = conn.request(1, 12, {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 24,
+                                     "isolation_level": 0, "session_epoch": -1, "topics": [
+                {"topic": topic, "partitions": [{"partition": partition, "fetch_offset": offset,
+                                                 "partition_max_bytes": 1 << 24}]}]})
+            p = r.responses[0].partitions[0]
+            if p.error_code != ErrorCode.NONE:
+                raise ApiError(ErrorCode(p.error_code),
+                               f"Fetch {topic}-{partition} at {offset}: {ErrorCode(p.error_code).name}")
+            fetched = iter_batches(p.records or b"", validate=False)
+            if not fetched:
+                break
+            for _, batch in fetched:
+                last = decode_batch(batch).header.last_offset
+                if last >= offset:  # a fetch may start with the batch holding `offset`, seen already
+                    out.append(batch)
+                offset = max(offset, last + 1)
+        return out
+
     def records(self, topic: str, partition: int | None = None) -> list[Record]:
         out: list[Record] = []
         indexes = [p.partition_index for p in self._topic(topic).partitions] if partition is None else [partition]
         for index in sorted(indexes):
-            offset, end = self._list_offset(topic, index, -2), self._list_offset(topic, index, -1)
-            conn = self._leader(topic, index)
-            while offset < end:
-                r = conn.request(1, 12, {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 24,
-                                         "isolation_level": 0, "session_epoch": -1, "topics": [
-                    {"topic": topic, "partitions": [{"partition": index, "fetch_offset": offset,
-                                                     "partition_max_bytes": 1 << 24}]}]})
-                p = r.responses[0].partitions[0]
-                if p.error_code != ErrorCode.NONE:
-                    raise ApiError(ErrorCode(p.error_code),
-                                   f"Fetch {topic}-{index} at {offset}: {ErrorCode(p.error_code).name}")
-                batches = iter_batches(p.records or b"", validate=False)
-                if not batches:
-                    break
-                for _, batch in batches:
-                    decoded = decode_batch(batch)
-                    if decoded.header.is_control:
-                        continue
-                    for rec in decoded.records:
-                        if offset <= rec.offset < end:
-                            rec.partition = index
-                            out.append(rec)
-                    offset = max(offset, decoded.header.last_offset + 1)
+            start, end = self._list_offset(topic, index, -2), self._list_offset(topic, index, -1)
+            for batch in self.batches(topic, index):
+                decoded = decode_batch(batch)
+                if decoded.header.is_control:
+                    continue
+                for rec in decoded.records:
+                    if start <= rec.offset < end:
+                        rec.partition = index
+                        out.append(rec)
         return out
 
     def committed(self, group_id: str) -> dict[tuple[str, int], int]:

@@ -11,8 +11,8 @@ Kafka-compatible broker), so the same tests run against a real Kafka; tests that
 (clock, faults) carry `@pytest.mark.fakekafka_only` and are skipped there, as are tests whose marker asks
 for what only fakekafka has (`clock`, `config`, `racks`, `record`) or for more brokers than the cluster has.
 `--kafka-real` is that route with a cluster the plugin starts itself: Apache Kafka as a JVM
-(`fakekafka.apache_kafka`, KRaft, auto-create on as in the fixture's default), once per session and per
-broker count the tests ask for (`brokers=3` gets a shared 3-node cluster), stopped when the session ends.
+(`fakekafka.apache_kafka`, KRaft), once per session and per (`brokers`, `auto_create_topics`) the tests ask
+for (`brokers=3` gets a shared 3-node cluster), stopped when the session ends.
 As the plugin owns that cluster, it deletes every topic and group after each test, so each test starts on
 an empty cluster as it does on fakekafka. On a failing test, every cluster it used adds a report section:
 topics with offsets, groups, and the last requests.
@@ -59,26 +59,29 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 class RealKafka:
-    """--kafka-real's clusters, one per broker count, each started on first use (a session that selects no
-    test using the fixtures starts no JVM) and stopped when the session ends. A start that failed fails every
-    later test that needs it at once, with the same message, instead of trying again."""
+    """--kafka-real's clusters, one per (broker count, auto-create) the tests ask for (auto-create is a static
+    broker config), each started on first use (a session that selects no test using the fixtures starts no
+    JVM) and stopped when the session ends. A start that failed fails every later test that needs it at once,
+    with the same message, instead of trying again."""
 
     def __init__(self) -> None:
-        self.clusters: dict[int, KafkaCluster] = {}
-        self.failures: dict[int, str] = {}
+        self.clusters: dict[tuple[int, bool], KafkaCluster] = {}
+        self.failures: dict[tuple[int, bool], str] = {}
 
-    def bootstrap(self, brokers: int) -> str:
-        if brokers in self.failures:
-            pytest.fail(self.failures[brokers], pytrace=False)
-        cluster = self.clusters.get(brokers)
+    def bootstrap(self, brokers: int, auto_create: bool) -> str:
+        key = (brokers, auto_create)
+        if key in self.failures:
+            pytest.fail(self.failures[key], pytrace=False)
+        cluster = self.clusters.get(key)
         if cluster is None:
             from fakekafka.apache_kafka import KafkaCluster, KafkaUnavailable
+            configs = {**REAL_KAFKA_CONFIGS, "auto.create.topics.enable": str(auto_create).lower()}
             try:
-                cluster = KafkaCluster(brokers, configs=REAL_KAFKA_CONFIGS).start()
+                cluster = KafkaCluster(brokers, configs=configs).start()
             except KafkaUnavailable as e:
-                self.failures[brokers] = f"--kafka-real: Apache Kafka ({brokers} node(s)) did not start: {e}"
-                pytest.fail(self.failures[brokers], pytrace=False)
-            self.clusters[brokers] = cluster
+                self.failures[key] = f"--kafka-real: Apache Kafka ({_describe(key)}) did not start: {e}"
+                pytest.fail(self.failures[key], pytrace=False)
+            self.clusters[key] = cluster
         return cluster.bootstrap_servers
 
     def stop(self) -> None:
@@ -88,6 +91,11 @@ class RealKafka:
 
 
 _REAL = pytest.StashKey[RealKafka]()
+
+
+def _describe(key: tuple[int, bool]) -> str:
+    brokers, auto_create = key
+    return f"{brokers} node{'s' if brokers > 1 else ''}{'' if auto_create else ', auto-create off'}"
 
 
 def _check_real_kafka(config: pytest.Config) -> None:
@@ -161,15 +169,24 @@ def _remote(config: pytest.Config, settings: dict[str, Any]) -> RemoteCluster:
     if fake:
         pytest.skip(f"the fakekafka marker's {', '.join(fake)} needs an in-process fakekafka (running against "
                     f"{_remote_target(config)})")
-    brokers = settings.get("brokers", 1)
+    brokers, auto_create = settings.get("brokers", 1), settings.get("auto_create_topics", True)
     real = config.stash.get(_REAL, None)
-    bootstrap = real.bootstrap(brokers) if real is not None else config.getoption("--fakekafka-bootstrap")
+    if real is not None:
+        bootstrap = real.bootstrap(brokers, auto_create)
+    else:
+        bootstrap = config.getoption("--fakekafka-bootstrap")
     remote = RemoteCluster(bootstrap, default_partitions=settings.get("partitions", -1))
-    if real is None and brokers > 1:
+    if real is None:  # a cluster we did not start: skip a test it cannot serve
         have = len(remote._metadata(None).brokers)
-        if have < brokers:
+        why = f"needs {brokers} brokers; the cluster at {bootstrap} has {have}" if have < brokers else None
+        if "auto_create_topics" in settings and not why:
+            theirs = remote.broker_config("auto.create.topics.enable")
+            if theirs is not None and (theirs == "true") != auto_create:
+                why = (f"asks for auto_create_topics={auto_create}; the cluster at {bootstrap} has "
+                       f"auto.create.topics.enable={theirs}")
+        if why:
             remote.close()
-            pytest.skip(f"needs {brokers} brokers; the cluster at {bootstrap} has {have}")
+            pytest.skip(why)
     existing = remote.topics()
     for name, partitions in (settings.get("topics") or {}).items():
         if name not in existing:
@@ -218,8 +235,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     real = config.stash.get(_REAL, None)
-    for brokers, cluster in sorted(real.clusters.items()) if real is not None else []:
-        terminalreporter.write_line(f"--kafka-real: Apache Kafka {brokers} node(s) at {cluster.bootstrap_servers}, "
+    for key, cluster in sorted(real.clusters.items()) if real is not None else []:
+        terminalreporter.write_line(f"--kafka-real: Apache Kafka ({_describe(key)}) at {cluster.bootstrap_servers}, "
                                     f"started in {cluster.start_seconds} s")
 
 

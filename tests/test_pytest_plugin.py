@@ -230,8 +230,8 @@ def test_frozen_clock(kafka):
 ''')
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--kafka-real", "-rs")
     result.assert_outcomes(passed=3, skipped=2)
-    result.stdout.fnmatch_lines(["--kafka-real: Apache Kafka 1 node(s) at 127.0.0.1:*, started in * s",
-                                 "--kafka-real: Apache Kafka 3 node(s) at *",
+    result.stdout.fnmatch_lines(["--kafka-real: Apache Kafka (1 node) at 127.0.0.1:*, started in * s",
+                                 "--kafka-real: Apache Kafka (3 nodes) at *",
                                  "*steers the cluster*Apache Kafka*", "*clock needs an in-process fakekafka*"])
 
 

@@ -16,6 +16,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import fakekafka
+from fakekafka.client import RemoteCluster
+from fakekafka.handle import ClusterHandle
 from wire.records import Compression, read_header
 
 __all__ = [
@@ -65,14 +67,19 @@ def expected_rows(samples: list[Sample], first_offset: int = 0) -> list[Row]:
     return [(first_offset + i, s.key, s.value, list(s.headers)) for i, s in enumerate(samples)]
 
 
-def stored(cluster: fakekafka.Cluster, topic: str, partition: int | None = 0) -> list[Row]:
-    """(offset, key, value, headers) of every record fakekafka holds, decoded by fakekafka itself."""
+def stored(cluster: ClusterHandle, topic: str, partition: int | None = 0) -> list[Row]:
+    """(offset, key, value, headers) of every record the broker holds, decoded by fakekafka's `wire` (read
+    from fakekafka's model, or fetched from a remote cluster such as `--kafka-real`'s)."""
     return [(r.offset, r.key, r.value, list(r.headers)) for r in cluster.records(topic, partition)]
 
 
-def stored_codecs(cluster: fakekafka.Cluster, topic: str, partition: int = 0) -> list[Compression]:
+def stored_codecs(cluster: ClusterHandle, topic: str, partition: int = 0) -> list[Compression]:
     """The compression attribute of each stored batch, read from the raw batch header."""
-    batches = cluster.call(lambda: list(cluster.state.topics[topic].partitions[partition].log.batches))
+    if isinstance(cluster, RemoteCluster):
+        batches = cluster.batches(topic, partition)
+    else:
+        assert isinstance(cluster, fakekafka.Cluster)
+        batches = cluster.call(lambda: list(cluster.state.topics[topic].partitions[partition].log.batches))
     return [read_header(b).compression for b in batches]
 
 

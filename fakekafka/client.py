@@ -83,6 +83,7 @@ class RemoteCluster(ClusterHandle):
         """What `create_topic` asks for when given no count (the marker's `partitions`); -1 is the broker's."""
         self._connections: dict[tuple[str, int], WireConnection] = {}
         self._brokers: dict[int, tuple[str, int]] = {}
+        self._auto_create_enabled: bool | None = None
 
     def close(self) -> None:
         for c in self._connections.values():
@@ -119,9 +120,9 @@ class RemoteCluster(ClusterHandle):
             self._metadata(None)
         return self._connect(*self._brokers[node_id])
 
-    def _metadata(self, topics: list[str] | None) -> Any:
+    def _metadata(self, topics: list[str] | None, *, auto_create: bool = False) -> Any:
         body = {"topics": None if topics is None else [{"name": t} for t in topics],
-                "allow_auto_topic_creation": False}
+                "allow_auto_topic_creation": auto_create}
         r = self._any().request(3, None, body)
         self._brokers = {b.node_id: (b.host, b.port) for b in r.brokers}
         return r
@@ -257,6 +258,7 @@ class RemoteCluster(ClusterHandle):
         ts = int(time.time() * 1000) if timestamp is None else timestamp
         batch = build_batch([{"key": key, "value": value, "headers": headers or [], "timestamp": ts}],
                             compression=compression)
+        self._auto_create(topic)
         r = self._leader(topic, index).request(0, None, {"transactional_id": None, "acks": -1,
                                                          "timeout_ms": int(self.timeout * 1000), "topic_data": [
             {"name": topic, "partition_data": [{"index": index, "records": batch}]}]})
@@ -264,6 +266,28 @@ class RemoteCluster(ClusterHandle):
         if p.error_code != ErrorCode.NONE:
             raise ApiError(ErrorCode(p.error_code), p.get("error_message"))
         return index, p.base_offset
+
+    def _auto_create(self, topic: str) -> None:
+        """Asks for the topic as a producer does (Metadata allowing auto-creation): a cluster that auto-creates
+        makes it, as fakekafka's `produce` does, and this waits until its partitions have leaders."""
+        [t] = self._metadata([topic], auto_create=True).topics
+        if t.error_code == ErrorCode.NONE and t.partitions and all(p.leader_id >= 0 for p in t.partitions):
+            return
+        # Kafka 4 answers the request that starts an auto-creation with UNKNOWN_TOPIC_OR_PARTITION (older
+        # brokers with LEADER_NOT_AVAILABLE), so the broker's setting says whether to wait for the topic
+        if t.error_code not in (ErrorCode.NONE, ErrorCode.LEADER_NOT_AVAILABLE) and not (
+                t.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and self._auto_creates()):
+            raise ApiError(ErrorCode(t.error_code), f"topic {topic!r}: {ErrorCode(t.error_code).name}")
+        self._await_metadata([topic], present=True)
+        self._await_leaders(topic)
+
+    def _auto_creates(self) -> bool:
+        if self._auto_create_enabled is None:
+            try:
+                self._auto_create_enabled = self.broker_config("auto.create.topics.enable") == "true"
+            except ApiError:
+                self._auto_create_enabled = False
+        return self._auto_create_enabled
 
     def _list_offset(self, topic: str, partition: int, timestamp: int) -> int:
         r = self._leader(topic, partition).request(2, None, {"replica_id": -1, "isolation_level": 0, "topics": [

@@ -32,7 +32,7 @@ def _created(ctx: RequestContext, topic: Topic) -> dict[str, Any]:
 
 def _failed(name: str, code: ErrorCode, message: str | None) -> dict[str, Any]:
     return {"name": name, "topic_id": ZERO_UUID, "error_code": code, "error_message": message,
-            "num_partitions": -1, "replication_factor": -1, "configs": None}
+            "num_partitions": -1, "replication_factor": -1, "configs": []}  # Kafka: [], not null
 
 
 @handles(19, 2, 7)

@@ -3,7 +3,9 @@
 Returns stored batch bytes untouched. Behaviour: fetch sessions are declined (we answer session id 0,
 so clients keep sending full requests; an incremental request gets FETCH_SESSION_ID_NOT_FOUND).
 Consumers read below the high watermark only; an offset up to the log end is valid (empty answer)
-and past it is OFFSET_OUT_OF_RANGE. Only whole batches are returned: the first batch of the response
+and past it (or below the log start) is OFFSET_OUT_OF_RANGE, whose partition answer carries -1 as high
+watermark, last stable offset and log start offset, as Kafka's does (checked with `python -m compat
+diff`): the client learns the offsets from ListOffsets when it resets. Only whole batches are returned: the first batch of the response
 always, and any partition's first batch even past its partition_max_bytes while it fits the
 response's max_bytes, so a consumer always progresses. A fetch with less than min_bytes parks until
 data arrives or max_wait_ms passes. v13+ addresses topics by id (UNKNOWN_TOPIC_ID for an unknown one).
@@ -27,8 +29,7 @@ READ_COMMITTED = 1
 
 def _partition_response(index: int, code: ErrorCode, partition: Partition | None = None,
                         records: Chunks | None = None, read_committed: bool = False) -> dict[str, Any]:
-    log = partition.log if partition is not None and code in (ErrorCode.NONE, ErrorCode.OFFSET_OUT_OF_RANGE) \
-        else None
+    log = partition.log if partition is not None and code == ErrorCode.NONE else None  # errors: -1s, as Kafka
     return {
         "partition_index": index,
         "error_code": code,

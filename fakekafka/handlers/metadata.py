@@ -4,6 +4,8 @@ Behaviour: topics that auto-creation makes are returned at once with their leade
 LEADER_NOT_AVAILABLE until the controller has elected them; clients just retry). v0 asks for all
 topics with an empty list, v1+ with null. v10+ reports topic ids and v12 looks topics up by id: an
 entry with a non-zero id is looked up by it whatever its name says (Java sends "" as the name).
+Asked for topic authorized operations (v8+), every topic, an unknown one included, carries what Kafka
+without an authorizer answers (TOPIC_OPERATIONS); cluster authorized operations are not computed.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from wire import ErrorCode
 from wire.primitives import ZERO_UUID
 
 AUTHORIZED_OPERATIONS_NOT_REQUESTED = -2147483648
+TOPIC_OPERATIONS = 3576
+"""What Kafka without an authorizer answers when asked for a topic's authorized operations (v8+), for an
+unknown topic too: READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS."""
 
 
 def topic_metadata(cluster: ClusterState, topic: Topic) -> dict[str, Any]:
@@ -72,6 +77,9 @@ def handle_metadata(ctx: RequestContext, req: Container) -> dict[str, Any]:
                     topics.append(_error_topic(name, e.code))
                     continue
             topics.append(topic_metadata(cluster, t) if t else _error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+    if req.get("include_topic_authorized_operations"):
+        for t in topics:
+            t["topic_authorized_operations"] = TOPIC_OPERATIONS
     return {
         "throttle_time_ms": 0,
         "brokers": [{"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}

@@ -1,7 +1,14 @@
 """DescribeConfigs (key 32), v1-4: Kafka's topic and broker defaults with their sources.
 
 A topic config not set on the topic reports the broker's value for its synonym (DEFAULT_CONFIG, or
-STATIC_BROKER_CONFIG when the broker was started with it set), with the synonym chain in v1+.
+STATIC_BROKER_CONFIG when the broker was started with it set; min.insync.replicas is a cluster-level
+dynamic config, as on a new Kafka 4.1+ cluster), with the synonym chain in v1+: every layer that has a
+value, the one in force first, as Kafka's ConfigHelper lists them. Broker configs Kafka can change at run
+time are read_only=False. A resource described without error carries the error message "" (Kafka's).
+Behaviour: configs are listed in name order (Kafka's order is its hash map's). Deliberate difference: a
+cluster on a frozen or custom clock lifts Kafka 4's one-hour limit on future record timestamps
+(log.message.timestamp.after.max.ms, reported as a cluster-wide dynamic config), since its model time is
+not the producers' wall-clock time.
 """
 
 from __future__ import annotations
@@ -36,10 +43,7 @@ def _topic_configs(ctx: RequestContext, name: str, keys: list[str] | None, synon
             if source == ConfigSource.TOPIC_CONFIG:
                 chain.append({"name": key, "value": value, "source": source})
             if synonym:
-                bvalue, bsource = ctx.cluster.config.value(synonym)
-                if bsource == ConfigSource.STATIC_BROKER_CONFIG:
-                    chain.append({"name": synonym, "value": bvalue, "source": bsource})
-                chain.append({"name": synonym, "value": spec.default, "source": ConfigSource.DEFAULT_CONFIG})
+                chain += [{"name": n, "value": v, "source": s} for n, v, s in ctx.cluster.config.synonyms(synonym)]
         out.append(_entry(key, value, source, spec.type, chain, spec.documentation, read_only=False))
     return out
 
@@ -51,11 +55,14 @@ def _broker_configs(ctx: RequestContext, keys: list[str] | None, synonyms: bool)
             continue
         spec = BROKER_CONFIGS[key]
         if key in ("broker.id", "node.id"):
-            value, source = str(ctx.broker.node_id), ConfigSource.STATIC_BROKER_CONFIG
+            layers = [(key, str(ctx.broker.node_id), ConfigSource.STATIC_BROKER_CONFIG)]
+            if spec.default is not None:
+                layers.append((key, spec.default, ConfigSource.DEFAULT_CONFIG))
         else:
-            value, source = ctx.cluster.config.value(key)
-        chain = [{"name": key, "value": value, "source": source}] if synonyms else []
-        out.append(_entry(key, value, source, spec.type, chain, spec.documentation, read_only=True))
+            layers = ctx.cluster.config.synonyms(key)
+        value, source = (layers[0][1], layers[0][2]) if layers else (None, ConfigSource.DEFAULT_CONFIG)
+        chain = [{"name": n, "value": v, "source": s} for n, v, s in layers] if synonyms else []
+        out.append(_entry(key, value, source, spec.type, chain, spec.documentation, read_only=not spec.dynamic))
     return out
 
 
@@ -65,7 +72,7 @@ def handle_describe_configs(ctx: RequestContext, req: Container) -> dict[str, An
     synonyms = bool(req.get("include_synonyms", False))
     for r in req.resources:
         keys = list(r.configuration_keys) if r.configuration_keys is not None else None
-        code, message, configs = ErrorCode.NONE, None, []
+        code, message, configs = ErrorCode.NONE, "", []
         if r.resource_type == TOPIC:
             if r.resource_name not in ctx.cluster.topics:
                 code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{r.resource_name}' does not exist."

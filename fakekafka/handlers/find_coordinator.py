@@ -4,7 +4,8 @@ A group's coordinator is the leader of partition abs(hash(group id)) % offsets.t
 `__consumer_offsets` (Java's String.hashCode), so groups spread over brokers as in Kafka; the topic is
 created on first use. Behaviour: transactional ids are answered the same way (there is no
 `__transaction_state` yet). An error injected by a test is answered for every key asked about (v4+
-has no top-level error code).
+has no top-level error code). A coordinator found carries Kafka's error message for no error: "NONE" in
+v1-3 (Errors.NONE.message()), "" per key in v4+.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def _coordinator(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]
     if b is None:
         return _failed(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available.")
     return {"key": key, "node_id": b.node_id, "host": b.host, "port": b.port, "error_code": ErrorCode.NONE,
-            "error_message": None}
+            "error_message": "" if ctx.version >= 4 else "NONE"}
 
 
 def find_coordinator_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:

@@ -153,6 +153,12 @@ class ClusterState:
                  brokers: list[Broker] | None = None) -> None:
         self.config = config or BrokerConfig()
         self.clock: Clock = clock or SystemClock()
+        lifted = "log.message.timestamp.after.max.ms"
+        if not isinstance(self.clock, SystemClock) and lifted not in self.config.overrides:
+            # Model time is not the producers' time (a frozen clock starts in 2023 and moves when the test says):
+            # Kafka 4's one-hour limit on future timestamps would refuse every wall-clock record, so such a
+            # cluster runs as if its operator had lifted the limit cluster-wide (a dynamic config in Kafka).
+            self.config.dynamic_defaults.setdefault(lifted, str(2**63 - 1))
         self.brokers: dict[int, Broker] = {b.node_id: b for b in (brokers or [Broker(1, "127.0.0.1", 9092)])}
         self.controller_id = min(self.brokers)
         self.controller_epoch = 1

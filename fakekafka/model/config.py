@@ -1,7 +1,9 @@
 """Broker and topic configuration with Kafka's defaults, names and types.
 
 DescribeConfigs reports these; CreateTopics validates against `TOPIC_CONFIGS`. A topic config whose
-value was not set on the topic takes the broker's value for its synonym, as in Kafka.
+value was not set on the topic takes the broker's value for its synonym, as in Kafka. The names, defaults,
+synonyms and which broker configs are dynamic (reported read_only=False) are Apache Kafka 4.4's, checked
+field by field against a real broker by tests/test_api_sweep.py.
 """
 
 from __future__ import annotations
@@ -51,6 +53,9 @@ class ConfigSpec:
     choices: tuple[str, ...] = ()
     minimum: int | None = None
     documentation: str = ""
+    dynamic: bool = False
+    """A broker config Kafka can change without a restart (DynamicBrokerConfig): DescribeConfigs says
+    read_only=False for these, True for the others."""
 
     def validate(self, value: str | None) -> str | None:
         if value is None:
@@ -82,21 +87,26 @@ LONG_MAX = str(2**63 - 1)
 
 TOPIC_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
     ConfigSpec("cleanup.policy", _T.LIST, "delete", "log.cleanup.policy", ("delete", "compact")),
+    ConfigSpec("compression.gzip.level", _T.INT, "-1", "compression.gzip.level"),
+    ConfigSpec("compression.lz4.level", _T.INT, "9", "compression.lz4.level"),
     ConfigSpec("compression.type", _T.STRING, "producer", "compression.type",
                ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
+    ConfigSpec("compression.zstd.level", _T.INT, "3", "compression.zstd.level"),
     ConfigSpec("delete.retention.ms", _T.LONG, "86400000", "log.cleaner.delete.retention.ms", minimum=0),
+    ConfigSpec("errors.deadletterqueue.group.enable", _T.BOOLEAN, "false", None),
     ConfigSpec("file.delete.delay.ms", _T.LONG, "60000", "log.segment.delete.delay.ms", minimum=0),
     ConfigSpec("flush.messages", _T.LONG, LONG_MAX, "log.flush.interval.messages", minimum=1),
     ConfigSpec("flush.ms", _T.LONG, LONG_MAX, "log.flush.interval.ms", minimum=0),
-    ConfigSpec("follower.replication.throttled.replicas", _T.LIST, "",
-               "follower.replication.throttled.replicas"),
+    ConfigSpec("follower.replication.throttled.replicas", _T.LIST, "", None),
     ConfigSpec("index.interval.bytes", _T.INT, "4096", "log.index.interval.bytes", minimum=0),
-    ConfigSpec("leader.replication.throttled.replicas", _T.LIST, "", "leader.replication.throttled.replicas"),
+    ConfigSpec("leader.replication.throttled.replicas", _T.LIST, "", None),
     ConfigSpec("local.retention.bytes", _T.LONG, "-2", "log.local.retention.bytes", minimum=-2),
     ConfigSpec("local.retention.ms", _T.LONG, "-2", "log.local.retention.ms", minimum=-2),
     ConfigSpec("max.compaction.lag.ms", _T.LONG, LONG_MAX, "log.cleaner.max.compaction.lag.ms", minimum=1),
+    ConfigSpec("max.decompressed.message.bytes", _T.INT, "2147483639", "max.decompressed.message.bytes"),
     ConfigSpec("max.message.bytes", _T.INT, "1048588", "message.max.bytes", minimum=0),
-    ConfigSpec("message.timestamp.after.max.ms", _T.LONG, LONG_MAX, "log.message.timestamp.after.max.ms",
+    # Kafka 4.0 lowered this default from Long.MAX_VALUE to one hour (KIP-1030)
+    ConfigSpec("message.timestamp.after.max.ms", _T.LONG, "3600000", "log.message.timestamp.after.max.ms",
                minimum=0),
     ConfigSpec("message.timestamp.before.max.ms", _T.LONG, LONG_MAX, "log.message.timestamp.before.max.ms",
                minimum=0),
@@ -106,6 +116,10 @@ TOPIC_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
     ConfigSpec("min.compaction.lag.ms", _T.LONG, "0", "log.cleaner.min.compaction.lag.ms", minimum=0),
     ConfigSpec("min.insync.replicas", _T.INT, "1", "min.insync.replicas", minimum=1),
     ConfigSpec("preallocate", _T.BOOLEAN, "false", "log.preallocate"),
+    ConfigSpec("remote.copy.lag.bytes", _T.LONG, "-1", "log.remote.copy.lag.bytes"),
+    ConfigSpec("remote.copy.lag.ms", _T.LONG, "0", "log.remote.copy.lag.ms"),
+    ConfigSpec("remote.log.copy.disable", _T.BOOLEAN, "false", None),
+    ConfigSpec("remote.log.delete.on.disable", _T.BOOLEAN, "false", None),
     ConfigSpec("remote.storage.enable", _T.BOOLEAN, "false", None),
     ConfigSpec("retention.bytes", _T.LONG, "-1", "log.retention.bytes"),
     ConfigSpec("retention.ms", _T.LONG, "604800000", "log.retention.ms", minimum=-1),
@@ -119,10 +133,10 @@ TOPIC_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
 BROKER_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
     ConfigSpec("auto.create.topics.enable", _T.BOOLEAN, "true"),
     ConfigSpec("broker.id", _T.INT, "-1"),
-    ConfigSpec("node.id", _T.INT, "-1"),
+    ConfigSpec("node.id", _T.INT, None),
     ConfigSpec("num.partitions", _T.INT, "1", minimum=1),
     ConfigSpec("default.replication.factor", _T.INT, "1"),
-    ConfigSpec("message.max.bytes", _T.INT, "1048588", minimum=0),
+    ConfigSpec("message.max.bytes", _T.INT, "1048588", minimum=0, dynamic=True),
     ConfigSpec("socket.request.max.bytes", _T.INT, "104857600", minimum=1),
     ConfigSpec("offsets.topic.num.partitions", _T.INT, "50", minimum=1),
     ConfigSpec("offsets.topic.replication.factor", _T.SHORT, "3", minimum=1),
@@ -131,15 +145,22 @@ BROKER_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
     ConfigSpec("group.initial.rebalance.delay.ms", _T.INT, "3000", minimum=0),
     ConfigSpec("group.min.session.timeout.ms", _T.INT, "6000"),
     ConfigSpec("group.max.session.timeout.ms", _T.INT, "1800000"),
-    ConfigSpec("min.insync.replicas", _T.INT, "1", minimum=1),
-    ConfigSpec("compression.type", _T.STRING, "producer"),
-    ConfigSpec("log.cleanup.policy", _T.LIST, "delete"),
-    ConfigSpec("log.retention.ms", _T.LONG, None),
+    ConfigSpec("min.insync.replicas", _T.INT, "1", minimum=1, dynamic=True),
+    ConfigSpec("compression.type", _T.STRING, "producer", dynamic=True),
+    ConfigSpec("log.cleanup.policy", _T.LIST, "delete", dynamic=True),
+    # no default of their own (the topic default comes from log.retention.hours, log.roll.hours, ...), so
+    # Kafka lists no synonym for retention.ms, segment.ms, segment.jitter.ms or flush.ms
+    ConfigSpec("log.flush.interval.ms", _T.LONG, None, dynamic=True),
+    ConfigSpec("log.retention.ms", _T.LONG, None, dynamic=True),
+    ConfigSpec("log.roll.ms", _T.LONG, None, dynamic=True),
+    ConfigSpec("log.roll.jitter.ms", _T.LONG, None, dynamic=True),
     ConfigSpec("log.retention.hours", _T.INT, "168"),
-    ConfigSpec("log.retention.bytes", _T.LONG, "-1"),
-    ConfigSpec("log.segment.bytes", _T.INT, "1073741824"),
-    ConfigSpec("log.message.timestamp.type", _T.STRING, "CreateTime"),
-    ConfigSpec("unclean.leader.election.enable", _T.BOOLEAN, "false"),
+    ConfigSpec("log.roll.hours", _T.INT, "168"),
+    ConfigSpec("log.retention.bytes", _T.LONG, "-1", dynamic=True),
+    ConfigSpec("log.segment.bytes", _T.INT, "1073741824", dynamic=True),
+    ConfigSpec("log.message.timestamp.type", _T.STRING, "CreateTime", dynamic=True),
+    ConfigSpec("log.message.timestamp.after.max.ms", _T.LONG, "3600000", dynamic=True),
+    ConfigSpec("unclean.leader.election.enable", _T.BOOLEAN, "false", dynamic=True),
     ConfigSpec("delete.topic.enable", _T.BOOLEAN, "true"),
     ConfigSpec("replica.lag.time.max.ms", _T.LONG, "30000"),
 )}
@@ -177,6 +198,10 @@ class BrokerConfig:
     """How long after the leader appends a batch its followers have it (0: at once). fakekafka's own."""
     overrides: dict[str, str] = field(default_factory=dict)
     """Broker configs set explicitly (reported with source STATIC_BROKER_CONFIG)."""
+    dynamic_defaults: dict[str, str] = field(default_factory=dict)
+    """Cluster-wide dynamic configs (DYNAMIC_DEFAULT_BROKER_CONFIG, above the static ones). A new Kafka 4.1+
+    cluster has eligible leader replicas on, and with them a cluster-level min.insync.replicas holding the
+    static value (KAFKA-16540), so it is always here."""
 
     def __post_init__(self) -> None:
         explicit = {
@@ -195,15 +220,29 @@ class BrokerConfig:
         for name, (value, default) in explicit.items():
             if value != default:
                 self.overrides[name] = str(value).lower() if isinstance(value, bool) else str(value)
+        self.dynamic_defaults.setdefault("min.insync.replicas", self.overrides.get("min.insync.replicas", "1"))
+
+    def synonyms(self, name: str) -> list[tuple[str, str, ConfigSource]]:
+        """Every layer that gives broker config `name` a value, the one in force first (Kafka's synonym
+        chain): the cluster-wide dynamic value, the static setting, the default."""
+        chain = []
+        if name in self.dynamic_defaults:
+            chain.append((name, self.dynamic_defaults[name], ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG))
+        if name in self.overrides:
+            chain.append((name, self.overrides[name], ConfigSource.STATIC_BROKER_CONFIG))
+        default = _broker_default(name)
+        if default is not None:
+            chain.append((name, default, ConfigSource.DEFAULT_CONFIG))
+        return chain
 
     def value(self, name: str) -> tuple[str | None, ConfigSource]:
-        if name in self.overrides:
-            return self.overrides[name], ConfigSource.STATIC_BROKER_CONFIG
-        return _broker_default(name), ConfigSource.DEFAULT_CONFIG
+        chain = self.synonyms(name)
+        return (chain[0][1], chain[0][2]) if chain else (None, ConfigSource.DEFAULT_CONFIG)
 
     def topic_default(self, name: str) -> tuple[str | None, ConfigSource, str | None]:
         """A topic config's value when the topic does not set it: (value, source, broker synonym)."""
         spec = TOPIC_CONFIGS[name]
-        if spec.broker_synonym and spec.broker_synonym in self.overrides:
-            return self.overrides[spec.broker_synonym], ConfigSource.STATIC_BROKER_CONFIG, spec.broker_synonym
+        chain = self.synonyms(spec.broker_synonym) if spec.broker_synonym else []
+        if chain:
+            return chain[0][1], chain[0][2], spec.broker_synonym
         return spec.default, ConfigSource.DEFAULT_CONFIG, spec.broker_synonym

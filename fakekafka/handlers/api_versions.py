@@ -4,6 +4,13 @@ Advertises exactly the registry's ranges. Tagged fields (features, zk_migration_
 defaults and are therefore not written: librdkafka 2.0.2 (Debian's kcat) cannot parse a v3 response
 that carries them. A version we do not know is answered by the server in the v0 layout with
 UNSUPPORTED_VERSION (see server.py), as Kafka does.
+
+Deliberate differences from Kafka 4.4 (tests/test_api_sweep.py, compat/KNOWN_DIFFERENCES.md):
+- api_keys: only the APIs and versions implemented here, a subset of Kafka's ranges (plus Produce v0-2,
+  which Kafka lists too, and OffsetForLeaderEpoch v0-1, which Kafka 4 removed).
+- supported_features, finalized_features, finalized_features_epoch: empty/-1. None of the feature-gated
+  protocols (KIP-848 groups, transactions v2, streams and share groups) is served, and clients choose
+  protocols from these (the Java producer takes transactions v2 from transaction.version).
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 Clients call it after a leader change to detect truncation. v0 answers without the epoch; v2+ also
 checks the client's current leader epoch (FENCED_LEADER_EPOCH if older, UNKNOWN_LEADER_EPOCH if newer).
+Deliberate difference: v0-1 are still served (Kafka 4 removed them, KIP-896); they answer as Kafka 3.x did.
 """
 
 from __future__ import annotations

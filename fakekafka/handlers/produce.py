@@ -2,7 +2,9 @@
 
 Advertised from v0 because librdkafka turns compression off when a broker's Produce range does not
 start at 0 (Kafka 4.0 does the same, KAFKA-18659); v0-2 (message formats v0/v1) get
-UNSUPPORTED_VERSION per partition. acks=0 gets no response. Each partition must carry exactly one v2
+UNSUPPORTED_VERSION per partition. Deliberate difference: Kafka 4 closes the connection on Produce v0-2
+instead (its socket server treats them as unsupported); an answer tells an old client why, where a
+dropped connection only makes it retry. acks=0 gets no response. Each partition must carry exactly one v2
 batch (Kafka's rule). acks=-1 is refused with NOT_ENOUGH_REPLICAS when the ISR is below
 min.insync.replicas, otherwise waits (parked, not blocking) until the high watermark passes the batch,
 then reports NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank meanwhile, or REQUEST_TIMED_OUT after

@@ -47,21 +47,17 @@ import org.apache.kafka.common.header.internals.RecordHeader;
 import org.apache.kafka.common.protocol.ByteBufferAccessor;
 import org.apache.kafka.common.protocol.Message;
 import org.apache.kafka.common.protocol.MessageUtil;
+import org.apache.kafka.common.protocol.ObjectSerializationCache;
 import org.apache.kafka.common.protocol.Readable;
 import org.apache.kafka.common.protocol.types.BoundField;
 import org.apache.kafka.common.protocol.types.CompactArrayOf;
 import org.apache.kafka.common.protocol.types.Schema;
 import org.apache.kafka.common.protocol.types.TaggedFields;
 import org.apache.kafka.common.protocol.types.Type;
-import org.apache.kafka.common.record.BaseRecords;
-import org.apache.kafka.common.record.CompressionType;
-import org.apache.kafka.common.record.MemoryRecords;
-import org.apache.kafka.common.record.MemoryRecordsBuilder;
-import org.apache.kafka.common.record.MutableRecordBatch;
-import org.apache.kafka.common.record.Record;
-import org.apache.kafka.common.record.RecordBatch;
-import org.apache.kafka.common.record.TimestampType;
-import org.apache.kafka.common.utils.AppInfoParser;
+// The record classes sit in .record up to 3.x and in .record.internal from 4.0 (TimestampType stays): both
+// imported on demand, with shim/RecordsPackage.java making .internal exist for a 3.x compile.
+import org.apache.kafka.common.record.*;
+import org.apache.kafka.common.record.internal.*;
 
 public final class WireConformance {
     private static final JsonNodeFactory NODES = JsonNodeFactory.instance;
@@ -104,7 +100,7 @@ public final class WireConformance {
         ObjectMapper mapper = new ObjectMapper();
         JsonNode in = mapper.readTree(new File(args[0]));
         ObjectNode out = NODES.objectNode();
-        out.put("kafka_version", AppInfoParser.getVersion());
+        out.put("kafka_version", clientVersion());
         ArrayNode messages = out.putArray("messages");
         for (JsonNode job : in.path("messages")) {
             messages.add(message(job));
@@ -150,7 +146,7 @@ public final class WireConformance {
             ByteBuffer buf = ByteBuffer.wrap(b64(job.get("bytes")));
             Message data = (Message) api.reader.newInstance(new ByteBufferAccessor(buf), version);
             r.put("trailing", buf.remaining());
-            r.put("reencoded", b64(MessageUtil.byteBufferToArray(MessageUtil.toByteBuffer(data, version))));
+            r.put("reencoded", b64(encode(data, version)));
             r.set("json", (JsonNode) api.toJson.invoke(null, data, version));
             ArrayNode records = r.putArray("records");
             findRecords(data, "", records);
@@ -163,7 +159,7 @@ public final class WireConformance {
             try {
                 JsonNode renamed = rename(ours, api.data);
                 Message data = (Message) api.fromJson.invoke(null, renamed, version);
-                r.put("from_json", b64(MessageUtil.byteBufferToArray(MessageUtil.toByteBuffer(data, version))));
+                r.put("from_json", b64(encode(data, version)));
             } catch (Throwable e) {
                 r.put("from_json_error", describe(e));
             }
@@ -176,7 +172,7 @@ public final class WireConformance {
             }
             try {
                 Message data = (Message) api.data.getConstructor().newInstance();
-                r.put("defaults", b64(MessageUtil.byteBufferToArray(MessageUtil.toByteBuffer(data, version))));
+                r.put("defaults", b64(encode(data, version)));
             } catch (Throwable e) {
                 r.put("defaults_error", describe(e));
             }
@@ -213,7 +209,13 @@ public final class WireConformance {
             return NODES.objectNode().<ObjectNode>set("array", schemaOf(element.get()))
                 .put("compact", type instanceof CompactArrayOf).put("nullable", type.isNullable());
         }
-        return NODES.textNode(type.toString());
+        String name = type.toString();
+        if (name.endsWith("RECORDS") && !name.contains("NULLABLE") && type.isNullable()) {
+            // kafka-clients 3.x had only nullable records types, named RECORDS and COMPACT_RECORDS;
+            // 4.x names them NULLABLE_RECORDS and COMPACT_NULLABLE_RECORDS beside non-nullable ones
+            name = name.replace("RECORDS", "NULLABLE_RECORDS");
+        }
+        return NODES.textNode(name);
     }
 
     private static String norm(String name) {
@@ -332,7 +334,7 @@ public final class WireConformance {
             b.put("valid", batch.isValid());
             b.put("size", batch.sizeInBytes());
             ArrayNode recs = b.putArray("records");
-            for (Record rec : batch) {
+            for (var rec : batch) {  // Record: java.lang has one too
                 ObjectNode o = recs.addObject();
                 o.put("offset", rec.offset());
                 o.put("timestamp", rec.timestamp());
@@ -366,6 +368,23 @@ public final class WireConformance {
     }
 
     // ------------------------------------------------------------------------------------------- helpers
+
+    /** A message's bytes at a version, as Kafka writes it (MessageUtil.toByteBuffer, gone in 4.x). */
+    private static byte[] encode(Message data, short version) {
+        ObjectSerializationCache cache = new ObjectSerializationCache();
+        ByteBuffer buf = ByteBuffer.allocate(data.size(cache, version));
+        data.write(new ByteBufferAccessor(buf), cache, version);
+        return buf.array();
+    }
+
+    /** kafka-clients' version, from the resource AppInfoParser reads (that class moved in 4.x). */
+    private static String clientVersion() throws java.io.IOException {
+        java.util.Properties props = new java.util.Properties();
+        try (java.io.InputStream in = Message.class.getResourceAsStream("/kafka/kafka-version.properties")) {
+            props.load(in);
+        }
+        return props.getProperty("version", "unknown");
+    }
 
     private static byte[] b64(JsonNode node) {
         return node == null || node.isNull() ? null : Base64.getDecoder().decode(node.asText());

@@ -1,8 +1,9 @@
-"""aiokafka against fakekafka, end to end over the wire, with the broker in the test's own event loop.
+"""aiokafka against the plugin's cluster, end to end over the wire.
 
-`async with fakekafka.Cluster()` runs the server in this loop, so aiokafka and the broker share it and
-`cluster.call` reads the model directly. Consumers use assign() with group_id=None: consumer groups are not
-implemented yet. Every scenario also reads what fakekafka stored (tests/clients/scenarios.py).
+The cluster is the `kafka` fixture (tests/clients/conftest.py): fakekafka on the plugin's loop thread, or
+Apache Kafka under `pytest --kafka-real`; a broker inside the test's own event loop is covered by
+test_groups_aiokafka.py. Consumers use assign() with group_id=None. Every scenario also reads what the broker
+stored through the handle (tests/clients/scenarios.py).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from aiokafka import errors as aerrors
 from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
-import fakekafka
+from fakekafka.handle import ClusterHandle
 from fakekafka.model.config import ConfigSource
 from tests.clients.scenarios import (
     BAD_TOPIC_NAMES,
@@ -45,18 +46,18 @@ Connect = Callable[..., Awaitable[Any]]
 
 
 @pytest.fixture
-async def cluster() -> AsyncIterator[fakekafka.Cluster]:
-    async with fakekafka.Cluster() as c:
-        yield c
+def cluster(kafka: ClusterHandle) -> ClusterHandle:
+    """The test's cluster (the `kafka` fixture), under the name this module uses."""
+    return kafka
 
 
 @pytest.fixture
-async def connect(cluster: fakekafka.Cluster) -> AsyncIterator[Connect]:
+async def connect(cluster: ClusterHandle) -> AsyncIterator[Connect]:
     """Starts producers, consumers and admin clients for `cluster` and closes them after the test."""
     made: list[Any] = []
 
-    async def make(kind: type, *, on: fakekafka.Cluster | None = None, **config: Any) -> Any:
-        config.setdefault("bootstrap_servers", (on or cluster).bootstrap_servers)
+    async def make(kind: type, **config: Any) -> Any:
+        config.setdefault("bootstrap_servers", cluster.bootstrap_servers)
         if kind is AIOKafkaConsumer:
             config = {"group_id": None, "enable_auto_commit": False, "auto_offset_reset": "earliest", **config}
         client = kind(**config)
@@ -95,7 +96,7 @@ async def send_samples(producer: AIOKafkaProducer, topic: str, samples: list[Sam
     return await asyncio.wait_for(asyncio.gather(*futures), TIMEOUT)
 
 
-async def test_produce_consume_keys_headers_nulls(cluster: fakekafka.Cluster, connect: Connect) -> None:
+async def test_produce_consume_keys_headers_nulls(cluster: ClusterHandle, connect: Connect) -> None:
     cluster.create_topic("plain")
     samples = SAMPLES + [Sample(b"nh", b"v", (("null", None),))]  # aiokafka writes a null header value
     metas = await send_samples(await connect(AIOKafkaProducer), "plain", samples)
@@ -108,7 +109,7 @@ async def test_produce_consume_keys_headers_nulls(cluster: fakekafka.Cluster, co
 
 
 @pytest.mark.parametrize("codec", CODECS)
-async def test_compression(cluster: fakekafka.Cluster, connect: Connect, codec: str) -> None:
+async def test_compression(cluster: ClusterHandle, connect: Connect, codec: str) -> None:
     cluster.create_topic("z")
     # one explicit batch (aiokafka's batch API), so no timing decides how records are grouped
     producer = await connect(AIOKafkaProducer, compression_type=None if codec == "none" else codec)
@@ -123,7 +124,7 @@ async def test_compression(cluster: fakekafka.Cluster, connect: Connect, codec: 
     assert rows(await consume(consumer, len(COMPRESSIBLE))) == expected_rows(COMPRESSIBLE)
 
 
-async def test_one_mib_record(cluster: fakekafka.Cluster, connect: Connect) -> None:
+async def test_one_mib_record(cluster: ClusterHandle, connect: Connect) -> None:
     big = random_bytes(MiB)
     admin = await connect(AIOKafkaAdminClient)
     await admin.create_topics([NewTopic("big", 1, 1, topic_configs={"max.message.bytes": str(2 * MiB)})])
@@ -142,7 +143,7 @@ async def test_one_mib_record(cluster: fakekafka.Cluster, connect: Connect) -> N
     assert cluster.end_offsets("small") == {0: 0}
 
 
-async def test_hundred_partitions(cluster: fakekafka.Cluster, connect: Connect) -> None:
+async def test_hundred_partitions(cluster: ClusterHandle, connect: Connect) -> None:
     cluster.create_topic("wide", 100)
     producer = await connect(AIOKafkaProducer)
     futures = [await producer.send("wide", value=f"p{i}".encode(), partition=i) for i in range(100)]
@@ -156,7 +157,7 @@ async def test_hundred_partitions(cluster: fakekafka.Cluster, connect: Connect) 
     assert sorted((r.partition, r.offset, r.value) for r in got) == [(i, 0, f"p{i}".encode()) for i in range(100)]
 
 
-async def test_list_offsets(cluster: fakekafka.Cluster, connect: Connect) -> None:
+async def test_list_offsets(cluster: ClusterHandle, connect: Connect) -> None:
     cluster.create_topic("times")
     producer = await connect(AIOKafkaProducer)
     for ts in TIMESTAMPS:
@@ -173,7 +174,7 @@ async def test_list_offsets(cluster: fakekafka.Cluster, connect: Connect) -> Non
     assert (await consumer.offsets_for_times({tp: 0}))[tp].offset == 0
 
 
-async def test_auto_create_topic(cluster: fakekafka.Cluster, connect: Connect) -> None:
+async def test_auto_create_topic(cluster: ClusterHandle, connect: Connect) -> None:
     producer = await connect(AIOKafkaProducer)
     meta = await producer.send_and_wait("fresh", key=b"k", value=b"v")
     assert (meta.topic, meta.partition, meta.offset) == ("fresh", 0, 0)
@@ -181,27 +182,27 @@ async def test_auto_create_topic(cluster: fakekafka.Cluster, connect: Connect) -
     assert stored(cluster, "fresh") == [(0, b"k", b"v", [])]
 
 
-async def test_auto_create_disabled(connect: Connect) -> None:
-    async with fakekafka.Cluster(auto_create_topics=False) as cluster:
-        # aiokafka waits for the topic's metadata for request_timeout_ms, then gives the broker's error
-        producer = await connect(AIOKafkaProducer, on=cluster, request_timeout_ms=300)
-        with pytest.raises(aerrors.UnknownTopicOrPartitionError):
-            await producer.send_and_wait("missing", value=b"v")
-        admin = await connect(AIOKafkaAdminClient, on=cluster)
-        [described] = await admin.describe_topics(["missing"])
-        assert (described["topic"], described["error_code"]) == ("missing", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        assert cluster.topics() == []
+@pytest.mark.fakekafka(auto_create_topics=False)
+async def test_auto_create_disabled(cluster: ClusterHandle, connect: Connect) -> None:
+    # aiokafka waits for the topic's metadata for request_timeout_ms, then gives the broker's error
+    producer = await connect(AIOKafkaProducer, request_timeout_ms=300)
+    with pytest.raises(aerrors.UnknownTopicOrPartitionError):
+        await producer.send_and_wait("missing", value=b"v")
+    admin = await connect(AIOKafkaAdminClient)
+    [described] = await admin.describe_topics(["missing"])
+    assert (described["topic"], described["error_code"]) == ("missing", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    assert cluster.topics() == []
 
 
 def _create_errors(response: Any) -> list[tuple[str, int]]:
     return [(name, code) for name, code, *_ in response.topic_errors]
 
 
-async def test_admin_topics(cluster: fakekafka.Cluster, connect: Connect) -> None:
+async def test_admin_topics(cluster: ClusterHandle, connect: Connect) -> None:
     admin = await connect(AIOKafkaAdminClient)
     response = await admin.create_topics([NewTopic("made", 3, 1)])
     assert _create_errors(response) == [("made", 0)]
-    assert cluster.call(lambda: len(cluster.state.topics["made"].partitions)) == 3
+    assert len(cluster.end_offsets("made")) == 3
     assert "made" in await admin.list_topics()
 
     async def create_error(topic: NewTopic) -> int:
@@ -218,7 +219,7 @@ async def test_admin_topics(cluster: fakekafka.Cluster, connect: Connect) -> Non
     assert cluster.topics() == ["made"]
 
     await admin.create_partitions({"made": NewPartitions(5)})
-    assert cluster.call(lambda: len(cluster.state.topics["made"].partitions)) == 5
+    assert len(cluster.end_offsets("made")) == 5
     with pytest.raises(aerrors.InvalidPartitionsError):
         await admin.create_partitions({"made": NewPartitions(2)})
 
@@ -229,7 +230,7 @@ async def test_admin_topics(cluster: fakekafka.Cluster, connect: Connect) -> Non
     assert [tuple(e)[:2] for e in response.topic_error_codes] == [("made", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
 
 
-async def test_describe_configs(cluster: fakekafka.Cluster, connect: Connect) -> None:
+async def test_describe_configs(cluster: ClusterHandle, connect: Connect) -> None:
     admin = await connect(AIOKafkaAdminClient)
     await admin.create_topics([NewTopic("cfg", 1, 1, topic_configs={"cleanup.policy": "compact"})])
     [response] = await admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "cfg")])
@@ -245,7 +246,8 @@ async def test_describe_configs(cluster: fakekafka.Cluster, connect: Connect) ->
     assert (code, name) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "nope")
 
 
-async def test_idempotent_retry_is_deduplicated(cluster: fakekafka.Cluster, connect: Connect) -> None:
+@pytest.mark.fakekafka_only  # the proxy must be what Metadata advertises: fakekafka's model is changed
+async def test_idempotent_retry_is_deduplicated(cluster: ClusterHandle, connect: Connect) -> None:
     """Two Produce responses are lost after the broker applied them; aiokafka retries those batches with
     their sequences, and each record is stored exactly once."""
     cluster.create_topic("idem")

@@ -6,6 +6,9 @@ real request at every version does. Each pair is its own test id, twice:
 
 - `test_answered`: fakekafka answers, the answer decodes, and no `error_code` anywhere in it is -1
   (UNKNOWN_SERVER_ERROR); pairs real Kafka no longer serves also match their written expectation.
+- `test_injected_error`: the same request with an error injected (on a second fakekafka with the same
+  state) is answered with that error where the version can carry it, never UNKNOWN_SERVER_ERROR: the error
+  responders are version-dependent code too.
 - `test_same_as_kafka`: where Apache Kafka is installed (`compat.apache_kafka.kafka_lib()`), the same
   request against one real broker per session, set up with the same topics, records, groups and offsets
   (made over the wire, by the same code), must get the same answer field by field once what legitimately
@@ -35,14 +38,14 @@ import pytest
 import fakekafka
 from fakekafka.apache_kafka import KafkaCluster, kafka_lib
 from fakekafka.client import WireConnection
-from fakekafka.handlers import advertised_versions
+from fakekafka.handlers import advertised_versions, handler_for
 from fakekafka.model.config import BROKER_CONFIGS, BrokerConfig
 from wire import ErrorCode
 from wire.messages import API_MODULES
 from wire.messages.consumer_protocol_assignment import ConsumerProtocolAssignmentV0
 from wire.messages.consumer_protocol_subscription import ConsumerProtocolSubscriptionV0
 from wire.primitives import ZERO_UUID, Message, NullableStruct, _Array
-from wire.protocol import request_struct
+from wire.protocol import request_struct, response_struct
 from wire.records import build_batch
 
 TOPIC = "sweep"  # 2 partitions: p0 holds 5 records in two batches, p1 one record
@@ -480,15 +483,30 @@ def known_reason(api_key: int, path: str) -> str | None:
 
 
 # --- fixtures and tests ----------------------------------------------------------------------------------
-@pytest.fixture(scope="session")
-def fake() -> Iterator[Target]:
-    # the same static broker configs as the Kafka launcher's (auto-creation off, ...): DescribeConfigs reports them
+def fake_cluster() -> fakekafka.Cluster:
+    """In-process fakekafka with the Kafka launcher's static broker configs (auto-creation off, ...), which
+    DescribeConfigs reports."""
     config = BrokerConfig(auto_create_topics=False, group_initial_rebalance_delay_ms=0,
                           overrides=dict(KafkaCluster().configs))
-    with fakekafka.Cluster(config=config) as cluster:
+    return fakekafka.Cluster(config=config)
+
+
+@pytest.fixture(scope="session")
+def fake() -> Iterator[Target]:
+    with fake_cluster() as cluster:
         target = Target("fakekafka", cluster.bootstrap_servers)
         set_up(target)
         yield target
+        target.close()
+
+
+@pytest.fixture(scope="module")
+def faulty() -> Iterator[tuple[Target, fakekafka.Cluster]]:
+    """A second fakekafka with the same state, for requests answered with an injected error."""
+    with fake_cluster() as cluster:
+        target = Target("fakekafka-faults", cluster.bootstrap_servers)
+        set_up(target)
+        yield target, cluster
         target.close()
 
 
@@ -513,6 +531,30 @@ def test_answered(fake: Target, api_key: int, version: int) -> None:
         why, expected = EXPECTED[(api_key, version)]
         got = normalise(answer.response)
         assert contains(got, expected), f"{why}\nexpected (a subset): {expected}\ngot: {got}"
+
+
+@pytest.mark.parametrize(("api_key", "version"), PAIRS, ids=IDS)
+def test_injected_error(faulty: tuple[Target, fakekafka.Cluster], api_key: int, version: int) -> None:
+    target, cluster = faulty
+    reg = handler_for(api_key)
+    assert reg is not None
+    body = fit_request(api_key, version, BUILDERS[api_key](target, version))  # its set-up steps run unfaulted
+    # advertised but not accepted (Produce v0-2): refused before any fault applies
+    injected = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if version >= reg.min_version else ErrorCode.UNSUPPORTED_VERSION
+    cluster.inject_error(api_key, injected, count=1)
+    try:
+        response = target.send(api_key, version, body)
+    finally:
+        cluster.clear_faults()
+    if response is None:
+        # only an answer with nowhere to put an error code may be a closed connection (the client retries)
+        assert reg.error_responder is None, "closed although the API has an error responder"
+        assert "error_code" not in response_struct(api_key, version).field_names(), \
+            "closed although the version has a top-level error_code"
+        return
+    codes = [code for _, code in error_codes(response)]
+    assert ErrorCode.UNKNOWN_SERVER_ERROR not in codes, response
+    assert injected in codes, f"the injected error is nowhere in {response}"
 
 
 @pytest.mark.parametrize(("api_key", "version"), PAIRS, ids=IDS)

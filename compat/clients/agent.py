@@ -12,10 +12,12 @@ The protocol, one JSON object per line each way; the agent answers requests in o
     <- {"id": 1, "ok": false, "harness": "stack trace"}             anything else
 
 REC is {"k": hex|null, "v": hex|null, "h": [[name, hex|null]...], "p": partition|null, "o": offset,
-"ts": ms|null}. The ops are the methods of `Client` (produce, fetch, list_offsets, create_topic,
-partition_count, committed, member_open) and of `Member` (member_assignment, member_take, member_errors,
-member_commit, member_position, member_seek, member_close), each with the method's arguments by name and
-"m" naming the member; then "quit". compat/clients/java/CompatDriver.java speaks the same.
+"ts": ms|null}. The ops are the methods of `Client` (produce, fetch, committed, member_open and those in
+CLIENT_OPS: list_offsets, create_topic, partition_count, delete_topic, create_partitions, describe_configs,
+delete_records, describe_group, list_groups, delete_group, delete_offsets) and of `Member`
+(member_assignment, member_take, member_errors, member_commit, member_position, member_seek, member_pause,
+member_resume, member_close), each with the method's arguments by name and "m" naming the member; then
+"quit". compat/clients/java/CompatDriver.java speaks the same.
 
 `python -m compat.clients.agent CLIENT BOOTSTRAP TIMING_JSON` serves one Python client this way.
 """
@@ -47,6 +49,11 @@ from compat.clients.base import (
 )
 
 __all__ = ["AgentClient", "serve"]
+
+CLIENT_OPS = ("list_offsets", "create_topic", "partition_count", "delete_topic", "create_partitions",
+              "describe_configs", "delete_records", "describe_group", "list_groups", "delete_group",
+              "delete_offsets")
+"""Client methods the protocol carries as they are: arguments by name, a JSON-able result."""
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -134,9 +141,11 @@ class AgentClient(Client):
 
     # --- Client -------------------------------------------------------------------------------------
     def produce(self, topic: str, recs: list[Rec], *, codec: str = "none", one_batch: bool = False,
-                max_request_bytes: int | None = None) -> list[tuple[int, int]]:
+                max_request_bytes: int | None = None, acks: int | None = None,
+                idempotent: bool | None = None) -> list[tuple[int, int]]:
         out = self.request("produce", topic=topic, recs=[rec_to_json(r) for r in recs], codec=codec,
-                           one_batch=one_batch, max_request_bytes=max_request_bytes)
+                           one_batch=one_batch, max_request_bytes=max_request_bytes, acks=acks,
+                           idempotent=idempotent)
         return [tuple(x) for x in out]  # type: ignore[misc]
 
     def fetch(self, topic: str, partition: int, offset: int, count: int, reset: str = "earliest") -> list[Rec]:
@@ -147,9 +156,33 @@ class AgentClient(Client):
         return self.request("list_offsets", topic=topic, partition=partition, spec=spec)
 
     def create_topic(self, topic: str, partitions: int, replication_factor: int = 1,
-                     configs: dict[str, str] | None = None) -> None:
+                     configs: dict[str, str] | None = None, *, validate_only: bool = False) -> None:
         self.request("create_topic", topic=topic, partitions=partitions, replication_factor=replication_factor,
-                     configs=configs or {})
+                     configs=configs or {}, validate_only=validate_only)
+
+    def delete_topic(self, topic: str) -> None:
+        self.request("delete_topic", topic=topic)
+
+    def create_partitions(self, topic: str, count: int, *, validate_only: bool = False) -> None:
+        self.request("create_partitions", topic=topic, count=count, validate_only=validate_only)
+
+    def describe_configs(self, resource: str, name: str, keys: list[str]) -> dict[str, dict[str, Any]]:
+        return self.request("describe_configs", resource=resource, name=name, keys=keys)
+
+    def delete_records(self, topic: str, partition: int, before: int) -> int:
+        return self.request("delete_records", topic=topic, partition=partition, before=before)
+
+    def describe_group(self, group: str) -> dict[str, Any]:
+        return self.request("describe_group", group=group)
+
+    def list_groups(self) -> dict[str, dict[str, Any]]:
+        return self.request("list_groups")
+
+    def delete_group(self, group: str) -> None:
+        self.request("delete_group", group=group)
+
+    def delete_offsets(self, group: str, topic: str, partitions: list[int]) -> None:
+        self.request("delete_offsets", group=group, topic=topic, partitions=partitions)
 
     def partition_count(self, topic: str) -> int:
         return self.request("partition_count", topic=topic)
@@ -159,17 +192,20 @@ class AgentClient(Client):
         return {int(p): (o, m) for p, (o, m) in out.items()}
 
     def member(self, group: str, topic: str, *, assign: list[int] | None = None, offset_reset: str = "earliest",
-               own_process: bool = False, own: bool = False) -> Member:
+               own_process: bool = False, own: bool = False, instance_id: str | None = None,
+               session_timeout_ms: int | None = None) -> Member:
         if own_process:
-            return self.spawn().member(group, topic, assign=assign, offset_reset=offset_reset, own=True)
+            return self.spawn().member(group, topic, assign=assign, offset_reset=offset_reset, own=True,
+                                       instance_id=instance_id, session_timeout_ms=session_timeout_ms)
         mid = self.request("member_open", timeout=self.timing.op_s + 30, group=group, topic=topic, assign=assign,
-                           offset_reset=offset_reset)
+                           offset_reset=offset_reset, instance_id=instance_id,
+                           session_timeout_ms=session_timeout_ms or self.timing.session_timeout_ms)
         return AgentMember(self, mid, owns_agent=own)
 
     def spawn(self) -> AgentClient:
         """Another agent like this one, for a member that must die alone."""
         return AgentClient(self.name, self.bootstrap, self.timing, self.cmd,
-                           cwd=ROOT if self.cmd[:1] == [sys.executable] else None)
+                           cwd=ROOT if "compat.clients.agent" in self.cmd else None)
 
 
 class AgentMember(Member):
@@ -199,6 +235,12 @@ class AgentMember(Member):
 
     def seek(self, tp: TP, offset: int) -> None:
         self._r("member_seek", topic=tp[0], partition=tp[1], offset=offset)
+
+    def pause(self, tps: list[TP]) -> None:
+        self._r("member_pause", tps=[list(tp) for tp in tps])
+
+    def resume(self, tps: list[TP]) -> None:
+        self._r("member_resume", tps=[list(tp) for tp in tps])
 
     def close(self) -> None:
         if self.closed or self.agent.proc.poll() is not None:
@@ -232,7 +274,7 @@ def serve(client: Client, inp: Any = None, out: Any = None) -> None:
             return [list(x) for x in client.produce(req.pop("topic"), req.pop("recs"), **req)]
         if op == "fetch":
             return [rec_to_json(r) for r in client.fetch(**req)]
-        if op in ("list_offsets", "create_topic", "partition_count"):
+        if op in CLIENT_OPS:
             return getattr(client, op)(**req)
         if op == "committed":
             return {str(p): list(v) for p, v in client.committed(**req).items()}
@@ -253,6 +295,8 @@ def serve(client: Client, inp: Any = None, out: Any = None) -> None:
             return m.position((req["topic"], req["partition"]))
         if op == "member_seek":
             return m.seek((req["topic"], req["partition"]), req["offset"])
+        if op in ("member_pause", "member_resume"):
+            return getattr(m, op[len("member_"):])([(t, p) for t, p in req["tps"]])
         if op == "member_close":
             return m.close()
         raise ValueError(f"unknown op {op!r}")

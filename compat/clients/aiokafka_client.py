@@ -12,7 +12,8 @@ from typing import Any, TypeVar
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka import errors as aerrors
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.structs import OffsetAndMetadata
 
 from compat.clients.base import (
@@ -20,10 +21,14 @@ from compat.clients.base import (
     ClientError,
     LibraryClient,
     Member,
+    MemberOptions,
     PollingMember,
     Rec,
     Timing,
+    Unsupported,
+    config_source,
     error_name,
+    group_description,
     library_error,
     library_record,
 )
@@ -78,13 +83,20 @@ class AiokafkaClient(LibraryClient):
         return admin
 
     def produce(self, topic: str, recs: list[Rec], *, codec: str = "none", one_batch: bool = False,
-                max_request_bytes: int | None = None) -> list[tuple[int, int]]:
+                max_request_bytes: int | None = None, acks: int | None = None,
+                idempotent: bool | None = None) -> list[tuple[int, int]]:
+        extra: dict[str, Any] = {}
+        if acks is not None:
+            extra["acks"] = "all" if acks == -1 else acks
+        if idempotent is not None:
+            extra["enable_idempotence"] = idempotent
+
         async def go() -> list[tuple[int, int]]:
             producer = AIOKafkaProducer(
                 bootstrap_servers=self.bootstrap, compression_type=None if codec == "none" else codec,
                 linger_ms=60_000 if one_batch else 0, max_batch_size=4 << 20 if one_batch else 16384,
                 max_request_size=max_request_bytes or 1048576, request_timeout_ms=int(self.timing.op_s * 1000),
-                metadata_max_age_ms=300_000)
+                metadata_max_age_ms=300_000, **extra)
             await producer.start()
             try:
                 if one_batch:  # aiokafka's own way to send records as one batch
@@ -103,12 +115,14 @@ class AiokafkaClient(LibraryClient):
                                          partition=r.partition, timestamp_ms=r.timestamp)
                     futures.append(await asyncio.wait_for(send, self.timing.metadata_ms / 1000))
                 out = []
-                for f in futures:
+                for f, r in zip(futures, recs, strict=True):
                     m = await f
-                    out.append((m.partition, m.offset))
+                    out.append((r.partition, None) if m is None else (m.partition, m.offset))  # acks=0: None
                 return out
             except (TimeoutError, aerrors.KafkaError) as e:
                 raise client_error(e) from None
+            except (ValueError, AssertionError) as e:  # checked before sending (an unknown partition)
+                raise ClientError("CLIENT_REJECTED", type(e).__name__, str(e)) from None
             finally:
                 await producer.stop()
         return self.run(go())
@@ -137,6 +151,9 @@ class AiokafkaClient(LibraryClient):
         return self.run(go())
 
     def list_offsets(self, topic: str, partition: int, spec: str | int) -> int | None:
+        if spec == "max_timestamp":
+            raise Unsupported("aiokafka has no max-timestamp lookup (OffsetSpec.MAX_TIMESTAMP)")
+
         async def go() -> int | None:
             consumer = self._consumer()
             await consumer.start()
@@ -153,19 +170,73 @@ class AiokafkaClient(LibraryClient):
         return self.run(go())
 
     def create_topic(self, topic: str, partitions: int, replication_factor: int = 1,
-                     configs: dict[str, str] | None = None) -> None:
-        async def go() -> Any:
-            admin = await self._admin()
-            try:
-                return await admin.create_topics([NewTopic(topic, partitions, replication_factor,
-                                                            topic_configs=configs or {})])
-            finally:
-                await admin.close()
-        response = self.run(go())
+                     configs: dict[str, str] | None = None, *, validate_only: bool = False) -> None:
+        response = self._admin_call(lambda admin: admin.create_topics(
+            [NewTopic(topic, partitions, replication_factor, topic_configs=configs or {})],
+            validate_only=validate_only))
         for t in response.topic_errors:
             code = t[1]
             if code:
                 raise ClientError(error_name(code), "CreateTopicsResponse", str(t[2:] if len(t) > 2 else ""))
+
+    def _admin_call(self, fn: Any) -> Any:
+        async def go() -> Any:
+            admin = await self._admin()
+            try:
+                return await fn(admin)
+            finally:
+                await admin.close()
+        return self.run(go())
+
+    def delete_topic(self, topic: str) -> None:
+        response = self._admin_call(lambda admin: admin.delete_topics([topic]))
+        for t in response.topic_error_codes:
+            if t[1]:
+                raise ClientError(error_name(t[1]), "DeleteTopicsResponse", "")
+
+    def create_partitions(self, topic: str, count: int, *, validate_only: bool = False) -> None:
+        response = self._admin_call(lambda admin: admin.create_partitions({topic: NewPartitions(count)},
+                                                                         validate_only=validate_only))
+        for t in response.topic_errors:
+            if t[1]:
+                raise ClientError(error_name(t[1]), "CreatePartitionsResponse", str(t[2]))
+
+    def describe_configs(self, resource: str, name: str, keys: list[str]) -> dict[str, dict[str, Any]]:
+        kind = ConfigResourceType.TOPIC if resource == "topic" else ConfigResourceType.BROKER
+        responses = self._admin_call(lambda admin: admin.describe_configs(
+            [ConfigResource(kind, name, configs=dict.fromkeys(keys))], include_synonyms=True))
+        out: dict[str, dict[str, Any]] = {}
+        for response in responses:
+            for r in response.resources:
+                if r[0]:
+                    raise ClientError(error_name(r[0]), "DescribeConfigsResponse", str(r[1]))
+                for e in r[4]:
+                    synonyms = [[y[0], y[1], config_source(y[2])] for y in e[5]] if len(e) > 5 else None
+                    out[e[0]] = {"value": e[1], "source": config_source(e[3]), "read_only": e[2],
+                                 "sensitive": e[4], "synonyms": synonyms}
+        return {k: v for k, v in out.items() if k in keys}
+
+    def delete_records(self, topic: str, partition: int, before: int) -> int:
+        from aiokafka.admin.records_to_delete import RecordsToDelete
+        tp = TopicPartition(topic, partition)
+        return self._admin_call(lambda admin: admin.delete_records({tp: RecordsToDelete(before)}))[tp]
+
+    def describe_group(self, group: str) -> dict[str, Any]:
+        from aiokafka.protocol.group import MemberAssignment
+        [response] = self._admin_call(lambda admin: admin.describe_consumer_groups([group]))
+        [g] = response.groups
+        if g[0]:
+            raise ClientError(error_name(g[0]), "DescribeGroupsResponse", "")
+        members = []
+        for m in g[5]:
+            raw = m[-1]
+            parts = [p for _, ps in MemberAssignment.decode(raw).assignment for p in ps] if raw else []
+            members.append((parts, m[1] if len(m) > 5 else None))
+        return group_description(g[2], g[3], g[4], members)
+
+    def list_groups(self) -> dict[str, dict[str, Any]]:
+        return {g[0]: {"protocol_type": g[1], "state": None}
+                for g in self._admin_call(lambda admin: admin.list_consumer_groups())}
 
     def partition_count(self, topic: str) -> int:
         async def go() -> Any:
@@ -189,22 +260,27 @@ class AiokafkaClient(LibraryClient):
                 await admin.close()
         return {tp.partition: (om.offset, om.metadata) for tp, om in self.run(go()).items() if om.offset >= 0}
 
-    def _member(self, group: str, topic: str, assign: list[int] | None, offset_reset: str) -> Member:
-        return _Member(self, group, topic, assign, offset_reset)
+    def _member(self, group: str, topic: str, assign: list[int] | None, offset_reset: str,
+                options: MemberOptions) -> Member:
+        return _Member(self, group, topic, assign, offset_reset, options)
 
 
 class _Member(PollingMember):
     def __init__(self, client: AiokafkaClient, group: str, topic: str, assign: list[int] | None,
-                 offset_reset: str) -> None:
+                 offset_reset: str, options: MemberOptions) -> None:
         self.client, self.group, self.topic, self.assign, self.offset_reset = client, group, topic, assign, offset_reset
+        self.options = options
         super().__init__(client.timing, f"{client.name}-{group}")
 
     def _open(self) -> None:
         t = self.timing
+        session = self.options.session_timeout_ms
+        extra = {"group_instance_id": self.options.instance_id} if self.options.instance_id is not None else {}
 
         async def go() -> AIOKafkaConsumer:
             c = self.client._consumer(group_id=self.group, auto_offset_reset=self.offset_reset,
-                                      session_timeout_ms=t.session_timeout_ms, heartbeat_interval_ms=t.heartbeat_ms)
+                                      session_timeout_ms=session,
+                                      heartbeat_interval_ms=min(t.heartbeat_ms, max(1, session // 3)), **extra)
             await c.start()
             if self.assign is None:
                 c.subscribe([self.topic])
@@ -246,6 +322,13 @@ class _Member(PollingMember):
     def _seek(self, tp: TP, offset: int) -> None:
         async def go() -> None:
             self.consumer.seek(TopicPartition(*tp), offset)
+        self.client.run(go())
+
+    def _pause(self, tps: list[TP], paused: bool) -> None:
+        parts = [TopicPartition(*tp) for tp in tps]
+
+        async def go() -> None:
+            self.consumer.pause(*parts) if paused else self.consumer.resume(*parts)
         self.client.run(go())
 
     def _close(self) -> None:

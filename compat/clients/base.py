@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
-    "LOCAL_ERRORS", "TP", "Client", "ClientError", "HarnessError", "Member", "PollingMember", "Rec", "Timing",
-    "Unsupported", "error_name", "rec_from_json", "rec_to_json",
+    "LOCAL_ERRORS", "TP", "Client", "ClientError", "HarnessError", "Member", "MemberOptions", "PollingMember", "Rec",
+    "Timing", "Unsupported", "config_source", "error_name", "group_description", "group_state", "needs",
+    "rec_from_json", "rec_to_json",
 ]
 
 LOCAL_ERRORS = {
@@ -137,6 +138,57 @@ def rec_from_json(d: dict[str, Any]) -> Rec:
 TP = tuple[str, int]
 
 
+@dataclass(frozen=True)
+class MemberOptions:
+    """What a scenario may set on a member besides its group, topic and reset policy."""
+
+    instance_id: str | None = None
+    session_timeout_ms: int = 6000
+
+
+GROUP_STATES = {"stable": "Stable", "empty": "Empty", "dead": "Dead", "unknown": "Unknown",
+                **{s: "PreparingRebalance" for s in ("preparingrebalance", "preparing_rebalance",
+                                                     "preparing_rebalancing")},
+                **{s: "CompletingRebalance" for s in ("completingrebalance", "completing_rebalance",
+                                                      "completing_rebalancing")}, "assigning": "Assigning",
+                "reconciling": "Reconciling", "notready": "NotReady", "not_ready": "NotReady"}
+
+
+def group_state(s: Any) -> str:
+    """A group state as Kafka names it on the wire ("Stable"), from a client's enum or string."""
+    text = str(getattr(s, "name", s) or "").rsplit(".", 1)[-1]
+    return GROUP_STATES.get(text.lower(), text)
+
+
+CONFIG_SOURCES = {1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG", 3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
+                  4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG", 6: "DYNAMIC_BROKER_LOGGER_CONFIG",
+                  7: "CLIENT_METRICS_CONFIG", 8: "GROUP_CONFIG", 0: "UNKNOWN"}
+
+
+def config_source(s: Any) -> str:
+    """A config source by Kafka's wire name (DYNAMIC_TOPIC_CONFIG...), from a client's enum, int or string."""
+    if isinstance(s, int) and not hasattr(s, "name"):
+        return CONFIG_SOURCES.get(s, str(s))
+    text = str(getattr(s, "name", s)).rsplit(".", 1)[-1].upper()
+    return {"UNKNOWN_CONFIG": "UNKNOWN"}.get(text, text)
+
+
+def group_description(state: Any, protocol_type: Any, protocol: Any,
+                      members: list[tuple[list[int], str | None]]) -> dict[str, Any]:
+    """describe_group()'s answer from the parts every client shows."""
+    return {"state": group_state(state), "protocol_type": protocol_type or "", "protocol": protocol or "",
+            "members": sorted(({"assignment": sorted(a), "instance_id": i} for a, i in members),
+                              key=lambda m: (m["assignment"], m["instance_id"] or ""))}
+
+
+def needs(obj: Any, attr: str, what: str) -> Any:
+    """obj.attr, or Unsupported when this version of the client library lacks it."""
+    found = getattr(obj, attr, None)
+    if found is None:
+        raise Unsupported(f"this client version has no {what} ({attr})")
+    return found
+
+
 class Member:
     """A consumer with a group.id: subscribed (a group member) or manually assigned. It polls all the time
     on its own (so it takes part in rebalances whenever they happen) and keeps what it received."""
@@ -163,6 +215,13 @@ class Member:
 
     def seek(self, tp: TP, offset: int) -> None:
         raise NotImplementedError
+
+    def pause(self, tps: list[TP]) -> None:
+        """Stop fetching these partitions (the member keeps polling, so it stays in the group)."""
+        raise Unsupported("pause")
+
+    def resume(self, tps: list[TP]) -> None:
+        raise Unsupported("resume")
 
     def close(self) -> None:
         """Leave the group politely (LeaveGroup) and close."""
@@ -194,10 +253,12 @@ class Client:
 
     # --- producing and reading without a group --------------------------------------------------
     def produce(self, topic: str, recs: list[Rec], *, codec: str = "none", one_batch: bool = False,
-                max_request_bytes: int | None = None) -> list[tuple[int, int]]:
+                max_request_bytes: int | None = None, acks: int | None = None,
+                idempotent: bool | None = None) -> list[tuple[int, int]]:
         """Send the records (in order) and wait for every delivery; returns (partition, offset) each.
-        `one_batch`: linger until all are queued, so they travel as one batch. Raises ClientError for the
-        first failed delivery."""
+        `one_batch`: linger until all are queued, so they travel as one batch. A record without a partition
+        goes where the client's default partitioner puts it. `acks` (0, 1, -1) and `idempotent` override the
+        client's defaults when given. Raises ClientError for the first failed delivery."""
         raise Unsupported("produce")
 
     def fetch(self, topic: str, partition: int, offset: int, count: int, reset: str = "earliest") -> list[Rec]:
@@ -206,12 +267,15 @@ class Client:
         raise Unsupported("fetch")
 
     def list_offsets(self, topic: str, partition: int, spec: str | int) -> int | None:
-        """ListOffsets: spec "earliest", "latest" or a timestamp (ms); None when no record is that late."""
+        """ListOffsets: spec "earliest", "latest", "max_timestamp" (KIP-734: the offset of the record with the
+        largest timestamp) or a timestamp (ms); None when no record is that late."""
         raise Unsupported("list_offsets")
 
     # --- admin --------------------------------------------------------------------------------------
     def create_topic(self, topic: str, partitions: int, replication_factor: int = 1,
-                     configs: dict[str, str] | None = None) -> None:
+                     configs: dict[str, str] | None = None, *, validate_only: bool = False) -> None:
+        """CreateTopics for one topic (-1 partitions or replication factor: the broker's default);
+        `validate_only` checks without creating. ClientError on refusal."""
         raise Unsupported("create_topic")
 
     def partition_count(self, topic: str) -> int:
@@ -222,11 +286,51 @@ class Client:
         """The group's committed (offset, metadata) per partition; partitions without one are left out."""
         raise Unsupported("committed")
 
+    def delete_topic(self, topic: str) -> None:
+        """DeleteTopics for one topic; ClientError on refusal."""
+        raise Unsupported("delete_topic")
+
+    def create_partitions(self, topic: str, count: int, *, validate_only: bool = False) -> None:
+        """CreatePartitions: grow `topic` to `count` partitions (or only validate that); ClientError on refusal."""
+        raise Unsupported("create_partitions")
+
+    def describe_configs(self, resource: str, name: str, keys: list[str]) -> dict[str, dict[str, Any]]:
+        """DescribeConfigs (with synonyms) for resource "topic" or "broker": {key: {"value", "source",
+        "read_only", "sensitive", "synonyms": [[name, value, source]...] or None when the client does not
+        show them}}. Sources by Kafka's names (DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG...);
+        keys the broker does not report are left out."""
+        raise Unsupported("describe_configs")
+
+    def delete_records(self, topic: str, partition: int, before: int) -> int:
+        """DeleteRecords up to `before` (-1: the high watermark); returns the new low watermark."""
+        raise Unsupported("delete_records")
+
+    def describe_group(self, group: str) -> dict[str, Any]:
+        """DescribeGroups through the admin API: {"state" (Kafka's name: Stable, Empty, Dead,
+        PreparingRebalance, CompletingRebalance), "protocol_type", "protocol", "members": [{"assignment":
+        sorted partitions, "instance_id"}...] sorted}; ClientError when the client reports an error."""
+        raise Unsupported("describe_group")
+
+    def list_groups(self) -> dict[str, dict[str, Any]]:
+        """ListGroups: {group id: {"protocol_type": ..., "state": ... or None where the client has none}}."""
+        raise Unsupported("list_groups")
+
+    def delete_group(self, group: str) -> None:
+        """DeleteGroups for one group; ClientError on refusal (NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND)."""
+        raise Unsupported("delete_group")
+
+    def delete_offsets(self, group: str, topic: str, partitions: list[int]) -> None:
+        """OffsetDelete: forget the group's committed offsets for these partitions; ClientError on refusal."""
+        raise Unsupported("delete_offsets")
+
     # --- consumers with a group.id ----------------------------------------------------------------
     def member(self, group: str, topic: str, *, assign: list[int] | None = None, offset_reset: str = "earliest",
-               own_process: bool = False) -> Member:
+               own_process: bool = False, instance_id: str | None = None,
+               session_timeout_ms: int | None = None) -> Member:
         """A consumer in `group`: subscribed to `topic`, or assigned `assign` (no membership). Reset policy
-        "earliest", "latest" or "none". `own_process`: run it in a subprocess so that kill() can crash it."""
+        "earliest", "latest" or "none". `own_process`: run it in a subprocess so that kill() can crash it.
+        `instance_id`: group.instance.id (a static member, KIP-345); `session_timeout_ms` overrides the
+        timing's."""
         raise Unsupported("member")
 
 
@@ -236,14 +340,18 @@ class LibraryClient(Client):
     that must be killable runs in an agent subprocess with the same library."""
 
     def member(self, group: str, topic: str, *, assign: list[int] | None = None, offset_reset: str = "earliest",
-               own_process: bool = False) -> Member:
+               own_process: bool = False, instance_id: str | None = None,
+               session_timeout_ms: int | None = None) -> Member:
         if own_process:
             from compat.clients.agent import AgentClient
             return AgentClient.python(self.name, self.bootstrap, self.timing).member(
-                group, topic, assign=assign, offset_reset=offset_reset, own=True)
-        return self._member(group, topic, assign, offset_reset)
+                group, topic, assign=assign, offset_reset=offset_reset, own=True, instance_id=instance_id,
+                session_timeout_ms=session_timeout_ms)
+        return self._member(group, topic, assign, offset_reset,
+                            MemberOptions(instance_id, session_timeout_ms or self.timing.session_timeout_ms))
 
-    def _member(self, group: str, topic: str, assign: list[int] | None, offset_reset: str) -> Member:
+    def _member(self, group: str, topic: str, assign: list[int] | None, offset_reset: str,
+                options: MemberOptions) -> Member:
         raise NotImplementedError
 
 # --- a member whose client runs on its own polling thread ---------------------------------------------
@@ -286,6 +394,9 @@ class PollingMember(Member):
 
     def _seek(self, tp: TP, offset: int) -> None:
         raise NotImplementedError
+
+    def _pause(self, tps: list[TP], paused: bool) -> None:
+        raise Unsupported("pause/resume")
 
     def _close(self) -> None:
         raise NotImplementedError
@@ -363,6 +474,12 @@ class PollingMember(Member):
 
     def seek(self, tp: TP, offset: int) -> None:
         self._call(lambda: self._seek(tp, offset))
+
+    def pause(self, tps: list[TP]) -> None:
+        self._call(lambda: self._pause(tps, True))
+
+    def resume(self, tps: list[TP]) -> None:
+        self._call(lambda: self._pause(tps, False))
 
     def close(self) -> None:
         if not self._thread.is_alive():

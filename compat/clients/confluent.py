@@ -7,9 +7,23 @@ import time
 from typing import Any
 
 from confluent_kafka import OFFSET_INVALID, Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic
 
-from compat.clients.base import TP, ClientError, LibraryClient, Member, PollingMember, Rec, Timing, error_name
+from compat.clients.base import (
+    TP,
+    ClientError,
+    LibraryClient,
+    Member,
+    MemberOptions,
+    PollingMember,
+    Rec,
+    Timing,
+    Unsupported,
+    config_source,
+    error_name,
+    group_description,
+    needs,
+)
 
 __all__ = ["ConfluentClient", "kafka_error"]
 
@@ -26,6 +40,11 @@ QUIET = {"log_level": 2}  # librdkafka's critical lines only: brokers stopped un
 
 def kafka_error(err: KafkaError) -> ClientError:
     code = err.code()
+    if code == KafkaError._FATAL:  # librdkafka wraps the broker error that made it fatal: name that one
+        from compat.clients.kcat import error_from_text
+        inner = error_from_text(err.str())
+        if inner is not None:
+            return ClientError(inner.code, err.name(), err.str())
     name = _LOCAL.get(code) or (error_name(code) if code >= -1 else f"CLIENT:{err.name()}")
     return ClientError(name, err.name(), err.str())
 
@@ -48,7 +67,8 @@ class ConfluentClient(LibraryClient):
         return self._admin
 
     def produce(self, topic: str, recs: list[Rec], *, codec: str = "none", one_batch: bool = False,
-                max_request_bytes: int | None = None) -> list[tuple[int, int]]:
+                max_request_bytes: int | None = None, acks: int | None = None,
+                idempotent: bool | None = None) -> list[tuple[int, int]]:
         config: dict[str, Any] = {
             "bootstrap.servers": self.bootstrap, "compression.type": codec, "retries": 0,
             "linger.ms": 1000 if one_batch else 0, "message.timeout.ms": int(self.timing.op_s * 1000),
@@ -57,6 +77,12 @@ class ConfluentClient(LibraryClient):
             config["batch.num.messages"] = len(recs)
         if max_request_bytes:
             config["message.max.bytes"] = max_request_bytes
+        if acks is not None:
+            config["acks"] = acks
+        if idempotent is not None:
+            config["enable.idempotence"] = idempotent
+            if idempotent:
+                config.pop("retries")
         producer = Producer(config)
         reports: dict[int, tuple[KafkaError | None, Any]] = {}
         for i, r in enumerate(recs):
@@ -84,7 +110,7 @@ class ConfluentClient(LibraryClient):
                          "enable.auto.commit": False, "enable.partition.eof": False, **QUIET, **config})
 
     def fetch(self, topic: str, partition: int, offset: int, count: int, reset: str = "earliest") -> list[Rec]:
-        consumer = self._consumer(**{"auto.offset.reset": reset})
+        consumer = self._consumer(**{"auto.offset.reset": {"none": "error"}.get(reset, reset)})
         try:
             consumer.assign([TopicPartition(topic, partition, offset)])
             out: list[Rec] = []
@@ -105,6 +131,13 @@ class ConfluentClient(LibraryClient):
                 low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition),
                                                            timeout=self.timing.op_s, cached=False)
                 return low if spec == "earliest" else high
+            if spec == "max_timestamp":
+                from confluent_kafka.admin import OffsetSpec
+                tp = TopicPartition(topic, partition)
+                futures = needs(self.admin(), "list_offsets", "admin list_offsets")(
+                    {tp: OffsetSpec.max_timestamp()}, request_timeout=self.timing.op_s)
+                got = next(iter(futures.values())).result(self.timing.op_s)
+                return None if got.offset < 0 else got.offset
             [tp] = consumer.offsets_for_times([TopicPartition(topic, partition, spec)], timeout=self.timing.op_s)
             if tp.error is not None:
                 raise kafka_error(tp.error)
@@ -115,16 +148,66 @@ class ConfluentClient(LibraryClient):
             consumer.close()
 
     def create_topic(self, topic: str, partitions: int, replication_factor: int = 1,
-                     configs: dict[str, str] | None = None) -> None:
+                     configs: dict[str, str] | None = None, *, validate_only: bool = False) -> None:
         try:
             futures = self.admin().create_topics([NewTopic(topic, partitions, replication_factor,
-                                                           config=configs or {})], operation_timeout=self.timing.op_s)
+                                                           config=configs or {})], operation_timeout=self.timing.op_s,
+                                                 validate_only=validate_only)
         except ValueError as e:  # librdkafka checks num_partitions (-1, or 1..100000) before sending
             raise ClientError("CLIENT_REJECTED", type(e).__name__, str(e)) from None
+        self._result(futures[topic])
+
+    def _result(self, future: Any) -> Any:
         try:
-            futures[topic].result(self.timing.op_s)
+            return future.result(self.timing.op_s + 5)
         except KafkaException as e:
             raise kafka_error(e.args[0]) from None
+
+    def _call_admin(self, method: str, *args: Any, **kw: Any) -> Any:
+        try:
+            return needs(self.admin(), method, method.replace("_", " "))(*args, **kw)
+        except KafkaException as e:
+            raise kafka_error(e.args[0]) from None
+        except ValueError as e:
+            raise ClientError("CLIENT_REJECTED", type(e).__name__, str(e)) from None
+
+    def delete_topic(self, topic: str) -> None:
+        self._result(self._call_admin("delete_topics", [topic], operation_timeout=self.timing.op_s)[topic])
+
+    def create_partitions(self, topic: str, count: int, *, validate_only: bool = False) -> None:
+        self._result(self._call_admin("create_partitions", [NewPartitions(topic, count)],
+                                 validate_only=validate_only)[topic])
+
+    def describe_configs(self, resource: str, name: str, keys: list[str]) -> dict[str, dict[str, Any]]:
+        res = ConfigResource("topic" if resource == "topic" else "broker", name)
+        [future] = self._call_admin("describe_configs", [res], request_timeout=self.timing.op_s).values()
+        entries = self._result(future)
+        return {k: {"value": e.value, "source": config_source(e.source), "read_only": e.is_read_only,
+                    "sensitive": e.is_sensitive,
+                    "synonyms": [[y.name, y.value, config_source(y.source)] for y in e.synonyms.values()]}
+                for k, e in entries.items() if k in keys}
+
+    def delete_records(self, topic: str, partition: int, before: int) -> int:
+        futures = self._call_admin("delete_records", [TopicPartition(topic, partition, before)],
+                              request_timeout=self.timing.op_s)
+        return self._result(next(iter(futures.values()))).low_watermark
+
+    def describe_group(self, group: str) -> dict[str, Any]:
+        [future] = self._call_admin("describe_consumer_groups", [group], request_timeout=self.timing.op_s).values()
+        g = self._result(future)
+        members = [(sorted(tp.partition for tp in m.assignment.topic_partitions), m.group_instance_id)
+                   for m in g.members]
+        protocol_type = "" if g.is_simple_consumer_group else "consumer"
+        return group_description(g.state, protocol_type, g.partition_assignor, members)
+
+    def list_groups(self) -> dict[str, dict[str, Any]]:
+        got = self._result(self._call_admin("list_consumer_groups", request_timeout=self.timing.op_s))
+        return {g.group_id: {"protocol_type": "" if g.is_simple_consumer_group else "consumer",
+                             "state": group_description(g.state, "", "", [])["state"]} for g in got.valid}
+
+    def delete_group(self, group: str) -> None:
+        [future] = self._call_admin("delete_consumer_groups", [group], request_timeout=self.timing.op_s).values()
+        self._result(future)
 
     def partition_count(self, topic: str) -> int:
         try:
@@ -144,26 +227,31 @@ class ConfluentClient(LibraryClient):
             raise kafka_error(e.args[0]) from None
         finally:
             consumer.close()
-        return {tp.partition: (tp.offset, tp.metadata) for tp in got if tp.offset >= 0}
+        # confluent-kafka 1.x has no commit metadata: None, as for a commit without it
+        return {tp.partition: (tp.offset, getattr(tp, "metadata", None)) for tp in got if tp.offset >= 0}
 
-    def _member(self, group: str, topic: str, assign: list[int] | None, offset_reset: str) -> Member:
-        return _Member(self, group, topic, assign, offset_reset)
+    def _member(self, group: str, topic: str, assign: list[int] | None, offset_reset: str,
+                options: MemberOptions) -> Member:
+        return _Member(self, group, topic, assign, offset_reset, options)
 
 
 class _Member(PollingMember):
     def __init__(self, client: ConfluentClient, group: str, topic: str, assign: list[int] | None,
-                 offset_reset: str) -> None:
+                 offset_reset: str, options: MemberOptions) -> None:
         self.client, self.group, self.topic, self.assign = client, group, topic, assign
+        self.options = options
         self.offset_reset = {"none": "error"}.get(offset_reset, offset_reset)
         self._eof: dict[TP, int] = {}
         super().__init__(client.timing, f"{client.name}-{group}")
 
     def _open(self) -> None:
         t = self.timing
+        session = self.options.session_timeout_ms
+        extra = {"group.instance.id": self.options.instance_id} if self.options.instance_id is not None else {}
         self.consumer = self.client._consumer(**{
             "group.id": self.group, "auto.offset.reset": self.offset_reset,
-            "session.timeout.ms": t.session_timeout_ms, "heartbeat.interval.ms": t.heartbeat_ms,
-            "enable.partition.eof": True})
+            "session.timeout.ms": session, "heartbeat.interval.ms": min(t.heartbeat_ms, max(1, session // 3)),
+            "enable.partition.eof": True, **extra})
         if self.assign is None:
             self.consumer.subscribe([self.topic])
         else:
@@ -189,6 +277,8 @@ class _Member(PollingMember):
         for (t, p), (o, m) in offsets.items():
             tp = TopicPartition(t, p, o)
             if m is not None:
+                if not hasattr(tp, "metadata"):
+                    raise Unsupported("confluent-kafka 1.x cannot commit metadata (2.0 added it)")
                 tp = TopicPartition(t, p, o, metadata=m)
             tps.append(tp)
         try:
@@ -212,6 +302,10 @@ class _Member(PollingMember):
                                   for t, p in self._assigned()])
         else:
             self.consumer.seek(TopicPartition(tp[0], tp[1], offset))
+
+    def _pause(self, tps: list[TP], paused: bool) -> None:
+        parts = [TopicPartition(*tp) for tp in tps]
+        self.consumer.pause(parts) if paused else self.consumer.resume(parts)
 
     def _close(self) -> None:
         self.consumer.close()

@@ -7,7 +7,7 @@ from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka import errors as kerrors
-from kafka.admin import KafkaAdminClient, NewTopic
+from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewPartitions, NewTopic
 from kafka.structs import OffsetAndMetadata
 
 from compat.clients.base import (
@@ -15,20 +15,37 @@ from compat.clients.base import (
     ClientError,
     LibraryClient,
     Member,
+    MemberOptions,
     PollingMember,
     Rec,
     Timing,
     Unsupported,
+    config_source,
     error_name,
+    group_description,
     library_error,
     library_record,
+    needs,
 )
 
 __all__ = ["KafkaPythonClient"]
 
+
+_V2 = OffsetAndMetadata._fields == ("offset", "metadata")  # kafka-python 2.0.x (3.x adds leader_epoch)
+
+
+def _offset_and_metadata(offset: int, metadata: str) -> OffsetAndMetadata:
+    return OffsetAndMetadata(offset, metadata) if _V2 else OffsetAndMetadata(offset, metadata, -1)
+
+
+def _fetcher_no_offset() -> type[BaseException]:
+    from kafka.consumer.fetcher import NoOffsetForPartitionError
+    return NoOffsetForPartitionError
+
 _LOCAL = {
     kerrors.KafkaTimeoutError: "TIMEOUT",
-    kerrors.NoOffsetForPartitionError: "NO_OFFSET_FOR_PARTITION",
+    # kafka.errors has it from 3.x; 2.0.2 (still widely pinned) defines it in kafka.consumer.fetcher
+    getattr(kerrors, "NoOffsetForPartitionError", None) or _fetcher_no_offset(): "NO_OFFSET_FOR_PARTITION",
 }
 
 
@@ -54,7 +71,8 @@ class KafkaPythonClient(LibraryClient):
         return self._admin
 
     def produce(self, topic: str, recs: list[Rec], *, codec: str = "none", one_batch: bool = False,
-                max_request_bytes: int | None = None) -> list[tuple[int, int]]:
+                max_request_bytes: int | None = None, acks: int | None = None,
+                idempotent: bool | None = None) -> list[tuple[int, int]]:
         if any(v is None for r in recs for _, v in r.headers):
             raise Unsupported("kafka-python's producer takes only bytes header values (no null)")
         config: dict[str, Any] = dict(
@@ -63,6 +81,14 @@ class KafkaPythonClient(LibraryClient):
             max_block_ms=self.timing.metadata_ms, request_timeout_ms=int(self.timing.op_s * 1000))
         if max_request_bytes:
             config["max_request_size"] = max_request_bytes
+        if acks is not None:
+            config["acks"] = "all" if acks == -1 else acks
+        if idempotent is not None:
+            if "enable_idempotence" not in KafkaProducer.DEFAULT_CONFIG:
+                raise Unsupported("this kafka-python has no idempotent producer")
+            config["enable_idempotence"] = idempotent
+            if idempotent:
+                config.update(acks="all", retries=5)
         producer = KafkaProducer(**config)
         try:
             try:
@@ -76,6 +102,8 @@ class KafkaPythonClient(LibraryClient):
                 return out
             except kerrors.KafkaError as e:
                 raise client_error(e) from None
+            except (ValueError, AssertionError) as e:  # checked before sending (an unknown partition)
+                raise ClientError("CLIENT_REJECTED", type(e).__name__, str(e)) from None
         finally:
             producer.close(timeout=2)
 
@@ -109,6 +137,11 @@ class KafkaPythonClient(LibraryClient):
                 return consumer.beginning_offsets([tp])[tp]
             if spec == "latest":
                 return consumer.end_offsets([tp])[tp]
+            if spec == "max_timestamp":
+                from kafka.admin import OffsetSpec  # kafka-python 3.x
+                got = needs(self.admin(), "list_partition_offsets", "max-timestamp lookup")(
+                    {tp: OffsetSpec.MAX_TIMESTAMP})[tp]
+                return None if got.offset < 0 else got.offset
             found = consumer.offsets_for_times({tp: spec})[tp]
             return None if found is None else found.offset
         except kerrors.KafkaError as e:
@@ -117,12 +150,79 @@ class KafkaPythonClient(LibraryClient):
             consumer.close(autocommit=False)
 
     def create_topic(self, topic: str, partitions: int, replication_factor: int = 1,
-                     configs: dict[str, str] | None = None) -> None:
+                     configs: dict[str, str] | None = None, *, validate_only: bool = False) -> None:
         try:
             self.admin().create_topics([NewTopic(topic, partitions, replication_factor,
-                                                 topic_configs=configs or {})])
+                                                 topic_configs=configs or {})], validate_only=validate_only)
         except kerrors.KafkaError as e:
             raise client_error(e) from None
+
+    def _admin_call(self, method: str, *args: Any, **kw: Any) -> Any:
+        try:
+            return needs(self.admin(), method, method.replace("_", " "))(*args, **kw)
+        except kerrors.KafkaError as e:
+            raise client_error(e) from None
+
+    def delete_topic(self, topic: str) -> None:
+        self._admin_call("delete_topics", [topic])
+
+    def create_partitions(self, topic: str, count: int, *, validate_only: bool = False) -> None:
+        self._admin_call("create_partitions", {topic: NewPartitions(count)}, validate_only=validate_only)
+
+    def describe_configs(self, resource: str, name: str, keys: list[str]) -> dict[str, dict[str, Any]]:
+        kind = ConfigResourceType.TOPIC if resource == "topic" else ConfigResourceType.BROKER
+        res = ConfigResource(kind, name, configs=keys)
+        try:
+            got = self._admin_call("describe_configs", [res], include_synonyms=True, config_filter="all")
+        except TypeError:  # kafka-python 2.x: a list of raw responses, no config_filter
+            raise Unsupported("this kafka-python's describe_configs returns raw responses") from None
+        entries = next(iter(got[resource].values()))
+        return {k: {"value": e["value"], "source": config_source(e["config_source"]), "read_only": e["read_only"],
+                    "sensitive": e["is_sensitive"],
+                    "synonyms": [[y["name"], y["value"], config_source(y["source"])] for y in e["synonyms"] or []]}
+                for k, e in entries.items() if k in keys}
+
+    def delete_records(self, topic: str, partition: int, before: int) -> int:
+        tp = TopicPartition(topic, partition)
+        got = self._admin_call("delete_records", {tp: before})[tp]
+        if got.get("error_code"):
+            raise ClientError(error_name(got["error_code"]), "delete_records error_code", "")
+        return got["low_watermark"]
+
+    def describe_group(self, group: str) -> dict[str, Any]:
+        g = self._admin_call("describe_groups", [group])
+        g = g[group] if isinstance(g, dict) else g[0]._asdict() if hasattr(g[0], "_asdict") else g[0]
+        if g.get("error"):
+            code = _error_from_text(str(g["error"]))
+            raise ClientError(code, "describe_groups error", str(g["error"]))
+        members = [(_assigned_partitions(m.get("member_assignment")), m.get("group_instance_id"))
+                   for m in g.get("members") or []]
+        return group_description(g.get("group_state") or g.get("state"), g.get("protocol_type"),
+                                 g.get("protocol") or g.get("protocol_data"), members)
+
+    def list_groups(self) -> dict[str, dict[str, Any]]:
+        out = {}
+        for g in self._admin_call("list_groups"):
+            if isinstance(g, dict):
+                out[g["group_id"]] = {"protocol_type": g.get("protocol_type"), "state": g.get("group_state")}
+            else:  # kafka-python 2.x: (group id, protocol type)
+                out[g[0]] = {"protocol_type": g[1], "state": None}
+        return out
+
+    def delete_group(self, group: str) -> None:
+        got = self._admin_call("delete_groups", [group])
+        err = dict(got).get(group) if got else None
+        name = err if isinstance(err, str) or err is None else getattr(err, "__name__", type(err).__name__)
+        errno = getattr(getattr(kerrors, name, None), "errno", None) if name else 0
+        if name and name not in ("OK", "NoError") and errno != 0:
+            raise ClientError(error_name(errno) if isinstance(errno, int) else name, name, "")
+
+    def delete_offsets(self, group: str, topic: str, partitions: list[int]) -> None:
+        got = self._admin_call("delete_group_offsets", group, [TopicPartition(topic, p) for p in partitions])
+        for err in (got or {}).values():
+            if err is not None and getattr(err, "errno", 0):
+                raise ClientError(error_name(err.errno), type(err).__name__ if not isinstance(err, type)
+                                  else err.__name__, "")
 
     def partition_count(self, topic: str) -> int:
         try:
@@ -147,21 +247,48 @@ class KafkaPythonClient(LibraryClient):
         finally:
             consumer.close(autocommit=False)
 
-    def _member(self, group: str, topic: str, assign: list[int] | None, offset_reset: str) -> Member:
-        return _Member(self, group, topic, assign, offset_reset)
+    def _member(self, group: str, topic: str, assign: list[int] | None, offset_reset: str,
+                options: MemberOptions) -> Member:
+        return _Member(self, group, topic, assign, offset_reset, options)
+
+
+def _assigned_partitions(a: Any) -> list[int]:
+    """The partitions of a decoded consumer-protocol assignment, in whichever shape this kafka-python has."""
+    if not a or isinstance(a, bytes):
+        return []
+    if isinstance(a, dict):
+        return [p for t in a.get("assigned_partitions") or [] for p in (t["partitions"] if isinstance(t, dict)
+                                                                         else t[1])]
+    if hasattr(a, "assigned_partitions"):
+        return [p for t in a.assigned_partitions for p in t.partitions]
+    return [p for t in getattr(a, "assignment", None) or [] for p in t[1]]
+
+
+def _error_from_text(text: str) -> str:
+    """Kafka's error name from kafka-python's "[Error 69] GroupIdNotFoundError: ..." text."""
+    import re
+    m = re.search(r"\[Error (-?\d+)\]", text)
+    return error_name(int(m.group(1))) if m else f"CLIENT:{text[:60]}"
 
 
 class _Member(PollingMember):
     def __init__(self, client: KafkaPythonClient, group: str, topic: str, assign: list[int] | None,
-                 offset_reset: str) -> None:
+                 offset_reset: str, options: MemberOptions) -> None:
         self.client, self.group, self.topic, self.assign, self.offset_reset = client, group, topic, assign, offset_reset
+        self.options = options
         super().__init__(client.timing, f"{client.name}-{group}")
 
     def _open(self) -> None:
         t = self.timing
+        extra: dict[str, Any] = {}
+        if self.options.instance_id is not None:
+            if "group_instance_id" not in KafkaConsumer.DEFAULT_CONFIG:
+                raise Unsupported("this kafka-python has no static membership (group_instance_id)")
+            extra["group_instance_id"] = self.options.instance_id
+        session = self.options.session_timeout_ms
         self.consumer = self.client._consumer(
-            group_id=self.group, auto_offset_reset=self.offset_reset, session_timeout_ms=t.session_timeout_ms,
-            heartbeat_interval_ms=t.heartbeat_ms)
+            group_id=self.group, auto_offset_reset=self.offset_reset, session_timeout_ms=session,
+            heartbeat_interval_ms=min(t.heartbeat_ms, max(1, session // 3)), **extra)
         if self.assign is None:
             # Metadata first: a member that joins before it knows the topic's partitions must rejoin at once,
             # and kafka-python 3.0.12 now and then loses the end of that second join (SyncGroup answered
@@ -187,16 +314,22 @@ class _Member(PollingMember):
 
     def _commit(self, offsets: dict[TP, tuple[int, str | None]]) -> None:
         try:
-            self.consumer.commit({TopicPartition(t, p): OffsetAndMetadata(o, m or "", -1)
+            self.consumer.commit({TopicPartition(t, p): _offset_and_metadata(o, m or "")
                                   for (t, p), (o, m) in offsets.items()})
         except kerrors.KafkaError as e:
             raise client_error(e) from None
 
     def _position(self, tp: TP) -> int | None:
+        if _V2:  # 2.0.2's position() has no timeout and blocks until it has one; 3.x asks for none
+            return self.consumer._subscription.assignment[TopicPartition(*tp)].position
         return self.consumer.position(TopicPartition(*tp), timeout_ms=0)
 
     def _seek(self, tp: TP, offset: int) -> None:
         self.consumer.seek(TopicPartition(*tp), offset)
+
+    def _pause(self, tps: list[TP], paused: bool) -> None:
+        parts = [TopicPartition(*tp) for tp in tps]
+        self.consumer.pause(*parts) if paused else self.consumer.resume(*parts)
 
     def _close(self) -> None:
         self.consumer.close(autocommit=False)

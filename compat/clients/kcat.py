@@ -134,7 +134,8 @@ class KcatClient(Client):
         return err
 
     def produce(self, topic: str, recs: list[Rec], *, codec: str = "none", one_batch: bool = False,
-                max_request_bytes: int | None = None) -> list[tuple[int, int]]:
+                max_request_bytes: int | None = None, acks: int | None = None,
+                idempotent: bool | None = None) -> list[tuple[int, int]]:
         if any(r.timestamp is not None for r in recs):
             raise Unsupported("kcat cannot set a record's timestamp")
         common = ["-P", "-t", topic, "-z", codec, "-X", "retries=0",
@@ -142,6 +143,13 @@ class KcatClient(Client):
                   "-X", f"topic.metadata.propagation.max.ms={self.timing.metadata_ms}", "-X", "log_level=3"]
         if max_request_bytes:
             common += ["-X", f"message.max.bytes={max_request_bytes}"]
+        if acks is not None:
+            common += ["-X", f"acks={acks}"]
+        if idempotent is not None:
+            common += ["-X", f"enable.idempotence={str(idempotent).lower()}"]
+            if idempotent:
+                common.remove("retries=0")
+                common.remove("-X")
         if one_batch:
             common += ["-X", "linger.ms=1000", "-X", f"batch.num.messages={len(recs)}"]
         with tempfile.TemporaryDirectory() as tmp:
@@ -203,6 +211,8 @@ class KcatClient(Client):
         return _parse_records(result.stdout)
 
     def list_offsets(self, topic: str, partition: int, spec: str | int) -> int | None:
+        if spec == "max_timestamp":
+            raise Unsupported("kcat -Q looks offsets up by time only (no max-timestamp spec)")
         ts = {"earliest": -2, "latest": -1}.get(spec, spec)  # type: ignore[arg-type]
         result = self.run("-Q", "-J", "-t", f"{topic}:{partition}:{ts}", "-X", "log_level=3")
         if result.returncode != 0:
@@ -222,8 +232,10 @@ class KcatClient(Client):
         return len(t["partitions"])
 
     def member(self, group: str, topic: str, *, assign: list[int] | None = None, offset_reset: str = "earliest",
-               own_process: bool = False) -> Member:
-        return KcatMember(self, group, topic, assign, offset_reset)
+               own_process: bool = False, instance_id: str | None = None,
+               session_timeout_ms: int | None = None) -> Member:
+        return KcatMember(self, group, topic, assign, offset_reset, instance_id,
+                          session_timeout_ms or self.timing.session_timeout_ms)
 
 
 class KcatMember(Member):
@@ -231,11 +243,14 @@ class KcatMember(Member):
     "% Group ... rebalanced" lines), or the simple consumer on one partition (-o stored) otherwise."""
 
     def __init__(self, client: KcatClient, group: str, topic: str, assign: list[int] | None,
-                 offset_reset: str) -> None:
+                 offset_reset: str, instance_id: str | None = None, session_timeout_ms: int = 6000) -> None:
         reset = {"none": "error"}.get(offset_reset, offset_reset)
+        heartbeat = min(client.timing.heartbeat_ms, max(1, session_timeout_ms // 3))
         common = ["-u", "-f", FMT, "-X", f"auto.offset.reset={reset}", "-X", "enable.auto.commit=false",
-                  "-X", f"session.timeout.ms={client.timing.session_timeout_ms}",
-                  "-X", f"heartbeat.interval.ms={client.timing.heartbeat_ms}", *FAST]
+                  "-X", f"session.timeout.ms={session_timeout_ms}",
+                  "-X", f"heartbeat.interval.ms={heartbeat}", *FAST]
+        if instance_id is not None:
+            common += ["-X", f"group.instance.id={instance_id}"]
         if assign is None:
             args = ["-G", group, *common, topic]
             self._assigned: set[TP] = set()

@@ -1,60 +1,16 @@
-"""The scenarios: each drives one client against one broker and returns what the client observed, as plain
-JSON-able data. Each is written once for every client (through compat.clients.base.Client) and carries
-its expected outcome, written from Kafka's documented behaviour (the source is named beside it). That
-expectation is the reference unless the run includes a real Kafka, whose outcome then is.
-
-Names are unique per cell (Env.name), so all scenarios share one broker. Topics are created over the
-wire by the harness (Env.create_topic), not by the client, except where creating them is the point; the
-brokers run with auto-create off where they can (fakekafka, the Kafka container), so a client that
-auto-creates by mistake would show.
-
-A scenario may call only what it needs: a client lacking it raises Unsupported and the cell says so.
-"""
+"""The first scenarios: records round trips, ListOffsets by time, group membership, commits, offset resets,
+CreateTopics refusals, max.message.bytes and producing to an unknown topic."""
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from compat.clients.base import Client, ClientError, Rec, Unsupported
 from compat.env import Env, acks, outcome_of, rows
+from compat.scenarios.registry import Outcome, scenario
 
-__all__ = ["SCENARIOS", "Scenario"]
-
-Outcome = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Scenario:
-    name: str
-    run: Callable[[Client, Env], Outcome]
-    expected: Callable[[Client], Outcome]
-    doc: str
-    needs: frozenset[str] = field(default_factory=frozenset)  # target features: "auto_create_off"
-    slow: bool = False  # several group rebalances: `--quick` leaves it out on brokers with slow joins (tansu)
-    uses: frozenset[str] = field(default_factory=frozenset)  # client abilities: "admin", "commit", "timestamps"
-
-
-SCENARIOS: dict[str, Scenario] = {}
-
-
-Run = Callable[[Client, Env], Outcome]
-
-
-def scenario(name: str, expected: Outcome | Callable[[Client], Outcome], *, needs: tuple[str, ...] = (),
-             slow: bool = False, uses: tuple[str, ...] = ()) -> Callable[[Run], Run]:
-    """Registers a scenario; `expected` is the outcome Kafka documents (a dict, or one per client)."""
-    def register(fn: Run) -> Run:
-        if name in SCENARIOS:
-            raise ValueError(f"scenario {name} registered twice")
-        exp = expected if callable(expected) else (lambda _client, e=expected: e)
-        SCENARIOS[name] = Scenario(name, fn, exp, (fn.__doc__ or "").strip().split("\n")[0], frozenset(needs),
-                                   slow, frozenset(uses))
-        return fn
-    return register
-
+__all__ = ["CODECS", "SAMPLES", "TIMESTAMPS", "ClientError", "Unsupported"]
 
 # --- records --------------------------------------------------------------------------------------------
 
@@ -372,5 +328,3 @@ def unknown_topic_autocreate_off(client: Client, env: Env) -> Outcome:
     metadata = outcome_of(lambda: client.partition_count(topic))
     return {"produce": produce, "metadata": metadata, "created": topic in env.topics()}
 
-
-__all__ += ["ClientError", "Unsupported", "CODECS", "SAMPLES", "TIMESTAMPS"]

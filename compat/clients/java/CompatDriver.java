@@ -39,7 +39,20 @@ import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.DescribeTopicsResult;
+import org.apache.kafka.clients.admin.Config;
+import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.ConsumerGroupDescription;
+import org.apache.kafka.clients.admin.ConsumerGroupListing;
+import org.apache.kafka.clients.admin.CreatePartitionsOptions;
+import org.apache.kafka.clients.admin.CreateTopicsOptions;
+import org.apache.kafka.clients.admin.DescribeConfigsOptions;
+import org.apache.kafka.clients.admin.ListOffsetsResult;
+import org.apache.kafka.clients.admin.MemberDescription;
+import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.admin.RecordsToDelete;
+import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -161,6 +174,10 @@ public final class CompatDriver {
         if (t instanceof TimeoutException) {
             return new ClientError("TIMEOUT", type, t.getMessage());
         }
+        if (t instanceof org.apache.kafka.clients.consumer.OffsetOutOfRangeException) {
+            // the consumer's own subclass (auto.offset.reset none), which Errors.forException does not map
+            return new ClientError("OFFSET_OUT_OF_RANGE", type, t.getMessage());
+        }
         if (t instanceof NoOffsetForPartitionException) {
             return new ClientError("NO_OFFSET_FOR_PARTITION", type, t.getMessage());
         }
@@ -223,6 +240,14 @@ public final class CompatDriver {
             case "partition_count": return partitionCount(req);
             case "committed": return committed(req);
             case "member_open": return memberOpen(req);
+            case "delete_topic": return deleteTopic(req);
+            case "create_partitions": return createPartitions(req);
+            case "describe_configs": return describeConfigs(req);
+            case "delete_records": return deleteRecords(req);
+            case "describe_group": return describeGroup(req);
+            case "list_groups": return listGroups();
+            case "delete_group": return deleteGroup(req);
+            case "delete_offsets": return deleteOffsets(req);
             default: break;
         }
         Member m = MEMBERS.get(req.get("m").asText());
@@ -234,6 +259,8 @@ public final class CompatDriver {
             case "member_position": return m.position(req.get("topic").asText(), req.get("partition").asInt());
             case "member_seek": return m.seek(req.get("topic").asText(), req.get("partition").asInt(),
                                               req.get("offset").asLong());
+            case "member_pause": return m.pause(req.get("tps"), true);
+            case "member_resume": return m.pause(req.get("tps"), false);
             case "member_close": return m.close();
             default: throw new IllegalArgumentException("unknown op " + op);
         }
@@ -257,7 +284,16 @@ public final class CompatDriver {
         boolean oneBatch = req.get("one_batch").asBoolean();
         p.put(ProducerConfig.LINGER_MS_CONFIG, oneBatch ? 60_000 : 0);
         p.put(ProducerConfig.BATCH_SIZE_CONFIG, oneBatch ? 4 << 20 : 16384);
-        p.put(ProducerConfig.RETRIES_CONFIG, 0);
+        boolean idempotent = req.hasNonNull("idempotent") && req.get("idempotent").asBoolean();
+        if (req.hasNonNull("idempotent")) {
+            p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, idempotent);
+        }
+        if (!idempotent) {
+            p.put(ProducerConfig.RETRIES_CONFIG, 0);
+        }
+        if (req.hasNonNull("acks")) {
+            p.put(ProducerConfig.ACKS_CONFIG, req.get("acks").asText());
+        }
         p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, ms("metadata_ms"));
         p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, (int) opMs());
         p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, (int) opMs() + (oneBatch ? 61_000 : 0));
@@ -341,6 +377,9 @@ public final class CompatDriver {
                 if (spec.isTextual() && spec.asText().equals("latest")) {
                     return c.endOffsets(List.of(tp)).get(tp);
                 }
+                if (spec.isTextual() && spec.asText().equals("max_timestamp")) {
+                    return maxTimestampOffset(tp);
+                }
                 OffsetAndTimestamp found = c.offsetsForTimes(Map.of(tp, spec.asLong())).get(tp);
                 return found == null ? null : found.offset();
             });
@@ -353,8 +392,177 @@ public final class CompatDriver {
         Map<String, String> configs = new HashMap<>();
         req.get("configs").fields().forEachRemaining(e -> configs.put(e.getKey(), e.getValue().asText()));
         t.configs(configs);
+        boolean validateOnly = req.hasNonNull("validate_only") && req.get("validate_only").asBoolean();
         return client(() -> {
-            admin().createTopics(List.of(t)).all().get(opMs() + 5000, TimeUnit.MILLISECONDS);
+            admin().createTopics(List.of(t), new CreateTopicsOptions().validateOnly(validateOnly)).all()
+                    .get(opMs() + 5000, TimeUnit.MILLISECONDS);
+            return null;
+        });
+    }
+
+    private static <T> T await(org.apache.kafka.common.KafkaFuture<T> f) throws Exception {
+        return f.get(opMs() + 5000, TimeUnit.MILLISECONDS);
+    }
+
+    /** The first of these no-argument methods the object has (the client's API moved between versions). */
+    static Object invoke(Object target, String... names) throws Exception {
+        for (String name : names) {
+            java.lang.reflect.Method m;
+            try {
+                m = target.getClass().getMethod(name);
+            } catch (NoSuchMethodException e) {
+                continue;
+            }
+            m.setAccessible(true);
+            Object v = m.invoke(target);
+            return v instanceof java.util.Optional ? ((java.util.Optional<?>) v).orElse(null) : v;
+        }
+        throw new Unsupported("this kafka-clients has none of " + String.join(", ", names));
+    }
+
+    /** A group state by Kafka's wire name (GroupState.toString() in 4.x; ConsumerGroupState's before). */
+    static String stateName(Object state) {
+        if (state == null) {
+            return null;
+        }
+        String s = state.toString();
+        switch (s.toUpperCase(java.util.Locale.ROOT).replace("_", "")) {
+            case "STABLE": return "Stable";
+            case "EMPTY": return "Empty";
+            case "DEAD": return "Dead";
+            case "PREPARINGREBALANCE": return "PreparingRebalance";
+            case "COMPLETINGREBALANCE": return "CompletingRebalance";
+            case "UNKNOWN": return "Unknown";
+            default: return s;
+        }
+    }
+
+    private static Object maxTimestampOffset(TopicPartition tp) throws Exception {
+        Object spec;
+        try {
+            spec = OffsetSpec.class.getMethod("maxTimestamp").invoke(null);
+        } catch (NoSuchMethodException e) {
+            throw new Unsupported("OffsetSpec.maxTimestamp() is in kafka-clients 3.0 and later (KIP-734)");
+        }
+        OffsetSpec os = (OffsetSpec) spec;
+        ListOffsetsResult.ListOffsetsResultInfo info = await(admin().listOffsets(Map.of(tp, os)).partitionResult(tp));
+        return info.offset() < 0 ? null : info.offset();
+    }
+
+    private static Object deleteTopic(JsonNode req) throws Exception {
+        String topic = req.get("topic").asText();
+        return client(() -> {
+            await(admin().deleteTopics(List.of(topic)).all());
+            return null;
+        });
+    }
+
+    private static Object createPartitions(JsonNode req) throws Exception {
+        String topic = req.get("topic").asText();
+        int count = req.get("count").asInt();
+        boolean validateOnly = req.get("validate_only").asBoolean();
+        return client(() -> {
+            await(admin().createPartitions(Map.of(topic, NewPartitions.increaseTo(count)),
+                                           new CreatePartitionsOptions().validateOnly(validateOnly)).all());
+            return null;
+        });
+    }
+
+    private static Object describeConfigs(JsonNode req) throws Exception {
+        ConfigResource.Type type = req.get("resource").asText().equals("topic") ? ConfigResource.Type.TOPIC
+                : ConfigResource.Type.BROKER;
+        ConfigResource res = new ConfigResource(type, req.get("name").asText());
+        Set<String> keys = new java.util.HashSet<>();
+        for (JsonNode k : req.get("keys")) {
+            keys.add(k.asText());
+        }
+        return client(() -> {
+            Config config = await(admin().describeConfigs(List.of(res), new DescribeConfigsOptions()
+                    .includeSynonyms(true)).all()).get(res);
+            Map<String, Object> outMap = new HashMap<>();
+            for (ConfigEntry e : config.entries()) {
+                if (!keys.contains(e.name())) {
+                    continue;
+                }
+                List<List<Object>> synonyms = new ArrayList<>();
+                for (ConfigEntry.ConfigSynonym y : e.synonyms()) {
+                    synonyms.add(java.util.Arrays.asList(y.name(), y.value(), y.source().name()));
+                }
+                Map<String, Object> entry = new HashMap<>();
+                entry.put("value", e.value());
+                entry.put("source", e.source().name());
+                entry.put("read_only", e.isReadOnly());
+                entry.put("sensitive", e.isSensitive());
+                entry.put("synonyms", synonyms);
+                outMap.put(e.name(), entry);
+            }
+            return outMap;
+        });
+    }
+
+    private static Object deleteRecords(JsonNode req) throws Exception {
+        TopicPartition tp = new TopicPartition(req.get("topic").asText(), req.get("partition").asInt());
+        long before = req.get("before").asLong();
+        return client(() -> await(admin().deleteRecords(Map.of(tp, RecordsToDelete.beforeOffset(before)))
+                .lowWatermarks().get(tp)).lowWatermark());
+    }
+
+    private static Object describeGroup(JsonNode req) throws Exception {
+        String group = req.get("group").asText();
+        return client(() -> {
+            ConsumerGroupDescription d = await(admin().describeConsumerGroups(List.of(group)).describedGroups()
+                    .get(group));
+            List<Map<String, Object>> members = new ArrayList<>();
+            for (MemberDescription m : d.members()) {
+                List<Integer> parts = new ArrayList<>();
+                for (TopicPartition tp : m.assignment().topicPartitions()) {
+                    parts.add(tp.partition());
+                }
+                Collections.sort(parts);
+                Map<String, Object> mm = new HashMap<>();
+                mm.put("assignment", parts);
+                mm.put("instance_id", invoke(m, "groupInstanceId"));
+                members.add(mm);
+            }
+            members.sort((a, b) -> a.toString().compareTo(b.toString()));
+            Map<String, Object> outMap = new HashMap<>();
+            outMap.put("state", stateName(invoke(d, "groupState", "state")));
+            outMap.put("protocol_type", d.isSimpleConsumerGroup() ? "" : "consumer");
+            outMap.put("protocol", d.partitionAssignor());
+            outMap.put("members", members);
+            return outMap;
+        });
+    }
+
+    private static Object listGroups() throws Exception {
+        return client(() -> {
+            Map<String, Object> outMap = new HashMap<>();
+            for (ConsumerGroupListing g : await(admin().listConsumerGroups().all())) {
+                Map<String, Object> gg = new HashMap<>();
+                gg.put("protocol_type", g.isSimpleConsumerGroup() ? "" : "consumer");
+                gg.put("state", stateName(invoke(g, "groupState", "state")));
+                outMap.put(g.groupId(), gg);
+            }
+            return outMap;
+        });
+    }
+
+    private static Object deleteGroup(JsonNode req) throws Exception {
+        String group = req.get("group").asText();
+        return client(() -> {
+            await(admin().deleteConsumerGroups(List.of(group)).all());
+            return null;
+        });
+    }
+
+    private static Object deleteOffsets(JsonNode req) throws Exception {
+        String group = req.get("group").asText();
+        Set<TopicPartition> tps = new java.util.HashSet<>();
+        for (JsonNode p : req.get("partitions")) {
+            tps.add(new TopicPartition(req.get("topic").asText(), p.asInt()));
+        }
+        return client(() -> {
+            await(admin().deleteConsumerGroupOffsets(group, tps).all());
             return null;
         });
     }
@@ -411,7 +619,7 @@ public final class CompatDriver {
             }
         }
         Member m = new Member(req.get("group").asText(), req.get("topic").asText(), assign,
-                              req.get("offset_reset").asText());
+                              req.get("offset_reset").asText(), req);
         String id = "m" + (MEMBERS.size() + 1);
         MEMBERS.put(id, m);
         m.opened.get(opMs() + 5000, TimeUnit.MILLISECONDS);
@@ -435,7 +643,10 @@ public final class CompatDriver {
         KafkaConsumer<byte[], byte[]> consumer;
         final Thread thread;
 
-        Member(String group, String topic, List<Integer> assign, String reset) {
+        final JsonNode options;
+
+        Member(String group, String topic, List<Integer> assign, String reset, JsonNode options) {
+            this.options = options;
             this.group = group;
             this.topic = topic;
             this.assign = assign;
@@ -448,7 +659,17 @@ public final class CompatDriver {
         @Override
         public void run() {
             try {
-                consumer = consumer(group, reset);
+                Properties props = consumerProps(group, reset);
+                if (options.hasNonNull("instance_id")) {
+                    props.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, options.get("instance_id").asText());
+                }
+                if (options.hasNonNull("session_timeout_ms")) {
+                    int session = options.get("session_timeout_ms").asInt();
+                    props.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, session);
+                    props.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG,
+                              (int) Math.min(ms("heartbeat_ms"), Math.max(1, session / 3)));
+                }
+                consumer = new KafkaConsumer<>(props, new ByteArrayDeserializer(), new ByteArrayDeserializer());
                 if (assign == null) {
                     consumer.subscribe(List.of(topic));
                 } else {
@@ -562,6 +783,21 @@ public final class CompatDriver {
         Object seek(String t, int p, long offset) throws Exception {
             return call(() -> {
                 consumer.seek(new TopicPartition(t, p), offset);
+                return null;
+            });
+        }
+
+        Object pause(JsonNode tps, boolean paused) throws Exception {
+            List<TopicPartition> parts = new ArrayList<>();
+            for (JsonNode tp : tps) {
+                parts.add(new TopicPartition(tp.get(0).asText(), tp.get(1).asInt()));
+            }
+            return call(() -> {
+                if (paused) {
+                    consumer.pause(parts);
+                } else {
+                    consumer.resume(parts);
+                }
                 return null;
             });
         }

@@ -1,0 +1,460 @@
+"""Consumer groups seen from the admin API and from the edges of the classic group protocol.
+
+Kafka (group coordinator, classic protocol; KIP-345 static membership; KIP-496 OffsetDelete):
+- DescribeGroups reports the state (Stable, Empty, PreparingRebalance, CompletingRebalance, Dead), the
+  protocol type ("consumer") and the chosen assignor; ListGroups lists every group the coordinator knows.
+- DeleteGroups refuses a group with members (NON_EMPTY_GROUP) and an unknown one (GROUP_ID_NOT_FOUND).
+- OffsetDelete forgets committed offsets of an empty group; for a partition of a topic the group is
+  subscribed to it answers GROUP_SUBSCRIBED_TO_TOPIC.
+- A static member (group.instance.id) that comes back under a new member id takes its predecessor's place
+  without a rebalance; the old one is fenced (FENCED_INSTANCE_ID).
+- A session timeout outside [group.min.session.timeout.ms, group.max.session.timeout.ms] (6000, 1800000)
+  is INVALID_SESSION_TIMEOUT.
+- An offset commit with no member id and generation -1 is accepted only while the group is empty (a
+  simple consumer); into a live group it is UNKNOWN_MEMBER_ID. Offsets are not checked against the log: a
+  committed offset past the end is stored, and the next reader resets from it (auto.offset.reset).
+
+The harness drives a second, bare member over the wire (fakekafka.client.WireConnection) where a state has
+to be held still long enough to be described (a join that was never synced, a rebalance waiting for a
+member that does not rejoin).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from compat.clients.base import Client, ClientError, Member, Unsupported
+from compat.env import Env, outcome_of, wait_for
+from compat.scenarios.registry import Outcome, scenario
+
+OK = "ok"
+ASSIGNOR = {"aiokafka": "roundrobin"}
+"""Each client's default assignor (the protocol a group of it runs): range for all but aiokafka
+(RoundRobinPartitionAssignor)."""
+
+
+def _assignor(client: Client) -> str:
+    return ASSIGNOR.get(client.name, "range")
+
+
+def _ok(fn: Any) -> Any:
+    return outcome_of(lambda: fn() or OK)
+
+
+def _fill(env: Env, topic: str, n: int, partition: int = 0) -> None:
+    for i in range(n):
+        env.produce(topic, b"r%d" % i, partition=partition)
+
+
+def _settled(env: Env, members: list[Member], partitions: int) -> list[list[int]]:
+    return env.settle(members, partitions)
+
+
+def _describe(client: Client, group: str) -> Any:
+    return outcome_of(lambda: client.describe_group(group))
+
+
+# --- describing, listing, deleting -------------------------------------------------------------------
+
+@scenario("describe_group_stable", lambda client: {"assigned": [[0, 1]], "group": {
+    "state": "Stable", "protocol_type": "consumer", "protocol": _assignor(client),
+    "members": [{"assignment": [0, 1], "instance_id": None}]}}, uses=("admin",))
+def describe_group_stable(client: Client, env: Env) -> Outcome:
+    """One member holding both partitions: the group is Stable, type consumer, the client's assignor."""
+    topic, group = env.name("t"), env.name("g")
+    env.create_topic(topic, 2)
+    m = env.member(client, group, topic)
+    assigned = _settled(env, [m], 2)
+    return {"assigned": assigned, "group": _describe(client, group)}
+
+
+@scenario("describe_group_empty", lambda client: {"group": {"state": "Empty", "protocol_type": "consumer",
+                                                            "protocol": "", "members": []}},
+          uses=("admin", "commit"))
+def describe_group_empty(client: Client, env: Env) -> Outcome:
+    """A member commits and leaves: the group stays, Empty, with no members and no protocol."""
+    topic, group = env.name("t"), env.name("g")
+    env.create_topic(topic)
+    _fill(env, topic, 2)
+    m = env.member(client, group, topic)
+    env.receive(m, 2)
+    m.commit({(topic, 0): (2, None)})
+    m.close()
+    _, got = wait_for(lambda: (d := _describe(client, group)).get("state") == "Empty" and d, env.timing.op_s, 0.2)
+    return {"group": got or _describe(client, group)}
+
+
+def _dead_expected(client: Client) -> Outcome:
+    # DescribeGroups v6 (Kafka 4.0, KIP-1043) answers GROUP_ID_NOT_FOUND for an unknown group; before v6 the
+    # answer is state Dead without error. Java 4.x and kafka-python 3 ask v6.
+    if client.name in ("java", "kafka-python"):
+        return {"group": {"error": "GROUP_ID_NOT_FOUND"}}
+    return {"group": {"state": "Dead", "protocol_type": "", "protocol": "", "members": []}}
+
+
+@scenario("describe_group_dead", _dead_expected, uses=("admin",))
+def describe_group_dead(client: Client, env: Env) -> Outcome:
+    """DescribeGroups of a group nobody ever used: state Dead (or the client's error for it)."""
+    return {"group": _describe(client, env.name("never"))}
+
+
+@scenario("list_groups", lambda client: {"listed": True, "entry": {
+    "protocol_type": "consumer", "state": None if client.name == "aiokafka" else "Stable"}}, uses=("admin",))
+def list_groups(client: Client, env: Env) -> Outcome:
+    """ListGroups while a member holds the group's partition: the group is listed as a consumer group."""
+    topic, group = env.name("t"), env.name("g")
+    env.create_topic(topic)
+    m = env.member(client, group, topic)
+    _settled(env, [m], 1)
+    groups = client.list_groups()
+    return {"listed": group in groups, "entry": groups.get(group)}
+
+
+@scenario("delete_group", {"while_active": {"error": "NON_EMPTY_GROUP"}, "after_leaving": OK,
+                           "again": {"error": "GROUP_ID_NOT_FOUND"}, "committed_after": {}},
+          uses=("admin", "commit"))
+def delete_group(client: Client, env: Env) -> Outcome:
+    """DeleteGroups: refused while a member is in the group, done once it left (with its offsets), then gone."""
+    topic, group = env.name("t"), env.name("g")
+    env.create_topic(topic)
+    _fill(env, topic, 1)
+    m = env.member(client, group, topic)
+    env.receive(m, 1)
+    m.commit({(topic, 0): (1, None)})
+    out: Outcome = {"while_active": _ok(lambda: client.delete_group(group))}
+    m.close()
+    out["after_leaving"] = _ok(lambda: client.delete_group(group))
+    out["again"] = _ok(lambda: client.delete_group(group))
+    out["committed_after"] = {str(p): o for p, (o, _) in client.committed(group, topic, 1).items()}
+    return out
+
+
+@scenario("delete_group_unknown", {"delete": {"error": "GROUP_ID_NOT_FOUND"}}, uses=("admin",))
+def delete_group_unknown(client: Client, env: Env) -> Outcome:
+    """DeleteGroups of a group nobody ever used: GROUP_ID_NOT_FOUND."""
+    return {"delete": _ok(lambda: client.delete_group(env.name("never")))}
+
+
+@scenario("offset_delete", {"delete": OK, "committed_after": {"1": 2}}, uses=("admin", "commit"))
+def offset_delete(client: Client, env: Env) -> Outcome:
+    """An empty group with offsets for partitions 0 and 1: OffsetDelete of 0 leaves only 1's."""
+    topic, group = env.name("t"), env.name("g")
+    env.create_topic(topic, 2)
+    m = env.member(client, group, topic, assign=[0, 1]) if client.name != "kcat" else None
+    if m is None:
+        raise Unsupported("kcat commits only on its own")
+    m.commit({(topic, 0): (1, None), (topic, 1): (2, None)})
+    m.close()
+    out: Outcome = {"delete": _ok(lambda: client.delete_offsets(group, topic, [0]))}
+    out["committed_after"] = {str(p): o for p, (o, _) in client.committed(group, topic, 2).items()}
+    return out
+
+
+@scenario("offset_delete_subscribed", {"delete": {"error": "GROUP_SUBSCRIBED_TO_TOPIC"}, "committed_after": {"0": 1}},
+          uses=("admin", "commit"))
+def offset_delete_subscribed(client: Client, env: Env) -> Outcome:
+    """OffsetDelete for a topic a live member is subscribed to: GROUP_SUBSCRIBED_TO_TOPIC, nothing deleted."""
+    topic, group = env.name("t"), env.name("g")
+    env.create_topic(topic)
+    _fill(env, topic, 1)
+    m = env.member(client, group, topic)
+    env.receive(m, 1)
+    m.commit({(topic, 0): (1, None)})
+    out: Outcome = {"delete": _ok(lambda: client.delete_offsets(group, topic, [0]))}
+    out["committed_after"] = {str(p): o for p, (o, _) in client.committed(group, topic, 1).items()}
+    return out
+
+
+# --- states held still by a bare member over the wire -----------------------------------------------
+
+def _string(s: str) -> bytes:
+    return len(s).to_bytes(2, "big") + s.encode()
+
+
+def encode_subscription(topics: list[str]) -> bytes:
+    """ConsumerProtocolSubscription v0: the topics, no user data."""
+    return (b"\x00\x00" + len(topics).to_bytes(4, "big") + b"".join(_string(t) for t in topics)
+            + (-1).to_bytes(4, "big", signed=True))
+
+
+def encode_assignment(assigned: dict[str, list[int]]) -> bytes:
+    """ConsumerProtocolAssignment v0: partitions per topic, no user data."""
+    out = b"\x00\x00" + len(assigned).to_bytes(4, "big")
+    for topic, parts in assigned.items():
+        out += _string(topic) + len(parts).to_bytes(4, "big") + b"".join(p.to_bytes(4, "big") for p in parts)
+    return out + (-1).to_bytes(4, "big", signed=True)
+
+
+class BareMember:
+    """A group member the harness drives with raw requests (JoinGroup v5, SyncGroup v3)."""
+
+    def __init__(self, env: Env, group: str, topic: str, session_ms: int = 30000, rebalance_ms: int = 30000) -> None:
+        self.env, self.group, self.topic = env, group, topic
+        self.session_ms, self.rebalance_ms = session_ms, rebalance_ms
+        self.conn = self._connect()
+        self.member_id = ""
+        self.generation = -1
+
+    def _connect(self) -> Any:
+        from fakekafka.client import WireConnection
+        cluster = self.env.cluster()
+        main = cluster._coordinator(self.group)
+        host, port = main.sock.getpeername()[:2]
+        return WireConnection(host, port, "compat-bare", 40)
+
+    def _join_body(self) -> dict[str, Any]:
+        return {"group_id": self.group, "session_timeout_ms": self.session_ms,
+                "rebalance_timeout_ms": self.rebalance_ms, "member_id": self.member_id, "group_instance_id": None,
+                "protocol_type": "consumer", "protocols": [{"name": "range",
+                                                            "metadata": encode_subscription([self.topic])}]}
+
+    def join(self) -> Any:
+        """JoinGroup until answered (the first answer of v4+ is MEMBER_ID_REQUIRED with the id to use)."""
+        r = self.conn.request(11, 5, self._join_body())
+        if r.error_code == 79:  # MEMBER_ID_REQUIRED
+            self.member_id = r.member_id
+            r = self.conn.request(11, 5, self._join_body())
+        if r.error_code:
+            raise RuntimeError(f"bare JoinGroup: error {r.error_code}")
+        self.generation = r.generation_id
+        return r
+
+    def send_join(self) -> None:
+        """JoinGroup without waiting for the answer (it comes when the rebalance completes)."""
+        import wire
+        first = self.conn.request(11, 5, self._join_body())
+        if first.error_code == 79:
+            self.member_id = first.member_id
+        self.conn.correlation_id += 1
+        self.conn.sock.sendall(wire.encode_request(11, 5, self.conn.correlation_id, self._join_body(),
+                                                   client_id=self.conn.client_id))
+
+    def sync(self, assignment: dict[int, list[int]] | None = None) -> Any:
+        body = {"group_id": self.group, "generation_id": self.generation, "member_id": self.member_id,
+                "group_instance_id": None,
+                "assignments": [{"member_id": self.member_id,
+                                 "assignment": encode_assignment({self.topic: [0]})}]}
+        return self.conn.request(14, 3, body)
+
+    def close(self) -> None:
+        try:
+            self.conn.close()
+        except OSError:
+            pass
+
+
+@scenario("describe_group_completing_rebalance", {"group": {
+    "state": "CompletingRebalance", "protocol_type": "consumer", "protocol": "",
+    "members": [{"assignment": [], "instance_id": None}]}}, uses=("admin",))
+def describe_group_completing_rebalance(client: Client, env: Env) -> Outcome:
+    """A member joined and was never synced: the group is CompletingRebalance, its member without assignment."""
+    topic, group = env.name("t"), env.name("g")
+    env.create_topic(topic)
+    bare = BareMember(env, group, topic)
+    try:
+        bare.join()
+        return {"group": _describe(client, group)}
+    finally:
+        bare.close()
+
+
+@scenario("describe_group_preparing_rebalance", {"group": {
+    "state": "PreparingRebalance", "protocol_type": "consumer", "protocol": "",
+    "members": [{"assignment": [], "instance_id": None}, {"assignment": [0], "instance_id": None}]}},
+          uses=("admin",))
+def describe_group_preparing_rebalance(client: Client, env: Env) -> Outcome:
+    """A Stable one-member group that a second member asks to join: PreparingRebalance until the first rejoins."""
+    topic, group = env.name("t"), env.name("g")
+    env.create_topic(topic)
+    a = BareMember(env, group, topic, rebalance_ms=20000)
+    b = BareMember(env, group, topic, rebalance_ms=20000)
+    try:
+        a.join()
+        a.sync()
+        b.send_join()
+        time.sleep(0.3)
+        return {"group": _describe(client, group)}
+    finally:
+        a.close()
+        b.close()
+
+
+# --- static members ----------------------------------------------------------------------------------
+
+@scenario("static_member_rejoin", lambda client: {
+    "before": [[0], [1]], "after": [[0], [1]],
+    # aiokafka describes groups with DescribeGroups v2, which has no group.instance.id
+    "instances": [None, None] if client.name == "aiokafka" else ["a", "b"]}, slow=True, uses=("admin",))
+def static_member_rejoin(client: Client, env: Env) -> Outcome:
+    """Static members a and b share two partitions; a closes and a new consumer with instance id a takes its
+    place: the same split, and the group lists exactly a and b."""
+    topic, group = env.name("t"), env.name("g")
+    env.create_topic(topic, 2)
+    a = env.member(client, group, topic, instance_id="a")
+    b = env.member(client, group, topic, instance_id="b")
+    before = _settled(env, [a, b], 2)
+    a.close()
+    a2 = env.member(client, group, topic, instance_id="a")
+    after = _settled(env, [a2, b], 2)
+
+    def instances() -> Any:
+        d = client.describe_group(group)
+        return sorted((m["instance_id"] for m in d["members"]), key=str)
+    _, got = wait_for(lambda: (i := outcome_of(instances)) == ["a", "b"] and i, env.timing.op_s, 0.3)
+    return {"before": before, "after": after, "instances": got or outcome_of(instances)}
+
+
+# aiokafka logs the fencing and stops fetching, but getmany() raises nothing.
+@scenario("static_member_fenced", lambda client: {
+    "new": [[0]], "old_error": None if client.name == "aiokafka" else "FENCED_INSTANCE_ID"}, slow=True)
+def static_member_fenced(client: Client, env: Env) -> Outcome:
+    """Two live consumers with the same group.instance.id: the newer takes the partition, the older is
+    fenced (FENCED_INSTANCE_ID) the next time it talks to the coordinator."""
+    topic, group = env.name("t"), env.name("g")
+    env.create_topic(topic)
+    old = env.member(client, group, topic, instance_id="same")
+    _settled(env, [old], 1)
+    new = env.member(client, group, topic, instance_id="same")
+    got = _settled(env, [new], 1)
+    errors: list[str] = []
+
+    def fenced() -> bool:
+        errors.extend(e.code for e in old.errors())
+        return any("FENCED" in e for e in errors)
+    wait_for(fenced, env.timing.group_s / 2, 0.2)
+    return {"new": got, "old_error": next((e for e in errors if "FENCED" in e), errors[0] if errors else None)}
+
+
+# --- session timeouts ------------------------------------------------------------------------------
+
+def _session_outcome(client: Client, env: Env, session_ms: int) -> Outcome:
+    topic, group = env.name("t"), env.name("g")
+    env.create_topic(topic)
+    try:
+        m = env.member(client, group, topic, session_timeout_ms=session_ms)
+    except (ClientError, Unsupported):
+        raise
+    except Exception as e:  # noqa: BLE001 - the client refused the setting itself
+        return {"error": "CLIENT_REJECTED", "exception": type(e).__name__, "assigned": []}
+    errors: list[str] = []
+
+    def seen() -> bool:
+        errors.extend(e.code for e in m.errors())
+        return bool(errors)
+    wait_for(seen, 8, 0.2)
+    return {"error": errors[0] if errors else None, "assigned": [p for _, p in m.assignment()]}
+
+
+@scenario("session_timeout_below_min", {"error": "INVALID_SESSION_TIMEOUT", "assigned": []})
+def session_timeout_below_min(client: Client, env: Env) -> Outcome:
+    """A member with session.timeout.ms=1000, under group.min.session.timeout.ms (6000): INVALID_SESSION_TIMEOUT."""
+    return _session_outcome(client, env, 1000)
+
+
+def _above_max_expected(client: Client) -> Outcome:
+    # librdkafka caps session.timeout.ms at 3600000 but refuses more than its request timeout allows itself
+    error = {"confluent-kafka": "CLIENT_REJECTED", "kcat": "CLIENT:kcat"}.get(client.name, "INVALID_SESSION_TIMEOUT")
+    return {"error": error, "assigned": []}
+
+
+@scenario("session_timeout_above_max", _above_max_expected)
+def session_timeout_above_max(client: Client, env: Env) -> Outcome:
+    """A member with session.timeout.ms=1800001, over group.max.session.timeout.ms: INVALID_SESSION_TIMEOUT."""
+    return _session_outcome(client, env, 1_800_001)
+
+
+# --- commits -------------------------------------------------------------------------------------------
+
+def _live_commit_expected(client: Client) -> Outcome:
+    # the broker answers UNKNOWN_MEMBER_ID; Java, kafka-python and aiokafka turn it into CommitFailed
+    error = {"java": "CLIENT:CommitFailedException", "kafka-python": "CLIENT:CommitFailedError",
+             "aiokafka": "CLIENT:CommitFailedError"}.get(client.name, "UNKNOWN_MEMBER_ID")
+    return {"commit": {"error": error}, "committed": {}}
+
+
+@scenario("commit_into_live_group", _live_commit_expected, uses=("commit",))
+def commit_into_live_group(client: Client, env: Env) -> Outcome:
+    """A consumer with manually assigned partitions commits into a group that has a live member: refused."""
+    topic, group = env.name("t"), env.name("g")
+    env.create_topic(topic)
+    _fill(env, topic, 2)
+    live = env.member(client, group, topic)
+    _settled(env, [live], 1)
+    outsider = env.member(client, group, topic, assign=[0])
+    out: Outcome = {"commit": _ok(lambda: outsider.commit({(topic, 0): (1, None)}))}
+    out["committed"] = {str(p): o for p, (o, _) in client.committed(group, topic, 1).items()}
+    return out
+
+
+@scenario("commit_beyond_end", {"commit": OK, "committed": {"0": 1000}, "resumed": [0, 1, 2]}, uses=("commit",))
+def commit_beyond_end(client: Client, env: Env) -> Outcome:
+    """Offset 1000 committed for a 3-record partition is stored; the next reader resets (earliest) to 0."""
+    topic, group = env.name("t"), env.name("g")
+    env.create_topic(topic)
+    _fill(env, topic, 3)
+    a = env.member(client, group, topic, assign=[0])
+    out: Outcome = {"commit": _ok(lambda: a.commit({(topic, 0): (1000, None)}))}
+    a.close()
+    out["committed"] = {str(p): o for p, (o, _) in client.committed(group, topic, 1).items()}
+    b = env.member(client, group, topic, assign=[0], offset_reset="earliest")
+    got, _ = env.receive(b, 3, timeout=env.timing.fetch_s)
+    out["resumed"] = [r.offset for r in got]
+    return out
+
+
+@scenario("committed_overrides_reset", {"offsets": [1, 2]}, uses=("commit",))
+def committed_overrides_reset(client: Client, env: Env) -> Outcome:
+    """A committed offset (1) wins over auto.offset.reset=latest: reading resumes at 1, not at the end."""
+    topic, group = env.name("t"), env.name("g")
+    env.create_topic(topic)
+    _fill(env, topic, 3)
+    a = env.member(client, group, topic, assign=[0])
+    a.commit({(topic, 0): (1, None)})
+    a.close()
+    b = env.member(client, group, topic, assign=[0], offset_reset="latest")
+    got, _ = env.receive(b, 2, timeout=env.timing.fetch_s)
+    return {"offsets": [r.offset for r in got]}
+
+
+@scenario("committed_unknown_group", {"committed": {}}, uses=("commit",))
+def committed_unknown_group(client: Client, env: Env) -> Outcome:
+    """OffsetFetch for a group nobody used: no committed offsets (and no error)."""
+    topic = env.name("t")
+    env.create_topic(topic)
+    return {"committed": outcome_of(lambda: {str(p): o for p, (o, _) in
+                                             client.committed(env.name("never"), topic, 1).items()})}
+
+
+# --- positions ---------------------------------------------------------------------------------------
+
+@scenario("pause_resume", {"first": [0, 1], "while_paused": [], "after_resume": [2, 3]})
+def pause_resume(client: Client, env: Env) -> Outcome:
+    """An assigned consumer reads 2 records, pauses, misses 2 new ones while paused, gets them on resume."""
+    topic, group = env.name("t"), env.name("g")
+    env.create_topic(topic)
+    _fill(env, topic, 2)
+    m = env.member(client, group, topic, assign=[0])
+    first, _ = env.receive(m, 2, timeout=env.timing.fetch_s)
+    m.pause([(topic, 0)])
+    env.produce(topic, b"p2")
+    env.produce(topic, b"p3")
+    time.sleep(1.5)
+    paused = m.take()
+    m.resume([(topic, 0)])
+    after, _ = env.receive(m, 2, timeout=env.timing.fetch_s)
+    return {"first": [r.offset for r in first], "while_paused": [r.offset for r in paused],
+            "after_resume": [r.offset for r in after]}
+
+
+@scenario("seek_middle", {"first": list(range(10)), "after_seek": [4, 5, 6, 7, 8, 9]})
+def seek_middle(client: Client, env: Env) -> Outcome:
+    """An assigned consumer reads 10 records, seeks back to 4 and reads 4..9 again."""
+    topic, group = env.name("t"), env.name("g")
+    env.create_topic(topic)
+    _fill(env, topic, 10)
+    m = env.member(client, group, topic, assign=[0])
+    first, _ = env.receive(m, 10, timeout=env.timing.fetch_s)
+    m.seek((topic, 0), 4)
+    again, _ = env.receive(m, 6, timeout=env.timing.fetch_s)
+    return {"first": [r.offset for r in first], "after_seek": [r.offset for r in again]}

@@ -1,0 +1,236 @@
+"""A partition's log at its edges: DeleteRecords and what follows from it, ListOffsets where there is
+nothing to find, fetching at or past the ends, mid-batch starts, and timestamps.
+
+Kafka: DeleteRecords moves the log start offset (the low watermark) to the offset given, or to the high
+watermark for -1, and refuses an offset past the high watermark (OFFSET_OUT_OF_RANGE); ListOffsets
+"earliest" is the log start, by timestamp the first offset at or after it whose timestamp is at least
+the one asked for (KIP-79; records need not be in timestamp order), "max timestamp" (-3, KIP-734) the
+offset of the record with the largest timestamp; a Fetch below the log start or past the high watermark
+is OFFSET_OUT_OF_RANGE, at the high watermark it waits for data; a fetch from the middle of a batch gets
+the whole batch and the client drops the records before its position.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from compat.clients.base import Client, Rec, Unsupported
+from compat.env import Env, acks, outcome_of, wait_for
+from compat.scenarios.registry import Outcome, scenario
+
+T0 = 1_700_000_000_000
+
+
+def _offsets(recs: list[Rec]) -> list[int]:
+    return [r.offset for r in recs]
+
+
+def _fill(env: Env, topic: str, n: int, *, ts: list[int] | None = None) -> None:
+    for i in range(n):
+        env.produce(topic, b"r%d" % i, timestamp=ts[i] if ts else None)
+
+
+@scenario("delete_records_then_earliest", {"low_watermark": 4, "earliest": 4, "latest": 10,
+                                           "read_from_0": [4, 5, 6]}, uses=("admin",))
+def delete_records_then_earliest(client: Client, env: Env) -> Outcome:
+    """DeleteRecords before offset 4 of 10: the low watermark and earliest are 4; reading from 0 resets to 4."""
+    topic = env.name("t")
+    env.create_topic(topic)
+    _fill(env, topic, 10)
+    low = client.delete_records(topic, 0, 4)
+    return {"low_watermark": low, "earliest": client.list_offsets(topic, 0, "earliest"),
+            "latest": client.list_offsets(topic, 0, "latest"),
+            "read_from_0": _offsets(client.fetch(topic, 0, 0, 3, reset="earliest"))}
+
+
+@scenario("delete_records_edges", {"to_end": 5, "earliest": 5, "latest": 5, "again": 5,
+                                   "past_end": {"error": "OFFSET_OUT_OF_RANGE"}}, uses=("admin",))
+def delete_records_edges(client: Client, env: Env) -> Outcome:
+    """DeleteRecords to the high watermark (-1) empties the log; deleting again is harmless; past it refused."""
+    topic = env.name("t")
+    env.create_topic(topic)
+    _fill(env, topic, 5)
+    out: Outcome = {"to_end": client.delete_records(topic, 0, -1)}
+    out["earliest"] = client.list_offsets(topic, 0, "earliest")
+    out["latest"] = client.list_offsets(topic, 0, "latest")
+    out["again"] = outcome_of(lambda: client.delete_records(topic, 0, 3))
+    out["past_end"] = outcome_of(lambda: client.delete_records(topic, 0, 100))
+    return out
+
+
+@scenario("list_offsets_empty_log", {"earliest": 0, "latest": 0, "by_time": None})
+def list_offsets_empty_log(client: Client, env: Env) -> Outcome:
+    """ListOffsets on an empty partition: earliest = latest = 0, and no offset for any timestamp."""
+    topic = env.name("t")
+    env.create_topic(topic)
+    return {"earliest": client.list_offsets(topic, 0, "earliest"), "latest": client.list_offsets(topic, 0, "latest"),
+            "by_time": client.list_offsets(topic, 0, 0)}
+
+
+@scenario("list_offsets_after_delete_records", {"at_0": 3, "at_ts1": 3, "at_ts4": 4, "after_last": None},
+          uses=("admin",))
+def list_offsets_after_delete_records(client: Client, env: Env) -> Outcome:
+    """By-time lookups after DeleteRecords before 3 (of 5, a second apart): nothing below the log start."""
+    topic = env.name("t")
+    env.create_topic(topic)
+    ts = [T0 + 1000 * i for i in range(5)]
+    _fill(env, topic, 5, ts=ts)
+    client.delete_records(topic, 0, 3)
+    return {"at_0": client.list_offsets(topic, 0, 0), "at_ts1": client.list_offsets(topic, 0, ts[1]),
+            "at_ts4": client.list_offsets(topic, 0, ts[4]), "after_last": client.list_offsets(topic, 0, ts[4] + 1)}
+
+
+OUT_OF_ORDER = [T0 + 5000, T0 + 1000, T0 + 3000, T0 + 2000]
+
+
+@scenario("list_offsets_unordered_timestamps", lambda client: {
+    "at_t0": 0, "at_2000": 0, "at_4000": 0, "at_5001": None,
+    "max_timestamp": "unsupported" if client.name in ("aiokafka", "kcat") else 0})
+def list_offsets_unordered_timestamps(client: Client, env: Env) -> Outcome:
+    """Timestamps 5000, 1000, 3000, 2000 (ms past T0): by time finds the first offset with a timestamp at
+    least the one asked for, wherever later records stand; max timestamp is offset 0."""
+    topic = env.name("t")
+    env.create_topic(topic)
+    _fill(env, topic, 4, ts=OUT_OF_ORDER)
+    return {"at_t0": client.list_offsets(topic, 0, T0), "at_2000": client.list_offsets(topic, 0, T0 + 2000),
+            "at_4000": client.list_offsets(topic, 0, T0 + 4000),
+            "at_5001": client.list_offsets(topic, 0, T0 + 5001),
+            "max_timestamp": _unless_unsupported(lambda: client.list_offsets(topic, 0, "max_timestamp"))}
+
+
+def _unless_unsupported(fn: Any) -> Any:
+    """fn's outcome, or "unsupported" when the client cannot do it (the rest of the scenario still runs)."""
+    try:
+        return outcome_of(fn)
+    except Unsupported:
+        return "unsupported"
+
+
+@scenario("list_offsets_max_timestamp", {"empty": None, "one_per_batch": 2, "in_one_batch": 1})
+def list_offsets_max_timestamp(client: Client, env: Env) -> Outcome:
+    """ListOffsets max timestamp (-3): none on an empty log; the record with the largest timestamp, also
+    when it sits inside a batch (the offset of that record, not of the batch)."""
+    empty, singles, batch = env.name("empty"), env.name("singles"), env.name("batch")
+    for t in (empty, singles, batch):
+        env.create_topic(t)
+    out: Outcome = {"empty": client.list_offsets(empty, 0, "max_timestamp")}
+    _fill(env, singles, 4, ts=[T0, T0 + 1000, T0 + 9000, T0 + 2000])
+    out["one_per_batch"] = client.list_offsets(singles, 0, "max_timestamp")
+    env.produce_batch(batch, [b"b0", b"b1", b"b2"], [T0, T0 + 9000, T0 + 5000])
+    out["in_one_batch"] = client.list_offsets(batch, 0, "max_timestamp")
+    return out
+
+
+# --- fetching around the ends ------------------------------------------------------------------------
+
+@scenario("fetch_at_end_waits", {"at_end": [], "then": [3]})
+def fetch_at_end_waits(client: Client, env: Env) -> Outcome:
+    """Reading from the high watermark (3) finds nothing until a record arrives, then gets offset 3."""
+    topic = env.name("t")
+    env.create_topic(topic)
+    _fill(env, topic, 3)
+    at_end = _offsets(_short_fetch(client, env, topic, 3))
+    env.produce(topic, b"late")
+    return {"at_end": at_end, "then": _offsets(client.fetch(topic, 0, 3, 1))}
+
+
+def _short_fetch(client: Client, env: Env, topic: str, offset: int) -> list[Rec]:
+    """A fetch expected to come back empty: the client's fetch waits timing.fetch_s for one record."""
+    saved = env.timing.fetch_s
+    client.timing.fetch_s = min(saved, 2.0)
+    try:
+        return client.fetch(topic, 0, offset, 1)
+    finally:
+        client.timing.fetch_s = saved
+
+
+# kcat -e exits at the end of the partition: after the reset to 3 it stops before the next record comes.
+@scenario("fetch_past_end_reset_latest", lambda client: {"offsets": [] if client.name == "kcat" else [3]})
+def fetch_past_end_reset_latest(client: Client, env: Env) -> Outcome:
+    """Reading from offset 50 of a 3-record log with auto.offset.reset=latest: reset to 3, the next record."""
+    topic = env.name("t")
+    env.create_topic(topic)
+    _fill(env, topic, 3)
+    import threading
+    timer = threading.Timer(1.5, lambda: env.produce(topic, b"next"))
+    timer.start()
+    try:
+        return {"offsets": _offsets(client.fetch(topic, 0, 50, 1, reset="latest"))}
+    finally:
+        timer.join()
+
+
+@scenario("fetch_mid_batch", {"offsets": [5, 6, 7, 8, 9], "values": ["v5", "v6", "v7", "v8", "v9"]})
+def fetch_mid_batch(client: Client, env: Env) -> Outcome:
+    """Ten records in one batch, read from offset 5: the client drops the five before its position."""
+    topic = env.name("t")
+    env.create_topic(topic)
+    env.produce_batch(topic, [b"v%d" % i for i in range(10)])
+    got = client.fetch(topic, 0, 5, 5)
+    return {"offsets": _offsets(got), "values": [r.value.decode() if r.value else None for r in got]}
+
+
+@scenario("fetch_below_log_start", {"reset_earliest": [2, 3], "reset_none": {"error": "OFFSET_OUT_OF_RANGE"}},
+          uses=("admin",))
+def fetch_below_log_start(client: Client, env: Env) -> Outcome:
+    """After DeleteRecords before 2, reading from 0: reset to the log start, or an error with reset none."""
+    topic = env.name("t")
+    env.create_topic(topic)
+    _fill(env, topic, 4)
+    client.delete_records(topic, 0, 2)
+    earliest = _offsets(client.fetch(topic, 0, 0, 2, reset="earliest"))
+    none = outcome_of(lambda: _offsets(_short_fetch_reset(client, env, topic, "none")))
+    return {"reset_earliest": earliest, "reset_none": none}
+
+
+def _short_fetch_reset(client: Client, env: Env, topic: str, reset: str) -> list[Rec]:
+    saved = env.timing.fetch_s
+    client.timing.fetch_s = min(saved, 3.0)
+    try:
+        return client.fetch(topic, 0, 0, 1, reset=reset)
+    finally:
+        client.timing.fetch_s = saved
+
+
+# --- timestamps --------------------------------------------------------------------------------------
+
+@scenario("log_append_time", lambda client: {"acks": acks(client, [(0, 0), (0, 1)]), "producer_ts_kept": False,
+                                             "broker_time": True, "by_time_old": 0})
+def log_append_time(client: Client, env: Env) -> Outcome:
+    """A topic with message.timestamp.type=LogAppendTime: consumers see the broker's append time, not the
+    producer's (an hour-old timestamp), and ListOffsets by that old time finds the first record."""
+    topic = env.name("t")
+    env.create_topic(topic, configs={"message.timestamp.type": "LogAppendTime"})
+    old = int(time.time() * 1000) - 3_600_000
+    before = int(time.time() * 1000) - 5000
+    recs = [Rec(None, b"a", [], 0, timestamp=old), Rec(None, b"b", [], 0, timestamp=old)]
+    sent = outcome_of(lambda: client.produce(topic, recs))
+    if isinstance(sent, dict):  # kcat cannot set timestamps: let the harness write them
+        for r in recs:
+            env.produce(topic, r.value or b"", timestamp=old)
+        sent = [(0, 0), (0, 1)]
+    got = client.fetch(topic, 0, 0, 2)
+    after = int(time.time() * 1000) + 5000
+    stamps = [r.timestamp for r in got]
+    return {"acks": acks(client, sent), "producer_ts_kept": any(t == old for t in stamps),
+            "broker_time": bool(stamps) and all(t is not None and before <= t <= after for t in stamps),
+            "by_time_old": client.list_offsets(topic, 0, old)}
+
+
+@scenario("timestamp_far_future_refused", lambda client: {
+    "future": {"error": "INVALID_TIMESTAMP"}, "end": 0, "within_limit": acks(client, [(0, 0)])},
+          uses=("timestamps",))
+def timestamp_far_future_refused(client: Client, env: Env) -> Outcome:
+    """message.timestamp.after.max.ms=60000 (KIP-937): a record stamped a day ahead is INVALID_TIMESTAMP;
+    one stamped now is taken."""
+    topic = env.name("t")
+    env.create_topic(topic, configs={"message.timestamp.after.max.ms": "60000"})
+    now = int(time.time() * 1000)
+    future = outcome_of(lambda: client.produce(topic, [Rec(None, b"f", [], 0, timestamp=now + 86_400_000)]))
+    end = env.cluster().end_offsets(topic)[0]
+    ok = outcome_of(lambda: acks(client, client.produce(topic, [Rec(None, b"n", [], 0, timestamp=now)])))
+    return {"future": future, "end": end, "within_limit": ok}
+
+
+__all__ = ["wait_for"]

@@ -126,9 +126,11 @@ def _short_bytes(b: bytes) -> str:
 class Normaliser:
     """Turns one decoded request or response into what is compared (see the module docstring)."""
 
-    def __init__(self, now_ms: float | None = None, prefix: str | None = None) -> None:
+    def __init__(self, now_ms: float | None = None, prefix: str | None = None,
+                 topic_names: dict[str, str] | None = None) -> None:
         self.now_ms = now_ms if now_ms is not None else time.time() * 1000
         self.prefix = prefix  # this session's names contain it (answers listing everything are filtered)
+        self.topic_names = topic_names or {}  # topic id -> name, as this broker's answers said
 
     def _is_now(self, name: str, v: int) -> bool:
         return ("time" in name or name.endswith("_ms")) and abs(v - self.now_ms) <= TIME_WINDOW_MS
@@ -178,6 +180,8 @@ class Normaliser:
         return "<now>" if self._is_now(name, v) else v
 
     def value(self, name: str, v: Any) -> Any:
+        if name == "topic_id" and isinstance(v, str) and v in self.topic_names:
+            return f"<id:{self.topic_names[v]}>"  # each broker's ids differ; the topics they name do not
         if name in PLACEHOLDER:
             if isinstance(v, str):
                 return PLACEHOLDER[name] if v and v != ZERO_UUID else v
@@ -226,7 +230,7 @@ def _keyed(items: list[Any]) -> tuple[str | None, Any]:
         for k in KEY_FIELDS:
             if all(k in x for x in items):
                 keys = [x[k] for x in items]
-                if not any(isinstance(v, str) and v.startswith("<") for v in keys) and \
+                if not any(isinstance(v, str) and v.startswith("<") and not v.startswith("<id:") for v in keys) and \
                         len(set(map(repr, keys))) == len(keys):
                     label = (lambda v: api_name(v)) if k == "api_key" else str
                     return k, {"[]": {label(v): x for v, x in zip(keys, items, strict=True)}, "[by]": k}
@@ -285,6 +289,67 @@ def compare(a: Any, b: Any, path: str = "", generic: str = "") -> tuple[int, lis
     return 1, []
 
 
+def _keyed_items(value: Any) -> dict[str, Any] | None:
+    return value["[]"] if isinstance(value, dict) and "[]" in value else None
+
+
+def intersect(a: dict[str, Any], b: dict[str, Any], field_: str, inner: str | None = None
+              ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Copies of two canonical answers whose keyed array `field_` (and each element's `inner` array) keep only
+    the keys both have: for answers whose membership is a matter of timing (listings of everything) or of
+    a fetch session (an incremental Fetch answer leaves out partitions that did not change)."""
+    ea, eb = _keyed_items(a.get(field_)), _keyed_items(b.get(field_))
+    if a.get(field_) == []:
+        ea = {}
+    if b.get(field_) == []:
+        eb = {}
+    if ea is None or eb is None:
+        return a, b
+    common = [k for k in ea if k in eb]
+    if not common:
+        return {**a, field_: []}, {**b, field_: []}
+    a2 = {**a, field_: {**a[field_], "[]": {k: ea[k] for k in common}}}
+    b2 = {**b, field_: {**b[field_], "[]": {k: eb[k] for k in common}}}
+    if inner is not None:
+        for k in common:
+            x, y = intersect(ea[k], eb[k], inner)
+            a2[field_]["[]"][k], b2[field_]["[]"][k] = x, y
+    return a2, b2
+
+
+def without_records(answer: dict[str, Any], topics: set[str]) -> dict[str, Any]:
+    """A canonical Fetch answer without the records of `topics` (by name or by id placeholder)."""
+    items = _keyed_items(answer.get("responses"))
+    if items is None or not topics:
+        return answer
+    out = {}
+    for k, t in items.items():
+        name = k[4:-1] if k.startswith("<id:") else k
+        parts = _keyed_items(t.get("partitions")) if isinstance(t, dict) else None
+        if name in topics and parts is not None:
+            t = {**t, "partitions": {**t["partitions"], "[]": {
+                pk: {f: v for f, v in p.items() if f != "records"} for pk, p in parts.items()}}}
+        out[k] = t
+    return {**answer, "responses": {**answer["responses"], "[]": out}}
+
+
+def topic_names(exchanges: list[Exchange]) -> dict[str, str]:
+    """Topic id -> name from the Metadata and CreateTopics answers among `exchanges`."""
+    out: dict[str, str] = {}
+    for ex in exchanges:
+        if ex.api_key not in (3, 19) or ex.response is None:
+            continue
+        try:
+            _, body = decode_response(ex.api_key, ex.api_version, ex.response)
+        except DecodeError:
+            continue
+        for t in body.get("topics") or []:
+            tid, name = t.get("topic_id"), t.get("name")
+            if tid is not None and name and str(tid) != ZERO_UUID:
+                out[str(tid)] = name
+    return out
+
+
 def _key(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
@@ -322,6 +387,9 @@ def align(a: list[Any], b: list[Any], key: Any = _key, answer: Any = None
                 pairs.extend(zip(ga[len(ga) - n:], gb[len(gb) - n:], strict=True))
             pairs.extend((ia[block.a + t], ib[block.b + t]) for t in range(block.size))
             pa, pb = block.a + block.size, block.b + block.size
+        # what crossed over (equal answers in a different order) pairs in order
+        ta, tb = {i for i, _ in pairs}, {j for _, j in pairs}
+        pairs.extend(zip([i for i in ia if i not in ta], [j for j in ib if j not in tb], strict=False))
     pairs.sort()
     ta = {i for i, _ in pairs}
     tb = {j for _, j in pairs}
@@ -456,16 +524,20 @@ def diff_sessions(sessions: dict[str, tuple[list[Exchange], list[Exchange]]], na
             stats[(k, v)] = PairStats(api_name(k), v)
         return stats[(k, v)]
 
+    ids_a = topic_names([e for xa, _ in sessions.values() for e in xa])
+    ids_b = topic_names([e for _, xb in sessions.values() for e in xb])
     for session, (xa, xb) in sessions.items():
-        norm = Normaliser(now_ms, (prefixes or {}).get(session))
-        da = [decode(e, norm) for e in xa]
-        db = [decode(e, norm) for e in xb]
+        prefix = (prefixes or {}).get(session)
+        norm_a, norm_b = Normaliser(now_ms, prefix, ids_a), Normaliser(now_ms, prefix, ids_b)
+        da = [decode(e, norm_a) for e in xa if not e.meta.get("answered_by_relay")]
+        db = [decode(e, norm_b) for e in xb if not e.meta.get("answered_by_relay")]
+        tainted: set[str] = set()  # topics whose Produce requests differ: their records cannot compare
         groups: dict[tuple[int, int], tuple[list[Decoded], list[Decoded]]] = defaultdict(lambda: ([], []))
         for d in da:
             groups[(d.ex.api_key, d.ex.api_version)][0].append(d)
         for d in db:
             groups[(d.ex.api_key, d.ex.api_version)][1].append(d)
-        for (k, v), (ga, gb) in groups.items():
+        for (k, v), (ga, gb) in sorted(groups.items()):  # Produce (key 0) first: it decides `tainted`
             s = st(k, v)
             s.seen[ref] += len(ga)
             s.seen[sub] += len(gb)
@@ -474,6 +546,9 @@ def diff_sessions(sessions: dict[str, tuple[list[Exchange], list[Exchange]]], na
                     s.decode_errors.append(f"{s.api} v{v} in {session}: {d.error}")
             pairs, only_a, only_b = align(ga, gb, key=lambda d: d.key, answer=lambda d: _key(d.response))
             s.pairs += len(pairs)
+            if k == 0:
+                for d in [ga[i] for i in only_a] + [gb[j] for j in only_b]:
+                    tainted.update(t.get("name") for t in (d.request or {}).get("topic_data") or [])
             s.unpaired[ref] += len(only_a)
             s.unpaired[sub] += len(only_b)
             if (only_a or only_b) and not s.unpaired_example:
@@ -497,7 +572,15 @@ def diff_sessions(sessions: dict[str, tuple[list[Exchange], list[Exchange]]], na
                         s.no_response += 1
                     continue
                 s.compared += 1
-                n, diffs = compare(a.response, b.response)
+                ra, rb = a.response, b.response
+                if k == 3 and (a.request or {}).get("topics") in (None, []) or k == 16:
+                    ra, rb = intersect(ra, rb, "topics" if k == 3 else "groups")  # listings of everything
+                if k == 1:
+                    if any(isinstance(d.request.get("session_epoch"), int) and d.request["session_epoch"] > 0
+                           for d in (a, b)):
+                        ra, rb = intersect(ra, rb, "responses", "partitions")  # incremental fetch
+                    ra, rb = without_records(ra, tainted), without_records(rb, tainted)
+                n, diffs = compare(ra, rb)
                 s.fields += n
                 for path, generic, x, y in diffs:
                     fd = s.diffs.get(generic)

@@ -229,6 +229,11 @@ class RelayGroup:
                     if frame is None:
                         break
                     ex = self._record_request(conn, frame, upstream)
+                    refusal = self._refuse(ex)
+                    if refusal is not None:  # answered here: the broker never sees it
+                        client_w.write(len(refusal).to_bytes(4, "big") + refusal)
+                        await client_w.drain()
+                        continue
                     if ex is not None and not _no_response(ex):
                         pending[ex.correlation_id] = ex
                     up_w.write(len(frame).to_bytes(4, "big") + frame)
@@ -249,6 +254,20 @@ class RelayGroup:
                     w.close()
             if task is not None:
                 self._tasks.discard(task)
+
+    def _refuse(self, ex: Exchange | None) -> bytes | None:
+        """An ApiVersions request newer than the caps is answered as a broker without that version answers it
+        (UNSUPPORTED_VERSION in v0, with its own ApiVersions range: KIP-511), so the client retries with a
+        version both brokers speak; the exchange is marked `answered_by_relay` and left out of comparisons."""
+        if ex is None or self.caps is None or ex.api_key != 18 or 18 not in self.caps:
+            return None
+        lo, hi = self.caps[18]
+        if ex.api_version <= hi:
+            return None
+        ex.meta["answered_by_relay"] = True
+        body = {"error_code": 35, "api_keys": [{"api_key": 18, "min_version": lo, "max_version": hi}]}
+        ex.response = encode_response(18, 0, ex.correlation_id, body)[4:]
+        return ex.response
 
     def _record_request(self, conn: int, frame: bytes, upstream: tuple[str, int]) -> Exchange | None:
         if len(frame) < _HEAD.size:

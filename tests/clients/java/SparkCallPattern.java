@@ -585,7 +585,7 @@ public final class SparkCallPattern {
                 consumer.subscribe(topics);
             }
             // partitionsAssignedToConsumer(fetchingEarliestOffset = true) + fetchEarliestOffsets
-            consumer.poll(0);
+            pollZero(consumer);
             Set<TopicPartition> partitions = consumer.assignment();
             consumer.pause(partitions);
             out.put("assignment", names(partitions));
@@ -597,7 +597,7 @@ public final class SparkCallPattern {
             out.put("earliest", byName(earliest));
 
             // fetchLatestOffsets(None): poll(0), positions first (the KAFKA-7703 workaround), pause, seekToEnd
-            consumer.poll(0);
+            pollZero(consumer);
             partitions = consumer.assignment();
             for (TopicPartition tp : partitions) {
                 consumer.position(tp);
@@ -611,7 +611,7 @@ public final class SparkCallPattern {
             out.put("latest", byName(latest));
 
             // fetchSpecificOffsets: seek / seekToBeginning / seekToEnd, then position; a moved offset is data loss
-            consumer.poll(0);
+            pollZero(consumer);
             partitions = consumer.assignment();
             for (TopicPartition tp : partitions) {
                 consumer.position(tp);
@@ -663,6 +663,20 @@ public final class SparkCallPattern {
             out.put("group_id", groupId);
         }
         return out;
+    }
+
+    /**
+     * The connector's consumer.poll(0): the deprecated poll(long), removed in kafka-clients 4.0, waited for the
+     * group join (the assignment) however long it took, then fetched without waiting. poll(Duration.ZERO) does
+     * not wait for the join, so this polls until the consumer holds an assignment (what poll(0) returned with);
+     * any records it fetches are dropped, as the connector's seeks that follow override the positions.
+     */
+    static void pollZero(KafkaConsumer<byte[], byte[]> consumer) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        consumer.poll(Duration.ZERO);
+        while (consumer.assignment().isEmpty() && System.nanoTime() < deadline) {
+            consumer.poll(Duration.ofMillis(50));
+        }
     }
 
     static Object deprecatedReader() throws Exception {

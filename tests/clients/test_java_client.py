@@ -1,4 +1,4 @@
-"""End-to-end: Kafka's official Java client (kafka-clients 3.9) against fakekafka over the real wire.
+"""End-to-end: Kafka's official Java client (kafka-clients 4.4) against fakekafka over the real wire.
 
 One JVM (tests/clients/java/JavaDriver.java, compiled once per source hash by `tests.javautil`) runs
 every scenario against one broker started for this module; each test below asserts one scenario's

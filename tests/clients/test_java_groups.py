@@ -1,4 +1,4 @@
-"""End-to-end consumer groups: Kafka's Java client (kafka-clients 3.9, KafkaConsumer with group.id and
+"""End-to-end consumer groups: Kafka's Java client (kafka-clients 4.4, KafkaConsumer with group.id and
 subscribe) against fakekafka's group coordinator over the real wire.
 
 One JVM (tests/clients/java/GroupDriver.java) runs every scenario against one broker started for this
@@ -17,8 +17,8 @@ the sticky assignors start from scratch as the seeds' examples do.
 Where the Java client differs from a seed: seed 002's RoundRobin example sorts partitions by hash code
 (the old Scala consumer); the Java RoundRobinAssignor sorts by name, so seed 001's example is the one
 reproduced. When C1 leaves the sticky example, C0 and C2 keep their partitions and split C1's three as the
-seeds say, but kafka-clients 3.9 hands them out round-robin in member order (C0 gets t0p1; C2 gets t2p0
-and t3p1), where the seeds' listing gives C0 t2p0.
+seeds say, but kafka-clients (4.4, as 3.9 did) hands them out round-robin in member order (C0 gets t0p1; C2
+gets t2p0 and t3p1), where the seeds' listing gives C0 t2p0.
 
 Skips (naming .ci/install.sh) when java, javac or the Kafka jars are missing.
 """
@@ -174,7 +174,7 @@ def test_round_robin_seed_example(java: GroupRun) -> None:
 
 
 STICKY_FIRST = {"C0": parts("t0p0", "t1p1", "t3p0"), "C1": parts("t0p1", "t2p0", "t3p1"), "C2": parts("t1p0", "t2p1")}
-# kafka-clients 3.9 after C1 leaves (see the module docstring for how this differs from the seeds' listing)
+# kafka-clients 4.4 (as 3.9) after C1 leaves (see the module docstring for how this differs from the seeds' listing)
 STICKY_AFTER = {"C0": parts("t0p0", "t1p1", "t3p0", "t0p1"), "C2": parts("t1p0", "t2p1", "t2p0", "t3p1")}
 
 

@@ -1,4 +1,4 @@
-"""End-to-end replication: Kafka's Java client (kafka-clients 3.9) against a three-broker fakekafka cluster,
+"""End-to-end replication: Kafka's Java client (kafka-clients 4.4) against a three-broker fakekafka cluster,
 with brokers killed under it.
 
 One JVM (tests/clients/java/ReplicationDriver.java) runs two scenarios against one `fakekafka.Cluster(brokers=3)`

@@ -232,17 +232,20 @@ class RemoteCluster(ClusterHandle):
             raise ApiError(ErrorCode(res.error_code), res.get("error_message"))
         return next((c.value for c in res.configs if c.name == name), None)
 
-    def clear(self) -> None:
+    def clear(self) -> list[str]:
         """Deletes every topic (internal ones aside) and every group that has no members left: the fresh-cluster
         start the fixtures promise, on a cluster the caller owns (`pytest --kafka-real` calls it after each
-        test). A group whose consumer is still open stays (Kafka refuses NON_EMPTY_GROUP)."""
-        groups = self.groups()
-        for group_id in groups:
-            conn = self._coordinator(group_id)
-            conn.request(42, None, {"groups_names": [group_id]})
+        test). Returns the groups it could not delete: a consumer still open keeps its group (Kafka answers
+        NON_EMPTY_GROUP), and a later test of the same group id would wait for that member."""
+        kept = []
+        for group_id in self.groups():
+            r = self._coordinator(group_id).request(42, None, {"groups_names": [group_id]})
+            if any(g.error_code not in (ErrorCode.NONE, ErrorCode.GROUP_ID_NOT_FOUND) for g in r.results):
+                kept.append(group_id)
         topics = self.topics()
         if topics:
             self._delete_topics(topics, missing_ok=True)
+        return kept
 
     def _leader(self, topic: str, partition: int) -> WireConnection:
         for p in self._topic(topic).partitions:

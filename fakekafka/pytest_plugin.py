@@ -21,6 +21,7 @@ topics with offsets, groups, and the last requests.
 from __future__ import annotations
 
 import shutil
+import warnings
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -42,9 +43,9 @@ _SETTINGS = {"partitions", "auto_create_topics", "clock", "topics", "brokers", "
 _FAKE_SETTINGS = ("clock", "config", "racks", "record")
 """Marker settings only an in-process fakekafka has: a remote cluster's test that asks for one is skipped."""
 
-REAL_KAFKA_CONFIGS = {"auto.create.topics.enable": "true", "num.partitions": "1"}
-"""Broker configs of --kafka-real's cluster beyond the launcher's: the fixture's defaults (auto-create on, one
-partition per auto-created topic)."""
+REAL_KAFKA_CONFIGS = {"num.partitions": "1", "group.initial.rebalance.delay.ms": "0"}
+"""Broker configs of --kafka-real's clusters beyond the launcher's: the fixture's defaults (one partition per
+auto-created topic, groups formed at once); auto.create.topics.enable follows the marker."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -129,7 +130,7 @@ def pytest_configure(config: pytest.Config) -> None:
                    "how the test's fakekafka cluster is set up (topics: {name: partitions})")
     config.addinivalue_line(
         "markers", "fakekafka_only: the test steers the cluster (clock, faults) and is skipped under "
-                   "--fakekafka-bootstrap")
+                   "--fakekafka-bootstrap and --kafka-real")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -204,7 +205,10 @@ def _release(config: pytest.Config, handle: ClusterHandle) -> None:
     assert isinstance(handle, RemoteCluster)
     try:
         if _REAL in config.stash:
-            handle.clear()
+            kept = handle.clear()
+            if kept:
+                warnings.warn(f"--kafka-real: group(s) {', '.join(kept)} still had members after the test (a "
+                              f"consumer left open?) and stay on the cluster", pytest.PytestWarning, stacklevel=1)
     finally:
         handle.close()
 

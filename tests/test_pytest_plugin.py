@@ -212,6 +212,13 @@ def test_second_starts_empty(kafka):
     assert kafka.end_offsets("four") == {i: 0 for i in range(4)}
 
 
+def test_leaves_a_consumer_open(kafka):
+    produce(kafka, "t", [b"x"])
+    c = KafkaConsumer("t", group_id="left-open", bootstrap_servers=kafka.bootstrap_servers,
+                      auto_offset_reset="earliest")
+    kafka.wait_until(lambda: c.poll(1000))
+
+
 @pytest.mark.fakekafka(brokers=3)
 def test_three_brokers(kafka):
     kafka.create_topic("replicated", 3, replication_factor=3)
@@ -229,8 +236,9 @@ def test_frozen_clock(kafka):
     pass
 ''')
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--kafka-real", "-rs")
-    result.assert_outcomes(passed=3, skipped=2)
-    result.stdout.fnmatch_lines(["--kafka-real: Apache Kafka (1 node) at 127.0.0.1:*, started in * s",
+    result.assert_outcomes(passed=4, skipped=2)
+    result.stdout.fnmatch_lines(["*--kafka-real: group(s) left-open still had members after the test*",
+                                 "--kafka-real: Apache Kafka (1 node) at 127.0.0.1:*, started in * s",
                                  "--kafka-real: Apache Kafka (3 nodes) at *",
                                  "*steers the cluster*Apache Kafka*", "*clock needs an in-process fakekafka*"])
 

@@ -173,6 +173,15 @@ def set_up(t: Target) -> None:
         time.sleep(0.05)
     t.topic_ids = {x.name: x.topic_id for x in md.topics}
     t.leader_epochs = {(x.name, p.partition_index): p.leader_epoch for x in md.topics for p in x.partitions}
+    while True:  # ... and take the leadership a moment after Metadata lists them (NOT_LEADER_OR_FOLLOWER till then)
+        lo = t.send(2, 1, {"replica_id": -1, "topics": [
+            {"name": x.name, "partitions": [{"partition_index": p.partition_index, "timestamp": -1}
+                                            for p in x.partitions]} for x in md.topics]})
+        if all(code == ErrorCode.NONE for _, code in error_codes(lo)):
+            break
+        if time.monotonic() > deadline:
+            raise AssertionError(f"partition leaders never answered: {lo}")
+        time.sleep(0.05)
     batches = [(TOPIC, 0, 0, 2), (TOPIC, 0, 2, 3), (TOPIC, 1, 0, P1_RECORDS),
                *((name, 0, 0, 3) for name in per_version_names("sweep-delrec", 21))]
     for topic, partition, first, n in batches:

@@ -173,7 +173,9 @@ class AgentClient(Client):
         return self.request("delete_records", topic=topic, partition=partition, before=before)
 
     def describe_group(self, group: str) -> dict[str, Any]:
-        return self.request("describe_group", group=group)
+        d = self.request("describe_group", group=group)
+        d["members"] = sorted(d["members"], key=lambda m: (m["assignment"], str(m["instance_id"])))
+        return d
 
     def list_groups(self) -> dict[str, dict[str, Any]]:
         return self.request("list_groups")

@@ -4,7 +4,11 @@ LeaveGroup (13) v0-5, DescribeGroups (15) v0-5, ListGroups (16) v0-5, DeleteGrou
 The rules live in `fakekafka.model.group`; these handlers translate versions. JoinGroup and SyncGroup
 park until the coordinator resolves them. Behaviour: JoinGroup v9's skip_assignment is never set (a
 rejoining static leader is told the old leader id instead, as Kafka did before KIP-814), and
-authorized operations are not computed (reported as not requested).
+authorized operations are not computed (reported as not requested). DescribeGroups reports each member's
+current assignment in every state (its subscription metadata only when Stable), as Kafka 4.x does.
+Deliberate difference (compat/KNOWN_DIFFERENCES.md): DescribeGroups stops at v5, where wire's generated
+declarations stop; Kafka 4.0 added v6 (KIP-1043), which answers an unknown group with
+GROUP_ID_NOT_FOUND instead of state Dead, so clients that ask v6 (Java 4.x, kafka-python 3) see Dead here.
 """
 
 from __future__ import annotations
@@ -135,7 +139,7 @@ def handle_describe_groups(ctx: RequestContext, req: Container) -> dict[str, Any
                 "member_id": m.member_id, "group_instance_id": m.group_instance_id, "client_id": m.client_id,
                 "client_host": m.client_host,
                 "member_metadata": m.metadata_for(group.protocol_name) if stable and group.protocol_name else b"",
-                "member_assignment": m.assignment if stable else b"",
+                "member_assignment": m.assignment,  # Kafka 4.x keeps it outside Stable too (no metadata there)
             } for m in group.members.values()]
         groups.append(entry)
     return {"throttle_time_ms": 0, "groups": groups}

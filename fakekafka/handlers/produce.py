@@ -8,7 +8,8 @@ dropped connection only makes it retry. acks=0 gets no response. Each partition 
 batch (Kafka's rule). acks=-1 is refused with NOT_ENOUGH_REPLICAS when the ISR is below
 min.insync.replicas, otherwise waits (parked, not blocking) until the high watermark passes the batch,
 then reports NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank meanwhile, or REQUEST_TIMED_OUT after
-timeout_ms.
+timeout_ms. A compacted topic refuses a batch with a record without a key: INVALID_RECORD, with the
+record errors and message Kafka's LogValidator gives.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ def handle_produce(ctx: RequestContext, req: Container) -> Any:
             r = cluster.append(partition, p.records, req.acks)
             result = _partition_result(p.index, r.error, r.message, r.base_offset, r.log_append_time,
                                        r.log_start_offset)
+            result["record_errors"] = [{"batch_index": i, "batch_index_error_message": m} for i, m in r.record_errors]
             results.append(result)
             if req.acks == -1 and r.error == ErrorCode.NONE:
                 end = partition.log.batch_end(r.base_offset)

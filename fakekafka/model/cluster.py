@@ -146,6 +146,22 @@ class AppendResult:
     log_append_time: int = -1
     log_start_offset: int = -1
     message: str | None = None
+    record_errors: list[tuple[int, str]] = field(default_factory=list)
+    """(batch index, message) per refused record (Produce v8+ record_errors)."""
+
+
+def _keyless(batch: bytes, partition_name: str, log_start_offset: int) -> AppendResult | None:
+    """A compacted topic refuses records without a key (Kafka's LogValidator): INVALID_RECORD with one
+    record error per such record, and a message naming the first three; None when every record has one."""
+    from wire.records import decode_batch
+    text = f"Compacted topic cannot accept message without key in topic partition {partition_name}"
+    errors = [(i, text) for i, r in enumerate(decode_batch(batch).records) if r.key is None]
+    if not errors:
+        return None
+    shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in errors[:3])
+    return AppendResult(ErrorCode.INVALID_RECORD, log_start_offset=log_start_offset, record_errors=errors,
+                        message=f"One or more records have been rejected due to {len(errors)} record errors in "
+                                f"total, and only showing the first three errors at most: [{shown}]")
 
 
 class ClusterState:
@@ -729,6 +745,10 @@ class ClusterState:
                                 message=f"The batch of {len(batch)} bytes exceeds max.message.bytes {max_bytes}")
         if header.is_control:
             return AppendResult(ErrorCode.INVALID_RECORD, message="Producers may not write control batches")
+        if "compact" in self.topic_config(topic, "cleanup.policy")[0].split(","):
+            refused = _keyless(batch, f"{topic.name}-{partition.index}", log.log_start_offset)
+            if refused:
+                return refused
         now = self.clock.now_ms()
         stamp_type = self.topic_config(topic, "message.timestamp.type")[0]
         log_append = stamp_type == "LogAppendTime"

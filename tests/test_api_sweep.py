@@ -9,6 +9,8 @@ real request at every version does. Each pair is its own test id, twice:
 - `test_injected_error`: the same request with an error injected (on a second fakekafka with the same
   state) is answered with that error where the version can carry it, never UNKNOWN_SERVER_ERROR: the error
   responders are version-dependent code too.
+- `test_variant_*`: the same two checks for `VARIANTS`, a few more requests per API (unknown topics, the
+  cluster-level config resource, invalid topics...), sent after the whole sweep.
 - `test_same_as_kafka`: where Apache Kafka is installed (`compat.apache_kafka.kafka_lib()`), the same
   request against one real broker per session, set up with the same topics, records, groups and offsets
   (made over the wire, by the same code), must get the same answer field by field once what legitimately
@@ -96,7 +98,7 @@ class Target:
     leader_epochs: dict[tuple[str, int], int] = field(default_factory=dict)
     member_id: str = ""
     generation_id: int = -1
-    answers: dict[tuple[int, int], Answer] = field(default_factory=dict)
+    answers: dict[tuple[int, int, str], Answer] = field(default_factory=dict)
 
     def send(self, api_key: int, version: int, body: dict[str, Any]) -> Any:
         """The decoded answer, or None if the broker closed the connection (the next send reconnects)."""
@@ -115,12 +117,15 @@ class Target:
             self.conn.close()
             self.conn = None
 
-    def answer(self, api_key: int, version: int) -> Answer:
-        """The pair's request, built for this broker's state and sent once; later calls reuse it."""
-        if (api_key, version) not in self.answers:
-            body = fit_request(api_key, version, BUILDERS[api_key](self, version))
-            self.answers[(api_key, version)] = Answer(body, self.send(api_key, version, body))
-        return self.answers[(api_key, version)]
+    def answer(self, api_key: int, version: int, variant: str = "") -> Answer:
+        """The pair's request (or the named variant's), built for this broker's state and sent once; later
+        calls reuse it."""
+        key = (api_key, version, variant)
+        if key not in self.answers:
+            build = VARIANTS[variant][2] if variant else BUILDERS[api_key]
+            body = fit_request(api_key, version, build(self, version))
+            self.answers[key] = Answer(body, self.send(api_key, version, body))
+        return self.answers[key]
 
 
 def fit(con: Any, value: Any) -> Any:
@@ -394,6 +399,45 @@ EXPECTED: dict[tuple[int, int], tuple[str, dict[str, Any]]] = {
 }
 
 
+
+def _fetch_of(topic: str, partition: int, epoch: int = -1, *, by_id: uuid.UUID | None = None
+              ) -> Callable[[Target, int], dict[str, Any]]:
+    def build(t: Target, v: int) -> dict[str, Any]:
+        return {**_fetch(t, v), "topics": [{"topic": topic, "topic_id": by_id or t.topic_ids.get(topic, ZERO_UUID),
+                                            "partitions": [{"partition": partition, "current_leader_epoch": epoch,
+                                                            "fetch_offset": 0, "last_fetched_epoch": -1,
+                                                            "log_start_offset": -1, "partition_max_bytes": 1 << 20}]}]}
+    return build
+
+
+def _broker_resource(keys: list[str] | None) -> Callable[[Target, int], dict[str, Any]]:
+    return lambda t, v: {"include_synonyms": True, "resources": [
+        {"resource_type": 4, "resource_name": "", "configuration_keys": keys}]}
+
+
+VARIANTS: dict[str, tuple[int, list[int], Callable[[Target, int], dict[str, Any]]]] = {
+    # name: (API key, versions, builder); requests that answered differently from Kafka once, and edges
+    "all-topics": (3, [1, 12], lambda t, v: {"topics": None, "allow_auto_topic_creation": False}),
+    "unknown-topic": (1, [4, 12], _fetch_of("nope", 0)),
+    "unknown-partition": (1, [12], _fetch_of(TOPIC, 7)),
+    "unknown-topic-id": (1, [13], _fetch_of("", 0, by_id=uuid.UUID(int=1))),
+    "newer-leader-epoch": (1, [12], _fetch_of(TOPIC, 0, 5)),
+    "max-timestamp": (2, [9], lambda t, v: {"replica_id": -1, "topics": [{"name": TOPIC, "partitions": [
+        {"partition_index": 0, "timestamp": -3, "current_leader_epoch": -1},
+        {"partition_index": 1, "timestamp": -2, "current_leader_epoch": -1}]}]}),
+    "all-committed": (9, [7], lambda t, v: {"group_id": GROUP, "topics": None}),
+    "cluster-level": (32, [1, 4], _broker_resource(None)),
+    "cluster-level-keys": (32, [4], _broker_resource(["min.insync.replicas", "num.partitions"])),
+    "invalid-topics": (19, [7], lambda t, v: {"timeout_ms": 30_000, "topics": [
+        {"name": "bad name!", "num_partitions": 1, "replication_factor": 1},
+        {"name": "zero-partitions", "num_partitions": 0, "replication_factor": 1},
+        {"name": "rf-too-big", "num_partitions": 1, "replication_factor": 3}]}),
+    "non-empty-group": (42, [2], lambda t, v: {"groups_names": [GROUP, "nope"]}),
+}
+VARIANT_CASES = [(k, v, name) for name, (k, versions, _) in VARIANTS.items() for v in versions]
+VARIANT_IDS = [f"{API_MODULES[k][0]}-v{v}-{name}" for k, v, name in VARIANT_CASES]
+
+
 # --- what may differ -------------------------------------------------------------------------------------
 VOLATILE = frozenset({"throttle_time_ms", "cluster_id", "port", "member_id", "leader", "producer_id",
                       "producer_epoch"})
@@ -402,9 +446,9 @@ or not), the message of an error only whether there is one (the message of no er
 "NONE" or ""); node ids and hosts are compared (both brokers are node 1 on 127.0.0.1)."""
 
 UNORDERED = {"partitions": ("partition_index", "partition", "partition_id"), "partition_responses": ("index",),
-             "groups": ("group_id",), "configs": ("name",)}
+             "groups": ("group_id",), "configs": ("name",), "topics": ("name",)}
 """Lists compared in key order (field -> the key of its items): Kafka answers some (ListOffsets' partitions,
-ListGroups, DescribeConfigs' configs) in its hash maps' order, which no client relies on."""
+ListGroups, DescribeConfigs' configs, Metadata's topics) in its hash maps' order, which no client relies on."""
 
 FEATURES_WHY = ("fakekafka serves none of the feature-gated protocols (KIP-848 consumer groups, transactions v2, "
                 "streams and share groups), so it lists and finalizes no features: clients choose protocols from "
@@ -440,7 +484,8 @@ def normalise(value: Any) -> Any:
             if k.startswith("_"):
                 continue
             if k in UNORDERED and isinstance(v, list):
-                out[k] = sorted(normalise(v), key=lambda i: next((i[key] for key in UNORDERED[k] if key in i), 0))
+                keys = UNORDERED[k]
+                out[k] = sorted(normalise(v), key=lambda i: next((str(i[key]) for key in keys if key in i), ""))
             elif k in VOLATILE:
                 out[k] = f"<{k}>"
             elif k == "error_message" and value.get("error_code", 0) != 0:
@@ -578,7 +623,10 @@ def test_same_as_kafka(fake: Target, real_kafka: Target, api_key: int, version: 
         assert contains(normalise(ours.response), expected), why
         pytest.skip(f"Kafka does not serve this pair; checked against the written expectation only ({why})")
     assert lo <= version <= hi, f"Kafka does not serve {API_MODULES[api_key][0]} v{version}: add it to EXPECTED"
-    theirs = real_kafka.answer(api_key, version)
+    assert_same(api_key, ours, real_kafka.answer(api_key, version))
+
+
+def assert_same(api_key: int, ours: Answer, theirs: Answer) -> None:
     assert theirs.response is not None, "Kafka closed the connection instead of answering"
     unexplained = [(path, got, want) for path, got, want in differences(normalise(ours.response),
                                                                          normalise(theirs.response))
@@ -586,6 +634,28 @@ def test_same_as_kafka(fake: Target, real_kafka: Target, api_key: int, version: 
     COMPARED.add(api_key)
     assert not unexplained, "fields that differ from Kafka's answer (fakekafka, Kafka):\n" + "\n".join(
         f"  {path}: {got!r:.200} vs {want!r:.200}" for path, got, want in unexplained)
+
+
+def swept(target: Target) -> Target:
+    """The target after every pair of the sweep, so variants meet the same history on both brokers whatever
+    the selection of tests."""
+    for api_key, version in PAIRS:
+        target.answer(api_key, version)
+    return target
+
+
+@pytest.mark.parametrize(("api_key", "version", "variant"), VARIANT_CASES, ids=VARIANT_IDS)
+def test_variant_answered(fake: Target, api_key: int, version: int, variant: str) -> None:
+    answer = swept(fake).answer(api_key, version, variant)
+    assert answer.response is not None, "fakekafka closed the connection instead of answering"
+    failed = [p for p, code in error_codes(answer.response) if code == ErrorCode.UNKNOWN_SERVER_ERROR]
+    assert not failed, f"UNKNOWN_SERVER_ERROR at {failed} for {answer.request}: {answer.response}"
+
+
+@pytest.mark.parametrize(("api_key", "version", "variant"), VARIANT_CASES, ids=VARIANT_IDS)
+def test_variant_same_as_kafka(fake: Target, real_kafka: Target, api_key: int, version: int, variant: str) -> None:
+    assert_same(api_key, swept(fake).answer(api_key, version, variant),
+                swept(real_kafka).answer(api_key, version, variant))
 
 
 def test_no_stale_known_difference(real_kafka: Target) -> None:

@@ -4,7 +4,8 @@ A topic config not set on the topic reports the broker's value for its synonym (
 STATIC_BROKER_CONFIG when the broker was started with it set; min.insync.replicas is a cluster-level
 dynamic config, as on a new Kafka 4.1+ cluster), with the synonym chain in v1+: every layer that has a
 value, the one in force first, as Kafka's ConfigHelper lists them. Broker configs Kafka can change at run
-time are read_only=False. A resource described without error carries the error message "" (Kafka's).
+time are read_only=False. The broker resource "" is the cluster-wide level: only the configs set there.
+A resource described without error carries the error message "" (Kafka's).
 Behaviour: configs are listed in name order (Kafka's order is its hash map's). Deliberate difference: a
 cluster on a frozen or custom clock lifts Kafka 4's one-hour limit on future record timestamps
 (log.message.timestamp.after.max.ms, reported as a cluster-wide dynamic config), since its model time is
@@ -48,13 +49,19 @@ def _topic_configs(ctx: RequestContext, name: str, keys: list[str] | None, synon
     return out
 
 
-def _broker_configs(ctx: RequestContext, keys: list[str] | None, synonyms: bool) -> list[dict[str, Any]]:
+def _broker_configs(ctx: RequestContext, keys: list[str] | None, synonyms: bool,
+                    cluster_level: bool) -> list[dict[str, Any]]:
+    """One broker's configs, or (`cluster_level`, the resource named "") only the cluster-wide dynamic ones,
+    each with only that layer in its synonyms, as Kafka describes the cluster default resource."""
     out = []
-    for key in sorted(BROKER_CONFIGS):
+    names = [k for k in ctx.cluster.config.dynamic_defaults if k in BROKER_CONFIGS] if cluster_level else BROKER_CONFIGS
+    for key in sorted(names):
         if keys is not None and key not in keys:
             continue
         spec = BROKER_CONFIGS[key]
-        if key in ("broker.id", "node.id"):
+        if cluster_level:
+            layers = [(key, ctx.cluster.config.dynamic_defaults[key], ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)]
+        elif key in ("broker.id", "node.id"):
             layers = [(key, str(ctx.broker.node_id), ConfigSource.STATIC_BROKER_CONFIG)]
             if spec.default is not None:
                 layers.append((key, spec.default, ConfigSource.DEFAULT_CONFIG))
@@ -84,7 +91,7 @@ def handle_describe_configs(ctx: RequestContext, req: Container) -> dict[str, An
                     f"Unexpected broker id, expected {ctx.broker.node_id} or empty string, but received " \
                     f"{r.resource_name}"
             else:
-                configs = _broker_configs(ctx, keys, synonyms)
+                configs = _broker_configs(ctx, keys, synonyms, cluster_level=r.resource_name == "")
         elif r.resource_type == BROKER_LOGGER:
             configs = []
         else:

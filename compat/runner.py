@@ -201,7 +201,7 @@ def read_conformance(path: Path = CONFORMANCE_FILE) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return {k: data.get(k) for k in ("summary", "pairs_checked", "pairs_advertised", "kafka_clients", "failures",
-                                     "not_checkable")}
+                                     "not_checkable", "pairs_checked_by")}
 
 
 def run(brokers: list[str], clients: list[str] | None = None, scenarios: list[str] | None = None, *,

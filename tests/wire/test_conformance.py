@@ -680,8 +680,8 @@ def run() -> Report:
                and (k, v, "Response") not in report.unchecked}
     report.counts = {
         "pairs_advertised": len(pairs), "pairs_checked": len(checked),
-        **{f"pairs_checked_with_{v}": len({(k, ver) for k, ver in checked
-                                           if report.checked_by[(k, ver, "Request")] == v}) for v in versions},
+        "pairs_checked_by": {v: len({(k, ver) for k, ver in checked if report.checked_by[(k, ver, "Request")] == v})
+                             for v in versions},
         "messages": len(samples), "records_checks": len(ours) + len(theirs),
         "embedded_batches": sum(len(r.batches) for s in samples for r in s.records),
         "seconds": round(time.monotonic() - started, 2), "java_seconds": round(java_seconds, 2),
@@ -711,8 +711,7 @@ def checked_with(report: Report) -> dict[str, dict[str, str]]:
 
 def write_summary(report: Report) -> None:
     c = report.counts
-    by = ", ".join(f"{c[k]} with {k.removeprefix('pairs_checked_with_')}" for k in c
-                   if k.startswith("pairs_checked_with_"))
+    by = ", ".join(f"{n} with {v}" for v, n in c["pairs_checked_by"].items())
     line = (f"wire conformance: {c['pairs_checked']} pairs checked / {c['pairs_advertised']} pairs advertised "
             f"(kafka-clients {by}; {c['messages']} messages, {c['records_checks']} record "
             f"batch checks; {len(report.unchecked)} messages not checkable; "

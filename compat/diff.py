@@ -26,15 +26,21 @@ How a run goes:
    (with its reason), any other makes the run fail.
 
 Normalised away (what legitimately differs between two brokers or two runs): throttle_time_ms, error
-messages, hosts and ports, correlation ids; node ids (a value becomes "<node>", -1 stays); cluster, topic,
-member, directory and incarnation ids, producer ids, fetch session ids, client hosts (a set value becomes a
-placeholder, so "set" versus "unset" still shows); times within two days of the run (record timestamps a
-client took from its clock, log-append times, start times). Record batches are decoded: their records
-(offsets, keys, values, headers, timestamps) and header fields are compared, not their bytes (CRC and
-length follow the timestamps). Arrays of structs are keyed by their name-like field (topic name,
-partition index, api key, group id...), so order does not matter. Answers listing every topic or group
-(Metadata for all topics, ListGroups) keep only this session's names: the other lanes' and Kafka's
-internal topics are not the session's business.
+messages, hosts and ports, correlation ids; node ids (a value becomes "<node>", -1 stays); cluster, member,
+directory and incarnation ids, producer ids, fetch session ids, generation ids, client hosts (a set value
+becomes a placeholder, so "set" versus "unset" still shows); topic ids become the topic they name on that
+broker ("<id:NAME>"); times within two days of the run (record timestamps a client took from its clock,
+log-append times, start times). Record batches are decoded: their records (offsets, keys, values,
+headers, timestamps) and header fields are compared, not their bytes (CRC and length follow the
+timestamps). Arrays of structs are keyed by their name-like field (topic name, partition index, api key,
+group id...), so order does not matter.
+
+Compared on what both sides list: answers listing every topic or group (Metadata for all topics,
+ListGroups; only this session's names are kept in the first place, so other lanes' and Kafka's internal
+topics are not the session's business, and which of them exist at the moment asked is timing) and
+incremental Fetch answers (Kafka leaves out the partitions that did not change in a fetch session).
+Left out: the records of a Fetch answer for a topic whose Produce requests differed in that session (the
+producer batched differently, so the logs hold different batches).
 
 Writes OUT.json and OUT.md: per (API, version) the exchanges seen on each side, pairs compared, fields
 compared, each differing field with its count, an example and the reason if known, and request
@@ -70,7 +76,8 @@ ROOT = Path(__file__).resolve().parent.parent
 KNOWN_FILE = Path(__file__).resolve().parent / "KNOWN_DIFFERENCES.md"
 CONNECT = "(connect)"  # the tag of what a lane's client does before its first scenario
 
-DROP = frozenset({"throttle_time_ms", "error_message", "host", "port", "correlation_id"})
+DROP = frozenset({"throttle_time_ms", "error_message", "batch_index_error_message", "host", "port",
+                  "correlation_id"})
 """Fields left out of every comparison."""
 PLACEHOLDER = {
     "cluster_id": "<cluster>", "topic_id": "<uuid>", "member_id": "<member>", "producer_id": "<producer>",
@@ -285,7 +292,10 @@ def compare(a: Any, b: Any, path: str = "", generic: str = "") -> tuple[int, lis
             out += o
         return max(n, 1), out
     if a != b:
-        return 1, [(path or "/", generic or "/", a, b)]
+        g = generic or "/"
+        if a is ABSENT or b is ABSENT:  # a whole element one side lists and the other does not
+            g += f" ({'missing' if b is ABSENT else 'extra'})"
+        return 1, [(path or "/", g, a, b)]
     return 1, []
 
 
@@ -331,6 +341,18 @@ def without_records(answer: dict[str, Any], topics: set[str]) -> dict[str, Any]:
                 pk: {f: v for f, v in p.items() if f != "records"} for pk, p in parts.items()}}}
         out[k] = t
     return {**answer, "responses": {**answer["responses"], "[]": out}}
+
+
+def _has_records(answer: dict[str, Any]) -> bool:
+    """Whether a canonical Fetch answer carries any record batch."""
+    items = _keyed_items(answer.get("responses"))
+    topics = items.values() if items is not None else answer.get("responses") or []
+    for t in topics:
+        parts = _keyed_items(t.get("partitions")) if isinstance(t, dict) else None
+        for p in (parts.values() if parts is not None else (t.get("partitions") or []) if isinstance(t, dict) else []):
+            if isinstance(p, dict) and p.get("records"):
+                return True
+    return False
 
 
 def topic_names(exchanges: list[Exchange]) -> dict[str, str]:
@@ -495,6 +517,7 @@ class PairStats:
     unpaired: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     unpaired_example: dict[str, Any] = field(default_factory=dict)
     no_response: int = 0
+    timing: int = 0  # Fetch pairs where only one side's long poll brought records: not compared
     decode_errors: list[str] = field(default_factory=list)
     diffs: dict[str, FieldDiff] = field(default_factory=dict)
 
@@ -502,6 +525,7 @@ class PairStats:
         return {"api": self.api, "version": self.version, "seen": dict(self.seen), "pairs": self.pairs,
                 "compared": self.compared, "fields_compared": self.fields, "unpaired": dict(self.unpaired),
                 "unpaired_example": self.unpaired_example, "no_response": self.no_response,
+                "timing": self.timing,
                 "decode_errors": self.decode_errors[:5],
                 "differences": [d.to_json() for d in sorted(self.diffs.values(), key=lambda d: d.field)]}
 
@@ -513,9 +537,13 @@ def _show(v: Any, n: int = 300) -> Any:
 
 def diff_sessions(sessions: dict[str, tuple[list[Exchange], list[Exchange]]], names: tuple[str, str],
                   prefixes: dict[str, str | None] | None = None, known: list[KnownField] | None = None,
-                  now_ms: float | None = None) -> dict[tuple[int, int], PairStats]:
-    """Compares each session's reference exchanges (first) with the subject's (second); per (API key, version)."""
+                  now_ms: float | None = None, dump: dict[str, Any] | None = None
+                  ) -> dict[tuple[int, int], PairStats]:
+    """Compares each session's reference exchanges (first) with the subject's (second); per (API key, version).
+    With `dump`, every exchange of an (API, version) that has an unlisted difference in a session is put in
+    it, per session, both sides decoded and normalised, with the pairs made (by request sequence number)."""
     ref, sub = names
+    dumped: set[tuple[str, int, int]] = set()
     known = known if known is not None else load_known_fields()
     stats: dict[tuple[int, int], PairStats] = {}
 
@@ -571,8 +599,11 @@ def diff_sessions(sessions: dict[str, tuple[list[Exchange], list[Exchange]]], na
                     else:
                         s.no_response += 1
                     continue
-                s.compared += 1
                 ra, rb = a.response, b.response
+                if k == 1 and _has_records(ra) != _has_records(rb):
+                    s.timing += 1  # a long poll answered before the data came on one side, after on the other
+                    continue
+                s.compared += 1
                 if k == 3 and (a.request or {}).get("topics") in (None, []) or k == 16:
                     ra, rb = intersect(ra, rb, "topics" if k == 3 else "groups")  # listings of everything
                 if k == 1:
@@ -594,6 +625,14 @@ def diff_sessions(sessions: dict[str, tuple[list[Exchange], list[Exchange]]], na
                                 break
                     fd.count += 1
                     fd.sessions.add(session)
+                    if dump is not None and not fd.known and (session, k, v) not in dumped:
+                        dumped.add((session, k, v))
+                        dump.setdefault(session, {})[f"{s.api} v{v}"] = {
+                            "pairs": [[ga[x].ex.seq, gb[y].ex.seq] for x, y in pairs],
+                            ref: [{"seq": d.ex.seq, "conn": d.ex.conn, "request": d.request, "response": d.response}
+                                  for d in ga],
+                            sub: [{"seq": d.ex.seq, "conn": d.ex.conn, "request": d.request, "response": d.response}
+                                  for d in gb]}
     return stats
 
 
@@ -611,6 +650,7 @@ class DiffReport:
     stats: dict[tuple[int, int], PairStats]
     cells: list[Any]
     lane_errors: list[str]
+    dump: dict[str, Any] = field(default_factory=dict)
 
     @property
     def unexplained(self) -> list[FieldDiff]:
@@ -734,13 +774,14 @@ def run_diff(brokers: tuple[str, str] = ("kafka", "fakekafka"), clients: list[st
             if ta or tb:
                 sessions[f"{tag} / {c}"] = (ta, tb)
                 prefixes[f"{tag} / {c}"] = _prefix(run_id, tag, c) if tag != CONNECT else "\0"
-    stats = diff_sessions(sessions, (ref, sub), prefixes, known)
+    dump: dict[str, Any] = {}
+    stats = diff_sessions(sessions, (ref, sub), prefixes, known, dump=dump)
     order = {s.name: i for i, s in enumerate(chosen)}
     cells.sort(key=lambda c: (order[c.scenario], client_names.index(c.client), c.broker))
     _judge(cells, load_known())
     return DiffReport(started, round(time.monotonic() - t0, 1), info, client_names, [s.name for s in chosen],
                       len(sessions), {f"{k[1]} @ {k[0]}": len(v) for k, v in sorted(captured.items())}, stats,
-                      cells, lane_errors)
+                      cells, lane_errors, dump)
 
 
 # --- report --------------------------------------------------------------------------------------------
@@ -762,7 +803,8 @@ def markdown(report: DiffReport) -> str:
            f"- differing fields: {t['differing_fields']} ({t['unexplained_fields']} not listed in "
            f"compat/KNOWN_DIFFERENCES.md, \"Wire fields\")",
            f"- requests left unpaired (asked differently, or a different number of times): "
-           f"{t['unpaired_requests']}", "",
+           f"{t['unpaired_requests']}; Fetch pairs not compared because only one side's long poll brought "
+           f"records: {sum(s.timing for s in report.stats.values())}", "",
            f"| API | version | seen {ref} | seen {sub} | pairs | compared | fields | differing fields | "
            f"unpaired {ref}/{sub} |", "|---|---|---|---|---|---|---|---|---|"]
     for k in sorted(report.stats):
@@ -835,8 +877,11 @@ def main(argv: list[str] | None = None) -> int:
     out.with_suffix(".json").write_text(json.dumps(report.to_json(), indent=1, default=str) + "\n")
     md = markdown(report)
     out.with_suffix(".md").write_text(md)
+    details = out.with_name(out.name + "-sessions.json")
+    details.write_text(json.dumps(report.dump, indent=1, default=str) + "\n")
     print(md)
-    print(f"wrote {out.with_suffix('.json')} and {out.with_suffix('.md')}")
+    print(f"wrote {out.with_suffix('.json')}, {out.with_suffix('.md')} and {details} (the exchanges behind each "
+          f"unlisted difference)")
     if report.unexplained:
         print(f"{len(report.unexplained)} differing field(s) not listed under \"Wire fields\" in "
               f"compat/KNOWN_DIFFERENCES.md")

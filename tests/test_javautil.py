@@ -1,0 +1,34 @@
+"""tests/javautil.py's client versions: the ones .ci/install.sh installs, each found by name."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests import javautil
+
+INSTALL_SH = Path(__file__).resolve().parents[1] / ".ci" / "install.sh"
+
+
+def test_versions_are_the_install_scripts() -> None:
+    """javautil names the versions install.sh resolves, newest first (the one $FAKEKAFKA_JARS holds)."""
+    found = re.search(r"^CLIENT_VERSIONS=\(([^)]*)\)", INSTALL_SH.read_text(), re.M)
+    assert found is not None
+    assert javautil.CLIENT_VERSIONS == tuple(found.group(1).split())
+    assert javautil.CLIENT_VERSION == javautil.CLIENT_VERSIONS[0]
+
+
+@pytest.mark.parametrize("version", javautil.CLIENT_VERSIONS[1:])
+def test_older_version_has_its_own_jars(version: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An older client's classpath is its own directory, whatever $FAKEKAFKA_CLASSPATH says (that is the newest)."""
+    monkeypatch.setenv("FAKEKAFKA_CLASSPATH", "/nowhere/*")
+    cp = javautil.classpath(version)
+    assert Path(cp).parent.name == f"kafka-clients-{version}"
+    assert (Path(cp).parent / f"kafka-clients-{version}.jar").is_file()
+
+
+def test_unknown_version_is_refused() -> None:
+    with pytest.raises(ValueError, match="not installed by .ci/install.sh"):
+        javautil.classpath("1.0.0")

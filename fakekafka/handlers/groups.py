@@ -2,9 +2,11 @@
 LeaveGroup (13) v0-5, DescribeGroups (15) v0-5, ListGroups (16) v0-5, DeleteGroups (42) v0-2.
 
 The rules live in `fakekafka.model.group`; these handlers translate versions. JoinGroup and SyncGroup
-park until the coordinator resolves them. Behaviour: JoinGroup v9's skip_assignment is never set (a
-rejoining static leader is told the old leader id instead, as Kafka did before KIP-814), and
-authorized operations are not computed (reported as not requested). DescribeGroups reports each member's
+park until the coordinator resolves them. Behaviour: a static leader rejoining a Stable group gets, from
+JoinGroup v9, the members with skip_assignment set (KIP-814, as Kafka 4.4; found by `python -m compat
+diff`); before v9 it is told the old leader id and no members, as Kafka does.
+DescribeGroups v3+ asked for authorized operations answers what Kafka without an authorizer does
+(GROUP_OPERATIONS). DescribeGroups reports each member's
 current assignment in every state (its subscription metadata only when Stable), as Kafka 4.x does.
 Deliberate difference (compat/KNOWN_DIFFERENCES.md): DescribeGroups stops at v5, where wire's generated
 declarations stop; Kafka 4.0 added v6 (KIP-1043), which answers an unknown group with
@@ -23,6 +25,9 @@ from fakekafka.model.group import GroupState, Pending
 from wire import ErrorCode
 
 NOT_REQUESTED = -2147483648
+GROUP_OPERATIONS = 3400
+"""DescribeGroups v3+ asked for authorized operations: what Kafka 4.4 without an authorizer answers (READ,
+DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS), found by `python -m compat diff`."""
 
 
 def not_coordinator(ctx: RequestContext, group_id: str) -> bool:
@@ -141,6 +146,8 @@ def handle_describe_groups(ctx: RequestContext, req: Container) -> dict[str, Any
                 "member_metadata": m.metadata_for(group.protocol_name) if stable and group.protocol_name else b"",
                 "member_assignment": m.assignment,  # Kafka 4.x keeps it outside Stable too (no metadata there)
             } for m in group.members.values()]
+        if req.get("include_authorized_operations"):
+            entry["authorized_operations"] = GROUP_OPERATIONS
         groups.append(entry)
     return {"throttle_time_ms": 0, "groups": groups}
 

@@ -309,7 +309,12 @@ class GroupCoordinator:
         self._touch(old)
         if group.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
             result = self._join_result(group, old)
-            # the old leader id keeps a rejoined static leader from reassigning a stable group
+            if r.version >= 9:
+                # KIP-814, as Kafka 4.4: a rejoined static leader gets the members and skip_assignment, so
+                # it knows it leads without reassigning the group
+                result["skip_assignment"] = group.leader_id == new_id
+                return result
+            # before v9, the old leader id keeps a rejoined static leader from reassigning a stable group
             result["leader"] = leader_before or ""
             result["members"] = []
             result["skip_assignment"] = False

@@ -271,7 +271,7 @@ def to_json(msg: Message, value: dict[str, Any], *, for_java: bool) -> dict[str,
 
     for_java: the input for XDataJsonConverter.read (every field, records as base64). Otherwise the view
     to compare with XDataJsonConverter.write: tagged fields at their default left out, records blanked
-    (Kafka 3.9 writes an empty string for any non-null records; those are compared through MemoryRecords).
+    (Kafka 3.9 and 4.4 write an empty string for any non-null records; those are compared through MemoryRecords).
     """
     out = {}
     for f in msg.fields:

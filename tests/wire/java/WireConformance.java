@@ -1,4 +1,5 @@
 // Wire conformance harness: Kafka's own generated message classes (kafka-clients) check fakekafka's codec.
+// One source for kafka-clients 4.x and 3.x (the test runs 3.9.1 for the versions 4.x dropped, KIP-896).
 //
 // Usage: java WireConformance IN.json OUT.json   (driven by tests/wire/test_conformance.py)
 //
@@ -9,7 +10,7 @@
 //     -> {id, status: ok|unsupported|error, reason, reencoded: b64, trailing, json, records[],
 //         from_json: b64, from_json_error, defaults: b64, defaults_error}
 //     bytes:     our encoding, read with new XData(ByteBufferAccessor, version) and written back with
-//                MessageUtil.toByteBuffer; "json" is XDataJsonConverter.write of what Java read, and
+//                Message.write (encode()); "json" is XDataJsonConverter.write of what Java read, and
 //                records[] lists every records-typed field found in it, decoded with MemoryRecords.
 //     json:      our content with snake_case keys; renamed to the Java field names by reflection over
 //                the Data class, read with XDataJsonConverter.read and serialized ("from_json").

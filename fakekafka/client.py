@@ -232,6 +232,17 @@ class RemoteCluster(ClusterHandle):
             raise ApiError(ErrorCode(res.error_code), res.get("error_message"))
         return next((c.value for c in res.configs if c.name == name), None)
 
+    def wait_for_topic(self, topic: str, partitions: int | None = None, timeout: float = 10.0) -> None:
+        def ready() -> bool:
+            try:
+                return topic in self.topics() and (partitions is None or len(self.end_offsets(topic)) == partitions)
+            except ApiError as e:  # listed, but a partition's leader is not serving it yet
+                if e.code in self._NOT_YET:
+                    return False
+                raise
+        self.wait_until(ready, timeout, message=f"topic {topic!r}"
+                        + ("" if partitions is None else f" with {partitions} partitions"))
+
     def clear(self) -> list[str]:
         """Deletes every topic (internal ones aside) and every group that has no members left: the fresh-cluster
         start the fixtures promise, on a cluster the caller owns (`pytest --kafka-real` calls it after each

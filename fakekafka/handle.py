@@ -31,6 +31,22 @@ class ClusterHandle:
     def describe(self, last_requests: int = 20) -> str:
         raise NotImplementedError
 
+    def topics(self) -> list[str]:
+        raise NotImplementedError
+
+    def end_offsets(self, topic: str) -> dict[int, int]:
+        raise NotImplementedError
+
+    def wait_for_topic(self, topic: str, partitions: int | None = None, timeout: float = 10.0) -> None:
+        """Returns once `topic` exists, with `partitions` partitions if given, each served by its leader.
+        fakekafka creates topics and partitions at once; Kafka answers CreateTopics and CreatePartitions
+        when its controller has the change, a moment before the brokers serve it, so a test that creates a
+        topic through a client and then uses it through another API (DescribeConfigs, the handle) waits here."""
+        def ready() -> bool:
+            return topic in self.topics() and (partitions is None or len(self.end_offsets(topic)) == partitions)
+        self.wait_until(ready, timeout, message=f"topic {topic!r}"
+                        + ("" if partitions is None else f" with {partitions} partitions"))
+
     def wait_until(self, predicate: Callable[[], T], timeout: float = 10.0, interval: float = 0.01,
                    message: str = "") -> T:
         """Polls `predicate` (in the caller's thread) until it returns something truthy, and returns it.

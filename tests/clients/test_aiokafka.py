@@ -128,6 +128,7 @@ async def test_one_mib_record(cluster: ClusterHandle, connect: Connect) -> None:
     big = random_bytes(MiB)
     admin = await connect(AIOKafkaAdminClient)
     await admin.create_topics([NewTopic("big", 1, 1, topic_configs={"max.message.bytes": str(2 * MiB)})])
+    cluster.wait_for_topic("big")  # Kafka's brokers learn of it after the controller answers
     assert cluster.topics() == ["big"]
     producer = await connect(AIOKafkaProducer, max_request_size=2 * MiB)
     assert (await producer.send_and_wait("big", key=b"k", value=big)).offset == 0
@@ -202,7 +203,7 @@ async def test_admin_topics(cluster: ClusterHandle, connect: Connect) -> None:
     admin = await connect(AIOKafkaAdminClient)
     response = await admin.create_topics([NewTopic("made", 3, 1)])
     assert _create_errors(response) == [("made", 0)]
-    assert len(cluster.end_offsets("made")) == 3
+    cluster.wait_for_topic("made", 3)  # Kafka's brokers learn of it after the controller answers
     assert "made" in await admin.list_topics()
 
     async def create_error(topic: NewTopic) -> int:
@@ -219,13 +220,13 @@ async def test_admin_topics(cluster: ClusterHandle, connect: Connect) -> None:
     assert cluster.topics() == ["made"]
 
     await admin.create_partitions({"made": NewPartitions(5)})
-    assert len(cluster.end_offsets("made")) == 5
+    cluster.wait_for_topic("made", 5)
     with pytest.raises(aerrors.InvalidPartitionsError):
         await admin.create_partitions({"made": NewPartitions(2)})
 
     response = await admin.delete_topics(["made"])
     assert [tuple(e)[:2] for e in response.topic_error_codes] == [("made", 0)]
-    assert cluster.topics() == []
+    cluster.wait_until(lambda: cluster.topics() == [], message="the topic deleted")
     response = await admin.delete_topics(["made"])
     assert [tuple(e)[:2] for e in response.topic_error_codes] == [("made", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
 
@@ -233,6 +234,7 @@ async def test_admin_topics(cluster: ClusterHandle, connect: Connect) -> None:
 async def test_describe_configs(cluster: ClusterHandle, connect: Connect) -> None:
     admin = await connect(AIOKafkaAdminClient)
     await admin.create_topics([NewTopic("cfg", 1, 1, topic_configs={"cleanup.policy": "compact"})])
+    cluster.wait_for_topic("cfg")  # else Kafka's broker may not know it yet: UNKNOWN_TOPIC_OR_PARTITION
     [response] = await admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "cfg")])
     [(code, _, _, name, entries)] = [tuple(r) for r in response.resources]
     assert (code, name) == (0, "cfg")

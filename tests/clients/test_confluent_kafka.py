@@ -250,7 +250,7 @@ def test_auto_create_disabled(broker: ClusterHandle, connect: Callable[..., Any]
 def test_admin_topics(broker: ClusterHandle, connect: Callable[..., Any]) -> None:
     admin = connect(AdminClient)
     assert admin.create_topics([NewTopic("made", 3, 1)])["made"].result(TIMEOUT) is None
-    assert len(broker.end_offsets("made")) == 3
+    broker.wait_for_topic("made", 3)  # Kafka's brokers learn of it after the controller answers
     assert len(admin.list_topics(timeout=TIMEOUT).topics["made"].partitions) == 3
 
     assert admin_error(admin.create_topics([NewTopic("made", 1)])["made"]) == KafkaError.TOPIC_ALREADY_EXISTS
@@ -263,17 +263,18 @@ def test_admin_topics(broker: ClusterHandle, connect: Callable[..., Any]) -> Non
     assert broker.topics() == ["made"]
 
     assert admin.create_partitions([NewPartitions("made", 5)])["made"].result(TIMEOUT) is None
-    assert len(broker.end_offsets("made")) == 5
+    broker.wait_for_topic("made", 5)
     assert admin_error(admin.create_partitions([NewPartitions("made", 2)])["made"]) == KafkaError.INVALID_PARTITIONS
 
     assert admin.delete_topics(["made"])["made"].result(TIMEOUT) is None
-    assert broker.topics() == []
+    broker.wait_until(lambda: broker.topics() == [], message="the topic deleted")
     assert admin_error(admin.delete_topics(["made"])["made"]) == KafkaError.UNKNOWN_TOPIC_OR_PART
 
 
 def test_describe_configs(broker: ClusterHandle, connect: Callable[..., Any]) -> None:
     admin = connect(AdminClient)
     admin.create_topics([NewTopic("cfg", 1, config={"cleanup.policy": "compact"})])["cfg"].result(TIMEOUT)
+    broker.wait_for_topic("cfg")  # else Kafka's broker may not know it yet: UNKNOWN_TOPIC_OR_PARTITION
     resource = ConfigResource(ResourceType.TOPIC, "cfg")
     configs = admin.describe_configs([resource])[resource].result(TIMEOUT)
     assert configs["retention.ms"].value == "604800000"

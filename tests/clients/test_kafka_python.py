@@ -195,7 +195,7 @@ def test_admin_topics(broker: ClusterHandle, connect: Callable[..., Any]) -> Non
     admin = connect(KafkaAdminClient)
     result = admin.create_topics({"made": {"num_partitions": 3, "replication_factor": 1}})
     assert [(t["name"], t["error_code"], t["num_partitions"]) for t in result["topics"]] == [("made", 0, 3)]
-    assert len(broker.end_offsets("made")) == 3
+    broker.wait_for_topic("made", 3)  # Kafka's brokers learn of it after the controller answers
     assert "made" in admin.list_topics()
 
     with pytest.raises(kerrors.TopicAlreadyExistsError):
@@ -211,12 +211,12 @@ def test_admin_topics(broker: ClusterHandle, connect: Callable[..., Any]) -> Non
     assert broker.topics() == ["made"]
 
     admin.create_partitions({"made": 5})
-    assert len(broker.end_offsets("made")) == 5
+    broker.wait_for_topic("made", 5)
     with pytest.raises(kerrors.InvalidPartitionsError):
         admin.create_partitions({"made": 2})
 
     admin.delete_topics(["made"])
-    assert broker.topics() == []
+    broker.wait_until(lambda: broker.topics() == [], message="the topic deleted")
     with pytest.raises(kerrors.UnknownTopicOrPartitionError):
         admin.delete_topics(["made"])
 
@@ -224,6 +224,7 @@ def test_admin_topics(broker: ClusterHandle, connect: Callable[..., Any]) -> Non
 def test_describe_configs(broker: ClusterHandle, connect: Callable[..., Any]) -> None:
     admin = connect(KafkaAdminClient)
     admin.create_topics({"cfg": {"num_partitions": 1, "configs": {"cleanup.policy": "compact"}}})
+    broker.wait_for_topic("cfg")  # else Kafka's broker may not know it yet: UNKNOWN_TOPIC_OR_PARTITION
     result = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "cfg")], config_filter="all")
     configs = result["topic"]["cfg"]
     assert (configs["retention.ms"]["value"], configs["retention.ms"]["config_source"]) == ("604800000",

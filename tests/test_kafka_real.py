@@ -1,0 +1,69 @@
+"""The client tests against real Apache Kafka, inside the ordinary `python -m pytest` run (what CI runs).
+
+`pytest --kafka-real` makes the plugin's `kafka` fixture a handle on Apache Kafka (a JVM the plugin starts
+once); these tests run that over the client tests as a child pytest, so one command checks every such test on
+fakekafka (the main run) and on Kafka (here), and a difference fails CI with the child's failures in the
+message. They skip where Kafka's jars or java are missing, and inside a run that is itself --kafka-real.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fakekafka.apache_kafka import INSTALL_HINT, kafka_lib
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CLIENT_TESTS = ["tests/clients/test_kafka_python.py", "tests/clients/test_aiokafka.py",
+                "tests/clients/test_confluent_kafka.py", "tests/clients/test_kcat.py",
+                "examples/test_clients.py", "examples/order_enricher"]
+"""Every client test that runs on the `kafka` fixture, Spark's aside."""
+
+SPARK_TESTS = ["tests/spark", "examples/spark_pipeline"]
+"""The Spark source and sink tests and the example pipeline: a Spark JVM beside Kafka's, so apart."""
+
+
+@pytest.fixture
+def real_kafka(request: pytest.FixtureRequest) -> None:
+    if request.config.getoption("--kafka-real") or request.config.getoption("--fakekafka-bootstrap"):
+        pytest.skip("this run is already against a remote cluster")
+    if kafka_lib() is None or shutil.which("java") is None:
+        pytest.skip(f"Apache Kafka's jars or java are missing: {INSTALL_HINT}")
+
+
+def run_against_kafka(paths: list[str], *args: str) -> str:
+    """Runs `python -m pytest --kafka-real PATHS` and fails with its failures unless every test passed or was
+    skipped; returns its output."""
+    t0 = time.monotonic()
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--kafka-real", "-p", "no:cacheprovider", "-q", "-rfEs",
+                           *args, *paths], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    out = proc.stdout + proc.stderr
+    summary = out.strip().splitlines()[-1] if out.strip() else "(no output)"
+    print(f"pytest --kafka-real {' '.join(paths)}: {summary} ({time.monotonic() - t0:.0f} s)")
+    if proc.returncode != 0:
+        failures = [line for line in out.splitlines() if re.match(r"(FAILED|ERROR) ", line)]
+        pytest.fail(f"pytest --kafka-real exited {proc.returncode}: {summary}\n" + "\n".join(failures)
+                    + f"\n--- its output's end ---\n{out[-6000:]}", pytrace=False)
+    assert re.search(r"\d+ passed", summary), summary
+    return out
+
+
+@pytest.mark.timeout(900)
+def test_client_tests_pass_against_apache_kafka(real_kafka: None) -> None:
+    run_against_kafka(CLIENT_TESTS)
+
+
+@pytest.mark.spark
+@pytest.mark.timeout(900)
+def test_spark_tests_pass_against_apache_kafka(real_kafka: None) -> None:
+    pytest.importorskip("pyspark", reason="needs pyspark: pip install 'fakekafka[spark]'")
+    run_against_kafka(SPARK_TESTS)

@@ -9,7 +9,9 @@ batch (Kafka's rule). acks=-1 is refused with NOT_ENOUGH_REPLICAS when the ISR i
 min.insync.replicas, otherwise waits (parked, not blocking) until the high watermark passes the batch,
 then reports NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank meanwhile, or REQUEST_TIMED_OUT after
 timeout_ms. A compacted topic refuses a batch with a record without a key: INVALID_RECORD, with the
-record errors and message Kafka's LogValidator gives.
+record errors and message Kafka's LogValidator gives; so does a batch with a timestamp outside
+message.timestamp.before/after.max.ms (INVALID_TIMESTAMP, one record error per such record), and both
+answers carry the partition's log start offset, as Kafka's do.
 """
 
 from __future__ import annotations
@@ -33,6 +35,27 @@ def produce_error_response(ctx: RequestContext, req: Container, code: ErrorCode)
     return {"responses": [{"name": t.name, "partition_responses": [_partition_result(p.index, code)
                                                                     for p in t.partition_data]}
                           for t in req.topic_data], "throttle_time_ms": 0}
+
+
+def _timestamp_errors(ctx: RequestContext, topic: Any, records: bytes) -> tuple[list[tuple[int, str]], str]:
+    """A batch refused with INVALID_TIMESTAMP: one record error per record out of range and the message, as
+    Kafka's LogValidator gives them (the partition answer also carries the log start offset, as Kafka's
+    does for a record validation error; found by `python -m compat diff`)."""
+    from wire.records import decode_batch
+    cluster = ctx.cluster
+    now = cluster.clock.now_ms()
+    lo = now - cluster.topic_config_int(topic, "message.timestamp.before.max.ms")
+    hi = now + cluster.topic_config_int(topic, "message.timestamp.after.max.ms")
+    errors = []
+    try:
+        recs = decode_batch(bytes(records)).records
+    except Exception:  # noqa: BLE001 - the model refused it already; the answer still says why
+        recs = []
+    for i, rec in enumerate(recs):
+        if not lo <= rec.timestamp <= hi:
+            errors.append((i, f"Timestamp {rec.timestamp} of message with offset {rec.offset} is out of range. "
+                              f"The timestamp should be within [{lo}, {hi}]"))
+    return errors, "One or more records have been rejected due to invalid timestamp"
 
 
 @handles(0, 3, 11, advertise_from=0, errors=produce_error_response)
@@ -61,9 +84,12 @@ def handle_produce(ctx: RequestContext, req: Container) -> Any:
                 results.append(_partition_result(p.index, ErrorCode.NOT_LEADER_OR_FOLLOWER))
                 continue
             r = cluster.append(partition, p.records, req.acks)
-            result = _partition_result(p.index, r.error, r.message, r.base_offset, r.log_append_time,
-                                       r.log_start_offset)
-            result["record_errors"] = [{"batch_index": i, "batch_index_error_message": m} for i, m in r.record_errors]
+            record_errors, message, log_start = r.record_errors, r.message, r.log_start_offset
+            if r.error == ErrorCode.INVALID_TIMESTAMP and not record_errors:
+                record_errors, message = _timestamp_errors(ctx, topic, p.records)
+                log_start = partition.log.log_start_offset
+            result = _partition_result(p.index, r.error, message, r.base_offset, r.log_append_time, log_start)
+            result["record_errors"] = [{"batch_index": i, "batch_index_error_message": m} for i, m in record_errors]
             results.append(result)
             if req.acks == -1 and r.error == ErrorCode.NONE:
                 end = partition.log.batch_end(r.base_offset)

@@ -6,7 +6,8 @@ dynamic config, as on a new Kafka 4.1+ cluster), with the synonym chain in v1+: 
 value, the one in force first, as Kafka's ConfigHelper lists them. Broker configs Kafka can change at run
 time are read_only=False. The broker resource "" is the cluster-wide level: only the configs set there.
 A resource described without error carries the error message "" (Kafka's).
-Behaviour: configs are listed in name order (Kafka's order is its hash map's). Deliberate difference: a
+Behaviour: configs are listed in name order (Kafka's order is its hash map's). Deliberate differences: a
+BROKER_LOGGER resource describes no configs (there are no log4j loggers here to list or set); a
 cluster on a frozen or custom clock lifts Kafka 4's one-hour limit on future record timestamps
 (log.message.timestamp.after.max.ms, reported as a cluster-wide dynamic config), since its model time is
 not the producers' wall-clock time.

@@ -1,7 +1,7 @@
 """DescribeCluster (key 60), v0-1: the cluster id, the controller and the brokers.
 
 Behaviour: asking a broker for controller endpoints (endpoint type 2) gets MISMATCHED_ENDPOINT_TYPE,
-as a Kafka broker answers.
+as a Kafka broker answers (with its own endpoint type, 1, in the answer).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def handle_describe_cluster(ctx: RequestContext, req: Container) -> dict[str, An
     if endpoint_type != BROKERS:
         return {"throttle_time_ms": 0, "error_code": ErrorCode.MISMATCHED_ENDPOINT_TYPE,
                 "error_message": "The request was sent to an endpoint of type BROKER, but we wanted an endpoint "
-                                 "of type CONTROLLER", "endpoint_type": endpoint_type, "cluster_id": "",
+                                 "of type CONTROLLER", "endpoint_type": BROKERS, "cluster_id": "",
                 "controller_id": -1, "brokers": []}
     return {
         "throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None, "endpoint_type": BROKERS,

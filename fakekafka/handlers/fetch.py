@@ -9,7 +9,8 @@ diff`): the client learns the offsets from ListOffsets when it resets. Only whol
 the first batch of the response always, and any partition's first batch even past its partition_max_bytes
 while it fits the response's max_bytes, so a consumer always progresses. A fetch with less than min_bytes parks until
 data arrives or max_wait_ms passes. v13+ addresses topics by id (UNKNOWN_TOPIC_ID for an unknown one).
-The client's current leader epoch is checked from v9, the version that carries it.
+The client's current leader epoch is checked from v9, the version that carries it; from v12 a
+last_fetched_epoch the leader cannot place (newer than its own) is OFFSET_OUT_OF_RANGE, as in Kafka.
 """
 
 from __future__ import annotations
@@ -97,18 +98,23 @@ def handle_fetch(ctx: RequestContext, req: Container) -> Any:
                 assert partition is not None
                 log = partition.log
                 upper = log.high_watermark
-                if p.fetch_offset < log.log_start_offset or p.fetch_offset > log.log_end_offset:
-                    errors = True
-                    results.append(_partition_response(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE, partition))
-                    continue
                 if v >= 12 and p.last_fetched_epoch >= 0:
-                    epoch, end = log.end_offset_for_epoch(p.last_fetched_epoch)
+                    epoch, end = log.end_offset_for_epoch(p.last_fetched_epoch, partition.leader_epoch)
+                    if end < 0:  # an epoch the leader never had: Kafka cannot tell where it ended
+                        errors = True
+                        results.append(_partition_response(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE, partition))
+                        continue
                     if epoch != p.last_fetched_epoch or end < p.fetch_offset:
                         errors = True
                         r = _partition_response(p.partition, ErrorCode.NONE, partition, None, read_committed)
                         r["diverging_epoch"] = {"epoch": epoch, "end_offset": end}
                         results.append(r)
                         continue
+                # after the divergence check, as Kafka's Partition.readRecords
+                if p.fetch_offset < log.log_start_offset or p.fetch_offset > log.log_end_offset:
+                    errors = True
+                    results.append(_partition_response(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE, partition))
+                    continue
                 left = max_bytes - total
                 batches = log.read(p.fetch_offset, min(p.partition_max_bytes, left), min_one=total == 0,
                                    upper=upper) if left > 0 else []

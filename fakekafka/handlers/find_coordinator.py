@@ -5,7 +5,7 @@ A group's coordinator is the leader of partition abs(hash(group id)) % offsets.t
 created on first use. Behaviour: transactional ids are answered the same way (there is no
 `__transaction_state` yet). An error injected by a test is answered for every key asked about (v4+
 has no top-level error code). A coordinator found carries Kafka's error message for no error: "NONE" in
-v1-3 (Errors.NONE.message()), "" per key in v4+.
+v1-3 (Errors.NONE.message()), "" per key in v4+. The empty group id has a coordinator, as in Kafka.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def _failed(key: str, code: ErrorCode, message: str | None = None) -> dict[str, 
 def _coordinator(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
     if key_type not in (GROUP, TRANSACTION):
         return _failed(key, ErrorCode.INVALID_REQUEST, f"Unsupported key type {key_type}")
-    if not key:
+    if not key and key_type == TRANSACTION:
         return _failed(key, ErrorCode.INVALID_REQUEST, "the coordinator key is empty")
     b = ctx.cluster.coordinator_for(key)
     if b is None:

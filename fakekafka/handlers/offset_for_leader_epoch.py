@@ -1,6 +1,8 @@
 """OffsetForLeaderEpoch (key 23), v0-4: the end offset of a leader epoch, from the leader's epoch history.
 
-Clients call it after a leader change to detect truncation. v0 answers without the epoch; v2+ also
+Clients call it after a leader change to detect truncation. The end offset is Kafka's
+(LeaderEpochFileCache.endOffsetFor, see PartitionLog.end_offset_for_epoch): an epoch newer than the
+leader's gets (-1, -1). v0 answers without the epoch; v2+ also
 checks the client's current leader epoch (FENCED_LEADER_EPOCH if older, UNKNOWN_LEADER_EPOCH if newer).
 Deliberate difference: v0-1 are still served (Kafka 4 removed them, KIP-896); they answer as Kafka 3.x did.
 """
@@ -34,11 +36,7 @@ def handle_offset_for_leader_epoch(ctx: RequestContext, req: Container) -> dict[
             epoch, end = -1, -1
             if code == ErrorCode.NONE:
                 assert partition is not None
-                if not partition.log.epochs:
-                    epoch, end = (partition.leader_epoch, partition.log.log_end_offset) \
-                        if p.leader_epoch >= partition.leader_epoch else (-1, -1)
-                else:
-                    epoch, end = partition.log.end_offset_for_epoch(p.leader_epoch)
+                epoch, end = partition.log.end_offset_for_epoch(p.leader_epoch, partition.leader_epoch)
             results.append({"error_code": code, "partition": p.partition, "leader_epoch": epoch, "end_offset": end})
         topics.append({"topic": t.topic, "partitions": results})
     return {"throttle_time_ms": 0, "topics": topics}

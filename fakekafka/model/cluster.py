@@ -440,7 +440,7 @@ class ClusterState:
             raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{index} does not exist")
         if replicas is None:
             if not p.adding and not p.removing:
-                raise ApiError(ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, f"no reassignment of {topic}-{index}")
+                raise ApiError(ErrorCode.NO_REASSIGNMENT_IN_PROGRESS)  # no message, as Kafka's controller
             for r in p.adding:
                 p.logs.pop(r, None)
                 if r in p.isr:
@@ -660,7 +660,7 @@ class ClusterState:
                           *, validate_only: bool = False) -> None:
         topic = self.topics.get(name)
         if topic is None:
-            raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
+            raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)  # no message, as Kafka's controller
         current = len(topic.partitions)
         if count < current:
             raise ApiError(ErrorCode.INVALID_PARTITIONS,

@@ -162,15 +162,23 @@ class PartitionLog:
                         break
         return best
 
-    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
-        """(largest epoch <= `epoch`, its end offset), as OffsetForLeaderEpoch answers; (-1, -1) if none."""
-        starts = [e.epoch for e in self.epochs]
-        i = bisect_right(starts, epoch)
-        if i == 0:
+    def end_offset_for_epoch(self, epoch: int, leader_epoch: int = -1) -> tuple[int, int]:
+        """(epoch, end offset) as Kafka's LeaderEpochFileCache.endOffsetFor answers OffsetForLeaderEpoch and
+        Fetch's divergence check: the latest epoch ends at the log end; an older one where the next one starts
+        (reported as the largest known epoch <= it, or as itself if it predates them all); -1 or an epoch
+        newer than any known gets (-1, -1). `leader_epoch` is the leader's current epoch, which Kafka's cache
+        holds from the election on, before anything is appended in it."""
+        entries = [(e.epoch, e.start_offset) for e in self.epochs]
+        if leader_epoch >= 0 and (not entries or entries[-1][0] < leader_epoch):
+            entries.append((leader_epoch, self.log_end_offset))
+        if epoch < 0 or not entries:
             return -1, -1
-        if i == len(self.epochs):
-            return self.epochs[-1].epoch, self.log_end_offset
-        return self.epochs[i - 1].epoch, self.epochs[i].start_offset
+        if entries[-1][0] == epoch:
+            return epoch, self.log_end_offset
+        i = bisect_right([e for e, _ in entries], epoch)
+        if i == len(entries):
+            return -1, -1
+        return (entries[i - 1][0] if i else epoch), entries[i][1]
 
     def batch_end(self, base_offset: int) -> int:
         """The offset after the batch that starts at `base_offset` (a retried batch is found again)."""

@@ -65,7 +65,15 @@ def test_epoch_history_answers_end_offsets() -> None:
     assert log.end_offset_for_epoch(0) == (0, 2)
     assert log.end_offset_for_epoch(1) == (0, 2)
     assert log.end_offset_for_epoch(2) == (2, 5)
-    assert log.end_offset_for_epoch(9) == (2, 5)
+    # as Kafka's LeaderEpochFileCache.endOffsetFor: an epoch newer than any known, or -1, cannot be placed
+    assert log.end_offset_for_epoch(9) == (-1, -1)
+    assert log.end_offset_for_epoch(-1) == (-1, -1)
+    # the leader's current epoch, known from its election on, ends at the log end before any append in it
+    assert log.end_offset_for_epoch(3, leader_epoch=3) == (3, 5)
+    assert log.end_offset_for_epoch(2, leader_epoch=3) == (2, 5)
+    later = PartitionLog()
+    _append(later, 2, 0, epoch=1)
+    assert later.end_offset_for_epoch(0) == (0, 0)  # older than all known: itself, ending where they start
 
 
 def test_truncate_and_divergence() -> None:

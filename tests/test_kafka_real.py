@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -21,6 +22,8 @@ import pytest
 from fakekafka.apache_kafka import INSTALL_HINT, kafka_lib
 
 ROOT = Path(__file__).resolve().parents[1]
+CHILD_TIMEOUT_S = 780
+"""Within this module's own pytest timeout (900 s), leaving time to stop the child cleanly."""
 
 CLIENT_TESTS = ["tests/clients/test_kafka_python.py", "tests/clients/test_aiokafka.py",
                 "tests/clients/test_confluent_kafka.py", "tests/clients/test_kcat.py",
@@ -44,9 +47,21 @@ def run_against_kafka(paths: list[str], *args: str) -> str:
     skipped; returns its output."""
     t0 = time.monotonic()
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-    proc = subprocess.run([sys.executable, "-m", "pytest", "--kafka-real", "-p", "no:cacheprovider", "-q", "-rfEs",
-                           *args, *paths], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
-    out = proc.stdout + proc.stderr
+    with subprocess.Popen([sys.executable, "-m", "pytest", "--kafka-real", "-p", "no:cacheprovider", "-q", "-rfEs",
+                           *args, *paths], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True) as proc:
+        try:
+            out, _ = proc.communicate(timeout=CHILD_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            # Ctrl-C, not a kill: pytest then ends the session and stops its Kafka JVMs (their own sessions,
+            # which a killed parent would leave running)
+            proc.send_signal(signal.SIGINT)
+            try:
+                out, _ = proc.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                out, _ = proc.communicate()
+            pytest.fail(f"pytest --kafka-real did not finish in {CHILD_TIMEOUT_S} s:\n{out[-6000:]}", pytrace=False)
     summary = out.strip().splitlines()[-1] if out.strip() else "(no output)"
     print(f"pytest --kafka-real {' '.join(paths)}: {summary} ({time.monotonic() - t0:.0f} s)")
     if proc.returncode != 0:

@@ -91,7 +91,7 @@ NODE_FIELDS = frozenset({"node_id", "leader_id", "broker_id", "controller_id", "
                          "coordinator_id", "replica_id", "leader"})
 NODE_LISTS = frozenset({"replica_nodes", "isr_nodes", "offline_replicas", "eligible_leader_replicas",
                         "last_known_elr", "replicas", "isr", "adding_replicas", "removing_replicas"})
-KEY_FIELDS = ("api_key", "name", "topic", "topic_name", "group_id", "partition_index", "partition",
+KEY_FIELDS = ("api_key", "name", "topic", "topic_name", "topic_id", "group_id", "partition_index", "partition",
               "resource_name", "key", "transactional_id", "config_name", "group_instance_id", "broker_id",
               "node_id")
 """An array of structs is compared as a mapping keyed by the first of these its elements all have (and
@@ -343,6 +343,55 @@ def without_records(answer: dict[str, Any], topics: set[str]) -> dict[str, Any]:
     return {**answer, "responses": {**answer["responses"], "[]": out}}
 
 
+def _names(body: dict[str, Any] | None, *paths: str) -> list[str]:
+    """Names found in a normalised request under `paths` ("topics.name": each element's field; "group_id":
+    a field); topic ids are turned back into their names."""
+    out: list[str] = []
+    for path in paths:
+        head, _, tail = path.partition(".")
+        v = (body or {}).get(head)
+        items = v if isinstance(v, list) else [v]
+        for item in items:
+            x = item.get(tail) if tail and isinstance(item, dict) else item
+            if isinstance(x, str) and x:
+                out.append(x[4:-1] if x.startswith("<id:") else x)
+    return out
+
+
+WRITES = {0: ("topic", ("topic_data.name",)), 21: ("topic", ("topics.name",)),
+          19: ("meta", ("topics.name",)), 20: ("meta", ("topics.name", "topic_names")),
+          37: ("meta", ("topics.name",)), 8: ("group", ("group_id",)), 47: ("group", ("group_id",)),
+          42: ("group", ("groups_names",))}
+READS = {1: ("topic", ("topics.topic", "topics.topic_id")), 2: ("topic", ("topics.name",)),
+         3: ("meta", ("topics.name",)), 9: ("group", ("group_id", "groups.group_id"))}
+
+
+def add_context(decoded: list[Decoded]) -> None:
+    """Appends to each read's pairing key how many writes to what it reads had been answered before it was
+    sent (Produce and DeleteRecords before a Fetch or ListOffsets of that topic, OffsetCommit before an
+    OffsetFetch of that group, CreateTopics... before Metadata): a read that raced a write on one broker and
+    not on the other asked a different question, and is reported as a request difference, not compared."""
+    writes: list[tuple[float, str, str]] = []
+    for d in decoded:
+        w = WRITES.get(d.ex.api_key)
+        if w is not None and d.request is not None:
+            done = d.ex.t_response if d.ex.response is not None and d.ex.t_response else d.ex.t_request
+            writes += [(done, w[0], n) for n in _names(d.request, *w[1])]
+            if d.ex.api_key == 20:
+                writes += [(done, "topic", n) for n in _names(d.request, *w[1])]
+    if not writes:
+        return
+    for d in decoded:
+        r = READS.get(d.ex.api_key)
+        if r is None or d.request is None:
+            continue
+        names = set(_names(d.request, *r[1]))
+        everything = r[0] == "meta" and not names
+        n = sum(1 for done, kind, name in writes
+                if kind == r[0] and (everything or name in names) and done <= d.ex.t_request)
+        d.key += f"|after {n} writes"
+
+
 def _has_records(answer: dict[str, Any]) -> bool:
     """Whether a canonical Fetch answer carries any record batch."""
     items = _keyed_items(answer.get("responses"))
@@ -420,6 +469,11 @@ def align(a: list[Any], b: list[Any], key: Any = _key, answer: Any = None
 
 # --- known differences ---------------------------------------------------------------------------------
 
+def _glob(pattern: str) -> re.Pattern[str]:
+    """A field pattern: `*` matches anything, every other character (brackets too) itself."""
+    return re.compile(".*".join(re.escape(part) for part in pattern.split("*")))
+
+
 @dataclass(frozen=True)
 class KnownField:
     api: str
@@ -439,7 +493,7 @@ class KnownField:
                     ok = True
             if not ok:
                 return False
-        return fnmatch.fnmatchcase(path, self.field)
+        return _glob(self.field).fullmatch(path) is not None
 
 
 def load_known_fields(path: Path = KNOWN_FILE) -> list[KnownField]:
@@ -559,6 +613,8 @@ def diff_sessions(sessions: dict[str, tuple[list[Exchange], list[Exchange]]], na
         norm_a, norm_b = Normaliser(now_ms, prefix, ids_a), Normaliser(now_ms, prefix, ids_b)
         da = [decode(e, norm_a) for e in xa if not e.meta.get("answered_by_relay")]
         db = [decode(e, norm_b) for e in xb if not e.meta.get("answered_by_relay")]
+        add_context(da)
+        add_context(db)
         tainted: set[str] = set()  # topics whose Produce requests differ: their records cannot compare
         groups: dict[tuple[int, int], tuple[list[Decoded], list[Decoded]]] = defaultdict(lambda: ([], []))
         for d in da:

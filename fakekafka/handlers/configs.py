@@ -10,7 +10,10 @@ Behaviour: configs are listed in name order (Kafka's order is its hash map's). D
 BROKER_LOGGER resource describes no configs (there are no log4j loggers here to list or set); a
 cluster on a frozen or custom clock lifts Kafka 4's one-hour limit on future record timestamps
 (log.message.timestamp.after.max.ms, reported as a cluster-wide dynamic config), since its model time is
-not the producers' wall-clock time.
+not the producers' wall-clock time; a broker resource lists the broker configs modelled here
+(model/config.py's BROKER_CONFIGS: those a client or a test can observe), not Kafka's ~300 (listeners,
+SSL, SASL, quotas, share groups, remote storage, controller settings...: `python -m compat diff` reports
+them as missing, compat/KNOWN_DIFFERENCES.md "Wire fields").
 """
 
 from __future__ import annotations

@@ -416,6 +416,11 @@ def _epoch_end(topic: str, epoch: int) -> Callable[[Target, int], dict[str, Any]
         {"partition": 0, "current_leader_epoch": -1, "leader_epoch": epoch}]}]}
 
 
+def _produce_of(topic: str, value: bytes = b"x", timestamp: int = TS0) -> Callable[[Target, int], dict[str, Any]]:
+    return lambda t, v: {"acks": 1, "timeout_ms": 30_000, "topic_data": [{"name": topic, "partition_data": [
+        {"index": 0, "records": build_batch([{"key": None, "value": value, "timestamp": timestamp}])}]}]}
+
+
 def _broker_resource(keys: list[str] | None) -> Callable[[Target, int], dict[str, Any]]:
     return lambda t, v: {"include_synonyms": True, "resources": [
         {"resource_type": 4, "resource_name": "", "configuration_keys": keys}]}
@@ -424,6 +429,10 @@ def _broker_resource(keys: list[str] | None) -> Callable[[Target, int], dict[str
 VARIANTS: dict[str, tuple[int, list[int], Callable[[Target, int], dict[str, Any]]]] = {
     # name: (API key, versions, builder); requests that answered differently from Kafka once, and edges
     "all-topics": (3, [1, 12], lambda t, v: {"topics": None, "allow_auto_topic_creation": False}),
+    "invalid-topic-name": (3, [9], lambda t, v: {"topics": [{"name": "bad name!"}], "allow_auto_topic_creation": True}),
+    "to-invalid-topic-name": (0, [9], _produce_of("bad name!")),
+    "too-large": (0, [9], _produce_of(PRODUCE_TOPIC, value=b"x" * 1_100_000)),
+    "future-timestamp": (0, [9], _produce_of(PRODUCE_TOPIC, timestamp=4_000_000_000_000)),
     "unknown-topic": (1, [4, 12], _fetch_of("nope", 0)),
     "unknown-partition": (1, [12], _fetch_of(TOPIC, 7)),
     "unknown-topic-id": (1, [13], _fetch_of("", 0, by_id=uuid.UUID(int=1))),
@@ -510,7 +519,7 @@ def normalise(value: Any) -> Any:
                 out[k] = sorted(normalise(v), key=lambda i: next((str(i[key]) for key in keys if key in i), ""))
             elif k in VOLATILE:
                 out[k] = f"<{k}>"
-            elif k == "error_message" and value.get("error_code", 0) != 0:
+            elif (k == "error_message" and value.get("error_code", 0) != 0) or k == "batch_index_error_message":
                 out[k] = None if v is None else "<message>"
             elif k == "topic_id" and isinstance(v, uuid.UUID):
                 out[k] = "<zero>" if v == ZERO_UUID else "<uuid>"

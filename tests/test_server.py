@@ -52,6 +52,7 @@ def test_produce_v2_is_refused_per_partition(raw: RawClient) -> None:
 
 def test_requests_on_one_connection_are_answered_in_order_and_acks0_is_silent(raw: RawClient,
                                                                              broker: fakekafka.Cluster) -> None:
+    broker.create_topic("t")  # Produce never creates a topic (Kafka auto-creates on Metadata only)
     raw.send(0, 9, _produce_body("t", acks=0))
     c2 = raw.send(3, 12, {"topics": None})
     c3 = raw.send(0, 9, _produce_body("t", acks=1))
@@ -176,6 +177,7 @@ def test_metadata_reports_topic_ids_and_respects_auto_create(raw: RawClient, bro
 
 
 def test_many_connections_at_once(broker: fakekafka.Cluster) -> None:
+    broker.create_topic("many")
     clients = [RawClient(broker.bootstrap_servers) for _ in range(50)]
     for i, c in enumerate(clients):
         c.send(0, 9, _produce_body("many", value=str(i).encode()))

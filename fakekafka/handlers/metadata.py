@@ -3,7 +3,8 @@
 Behaviour: topics that auto-creation makes are returned at once with their leaders (Kafka answers
 LEADER_NOT_AVAILABLE until the controller has elected them; clients just retry). v0 asks for all
 topics with an empty list, v1+ with null. v10+ reports topic ids and v12 looks topics up by id: an
-entry with a non-zero id is looked up by it whatever its name says (Java sends "" as the name).
+entry with a non-zero id is looked up by it whatever its name says (Java sends "" as the name). A topic
+not created answers INVALID_TOPIC_EXCEPTION if its name is invalid, else UNKNOWN_TOPIC_OR_PARTITION.
 Asked for topic authorized operations (v8+), every topic, an unknown one included, carries what Kafka
 without an authorizer answers (TOPIC_OPERATIONS); cluster authorized operations are not computed.
 """
@@ -76,7 +77,15 @@ def handle_metadata(ctx: RequestContext, req: Container) -> dict[str, Any]:
                 except ApiError as e:
                     topics.append(_error_topic(name, e.code))
                     continue
-            topics.append(topic_metadata(cluster, t) if t else _error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            if t is None:  # not created: an invalid name says so, as Kafka's (Topic.validate) does
+                try:
+                    validate_topic_name(name)
+                    code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                except ApiError as e:
+                    code = e.code
+                topics.append(_error_topic(name, code))
+                continue
+            topics.append(topic_metadata(cluster, t))
     if req.get("include_topic_authorized_operations"):
         for t in topics:
             t["topic_authorized_operations"] = TOPIC_OPERATIONS

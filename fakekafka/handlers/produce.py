@@ -1,17 +1,19 @@
 """Produce (key 0): advertised v0-11, accepted v3-11.
 
-Advertised from v0 because librdkafka turns compression off when a broker's Produce range does not
-start at 0 (Kafka 4.0 does the same, KAFKA-18659); v0-2 (message formats v0/v1) get
-UNSUPPORTED_VERSION per partition. Deliberate difference: Kafka 4 closes the connection on Produce v0-2
-instead (its socket server treats them as unsupported); an answer tells an old client why, where a
-dropped connection only makes it retry. acks=0 gets no response. Each partition must carry exactly one v2
-batch (Kafka's rule). acks=-1 is refused with NOT_ENOUGH_REPLICAS when the ISR is below
-min.insync.replicas, otherwise waits (parked, not blocking) until the high watermark passes the batch,
-then reports NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank meanwhile, or REQUEST_TIMED_OUT after
-timeout_ms. A compacted topic refuses a batch with a record without a key: INVALID_RECORD, with the
-record errors and message Kafka's LogValidator gives; so does a batch with a timestamp outside
-message.timestamp.before/after.max.ms (INVALID_TIMESTAMP, one record error per such record), and both
-answers carry the partition's log start offset, as Kafka's do.
+Advertised from v0 because librdkafka turns compression off when a broker's Produce range does not start at 0
+(Kafka 4.0 does the same, KAFKA-18659); v0-2 (message formats v0/v1) get UNSUPPORTED_VERSION per partition. An
+unknown topic is UNKNOWN_TOPIC_OR_PARTITION whatever its name and the auto-creation setting (Kafka creates
+topics on Metadata requests, never on Produce), and a partition's error message is set only for a record
+validation error, as Kafka's. Deliberate difference: Kafka 4 closes the connection on Produce v0-2 instead
+(its socket server treats them as unsupported); an answer tells an old client why, where a dropped connection
+only makes it retry. acks=0 gets no response. Each partition must carry exactly one v2 batch (Kafka's rule).
+acks=-1 is refused with NOT_ENOUGH_REPLICAS when the ISR is below min.insync.replicas, otherwise waits
+(parked, not blocking) until the high watermark passes the batch, then reports
+NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank meanwhile, or REQUEST_TIMED_OUT after timeout_ms. A
+compacted topic refuses a batch with a record without a key: INVALID_RECORD, with the record errors and
+message Kafka's LogValidator gives; so does a batch with a timestamp outside
+message.timestamp.before/after.max.ms (INVALID_TIMESTAMP, one record error per such record), and both answers
+carry the partition's log start offset, as Kafka's do.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from typing import Any
 from construct import Container
 
 from fakekafka.handlers.registry import NO_RESPONSE, Park, RequestContext, handles
-from fakekafka.model.cluster import ApiError, validate_topic_name
 from wire import ErrorCode
 
 
@@ -66,14 +67,8 @@ def handle_produce(ctx: RequestContext, req: Container) -> Any:
     responses = []
     waiting: list[tuple[Any, int, dict[str, Any]]] = []
     for t in req.topic_data:
-        topic = cluster.topics.get(t.name)
+        topic = cluster.topics.get(t.name)  # never created here: Kafka auto-creates on Metadata only
         code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        if topic is None:
-            try:
-                validate_topic_name(t.name)
-                topic = cluster.auto_create(t.name)
-            except ApiError as e:
-                code = e.code
         results = []
         for p in t.partition_data:
             partition = topic.partitions[p.index] if topic and 0 <= p.index < len(topic.partitions) else None
@@ -88,7 +83,9 @@ def handle_produce(ctx: RequestContext, req: Container) -> Any:
             if r.error == ErrorCode.INVALID_TIMESTAMP and not record_errors:
                 record_errors, message = _timestamp_errors(ctx, topic, p.records)
                 log_start = partition.log.log_start_offset
-            result = _partition_result(p.index, r.error, message, r.base_offset, r.log_append_time, log_start)
+            # Kafka's answer carries a message only for a record validation error (with record errors)
+            result = _partition_result(p.index, r.error, message if record_errors else None, r.base_offset,
+                                       r.log_append_time, log_start)
             result["record_errors"] = [{"batch_index": i, "batch_index_error_message": m} for i, m in record_errors]
             results.append(result)
             if req.acks == -1 and r.error == ErrorCode.NONE:

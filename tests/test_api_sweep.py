@@ -416,9 +416,10 @@ def _epoch_end(topic: str, epoch: int) -> Callable[[Target, int], dict[str, Any]
         {"partition": 0, "current_leader_epoch": -1, "leader_epoch": epoch}]}]}
 
 
-def _produce_of(topic: str, value: bytes = b"x", timestamp: int = TS0) -> Callable[[Target, int], dict[str, Any]]:
+def _produce_of(topic: str, value: bytes = b"x", timestamp: int = TS0, **batch: int
+                ) -> Callable[[Target, int], dict[str, Any]]:
     return lambda t, v: {"acks": 1, "timeout_ms": 30_000, "topic_data": [{"name": topic, "partition_data": [
-        {"index": 0, "records": build_batch([{"key": None, "value": value, "timestamp": timestamp}])}]}]}
+        {"index": 0, "records": build_batch([{"key": None, "value": value, "timestamp": timestamp}], **batch)}]}]}
 
 
 def _broker_resource(keys: list[str] | None) -> Callable[[Target, int], dict[str, Any]]:
@@ -433,6 +434,8 @@ VARIANTS: dict[str, tuple[int, list[int], Callable[[Target, int], dict[str, Any]
     "to-invalid-topic-name": (0, [9], _produce_of("bad name!")),
     "too-large": (0, [9], _produce_of(PRODUCE_TOPIC, value=b"x" * 1_100_000)),
     "future-timestamp": (0, [9], _produce_of(PRODUCE_TOPIC, timestamp=4_000_000_000_000)),
+    "new-producer-mid-sequence": (0, [9], _produce_of(PRODUCE_TOPIC, producer_id=999, producer_epoch=0,
+                                                      base_sequence=5)),
     "unknown-topic": (1, [4, 12], _fetch_of("nope", 0)),
     "unknown-partition": (1, [12], _fetch_of(TOPIC, 7)),
     "unknown-topic-id": (1, [13], _fetch_of("", 0, by_id=uuid.UUID(int=1))),

@@ -98,9 +98,8 @@ class PartitionProducers:
         entry = self.entries.get(header.producer_id)
         first, last, epoch = header.base_sequence, header.last_sequence, header.producer_epoch
         if entry is None:
-            if first != 0:
-                return SequenceCheck(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
-                                     message=f"producer {header.producer_id} is new here; sequence {first} != 0")
+            # any sequence, as Kafka's ProducerAppendInfo.checkSequence: the producer's state may be gone (retention,
+            # DeleteRecords) while the producer carries on
             return SequenceCheck()
         if epoch < entry.epoch:
             return SequenceCheck(ErrorCode.INVALID_PRODUCER_EPOCH,

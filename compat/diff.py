@@ -8,19 +8,23 @@ compared field by field, per (API, version).
 
 How a run goes:
 
-1. Both brokers start (compat.brokers.start_target). The relays narrow both brokers' ApiVersions answers to
-   the version ranges the broker under test advertises (what each really answered is what is recorded and
-   compared), so a client asks both brokers with the same versions: otherwise it would ask Kafka 4.4 for
-   Metadata v13 and fakekafka for v12, and nothing could be paired. Each (broker, client) lane runs the scenarios one after
-   another, as `python -m compat` does (compat.runner._lane), with one relay group in front of the broker:
-   the client and the harness's own setup connection (client id "compat-setup") reach the broker only
-   through it, and each request is tagged with the scenario running when it arrived. Both brokers' lanes
-   use the same run id, so topic and group names are the same on both sides.
-2. A session is one (scenario, client): the reference's exchanges and the subject's. Requests and responses
-   are decoded with `wire` and normalised (below). Per (API, version), the n-th request of the reference
-   with a given normalised content is paired with the n-th of the subject with the same content; what is
-   left over on either side is a *request difference* (the client asked something else, or asked again,
-   because an earlier answer or the timing differed) and is reported as such, not compared.
+1. Both brokers start (compat.brokers.start_target). Each (broker, client) lane runs the scenarios one
+   after another, as `python -m compat` does (compat.runner._lane), with a relay group of its own in
+   front of the broker: the client and the harness's setup connection (client id "compat-setup") reach
+   the broker only through it, and each request is tagged with the scenario running when it arrived. Both
+   brokers' lanes use the same run id, so topic and group names are the same on both sides. The relays
+   narrow both brokers' ApiVersions answers to the ranges the broker under test advertises (what each
+   broker really answered is what is recorded and compared), so a client asks both with the same
+   versions: otherwise it would ask Kafka 4.4 for Metadata v13 and fakekafka for v12, and nothing could
+   be paired.
+2. A session is one (scenario, client): the reference's exchanges and the subject's. Requests and
+   responses are decoded with `wire` and normalised (below). Per (API, version), requests are paired by
+   their normalised content plus, for reads, how many writes to what they read had been answered before
+   they were sent (a Fetch racing a Produce on one broker only asks a different question). Among equal
+   requests, equal answers pair first, in order; the rest pair from the end of each stretch (the extra
+   polls of a slower broker are the earlier ones). What is left over on either side is a *request
+   difference* (the client asked something else, or again, because an earlier answer or the timing
+   differed): counted and shown with an example, not compared.
 3. Paired responses are compared leaf by leaf. Every differing field is reported per (API, version) with
    how often and an example; a field listed under "Wire fields" in compat/KNOWN_DIFFERENCES.md is known
    (with its reason), any other makes the run fail.
@@ -56,6 +60,7 @@ import difflib
 import fnmatch
 import hashlib
 import json
+import pickle
 import re
 import sys
 import time
@@ -763,12 +768,19 @@ def _prefix(run_id: str, scenario: str, client: str) -> str:
 
 def run_diff(brokers: tuple[str, str] = ("kafka", "fakekafka"), clients: list[str] | None = None,
              scenarios: list[str] | None = None, *, jobs: int = 4, progress: Any = None,
-             known: list[KnownField] | None = None) -> DiffReport:
-    """Starts both brokers, runs every lane through a relay, compares; the brokers are stopped afterwards."""
+             known: list[KnownField] | None = None, save: Path | None = None,
+             load: Path | None = None) -> DiffReport:
+    """Starts both brokers, runs every lane through a relay, compares; the brokers are stopped afterwards.
+    `save` keeps what was captured (a pickle) so that `load` can compare it again without running anything
+    (for working on the comparison itself)."""
+    if load is not None:
+        with open(load, "rb") as f:
+            c = pickle.load(f)  # noqa: S301 - a file this function wrote
+        return _analyse(c["started"], c["seconds"], c["info"], c["clients"], c["scenarios"], c["run_id"],
+                        c["captured"], c["cells"], c["lane_errors"], known)
     from compat.brokers import start_target
     from compat.clients import CLIENTS
-    from compat.known import load_known
-    from compat.runner import _judge, _lane, select_scenarios
+    from compat.runner import _lane, select_scenarios
 
     t0 = time.monotonic()
     started = time.strftime("%Y-%m-%d %H:%M:%S")
@@ -819,12 +831,26 @@ def run_diff(brokers: tuple[str, str] = ("kafka", "fakekafka"), clients: list[st
                 t.stop()
             except Exception:  # noqa: BLE001, S110
                 pass
-    ref, sub = (t.name for t in targets)
+    if save is not None:
+        with open(save, "wb") as f:
+            pickle.dump({"started": started, "seconds": round(time.monotonic() - t0, 1), "info": info,
+                         "clients": client_names, "scenarios": [s.name for s in chosen], "run_id": run_id,
+                         "captured": captured, "cells": cells, "lane_errors": lane_errors}, f)
+    return _analyse(started, round(time.monotonic() - t0, 1), info, client_names, [s.name for s in chosen],
+                    run_id, captured, cells, lane_errors, known)
+
+
+def _analyse(started: str, seconds: float, info: dict[str, Any], client_names: list[str], scenario_names: list[str],
+             run_id: str, captured: dict[tuple[str, str], list[Exchange]], cells: list[Any], lane_errors: list[str],
+             known: list[KnownField] | None) -> DiffReport:
+    from compat.known import load_known
+    from compat.runner import _judge
+    ref, sub = list(info)[:2]
     sessions: dict[str, tuple[list[Exchange], list[Exchange]]] = {}
     prefixes: dict[str, str | None] = {}
     for c in client_names:
         xa, xb = captured.get((ref, c), []), captured.get((sub, c), [])
-        for tag in [CONNECT] + [s.name for s in chosen]:
+        for tag in [CONNECT] + scenario_names:
             ta = [e for e in xa if e.tag == tag]
             tb = [e for e in xb if e.tag == tag]
             if ta or tb:
@@ -832,10 +858,10 @@ def run_diff(brokers: tuple[str, str] = ("kafka", "fakekafka"), clients: list[st
                 prefixes[f"{tag} / {c}"] = _prefix(run_id, tag, c) if tag != CONNECT else "\0"
     dump: dict[str, Any] = {}
     stats = diff_sessions(sessions, (ref, sub), prefixes, known, dump=dump)
-    order = {s.name: i for i, s in enumerate(chosen)}
+    order = {name: i for i, name in enumerate(scenario_names)}
     cells.sort(key=lambda c: (order[c.scenario], client_names.index(c.client), c.broker))
     _judge(cells, load_known())
-    return DiffReport(started, round(time.monotonic() - t0, 1), info, client_names, [s.name for s in chosen],
+    return DiffReport(started, seconds, info, client_names, scenario_names,
                       len(sessions), {f"{k[1]} @ {k[0]}": len(v) for k, v in sorted(captured.items())}, stats,
                       cells, lane_errors, dump)
 
@@ -884,7 +910,8 @@ def markdown(report: DiffReport) -> str:
     if unpaired:
         out += ["", "## Requests that differ between the runs", "",
                 "Not compared: the client asked something else (or again) because an earlier answer or the "
-                "timing differed.", "", f"| API | version | {ref} only | {sub} only | example |", "|---|---|---|---|---|"]
+                "timing differed.", "", f"| API | version | {ref} only | {sub} only | example |",
+                "|---|---|---|---|---|"]
         for s in sorted(unpaired, key=lambda s: (s.api, s.version)):
             out.append(f"| {s.api} | {s.version} | {s.unpaired.get(ref, 0)} | {s.unpaired.get(sub, 0)} | "
                        f"{_cell(s.unpaired_example)} |")
@@ -910,6 +937,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scenario", action="append", help="name or pattern, repeatable; default: all")
     ap.add_argument("--jobs", type=int, default=4, help="lanes (broker x client) run in parallel (default 4)")
     ap.add_argument("--out", default=str(ROOT / "build" / "compat-diff"), help="writes OUT.json and OUT.md")
+    ap.add_argument("--save", help="also keep the captured exchanges in this file (a pickle)")
+    ap.add_argument("--load", help="compare the exchanges a --save run kept, without running anything")
     args = ap.parse_args(argv)
     brokers = tuple(args.broker or ("kafka", "fakekafka"))
     if len(brokers) != 2:
@@ -924,7 +953,8 @@ def main(argv: list[str] | None = None) -> int:
               + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())), file=sys.stderr, flush=True)
 
     try:
-        report = run_diff(brokers, args.client, args.scenario, jobs=args.jobs, progress=progress)  # type: ignore[arg-type]
+        report = run_diff(brokers, args.client, args.scenario, jobs=args.jobs, progress=progress,  # type: ignore[arg-type]
+                          save=Path(args.save) if args.save else None, load=Path(args.load) if args.load else None)
     except Unavailable as e:
         print(f"cannot run: {e}", file=sys.stderr)
         return 2

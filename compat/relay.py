@@ -16,8 +16,9 @@ FindCoordinator and DescribeCluster responses are rewritten: each upstream broke
 own in this group (created the first time an answer names it), and the answer names that listener
 instead. With `caps` (API key -> (min, max) version), ApiVersions answers are narrowed to those ranges,
 so that a client asks the reference broker with the versions the broker under test serves and the two
-request streams can be paired. Only these responses are re-encoded (with `wire`); everything else passes as the bytes the
-broker sent. The recorded response is always the broker's original.
+request streams can be paired (a newer ApiVersions request is refused here, as a broker without that version
+would). Only these responses are re-encoded (with `wire`); everything else passes as the bytes the broker
+sent. The recorded response is always the broker's original.
 
 A group is meant for one client session (one compat lane): its listeners see only that session's
 connections, so the recording is that session's traffic and nothing else. Its event loop runs on a

@@ -464,6 +464,25 @@ VARIANTS: dict[str, tuple[int, list[int], Callable[[Target, int], dict[str, Any]
         {"name": "zero-partitions", "num_partitions": 0, "replication_factor": 1},
         {"name": "rf-too-big", "num_partitions": 1, "replication_factor": 3}]}),
     "non-empty-group": (42, [2], lambda t, v: {"groups_names": [GROUP, "nope"]}),
+    # asked twice: Kafka reads these requests into maps and answers once
+    "duplicates": (2, [1, 9], lambda t, v: {"replica_id": -1, "topics": [
+        {"name": TOPIC, "partitions": [{"partition_index": 1, "timestamp": -1},
+                                       {"partition_index": 0, "timestamp": -1}]},
+        {"name": TOPIC, "partitions": [{"partition_index": 1, "timestamp": -2}]}]}),
+    "duplicate-partitions": (21, [2], lambda t, v: {"timeout_ms": 30_000, "topics": [
+        {"name": "sweep-delrec-v0", "partitions": [{"partition_index": 0, "offset": 2}]},
+        {"name": "sweep-delrec-v0", "partitions": [{"partition_index": 0, "offset": 3}]}]}),
+    "duplicate-partition": (1, [12], lambda t, v: {**_fetch(t, v), "topics": [
+        *_fetch(t, v)["topics"], {"topic": TOPIC, "partitions": [{"partition": 1, "fetch_offset": 1}]}]}),
+    "duplicate-topic": (19, [7], lambda t, v: {"timeout_ms": 30_000, "topics": [
+        {"name": "dup", "num_partitions": 1, "replication_factor": 1}, {"name": "once", "num_partitions": 1,
+                                                                        "replication_factor": 1},
+        {"name": "dup", "num_partitions": 1, "replication_factor": 1}]}),
+    "duplicate-topics": (37, [3], lambda t, v: {"timeout_ms": 30_000, "topics": [
+        {"name": "sweep-cp-v2", "count": 3}, {"name": "sweep-cp-v2", "count": 3}]}),
+    "duplicate-names": (20, [5], lambda t, v: {"timeout_ms": 30_000, "topic_names": ["nope", "nope"]}),
+    "name-and-id": (20, [6], lambda t, v: {"timeout_ms": 30_000, "topics": [
+        {"name": TOPIC, "topic_id": t.topic_ids[TOPIC]}, {"name": None, "topic_id": ZERO_UUID}]}),
 }
 VARIANT_CASES = [(k, v, name) for name, (k, versions, _) in VARIANTS.items() for v in versions]
 VARIANT_IDS = [f"{API_MODULES[k][0]}-v{v}-{name}" for k, v, name in VARIANT_CASES]
@@ -477,9 +496,10 @@ or not), the message of an error only whether there is one (the message of no er
 "NONE" or ""); node ids and hosts are compared (both brokers are node 1 on 127.0.0.1)."""
 
 UNORDERED = {"partitions": ("partition_index", "partition", "partition_id"), "partition_responses": ("index",),
-             "groups": ("group_id",), "configs": ("name",), "topics": ("name",)}
+             "groups": ("group_id",), "configs": ("name",), "topics": ("name",), "responses": ("name", "topic")}
 """Lists compared in key order (field -> the key of its items): Kafka answers some (ListOffsets' partitions,
-ListGroups, DescribeConfigs' configs, Metadata's topics) in its hash maps' order, which no client relies on."""
+ListGroups, DescribeConfigs' configs, Metadata's topics, DeleteTopics' results) in its hash maps' order, which
+no client relies on."""
 
 FEATURES_WHY = ("fakekafka serves none of the feature-gated protocols (KIP-848 consumer groups, transactions v2, "
                 "streams and share groups), so it lists and finalizes no features: clients choose protocols from "

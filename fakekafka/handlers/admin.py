@@ -2,7 +2,8 @@
 CreatePartitions (key 37) v0-3.
 
 Validation and its messages follow Kafka's controller. Behaviour: timeout_ms is ignored, since the
-model applies changes at once; a topic named twice in one request gets INVALID_REQUEST.
+model applies changes at once. A topic named twice in one request (or, for DeleteTopics, an id given twice) is
+answered once, with INVALID_REQUEST; DeleteTopics v6 wants a name or an id, not both (INVALID_REQUEST).
 """
 
 from __future__ import annotations
@@ -17,6 +18,14 @@ from fakekafka.model.cluster import ApiError, Topic
 from fakekafka.model.config import TOPIC_CONFIGS
 from wire import ErrorCode
 from wire.primitives import ZERO_UUID
+
+
+def _once(topics: list[Any]) -> list[Any]:
+    """Each topic name's first entry: Kafka's controller answers a topic named twice once (INVALID_REQUEST)."""
+    first: dict[str, Any] = {}
+    for t in topics:
+        first.setdefault(t.name, t)
+    return list(first.values())
 
 
 def _created(ctx: RequestContext, topic: Topic) -> dict[str, Any]:
@@ -39,7 +48,7 @@ def _failed(name: str, code: ErrorCode, message: str | None) -> dict[str, Any]:
 def handle_create_topics(ctx: RequestContext, req: Container) -> dict[str, Any]:
     counts = Counter(t.name for t in req.topics)
     results = []
-    for t in req.topics:
+    for t in _once(req.topics):
         if counts[t.name] > 1:
             results.append(_failed(t.name, ErrorCode.INVALID_REQUEST, "Duplicate topic name."))
             continue
@@ -60,8 +69,18 @@ def handle_delete_topics(ctx: RequestContext, req: Container) -> dict[str, Any]:
         wanted = [(t.name, t.topic_id) for t in req.topics]
     else:
         wanted = [(name, ZERO_UUID) for name in req.topic_names]
+    counts = Counter(wanted)
     results = []
-    for name, topic_id in wanted:
+    for name, topic_id in dict.fromkeys(wanted):  # a topic named (or an id given) twice is answered once
+        if counts[(name, topic_id)] > 1:
+            results.append({"name": name, "topic_id": topic_id, "error_code": ErrorCode.INVALID_REQUEST,
+                            "error_message": "Duplicate topic name." if name is not None else "Duplicate topic id."})
+            continue
+        if (name is None) == (topic_id == ZERO_UUID):
+            results.append({"name": name, "topic_id": topic_id, "error_code": ErrorCode.INVALID_REQUEST,
+                            "error_message": "Neither topic name nor id were specified." if name is None
+                            else "You may not specify both topic name and topic id."})
+            continue
         if name is None:
             topic = ctx.cluster.topics_by_id.get(topic_id)
             if topic is None:
@@ -83,7 +102,7 @@ def handle_delete_topics(ctx: RequestContext, req: Container) -> dict[str, Any]:
 def handle_create_partitions(ctx: RequestContext, req: Container) -> dict[str, Any]:
     counts = Counter(t.name for t in req.topics)
     results = []
-    for t in req.topics:
+    for t in _once(req.topics):
         if counts[t.name] > 1:
             results.append({"name": t.name, "error_code": ErrorCode.INVALID_REQUEST,
                             "error_message": "Duplicate topic name."})

@@ -9,7 +9,7 @@ from fakekafka.handlers.registry import RequestContext
 from fakekafka.model.cluster import Partition
 from wire import ErrorCode
 
-__all__ = ["leader_check", "led_partitions"]
+__all__ = ["leader_check", "led_partitions", "merged"]
 
 
 def leader_check(ctx: RequestContext, partition: Partition | None, current_leader_epoch: int = -1) -> ErrorCode:
@@ -26,15 +26,26 @@ def leader_check(ctx: RequestContext, partition: Partition | None, current_leade
     return ErrorCode.NONE
 
 
-def led_partitions(ctx: RequestContext, topic: str, partitions: Iterable[Any]
-                   ) -> Iterator[tuple[Any, Partition | None, ErrorCode]]:
-    """Each requested partition of `topic` (by `partition_index`) with its leader check; one asked for twice
-    in the same topic gets INVALID_REQUEST, as Kafka answers a duplicate."""
-    seen: set[int] = set()
-    for p in partitions:
+def merged(topics: Iterable[Any], name: str = "name", index: str = "partition_index"
+           ) -> list[tuple[Any, list[tuple[Any, bool]]]]:
+    """The request's topics by `name` and their partitions by `index`, each once, in order of first appearance,
+    with the last entry given and whether there was more than one: Kafka reads these requests into maps, so
+    it answers a topic named twice in one entry and a partition asked for twice once."""
+    out: dict[Any, dict[int, tuple[Any, bool]]] = {}
+    for t in topics:
+        parts = out.setdefault(t[name], {})
+        for p in t.partitions:
+            parts[p[index]] = (p, p[index] in parts)  # an existing key keeps its place
+    return [(key, list(parts.values())) for key, parts in out.items()]
+
+
+def led_partitions(ctx: RequestContext, topic: str, partitions: Iterable[tuple[Any, bool]], *,
+                   duplicates_invalid: bool) -> Iterator[tuple[Any, Partition | None, ErrorCode]]:
+    """Each partition of `topic` from `merged` with its leader check; one asked for more than once gets
+    INVALID_REQUEST if `duplicates_invalid` (ListOffsets; DeleteRecords takes the last offset given)."""
+    for p, duplicated in partitions:
         partition = ctx.cluster.partition(topic, p.partition_index)
         code = leader_check(ctx, partition, p.get("current_leader_epoch", -1))
-        if p.partition_index in seen:
+        if duplicated and duplicates_invalid:
             code = ErrorCode.INVALID_REQUEST
-        seen.add(p.partition_index)
         yield p, partition, code

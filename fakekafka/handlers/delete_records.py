@@ -6,7 +6,8 @@ cleanup.policy lacks "delete" gets POLICY_VIOLATION, an offset at or below the c
 nothing; the answer's low_watermark is the log start afterwards. Whole batches below the start are
 dropped and Fetch refuses offsets below it. Behaviour: answered at once, since the model's live
 followers take the new start in the same step (Kafka parks the request, up to timeout_ms, until every
-live replica has); a partition named twice in one request gets INVALID_REQUEST for the repeat.
+live replica has). A topic named twice is answered in one entry and a partition named twice once, with the
+last offset given, as Kafka's (it reads the request into a map).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 from construct import Container
 
-from fakekafka.handlers.common import led_partitions
+from fakekafka.handlers.common import led_partitions, merged
 from fakekafka.handlers.registry import RequestContext, handles
 from fakekafka.model.cluster import ApiError
 from wire import ErrorCode
@@ -32,9 +33,9 @@ def delete_records_error_response(ctx: RequestContext, req: Container, code: Err
 @handles(21, 0, 2, errors=delete_records_error_response)
 def handle_delete_records(ctx: RequestContext, req: Container) -> dict[str, Any]:
     topics = []
-    for t in req.topics:
+    for name, parts in merged(req.topics):
         results = []
-        for p, partition, code in led_partitions(ctx, t.name, t.partitions):
+        for p, partition, code in led_partitions(ctx, name, parts, duplicates_invalid=False):
             low = -1
             if code == ErrorCode.NONE:
                 assert partition is not None
@@ -43,5 +44,5 @@ def handle_delete_records(ctx: RequestContext, req: Container) -> dict[str, Any]
                 except ApiError as e:
                     code = e.code
             results.append({"partition_index": p.partition_index, "low_watermark": low, "error_code": code})
-        topics.append({"name": t.name, "partitions": results})
+        topics.append({"name": name, "partitions": results})
     return {"throttle_time_ms": 0, "topics": topics}

@@ -10,7 +10,8 @@ the first batch of the response always, and any partition's first batch even pas
 while it fits the response's max_bytes, so a consumer always progresses. A fetch with less than min_bytes parks until
 data arrives or max_wait_ms passes. v13+ addresses topics by id (UNKNOWN_TOPIC_ID for an unknown one).
 The client's current leader epoch is checked from v9, the version that carries it; from v12 a
-last_fetched_epoch the leader cannot place (newer than its own) is OFFSET_OUT_OF_RANGE, as in Kafka.
+last_fetched_epoch the leader cannot place (newer than its own) is OFFSET_OUT_OF_RANGE, as in Kafka. A topic
+named twice is answered in one entry and a partition asked for twice once (the last entry), as Kafka's.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 from construct import Container
 
-from fakekafka.handlers.common import leader_check
+from fakekafka.handlers.common import leader_check, merged
 from fakekafka.handlers.registry import Park, RequestContext, handles
 from fakekafka.model.cluster import Partition
 from wire import ErrorCode
@@ -68,27 +69,29 @@ def handle_fetch(ctx: RequestContext, req: Container) -> Any:
     max_bytes = req.max_bytes if req.max_bytes > 0 else 0x7FFFFFFF
 
     # resolve once; the log itself is re-read when a parked fetch resumes
-    wanted: list[tuple[Container, Any, list[tuple[Container, Partition | None, ErrorCode]]]] = []
-    for t in req.topics:
+    # a topic named twice is one entry, a partition asked for twice is fetched once (Kafka's map, last entry)
+    key = "topic_id" if v >= 13 else "topic"
+    wanted: list[tuple[Any, Any, list[tuple[Container, Partition | None, ErrorCode]]]] = []
+    for name_or_id, entries in merged(req.topics, key, "partition"):
         if v >= 13:
-            topic = cluster.topics_by_id.get(t.topic_id)
+            topic = cluster.topics_by_id.get(name_or_id)
             missing = ErrorCode.UNKNOWN_TOPIC_ID
         else:
-            topic = cluster.topics.get(t.topic)
+            topic = cluster.topics.get(name_or_id)
             missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         parts = []
-        for p in t.partitions:
+        for p, _ in entries:
             partition = topic.partitions[p.partition] if topic and 0 <= p.partition < len(topic.partitions) else None
             code = missing if topic is None else leader_check(ctx, partition, p.get("current_leader_epoch", -1))
             parts.append((p, partition, code))
-        wanted.append((t, topic, parts))
+        wanted.append((name_or_id, topic, parts))
     watched = [partition for _, _, parts in wanted for _, partition, code in parts if code == ErrorCode.NONE]
 
     def build(final: bool) -> Any:
         total = 0
         errors = False
         responses = []
-        for t, _topic, parts in wanted:
+        for name_or_id, _topic, parts in wanted:
             results = []
             for p, partition, code in parts:
                 if code != ErrorCode.NONE:
@@ -123,8 +126,7 @@ def handle_fetch(ctx: RequestContext, req: Container) -> Any:
                 data = Chunks(batches)
                 total += data.nbytes
                 results.append(_partition_response(p.partition, ErrorCode.NONE, partition, data, read_committed))
-            key = "topic_id" if v >= 13 else "topic"
-            responses.append({key: t.topic_id if v >= 13 else t.topic, "partitions": results})
+            responses.append({key: name_or_id, "partitions": results})
         if final or errors or total >= req.min_bytes or req.max_wait_ms <= 0 or not watched:
             return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": 0, "responses": responses}
         return Park(req.max_wait_ms, watched, build)

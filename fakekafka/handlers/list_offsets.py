@@ -2,7 +2,8 @@
 
 Timestamps: -1 latest (the high watermark), -2 earliest (log start), -3 max timestamp (v7+),
 -4 earliest local (v8+, the log start: nothing is tiered), -5 latest tiered (v9+, -1: nothing is
-tiered); otherwise the first offset whose timestamp is >= the target, or -1 if there is none. An error
+tiered); otherwise the first offset whose timestamp is >= the target, or -1 if there is none. A topic
+named twice is answered in one entry and a partition asked for twice once, with INVALID_REQUEST (Kafka's). An error
 injected by a test is answered for every partition asked about (there is no top-level error code).
 """
 
@@ -12,7 +13,7 @@ from typing import Any
 
 from construct import Container
 
-from fakekafka.handlers.common import led_partitions
+from fakekafka.handlers.common import led_partitions, merged
 from fakekafka.handlers.registry import RequestContext, handles
 from fakekafka.model.log import PartitionLog
 from wire import ErrorCode
@@ -60,9 +61,9 @@ def list_offsets_error_response(ctx: RequestContext, req: Container, code: Error
 def handle_list_offsets(ctx: RequestContext, req: Container) -> dict[str, Any]:
     v = ctx.version
     topics = []
-    for t in req.topics:
+    for name, parts in merged(req.topics):
         results = []
-        for p, partition, code in led_partitions(ctx, t.name, t.partitions):
+        for p, partition, code in led_partitions(ctx, name, parts, duplicates_invalid=True):
             ts, offset, epoch = -1, -1, -1
             if code == ErrorCode.NONE:
                 assert partition is not None
@@ -73,5 +74,5 @@ def handle_list_offsets(ctx: RequestContext, req: Container) -> dict[str, Any]:
                     code, ts, offset, epoch = _lookup(partition.log, p.timestamp, partition.leader_epoch)
             results.append({"partition_index": p.partition_index, "error_code": code, "timestamp": ts,
                             "offset": offset, "leader_epoch": epoch})
-        topics.append({"name": t.name, "partitions": results})
+        topics.append({"name": name, "partitions": results})
     return {"throttle_time_ms": 0, "topics": topics}

@@ -464,6 +464,15 @@ VARIANTS: dict[str, tuple[int, list[int], Callable[[Target, int], dict[str, Any]
         {"name": "zero-partitions", "num_partitions": 0, "replication_factor": 1},
         {"name": "rf-too-big", "num_partitions": 1, "replication_factor": 3}]}),
     "non-empty-group": (42, [2], lambda t, v: {"groups_names": [GROUP, "nope"]}),
+    "unknown-member": (14, [5], lambda t, v: {**_sync_group(t, v), "member_id": "nope", "assignments": []}),
+    "commit-unknown-member": (8, [8], lambda t, v: offset_commit_body(GROUP, t.generation_id, "nope")),
+    "require-stable-all": (9, [7], lambda t, v: {"group_id": GROUP, "topics": None, "require_stable": True}),
+    "rebalancing-group": (15, [4], lambda t, v: {"groups": ["sweep-join-v9"]}),
+    "unknown-static-member": (13, [5], lambda t, v: {"group_id": GROUP, "members": [
+        {"member_id": "", "group_instance_id": "nope"}]}),
+    "unknown-partitions": (47, [0], lambda t, v: {"group_id": SIMPLE_GROUP, "topics": [
+        {"name": TOPIC, "partitions": [{"partition_index": 9}]},
+        {"name": "nope", "partitions": [{"partition_index": 0}]}]}),
     # asked twice: Kafka reads these requests into maps and answers once
     "duplicates": (2, [1, 9], lambda t, v: {"replica_id": -1, "topics": [
         {"name": TOPIC, "partitions": [{"partition_index": 1, "timestamp": -1},

@@ -3,7 +3,8 @@ CreatePartitions (key 37) v0-3.
 
 Validation and its messages follow Kafka's controller. Behaviour: timeout_ms is ignored, since the
 model applies changes at once. A topic named twice in one request (or, for DeleteTopics, an id given twice) is
-answered once, with INVALID_REQUEST; DeleteTopics v6 wants a name or an id, not both (INVALID_REQUEST).
+answered once, with INVALID_REQUEST; DeleteTopics v6 wants a name or an id, not both (INVALID_REQUEST). An
+error a test injects is answered for every topic of the request (none of them has a top-level error code).
 """
 
 from __future__ import annotations
@@ -44,7 +45,25 @@ def _failed(name: str, code: ErrorCode, message: str | None) -> dict[str, Any]:
             "num_partitions": -1, "replication_factor": -1, "configs": []}  # Kafka: [], not null
 
 
-@handles(19, 2, 7)
+def create_topics_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+    """An injected error for every topic of the request (there is no top-level error code)."""
+    return {"throttle_time_ms": 0, "topics": [_failed(t.name, code, None) for t in _once(req.topics)]}
+
+
+def delete_topics_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+    wanted = [(t.name, t.topic_id) for t in req.topics] if ctx.version >= 6 else \
+        [(name, ZERO_UUID) for name in req.topic_names]
+    return {"throttle_time_ms": 0, "responses": [
+        {"name": name, "topic_id": topic_id, "error_code": code, "error_message": None}
+        for name, topic_id in dict.fromkeys(wanted)]}
+
+
+def create_partitions_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "results": [{"name": t.name, "error_code": code, "error_message": None}
+                                               for t in _once(req.topics)]}
+
+
+@handles(19, 2, 7, errors=create_topics_error_response)
 def handle_create_topics(ctx: RequestContext, req: Container) -> dict[str, Any]:
     counts = Counter(t.name for t in req.topics)
     results = []
@@ -63,7 +82,7 @@ def handle_create_topics(ctx: RequestContext, req: Container) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "topics": results}
 
 
-@handles(20, 1, 6)
+@handles(20, 1, 6, errors=delete_topics_error_response)
 def handle_delete_topics(ctx: RequestContext, req: Container) -> dict[str, Any]:
     if ctx.version >= 6:
         wanted = [(t.name, t.topic_id) for t in req.topics]
@@ -98,7 +117,7 @@ def handle_delete_topics(ctx: RequestContext, req: Container) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "responses": results}
 
 
-@handles(37, 0, 3)
+@handles(37, 0, 3, errors=create_partitions_error_response)
 def handle_create_partitions(ctx: RequestContext, req: Container) -> dict[str, Any]:
     counts = Counter(t.name for t in req.topics)
     results = []

@@ -77,7 +77,14 @@ def _broker_configs(ctx: RequestContext, keys: list[str] | None, synonyms: bool,
     return out
 
 
-@handles(32, 1, 4)
+def describe_configs_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+    """An injected error for every resource asked about (there is no top-level error code)."""
+    return {"throttle_time_ms": 0, "results": [
+        {"error_code": code, "error_message": None, "resource_type": r.resource_type,
+         "resource_name": r.resource_name, "configs": []} for r in req.resources]}
+
+
+@handles(32, 1, 4, errors=describe_configs_error_response)
 def handle_describe_configs(ctx: RequestContext, req: Container) -> dict[str, Any]:
     results = []
     synonyms = bool(req.get("include_synonyms", False))

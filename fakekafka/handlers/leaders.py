@@ -18,7 +18,15 @@ from wire import ErrorCode
 PREFERRED, UNCLEAN = 0, 1
 
 
-@handles(43, 0, 2)
+def elect_leaders_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+    """An injected error: top-level from v1, per partition asked about in v0 (all of them: none)."""
+    results = [] if ctx.version >= 1 or req.topic_partitions is None else [
+        {"topic": t.topic, "partition_result": [{"partition_id": i, "error_code": code, "error_message": None}
+                                                for i in t.partitions]} for t in req.topic_partitions]
+    return {"throttle_time_ms": 0, "error_code": code, "replica_election_results": results}
+
+
+@handles(43, 0, 2, errors=elect_leaders_error_response)
 def handle_elect_leaders(ctx: RequestContext, req: Container) -> dict[str, Any]:
     cluster = ctx.cluster
     election = req.get("election_type", PREFERRED)

@@ -51,7 +51,31 @@ def _error_topic(name: str | None, code: ErrorCode, topic_id: uuid.UUID = ZERO_U
             "topic_authorized_operations": AUTHORIZED_OPERATIONS_NOT_REQUESTED}
 
 
-@handles(3, 0, 12)
+def metadata_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+    """An injected error for every topic asked about (every topic, for all of them): Metadata has no
+    top-level error code. The brokers are listed as usual, so the client still knows the cluster."""
+    cluster = ctx.cluster
+    if req.topics is None or (ctx.version == 0 and not req.topics):
+        wanted = [(t.name, t.topic_id) for t in cluster.topics.values()]
+    else:
+        wanted = [(e.get("name"), e.get("topic_id", ZERO_UUID)) for e in req.topics]
+    return {**_cluster_part(ctx), "topics": [_error_topic(name, code, topic_id) for name, topic_id in wanted]}
+
+
+def _cluster_part(ctx: RequestContext) -> dict[str, Any]:
+    """The answer but its topics: brokers, cluster id, controller."""
+    cluster = ctx.cluster
+    return {
+        "throttle_time_ms": 0,
+        "brokers": [{"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
+                    for b in cluster.alive_brokers()],
+        "cluster_id": cluster.config.cluster_id,
+        "controller_id": cluster.controller_id,
+        "cluster_authorized_operations": AUTHORIZED_OPERATIONS_NOT_REQUESTED,
+    }
+
+
+@handles(3, 0, 12, errors=metadata_error_response)
 def handle_metadata(ctx: RequestContext, req: Container) -> dict[str, Any]:
     cluster = ctx.cluster
     v = ctx.version
@@ -89,12 +113,4 @@ def handle_metadata(ctx: RequestContext, req: Container) -> dict[str, Any]:
     if req.get("include_topic_authorized_operations"):
         for t in topics:
             t["topic_authorized_operations"] = TOPIC_OPERATIONS
-    return {
-        "throttle_time_ms": 0,
-        "brokers": [{"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
-                    for b in cluster.alive_brokers()],
-        "cluster_id": cluster.config.cluster_id,
-        "controller_id": cluster.controller_id,
-        "topics": topics,
-        "cluster_authorized_operations": AUTHORIZED_OPERATIONS_NOT_REQUESTED,
-    }
+    return {**_cluster_part(ctx), "topics": topics}

@@ -371,19 +371,34 @@ READS = {1: ("topic", ("topics.topic", "topics.topic_id")), 2: ("topic", ("topic
          3: ("meta", ("topics.name",)), 9: ("group", ("group_id", "groups.group_id"))}
 
 
+MEMBERSHIP = frozenset({8, 11, 12, 13, 14})  # OffsetCommit, JoinGroup, Heartbeat, LeaveGroup, SyncGroup
+
+
 def add_context(decoded: list[Decoded]) -> None:
     """Appends to each read's pairing key how many writes to what it reads had been answered before it was
-    sent (Produce and DeleteRecords before a Fetch or ListOffsets of that topic, OffsetCommit before an
-    OffsetFetch of that group, CreateTopics... before Metadata): a read that raced a write on one broker and
-    not on the other asked a different question, and is reported as a request difference, not compared."""
-    writes: list[tuple[float, str, str]] = []
+    sent, or sent before it on the same connection (a broker takes a connection's requests in order):
+    Produce and DeleteRecords before a Fetch or ListOffsets of that topic, OffsetCommit before an
+    OffsetFetch of that group, CreateTopics... before Metadata. A read that raced a write on one broker and
+    not on the other asked a different question, and is reported as a request difference, not compared.
+    Likewise a member's group request (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit) says how
+    many JoinGroup and LeaveGroup requests other connections had sent for that group before it: a member
+    that rejoined before its replacement joined on one broker and after it on the other was answered
+    differently for a reason of order, not of broker."""
+    writes: list[tuple[float, int, float, str, str]] = []  # (answered, connection, sent, kind, name)
     for d in decoded:
         w = WRITES.get(d.ex.api_key)
         if w is not None and d.request is not None:
             done = d.ex.t_response if d.ex.response is not None and d.ex.t_response else d.ex.t_request
-            writes += [(done, w[0], n) for n in _names(d.request, *w[1])]
-            if d.ex.api_key == 20:
-                writes += [(done, "topic", n) for n in _names(d.request, *w[1])]
+            kinds = (w[0], "topic") if d.ex.api_key == 20 else (w[0],)
+            writes += [(done, d.ex.conn, d.ex.t_request, kind, n)
+                       for kind in kinds for n in _names(d.request, *w[1])]
+    joins = [(d.ex.t_request, d.ex.conn, g) for d in decoded if d.ex.api_key in (11, 13)
+             for g in _names(d.request, "group_id")]
+    for d in decoded:
+        if d.ex.api_key in MEMBERSHIP and d.request is not None and joins:
+            group = d.request.get("group_id")
+            n = sum(1 for t, conn, g in joins if g == group and conn != d.ex.conn and t < d.ex.t_request)
+            d.key += f"|after {n} joins by others"
     if not writes:
         return
     for d in decoded:
@@ -392,8 +407,10 @@ def add_context(decoded: list[Decoded]) -> None:
             continue
         names = set(_names(d.request, *r[1]))
         everything = r[0] == "meta" and not names
-        n = sum(1 for done, kind, name in writes
-                if kind == r[0] and (everything or name in names) and done <= d.ex.t_request)
+        # a broker takes a connection's requests in order: a write sent before on the same connection counts
+        n = sum(1 for done, conn, sent, kind, name in writes
+                if kind == r[0] and (everything or name in names)
+                and (done <= d.ex.t_request or (conn == d.ex.conn and sent < d.ex.t_request)))
         d.key += f"|after {n} writes"
 
 
@@ -437,7 +454,9 @@ def align(a: list[Any], b: list[Any], key: Any = _key, answer: Any = None
     kept. Within a key, with `answer` given, equal answers are paired first (in order, as difflib matches
     them), then each stretch between them is paired from its end: when one broker needed more polls of the
     same question (Kafka creates topics asynchronously, so "is it there yet?" is asked more often), the
-    earlier polls are the extra ones and the last is what compares with the other broker's answer."""
+    earlier polls are the extra ones and the last is what compares with the other broker's answer. What is
+    left over on both sides around a matched answer (one broker polled once more before it, the other once
+    more after it) stays unpaired: the same question asked at different moments."""
     ka: dict[str, list[int]] = defaultdict(list)
     kb: dict[str, list[int]] = defaultdict(list)
     for i, x in enumerate(a):
@@ -463,9 +482,6 @@ def align(a: list[Any], b: list[Any], key: Any = _key, answer: Any = None
                 pairs.extend(zip(ga[len(ga) - n:], gb[len(gb) - n:], strict=True))
             pairs.extend((ia[block.a + t], ib[block.b + t]) for t in range(block.size))
             pa, pb = block.a + block.size, block.b + block.size
-        # what crossed over (equal answers in a different order) pairs in order
-        ta, tb = {i for i, _ in pairs}, {j for _, j in pairs}
-        pairs.extend(zip([i for i in ia if i not in ta], [j for j in ib if j not in tb], strict=False))
     pairs.sort()
     ta = {i for i, _ in pairs}
     tb = {j for _, j in pairs}
@@ -540,7 +556,10 @@ def decode(ex: Exchange, norm: Normaliser) -> Decoded:
     except DecodeError as e:
         return Decoded(ex, None, None, f"undecodable:{ex.request.hex()}", f"request: {e}")
     nreq = norm.request(ex.api_key, req)
-    key = _key(canonical({k: v for k, v in nreq.items() if k not in REQUEST_ONLY_DROP}))
+    # the generation a member asks in is part of the question (the answer to a member of an older
+    # generation differs), though generation numbers are not compared in answers
+    asked = {**nreq, **{k: req[k] for k in ("generation_id", "generation_id_or_member_epoch") if k in req}}
+    key = _key(canonical({k: v for k, v in asked.items() if k not in REQUEST_ONLY_DROP}))
     if ex.response is None:
         return Decoded(ex, nreq, None, key)
     try:
@@ -557,12 +576,19 @@ class FieldDiff:
     field: str
     count: int = 0
     sessions: set[str] = dataclasses.field(default_factory=set)
+    diverged: set[str] = dataclasses.field(default_factory=set)  # of `sessions`, those whose outcome differs
+
+    @property
+    def unexplained(self) -> bool:
+        """Not listed, and seen in a session whose scenario outcome is the same on both brokers."""
+        return not self.known and bool(self.sessions - self.diverged)
     example: dict[str, Any] = dataclasses.field(default_factory=dict)
     known: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {"field": self.field, "count": self.count, "sessions": sorted(self.sessions)[:20],
-                "session_count": len(self.sessions), "known": self.known, "example": self.example}
+                "session_count": len(self.sessions), "known": self.known, "unexplained": self.unexplained,
+                "only_in_diverged_sessions": not self.known and not self.unexplained, "example": self.example}
 
 
 @dataclass
@@ -596,11 +622,15 @@ def _show(v: Any, n: int = 300) -> Any:
 
 def diff_sessions(sessions: dict[str, tuple[list[Exchange], list[Exchange]]], names: tuple[str, str],
                   prefixes: dict[str, str | None] | None = None, known: list[KnownField] | None = None,
-                  now_ms: float | None = None, dump: dict[str, Any] | None = None
-                  ) -> dict[tuple[int, int], PairStats]:
+                  now_ms: float | None = None, dump: dict[str, Any] | None = None,
+                  diverged: set[str] | None = None) -> dict[tuple[int, int], PairStats]:
     """Compares each session's reference exchanges (first) with the subject's (second); per (API key, version).
     With `dump`, every exchange of an (API, version) that has an unlisted difference in a session is put in
-    it, per session, both sides decoded and normalised, with the pairs made (by request sequence number)."""
+    it, per session, both sides decoded and normalised, with the pairs made (by request sequence number).
+    `diverged` names the sessions whose scenario outcome differs between the brokers (the compat matrix
+    reports those); a field that differs only there is shown but does not count as unexplained: once a
+    race went the other way (fakekafka answers in microseconds, Kafka in milliseconds), what follows in
+    that session is a different conversation."""
     ref, sub = names
     dumped: set[tuple[str, int, int]] = set()
     known = known if known is not None else load_known_fields()
@@ -686,7 +716,9 @@ def diff_sessions(sessions: dict[str, tuple[list[Exchange], list[Exchange]]], na
                                 break
                     fd.count += 1
                     fd.sessions.add(session)
-                    if dump is not None and not fd.known and (session, k, v) not in dumped:
+                    if diverged and session in diverged:
+                        fd.diverged.add(session)
+                    if dump is not None and fd.unexplained and (session, k, v) not in dumped:
                         dumped.add((session, k, v))
                         dump.setdefault(session, {})[f"{s.api} v{v}"] = {
                             "pairs": [[ga[x].ex.seq, gb[y].ex.seq] for x, y in pairs],
@@ -715,7 +747,7 @@ class DiffReport:
 
     @property
     def unexplained(self) -> list[FieldDiff]:
-        return [d for s in self.stats.values() for d in s.diffs.values() if not d.known]
+        return [d for s in self.stats.values() for d in s.diffs.values() if d.unexplained]
 
     def totals(self) -> dict[str, int]:
         st = self.stats.values()
@@ -857,10 +889,11 @@ def _analyse(started: str, seconds: float, info: dict[str, Any], client_names: l
                 sessions[f"{tag} / {c}"] = (ta, tb)
                 prefixes[f"{tag} / {c}"] = _prefix(run_id, tag, c) if tag != CONNECT else "\0"
     dump: dict[str, Any] = {}
-    stats = diff_sessions(sessions, (ref, sub), prefixes, known, dump=dump)
     order = {name: i for i, name in enumerate(scenario_names)}
     cells.sort(key=lambda c: (order[c.scenario], client_names.index(c.client), c.broker))
     _judge(cells, load_known())
+    diverged = {f"{c.scenario} / {c.client}" for c in cells if c.broker == sub and c.status in ("differs", "error")}
+    stats = diff_sessions(sessions, (ref, sub), prefixes, known, dump=dump, diverged=diverged)
     return DiffReport(started, seconds, info, client_names, scenario_names,
                       len(sessions), {f"{k[1]} @ {k[0]}": len(v) for k, v in sorted(captured.items())}, stats,
                       cells, lane_errors, dump)
@@ -872,6 +905,15 @@ def _cell(v: Any) -> str:
     s = json.dumps(v, sort_keys=True, default=str) if not isinstance(v, str) else v
     s = s.replace("|", "\\|").replace("\n", " ")
     return s if len(s) <= 120 else s[:117] + "..."
+
+
+def _why(d: FieldDiff) -> str:
+    if d.known:
+        return _cell(d.known)
+    if not d.unexplained:
+        return ("only in sessions whose scenario outcome differs (the compat matrix reports them): "
+                + _cell(", ".join(sorted(d.diverged)[:3])))
+    return "**NOT LISTED**"
 
 
 def markdown(report: DiffReport) -> str:
@@ -892,7 +934,7 @@ def markdown(report: DiffReport) -> str:
     for k in sorted(report.stats):
         s = report.stats[k]
         nd = len(s.diffs)
-        unk = sum(1 for d in s.diffs.values() if not d.known)
+        unk = sum(1 for d in s.diffs.values() if d.unexplained)
         out.append(f"| {s.api} | {s.version} | {s.seen.get(ref, 0)} | {s.seen.get(sub, 0)} | {s.pairs} | "
                    f"{s.compared} | {s.fields} | {nd}{f' ({unk} NOT LISTED)' if unk else ''} | "
                    f"{s.unpaired.get(ref, 0)}/{s.unpaired.get(sub, 0)} |")
@@ -905,7 +947,7 @@ def markdown(report: DiffReport) -> str:
             ex = d.example
             out.append(f"| {s.api} | {s.version} | `{d.field}` | {d.count} | {len(d.sessions)} | "
                        f"{_cell(ex.get(ref))} / {_cell(ex.get(sub))} ({_cell(ex.get('session'))}) | "
-                       f"{_cell(d.known) if d.known else '**NOT LISTED**'} |")
+                       f"{_why(d)} |")
     unpaired = [s for s in report.stats.values() if s.unpaired_example]
     if unpaired:
         out += ["", "## Requests that differ between the runs", "",

@@ -32,6 +32,7 @@ from __future__ import annotations
 import fnmatch
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,7 +40,7 @@ from typing import Any
 import pytest
 
 import fakekafka
-from fakekafka.apache_kafka import KafkaCluster, kafka_lib
+from fakekafka.apache_kafka import KafkaCluster, KafkaUnavailable, kafka_lib
 from fakekafka.client import WireConnection
 from fakekafka.handlers import advertised_versions, handler_for
 from fakekafka.model.config import BROKER_CONFIGS, BrokerConfig
@@ -632,11 +633,26 @@ def faulty() -> Iterator[tuple[Target, fakekafka.Cluster]]:
 def real_kafka() -> Iterator[Target]:
     if kafka_lib() is None:
         pytest.skip("Apache Kafka is not installed: run `eval \"$(bash .ci/install.sh)\"`")
-    with KafkaCluster(brokers=1) as cluster:
-        target = Target("kafka", cluster.bootstrap_servers)
-        set_up(target)
-        yield target
-        target.close()
+    first_failure = None
+    for _ in range(2):  # once more if the start or set-up fails: a port taken meanwhile on a shared machine
+        cluster = KafkaCluster(brokers=1)
+        try:
+            cluster.start()
+            target = Target("kafka", cluster.bootstrap_servers)
+            set_up(target)
+        except (KafkaUnavailable, AssertionError, OSError) as e:
+            cluster.stop()
+            if first_failure is not None:
+                raise AssertionError(f"Kafka failed twice; first: {first_failure!r}") from e
+            first_failure = e
+            warnings.warn(f"starting or setting up Kafka failed, trying once more: {e!r}", stacklevel=1)
+            continue
+        try:
+            yield target
+        finally:
+            target.close()
+            cluster.stop()
+        return
 
 
 @pytest.mark.parametrize(("api_key", "version"), PAIRS, ids=IDS)

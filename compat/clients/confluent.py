@@ -132,10 +132,10 @@ class ConfluentClient(LibraryClient):
                                                            timeout=self.timing.op_s, cached=False)
                 return low if spec == "earliest" else high
             if spec == "max_timestamp":
+                lookup = needs(self.admin(), "list_offsets", "admin list_offsets")  # 2.3+ only
                 from confluent_kafka.admin import OffsetSpec
                 tp = TopicPartition(topic, partition)
-                futures = needs(self.admin(), "list_offsets", "admin list_offsets")(
-                    {tp: OffsetSpec.max_timestamp()}, request_timeout=self.timing.op_s)
+                futures = lookup({tp: OffsetSpec.max_timestamp()}, request_timeout=self.timing.op_s)
                 got = next(iter(futures.values())).result(self.timing.op_s)
                 return None if got.offset < 0 else got.offset
             [tp] = consumer.offsets_for_times([TopicPartition(topic, partition, spec)], timeout=self.timing.op_s)

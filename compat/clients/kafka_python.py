@@ -138,9 +138,9 @@ class KafkaPythonClient(LibraryClient):
             if spec == "latest":
                 return consumer.end_offsets([tp])[tp]
             if spec == "max_timestamp":
-                from kafka.admin import OffsetSpec  # kafka-python 3.x
-                got = needs(self.admin(), "list_partition_offsets", "max-timestamp lookup")(
-                    {tp: OffsetSpec.MAX_TIMESTAMP})[tp]
+                lookup = needs(self.admin(), "list_partition_offsets", "max-timestamp lookup")  # 3.x only
+                from kafka.admin import OffsetSpec
+                got = lookup({tp: OffsetSpec.MAX_TIMESTAMP})[tp]
                 return None if got.offset < 0 else got.offset
             found = consumer.offsets_for_times({tp: spec})[tp]
             return None if found is None else found.offset

@@ -7,7 +7,8 @@ JoinGroup v9, the members with skip_assignment set (KIP-814, as Kafka 4.4; found
 diff`); before v9 it is told the old leader id and no members, as Kafka does.
 DescribeGroups v3+ asked for authorized operations answers what Kafka without an authorizer does
 (GROUP_OPERATIONS). DescribeGroups reports each member's
-current assignment in every state (its subscription metadata only when Stable), as Kafka 4.x does.
+current assignment in every state (its subscription metadata only when Stable), as Kafka 4.x does. An
+error a test injects into DescribeGroups or DeleteGroups is answered for every group asked about.
 Deliberate difference (compat/KNOWN_DIFFERENCES.md): DescribeGroups stops at v5, where wire's generated
 declarations stop; Kafka 4.0 added v6 (KIP-1043), which answers an unknown group with
 GROUP_ID_NOT_FOUND instead of state Dead, so clients that ask v6 (Java 4.x, kafka-python 3) see Dead here.
@@ -124,7 +125,18 @@ def handle_leave_group(ctx: RequestContext, req: Container) -> dict[str, Any]:
                         for (mid, iid), code in zip(leaving, codes, strict=False)]}
 
 
-@handles(15, 0, 5)
+def describe_groups_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+    """An injected error for every group asked about (there is no top-level error code)."""
+    return {"throttle_time_ms": 0, "groups": [
+        {"error_code": code, "group_id": g, "group_state": "", "protocol_type": "", "protocol_data": "",
+         "members": [], "authorized_operations": NOT_REQUESTED} for g in req.groups]}
+
+
+def delete_groups_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "results": [{"group_id": g, "error_code": code} for g in req.groups_names]}
+
+
+@handles(15, 0, 5, errors=describe_groups_error_response)
 def handle_describe_groups(ctx: RequestContext, req: Container) -> dict[str, Any]:
     groups = []
     for group_id in req.groups:
@@ -169,7 +181,7 @@ def handle_list_groups(ctx: RequestContext, req: Container) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "groups": listed}
 
 
-@handles(42, 0, 2)
+@handles(42, 0, 2, errors=delete_groups_error_response)
 def handle_delete_groups(ctx: RequestContext, req: Container) -> dict[str, Any]:
     results = []
     for group_id in req.groups_names:

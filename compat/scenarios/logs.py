@@ -86,8 +86,10 @@ OUT_OF_ORDER = [T0 + 5000, T0 + 1000, T0 + 3000, T0 + 2000]
 
 @scenario("list_offsets_unordered_timestamps", lambda client: {
     "at_t0": 0, "at_2000": 0, "at_4000": 0, "at_5001": None,
-    # OffsetSpec.maxTimestamp() is in kafka-clients 3.0 and later (KIP-734): not in java-2.8
-    "max_timestamp": "unsupported" if client.name in ("aiokafka", "kcat", "java-2.8") else 0})
+    # OffsetSpec.maxTimestamp() is in kafka-clients 3.0 and later (KIP-734): not in java-2.8, nor in
+    # kafka-python 2.0.2 or confluent-kafka 1.9.2
+    "max_timestamp": "unsupported" if client.name in ("aiokafka", "kcat", "java-2.8", "kafka-python-2.0.2",
+                                                       "confluent-kafka-1.9.2") else 0})
 def list_offsets_unordered_timestamps(client: Client, env: Env) -> Outcome:
     """Timestamps 5000, 1000, 3000, 2000 (ms past T0): by time finds the first offset with a timestamp at
     least the one asked for, wherever later records stand; max timestamp is offset 0."""

@@ -21,7 +21,8 @@ It lives in the fakekafka package (not only in the repository's compat/) because
 starts it from the plugin; compat/apache_kafka.py re-exports it.
 
 The settings a test suite wants from a broker (auto-create off, no initial rebalance delay, replication
-factors that fit the node count) are the defaults; `configs=` adds or overrides broker configs.
+factors that fit the node count) are the defaults; `configs=` adds or overrides broker configs (None
+removes one of these, leaving Kafka's own default).
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ def _free_ports(n: int) -> list[int]:
 class KafkaCluster:
     """Apache Kafka in KRaft mode: `brokers` combined broker+controller JVMs on loopback."""
 
-    def __init__(self, brokers: int = 1, configs: dict[str, str] | None = None, *, lib: Path | None = None,
+    def __init__(self, brokers: int = 1, configs: dict[str, str | None] | None = None, *, lib: Path | None = None,
                  java: str | None = None, heap: str = "512m", timeout: float = 120.0) -> None:
         if brokers < 1:
             raise ValueError("brokers must be at least 1")
@@ -116,8 +117,11 @@ class KafkaCluster:
             "share.coordinator.state.topic.min.isr": "1",
             "log.flush.interval.messages": str(2**63 - 1),
             "delete.topic.enable": "true",
-            **(configs or {}),
+            **{k: v for k, v in (configs or {}).items() if v is not None},
         }
+        for name, value in (configs or {}).items():  # None: Kafka's own default (DescribeConfigs: DEFAULT_CONFIG)
+            if value is None:
+                self.configs.pop(name, None)
         self.dir: Path | None = None
         self.procs: list[subprocess.Popen[bytes]] = []
         self.ports: list[int] = []

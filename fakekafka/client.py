@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import uuid
 from typing import Any
 
 import wire
@@ -219,6 +220,22 @@ class RemoteCluster(ClusterHandle):
                     if e.code not in self._NOT_YET or time.monotonic() > deadline:
                         raise
                     time.sleep(0.01)
+
+    def cluster_id(self) -> str:
+        return self._metadata(None).cluster_id
+
+    def topic_id(self, topic: str) -> uuid.UUID:
+        return self._topic(topic).topic_id
+
+    def topic_configs(self, topic: str) -> dict[str, str]:
+        """The configs set on the topic itself (source DYNAMIC_TOPIC_CONFIG), not its defaults."""
+        r = self._any().request(32, None, {"resources": [
+            {"resource_type": 2, "resource_name": topic, "configuration_keys": None}],
+            "include_synonyms": False, "include_documentation": False})
+        res = r.results[0]
+        if res.error_code != ErrorCode.NONE:
+            raise ApiError(ErrorCode(res.error_code), res.get("error_message"))
+        return {c.name: c.value for c in res.configs if c.config_source == 1}
 
     def broker_config(self, name: str) -> str | None:
         """A broker config's value as the cluster reports it (DescribeConfigs on the first broker)."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 import shutil
 import warnings
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -43,9 +44,10 @@ _SETTINGS = {"partitions", "auto_create_topics", "clock", "topics", "brokers", "
 _FAKE_SETTINGS = ("clock", "config", "racks", "record")
 """Marker settings only an in-process fakekafka has: a remote cluster's test that asks for one is skipped."""
 
-REAL_KAFKA_CONFIGS = {"num.partitions": "1", "group.initial.rebalance.delay.ms": "0"}
-"""Broker configs of --kafka-real's clusters beyond the launcher's: the fixture's defaults (one partition per
-auto-created topic, groups formed at once); auto.create.topics.enable follows the marker."""
+REAL_KAFKA_CONFIGS: dict[str, str | None] = {"num.partitions": None, "group.initial.rebalance.delay.ms": "0"}
+"""--kafka-real's changes to the launcher's broker configs: the fixture's defaults (groups formed at once;
+num.partitions left to Kafka's default, 1, so DescribeConfigs reports it as DEFAULT_CONFIG as fakekafka does);
+auto.create.topics.enable follows the marker."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -76,7 +78,8 @@ class RealKafka:
         cluster = self.clusters.get(key)
         if cluster is None:
             from fakekafka.apache_kafka import KafkaCluster, KafkaUnavailable
-            configs = {**REAL_KAFKA_CONFIGS, "auto.create.topics.enable": str(auto_create).lower()}
+            configs: dict[str, str | None] = {**REAL_KAFKA_CONFIGS,
+                                              "auto.create.topics.enable": str(auto_create).lower()}
             try:
                 cluster = KafkaCluster(brokers, configs=configs).start()
             except KafkaUnavailable as e:
@@ -144,7 +147,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
-def _start(settings: dict[str, Any], loop_thread: LoopThread) -> Cluster:
+def _start(settings: dict[str, Any], loop_thread: LoopThread | None) -> Cluster:
     unknown = set(settings) - _SETTINGS
     if unknown:
         raise TypeError(f"unknown fakekafka setting(s): {', '.join(sorted(unknown))}; "
@@ -211,6 +214,25 @@ def _release(config: pytest.Config, handle: ClusterHandle) -> None:
                               f"consumer left open?) and stay on the cluster", pytest.PytestWarning, stacklevel=1)
     finally:
         handle.close()
+
+
+@contextmanager
+def cluster_for(config: pytest.Config, **settings: Any) -> Iterator[ClusterHandle]:
+    """A cluster for a fixture wider than a test (a module's, say, that runs one client program for all its
+    tests), chosen as the `kafka` fixture chooses: in-process fakekafka (its own loop thread: it may outlive
+    the session's), or a handle on the remote cluster under --fakekafka-bootstrap or --kafka-real. Released on
+    exit as the fixture's are (stopped, or, for --kafka-real's cluster, emptied)."""
+    if _remote_target(config):
+        handle: ClusterHandle = _remote(config, settings)
+    else:
+        handle = _start(settings, None)
+    try:
+        yield handle
+    finally:
+        if isinstance(handle, Cluster):
+            handle.stop()
+        else:
+            _release(config, handle)
 
 
 _LOOP = pytest.StashKey[LoopThread]()

@@ -49,6 +49,7 @@ from typing import Any, TypeVar
 import pytest
 
 import fakekafka
+from fakekafka.handle import ClusterHandle
 from fakekafka.server import RequestRecord
 
 __all__ = ["INSTALL_HINT", "JavaError", "JavaRun", "classpath", "compile_java", "run_driver", "run_java"]
@@ -197,18 +198,23 @@ def _remove_listener(cluster: fakekafka.Cluster, listener: Callable[[RequestReco
 
 
 @contextmanager
-def _watch(cluster: fakekafka.Cluster) -> Iterator[_ServerWatch]:
+def _watch(cluster: ClusterHandle) -> Iterator[_ServerWatch]:
+    """Watches an in-process fakekafka; a remote cluster (`pytest --kafka-real`) serves requests we cannot see,
+    so its watch stays empty."""
     logger = logging.getLogger("fakekafka")
     watch = _ServerWatch()
     saved = logger.level
     if logger.getEffectiveLevel() > logging.WARNING:
         logger.setLevel(logging.WARNING)
     logger.addHandler(watch)
-    cluster.call(lambda: cluster.server.add_request_listener(watch.on_request))  # listeners change on the loop
+    local = cluster if isinstance(cluster, fakekafka.Cluster) else None
+    if local is not None:
+        local.call(lambda: local.server.add_request_listener(watch.on_request))  # listeners change on the loop
     try:
         yield watch
     finally:
-        cluster.call(lambda: _remove_listener(cluster, watch.on_request))
+        if local is not None:
+            local.call(lambda: _remove_listener(local, watch.on_request))
         logger.removeHandler(watch)
         logger.setLevel(saved)
 

@@ -26,9 +26,11 @@ CHILD_TIMEOUT_S = 780
 """Within this module's own pytest timeout (900 s), leaving time to stop the child cleanly."""
 
 CLIENT_TESTS = ["tests/clients/test_kafka_python.py", "tests/clients/test_aiokafka.py",
-                "tests/clients/test_confluent_kafka.py", "tests/clients/test_kcat.py", "tests/test_remote_cluster.py",
+                "tests/clients/test_confluent_kafka.py", "tests/clients/test_kcat.py",
+                "tests/clients/test_java_client.py", "tests/test_remote_cluster.py",
                 "examples/test_clients.py", "examples/order_enricher"]
-"""Every client test that runs on the `kafka` fixture, Spark's aside, and the remote handle's own tests."""
+"""Every client test that runs on the plugin's cluster (`kafka` fixture or `cluster_for`), Spark's aside, and
+the remote handle's own tests."""
 
 SPARK_TESTS = ["tests/spark", "examples/spark_pipeline"]
 """The Spark source and sink tests and the example pipeline: a Spark JVM beside Kafka's, so apart."""

@@ -475,10 +475,24 @@ public final class JavaDriver {
         out.put("unknown_id", outcome(() -> get(admin().deleteTopics(
                 TopicCollection.ofTopicIds(List.of(Uuid.randomUuid()))).all())));
         out.put("again", outcome(() -> get(admin().deleteTopics(List.of("java-admin-del")).all())));
-        out.put("topics", new ArrayList<>(new java.util.TreeSet<>(get(admin().listTopics().names()))));
+        out.put("topics", new ArrayList<>(new java.util.TreeSet<>(
+                topicsOnceGone("java-admin-del", "java-admin-delid"))));
         // a deleted name can be created again
         out.put("recreate", outcome(() -> createTopic("java-admin-del", 1, null)));
         return out;
+    }
+
+    /** The topic names once none of `deleted` is listed (or TIMEOUT_S passed): Kafka's brokers drop a deleted
+     *  topic from their metadata a moment after the controller has answered DeleteTopics. */
+    private static java.util.Set<String> topicsOnceGone(String... deleted) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(TIMEOUT_S);
+        while (true) {
+            java.util.Set<String> names = get(admin().listTopics().names());
+            if (java.util.Collections.disjoint(names, List.of(deleted)) || System.nanoTime() > deadline) {
+                return names;
+            }
+            Thread.sleep(20);
+        }
     }
 
     private static Object adminPartitions() throws Exception {

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from fakekafka.apache_kafka import KafkaCluster
     from fakekafka.client import RemoteCluster
 
-__all__ = ["fakekafka", "fakekafka_cluster", "kafka"]
+__all__ = ["cluster_for", "fakekafka", "fakekafka_cluster", "kafka"]
 
 _CLUSTERS = pytest.StashKey[list[ClusterHandle]]()
 _SETTINGS = {"partitions", "auto_create_topics", "clock", "topics", "brokers", "racks", "config",

@@ -102,8 +102,9 @@ KEY_FIELDS = ("api_key", "name", "topic", "topic_name", "topic_id", "group_id", 
 """An array of structs is compared as a mapping keyed by the first of these its elements all have (and
 that is unique among them); otherwise as a list sorted by content."""
 NAMED_ARRAYS = frozenset({"configs", "synonyms", "supported_features", "finalized_features", "api_keys"})
-REQUEST_ONLY_DROP = frozenset({"session_id", "session_epoch"})
-"""Left out when pairing requests too: a client echoes the fetch session it was given."""
+REQUEST_ONLY_DROP = frozenset({"session_id", "session_epoch", "timeout_ms"})
+"""Left out when pairing requests too: a client echoes the fetch session it was given, and the Java admin
+client sends the time left of its own deadline as timeout_ms."""
 TIME_WINDOW_MS = 2 * 86_400_000
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 ALL_TOPICS_APIS = {3: "topics", 16: "groups"}
@@ -380,9 +381,10 @@ def add_context(decoded: list[Decoded]) -> None:
     Produce and DeleteRecords before a Fetch or ListOffsets of that topic, OffsetCommit before an
     OffsetFetch of that group, CreateTopics... before Metadata. A read that raced a write on one broker and
     not on the other asked a different question, and is reported as a request difference, not compared.
-    Likewise a member's group request (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit) says how
-    many JoinGroup and LeaveGroup requests other connections had sent for that group before it: a member
-    that rejoined before its replacement joined on one broker and after it on the other was answered
+    Likewise a member's group request (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit) lists the
+    JoinGroup and LeaveGroup requests other connections had sent for that group before it (by static
+    instance id, "-" for a dynamic member): a member that rejoined before its replacement joined on one
+    broker and after it on the other, or a group whose first member (its leader) was another, was answered
     differently for a reason of order, not of broker."""
     writes: list[tuple[float, int, float, str, str]] = []  # (answered, connection, sent, kind, name)
     for d in decoded:
@@ -392,13 +394,13 @@ def add_context(decoded: list[Decoded]) -> None:
             kinds = (w[0], "topic") if d.ex.api_key == 20 else (w[0],)
             writes += [(done, d.ex.conn, d.ex.t_request, kind, n)
                        for kind in kinds for n in _names(d.request, *w[1])]
-    joins = [(d.ex.t_request, d.ex.conn, g) for d in decoded if d.ex.api_key in (11, 13)
-             for g in _names(d.request, "group_id")]
+    joins = [(d.ex.t_request, d.ex.conn, g, (d.request or {}).get("group_instance_id") or "-")
+             for d in decoded if d.ex.api_key in (11, 13) for g in _names(d.request, "group_id")]
     for d in decoded:
         if d.ex.api_key in MEMBERSHIP and d.request is not None and joins:
             group = d.request.get("group_id")
-            n = sum(1 for t, conn, g in joins if g == group and conn != d.ex.conn and t < d.ex.t_request)
-            d.key += f"|after {n} joins by others"
+            before = [who for t, conn, g, who in joins if g == group and conn != d.ex.conn and t < d.ex.t_request]
+            d.key += f"|after joins by others: {','.join(before)}"
     if not writes:
         return
     for d in decoded:

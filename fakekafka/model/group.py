@@ -291,7 +291,8 @@ class GroupCoordinator:
 
     def _replace_static_member(self, group: Group, r: _JoinRequest, new_id: str) -> dict[str, Any] | Pending:
         """A static member restarted: it takes its old place under a new member id, without a rebalance
-        while the group is Stable or CompletingRebalance (KIP-345)."""
+        while the group is Stable and keeps its protocol (KIP-345); in CompletingRebalance the group
+        rebalances again, as Kafka's coordinator does (the leader may be assigning to the old member id)."""
         assert r.group_instance_id is not None
         old_id = group.static_members[r.group_instance_id]
         old = group.members.pop(old_id)
@@ -307,7 +308,14 @@ class GroupCoordinator:
         old.protocols = r.protocols
         old.rebalance_timeout_ms, old.session_timeout_ms = r.rebalance_timeout_ms, r.session_timeout_ms
         self._touch(old)
-        if group.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
+        if group.state == GroupState.COMPLETING_REBALANCE or (
+                group.state == GroupState.STABLE and group.select_protocol() != group.protocol_name):
+            # as Kafka (GroupMetadataManager): after the join, the leader may be assigning to the old member
+            # id, so the group rebalances again; in Stable, so does a protocol the group would now change to
+            pending = old.join = Pending()
+            self._maybe_prepare_rebalance(group)
+            return pending
+        if group.state == GroupState.STABLE:
             result = self._join_result(group, old)
             if r.version >= 9:
                 # KIP-814, as Kafka 4.4: a rejoined static leader gets the members and skip_assignment, so

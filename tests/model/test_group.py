@@ -286,6 +286,18 @@ def test_static_leader_rejoin_v9_gets_members_and_skip_assignment(coord: GroupCo
     assert coord.sync("g", gen, new, "i-1", {})["assignment"] == b"mine"
 
 
+def test_static_member_restart_while_completing_rebalance_rebalances_again(coord: GroupCoordinator) -> None:
+    """As Kafka's coordinator: the leader may be computing an assignment for the old member id, so a static
+    member replaced between JoinGroup and SyncGroup makes the group rebalance (a new generation)."""
+    p = join(coord, instance="i-1")
+    gen = p.result["generation_id"]
+    assert coord.group("g").state == S.COMPLETING_REBALANCE
+    again = join(coord, instance="i-1")
+    assert isinstance(again, Pending) and again.result is not None  # its join completes the new round
+    assert again.result["generation_id"] == gen + 1 and again.result["leader"] == again.result["member_id"]
+    assert coord.group("g").state == S.COMPLETING_REBALANCE
+
+
 # --- offsets ---------------------------------------------------------------------------------------------
 
 def test_commits_only_from_the_current_generation(coord: GroupCoordinator) -> None:

@@ -465,6 +465,17 @@ VARIANTS: dict[str, tuple[int, list[int], Callable[[Target, int], dict[str, Any]
         {"name": "zero-partitions", "num_partitions": 0, "replication_factor": 1},
         {"name": "rf-too-big", "num_partitions": 1, "replication_factor": 3}]}),
     "non-empty-group": (42, [2], lambda t, v: {"groups_names": [GROUP, "nope"]}),
+    "invalid-configs": (19, [7], lambda t, v: {"timeout_ms": 30_000, "topics": [
+        {"name": f"bad-config-{i}", "num_partitions": 1, "replication_factor": 1,
+         "configs": [{"name": name, "value": value}]}
+        for i, (name, value) in enumerate([("segment.bytes", "100"), ("retention.ms", None),
+                                           ("compression.gzip.level", "0"), ("min.cleanable.dirty.ratio", "2"),
+                                           ("preallocate", "yes"), ("segment.bytes", "99999999999"),
+                                           ("retention.ms", "-2"), ("min.insync.replicas", "0")])]}),
+    "too-many-partitions": (19, [7], lambda t, v: {"timeout_ms": 30_000, "topics": [
+        {"name": f"big-{i}", "num_partitions": 5001, "replication_factor": 1} for i in (1, 2)]}),
+    "too-many-more-partitions": (37, [3], lambda t, v: {"timeout_ms": 30_000, "topics": [
+        {"name": "sweep-cp-v1", "count": 20_000}]}),
     "unknown-member": (14, [5], lambda t, v: {**_sync_group(t, v), "member_id": "nope", "assignments": []}),
     "commit-unknown-member": (8, [8], lambda t, v: offset_commit_body(GROUP, t.generation_id, "nope")),
     "require-stable-all": (9, [7], lambda t, v: {"group_id": GROUP, "topics": None, "require_stable": True}),

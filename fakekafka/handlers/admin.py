@@ -5,6 +5,7 @@ Validation and its messages follow Kafka's controller. Behaviour: timeout_ms is 
 model applies changes at once. A topic named twice in one request (or, for DeleteTopics, an id given twice) is
 answered once, with INVALID_REQUEST; DeleteTopics v6 wants a name or an id, not both (INVALID_REQUEST). An
 error a test injects is answered for every topic of the request (none of them has a top-level error code).
+A request that would make more than 10000 partitions is refused for all its topics, as Kafka's controller.
 """
 
 from __future__ import annotations
@@ -19,6 +20,11 @@ from fakekafka.model.cluster import ApiError, Topic
 from fakekafka.model.config import TOPIC_CONFIGS
 from wire import ErrorCode
 from wire.primitives import ZERO_UUID
+
+MAX_PARTITIONS_PER_REQUEST = 10_000
+"""Kafka's controller refuses a CreateTopics or CreatePartitions request that would make more partitions
+than this, for every topic in it (POLICY_VIOLATION; KAFKA-17870, KAFKA-19673), and a CreateTopics whose
+metadata records (a topic, its partitions, its configs) would be more than this in one batch."""
 
 
 def _once(topics: list[Any]) -> list[Any]:
@@ -66,10 +72,22 @@ def create_partitions_error_response(ctx: RequestContext, req: Container, code: 
 @handles(19, 2, 7, errors=create_topics_error_response)
 def handle_create_topics(ctx: RequestContext, req: Container) -> dict[str, Any]:
     counts = Counter(t.name for t in req.topics)
+    default = ctx.cluster.config.num_partitions
+    total = sum(t.num_partitions if t.num_partitions > 0 else len(t.assignments) or default
+                for t in _once(req.topics) if counts[t.name] == 1)
+    records = sum(1 + len(t.configs) for t in _once(req.topics) if counts[t.name] == 1) + total
     results = []
     for t in _once(req.topics):
         if counts[t.name] > 1:
             results.append(_failed(t.name, ErrorCode.INVALID_REQUEST, "Duplicate topic name."))
+            continue
+        if total > MAX_PARTITIONS_PER_REQUEST:
+            results.append(_failed(t.name, ErrorCode.POLICY_VIOLATION,
+                                   "Excessively large number of partitions per request."))
+            continue
+        if records > MAX_PARTITIONS_PER_REQUEST:  # its metadata batch: a record per topic, partition, config
+            results.append(_failed(t.name, ErrorCode.POLICY_VIOLATION,
+                                   "Unable to perform excessively large batch operation."))
             continue
         assignments = {a.partition_index: list(a.broker_ids) for a in t.assignments}
         try:
@@ -120,11 +138,17 @@ def handle_delete_topics(ctx: RequestContext, req: Container) -> dict[str, Any]:
 @handles(37, 0, 3, errors=create_partitions_error_response)
 def handle_create_partitions(ctx: RequestContext, req: Container) -> dict[str, Any]:
     counts = Counter(t.name for t in req.topics)
+    added = sum(t.count - len(topic.partitions) for t in _once(req.topics)
+                if counts[t.name] == 1 and (topic := ctx.cluster.topics.get(t.name)) is not None)
     results = []
     for t in _once(req.topics):
         if counts[t.name] > 1:
             results.append({"name": t.name, "error_code": ErrorCode.INVALID_REQUEST,
                             "error_message": "Duplicate topic name."})
+            continue
+        if added > MAX_PARTITIONS_PER_REQUEST:
+            results.append({"name": t.name, "error_code": ErrorCode.POLICY_VIOLATION,
+                            "error_message": "Excessively large number of additional partitions per request."})
             continue
         assignments = [list(a.broker_ids) for a in t.assignments] if t.assignments is not None else None
         try:

@@ -630,6 +630,8 @@ class ClusterState:
             spec = TOPIC_CONFIGS.get(key)
             if spec is None:
                 raise ApiError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {key}")
+            if value is None:
+                raise ApiError(ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {key}")
             try:
                 checked = spec.validate(value)
             except InvalidConfig as e:

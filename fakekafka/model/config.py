@@ -51,28 +51,37 @@ class ConfigSpec:
     default: str | None
     broker_synonym: str | None = None
     choices: tuple[str, ...] = ()
-    minimum: int | None = None
+    minimum: int | float | None = None
+    maximum: int | float | None = None
+    also: int | None = None
+    """A value allowed outside [minimum, maximum] (compression.gzip.level's -1)."""
     documentation: str = ""
     dynamic: bool = False
     """A broker config Kafka can change without a restart (DynamicBrokerConfig): DescribeConfigs says
     read_only=False for these, True for the others."""
 
     def validate(self, value: str | None) -> str | None:
+        """`value` if valid, else InvalidConfig with the message Kafka's ConfigDef gives."""
         if value is None:
             return None
-        try:
-            if self.type in (ConfigType.INT, ConfigType.LONG, ConfigType.SHORT):
-                n = int(value)
-                if self.minimum is not None and n < self.minimum:
-                    raise InvalidConfig(f"Invalid value {value} for configuration {self.name}: "
-                                        f"Value must be at least {self.minimum}")
-            elif self.type == ConfigType.DOUBLE:
-                float(value)
-            elif self.type == ConfigType.BOOLEAN and value.lower() not in ("true", "false"):
-                raise ValueError
-        except ValueError:
-            raise InvalidConfig(f"Invalid value {value} for configuration {self.name}: "
-                                f"Not a valid {self.type.name.lower()}") from None
+        invalid = f"Invalid value {value} for configuration {self.name}: "
+        if self.type == ConfigType.BOOLEAN and value.strip().lower() not in ("true", "false"):
+            raise InvalidConfig(invalid + "Expected value to be either true or false")
+        if self.type in _BITS or self.type == ConfigType.DOUBLE:
+            n = _number(value, self.type)
+            if n is None:
+                raise InvalidConfig(invalid + f"Not a number of type {self.type.name}")
+            shown = f"Invalid value {n} for configuration {self.name}: "  # as parsed: 2.0, not 2
+            if n != self.also:
+                low = self.minimum is not None and n < self.minimum
+                high = self.maximum is not None and n > self.maximum
+                if (low or high) and self.also is not None:
+                    raise InvalidConfig(shown + f"Value must be between {self.minimum} and {self.maximum} or equal "
+                                                f"to {self.also}")
+                if low:
+                    raise InvalidConfig(shown + f"Value must be at least {self.minimum}")
+                if high:
+                    raise InvalidConfig(shown + f"Value must be no more than {self.maximum}")
         if self.choices:
             parts = value.split(",") if self.type == ConfigType.LIST else [value]
             for p in parts:
@@ -83,15 +92,28 @@ class ConfigSpec:
 
 
 _T = ConfigType
+_BITS = {ConfigType.SHORT: 16, ConfigType.INT: 32, ConfigType.LONG: 64}
+
+
+def _number(value: str, config_type: ConfigType) -> int | float | None:
+    """`value` parsed as Java would for the type (an int out of its bits is not one), or None."""
+    try:
+        if config_type == ConfigType.DOUBLE:
+            return float(value)
+        n = int(value.strip())
+    except ValueError:
+        return None
+    half = 2 ** (_BITS[config_type] - 1)
+    return n if -half <= n < half else None
 LONG_MAX = str(2**63 - 1)
 
 TOPIC_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
-    ConfigSpec("cleanup.policy", _T.LIST, "delete", "log.cleanup.policy", ("delete", "compact")),
-    ConfigSpec("compression.gzip.level", _T.INT, "-1", "compression.gzip.level"),
-    ConfigSpec("compression.lz4.level", _T.INT, "9", "compression.lz4.level"),
+    ConfigSpec("cleanup.policy", _T.LIST, "delete", "log.cleanup.policy", ("compact", "delete")),
+    ConfigSpec("compression.gzip.level", _T.INT, "-1", "compression.gzip.level", minimum=1, maximum=9, also=-1),
+    ConfigSpec("compression.lz4.level", _T.INT, "9", "compression.lz4.level", minimum=1, maximum=17),
     ConfigSpec("compression.type", _T.STRING, "producer", "compression.type",
                ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
-    ConfigSpec("compression.zstd.level", _T.INT, "3", "compression.zstd.level"),
+    ConfigSpec("compression.zstd.level", _T.INT, "3", "compression.zstd.level", minimum=-131072, maximum=22),
     ConfigSpec("delete.retention.ms", _T.LONG, "86400000", "log.cleaner.delete.retention.ms", minimum=0),
     ConfigSpec("errors.deadletterqueue.group.enable", _T.BOOLEAN, "false", None),
     ConfigSpec("file.delete.delay.ms", _T.LONG, "60000", "log.segment.delete.delay.ms", minimum=0),
@@ -103,7 +125,7 @@ TOPIC_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
     ConfigSpec("local.retention.bytes", _T.LONG, "-2", "log.local.retention.bytes", minimum=-2),
     ConfigSpec("local.retention.ms", _T.LONG, "-2", "log.local.retention.ms", minimum=-2),
     ConfigSpec("max.compaction.lag.ms", _T.LONG, LONG_MAX, "log.cleaner.max.compaction.lag.ms", minimum=1),
-    ConfigSpec("max.decompressed.message.bytes", _T.INT, "2147483639", "max.decompressed.message.bytes"),
+    ConfigSpec("max.decompressed.message.bytes", _T.INT, "2147483639", "max.decompressed.message.bytes", minimum=1),
     ConfigSpec("max.message.bytes", _T.INT, "1048588", "message.max.bytes", minimum=0),
     # Kafka 4.0 lowered this default from Long.MAX_VALUE to one hour (KIP-1030)
     ConfigSpec("message.timestamp.after.max.ms", _T.LONG, "3600000", "log.message.timestamp.after.max.ms",
@@ -112,18 +134,18 @@ TOPIC_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
                minimum=0),
     ConfigSpec("message.timestamp.type", _T.STRING, "CreateTime", "log.message.timestamp.type",
                ("CreateTime", "LogAppendTime")),
-    ConfigSpec("min.cleanable.dirty.ratio", _T.DOUBLE, "0.5", "log.cleaner.min.cleanable.ratio"),
+    ConfigSpec("min.cleanable.dirty.ratio", _T.DOUBLE, "0.5", "log.cleaner.min.cleanable.ratio", minimum=0, maximum=1),
     ConfigSpec("min.compaction.lag.ms", _T.LONG, "0", "log.cleaner.min.compaction.lag.ms", minimum=0),
     ConfigSpec("min.insync.replicas", _T.INT, "1", "min.insync.replicas", minimum=1),
     ConfigSpec("preallocate", _T.BOOLEAN, "false", "log.preallocate"),
-    ConfigSpec("remote.copy.lag.bytes", _T.LONG, "-1", "log.remote.copy.lag.bytes"),
+    ConfigSpec("remote.copy.lag.bytes", _T.LONG, "-1", "log.remote.copy.lag.bytes", minimum=-1),
     ConfigSpec("remote.copy.lag.ms", _T.LONG, "0", "log.remote.copy.lag.ms"),
     ConfigSpec("remote.log.copy.disable", _T.BOOLEAN, "false", None),
     ConfigSpec("remote.log.delete.on.disable", _T.BOOLEAN, "false", None),
     ConfigSpec("remote.storage.enable", _T.BOOLEAN, "false", None),
     ConfigSpec("retention.bytes", _T.LONG, "-1", "log.retention.bytes"),
     ConfigSpec("retention.ms", _T.LONG, "604800000", "log.retention.ms", minimum=-1),
-    ConfigSpec("segment.bytes", _T.INT, "1073741824", "log.segment.bytes", minimum=14),
+    ConfigSpec("segment.bytes", _T.INT, "1073741824", "log.segment.bytes", minimum=1048576),  # 1 MiB: KIP-1030
     ConfigSpec("segment.index.bytes", _T.INT, "10485760", "log.index.size.max.bytes", minimum=4),
     ConfigSpec("segment.jitter.ms", _T.LONG, "0", "log.roll.jitter.ms", minimum=0),
     ConfigSpec("segment.ms", _T.LONG, "604800000", "log.roll.ms", minimum=1),

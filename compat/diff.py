@@ -144,6 +144,13 @@ class Normaliser:
         self.now_ms = now_ms if now_ms is not None else time.time() * 1000
         self.prefix = prefix  # this session's names contain it (answers listing everything are filtered)
         self.topic_names = topic_names or {}  # topic id -> name, as this broker's answers said
+        self.members: dict[str, int] = {}  # member id -> its rank of first appearance in this session
+
+    def member(self, member_id: Any) -> int | None:
+        """The rank of a member id in this session (the first seen is 1), None for no member id."""
+        if not isinstance(member_id, str) or not member_id:
+            return None
+        return self.members.setdefault(member_id, len(self.members) + 1)
 
     def _is_now(self, name: str, v: int) -> bool:
         return ("time" in name or name.endswith("_ms")) and abs(v - self.now_ms) <= TIME_WINDOW_MS
@@ -562,13 +569,18 @@ def decode(ex: Exchange, norm: Normaliser) -> Decoded:
     # generation differs), though generation numbers are not compared in answers
     asked = {**nreq, **{k: req[k] for k in ("generation_id", "generation_id_or_member_epoch") if k in req}}
     key = _key(canonical({k: v for k, v in asked.items() if k not in REQUEST_ONLY_DROP}))
+    rank = norm.member(req.get("member_id"))
+    if rank is not None:  # which of the session's member ids asks (in the order the broker gave them out)
+        key += f"|member {rank}"
     if ex.response is None:
         return Decoded(ex, nreq, None, key)
     try:
         _, body = decode_response(ex.api_key, ex.api_version, ex.response)
     except DecodeError as e:
         return Decoded(ex, nreq, None, key, f"response: {e}")
-    return Decoded(ex, nreq, canonical(norm.response(ex.api_key, req, plain(body))), key)
+    answer = plain(body)
+    norm.member(answer.get("member_id"))
+    return Decoded(ex, nreq, canonical(norm.response(ex.api_key, req, answer)), key)
 
 
 @dataclass

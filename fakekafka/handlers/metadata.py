@@ -1,7 +1,8 @@
 """Metadata (key 3), v0-12.
 
-Behaviour: topics that auto-creation makes are returned at once with their leaders (Kafka answers
-LEADER_NOT_AVAILABLE until the controller has elected them; clients just retry). v0 asks for all
+Behaviour: topics that auto-creation makes are returned at once with their leaders (Kafka 4.4 answers
+UNKNOWN_TOPIC_OR_PARTITION until its controller has created the topic, tens to hundreds of ms, then the
+topic with its leader; older brokers answered LEADER_NOT_AVAILABLE; clients just retry). v0 asks for all
 topics with an empty list, v1+ with null. v10+ reports topic ids and v12 looks topics up by id: an
 entry with a non-zero id is looked up by it whatever its name says (Java sends "" as the name). A topic
 not created answers INVALID_TOPIC_EXCEPTION if its name is invalid, else UNKNOWN_TOPIC_OR_PARTITION.

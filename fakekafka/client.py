@@ -380,6 +380,8 @@ class RemoteCluster(ClusterHandle):
                 if p.committed_offset >= 0}
 
     def group(self, group_id: str) -> GroupView | None:
+        """The group as DescribeGroups shows it: state, protocol, members and their decoded assignments. The
+        generation (-1 here), leader and transition history are the coordinator's own and not on the wire."""
         g = self._coordinator(group_id).request(15, None, {"groups": [group_id]}).groups[0]
         if g.error_code != ErrorCode.NONE or g.group_state == "Dead":
             return None

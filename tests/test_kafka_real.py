@@ -21,6 +21,8 @@ import pytest
 
 from fakekafka.apache_kafka import INSTALL_HINT, kafka_lib
 
+pytestmark = pytest.mark.clients  # `-m "not clients"` leaves these out with the other client tests
+
 ROOT = Path(__file__).resolve().parents[1]
 CHILD_TIMEOUT_S = 780
 """Within this module's own pytest timeout (900 s), leaving time to stop the child cleanly."""

@@ -30,6 +30,7 @@ import pytest
 
 from fakekafka.embedded import Cluster, LoopThread
 from fakekafka.handle import ClusterHandle
+from fakekafka.model.cluster import ApiError
 from fakekafka.model.config import BrokerConfig
 
 if TYPE_CHECKING:
@@ -184,7 +185,10 @@ def _remote(config: pytest.Config, settings: dict[str, Any]) -> RemoteCluster:
         have = len(remote._metadata(None).brokers)
         why = f"needs {brokers} brokers; the cluster at {bootstrap} has {have}" if have < brokers else None
         if "auto_create_topics" in settings and not why:
-            theirs = remote.broker_config("auto.create.topics.enable")
+            try:
+                theirs = remote.broker_config("auto.create.topics.enable")
+            except ApiError:  # a broker without DescribeConfigs for brokers: its setting is unknown
+                theirs = None
             if theirs is not None and (theirs == "true") != auto_create:
                 why = (f"asks for auto_create_topics={auto_create}; the cluster at {bootstrap} has "
                        f"auto.create.topics.enable={theirs}")

@@ -591,6 +591,7 @@ class FieldDiff:
     count: int = 0
     sessions: set[str] = dataclasses.field(default_factory=set)
     diverged: set[str] = dataclasses.field(default_factory=set)  # of `sessions`, those whose outcome differs
+    known_line: int = 0  # the KNOWN_DIFFERENCES.md line that lists it
 
     @property
     def unexplained(self) -> bool:
@@ -727,6 +728,7 @@ def diff_sessions(sessions: dict[str, tuple[list[Exchange], list[Exchange]]], na
                         for kf in known:
                             if kf.matches(s.api, v, generic):
                                 fd.known = kf.reason
+                                fd.known_line = kf.line
                                 break
                     fd.count += 1
                     fd.sessions.add(session)
@@ -758,6 +760,7 @@ class DiffReport:
     cells: list[Any]
     lane_errors: list[str]
     dump: dict[str, Any] = field(default_factory=dict)
+    stale_known: list[str] = field(default_factory=list)
 
     @property
     def unexplained(self) -> list[FieldDiff]:
@@ -780,7 +783,7 @@ class DiffReport:
                 "pairs": [self.stats[k].to_json() for k in sorted(self.stats)],
                 "cells": [{"scenario": c.scenario, "client": c.client, "broker": c.broker, "status": c.status,
                            "known": c.known, "diff": c.diff[:5]} for c in self.cells],
-                "lane_errors": self.lane_errors}
+                "lane_errors": self.lane_errors, "stale_known": self.stale_known}
 
 
 def served_versions(bootstrap: str) -> dict[int, tuple[int, int]]:
@@ -907,10 +910,15 @@ def _analyse(started: str, seconds: float, info: dict[str, Any], client_names: l
     cells.sort(key=lambda c: (order[c.scenario], client_names.index(c.client), c.broker))
     _judge(cells, load_known())
     diverged = {f"{c.scenario} / {c.client}" for c in cells if c.broker == sub and c.status in ("differs", "error")}
+    known = known if known is not None else load_known_fields()
     stats = diff_sessions(sessions, (ref, sub), prefixes, known, dump=dump, diverged=diverged)
+    used = {d.known_line for st in stats.values() for d in st.diffs.values()}
+    seen = {st.api for st in stats.values() if st.compared}
+    stale = [f"KNOWN_DIFFERENCES.md line {k.line} ({k.api} {k.versions} {k.field}) matched no difference"
+             for k in known if k.line not in used and any(fnmatch.fnmatchcase(a, k.api) for a in seen)]
     return DiffReport(started, seconds, info, client_names, scenario_names,
                       len(sessions), {f"{k[1]} @ {k[0]}": len(v) for k, v in sorted(captured.items())}, stats,
-                      cells, lane_errors, dump)
+                      cells, lane_errors, dump, stale)
 
 
 # --- report --------------------------------------------------------------------------------------------
@@ -971,6 +979,10 @@ def markdown(report: DiffReport) -> str:
         for s in sorted(unpaired, key=lambda s: (s.api, s.version)):
             out.append(f"| {s.api} | {s.version} | {s.unpaired.get(ref, 0)} | {s.unpaired.get(sub, 0)} | "
                        f"{_cell(s.unpaired_example)} |")
+    if report.stale_known:
+        out += ["", "## Stale rows", "", "Rows of the Wire fields table that matched nothing in this run (APIs it "
+                "compared): delete them if the difference is gone for good.", ""]
+        out += [f"- {x}" for x in report.stale_known]
     errors = [e for s in report.stats.values() for e in s.decode_errors]
     if errors or report.lane_errors:
         out += ["", "## Decode and relay errors", ""] + [f"- {_cell(e)}" for e in (errors + report.lane_errors)[:40]]

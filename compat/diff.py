@@ -960,16 +960,31 @@ def markdown(report: DiffReport) -> str:
         out.append(f"| {s.api} | {s.version} | {s.seen.get(ref, 0)} | {s.seen.get(sub, 0)} | {s.pairs} | "
                    f"{s.compared} | {s.fields} | {nd}{f' ({unk} NOT LISTED)' if unk else ''} | "
                    f"{s.unpaired.get(ref, 0)}/{s.unpaired.get(sub, 0)} |")
-    out += ["", "## Differing fields", "",
-            f"| API | version | field | count | sessions | example ({ref} / {sub}) | known |",
-            "|---|---|---|---|---|---|---|"]
-    for k in sorted(report.stats):
-        s = report.stats[k]
-        for d in sorted(s.diffs.values(), key=lambda d: d.field):
-            ex = d.example
-            out.append(f"| {s.api} | {s.version} | `{d.field}` | {d.count} | {len(d.sessions)} | "
-                       f"{_cell(ex.get(ref))} / {_cell(ex.get(sub))} ({_cell(ex.get('session'))}) | "
-                       f"{_why(d)} |")
+    diffs = [(s, d) for k in sorted(report.stats) for s in [report.stats[k]]
+             for d in sorted(s.diffs.values(), key=lambda d: d.field)]
+    header = [f"| API | version | field | count | sessions | example ({ref} / {sub}) | why |",
+              "|---|---|---|---|---|---|---|"]
+
+    def row(s: PairStats, d: FieldDiff) -> str:
+        ex = d.example
+        return (f"| {s.api} | {s.version} | `{d.field}` | {d.count} | {len(d.sessions)} | "
+                f"{_cell(ex.get(ref))} / {_cell(ex.get(sub))} ({_cell(ex.get('session'))}) | {_why(d)} |")
+    unlisted = [row(s, d) for s, d in diffs if d.unexplained]
+    out += ["", "## Differing fields not listed", ""] + (header + unlisted if unlisted else ["None."])
+    diverged = [row(s, d) for s, d in diffs if not d.known and not d.unexplained]
+    if diverged:
+        out += ["", "## Differing fields only in sessions whose outcome differs", ""] + header + diverged
+    listed: dict[int, list[tuple[PairStats, FieldDiff]]] = {}
+    for s, d in diffs:
+        if d.known:
+            listed.setdefault(d.known_line, []).append((s, d))
+    if listed:
+        out += ["", "## Listed differences (compat/KNOWN_DIFFERENCES.md, Wire fields)", "",
+                "| line | APIs and versions | fields | times | example field | reason |", "|---|---|---|---|---|---|"]
+        for line, items in sorted(listed.items()):
+            apis = sorted({f"{s.api} {s.version}" for s, _ in items})
+            out.append(f"| {line} | {_cell(', '.join(apis))} | {len(items)} | {sum(d.count for _, d in items)} | "
+                       f"`{items[0][1].field}` | {_cell(items[0][1].known)} |")
     unpaired = [s for s in report.stats.values() if s.unpaired_example]
     if unpaired:
         out += ["", "## Requests that differ between the runs", "",

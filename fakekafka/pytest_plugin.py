@@ -14,8 +14,9 @@ for what only fakekafka has (`clock`, `config`, `racks`, `record`) or for more b
 (`fakekafka.apache_kafka`, KRaft), once per session and per (`brokers`, `auto_create_topics`) the tests ask
 for (`brokers=3` gets a shared 3-node cluster), stopped when the session ends.
 As the plugin owns that cluster, it deletes every topic and group after each test, so each test starts on
-an empty cluster as it does on fakekafka. On a failing test, every cluster it used adds a report section:
-topics with offsets, groups, and the last requests.
+an empty cluster as it does on fakekafka. `cluster_for(config)` gives a wider fixture (a module's) the same
+choice. On a failing test, every cluster it used adds a report section: topics with offsets, groups, and the
+last requests.
 """
 
 from __future__ import annotations

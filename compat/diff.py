@@ -389,10 +389,10 @@ def add_context(decoded: list[Decoded]) -> None:
     OffsetFetch of that group, CreateTopics... before Metadata. A read that raced a write on one broker and
     not on the other asked a different question, and is reported as a request difference, not compared.
     Likewise a member's group request (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit) lists the
-    JoinGroup and LeaveGroup requests other connections had sent for that group before it (by static
-    instance id, "-" for a dynamic member): a member that rejoined before its replacement joined on one
-    broker and after it on the other, or a group whose first member (its leader) was another, was answered
-    differently for a reason of order, not of broker."""
+    JoinGroup and LeaveGroup requests other connections had sent for that group before it (which of the
+    two, and the static instance id, "-" for a dynamic member): a member that rejoined before its
+    replacement joined on one broker and after it on the other, or a group whose first member (its
+    leader) was another, was answered differently for a reason of order, not of broker."""
     writes: list[tuple[float, int, float, str, str]] = []  # (answered, connection, sent, kind, name)
     for d in decoded:
         w = WRITES.get(d.ex.api_key)
@@ -401,7 +401,8 @@ def add_context(decoded: list[Decoded]) -> None:
             kinds = (w[0], "topic") if d.ex.api_key == 20 else (w[0],)
             writes += [(done, d.ex.conn, d.ex.t_request, kind, n)
                        for kind in kinds for n in _names(d.request, *w[1])]
-    joins = [(d.ex.t_request, d.ex.conn, g, (d.request or {}).get("group_instance_id") or "-")
+    joins = [(d.ex.t_request, d.ex.conn, g,
+              f"{'join' if d.ex.api_key == 11 else 'leave'} {(d.request or {}).get('group_instance_id') or '-'}")
              for d in decoded if d.ex.api_key in (11, 13) for g in _names(d.request, "group_id")]
     for d in decoded:
         if d.ex.api_key in MEMBERSHIP and d.request is not None and joins:

@@ -284,6 +284,7 @@ def test_diff_against_real_kafka_has_no_unexplained_field() -> None:
     # the five clients of the compat matrix; FAKEKAFKA_DIFF_CLIENTS=a,b,... chooses others (the old clients too)
     clients = (os.environ.get("FAKEKAFKA_DIFF_CLIENTS") or "kafka-python,aiokafka,confluent-kafka,kcat,java").split(",")
     cmd = [sys.executable, "-m", "compat", "diff", "--out", str(out), "--jobs", "5",
+           "--save", str(out.with_suffix(".pickle")),  # `python -m compat diff --load` it to look again
            *(a for c in clients for a in ("--client", c))]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=840, check=False,
                           env=dict(os.environ, PYTHONUNBUFFERED="1"))

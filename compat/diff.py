@@ -380,6 +380,7 @@ READS = {1: ("topic", ("topics.topic", "topics.topic_id")), 2: ("topic", ("topic
 
 
 MEMBERSHIP = frozenset({8, 11, 12, 13, 14})  # OffsetCommit, JoinGroup, Heartbeat, LeaveGroup, SyncGroup
+GROUP_APIS = MEMBERSHIP | {15}  # and DescribeGroups: answers that follow the group's history
 
 
 def add_context(decoded: list[Decoded]) -> None:
@@ -593,11 +594,14 @@ class FieldDiff:
     sessions: set[str] = dataclasses.field(default_factory=set)
     diverged: set[str] = dataclasses.field(default_factory=set)  # of `sessions`, those whose outcome differs
     known_line: int = 0  # the KNOWN_DIFFERENCES.md line that lists it
+    strict: int = 0  # occurrences in no diverged session and before any fork of the group conversation
 
     @property
     def unexplained(self) -> bool:
-        """Not listed, and seen in a session whose scenario outcome is the same on both brokers."""
-        return not self.known and bool(self.sessions - self.diverged)
+        """Not listed, and seen where the two conversations had not forked: in a session whose scenario
+        outcome is the same on both brokers and, for group requests, before either side made a JoinGroup,
+        SyncGroup or LeaveGroup the other did not."""
+        return not self.known and self.strict > 0
     example: dict[str, Any] = dataclasses.field(default_factory=dict)
     known: str = ""
 
@@ -646,7 +650,9 @@ def diff_sessions(sessions: dict[str, tuple[list[Exchange], list[Exchange]]], na
     `diverged` names the sessions whose scenario outcome differs between the brokers (the compat matrix
     reports those); a field that differs only there is shown but does not count as unexplained: once a
     race went the other way (fakekafka answers in microseconds, Kafka in milliseconds), what follows in
-    that session is a different conversation."""
+    that session is a different conversation. So does a group's: once one side made a JoinGroup, SyncGroup
+    or LeaveGroup the other did not (a member rejoined once more), the group answers after it on either
+    side follow a different history, and their differences are shown the same way."""
     ref, sub = names
     dumped: set[tuple[str, int, int]] = set()
     known = known if known is not None else load_known_fields()
@@ -672,18 +678,35 @@ def diff_sessions(sessions: dict[str, tuple[list[Exchange], list[Exchange]]], na
             groups[(d.ex.api_key, d.ex.api_version)][0].append(d)
         for d in db:
             groups[(d.ex.api_key, d.ex.api_version)][1].append(d)
-        for (k, v), (ga, gb) in sorted(groups.items()):  # Produce (key 0) first: it decides `tainted`
+        aligned = {kv: align(ga, gb, key=lambda d: d.key, answer=lambda d: _key(d.response))
+                   for kv, (ga, gb) in groups.items()}
+        # where the group conversation forked: the first JoinGroup/SyncGroup/LeaveGroup of a group that has no
+        # counterpart, on each side; group answers after it follow a different history
+        forked: dict[tuple[str, Any], float] = {}
+        for (k, _v), (_pairs, only_a, only_b) in aligned.items():
+            ga, gb = groups[(k, _v)]
+            left = [("a", ga[i]) for i in only_a] + [("b", gb[j]) for j in only_b]
+            if k == 0:
+                for _, d in left:
+                    tainted.update(t.get("name") for t in (d.request or {}).get("topic_data") or [])
+            if k in (11, 13, 14):
+                for side, d in left:
+                    g = (side, (d.request or {}).get("group_id"))
+                    forked[g] = min(forked.get(g, d.ex.t_request), d.ex.t_request)
+
+        def after_fork(d: Decoded, side: str, forked: dict[tuple[str, Any], float] = forked) -> bool:
+            t = forked.get((side, (d.request or {}).get("group_id")))
+            return t is not None and d.ex.t_request > t
+
+        for (k, v), (ga, gb) in sorted(groups.items()):
             s = st(k, v)
             s.seen[ref] += len(ga)
             s.seen[sub] += len(gb)
             for d in ga + gb:
                 if d.error:
                     s.decode_errors.append(f"{s.api} v{v} in {session}: {d.error}")
-            pairs, only_a, only_b = align(ga, gb, key=lambda d: d.key, answer=lambda d: _key(d.response))
+            pairs, only_a, only_b = aligned[(k, v)]
             s.pairs += len(pairs)
-            if k == 0:
-                for d in [ga[i] for i in only_a] + [gb[j] for j in only_b]:
-                    tainted.update(t.get("name") for t in (d.request or {}).get("topic_data") or [])
             s.unpaired[ref] += len(only_a)
             s.unpaired[sub] += len(only_b)
             if (only_a or only_b) and not s.unpaired_example:
@@ -733,8 +756,11 @@ def diff_sessions(sessions: dict[str, tuple[list[Exchange], list[Exchange]]], na
                                 break
                     fd.count += 1
                     fd.sessions.add(session)
-                    if diverged and session in diverged:
+                    if (diverged and session in diverged) or (
+                            k in GROUP_APIS and (after_fork(a, "a") or after_fork(b, "b"))):
                         fd.diverged.add(session)
+                    else:
+                        fd.strict += 1
                     if dump is not None and fd.unexplained and (session, k, v) not in dumped:
                         dumped.add((session, k, v))
                         dump.setdefault(session, {})[f"{s.api} v{v}"] = {
@@ -934,7 +960,8 @@ def _why(d: FieldDiff) -> str:
     if d.known:
         return _cell(d.known)
     if not d.unexplained:
-        return ("only in sessions whose scenario outcome differs (the compat matrix reports them): "
+        return ("only after the two conversations forked (a scenario outcome that differs, which the compat "
+                "matrix reports, or a group join/sync/leave one side made and the other did not): "
                 + _cell(", ".join(sorted(d.diverged)[:3])))
     return "**NOT LISTED**"
 
@@ -974,7 +1001,7 @@ def markdown(report: DiffReport) -> str:
     out += ["", "## Differing fields not listed", ""] + (header + unlisted if unlisted else ["None."])
     diverged = [row(s, d) for s, d in diffs if not d.known and not d.unexplained]
     if diverged:
-        out += ["", "## Differing fields only in sessions whose outcome differs", ""] + header + diverged
+        out += ["", "## Differing fields only after the conversations forked", ""] + header + diverged
     listed: dict[int, list[tuple[PairStats, FieldDiff]]] = {}
     for s, d in diffs:
         if d.known:

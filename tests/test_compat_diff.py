@@ -225,7 +225,7 @@ def _exchange(seq: int, api: int, version: int, req: dict[str, Any], resp: dict[
               tag: str = "s") -> Exchange:
     frame = wire.encode_request(api, version, seq, req)[4:]
     answer = wire.encode_response(api, version, seq, resp)[4:] if resp is not None else None
-    return Exchange(1, seq, tag, api, version, seq, "fakekafka", frame, answer)
+    return Exchange(1, seq, tag, api, version, seq, "fakekafka", frame, answer, float(seq), seq + 0.5)
 
 
 def test_diff_sessions_reports_fields_known_fields_and_request_differences(tmp_path: Path) -> None:
@@ -299,3 +299,21 @@ def test_diff_against_real_kafka_has_no_unexplained_field() -> None:
     assert not unexplained, "fields that differ from real Kafka and are not listed under 'Wire fields' in " \
                             "compat/KNOWN_DIFFERENCES.md:\n" + "\n".join(unexplained)
     assert proc.returncode == 0
+
+
+def test_group_answers_after_a_fork_are_shown_but_not_unexplained() -> None:
+    join = {"group_id": "g", "session_timeout_ms": 6000, "rebalance_timeout_ms": 60000, "member_id": "m",
+            "group_instance_id": None, "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": b""}]}
+    joined = {"error_code": 0, "generation_id": 1, "protocol_type": "consumer", "protocol_name": "range",
+              "leader": "m", "skip_assignment": False, "member_id": "m", "members": []}
+    hb = {"group_id": "g", "generation_id": 1, "member_id": "m", "group_instance_id": None}
+    ref = [_exchange(1, 11, 7, join, joined), _exchange(3, 12, 4, hb, {"error_code": 0})]
+    # the subject's member rejoined once more (a race went the other way), then its heartbeat differs
+    sub = [_exchange(1, 11, 7, join, joined), _exchange(2, 11, 7, {**join, "rebalance_timeout_ms": 1}, joined),
+           _exchange(3, 12, 4, hb, {"error_code": 27})]
+    stats = diff_sessions({"s / c": (ref, sub)}, ("kafka", "fakekafka"), known=[])
+    d = stats[(12, 4)].diffs["error_code"]
+    assert d.count == 1 and not d.known and not d.unexplained and d.diverged == {"s / c"}
+    # the same difference without the extra join is unexplained
+    stats = diff_sessions({"s / c": (ref, [sub[0], sub[2]])}, ("kafka", "fakekafka"), known=[])
+    assert stats[(12, 4)].diffs["error_code"].unexplained

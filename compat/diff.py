@@ -381,6 +381,8 @@ READS = {1: ("topic", ("topics.topic", "topics.topic_id")), 2: ("topic", ("topic
 
 MEMBERSHIP = frozenset({8, 11, 12, 13, 14})  # OffsetCommit, JoinGroup, Heartbeat, LeaveGroup, SyncGroup
 GROUP_APIS = MEMBERSHIP | {15}  # and DescribeGroups: answers that follow the group's history
+RACE_S = 0.02
+"""A group request sent this close to another member's JoinGroup or LeaveGroup raced it."""
 
 
 def add_context(decoded: list[Decoded]) -> None:
@@ -652,7 +654,9 @@ def diff_sessions(sessions: dict[str, tuple[list[Exchange], list[Exchange]]], na
     race went the other way (fakekafka answers in microseconds, Kafka in milliseconds), what follows in
     that session is a different conversation. So does a group's: once one side made a JoinGroup, SyncGroup
     or LeaveGroup the other did not (a member rejoined once more), the group answers after it on either
-    side follow a different history, and their differences are shown the same way."""
+    side follow a different history, and their differences are shown the same way; likewise a group request
+    sent within RACE_S of another member's JoinGroup or LeaveGroup (which one a broker takes first is a
+    race: a SyncGroup may meet a rebalance on one broker and not on the other)."""
     ref, sub = names
     dumped: set[tuple[str, int, int]] = set()
     known = known if known is not None else load_known_fields()
@@ -694,9 +698,20 @@ def diff_sessions(sessions: dict[str, tuple[list[Exchange], list[Exchange]]], na
                     g = (side, (d.request or {}).get("group_id"))
                     forked[g] = min(forked.get(g, d.ex.t_request), d.ex.t_request)
 
-        def after_fork(d: Decoded, side: str, forked: dict[tuple[str, Any], float] = forked) -> bool:
-            t = forked.get((side, (d.request or {}).get("group_id")))
-            return t is not None and d.ex.t_request > t
+        # JoinGroup/LeaveGroup sends per side: (group, connection, time)
+        changes = {side: [((x.request or {}).get("group_id"), x.ex.conn, x.ex.t_request) for x in dd
+                          if x.ex.api_key in (11, 13)] for side, dd in (("a", da), ("b", db))}
+
+        def after_fork(d: Decoded, side: str, forked: dict[tuple[str, Any], float] = forked,
+                       changes: dict[str, list[tuple[Any, int, float]]] = changes) -> bool:
+            """After the group's conversation forked on this side, or sent within RACE_S of another
+            member's JoinGroup/LeaveGroup (which of the two a broker took first is a race)."""
+            group = (d.request or {}).get("group_id")
+            t = forked.get((side, group))
+            if t is not None and d.ex.t_request > t:
+                return True
+            return any(g == group and conn != d.ex.conn and abs(sent - d.ex.t_request) <= RACE_S
+                       for g, conn, sent in changes[side])
 
         for (k, v), (ga, gb) in sorted(groups.items()):
             s = st(k, v)

@@ -976,7 +976,8 @@ def _why(d: FieldDiff) -> str:
         return _cell(d.known)
     if not d.unexplained:
         return ("only after the two conversations forked (a scenario outcome that differs, which the compat "
-                "matrix reports, or a group join/sync/leave one side made and the other did not): "
+                "matrix reports; a group join/sync/leave one side made and the other did not; or a race with "
+                "another member's join): "
                 + _cell(", ".join(sorted(d.diverged)[:3])))
     return "**NOT LISTED**"
 

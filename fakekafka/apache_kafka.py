@@ -63,6 +63,16 @@ logger.raft.level = info
 """
 
 
+def _cluster_id() -> str:
+    """A random cluster id as Kafka's Uuid.randomUuid() makes them: never starting with "-", which the
+    storage tool's argument parser would take for an option (1 start in 64 failed with "--cluster-id:
+    expected one argument")."""
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not cid.startswith("-"):
+            return cid
+
+
 class KafkaUnavailable(RuntimeError):
     """Real Kafka cannot be started here (the message says what is missing or what it printed)."""
 
@@ -127,7 +137,7 @@ class KafkaCluster:
         self.ports: list[int] = []
         self.controller_ports: list[int] = []
         self.start_seconds: float | None = None
-        self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        self.cluster_id = _cluster_id()
         self._logs: list[Path] = []
 
     # --- lifecycle -----------------------------------------------------------------------------------

@@ -286,6 +286,8 @@ def test_diff_against_real_kafka_has_no_unexplained_field() -> None:
     cmd = [sys.executable, "-m", "compat", "diff", "--out", str(out), "--jobs", "5",
            "--save", str(out.with_suffix(".pickle")),  # `python -m compat diff --load` it to look again
            *(a for c in clients for a in ("--client", c))]
+    for stale in (out.with_suffix(".json"), out.with_suffix(".md")):
+        stale.unlink(missing_ok=True)
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=840, check=False,
                           env=dict(os.environ, PYTHONUNBUFFERED="1"))
     print(proc.stdout[-15000:])

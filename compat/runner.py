@@ -143,7 +143,7 @@ def _lane(target: Target, client_name: str, scenarios: list[Scenario], quick: bo
                     cells.extend(Cell(x.name, client_name, target.name, "error", detail=detail)
                                  for x in scenarios[len(cells):])
                     return cells
-            cannot = {**target.cannot, **client.cannot}
+            cannot = {**target.cannot, **target.client_cannot.get(client_name, {}), **client.cannot}
             lacking = [cannot[u] for u in sorted(s.uses) if u in cannot]
             if lacking:
                 cells.append(Cell(s.name, client_name, target.name, "unsupported", detail="; ".join(lacking)))

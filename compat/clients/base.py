@@ -238,8 +238,9 @@ class Client:
     name = "?"
     reports_offsets = True  # produce() returns the offsets the broker assigned
     cannot: dict[str, str] = {}
-    """Abilities this client lacks entirely ("admin", "commit", "timestamps"), with the reason: scenarios
-    that use one are marked unsupported before they start (instead of after waiting for a group)."""
+    """Abilities this client lacks entirely ("admin", "commit", "timestamps"; "group": a consumer with a
+    group.id, which needs the group coordinator), with the reason: scenarios that use one are marked
+    unsupported before they start (instead of after waiting for a group)."""
 
     def probe(self) -> None:
         """Raise HarnessError when this client cannot talk to the broker at all (checked once per lane)."""

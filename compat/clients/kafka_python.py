@@ -162,6 +162,8 @@ class KafkaPythonClient(LibraryClient):
             return needs(self.admin(), method, method.replace("_", " "))(*args, **kw)
         except kerrors.KafkaError as e:
             raise client_error(e) from None
+        except ValueError as e:  # an answer the client cannot read (an unknown enum value)
+            raise ClientError(f"CLIENT:{type(e).__name__}", type(e).__name__, str(e)) from None
 
     def delete_topic(self, topic: str) -> None:
         self._admin_call("delete_topics", [topic])

@@ -124,7 +124,8 @@ def list_offsets_one_batch(client: Client, env: Env) -> Outcome:
 # partitions are divided among the live members; a member that leaves (LeaveGroup) gives its partitions
 # back at once, one that stops heartbeating loses them after session.timeout.ms; a newcomer gets a share.
 @scenario("group_join_leave_crash_rejoin", {"a_alone": [[0, 1]], "a_b": [[0], [1]], "b_left": [[0, 1]],
-                                            "a_c": [[0], [1]], "c_crashed": [[0, 1]], "a_d": [[0], [1]]}, slow=True)
+                                            "a_c": [[0], [1]], "c_crashed": [[0, 1]], "a_d": [[0], [1]]},
+          slow=True, uses=("group",))
 def group_join_leave_crash_rejoin(client: Client, env: Env) -> Outcome:
     """Two partitions: A joins, B joins, B leaves, C joins and is killed (-9), D joins; the shares each time."""
     topic, group = env.name("t"), env.name("g")
@@ -148,7 +149,7 @@ def group_join_leave_crash_rejoin(client: Client, env: Env) -> Outcome:
 # Kafka (KafkaConsumer javadoc, "Offsets and Consumer Position"): a committed offset is where the next
 # member of the group starts; OffsetFetch returns it.
 @scenario("commit_and_resume", {"first": [0, 1, 2, 3, 4, 5], "committed": {"0": 3}, "resumed": [3, 4, 5]},
-          uses=("commit",))
+          slow=True, uses=("commit", "group"))
 def commit_and_resume(client: Client, env: Env) -> Outcome:
     """A member reads 6 records, commits offset 3 and leaves; the next member of the group resumes at 3."""
     topic, group = env.name("t"), env.name("g")
@@ -169,7 +170,7 @@ def commit_and_resume(client: Client, env: Env) -> Outcome:
 
 
 # Kafka (OffsetCommit/OffsetFetch: committed_metadata is stored and returned as given).
-@scenario("commit_metadata", {"committed": {"0": [2, "compat-meta"]}}, uses=("commit",))
+@scenario("commit_metadata", {"committed": {"0": [2, "compat-meta"]}}, uses=("commit", "group"))
 def commit_metadata(client: Client, env: Env) -> Outcome:
     """Commit offset 2 with metadata from an assigned (not subscribed) consumer; OffsetFetch returns both."""
     topic, group = env.name("t"), env.name("g")
@@ -185,7 +186,7 @@ def commit_metadata(client: Client, env: Env) -> Outcome:
 # Kafka (consumer config auto.offset.reset): with no committed offset, "earliest" starts at the log
 # start, "latest" at the high watermark, "none" raises (NoOffsetForPartitionException; librdkafka:
 # auto.offset.reset=error gives ERR__AUTO_OFFSET_RESET).
-@scenario("auto_offset_reset_earliest", {"offsets": [0, 1, 2]})
+@scenario("auto_offset_reset_earliest", {"offsets": [0, 1, 2]}, uses=("group",))
 def auto_offset_reset_earliest(client: Client, env: Env) -> Outcome:
     """No committed offset, auto.offset.reset=earliest: reading starts at offset 0."""
     topic, group = env.name("t"), env.name("g")
@@ -197,7 +198,7 @@ def auto_offset_reset_earliest(client: Client, env: Env) -> Outcome:
     return {"offsets": [r.offset for r in got], **({"errors": errors} if errors else {})}
 
 
-@scenario("auto_offset_reset_latest", {"position": 3, "offsets": [3, 4]})
+@scenario("auto_offset_reset_latest", {"position": 3, "offsets": [3, 4]}, uses=("group",))
 def auto_offset_reset_latest(client: Client, env: Env) -> Outcome:
     """No committed offset, auto.offset.reset=latest: the position is the end (3); only newer records come."""
     topic, group = env.name("t"), env.name("g")
@@ -213,7 +214,7 @@ def auto_offset_reset_latest(client: Client, env: Env) -> Outcome:
     return {"position": position, "offsets": [r.offset for r in got], **({"errors": errors} if errors else {})}
 
 
-@scenario("auto_offset_reset_none", {"error": "NO_OFFSET_FOR_PARTITION", "records": 0})
+@scenario("auto_offset_reset_none", {"error": "NO_OFFSET_FOR_PARTITION", "records": 0}, uses=("group",))
 def auto_offset_reset_none(client: Client, env: Env) -> Outcome:
     """No committed offset, auto.offset.reset=none: the consumer reports an error and reads nothing."""
     topic, group = env.name("t"), env.name("g")

@@ -14,9 +14,10 @@ Kafka (group coordinator, classic protocol; KIP-345 static membership; KIP-496 O
   simple consumer); into a live group it is UNKNOWN_MEMBER_ID. Offsets are not checked against the log: a
   committed offset past the end is stored, and the next reader resets from it (auto.offset.reset).
 
-The harness drives a second, bare member over the wire (fakekafka.client.WireConnection) where a state has
-to be held still long enough to be described (a join that was never synced, a rebalance waiting for a
-member that does not rejoin).
+Scenarios with a subscribed member are `slow`: on a broker whose joins take seconds (tansu) `--quick`
+leaves them out. The harness drives a second, bare member over the wire (fakekafka.client.WireConnection)
+where a state has to be held still long enough to be described (a join that was never synced, a
+rebalance waiting for a member that does not rejoin).
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ def _describe(client: Client, group: str) -> Any:
 
 @scenario("describe_group_stable", lambda client: {"assigned": [[0, 1]], "group": {
     "state": "Stable", "protocol_type": "consumer", "protocol": _assignor(client),
-    "members": [{"assignment": [0, 1], "instance_id": None}]}}, uses=("admin",))
+    "members": [{"assignment": [0, 1], "instance_id": None}]}}, uses=("admin", "group"), slow=True)
 def describe_group_stable(client: Client, env: Env) -> Outcome:
     """One member holding both partitions: the group is Stable, type consumer, the client's assignor."""
     topic, group = env.name("t"), env.name("g")
@@ -71,7 +72,7 @@ def describe_group_stable(client: Client, env: Env) -> Outcome:
 
 @scenario("describe_group_empty", lambda client: {"group": {"state": "Empty", "protocol_type": "consumer",
                                                             "protocol": "", "members": []}},
-          uses=("admin", "commit"))
+          uses=("admin", "commit", "group"), slow=True)
 def describe_group_empty(client: Client, env: Env) -> Outcome:
     """A member commits and leaves: the group stays, Empty, with no members and no protocol."""
     topic, group = env.name("t"), env.name("g")
@@ -100,7 +101,8 @@ def describe_group_dead(client: Client, env: Env) -> Outcome:
 
 
 @scenario("list_groups", lambda client: {"listed": True, "entry": {
-    "protocol_type": "consumer", "state": None if client.name == "aiokafka" else "Stable"}}, uses=("admin",))
+    "protocol_type": "consumer", "state": None if client.name == "aiokafka" else "Stable"}}, uses=("admin", "group"),
+    slow=True)
 def list_groups(client: Client, env: Env) -> Outcome:
     """ListGroups while a member holds the group's partition: the group is listed as a consumer group."""
     topic, group = env.name("t"), env.name("g")
@@ -113,7 +115,7 @@ def list_groups(client: Client, env: Env) -> Outcome:
 
 @scenario("delete_group", {"while_active": {"error": "NON_EMPTY_GROUP"}, "after_leaving": OK,
                            "again": {"error": "GROUP_ID_NOT_FOUND"}, "committed_after": {}},
-          uses=("admin", "commit"))
+          uses=("admin", "commit", "group"), slow=True)
 def delete_group(client: Client, env: Env) -> Outcome:
     """DeleteGroups: refused while a member is in the group, done once it left (with its offsets), then gone."""
     topic, group = env.name("t"), env.name("g")
@@ -136,7 +138,7 @@ def delete_group_unknown(client: Client, env: Env) -> Outcome:
     return {"delete": _ok(lambda: client.delete_group(env.name("never")))}
 
 
-@scenario("offset_delete", {"delete": OK, "committed_after": {"1": 2}}, uses=("admin", "commit"))
+@scenario("offset_delete", {"delete": OK, "committed_after": {"1": 2}}, uses=("admin", "commit", "group"))
 def offset_delete(client: Client, env: Env) -> Outcome:
     """An empty group with offsets for partitions 0 and 1: OffsetDelete of 0 leaves only 1's."""
     topic, group = env.name("t"), env.name("g")
@@ -152,7 +154,7 @@ def offset_delete(client: Client, env: Env) -> Outcome:
 
 
 @scenario("offset_delete_subscribed", {"delete": {"error": "GROUP_SUBSCRIBED_TO_TOPIC"}, "committed_after": {"0": 1}},
-          uses=("admin", "commit"))
+          uses=("admin", "commit", "group"), slow=True)
 def offset_delete_subscribed(client: Client, env: Env) -> Outcome:
     """OffsetDelete for a topic a live member is subscribed to: GROUP_SUBSCRIBED_TO_TOPIC, nothing deleted."""
     topic, group = env.name("t"), env.name("g")
@@ -285,7 +287,7 @@ def describe_group_preparing_rebalance(client: Client, env: Env) -> Outcome:
 @scenario("static_member_rejoin", lambda client: {
     "before": [[0], [1]], "after": [[0], [1]],
     # aiokafka describes groups with DescribeGroups v2, which has no group.instance.id
-    "instances": [None, None] if client.name == "aiokafka" else ["a", "b"]}, slow=True, uses=("admin",))
+    "instances": [None, None] if client.name == "aiokafka" else ["a", "b"]}, slow=True, uses=("admin", "group"))
 def static_member_rejoin(client: Client, env: Env) -> Outcome:
     """Static members a and b share two partitions; a closes and a new consumer with instance id a takes its
     place: the same split, and the group lists exactly a and b."""
@@ -307,7 +309,7 @@ def static_member_rejoin(client: Client, env: Env) -> Outcome:
 
 # aiokafka logs the fencing and stops fetching, but getmany() raises nothing.
 @scenario("static_member_fenced", lambda client: {
-    "new": [[0]], "old_error": None if client.name == "aiokafka" else "FENCED_INSTANCE_ID"}, slow=True)
+    "new": [[0]], "old_error": None if client.name == "aiokafka" else "FENCED_INSTANCE_ID"}, slow=True, uses=("group",))
 def static_member_fenced(client: Client, env: Env) -> Outcome:
     """Two live consumers with the same group.instance.id: the newer takes the partition, the older is
     fenced (FENCED_INSTANCE_ID) the next time it talks to the coordinator."""
@@ -346,7 +348,8 @@ def _session_outcome(client: Client, env: Env, session_ms: int) -> Outcome:
     return {"error": errors[0] if errors else None, "assigned": [p for _, p in m.assignment()]}
 
 
-@scenario("session_timeout_below_min", {"error": "INVALID_SESSION_TIMEOUT", "assigned": []})
+@scenario("session_timeout_below_min", {"error": "INVALID_SESSION_TIMEOUT", "assigned": []}, slow=True,
+          uses=("group",))
 def session_timeout_below_min(client: Client, env: Env) -> Outcome:
     """A member with session.timeout.ms=1000, under group.min.session.timeout.ms (6000): INVALID_SESSION_TIMEOUT."""
     return _session_outcome(client, env, 1000)
@@ -358,7 +361,7 @@ def _above_max_expected(client: Client) -> Outcome:
     return {"error": error, "assigned": []}
 
 
-@scenario("session_timeout_above_max", _above_max_expected)
+@scenario("session_timeout_above_max", _above_max_expected, slow=True, uses=("group",))
 def session_timeout_above_max(client: Client, env: Env) -> Outcome:
     """A member with session.timeout.ms=1800001, over group.max.session.timeout.ms: INVALID_SESSION_TIMEOUT."""
     return _session_outcome(client, env, 1_800_001)
@@ -375,7 +378,7 @@ def _live_commit_expected(client: Client) -> Outcome:
     return {"commit": {"error": error}, "committed": {}}
 
 
-@scenario("commit_into_live_group", _live_commit_expected, uses=("commit",))
+@scenario("commit_into_live_group", _live_commit_expected, uses=("commit", "group"), slow=True)
 def commit_into_live_group(client: Client, env: Env) -> Outcome:
     """A consumer with manually assigned partitions commits into a group that has a live member: refused."""
     topic, group = env.name("t"), env.name("g")
@@ -389,7 +392,7 @@ def commit_into_live_group(client: Client, env: Env) -> Outcome:
     return out
 
 
-@scenario("commit_beyond_end", {"commit": OK, "committed": {"0": 1000}, "resumed": [0, 1, 2]}, uses=("commit",))
+@scenario("commit_beyond_end", {"commit": OK, "committed": {"0": 1000}, "resumed": [0, 1, 2]}, uses=("commit", "group"))
 def commit_beyond_end(client: Client, env: Env) -> Outcome:
     """Offset 1000 committed for a 3-record partition is stored; the next reader resets (earliest) to 0."""
     topic, group = env.name("t"), env.name("g")
@@ -405,7 +408,7 @@ def commit_beyond_end(client: Client, env: Env) -> Outcome:
     return out
 
 
-@scenario("committed_overrides_reset", {"offsets": [1, 2]}, uses=("commit",))
+@scenario("committed_overrides_reset", {"offsets": [1, 2]}, uses=("commit", "group"))
 def committed_overrides_reset(client: Client, env: Env) -> Outcome:
     """A committed offset (1) wins over auto.offset.reset=latest: reading resumes at 1, not at the end."""
     topic, group = env.name("t"), env.name("g")
@@ -419,7 +422,7 @@ def committed_overrides_reset(client: Client, env: Env) -> Outcome:
     return {"offsets": [r.offset for r in got]}
 
 
-@scenario("committed_unknown_group", {"committed": {}}, uses=("commit",))
+@scenario("committed_unknown_group", {"committed": {}}, uses=("commit", "group"))
 def committed_unknown_group(client: Client, env: Env) -> Outcome:
     """OffsetFetch for a group nobody used: no committed offsets (and no error)."""
     topic = env.name("t")
@@ -430,7 +433,7 @@ def committed_unknown_group(client: Client, env: Env) -> Outcome:
 
 # --- positions ---------------------------------------------------------------------------------------
 
-@scenario("pause_resume", {"first": [0, 1], "while_paused": [], "after_resume": [2, 3]})
+@scenario("pause_resume", {"first": [0, 1], "while_paused": [], "after_resume": [2, 3]}, uses=("group",))
 def pause_resume(client: Client, env: Env) -> Outcome:
     """An assigned consumer reads 2 records, pauses, misses 2 new ones while paused, gets them on resume."""
     topic, group = env.name("t"), env.name("g")
@@ -449,7 +452,7 @@ def pause_resume(client: Client, env: Env) -> Outcome:
             "after_resume": [r.offset for r in after]}
 
 
-@scenario("seek_middle", {"first": list(range(10)), "after_seek": [4, 5, 6, 7, 8, 9]})
+@scenario("seek_middle", {"first": list(range(10)), "after_seek": [4, 5, 6, 7, 8, 9]}, uses=("group",))
 def seek_middle(client: Client, env: Env) -> Outcome:
     """An assigned consumer reads 10 records, seeks back to 4 and reads 4..9 again."""
     topic, group = env.name("t"), env.name("g")

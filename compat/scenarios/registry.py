@@ -25,7 +25,7 @@ class Scenario:
     expected: Callable[[Client], Outcome]
     doc: str
     needs: frozenset[str] = field(default_factory=frozenset)  # target features: "auto_create_off"
-    slow: bool = False  # several group rebalances: `--quick` leaves it out on brokers with slow joins (tansu)
+    slow: bool = False  # group joins: `--quick` leaves it out on brokers with slow joins (tansu)
     uses: frozenset[str] = field(default_factory=frozenset)  # client abilities: "admin", "commit", "timestamps"
 
 

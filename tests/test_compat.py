@@ -32,11 +32,15 @@ OUT = ROOT / "build" / "compat-ci"
 TANSU_HINT = 'tansu is not installed: run `eval "$(bash .ci/install.sh)"` (sets FAKEKAFKA_BIN)'
 
 
-def _run(*brokers: str, out: Path = OUT, timeout: float = 900) -> dict[str, Any]:
+CURRENT_CLIENTS = ("kafka-python", "aiokafka", "confluent-kafka", "kcat", "java")
+OLD_CLIENTS = ("java-3.9", "java-2.8", "kafka-python-2.0.2", "confluent-kafka-1.9.2")
+
+
+def _run(*brokers: str, out: Path = OUT, timeout: float = 900,
+         clients: tuple[str, ...] = CURRENT_CLIENTS) -> dict[str, Any]:
     # --quick: the scenarios with a subscribed member are left out on tansu (each join takes seconds there);
     # every lane starts at once (--jobs), so the slow tansu lanes do not queue behind the quick ones. The
-    # five current clients (the old ones, run by hand with --client, would double the run: 15 min).
-    clients = ("kafka-python", "aiokafka", "confluent-kafka", "kcat", "java")
+    # old clients run in a run of their own, against Kafka and fakekafka only (with tansu: 15 min).
     cmd = [sys.executable, "-m", "compat", *(a for b in brokers for a in ("--broker", b)), "--out", str(out),
            "--quick", "--jobs", "20", *(a for c in clients for a in ("--client", c))]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False,
@@ -116,3 +120,24 @@ def test_real_kafka(report: dict[str, Any]) -> None:
     for c in _cells(report, "fakekafka"):
         if (c["scenario"], c["client"]) in on_kafka and c["status"] in ("pass", "differs"):
             assert c["reference"] == "kafka", (c["scenario"], c["client"], c["reference"])
+
+
+def test_old_clients_see_fakekafka_as_kafka() -> None:
+    """The versions users still pin (kafka-clients 3.9 and 2.8, kafka-python 2.0.2, confluent-kafka 1.9.2),
+    every scenario, on Kafka and fakekafka: each fakekafka cell matches what the same client saw on Kafka."""
+    why = _kafka_available()
+    if why is not None:
+        pytest.skip(why)
+    report = _run("kafka", "fakekafka", out=ROOT / "build" / "compat-ci-old", clients=OLD_CLIENTS)
+    fake = _cells(report, "fakekafka")
+    assert {c["client"] for c in fake} == set(OLD_CLIENTS)
+    for broker in ("kafka", "fakekafka"):
+        unlisted = _unlisted(_cells(report, broker))
+        assert not unlisted, "\n".join(unlisted)
+    on_kafka = {(c["scenario"], c["client"]): c["status"] for c in _cells(report, "kafka")}
+    for c in fake:
+        if c["status"] == "unsupported":
+            assert on_kafka.get((c["scenario"], c["client"])) == "unsupported", (c["scenario"], c["client"])
+        elif on_kafka.get((c["scenario"], c["client"])) in ("pass", "differs"):
+            assert c["reference"] == "kafka", (c["scenario"], c["client"], c["reference"])
+    assert not report["stale_known"], report["stale_known"]

@@ -39,7 +39,7 @@ from compat.clients.base import Timing, Unsupported
 if TYPE_CHECKING:
     from compat.env import Env
 
-__all__ = ["KINDS", "Target", "Unavailable", "start_target", "tansu_binary"]
+__all__ = ["KINDS", "Target", "Unavailable", "start_target", "stop_live_targets", "tansu_binary"]
 
 HOST = "127.0.0.1"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -314,12 +314,35 @@ def connect_bootstrap(address: str) -> Target:
                   auto_create=auto, note=f"auto-create {'on' if auto else 'off'} (probed)")
 
 
+_LIVE: list[Target] = []
+
+
 def start_target(spec: str) -> Target:
-    """The broker named on the command line (see the module docstring); Unavailable if it cannot be had."""
+    """The broker named on the command line (see the module docstring); Unavailable if it cannot be had.
+    Until it is stopped it is also in the list stop_live_targets() stops (on SIGTERM, see compat/__main__.py)."""
     if spec.startswith("bootstrap="):
         return connect_bootstrap(spec.split("=", 1)[1])
     starters = {"fakekafka": start_fakekafka, "tansu": start_tansu, "kafka": start_kafka,
                 "kafka-3": lambda: start_kafka(3), "librdkafka-mock": start_librdkafka_mock}
     if spec not in starters:
         raise ValueError(f"unknown broker {spec!r}: choose from {', '.join(KINDS)}")
-    return starters[spec]()
+    target = starters[spec]()
+    stop = target.stop
+
+    def stop_once() -> None:
+        if target in _LIVE:
+            _LIVE.remove(target)
+            stop()
+    target.stop = stop_once
+    _LIVE.append(target)
+    return target
+
+
+def stop_live_targets() -> None:
+    """Stops every broker start_target started and nobody stopped yet (they run in sessions of their own,
+    so a run killed from outside would leave them behind)."""
+    for target in list(_LIVE):
+        try:
+            target.stop()
+        except Exception:  # noqa: BLE001, S110 - stopping the rest matters more
+            pass

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from typing import Any
 import pytest
 
 from compat.brokers import Unavailable, start_kafka, tansu_binary
+from tests.subproc import run_terminating
 
 pytestmark = [pytest.mark.clients, pytest.mark.timeout(960)]
 
@@ -43,8 +43,7 @@ def _run(*brokers: str, out: Path = OUT, timeout: float = 900,
     # old clients run in a run of their own, against Kafka and fakekafka only (with tansu: 15 min).
     cmd = [sys.executable, "-m", "compat", *(a for b in brokers for a in ("--broker", b)), "--out", str(out),
            "--quick", "--jobs", "20", *(a for c in clients for a in ("--client", c))]
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False,
-                          env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    proc = run_terminating(cmd, timeout, cwd=ROOT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
     print(proc.stdout[-20000:])
     if proc.returncode not in (0, 1) or not out.with_suffix(".json").exists():
         pytest.fail(f"python -m compat exited {proc.returncode}:\n{proc.stderr[-4000:]}")

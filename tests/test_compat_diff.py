@@ -33,6 +33,7 @@ from compat.diff import (
 )
 from compat.known import load_known
 from compat.relay import Exchange, RelayGroup
+from tests.subproc import run_terminating
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -288,8 +289,7 @@ def test_diff_against_real_kafka_has_no_unexplained_field() -> None:
            *(a for c in clients for a in ("--client", c))]
     for stale in (out.with_suffix(".json"), out.with_suffix(".md")):
         stale.unlink(missing_ok=True)
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=840, check=False,
-                          env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    proc = run_terminating(cmd, 780, cwd=ROOT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
     print(proc.stdout[-15000:])
     print(proc.stderr[-5000:])
     if not out.with_suffix(".json").exists():

@@ -33,6 +33,7 @@ import sys
 import tempfile
 import threading
 import traceback
+import weakref
 from typing import Any
 
 from compat.clients.base import (
@@ -48,7 +49,7 @@ from compat.clients.base import (
     rec_to_json,
 )
 
-__all__ = ["AgentClient", "serve"]
+__all__ = ["AgentClient", "kill_live_agents", "serve"]
 
 CLIENT_OPS = ("list_offsets", "create_topic", "partition_count", "delete_topic", "create_partitions",
               "describe_configs", "delete_records", "describe_group", "list_groups", "delete_group",
@@ -56,6 +57,19 @@ CLIENT_OPS = ("list_offsets", "create_topic", "partition_count", "delete_topic",
 """Client methods the protocol carries as they are: arguments by name, a JSON-able result."""
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+_LIVE_AGENTS: weakref.WeakSet[subprocess.Popen[str]] = weakref.WeakSet()
+
+
+def kill_live_agents() -> None:
+    """SIGKILL to every agent process still running (each is a session of its own: see stop_live_targets)."""
+    for proc in list(_LIVE_AGENTS):
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
 
 class AgentClient(Client):
@@ -69,6 +83,7 @@ class AgentClient(Client):
         self._stderr = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
                                      cwd=cwd, start_new_session=True, text=True, bufsize=1)
+        _LIVE_AGENTS.add(self.proc)
         self._next = 0
         self._lock = threading.Lock()
         self.own_member = own_member

@@ -923,6 +923,7 @@ def run_diff(brokers: tuple[str, str] = ("kafka", "fakekafka"), clients: list[st
             except Exception:  # noqa: BLE001, S110
                 pass
     if save is not None:
+        Path(save).parent.mkdir(parents=True, exist_ok=True)  # a fresh clone has no build/ yet
         with open(save, "wb") as f:
             pickle.dump({"started": started, "seconds": round(time.monotonic() - t0, 1), "info": info,
                          "clients": client_names, "scenarios": [s.name for s in chosen], "run_id": run_id,

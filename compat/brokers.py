@@ -39,7 +39,8 @@ from compat.clients.base import Timing, Unsupported
 if TYPE_CHECKING:
     from compat.env import Env
 
-__all__ = ["KINDS", "Target", "Unavailable", "start_target", "stop_live_targets", "tansu_binary"]
+__all__ = ["KINDS", "Target", "Unavailable", "start_target", "stop_live_targets", "stop_targets",
+           "tansu_binary"]
 
 HOST = "127.0.0.1"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -338,11 +339,16 @@ def start_target(spec: str) -> Target:
     return target
 
 
-def stop_live_targets() -> None:
-    """Stops every broker start_target started and nobody stopped yet (they run in sessions of their own,
-    so a run killed from outside would leave them behind)."""
-    for target in list(_LIVE):
+def stop_targets(targets: list[Target]) -> None:
+    """Stops each target; one that fails to stop does not keep the rest running."""
+    for target in list(targets):
         try:
             target.stop()
         except Exception:  # noqa: BLE001, S110 - stopping the rest matters more
             pass
+
+
+def stop_live_targets() -> None:
+    """Stops every broker start_target started and nobody stopped yet (they run in sessions of their own,
+    so a run killed from outside would leave them behind)."""
+    stop_targets(_LIVE)

@@ -869,7 +869,7 @@ def run_diff(brokers: tuple[str, str] = ("kafka", "fakekafka"), clients: list[st
             c = pickle.load(f)  # noqa: S301 - a file this function wrote
         return _analyse(c["started"], c["seconds"], c["info"], c["clients"], c["scenarios"], c["run_id"],
                         c["captured"], c["cells"], c["lane_errors"], known)
-    from compat.brokers import start_target
+    from compat.brokers import start_target, stop_targets
     from compat.clients import CLIENTS
     from compat.runner import _lane, select_scenarios
 
@@ -917,11 +917,7 @@ def run_diff(brokers: tuple[str, str] = ("kafka", "fakekafka"), clients: list[st
                 if progress is not None:
                     progress(key, lane_cells, exchanges)
     finally:
-        for t in targets:
-            try:
-                t.stop()
-            except Exception:  # noqa: BLE001, S110
-                pass
+        stop_targets(targets)
     if save is not None:
         Path(save).parent.mkdir(parents=True, exist_ok=True)  # a fresh clone has no build/ yet
         with open(save, "wb") as f:

@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compat.brokers import Target, Unavailable, start_target
+from compat.brokers import Target, Unavailable, start_target, stop_targets
 from compat.clients import CLIENTS, make_client
 from compat.clients.agent import AgentClient
 from compat.clients.base import Client, Unsupported
@@ -247,11 +247,7 @@ def run(brokers: list[str], clients: list[str] | None = None, scenarios: list[st
                 if progress is not None:
                     progress(futures[fut], lane_cells)
     finally:
-        for t in targets:
-            try:
-                t.stop()
-            except Exception:  # noqa: BLE001, S110
-                pass
+        stop_targets(targets)
     order = {s.name: i for i, s in enumerate(chosen)}
     cells.sort(key=lambda c: (order[c.scenario], client_names.index(c.client), c.broker))
     stale = _judge(cells, load_known(known_file) if known_file else load_known())

@@ -12,10 +12,13 @@ import json
 import logging
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
+from fakekafka import __version__
 from fakekafka.control import COMMANDS, send_command, serve_control
+from fakekafka.describe import status_line
 from fakekafka.embedded import Cluster
 from fakekafka.model.config import BrokerConfig
 
@@ -36,20 +39,43 @@ _CTL_ARGS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "throttle": (("ms",), ("api", "count")), "clear-faults": ((), ()), "advance-clock": (("ms",), ()),
     "partition-state": (("topic", "partition"), ()), "events": ((), ()), "describe": ((), ()),
 }
+_CTL_INTS = {"broker", "partition", "ms", "count"}
+MAX_PORT = 65535
+
+
+def _port(text: str, *, zero: bool = True) -> int:
+    """A TCP port argument: 1..65535, or 0 (a free one) where `zero`."""
+    low = 0 if zero else 1
+    try:
+        port = int(text)
+    except ValueError:
+        port = None
+    if port is None or not low <= port <= MAX_PORT:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port: give a number from 1 to {MAX_PORT}"
+                                         + (" (0 picks a free one)" if zero else ""))
+    return port
+
+
+def _reason(e: OSError) -> str:
+    if e.errno == errno.EADDRINUSE:
+        return "the address is already in use"
+    return e.strerror or str(e)
 
 
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="fakekafka", description="A Kafka-compatible broker for tests.")
+    ap.add_argument("--version", action="version", version=f"fakekafka {__version__}")
     sub = ap.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="start an in-memory cluster")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=9092,
+    serve.add_argument("--port", type=_port, default=9092,
                        help="port of the first broker; the next brokers take the following ports (default 9092; "
                             "0 picks free ones)")
     serve.add_argument("--brokers", type=int, default=1, metavar="N", help="number of brokers (default 1)")
     serve.add_argument("--racks", help="comma-separated rack of each broker, e.g. a,b,c")
     serve.add_argument("--advertised-host", help="host clients are told to connect to (default: --host)")
-    serve.add_argument("--advertised-port", type=int, help="port clients are told to connect to (one broker only)")
+    serve.add_argument("--advertised-port", type=lambda t: _port(t, zero=False),
+                       help="port clients are told to connect to (one broker only)")
     serve.add_argument("--partitions", type=int, default=1, metavar="N",
                        help="num.partitions for auto-created topics (default 1)")
     serve.add_argument("--replication-factor", type=int, default=1, metavar="N",
@@ -63,8 +89,12 @@ def _parser() -> argparse.ArgumentParser:
                        help="group.initial.rebalance.delay.ms (default 0; Kafka's is 3000)")
     serve.add_argument("--replication-lag-ms", type=int, default=0,
                        help="how long followers take to copy a batch (default 0)")
-    serve.add_argument("--control-port", type=int, default=None,
-                       help="port for `fakekafka ctl` (default: --port + 100, or a free one with --port 0)")
+    serve.add_argument("--control-port", type=_port, default=None,
+                       help="port for `fakekafka ctl`; it must be free (default: --port + 100, or a free one "
+                            "when that is taken or --port is 0; the ready line prints it)")
+    serve.add_argument("--status-every", type=float, metavar="SECONDS",
+                       help="print a one-line status (brokers, topics, records, groups, connections, requests) "
+                            "every SECONDS; SIGUSR1 prints one at any time")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"],
                        help="debug logs one line per request")
     serve.add_argument("--record", metavar="DIR",
@@ -86,9 +116,9 @@ def _parser() -> argparse.ArgumentParser:
         p = ctl_sub.add_parser(name, help=help_text)
         positional, options = _CTL_ARGS[name]
         for arg in positional:
-            p.add_argument(arg)
+            p.add_argument(arg, type=int if arg in _CTL_INTS else str)
         for opt in options:
-            p.add_argument("--" + opt.replace("_", "-"), dest=opt)
+            p.add_argument("--" + opt.replace("_", "-"), dest=opt, type=int if opt in _CTL_INTS else str)
     return ap
 
 
@@ -99,6 +129,17 @@ async def _serve(args: argparse.Namespace) -> int:
             return 2
     if args.replication_factor > args.brokers:
         print("fakekafka: --replication-factor cannot exceed --brokers", file=sys.stderr)
+        return 2
+    if args.port and args.port + args.brokers - 1 > MAX_PORT:
+        print(f"fakekafka: --port {args.port} with --brokers {args.brokers} needs ports {args.port} to "
+              f"{args.port + args.brokers - 1}; the highest is {MAX_PORT} (give a lower --port, or --port 0 for free "
+              f"ones)", file=sys.stderr)
+        return 2
+    if args.advertised_port and args.brokers != 1:
+        print("fakekafka: --advertised-port needs a single broker", file=sys.stderr)
+        return 2
+    if args.status_every is not None and args.status_every <= 0:
+        print("fakekafka: --status-every takes a number of seconds above 0", file=sys.stderr)
         return 2
     config = BrokerConfig(num_partitions=args.partitions, auto_create_topics=not args.no_auto_create_topics,
                           default_replication_factor=args.replication_factor, cluster_id=args.cluster_id,
@@ -131,36 +172,85 @@ async def _serve(args: argparse.Namespace) -> int:
                                                 recorder.records_written, len(recorder.files), args.record)
 
 
+async def _open_control(args: argparse.Namespace, cluster: Cluster) -> asyncio.base_events.Server | None:
+    """The control port `fakekafka ctl` talks to: --control-port if given (taken: an error naming it), else
+    --port + 100, or a free port when that one is taken (said on stderr; the ready line prints it)."""
+    if args.control_port is not None:
+        try:
+            return await serve_control(cluster, args.host, args.control_port)
+        except OSError as e:
+            print(f"fakekafka: cannot listen on control port {args.host}:{args.control_port} (--control-port): "
+                  f"{_reason(e)}", file=sys.stderr)
+            return None
+    wanted = args.port + 100 if args.port and args.port + 100 <= MAX_PORT else 0
+    if wanted:
+        try:
+            return await serve_control(cluster, args.host, wanted)
+        except OSError as e:
+            taken = e
+    try:
+        control = await serve_control(cluster, args.host, 0)
+    except OSError as e:
+        print(f"fakekafka: cannot listen on a control port on {args.host}: {_reason(e)}", file=sys.stderr)
+        return None
+    if wanted:
+        port = control.sockets[0].getsockname()[1]
+        print(f"fakekafka: control port {wanted} (--port + 100) is not free ({_reason(taken)}); "
+              f"using {port} instead: `fakekafka ctl --control {args.host}:{port} ...` (choose one with "
+              f"--control-port)", file=sys.stderr)
+    return control
+
+
+class _Status:
+    """`--status-every` and SIGUSR1: one line on stdout, with the request rate since the previous line."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self.started = self.last_time = time.monotonic()
+        self.last_requests = 0
+
+    def print(self) -> None:
+        now, served = time.monotonic(), self.cluster.server.requests_served
+        line = status_line(self.cluster.state, uptime_s=now - self.started,
+                           connections=self.cluster.server.connection_count, requests=served,
+                           requests_before=self.last_requests, interval_s=now - self.last_time)
+        self.last_time, self.last_requests = now, served
+        print(line, flush=True)
+
+    async def every(self, seconds: float) -> None:
+        while True:
+            await asyncio.sleep(seconds)
+            self.print()
+
+
 async def _run_cluster(args: argparse.Namespace, cluster: Cluster) -> int:
-    control_port = args.control_port if args.control_port is not None else (args.port + 100 if args.port else 0)
     try:
         await cluster.__aenter__()
     except OSError as e:
-        reason = "the address is already in use (is another broker running?)" if e.errno == errno.EADDRINUSE \
-            else e.strerror or str(e)
-        print(f"fakekafka: cannot listen on {args.host}:{args.port}: {reason}", file=sys.stderr)
-        return 1
-    try:
-        control = await serve_control(cluster, args.host, control_port)
-    except OSError as e:
-        await cluster.__aexit__(None, None, None)
-        print(f"fakekafka: cannot listen on control port {args.host}:{control_port}: {e.strerror or e}",
+        hint = " (is another broker running?)" if e.errno == errno.EADDRINUSE else ""
+        print(f"fakekafka: cannot listen on {e.filename or f'{args.host}:{args.port}'}: {_reason(e)}{hint}",
               file=sys.stderr)
         return 1
+    control = await _open_control(args, cluster)
+    if control is None:
+        await cluster.__aexit__(None, None, None)
+        return 1
     if args.advertised_port:
-        if args.brokers != 1:
-            print("fakekafka: --advertised-port needs a single broker", file=sys.stderr)
-            return 2
         cluster.state.brokers[args.node_id].port = args.advertised_port
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    status = _Status(cluster)
+    loop.add_signal_handler(signal.SIGUSR1, status.print)
+    ticker = loop.create_task(status.every(args.status_every)) if args.status_every else None
     control_address = "{}:{}".format(*control.sockets[0].getsockname()[:2])
     print(f"fakekafka ready: bootstrap.servers={cluster.bootstrap_servers} control={control_address}", flush=True)
     gc.freeze()  # what is alive now (modules, declarations) lives for good: full collections skip it
     await stop.wait()
     logging.getLogger("fakekafka").info("shutting down")
+    if ticker is not None:
+        ticker.cancel()
     control.close()
     await cluster.__aexit__(None, None, None)
     return 0

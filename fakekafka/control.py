@@ -15,10 +15,11 @@ import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from fakekafka.describe import describe_tables
 from fakekafka.embedded import Cluster
 from fakekafka.model.cluster import ApiError
 
-__all__ = ["COMMANDS", "send_command", "serve_control"]
+__all__ = ["COMMANDS", "format_event", "send_command", "serve_control"]
 
 log = logging.getLogger("fakekafka.control")
 
@@ -27,19 +28,42 @@ def _int(args: dict[str, Any], name: str, default: Any = ...) -> Any:
     value = args.get(name, default)
     if value is ...:
         raise ValueError(f"missing argument: {name}")
-    return None if value is None else int(value)
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a whole number, not {value!r}") from None
 
 
-async def _kill(c: Cluster, a: dict[str, Any]) -> Any:
-    await c.kill_broker_async(_int(a, "broker"))
+def _broker(c: Cluster, a: dict[str, Any]) -> int:
+    node_id = _int(a, "broker")
+    if node_id not in c.state.brokers:
+        known = ", ".join(map(str, sorted(c.state.brokers)))
+        raise ValueError(f"there is no broker {node_id}; the brokers are {known}")
+    return node_id
 
 
-async def _stop(c: Cluster, a: dict[str, Any]) -> Any:
-    await c.stop_broker_async(_int(a, "broker"))
+def _topic_partition(a: dict[str, Any]) -> str:
+    return f"{a['topic']}-{a['partition']}"
 
 
-async def _restart(c: Cluster, a: dict[str, Any]) -> Any:
-    await c.restart_broker_async(_int(a, "broker"))
+async def _kill(c: Cluster, a: dict[str, Any]) -> str:
+    node_id = _broker(c, a)
+    await c.kill_broker_async(node_id)
+    return f"broker {node_id} killed: its connections dropped, the partitions it led get leaders from their ISR"
+
+
+async def _stop(c: Cluster, a: dict[str, Any]) -> str:
+    node_id = _broker(c, a)
+    await c.stop_broker_async(node_id)
+    return f"broker {node_id} stopped (controlled shutdown: leadership moved first)"
+
+
+async def _restart(c: Cluster, a: dict[str, Any]) -> str:
+    node_id = _broker(c, a)
+    await c.restart_broker_async(node_id)
+    return f"broker {node_id} restarted on port {c.state.brokers[node_id].port}"
 
 
 def _sync(fn: Callable[[Cluster, dict[str, Any]], Any]) -> Callable[[Cluster, dict[str, Any]], Awaitable[Any]]:
@@ -52,49 +76,108 @@ def _events(c: Cluster, a: dict[str, Any]) -> Any:
     return [{"time_ms": e.time_ms, "kind": e.kind, **{k: v for k, v in e.details.items()}} for e in c.events()]
 
 
+def _isolate(c: Cluster, a: dict[str, Any], isolated: bool) -> str:
+    node_id = _broker(c, a)
+    c.isolate_broker(node_id, isolated)
+    return f"broker {node_id} " + ("cut off from the other brokers (clients still reach it)" if isolated
+                                   else "reconnected to the other brokers")
+
+
+def _replication(c: Cluster, a: dict[str, Any], paused: bool) -> str:
+    node_id = _broker(c, a)
+    c.pause_replication(node_id, a.get("topic"), _int(a, "partition", None), paused)
+    scope = "every partition it follows" if a.get("topic") is None else \
+        a["topic"] if a.get("partition") is None else _topic_partition(a)
+    return f"broker {node_id} {'stopped' if paused else 'resumed'} fetching as a follower ({scope})"
+
+
+def _isr(c: Cluster, a: dict[str, Any], shrink: bool) -> str:
+    node_id = _broker(c, a)
+    (c.shrink_isr if shrink else c.expand_isr)(a["topic"], _int(a, "partition"), node_id)
+    isr = c.partition_state(a["topic"], _int(a, "partition"))["isr"]
+    return (f"broker {node_id} taken out of the ISR of {_topic_partition(a)}" if shrink else
+            f"broker {node_id} fetches {_topic_partition(a)} again (it rejoins the ISR once caught up)") + \
+        f"; ISR now {isr}"
+
+
+def _move_leader(c: Cluster, a: dict[str, Any]) -> str:
+    node_id = _broker(c, a)
+    c.move_leader(a["topic"], _int(a, "partition"), node_id)
+    return f"broker {node_id} leads {_topic_partition(a)}"
+
+
+def _elect_preferred(c: Cluster, a: dict[str, Any]) -> str:
+    moved = c.elect_preferred_leaders()
+    if not moved:
+        return "every partition is led by its preferred replica already (or that replica cannot lead now)"
+    return f"leadership moved back to the preferred replica in {moved} partition{'s' if moved != 1 else ''}"
+
+
+def _advance(c: Cluster, a: dict[str, Any]) -> str:
+    ms = _int(a, "ms")
+    return f"clock advanced {ms} ms, now at {c.advance_clock(ms)} ms"
+
+
+def _clear(c: Cluster, a: dict[str, Any]) -> str:
+    c.clear_faults()
+    return "every injected fault removed"
+
+
 COMMANDS: dict[str, tuple[str, Callable[[Cluster, dict[str, Any]], Awaitable[Any]]]] = {
     "kill-broker": ("BROKER: the broker dies, connections dropped at once", _kill),
     "stop-broker": ("BROKER: controlled shutdown (leadership moves first)", _stop),
     "restart-broker": ("BROKER: bring a stopped or killed broker back", _restart),
     "isolate-broker": ("BROKER: cut it off from the other brokers (clients still reach it)",
-                       _sync(lambda c, a: c.isolate_broker(_int(a, "broker"), True))),
-    "heal-broker": ("BROKER: undo isolate-broker", _sync(lambda c, a: c.isolate_broker(_int(a, "broker"), False))),
+                       _sync(lambda c, a: _isolate(c, a, True))),
+    "heal-broker": ("BROKER: undo isolate-broker", _sync(lambda c, a: _isolate(c, a, False))),
     "pause-replication": ("BROKER [--topic T] [--partition P]: the broker stops fetching as a follower",
-                          _sync(lambda c, a: c.pause_replication(_int(a, "broker"), a.get("topic"),
-                                                                 _int(a, "partition", None), True))),
+                          _sync(lambda c, a: _replication(c, a, True))),
     "resume-replication": ("BROKER [--topic T] [--partition P]: undo pause-replication",
-                           _sync(lambda c, a: c.pause_replication(_int(a, "broker"), a.get("topic"),
-                                                                  _int(a, "partition", None), False))),
+                           _sync(lambda c, a: _replication(c, a, False))),
     "shrink-isr": ("TOPIC PARTITION BROKER: take the follower out of the ISR now",
-                   _sync(lambda c, a: c.shrink_isr(a["topic"], _int(a, "partition"), _int(a, "broker")))),
+                   _sync(lambda c, a: _isr(c, a, True))),
     "expand-isr": ("TOPIC PARTITION BROKER: let it fetch again; it rejoins once caught up",
-                   _sync(lambda c, a: c.expand_isr(a["topic"], _int(a, "partition"), _int(a, "broker")))),
-    "move-leader": ("TOPIC PARTITION BROKER: elect that in-sync replica",
-                    _sync(lambda c, a: c.move_leader(a["topic"], _int(a, "partition"), _int(a, "broker")))),
-    "elect-preferred-leaders": ("move leadership back to the first replica where possible",
-                                _sync(lambda c, a: c.elect_preferred_leaders())),
+                   _sync(lambda c, a: _isr(c, a, False))),
+    "move-leader": ("TOPIC PARTITION BROKER: elect that in-sync replica", _sync(_move_leader)),
+    "elect-preferred-leaders": ("move leadership back to the first replica where possible", _sync(_elect_preferred)),
     "inject-error": ("API ERROR [--count N] [--broker B] [--topic T] [--partition P] [--client-id C]",
-                     _sync(lambda c, a: c.inject_error(a["api"], a["error"], _int(a, "count", 1),
-                                                       broker=_int(a, "broker", None), topic=a.get("topic"),
-                                                       partition=_int(a, "partition", None),
-                                                       client_id=a.get("client_id")).describe())),
+                     _sync(lambda c, a: "injected: " + c.inject_error(
+                         a["api"], a["error"], _int(a, "count", 1), broker=_int(a, "broker", None),
+                         topic=a.get("topic"), partition=_int(a, "partition", None),
+                         client_id=a.get("client_id")).describe())),
     "inject-latency": ("MS [--api API] [--count N] [--broker B]",
-                       _sync(lambda c, a: c.inject_latency(_int(a, "ms"), a.get("api"), _int(a, "count", None),
-                                                           broker=_int(a, "broker", None)).describe())),
+                       _sync(lambda c, a: "injected: " + c.inject_latency(
+                           _int(a, "ms"), a.get("api"), _int(a, "count", None),
+                           broker=_int(a, "broker", None)).describe())),
     "drop-connection": ("API [--when before|after] [--count N] [--broker B]",
-                        _sync(lambda c, a: c.drop_connection(a.get("api"), when=a.get("when") or "before",
-                                                             count=_int(a, "count", 1),
-                                                             broker=_int(a, "broker", None)).describe())),
+                        _sync(lambda c, a: "injected: " + c.drop_connection(
+                            a.get("api"), when=a.get("when") or "before", count=_int(a, "count", 1),
+                            broker=_int(a, "broker", None)).describe())),
     "throttle": ("MS [--api API] [--count N]",
-                 _sync(lambda c, a: c.throttle(_int(a, "ms"), a.get("api"), _int(a, "count", None)).describe())),
-    "clear-faults": ("remove every injected fault", _sync(lambda c, a: c.clear_faults())),
-    "advance-clock": ("MS: move the frozen clock (serve --clock frozen)",
-                      _sync(lambda c, a: c.advance_clock(_int(a, "ms")))),
-    "partition-state": ("TOPIC PARTITION: leader, epoch, replicas, ISR, offsets",
+                 _sync(lambda c, a: "injected: " + c.throttle(_int(a, "ms"), a.get("api"),
+                                                              _int(a, "count", None)).describe())),
+    "clear-faults": ("remove every injected fault", _sync(_clear)),
+    "advance-clock": ("MS: move the frozen clock (serve --clock frozen)", _sync(_advance)),
+    "partition-state": ("TOPIC PARTITION: leader, epoch, replicas, ISR, offsets (JSON)",
                         _sync(lambda c, a: c.partition_state(a["topic"], _int(a, "partition")))),
-    "events": ("every fault and state change so far", _sync(_events)),
-    "describe": ("topics, groups and the last requests", _sync(lambda c, a: c.describe())),
+    "events": ("every fault and state change so far (JSON)", _sync(_events)),
+    "describe": ("topics, partitions, groups and their members, as tables",
+                 _sync(lambda c, a: describe_tables(c.state))),
 }
+"""name -> (help, handler). A handler that changes the cluster returns a sentence saying what it did; the
+reply adds the events the command caused (leader elections, ISR changes...), one line each."""
+
+
+def format_event(kind: str, details: dict[str, Any]) -> str:
+    return " ".join([kind, *(f"{k}={v}" for k, v in details.items())])
+
+
+def _error_text(e: Exception) -> str:
+    if isinstance(e, ApiError):
+        return f"{e.code.name}: {e.message}" if e.message else e.code.name
+    if isinstance(e, KeyError):
+        return f"missing argument: {e.args[0]}" if e.args else "missing argument"
+    return str(e)
 
 
 async def _handle(cluster: Cluster, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -105,12 +188,15 @@ async def _handle(cluster: Cluster, reader: asyncio.StreamReader, writer: asynci
                 name = request["command"]
                 if name not in COMMANDS:
                     raise ValueError(f"unknown command {name!r}; known: {', '.join(COMMANDS)}")
+                seen = len(cluster.state.events)
                 result = await COMMANDS[name][1](cluster, request.get("args") or {})
+                if isinstance(result, str):
+                    caused = [format_event(e.kind, e.details) for e in cluster.state.events[seen:]]
+                    result = "\n".join([result, *(f"  {c}" for c in caused)])
                 reply: dict[str, Any] = {"ok": True, "result": result}
                 log.info("control: %s %s", name, request.get("args") or "")
             except (ApiError, ValueError, KeyError, TypeError, RuntimeError) as e:
-                message = e.message if isinstance(e, ApiError) and e.message else str(e)
-                reply = {"ok": False, "error": f"{type(e).__name__}: {message}"}
+                reply = {"ok": False, "error": _error_text(e)}
             writer.write(json.dumps(reply, default=str).encode() + b"\n")
             await writer.drain()
     except ConnectionError:

@@ -22,7 +22,7 @@ from fakekafka.handle import ClusterHandle
 from fakekafka.model.clock import Clock, ManualClock
 from fakekafka.model.cluster import ApiError, Broker, ClusterState
 from fakekafka.model.config import BrokerConfig
-from fakekafka.model.faults import Fault, FaultKind, api_key_of
+from fakekafka.model.faults import Fault, FaultKind, api_key_of, error_code_of
 from fakekafka.model.group import Group
 from fakekafka.server import ListenerPool, RequestRecord, Server
 from wire import ErrorCode
@@ -508,9 +508,8 @@ class Cluster(ClusterHandle):
                      client_id: str | None = None) -> Fault:
         """The next `count` matching requests of `api` (None: all, until `clear_faults`) are answered with
         `error` instead of being applied, as librdkafka's mock cluster does."""
-        code = ErrorCode[error] if isinstance(error, str) else ErrorCode(error)
-        return self._fault(Fault(FaultKind.ERROR, api_key_of(api), code, count=count, broker=broker, topic=topic,
-                                 partition=partition, client_id=client_id))
+        return self._fault(Fault(FaultKind.ERROR, api_key_of(api), error_code_of(error), count=count, broker=broker,
+                                 topic=topic, partition=partition, client_id=client_id))
 
     def inject_latency(self, ms: int, api: int | str | None = None, count: int | None = None, *,
                        broker: int | None = None, client_id: str | None = None) -> Fault:
@@ -540,7 +539,7 @@ class Cluster(ClusterHandle):
         def read() -> dict[str, Any]:
             p = self.state.partition(topic, partition)
             if p is None:
-                raise KeyError(f"{topic}-{partition}")
+                raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{partition} does not exist")
             return {"leader": p.leader_id, "leader_epoch": p.leader_epoch, "replicas": list(p.replicas),
                     "isr": list(p.isr), "high_watermark": p.log.high_watermark,
                     "log_end_offsets": {r: log.log_end_offset for r, log in p.logs.items()}}

@@ -359,6 +359,7 @@ class Server:
         self._ticker: asyncio.Task[None] | None = None
         self._stopped = False
         self.request_log: collections.deque[RequestRecord] = collections.deque(maxlen=request_log_size)
+        self.requests_served = 0
         self._request_listeners: list[Callable[[RequestRecord], None]] = []
         cluster.add_change_listener(self._on_change)
 
@@ -372,6 +373,10 @@ class Server:
     @property
     def bootstrap_servers(self) -> str:
         return ",".join(f"{b.host}:{b.port}" for b in self.cluster.brokers.values())
+
+    @property
+    def connection_count(self) -> int:
+        return sum(len(conns) for conns in self._by_broker.values())
 
     def bind(self) -> None:
         """Binds every live broker's port now, from any thread (0 picks a free one, which the broker then
@@ -389,7 +394,10 @@ class Server:
                 broker.host = self.advertised_host
 
     def _listen(self, broker: Broker) -> socket.socket:
-        sock = _listen_socket(self.host, broker.port)
+        try:
+            sock = _listen_socket(self.host, broker.port)
+        except OSError as e:  # which of the brokers' ports it was: the error's filename, as for files
+            raise OSError(e.errno, e.strerror, f"{self.host}:{broker.port}") from e
         if broker.port == 0:
             broker.port = sock.getsockname()[1]
         return sock
@@ -530,6 +538,7 @@ class Server:
                     request.api_version, request.correlation_id, latency,
                     tuple(ErrorCode(c).name if c in _KNOWN_CODES else str(c) for c in sorted(codes)), wall)
                 self.request_log.append(record)
+                self.requests_served += 1
                 if self._request_listeners:
                     self._tell_listeners(record, request, result, frame, response, client_software)
                 if log.isEnabledFor(logging.DEBUG):

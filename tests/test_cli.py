@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import socket
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -79,19 +82,137 @@ def test_ctl_steers_a_running_cluster() -> None:
         state = json.loads(_ctl(control, "partition-state", "steered", "0").stdout)
         assert state["isr"] == [1, 2, 3] and state["high_watermark"] == 1
         leader = state["leader"]
-        assert _ctl(control, "kill-broker", str(leader)).returncode == 0
+        killed = _ctl(control, "kill-broker", str(leader))
+        assert killed.returncode == 0
+        # a sentence, then the events the kill caused: the dead leader leaves the ISR (Kafka's ISR shrink)
+        # before a new leader is elected from it
+        lines = killed.stdout.splitlines()
+        assert lines[0].startswith(f"broker {leader} killed")
+        assert lines[1] == f"  broker_killed broker={leader}"
+        assert f"  isr_shrink topic=steered partition=0 replica={leader} isr=" in killed.stdout
+        elected = next(i for i, x in enumerate(lines) if x.startswith("  leader_elected topic=steered partition=0"))
+        assert elected > next(i for i, x in enumerate(lines) if x.startswith("  isr_shrink"))
         state = json.loads(_ctl(control, "partition-state", "steered", "0").stdout)
         assert state["leader"] != leader and state["leader_epoch"] == 1 and leader not in state["isr"]
         assert producer.send("steered", b"2", partition=0).get(30).offset == 1  # the client failed over
-        assert _ctl(control, "restart-broker", str(leader)).returncode == 0
+        restarted = _ctl(control, "restart-broker", str(leader))
+        assert restarted.returncode == 0 and restarted.stdout.startswith(f"broker {leader} restarted on port ")
         injected = _ctl(control, "inject-error", "Produce", "NOT_LEADER_OR_FOLLOWER", "--count", "1")
-        assert "NOT_LEADER_OR_FOLLOWER" in injected.stdout
+        assert injected.stdout.startswith("injected: error NOT_LEADER_OR_FOLLOWER for Produce")
         assert producer.send("steered", b"3", partition=0).get(30).offset == 2  # retried after the error
         events = [e["kind"] for e in json.loads(_ctl(control, "events").stdout)]
-        assert events[:3] == ["broker_killed", "controller_elected", "leader_elected"] and "fault" in events
+        assert events[0] == "broker_killed" and "isr_shrink" in events and "fault" in events
+        assert events.index("isr_shrink") < events.index("leader_elected")
         bad = _ctl(control, "move-leader", "steered", "0", "9")
-        assert bad.returncode == 1 and "not a live in-sync replica" in bad.stderr
+        assert bad.returncode == 1 and bad.stderr == "fakekafka ctl: there is no broker 9; the brokers are 1, 2, 3\n"
+        bad = _ctl(control, "move-leader", "steered", "0", str(leader))
+        if bad.returncode:  # not back in the ISR yet: Kafka's error, in words
+            assert "NOT_LEADER_OR_FOLLOWER: broker" in bad.stderr and "not a live in-sync replica" in bad.stderr
         producer.close()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+
+
+@pytest.fixture(scope="module")
+def three_brokers() -> Iterator[str]:
+    """A running `fakekafka serve --brokers 3`; yields its control address."""
+    proc, line = _start("--port", "0", "--brokers", "3", "--replication-factor", "3")
+    try:
+        yield _field(line, "control")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+
+
+@pytest.mark.parametrize(("args", "code", "message"), [
+    (["kill-broker", "7"], 1, "fakekafka ctl: there is no broker 7; the brokers are 1, 2, 3\n"),
+    (["kill-broker", "abc"], 2, "argument broker: invalid int value: 'abc'"),
+    (["partition-state", "nosuch", "0"], 1, "fakekafka ctl: UNKNOWN_TOPIC_OR_PARTITION: nosuch-0 does not exist\n"),
+    (["inject-error", "Produce", "BOGUS"], 1, "fakekafka ctl: unknown error 'BOGUS'; names are Kafka's, e.g. "
+                                              "NOT_LEADER_OR_FOLLOWER"),
+    (["inject-error", "Bogus", "NOT_LEADER_OR_FOLLOWER"], 1, "fakekafka ctl: unknown API 'Bogus'"),
+    (["shrink-isr", "nosuch", "0", "2"], 1, "UNKNOWN_TOPIC_OR_PARTITION: nosuch-0 does not exist"),
+    (["advance-clock", "10"], 1, "advance_clock needs a cluster started with clock=ManualClock()"),
+])
+def test_ctl_mistakes_are_answered_in_words(three_brokers: str, args: list[str], code: int, message: str) -> None:
+    r = _ctl(three_brokers, *args)
+    assert (r.returncode, r.stdout) == (code, "")
+    assert message in r.stderr and "Traceback" not in r.stderr and "KeyError" not in r.stderr
+
+
+def test_ctl_confirms_what_it_did(three_brokers: str) -> None:
+    assert _ctl(three_brokers, "elect-preferred-leaders").stdout == (
+        "every partition is led by its preferred replica already (or that replica cannot lead now)\n")
+    stopped = _ctl(three_brokers, "stop-broker", "3")
+    assert stopped.returncode == 0
+    assert stopped.stdout.splitlines()[:2] == ["broker 3 stopped (controlled shutdown: leadership moved first)",
+                                               "  broker_killed broker=3"]
+    assert _ctl(three_brokers, "restart-broker", "3").returncode == 0
+    assert _ctl(three_brokers, "clear-faults").stdout == "every injected fault removed\n"
+    assert _ctl(three_brokers, "isolate-broker", "2").stdout.startswith("broker 2 cut off from the other brokers")
+    assert _ctl(three_brokers, "heal-broker", "2").stdout.startswith("broker 2 reconnected")
+
+
+def test_elect_preferred_leaders_says_how_many_moved() -> None:
+    proc, line = _start("--port", "0", "--brokers", "2", "--replication-factor", "2")
+    try:
+        from kafka import KafkaProducer
+        control = _field(line, "control")
+        producer = KafkaProducer(bootstrap_servers=_field(line, "bootstrap.servers"))
+        producer.send("moved", b"x").get(10)
+        producer.close()
+        import json
+        leader = json.loads(_ctl(control, "partition-state", "moved", "0").stdout)["leader"]
+        other = 3 - leader
+        assert _ctl(control, "move-leader", "moved", "0", str(other)).stdout.startswith(f"broker {other} leads moved-0")
+        r = _ctl(control, "elect-preferred-leaders")
+        assert r.returncode == 0
+        assert r.stdout.splitlines()[0] == "leadership moved back to the preferred replica in 1 partition"
+        assert f"  leader_elected topic=moved partition=0 leader={leader} previous={other}" in r.stdout
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+
+
+def test_ctl_describe_prints_tables() -> None:
+    from kafka import KafkaConsumer, KafkaProducer
+    proc, line = _start("--port", "0", "--partitions", "2")
+    try:
+        bootstrap, control = _field(line, "bootstrap.servers"), _field(line, "control")
+        producer = KafkaProducer(bootstrap_servers=bootstrap)
+        for i in range(3):
+            producer.send("orders", b"o", partition=i % 2).get(10)
+        producer.close()
+        consumer = KafkaConsumer("orders", group_id="billing", bootstrap_servers=bootstrap, client_id="biller",
+                                 auto_offset_reset="earliest", enable_auto_commit=False)
+        got = 0
+        deadline = time.monotonic() + 30
+        while got < 3 and time.monotonic() < deadline:
+            got += sum(len(v) for v in consumer.poll(timeout_ms=1000).values())
+        consumer.commit()
+        r = _ctl(control, "describe")
+        consumer.close()
+        assert r.returncode == 0, r.stderr
+        out = r.stdout.splitlines()
+        topics = out.index("TOPICS")
+        assert out[topics + 1].split() == ["TOPIC", "PARTITIONS", "REPLICATION", "RECORDS", "BYTES"]
+        assert out[topics + 2].split()[:4] == ["orders", "2", "1", "3"]
+        partitions = out.index("PARTITIONS")
+        assert out[partitions + 1].split() == ["TOPIC", "PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "START",
+                                               "END"]
+        assert [row.split() for row in out[partitions + 2:partitions + 4]] == [
+            ["orders", "0", "1", "0", "1", "1", "0", "2"], ["orders", "1", "1", "0", "1", "1", "0", "1"]]
+        groups = out.index("GROUPS")
+        assert out[groups + 1].split() == ["GROUP", "STATE", "PROTOCOL", "GENERATION", "MEMBERS", "COMMITTED", "LAG"]
+        row = out[groups + 2].split()
+        assert row[:3] == ["billing", "Stable", "range"] and row[3].isdigit() and row[4:] == ["1", "2", "0"]
+        members = out.index("GROUP MEMBERS")
+        row = out[members + 2].split()
+        assert row[0] == "billing" and row[2] == "biller" and row[-1] == "orders:0,1"
+        # every column starts where its header does
+        header = out[topics + 1]
+        assert out[topics + 2].index("2") >= header.index("PARTITIONS")
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(10) == 0
@@ -103,3 +224,108 @@ def test_ctl_without_a_server_says_so() -> None:
         port = s.getsockname()[1]
     r = _ctl(f"127.0.0.1:{port}", "events")
     assert r.returncode == 1 and "is `fakekafka serve` running?" in r.stderr
+
+
+def _serve(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "fakekafka", "serve", *args], capture_output=True, text=True,
+                          timeout=20)
+
+
+def test_version() -> None:
+    import fakekafka
+    r = subprocess.run([sys.executable, "-m", "fakekafka", "--version"], capture_output=True, text=True, timeout=20)
+    assert (r.returncode, r.stdout) == (0, f"fakekafka {fakekafka.__version__}\n")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--port", "99999"], "argument --port: '99999' is not a port: give a number from 1 to 65535 (0 picks a free one)"),
+    (["--port", "-1"], "argument --port: '-1' is not a port"),
+    (["--control-port", "70000"], "argument --control-port: '70000' is not a port"),
+    (["--advertised-port", "0"], "argument --advertised-port: '0' is not a port: give a number from 1 to 65535\n"),
+    (["--port", "65535", "--brokers", "2"], "fakekafka: --port 65535 with --brokers 2 needs ports 65535 to 65536; the "
+                                            "highest is 65535"),
+    (["--port", "0", "--brokers", "2", "--advertised-port", "9092"], "--advertised-port needs a single broker"),
+    (["--status-every", "0"], "--status-every takes a number of seconds above 0"),
+])
+def test_ports_and_numbers_are_checked_before_anything_listens(args: list[str], message: str) -> None:
+    r = _serve(*args)
+    assert r.returncode == 2 and r.stdout == ""
+    assert message in r.stderr and "Traceback" not in r.stderr
+
+
+def _held_port_after_a_free_one(gap: int) -> tuple[socket.socket, int]:
+    """A listening socket on port P + gap where P is free now (for serve --port P)."""
+    for _ in range(50):
+        held = socket.socket()
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1] - gap
+        if port > 0:
+            with socket.socket() as probe:
+                try:
+                    probe.bind(("127.0.0.1", port))
+                    return held, port
+                except OSError:
+                    pass
+        held.close()
+    pytest.skip("no free port below a held one")
+
+
+def test_a_busy_second_broker_port_is_named() -> None:
+    held, port = _held_port_after_a_free_one(1)
+    with held:
+        r = _serve("--port", str(port), "--brokers", "2", "--control-port", "0")
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert f"fakekafka: cannot listen on 127.0.0.1:{port + 1}: the address is already in use" in r.stderr
+
+
+def test_a_busy_default_control_port_falls_back_to_a_free_one() -> None:
+    held, port = _held_port_after_a_free_one(100)
+    with held:
+        proc, line = _start("--port", str(port))
+        try:
+            control = _field(line, "control")
+            assert control != f"127.0.0.1:{port + 100}"
+            assert _field(line, "bootstrap.servers") == f"127.0.0.1:{port}"
+            assert _ctl(control, "describe").returncode == 0
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(10) == 0
+            assert proc.stderr is not None
+            err = proc.stderr.read()
+        assert (f"fakekafka: control port {port + 100} (--port + 100) is not free (the address is already in use); "
+                f"using {control.rsplit(':', 1)[1]} instead: `fakekafka ctl --control {control} ...` (choose one "
+                "with --control-port)") in err
+        # asked for by name, a busy control port is an error that names the option
+        r = _serve("--port", "0", "--control-port", str(port + 100))
+    assert r.returncode == 1 and r.stdout == ""
+    assert (f"fakekafka: cannot listen on control port 127.0.0.1:{port + 100} (--control-port): the address is "
+            "already in use") in r.stderr
+
+
+def test_status_every_and_sigusr1_print_one_line() -> None:
+    from kafka import KafkaProducer
+    proc, line = _start("--port", "0", "--status-every", "0.2")
+    try:
+        producer = KafkaProducer(bootstrap_servers=_field(line, "bootstrap.servers"))
+        producer.send("orders", b"x" * 100).get(10)
+        assert proc.stdout is not None
+        status = ""
+        while "1 records" not in status:
+            status = proc.stdout.readline()
+        assert re.fullmatch(r"fakekafka status: up \d+s; brokers 1/1 alive; 1 topics, 1 partitions, 1 records "
+                            r"\(\d+ B\); 0 groups; [12] connections; \d+ requests \(\d+\.\d/s\)\n", status), status
+        producer.close()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+    proc, line = _start("--port", "0")
+    try:
+        proc.send_signal(signal.SIGUSR1)
+        assert proc.stdout is not None
+        status = proc.stdout.readline()
+        assert status.startswith("fakekafka status: up 0s; brokers 1/1 alive; 0 topics, 0 partitions, 0 records "
+                                 "(0 B); 0 groups; 0 connections; 0 requests")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0

@@ -377,8 +377,9 @@ class ClusterState:
         if node_id == self.controller_id:
             self._elect_controller()
         for p in self._partitions_with(node_id):
-            if node_id in p.isr and len(p.isr) > 1:
+            if node_id in p.isr and len(p.isr) > 1:  # the last member stays: it is the one that may lead again
                 p.isr.remove(node_id)
+                self.event("isr_shrink", topic=p.topic.name, partition=p.index, replica=node_id, isr=list(p.isr))
             if p.leader_id == node_id:
                 self.elect_leader(p)
             self.notify(p)

@@ -14,7 +14,7 @@ from typing import Any
 from wire import ErrorCode
 from wire.messages import API_MODULES
 
-__all__ = ["Fault", "FaultKind", "Faults", "api_key_of", "touched_partitions"]
+__all__ = ["Fault", "FaultKind", "Faults", "api_key_of", "error_code_of", "touched_partitions"]
 
 _NAMES = {name.lower(): key for key, (name, *_rest) in API_MODULES.items()}
 
@@ -27,6 +27,18 @@ def api_key_of(api: int | str | None) -> int | None:
     if key is None:
         raise ValueError(f"unknown API {api!r}; names are Kafka's, e.g. Produce, Fetch, JoinGroup")
     return key
+
+
+def error_code_of(error: ErrorCode | int | str) -> ErrorCode:
+    """An error given by Kafka's name ("NOT_LEADER_OR_FOLLOWER", any case) or by its code."""
+    if isinstance(error, ErrorCode):
+        return error
+    name = str(error).strip()
+    try:
+        return ErrorCode(int(name)) if name.lstrip("-").isdigit() else ErrorCode[name.upper()]
+    except (KeyError, ValueError):
+        raise ValueError(f"unknown error {error!r}; names are Kafka's, e.g. NOT_LEADER_OR_FOLLOWER, "
+                         f"REQUEST_TIMED_OUT, or a code number") from None
 
 
 class FaultKind(Enum):

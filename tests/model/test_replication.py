@@ -91,7 +91,8 @@ def test_clean_election_on_leader_death_bumps_the_epoch() -> None:
     assert values(p, 2) == values(p, 3) == [b"a", b"b"]
     assert p.log.end_offset_for_epoch(0) == (0, 1)
     kinds = [e.kind for e in c.events]
-    assert kinds == ["broker_killed", "controller_elected", "leader_elected"]
+    assert kinds == ["broker_killed", "controller_elected", "isr_shrink", "leader_elected"]  # Kafka: ISR first
+    assert c.events[2].details == {"topic": "t", "partition": 0, "replica": 1, "isr": [2, 3]}
 
 
 def test_restarted_broker_truncates_what_it_alone_had_and_rejoins() -> None:

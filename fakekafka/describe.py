@@ -1,0 +1,145 @@
+"""The state of a running cluster as text tables (`fakekafka ctl describe`) and as one status line
+(`fakekafka serve --status-every`, SIGUSR1).
+
+Each table is a section: a title and a function from the `ClusterState` to a header and rows, listed in
+`SECTIONS` in the order they print. A new kind of state (transactions, say) gets its own function and its
+own entry there; a section with no rows prints "(none)" under its title, so an idle cluster still shows
+what it would list. Read on the server's event loop: the rows are a consistent snapshot.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+from fakekafka.embedded import GroupView
+from fakekafka.model.cluster import ClusterState
+
+__all__ = ["SECTIONS", "describe_tables", "render_table", "status_line"]
+
+Rows = tuple[Sequence[str], list[Sequence[object]]]
+
+
+def render_table(header: Sequence[str], rows: list[Sequence[object]]) -> str:
+    """Columns padded to their widest cell; numbers right-aligned, everything else left-aligned."""
+    cells = [[str(c) for c in header], *[[_cell(c) for c in row] for row in rows]]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    numeric = [all(isinstance(row[i], int) for row in rows) and bool(rows) for i in range(len(header))]
+    lines = []
+    for r in cells:
+        line = "  ".join(c.rjust(w) if num else c.ljust(w) for c, w, num in zip(r, widths, numeric, strict=True))
+        lines.append(line.rstrip())
+    return "\n".join(lines)
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value) or "-"
+    return str(value)
+
+
+def _topics(state: ClusterState) -> Rows:
+    rows: list[Sequence[object]] = []
+    for t in sorted(state.topics.values(), key=lambda t: t.name):
+        if t.is_internal:
+            continue
+        records = sum(p.log.high_watermark - p.log.log_start_offset for p in t.partitions)
+        size = sum(p.log.size_bytes for p in t.partitions)
+        rows.append((t.name, len(t.partitions), t.replication_factor, records, _size(size)))
+    return ("TOPIC", "PARTITIONS", "REPLICATION", "RECORDS", "BYTES"), rows
+
+
+def _partitions(state: ClusterState) -> Rows:
+    rows: list[Sequence[object]] = []
+    for t in sorted(state.topics.values(), key=lambda t: t.name):
+        if t.is_internal:
+            continue
+        for p in t.partitions:
+            rows.append((t.name, p.index, p.leader_id if p.online else "offline", p.leader_epoch, p.replicas,
+                         p.isr, p.log.log_start_offset, p.log.high_watermark))
+    return ("TOPIC", "PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "START", "END"), rows
+
+
+def _groups(state: ClusterState) -> Rows:
+    rows: list[Sequence[object]] = []
+    for group_id in sorted(state.groups.groups):
+        g = state.groups.groups[group_id]
+        view = GroupView.of(g)
+        assert view is not None
+        lag = 0
+        for (topic, index), committed in g.offsets.items():
+            p = state.partition(topic, index)
+            if p is not None:
+                lag += max(p.log.high_watermark - committed.offset, 0)
+        rows.append((view.group_id, view.state, view.protocol, view.generation_id, len(view.members),
+                     len(g.offsets), lag))
+    return ("GROUP", "STATE", "PROTOCOL", "GENERATION", "MEMBERS", "COMMITTED", "LAG"), rows
+
+
+def _members(state: ClusterState) -> Rows:
+    rows: list[Sequence[object]] = []
+    for group_id in sorted(state.groups.groups):
+        view = GroupView.of(state.groups.groups[group_id])
+        assert view is not None
+        for m in view.members:
+            assigned = "; ".join(f"{t}:{','.join(map(str, ps))}" for t, ps in sorted(m.assignment.items())) \
+                if m.assignment else None
+            rows.append((group_id, m.member_id, m.client_id, m.client_host, assigned))
+    return ("GROUP", "MEMBER", "CLIENT ID", "HOST", "ASSIGNMENT"), rows
+
+
+SECTIONS: list[tuple[str, Callable[[ClusterState], Rows]]] = [
+    ("topics", _topics),
+    ("partitions", _partitions),
+    ("groups", _groups),
+    ("group members", _members),
+]
+"""(title, rows) in print order."""
+
+
+def describe_tables(state: ClusterState) -> str:
+    out = []
+    for title, rows_of in SECTIONS:
+        header, rows = rows_of(state)
+        out.append(title.upper())
+        out.append(render_table(header, rows) if rows else "(none)")
+        out.append("")
+    return "\n".join(out).rstrip("\n")
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB"):
+        if n < 1024:
+            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return f"{n:.1f} GiB"
+
+
+def _duration(seconds: float) -> str:
+    s = int(seconds)
+    h, rest = divmod(s, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s" if m else f"{s}s"
+
+
+def status_line(state: ClusterState, *, uptime_s: float, connections: int, requests: int,
+                requests_before: int | None = None, interval_s: float | None = None) -> str:
+    """One line: uptime, brokers alive, topics and what they hold, groups by state, connections, requests
+    (and the rate since the previous line when given)."""
+    alive = sum(1 for b in state.brokers.values() if b.alive)
+    topics = [t for t in state.topics.values() if not t.is_internal]
+    partitions = sum(len(t.partitions) for t in topics)
+    records = sum(p.log.high_watermark - p.log.log_start_offset for t in topics for p in t.partitions)
+    size = sum(p.log.size_bytes for t in topics for p in t.partitions)
+    states = Counter(g.state.value for g in state.groups.groups.values())
+    groups = f"{sum(states.values())} groups"
+    if states:
+        groups += " (" + ", ".join(f"{n} {s}" for s, n in sorted(states.items())) + ")"
+    rate = ""
+    if requests_before is not None and interval_s:
+        rate = f" ({(requests - requests_before) / interval_s:.1f}/s)"
+    return (f"fakekafka status: up {_duration(uptime_s)}; brokers {alive}/{len(state.brokers)} alive; "
+            f"{len(topics)} topics, {partitions} partitions, {records} records ({_size(size)}); {groups}; "
+            f"{connections} connections; {requests} requests{rate}")

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from fakekafka.apache_kafka import KafkaCluster
     from fakekafka.client import RemoteCluster
 
-__all__ = ["cluster_for", "fakekafka", "fakekafka_cluster", "kafka"]
+__all__ = ["CLIENT_NOISE", "cluster_for", "fakekafka", "fakekafka_cluster", "kafka"]
 
 _CLUSTERS = pytest.StashKey[list[ClusterHandle]]()
 _SETTINGS = {"partitions", "auto_create_topics", "clock", "topics", "brokers", "racks", "config",
@@ -50,6 +50,17 @@ REAL_KAFKA_CONFIGS: dict[str, str | None] = {"num.partitions": None, "group.init
 """--kafka-real's changes to the launcher's broker configs: the fixture's defaults (groups formed at once;
 num.partitions left to Kafka's default, 1, so DescribeConfigs reports it as DEFAULT_CONFIG as fakekafka does);
 auto.create.topics.enable follows the marker."""
+
+
+CLIENT_NOISE = (
+    # kafka-python 3 reads each of its protocol schemas with importlib.resources.read_text, deprecated in Python
+    # 3.11 and 3.12 (undeprecated in 3.13): two warnings per schema, over 200 in a run that uses the client. The
+    # open_text one is read_text calling open_text inside importlib; a user's own read_text still warns.
+    "ignore:read_text is deprecated:DeprecationWarning:kafka.protocol.schemas.load_json",
+    "ignore:open_text is deprecated:DeprecationWarning:importlib.resources._legacy",
+)
+"""Warnings the clients people drive fakekafka with raise from their own code, filtered from every run with the
+plugin (ini-level: a -W or @pytest.mark.filterwarnings of the user's still wins)."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -130,6 +141,8 @@ def _remote_target(config: pytest.Config) -> str | None:
 def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("--kafka-real"):
         _check_real_kafka(config)
+    for line in CLIENT_NOISE:
+        config.addinivalue_line("filterwarnings", line)
     config.addinivalue_line(
         "markers", "fakekafka(partitions=1, auto_create_topics=True, clock=None, topics=None, brokers=1): "
                    "how the test's fakekafka cluster is set up (topics: {name: partitions})")

@@ -139,29 +139,40 @@ def test_steering(kafka):
 
 
 def test_parallel_runs_with_xdist_never_clash(pytester: pytest.Pytester) -> None:
+    """Each xdist worker is a process with its own plugin, loop thread and clusters; ports come from the
+    kernel, so workers never clash. Every test records its worker: both workers served tests."""
     pytest.importorskip("xdist", reason="pytest-xdist is not installed: pip install pytest-xdist")
+    seen = pytester.mkdir("seen")
     body = "".join(f'''
-def test_{i}(kafka):
+def test_{i}(kafka, worker_id):
     produce(kafka, "t", [b"{i}"])
     assert [r.value for r in kafka.records("t")] == [b"{i}"]
+    open(r"{seen}/{i}", "w").write(worker_id + " " + kafka.bootstrap_servers)
 ''' for i in range(8))
     pytester.makepyfile(USES_KAFKA_PYTHON + body)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2")
     result.assert_outcomes(passed=8)
+    workers = {(seen / str(i)).read_text().split()[0] for i in range(8)}
+    assert workers == {"gw0", "gw1"}
 
 
-def test_async_tests_with_aiokafka(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile('''
+ASYNC_TESTS = '''
 import pytest
+import pytest_asyncio
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 
+@pytest_asyncio.fixture
+async def producer(kafka):
+    p = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap_servers)
+    await p.start()
+    yield p
+    await p.stop()
+
+
 @pytest.mark.asyncio
-async def test_aiokafka(kafka):
-    producer = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap_servers)
-    await producer.start()
+async def test_marked(kafka, producer):
     await producer.send_and_wait("a", b"hello")
-    await producer.stop()
     consumer = AIOKafkaConsumer("a", bootstrap_servers=kafka.bootstrap_servers, group_id="ag",
                                 auto_offset_reset="earliest")
     await consumer.start()
@@ -170,9 +181,87 @@ async def test_aiokafka(kafka):
     await consumer.stop()
     assert msg.value == b"hello"
     kafka.assert_committed("ag", {("a", 0): 1})
+
+
+def test_sync_beside_them(kafka):
+    kafka.produce("s", b"x")
+    assert kafka.end_offsets("s") == {0: 1}
+
+'''
+UNMARKED = '''
+
+async def test_unmarked(kafka):
+    p = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap_servers)
+    await p.start()
+    await p.send_and_wait("u", b"1")
+    await p.stop()
+    assert kafka.end_offsets("u") == {0: 1}
+'''
+
+
+@pytest.mark.parametrize("mode", ["strict", "auto"])
+def test_async_tests_with_aiokafka(pytester: pytest.Pytester, mode: str) -> None:
+    """pytest-asyncio's two modes: the cluster runs on its own thread, so whichever event loop pytest-asyncio
+    gives a test, the test and its async fixtures built on `kafka` just use its address. In auto mode an
+    unmarked async test runs too (strict mode needs the marker: pytest-asyncio's rule, not ours)."""
+    pytester.makepyfile(ASYNC_TESTS + (UNMARKED if mode == "auto" else ""))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-o", f"asyncio_mode={mode}",
+                                           "-o", "asyncio_default_fixture_loop_scope=function")
+    result.assert_outcomes(passed=3 if mode == "auto" else 2)
+
+
+def test_p_no_fakekafka_turns_the_plugin_off(pytester: pytest.Pytester) -> None:
+    """`-p no:fakekafka`: no fixtures, no options; a project's own `kafka` fixture is left alone."""
+    pytester.makeconftest('''
+import pytest
+
+
+@pytest.fixture
+def kafka():
+    return "the project's own"
+''')
+    pytester.makepyfile('''
+def test_own_fixture(kafka):
+    assert kafka == "the project's own"
+
+
+def test_no_factory(fakekafka_cluster):
+    pass
+''')
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:fakekafka")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*fixture 'fakekafka_cluster' not found*"])
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:fakekafka", "--fakekafka-bootstrap=x:1")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    # with the plugin on, the conftest's fixture overrides the plugin's, as any closer fixture does
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-k", "own")
+    result.assert_outcomes(passed=1, deselected=1)
+
+
+def test_client_deprecation_noise_is_filtered_for_users(pytester: pytest.Pytester) -> None:
+    """kafka-python 3 warns twice per protocol schema it loads (importlib.resources.read_text, deprecated in
+    Python 3.11-3.12): the plugin filters exactly those, even under `filterwarnings = error`; a user's own
+    deprecated call still warns."""
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\nfilterwarnings =\n    error\n"
+                     "    default:read_text:DeprecationWarning:test_noise\n")
+    pytester.makepyfile(test_noise=USES_KAFKA_PYTHON + '''
+import importlib.resources
+
+
+def test_uses_kafka_python(kafka):
+    produce(kafka, "t", [b"x"])
+    c = KafkaConsumer("t", bootstrap_servers=kafka.bootstrap_servers, auto_offset_reset="earliest")
+    assert kafka.wait_until(lambda: c.poll(1000))
+    c.close()
+
+
+def test_users_own_deprecated_call():
+    importlib.resources.read_text("json", "__init__.py")
 ''')
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=1)
+    result.assert_outcomes(passed=2, warnings=1)
+    result.stdout.fnmatch_lines(["*test_noise.py:*: DeprecationWarning: read_text is deprecated*"])
+    assert "kafka/protocol" not in result.stdout.str()
 
 
 def _real_kafka_or_skip() -> None:

@@ -172,6 +172,27 @@ def format_event(kind: str, details: dict[str, Any]) -> str:
     return " ".join([kind, *(f"{k}={v}" for k, v in details.items())])
 
 
+_CAUSED_SHOWN = 20
+
+
+def _caused(events: list[Any]) -> list[str]:
+    """The events a command caused, one indented line each: those on internal topics (__consumer_offsets'
+    50 partitions follow every broker kill) and any past the first 20 are counted, not listed."""
+    internal, shown = [], []
+    for e in events:
+        (internal if str(e.details.get("topic", "")).startswith("__") else shown).append(e)
+    lines = [f"  {format_event(e.kind, e.details)}" for e in shown[:_CAUSED_SHOWN]]
+    left = len(shown) - _CAUSED_SHOWN
+    if left > 0:
+        lines.append(f"  ... and {left} more")
+    if internal:
+        topics = ", ".join(sorted({str(e.details["topic"]) for e in internal}))
+        lines.append(f"  ... and {len(internal)} on internal topics ({topics})")
+    if left > 0 or internal:
+        lines.append("  (`fakekafka ctl events` lists every one)")
+    return lines
+
+
 def _error_text(e: Exception) -> str:
     if isinstance(e, ApiError):
         return f"{e.code.name}: {e.message}" if e.message else e.code.name
@@ -191,8 +212,7 @@ async def _handle(cluster: Cluster, reader: asyncio.StreamReader, writer: asynci
                 seen = len(cluster.state.events)
                 result = await COMMANDS[name][1](cluster, request.get("args") or {})
                 if isinstance(result, str):
-                    caused = [format_event(e.kind, e.details) for e in cluster.state.events[seen:]]
-                    result = "\n".join([result, *(f"  {c}" for c in caused)])
+                    result = "\n".join([result, *_caused(cluster.state.events[seen:])])
                 reply: dict[str, Any] = {"ok": True, "result": result}
                 log.info("control: %s %s", name, request.get("args") or "")
             except (ApiError, ValueError, KeyError, TypeError, RuntimeError) as e:

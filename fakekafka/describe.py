@@ -134,12 +134,16 @@ def status_line(state: ClusterState, *, uptime_s: float, connections: int, reque
     records = sum(p.log.high_watermark - p.log.log_start_offset for t in topics for p in t.partitions)
     size = sum(p.log.size_bytes for t in topics for p in t.partitions)
     states = Counter(g.state.value for g in state.groups.groups.values())
-    groups = f"{sum(states.values())} groups"
+    groups = _count(sum(states.values()), "group")
     if states:
         groups += " (" + ", ".join(f"{n} {s}" for s, n in sorted(states.items())) + ")"
     rate = ""
     if requests_before is not None and interval_s:
         rate = f" ({(requests - requests_before) / interval_s:.1f}/s)"
     return (f"fakekafka status: up {_duration(uptime_s)}; brokers {alive}/{len(state.brokers)} alive; "
-            f"{len(topics)} topics, {partitions} partitions, {records} records ({_size(size)}); {groups}; "
-            f"{connections} connections; {requests} requests{rate}")
+            f"{_count(len(topics), 'topic')}, {_count(partitions, 'partition')}, {_count(records, 'record')} "
+            f"({_size(size)}); {groups}; {_count(connections, 'connection')}; {_count(requests, 'request')}{rate}")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

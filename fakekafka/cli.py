@@ -56,6 +56,16 @@ def _port(text: str, *, zero: bool = True) -> int:
     return port
 
 
+def _address(text: str) -> str:
+    """HOST:PORT, as the ready line prints the control address."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not host:
+        raise argparse.ArgumentTypeError(f"{text!r} is not HOST:PORT (the ready line of `fakekafka serve` prints "
+                                         f"control=HOST:PORT)")
+    _port(port, zero=False)
+    return text
+
+
 def _reason(e: OSError) -> str:
     if e.errno == errno.EADDRINUSE:
         return "the address is already in use"
@@ -109,8 +119,8 @@ def _parser() -> argparse.ArgumentParser:
     analyze.add_argument("--format", choices=["md", "html"], default=None,
                          help="md (default) or html; inferred from --out's suffix when not given")
     ctl = sub.add_parser("ctl", help="steer a running `fakekafka serve`")
-    ctl.add_argument("--control", default="127.0.0.1:9192", help="its control address (printed by serve; "
-                                                                 "default 127.0.0.1:9192)")
+    ctl.add_argument("--control", type=_address, default="127.0.0.1:9192",
+                     help="its control address (printed by serve; default 127.0.0.1:9192)")
     ctl_sub = ctl.add_subparsers(dest="ctl_command", required=True)
     for name, (help_text, _) in COMMANDS.items():
         p = ctl_sub.add_parser(name, help=help_text)

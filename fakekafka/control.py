@@ -50,18 +50,24 @@ def _topic_partition(a: dict[str, Any]) -> str:
 
 async def _kill(c: Cluster, a: dict[str, Any]) -> str:
     node_id = _broker(c, a)
+    if not c.state.brokers[node_id].alive:
+        return f"broker {node_id} is down already: nothing changed"
     await c.kill_broker_async(node_id)
     return f"broker {node_id} killed: its connections dropped, the partitions it led get leaders from their ISR"
 
 
 async def _stop(c: Cluster, a: dict[str, Any]) -> str:
     node_id = _broker(c, a)
+    if not c.state.brokers[node_id].alive:
+        return f"broker {node_id} is down already: nothing changed"
     await c.stop_broker_async(node_id)
     return f"broker {node_id} stopped (controlled shutdown: leadership moved first)"
 
 
 async def _restart(c: Cluster, a: dict[str, Any]) -> str:
     node_id = _broker(c, a)
+    if c.state.brokers[node_id].alive:
+        return f"broker {node_id} is up already: nothing changed"
     await c.restart_broker_async(node_id)
     return f"broker {node_id} restarted on port {c.state.brokers[node_id].port}"
 

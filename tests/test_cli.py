@@ -148,7 +148,9 @@ def test_ctl_confirms_what_it_did(three_brokers: str) -> None:
     assert stopped.returncode == 0
     assert stopped.stdout.splitlines()[:2] == ["broker 3 stopped (controlled shutdown: leadership moved first)",
                                                "  broker_killed broker=3"]
+    assert _ctl(three_brokers, "kill-broker", "3").stdout == "broker 3 is down already: nothing changed\n"
     assert _ctl(three_brokers, "restart-broker", "3").returncode == 0
+    assert _ctl(three_brokers, "restart-broker", "3").stdout == "broker 3 is up already: nothing changed\n"
     assert _ctl(three_brokers, "clear-faults").stdout == "every injected fault removed\n"
     assert _ctl(three_brokers, "isolate-broker", "2").stdout.startswith("broker 2 cut off from the other brokers")
     assert _ctl(three_brokers, "heal-broker", "2").stdout.startswith("broker 2 reconnected")
@@ -216,6 +218,12 @@ def test_ctl_describe_prints_tables() -> None:
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(10) == 0
+
+
+@pytest.mark.parametrize("control", ["localhost", "localhost:http", ":9192", "localhost:0"])
+def test_ctl_control_address_is_checked(control: str) -> None:
+    r = _ctl(control, "events")
+    assert r.returncode == 2 and "is not" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_ctl_without_a_server_says_so() -> None:

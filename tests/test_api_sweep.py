@@ -50,12 +50,13 @@ from wire.messages.consumer_protocol_assignment import ConsumerProtocolAssignmen
 from wire.messages.consumer_protocol_subscription import ConsumerProtocolSubscriptionV0
 from wire.primitives import ZERO_UUID, Message, NullableStruct, _Array
 from wire.protocol import request_struct
-from wire.records import build_batch
+from wire.records import build_batch, decode_batch, iter_batches
 
 TOPIC = "sweep"  # 2 partitions: p0 holds 5 records in two batches, p1 one record
 GROUP = "sweep-group"  # Stable, one member (the leader) holding both partitions, offsets committed
 SIMPLE_GROUP = "sweep-offdel"  # Empty: offsets committed with generation -1, for OffsetDelete
 PRODUCE_TOPIC = "sweep-produce"
+TXN_TOPIC = "sweep-txn"  # 2 partitions, written by the transaction APIs' builders
 TS0 = 1_700_000_000_000  # record timestamps (CreateTime) are TS0 + offset
 P0_RECORDS, P1_RECORDS = 5, 1
 SESSION_TIMEOUT_MS = 600_000  # the group's member must outlive the session, whatever the machine's load
@@ -74,7 +75,7 @@ def per_version_names(prefix: str, api_key: int) -> list[str]:
 
 
 # topics made at set-up: destructive APIs get one per version so each answer is about real state
-SETUP_TOPICS = {TOPIC: 2, PRODUCE_TOPIC: 1, **{n: 1 for n in per_version_names("sweep-delete", 20)},
+SETUP_TOPICS = {TOPIC: 2, PRODUCE_TOPIC: 1, TXN_TOPIC: 2, **{n: 1 for n in per_version_names("sweep-delete", 20)},
                 **{n: 1 for n in per_version_names("sweep-cp", 37)},
                 **{n: 1 for n in per_version_names("sweep-delrec", 21)}}
 SETUP_GROUPS = per_version_names("sweep-delgroup", 42)  # Empty groups with offsets, for DeleteGroups
@@ -370,13 +371,126 @@ def _describe_cluster(t: Target, v: int) -> dict[str, Any]:
     return {"include_cluster_authorized_operations": False, "endpoint_type": 1}
 
 
+# --- transactions: each builder makes its own transactional id (and its state) first -----------------------
+RETRY_TXN = (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE,
+             ErrorCode.CONCURRENT_TRANSACTIONS)
+
+
+def retried(t: Target, api_key: int, version: int, body: dict[str, Any], what: str) -> Any:
+    """A set-up request sent until the transaction coordinator is ready (a new Kafka loads
+    `__transaction_state` a moment after creating it)."""
+    deadline = time.monotonic() + 30
+    while True:
+        r = t.send(api_key, version, fit_request(api_key, version, body))
+        if not any(c in RETRY_TXN for _, c in error_codes(r)) or time.monotonic() > deadline:
+            return must(r, what)
+        time.sleep(0.05)
+
+
+def settled(t: Target) -> None:
+    """Kafka writes a transaction's markers after answering EndTxn: wait until no transaction is still ending,
+    so the next transaction's batches land after them on both brokers and the logs are the same."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        r = t.send(66, 0, {"state_filters": ["PrepareCommit", "PrepareAbort"], "producer_id_filters": []})
+        if r is not None and not r.transaction_states:
+            return
+        time.sleep(0.02)
+    raise AssertionError("transactions never finished ending")
+
+
+def txn_producer(t: Target, tid: str, partitions: tuple[tuple[str, int], ...] = (), data: bool = False,
+                 group: str | None = None) -> tuple[int, int]:
+    """InitProducerId for `tid` (after FindCoordinator made `__transaction_state`), then, if asked, partitions
+    added, one transactional batch written to each, and a group's offsets added."""
+    settled(t)
+    retried(t, 10, 4, {"key_type": 1, "coordinator_keys": [tid]}, f"FindCoordinator {tid}")
+    r = retried(t, 22, 4, {"transactional_id": tid, "transaction_timeout_ms": 60_000, "producer_id": -1,
+                           "producer_epoch": -1}, f"InitProducerId {tid}")
+    pid, epoch = r.producer_id, r.producer_epoch
+    if partitions:
+        by_topic: dict[str, list[int]] = {}
+        for topic, index in partitions:
+            by_topic.setdefault(topic, []).append(index)
+        retried(t, 24, 3, {"v3_and_below_transactional_id": tid, "v3_and_below_producer_id": pid,
+                           "v3_and_below_producer_epoch": epoch, "v3_and_below_topics": [
+                               {"name": n, "partitions": ps} for n, ps in by_topic.items()]}, f"AddPartitions {tid}")
+    if data:
+        for topic, index in partitions:
+            batch = build_batch([{"key": None, "value": f"{tid}".encode(), "timestamp": TS0}], producer_id=pid,
+                                producer_epoch=epoch, base_sequence=0, transactional=True)
+            must(t.send(0, 9, {"transactional_id": tid, "acks": -1, "timeout_ms": 30_000, "topic_data": [
+                {"name": topic, "partition_data": [{"index": index, "records": batch}]}]}), f"Produce {tid}")
+    if group is not None:
+        retried(t, 25, 3, {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch, "group_id": group},
+                f"AddOffsetsToTxn {tid}")
+    return pid, epoch
+
+
+def _add_partitions_to_txn(t: Target, v: int) -> dict[str, Any]:
+    tid = f"sweep-apt-v{v}"
+    pid, epoch = txn_producer(t, tid, ((TXN_TOPIC, 0),) if v == 5 else ())
+    topics = [{"name": TXN_TOPIC, "partitions": [0, 1]}]
+    return {"v3_and_below_transactional_id": tid, "v3_and_below_producer_id": pid, "v3_and_below_producer_epoch": epoch,
+            "v3_and_below_topics": topics, "transactions": [
+                {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch, "verify_only": v == 5,
+                 "topics": topics}]}
+
+
+def _add_offsets_to_txn(t: Target, v: int) -> dict[str, Any]:
+    tid = f"sweep-aot-v{v}"
+    pid, epoch = txn_producer(t, tid)
+    return {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch, "group_id": GROUP}
+
+
+def _end_txn(t: Target, v: int) -> dict[str, Any]:
+    """Even versions commit, odd ones abort, a transaction with a batch in sweep-txn-0."""
+    tid = f"sweep-end-v{v}"
+    pid, epoch = txn_producer(t, tid, ((TXN_TOPIC, 0),), data=True)
+    return {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch, "committed": v % 2 == 0}
+
+
+def _write_txn_markers(t: Target, v: int) -> dict[str, Any]:
+    """What `kafka-transactions abort` sends for a hanging transaction in sweep-txn-1."""
+    tid = f"sweep-wtm-v{v}"
+    pid, epoch = txn_producer(t, tid, ((TXN_TOPIC, 1),), data=True)
+    return {"markers": [{"producer_id": pid, "producer_epoch": epoch, "transaction_result": False,
+                         "topics": [{"name": TXN_TOPIC, "partition_indexes": [1]}], "coordinator_epoch": 0}]}
+
+
+def _txn_offset_commit(t: Target, v: int) -> dict[str, Any]:
+    return _txn_offset_commit_for(t, f"sweep-toc-v{v}")
+
+
+def _txn_offset_commit_for(t: Target, tid: str, added: bool = True) -> dict[str, Any]:
+    pid, epoch = txn_producer(t, tid, group=GROUP if added else None)
+    return {"transactional_id": tid, "group_id": GROUP, "producer_id": pid, "producer_epoch": epoch,
+            "generation_id": t.generation_id, "member_id": t.member_id, "group_instance_id": None,
+            "topics": [{"name": TOPIC, "partitions": [{"partition_index": 0, "committed_offset": 3,
+                                                       "committed_leader_epoch": -1, "committed_metadata": "t"}]}]}
+
+
+def _describe_producers(t: Target, v: int) -> dict[str, Any]:
+    return {"topics": [{"name": TXN_TOPIC, "partition_indexes": [0, 1]}, {"name": TOPIC, "partition_indexes": [0]}]}
+
+
+def _describe_transactions(t: Target, v: int) -> dict[str, Any]:
+    return {"transactional_ids": ["sweep-end-v0", "sweep-end-v1", "sweep-wtm-v0", "sweep-toc-v0", "nope"]}
+
+
+def _list_transactions(t: Target, v: int) -> dict[str, Any]:
+    return {"state_filters": [], "producer_id_filters": [], "duration_filter": -1}
+
+
 BUILDERS: dict[int, Callable[[Target, int], dict[str, Any]]] = {
     0: _produce, 1: _fetch, 2: _list_offsets, 3: _metadata, 8: _offset_commit, 9: _offset_fetch,
     10: _find_coordinator, 11: _join_group, 12: _heartbeat, 13: _leave_group, 14: _sync_group,
     15: _describe_groups, 16: _list_groups, 18: _api_versions, 19: _create_topics, 20: _delete_topics,
     21: _delete_records, 22: _init_producer_id, 23: _offset_for_leader_epoch, 32: _describe_configs,
     37: _create_partitions, 42: _delete_groups, 43: _elect_leaders, 45: _alter_partition_reassignments,
-    46: _list_partition_reassignments, 47: _offset_delete, 60: _describe_cluster,
+    46: _list_partition_reassignments, 47: _offset_delete, 60: _describe_cluster, 24: _add_partitions_to_txn,
+    25: _add_offsets_to_txn, 26: _end_txn, 27: _write_txn_markers, 28: _txn_offset_commit, 61: _describe_producers,
+    65: _describe_transactions, 66: _list_transactions,
 }
 
 PAIRS = [(k, v) for k, (lo, hi) in advertised_versions().items() for v in range(lo, hi + 1)]
@@ -502,22 +616,70 @@ VARIANTS: dict[str, tuple[int, list[int], Callable[[Target, int], dict[str, Any]
     "duplicate-topics": (37, [3], lambda t, v: {"timeout_ms": 30_000, "topics": [
         {"name": "sweep-cp-v2", "count": 3}, {"name": "sweep-cp-v2", "count": 3}]}),
     "duplicate-names": (20, [5], lambda t, v: {"timeout_ms": 30_000, "topic_names": ["nope", "nope"]}),
+    "transactional": (22, [4], lambda t, v: {"transactional_id": "sweep-init", "transaction_timeout_ms": 60_000}),
+    "timeout-too-long": (22, [4], lambda t, v: {"transactional_id": "sweep-init-2",
+                                                "transaction_timeout_ms": 900_001}),
+    "empty-transactional-id": (22, [4], lambda t, v: {"transactional_id": "", "transaction_timeout_ms": 60_000}),
+    "transaction-coordinator": (10, [4], lambda t, v: {"key_type": 1, "coordinator_keys": ["sweep-end-v0", ""]}),
+    "not-added": (0, [9, 11], lambda t, v: _produce_txn(t, f"sweep-notadded-v{v}")),
+    "end-empty": (26, [4], lambda t, v: {**_end_txn_ids(t, "sweep-end-empty"), "committed": True}),
+    "unknown-producer": (26, [4], lambda t, v: {"transactional_id": "sweep-end-v0", "producer_id": 1,
+                                                "producer_epoch": 0, "committed": True}),
+    "unknown-txn-topic": (24, [3], lambda t, v: {**_add_partitions_to_txn(t, 3), "v3_and_below_topics": [
+        {"name": TXN_TOPIC, "partitions": [0]}, {"name": "nope", "partitions": [0]}]}),
+    "not-added-offsets": (28, [3], lambda t, v: _txn_offset_commit_for(t, "sweep-toc-notadded", added=False)),
+    # one partition, one batch (how far Kafka reads past the first under read_committed varies from run to run):
+    # the aborted batch of sweep-end-v1 at 2, and in partition 1 the one WriteTxnMarkers aborted
+    "read-committed": (1, [12], lambda t, v: _read_committed(t, v, 0, 2)),
+    "read-committed-p1": (1, [12], lambda t, v: _read_committed(t, v, 1, 0)),
+    "read-committed-latest": (2, [9], lambda t, v: {"replica_id": -1, "isolation_level": 1, "topics": [
+        {"name": TXN_TOPIC, "partitions": [{"partition_index": p, "timestamp": -1, "current_leader_epoch": -1}
+                                           for p in (0, 1)]}]}),
+    "ongoing": (65, [0], lambda t, v: {"transactional_ids": [_ongoing(t, "sweep-ongoing")]}),
+    "ongoing-only": (66, [1], lambda t, v: {"state_filters": ["Ongoing", "Bogus"], "producer_id_filters": []}),
     "name-and-id": (20, [6], lambda t, v: {"timeout_ms": 30_000, "topics": [
         {"name": TOPIC, "topic_id": t.topic_ids[TOPIC]}, {"name": None, "topic_id": ZERO_UUID}]}),
 }
+def _read_committed(t: Target, v: int, partition: int, offset: int) -> dict[str, Any]:
+    return {**_fetch(t, v), "isolation_level": 1, "topics": [{"topic": TXN_TOPIC, "partitions": [
+        {"partition": partition, "fetch_offset": offset, "partition_max_bytes": 1, "current_leader_epoch": -1,
+         "last_fetched_epoch": -1}]}]}
+
+
+def _end_txn_ids(t: Target, tid: str) -> dict[str, Any]:
+    pid, epoch = txn_producer(t, tid)
+    return {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch}
+
+
+def _produce_txn(t: Target, tid: str) -> dict[str, Any]:
+    """A transactional batch for a partition its transaction never added."""
+    pid, epoch = txn_producer(t, tid)
+    batch = build_batch([{"key": None, "value": b"x", "timestamp": TS0}], producer_id=pid, producer_epoch=epoch,
+                        base_sequence=0, transactional=True)
+    return {"transactional_id": tid, "acks": -1, "timeout_ms": 30_000, "topic_data": [
+        {"name": TXN_TOPIC, "partition_data": [{"index": 1, "records": batch}]}]}
+
+
+def _ongoing(t: Target, tid: str) -> str:
+    txn_producer(t, tid, ((TXN_TOPIC, 1),))
+    return tid
+
+
 VARIANT_CASES = [(k, v, name) for name, (k, versions, _) in VARIANTS.items() for v in versions]
 VARIANT_IDS = [f"{API_MODULES[k][0]}-v{v}-{name}" for k, v, name in VARIANT_CASES]
 
 
 # --- what may differ -------------------------------------------------------------------------------------
 VOLATILE = frozenset({"throttle_time_ms", "cluster_id", "port", "member_id", "leader", "producer_id",
-                      "producer_epoch"})
+                      "producer_epoch", "last_timestamp", "transaction_start_time_ms"})
 """Made up by each broker: replaced by a placeholder. Topic ids keep only whether they are set (the zero UUID
 or not), the message of an error only whether there is one (the message of no error is compared: Kafka says
 "NONE" or ""); node ids and hosts are compared (both brokers are node 1 on 127.0.0.1)."""
 
 UNORDERED = {"partitions": ("partition_index", "partition", "partition_id"), "partition_responses": ("index",),
-             "groups": ("group_id",), "configs": ("name",), "topics": ("name",), "responses": ("name", "topic")}
+             "groups": ("group_id",), "configs": ("name",), "topics": ("name",), "responses": ("name", "topic"),
+             "transaction_states": ("transactional_id",), "results_by_topic_v3_and_below": ("name",),
+             "results_by_partition": ("partition_index",)}
 """Lists compared in key order (field -> the key of its items): Kafka answers some (ListOffsets' partitions,
 ListGroups, DescribeConfigs' configs, Metadata's topics, DeleteTopics' results) in its hash maps' order, which
 no client relies on."""
@@ -542,7 +704,7 @@ def error_codes(value: Any, path: str = "") -> Iterator[tuple[str, int]]:
     """Every `error_code` field in a decoded answer, with its path."""
     if isinstance(value, dict):
         for k, v in value.items():
-            if k == "error_code" and isinstance(v, int):
+            if k.endswith("error_code") and isinstance(v, int):
                 yield f"{path}/{k}", v
             else:
                 yield from error_codes(v, f"{path}/{k}")
@@ -560,11 +722,14 @@ def normalise(value: Any) -> Any:
                 continue
             if k in UNORDERED and isinstance(v, list):
                 keys = UNORDERED[k]
-                out[k] = sorted(normalise(v), key=lambda i: next((str(i[key]) for key in keys if key in i), ""))
+                out[k] = sorted(normalise(v), key=lambda i: next((str(i[key]) for key in keys if key in i), "")
+                                if isinstance(i, dict) else i)
             elif k in VOLATILE:
                 out[k] = f"<{k}>"
             elif (k == "error_message" and value.get("error_code", 0) != 0) or k == "batch_index_error_message":
                 out[k] = None if v is None else "<message>"
+            elif k == "records" and isinstance(v, bytes | bytearray | memoryview):
+                out[k] = records_view(bytes(v))
             elif k == "topic_id" and isinstance(v, uuid.UUID):
                 out[k] = "<zero>" if v == ZERO_UUID else "<uuid>"
             else:
@@ -575,6 +740,20 @@ def normalise(value: Any) -> Any:
     if isinstance(value, bytes | bytearray | memoryview):
         return bytes(value)
     return value
+
+
+def records_view(data: bytes) -> Any:
+    """Record batches with what each broker makes up (the producer id, and so the CRC) masked; other bytes as
+    they are."""
+    try:
+        batches = iter_batches(data, validate=False)
+    except Exception:  # noqa: BLE001 - not batches (or a partial one): compared as bytes
+        return data
+    if not batches or all(h.producer_id < 0 for h, _ in batches):
+        return data
+    return [{"base_offset": h.base_offset, "last_offset_delta": h.last_offset_delta, "attributes": h.attributes,
+             "producer_id": "<producer_id>" if h.producer_id >= 0 else -1, "base_sequence": h.base_sequence,
+             "records": [(r.key, r.value, r.headers) for r in decode_batch(bytes(b)).records]} for h, b in batches]
 
 
 def differences(got: Any, want: Any, path: str = "") -> Iterator[tuple[str, Any, Any]]:

@@ -12,6 +12,9 @@ data arrives or max_wait_ms passes. v13+ addresses topics by id (UNKNOWN_TOPIC_I
 The client's current leader epoch is checked from v9, the version that carries it; from v12 a
 last_fetched_epoch the leader cannot place (newer than its own) is OFFSET_OUT_OF_RANGE, as in Kafka. A topic
 named twice is answered in one entry and a partition asked for twice once (the last entry), as Kafka's.
+Under read_committed a consumer reads below the last stable offset only (no open transaction's records, nor
+an ended one's before its marker is replicated), and is told the aborted transactions from the fetch offset
+on; control batches are returned like any other, so clients skip them and drop aborted data.
 """
 
 from __future__ import annotations
@@ -33,15 +36,16 @@ null of a read_uncommitted read (checked against Kafka 4.4 by tests/test_api_swe
 
 
 def _partition_response(index: int, code: ErrorCode, partition: Partition | None = None,
-                        records: Chunks | None = None, read_committed: bool = False) -> dict[str, Any]:
+                        records: Chunks | None = None, read_committed: bool = False,
+                        aborted: list[dict[str, int]] | None = None) -> dict[str, Any]:
     log = partition.log if partition is not None and code == ErrorCode.NONE else None  # errors: -1s, as Kafka
     return {
         "partition_index": index,
         "error_code": code,
         "high_watermark": log.high_watermark if log else -1,
-        "last_stable_offset": log.high_watermark if log else -1,
+        "last_stable_offset": log.last_stable_offset if log else -1,
         "log_start_offset": log.log_start_offset if log else -1,
-        "aborted_transactions": [] if read_committed or code in UNKNOWN else None,
+        "aborted_transactions": (aborted or []) if read_committed or code in UNKNOWN else None,
         "preferred_read_replica": -1,
         "records": records if records is not None else b"",
     }
@@ -100,7 +104,7 @@ def handle_fetch(ctx: RequestContext, req: Container) -> Any:
                     continue
                 assert partition is not None
                 log = partition.log
-                upper = log.high_watermark
+                upper = log.last_stable_offset if read_committed else log.high_watermark
                 if v >= 12 and p.last_fetched_epoch >= 0:
                     epoch, end = log.end_offset_for_epoch(p.last_fetched_epoch, partition.leader_epoch)
                     if end < 0:  # an epoch the leader never had: Kafka cannot tell where it ended
@@ -125,7 +129,14 @@ def handle_fetch(ctx: RequestContext, req: Container) -> Any:
                     batches = log.read(p.fetch_offset, left, min_one=False, upper=upper)[:1]
                 data = Chunks(batches)
                 total += data.nbytes
-                results.append(_partition_response(p.partition, ErrorCode.NONE, partition, data, read_committed))
+                aborted = None
+                if read_committed and batches and log.aborted:
+                    # from the fetch offset to the log end, as Kafka's sparse offset index makes it for a log
+                    # under index.interval.bytes (beyond that Kafka stops sooner; clients skip the extras)
+                    aborted = [{"producer_id": a.producer_id, "first_offset": a.first_offset}
+                               for a in log.aborted_between(p.fetch_offset, log.log_end_offset)]
+                results.append(_partition_response(p.partition, ErrorCode.NONE, partition, data, read_committed,
+                                                   aborted))
             responses.append({key: name_or_id, "partitions": results})
         if final or errors or total >= req.min_bytes or req.max_wait_ms <= 0 or not watched:
             return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": 0, "responses": responses}

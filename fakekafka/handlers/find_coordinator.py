@@ -1,12 +1,12 @@
 """FindCoordinator (key 10), v0-6 (batched keys in v4+).
 
 A group's coordinator is the leader of partition abs(hash(group id)) % offsets.topic.num.partitions of
-`__consumer_offsets` (Java's String.hashCode), so groups spread over brokers as in Kafka; the topic is
-created on first use. Behaviour: transactional ids are answered the same way (there is no
-`__transaction_state` yet). An error injected by a test is answered for every key asked about (v4+
-has no top-level error code). A coordinator found carries Kafka's error message for no error: "NONE" in
-v1-3 (Errors.NONE.message()), "" per key in v4+. The empty group id has a coordinator, as in Kafka.
-"""
+`__consumer_offsets` (Java's String.hashCode), so groups spread over brokers as in Kafka; the topic is created on
+first use. A transactional id's coordinator is found the same way in `__transaction_state`
+(transaction.state.log.num.partitions partitions, created on first use). An error injected by a test is answered
+for every key asked about (v4+ has no top-level error code). A coordinator found carries Kafka's error message for
+no error: "NONE" in v1-3 (Errors.NONE.message()), "" per key in v4+. The empty group id and the empty transactional
+id have a coordinator, as in Kafka."""
 
 from __future__ import annotations
 
@@ -27,9 +27,7 @@ def _failed(key: str, code: ErrorCode, message: str | None = None) -> dict[str, 
 def _coordinator(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
     if key_type not in (GROUP, TRANSACTION):
         return _failed(key, ErrorCode.INVALID_REQUEST, f"Unsupported key type {key_type}")
-    if not key and key_type == TRANSACTION:
-        return _failed(key, ErrorCode.INVALID_REQUEST, "the coordinator key is empty")
-    b = ctx.cluster.coordinator_for(key)
+    b = ctx.cluster.coordinator_for(key) if key_type == GROUP else ctx.cluster.transaction_coordinator_for(key)
     if b is None:
         return _failed(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available.")
     return {"key": key, "node_id": b.node_id, "host": b.host, "port": b.port, "error_code": ErrorCode.NONE,

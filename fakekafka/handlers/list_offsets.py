@@ -1,11 +1,10 @@
 """ListOffsets (key 2), v1-10.
 
-Timestamps: -1 latest (the high watermark), -2 earliest (log start), -3 max timestamp (v7+),
--4 earliest local (v8+, the log start: nothing is tiered), -5 latest tiered (v9+, -1: nothing is
-tiered); otherwise the first offset whose timestamp is >= the target, or -1 if there is none. A topic
+Timestamps: -1 latest (the high watermark; the last stable offset under read_committed), -2 earliest (log start),
+-3 max timestamp (v7+), -4 earliest local (v8+, the log start: nothing is tiered), -5 latest tiered (v9+, -1:
+nothing is tiered); otherwise the first offset whose timestamp is >= the target, or -1 if there is none. A topic
 named twice is answered in one entry and a partition asked for twice once, with INVALID_REQUEST (Kafka's). An error
-injected by a test is answered for every partition asked about (there is no top-level error code).
-"""
+injected by a test is answered for every partition asked about (there is no top-level error code)."""
 
 from __future__ import annotations
 
@@ -30,10 +29,11 @@ def _epoch_at(log: PartitionLog, offset: int) -> int:
     return epoch
 
 
-def _lookup(log: PartitionLog, timestamp: int, current_epoch: int) -> tuple[ErrorCode, int, int, int]:
+def _lookup(log: PartitionLog, timestamp: int, current_epoch: int,
+            read_committed: bool = False) -> tuple[ErrorCode, int, int, int]:
     """(error, timestamp, offset, leader epoch)."""
     if timestamp == LATEST:
-        return ErrorCode.NONE, -1, log.high_watermark, current_epoch
+        return ErrorCode.NONE, -1, log.last_stable_offset if read_committed else log.high_watermark, current_epoch
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return ErrorCode.NONE, -1, log.log_start_offset, _epoch_at(log, log.log_start_offset) \
             if log.log_end_offset > log.log_start_offset else current_epoch
@@ -71,7 +71,8 @@ def handle_list_offsets(ctx: RequestContext, req: Container) -> dict[str, Any]:
                         or (p.timestamp == LATEST_TIERED and v < 9):
                     code = ErrorCode.UNSUPPORTED_VERSION
                 else:
-                    code, ts, offset, epoch = _lookup(partition.log, p.timestamp, partition.leader_epoch)
+                    code, ts, offset, epoch = _lookup(partition.log, p.timestamp, partition.leader_epoch,
+                                                      req.get("isolation_level", 0) == 1)
             results.append({"partition_index": p.partition_index, "error_code": code, "timestamp": ts,
                             "offset": offset, "leader_epoch": epoch})
         topics.append({"name": name, "partitions": results})

@@ -2,8 +2,9 @@
 
 Commits come from the current generation and member only; generation -1 commits (consumers using
 assign() with a group id) are accepted while the group is Empty. Behaviour: offsets are kept in the
-coordinator's memory and are not written as records to `__consumer_offsets`; require_stable has
-nothing to wait for until transactions exist. An error injected by a test is answered for every
+coordinator's memory and are not written as records to `__consumer_offsets`. With require_stable (v7+, what a
+read_committed consumer sends) a partition with offsets staged by an open transaction is UNSTABLE_OFFSET_COMMIT
+(offset -1), and the client asks again, as with Kafka. An error injected by a test is answered for every
 partition of a commit (OffsetCommit has no top-level error code), and for every group of a v8+ fetch.
 """
 
@@ -50,13 +51,19 @@ def handle_offset_commit(ctx: RequestContext, req: Container) -> dict[str, Any]:
         for t in req.topics]}
 
 
-def _fetch_group(ctx: RequestContext, group_id: str, topics: list[Container] | None) -> tuple[ErrorCode, list]:
+def _fetch_group(ctx: RequestContext, group_id: str, topics: list[Container] | None,
+                 require_stable: bool = False) -> tuple[ErrorCode, list]:
     if not_coordinator(ctx, group_id):
         return ErrorCode.NOT_COORDINATOR, []
     partitions = None if topics is None else [(t.name, i) for t in topics for i in t.partition_indexes]
     found = ctx.cluster.groups.fetch_offsets(group_id, partitions)
     by_topic: dict[str, list[dict[str, Any]]] = {}
     for (topic, index), om in found.items():
+        if require_stable and ctx.cluster.groups.has_pending_txn_offset(group_id, (topic, index)):
+            by_topic.setdefault(topic, []).append({
+                "partition_index": index, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
+                "error_code": ErrorCode.UNSTABLE_OFFSET_COMMIT})
+            continue
         by_topic.setdefault(topic, []).append({
             "partition_index": index, "committed_offset": om.offset if om else -1,
             "committed_leader_epoch": om.leader_epoch if om else -1, "metadata": om.metadata if om else "",
@@ -81,10 +88,10 @@ def handle_offset_fetch(ctx: RequestContext, req: Container) -> dict[str, Any]:
     if ctx.version >= 8:
         groups = []
         for g in req.groups:
-            code, topics = _fetch_group(ctx, g.group_id, g.topics)
+            code, topics = _fetch_group(ctx, g.group_id, g.topics, req.require_stable)
             groups.append({"group_id": g.group_id, "topics": topics, "error_code": code})
         return {"throttle_time_ms": 0, "groups": groups}
-    code, topics = _fetch_group(ctx, req.group_id, req.topics)
+    code, topics = _fetch_group(ctx, req.group_id, req.topics, req.get("require_stable", False))
     if ctx.version < 2 and code != ErrorCode.NONE:
         for t in topics:
             for p in t["partitions"]:

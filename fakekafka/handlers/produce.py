@@ -13,7 +13,10 @@ NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank meanwhile, or REQUEST_TIMED_O
 compacted topic refuses a batch with a record without a key: INVALID_RECORD, with the record errors and
 message Kafka's LogValidator gives; so does a batch with a timestamp outside
 message.timestamp.before/after.max.ms (INVALID_TIMESTAMP, one record error per such record), and both answers
-carry the partition's log start offset, as Kafka's do.
+carry the partition's log start offset, as Kafka's do. A transactional batch that opens its producer's
+transaction on a partition is checked with the transaction coordinator first (KIP-890 part 1): a partition
+not added to the transaction is INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v11), a stale epoch
+INVALID_PRODUCER_EPOCH, a transaction still ending NOT_ENOUGH_REPLICAS (retriable), as Kafka's ReplicaManager.
 """
 
 from __future__ import annotations
@@ -78,13 +81,14 @@ def handle_produce(ctx: RequestContext, req: Container) -> Any:
             if partition.leader_id != ctx.broker.node_id:
                 results.append(_partition_result(p.index, ErrorCode.NOT_LEADER_OR_FOLLOWER))
                 continue
-            r = cluster.append(partition, p.records, req.acks)
+            r = cluster.append(partition, p.records, req.acks, req.transactional_id, ctx.version >= 11)
             record_errors, message, log_start = r.record_errors, r.message, r.log_start_offset
             if r.error == ErrorCode.INVALID_TIMESTAMP and not record_errors:
                 record_errors, message = _timestamp_errors(ctx, topic, p.records)
                 log_start = partition.log.log_start_offset
             # Kafka's answer carries a message only for a record validation error (with record errors)
-            result = _partition_result(p.index, r.error, message if record_errors else None, r.base_offset,
+            result = _partition_result(p.index, r.error, message if record_errors or r.answer_message else None,
+                                       r.base_offset,
                                        r.log_append_time, log_start)
             result["record_errors"] = [{"batch_index": i, "batch_index_error_message": m} for i, m in record_errors]
             results.append(result)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
+import struct
 import uuid
 from bisect import bisect_left
 from collections.abc import Callable
@@ -20,8 +21,9 @@ from fakekafka.model.faults import Faults
 from fakekafka.model.group import GroupConfig, GroupCoordinator
 from fakekafka.model.log import EpochEntry, PartitionLog
 from fakekafka.model.producers import PartitionProducers, ProducerIds
+from fakekafka.model.transactions import TransactionConfig, TransactionCoordinator
 from wire import ErrorCode
-from wire.records import InvalidBatch, iter_batches
+from wire.records import BatchHeader, InvalidBatch, build_batch, iter_batches, read_header
 
 __all__ = ["ApiError", "AppendResult", "Broker", "ClusterState", "Event", "Partition", "Topic",
            "validate_topic_name"]
@@ -30,7 +32,8 @@ _events_log = logging.getLogger("fakekafka.events")
 MAX_TOPIC_NAME = 249
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 OFFSETS_TOPIC = "__consumer_offsets"
-INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state"})
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC})
 
 
 def java_string_hash(s: str) -> int:
@@ -148,6 +151,8 @@ class AppendResult:
     message: str | None = None
     record_errors: list[tuple[int, str]] = field(default_factory=list)
     """(batch index, message) per refused record (Produce v8+ record_errors)."""
+    answer_message: bool = False
+    """The message goes into the answer even without record errors (Kafka's hasCustomErrorMessage)."""
 
 
 def _keyless(batch: bytes, partition_name: str, log_start_offset: int) -> AppendResult | None:
@@ -191,6 +196,11 @@ class ClusterState:
             max_session_timeout_ms=c.group_max_session_timeout_ms,
             initial_rebalance_delay_ms=c.group_initial_rebalance_delay_ms,
             offsets_retention_ms=c.offsets_retention_minutes * 60_000), notify=self.notify)
+        self.transactions = TransactionCoordinator(
+            self.clock, TransactionConfig(max_timeout_ms=c.transaction_max_timeout_ms,
+                                          id_expiration_ms=c.transactional_id_expiration_ms),
+            allocate_producer_id=self.producer_ids.allocate, write_marker=self._coordinator_marker,
+            coordinator_epoch=self._transaction_coordinator_epoch)
 
     # --- observers ---------------------------------------------------------------------------
     def add_change_listener(self, fn: Callable[[object], None]) -> None:
@@ -213,10 +223,12 @@ class ClusterState:
                 if len(partition.replicas) > 1:
                     self.replicate(partition)
         self.groups.tick()
+        self.transactions.tick()
         self.notify(self.clock)  # requests waiting on a clock deadline look again
 
     def next_deadline(self) -> int | None:
-        times = [t for t in (self.groups.next_deadline(), self._replication_deadline()) if t is not None]
+        times = [t for t in (self.groups.next_deadline(), self._replication_deadline(),
+                             self.transactions.next_deadline()) if t is not None]
         return min(times, default=None)
 
     def event(self, kind: str, **details: object) -> None:
@@ -350,6 +362,8 @@ class ClusterState:
                    previous=old, leader_epoch=partition.leader_epoch, unclean=unclean, isr=list(partition.isr))
         self.replicate(partition)
         self.notify(partition)
+        if old < 0:  # markers that waited for this partition to be led again
+            self.transactions.retry_pending_markers()
 
     @staticmethod
     def _same_log(a: PartitionLog | None, b: PartitionLog) -> bool:
@@ -544,6 +558,67 @@ class ClusterState:
                                                                          "segment.bytes": "104857600"})
         return self.brokers.get(topic.partitions[self.offsets_partition_for(group_id)].leader_id)
 
+    def transaction_partition_for(self, transactional_id: str) -> int:
+        return kafka_abs(java_string_hash(transactional_id)) % self.config.transaction_state_log_num_partitions
+
+    def _transaction_state_topic(self) -> Topic:
+        topic = self.topics.get(TRANSACTION_STATE_TOPIC)
+        if topic is None:
+            rf = min(3, len(self.brokers))
+            topic = self.create_topic(TRANSACTION_STATE_TOPIC, self.config.transaction_state_log_num_partitions, rf,
+                                      configs={"cleanup.policy": "compact", "segment.bytes": "104857600",
+                                               "compression.type": "uncompressed",
+                                               "unclean.leader.election.enable": "false",
+                                               "min.insync.replicas": str(min(2, rf))})
+        return topic
+
+    def transaction_coordinator_for(self, transactional_id: str) -> Broker | None:
+        """The leader of the id's `__transaction_state` partition (the topic is created on first use, as Kafka
+        does); None while that partition has no leader. The coordinator moves with that leadership."""
+        topic = self._transaction_state_topic()
+        return self.brokers.get(topic.partitions[self.transaction_partition_for(transactional_id)].leader_id)
+
+    def _transaction_coordinator_epoch(self, transactional_id: str) -> int:
+        topic = self.topics.get(TRANSACTION_STATE_TOPIC)
+        return topic.partitions[self.transaction_partition_for(transactional_id)].leader_epoch if topic else 0
+
+    # --- transaction markers ---------------------------------------------------------------------
+    def _coordinator_marker(self, tp: tuple[str, int], producer_id: int, epoch: int, commit: bool,
+                            coordinator_epoch: int) -> bool:
+        """The coordinator's marker for one partition: False while the partition has no leader (retried)."""
+        partition = self.partition(*tp)
+        if partition is None:
+            return True  # deleted with its topic: nothing to mark, as Kafka's marker channel drops it
+        if not partition.online:
+            return False
+        self.write_marker(partition, producer_id, epoch, commit, coordinator_epoch)
+        return True
+
+    def write_marker(self, partition: Partition, producer_id: int, epoch: int, commit: bool,
+                     coordinator_epoch: int) -> ErrorCode:
+        """Appends a COMMIT or ABORT control batch for the producer's transaction to the partition's leader log
+        (WriteTxnMarkers); on `__consumer_offsets` it also commits or drops the offsets the transaction staged."""
+        code = partition.producers.check_marker(producer_id, epoch, coordinator_epoch)
+        if code != ErrorCode.NONE:
+            return code
+        now = self.clock.now_ms()
+        key = struct.pack(">hh", 0, 1 if commit else 0)
+        value = struct.pack(">hi", 0, coordinator_epoch)
+        batch = build_batch([{"key": key, "value": value, "timestamp": now}], producer_id=producer_id,
+                            producer_epoch=epoch, transactional=True, control=True)
+        partition.log.append(batch, read_header(batch), partition.leader_epoch, None, now)
+        partition.producers.record_marker(producer_id, epoch, now, coordinator_epoch)
+        if partition.topic.name == OFFSETS_TOPIC:
+            index = partition.index
+            self.groups.complete_txn_offsets(producer_id, commit,
+                                             lambda group_id: self.offsets_partition_for(group_id) == index)
+        if len(partition.replicas) > 1:
+            self.replicate(partition)
+        else:
+            self._advance_high_watermark(partition)
+        self.notify(partition)  # read_committed fetches waiting on the last stable offset
+        return ErrorCode.NONE
+
     # --- topics ------------------------------------------------------------------------------
     def partition(self, topic: str, index: int) -> Partition | None:
         t = self.topics.get(topic)
@@ -718,13 +793,40 @@ class ClusterState:
         return log.log_start_offset
 
     # --- produce -----------------------------------------------------------------------------
+    def _verify_transactional(self, partition: Partition, header: BatchHeader, transactional_id: str,
+                              abortable: bool) -> AppendResult | None:
+        """The errors Kafka's ReplicaManager turns a failed verification into, as a producer sees them."""
+        if self.config.value("transaction.partition.verification.enable")[0] == "false":
+            return None
+        tp = (partition.topic.name, partition.index)
+        code = self.transactions.verify_partitions(transactional_id, header.producer_id, header.producer_epoch,
+                                                   {tp})[tp]
+        if code == ErrorCode.NONE:
+            return None
+        if code == ErrorCode.TRANSACTION_ABORTABLE and not abortable:
+            code = ErrorCode.INVALID_TXN_STATE
+        if code == ErrorCode.INVALID_TXN_STATE:
+            return AppendResult(code, message="Partition was not added to the transaction", answer_message=True)
+        if code == ErrorCode.PRODUCER_FENCED:
+            return AppendResult(ErrorCode.INVALID_PRODUCER_EPOCH)
+        if code in (ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.NOT_COORDINATOR,
+                    ErrorCode.COORDINATOR_NOT_AVAILABLE):
+            return AppendResult(ErrorCode.NOT_ENOUGH_REPLICAS,
+                                message="Unable to verify the partition has been added to the transaction. "
+                                        f"Underlying error: {code.name}", answer_message=True)
+        return AppendResult(code)
+
     def min_insync_replicas(self, partition: Partition) -> int:
         return self.topic_config_int(partition.topic, "min.insync.replicas")
 
-    def append(self, partition: Partition, records: bytes | None, acks: int = 1) -> AppendResult:
+    def append(self, partition: Partition, records: bytes | None, acks: int = 1,
+               transactional_id: str | None = None, abortable: bool = False) -> AppendResult:
         """Validates and stores one partition's data from a Produce request (v3+: exactly one batch) on
         the leader, then lets the followers fetch it. acks=-1 is refused up front when the ISR is smaller
-        than min.insync.replicas; waiting for the high watermark is the caller's business."""
+        than min.insync.replicas; waiting for the high watermark is the caller's business. A transactional
+        batch from a request naming its transactional id, opening the producer's transaction on this
+        partition, is first checked with the coordinator (KIP-890 part 1); `abortable` is whether the
+        request's version knows TRANSACTION_ABORTABLE (Produce v11+)."""
         log = partition.log
         topic = partition.topic
         if acks == -1 and len(partition.isr) < self.min_insync_replicas(partition):
@@ -762,6 +864,14 @@ class ClusterState:
                                               or header.max_timestamp - now > after):
                 return AppendResult(ErrorCode.INVALID_TIMESTAMP,
                                     message="Timestamp is out of range of message.timestamp.before/after.max.ms")
+        if not header.is_transactional and header.producer_id in log.open_txns:
+            return AppendResult(ErrorCode.INVALID_TXN_STATE,
+                                message=f"Expected transactional write from producer {header.producer_id}")
+        if header.is_transactional and transactional_id is not None \
+                and header.producer_id not in log.open_txns:
+            refused = self._verify_transactional(partition, header, transactional_id, abortable)
+            if refused is not None:
+                return refused
         idempotent = header.producer_id >= 0 and header.base_sequence >= 0
         if idempotent:
             check = partition.producers.check(header)

@@ -164,6 +164,10 @@ BROKER_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
     ConfigSpec("offsets.topic.replication.factor", _T.SHORT, "3", minimum=1),
     ConfigSpec("offsets.retention.minutes", _T.INT, "10080", minimum=1),
     ConfigSpec("transaction.state.log.num.partitions", _T.INT, "50", minimum=1),
+    ConfigSpec("transaction.state.log.replication.factor", _T.SHORT, "3", minimum=1),
+    ConfigSpec("transaction.max.timeout.ms", _T.INT, "900000", minimum=1),
+    ConfigSpec("transactional.id.expiration.ms", _T.INT, "604800000", minimum=1),
+    ConfigSpec("transaction.partition.verification.enable", _T.BOOLEAN, "true", dynamic=True),
     ConfigSpec("group.initial.rebalance.delay.ms", _T.INT, "3000", minimum=0),
     ConfigSpec("group.min.session.timeout.ms", _T.INT, "6000"),
     ConfigSpec("group.max.session.timeout.ms", _T.INT, "1800000"),
@@ -209,6 +213,9 @@ class BrokerConfig:
     message_max_bytes: int = 1048588
     socket_request_max_bytes: int = 104857600
     offsets_topic_num_partitions: int = 50
+    transaction_state_log_num_partitions: int = 50
+    transaction_max_timeout_ms: int = 900000
+    transactional_id_expiration_ms: int = 604800000
     cluster_id: str = "fakekafka-cluster-0001"
     group_initial_rebalance_delay_ms: int = 0
     """Kafka's default is 3000; a test double answers at once unless asked to wait."""
@@ -233,6 +240,9 @@ class BrokerConfig:
             "message.max.bytes": (self.message_max_bytes, 1048588),
             "socket.request.max.bytes": (self.socket_request_max_bytes, 104857600),
             "offsets.topic.num.partitions": (self.offsets_topic_num_partitions, 50),
+            "transaction.state.log.num.partitions": (self.transaction_state_log_num_partitions, 50),
+            "transaction.max.timeout.ms": (self.transaction_max_timeout_ms, 900000),
+            "transactional.id.expiration.ms": (self.transactional_id_expiration_ms, 604800000),
             "group.initial.rebalance.delay.ms": (self.group_initial_rebalance_delay_ms, 3000),
             "group.min.session.timeout.ms": (self.group_min_session_timeout_ms, 6000),
             "group.max.session.timeout.ms": (self.group_max_session_timeout_ms, 1800000),

@@ -127,6 +127,8 @@ class Group:
     pending_members: dict[str, int] = field(default_factory=dict)  # member id -> expiry
     static_members: dict[str, str] = field(default_factory=dict)  # group instance id -> member id
     offsets: dict[tuple[str, int], OffsetAndMetadata] = field(default_factory=dict)
+    pending_txn_offsets: dict[int, dict[tuple[str, int], OffsetAndMetadata]] = field(default_factory=dict)
+    """producer id -> offsets a TxnOffsetCommit staged; they become `offsets` when its transaction commits."""
     join_deadline: int | None = None
     initial_delay_deadline: int | None = None
     initial_delay_limit: int | None = None
@@ -600,6 +602,56 @@ class GroupCoordinator:
             out[tp] = ErrorCode.NONE
         return out
 
+    def txn_commit(self, group_id: str, producer_id: int, generation_id: int, member_id: str,
+                   group_instance_id: str | None, offsets: dict[tuple[str, int], tuple[int, int, str | None]]
+                   ) -> dict[tuple[str, int], ErrorCode]:
+        """TxnOffsetCommit: offsets staged for the producer's transaction, visible once it commits. A producer
+        that names no member (v0-2, or a generation of -1) commits without group checks, as Kafka's."""
+        def all_(code: ErrorCode) -> dict[tuple[str, int], ErrorCode]:
+            return dict.fromkeys(offsets, code)
+
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation_id >= 0:
+                return all_(ErrorCode.ILLEGAL_GENERATION)
+            group = self.groups[group_id] = Group(group_id, empty_since=self._now())
+        if group.state == GroupState.DEAD:
+            return all_(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if member_id or generation_id >= 0 or group_instance_id is not None:
+            if self._is_fenced(group, member_id, group_instance_id):
+                return all_(ErrorCode.FENCED_INSTANCE_ID)
+            if member_id not in group.members:
+                return all_(ErrorCode.UNKNOWN_MEMBER_ID)
+            if generation_id != group.generation_id:
+                return all_(ErrorCode.ILLEGAL_GENERATION)
+        now = self._now()
+        staged = group.pending_txn_offsets.setdefault(producer_id, {})
+        out = {}
+        for tp, (offset, epoch, metadata) in offsets.items():
+            if metadata is not None and len(metadata.encode()) > self.config.offset_metadata_max_bytes:
+                out[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+                continue
+            staged[tp] = OffsetAndMetadata(offset, epoch, metadata or "", now)
+            out[tp] = ErrorCode.NONE
+        return out
+
+    def complete_txn_offsets(self, producer_id: int, commit: bool, in_partition: Callable[[str], bool]) -> None:
+        """A transaction marker reached a `__consumer_offsets` partition: the producer's staged offsets of the
+        groups that partition holds are committed or dropped."""
+        for group in list(self.groups.values()):
+            if producer_id not in group.pending_txn_offsets or not in_partition(group.group_id):
+                continue
+            staged = group.pending_txn_offsets.pop(producer_id)
+            if commit:
+                now = self._now()
+                for tp, om in staged.items():
+                    group.offsets[tp] = OffsetAndMetadata(om.offset, om.leader_epoch, om.metadata, now)
+            self._maybe_remove_dead(group)
+
+    def has_pending_txn_offset(self, group_id: str, tp: tuple[str, int]) -> bool:
+        group = self.groups.get(group_id)
+        return group is not None and any(tp in staged for staged in group.pending_txn_offsets.values())
+
     def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None
                       ) -> dict[tuple[str, int], OffsetAndMetadata | None]:
         group = self.groups.get(group_id)
@@ -645,7 +697,7 @@ class GroupCoordinator:
 
     def _maybe_remove_dead(self, group: Group) -> None:
         if group.state == GroupState.EMPTY and not group.offsets and not group.members \
-                and not group.pending_members:
+                and not group.pending_members and not group.pending_txn_offsets:
             group.transition_to(GroupState.DEAD, self._now())
             self.groups.pop(group.group_id, None)
 

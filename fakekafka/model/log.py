@@ -3,16 +3,40 @@
 Only the base offset and the partition leader epoch are written by the broker (neither is covered by
 the CRC), so Fetch hands back stored bytes untouched. Offsets are found by bisecting the batches'
 last offsets; timestamps by the batches' max timestamps, decoding records only inside one batch.
+
+Each replica's log also keeps what Kafka's producer state and transaction index hold about transactions:
+the first offset of every open transaction, the ended ones whose marker is not yet below the high
+watermark (together they hold the last stable offset back), and the aborted ones that read_committed
+fetches report. They are updated from the batch headers as batches are appended, so a follower that
+becomes leader has them already.
 """
 
 from __future__ import annotations
 
+import struct
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
 from wire.records import BatchHeader, decode_batch, set_base_offset, set_log_append_time
 
-__all__ = ["PartitionLog", "EpochEntry"]
+__all__ = ["AbortedTxn", "PartitionLog", "EpochEntry", "control_type"]
+
+_TRANSACTIONAL, _CONTROL = 0x10, 0x20
+ABORT, COMMIT = 0, 1
+
+
+def control_type(batch: bytes | bytearray) -> int:
+    """The type of a control batch's marker (ABORT 0, COMMIT 1), from its one record's key."""
+    key = decode_batch(bytes(batch)).records[0].key or b"\x00\x00\xff\xff"
+    return struct.unpack_from(">hh", key)[1]
+
+
+@dataclass(frozen=True, slots=True)
+class AbortedTxn:
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    """The offset of the ABORT marker that ended it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +58,49 @@ class PartitionLog:
     high_watermark: int = 0
     size_bytes: int = 0
     epochs: list[EpochEntry] = field(default_factory=list)
+    open_txns: dict[int, int] = field(default_factory=dict)
+    """producer id -> first offset of its open transaction in this log."""
+    unstable_txns: list[tuple[int, int]] = field(default_factory=list)
+    """(first offset, marker offset) of ended transactions whose marker is not yet below the high watermark."""
+    aborted: list[AbortedTxn] = field(default_factory=list)
+
+    def _track_txn(self, batch: bytes | bytearray, base: int) -> None:
+        attributes = struct.unpack_from(">h", batch, 21)[0]
+        if not attributes & _TRANSACTIONAL:
+            return
+        producer_id = struct.unpack_from(">q", batch, 43)[0]
+        if not attributes & _CONTROL:
+            self.open_txns.setdefault(producer_id, base)
+            return
+        first = self.open_txns.pop(producer_id, None)
+        if first is None:  # a marker with no data of its transaction here: nothing to index, as Kafka's
+            return
+        self.unstable_txns.append((first, base))
+        if control_type(batch) == ABORT:
+            self.aborted.append(AbortedTxn(producer_id, first, base))
+
+    def _rebuild_txns(self) -> None:
+        self.open_txns, self.unstable_txns, self.aborted = {}, [], []
+        for batch, base in zip(self.batches, self.base_offsets, strict=True):
+            self._track_txn(batch, base)
+        self.aborted = [a for a in self.aborted if a.last_offset >= self.log_start_offset]
+
+    @property
+    def last_stable_offset(self) -> int:
+        """Below every open transaction and every ended one whose marker is not yet replicated (Kafka's
+        first unstable offset), never above the high watermark nor below the log start."""
+        hw = self.high_watermark
+        if self.unstable_txns:
+            self.unstable_txns = [t for t in self.unstable_txns if t[1] >= hw]
+        lso = min((first for first, _ in self.unstable_txns), default=hw)
+        if self.open_txns:
+            lso = min(lso, min(self.open_txns.values()))
+        return max(min(lso, hw), self.log_start_offset)
+
+    def aborted_between(self, start: int, end: int) -> list[AbortedTxn]:
+        """Aborted transactions that end at or after `start` and begin before `end` (sorted by their ends)."""
+        i = bisect_left(self.aborted, start, key=lambda a: a.last_offset)
+        return [a for a in self.aborted[i:] if a.first_offset < end]
 
     def append(self, batch: bytes, header: BatchHeader, leader_epoch: int,
                log_append_time: int | None = None, now: int = 0) -> int:
@@ -45,6 +112,8 @@ class PartitionLog:
         if not self.epochs or self.epochs[-1].epoch != leader_epoch:
             self.epochs.append(EpochEntry(leader_epoch, base))
         last = base + header.last_offset_delta
+        if header.is_transactional:
+            self._track_txn(stored, base)
         self.batches.append(stored)
         self.base_offsets.append(base)
         self.last_offsets.append(last)
@@ -60,6 +129,7 @@ class PartitionLog:
         """A follower's copy of a batch the leader stored (same bytes, same offsets)."""
         if not self.epochs or self.epochs[-1].epoch != epoch:
             self.epochs.append(EpochEntry(epoch, base))
+        self._track_txn(stored, base)
         self.batches.append(stored)
         self.base_offsets.append(base)
         self.last_offsets.append(last)
@@ -83,6 +153,7 @@ class PartitionLog:
         self.high_watermark = min(self.high_watermark, self.log_end_offset)
         while self.epochs and self.epochs[-1].start_offset >= self.log_end_offset:
             self.epochs.pop()
+        self._rebuild_txns()
 
     def delete_before(self, offset: int) -> None:
         """Moves the log start up to `offset` (DeleteRecords on a leader; a follower taking its leader's
@@ -104,6 +175,8 @@ class PartitionLog:
         j = bisect_right([e.start_offset for e in self.epochs], offset)
         if j > 0:
             self.epochs[:j] = [EpochEntry(self.epochs[j - 1].epoch, offset)]
+        if self.aborted and self.aborted[0].last_offset < offset:
+            self.aborted = [a for a in self.aborted if a.last_offset >= offset]
 
     def divergence_from(self, leader: PartitionLog) -> int:
         """The offset from which this (follower) log no longer matches `leader`: the first batch, counting

@@ -1,7 +1,10 @@
 """Idempotent producers: producer ids and epochs, and per-partition sequence tracking.
 
 Mirrors Kafka's ProducerStateManager: the last five batches of each producer on a partition are
-remembered so a retried batch is answered with its original offset and never appended twice.
+remembered so a retried batch is answered with its original offset and never appended twice. A transaction
+marker carries the producer's epoch: a marker the coordinator wrote with a bumped epoch (fencing) makes the
+old epoch's batches INVALID_PRODUCER_EPOCH. Transactional ids and their epochs live in the transaction
+coordinator (transactions.py); ProducerIds hands out the ids both use.
 """
 
 from __future__ import annotations
@@ -30,6 +33,9 @@ class _BatchMeta:
 class _ProducerEntry:
     epoch: int
     batches: deque[_BatchMeta] = field(default_factory=lambda: deque(maxlen=_CACHED_BATCHES))
+    last_timestamp: int = -1
+    coordinator_epoch: int = -1
+    """Of the last transaction marker (DescribeProducers reports it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,35 +47,21 @@ class SequenceCheck:
 
 
 class ProducerIds:
-    """Hands out producer ids; a transactional id keeps its id and gets a bumped epoch."""
+    """Hands out producer ids, to idempotent producers and to the transaction coordinator alike."""
 
     def __init__(self, first_id: int = 1000) -> None:
         self._next = first_id
-        self.transactional: dict[str, tuple[int, int]] = {}
 
-    def init(self, transactional_id: str | None, producer_id: int = -1,
-             producer_epoch: int = -1) -> tuple[ErrorCode, int, int]:
-        if transactional_id is None:
-            if producer_id >= 0 and producer_epoch >= 0:
-                # KIP-360: an idempotent producer may bump its own epoch after a sequence error
-                if producer_epoch >= 32766:
-                    return ErrorCode.NONE, self._allocate(), 0
-                return ErrorCode.NONE, producer_id, producer_epoch + 1
-            return ErrorCode.NONE, self._allocate(), 0
-        current = self.transactional.get(transactional_id)
-        if current is None:
-            pid, epoch = self._allocate(), 0
-        else:
-            pid, epoch = current
-            if producer_id >= 0 and (producer_id, producer_epoch) != current:
-                return ErrorCode.PRODUCER_FENCED, -1, -1
-            epoch += 1
-            if epoch >= 32767:
-                pid, epoch = self._allocate(), 0
-        self.transactional[transactional_id] = (pid, epoch)
-        return ErrorCode.NONE, pid, epoch
+    def init(self, producer_id: int = -1, producer_epoch: int = -1) -> tuple[ErrorCode, int, int]:
+        """InitProducerId without a transactional id: a new id, or (KIP-360) the producer's own id with its
+        epoch bumped after a sequence error."""
+        if producer_id >= 0 and producer_epoch >= 0:
+            if producer_epoch >= 32766:
+                return ErrorCode.NONE, self.allocate(), 0
+            return ErrorCode.NONE, producer_id, producer_epoch + 1
+        return ErrorCode.NONE, self.allocate(), 0
 
-    def _allocate(self) -> int:
+    def allocate(self) -> int:
         pid = self._next
         self._next += 1
         return pid
@@ -89,7 +81,9 @@ class PartitionProducers:
         state = cls()
         for batch in batches:
             h = read_header(batch)
-            if h.producer_id >= 0 and h.base_sequence >= 0 and not h.is_control:
+            if h.producer_id >= 0 and h.is_control:
+                state.record_marker(h.producer_id, h.producer_epoch, h.max_timestamp, -1)
+            elif h.producer_id >= 0 and h.base_sequence >= 0:
                 append_time = h.max_timestamp if h.timestamp_type == TimestampType.LOG_APPEND_TIME else -1
                 state.record(h, h.base_offset, append_time)
         return state
@@ -123,3 +117,25 @@ class PartitionProducers:
         if entry is None or header.producer_epoch != entry.epoch:
             entry = self.entries[header.producer_id] = _ProducerEntry(header.producer_epoch)
         entry.batches.append(_BatchMeta(header.base_sequence, header.last_sequence, base_offset, log_append_time))
+        entry.last_timestamp = log_append_time if log_append_time >= 0 else header.max_timestamp
+
+    def check_marker(self, producer_id: int, epoch: int, coordinator_epoch: int) -> ErrorCode:
+        """A marker older than the producer's epoch, or from an older coordinator than the last marker's, is
+        refused, as Kafka's appendEndTxnMarker."""
+        entry = self.entries.get(producer_id)
+        if entry is not None and epoch < entry.epoch:
+            return ErrorCode.INVALID_PRODUCER_EPOCH
+        if entry is not None and coordinator_epoch < entry.coordinator_epoch:
+            return ErrorCode.TRANSACTION_COORDINATOR_FENCED
+        return ErrorCode.NONE
+
+    def record_marker(self, producer_id: int, epoch: int, timestamp: int, coordinator_epoch: int) -> None:
+        entry = self.entries.get(producer_id)
+        if entry is None or epoch > entry.epoch:
+            entry = self.entries[producer_id] = _ProducerEntry(epoch)
+        entry.last_timestamp = timestamp
+        entry.coordinator_epoch = coordinator_epoch
+
+    def last_sequence(self, producer_id: int) -> int:
+        entry = self.entries.get(producer_id)
+        return entry.batches[-1].last_seq if entry is not None and entry.batches else -1

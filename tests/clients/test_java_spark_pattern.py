@@ -67,7 +67,7 @@ def _fill(cluster: fakekafka.Cluster) -> None:
         txn = state.partition("spark-txn", 0)
         loss = state.partition("spark-loss", 0)
         assert txn is not None and loss is not None
-        code, pid, epoch = state.producer_ids.init("spark-txn-writer")
+        code, pid, epoch = state.transactions.init_producer_id("spark-txn-writer", 60000)
         assert code == 0
         sequence = 0
         offset = 0

@@ -53,12 +53,11 @@ def test_only_the_last_five_batches_are_remembered() -> None:
     assert state.check(_header(1, 0, 1)).duplicate_of == 1
 
 
-def test_producer_ids_and_transactional_epochs() -> None:
+def test_producer_ids_and_kip360_epoch_bumps() -> None:
     ids = ProducerIds()
-    _, a, ea = ids.init(None)
-    _, b, _ = ids.init(None)
+    _, a, ea = ids.init()
+    _, b, _ = ids.init()
     assert a != b and ea == 0
-    _, t1, e1 = ids.init("tx")
-    _, t2, e2 = ids.init("tx")
-    assert t1 == t2 and e2 == e1 + 1
-    assert ids.init(None, a, 0)[1:] == (a, 1)  # KIP-360 epoch bump
+    assert ids.init(a, 0)[1:] == (a, 1)  # KIP-360 epoch bump
+    _, c, ec = ids.init(a, 32766)  # an exhausted epoch: a new id
+    assert c not in (a, b) and ec == 0

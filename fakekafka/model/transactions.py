@@ -1,0 +1,317 @@
+"""The transaction coordinator: transactional ids, their producer ids and epochs, and Kafka's transaction states.
+
+Pure state, like the group coordinator: the clock is injected and the partitions' logs are reached through one
+callable (`write_marker`) that the cluster supplies. Kafka writes each transition to `__transaction_state` first and
+answers once it is replicated; here a transition takes effect at once, and a transaction's COMMIT/ABORT markers
+are written to its partitions as soon as EndTxn is accepted. A marker for a partition without a leader waits
+(the transaction stays in PrepareCommit/PrepareAbort, and the producer's next call gets CONCURRENT_TRANSACTIONS)
+until `tick` finds the partition led again, as Kafka's marker channel retries.
+
+Transactions version 1 (KIP-98, KIP-360's epoch bumps, KIP-890 part 1's partition verification): the epoch is
+bumped by InitProducerId, and by the coordinator when it fences a producer (an InitProducerId while the old one's
+transaction is open, or a transaction timing out). Version 2 (KIP-890 part 2: an epoch bump per transaction, the
+implicit AddPartitionsToTxn of Produce v12) is not served yet: the brokers finalize no `transaction.version`
+feature, so clients use version 1, as they would with a Kafka 3.x cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum
+
+from fakekafka.model.clock import Clock
+from wire import ErrorCode
+
+__all__ = ["TransactionCoordinator", "TransactionConfig", "TransactionMetadata", "TransactionState",
+           "IllegalTransactionTransition", "EPOCH_EXHAUSTED"]
+
+EPOCH_EXHAUSTED = 32766
+"""An epoch at Short.MAX_VALUE - 1 cannot be bumped again: the producer gets a new producer id (Kafka's
+TransactionMetadata.isEpochExhausted)."""
+
+TopicPartition = tuple[str, int]
+
+
+class TransactionState(Enum):
+    EMPTY = "Empty"
+    ONGOING = "Ongoing"
+    PREPARE_COMMIT = "PrepareCommit"
+    PREPARE_ABORT = "PrepareAbort"
+    COMPLETE_COMMIT = "CompleteCommit"
+    COMPLETE_ABORT = "CompleteAbort"
+    DEAD = "Dead"
+    PREPARE_EPOCH_FENCE = "PrepareEpochFence"
+
+
+_S = TransactionState
+VALID_PREVIOUS: dict[TransactionState, frozenset[TransactionState]] = {
+    _S.EMPTY: frozenset({_S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT}),
+    _S.ONGOING: frozenset({_S.ONGOING, _S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT}),
+    _S.PREPARE_COMMIT: frozenset({_S.ONGOING}),
+    _S.PREPARE_ABORT: frozenset({_S.ONGOING, _S.PREPARE_EPOCH_FENCE}),
+    _S.COMPLETE_COMMIT: frozenset({_S.PREPARE_COMMIT}),
+    _S.COMPLETE_ABORT: frozenset({_S.PREPARE_ABORT}),
+    _S.DEAD: frozenset({_S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT}),
+    _S.PREPARE_EPOCH_FENCE: frozenset({_S.ONGOING}),
+}
+"""Kafka's TransactionState.validPreviousStates: every transition is checked against it."""
+
+
+class IllegalTransactionTransition(AssertionError):
+    """A transition Kafka's coordinator would never make: a bug in this model, never a client's error."""
+
+
+@dataclass
+class TransactionConfig:
+    max_timeout_ms: int = 900_000
+    """transaction.max.timeout.ms: InitProducerId asking for more gets INVALID_TRANSACTION_TIMEOUT."""
+    id_expiration_ms: int = 604_800_000
+    """transactional.id.expiration.ms: an idle id (no open transaction) is forgotten after this long."""
+
+
+@dataclass
+class TransactionMetadata:
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int = -1
+    last_producer_epoch: int = -1
+    previous_producer_id: int = -1
+    timeout_ms: int = 60_000
+    state: TransactionState = TransactionState.EMPTY
+    partitions: set[TopicPartition] = field(default_factory=set)
+    start_ms: int = -1
+    last_update_ms: int = 0
+    markers_pending: set[TopicPartition] = field(default_factory=set)
+    """Partitions still to get this transaction's marker (the coordinator retries while they have no leader)."""
+    history: list[tuple[int, TransactionState, TransactionState]] = field(default_factory=list)
+    """(time, from, to) of every transition, for tests and `fakekafka ctl`."""
+
+    def transition_to(self, target: TransactionState, now: int) -> None:
+        if self.state not in VALID_PREVIOUS[target]:
+            raise IllegalTransactionTransition(f"transactional id {self.transactional_id}: "
+                                               f"{self.state.value} -> {target.value}")
+        self.history.append((now, self.state, target))
+        self.state = target
+        self.last_update_ms = now
+
+    @property
+    def epoch_exhausted(self) -> bool:
+        return self.producer_epoch >= EPOCH_EXHAUSTED
+
+    @property
+    def committing(self) -> bool | None:
+        """True/False while markers of a commit/abort are being written; None otherwise."""
+        if self.state == TransactionState.PREPARE_COMMIT:
+            return True
+        if self.state == TransactionState.PREPARE_ABORT:
+            return False
+        return None
+
+
+WriteMarker = Callable[[TopicPartition, int, int, bool, int], bool]
+"""(partition, producer id, producer epoch, commit, coordinator epoch) -> written (False: retry later)."""
+
+
+class TransactionCoordinator:
+    def __init__(self, clock: Clock, config: TransactionConfig | None = None,
+                 allocate_producer_id: Callable[[], int] | None = None,
+                 write_marker: WriteMarker | None = None,
+                 coordinator_epoch: Callable[[str], int] | None = None) -> None:
+        self.clock = clock
+        self.config = config or TransactionConfig()
+        self.transactions: dict[str, TransactionMetadata] = {}
+        self._next_pid = 1000
+        self._allocate = allocate_producer_id or self._own_allocate
+        self._write_marker: WriteMarker = write_marker or (lambda *_: True)
+        self._coordinator_epoch = coordinator_epoch or (lambda _tid: 0)
+
+    def _own_allocate(self) -> int:
+        pid = self._next_pid
+        self._next_pid += 1
+        return pid
+
+    def _now(self) -> int:
+        return self.clock.now_ms()
+
+    def by_producer_id(self, producer_id: int) -> TransactionMetadata | None:
+        for txn in self.transactions.values():
+            if txn.producer_id == producer_id:
+                return txn
+        return None
+
+    # --- InitProducerId ----------------------------------------------------------------------------
+    def init_producer_id(self, transactional_id: str, timeout_ms: int,
+                         expected: tuple[int, int] | None = None) -> tuple[ErrorCode, int, int]:
+        """(error, producer id, epoch). `expected` is the (producer id, epoch) a KIP-360 producer sends to
+        bump its epoch after an error; a mismatch is a zombie: PRODUCER_FENCED."""
+        if not transactional_id:
+            return ErrorCode.INVALID_REQUEST, -1, -1
+        if timeout_ms <= 0 or timeout_ms > self.config.max_timeout_ms:
+            return ErrorCode.INVALID_TRANSACTION_TIMEOUT, -1, -1
+        now = self._now()
+        txn = self.transactions.get(transactional_id)
+        if txn is None or txn.state == TransactionState.DEAD:
+            txn = self.transactions[transactional_id] = TransactionMetadata(transactional_id, self._allocate(),
+                                                                            timeout_ms=timeout_ms,
+                                                                            last_update_ms=now)
+        if expected is not None and not (txn.producer_epoch == -1 or expected[0] == txn.producer_id or
+                                         (expected[0] == txn.previous_producer_id and
+                                          expected[1] >= EPOCH_EXHAUSTED)):
+            return ErrorCode.PRODUCER_FENCED, -1, -1
+        if txn.state in (TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT,
+                         TransactionState.PREPARE_EPOCH_FENCE):
+            return ErrorCode.CONCURRENT_TRANSACTIONS, -1, -1
+        if txn.state == TransactionState.ONGOING:
+            # fence the open transaction's producer: abort it under a bumped epoch it never sees, and let this
+            # producer retry (its retry bumps the epoch once more)
+            self._fence_and_abort(txn, now)
+            return ErrorCode.CONCURRENT_TRANSACTIONS, -1, -1
+        if expected is not None and expected[0] == txn.producer_id and expected[1] != txn.producer_epoch and \
+                txn.producer_epoch != -1:
+            # a retry of a bump whose answer was lost: the same answer again
+            if expected[1] == txn.last_producer_epoch:
+                return ErrorCode.NONE, txn.producer_id, txn.producer_epoch
+            return ErrorCode.PRODUCER_FENCED, -1, -1
+        if txn.epoch_exhausted and (expected is None or expected[1] == txn.producer_epoch):
+            txn.previous_producer_id, txn.producer_id = txn.producer_id, self._allocate()
+            txn.last_producer_epoch, txn.producer_epoch = -1, 0
+        else:
+            # KIP-360: a bump the producer asked for remembers the epoch it replaced, so a retry is recognised
+            txn.last_producer_epoch = txn.producer_epoch if expected is not None else -1
+            txn.producer_epoch += 1
+        txn.timeout_ms = timeout_ms
+        txn.partitions.clear()
+        txn.start_ms = -1
+        txn.transition_to(TransactionState.EMPTY, now)
+        return ErrorCode.NONE, txn.producer_id, txn.producer_epoch
+
+    def _fence_and_abort(self, txn: TransactionMetadata, now: int) -> None:
+        txn.transition_to(TransactionState.PREPARE_EPOCH_FENCE, now)
+        if not txn.epoch_exhausted:
+            txn.producer_epoch += 1
+        txn.last_producer_epoch = -1
+        txn.transition_to(TransactionState.PREPARE_ABORT, now)
+        self._send_markers(txn, now)
+
+    # --- AddPartitionsToTxn / AddOffsetsToTxn -----------------------------------------------------------
+    def _check_producer(self, transactional_id: str, producer_id: int, epoch: int
+                        ) -> tuple[ErrorCode, TransactionMetadata | None]:
+        if not transactional_id:
+            return ErrorCode.INVALID_REQUEST, None
+        txn = self.transactions.get(transactional_id)
+        if txn is None or txn.state == TransactionState.DEAD or txn.producer_id != producer_id:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING, None
+        if txn.producer_epoch != epoch:
+            return ErrorCode.PRODUCER_FENCED, None
+        return ErrorCode.NONE, txn
+
+    def add_partitions(self, transactional_id: str, producer_id: int, epoch: int,
+                       partitions: set[TopicPartition]) -> ErrorCode:
+        code, txn = self._check_producer(transactional_id, producer_id, epoch)
+        if txn is None:
+            return code
+        if txn.state in (TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT,
+                         TransactionState.PREPARE_EPOCH_FENCE):
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        now = self._now()
+        if txn.state != TransactionState.ONGOING:
+            txn.partitions.clear()
+            txn.start_ms = now
+        txn.partitions |= partitions
+        txn.transition_to(TransactionState.ONGOING, now)
+        return ErrorCode.NONE
+
+    def verify_partitions(self, transactional_id: str, producer_id: int, epoch: int,
+                          partitions: set[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
+        """AddPartitionsToTxn v4+ with verify_only, and KIP-890 part 1's check before a transactional batch is
+        appended: TRANSACTION_ABORTABLE for a partition the transaction does not hold."""
+        code, txn = self._check_producer(transactional_id, producer_id, epoch)
+        if txn is not None and txn.state in (TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT):
+            code = ErrorCode.CONCURRENT_TRANSACTIONS
+        if code != ErrorCode.NONE or txn is None:
+            return dict.fromkeys(partitions, code)
+        return {tp: ErrorCode.NONE if tp in txn.partitions else ErrorCode.TRANSACTION_ABORTABLE for tp in partitions}
+
+    # --- EndTxn -----------------------------------------------------------------------------------------
+    def end_transaction(self, transactional_id: str, producer_id: int, epoch: int, commit: bool) -> ErrorCode:
+        if not transactional_id:
+            return ErrorCode.INVALID_REQUEST
+        txn = self.transactions.get(transactional_id)
+        if txn is None or txn.state == TransactionState.DEAD or txn.producer_id != producer_id:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        if epoch != txn.producer_epoch:
+            return ErrorCode.PRODUCER_FENCED
+        state = txn.state
+        if state == TransactionState.ONGOING:
+            now = self._now()
+            txn.transition_to(TransactionState.PREPARE_COMMIT if commit else TransactionState.PREPARE_ABORT, now)
+            self._send_markers(txn, now)
+            return ErrorCode.NONE
+        if state == (TransactionState.COMPLETE_COMMIT if commit else TransactionState.COMPLETE_ABORT):
+            return ErrorCode.NONE  # a retry of an EndTxn that already completed
+        if state == (TransactionState.PREPARE_COMMIT if commit else TransactionState.PREPARE_ABORT):
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        return ErrorCode.INVALID_TXN_STATE
+
+    def _send_markers(self, txn: TransactionMetadata, now: int) -> None:
+        txn.markers_pending = set(txn.partitions)
+        self._retry_markers(txn, now)
+
+    def _retry_markers(self, txn: TransactionMetadata, now: int) -> None:
+        commit = txn.committing
+        if commit is None:
+            return
+        coordinator_epoch = self._coordinator_epoch(txn.transactional_id)
+        for tp in sorted(txn.markers_pending):
+            if self._write_marker(tp, txn.producer_id, txn.producer_epoch, commit, coordinator_epoch):
+                txn.markers_pending.discard(tp)
+        if not txn.markers_pending:
+            txn.transition_to(TransactionState.COMPLETE_COMMIT if commit else TransactionState.COMPLETE_ABORT, now)
+            txn.partitions.clear()
+            txn.start_ms = -1
+
+    # --- the clock ----------------------------------------------------------------------------------
+    def tick(self) -> None:
+        """Aborts transactions open longer than their timeout (fencing their producer, as Kafka's
+        abortTimedOutTransactions), retries markers, and forgets transactional ids idle past
+        transactional.id.expiration.ms."""
+        now = self._now()
+        for tid, txn in list(self.transactions.items()):
+            if txn.state == TransactionState.ONGOING and txn.start_ms + txn.timeout_ms <= now:
+                self._fence_and_abort(txn, now)
+            elif txn.markers_pending:
+                self._retry_markers(txn, now)
+            elif txn.state in (TransactionState.EMPTY, TransactionState.COMPLETE_COMMIT,
+                               TransactionState.COMPLETE_ABORT) and \
+                    txn.last_update_ms + self.config.id_expiration_ms <= now:
+                txn.transition_to(TransactionState.DEAD, now)
+                del self.transactions[tid]
+
+    def next_deadline(self) -> int | None:
+        times = []
+        for txn in self.transactions.values():
+            if txn.state == TransactionState.ONGOING:
+                times.append(txn.start_ms + txn.timeout_ms)
+            elif txn.state in (TransactionState.EMPTY, TransactionState.COMPLETE_COMMIT,
+                               TransactionState.COMPLETE_ABORT):
+                times.append(txn.last_update_ms + self.config.id_expiration_ms)
+        return min(times, default=None)
+
+    def retry_pending_markers(self) -> None:
+        """A partition got a leader again: markers waiting for it go now."""
+        now = self._now()
+        for txn in list(self.transactions.values()):
+            if txn.markers_pending:
+                self._retry_markers(txn, now)
+
+    # --- steering, for tests and `fakekafka ctl` --------------------------------------------------------
+    def abort(self, transactional_id: str) -> None:
+        """Aborts the id's open transaction as a timeout would (its producer is fenced)."""
+        txn = self.transactions.get(transactional_id)
+        if txn is None:
+            raise KeyError(transactional_id)
+        if txn.state != TransactionState.ONGOING:
+            raise ValueError(f"transactional id {transactional_id} has no open transaction (state "
+                             f"{txn.state.value})")
+        self._fence_and_abort(txn, self._now())

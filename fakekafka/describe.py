@@ -2,8 +2,8 @@
 (`fakekafka serve --status-every`, SIGUSR1).
 
 Each table is a section: a title and a function from the `ClusterState` to a header and rows, listed in
-`SECTIONS` in the order they print. A new kind of state (transactions, say) gets its own function and its
-own entry there; a section with no rows prints "(none)" under its title, so an idle cluster still shows
+`SECTIONS` in the order they print. A new kind of state gets its own function and its own entry there; a
+section with no rows prints "(none)" under its title, so an idle cluster still shows
 what it would list. Read on the server's event loop: the rows are a consistent snapshot.
 """
 
@@ -45,7 +45,7 @@ def _topics(state: ClusterState) -> Rows:
     for t in sorted(state.topics.values(), key=lambda t: t.name):
         if t.is_internal:
             continue
-        records = sum(p.log.high_watermark - p.log.log_start_offset for p in t.partitions)
+        records = sum(p.log.high_watermark - p.log.log_start_offset for p in t.partitions)  # markers included
         size = sum(p.log.size_bytes for p in t.partitions)
         rows.append((t.name, len(t.partitions), t.replication_factor, records, _size(size)))
     return ("TOPIC", "PARTITIONS", "REPLICATION", "RECORDS", "BYTES"), rows
@@ -90,11 +90,24 @@ def _members(state: ClusterState) -> Rows:
     return ("GROUP", "MEMBER", "CLIENT ID", "HOST", "ASSIGNMENT"), rows
 
 
+def _transactions(state: ClusterState) -> Rows:
+    rows: list[Sequence[object]] = []
+    now = state.clock.now_ms()
+    for tid in sorted(state.transactions.transactions):
+        txn = state.transactions.transactions[tid]
+        partitions = ", ".join(f"{t}-{p}" for t, p in sorted(txn.partitions)) or None
+        open_ms = now - txn.start_ms if txn.state.value == "Ongoing" and txn.start_ms >= 0 else None
+        rows.append((tid, txn.state.value, txn.producer_id, txn.producer_epoch, txn.timeout_ms, open_ms,
+                     partitions))
+    return ("TRANSACTIONAL ID", "STATE", "PRODUCER ID", "EPOCH", "TIMEOUT MS", "OPEN MS", "PARTITIONS"), rows
+
+
 SECTIONS: list[tuple[str, Callable[[ClusterState], Rows]]] = [
     ("topics", _topics),
     ("partitions", _partitions),
     ("groups", _groups),
     ("group members", _members),
+    ("transactions", _transactions),
 ]
 """(title, rows) in print order."""
 

@@ -351,3 +351,30 @@ def test_a_commands_events_on_internal_topics_are_counted_not_listed() -> None:
     assert lines[20:] == ["  ... and 6 more", "  ... and 50 on internal topics (__consumer_offsets)",
                           "  (`fakekafka ctl events` lists every one)"]
     assert _caused(events[:1]) == ["  broker_killed broker=1"]
+
+
+def test_ctl_describe_lists_transactions() -> None:
+    confluent_kafka = pytest.importorskip("confluent_kafka", reason="pip install confluent-kafka")
+    proc, line = _start("--port", "0")
+    try:
+        control = _field(line, "control")
+        producer = confluent_kafka.Producer({"bootstrap.servers": _field(line, "bootstrap.servers"),
+                                             "transactional.id": "billing-tx", "transaction.timeout.ms": 30000})
+        producer.init_transactions(10)
+        producer.begin_transaction()
+        producer.produce("ledger", b"debit", partition=0)
+        producer.flush(10)
+
+        def row() -> list[str]:
+            out = _ctl(control, "describe").stdout.splitlines()
+            at = out.index("TRANSACTIONS")
+            assert out[at + 1].split("  ")[0] == "TRANSACTIONAL ID"
+            return out[at + 2].split()
+        ongoing = row()
+        assert ongoing[:2] == ["billing-tx", "Ongoing"] and ongoing[3:5] == ["0", "30000"]
+        assert ongoing[5].isdigit() and ongoing[6] == "ledger-0"
+        producer.commit_transaction(10)
+        assert row()[:2] == ["billing-tx", "CompleteCommit"]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0

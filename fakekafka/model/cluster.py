@@ -22,8 +22,9 @@ from fakekafka.model.group import GroupConfig, GroupCoordinator
 from fakekafka.model.log import EpochEntry, PartitionLog
 from fakekafka.model.producers import PartitionProducers, ProducerIds
 from fakekafka.model.transactions import TransactionConfig, TransactionCoordinator
+from fakekafka.model.validate import Refused, check_batch, split_produced
 from wire import ErrorCode
-from wire.records import BatchHeader, InvalidBatch, build_batch, iter_batches, read_header
+from wire.records import BatchHeader, build_batch, read_header
 
 __all__ = ["ApiError", "AppendResult", "Broker", "ClusterState", "Event", "Partition", "Topic",
            "validate_topic_name"]
@@ -834,19 +835,13 @@ class ClusterState:
                                         f"the min.isr requirement of {self.min_insync_replicas(partition)}")
         if not records:
             return AppendResult(ErrorCode.INVALID_RECORD, message="Produce request must carry a record batch")
-        max_bytes = self.topic_config_int(topic, "max.message.bytes")
-        try:
-            batches = iter_batches(records)
-        except InvalidBatch as e:
-            return AppendResult(ErrorCode.CORRUPT_MESSAGE if e.corrupt else ErrorCode.INVALID_RECORD,
-                                message=str(e))
-        if len(batches) != 1:
-            return AppendResult(ErrorCode.INVALID_RECORD, message="Produce requests with version 3 and up are "
-                                "only allowed to contain exactly one record batch per partition")
-        header, batch = batches[0]
-        if len(batch) > max_bytes:
-            return AppendResult(ErrorCode.MESSAGE_TOO_LARGE,
-                                message=f"The batch of {len(batch)} bytes exceeds max.message.bytes {max_bytes}")
+        split = split_produced(records)
+        refused = split if isinstance(split, Refused) else check_batch(
+            split[0], split[1], self.topic_config_int(topic, "max.message.bytes"))
+        if refused is not None:
+            return AppendResult(refused.error, message=refused.message, answer_message=refused.shown)
+        assert not isinstance(split, Refused)
+        header, batch = split
         if header.is_control:
             return AppendResult(ErrorCode.INVALID_RECORD, message="Producers may not write control batches")
         if "compact" in self.topic_config(topic, "cleanup.policy")[0].split(","):

@@ -654,6 +654,7 @@ class ClusterState:
             if sorted(assignments) != list(range(len(assignments))):
                 raise ApiError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                "Partitions should be a consecutive 0-based integer sequence")
+            self._check_partition_ceiling(name, len(assignments))
             replica_lists = [assignments[p] for p in range(len(assignments))]
             self._check_assignment(replica_lists)
         else:
@@ -671,6 +672,7 @@ class ClusterState:
                                f"Unable to replicate the partition {replication_factor} time(s): The target "
                                f"replication factor of {replication_factor} cannot be reached because only "
                                f"{alive} broker(s) are registered.")
+            self._check_partition_ceiling(name, num_partitions)
             replica_lists = self._assign(num_partitions, replication_factor)
         clean = self._validate_configs(configs or {})
         topic = Topic(name, uuid.uuid4(), [], clean, is_internal=name in INTERNAL_TOPICS)
@@ -682,6 +684,19 @@ class ClusterState:
         self.topics[name] = topic
         self.topics_by_id[topic.topic_id] = topic
         return topic
+
+    def _check_partition_ceiling(self, name: str, added: int) -> None:
+        """`max_partitions` (a test's ceiling on the cluster's partitions; internal topics are the broker's
+        own and not held to it): POLICY_VIOLATION, the error Kafka's controller gives a request that would
+        make too many partitions at once."""
+        if name in INTERNAL_TOPICS:
+            return
+        limit = self.config.max_partitions
+        held = sum(len(t.partitions) for t in self.topics.values() if not t.is_internal)
+        if held + added > limit:
+            raise ApiError(ErrorCode.POLICY_VIOLATION,
+                           f"Adding {added} partition(s) would exceed the cluster's limit of {limit} partitions "
+                           f"(max.partitions; {held} exist).")
 
     def _check_assignment(self, replica_lists: list[list[int]]) -> None:
         for replicas in replica_lists:
@@ -746,6 +761,7 @@ class ClusterState:
         if count == current:
             raise ApiError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partitions.")
         added = count - current
+        self._check_partition_ceiling(name, added)
         if assignments is not None:
             if len(assignments) != added:
                 raise ApiError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,

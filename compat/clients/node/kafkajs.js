@@ -10,7 +10,10 @@
 // - fetch: KafkaJS consumers always join a group (there is no assign()): a throwaway group, subscribe,
 //   seek to the offset once running; fromBeginning is the reset policy.
 // - createTopics() resolves false for a topic that exists (KafkaJS swallows TOPIC_ALREADY_EXISTS): that is
-//   reported as TOPIC_ALREADY_EXISTS. deleteTopicRecords() fails ("Topic metadata not loaded") unless the
+//   reported as TOPIC_ALREADY_EXISTS. It runs with waitForLeaders: false, as the other clients' CreateTopics:
+//   KafkaJS's wait for the leaders retries LEADER_NOT_AVAILABLE but not UNKNOWN_TOPIC_OR_PARTITION, so on
+//   Kafka (whose brokers learn of a topic a moment after CreateTopics returns) it fails now and then, and
+//   after a validate-only request, which creates nothing, it always fails. deleteTopicRecords() fails ("Topic metadata not loaded") unless the
 //   admin client has loaded the topic's metadata, so fetchTopicMetadata() comes first; it returns nothing:
 //   the new low watermark is read with fetchTopicOffsets() afterwards.
 // - Unsupported: assigned members, static members (group.instance.id), auto.offset.reset=none, commit
@@ -187,7 +190,7 @@ async function listOffsets (req) {
 async function createTopic (req) {
   const a = await getAdmin()
   const configEntries = Object.entries(req.configs || {}).map(([name, value]) => ({ name, value }))
-  const created = await call(() => a.createTopics({ validateOnly: req.validate_only, timeout: opMs,
+  const created = await call(() => a.createTopics({ validateOnly: req.validate_only, timeout: opMs, waitForLeaders: false,
     topics: [{ topic: req.topic, numPartitions: req.partitions, replicationFactor: req.replication_factor, configEntries }] }))
   if (created === false && !req.validate_only) {
     throw new ClientError('TOPIC_ALREADY_EXISTS', 'createTopics() resolved false', 'KafkaJS: the topic exists')

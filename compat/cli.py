@@ -2,7 +2,7 @@
 
     python -m compat [--broker fakekafka] [--broker tansu] [--broker kafka] [--broker librdkafka-mock]
                      [--broker bootstrap=HOST:PORT] [--client NAME ...] [--scenario PATTERN ...]
-                     [--quick] [--jobs N] [--out build/compat] [--list]
+                     [--quick] [--jobs N] [--out build/compat] [--list] [--list-clients]
     python -m compat diff [--broker kafka --broker fakekafka] [...]   (compat/diff.py: field by field)
 
 Writes OUT.json (every cell with its outcome, reference and diff) and OUT.md (the table). Exits 1 when
@@ -46,8 +46,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=10, help="lanes (broker x client) run in parallel (default 10)")
     ap.add_argument("--out", default=str(ROOT / "build" / "compat"), help="writes OUT.json and OUT.md")
     ap.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    ap.add_argument("--list-clients", action="store_true", help="list the clients and exit")
     args = ap.parse_args(argv)
     quiet_client_logs()
+    if args.list_clients:
+        from compat.clients import CLIENT_DOCS
+        for name in CLIENTS:
+            print(f"{name:24} {CLIENT_DOCS[name]}")
+        return 0
     if args.list:
         for s in SCENARIOS.values():
             print(f"{s.name:32} {s.doc}")

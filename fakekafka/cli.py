@@ -20,7 +20,7 @@ from fakekafka import __version__
 from fakekafka.control import COMMANDS, send_command, serve_control
 from fakekafka.describe import status_line
 from fakekafka.embedded import Cluster
-from fakekafka.model.config import BrokerConfig
+from fakekafka.model.config import BROKER_CONFIGS, BrokerConfig, InvalidConfig
 
 __all__ = ["main"]
 
@@ -99,6 +99,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="group.initial.rebalance.delay.ms (default 0; Kafka's is 3000)")
     serve.add_argument("--replication-lag-ms", type=int, default=0,
                        help="how long followers take to copy a batch (default 0)")
+    for name, what in _LIMITS.items():
+        serve.add_argument("--" + name.replace(".", "-"), type=int, metavar="N", help=what)
     serve.add_argument("--control-port", type=_port, default=None,
                        help="port for `fakekafka ctl`; it must be free (default: --port + 100, or a free one "
                             "when that is taken or --port is 0; the ready line prints it)")
@@ -132,6 +134,39 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
+_LIMITS = {
+    "socket.request.max.bytes": "a request larger than this closes its connection (Kafka's default 104857600)",
+    "queued.max.request.bytes": "bytes of requests read but not yet answered, per broker; reading pauses past "
+                                "it (default -1: no limit)",
+    "connections.max.idle.ms": "close a connection idle this long (default 600000)",
+    "max.connections": "connections per broker; more wait unread (default 2147483647)",
+    "max.connections.per.ip": "connections per broker from one address; more are closed (default 2147483647)",
+    "fetch.max.bytes": "the most a Fetch response carries (default 57671680)",
+    "max.partitions": "partitions the cluster may hold, internal topics aside; more are refused with "
+                      "POLICY_VIOLATION (fakekafka's own, KIP-578's name; default 2147483647)",
+}
+"""Broker limits `serve` takes by Kafka's names (--max-connections sets max.connections)."""
+
+
+def _limits(args: argparse.Namespace) -> dict[str, int] | str:
+    """BrokerConfig fields for the limits given on the command line, or what is wrong with one."""
+    out = {}
+    for name in _LIMITS:
+        value = getattr(args, name.replace(".", "_"))
+        if value is None:
+            continue
+        spec = BROKER_CONFIGS.get(name)
+        try:
+            if spec is not None:
+                spec.validate(str(value))
+            elif value < 0:
+                raise InvalidConfig(f"Invalid value {value} for configuration {name}: Value must be at least 0")
+        except InvalidConfig as e:
+            return f"--{name.replace('.', '-')}: {e}"
+        out[name.replace(".", "_")] = value
+    return out
+
+
 async def _serve(args: argparse.Namespace) -> int:
     for name in ("partitions", "brokers", "replication_factor"):
         if getattr(args, name) < 1:
@@ -151,10 +186,14 @@ async def _serve(args: argparse.Namespace) -> int:
     if args.status_every is not None and args.status_every <= 0:
         print("fakekafka: --status-every takes a number of seconds above 0", file=sys.stderr)
         return 2
+    limits = _limits(args)
+    if isinstance(limits, str):
+        print(f"fakekafka: {limits}", file=sys.stderr)
+        return 2
     config = BrokerConfig(num_partitions=args.partitions, auto_create_topics=not args.no_auto_create_topics,
                           default_replication_factor=args.replication_factor, cluster_id=args.cluster_id,
                           group_initial_rebalance_delay_ms=args.group_initial_rebalance_delay_ms,
-                          replication_lag_ms=args.replication_lag_ms)
+                          replication_lag_ms=args.replication_lag_ms, **limits)
     racks = args.racks.split(",") if args.racks else None
     if racks is not None and len(racks) != args.brokers:
         print(f"fakekafka: --racks names {len(racks)} racks for {args.brokers} brokers", file=sys.stderr)

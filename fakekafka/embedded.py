@@ -24,6 +24,7 @@ from fakekafka.model.cluster import ApiError, Broker, ClusterState
 from fakekafka.model.config import BrokerConfig
 from fakekafka.model.faults import Fault, FaultKind, api_key_of, error_code_of
 from fakekafka.model.group import Group
+from fakekafka.model.transactions import TransactionMetadata
 from fakekafka.server import ListenerPool, RequestRecord, Server
 from wire import ErrorCode
 from wire.records import Compression, Record, build_batch, decode_batch
@@ -31,7 +32,7 @@ from wire.records import Compression, Record, build_batch, decode_batch
 if TYPE_CHECKING:
     from fakekafka.recording import RequestRecorder
 
-__all__ = ["Cluster", "GroupView", "LoopThread", "MemberView"]
+__all__ = ["Cluster", "GroupView", "LoopThread", "MemberView", "TransactionView"]
 
 log = logging.getLogger("fakekafka")
 
@@ -74,6 +75,32 @@ class GroupView:
 
     def assignments(self) -> dict[str, dict[str, list[int]] | None]:
         return {m.member_id: m.assignment for m in self.members}
+
+
+@dataclass(frozen=True)
+class TransactionView:
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    state: str
+    partitions: list[tuple[str, int]]
+    timeout_ms: int
+    start_ms: int
+    transitions: list[tuple[str, str]]
+    """Every (from, to) state change, oldest first."""
+
+    @classmethod
+    def of(cls, txn: TransactionMetadata | None) -> TransactionView | None:
+        if txn is None:
+            return None
+        return cls(txn.transactional_id, txn.producer_id, txn.producer_epoch, txn.state.value,
+                   sorted(txn.partitions), txn.timeout_ms, txn.start_ms,
+                   [(f.value, t.value) for _, f, t in txn.history])
+
+    def line(self) -> str:
+        parts = ", ".join(f"{t}-{p}" for t, p in self.partitions) or "no partitions"
+        return (f"  {self.transactional_id}: {self.state}, producer {self.producer_id} epoch {self.producer_epoch}, "
+                f"timeout {self.timeout_ms} ms, {parts}")
 
 
 def decode_assignment(data: bytes) -> dict[str, list[int]]:
@@ -416,6 +443,26 @@ class Cluster(ClusterHandle):
             self.state.tick()
         self.call(expire)
 
+    # --- transactions --------------------------------------------------------------------------------
+    def transaction(self, transactional_id: str) -> TransactionView | None:
+        """A snapshot of a transactional id: producer id and epoch, state, partitions, timeout, history."""
+        return self.call(lambda: TransactionView.of(self.state.transactions.transactions.get(transactional_id)))
+
+    def transactions(self) -> list[str]:
+        return self.call(lambda: sorted(self.state.transactions.transactions))
+
+    def abort_transaction(self, transactional_id: str) -> None:
+        """Aborts the id's open transaction as its timeout would: markers written, its producer fenced."""
+        self.call(lambda: self.state.transactions.abort(transactional_id))
+
+    def last_stable_offset(self, topic: str, partition: int) -> int:
+        def read() -> int:
+            p = self.state.partition(topic, partition)
+            if p is None:
+                raise KeyError(f"{topic}-{partition} does not exist")
+            return p.log.last_stable_offset
+        return self.call(read)
+
     def advance_clock(self, ms: int) -> int:
         """Moves a manual clock forward and fires every timeout it passes; returns the new time."""
         clock = self.state.clock
@@ -556,7 +603,7 @@ class Cluster(ClusterHandle):
 
     def describe(self, last_requests: int = 20) -> str:
         """Topics with offsets, groups with members and state, and the last requests, as text."""
-        def snapshot() -> tuple[list[str], list[str], list[RequestRecord]]:
+        def snapshot() -> tuple[list[str], list[str], list[str], list[RequestRecord]]:
             topics = []
             for t in self.state.topics.values():
                 if t.is_internal:
@@ -573,10 +620,12 @@ class Cluster(ClusterHandle):
                     groups.append(f"    {m.member_id} ({m.client_id}, {m.client_host}): {m.assignment}")
                 for (topic, index), om in sorted(g.offsets.items()):
                     groups.append(f"    committed {topic}-{index}: {om.offset}")
-            return topics, groups, list(self.server.request_log)[-last_requests:]
-        topics, groups, requests = self.call(snapshot)
+            txns = [TransactionView.of(t).line() for t in self.state.transactions.transactions.values()]
+            return topics, groups, txns, list(self.server.request_log)[-last_requests:]
+        topics, groups, txns, requests = self.call(snapshot)
         lines = [f"fakekafka cluster at {self.bootstrap_servers}", "topics:", *(topics or ["  (none)"]),
-                 "groups:", *(groups or ["  (none)"]), f"last {len(requests)} requests:"]
+                 "groups:", *(groups or ["  (none)"]), "transactions:", *(txns or ["  (none)"]),
+                 f"last {len(requests)} requests:"]
         for r in requests:
             errors = f" -> {', '.join(r.error_codes)}" if r.error_codes else ""
             lines.append(f"  {r.api} v{r.version} from {r.client_id or '-'} ({r.client}) "

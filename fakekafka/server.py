@@ -36,6 +36,8 @@ log = logging.getLogger("fakekafka.server")
 _KNOWN_CODES = frozenset(int(c) for c in ErrorCode)
 _SIZE = struct.Struct(">i")
 _IOV_MAX = 1024  # buffers per sendmsg(): Linux's UIO_MAXIOV
+_HELD_BACKLOG = 128
+"""Connections past max.connections kept waiting per broker (the listen backlog's size); more are closed."""
 # Python 3.11's transport joins writelines() into one bytes (a copy of every stored batch a Fetch returns);
 # 3.12+ sends them with sendmsg() itself.
 _TRANSPORT_JOINS = sys.version_info < (3, 12)
@@ -91,10 +93,12 @@ def _error_codes(result: Any, found: set[int]) -> set[int]:
 
 
 class _Connection(asyncio.BufferedProtocol):
-    """Reads size-prefixed frames; a large frame is received straight into its own buffer.
+    """Reads size-prefixed frames into buffers that grow with the bytes that arrive (an announced size is
+    never allocated up front); a large frame is received straight into its own buffer.
 
     Frames queue up here (a client may pipeline requests) and are answered one at a time by the
-    connection's task, so reading pauses when too many wait.
+    connection's task. Reading pauses for any of: too many frames queued, the broker's
+    queued.max.request.bytes spent, max.connections reached (the connection waits to be admitted).
     """
 
     _SCRATCH = 65536
@@ -104,19 +108,29 @@ class _Connection(asyncio.BufferedProtocol):
         self.server = server
         self.broker = broker
         self.peer = "?"
+        self.ip = "?"
         self.transport: asyncio.Transport | None = None
-        self._scratch = bytearray(self._SCRATCH)
+        self.task: asyncio.Task[None] | None = None
         self._head = bytearray()
         self._frame: bytearray | None = None
+        self._size = 0
         self._filled = 0
         self._direct = False
         self._frames: collections.deque[bytearray] = collections.deque()
         self._wakeup: asyncio.Future[None] | None = None
         self._closed = False
-        self._paused = False
+        self._paused: set[str] = set()
         self._can_write = asyncio.Event()
         self._can_write.set()
         self._sock: socket.socket | None = None
+        self.reserved = 0
+        """Bytes of this connection's frames counted against queued.max.request.bytes (announced sizes)."""
+        self._starved_size: int | None = None
+        self._stash = b""
+        self.last_active = 0
+        self.in_request = False
+        self.admitted = False
+        self.counted_ip = False
 
     # protocol callbacks ------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -125,29 +139,54 @@ class _Connection(asyncio.BufferedProtocol):
         if _TRANSPORT_JOINS:
             sock = getattr(transport.get_extra_info("socket"), "_sock", None)
             self._sock = sock if isinstance(sock, socket.socket) and hasattr(sock, "sendmsg") else None
-        self.server._ensure_ticker()
-        self.server._by_broker[self.broker.node_id].add(self)
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
-        asyncio.get_running_loop().create_task(self.server._serve_connection(self))
+        self.ip = str(peer[0]) if isinstance(peer, tuple) else self.peer
+        self.server._ensure_ticker()
+        self.server._accept(self)
+
+    def start(self) -> None:
+        """Admitted: counted as one of the broker's connections and served."""
+        self.admitted = True
+        self.server._by_broker[self.broker.node_id].add(self)
+        self.resume("held")
+        self.task = asyncio.get_running_loop().create_task(self.server._serve_connection(self))
+
+    def pause(self, reason: str) -> None:
+        if not self._paused and self.transport is not None:
+            self.transport.pause_reading()
+        self._paused.add(reason)
+
+    def resume(self, reason: str) -> None:
+        if reason in self._paused:
+            self._paused.discard(reason)
+            if not self._paused and self.transport is not None and not self._closed:
+                self.transport.resume_reading()
 
     def get_buffer(self, sizehint: int) -> memoryview:
         frame = self._frame
-        if frame is not None and len(frame) - self._filled >= self._SCRATCH:
+        if frame is not None and self._size - self._filled >= self._SCRATCH:
+            if len(frame) - self._filled < self._SCRATCH:  # grow by what has arrived, never past the size
+                _grow(frame, min(self._size, max(2 * len(frame), self._filled + self._SCRATCH)) - len(frame))
             self._direct = True
             return memoryview(frame)[self._filled:]
         self._direct = False
-        return memoryview(self._scratch)
+        return memoryview(self.server._scratch)
 
     def buffer_updated(self, nbytes: int) -> None:
+        self.server._touch(self)
         if self._direct:
             self._filled += nbytes
-            if self._frame is not None and self._filled == len(self._frame):
+            if self._filled == self._size:
                 self._deliver()
             return
-        data = memoryview(self._scratch)[:nbytes]
+        self._feed(memoryview(self.server._scratch)[:nbytes])
+
+    def _feed(self, data: memoryview | bytes) -> None:
+        """Takes bytes read (the server's shared scratch buffer: whatever is kept is copied)."""
+        nbytes = len(data)
         pos = 0
-        while pos < nbytes:
+        while pos < nbytes and not self._closed:
             if self._frame is None:
                 need = 4 - len(self._head)
                 self._head += data[pos:pos + need]
@@ -162,40 +201,65 @@ class _Connection(asyncio.BufferedProtocol):
                                 "closing", self.peer, size, limit)
                     self.close()
                     return
-                self._frame = bytearray(size)
-                self._filled = 0
+                if not self.server._reserve(self, size):  # queued.max.request.bytes spent: wait for it
+                    self._starved_size = size
+                    self._stash = bytes(data[pos:])
+                    self.pause("budget")
+                    return
+                self._begin(size)
                 if size == 0:
                     self._deliver()
                 continue
-            take = min(len(self._frame) - self._filled, nbytes - pos)
+            take = min(self._size - self._filled, nbytes - pos)
             self._frame[self._filled:self._filled + take] = data[pos:pos + take]
             self._filled += take
             pos += take
-            if self._filled == len(self._frame):
+            if self._filled == self._size:
                 self._deliver()
+
+    def _begin(self, size: int) -> None:
+        self._frame = bytearray()
+        self._size = size
+        self._filled = 0
+
+    def unstarve(self) -> None:
+        """The budget has room again: reads the frame this connection waits to start, then what came after."""
+        size, stash = self._starved_size, self._stash
+        self._starved_size, self._stash = None, b""
+        if size is None or self._closed:
+            return
+        self.resume("budget")
+        self._begin(size)
+        if size == 0:
+            self._deliver()
+        self._feed(stash)
 
     def _deliver(self) -> None:
         assert self._frame is not None
         self._frames.append(self._frame)
         self._frame = None
         self._filled = 0
-        if len(self._frames) >= self._MAX_QUEUED and self.transport is not None and not self._paused:
-            self._paused = True
-            self.transport.pause_reading()
+        self._size = 0
+        if len(self._frames) >= self._MAX_QUEUED:
+            self.pause("queue")
         self._wake()
 
     def eof_received(self) -> bool:
         if self._frame is not None or self._head:
             got = self._filled if self._frame is not None else len(self._head)
-            want = len(self._frame) if self._frame is not None else 4
+            want = self._size if self._frame is not None else 4
             log.warning("connection %s: truncated frame (%d of %d bytes); closing", self.peer, got, want)
         return False
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.server._by_broker[self.broker.node_id].discard(self)
         self._closed = True
+        self._frame = None
+        self._stash = b""
+        self.server._forget(self)
         self._can_write.set()
         self._wake()
+        if self.in_request and self.task is not None and not self.task.done():
+            self.task.cancel()  # a parked request ends with its connection (and lets go of its memory)
 
     def pause_writing(self) -> None:
         self._can_write.clear()
@@ -215,14 +279,14 @@ class _Connection(asyncio.BufferedProtocol):
             self._wakeup = asyncio.get_running_loop().create_future()
             await self._wakeup
         frame = self._frames.popleft()
-        if self._paused and len(self._frames) < self._MAX_QUEUED // 2 and self.transport is not None:
-            self._paused = False
-            self.transport.resume_reading()
+        if len(self._frames) < self._MAX_QUEUED // 2:
+            self.resume("queue")
         return frame
 
     async def write(self, chunks: list[Any]) -> None:
         if self._closed or self.transport is None:
             raise ConnectionError("connection closed")
+        self.server._touch(self)
         if self._sock is not None and not self.transport.get_write_buffer_size():
             chunks = self._send_now(chunks)
             if not chunks:
@@ -258,6 +322,17 @@ class _Connection(asyncio.BufferedProtocol):
             else:
                 self.transport.close()
         self._wake()
+
+
+_ZEROS = bytes(1 << 20)
+
+
+def _grow(buf: bytearray, n: int) -> None:
+    """Appends `n` zero bytes without a temporary of that size."""
+    while n > 0:
+        k = min(n, len(_ZEROS))
+        buf += memoryview(_ZEROS)[:k]
+        n -= k
 
 
 class _Refuse(asyncio.Protocol):
@@ -355,6 +430,15 @@ class Server:
         self._sockets: dict[int, socket.socket] = {}
         self._connections: set[asyncio.Task[None]] = set()
         self._by_broker: dict[int, set[_Connection]] = defaultdict(set)
+        self._held: dict[int, collections.deque[_Connection]] = defaultdict(collections.deque)
+        """Connections past max.connections, not read until one of the broker's others closes."""
+        self._per_ip: collections.Counter[tuple[int, str]] = collections.Counter()
+        self._queued_bytes: dict[int, int] = defaultdict(int)
+        self._starved: dict[int, collections.deque[_Connection]] = defaultdict(collections.deque)
+        self._idle: collections.OrderedDict[_Connection, None] = collections.OrderedDict()
+        """Every open connection, least recently active first (connections.max.idle.ms)."""
+        self._scratch = bytearray(_Connection._SCRATCH)
+        """One read buffer for all connections: each read is parsed (and what is kept copied) at once."""
         self._waiters: dict[int, set[asyncio.Future[None]]] = defaultdict(set)
         self._ticker: asyncio.Task[None] | None = None
         self._stopped = False
@@ -422,6 +506,111 @@ class Server:
                 broker.host = self.advertised_host
         return all(b.node_id in self._servers for b in self.cluster.brokers.values() if b.alive)
 
+    # --- connection limits (Kafka's SocketServer/ConnectionQuotas and memory pool) -----------------
+    def _accept(self, conn: _Connection) -> None:
+        """max.connections.per.ip: closed at once past it, as Kafka closes it; max.connections: held unread
+        until another connection of the broker closes, as Kafka's acceptor waits for a slot (past a
+        listen backlog's worth of held ones, closed)."""
+        config = self.cluster.config
+        node = conn.broker.node_id
+        key = (node, conn.ip)
+        if self._stopped or self._per_ip[key] >= config.max_connections_per_ip:
+            if not self._stopped:
+                log.warning("connection %s: more than max.connections.per.ip=%d from %s; closing", conn.peer,
+                            config.max_connections_per_ip, conn.ip)
+            conn.close(abort=True)
+            return
+        self._per_ip[key] += 1
+        conn.counted_ip = True
+        self._touch(conn)
+        if len(self._by_broker[node]) >= config.max_connections or self._held[node]:
+            if len(self._held[node]) >= _HELD_BACKLOG:
+                log.warning("connection %s: max.connections=%d reached and %d waiting; closing", conn.peer,
+                            config.max_connections, len(self._held[node]))
+                conn.close(abort=True)
+                return
+            conn.pause("held")
+            self._held[node].append(conn)
+            return
+        conn.start()
+
+    def _forget(self, conn: _Connection) -> None:
+        """A connection has closed: its slot, its address's count and its place in the queues go."""
+        node = conn.broker.node_id
+        self._idle.pop(conn, None)
+        if getattr(conn, "counted_ip", False):
+            conn.counted_ip = False
+            key = (node, conn.ip)
+            self._per_ip[key] -= 1
+            if self._per_ip[key] <= 0:
+                del self._per_ip[key]
+        held = self._held.get(node)
+        if held and conn in held:
+            held.remove(conn)
+        starved = self._starved.get(node)
+        if starved and conn in starved:
+            starved.remove(conn)
+        if conn.admitted:
+            conn.admitted = False
+            self._by_broker[node].discard(conn)
+            limit = self.cluster.config.max_connections
+            while held and len(self._by_broker[node]) < limit and not self._stopped:
+                held.popleft().start()
+
+    def _touch(self, conn: _Connection) -> None:
+        conn.last_active = self.cluster.clock.now_ms()
+        idle = self._idle
+        if conn in idle:
+            idle.move_to_end(conn)
+        elif not conn._closed:
+            idle[conn] = None
+
+    def _expire_idle(self) -> None:
+        """Closes connections idle for connections.max.idle.ms on the cluster's clock, oldest first."""
+        if not self._idle:
+            return
+        cutoff = self.cluster.clock.now_ms() - self.cluster.config.connections_max_idle_ms
+        while self._idle:
+            conn = next(iter(self._idle))
+            if conn.last_active >= cutoff:
+                return
+            del self._idle[conn]
+            log.info("connection %s: idle for more than connections.max.idle.ms=%d; closing", conn.peer,
+                     self.cluster.config.connections_max_idle_ms)
+            conn.close(abort=True)
+
+    def _reserve(self, conn: _Connection, size: int) -> bool:
+        """Counts a frame's announced size against the broker's queued.max.request.bytes; False (the
+        connection then waits) when it is spent. Like Kafka's pool, one frame may overdraw what is left."""
+        budget = self.cluster.config.queued_max_request_bytes
+        if budget < 0:
+            return True
+        node = conn.broker.node_id
+        if self._queued_bytes[node] >= budget:
+            self._starved[node].append(conn)
+            return False
+        self._queued_bytes[node] += size
+        conn.reserved += size
+        return True
+
+    def _release(self, conn: _Connection, size: int) -> None:
+        size = min(size, conn.reserved)
+        if size <= 0:
+            return
+        conn.reserved -= size
+        node = conn.broker.node_id
+        self._queued_bytes[node] -= size
+        budget = self.cluster.config.queued_max_request_bytes
+        starved = self._starved[node]
+        while starved and (budget < 0 or self._queued_bytes[node] < budget):
+            waiting = starved.popleft()
+            size = waiting._starved_size
+            if size is None:
+                continue
+            self._queued_bytes[node] += size
+            waiting.reserved += size
+            waiting.unstarve()
+
     def _ensure_ticker(self) -> None:
         if self._ticker is None and not self._stopped:
             self._ticker = asyncio.get_running_loop().create_task(self._tick_loop())
@@ -473,7 +662,7 @@ class Server:
             sock.close()
         if srv is not None:
             srv.close()
-        for conn in list(self._by_broker.get(node_id, ())):
+        for conn in [*self._by_broker.get(node_id, ()), *self._held.get(node_id, ())]:
             conn.close(abort=abort)
         if srv is not None:
             await srv.wait_closed()
@@ -483,6 +672,7 @@ class Server:
         clock = self.cluster.clock
         while True:
             self.cluster.tick()
+            self._expire_idle()
             deadline = self.cluster.next_deadline()
             wait = 0.1 if deadline is None else min(max((deadline - clock.now_ms()) / 1000, 0.005), 0.1)
             await asyncio.sleep(wait)
@@ -525,13 +715,16 @@ class Server:
                     return
                 started = time.perf_counter()
                 wall = time.time()
+                conn.in_request = True
                 try:
                     request, response, codes, result = await self._handle(frame, conn.broker, conn.peer,
                                                                           client_software)
                 except _CloseConnection:
                     return
+                self._release(conn, len(frame))
                 if response is not None:
                     await conn.write(response)
+                conn.in_request = False
                 latency = (time.perf_counter() - started) * 1000
                 record = RequestRecord(
                     self.cluster.clock.now_ms(), conn.broker.node_id, conn.peer, request.client_id, request.api_name,
@@ -548,7 +741,9 @@ class Server:
         except (ConnectionError, asyncio.CancelledError):
             pass
         finally:
+            conn.in_request = False
             conn.close()
+            self._release(conn, conn.reserved)
 
     def _tell_listeners(self, record: RequestRecord, request: Request, result: Any, frame: bytes,
                         response: list[Any] | None, client_software: dict[str, Any]) -> None:
@@ -625,8 +820,13 @@ class Server:
             result = body
         if result is NO_RESPONSE:
             return request, None, set(), None
-        return request, encode_response_chunks(key, version, request.correlation_id, result), \
-            _error_codes(result, set()), result
+        try:
+            chunks = encode_response_chunks(key, version, request.correlation_id, result)
+        except Exception:  # a fakekafka bug: logged with its traceback; the connection closes, as Kafka's does
+            log.exception("connection %s: the answer to %s v%d does not encode; closing", peer, request.api_name,
+                          version)
+            raise _CloseConnection from None
+        return request, chunks, _error_codes(result, set()), result
 
     # --- parked requests (long-poll fetches) ----------------------------------------------------
     async def _park(self, park: Park) -> Any:

@@ -465,7 +465,7 @@ def _txn_offset_commit(t: Target, v: int) -> dict[str, Any]:
 def _txn_offset_commit_for(t: Target, tid: str, added: bool = True) -> dict[str, Any]:
     pid, epoch = txn_producer(t, tid, group=GROUP if added else None)
     return {"transactional_id": tid, "group_id": GROUP, "producer_id": pid, "producer_epoch": epoch,
-            "generation_id": t.generation_id, "member_id": t.member_id, "group_instance_id": None,
+            "generation_id_or_member_epoch": t.generation_id, "member_id": t.member_id, "group_instance_id": None,
             "topics": [{"name": TOPIC, "partitions": [{"partition_index": 0, "committed_offset": 3,
                                                        "committed_leader_epoch": -1, "committed_metadata": "t"}]}]}
 

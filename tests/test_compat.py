@@ -34,6 +34,7 @@ TANSU_HINT = 'tansu is not installed: run `eval "$(bash .ci/install.sh)"` (sets 
 
 CURRENT_CLIENTS = ("kafka-python", "aiokafka", "confluent-kafka", "kcat", "java")
 OLD_CLIENTS = ("java-3.9", "java-2.8", "kafka-python-2.0.2", "confluent-kafka-1.9.2")
+GO_NODE_CLIENTS = ("franz-go", "kafkajs")
 
 
 def _run(*brokers: str, out: Path = OUT, timeout: float = 900,
@@ -139,4 +140,34 @@ def test_old_clients_see_fakekafka_as_kafka() -> None:
             assert on_kafka.get((c["scenario"], c["client"])) == "unsupported", (c["scenario"], c["client"])
         elif on_kafka.get((c["scenario"], c["client"])) in ("pass", "differs"):
             assert c["reference"] == "kafka", (c["scenario"], c["client"], c["reference"])
+    assert not report["stale_known"], report["stale_known"]
+
+
+def test_go_and_node_clients_see_fakekafka_as_kafka() -> None:
+    """franz-go (kgo, kadm) and KafkaJS through their compat drivers (compat/clients/go, compat/clients/node),
+    every scenario, on Kafka and fakekafka in a run of their own: each fakekafka cell matches what the same
+    client saw on Kafka, and what is unsupported is the client's limit (unsupported on Kafka too)."""
+    from compat.clients.toolchains import BuildError, go_driver, node_modules
+    try:
+        go_driver("franz")
+        node_modules()
+    except BuildError as e:
+        pytest.skip(str(e))
+    why = _kafka_available()
+    if why is not None:
+        pytest.skip(why)
+    report = _run("kafka", "fakekafka", out=ROOT / "build" / "compat-ci-go-node", clients=GO_NODE_CLIENTS)
+    fake = _cells(report, "fakekafka")
+    assert {c["client"] for c in fake} == set(GO_NODE_CLIENTS)
+    for broker in ("kafka", "fakekafka"):
+        unlisted = _unlisted(_cells(report, broker))
+        assert not unlisted, "\n".join(unlisted)
+    on_kafka = {(c["scenario"], c["client"]): c["status"] for c in _cells(report, "kafka")}
+    for c in fake:
+        if c["status"] == "unsupported":
+            assert on_kafka.get((c["scenario"], c["client"])) == "unsupported", (c["scenario"], c["client"])
+        elif on_kafka.get((c["scenario"], c["client"])) in ("pass", "differs"):
+            assert c["reference"] == "kafka", (c["scenario"], c["client"], c["reference"])
+    for client in GO_NODE_CLIENTS:  # the drivers do run: most scenarios pass for each client
+        assert sum(c["status"] == "pass" and c["client"] == client for c in fake) >= 40, client
     assert not report["stale_known"], report["stale_known"]

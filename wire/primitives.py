@@ -211,7 +211,9 @@ class _Sized(Construct):
         data = stream.read(length) if length <= 0x7FFFFFFF else b""
         if len(data) != length:
             raise WireError(f"length {length} runs past the end of the data", path=path)
-        return data.decode("utf-8", errors="strict") if self.text else data
+        # Kafka reads strings as Java's new String(bytes, UTF_8) does: malformed bytes become U+FFFD and the
+        # request is answered (a topic name with them is INVALID_TOPIC_EXCEPTION), not refused
+        return data.decode("utf-8", errors="replace") if self.text else data
 
     def _build(self, obj, stream, context, path):  # noqa: ANN001, ANN202
         if obj is None:

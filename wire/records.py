@@ -64,11 +64,13 @@ class TimestampType(IntEnum):
 
 
 class InvalidBatch(ValueError):
-    """A batch the broker must refuse (CORRUPT_MESSAGE / INVALID_RECORD); says why."""
+    """A batch the broker must refuse (CORRUPT_MESSAGE / INVALID_RECORD); says why. `decompression`: its
+    data does not decompress (Kafka answers that with UNKNOWN_SERVER_ERROR)."""
 
-    def __init__(self, what: str, *, corrupt: bool = True) -> None:
+    def __init__(self, what: str, *, corrupt: bool = True, decompression: bool = False) -> None:
         super().__init__(what)
         self.corrupt = corrupt
+        self.decompression = decompression
 
 
 @dataclass(slots=True)
@@ -207,9 +209,9 @@ def decompress(codec: Compression, data: bytes) -> bytes:
             return bytes(cramjam.lz4.decompress(data))
         if codec == Compression.ZSTD:
             return bytes(cramjam.zstd.decompress(data))
-    except (cramjam.DecompressionError, struct.error, OSError) as e:
-        raise InvalidBatch(f"{codec.name.lower()} data does not decompress: {e}") from None
-    raise InvalidBatch(f"unknown compression codec {int(codec)}", corrupt=False)
+    except (cramjam.DecompressionError, struct.error, OSError, ValueError) as e:
+        raise InvalidBatch(f"{codec.name.lower()} data does not decompress: {e}", decompression=True) from None
+    raise InvalidBatch(f"unknown compression codec {int(codec)}", corrupt=False, decompression=True)
 
 
 def compress(codec: Compression, data: bytes) -> bytes:
@@ -261,7 +263,10 @@ def _read_bytes(stream: io.BytesIO, path: str) -> bytes | None:
 def decode_batch(batch: bytes) -> RecordBatch:
     """Every record of one batch (decompressed); control batches yield their control records."""
     header = read_header(batch)
-    body = decompress(header.compression, batch[BATCH_OVERHEAD:header.size])
+    codec = header.attributes & 0x07
+    if codec > Compression.ZSTD:
+        raise InvalidBatch(f"Unknown compression type id: {codec}", corrupt=False, decompression=True)
+    body = decompress(Compression(codec), batch[BATCH_OVERHEAD:header.size])
     stream = io.BytesIO(body)
     records = []
     log_append = header.timestamp_type == TimestampType.LOG_APPEND_TIME
@@ -286,6 +291,8 @@ def decode_batch(batch: bytes) -> RecordBatch:
                 raise InvalidBatch(f"record length {length} disagrees with its fields ({stream.tell() - start})")
             timestamp = header.max_timestamp if log_append else header.base_timestamp + ts_delta
             records.append(Record(header.base_offset + off_delta, timestamp, key, value, headers))
+        if stream.tell() != len(body):
+            raise InvalidBatch("Incorrect declared batch size, records still remaining in file")
     except InvalidBatch:
         raise
     except Exception as e:  # construct StreamError, varint overflow: all mean a malformed batch

@@ -8,15 +8,31 @@ from pathlib import Path
 
 from compat.clients.base import Client, Timing, Unsupported
 
-__all__ = ["CLIENTS", "OLD_PYTHON_CLIENTS", "PYTHON_CLIENTS", "make_client", "old_clients_python",
-           "python_client"]
+__all__ = ["CLIENTS", "CLIENT_DOCS", "GO_NODE_CLIENTS", "OLD_PYTHON_CLIENTS", "PYTHON_CLIENTS", "make_client",
+           "old_clients_python", "python_client"]
 
 PYTHON_CLIENTS = ("kafka-python", "aiokafka", "confluent-kafka")
 # Versions users still pin, each served by the same adapter as the current one, from the virtualenv
 # .ci/install.sh builds for them (confluent-kafka 1.9.2 has no wheel for this Python: it is built against
 # Debian's librdkafka 2.0.2): name -> the adapter it runs.
 OLD_PYTHON_CLIENTS = {"kafka-python-2.0.2": "kafka-python", "confluent-kafka-1.9.2": "confluent-kafka"}
-CLIENTS = (*PYTHON_CLIENTS, "kcat", "java", "java-3.9", "java-2.8", *OLD_PYTHON_CLIENTS)
+GO_NODE_CLIENTS = ("franz-go", "kafkajs")
+"""Clients in other languages, each one driver process speaking agent.py's protocol (golang.py, node.py)."""
+CLIENTS = (*PYTHON_CLIENTS, "kcat", "java", "java-3.9", "java-2.8", *OLD_PYTHON_CLIENTS, *GO_NODE_CLIENTS)
+CLIENT_DOCS = {
+    "kafka-python": "kafka-python (pure Python), in the harness process",
+    "aiokafka": "aiokafka (asyncio), in the harness process",
+    "confluent-kafka": "confluent-kafka (librdkafka), in the harness process",
+    "kcat": "kcat 1.7 (Debian; librdkafka 2.0.2), a subprocess per call",
+    "java": "kafka-clients 4.4.0 (Java), one JVM per run (compat/clients/java/CompatDriver.java)",
+    "java-3.9": "kafka-clients 3.9.1, the same Java driver",
+    "java-2.8": "kafka-clients 2.8.2, the same Java driver",
+    "kafka-python-2.0.2": "kafka-python 2.0.2 in the old-clients virtualenv, as an agent",
+    "confluent-kafka-1.9.2": "confluent-kafka 1.9.2 (Debian's librdkafka 2.0.2) in the old-clients virtualenv",
+    "franz-go": "franz-go 1.22.2 (Go; kgo, kadm 1.19.0), one driver process per run (compat/clients/go/franz)",
+    "kafkajs": "KafkaJS 2.2.4 (Node) with kafkajs-snappy, one driver process per run (compat/clients/node)",
+}
+"""What each client is, for `python -m compat --list-clients`."""
 LIBRDKAFKA_CLIENTS = ("confluent-kafka", "kcat", "confluent-kafka-1.9.2")
 
 
@@ -59,6 +75,12 @@ def _factory(name: str) -> Callable[[str, Timing], Client]:
         elif name in ("java", "java-3.9", "java-2.8"):  # one driver, on kafka-clients 4.4 / 3.9 / 2.8
             from compat.clients.java import JavaClient
             return lambda bootstrap, timing: JavaClient(bootstrap, timing, name)
+        elif name == "franz-go":
+            from compat.clients.golang import GoClient
+            return lambda bootstrap, timing: GoClient(bootstrap, timing, name)
+        elif name == "kafkajs":
+            from compat.clients.node import NodeClient
+            return lambda bootstrap, timing: NodeClient(bootstrap, timing, name)
         else:
             raise ValueError(f"unknown client {name!r}; choose from {', '.join(CLIENTS)}")
     except ImportError as e:

@@ -30,9 +30,9 @@ from compat.env import Env, outcome_of, wait_for
 from compat.scenarios.registry import Outcome, scenario
 
 OK = "ok"
-ASSIGNOR = {"aiokafka": "roundrobin"}
+ASSIGNOR = {"aiokafka": "roundrobin", "franz-go": "cooperative-sticky", "kafkajs": "RoundRobinAssigner"}
 """Each client's default assignor (the protocol a group of it runs): range for all but aiokafka
-(RoundRobinPartitionAssignor)."""
+(RoundRobinPartitionAssignor), franz-go (kgo's CooperativeStickyBalancer) and KafkaJS (its RoundRobinAssigner)."""
 
 
 def _assignor(client: Client) -> str:
@@ -88,8 +88,8 @@ def describe_group_empty(client: Client, env: Env) -> Outcome:
 
 def _dead_expected(client: Client) -> Outcome:
     # DescribeGroups v6 (Kafka 4.0, KIP-1043) answers GROUP_ID_NOT_FOUND for an unknown group; before v6 the
-    # answer is state Dead without error. Java 4.x and kafka-python 3 ask v6.
-    if client.name in ("java", "kafka-python"):
+    # answer is state Dead without error. Java 4.x, kafka-python 3 and franz-go's kadm ask v6.
+    if client.name in ("java", "kafka-python", "franz-go"):
         return {"group": {"error": "GROUP_ID_NOT_FOUND"}}
     return {"group": {"state": "Dead", "protocol_type": "", "protocol": "", "members": []}}
 

@@ -70,7 +70,7 @@ def handle_fetch(ctx: RequestContext, req: Container) -> Any:
         if req.session_epoch not in (-1, 0):
             return fetch_error_response(ctx, req, ErrorCode.INVALID_FETCH_SESSION_EPOCH)
     read_committed = req.isolation_level == READ_COMMITTED
-    max_bytes = req.max_bytes if req.max_bytes > 0 else 0x7FFFFFFF
+    max_bytes = min(req.max_bytes if req.max_bytes > 0 else 0x7FFFFFFF, cluster.config.fetch_max_bytes)
 
     # resolve once; the log itself is re-read when a parked fetch resumes
     # a topic named twice is one entry, a partition asked for twice is fetched once (Kafka's map, last entry)

@@ -4,7 +4,8 @@ Behaviour: topics that auto-creation makes are returned at once with their leade
 UNKNOWN_TOPIC_OR_PARTITION until its controller has created the topic, tens to hundreds of ms, then the
 topic with its leader; older brokers answered LEADER_NOT_AVAILABLE; clients just retry). v0 asks for all
 topics with an empty list, v1+ with null. v10+ reports topic ids and v12 looks topics up by id: an
-entry with a non-zero id is looked up by it whatever its name says (Java sends "" as the name). A topic
+entry with a non-zero id is looked up by it whatever its name says (Java sends "" as the name); v10-11 refuse
+an id or a null name with INVALID_REQUEST for every topic asked about, as Kafka does. A topic
 not created answers INVALID_TOPIC_EXCEPTION if its name is invalid, else UNKNOWN_TOPIC_OR_PARTITION.
 Asked for topic authorized operations (v8+), every topic, an unknown one included, carries what Kafka
 without an authorizer answers (TOPIC_OPERATIONS); cluster authorized operations are not computed.
@@ -83,6 +84,12 @@ def handle_metadata(ctx: RequestContext, req: Container) -> dict[str, Any]:
     requested = req.topics
     allow_auto = req.get("allow_auto_topic_creation", True) if v >= 4 else True
     topics: list[dict[str, Any]] = []
+    if v < 12 and requested and any(e.get("name") is None or e.get("topic_id", ZERO_UUID) != ZERO_UUID
+                                    for e in requested):
+        # v10-11 carry a topic id field but Kafka refuses lookups by id (and null names) before v12: every
+        # topic asked about gets INVALID_REQUEST, a null name answered as "" (checked against Kafka 4.4)
+        return {**_cluster_part(ctx), "topics": [_error_topic(e.get("name") or "", ErrorCode.INVALID_REQUEST)
+                                                 for e in requested]}
     if requested is None or (v == 0 and not requested):
         topics = [topic_metadata(cluster, t) for t in cluster.topics.values()]
     else:

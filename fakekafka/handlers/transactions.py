@@ -187,8 +187,9 @@ def handle_txn_offset_commit(ctx: RequestContext, req: Container) -> dict[str, A
         if top != ErrorCode.NONE:
             codes.update(dict.fromkeys(wanted, top))
         else:
-            codes.update(cluster.groups.txn_commit(req.group_id, req.producer_id, req.get("generation_id", -1),
-                                                   req.get("member_id", ""), req.get("group_instance_id"), wanted))
+            codes.update(cluster.groups.txn_commit(
+                req.group_id, req.producer_id, req.get("generation_id_or_member_epoch", -1),
+                req.get("member_id", ""), req.get("group_instance_id"), wanted))
     return {"throttle_time_ms": 0, "topics": [
         {"name": t.name, "partitions": [{"partition_index": p.partition_index,
                                          "error_code": codes[(t.name, p.partition_index)]} for p in t.partitions]}

@@ -22,8 +22,9 @@ from fakekafka.model.group import GroupConfig, GroupCoordinator
 from fakekafka.model.log import EpochEntry, PartitionLog
 from fakekafka.model.producers import PartitionProducers, ProducerIds
 from fakekafka.model.transactions import TransactionConfig, TransactionCoordinator
+from fakekafka.model.validate import Refused, check_batch, split_produced
 from wire import ErrorCode
-from wire.records import BatchHeader, InvalidBatch, build_batch, iter_batches, read_header
+from wire.records import BatchHeader, build_batch, read_header
 
 __all__ = ["ApiError", "AppendResult", "Broker", "ClusterState", "Event", "Partition", "Topic",
            "validate_topic_name"]
@@ -60,17 +61,18 @@ class ApiError(Exception):
 
 
 def validate_topic_name(name: str) -> None:
+    """Kafka 4.4's controller's checks and words (checked with CreateTopics against a real broker)."""
     if not name:
-        raise ApiError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name is illegal, it can't be empty")
+        raise ApiError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name is invalid: the empty string is not allowed")
     if name in (".", ".."):
-        raise ApiError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name cannot be \".\" or \"..\"")
+        raise ApiError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic name is invalid: '{name}' is not allowed")
     if len(name) > MAX_TOPIC_NAME:
         raise ApiError(ErrorCode.INVALID_TOPIC_EXCEPTION,
-                       f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME} characters, "
-                       f"topic name: {name}")
+                       f"Topic name is invalid: the length of '{name}' is longer than the max allowed length "
+                       f"{MAX_TOPIC_NAME}")
     if not _LEGAL.match(name):
         raise ApiError(ErrorCode.INVALID_TOPIC_EXCEPTION,
-                       f"Topic name \"{name}\" is illegal, it contains a character other than "
+                       f"Topic name is invalid: '{name}' contains one or more characters other than "
                        "ASCII alphanumerics, '.', '_' and '-'")
 
 
@@ -654,6 +656,7 @@ class ClusterState:
             if sorted(assignments) != list(range(len(assignments))):
                 raise ApiError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                "Partitions should be a consecutive 0-based integer sequence")
+            self._check_partition_ceiling(name, len(assignments))
             replica_lists = [assignments[p] for p in range(len(assignments))]
             self._check_assignment(replica_lists)
         else:
@@ -671,6 +674,7 @@ class ClusterState:
                                f"Unable to replicate the partition {replication_factor} time(s): The target "
                                f"replication factor of {replication_factor} cannot be reached because only "
                                f"{alive} broker(s) are registered.")
+            self._check_partition_ceiling(name, num_partitions)
             replica_lists = self._assign(num_partitions, replication_factor)
         clean = self._validate_configs(configs or {})
         topic = Topic(name, uuid.uuid4(), [], clean, is_internal=name in INTERNAL_TOPICS)
@@ -682,6 +686,19 @@ class ClusterState:
         self.topics[name] = topic
         self.topics_by_id[topic.topic_id] = topic
         return topic
+
+    def _check_partition_ceiling(self, name: str, added: int) -> None:
+        """`max_partitions` (a test's ceiling on the cluster's partitions; internal topics are the broker's
+        own and not held to it): POLICY_VIOLATION, the error Kafka's controller gives a request that would
+        make too many partitions at once."""
+        if name in INTERNAL_TOPICS:
+            return
+        limit = self.config.max_partitions
+        held = sum(len(t.partitions) for t in self.topics.values() if not t.is_internal)
+        if held + added > limit:
+            raise ApiError(ErrorCode.POLICY_VIOLATION,
+                           f"Adding {added} partition(s) would exceed the cluster's limit of {limit} partitions "
+                           f"(max.partitions; {held} exist).")
 
     def _check_assignment(self, replica_lists: list[list[int]]) -> None:
         for replicas in replica_lists:
@@ -746,6 +763,7 @@ class ClusterState:
         if count == current:
             raise ApiError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partitions.")
         added = count - current
+        self._check_partition_ceiling(name, added)
         if assignments is not None:
             if len(assignments) != added:
                 raise ApiError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
@@ -835,19 +853,13 @@ class ClusterState:
                                         f"the min.isr requirement of {self.min_insync_replicas(partition)}")
         if not records:
             return AppendResult(ErrorCode.INVALID_RECORD, message="Produce request must carry a record batch")
-        max_bytes = self.topic_config_int(topic, "max.message.bytes")
-        try:
-            batches = iter_batches(records)
-        except InvalidBatch as e:
-            return AppendResult(ErrorCode.CORRUPT_MESSAGE if e.corrupt else ErrorCode.INVALID_RECORD,
-                                message=str(e))
-        if len(batches) != 1:
-            return AppendResult(ErrorCode.INVALID_RECORD, message="Produce requests with version 3 and up are "
-                                "only allowed to contain exactly one record batch per partition")
-        header, batch = batches[0]
-        if len(batch) > max_bytes:
-            return AppendResult(ErrorCode.MESSAGE_TOO_LARGE,
-                                message=f"The batch of {len(batch)} bytes exceeds max.message.bytes {max_bytes}")
+        split = split_produced(records)
+        refused = split if isinstance(split, Refused) else check_batch(
+            split[0], split[1], self.topic_config_int(topic, "max.message.bytes"))
+        if refused is not None:
+            return AppendResult(refused.error, message=refused.message, answer_message=refused.shown)
+        assert not isinstance(split, Refused)
+        header, batch = split
         if header.is_control:
             return AppendResult(ErrorCode.INVALID_RECORD, message="Producers may not write control batches")
         if "compact" in self.topic_config(topic, "cleanup.policy")[0].split(","):

@@ -8,7 +8,7 @@ field by field against a real broker by tests/test_api_sweep.py.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import IntEnum
 
 __all__ = [
@@ -160,6 +160,11 @@ BROKER_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
     ConfigSpec("default.replication.factor", _T.INT, "1"),
     ConfigSpec("message.max.bytes", _T.INT, "1048588", minimum=0, dynamic=True),
     ConfigSpec("socket.request.max.bytes", _T.INT, "104857600", minimum=1),
+    ConfigSpec("queued.max.request.bytes", _T.LONG, "-1"),
+    ConfigSpec("connections.max.idle.ms", _T.LONG, "600000"),
+    ConfigSpec("max.connections", _T.INT, "2147483647", minimum=0, dynamic=True),
+    ConfigSpec("max.connections.per.ip", _T.INT, "2147483647", minimum=0, dynamic=True),
+    ConfigSpec("fetch.max.bytes", _T.INT, "57671680", minimum=0),
     ConfigSpec("offsets.topic.num.partitions", _T.INT, "50", minimum=1),
     ConfigSpec("offsets.topic.replication.factor", _T.SHORT, "3", minimum=1),
     ConfigSpec("offsets.retention.minutes", _T.INT, "10080", minimum=1),
@@ -203,6 +208,14 @@ def _broker_default(name: str) -> str | None:
     return None
 
 
+_FROM_OVERRIDES = {
+    "socket.request.max.bytes": "socket_request_max_bytes", "queued.max.request.bytes": "queued_max_request_bytes",
+    "connections.max.idle.ms": "connections_max_idle_ms", "max.connections": "max_connections",
+    "max.connections.per.ip": "max_connections_per_ip", "fetch.max.bytes": "fetch_max_bytes",
+}
+"""Broker configs the server reads from fields, which an override by Kafka's name also sets."""
+
+
 @dataclass
 class BrokerConfig:
     """Settings of the whole fake cluster (the ones a test or the CLI can change)."""
@@ -212,6 +225,21 @@ class BrokerConfig:
     default_replication_factor: int = 1
     message_max_bytes: int = 1048588
     socket_request_max_bytes: int = 104857600
+    """A request's size prefix above this closes its connection, as Kafka's InvalidReceiveException does."""
+    queued_max_request_bytes: int = -1
+    """Bytes of requests being read or waiting to be answered, per broker, announced sizes counted (Kafka's
+    memory pool): when spent, connections stop being read until requests finish. -1: no limit."""
+    connections_max_idle_ms: int = 600000
+    """A connection that neither sent nor received for this long (on the cluster's clock) is closed."""
+    max_connections: int = 2147483647
+    """Connections per broker; past it a new one is not read until another closes, as Kafka's acceptor waits."""
+    max_connections_per_ip: int = 2147483647
+    """Connections per broker from one address; past it a new one is closed at once, as Kafka does."""
+    fetch_max_bytes: int = 57671680
+    """The most a Fetch response carries whatever the request's max_bytes (still at least one batch)."""
+    max_partitions: int = 2147483647
+    """Partitions the cluster may hold (KIP-578's name; Kafka has no such limit yet): CreateTopics and
+    CreatePartitions past it are refused with POLICY_VIOLATION. fakekafka's own."""
     offsets_topic_num_partitions: int = 50
     transaction_state_log_num_partitions: int = 50
     transaction_max_timeout_ms: int = 900000
@@ -239,6 +267,11 @@ class BrokerConfig:
             "default.replication.factor": (self.default_replication_factor, 1),
             "message.max.bytes": (self.message_max_bytes, 1048588),
             "socket.request.max.bytes": (self.socket_request_max_bytes, 104857600),
+            "queued.max.request.bytes": (self.queued_max_request_bytes, -1),
+            "connections.max.idle.ms": (self.connections_max_idle_ms, 600000),
+            "max.connections": (self.max_connections, 2147483647),
+            "max.connections.per.ip": (self.max_connections_per_ip, 2147483647),
+            "fetch.max.bytes": (self.fetch_max_bytes, 57671680),
             "offsets.topic.num.partitions": (self.offsets_topic_num_partitions, 50),
             "transaction.state.log.num.partitions": (self.transaction_state_log_num_partitions, 50),
             "transaction.max.timeout.ms": (self.transaction_max_timeout_ms, 900000),
@@ -252,6 +285,9 @@ class BrokerConfig:
         for name, (value, default) in explicit.items():
             if value != default:
                 self.overrides[name] = str(value).lower() if isinstance(value, bool) else str(value)
+        for name, attr in _FROM_OVERRIDES.items():  # set by Kafka's name (a marker's or the CLI's overrides)
+            if name in self.overrides and getattr(self, attr) == _FIELD_DEFAULTS[attr]:
+                setattr(self, attr, int(self.overrides[name]))
         self.dynamic_defaults.setdefault("min.insync.replicas", self.overrides.get("min.insync.replicas", "1"))
 
     def synonyms(self, name: str) -> list[tuple[str, str, ConfigSource]]:
@@ -278,3 +314,6 @@ class BrokerConfig:
         if chain:
             return chain[0][1], chain[0][2], spec.broker_synonym
         return spec.default, ConfigSource.DEFAULT_CONFIG, spec.broker_synonym
+
+
+_FIELD_DEFAULTS = {f.name: f.default for f in fields(BrokerConfig)}

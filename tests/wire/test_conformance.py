@@ -266,11 +266,6 @@ def _tag_is_default(t: Any, value: Any) -> bool:
     return value == default
 
 
-RENAMED_BY_KAFKA = {id(request_struct(28, v)): {"generation_id": "generation_id_or_member_epoch"} for v in (3, 4)}
-"""Fields Kafka renamed after the schemas `wire/` is generated from (KIP-848 named TxnOffsetCommit's generation
-"GenerationIdOrMemberEpoch"; the bytes are the same): compared under Kafka's name."""
-
-
 def to_json(msg: Message, value: dict[str, Any], *, for_java: bool) -> dict[str, Any]:
     """Our value as Kafka's JSON converters show it, keys still snake_case.
 
@@ -279,9 +274,8 @@ def to_json(msg: Message, value: dict[str, Any], *, for_java: bool) -> dict[str,
     (Kafka 3.9 and 4.4 write an empty string for any non-null records; those are compared through MemoryRecords).
     """
     out = {}
-    renamed = RENAMED_BY_KAFKA.get(id(msg), {})
     for f in msg.fields:
-        out[renamed.get(f.name, f.name)] = _json_value(f, f.subcon, value[f.name], for_java)
+        out[f.name] = _json_value(f, f.subcon, value[f.name], for_java)
     for t in msg.tagged.values():
         if for_java or not _tag_is_default(t, value[t.name]):
             out[t.name] = _json_value(t, t.subcon, value[t.name], for_java)
@@ -341,9 +335,7 @@ def schema_of(sub: Construct, f: Any = None) -> Any:
     if isinstance(sub, NullableStruct):
         return {**schema_of(sub.subcon), "nullable": True}
     if isinstance(sub, Message):
-        renamed = RENAMED_BY_KAFKA.get(id(sub), {})
-        out: dict[str, Any] = {"fields": [[norm(renamed.get(g.name, g.name)), schema_of(g.subcon, g)]
-                                          for g in sub.fields],
+        out: dict[str, Any] = {"fields": [[norm(g.name), schema_of(g.subcon, g)] for g in sub.fields],
                                "flexible": sub.flexible, "nullable": False}
         if sub.flexible:
             out["tagged"] = {str(tag): [norm(t.name), schema_of(t.subcon, t)] for tag, t in sub.tagged.items()}

@@ -169,12 +169,21 @@ def test_every_truncation_is_a_decode_error() -> None:
 
 @pytest.mark.parametrize("mutation", [
     ("huge array count", lambda f: f[:22] + b"\x7f\xff\xff\xff" + f[26:]),
-    ("garbage", lambda f: f[:12] + b"\xff" * 64),
+    ("garbage", lambda f: f[:10] + b"\x7f" * 64),
 ])
 def test_corrupted_bytes_raise_decode_error_not_crash(mutation: tuple[str, Any]) -> None:
     frame = wire.encode_request(3, 8, 1, {"topics": [{"name": "t"}], "allow_auto_topic_creation": True})[4:]
     with pytest.raises(wire.DecodeError):
         wire.decode_request(mutation[1](frame))
+
+
+def test_malformed_utf8_becomes_replacement_characters_as_in_java() -> None:
+    """Kafka reads strings with Java's new String(bytes, UTF_8): a request with malformed UTF-8 in a name is
+    answered (INVALID_TOPIC_EXCEPTION and the like), not refused as malformed."""
+    frame = wire.encode_request(3, 8, 1, {"topics": [{"name": "QQQQ"}], "allow_auto_topic_creation": True},
+                                client_id="QQQQ")[4:]
+    request = wire.decode_request(frame.replace(b"QQQQ", b"\xff\xfeab"))
+    assert request.client_id == request.body.topics[0].name == "\ufffd\ufffdab"
 
 
 def test_random_garbage_never_escapes_as_another_error() -> None:

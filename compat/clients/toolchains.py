@@ -1,0 +1,116 @@
+"""Builds the out-of-process client drivers that are not Python or Java: the Go drivers (one `go build` per
+driver from compat/clients/go, its go.mod/go.sum pinning the client modules) and the Node drivers'
+node_modules (`npm ci` from compat/clients/node's package.json and package-lock.json).
+
+Each build lands in ~/.cache/fakekafka under a name carrying the hash of its sources, so an edited driver
+or a changed pin builds anew and an unchanged one costs a stat. `.ci/install.sh` runs this file as a
+script (before the project is installed: stdlib only) to build everything ahead of the tests; the drivers
+call go_driver()/node_modules() and build on first use where the toolchain is there.
+
+    python compat/clients/toolchains.py      builds all, prints FAKEKAFKA_GO_CLIENTS=... and
+                                             FAKEKAFKA_NODE_MODULES=... (shell-quoted)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+__all__ = ["GO_DIR", "GO_DRIVERS", "NODE_DIR", "BuildError", "go_driver", "node_modules"]
+
+HERE = Path(__file__).resolve().parent
+GO_DIR = HERE / "go"
+NODE_DIR = HERE / "node"
+GO_DRIVERS = ("franz",)
+"""The Go drivers, each a main package under compat/clients/go/."""
+CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "fakekafka"
+
+
+class BuildError(RuntimeError):
+    """The toolchain is missing or the build failed (the message says which, and how to fix it)."""
+
+
+def _digest(files: list[Path], base: Path) -> str:
+    h = hashlib.sha256()
+    for f in sorted(files):
+        h.update(str(f.relative_to(base)).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:12]
+
+
+def _go_sources(name: str) -> list[Path]:
+    return [GO_DIR / "go.mod", GO_DIR / "go.sum", *(GO_DIR / "agent").glob("*.go"), *(GO_DIR / name).glob("*.go")]
+
+
+def go_driver(name: str) -> Path:
+    """The built Go driver `name` (built now if its sources changed since the last build)."""
+    base = Path(os.environ.get("FAKEKAFKA_GO_CLIENTS") or CACHE / "go-clients")
+    binary = base / f"{name}-{_digest(_go_sources(name), GO_DIR)}"
+    if binary.exists():
+        return binary
+    go = shutil.which("go")
+    if go is None:
+        raise BuildError(f"go not found: the {name} driver is built with the Go toolchain "
+                         '(eval "$(bash .ci/install.sh)")')
+    base.mkdir(parents=True, exist_ok=True)
+    tmp = base / f".{binary.name}.{os.getpid()}"
+    proc = subprocess.run([go, "build", "-trimpath", "-o", str(tmp), f"./{name}"], cwd=GO_DIR, capture_output=True,
+                          text=True, env={**os.environ, "GOFLAGS": "-buildvcs=false -mod=readonly"}, check=False)
+    if proc.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        raise BuildError(f"go build ./{name} failed:\n{proc.stderr[-3000:]}")
+    tmp.replace(binary)
+    for old in base.glob(f"{name}-*"):  # earlier builds of this driver
+        if old != binary:
+            old.unlink(missing_ok=True)
+    return binary
+
+
+def node_modules() -> Path:
+    """The node_modules directory for compat/clients/node (npm ci'd now if the lock file changed)."""
+    files = [NODE_DIR / "package.json", NODE_DIR / "package-lock.json"]
+    base = Path(os.environ.get("FAKEKAFKA_NODE_MODULES") or CACHE / "node-clients")
+    target = base / _digest(files, NODE_DIR)
+    if (target / ".complete").exists():
+        return target / "node_modules"
+    npm = shutil.which("npm")
+    if npm is None or shutil.which("node") is None:
+        raise BuildError('node and npm not found: the Node drivers need them (eval "$(bash .ci/install.sh)")')
+    base.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=base) as tmp:
+        for f in files:
+            shutil.copy(f, tmp)
+        proc = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=tmp,
+                              capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise BuildError(f"npm ci in {NODE_DIR} failed:\n{proc.stderr[-3000:]}")
+        Path(tmp, ".complete").touch()
+        shutil.rmtree(target, ignore_errors=True)
+        os.replace(tmp, target)
+        os.mkdir(tmp)  # for TemporaryDirectory's cleanup
+    for old in base.iterdir():  # earlier installs
+        if old != target and old.is_dir() and len(old.name) == 12:
+            shutil.rmtree(old, ignore_errors=True)
+    return target / "node_modules"
+
+
+def main() -> int:
+    """Build every driver; print where they are, as .ci/install.sh's other KEY=VALUE lines."""
+    try:
+        binaries = [go_driver(name) for name in GO_DRIVERS]
+        modules = node_modules()
+    except BuildError as e:
+        print(f"[install] {e}", file=sys.stderr)
+        return 1
+    print(f"FAKEKAFKA_GO_CLIENTS={shlex.quote(str(binaries[0].parent))}")
+    print(f"FAKEKAFKA_NODE_MODULES={shlex.quote(str(modules.parent.parent))}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -91,9 +91,9 @@ def test_generated_wire_agrees_with_the_kafka_clients_jar() -> None:
                 by_key.setdefault(schema["apiKey"], {})[schema["type"]] = schema
         compared, differ = 0, []
         for key, (name, module, low, high, *_) in sorted(API_MODULES.items()):
-            if key not in by_key:
+            pair = by_key.get(key, {})
+            if not gen_wire.versions_of(pair.get("request")):
                 continue  # an API only the snapshot declares
-            pair = by_key[key]
             theirs = _declarations(gen_wire.generate_api(gen_wire.Merged.of([(source, pair["request"])]),
                                                          gen_wire.Merged.of([(source, pair["response"])]), key))
             ours = _declarations((ROOT / "wire" / "messages" / f"{module}.py").read_text())

@@ -3,7 +3,8 @@ driver from compat/clients/go, its go.mod/go.sum pinning the client modules) and
 node_modules (`npm ci` from compat/clients/node's package.json and package-lock.json).
 
 Each build lands in ~/.cache/fakekafka under a name carrying the hash of its sources, so an edited driver
-or a changed pin builds anew and an unchanged one costs a stat. `.ci/install.sh` runs this file as a
+or a changed pin builds anew and an unchanged one costs a stat. Earlier builds are left in place (a few MB
+each): another checkout of the project (a worktree, a CI clone) may be running one of them right now. `.ci/install.sh` runs this file as a
 script (before the project is installed: stdlib only) to build everything ahead of the tests; the drivers
 call go_driver()/node_modules() and build on first use where the toolchain is there.
 
@@ -65,9 +66,6 @@ def go_driver(name: str) -> Path:
         tmp.unlink(missing_ok=True)
         raise BuildError(f"go build ./{name} failed:\n{proc.stderr[-3000:]}")
     tmp.replace(binary)
-    for old in base.glob(f"{name}-*"):  # earlier builds of this driver
-        if old != binary:
-            old.unlink(missing_ok=True)
     return binary
 
 
@@ -93,9 +91,6 @@ def node_modules() -> Path:
         shutil.rmtree(target, ignore_errors=True)
         os.replace(tmp, target)
         os.mkdir(tmp)  # for TemporaryDirectory's cleanup
-    for old in base.iterdir():  # earlier installs
-        if old != target and old.is_dir() and len(old.name) == 12:
-            shutil.rmtree(old, ignore_errors=True)
     return target / "node_modules"
 
 

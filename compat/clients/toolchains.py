@@ -2,11 +2,12 @@
 driver from compat/clients/go, its go.mod/go.sum pinning the client modules) and the Node drivers'
 node_modules (`npm ci` from compat/clients/node's package.json and package-lock.json).
 
-Each build lands in ~/.cache/fakekafka under a name carrying the hash of its sources, so an edited driver
-or a changed pin builds anew and an unchanged one costs a stat. Earlier builds are left in place (a few MB
-each): another checkout of the project (a worktree, a CI clone) may be running one of them right now. `.ci/install.sh` runs this file as a
-script (before the project is installed: stdlib only) to build everything ahead of the tests; the drivers
-call go_driver()/node_modules() and build on first use where the toolchain is there.
+Each build lands in ~/.cache/fakekafka under a name carrying the hash of its sources, so an edited driver or
+a changed pin builds anew and an unchanged one costs a stat. Earlier builds are left in place (a few MB
+each): another checkout of the project (a worktree, a CI clone) may be running one of them right now.
+`.ci/install.sh` runs this file as a script (before the project is installed: stdlib only) to build
+everything ahead of the tests; the drivers call go_driver()/node_modules() and build on first use where the
+toolchain is there.
 
     python compat/clients/toolchains.py      builds all, prints FAKEKAFKA_GO_CLIENTS=... and
                                              FAKEKAFKA_NODE_MODULES=... (shell-quoted)

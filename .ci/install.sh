@@ -6,6 +6,7 @@
 #   FAKEKAFKA_JARS       Kafka's Java client jars, newest (default ~/.cache/fakekafka/kafka-clients-4.4.0;
 #                        older ones beside it: kafka-clients-3.9.1, kafka-clients-2.8.2)
 #   FAKEKAFKA_KAFKA_LIB  Apache Kafka's broker jars (default ~/.cache/fakekafka/kafka-4.4.0/lib)
+#   FAKEKAFKA_STREAMS_JARS Kafka Streams and its dependencies (default ~/.cache/fakekafka/kafka-streams-4.3.1)
 #   FAKEKAFKA_BIN        reference broker binaries (default ~/.cache/fakekafka/bin)
 #   FAKEKAFKA_GO_CLIENTS the Go client drivers, built (default ~/.cache/fakekafka/go-clients)
 #   FAKEKAFKA_NODE_MODULES the Node client drivers' packages (default ~/.cache/fakekafka/node-clients)
@@ -135,6 +136,12 @@ NEEDED_CLASSES=(
 jar_has_classes "$JARS_DIR" "${NEEDED_CLASSES[@]}" || { log "$JARS_DIR lacks a needed class"; exit 1; }
 jar_has_classes "$KAFKA_LIB" kafka.Kafka kafka.tools.StorageTool \
     || { log "$KAFKA_LIB lacks Kafka's main classes"; exit 1; }
+# Kafka Streams with its own client and RocksDB (compat/kafka/streams-pom.xml), for the exactly-once app test.
+STREAMS_VERSION=$(sed -n 's:.*<kafka.streams.version>\(.*\)</kafka.streams.version>.*:\1:p' compat/kafka/streams-pom.xml)
+STREAMS_DIR=${FAKEKAFKA_STREAMS_JARS:-$CACHE/kafka-streams-$STREAMS_VERSION}
+maven_copy compat/kafka/streams-pom.xml "$STREAMS_DIR"
+jar_has_classes "$STREAMS_DIR" org.apache.kafka.streams.KafkaStreams org.rocksdb.RocksDB \
+    || { log "$STREAMS_DIR lacks Kafka Streams or RocksDB"; exit 1; }
 
 # ---------------------------------------------------------------- old Python clients
 # Versions users still pin, in a virtualenv of their own (compat's kafka-python-2.0.2 and
@@ -190,4 +197,5 @@ printf 'FAKEKAFKA_BIN=%q\n' "$BIN_DIR"
 printf 'FAKEKAFKA_KAFKA_LIB=%q\n' "$KAFKA_LIB"
 printf 'FAKEKAFKA_OLD_CLIENTS=%q\n' "$OLD_VENV"
 printf 'FAKEKAFKA_CLASSPATH=%q\n' "$JARS_DIR/*"
+printf 'FAKEKAFKA_STREAMS_JARS=%q\n' "$STREAMS_DIR"
 if [[ -n $go_node_env ]]; then printf '%s\n' "$go_node_env"; fi

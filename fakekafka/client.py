@@ -357,14 +357,14 @@ class RemoteCluster(ClusterHandle):
                 offset = max(offset, last + 1)
         return out
 
-    def records(self, topic: str, partition: int | None = None) -> list[Record]:
+    def records(self, topic: str, partition: int | None = None, *, control: bool = False) -> list[Record]:
         out: list[Record] = []
         indexes = [p.partition_index for p in self._topic(topic).partitions] if partition is None else [partition]
         for index in sorted(indexes):
             start, end = self._list_offset(topic, index, -2), self._list_offset(topic, index, -1)
             for batch in self.batches(topic, index):
                 decoded = decode_batch(batch)
-                if decoded.header.is_control:
+                if decoded.header.is_control and not control:
                     continue
                 for rec in decoded.records:
                     if start <= rec.offset < end:

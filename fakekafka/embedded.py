@@ -388,21 +388,27 @@ class Cluster(ClusterHandle):
             return index, r.base_offset
         return self.call(append)
 
-    def records(self, topic: str, partition: int | None = None) -> list[Record]:
-        """Every stored record of a topic (or one partition), decoded, in partition then offset order."""
+    def records(self, topic: str, partition: int | None = None, *, control: bool = False) -> list[Record]:
+        """Every record a consumer can read from a topic (or one partition), decoded, in partition then offset
+        order: from the log start to the high watermark, without transaction markers unless `control` (as the
+        remote handle reads them)."""
 
-        def read() -> list[tuple[int, list[bytes]]]:
+        def read() -> list[tuple[int, int, int, list[bytes]]]:
             t = self.state.topics.get(topic)
             if t is None:
                 raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic!r} does not exist")
             parts = t.partitions if partition is None else [t.partitions[partition]]
-            return [(p.index, list(p.log.batches)) for p in parts]
+            return [(p.index, p.log.log_start_offset, p.log.high_watermark, list(p.log.batches)) for p in parts]
         out: list[Record] = []
-        for index, batches in self.call(read):
+        for index, start, end, batches in self.call(read):
             for b in batches:
-                for r in decode_batch(b).records:
-                    r.partition = index
-                    out.append(r)
+                decoded = decode_batch(b)
+                if decoded.header.is_control and not control:
+                    continue
+                for r in decoded.records:
+                    if start <= r.offset < end:
+                        r.partition = index
+                        out.append(r)
         return out
 
     def end_offsets(self, topic: str) -> dict[int, int]:

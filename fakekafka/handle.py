@@ -22,7 +22,7 @@ def _attr(rec: Any, name: str) -> int:
 class ClusterHandle:
     bootstrap_servers: str
 
-    def records(self, topic: str, partition: int | None = None) -> list[Record]:
+    def records(self, topic: str, partition: int | None = None, *, control: bool = False) -> list[Record]:
         raise NotImplementedError
 
     def committed(self, group_id: str) -> dict[tuple[str, int], int]:

@@ -1,6 +1,6 @@
 """Compile and run small Java programs against Kafka's own client jars, for tests.
 
-Three calls, each of which skips the calling test (naming `.ci/install.sh`) when Java or the jars are
+Four calls, each of which skips the calling test (naming `.ci/install.sh`) when Java or the jars are
 missing, so a machine without them reports skips rather than failures:
 
     classpath(version=None)          the jar classpath: $FAKEKAFKA_CLASSPATH, else the jars in
@@ -8,9 +8,12 @@ missing, so a machine without them reports skips rather than failures:
                                      (kafka-clients from Maven Central, with its codecs and slf4j-simple);
                                      version="3.9.1" (any of CLIENT_VERSIONS) names an older client, from
                                      ~/.cache/fakekafka/kafka-clients-<version>
-    compile_java(*sources, version=None)
+    compile_java(*sources, version=None, cp=None)
                                      javac the sources once; returns the class directory, cached under
-                                     ~/.cache/fakekafka/javac/<hash of sources, classpath, javac>
+                                     ~/.cache/fakekafka/javac/<hash of sources, classpath, javac>; cp=
+                                     streams_classpath() compiles against Kafka Streams' jars instead
+    streams_classpath()              Kafka Streams' jars (with its own kafka-clients and RocksDB), from
+                                     $FAKEKAFKA_STREAMS_JARS or ~/.cache/fakekafka/kafka-streams-<version>
     run_java(classes, main, *args, version=None)
                                      java -cp classes:jars main args; returns CompletedProcess (text)
                                      and raises JavaError with stderr when it exits non-zero
@@ -52,12 +55,15 @@ import fakekafka
 from fakekafka.handle import ClusterHandle
 from fakekafka.server import RequestRecord
 
-__all__ = ["INSTALL_HINT", "JavaError", "JavaRun", "classpath", "compile_java", "run_driver", "run_java"]
+__all__ = ["INSTALL_HINT", "JavaError", "JavaRun", "classpath", "compile_java", "run_driver", "run_java",
+           "streams_classpath"]
 
 INSTALL_HINT = 'run `eval "$(bash .ci/install.sh)"` to install javac and the Kafka client jars'
 _CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "fakekafka"
 CLIENT_VERSIONS = ("4.4.0", "3.9.1", "2.8.2")  # .ci/install.sh's, newest first
 CLIENT_VERSION = CLIENT_VERSIONS[0]
+STREAMS_VERSION = "4.3.1"
+"""compat/kafka/streams-pom.xml's kafka-streams (4.4.0 is not on Maven Central)."""
 
 
 class JavaError(RuntimeError):
@@ -91,11 +97,21 @@ def classpath(version: str | None = None) -> str:
     return cp
 
 
-def compile_java(*sources: str | os.PathLike[str], version: str | None = None) -> Path:
-    """Compile the sources (once per content and client version) against kafka-clients `version` (None: the
-    newest) and return the directory holding their classes."""
+def streams_classpath() -> str:
+    """Kafka Streams' classpath (its own kafka-clients and RocksDB included): $FAKEKAFKA_STREAMS_JARS, else
+    ~/.cache/fakekafka/kafka-streams-<STREAMS_VERSION>, as .ci/install.sh resolves compat/kafka/streams-pom.xml."""
+    jars = Path(os.environ.get("FAKEKAFKA_STREAMS_JARS") or _CACHE / f"kafka-streams-{STREAMS_VERSION}")
+    if not glob.glob(str(jars / "kafka-streams-*.jar")):
+        pytest.skip(f"no kafka-streams jar in {jars}: {INSTALL_HINT}")
+    return str(jars / "*")
+
+
+def compile_java(*sources: str | os.PathLike[str], version: str | None = None, cp: str | None = None) -> Path:
+    """Compile the sources (once per content and classpath) against kafka-clients `version` (None: the newest),
+    or against the classpath `cp` when given (Streams' own jars), and return the directory holding their
+    classes."""
     javac = _tool("javac")
-    cp = classpath(version)
+    cp = cp or classpath(version)
     digest = hashlib.sha256(cp.encode())
     digest.update(os.path.realpath(javac).encode())
     for src in sorted(Path(s).resolve() for s in sources):

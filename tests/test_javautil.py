@@ -32,3 +32,14 @@ def test_older_version_has_its_own_jars(version: str, monkeypatch: pytest.Monkey
 def test_unknown_version_is_refused() -> None:
     with pytest.raises(ValueError, match="not installed by .ci/install.sh"):
         javautil.classpath("1.0.0")
+
+
+def test_streams_version_is_the_poms(monkeypatch: pytest.MonkeyPatch) -> None:
+    """javautil looks for Kafka Streams where install.sh puts compat/kafka/streams-pom.xml's version."""
+    pom = (INSTALL_SH.parents[1] / "compat" / "kafka" / "streams-pom.xml").read_text()
+    found = re.search(r"<kafka.streams.version>(.*)</kafka.streams.version>", pom)
+    assert found is not None
+    assert javautil.STREAMS_VERSION == found.group(1)
+    monkeypatch.delenv("FAKEKAFKA_STREAMS_JARS", raising=False)
+    cp = javautil.streams_classpath()
+    assert (Path(cp).parent / f"kafka-streams-{javautil.STREAMS_VERSION}.jar").is_file()

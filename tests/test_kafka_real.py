@@ -30,7 +30,8 @@ CHILD_TIMEOUT_S = 780
 CLIENT_TESTS = ["tests/clients/test_kafka_python.py", "tests/clients/test_aiokafka.py",
                 "tests/clients/test_confluent_kafka.py", "tests/clients/test_kcat.py",
                 "tests/clients/test_java_client.py", "tests/clients/test_transactions.py",
-                "tests/clients/test_java_transactions.py", "tests/test_remote_cluster.py",
+                "tests/clients/test_java_transactions.py", "tests/clients/test_kafka_streams.py",
+                "tests/test_remote_cluster.py",
                 "examples/test_clients.py", "examples/order_enricher",
                 *(f"tests/clients/test_groups_{c}.py::test_session_timeout_below_broker_minimum_is_refused"
                   for c in ("kafka_python", "aiokafka", "confluent_kafka"))]

@@ -48,6 +48,9 @@ BatchHeaderStruct = Struct(
 """The batch header as a compiled struct: it is read for every batch a producer sends."""
 
 _LENGTH_MAGIC = struct.Struct(">qib")
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+"""BatchHeaderStruct's layout for the struct module: read_header runs for every batch a producer sends and
+every marker, and unpacking 61 bytes this way costs a microsecond where construct's parse costs tens."""
 
 
 class Compression(IntEnum):
@@ -120,11 +123,11 @@ class BatchHeader:
         return (self.base_sequence + self.last_offset_delta) & 0x7FFFFFFF
 
 
-def read_header(data: bytes | memoryview, pos: int = 0) -> BatchHeader:
-    c = BatchHeaderStruct.parse(bytes(data[pos:pos + BATCH_OVERHEAD]))
-    return BatchHeader(c.base_offset, c.batch_length, c.partition_leader_epoch, c.magic, c.crc,
-                       c.attributes, c.last_offset_delta, c.base_timestamp, c.max_timestamp,
-                       c.producer_id, c.producer_epoch, c.base_sequence, c.records_count)
+def read_header(data: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
+    if len(data) - pos < BATCH_OVERHEAD:
+        from construct import StreamError
+        raise StreamError(f"a batch header is {BATCH_OVERHEAD} bytes, {max(len(data) - pos, 0)} left")
+    return BatchHeader(*_HEADER.unpack_from(data, pos))
 
 
 def crc_of(batch: bytes | memoryview) -> int:

@@ -2,10 +2,12 @@
 driver from compat/clients/go, its go.mod/go.sum pinning the client modules) and the Node drivers'
 node_modules (`npm ci` from compat/clients/node's package.json and package-lock.json).
 
-Each build lands in ~/.cache/fakekafka under a name carrying the hash of its sources, so an edited driver
-or a changed pin builds anew and an unchanged one costs a stat. `.ci/install.sh` runs this file as a
-script (before the project is installed: stdlib only) to build everything ahead of the tests; the drivers
-call go_driver()/node_modules() and build on first use where the toolchain is there.
+Each build lands in ~/.cache/fakekafka under a name carrying the hash of its sources, so an edited driver or
+a changed pin builds anew and an unchanged one costs a stat. Earlier builds are left in place (a few MB
+each): another checkout of the project (a worktree, a CI clone) may be running one of them right now.
+`.ci/install.sh` runs this file as a script (before the project is installed: stdlib only) to build
+everything ahead of the tests; the drivers call go_driver()/node_modules() and build on first use where the
+toolchain is there.
 
     python compat/clients/toolchains.py      builds all, prints FAKEKAFKA_GO_CLIENTS=... and
                                              FAKEKAFKA_NODE_MODULES=... (shell-quoted)
@@ -27,7 +29,7 @@ __all__ = ["GO_DIR", "GO_DRIVERS", "NODE_DIR", "BuildError", "go_driver", "node_
 HERE = Path(__file__).resolve().parent
 GO_DIR = HERE / "go"
 NODE_DIR = HERE / "node"
-GO_DRIVERS = ("franz",)
+GO_DRIVERS = ("franz", "sarama")
 """The Go drivers, each a main package under compat/clients/go/."""
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "fakekafka"
 
@@ -65,9 +67,6 @@ def go_driver(name: str) -> Path:
         tmp.unlink(missing_ok=True)
         raise BuildError(f"go build ./{name} failed:\n{proc.stderr[-3000:]}")
     tmp.replace(binary)
-    for old in base.glob(f"{name}-*"):  # earlier builds of this driver
-        if old != binary:
-            old.unlink(missing_ok=True)
     return binary
 
 
@@ -93,9 +92,6 @@ def node_modules() -> Path:
         shutil.rmtree(target, ignore_errors=True)
         os.replace(tmp, target)
         os.mkdir(tmp)  # for TemporaryDirectory's cleanup
-    for old in base.iterdir():  # earlier installs
-        if old != target and old.is_dir() and len(old.name) == 12:
-            shutil.rmtree(old, ignore_errors=True)
     return target / "node_modules"
 
 

@@ -4,9 +4,10 @@ limits and what a compacted topic refuses.
 Kafka: the Java producer's default partitioner puts a keyed record on murmur2(key) % partitions
 (org.apache.kafka.clients.producer.internals.BuiltInPartitioner; kafka-python and aiokafka copy it);
 librdkafka's default is consistent_random, CRC32(key) % partitions (librdkafka CONFIGURATION.md,
-`partitioner`). A topic refuses a batch over its max.message.bytes with MESSAGE_TOO_LARGE; a compacted
-topic refuses a record without a key (INVALID_RECORD, "Compacted topic cannot accept message without
-key", LogValidator). With acks=0 the producer learns no offset (Java reports -1).
+`partitioner`); sarama's is its HashPartitioner, FNV-1a(key) as a signed 32-bit value modulo partitions,
+made positive (sarama's partitioner.go docs). A topic refuses a batch over its max.message.bytes with
+MESSAGE_TOO_LARGE; a compacted topic refuses a record without a key (INVALID_RECORD, "Compacted topic
+cannot accept message without key", LogValidator). With acks=0 the producer learns no offset (Java reports -1).
 """
 
 from __future__ import annotations
@@ -46,9 +47,20 @@ def murmur2(data: bytes) -> int:
     return h
 
 
+def fnv1a32(data: bytes) -> int:
+    """32-bit FNV-1a (offset basis 0x811c9dc5, prime 0x01000193), written from the algorithm's definition."""
+    h = 0x811C9DC5
+    for b in data:
+        h = ((h ^ b) * 0x01000193) & 0xFFFFFFFF
+    return h
+
+
 def default_partition(client: str, key: bytes, n: int) -> int:
     if client in ("confluent-kafka", "kcat") or client.startswith("confluent-kafka"):
         return zlib.crc32(key) % n
+    if client == "sarama":  # HashPartitioner: FNV-1a as a signed 32-bit value, remainder made positive
+        h = fnv1a32(key)
+        return abs(h - (1 << 32) if h >= 1 << 31 else h) % n
     return (murmur2(key) & 0x7FFFFFFF) % n
 
 

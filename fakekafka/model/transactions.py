@@ -9,9 +9,10 @@ until `tick` finds the partition led again, as Kafka's marker channel retries.
 
 Transactions version 1 (KIP-98, KIP-360's epoch bumps, KIP-890 part 1's partition verification): the epoch is
 bumped by InitProducerId, and by the coordinator when it fences a producer (an InitProducerId while the old one's
-transaction is open, or a transaction timing out). Version 2 (KIP-890 part 2: an epoch bump per transaction, the
-implicit AddPartitionsToTxn of Produce v12) is not served yet: the brokers finalize no `transaction.version`
-feature, so clients use version 1, as they would with a Kafka 3.x cluster.
+transaction is open, or a transaction timing out). Version 2 (KIP-890 part 2) adds an epoch bump at every end
+(`end_transaction_v2`, what EndTxn v5 asks for: the markers carry the new epoch, which the answer returns) and
+partitions added by the data itself (`add_partitions(..., implicit=True)`, from Produce v12 and TxnOffsetCommit
+v5); a transaction remembers which version its client speaks, as Kafka's clientTransactionVersion.
 """
 
 from __future__ import annotations
@@ -86,6 +87,10 @@ class TransactionMetadata:
     """Partitions still to get this transaction's marker (the coordinator retries while they have no leader)."""
     history: list[tuple[int, TransactionState, TransactionState]] = field(default_factory=list)
     """(time, from, to) of every transition, for tests and `fakekafka ctl`."""
+    client_version: int = 1
+    """The transactions version the client speaks (2: an epoch bump per transaction)."""
+    next_producer_id: int = -1
+    """Version 2: the producer id this one rotates to when the transaction ending now exhausted its epochs."""
 
     def transition_to(self, target: TransactionState, now: int) -> None:
         if self.state not in VALID_PREVIOUS[target]:
@@ -207,10 +212,14 @@ class TransactionCoordinator:
         return ErrorCode.NONE, txn
 
     def add_partitions(self, transactional_id: str, producer_id: int, epoch: int,
-                       partitions: set[TopicPartition]) -> ErrorCode:
+                       partitions: set[TopicPartition], *, implicit: bool = False) -> ErrorCode:
+        """AddPartitionsToTxn/AddOffsetsToTxn; `implicit`: transactions version 2, where the first batch (or the
+        TxnOffsetCommit) for a partition adds it."""
         code, txn = self._check_producer(transactional_id, producer_id, epoch)
         if txn is None:
             return code
+        if implicit:
+            txn.client_version = 2
         if txn.state in (TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT,
                          TransactionState.PREPARE_EPOCH_FENCE):
             return ErrorCode.CONCURRENT_TRANSACTIONS
@@ -235,24 +244,56 @@ class TransactionCoordinator:
 
     # --- EndTxn -----------------------------------------------------------------------------------------
     def end_transaction(self, transactional_id: str, producer_id: int, epoch: int, commit: bool) -> ErrorCode:
+        """EndTxn v0-4 (transactions version 1): the epoch stays."""
+        return self._end(transactional_id, producer_id, epoch, commit, bump=False)[0]
+
+    def end_transaction_v2(self, transactional_id: str, producer_id: int, epoch: int, commit: bool
+                           ) -> tuple[ErrorCode, int, int]:
+        """EndTxn v5 (transactions version 2): the epoch is bumped at every end; (error, producer id, epoch) for
+        the producer's next transaction. A retry of an end that went through gets the same answer."""
+        return self._end(transactional_id, producer_id, epoch, commit, bump=True)
+
+    def _end(self, transactional_id: str, producer_id: int, epoch: int, commit: bool, *, bump: bool
+             ) -> tuple[ErrorCode, int, int]:
+        failed = -1, -1
         if not transactional_id:
-            return ErrorCode.INVALID_REQUEST
+            return ErrorCode.INVALID_REQUEST, *failed
         txn = self.transactions.get(transactional_id)
-        if txn is None or txn.state == TransactionState.DEAD or txn.producer_id != producer_id:
-            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
-        if epoch != txn.producer_epoch:
-            return ErrorCode.PRODUCER_FENCED
+        if txn is None or txn.state == TransactionState.DEAD:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING, *failed
         state = txn.state
+        v2 = txn.client_version >= 2
+        # version 2: an end that went through left the epoch one above the one the retry names (Kafka's
+        # endTxnEpochBumped), or, when it rotated the producer id, the new id at epoch 0
+        retry_on_bump = v2 and txn.producer_epoch == epoch + 1
+        retry_on_overflow = v2 and txn.previous_producer_id == producer_id and epoch >= EPOCH_EXHAUSTED \
+            and txn.producer_epoch == 0
+        if txn.producer_id != producer_id and not retry_on_overflow:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING, *failed
+        if v2 and state in (TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT):
+            valid = retry_on_bump
+        elif v2 and state in (TransactionState.COMPLETE_COMMIT, TransactionState.COMPLETE_ABORT):
+            valid = retry_on_bump or retry_on_overflow
+        else:
+            valid = epoch == txn.producer_epoch
+        if not valid:
+            return ErrorCode.PRODUCER_FENCED, *failed
         if state == TransactionState.ONGOING:
             now = self._now()
+            if bump:
+                txn.client_version = 2
+                if txn.epoch_exhausted:
+                    txn.next_producer_id = self._allocate()
+                txn.last_producer_epoch = txn.producer_epoch
+                txn.producer_epoch += 1
             txn.transition_to(TransactionState.PREPARE_COMMIT if commit else TransactionState.PREPARE_ABORT, now)
             self._send_markers(txn, now)
-            return ErrorCode.NONE
+            return ErrorCode.NONE, txn.producer_id, txn.producer_epoch
         if state == (TransactionState.COMPLETE_COMMIT if commit else TransactionState.COMPLETE_ABORT):
-            return ErrorCode.NONE  # a retry of an EndTxn that already completed
+            return ErrorCode.NONE, txn.producer_id, txn.producer_epoch  # a retry of an end that completed
         if state == (TransactionState.PREPARE_COMMIT if commit else TransactionState.PREPARE_ABORT):
-            return ErrorCode.CONCURRENT_TRANSACTIONS
-        return ErrorCode.INVALID_TXN_STATE
+            return ErrorCode.CONCURRENT_TRANSACTIONS, *failed
+        return ErrorCode.INVALID_TXN_STATE, *failed
 
     def _send_markers(self, txn: TransactionMetadata, now: int) -> None:
         txn.markers_pending = set(txn.partitions)
@@ -270,6 +311,9 @@ class TransactionCoordinator:
             txn.transition_to(TransactionState.COMPLETE_COMMIT if commit else TransactionState.COMPLETE_ABORT, now)
             txn.partitions.clear()
             txn.start_ms = -1
+            if txn.next_producer_id >= 0:  # version 2 exhausted the epochs: the next transaction has a new id
+                txn.previous_producer_id, txn.producer_id = txn.producer_id, txn.next_producer_id
+                txn.producer_epoch, txn.last_producer_epoch, txn.next_producer_id = 0, -1, -1
 
     # --- the clock ----------------------------------------------------------------------------------
     def tick(self) -> None:

@@ -248,7 +248,7 @@ def test_deprecated_consumer_reader(spark: JavaRun) -> None:
 @pytest.mark.parametrize("level", ["read_uncommitted", "read_committed"])
 def test_executor_loop_skips_transaction_markers(spark: JavaRun, level: str) -> None:
     r = spark.result(f"executor_{level}")
-    stored = {rec.offset: rec for rec in spark.cluster.records("spark-txn")}
+    stored = {rec.offset: rec for rec in spark.cluster.records("spark-txn", control=True)}
     assert sorted(stored) == list(range(len(TXN_LAYOUT)))   # markers are stored records too
     assert [o for o, rec in stored.items() if rec.key == b"\x00\x00\x00\x01"] == [5, 10]
 

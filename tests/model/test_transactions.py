@@ -227,3 +227,28 @@ def test_the_transaction_coordinator_is_the_leader_of_the_ids_partition_and_move
     state.kill_broker(first.node_id)
     moved = state.transaction_coordinator_for("tx")
     assert moved is not None and moved.node_id != first.node_id
+
+
+# --- transactions version 2 (KIP-890 part 2) ----------------------------------------------------------------
+def test_v2_bumps_the_epoch_at_every_end_and_a_retry_gets_the_same_answer() -> None:
+    markers: list[tuple] = []
+    tc = TransactionCoordinator(ManualClock(), write_marker=lambda *a: markers.append(a) or True)
+    _, pid, e = tc.init_producer_id("tx", 60_000)
+    assert tc.add_partitions("tx", pid, e, {("t", 0)}, implicit=True) == ErrorCode.NONE
+    assert tc.end_transaction_v2("tx", pid, e, True) == (ErrorCode.NONE, pid, e + 1)
+    assert markers == [(("t", 0), pid, e + 1, True, 0)]  # the marker carries the new epoch
+    assert tc.end_transaction_v2("tx", pid, e, True) == (ErrorCode.NONE, pid, e + 1)  # retried
+    assert tc.end_transaction_v2("tx", pid, e, False)[0] == ErrorCode.INVALID_TXN_STATE
+    assert tc.add_partitions("tx", pid, e, {("t", 0)}, implicit=True) == ErrorCode.PRODUCER_FENCED  # old epoch
+    assert tc.add_partitions("tx", pid, e + 1, {("t", 0)}, implicit=True) == ErrorCode.NONE
+    assert tc.end_transaction_v2("tx", pid, e + 1, False) == (ErrorCode.NONE, pid, e + 2)
+
+
+def test_v2_rotates_the_producer_id_when_the_epoch_is_exhausted() -> None:
+    tc = TransactionCoordinator(ManualClock())
+    _, pid, _ = tc.init_producer_id("tx", 60_000)
+    tc.transactions["tx"].producer_epoch = EPOCH_EXHAUSTED
+    tc.add_partitions("tx", pid, EPOCH_EXHAUSTED, {("t", 0)}, implicit=True)
+    code, new_pid, epoch = tc.end_transaction_v2("tx", pid, EPOCH_EXHAUSTED, True)
+    assert code == ErrorCode.NONE and new_pid != pid and epoch == 0
+    assert tc.end_transaction_v2("tx", pid, EPOCH_EXHAUSTED, True) == (ErrorCode.NONE, new_pid, 0)  # retried

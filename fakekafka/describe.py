@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from fakekafka.embedded import GroupView
-from fakekafka.model.cluster import ClusterState
+from fakekafka.model.cluster import ClusterState, Partition
 
 __all__ = ["SECTIONS", "describe_tables", "render_table", "status_line"]
 
@@ -45,8 +45,7 @@ def _topics(state: ClusterState) -> Rows:
     for t in sorted(state.topics.values(), key=lambda t: t.name):
         if t.is_internal:
             continue
-        records = sum(p.log.high_watermark - p.log.log_start_offset for p in t.partitions)  # markers included
-        size = sum(p.log.size_bytes for p in t.partitions)
+        records, size = _held(t.partitions)
         rows.append((t.name, len(t.partitions), t.replication_factor, records, _size(size)))
     return ("TOPIC", "PARTITIONS", "REPLICATION", "RECORDS", "BYTES"), rows
 
@@ -122,6 +121,12 @@ def describe_tables(state: ClusterState) -> str:
     return "\n".join(out).rstrip("\n")
 
 
+def _held(partitions: Sequence[Partition]) -> tuple[int, int]:
+    """Records (offsets from log start to high watermark: transaction markers included) and bytes stored."""
+    return (sum(p.log.high_watermark - p.log.log_start_offset for p in partitions),
+            sum(p.log.size_bytes for p in partitions))
+
+
 def _size(n: int) -> str:
     for unit in ("B", "KiB", "MiB"):
         if n < 1024:
@@ -144,8 +149,7 @@ def status_line(state: ClusterState, *, uptime_s: float, connections: int, reque
     alive = sum(1 for b in state.brokers.values() if b.alive)
     topics = [t for t in state.topics.values() if not t.is_internal]
     partitions = sum(len(t.partitions) for t in topics)
-    records = sum(p.log.high_watermark - p.log.log_start_offset for t in topics for p in t.partitions)
-    size = sum(p.log.size_bytes for t in topics for p in t.partitions)
+    records, size = _held([p for t in topics for p in t.partitions])
     states = Counter(g.state.value for g in state.groups.groups.values())
     groups = _count(sum(states.values()), "group")
     if states:

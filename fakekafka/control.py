@@ -167,7 +167,7 @@ COMMANDS: dict[str, tuple[str, Callable[[Cluster, dict[str, Any]], Awaitable[Any
     "partition-state": ("TOPIC PARTITION: leader, epoch, replicas, ISR, offsets (JSON)",
                         _sync(lambda c, a: c.partition_state(a["topic"], _int(a, "partition")))),
     "events": ("every fault and state change so far (JSON)", _sync(_events)),
-    "describe": ("topics, partitions, groups and their members, as tables",
+    "describe": ("topics, partitions, groups, their members and transactions, as tables",
                  _sync(lambda c, a: describe_tables(c.state))),
 }
 """name -> (help, handler). A handler that changes the cluster returns a sentence saying what it did; the

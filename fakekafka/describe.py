@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-from fakekafka.embedded import GroupView
+from fakekafka.embedded import GroupView, TransactionView
 from fakekafka.model.cluster import ClusterState, Partition
 
 __all__ = ["SECTIONS", "describe_tables", "render_table", "status_line"]
@@ -93,11 +93,11 @@ def _transactions(state: ClusterState) -> Rows:
     rows: list[Sequence[object]] = []
     now = state.clock.now_ms()
     for tid in sorted(state.transactions.transactions):
-        txn = state.transactions.transactions[tid]
-        partitions = ", ".join(f"{t}-{p}" for t, p in sorted(txn.partitions)) or None
-        open_ms = now - txn.start_ms if txn.state.value == "Ongoing" and txn.start_ms >= 0 else None
-        rows.append((tid, txn.state.value, txn.producer_id, txn.producer_epoch, txn.timeout_ms, open_ms,
-                     partitions))
+        view = TransactionView.of(state.transactions.transactions[tid])
+        assert view is not None
+        partitions = ", ".join(f"{t}-{p}" for t, p in view.partitions) or None
+        open_ms = now - view.start_ms if view.state == "Ongoing" and view.start_ms >= 0 else None
+        rows.append((tid, view.state, view.producer_id, view.producer_epoch, view.timeout_ms, open_ms, partitions))
     return ("TRANSACTIONAL ID", "STATE", "PRODUCER ID", "EPOCH", "TIMEOUT MS", "OPEN MS", "PARTITIONS"), rows
 
 

@@ -124,6 +124,21 @@ def _advance(c: Cluster, a: dict[str, Any]) -> str:
     return f"clock advanced {ms} ms, now at {c.advance_clock(ms)} ms"
 
 
+def _abort_transaction(c: Cluster, a: dict[str, Any]) -> str:
+    tid = a["transactional_id"]
+    before = c.transaction(tid)
+    if before is None:
+        known = ", ".join(c.transactions()) or "none yet"
+        raise ValueError(f"there is no transactional id {tid!r}; the ids are: {known}")
+    c.abort_transaction(tid)
+    after = c.transaction(tid)
+    assert after is not None
+    partitions = ", ".join(f"{t}-{p}" for t, p in before.partitions) or "no partitions"
+    return (f"transaction of {tid} aborted as its timeout would: abort markers for {partitions}; producer "
+            f"{before.producer_id} epoch {before.producer_epoch} fenced (now epoch {after.producer_epoch}, "
+            f"{after.state})")
+
+
 def _clear(c: Cluster, a: dict[str, Any]) -> str:
     c.clear_faults()
     return "every injected fault removed"
@@ -163,6 +178,8 @@ COMMANDS: dict[str, tuple[str, Callable[[Cluster, dict[str, Any]], Awaitable[Any
                  _sync(lambda c, a: "injected: " + c.throttle(_int(a, "ms"), a.get("api"),
                                                               _int(a, "count", None)).describe())),
     "clear-faults": ("remove every injected fault", _sync(_clear)),
+    "abort-transaction": ("TRANSACTIONAL_ID: abort its open transaction as its timeout would (the producer is "
+                          "fenced)", _sync(_abort_transaction)),
     "advance-clock": ("MS: move the frozen clock (serve --clock frozen)", _sync(_advance)),
     "partition-state": ("TOPIC PARTITION: leader, epoch, replicas, ISR, offsets (JSON)",
                         _sync(lambda c, a: c.partition_state(a["topic"], _int(a, "partition")))),

@@ -375,6 +375,21 @@ def test_ctl_describe_lists_transactions() -> None:
         assert ongoing[5].isdigit() and ongoing[6] == "ledger-0"
         producer.commit_transaction(10)
         assert row()[:2] == ["billing-tx", "CompleteCommit"]
+        producer.begin_transaction()
+        producer.produce("ledger", b"credit", partition=0)
+        producer.flush(10)
+        aborted = _ctl(control, "abort-transaction", "billing-tx")
+        assert aborted.returncode == 0, aborted.stderr
+        assert aborted.stdout.startswith("transaction of billing-tx aborted as its timeout would: abort markers for "
+                                         "ledger-0; producer ")
+        assert row()[:2] == ["billing-tx", "CompleteAbort"]
+        with pytest.raises(confluent_kafka.KafkaException):  # the producer was fenced
+            producer.commit_transaction(10)
+        again = _ctl(control, "abort-transaction", "billing-tx")
+        assert again.returncode == 1 and "has no open transaction (state CompleteAbort)" in again.stderr
+        unknown = _ctl(control, "abort-transaction", "nosuch")
+        assert unknown.returncode == 1
+        assert unknown.stderr == "fakekafka ctl: there is no transactional id 'nosuch'; the ids are: billing-tx\n"
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(10) == 0

@@ -181,3 +181,48 @@ def test_decompressed_size_is_not_checked_on_produce(kafka) -> None:
         assert (ErrorCode(p.error_code).name, p.error_message) == ("NONE", None)
     finally:
         raw.close()
+
+
+def _set_size_10() -> bytes:
+    b = _batch()
+    struct.pack_into(">i", b, 8, 10)
+    return bytes(b)
+
+
+@pytest.mark.parametrize(("version", "bad", "code", "message"), [
+    (9, _magic(3), E.CORRUPT_MESSAGE, "Invalid magic found in record: 3"),
+    (9, _set_size_10, E.CORRUPT_MESSAGE, "Record size 10 is less than the minimum record overhead (14)"),
+    (3, _codec(5), E.UNKNOWN_SERVER_ERROR, None),
+    (6, _codec(7), E.UNKNOWN_SERVER_ERROR, None),
+], ids=["magic-3", "size-10", "v3-codec-5", "v6-codec-7"])
+def test_first_batch_faults_fail_the_whole_request(kafka, version: int, bad: Callable[[], bytes], code: ErrorCode,
+                                                   message: str | None) -> None:
+    """Kafka reads every partition's first batch header before appending anything: these fail every partition."""
+    for name in ("good", "bad"):
+        kafka.create_topic(name, 1)
+        kafka.wait_for_topic(name, 1)
+    raw = RawClient(kafka.bootstrap_servers)
+    body = {"transactional_id": None, "acks": 1, "timeout_ms": 5000, "topic_data": [
+        {"name": "good", "partition_data": [{"index": 0, "records": bytes(_batch())}]},
+        {"name": "bad", "partition_data": [{"index": 0, "records": bad()}]}]}
+    r = raw.request(0, version, body)
+    got = [(t.name, ErrorCode(p.error_code).name, p.get("error_message")) for t in r.responses
+           for p in t.partition_responses]
+    assert sorted(got) == [("bad", code.name, message), ("good", code.name, message)]  # Kafka: its map's order
+    assert kafka.end_offsets("good") == {0: 0}
+    raw.close()
+
+
+def test_zstd_needs_produce_v7(kafka) -> None:
+    for name in ("good", "zstd"):
+        kafka.create_topic(name, 1)
+        kafka.wait_for_topic(name, 1)
+    raw = RawClient(kafka.bootstrap_servers)
+    body = {"transactional_id": None, "acks": 1, "timeout_ms": 5000, "topic_data": [
+        {"name": "good", "partition_data": [{"index": 0, "records": bytes(_batch())}]},
+        {"name": "zstd", "partition_data": [{"index": 0, "records": bytes(_batch(2, Compression.ZSTD))}]}]}
+    r = raw.request(0, 6, body)
+    got = [(t.name, ErrorCode(p.error_code).name) for t in r.responses for p in t.partition_responses]
+    assert sorted(got) == [("good", "NONE"), ("zstd", "UNSUPPORTED_COMPRESSION_TYPE")]
+    assert kafka.end_offsets("zstd") == {0: 0}
+    raw.close()

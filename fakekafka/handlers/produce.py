@@ -17,6 +17,8 @@ carry the partition's log start offset, as Kafka's do. A transactional batch tha
 transaction on a partition is checked with the transaction coordinator first (KIP-890 part 1): a partition
 not added to the transaction is INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v11), a stale epoch
 INVALID_PRODUCER_EPOCH, a transaction still ending NOT_ENOUGH_REPLICAS (retriable), as Kafka's ReplicaManager.
+Batches are checked as Kafka 4.4 checks them (fakekafka/model/validate.py), including the first-batch faults for
+which Kafka fails every partition of the request.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 from construct import Container
 
 from fakekafka.handlers.registry import NO_RESPONSE, Park, RequestContext, handles
+from fakekafka.model.validate import first_batch_refusal, request_refusal
 from wire import ErrorCode
 
 
@@ -35,8 +38,9 @@ def _partition_result(index: int, code: ErrorCode, message: str | None = None, b
             "log_start_offset": log_start_offset, "record_errors": [], "error_message": message}
 
 
-def produce_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
-    return {"responses": [{"name": t.name, "partition_responses": [_partition_result(p.index, code)
+def produce_error_response(ctx: RequestContext, req: Container, code: ErrorCode,
+                           message: str | None = None) -> dict[str, Any]:
+    return {"responses": [{"name": t.name, "partition_responses": [_partition_result(p.index, code, message)
                                                                     for p in t.partition_data]}
                           for t in req.topic_data], "throttle_time_ms": 0}
 
@@ -67,6 +71,11 @@ def handle_produce(ctx: RequestContext, req: Container) -> Any:
     cluster = ctx.cluster
     if req.acks not in (-1, 0, 1):
         return produce_error_response(ctx, req, ErrorCode.INVALID_REQUIRED_ACKS)
+    refused = request_refusal((p.records for t in req.topic_data for p in t.partition_data), ctx.version)
+    if refused is not None:  # Kafka fails the whole request, nothing appended (fakekafka/model/validate.py)
+        if req.acks == 0:
+            return NO_RESPONSE
+        return produce_error_response(ctx, req, refused.error, refused.message if refused.shown else None)
     responses = []
     waiting: list[tuple[Any, int, dict[str, Any]]] = []
     for t in req.topic_data:
@@ -77,6 +86,9 @@ def handle_produce(ctx: RequestContext, req: Container) -> Any:
             partition = topic.partitions[p.index] if topic and 0 <= p.index < len(topic.partitions) else None
             if partition is None:
                 results.append(_partition_result(p.index, code))
+                continue
+            if (refused := first_batch_refusal(p.records, ctx.version)) is not None:
+                results.append(_partition_result(p.index, refused.error))
                 continue
             if partition.leader_id != ctx.broker.node_id:
                 results.append(_partition_result(p.index, ErrorCode.NOT_LEADER_OR_FOLLOWER))

@@ -21,6 +21,7 @@ decompressed and decoded in full.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import crc32c
@@ -35,7 +36,7 @@ from wire.records import (
     read_header,
 )
 
-__all__ = ["Refused", "check_batch", "split_produced"]
+__all__ = ["Refused", "check_batch", "first_batch_refusal", "request_refusal", "split_produced"]
 
 _LOG_OVERHEAD = 12
 """offset (8) + size (4): what precedes every batch's size-counted bytes."""
@@ -73,6 +74,34 @@ def _frame(data: bytes | memoryview, pos: int) -> tuple[int, int] | Refused | No
     if _LOG_OVERHEAD + size > left:
         return None
     return size, magic
+
+
+def request_refusal(partitions: Iterable[bytes | memoryview | None], version: int) -> Refused | None:
+    """Why Kafka fails a whole Produce request, every partition with the same error and nothing appended:
+    its request handler reads each partition's first batch header before appending (a size below 14 or a
+    magic outside 0..2 is CORRUPT_MESSAGE with the reason), and for v3-6 asks the batch's codec, which for ids
+    5-7 throws out of the request (UNKNOWN_SERVER_ERROR). Checked against Kafka 4.4 with raw frames."""
+    for records in partitions:
+        if not records:
+            continue
+        first = _frame(records, 0)
+        if isinstance(first, Refused):
+            return first
+        if first is not None and version < 7 and first[1] == 2 and len(records) >= BATCH_OVERHEAD:
+            codec = records[22] & 0x07
+            if codec not in _CODECS:
+                return Refused(ErrorCode.UNKNOWN_SERVER_ERROR, f"Unknown compression type id: {codec}")
+    return None
+
+
+def first_batch_refusal(records: bytes | memoryview | None, version: int) -> Refused | None:
+    """Produce v3-6 may not carry zstd batches (Kafka's UNSUPPORTED_COMPRESSION_TYPE, per partition)."""
+    if version >= 7 or not records or len(records) < BATCH_OVERHEAD or records[16] != 2:
+        return None
+    if records[22] & 0x07 == Compression.ZSTD:
+        return Refused(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"Produce requests with version {version} are not "
+                                                               "allowed to use ZStandard compression")
+    return None
 
 
 def split_produced(records: bytes | memoryview) -> tuple[BatchHeader, bytes | memoryview] | Refused:

@@ -207,6 +207,26 @@ def test_parked_acks_all_produce_ends_with_its_connection() -> None:
         _wait(lambda: cluster.call(lambda: not server._connections and not server._waiters), "it ended")
 
 
+def _join_body(member_id: str) -> dict:
+    return {"group_id": "g", "session_timeout_ms": 30_000, "rebalance_timeout_ms": 300_000, "member_id": member_id,
+            "group_instance_id": None, "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": b"\x00\x01"}]}
+
+
+def test_parked_join_group_ends_with_its_connection(broker: fakekafka.Cluster) -> None:
+    """A second member's JoinGroup waits for the first to rejoin (up to 300 s); dropped, it is gone at once."""
+    first, second = RawClient(broker.bootstrap_servers), RawClient(broker.bootstrap_servers)
+    member = first.request(11, 5, _join_body("")).member_id  # MEMBER_ID_REQUIRED hands out the id
+    assert first.request(11, 5, _join_body(member)).error_code == ErrorCode.NONE
+    other = second.request(11, 5, _join_body("")).member_id
+    second.send(11, 5, _join_body(other))
+    server = broker.server
+    _wait(lambda: broker.call(lambda: bool(server._waiters)), "the second join waits for the first member")
+    second.close()
+    _wait(lambda: broker.call(lambda: not server._waiters and len(server._connections) == 1), "it ended")
+    first.close()
+
+
 @pytest.mark.parametrize("limited", [{"max_partitions": 100}], indirect=True)
 def test_partition_ceiling_refuses_create_topics_and_create_partitions(limited: fakekafka.Cluster) -> None:
     raw = RawClient(limited.bootstrap_servers)

@@ -174,8 +174,10 @@ def _walk_records(batch: bytes | memoryview, count: int) -> Refused | None:
         if pos >= end:
             return Refused(ErrorCode.INVALID_RECORD, f"Found {i} records where the batch declares {count}")
         b = data[pos]
-        if b < 0x80:  # most records are shorter than 64 bytes or this is their only length byte
+        if b < 0x80:  # one length byte (records under 64 bytes), then two (under 8 KiB): no loop
             raw, pos = b, pos + 1
+        elif pos + 1 < end and data[pos + 1] < 0x80:
+            raw, pos = (b & 0x7F) | (data[pos + 1] << 7), pos + 2
         else:
             raw, shift = 0, 0
             while True:

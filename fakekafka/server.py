@@ -818,8 +818,12 @@ class Server:
             while isinstance(result, Park):
                 result = await self._park(result)
             if isinstance(result, DropConnection):
-                log.info("connection %s: dropped %s applying %s v%d (a fault asked for)", peer,
-                         "after" if result.applied else "before", request.api_name, version)
+                if result.reason is not None:
+                    log.info("connection %s: %s v%d: %s; closing, as Kafka does", peer, request.api_name, version,
+                             result.reason)
+                else:
+                    log.info("connection %s: dropped %s applying %s v%d (a fault asked for)", peer,
+                             "after" if result.applied else "before", request.api_name, version)
                 raise _CloseConnection
         except _CloseConnection:
             raise

@@ -6,7 +6,8 @@ unknown topic is UNKNOWN_TOPIC_OR_PARTITION whatever its name and the auto-creat
 topics on Metadata requests, never on Produce), and a partition's error message is set only for a record
 validation error, as Kafka's. Deliberate difference: Kafka 4 closes the connection on Produce v0-2 instead
 (its socket server treats them as unsupported); an answer tells an old client why, where a dropped connection
-only makes it retry. acks=0 gets no response. Each partition must carry exactly one v2 batch (Kafka's rule).
+only makes it retry. acks=0 gets no response; when a partition fails, the connection is closed instead, as
+Kafka does (the client's only way to notice). Each partition must carry exactly one v2 batch (Kafka's rule).
 acks=-1 is refused with NOT_ENOUGH_REPLICAS when the ISR is below min.insync.replicas, otherwise waits
 (parked, not blocking) until the high watermark passes the batch, then reports
 NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank meanwhile, or REQUEST_TIMED_OUT after timeout_ms. A
@@ -27,7 +28,7 @@ from typing import Any
 
 from construct import Container
 
-from fakekafka.handlers.registry import NO_RESPONSE, Park, RequestContext, handles
+from fakekafka.handlers.registry import NO_RESPONSE, DropConnection, Park, RequestContext, handles
 from fakekafka.model.validate import first_batch_refusal, request_refusal
 from wire import ErrorCode
 
@@ -74,7 +75,7 @@ def handle_produce(ctx: RequestContext, req: Container) -> Any:
     refused = request_refusal((p.records for t in req.topic_data for p in t.partition_data), ctx.version)
     if refused is not None:  # Kafka fails the whole request, nothing appended (fakekafka/model/validate.py)
         if req.acks == 0:
-            return NO_RESPONSE
+            return DropConnection(reason=f"acks=0 and {refused.error.name}")
         return produce_error_response(ctx, req, refused.error, refused.message if refused.shown else None)
     responses = []
     waiting: list[tuple[Any, int, dict[str, Any]]] = []
@@ -108,8 +109,10 @@ def handle_produce(ctx: RequestContext, req: Container) -> Any:
                 end = partition.log.batch_end(r.base_offset)
                 waiting.append((partition, end, result))
         responses.append({"name": t.name, "partition_responses": results})
-    if req.acks == 0:
-        return NO_RESPONSE
+    if req.acks == 0:  # no answer to carry an error: Kafka closes the connection so the client notices
+        failed = sorted({ErrorCode(r["error_code"]).name for t in responses for r in t["partition_responses"]
+                         if r["error_code"] != ErrorCode.NONE})
+        return DropConnection(applied=True, reason=f"acks=0 and {', '.join(failed)}") if failed else NO_RESPONSE
     response = {"responses": responses, "throttle_time_ms": 0}
     if not waiting:
         return response

@@ -171,14 +171,24 @@ def test_refused_with_kafkas_error_and_nothing_stored(kafka, case: str, make: Ca
         raw.close()
 
 
-def test_decompressed_size_is_not_checked_on_produce(kafka) -> None:
-    """Kafka 4.4 does not apply max.decompressed.message.bytes to a produced batch (checked with --kafka-real)."""
+@pytest.mark.parametrize(("value_size", "codec", "code"), [
+    (10, Compression.GZIP, E.NONE), (500, Compression.GZIP, E.INVALID_RECORD),
+    (500, Compression.ZSTD, E.INVALID_RECORD), (500, Compression.NONE, E.NONE)],
+    ids=["small-records", "gzip-record-above", "zstd-record-above", "uncompressed"])
+def test_max_decompressed_message_bytes_bounds_each_record_of_a_compressed_batch(kafka, value_size: int,
+                                                                                 codec: Compression,
+                                                                                 code: ErrorCode) -> None:
+    """Kafka checks each record's declared size against the topic's max.decompressed.message.bytes while it
+    decompresses a batch (an uncompressed one is bounded by max.message.bytes alone)."""
     kafka.create_topic("d", 1, configs={"max.decompressed.message.bytes": "100"})
     kafka.wait_for_topic("d", 1)
     raw = RawClient(kafka.bootstrap_servers)
     try:
-        p = _produce(raw, "d", bytes(_batch(50, Compression.GZIP)))
-        assert (ErrorCode(p.error_code).name, p.error_message) == ("NONE", None)
+        batch = build_batch([{"key": b"k", "value": b"v" * value_size, "timestamp": _now()} for _ in range(50)],
+                            compression=codec)
+        p = _produce(raw, "d", batch)
+        assert (ErrorCode(p.error_code).name, p.error_message) == (code.name, None)
+        assert kafka.end_offsets("d") == {0: 50 if code == E.NONE else 0}
     finally:
         raw.close()
 

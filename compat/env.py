@@ -91,9 +91,22 @@ class Env:
 
     def produce(self, topic: str, value: bytes, *, partition: int = 0, key: bytes | None = None,
                 headers: list[tuple[str, bytes | None]] | None = None, timestamp: int | None = None) -> int:
-        """One record in a batch of its own, written over the wire; returns its offset."""
-        return self.cluster().produce(topic, value, key=key, headers=headers, partition=partition,
-                                      timestamp=timestamp)[1]
+        """One record in a batch of its own, written over the wire; returns its offset. Retried while the
+        partition's leader is not ready yet: Kafka's brokers take up a (re)created topic's leadership a
+        moment after metadata names the leader (NOT_LEADER_OR_FOLLOWER; a refused write stores nothing)."""
+        from fakekafka.model.cluster import ApiError
+        from wire import ErrorCode
+        deadline = time.monotonic() + self.timing.op_s
+        while True:
+            try:
+                return self.cluster().produce(topic, value, key=key, headers=headers, partition=partition,
+                                              timestamp=timestamp)[1]
+            except ApiError as e:
+                retriable = e.code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE,
+                                       ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                if not retriable or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.05)
 
     def produce_batch(self, topic: str, values: list[bytes], timestamps: list[int] | None = None, *,
                       partition: int = 0) -> int:

@@ -461,6 +461,10 @@ class Cluster(ClusterHandle):
         """Aborts the id's open transaction as its timeout would: markers written, its producer fenced."""
         self.call(lambda: self.state.transactions.abort(transactional_id))
 
+    def expire_transactional_id(self, transactional_id: str) -> None:
+        """Forgets an idle transactional id as transactional.id.expiration.ms would."""
+        self.call(lambda: self.state.transactions.expire(transactional_id))
+
     def last_stable_offset(self, topic: str, partition: int) -> int:
         def read() -> int:
             p = self.state.partition(topic, partition)

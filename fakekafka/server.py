@@ -3,6 +3,17 @@
 One task per connection; requests on a connection are answered one at a time, in order, as Kafka does
 (it mutes a channel until the response is sent). A malformed frame, an unknown API key or a request
 too large closes that connection alone with a log line; no other connection or stored data is touched.
+
+Kafka's socket-server limits, by their names (BrokerConfig): socket.request.max.bytes (a larger size prefix
+closes the connection), queued.max.request.bytes (announced frame sizes counted per broker, as Kafka's
+memory pool does; when spent, connections that want to start a frame are not read until requests finish),
+connections.max.idle.ms (no bytes either way for that long closes the connection), max.connections (past it
+a new connection is held unread until one closes, as Kafka's acceptor waits for a slot) and
+max.connections.per.ip (past it a new connection is closed at once, as Kafka 4.4 does). Frame buffers grow
+with the bytes that arrive, never to the announced size up front. A request parked waiting (a Fetch
+long-poll, a JoinGroup, an acks=all Produce) is cancelled when its connection ends. Deliberate differences:
+idleness is measured on the cluster's clock (a frozen clock's advance_clock can close idle connections), and
+at most 128 connections wait past max.connections (Kafka leaves them to the kernel's listen backlog).
 """
 
 from __future__ import annotations
@@ -807,8 +818,12 @@ class Server:
             while isinstance(result, Park):
                 result = await self._park(result)
             if isinstance(result, DropConnection):
-                log.info("connection %s: dropped %s applying %s v%d (a fault asked for)", peer,
-                         "after" if result.applied else "before", request.api_name, version)
+                if result.reason is not None:
+                    log.info("connection %s: %s v%d: %s; closing, as Kafka does", peer, request.api_name, version,
+                             result.reason)
+                else:
+                    log.info("connection %s: dropped %s applying %s v%d (a fault asked for)", peer,
+                             "after" if result.applied else "before", request.api_name, version)
                 raise _CloseConnection
         except _CloseConnection:
             raise

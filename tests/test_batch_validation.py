@@ -171,13 +171,68 @@ def test_refused_with_kafkas_error_and_nothing_stored(kafka, case: str, make: Ca
         raw.close()
 
 
-def test_decompressed_size_is_not_checked_on_produce(kafka) -> None:
-    """Kafka 4.4 does not apply max.decompressed.message.bytes to a produced batch (checked with --kafka-real)."""
+@pytest.mark.parametrize(("value_size", "codec", "code"), [
+    (10, Compression.GZIP, E.NONE), (500, Compression.GZIP, E.INVALID_RECORD),
+    (500, Compression.ZSTD, E.INVALID_RECORD), (500, Compression.NONE, E.NONE)],
+    ids=["small-records", "gzip-record-above", "zstd-record-above", "uncompressed"])
+def test_max_decompressed_message_bytes_bounds_each_record_of_a_compressed_batch(kafka, value_size: int,
+                                                                                 codec: Compression,
+                                                                                 code: ErrorCode) -> None:
+    """Kafka checks each record's declared size against the topic's max.decompressed.message.bytes while it
+    decompresses a batch (an uncompressed one is bounded by max.message.bytes alone)."""
     kafka.create_topic("d", 1, configs={"max.decompressed.message.bytes": "100"})
     kafka.wait_for_topic("d", 1)
     raw = RawClient(kafka.bootstrap_servers)
     try:
-        p = _produce(raw, "d", bytes(_batch(50, Compression.GZIP)))
-        assert (ErrorCode(p.error_code).name, p.error_message) == ("NONE", None)
+        batch = build_batch([{"key": b"k", "value": b"v" * value_size, "timestamp": _now()} for _ in range(50)],
+                            compression=codec)
+        p = _produce(raw, "d", batch)
+        assert (ErrorCode(p.error_code).name, p.error_message) == (code.name, None)
+        assert kafka.end_offsets("d") == {0: 50 if code == E.NONE else 0}
     finally:
         raw.close()
+
+
+def _set_size_10() -> bytes:
+    b = _batch()
+    struct.pack_into(">i", b, 8, 10)
+    return bytes(b)
+
+
+@pytest.mark.parametrize(("version", "bad", "code", "message"), [
+    (9, _magic(3), E.CORRUPT_MESSAGE, "Invalid magic found in record: 3"),
+    (9, _set_size_10, E.CORRUPT_MESSAGE, "Record size 10 is less than the minimum record overhead (14)"),
+    (3, _codec(5), E.UNKNOWN_SERVER_ERROR, None),
+    (6, _codec(7), E.UNKNOWN_SERVER_ERROR, None),
+], ids=["magic-3", "size-10", "v3-codec-5", "v6-codec-7"])
+def test_first_batch_faults_fail_the_whole_request(kafka, version: int, bad: Callable[[], bytes], code: ErrorCode,
+                                                   message: str | None) -> None:
+    """Kafka reads every partition's first batch header before appending anything: these fail every partition."""
+    for name in ("good", "bad"):
+        kafka.create_topic(name, 1)
+        kafka.wait_for_topic(name, 1)
+    raw = RawClient(kafka.bootstrap_servers)
+    body = {"transactional_id": None, "acks": 1, "timeout_ms": 5000, "topic_data": [
+        {"name": "good", "partition_data": [{"index": 0, "records": bytes(_batch())}]},
+        {"name": "bad", "partition_data": [{"index": 0, "records": bad()}]}]}
+    r = raw.request(0, version, body)
+    got = [(t.name, ErrorCode(p.error_code).name, p.get("error_message")) for t in r.responses
+           for p in t.partition_responses]
+    assert sorted(got) == [("bad", code.name, message), ("good", code.name, message)]  # Kafka: its map's order
+    assert kafka.end_offsets("good") == {0: 0}
+    raw.close()
+
+
+def test_zstd_needs_produce_v7(kafka) -> None:
+    for name in ("good", "zstd"):
+        kafka.create_topic(name, 1)
+        kafka.wait_for_topic(name, 1)
+    raw = RawClient(kafka.bootstrap_servers)
+    body = {"transactional_id": None, "acks": 1, "timeout_ms": 5000, "topic_data": [
+        {"name": "good", "partition_data": [{"index": 0, "records": bytes(_batch())}]},
+        {"name": "zstd", "partition_data": [{"index": 0, "records": bytes(_batch(2, Compression.ZSTD))}]}]}
+    r = raw.request(0, 6, body)
+    got = [(t.name, ErrorCode(p.error_code).name) for t in r.responses for p in t.partition_responses]
+    assert sorted(got) == [("good", "NONE"), ("zstd", "UNSUPPORTED_COMPRESSION_TYPE")]
+    assert kafka.end_offsets("zstd") == {0: 0}
+    raw.close()

@@ -34,7 +34,7 @@ TANSU_HINT = 'tansu is not installed: run `eval "$(bash .ci/install.sh)"` (sets 
 
 CURRENT_CLIENTS = ("kafka-python", "aiokafka", "confluent-kafka", "kcat", "java")
 OLD_CLIENTS = ("java-3.9", "java-2.8", "kafka-python-2.0.2", "confluent-kafka-1.9.2")
-GO_NODE_CLIENTS = ("franz-go", "sarama", "kafkajs")
+GO_NODE_CLIENTS = ("franz-go", "sarama", "kafka-go", "kafkajs")
 
 
 def _run(*brokers: str, out: Path = OUT, timeout: float = 900,
@@ -144,12 +144,12 @@ def test_old_clients_see_fakekafka_as_kafka() -> None:
 
 
 def test_go_and_node_clients_see_fakekafka_as_kafka() -> None:
-    """franz-go (kgo, kadm), sarama and KafkaJS through their compat drivers (compat/clients/go, .../node),
+    """franz-go (kgo, kadm), sarama, kafka-go and KafkaJS through their compat drivers (compat/clients/go, node),
     every scenario, on Kafka and fakekafka in a run of their own: each fakekafka cell matches what the same
     client saw on Kafka, and what is unsupported is the client's limit (unsupported on Kafka too)."""
-    from compat.clients.toolchains import BuildError, go_driver, node_modules
+    from compat.clients.toolchains import GO_DRIVERS, BuildError, go_driver, node_modules
     try:
-        for name in ("franz", "sarama"):
+        for name in GO_DRIVERS:
             go_driver(name)
         node_modules()
     except BuildError as e:

@@ -3,6 +3,7 @@ against real Kafka too (`pytest --kafka-real tests/test_fuzz_findings.py`), wher
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 import wire
 from tests.rawclient import RawClient
 from wire import ErrorCode
+from wire.records import build_batch
 
 ZERO = uuid.UUID(int=0)
 
@@ -56,4 +58,24 @@ def test_metadata_v10_11_refuse_ids_and_null_names(kafka, version: int, name: st
     r = raw.request(3, version, {"topics": [{"name": name, "topic_id": topic_id}], "allow_auto_topic_creation": False,
                                  "include_topic_authorized_operations": False})
     assert [(t.name, t.error_code) for t in r.topics] == [(name or "", ErrorCode.INVALID_REQUEST)]
+    raw.close()
+
+
+@pytest.mark.parametrize(("topic", "corrupt", "closed"), [("t0", False, False), ("t0", True, True),
+                                                        ("missing", False, True)],
+                         ids=["stored", "corrupt-batch", "unknown-topic"])
+def test_acks0_produce_error_closes_the_connection(kafka, topic: str, corrupt: bool, closed: bool) -> None:
+    """acks=0 has no answer to carry an error, so Kafka closes the connection; a clean one stays open."""
+    kafka.create_topic("t0", 1)
+    kafka.wait_for_topic("t0", 1)
+    batch = bytearray(build_batch([{"value": b"v", "timestamp": int(time.time() * 1000)}]))
+    if corrupt:
+        batch[-1] ^= 1
+    raw = RawClient(kafka.bootstrap_servers)
+    raw.send(0, 9, {"transactional_id": None, "acks": 0, "timeout_ms": 5000, "topic_data": [
+        {"name": topic, "partition_data": [{"index": 0, "records": bytes(batch)}]}]})
+    if closed:
+        assert raw.is_closed()
+    else:
+        assert raw.request(18, 3, {"client_software_name": "t", "client_software_version": "1"}).error_code == 0
     raw.close()

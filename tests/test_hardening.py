@@ -18,10 +18,11 @@ import pytest
 
 import fakekafka
 import wire
+from fakekafka.model import validate
 from fakekafka.model.config import BrokerConfig
 from tests.rawclient import RawClient
 from wire import ErrorCode
-from wire.records import build_batch
+from wire.records import Compression, build_batch
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -207,6 +208,26 @@ def test_parked_acks_all_produce_ends_with_its_connection() -> None:
         _wait(lambda: cluster.call(lambda: not server._connections and not server._waiters), "it ended")
 
 
+def _join_body(member_id: str) -> dict:
+    return {"group_id": "g", "session_timeout_ms": 30_000, "rebalance_timeout_ms": 300_000, "member_id": member_id,
+            "group_instance_id": None, "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": b"\x00\x01"}]}
+
+
+def test_parked_join_group_ends_with_its_connection(broker: fakekafka.Cluster) -> None:
+    """A second member's JoinGroup waits for the first to rejoin (up to 300 s); dropped, it is gone at once."""
+    first, second = RawClient(broker.bootstrap_servers), RawClient(broker.bootstrap_servers)
+    member = first.request(11, 5, _join_body("")).member_id  # MEMBER_ID_REQUIRED hands out the id
+    assert first.request(11, 5, _join_body(member)).error_code == ErrorCode.NONE
+    other = second.request(11, 5, _join_body("")).member_id
+    second.send(11, 5, _join_body(other))
+    server = broker.server
+    _wait(lambda: broker.call(lambda: bool(server._waiters)), "the second join waits for the first member")
+    second.close()
+    _wait(lambda: broker.call(lambda: not server._waiters and len(server._connections) == 1), "it ended")
+    first.close()
+
+
 @pytest.mark.parametrize("limited", [{"max_partitions": 100}], indirect=True)
 def test_partition_ceiling_refuses_create_topics_and_create_partitions(limited: fakekafka.Cluster) -> None:
     raw = RawClient(limited.bootstrap_servers)
@@ -260,3 +281,23 @@ def test_serve_refuses_a_bad_limit_in_words() -> None:
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.returncode == 2
     assert "max.connections.per.ip" in out.stderr and "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("codec", [Compression.GZIP, Compression.SNAPPY, Compression.LZ4, Compression.ZSTD])
+def test_a_decompression_bomb_is_refused_before_it_is_decompressed(broker: fakekafka.Cluster, codec: Compression,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compressed batch is decompressed whole to be checked: past MAX_DECOMPRESSED_BATCH (128 MiB; 1 MiB here)
+    it is INVALID_RECORD, found from its frames' headers (gzip: a stream stopped there). Kafka has no such
+    bound (it streams); compat/KNOWN_DIFFERENCES.md lists it."""
+    monkeypatch.setattr(validate, "MAX_DECOMPRESSED_BATCH", 1 << 20)
+    broker.create_topic("bomb", 1)
+    raw = RawClient(broker.bootstrap_servers)
+    produce = {"acks": 1, "timeout_ms": 1000, "topic_data": [{"name": "bomb", "partition_data": [
+        {"index": 0, "records": build_batch([{"value": bytes(2 << 20)}], compression=codec)}]}]}
+    p = raw.request(0, 9, produce).responses[0].partition_responses[0]
+    assert p.error_code == ErrorCode.INVALID_RECORD
+    produce["topic_data"][0]["partition_data"][0]["records"] = build_batch([{"value": bytes(1 << 19)}],
+                                                                           compression=codec)
+    assert raw.request(0, 9, produce).responses[0].partition_responses[0].error_code == ErrorCode.NONE
+    assert broker.end_offsets("bomb") == {0: 1}
+    raw.close()

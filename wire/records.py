@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import io
 import struct
+import zlib
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
@@ -22,7 +23,7 @@ from wire.primitives import Varint, Varlong
 
 __all__ = [
     "BATCH_OVERHEAD", "BatchHeader", "Compression", "InvalidBatch", "Record", "RecordBatch",
-    "TimestampType", "build_batch", "crc_of", "decode_batch", "iter_batches", "read_header",
+    "TimestampType", "TooLarge", "build_batch", "crc_of", "decode_batch", "iter_batches", "read_header",
     "set_base_offset",
 ]
 
@@ -192,10 +193,110 @@ def set_log_append_time(batch: bytes, timestamp: int) -> bytes:
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 
 
-def decompress(codec: Compression, data: bytes) -> bytes:
+class TooLarge(InvalidBatch):
+    """A batch whose records would decompress to more than a limit (refused before decompressing it)."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(what, corrupt=False)
+
+
+def _uvarint(data: bytes, pos: int) -> tuple[int, int]:
+    value, shift = 0, 0
+    while True:
+        if pos >= len(data) or shift > 63:
+            raise ValueError("truncated varint")
+        b = data[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        shift += 7
+        if b < 0x80:
+            return value, pos
+
+
+def _lz4_bound(data: bytes) -> int:
+    """The most an LZ4 frame (Kafka's framing) decompresses to: its blocks times their maximum size."""
+    total, pos = 0, 0
+    while pos < len(data):
+        if data[pos:pos + 4] != b"\x04\x22\x4d\x18":
+            raise ValueError("not an LZ4 frame")
+        flg, bd = data[pos + 4], data[pos + 5]
+        block_max = 1 << (8 + 2 * ((bd >> 4) & 7))
+        pos += 7 + (8 if flg & 0x08 else 0) + (4 if flg & 0x01 else 0)
+        while True:
+            (size,) = struct.unpack_from("<I", data, pos)
+            pos += 4
+            if size == 0:
+                break
+            total += block_max
+            pos += (size & 0x7FFFFFFF) + (4 if flg & 0x10 else 0)
+        pos += 4 if flg & 0x04 else 0
+    return total
+
+
+def _zstd_bound(data: bytes) -> int:
+    """The most zstd frames decompress to, from their block headers (raw and RLE blocks say their size; a
+    compressed block is at most 128 KiB)."""
+    total, pos = 0, 0
+    while pos < len(data):
+        (magic,) = struct.unpack_from("<I", data, pos)
+        if magic & 0xFFFFFFF0 == 0x184D2A50:  # a skippable frame
+            pos += 8 + struct.unpack_from("<I", data, pos + 4)[0]
+            continue
+        if magic != 0xFD2FB528:
+            raise ValueError("not a zstd frame")
+        fhd = data[pos + 4]
+        single = fhd & 0x20
+        pos += 5 + (0 if single else 1) + (0, 1, 2, 4)[fhd & 3] + ((1 if single else 0), 2, 4, 8)[fhd >> 6]
+        while True:
+            header = data[pos] | data[pos + 1] << 8 | data[pos + 2] << 16
+            pos += 3
+            kind, size = (header >> 1) & 3, header >> 3
+            total += size if kind in (0, 1) else 128 * 1024
+            pos += 1 if kind == 1 else size
+            if header & 1:
+                break
+        pos += 4 if fhd & 0x04 else 0
+    return total
+
+
+def _snappy_bound(data: bytes) -> int:
+    if not data.startswith(_XERIAL_MAGIC):
+        return _uvarint(data, 0)[0]
+    total, pos = 0, 16
+    while pos < len(data):
+        (n,) = struct.unpack_from(">i", data, pos)
+        total += _uvarint(data, pos + 4)[0]
+        pos += 4 + n
+    return total
+
+
+def _gunzip(data: bytes, limit: int) -> bytes:
+    """gzip members one after another, as Java's GZIPInputStream reads them, stopping past `limit` bytes."""
+    out = bytearray()
+    while data:
+        d = zlib.decompressobj(31)
+        out += d.decompress(data, limit + 1 - len(out))
+        if len(out) > limit:
+            raise TooLarge(f"gzip data decompresses to more than {limit} bytes")
+        if not d.eof:
+            raise OSError("truncated gzip data")
+        data = d.unused_data
+    return bytes(out)
+
+
+def decompress(codec: Compression, data: bytes, limit: int | None = None) -> bytes:
+    """The codec's data decompressed; past `limit` bytes TooLarge, found before decompressing it (from the
+    frames' headers; gzip by decompressing in a stream that stops there)."""
     try:
         if codec == Compression.NONE:
             return data
+        if limit is not None:
+            if codec == Compression.GZIP:
+                return _gunzip(bytes(data), limit)
+            bound = {Compression.SNAPPY: _snappy_bound, Compression.LZ4: _lz4_bound,
+                     Compression.ZSTD: _zstd_bound}[codec](bytes(data))
+            if bound > limit:
+                raise TooLarge(f"{codec.name.lower()} data may decompress to {bound} bytes, more than {limit}")
         if codec == Compression.GZIP:
             return bytes(cramjam.gzip.decompress(data))
         if codec == Compression.SNAPPY:
@@ -212,7 +313,9 @@ def decompress(codec: Compression, data: bytes) -> bytes:
             return bytes(cramjam.lz4.decompress(data))
         if codec == Compression.ZSTD:
             return bytes(cramjam.zstd.decompress(data))
-    except (cramjam.DecompressionError, struct.error, OSError, ValueError) as e:
+    except TooLarge:
+        raise
+    except (cramjam.DecompressionError, struct.error, OSError, ValueError, IndexError, zlib.error) as e:
         raise InvalidBatch(f"{codec.name.lower()} data does not decompress: {e}", decompression=True) from None
     raise InvalidBatch(f"unknown compression codec {int(codec)}", corrupt=False, decompression=True)
 
@@ -263,13 +366,21 @@ def _read_bytes(stream: io.BytesIO, path: str) -> bytes | None:
     return data
 
 
-def decode_batch(batch: bytes) -> RecordBatch:
-    """Every record of one batch (decompressed); control batches yield their control records."""
-    header = read_header(batch)
+def batch_body(batch: bytes, header: BatchHeader | None = None, limit: int | None = None) -> bytes:
+    """The batch's records, decompressed (TooLarge past `limit` bytes)."""
+    header = header or read_header(batch)
     codec = header.attributes & 0x07
     if codec > Compression.ZSTD:
         raise InvalidBatch(f"Unknown compression type id: {codec}", corrupt=False, decompression=True)
-    body = decompress(Compression(codec), batch[BATCH_OVERHEAD:header.size])
+    return decompress(Compression(codec), batch[BATCH_OVERHEAD:header.size], limit)
+
+
+def decode_batch(batch: bytes, body: bytes | None = None) -> RecordBatch:
+    """Every record of one batch (decompressed, unless `body` is that already); control batches yield their
+    control records."""
+    header = read_header(batch)
+    if body is None:
+        body = batch_body(batch, header)
     stream = io.BytesIO(body)
     records = []
     log_append = header.timestamp_type == TimestampType.LOG_APPEND_TIME

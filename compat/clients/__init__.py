@@ -16,7 +16,7 @@ PYTHON_CLIENTS = ("kafka-python", "aiokafka", "confluent-kafka")
 # .ci/install.sh builds for them (confluent-kafka 1.9.2 has no wheel for this Python: it is built against
 # Debian's librdkafka 2.0.2): name -> the adapter it runs.
 OLD_PYTHON_CLIENTS = {"kafka-python-2.0.2": "kafka-python", "confluent-kafka-1.9.2": "confluent-kafka"}
-GO_NODE_CLIENTS = ("franz-go", "sarama", "kafkajs")
+GO_NODE_CLIENTS = ("franz-go", "sarama", "kafka-go", "kafkajs")
 """Clients in other languages, each one driver process speaking agent.py's protocol (golang.py, node.py)."""
 CLIENTS = (*PYTHON_CLIENTS, "kcat", "java", "java-3.9", "java-2.8", *OLD_PYTHON_CLIENTS, *GO_NODE_CLIENTS)
 CLIENT_DOCS = {
@@ -31,6 +31,7 @@ CLIENT_DOCS = {
     "confluent-kafka-1.9.2": "confluent-kafka 1.9.2 (Debian's librdkafka 2.0.2) in the old-clients virtualenv",
     "franz-go": "franz-go 1.22.2 (Go; kgo, kadm 1.19.0), one driver process per run (compat/clients/go/franz)",
     "sarama": "IBM/sarama 1.61.1 (Go), its default protocol version 2.8, one driver process per run (go/sarama)",
+    "kafka-go": "segmentio/kafka-go 0.4.51 (Go), one driver process per run (go/kafkago)",
     "kafkajs": "KafkaJS 2.2.4 (Node) with kafkajs-snappy, one driver process per run (compat/clients/node)",
 }
 """What each client is, for `python -m compat --list-clients`."""
@@ -76,7 +77,7 @@ def _factory(name: str) -> Callable[[str, Timing], Client]:
         elif name in ("java", "java-3.9", "java-2.8"):  # one driver, on kafka-clients 4.4 / 3.9 / 2.8
             from compat.clients.java import JavaClient
             return lambda bootstrap, timing: JavaClient(bootstrap, timing, name)
-        elif name in ("franz-go", "sarama"):
+        elif name in ("franz-go", "sarama", "kafka-go"):
             from compat.clients.golang import GoClient
             return lambda bootstrap, timing: GoClient(bootstrap, timing, name)
         elif name == "kafkajs":

@@ -29,7 +29,7 @@ __all__ = ["GO_DIR", "GO_DRIVERS", "NODE_DIR", "BuildError", "go_driver", "node_
 HERE = Path(__file__).resolve().parent
 GO_DIR = HERE / "go"
 NODE_DIR = HERE / "node"
-GO_DRIVERS = ("franz", "sarama")
+GO_DRIVERS = ("franz", "sarama", "kafkago")
 """The Go drivers, each a main package under compat/clients/go/."""
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "fakekafka"
 

@@ -6,6 +6,8 @@ model applies changes at once. A topic named twice in one request (or, for Delet
 answered once, with INVALID_REQUEST; DeleteTopics v6 wants a name or an id, not both (INVALID_REQUEST). An
 error a test injects is answered for every topic of the request (none of them has a top-level error code).
 A request that would make more than 10000 partitions is refused for all its topics, as Kafka's controller.
+Deliberate difference: a test can cap the cluster's partitions (BrokerConfig.max_partitions, KIP-578's name;
+Kafka has no such limit): past it a topic is refused with POLICY_VIOLATION (internal topics are exempt).
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ unknown topic is UNKNOWN_TOPIC_OR_PARTITION whatever its name and the auto-creat
 topics on Metadata requests, never on Produce), and a partition's error message is set only for a record
 validation error, as Kafka's. Deliberate difference: Kafka 4 closes the connection on Produce v0-2 instead
 (its socket server treats them as unsupported); an answer tells an old client why, where a dropped connection
-only makes it retry. acks=0 gets no response. Each partition must carry exactly one v2 batch (Kafka's rule).
+only makes it retry. acks=0 gets no response; when a partition fails, the connection is closed instead, as
+Kafka does (the client's only way to notice). Each partition must carry exactly one v2 batch (Kafka's rule).
 acks=-1 is refused with NOT_ENOUGH_REPLICAS when the ISR is below min.insync.replicas, otherwise waits
 (parked, not blocking) until the high watermark passes the batch, then reports
 NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank meanwhile, or REQUEST_TIMED_OUT after timeout_ms. A
@@ -17,6 +18,8 @@ carry the partition's log start offset, as Kafka's do. A transactional batch tha
 transaction on a partition is checked with the transaction coordinator first (KIP-890 part 1): a partition
 not added to the transaction is INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v11), a stale epoch
 INVALID_PRODUCER_EPOCH, a transaction still ending NOT_ENOUGH_REPLICAS (retriable), as Kafka's ReplicaManager.
+Batches are checked as Kafka 4.4 checks them (fakekafka/model/validate.py), including the first-batch faults for
+which Kafka fails every partition of the request.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from typing import Any
 
 from construct import Container
 
-from fakekafka.handlers.registry import NO_RESPONSE, Park, RequestContext, handles
+from fakekafka.handlers.registry import NO_RESPONSE, DropConnection, Park, RequestContext, handles
+from fakekafka.model.validate import first_batch_refusal, request_refusal
 from wire import ErrorCode
 
 
@@ -35,8 +39,9 @@ def _partition_result(index: int, code: ErrorCode, message: str | None = None, b
             "log_start_offset": log_start_offset, "record_errors": [], "error_message": message}
 
 
-def produce_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
-    return {"responses": [{"name": t.name, "partition_responses": [_partition_result(p.index, code)
+def produce_error_response(ctx: RequestContext, req: Container, code: ErrorCode,
+                           message: str | None = None) -> dict[str, Any]:
+    return {"responses": [{"name": t.name, "partition_responses": [_partition_result(p.index, code, message)
                                                                     for p in t.partition_data]}
                           for t in req.topic_data], "throttle_time_ms": 0}
 
@@ -67,6 +72,11 @@ def handle_produce(ctx: RequestContext, req: Container) -> Any:
     cluster = ctx.cluster
     if req.acks not in (-1, 0, 1):
         return produce_error_response(ctx, req, ErrorCode.INVALID_REQUIRED_ACKS)
+    refused = request_refusal((p.records for t in req.topic_data for p in t.partition_data), ctx.version)
+    if refused is not None:  # Kafka fails the whole request, nothing appended (fakekafka/model/validate.py)
+        if req.acks == 0:
+            return DropConnection(reason=f"acks=0 and {refused.error.name}")
+        return produce_error_response(ctx, req, refused.error, refused.message if refused.shown else None)
     responses = []
     waiting: list[tuple[Any, int, dict[str, Any]]] = []
     for t in req.topic_data:
@@ -77,6 +87,9 @@ def handle_produce(ctx: RequestContext, req: Container) -> Any:
             partition = topic.partitions[p.index] if topic and 0 <= p.index < len(topic.partitions) else None
             if partition is None:
                 results.append(_partition_result(p.index, code))
+                continue
+            if (refused := first_batch_refusal(p.records, ctx.version)) is not None:
+                results.append(_partition_result(p.index, refused.error))
                 continue
             if partition.leader_id != ctx.broker.node_id:
                 results.append(_partition_result(p.index, ErrorCode.NOT_LEADER_OR_FOLLOWER))
@@ -96,8 +109,10 @@ def handle_produce(ctx: RequestContext, req: Container) -> Any:
                 end = partition.log.batch_end(r.base_offset)
                 waiting.append((partition, end, result))
         responses.append({"name": t.name, "partition_responses": results})
-    if req.acks == 0:
-        return NO_RESPONSE
+    if req.acks == 0:  # no answer to carry an error: Kafka closes the connection so the client notices
+        failed = sorted({ErrorCode(r["error_code"]).name for t in responses for r in t["partition_responses"]
+                         if r["error_code"] != ErrorCode.NONE})
+        return DropConnection(applied=True, reason=f"acks=0 and {', '.join(failed)}") if failed else NO_RESPONSE
     response = {"responses": responses, "throttle_time_ms": 0}
     if not waiting:
         return response

@@ -62,9 +62,11 @@ class Park:
 
 @dataclass
 class DropConnection:
-    """Close the connection instead of answering (a fault a test asked for)."""
+    """Close the connection instead of answering (a fault a test asked for, or Kafka's answer itself)."""
 
     applied: bool = False
+    reason: str | None = None
+    """Why, for the log, when it is Kafka's behaviour rather than an injected fault."""
 
 
 Result = Container | dict[str, Any] | Park | _NoResponse | DropConnection

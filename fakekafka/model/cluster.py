@@ -855,7 +855,8 @@ class ClusterState:
             return AppendResult(ErrorCode.INVALID_RECORD, message="Produce request must carry a record batch")
         split = split_produced(records)
         refused = split if isinstance(split, Refused) else check_batch(
-            split[0], split[1], self.topic_config_int(topic, "max.message.bytes"))
+            split[0], split[1], self.topic_config_int(topic, "max.message.bytes"),
+            self.topic_config_int(topic, "max.decompressed.message.bytes"))
         if refused is not None:
             return AppendResult(refused.error, message=refused.message, answer_message=refused.shown)
         assert not isinstance(split, Refused)

@@ -359,3 +359,15 @@ class TransactionCoordinator:
             raise ValueError(f"transactional id {transactional_id} has no open transaction (state "
                              f"{txn.state.value})")
         self._fence_and_abort(txn, self._now())
+
+    def expire(self, transactional_id: str) -> None:
+        """Forgets an idle transactional id now, as transactional.id.expiration.ms would: its next
+        InitProducerId starts over with a new producer id, and its old producer gets INVALID_PRODUCER_ID_MAPPING."""
+        txn = self.transactions.get(transactional_id)
+        if txn is None:
+            raise KeyError(transactional_id)
+        if txn.state not in VALID_PREVIOUS[TransactionState.DEAD]:
+            raise ValueError(f"transactional id {transactional_id} is {txn.state.value}: only an idle one "
+                             "(Empty, CompleteCommit, CompleteAbort) expires")
+        txn.transition_to(TransactionState.DEAD, self._now())
+        del self.transactions[transactional_id]

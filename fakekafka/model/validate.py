@@ -16,11 +16,12 @@ Uncompressed batches are walked by record length only (one varint per record: ab
 checking every field of every record in Python costs about 3 us, five times the broker's whole per-record
 cost): the count and the framing are Kafka's, but a malformed field inside a record of the right length is
 stored, where Kafka answers INVALID_RECORD (listed in compat/KNOWN_DIFFERENCES.md). Compressed batches are
-decompressed and decoded in full.
+decompressed and decoded in full, up to MAX_DECOMPRESSED_BATCH (also listed there).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import crc32c
@@ -31,11 +32,14 @@ from wire.records import (
     BatchHeader,
     Compression,
     InvalidBatch,
+    TooLarge,
+    batch_body,
     decode_batch,
     read_header,
 )
 
-__all__ = ["Refused", "check_batch", "split_produced"]
+__all__ = ["MAX_DECOMPRESSED_BATCH", "Refused", "check_batch", "first_batch_refusal", "request_refusal",
+           "split_produced"]
 
 _LOG_OVERHEAD = 12
 """offset (8) + size (4): what precedes every batch's size-counted bytes."""
@@ -44,6 +48,10 @@ _MIN_RECORD_OVERHEAD = 14
 """Kafka's smallest size field (a v0 message's overhead); below it the stream is corrupt."""
 _CRC_START = 21
 _CODECS = frozenset(int(c) for c in Compression)
+MAX_DECOMPRESSED_BATCH = 128 << 20
+"""The most a compressed batch's records may take decompressed (fakekafka's own bound: Kafka streams through
+a batch and has none). It is decompressed whole to be checked, so a small batch of zeros could otherwise
+take gigabytes; past it the batch is INVALID_RECORD, found from its frames' headers before decompressing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +83,34 @@ def _frame(data: bytes | memoryview, pos: int) -> tuple[int, int] | Refused | No
     return size, magic
 
 
+def request_refusal(partitions: Iterable[bytes | memoryview | None], version: int) -> Refused | None:
+    """Why Kafka fails a whole Produce request, every partition with the same error and nothing appended:
+    its request handler reads each partition's first batch header before appending (a size below 14 or a
+    magic outside 0..2 is CORRUPT_MESSAGE with the reason), and for v3-6 asks the batch's codec, which for ids
+    5-7 throws out of the request (UNKNOWN_SERVER_ERROR). Checked against Kafka 4.4 with raw frames."""
+    for records in partitions:
+        if not records:
+            continue
+        first = _frame(records, 0)
+        if isinstance(first, Refused):
+            return first
+        if first is not None and version < 7 and first[1] == 2 and len(records) >= BATCH_OVERHEAD:
+            codec = records[22] & 0x07
+            if codec not in _CODECS:
+                return Refused(ErrorCode.UNKNOWN_SERVER_ERROR, f"Unknown compression type id: {codec}")
+    return None
+
+
+def first_batch_refusal(records: bytes | memoryview | None, version: int) -> Refused | None:
+    """Produce v3-6 may not carry zstd batches (Kafka's UNSUPPORTED_COMPRESSION_TYPE, per partition)."""
+    if version >= 7 or not records or len(records) < BATCH_OVERHEAD or records[16] != 2:
+        return None
+    if records[22] & 0x07 == Compression.ZSTD:
+        return Refused(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"Produce requests with version {version} are not "
+                                                               "allowed to use ZStandard compression")
+    return None
+
+
 def split_produced(records: bytes | memoryview) -> tuple[BatchHeader, bytes | memoryview] | Refused:
     """The one v2 batch of a Produce v3+ partition, or why the bytes are refused."""
     first = _frame(records, 0)
@@ -102,9 +138,12 @@ def split_produced(records: bytes | memoryview) -> tuple[BatchHeader, bytes | me
     return read_header(batch), batch
 
 
-def check_batch(header: BatchHeader, batch: bytes | memoryview, max_message_bytes: int) -> Refused | None:
+def check_batch(header: BatchHeader, batch: bytes | memoryview, max_message_bytes: int,
+                max_record_bytes: int | None = None) -> Refused | None:
     """The log's and LogValidator's checks of one v2 batch from a client, in Kafka's order; None if it may
-    be stored."""
+    be stored. `max_record_bytes` is the topic's max.decompressed.message.bytes: a record of a compressed
+    batch declaring a larger size is INVALID_RECORD (Kafka's DefaultRecord.readFrom refuses it before
+    reading it; an uncompressed batch is bounded by max.message.bytes alone)."""
     if header.base_offset != 0:
         return Refused(ErrorCode.INVALID_RECORD, f"The baseOffset of the record batch should be 0, but it is "
                                                  f"{header.base_offset}")
@@ -128,25 +167,37 @@ def check_batch(header: BatchHeader, batch: bytes | memoryview, max_message_byte
                                                  f"and count of records {count}")
     if codec == Compression.NONE:
         return _walk_records(batch, count)
+    data = bytes(batch)
     try:
-        decode_batch(bytes(batch))
+        body = batch_body(data, header, MAX_DECOMPRESSED_BATCH)
+    except TooLarge as e:
+        return Refused(ErrorCode.INVALID_RECORD, str(e))
     except InvalidBatch as e:
-        if e.decompression:
-            return Refused(ErrorCode.UNKNOWN_SERVER_ERROR, str(e))
+        return Refused(ErrorCode.UNKNOWN_SERVER_ERROR, str(e))
+    refused = _walk_records(body, count, 0, max_record_bytes)
+    if refused is not None:
+        return refused
+    try:
+        decode_batch(data, body)
+    except InvalidBatch as e:
         return Refused(ErrorCode.INVALID_RECORD, str(e))
     return None
 
 
-def _walk_records(batch: bytes | memoryview, count: int) -> Refused | None:
-    """Uncompressed records: `count` length-prefixed records that end exactly where the batch does."""
+def _walk_records(batch: bytes | memoryview, count: int, start: int = BATCH_OVERHEAD,
+                  max_record_bytes: int | None = None) -> Refused | None:
+    """`count` length-prefixed records from `start` that end exactly where the data does, none declaring more
+    than `max_record_bytes`."""
     data = batch if isinstance(batch, bytes) else bytes(batch)
-    pos, end = BATCH_OVERHEAD, len(data)
+    pos, end = start, len(data)
     for i in range(count):
         if pos >= end:
             return Refused(ErrorCode.INVALID_RECORD, f"Found {i} records where the batch declares {count}")
         b = data[pos]
-        if b < 0x80:  # most records are shorter than 64 bytes or this is their only length byte
+        if b < 0x80:  # one length byte (records under 64 bytes), then two (under 8 KiB): no loop
             raw, pos = b, pos + 1
+        elif pos + 1 < end and data[pos + 1] < 0x80:
+            raw, pos = (b & 0x7F) | (data[pos + 1] << 7), pos + 2
         else:
             raw, shift = 0, 0
             while True:
@@ -159,6 +210,9 @@ def _walk_records(batch: bytes | memoryview, count: int) -> Refused | None:
                 if b < 0x80:
                     break
         length = (raw >> 1) ^ -(raw & 1)
+        if max_record_bytes is not None and length > max_record_bytes:
+            return Refused(ErrorCode.INVALID_RECORD, f"Record of {length} bytes is above "
+                                                     f"max.decompressed.message.bytes {max_record_bytes}")
         if length < 0 or pos + length > end:
             return Refused(ErrorCode.INVALID_RECORD, f"Invalid record size: {length} bytes at {pos} of a "
                                                      f"{end}-byte batch")

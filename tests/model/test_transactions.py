@@ -252,3 +252,15 @@ def test_v2_rotates_the_producer_id_when_the_epoch_is_exhausted() -> None:
     code, new_pid, epoch = tc.end_transaction_v2("tx", pid, EPOCH_EXHAUSTED, True)
     assert code == ErrorCode.NONE and new_pid != pid and epoch == 0
     assert tc.end_transaction_v2("tx", pid, EPOCH_EXHAUSTED, True) == (ErrorCode.NONE, new_pid, 0)  # retried
+
+
+def test_expiring_an_idle_id_forgets_it_and_an_open_one_refuses() -> None:
+    tc = TransactionCoordinator(ManualClock())
+    _, pid, e = tc.init_producer_id("tx", 60_000)
+    tc.add_partitions("tx", pid, e, {("t", 0)})
+    with pytest.raises(ValueError, match="Ongoing"):
+        tc.expire("tx")
+    tc.end_transaction("tx", pid, e, True)
+    tc.expire("tx")
+    assert tc.end_transaction("tx", pid, e, True) == ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    assert tc.init_producer_id("tx", 60_000)[1] != pid

@@ -1,5 +1,6 @@
-"""Clients in another process, driven over JSON lines: the Java client (one JVM per run) and members that a
-scenario needs to crash (kill -9: no LeaveGroup, the group notices only when the session times out).
+"""Clients in another process, driven over JSON lines: the Java, Go and Node clients (one driver process per
+run) and members that a scenario needs to crash (kill -9: no LeaveGroup, the group notices only when the
+session times out).
 
 The protocol, one JSON object per line each way; the agent answers requests in order:
 
@@ -17,7 +18,11 @@ CLIENT_OPS: list_offsets, create_topic, partition_count, delete_topic, create_pa
 delete_records, describe_group, list_groups, delete_group, delete_offsets) and of `Member`
 (member_assignment, member_take, member_errors, member_commit, member_position, member_seek, member_pause,
 member_resume, member_close), each with the method's arguments by name and "m" naming the member; then
-"quit". compat/clients/java/CompatDriver.java speaks the same.
+"quit". compat/clients/java/CompatDriver.java speaks the same, and so do the Go drivers (the protocol in
+compat/clients/go/agent, one main package per client) and the Node drivers (compat/clients/node/agent.js).
+The Go and Node drivers answer an op they do not know as unsupported, so a new op (a transactional
+producer, say) is a new Client method here plus one entry in each driver's op table; the drivers that lack
+it say so.
 
 `python -m compat.clients.agent CLIENT BOOTSTRAP TIMING_JSON` serves one Python client this way.
 """

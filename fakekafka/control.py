@@ -48,20 +48,15 @@ def _topic_partition(a: dict[str, Any]) -> str:
     return f"{a['topic']}-{a['partition']}"
 
 
-async def _kill(c: Cluster, a: dict[str, Any]) -> str:
+async def _take_down(c: Cluster, a: dict[str, Any], *, controlled: bool) -> str:
     node_id = _broker(c, a)
     if not c.state.brokers[node_id].alive:
         return f"broker {node_id} is down already: nothing changed"
+    if controlled:
+        await c.stop_broker_async(node_id)
+        return f"broker {node_id} stopped (controlled shutdown: leadership moved first)"
     await c.kill_broker_async(node_id)
     return f"broker {node_id} killed: its connections dropped, the partitions it led get leaders from their ISR"
-
-
-async def _stop(c: Cluster, a: dict[str, Any]) -> str:
-    node_id = _broker(c, a)
-    if not c.state.brokers[node_id].alive:
-        return f"broker {node_id} is down already: nothing changed"
-    await c.stop_broker_async(node_id)
-    return f"broker {node_id} stopped (controlled shutdown: leadership moved first)"
 
 
 async def _restart(c: Cluster, a: dict[str, Any]) -> str:
@@ -145,8 +140,10 @@ def _clear(c: Cluster, a: dict[str, Any]) -> str:
 
 
 COMMANDS: dict[str, tuple[str, Callable[[Cluster, dict[str, Any]], Awaitable[Any]]]] = {
-    "kill-broker": ("BROKER: the broker dies, connections dropped at once", _kill),
-    "stop-broker": ("BROKER: controlled shutdown (leadership moves first)", _stop),
+    "kill-broker": ("BROKER: the broker dies, connections dropped at once",
+                    lambda c, a: _take_down(c, a, controlled=False)),
+    "stop-broker": ("BROKER: controlled shutdown (leadership moves first)",
+                    lambda c, a: _take_down(c, a, controlled=True)),
     "restart-broker": ("BROKER: bring a stopped or killed broker back", _restart),
     "isolate-broker": ("BROKER: cut it off from the other brokers (clients still reach it)",
                        _sync(lambda c, a: _isolate(c, a, True))),

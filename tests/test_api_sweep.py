@@ -466,8 +466,9 @@ def _txn_offset_commit_for(t: Target, tid: str, added: bool = True) -> dict[str,
     pid, epoch = txn_producer(t, tid, group=GROUP if added else None)
     return {"transactional_id": tid, "group_id": GROUP, "producer_id": pid, "producer_epoch": epoch,
             "generation_id_or_member_epoch": t.generation_id, "member_id": t.member_id, "group_instance_id": None,
-            "topics": [{"name": TOPIC, "partitions": [{"partition_index": 0, "committed_offset": 3,
-                                                       "committed_leader_epoch": -1, "committed_metadata": "t"}]}]}
+            "topics": [{"name": TOPIC, "topic_id": t.topic_ids[TOPIC], "partitions": [
+                {"partition_index": 0, "committed_offset": 3, "committed_leader_epoch": -1,
+                 "committed_metadata": "t"}]}]}
 
 
 def _describe_producers(t: Target, v: int) -> dict[str, Any]:
@@ -479,7 +480,21 @@ def _describe_transactions(t: Target, v: int) -> dict[str, Any]:
 
 
 def _list_transactions(t: Target, v: int) -> dict[str, Any]:
-    return {"state_filters": [], "producer_id_filters": [], "duration_filter": -1}
+    return {"state_filters": [], "producer_id_filters": [], "duration_filter": -1, "transactional_id_pattern": None}
+
+
+def _api_versions_for(cluster_id: str | None, node_id: int) -> Callable[[Target, int], dict[str, Any]]:
+    """ApiVersions v5 naming the cluster ("" for the broker's own, from Metadata) and node it means to reach."""
+    def build(t: Target, v: int) -> dict[str, Any]:
+        cid = cluster_id
+        if cid == "":
+            cid = must(t.send(3, 12, {"topics": [], "allow_auto_topic_creation": False}), "Metadata").cluster_id
+        return {**_api_versions(t, v), "cluster_id": cid, "node_id": node_id}
+    return build
+
+
+def _list_transactions_matching(pattern: str) -> Callable[[Target, int], dict[str, Any]]:
+    return lambda t, v: {**_list_transactions(t, v), "transactional_id_pattern": pattern}
 
 
 BUILDERS: dict[int, Callable[[Target, int], dict[str, Any]]] = {
@@ -537,6 +552,12 @@ def _produce_of(topic: str, value: bytes = b"x", timestamp: int = TS0, **batch: 
         {"index": 0, "records": build_batch([{"key": None, "value": value, "timestamp": timestamp}], **batch)}]}]}
 
 
+def _timestamps(p0: int, p1: int) -> Callable[[Target, int], dict[str, Any]]:
+    return lambda t, v: {"replica_id": -1, "topics": [{"name": TOPIC, "partitions": [
+        {"partition_index": 0, "timestamp": p0, "current_leader_epoch": -1},
+        {"partition_index": 1, "timestamp": p1, "current_leader_epoch": -1}]}]}
+
+
 def _broker_resource(keys: list[str] | None) -> Callable[[Target, int], dict[str, Any]]:
     return lambda t, v: {"include_synonyms": True, "resources": [
         {"resource_type": 4, "resource_name": "", "configuration_keys": keys}]}
@@ -578,7 +599,7 @@ VARIANTS: dict[str, tuple[int, list[int], Callable[[Target, int], dict[str, Any]
         {"name": "bad name!", "num_partitions": 1, "replication_factor": 1},
         {"name": "zero-partitions", "num_partitions": 0, "replication_factor": 1},
         {"name": "rf-too-big", "num_partitions": 1, "replication_factor": 3}]}),
-    "non-empty-group": (42, [2], lambda t, v: {"groups_names": [GROUP, "nope"]}),
+    "non-empty-group": (42, [2, 3], lambda t, v: {"groups_names": [GROUP, "nope"]}),
     "invalid-configs": (19, [7], lambda t, v: {"timeout_ms": 30_000, "topics": [
         {"name": f"bad-config-{i}", "num_partitions": 1, "replication_factor": 1,
          "configs": [{"name": name, "value": value}]}
@@ -627,7 +648,26 @@ VARIANTS: dict[str, tuple[int, list[int], Callable[[Target, int], dict[str, Any]
                                                 "producer_epoch": 0, "committed": True}),
     "unknown-txn-topic": (24, [3], lambda t, v: {**_add_partitions_to_txn(t, 3), "v3_and_below_topics": [
         {"name": TXN_TOPIC, "partitions": [0]}, {"name": "nope", "partitions": [0]}]}),
-    "not-added-offsets": (28, [3], lambda t, v: _txn_offset_commit_for(t, "sweep-toc-notadded", added=False)),
+    "not-added-offsets": (28, [3, 4, 5, 6], lambda t, v: _txn_offset_commit_for(t, f"sweep-toc-notadded-v{v}",
+                                                                                added=False)),
+    "unknown-topic-id-offsets": (28, [6], lambda t, v: {
+        **_txn_offset_commit_for(t, "sweep-toc-unknown-id"),
+        "topics": [{"topic_id": uuid.UUID(int=1), "partitions": [{"partition_index": 0, "committed_offset": 1}]}]}),
+    "this-cluster-and-node": (18, [5], _api_versions_for("", 1)),
+    "other-cluster": (18, [5], _api_versions_for("not-this-cluster", 1)),
+    "other-node": (18, [5], _api_versions_for("", 7)),
+    "cluster-without-node": (18, [5], _api_versions_for("", -1)),
+    "node-without-cluster": (18, [5], _api_versions_for(None, 1)),
+    "unknown-and-deleted-groups": (15, [5, 6], lambda t, v: {"groups": ["nope", "sweep-delgroup-v0", SIMPLE_GROUP],
+                                                             "include_authorized_operations": False}),
+    "include-fenced": (60, [2], lambda t, v: {"endpoint_type": 1, "include_fenced_brokers": True}),
+    # negative timestamps a version does not know are UNSUPPORTED_VERSION (v11 knows -6, none knows -7)
+    "special-timestamps": (2, [1, 7, 8, 9, 10, 11], _timestamps(-6, -7)),
+    "tiered-timestamps": (2, [1, 8, 9], _timestamps(-4, -5)),
+    "id-pattern": (66, [2], _list_transactions_matching("sweep-end-v[0-9]+")),
+    "id-pattern-partial": (66, [2], _list_transactions_matching("end")),
+    "id-pattern-empty": (66, [2], _list_transactions_matching("")),
+    "id-pattern-invalid": (66, [2], _list_transactions_matching("(unclosed")),
     # one partition, one batch (how far Kafka reads past the first under read_committed varies from run to run):
     # the aborted batch of sweep-end-v1 at 2, and in partition 1 the one WriteTxnMarkers aborted
     "read-committed": (1, [12], lambda t, v: _read_committed(t, v, 0, 2)),

@@ -42,7 +42,7 @@ def test_api_versions_too_new_answers_v0_with_unsupported_version(raw: RawClient
     raw.send_bytes(struct.pack(">ihhi", 10, 18, 99, 7) + b"\x00\x00" + b"\x00\x00")
     corr, r = raw.receive(18, 0)
     assert corr == 7 and r.error_code == ErrorCode.UNSUPPORTED_VERSION
-    assert [(k.api_key, k.min_version, k.max_version) for k in r.api_keys] == [(18, 0, 4)]
+    assert [(k.api_key, k.min_version, k.max_version) for k in r.api_keys] == [(18, 0, 5)]
 
 
 def test_produce_v2_is_refused_per_partition(raw: RawClient) -> None:

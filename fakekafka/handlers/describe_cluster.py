@@ -1,7 +1,9 @@
-"""DescribeCluster (key 60), v0-1: the cluster id, the controller and the brokers.
+"""DescribeCluster (key 60), v0-2: the cluster id, the controller and the brokers.
 
 Behaviour: asking a broker for controller endpoints (endpoint type 2) gets MISMATCHED_ENDPOINT_TYPE,
-as a Kafka broker answers (with its own endpoint type, 1, in the answer).
+as a Kafka broker answers (with its own endpoint type, 1, in the answer). A stopped broker is left out at
+once (Kafka fences it when its heartbeats stop, after broker.session.timeout.ms); v2 asked to include fenced
+brokers (KIP-1073) lists it with is_fenced set.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from wire import ErrorCode
 BROKERS = 1
 
 
-@handles(60, 0, 1)
+@handles(60, 0, 2)
 def handle_describe_cluster(ctx: RequestContext, req: Container) -> dict[str, Any]:
     cluster = ctx.cluster
     endpoint_type = req.get("endpoint_type", BROKERS)
@@ -28,7 +30,7 @@ def handle_describe_cluster(ctx: RequestContext, req: Container) -> dict[str, An
     return {
         "throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None, "endpoint_type": BROKERS,
         "cluster_id": cluster.config.cluster_id, "controller_id": cluster.controller_id,
-        "brokers": [{"broker_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
-                    for b in cluster.alive_brokers()],
+        "brokers": [{"broker_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack, "is_fenced": not b.alive}
+                    for b in cluster.brokers.values() if b.alive or req.get("include_fenced_brokers")],
         "cluster_authorized_operations": -2147483648,
     }

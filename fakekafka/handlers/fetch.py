@@ -1,4 +1,4 @@
-"""Fetch (key 1), v4-17.
+"""Fetch (key 1), v4-18.
 
 Returns stored batch bytes untouched. Behaviour: fetch sessions are declined (we answer session id 0,
 so clients keep sending full requests; an incremental request gets FETCH_SESSION_ID_NOT_FOUND).
@@ -14,7 +14,8 @@ last_fetched_epoch the leader cannot place (newer than its own) is OFFSET_OUT_OF
 named twice is answered in one entry and a partition asked for twice once (the last entry), as Kafka's.
 Under read_committed a consumer reads below the last stable offset only (no open transaction's records, nor
 an ended one's before its marker is replicated), and is told the aborted transactions from the fetch offset
-on; control batches are returned like any other, so clients skip them and drop aborted data.
+on; control batches are returned like any other, so clients skip them and drop aborted data. v18 adds only a
+follower's high watermark (a tagged field, KIP-1166), which a consumer does not send and no broker here needs.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def fetch_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -
         for t in req.topics]}
 
 
-@handles(1, 4, 17, errors=fetch_error_response)
+@handles(1, 4, 18, errors=fetch_error_response)
 def handle_fetch(ctx: RequestContext, req: Container) -> Any:
     v = ctx.version
     cluster = ctx.cluster

@@ -1,5 +1,5 @@
 """The classic group protocol: JoinGroup (11) v0-9, SyncGroup (14) v0-5, Heartbeat (12) v0-4,
-LeaveGroup (13) v0-5, DescribeGroups (15) v0-5, ListGroups (16) v0-5, DeleteGroups (42) v0-2.
+LeaveGroup (13) v0-5, DescribeGroups (15) v0-6, ListGroups (16) v0-5, DeleteGroups (42) v0-3.
 
 The rules live in `fakekafka.model.group`; these handlers translate versions. JoinGroup and SyncGroup
 park until the coordinator resolves them. Behaviour: a static leader rejoining a Stable group gets, from
@@ -9,9 +9,9 @@ DescribeGroups v3+ asked for authorized operations answers what Kafka without an
 (GROUP_OPERATIONS). DescribeGroups reports each member's
 current assignment in every state (its subscription metadata only when Stable), as Kafka 4.x does. An
 error a test injects into DescribeGroups or DeleteGroups is answered for every group asked about.
-Deliberate difference (compat/KNOWN_DIFFERENCES.md): DescribeGroups stops at v5, where wire's generated
-declarations stop; Kafka 4.0 added v6 (KIP-1043), which answers an unknown group with
-GROUP_ID_NOT_FOUND instead of state Dead, so clients that ask v6 (Java 4.x, kafka-python 3) see Dead here.
+DescribeGroups v6 (KIP-1043) answers a group nobody uses (or a deleted one) GROUP_ID_NOT_FOUND with Kafka's
+message, state still Dead; before v6 it is state Dead without an error. DeleteGroups v3 adds a per-group
+error message, which Kafka leaves null.
 """
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ def delete_groups_error_response(ctx: RequestContext, req: Container, code: Erro
     return {"throttle_time_ms": 0, "results": [{"group_id": g, "error_code": code} for g in req.groups_names]}
 
 
-@handles(15, 0, 5, errors=describe_groups_error_response)
+@handles(15, 0, 6, errors=describe_groups_error_response)
 def handle_describe_groups(ctx: RequestContext, req: Container) -> dict[str, Any]:
     groups = []
     for group_id in req.groups:
@@ -148,7 +148,9 @@ def handle_describe_groups(ctx: RequestContext, req: Container) -> dict[str, Any
             groups.append(entry)
             continue
         group = ctx.cluster.groups.group(group_id)
-        if group is not None:
+        if (group is None or group.state == GroupState.DEAD) and ctx.version >= 6:
+            entry.update(error_code=ErrorCode.GROUP_ID_NOT_FOUND, error_message=f"Group {group_id} not found.")
+        elif group is not None:
             stable = group.state == GroupState.STABLE
             entry.update(group_state=group.state.value, protocol_type=group.protocol_type or "",
                          protocol_data=(group.protocol_name or "") if stable else "")
@@ -181,7 +183,7 @@ def handle_list_groups(ctx: RequestContext, req: Container) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "groups": listed}
 
 
-@handles(42, 0, 2, errors=delete_groups_error_response)
+@handles(42, 0, 3, errors=delete_groups_error_response)
 def handle_delete_groups(ctx: RequestContext, req: Container) -> dict[str, Any]:
     results = []
     for group_id in req.groups_names:

@@ -1,8 +1,10 @@
-"""ListOffsets (key 2), v1-10.
+"""ListOffsets (key 2), v1-11.
 
 Timestamps: -1 latest (the high watermark; the last stable offset under read_committed), -2 earliest (log start),
 -3 max timestamp (v7+), -4 earliest local (v8+, the log start: nothing is tiered), -5 latest tiered (v9+, -1:
-nothing is tiered); otherwise the first offset whose timestamp is >= the target, or -1 if there is none. A topic
+nothing is tiered), -6 earliest pending upload (v11+, KIP-1023; -1: nothing waits for tiered storage); any other
+negative timestamp, or one its version does not know, is UNSUPPORTED_VERSION, as Kafka 4.4 answers; otherwise
+the first offset whose timestamp is >= the target, or -1 if there is none. A topic
 named twice is answered in one entry and a partition asked for twice once, with INVALID_REQUEST (Kafka's). An error
 injected by a test is answered for every partition asked about (there is no top-level error code)."""
 
@@ -17,7 +19,10 @@ from fakekafka.handlers.registry import RequestContext, handles
 from fakekafka.model.log import PartitionLog
 from wire import ErrorCode
 
-LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -1, -2, -3, -4, -5, -6
+SINCE_VERSION = {LATEST: 0, EARLIEST: 0, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9,
+                 EARLIEST_PENDING_UPLOAD: 11}
+"""The first version that knows each special timestamp."""
 
 
 def _epoch_at(log: PartitionLog, offset: int) -> int:
@@ -37,12 +42,10 @@ def _lookup(log: PartitionLog, timestamp: int, current_epoch: int,
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return ErrorCode.NONE, -1, log.log_start_offset, _epoch_at(log, log.log_start_offset) \
             if log.log_end_offset > log.log_start_offset else current_epoch
-    if timestamp == LATEST_TIERED:
+    if timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
         return ErrorCode.NONE, -1, -1, -1
     if timestamp == MAX_TIMESTAMP:
         found = log.max_timestamp_offset()
-    elif timestamp < 0:
-        return ErrorCode.INVALID_REQUEST, -1, -1, -1
     else:
         found = log.offset_for_timestamp(timestamp)
     if found is None:
@@ -57,7 +60,7 @@ def list_offsets_error_response(ctx: RequestContext, req: Container, code: Error
         for t in req.topics]}
 
 
-@handles(2, 1, 10, errors=list_offsets_error_response)
+@handles(2, 1, 11, errors=list_offsets_error_response)
 def handle_list_offsets(ctx: RequestContext, req: Container) -> dict[str, Any]:
     v = ctx.version
     topics = []
@@ -67,8 +70,7 @@ def handle_list_offsets(ctx: RequestContext, req: Container) -> dict[str, Any]:
             ts, offset, epoch = -1, -1, -1
             if code == ErrorCode.NONE:
                 assert partition is not None
-                if (p.timestamp == MAX_TIMESTAMP and v < 7) or (p.timestamp == EARLIEST_LOCAL and v < 8) \
-                        or (p.timestamp == LATEST_TIERED and v < 9):
+                if p.timestamp < 0 and v < SINCE_VERSION.get(p.timestamp, 1 << 15):
                     code = ErrorCode.UNSUPPORTED_VERSION
                 else:
                     code, ts, offset, epoch = _lookup(partition.log, p.timestamp, partition.leader_epoch,

@@ -1,4 +1,4 @@
-"""Metadata (key 3), v0-12.
+"""Metadata (key 3), v0-13.
 
 Behaviour: topics that auto-creation makes are returned at once with their leaders (Kafka 4.4 answers
 UNKNOWN_TOPIC_OR_PARTITION until its controller has created the topic, tens to hundreds of ms, then the
@@ -9,6 +9,8 @@ an id or a null name with INVALID_REQUEST for every topic asked about, as Kafka 
 not created answers INVALID_TOPIC_EXCEPTION if its name is invalid, else UNKNOWN_TOPIC_OR_PARTITION.
 Asked for topic authorized operations (v8+), every topic, an unknown one included, carries what Kafka
 without an authorizer answers (TOPIC_OPERATIONS); cluster authorized operations are not computed.
+v13 (KIP-1102) adds a top-level error code: Kafka sets it only in an error answer to the whole request (so a
+client can be told to rebootstrap), as the error responder here does.
 """
 
 from __future__ import annotations
@@ -54,14 +56,16 @@ def _error_topic(name: str | None, code: ErrorCode, topic_id: uuid.UUID = ZERO_U
 
 
 def metadata_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
-    """An injected error for every topic asked about (every topic, for all of them): Metadata has no
-    top-level error code. The brokers are listed as usual, so the client still knows the cluster."""
+    """An injected error for every topic asked about (every topic, for all of them) and, from v13, at the top
+    level, as Kafka's MetadataRequest.getErrorResponse. The brokers are listed as usual, so the client still
+    knows the cluster."""
     cluster = ctx.cluster
     if req.topics is None or (ctx.version == 0 and not req.topics):
         wanted = [(t.name, t.topic_id) for t in cluster.topics.values()]
     else:
         wanted = [(e.get("name"), e.get("topic_id", ZERO_UUID)) for e in req.topics]
-    return {**_cluster_part(ctx), "topics": [_error_topic(name, code, topic_id) for name, topic_id in wanted]}
+    return {**_cluster_part(ctx), "error_code": code,
+            "topics": [_error_topic(name, code, topic_id) for name, topic_id in wanted]}
 
 
 def _cluster_part(ctx: RequestContext) -> dict[str, Any]:
@@ -77,7 +81,7 @@ def _cluster_part(ctx: RequestContext) -> dict[str, Any]:
     }
 
 
-@handles(3, 0, 12, errors=metadata_error_response)
+@handles(3, 0, 13, errors=metadata_error_response)
 def handle_metadata(ctx: RequestContext, req: Container) -> dict[str, Any]:
     cluster = ctx.cluster
     v = ctx.version

@@ -1,6 +1,6 @@
 """Transactions: AddPartitionsToTxn (24) v0-5, AddOffsetsToTxn (25) v0-4, EndTxn (26) v0-4, WriteTxnMarkers (27) v1
-(Kafka 4 dropped v0), TxnOffsetCommit (28) v0-4, DescribeProducers (61) v0, DescribeTransactions (65) v0,
-ListTransactions (66) v0-1.
+(Kafka 4 dropped v0), TxnOffsetCommit (28) v0-6, DescribeProducers (61) v0, DescribeTransactions (65) v0,
+ListTransactions (66) v0-2.
 
 The coordinator's rules are in `fakekafka/model/transactions.py`; these handlers check who is asked (NOT_COORDINATOR
 unless this broker leads the id's `__transaction_state` partition, or for TxnOffsetCommit the group's
@@ -9,13 +9,14 @@ is INVALID_PRODUCER_EPOCH below AddPartitionsToTxn/AddOffsetsToTxn/EndTxn v2. Ad
 brokers' batched form (verify_only included); a partition of an unknown topic fails the whole transaction's
 request with UNKNOWN_TOPIC_OR_PARTITION for it and OPERATION_NOT_ATTEMPTED for the others. TxnOffsetCommit stages
 offsets that the group sees once the transaction commits, after checking (KIP-890 part 1) that AddOffsetsToTxn
-added the group: INVALID_TXN_STATE otherwise. Deliberate difference: EndTxn v5 (transactions version 2, an epoch
-bump per transaction) is not advertised; clients use v4 as with a cluster that has not finalized
-`transaction.version` 2.
+added the group: INVALID_TXN_STATE otherwise (TRANSACTION_ABORTABLE from v4); v5+ adds it itself. Deliberate
+difference: EndTxn v5 (transactions version 2, an epoch bump per transaction) is not advertised; clients use v4
+as with a cluster that has not finalized `transaction.version` 2.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from construct import Container
@@ -25,6 +26,7 @@ from fakekafka.handlers.registry import RequestContext, handles
 from fakekafka.model.cluster import OFFSETS_TOPIC
 from fakekafka.model.transactions import TransactionState
 from wire import ErrorCode
+from wire.primitives import ZERO_UUID
 
 
 def not_transaction_coordinator(ctx: RequestContext, transactional_id: str) -> bool:
@@ -154,45 +156,62 @@ def handle_write_txn_markers(ctx: RequestContext, req: Container) -> dict[str, A
 # --- TxnOffsetCommit ------------------------------------------------------------------------------------
 def txn_offset_commit_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "topics": [
-        {"name": t.name, "partitions": [{"partition_index": p.partition_index, "error_code": code}
-                                        for p in t.partitions]} for t in req.topics]}
+        {"name": t.get("name", ""), "topic_id": t.get("topic_id", ZERO_UUID),
+         "partitions": [{"partition_index": p.partition_index, "error_code": code} for p in t.partitions]}
+        for t in req.topics]}
 
 
-@handles(28, 0, 4, errors=txn_offset_commit_error_response)
+@handles(28, 0, 6, errors=txn_offset_commit_error_response)
 def handle_txn_offset_commit(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    """v0-4 check (KIP-890 part 1) that AddOffsetsToTxn added the group's `__consumer_offsets` partition:
+    INVALID_TXN_STATE if not, TRANSACTION_ABORTABLE from v4. v5+ adds it themselves (KIP-890 part 2: Kafka's
+    broker does so whatever the cluster's transaction.version), so a client needs no AddOffsetsToTxn; v6 names
+    topics by id (UNKNOWN_TOPIC_ID for an unknown one). All as Kafka 4.4 answers (tests/test_api_sweep.py)."""
     cluster = ctx.cluster
-    codes: dict[tuple[str, int], ErrorCode] = {}
+    v = ctx.version
+    by_id = v >= 6
+    codes: dict[tuple[Any, int], ErrorCode] = {}
     wanted: dict[tuple[str, int], tuple[int, int, str | None]] = {}
     for t in req.topics:
+        topic = cluster.topics_by_id.get(t.topic_id) if by_id else cluster.topics.get(t.name)
+        key = t.topic_id if by_id else t.name
         for p in t.partitions:
-            tp = (t.name, p.partition_index)
-            if cluster.topics.get(t.name) is None:
-                codes[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            if topic is None:
+                codes[(key, p.partition_index)] = \
+                    ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
-                wanted[tp] = (p.committed_offset, p.get("committed_leader_epoch", -1), p.committed_metadata)
+                wanted[(topic.name, p.partition_index)] = (
+                    p.committed_offset, p.get("committed_leader_epoch", -1), p.committed_metadata)
     if wanted:
         offsets_tp = (OFFSETS_TOPIC, cluster.offsets_partition_for(req.group_id))
         top = ErrorCode.NONE
         if not_group_coordinator(ctx, req.group_id):
             top = ErrorCode.NOT_COORDINATOR
         else:
-            verified = cluster.transactions.verify_partitions(req.transactional_id, req.producer_id,
-                                                              req.producer_epoch, {offsets_tp})[offsets_tp]
+            if v >= 5:
+                verified = cluster.transactions.add_partitions(req.transactional_id, req.producer_id,
+                                                               req.producer_epoch, {offsets_tp})
+            else:
+                verified = cluster.transactions.verify_partitions(req.transactional_id, req.producer_id,
+                                                                  req.producer_epoch, {offsets_tp})[offsets_tp]
             if verified == ErrorCode.TRANSACTION_ABORTABLE:
-                top = ErrorCode.INVALID_TXN_STATE
+                top = ErrorCode.TRANSACTION_ABORTABLE if v >= 4 else ErrorCode.INVALID_TXN_STATE
             elif verified == ErrorCode.PRODUCER_FENCED:
                 top = ErrorCode.INVALID_PRODUCER_EPOCH
             elif verified != ErrorCode.NONE:
                 top = verified
         if top != ErrorCode.NONE:
-            codes.update(dict.fromkeys(wanted, top))
+            committed = dict.fromkeys(wanted, top)
         else:
-            codes.update(cluster.groups.txn_commit(
+            committed = cluster.groups.txn_commit(
                 req.group_id, req.producer_id, req.get("generation_id_or_member_epoch", -1),
-                req.get("member_id", ""), req.get("group_instance_id"), wanted))
+                req.get("member_id", ""), req.get("group_instance_id"), wanted)
+        for (name, index), code in committed.items():
+            codes[(cluster.topics[name].topic_id if by_id else name, index)] = code
     return {"throttle_time_ms": 0, "topics": [
-        {"name": t.name, "partitions": [{"partition_index": p.partition_index,
-                                         "error_code": codes[(t.name, p.partition_index)]} for p in t.partitions]}
+        {"name": t.get("name", ""), "topic_id": t.get("topic_id", ZERO_UUID), "partitions": [
+            {"partition_index": p.partition_index,
+             "error_code": codes[(t.topic_id if by_id else t.name, p.partition_index)]} for p in t.partitions]}
         for t in req.topics]}
 
 
@@ -266,10 +285,20 @@ def handle_describe_transactions(ctx: RequestContext, req: Container) -> dict[st
     return {"throttle_time_ms": 0, "transaction_states": states}
 
 
-@handles(66, 0, 1)
+@handles(66, 0, 2)
 def handle_list_transactions(ctx: RequestContext, req: Container) -> dict[str, Any]:
-    """The transactions whose coordinator is this broker (a tool asks every broker), filtered as asked."""
+    """The transactions whose coordinator is this broker (a tool asks every broker), filtered as asked. v2's
+    transactional_id_pattern (KIP-1152) is a regular expression the whole id must match, as Java's
+    Pattern.matches; null or empty lists every id, and one that does not compile is INVALID_REGULAR_EXPRESSION
+    (Python's `re` stands in for Java's: the common syntax is the same)."""
     cluster = ctx.cluster
+    pattern = None
+    if req.get("transactional_id_pattern"):
+        try:
+            pattern = re.compile(req.transactional_id_pattern)
+        except re.error:
+            return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_REGULAR_EXPRESSION,
+                    "unknown_state_filters": [], "transaction_states": []}
     known = {s.value for s in TransactionState}
     unknown = [s for s in req.state_filters if s not in known]
     states = set(req.state_filters)
@@ -281,6 +310,8 @@ def handle_list_transactions(ctx: RequestContext, req: Container) -> dict[str, A
         if txn.state == TransactionState.DEAD or not_transaction_coordinator(ctx, tid):
             continue
         if (states and txn.state.value not in states) or (pids and txn.producer_id not in pids):
+            continue
+        if pattern is not None and not pattern.fullmatch(tid):
             continue
         if duration >= 0 and (txn.state != TransactionState.ONGOING or now - txn.start_ms < duration):
             continue

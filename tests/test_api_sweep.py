@@ -217,9 +217,10 @@ def commit(t: Target, group: str, generation: int, member: str, version: int = 8
                 f"OffsetCommit {group}")
 
 
-def offset_commit_body(group: str, generation: int, member: str) -> dict[str, Any]:
+def offset_commit_body(group: str, generation: int, member: str, topic_id: uuid.UUID = ZERO_UUID) -> dict[str, Any]:
     return {"group_id": group, "generation_id_or_member_epoch": generation, "member_id": member,
-            "group_instance_id": None, "retention_time_ms": -1, "topics": [{"name": TOPIC, "partitions": [
+            "group_instance_id": None, "retention_time_ms": -1, "topics": [{
+                "name": TOPIC, "topic_id": topic_id, "partitions": [
                 {"partition_index": 0, "committed_offset": 2, "committed_leader_epoch": -1,
                  "committed_metadata": "m"},
                 {"partition_index": 1, "committed_offset": 1, "committed_leader_epoch": -1,
@@ -254,11 +255,11 @@ def _metadata(t: Target, v: int) -> dict[str, Any]:
 
 
 def _offset_commit(t: Target, v: int) -> dict[str, Any]:
-    return offset_commit_body(GROUP, t.generation_id, t.member_id)
+    return offset_commit_body(GROUP, t.generation_id, t.member_id, t.topic_ids[TOPIC])
 
 
 def _offset_fetch(t: Target, v: int) -> dict[str, Any]:
-    topics = [{"name": TOPIC, "partition_indexes": [0, 1]}]
+    topics = [{"name": TOPIC, "topic_id": t.topic_ids[TOPIC], "partition_indexes": [0, 1]}]
     return {"group_id": GROUP, "topics": topics, "require_stable": False,
             "groups": [{"group_id": GROUP, "member_id": None, "member_epoch": -1, "topics": topics}]}
 
@@ -587,12 +588,17 @@ VARIANTS: dict[str, tuple[int, list[int], Callable[[Target, int], dict[str, Any]
                                                         "topics": [{"name": "nope", "count": 3}]}),
     "cancel-no-reassignment": (45, [0], lambda t, v: {"timeout_ms": 30_000, "topics": [
         {"name": TOPIC, "partitions": [{"partition_index": 0, "replicas": None}]}]}),
+    "same-replica-count": (45, [1], lambda t, v: {"timeout_ms": 30_000, "allow_replication_factor_change": False,
+                                                  "topics": [{"name": TOPIC, "partitions": [
+                                                      {"partition_index": 1, "replicas": [1]},
+                                                      {"partition_index": 0, "replicas": [1, 2]}]}]}),
     "broker-loggers": (32, [4], lambda t, v: {"resources": [
         {"resource_type": 8, "resource_name": "1", "configuration_keys": None}]}),
     "max-timestamp": (2, [9], lambda t, v: {"replica_id": -1, "topics": [{"name": TOPIC, "partitions": [
         {"partition_index": 0, "timestamp": -3, "current_leader_epoch": -1},
         {"partition_index": 1, "timestamp": -2, "current_leader_epoch": -1}]}]}),
-    "all-committed": (9, [7], lambda t, v: {"group_id": GROUP, "topics": None}),
+    "all-committed": (9, [7, 10], lambda t, v: {"group_id": GROUP, "topics": None, "groups": [
+        {"group_id": GROUP, "member_id": None, "member_epoch": -1, "topics": None}]}),
     "cluster-level": (32, [1, 4], _broker_resource(None)),
     "cluster-level-keys": (32, [4], _broker_resource(["min.insync.replicas", "num.partitions"])),
     "invalid-topics": (19, [7], lambda t, v: {"timeout_ms": 30_000, "topics": [
@@ -612,7 +618,14 @@ VARIANTS: dict[str, tuple[int, list[int], Callable[[Target, int], dict[str, Any]
     "too-many-more-partitions": (37, [3], lambda t, v: {"timeout_ms": 30_000, "topics": [
         {"name": "sweep-cp-v1", "count": 20_000}]}),
     "unknown-member": (14, [5], lambda t, v: {**_sync_group(t, v), "member_id": "nope", "assignments": []}),
-    "commit-unknown-member": (8, [8], lambda t, v: offset_commit_body(GROUP, t.generation_id, "nope")),
+    "commit-unknown-member": (8, [8, 10], lambda t, v: offset_commit_body(GROUP, t.generation_id, "nope",
+                                                                           t.topic_ids[TOPIC])),
+    "commit-unknown-topic-id": (8, [10], lambda t, v: offset_commit_body(GROUP, t.generation_id, t.member_id,
+                                                                         uuid.UUID(int=1))),
+    "fetch-unknown-topic-id": (9, [10], lambda t, v: {"require_stable": False, "groups": [
+        {"group_id": GROUP, "member_id": None, "member_epoch": -1, "topics": [
+            {"topic_id": uuid.UUID(int=1), "partition_indexes": [0]},
+            {"topic_id": t.topic_ids[TOPIC], "partition_indexes": [0, 1]}]}]}),
     "require-stable-all": (9, [7], lambda t, v: {"group_id": GROUP, "topics": None, "require_stable": True}),
     "rebalancing-group": (15, [4], lambda t, v: {"groups": ["sweep-join-v9"]}),
     "unknown-static-member": (13, [5], lambda t, v: {"group_id": GROUP, "members": [

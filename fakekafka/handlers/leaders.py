@@ -1,8 +1,10 @@
-"""Leadership and replica placement: ElectLeaders (43) v0-2, AlterPartitionReassignments (45) v0,
+"""Leadership and replica placement: ElectLeaders (43) v0-2, AlterPartitionReassignments (45) v0-1,
 ListPartitionReassignments (46) v0.
 
 Behaviour: any broker answers (Kafka forwards these to the controller); a reassignment completes as
-soon as the added replicas are in the ISR, which with no replication lag is at once.
+soon as the added replicas are in the ISR, which with no replication lag is at once. AlterPartitionReassignments
+v1 may forbid changing a partition's replica count (KIP-860): INVALID_REPLICATION_FACTOR for such a partition,
+and the answer repeats the flag, as Kafka's controller does.
 """
 
 from __future__ import annotations
@@ -53,8 +55,9 @@ def handle_elect_leaders(ctx: RequestContext, req: Container) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "replica_election_results": results}
 
 
-@handles(45, 0, 0)
+@handles(45, 0, 1)
 def handle_alter_partition_reassignments(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    allow_rf_change = req.get("allow_replication_factor_change", True)
     responses = []
     for t in req.topics:
         parts = []
@@ -62,12 +65,13 @@ def handle_alter_partition_reassignments(ctx: RequestContext, req: Container) ->
             code, message = ErrorCode.NONE, None
             try:
                 ctx.cluster.reassign_partition(t.name, p.partition_index,
-                                               list(p.replicas) if p.replicas is not None else None)
+                                               list(p.replicas) if p.replicas is not None else None, allow_rf_change)
             except ApiError as e:
                 code, message = e.code, e.message
             parts.append({"partition_index": p.partition_index, "error_code": code, "error_message": message})
         responses.append({"name": t.name, "partitions": parts})
-    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None, "responses": responses}
+    return {"throttle_time_ms": 0, "allow_replication_factor_change": allow_rf_change, "error_code": ErrorCode.NONE,
+            "error_message": None, "responses": responses}
 
 
 @handles(46, 0, 0)

@@ -1,4 +1,4 @@
-"""Committed offsets: OffsetCommit (8) v2-9, OffsetFetch (9) v1-9, OffsetDelete (47) v0.
+"""Committed offsets: OffsetCommit (8) v2-10, OffsetFetch (9) v1-10, OffsetDelete (47) v0.
 
 Commits come from the current generation and member only; generation -1 commits (consumers using
 assign() with a group id) are accepted while the group is Empty. Behaviour: offsets are kept in the
@@ -6,6 +6,8 @@ coordinator's memory and are not written as records to `__consumer_offsets`. Wit
 read_committed consumer sends) a partition with offsets staged by an open transaction is UNSTABLE_OFFSET_COMMIT
 (offset -1), and the client asks again, as with Kafka. An error injected by a test is answered for every
 partition of a commit (OffsetCommit has no top-level error code), and for every group of a v8+ fetch.
+v10 of both names topics by id (KIP-848), for classic groups too; offsets stay kept by topic name, so an unknown
+id is UNKNOWN_TOPIC_ID for each of its partitions, and a fetch of every offset lists only topics that exist.
 """
 
 from __future__ import annotations
@@ -17,23 +19,47 @@ from construct import Container
 from fakekafka.handlers.groups import not_coordinator
 from fakekafka.handlers.registry import RequestContext, handles
 from wire import ErrorCode
+from wire.primitives import ZERO_UUID
+
+BY_ID_FROM = 10
+"""OffsetCommit and OffsetFetch name topics by id from v10."""
+
+
+def _topic_name(ctx: RequestContext, t: Container) -> str | None:
+    """The topic a request entry names (by id from v10; None for an unknown id)."""
+    if ctx.version < BY_ID_FROM:
+        return t.name
+    topic = ctx.cluster.topics_by_id.get(t.topic_id)
+    return None if topic is None else topic.name
+
+
+def _topic_ref(ctx: RequestContext, name: str) -> dict[str, Any]:
+    """A response entry's topic: its name, and from v10 its id."""
+    topic = ctx.cluster.topics.get(name)
+    return {"name": name, "topic_id": topic.topic_id if topic is not None else ZERO_UUID}
 
 
 def offset_commit_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "topics": [
-        {"name": t.name, "partitions": [{"partition_index": p.partition_index, "error_code": code}
-                                        for p in t.partitions]} for t in req.topics]}
+        {"name": t.get("name", ""), "topic_id": t.get("topic_id", ZERO_UUID),
+         "partitions": [{"partition_index": p.partition_index, "error_code": code} for p in t.partitions]}
+        for t in req.topics]}
 
 
-@handles(8, 2, 9, errors=offset_commit_error_response)
+@handles(8, 2, 10, errors=offset_commit_error_response)
 def handle_offset_commit(ctx: RequestContext, req: Container) -> dict[str, Any]:
     cluster = ctx.cluster
     wanted: dict[tuple[str, int], tuple[int, int, str | None]] = {}
     known: dict[tuple[str, int], ErrorCode] = {}
+    unknown_ids: set[Any] = set()
     for t in req.topics:
+        name = _topic_name(ctx, t)
+        if name is None:
+            unknown_ids.add(t.topic_id)
+            continue
         for p in t.partitions:
-            tp = (t.name, p.partition_index)
-            if cluster.partition(t.name, p.partition_index) is None:
+            tp = (name, p.partition_index)
+            if cluster.partition(name, p.partition_index) is None:
                 known[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 wanted[tp] = (p.committed_offset, p.get("committed_leader_epoch", -1), p.committed_metadata)
@@ -45,17 +71,32 @@ def handle_offset_commit(ctx: RequestContext, req: Container) -> dict[str, Any]:
     else:
         codes = {}
     codes.update(known)
-    return {"throttle_time_ms": 0, "topics": [
-        {"name": t.name, "partitions": [{"partition_index": p.partition_index,
-                                         "error_code": codes[(t.name, p.partition_index)]} for p in t.partitions]}
-        for t in req.topics]}
+    topics = []
+    for t in req.topics:
+        name = _topic_name(ctx, t)
+        topics.append({"name": t.get("name", ""), "topic_id": t.get("topic_id", ZERO_UUID), "partitions": [
+            {"partition_index": p.partition_index,
+             "error_code": ErrorCode.UNKNOWN_TOPIC_ID if name is None else codes[(name, p.partition_index)]}
+            for p in t.partitions]})
+    return {"throttle_time_ms": 0, "topics": topics}
 
 
 def _fetch_group(ctx: RequestContext, group_id: str, topics: list[Container] | None,
                  require_stable: bool = False) -> tuple[ErrorCode, list]:
     if not_coordinator(ctx, group_id):
         return ErrorCode.NOT_COORDINATOR, []
-    partitions = None if topics is None else [(t.name, i) for t in topics for i in t.partition_indexes]
+    unknown: list[dict[str, Any]] = []
+    partitions = None
+    if topics is not None:
+        partitions = []
+        for t in topics:
+            name = _topic_name(ctx, t)
+            if name is None:
+                unknown.append({"name": "", "topic_id": t.topic_id, "partitions": [
+                    {"partition_index": i, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
+                     "error_code": ErrorCode.UNKNOWN_TOPIC_ID} for i in t.partition_indexes]})
+            else:
+                partitions += [(name, i) for i in t.partition_indexes]
     found = ctx.cluster.groups.fetch_offsets(group_id, partitions)
     by_topic: dict[str, list[dict[str, Any]]] = {}
     for (topic, index), om in found.items():
@@ -68,7 +109,10 @@ def _fetch_group(ctx: RequestContext, group_id: str, topics: list[Container] | N
             "partition_index": index, "committed_offset": om.offset if om else -1,
             "committed_leader_epoch": om.leader_epoch if om else -1, "metadata": om.metadata if om else "",
             "error_code": ErrorCode.NONE})
-    return ErrorCode.NONE, [{"name": name, "partitions": parts} for name, parts in by_topic.items()]
+    if ctx.version >= BY_ID_FROM:  # offsets of a deleted topic have no id to be named by
+        by_topic = {name: parts for name, parts in by_topic.items() if name in ctx.cluster.topics}
+    listed = [{**_topic_ref(ctx, name), "partitions": parts} for name, parts in by_topic.items()]
+    return ErrorCode.NONE, listed + unknown
 
 
 def offset_fetch_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
@@ -83,7 +127,7 @@ def offset_fetch_error_response(ctx: RequestContext, req: Container, code: Error
     return {"throttle_time_ms": 0, "topics": topics, "error_code": code}
 
 
-@handles(9, 1, 9, errors=offset_fetch_error_response)
+@handles(9, 1, 10, errors=offset_fetch_error_response)
 def handle_offset_fetch(ctx: RequestContext, req: Container) -> dict[str, Any]:
     if ctx.version >= 8:
         groups = []

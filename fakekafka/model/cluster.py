@@ -448,10 +448,12 @@ class ClusterState:
         p.paused.discard(replica)
         self.replicate(p)
 
-    def reassign_partition(self, topic: str, index: int, replicas: list[int] | None) -> None:
+    def reassign_partition(self, topic: str, index: int, replicas: list[int] | None,
+                           allow_rf_change: bool = True) -> None:
         """Moves a partition to `replicas` as Kafka reassigns: the added replicas join and catch up, and
         only once all of them are in the ISR do the removed ones leave (leadership moves off them).
-        `replicas=None` cancels an ongoing reassignment."""
+        `replicas=None` cancels an ongoing reassignment. Without `allow_rf_change` (KIP-860) a new replica
+        count is INVALID_REPLICATION_FACTOR, checked after the list itself, as Kafka's controller does."""
         p = self.partition(topic, index)
         if p is None:
             raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{index} does not exist")
@@ -471,6 +473,11 @@ class ClusterState:
             raise ApiError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                            f"invalid replica list {replicas}: it must be non-empty, without duplicates, of known "
                            f"brokers {sorted(self.brokers)}")
+        current = [r for r in p.replicas if r not in p.removing]  # an ongoing reassignment's target
+        if not allow_rf_change and len(current) != len(replicas):
+            raise ApiError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                           f"the replication factor would change from {len(current)} to {len(replicas)}, "
+                           "and the request does not allow it")
         original = p.reassigned_from if (p.adding or p.removing) else list(p.replicas)
         p.reassigned_from = original
         p.adding = [r for r in replicas if r not in original]

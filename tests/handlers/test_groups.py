@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -130,6 +131,38 @@ def test_offset_commit_and_fetch_versions(raw: RawClient, cluster: fakekafka.Clu
         [(0, 7, 0)]
     v8 = raw.request(9, 8, {"groups": [{"group_id": "g", "topics": None}, {"group_id": "none", "topics": None}]})
     assert [(g.group_id, len(g.topics)) for g in v8.groups] == [("g", 1), ("none", 0)]
+
+
+def test_offsets_by_topic_id_from_v10(raw: RawClient, cluster: fakekafka.Cluster) -> None:
+    member_id, generation = _stable_member(raw)
+    topic_id = cluster.state.topics["t"].topic_id
+    unknown = uuid.UUID(int=1)
+    commit = raw.request(8, 10, {"group_id": "g", "generation_id_or_member_epoch": generation, "member_id": member_id,
+                                 "topics": [{"topic_id": topic_id, "partitions": [
+                                     {"partition_index": 0, "committed_offset": 5}]},
+                                            {"topic_id": unknown, "partitions": [
+                                                {"partition_index": 0, "committed_offset": 1}]}]})
+    assert [(t.topic_id, [p.error_code for p in t.partitions]) for t in commit.topics] == [
+        (topic_id, [ErrorCode.NONE]), (unknown, [ErrorCode.UNKNOWN_TOPIC_ID])]
+    assert cluster.committed("g") == {("t", 0): 5}
+    fetched = raw.request(9, 10, {"groups": [{"group_id": "g", "topics": [
+        {"topic_id": topic_id, "partition_indexes": [0]}, {"topic_id": unknown, "partition_indexes": [2]}]}]})
+    assert [(t.topic_id, [(p.partition_index, p.committed_offset, p.error_code) for p in t.partitions])
+            for t in fetched.groups[0].topics] == [(topic_id, [(0, 5, ErrorCode.NONE)]),
+                                                   (unknown, [(2, -1, ErrorCode.UNKNOWN_TOPIC_ID)])]
+    every = raw.request(9, 10, {"groups": [{"group_id": "g", "topics": None}]})
+    assert [t.topic_id for t in every.groups[0].topics] == [topic_id]
+
+
+@pytest.mark.parametrize("version", [5, 6])
+def test_describe_unknown_group(raw: RawClient, version: int) -> None:
+    r = raw.request(15, version, {"groups": ["nobody"]})
+    g = r.groups[0]
+    assert g.group_state == "Dead"
+    if version >= 6:  # KIP-1043
+        assert (g.error_code, g.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND, "Group nobody not found.")
+    else:
+        assert g.error_code == ErrorCode.NONE
 
 
 def test_simple_consumer_commit_with_generation_minus_one(raw: RawClient, cluster: fakekafka.Cluster) -> None:

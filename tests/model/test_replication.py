@@ -184,6 +184,19 @@ def test_reassignment_adds_catches_up_then_removes() -> None:
     assert e.value.code == ErrorCode.INVALID_REPLICA_ASSIGNMENT
 
 
+def test_reassignment_may_forbid_a_new_replica_count() -> None:
+    c = make()
+    p = c.create_topic("t", assignments={0: [1, 2]}).partitions[0]
+    with pytest.raises(ApiError) as e:
+        c.reassign_partition("t", 0, [1, 2, 3], allow_rf_change=False)
+    assert e.value.code == ErrorCode.INVALID_REPLICATION_FACTOR and p.replicas == [1, 2]
+    with pytest.raises(ApiError) as e:  # the list is checked first
+        c.reassign_partition("t", 0, [1, 9], allow_rf_change=False)
+    assert e.value.code == ErrorCode.INVALID_REPLICA_ASSIGNMENT
+    c.reassign_partition("t", 0, [2, 3], allow_rf_change=False)
+    assert [r for r in p.replicas if r not in p.removing] == [2, 3]
+
+
 def test_reassignment_can_be_cancelled() -> None:
     c = make()
     p = c.create_topic("t", assignments={0: [1, 2]}).partitions[0]

@@ -405,8 +405,9 @@ def test_admin_delete_groups(java: GroupRun) -> None:
     assert r["delete_live"] == "GroupNotEmptyException"
     assert r["delete_empty"] == "ok"
     assert r["delete_unknown"] == "GroupIdNotFoundException"
-    # DescribeGroups before v6 (Kafka 4.0) answers an unknown group with state Dead and no error
-    assert r["describe_deleted"]["state"] == "Dead" and r["describe_deleted"]["members"] == []
+    # the Java 4.4 client asks DescribeGroups v6 (KIP-1043, Kafka 4.0): a deleted group is GROUP_ID_NOT_FOUND, as
+    # on Kafka 4.4 (before v6 it was state Dead without an error)
+    assert r["describe_deleted"] == "GroupIdNotFoundException"
     assert "adm-empty" not in r["list_after_delete"] and r["list_after_delete"]["adm-live"] == "Stable"
     assert r["delete_live_after_close"] == "ok"
     assert "adm-live" not in r["list_at_end"]

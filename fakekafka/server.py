@@ -39,6 +39,7 @@ from fakekafka.model.cluster import Broker, ClusterState
 from fakekafka.traffic import touched
 from wire import DecodeError, ErrorCode, Request, UnknownApiKey, decode_request_header
 from wire.messages import API_MODULES
+from wire.primitives import element_budget
 from wire.protocol import encode_response_chunks, parse_body, request_struct
 
 __all__ = ["Listener", "ListenerPool", "RequestRecord", "Server"]
@@ -47,6 +48,10 @@ log = logging.getLogger("fakekafka.server")
 _KNOWN_CODES = frozenset(int(c) for c in ErrorCode)
 _SIZE = struct.Struct(">i")
 _IOV_MAX = 1024  # buffers per sendmsg(): Linux's UIO_MAXIOV
+MAX_REQUEST_ELEMENTS = 250_000
+"""Array elements one request may hold (topics, partitions, names...). A request of one-byte elements becomes
+about 200 bytes of Python objects per element, and its answer more: 0.9 MB of Metadata topic names took 170 MB
+and 3.5 s. Past it the connection is closed as for a malformed request (fakekafka's own; Kafka has none)."""
 _HELD_BACKLOG = 128
 """Connections past max.connections kept waiting per broker (the listen backlog's size); more are closed."""
 # Python 3.11's transport joins writelines() into one bytes (a copy of every stored batch a Fetch returns);
@@ -801,7 +806,9 @@ class Server:
                         version)
             raise _CloseConnection
         try:
-            request.body = parse_body(request_struct(key, version), stream, f"{request.api_name}RequestV{version}")
+            with element_budget(MAX_REQUEST_ELEMENTS):
+                request.body = parse_body(request_struct(key, version), stream,
+                                          f"{request.api_name}RequestV{version}")
         except DecodeError as e:
             log.warning("connection %s: malformed request: %s; closing", peer, e)
             raise _CloseConnection from None

@@ -301,3 +301,17 @@ def test_a_decompression_bomb_is_refused_before_it_is_decompressed(broker: fakek
     assert raw.request(0, 9, produce).responses[0].partition_responses[0].error_code == ErrorCode.NONE
     assert broker.end_offsets("bomb") == {0: 1}
     raw.close()
+
+
+def test_a_request_past_the_element_budget_closes_its_connection(broker: fakekafka.Cluster,
+                                                                 caplog: pytest.LogCaptureFixture) -> None:
+    """0.9 MB of one-letter topic names would become hundreds of MB of objects: past MAX_REQUEST_ELEMENTS the
+    request is refused as malformed, before its elements are made."""
+    from fakekafka.server import MAX_REQUEST_ELEMENTS
+    raw = RawClient(broker.bootstrap_servers)
+    r = raw.request(3, 1, {"topics": [{"name": "a"}] * 1000})
+    assert len(r.topics) == 1000
+    raw.send_bytes(wire.encode_request(3, 1, 9, {"topics": [{"name": "a"}] * (MAX_REQUEST_ELEMENTS + 1)}))
+    assert raw.is_closed()
+    assert any("element budget" in m for m in caplog.messages)
+    raw.close()

@@ -10,6 +10,7 @@ the same container, keeping unknown tags so a proxy can re-emit them byte for by
 from __future__ import annotations
 
 import struct
+import threading
 import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -35,7 +36,7 @@ __all__ = [
     "Varint", "Varlong", "String", "NullableString", "CompactString", "CompactNullableString",
     "Bytes", "NullableBytes", "CompactBytes", "CompactNullableBytes", "Array", "NullableArray",
     "CompactArray", "CompactNullableArray", "NullableStruct", "Field", "Tagged", "Message",
-    "UNKNOWN_TAGS", "ZERO_UUID", "STRUCT_DEFAULT", "WireError", "Chunks",
+    "UNKNOWN_TAGS", "ZERO_UUID", "STRUCT_DEFAULT", "WireError", "Chunks", "element_budget",
 ]
 
 Int8 = Int8sb
@@ -274,6 +275,25 @@ class Chunks(tuple):
         return sum(len(c) for c in self)
 
 
+_element_budget = threading.local()
+"""Array elements a parse may still make (`element_budget`); unset: no limit."""
+
+
+class element_budget:  # noqa: N801 - used as a function: `with element_budget(n):`
+    """Within it, parses on this thread may make at most `limit` array elements in all, else WireError: a
+    small frame of one-byte elements would otherwise become a large tree of Python objects."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+
+    def __enter__(self) -> None:
+        self.saved = getattr(_element_budget, "left", None)
+        _element_budget.left = self.limit
+
+    def __exit__(self, *exc: object) -> None:
+        _element_budget.left = self.saved
+
+
 class _Array(Construct):
     def __init__(self, subcon: Construct, *, compact: bool, nullable: bool) -> None:
         super().__init__()
@@ -292,6 +312,11 @@ class _Array(Construct):
             raise WireError(f"array count {count} is not allowed here", path=path)
         if count > 16 and count > _remaining(stream):  # a few elements too many fail in the loop anyway
             raise WireError(f"array count {count} exceeds the bytes left", path=path)
+        left = getattr(_element_budget, "left", None)
+        if left is not None:
+            if count > left:
+                raise WireError(f"array count {count} is past the request's element budget", path=path)
+            _element_budget.left = left - count
         parse = self.subcon._parse
         return [parse(stream, context, path) for _ in range(count)]
 

@@ -102,6 +102,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="how long followers take to copy a batch (default 0)")
     for name, what in _LIMITS.items():
         serve.add_argument("--" + name.replace(".", "-"), type=int, metavar="N", help=what)
+    serve.add_argument("--max-connections-per-ip-overrides", metavar="HOST:N,...",
+                       help="per-address exceptions to --max-connections-per-ip (Kafka's format)")
     serve.add_argument("--control-port", type=_port, default=None,
                        help="port for `fakekafka ctl`; it must be free (default: --port + 100, or a free one "
                             "when that is taken or --port is 0; the ready line prints it)")
@@ -149,9 +151,9 @@ _LIMITS = {
 """Broker limits `serve` takes by Kafka's names (--max-connections sets max.connections)."""
 
 
-def _limits(args: argparse.Namespace) -> dict[str, int] | str:
+def _limits(args: argparse.Namespace) -> dict[str, int | str] | str:
     """BrokerConfig fields for the limits given on the command line, or what is wrong with one."""
-    out = {}
+    out: dict[str, int | str] = {}
     for name in _LIMITS:
         value = getattr(args, name.replace(".", "_"))
         if value is None:
@@ -165,6 +167,12 @@ def _limits(args: argparse.Namespace) -> dict[str, int] | str:
         except InvalidConfig as e:
             return f"--{name.replace('.', '-')}: {e}"
         out[name.replace(".", "_")] = value
+    if args.max_connections_per_ip_overrides:
+        try:
+            BrokerConfig(max_connections_per_ip_overrides=args.max_connections_per_ip_overrides)
+        except InvalidConfig as e:
+            return f"--max-connections-per-ip-overrides: {e}"
+        out["max_connections_per_ip_overrides"] = args.max_connections_per_ip_overrides
     return out
 
 

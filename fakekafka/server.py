@@ -9,7 +9,8 @@ closes the connection), queued.max.request.bytes (announced frame sizes counted 
 memory pool does; when spent, connections that want to start a frame are not read until requests finish),
 connections.max.idle.ms (no bytes either way for that long closes the connection), max.connections (past it
 a new connection is held unread until one closes, as Kafka's acceptor waits for a slot) and
-max.connections.per.ip (past it a new connection is closed at once, as Kafka 4.4 does). Frame buffers grow
+max.connections.per.ip with max.connections.per.ip.overrides (past it a new connection is closed at once, as
+Kafka 4.4 does). Frame buffers grow
 with the bytes that arrive, never to the announced size up front. A request parked waiting (a Fetch
 long-poll, a JoinGroup, an acks=all Produce) is cancelled when its connection ends. Deliberate differences:
 idleness is measured on the cluster's clock (a frozen clock's advance_clock can close idle connections), and
@@ -449,6 +450,7 @@ class Server:
         self._held: dict[int, collections.deque[_Connection]] = defaultdict(collections.deque)
         """Connections past max.connections, not read until one of the broker's others closes."""
         self._per_ip: collections.Counter[tuple[int, str]] = collections.Counter()
+        self._ip_overrides: tuple[str, dict[str, int]] = ("", {})
         self._queued_bytes: dict[int, int] = defaultdict(int)
         self._starved: dict[int, collections.deque[_Connection]] = defaultdict(collections.deque)
         self._idle: collections.OrderedDict[_Connection, None] = collections.OrderedDict()
@@ -530,10 +532,11 @@ class Server:
         config = self.cluster.config
         node = conn.broker.node_id
         key = (node, conn.ip)
-        if self._stopped or self._per_ip[key] >= config.max_connections_per_ip:
+        per_ip = self._ip_limit(conn.ip)
+        if self._stopped or self._per_ip[key] >= per_ip:
             if not self._stopped:
                 log.warning("connection %s: more than max.connections.per.ip=%d from %s; closing", conn.peer,
-                            config.max_connections_per_ip, conn.ip)
+                            per_ip, conn.ip)
             conn.close(abort=True)
             return
         self._per_ip[key] += 1
@@ -549,6 +552,26 @@ class Server:
             self._held[node].append(conn)
             return
         conn.start()
+
+    def _ip_limit(self, ip: str) -> int:
+        """max.connections.per.ip, or the address's entry in max.connections.per.ip.overrides (host names
+        resolved once per value of the setting, as Kafka resolves them when the config is set)."""
+        config = self.cluster.config
+        raw = config.max_connections_per_ip_overrides
+        if not raw:
+            return config.max_connections_per_ip
+        if self._ip_overrides[0] != raw:
+            resolved: dict[str, int] = {}
+            for host, count in config.ip_overrides().items():
+                try:
+                    addresses = {a[4][0] for a in socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)}
+                except OSError:
+                    log.warning("max.connections.per.ip.overrides: %s does not resolve; ignored", host)
+                    continue
+                for address in addresses:
+                    resolved[str(address)] = count
+            self._ip_overrides = (raw, resolved)
+        return self._ip_overrides[1].get(ip, config.max_connections_per_ip)
 
     def _forget(self, conn: _Connection) -> None:
         """A connection has closed: its slot, its address's count and its place in the queues go."""

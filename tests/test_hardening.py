@@ -19,7 +19,7 @@ import pytest
 import fakekafka
 import wire
 from fakekafka.model import validate
-from fakekafka.model.config import BrokerConfig
+from fakekafka.model.config import BrokerConfig, InvalidConfig
 from tests.rawclient import RawClient
 from wire import ErrorCode
 from wire.records import Compression, build_batch
@@ -315,3 +315,20 @@ def test_a_request_past_the_element_budget_closes_its_connection(broker: fakekaf
     assert raw.is_closed()
     assert any("element budget" in m for m in caplog.messages)
     raw.close()
+
+
+@pytest.mark.parametrize("limited", [{"max_connections_per_ip": 1,
+                                      "max_connections_per_ip_overrides": "localhost:3,10.9.9.9:7"}],
+                         indirect=True)
+def test_max_connections_per_ip_overrides_by_host_name(limited: fakekafka.Cluster) -> None:
+    clients = [RawClient(limited.bootstrap_servers) for _ in range(3)]
+    assert all(_api_versions(c) == ErrorCode.NONE for c in clients)
+    fourth = RawClient(limited.bootstrap_servers)
+    assert fourth.is_closed()
+    for c in (*clients, fourth):
+        c.close()
+
+
+def test_max_connections_per_ip_overrides_refuses_a_malformed_value_in_kafkas_words() -> None:
+    with pytest.raises(InvalidConfig, match="Map entry should be of form <key>:<value>"):
+        BrokerConfig(overrides={"max.connections.per.ip.overrides": "localhost"})

@@ -164,6 +164,7 @@ BROKER_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
     ConfigSpec("connections.max.idle.ms", _T.LONG, "600000"),
     ConfigSpec("max.connections", _T.INT, "2147483647", minimum=0, dynamic=True),
     ConfigSpec("max.connections.per.ip", _T.INT, "2147483647", minimum=0, dynamic=True),
+    ConfigSpec("max.connections.per.ip.overrides", _T.STRING, "", dynamic=True),
     ConfigSpec("fetch.max.bytes", _T.INT, "57671680", minimum=0),
     ConfigSpec("offsets.topic.num.partitions", _T.INT, "50", minimum=1),
     ConfigSpec("offsets.topic.replication.factor", _T.SHORT, "3", minimum=1),
@@ -212,6 +213,7 @@ _FROM_OVERRIDES = {
     "socket.request.max.bytes": "socket_request_max_bytes", "queued.max.request.bytes": "queued_max_request_bytes",
     "connections.max.idle.ms": "connections_max_idle_ms", "max.connections": "max_connections",
     "max.connections.per.ip": "max_connections_per_ip", "fetch.max.bytes": "fetch_max_bytes",
+    "max.connections.per.ip.overrides": "max_connections_per_ip_overrides",
 }
 """Broker configs the server reads from fields, which an override by Kafka's name also sets."""
 
@@ -237,6 +239,9 @@ class BrokerConfig:
     """Connections per broker from one address; past it a new one is closed at once, as Kafka does."""
     fetch_max_bytes: int = 57671680
     """The most a Fetch response carries whatever the request's max_bytes (still at least one batch)."""
+    max_connections_per_ip_overrides: str = ""
+    """Per-address exceptions to max.connections.per.ip, Kafka's "host:count,host:count" (a host name or an
+    address)."""
     max_partitions: int = 2147483647
     """Partitions the cluster may hold (KIP-578's name; Kafka has no such limit yet): CreateTopics and
     CreatePartitions past it are refused with POLICY_VIOLATION. fakekafka's own."""
@@ -272,6 +277,7 @@ class BrokerConfig:
             "max.connections": (self.max_connections, 2147483647),
             "max.connections.per.ip": (self.max_connections_per_ip, 2147483647),
             "fetch.max.bytes": (self.fetch_max_bytes, 57671680),
+            "max.connections.per.ip.overrides": (self.max_connections_per_ip_overrides, ""),
             "offsets.topic.num.partitions": (self.offsets_topic_num_partitions, 50),
             "transaction.state.log.num.partitions": (self.transaction_state_log_num_partitions, 50),
             "transaction.max.timeout.ms": (self.transaction_max_timeout_ms, 900000),
@@ -287,8 +293,22 @@ class BrokerConfig:
                 self.overrides[name] = str(value).lower() if isinstance(value, bool) else str(value)
         for name, attr in _FROM_OVERRIDES.items():  # set by Kafka's name (a marker's or the CLI's overrides)
             if name in self.overrides and getattr(self, attr) == _FIELD_DEFAULTS[attr]:
-                setattr(self, attr, int(self.overrides[name]))
+                value = self.overrides[name]
+                setattr(self, attr, value if isinstance(_FIELD_DEFAULTS[attr], str) else int(value))
+        self.ip_overrides()  # a malformed value is refused here, not at the first connection
         self.dynamic_defaults.setdefault("min.insync.replicas", self.overrides.get("min.insync.replicas", "1"))
+
+    def ip_overrides(self) -> dict[str, int]:
+        """max.connections.per.ip.overrides as {host: count}; InvalidConfig in Kafka's words if malformed."""
+        out = {}
+        for entry in filter(None, (e.strip() for e in self.max_connections_per_ip_overrides.split(","))):
+            host, _, count = entry.rpartition(":")
+            if not host or not count.strip().isdigit():
+                raise InvalidConfig(f"Invalid value {self.max_connections_per_ip_overrides} for configuration "
+                                    "max.connections.per.ip.overrides: Map entry should be of form "
+                                    "<key>:<value>")
+            out[host.strip()] = int(count)
+        return out
 
     def synonyms(self, name: str) -> list[tuple[str, str, ConfigSource]]:
         """Every layer that gives broker config `name` a value, the one in force first (Kafka's synonym

@@ -188,7 +188,10 @@ class _Connection(asyncio.BufferedProtocol):
             self._direct = True
             return memoryview(frame)[self._filled:]
         self._direct = False
-        return memoryview(self.server._scratch)
+        scratch = self.server._scratch
+        if not scratch:
+            scratch.extend(bytes(self._SCRATCH))
+        return memoryview(scratch)
 
     def buffer_updated(self, nbytes: int) -> None:
         self.server._touch(self)
@@ -455,8 +458,9 @@ class Server:
         self._starved: dict[int, collections.deque[_Connection]] = defaultdict(collections.deque)
         self._idle: collections.OrderedDict[_Connection, None] = collections.OrderedDict()
         """Every open connection, least recently active first (connections.max.idle.ms)."""
-        self._scratch = bytearray(_Connection._SCRATCH)
-        """One read buffer for all connections: each read is parsed (and what is kept copied) at once."""
+        self._scratch = bytearray()
+        """One read buffer for all connections, made by the first read (a cluster that is never connected to
+        costs nothing): each read is parsed, and what is kept copied, before the next one."""
         self._waiters: dict[int, set[asyncio.Future[None]]] = defaultdict(set)
         self._ticker: asyncio.Task[None] | None = None
         self._stopped = False

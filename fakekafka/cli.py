@@ -102,6 +102,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="how long followers take to copy a batch (default 0)")
     for name, what in _LIMITS.items():
         serve.add_argument("--" + name.replace(".", "-"), type=int, metavar="N", help=what)
+    serve.add_argument("--feature", action="append", default=[], metavar="NAME=LEVEL",
+                       help="a feature level, as `kafka-storage format --feature`: transaction.version=0..2 "
+                            "(default 2, as a new Kafka 4.x cluster; 1 for transactions version 1)")
     serve.add_argument("--max-connections-per-ip-overrides", metavar="HOST:N,...",
                        help="per-address exceptions to --max-connections-per-ip (Kafka's format)")
     serve.add_argument("--control-port", type=_port, default=None,
@@ -176,6 +179,24 @@ def _limits(args: argparse.Namespace) -> dict[str, int | str] | str:
     return out
 
 
+FEATURES = {"transaction.version": (0, 2)}
+"""The features a cluster can be formatted with, and their levels."""
+
+
+def _features(given: list[str]) -> dict[str, int] | str:
+    """--feature NAME=LEVEL values as BrokerConfig fields, or what is wrong with one."""
+    out = {}
+    for item in given:
+        name, sep, level = item.partition("=")
+        if name not in FEATURES:
+            return f"{item}: unknown feature {name!r}; known: {', '.join(FEATURES)}"
+        lo, hi = FEATURES[name]
+        if not sep or not level.strip().isdigit() or not lo <= int(level) <= hi:
+            return f"{item}: {name} takes a level from {lo} to {hi}"
+        out[name.replace(".", "_")] = int(level)
+    return out
+
+
 async def _serve(args: argparse.Namespace) -> int:
     for name in ("partitions", "brokers", "replication_factor"):
         if getattr(args, name) < 1:
@@ -199,6 +220,11 @@ async def _serve(args: argparse.Namespace) -> int:
     if isinstance(limits, str):
         print(f"fakekafka: {limits}", file=sys.stderr)
         return 2
+    features = _features(args.feature)
+    if isinstance(features, str):
+        print(f"fakekafka: --feature {features}", file=sys.stderr)
+        return 2
+    limits.update(features)
     config = BrokerConfig(num_partitions=args.partitions, auto_create_topics=not args.no_auto_create_topics,
                           default_replication_factor=args.replication_factor, cluster_id=args.cluster_id,
                           group_initial_rebalance_delay_ms=args.group_initial_rebalance_delay_ms,

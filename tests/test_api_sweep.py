@@ -231,7 +231,8 @@ def offset_commit_body(group: str, generation: int, member: str, topic_id: uuid.
 def _produce(t: Target, v: int) -> dict[str, Any]:
     batch = build_batch([{"key": b"k", "value": f"produce-v{v}".encode(), "timestamp": TS0 + 100 + v}])
     return {"transactional_id": None, "acks": 1, "timeout_ms": 30_000,
-            "topic_data": [{"name": PRODUCE_TOPIC, "partition_data": [{"index": 0, "records": batch}]}]}
+            "topic_data": [{"name": PRODUCE_TOPIC, "topic_id": t.topic_ids[PRODUCE_TOPIC],
+                            "partition_data": [{"index": 0, "records": batch}]}]}
 
 
 def _fetch(t: Target, v: int) -> dict[str, Any]:
@@ -655,7 +656,7 @@ VARIANTS: dict[str, tuple[int, list[int], Callable[[Target, int], dict[str, Any]
                                                 "transaction_timeout_ms": 900_001}),
     "empty-transactional-id": (22, [4], lambda t, v: {"transactional_id": "", "transaction_timeout_ms": 60_000}),
     "transaction-coordinator": (10, [4], lambda t, v: {"key_type": 1, "coordinator_keys": ["sweep-end-v0", ""]}),
-    "not-added": (0, [9, 11], lambda t, v: _produce_txn(t, f"sweep-notadded-v{v}")),
+    "not-added": (0, [9, 11, 12], lambda t, v: _produce_txn(t, f"sweep-notadded-v{v}")),
     "end-empty": (26, [4], lambda t, v: {**_end_txn_ids(t, "sweep-end-empty"), "committed": True}),
     "unknown-producer": (26, [4], lambda t, v: {"transactional_id": "sweep-end-v0", "producer_id": 1,
                                                 "producer_epoch": 0, "committed": True}),
@@ -737,10 +738,12 @@ UNORDERED = {"partitions": ("partition_index", "partition", "partition_id"), "pa
 ListGroups, DescribeConfigs' configs, Metadata's topics, DeleteTopics' results) in its hash maps' order, which
 no client relies on."""
 
-FEATURES_WHY = ("fakekafka serves none of the feature-gated protocols (KIP-848 consumer groups, transactions v2, "
-                "streams and share groups), so it lists and finalizes no features: clients choose protocols from "
-                "them (the Java producer takes transactions v2 from transaction.version). Left at their defaults, the "
-                "tagged fields are not written, which librdkafka 2.0.2 (Debian's kcat) needs")
+FEATURES_WHY = ("fakekafka lists one feature, `transaction.version` (supported 0-2, finalized at 2 as a new Kafka "
+                "4.x cluster, or at the level `serve --feature` / BrokerConfig(transaction_version=) sets), from "
+                "which clients choose transactions version 2. The other feature-gated protocols (KIP-848 consumer "
+                "groups, streams and share groups) are not served, and metadata.version, kraft.version and the like "
+                "describe a KRaft quorum fakekafka does not have; finalized_features_epoch is 1 (Kafka's is its "
+                "metadata offset)")
 KNOWN: dict[int | tuple[int, str], list[tuple[str, str]]] = {
     18: [("/api_keys*", "fakekafka advertises only the APIs and versions it implements, each answered for real "
                         "state by this sweep; every one of them is in Kafka's ranges or in EXPECTED"),

@@ -393,3 +393,29 @@ def test_ctl_describe_lists_transactions() -> None:
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(10) == 0
+
+
+@pytest.mark.parametrize(("feature", "said"), [("transaction.version=3", "takes a level from 0 to 2"),
+                                               ("metadata.version=20", "unknown feature 'metadata.version'"),
+                                               ("transaction.version", "takes a level from 0 to 2")])
+def test_bad_feature_is_refused_in_words(feature: str, said: str) -> None:
+    proc = subprocess.run([sys.executable, "-m", "fakekafka", "serve", "--port", "0", "--feature", feature],
+                          capture_output=True, text=True, timeout=20)
+    assert proc.returncode == 2 and said in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("level", [1, 2])
+def test_feature_transaction_version_is_what_clients_see(level: int) -> None:
+    proc, line = _start("--port", "0", "--feature", f"transaction.version={level}")
+    try:
+        host, port = _field(line, "bootstrap.servers").rsplit(":", 1)
+        from fakekafka.client import WireConnection
+        conn = WireConnection(host, int(port), "cli-test", 10)
+        try:
+            r = conn.request(18, 3, {"client_software_name": "t", "client_software_version": "1"})
+        finally:
+            conn.close()
+        assert [(f.name, f.max_version_level) for f in r.finalized_features] == [("transaction.version", level)]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0

@@ -1,8 +1,9 @@
 """ApiVersions (key 18), v0-5.
 
-Advertises exactly the registry's ranges. Tagged fields (features, zk_migration_ready) stay at their
-defaults and are therefore not written: librdkafka 2.0.2 (Debian's kcat) cannot parse a v3 response
-that carries them. A version we do not know is answered by the server in the v0 layout with
+Advertises exactly the registry's ranges, and (v3+) the `transaction.version` feature: supported 0-2,
+finalized at the cluster's level (2 by default, as a new Kafka 4.x cluster), from which clients choose
+transactions version 2 (KIP-890 part 2). zk_migration_ready stays at its default and is not written. A
+version we do not know is answered by the server in the v0 layout with
 UNSUPPORTED_VERSION (see server.py), as Kafka does.
 
 v5 (KIP-1242): a client names the cluster and node it means to reach, so that after a broker's address is
@@ -13,9 +14,10 @@ api_keys and finalized_features_epoch -1 (checked against Kafka by tests/test_ap
 Deliberate differences from Kafka 4.4 (tests/test_api_sweep.py, compat/KNOWN_DIFFERENCES.md):
 - api_keys: only the APIs and versions implemented here, a subset of Kafka's ranges (plus Produce v0-2,
   which Kafka lists too, and OffsetForLeaderEpoch v0-1, which Kafka 4 removed).
-- supported_features, finalized_features, finalized_features_epoch: empty/-1. None of the feature-gated
-  protocols (KIP-848 groups, transactions v2, streams and share groups) is served, and clients choose
-  protocols from these (the Java producer takes transactions v2 from transaction.version).
+- supported_features, finalized_features: only `transaction.version`. The other feature-gated protocols
+  (KIP-848 groups, streams and share groups) are not served, and clients choose protocols from these;
+  metadata.version, kraft.version and the like describe a KRaft quorum fakekafka does not have.
+  finalized_features_epoch is 1 (Kafka's is its metadata offset).
 """
 
 from __future__ import annotations
@@ -50,4 +52,20 @@ def handle_api_versions(ctx: RequestContext, req: Container) -> dict[str, Any]:
             return {"error_code": ErrorCode.INVALID_REQUEST, "api_keys": [], "throttle_time_ms": 0}
         if cluster_id != ctx.cluster.config.cluster_id or node_id != ctx.broker.node_id:
             return {"error_code": ErrorCode.REBOOTSTRAP_REQUIRED, "api_keys": [], "throttle_time_ms": 0}
-    return {"error_code": ErrorCode.NONE, "api_keys": api_keys(), "throttle_time_ms": 0}
+    return {"error_code": ErrorCode.NONE, "api_keys": api_keys(), "throttle_time_ms": 0,
+            **(features(ctx.cluster.config.transaction_version) if ctx.version >= 3 else {})}
+
+
+TRANSACTION_VERSION_MAX = 2
+
+
+def features(transaction_version: int) -> dict[str, Any]:
+    """The one feature fakekafka gates a protocol on, as Kafka lists it: `transaction.version` supported 0-2 and
+    finalized at the cluster's level (a level of 0 is not listed, as Kafka leaves out features at 0)."""
+    out: dict[str, Any] = {"supported_features": [{"name": "transaction.version", "min_version": 0,
+                                                   "max_version": TRANSACTION_VERSION_MAX}]}
+    if transaction_version > 0:
+        out["finalized_features_epoch"] = 1
+        out["finalized_features"] = [{"name": "transaction.version", "min_version_level": transaction_version,
+                                      "max_version_level": transaction_version}]
+    return out

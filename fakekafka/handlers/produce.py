@@ -1,4 +1,4 @@
-"""Produce (key 0): advertised v0-11, accepted v3-11.
+"""Produce (key 0): advertised v0-13, accepted v3-13.
 
 Advertised from v0 because librdkafka turns compression off when a broker's Produce range does not start at 0
 (Kafka 4.0 does the same, KAFKA-18659); v0-2 (message formats v0/v1) get UNSUPPORTED_VERSION per partition. An
@@ -18,6 +18,8 @@ carry the partition's log start offset, as Kafka's do. A transactional batch tha
 transaction on a partition is checked with the transaction coordinator first (KIP-890 part 1): a partition
 not added to the transaction is INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v11), a stale epoch
 INVALID_PRODUCER_EPOCH, a transaction still ending NOT_ENOUGH_REPLICAS (retriable), as Kafka's ReplicaManager.
+From v12 (transactions version 2, KIP-890 part 2) that first batch adds the partition to the transaction
+itself, as Kafka's broker does for such a producer; v13 names topics by id (UNKNOWN_TOPIC_ID for an unknown one).
 Batches are checked as Kafka 4.4 checks them (fakekafka/model/validate.py), including the first-batch faults for
 which Kafka fails every partition of the request.
 """
@@ -39,10 +41,15 @@ def _partition_result(index: int, code: ErrorCode, message: str | None = None, b
             "log_start_offset": log_start_offset, "record_errors": [], "error_message": message}
 
 
+def _topic_key(ctx: RequestContext, t: Container) -> dict[str, Any]:
+    """How a topic is named in the answer: by name, or (v13+) by id."""
+    return {"topic_id": t.topic_id} if ctx.version >= 13 else {"name": t.name}
+
+
 def produce_error_response(ctx: RequestContext, req: Container, code: ErrorCode,
                            message: str | None = None) -> dict[str, Any]:
-    return {"responses": [{"name": t.name, "partition_responses": [_partition_result(p.index, code, message)
-                                                                    for p in t.partition_data]}
+    return {"responses": [{**_topic_key(ctx, t), "partition_responses": [_partition_result(p.index, code, message)
+                                                                         for p in t.partition_data]}
                           for t in req.topic_data], "throttle_time_ms": 0}
 
 
@@ -67,7 +74,7 @@ def _timestamp_errors(ctx: RequestContext, topic: Any, records: bytes) -> tuple[
     return errors, "One or more records have been rejected due to invalid timestamp"
 
 
-@handles(0, 3, 11, advertise_from=0, errors=produce_error_response)
+@handles(0, 3, 13, advertise_from=0, errors=produce_error_response)
 def handle_produce(ctx: RequestContext, req: Container) -> Any:
     cluster = ctx.cluster
     if req.acks not in (-1, 0, 1):
@@ -79,9 +86,12 @@ def handle_produce(ctx: RequestContext, req: Container) -> Any:
         return produce_error_response(ctx, req, refused.error, refused.message if refused.shown else None)
     responses = []
     waiting: list[tuple[Any, int, dict[str, Any]]] = []
+    by_id = ctx.version >= 13
+    verification = "add" if ctx.version >= 12 else "abortable" if ctx.version >= 11 else "verify"
     for t in req.topic_data:
-        topic = cluster.topics.get(t.name)  # never created here: Kafka auto-creates on Metadata only
-        code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        # never created here: Kafka auto-creates on Metadata only
+        topic = cluster.topics_by_id.get(t.topic_id) if by_id else cluster.topics.get(t.name)
+        code = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         results = []
         for p in t.partition_data:
             partition = topic.partitions[p.index] if topic and 0 <= p.index < len(topic.partitions) else None
@@ -94,7 +104,7 @@ def handle_produce(ctx: RequestContext, req: Container) -> Any:
             if partition.leader_id != ctx.broker.node_id:
                 results.append(_partition_result(p.index, ErrorCode.NOT_LEADER_OR_FOLLOWER))
                 continue
-            r = cluster.append(partition, p.records, req.acks, req.transactional_id, ctx.version >= 11)
+            r = cluster.append(partition, p.records, req.acks, req.transactional_id, verification)
             record_errors, message, log_start = r.record_errors, r.message, r.log_start_offset
             if r.error == ErrorCode.INVALID_TIMESTAMP and not record_errors:
                 record_errors, message = _timestamp_errors(ctx, topic, p.records)
@@ -108,7 +118,7 @@ def handle_produce(ctx: RequestContext, req: Container) -> Any:
             if req.acks == -1 and r.error == ErrorCode.NONE:
                 end = partition.log.batch_end(r.base_offset)
                 waiting.append((partition, end, result))
-        responses.append({"name": t.name, "partition_responses": results})
+        responses.append({**_topic_key(ctx, t), "partition_responses": results})
     if req.acks == 0:  # no answer to carry an error: Kafka closes the connection so the client notices
         failed = sorted({ErrorCode(r["error_code"]).name for t in responses for r in t["partition_responses"]
                          if r["error_code"] != ErrorCode.NONE})

@@ -1,4 +1,4 @@
-"""Transactions: AddPartitionsToTxn (24) v0-5, AddOffsetsToTxn (25) v0-4, EndTxn (26) v0-4, WriteTxnMarkers (27) v1
+"""Transactions: AddPartitionsToTxn (24) v0-5, AddOffsetsToTxn (25) v0-4, EndTxn (26) v0-5, WriteTxnMarkers (27) v1
 (Kafka 4 dropped v0), TxnOffsetCommit (28) v0-6, DescribeProducers (61) v0, DescribeTransactions (65) v0,
 ListTransactions (66) v0-2.
 
@@ -9,9 +9,9 @@ is INVALID_PRODUCER_EPOCH below AddPartitionsToTxn/AddOffsetsToTxn/EndTxn v2. Ad
 brokers' batched form (verify_only included); a partition of an unknown topic fails the whole transaction's
 request with UNKNOWN_TOPIC_OR_PARTITION for it and OPERATION_NOT_ATTEMPTED for the others. TxnOffsetCommit stages
 offsets that the group sees once the transaction commits, after checking (KIP-890 part 1) that AddOffsetsToTxn
-added the group: INVALID_TXN_STATE otherwise (TRANSACTION_ABORTABLE from v4); v5+ adds it itself. Deliberate
-difference: EndTxn v5 (transactions version 2, an epoch bump per transaction) is not advertised; clients use v4
-as with a cluster that has not finalized `transaction.version` 2.
+added the group: INVALID_TXN_STATE otherwise (TRANSACTION_ABORTABLE from v4); v5+ adds it itself. EndTxn v5 is
+transactions version 2 (KIP-890 part 2, chosen by clients from the `transaction.version` feature ApiVersions
+finalizes): every end bumps the epoch, and the answer carries the producer id and epoch to use next.
 """
 
 from __future__ import annotations
@@ -108,17 +108,23 @@ def handle_add_offsets_to_txn(ctx: RequestContext, req: Container) -> dict[str, 
     return {"throttle_time_ms": 0, "error_code": fenced_for(ctx.version, code)}
 
 
-@handles(26, 0, 4)
+@handles(26, 0, 5)
 def handle_end_txn(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    """v5 is transactions version 2: the epoch is bumped at every end and the answer carries the producer id
+    and epoch for the next transaction."""
+    pid, epoch = -1, -1
     if not req.transactional_id:
         code = ErrorCode.INVALID_REQUEST
     elif not_transaction_coordinator(ctx, req.transactional_id):
         code = ErrorCode.NOT_COORDINATOR
+    elif ctx.version >= 5:
+        code, pid, epoch = ctx.cluster.transactions.end_transaction_v2(req.transactional_id, req.producer_id,
+                                                                       req.producer_epoch, req.committed)
     else:
         code = ctx.cluster.transactions.end_transaction(req.transactional_id, req.producer_id, req.producer_epoch,
                                                          req.committed)
-    return {"throttle_time_ms": 0, "error_code": fenced_for(ctx.version, code), "producer_id": -1,
-            "producer_epoch": -1}
+    return {"throttle_time_ms": 0, "error_code": fenced_for(ctx.version, code), "producer_id": pid,
+            "producer_epoch": epoch}
 
 
 # --- WriteTxnMarkers ------------------------------------------------------------------------------------
@@ -190,7 +196,7 @@ def handle_txn_offset_commit(ctx: RequestContext, req: Container) -> dict[str, A
         else:
             if v >= 5:
                 verified = cluster.transactions.add_partitions(req.transactional_id, req.producer_id,
-                                                               req.producer_epoch, {offsets_tp})
+                                                               req.producer_epoch, {offsets_tp}, implicit=True)
             else:
                 verified = cluster.transactions.verify_partitions(req.transactional_id, req.producer_id,
                                                                   req.producer_epoch, {offsets_tp})[offsets_tp]

@@ -819,16 +819,21 @@ class ClusterState:
 
     # --- produce -----------------------------------------------------------------------------
     def _verify_transactional(self, partition: Partition, header: BatchHeader, transactional_id: str,
-                              abortable: bool) -> AppendResult | None:
-        """The errors Kafka's ReplicaManager turns a failed verification into, as a producer sees them."""
-        if self.config.value("transaction.partition.verification.enable")[0] == "false":
-            return None
+                              verification: str) -> AppendResult | None:
+        """The errors Kafka's ReplicaManager turns a failed verification (or implicit add) into, as a producer
+        sees them."""
         tp = (partition.topic.name, partition.index)
-        code = self.transactions.verify_partitions(transactional_id, header.producer_id, header.producer_epoch,
-                                                   {tp})[tp]
+        if verification == "add":
+            code = self.transactions.add_partitions(transactional_id, header.producer_id, header.producer_epoch,
+                                                    {tp}, implicit=True)
+        elif self.config.value("transaction.partition.verification.enable")[0] == "false":
+            return None
+        else:
+            code = self.transactions.verify_partitions(transactional_id, header.producer_id, header.producer_epoch,
+                                                       {tp})[tp]
         if code == ErrorCode.NONE:
             return None
-        if code == ErrorCode.TRANSACTION_ABORTABLE and not abortable:
+        if code == ErrorCode.TRANSACTION_ABORTABLE and verification == "verify":
             code = ErrorCode.INVALID_TXN_STATE
         if code == ErrorCode.INVALID_TXN_STATE:
             return AppendResult(code, message="Partition was not added to the transaction", answer_message=True)
@@ -845,13 +850,14 @@ class ClusterState:
         return self.topic_config_int(partition.topic, "min.insync.replicas")
 
     def append(self, partition: Partition, records: bytes | None, acks: int = 1,
-               transactional_id: str | None = None, abortable: bool = False) -> AppendResult:
+               transactional_id: str | None = None, verification: str = "verify") -> AppendResult:
         """Validates and stores one partition's data from a Produce request (v3+: exactly one batch) on
         the leader, then lets the followers fetch it. acks=-1 is refused up front when the ISR is smaller
         than min.insync.replicas; waiting for the high watermark is the caller's business. A transactional
         batch from a request naming its transactional id, opening the producer's transaction on this
-        partition, is first checked with the coordinator (KIP-890 part 1); `abortable` is whether the
-        request's version knows TRANSACTION_ABORTABLE (Produce v11+)."""
+        partition, is first checked with the coordinator (KIP-890 part 1): `verification` is "verify"
+        (Produce v3-10), "abortable" (v11, which knows TRANSACTION_ABORTABLE) or "add" (v12+, transactions
+        version 2: the batch adds its partition to the transaction)."""
         log = partition.log
         topic = partition.topic
         if acks == -1 and len(partition.isr) < self.min_insync_replicas(partition):
@@ -889,7 +895,7 @@ class ClusterState:
                                 message=f"Expected transactional write from producer {header.producer_id}")
         if header.is_transactional and transactional_id is not None \
                 and header.producer_id not in log.open_txns:
-            refused = self._verify_transactional(partition, header, transactional_id, abortable)
+            refused = self._verify_transactional(partition, header, transactional_id, verification)
             if refused is not None:
                 return refused
         idempotent = header.producer_id >= 0 and header.base_sequence >= 0

@@ -249,6 +249,10 @@ class BrokerConfig:
     transaction_state_log_num_partitions: int = 50
     transaction_max_timeout_ms: int = 900000
     transactional_id_expiration_ms: int = 604800000
+    transaction_version: int = 2
+    """The `transaction.version` feature level the cluster finalizes (Kafka 4.x formats new clusters at 2, and
+    `kafka-storage format --feature transaction.version=1` makes one at 1): at 2 clients run KIP-890 part 2
+    transactions (an epoch bump per transaction, partitions added by Produce v12), at 1 or 0 version 1."""
     cluster_id: str = "fakekafka-cluster-0001"
     group_initial_rebalance_delay_ms: int = 0
     """Kafka's default is 3000; a test double answers at once unless asked to wait."""

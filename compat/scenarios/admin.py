@@ -125,12 +125,18 @@ def delete_topic_recreate(client: Client, env: Env) -> Outcome:
 
 
 def _wait_led(env: Env, topic: str, partitions: int = 1) -> None:
+    """Until metadata names a leader for every partition and each leader answers for it: Kafka's metadata
+    names a new partition's leader a moment before that broker serves it (a write then gets
+    NOT_LEADER_OR_FOLLOWER: seen with java-2.8, which does not retry, in create_partitions_grow)."""
     def led() -> bool:
         try:
             t = env.cluster()._topic(topic)
+            if len(t.partitions) < partitions or any(p.leader_id < 0 for p in t.partitions):
+                return False
+            env.cluster().end_offsets(topic)  # ListOffsets to each leader: refused until it serves
         except Exception:  # noqa: BLE001 - not there yet
             return False
-        return len(t.partitions) >= partitions and all(p.leader_id >= 0 for p in t.partitions)
+        return True
     wait_for(led, env.timing.op_s, 0.05)
 
 

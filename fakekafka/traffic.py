@@ -131,7 +131,8 @@ def touched(api_key: int, request: Any, response: Any,
     for source in (response, request):
         if not isinstance(source, Mapping):
             continue
-        generation = source.get("generation_id")
+        # OffsetCommit and TxnOffsetCommit name it generation_id_or_member_epoch since KIP-848
+        generation = source.get("generation_id", source.get("generation_id_or_member_epoch"))
         if out.generation_id is None and isinstance(generation, int) and generation >= 0:
             out.generation_id = generation
         member = source.get("member_id")

@@ -30,6 +30,10 @@ def test_touched_names_groups_of_offset_fetch_v8_and_find_coordinator_keys() -> 
     assert seen.groups == {"a", "b"}
     assert touched(10, {"key_type": 1, "coordinator_keys": ["txn"]}, {}).groups == set()
 
+    # OffsetCommit and TxnOffsetCommit call it generation_id_or_member_epoch (KIP-848's name)
+    commit = {"group_id": "g", "generation_id_or_member_epoch": 7, "member_id": "m", "topics": []}
+    assert touched(28, commit, {}).generation_id == 7 and touched(8, commit, {}).generation_id == 7
+
 
 def test_listener_sees_topics_records_groups_and_client_software() -> None:
     seen: list[RequestRecord] = []

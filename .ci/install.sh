@@ -7,6 +7,7 @@
 #                        older ones beside it: kafka-clients-3.9.1, kafka-clients-2.8.2)
 #   FAKEKAFKA_KAFKA_LIB  Apache Kafka's broker jars (default ~/.cache/fakekafka/kafka-4.4.0/lib)
 #   FAKEKAFKA_STREAMS_JARS Kafka Streams and its dependencies (default ~/.cache/fakekafka/kafka-streams-4.3.1)
+#   FAKEKAFKA_SPARK_JARS Spark's Kafka connector for the pinned pyspark (default ~/.cache/fakekafka/spark-kafka-4.2.0)
 #   FAKEKAFKA_BIN        reference broker binaries (default ~/.cache/fakekafka/bin)
 #   FAKEKAFKA_GO_CLIENTS the Go client drivers, built (default ~/.cache/fakekafka/go-clients)
 #   FAKEKAFKA_NODE_MODULES the Node client drivers' packages (default ~/.cache/fakekafka/node-clients)
@@ -33,16 +34,20 @@ if ((${#apt_pkgs[@]})); then
 fi
 
 # ---------------------------------------------------------------- pip
+# pyspark is pinned to the Spark whose Kafka connector Maven Central serves (compat/kafka/spark-pom.xml).
+SPARK_VERSION=$(sed -n 's:.*<spark.version>\(.*\)</spark.version>.*:\1:p' compat/kafka/spark-pom.xml)
 pip_pkgs=(kafka-python aiokafka confluent-kafka construct crc32c cramjam
-          pytest pytest-asyncio pytest-timeout ruff pyspark pyarrow matplotlib)
+          pytest pytest-asyncio pytest-timeout ruff "pyspark==$SPARK_VERSION" pyarrow matplotlib)
 missing=$("$PYTHON" - "${pip_pkgs[@]}" <<'EOF'
 import sys
 from importlib.metadata import PackageNotFoundError, version
-for name in sys.argv[1:]:
+for spec in sys.argv[1:]:
+    name, _, wanted = spec.partition("==")
     try:
-        version(name)
+        if wanted and version(name) != wanted:
+            print(spec)
     except PackageNotFoundError:
-        print(name)
+        print(spec)
 EOF
 )
 if [[ -n $missing ]]; then
@@ -143,6 +148,14 @@ maven_copy compat/kafka/streams-pom.xml "$STREAMS_DIR"
 jar_has_classes "$STREAMS_DIR" org.apache.kafka.streams.KafkaStreams org.rocksdb.RocksDB \
     || { log "$STREAMS_DIR lacks Kafka Streams or RocksDB"; exit 1; }
 
+# Spark's Kafka connector for the pinned pyspark (compat/kafka/spark-pom.xml): the `spark` fixture and
+# fakekafka.spark.local_spark_session put these jars on spark.jars, so format("kafka") is Spark's own connector.
+SPARK_JARS=${FAKEKAFKA_SPARK_JARS:-$CACHE/spark-kafka-$SPARK_VERSION}
+maven_copy compat/kafka/spark-pom.xml "$SPARK_JARS"
+jar_has_classes "$SPARK_JARS" org.apache.spark.sql.kafka010.KafkaSourceProvider \
+    org.apache.kafka.clients.consumer.KafkaConsumer org.apache.commons.pool2.ObjectPool \
+    || { log "$SPARK_JARS lacks Spark's Kafka connector or its dependencies"; exit 1; }
+
 # ---------------------------------------------------------------- old Python clients
 # Versions users still pin, in a virtualenv of their own (compat's kafka-python-2.0.2 and
 # confluent-kafka-1.9.2 clients run there as agents). confluent-kafka 1.x has no wheel for this Python, so it
@@ -198,4 +211,5 @@ printf 'FAKEKAFKA_KAFKA_LIB=%q\n' "$KAFKA_LIB"
 printf 'FAKEKAFKA_OLD_CLIENTS=%q\n' "$OLD_VENV"
 printf 'FAKEKAFKA_CLASSPATH=%q\n' "$JARS_DIR/*"
 printf 'FAKEKAFKA_STREAMS_JARS=%q\n' "$STREAMS_DIR"
+printf 'FAKEKAFKA_SPARK_JARS=%q\n' "$SPARK_JARS"
 if [[ -n $go_node_env ]]; then printf '%s\n' "$go_node_env"; fi

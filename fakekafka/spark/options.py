@@ -206,9 +206,9 @@ def _partitions_json(tps: tuple[TopicPartition, ...]) -> str:
 
 def _strategy(options: dict[str, str]) -> Strategy:
     given = [k for k in _STRATEGIES if k in options]
-    if not given:
+    if not given:  # in the connector's order of the names
         raise OptionError("One of the following options must be specified for Kafka source: "
-                          f"{', '.join(_STRATEGIES)}. See the docs for more details.")
+                          "subscribe, subscribepattern, assign. See the docs for more details.")
     if len(given) > 1:
         raise OptionError("Only one of the following options can be specified for Kafka source: "
                           f"{', '.join(_STRATEGIES)}. See the docs for more details.")

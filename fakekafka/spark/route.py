@@ -1,5 +1,6 @@
 """Which Kafka connector `format("kafka")` reaches on a SparkSession: Spark's JVM connector when it is on the
-classpath, else fakekafka's Python data source.
+classpath or its jars can be added (`kafka_connector_jars`, put there by `.ci/install.sh`), else fakekafka's
+Python data source, the stand-in for machines without the jars.
 
 Why a redirect and not a registration under the name "kafka": Spark (checked on 4.3) refuses it twice.
 `spark.dataSource.register` of a Python source named "kafka" fails with DATA_SOURCE_ALREADY_EXISTS, because
@@ -25,7 +26,8 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["JVM_PROVIDER", "Route", "kafka_connector_available", "register", "use_fakekafka_kafka_source"]
+__all__ = ["JVM_PROVIDER", "Route", "choose_kafka_route", "kafka_connector_available", "register",
+           "use_fakekafka_kafka_source"]
 
 log = logging.getLogger("fakekafka.spark")
 
@@ -46,14 +48,18 @@ def _classic(spark: SparkSession) -> None:
 
 def kafka_connector_available(spark: SparkSession) -> tuple[bool, str]:
     """Asks Spark what format("kafka") resolves to (DataSource.lookupDataSource, the lookup Spark itself does).
-    Returns (available, detail): the provider class, or the first line of Spark's error."""
+    Returns (available, detail): the provider class and its jar, or the first line of Spark's error."""
     _classic(spark)
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     try:
         cls = jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSource(
             "kafka", spark._jsparkSession.sessionState().conf())
-        return True, str(cls.getName())
+    except Exception as e:  # noqa: BLE001 - py4j/pyspark wrap the JVM's error in several exception types
+        return False, (str(e).strip().splitlines() or [type(e).__name__])[0]
+    try:
+        where = cls.getProtectionDomain().getCodeSource().getLocation().toString()
+        return True, f"{cls.getName()} from {where}"
     except Exception as e:  # noqa: BLE001 - py4j/pyspark wrap the JVM's error in several exception types
         return False, (str(e).strip().splitlines() or [type(e).__name__])[0]
 
@@ -80,20 +86,43 @@ def register(spark: SparkSession) -> None:
             sessions.clearActiveSession()
 
 
-def use_fakekafka_kafka_source(spark: SparkSession) -> Route:
-    """Makes format("kafka") work on this session: returns "jvm" (Spark's connector is on the classpath and is
-    used, nothing changes) or "python" (fakekafka's Python data source answers format("kafka") from the PySpark
-    readers and writers of this session). Logs the route on logger "fakekafka.spark". Idempotent."""
+def _add_connector_jars(spark: SparkSession) -> str | None:
+    """Adds the connector's jars to a running session (SQL ADD JAR: the session's class loader, which Spark's
+    data source lookup consults, and the executors'); returns where they came from, or None if there are none."""
+    from fakekafka.spark.session import kafka_connector_jars
+    jars, detail = kafka_connector_jars()
+    if not jars:
+        return None
+    for jar in jars:
+        spark.sql(f"ADD JAR '{jar}'")
+    return detail
+
+
+def choose_kafka_route(spark: SparkSession, *, jars: bool = True) -> tuple[Route, str]:
+    """Makes format("kafka") work on this session and says how: ("jvm", the connector's provider class and jars)
+    or ("python", why the connector is not there). Spark's connector is used when it is on the classpath or,
+    unless jars is false, when its jars are found and added; otherwise fakekafka's Python data source answers
+    format("kafka") from the PySpark readers and writers of this session. Logs the route on logger
+    "fakekafka.spark". Idempotent."""
     available, detail = kafka_connector_available(spark)
+    if not available and jars and _add_connector_jars(spark) is not None:
+        available, provider = kafka_connector_available(spark)
+        detail = f"{provider}, added to the running session" if available else detail
     if available:
         log.info("format('kafka') uses Spark's Kafka connector (%s)", detail)
-        return "jvm"
+        return "jvm", detail
     register(spark)
     _install()
     _sessions.add(spark)
     log.info("Spark's Kafka connector is not on the classpath (%s); format('kafka') on this session uses "
              "fakekafka's Python data source (format 'fakekafka')", detail)
-    return "python"
+    return "python", detail
+
+
+def use_fakekafka_kafka_source(spark: SparkSession, *, jars: bool = True) -> Route:
+    """Makes format("kafka") work on this session: returns "jvm" (Spark's own connector, already on the
+    classpath or its jars added now) or "python" (fakekafka's stand-in). See choose_kafka_route."""
+    return choose_kafka_route(spark, jars=jars)[0]
 
 
 def _redirected(obj: Any, source: Any) -> bool:

@@ -1,16 +1,21 @@
-"""A local SparkSession sized for tests: two cores, no UI, few shuffle partitions, loopback only, quiet logs."""
+"""A local SparkSession sized for tests: two cores, no UI, few shuffle partitions, loopback only, quiet logs, and
+Spark's own Kafka connector on spark.jars where `.ci/install.sh` (or the user) has put its jars."""
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import tempfile
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["local_spark_session", "missing_requirements"]
+__all__ = ["CONNECTOR_JAR", "kafka_connector_jars", "local_spark_session", "missing_requirements"]
+
+CONNECTOR_JAR = "spark-sql-kafka-0-10_2.13"
 
 _LOG4J2 = """\
 rootLogger.level = error
@@ -36,9 +41,35 @@ def missing_requirements() -> str | None:
     return None
 
 
-def local_spark_session(app_name: str = "fakekafka", cores: int = 2, **conf: str) -> SparkSession:
-    """Starts (or returns the running) local SparkSession. The JVM's log4j is set to errors only through a
-    config file in a temporary directory, since log levels set after start miss the start-up lines."""
+def kafka_connector_jars() -> tuple[list[str], str]:
+    """The jars of Spark's Kafka connector for the installed pyspark, and where they came from or why there are
+    none. Looked for in $FAKEKAFKA_SPARK_JARS, else the install script's cache (~/.cache/fakekafka/spark-kafka-
+    <version>). A directory for another Spark version is passed over: the connector calls Spark internals that
+    change between releases, so a mismatch fails at run time rather than at start."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        spark_version = version("pyspark")
+    except PackageNotFoundError:
+        return [], "pyspark is not installed"
+    env = os.environ.get("FAKEKAFKA_SPARK_JARS")
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "fakekafka"
+    cache = cache / f"spark-kafka-{spark_version}"
+    looked = []
+    for d in ([Path(env)] if env else []) + [cache]:
+        jars = sorted(glob.glob(str(d / "*.jar")))
+        if any(os.path.basename(j) == f"{CONNECTOR_JAR}-{spark_version}.jar" for j in jars):
+            return jars, f"{CONNECTOR_JAR}-{spark_version}.jar and its dependencies from {d}"
+        looked.append(str(d))
+    return [], (f"no {CONNECTOR_JAR}-{spark_version}.jar (pyspark {spark_version}) in {' or '.join(looked)}: "
+                "bash .ci/install.sh resolves it through Maven (compat/kafka/spark-pom.xml)")
+
+
+def local_spark_session(app_name: str = "fakekafka", cores: int = 2, *, kafka_connector: bool = True,
+                        **conf: str) -> SparkSession:
+    """Starts (or returns the running) local SparkSession, with Spark's Kafka connector on spark.jars when its
+    jars are found (kafka_connector_jars) unless kafka_connector is false or spark.jars is given. The JVM's
+    log4j is set to errors only through a config file in a temporary directory, since log levels set after
+    start miss the start-up lines."""
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no lookup of the host's own address
@@ -57,6 +88,9 @@ def local_spark_session(app_name: str = "fakekafka", cores: int = 2, **conf: str
         "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{log_config}",
         **conf,
     }
+    jars, _ = kafka_connector_jars() if kafka_connector else ([], "")
+    if jars and "spark.jars" not in settings:
+        settings["spark.jars"] = ",".join(jars)
     builder = SparkSession.builder.master(f"local[{cores}]").appName(app_name)
     for key, value in settings.items():
         builder = builder.config(key, value)

@@ -1,5 +1,7 @@
 """Helpers for the Spark connector tests: every test gets a fresh fakekafka cluster (`kafka` fixture) and shares
-one SparkSession (`spark` fixture of fakekafka.spark.pytest_plugin, format("kafka") routed)."""
+one SparkSession (`spark` fixture of fakekafka.spark.pytest_plugin). format("kafka") there is Spark's own
+connector where `.ci/install.sh` put its jars (CI), else fakekafka's stand-in; the tests state what Spark's
+connector does, and the few places where the stand-in does otherwise skip on it (`standin_differs`)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,22 @@ import pytest
 from fakekafka.handle import ClusterHandle
 
 pytestmark = pytest.mark.spark
+
+try:
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
+    ERRORS: tuple[type[Exception], ...] = (PySparkException, Py4JJavaError)
+    """What a failed Spark call raises in Python: a captured Spark error, or a JVM exception Spark does not
+    convert (the connector's KafkaIllegalStateException)."""
+except ImportError:  # the test modules skip without pyspark
+    ERRORS = ()
+
+
+def standin_differs(spark: Any, why: str) -> None:
+    """Skips when format("kafka") is fakekafka's stand-in, which does not do what Spark's connector does here."""
+    from fakekafka.spark import kafka_connector_available
+    if not kafka_connector_available(spark)[0]:
+        pytest.skip(f"fakekafka's stand-in differs from Spark's Kafka connector here: {why}")
 
 
 def source(kafka: ClusterHandle, **options: Any) -> dict[str, str]:

@@ -4,6 +4,7 @@ data source, and why the Python source cannot simply be registered under the nam
 from __future__ import annotations
 
 import logging
+import os
 
 import pytest
 
@@ -11,8 +12,8 @@ pytest.importorskip("pyspark", reason="needs pyspark: pip install 'fakekafka[spa
 from pyspark.errors import PySparkException
 from pyspark.sql.datasource import DataSource
 
-from fakekafka.spark import JVM_PROVIDER, kafka_connector_available, use_fakekafka_kafka_source
-from tests.spark.conftest import source
+from fakekafka.spark import JVM_PROVIDER, kafka_connector_available, kafka_connector_jars, use_fakekafka_kafka_source
+from tests.spark.conftest import source, standin_differs
 
 pytestmark = pytest.mark.spark
 
@@ -61,11 +62,44 @@ def test_jvm_route_when_the_connector_is_on_the_classpath(spark, kafka, caplog):
     available, detail = kafka_connector_available(spark)
     if not available:
         pytest.skip(f"Spark's Kafka connector ({JVM_PROVIDER}, jar spark-sql-kafka-0-10_2.13) is not on the "
-                    f"classpath: {detail}. Start Spark with spark.jars.packages="
-                    f"org.apache.spark:spark-sql-kafka-0-10_2.13:<spark version> where Maven Central is reachable")
+                    f"classpath: {detail}. bash .ci/install.sh puts its jars where the spark fixture finds them")
     with caplog.at_level(logging.INFO, logger="fakekafka.spark"):
         assert use_fakekafka_kafka_source(spark) == "jvm"
     assert any("uses Spark's Kafka connector" in r.getMessage() for r in caplog.records)
     kafka.produce("t", b"through-the-jvm", key=b"k")
     got = spark.read.format("kafka").options(**source(kafka, subscribe="t")).load().collect()
     assert [(r.key, r.value, r.offset) for r in got] == [(b"k", b"through-the-jvm", 0)]
+
+
+def test_sql_using_kafka_reaches_the_connector(spark, kafka):
+    """SQL has no PySpark reader to redirect: `USING kafka` works only through Spark's own connector."""
+    standin_differs(spark, "SQL asks Spark for the data source by name, which the stand-in cannot answer to")
+    kafka.produce("t", b"over-sql", key=b"k")
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW kafka_t USING kafka OPTIONS "
+              f"(`kafka.bootstrap.servers` '{kafka.bootstrap_servers}', subscribe 't')")
+    try:
+        assert [(r.key, r.value) for r in spark.sql("SELECT key, value FROM kafka_t").collect()] == [
+            (b"k", b"over-sql")]
+    finally:
+        spark.sql("DROP VIEW IF EXISTS kafka_t")
+
+
+def _pyspark_version() -> str:
+    from importlib.metadata import version
+    return version("pyspark")
+
+
+def test_connector_jars_are_found_only_for_the_installed_spark(tmp_path, monkeypatch):
+    """The connector calls Spark internals, so jars for another Spark version are passed over, saying why."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "no-cache"))
+    monkeypatch.setenv("FAKEKAFKA_SPARK_JARS", str(tmp_path))
+    (tmp_path / "kafka-clients-3.9.2.jar").write_bytes(b"")
+    (tmp_path / "spark-sql-kafka-0-10_2.13-0.0.1.jar").write_bytes(b"")
+    jars, why = kafka_connector_jars()
+    assert jars == []
+    assert f"no spark-sql-kafka-0-10_2.13-{_pyspark_version()}.jar (pyspark {_pyspark_version()})" in why
+    assert ".ci/install.sh" in why
+    (tmp_path / f"spark-sql-kafka-0-10_2.13-{_pyspark_version()}.jar").write_bytes(b"")
+    jars, where = kafka_connector_jars()
+    assert sorted(os.path.basename(j) for j in jars) == sorted(p.name for p in tmp_path.glob("*.jar"))
+    assert str(tmp_path) in where

@@ -2,9 +2,9 @@
 classpath or its jars can be added (`kafka_connector_jars`, put there by `.ci/install.sh`), else fakekafka's
 Python data source, the stand-in for machines without the jars.
 
-Why a redirect and not a registration under the name "kafka": Spark (checked on 4.3) refuses it twice.
+Why a redirect and not a registration under the name "kafka": Spark (checked on 4.2 and 4.3) refuses it twice.
 `spark.dataSource.register` of a Python source named "kafka" fails with DATA_SOURCE_ALREADY_EXISTS, because
-its check asks `DataSource.lookupDataSource("kafka")`, which raises KAFKA_DATA_SOURCE_NOT_ENABLED instead of
+its check asks `DataSource.lookupDataSource("kafka")`, which raises Kafka's own not-deployed error instead of
 the DATA_SOURCE_NOT_FOUND it tolerates. And a source put in the session's DataSourceManager under "kafka"
 (bypassing that check through py4j) is never reached: lookupDataSource throws the Kafka-specific error
 before it consults the Python data sources. So the Python source is registered as "fakekafka", and on the

@@ -35,7 +35,7 @@ def test_api_versions_advertises_the_registry(raw: RawClient, version: int) -> N
     r = raw.request(18, version, body)
     assert r.error_code == ErrorCode.NONE
     assert {k.api_key: (k.min_version, k.max_version) for k in r.api_keys} == advertised_versions()
-    assert advertised_versions()[0] == (0, 11)  # Produce from 0, or librdkafka turns compression off
+    assert advertised_versions()[0][0] == 0  # Produce from 0, or librdkafka turns compression off
 
 
 def test_api_versions_too_new_answers_v0_with_unsupported_version(raw: RawClient) -> None:

@@ -176,6 +176,20 @@ if [[ ! -f $OLD_VENV/.complete ]]; then
     touch "$OLD_VENV/.complete"
 fi
 
+# ---------------------------------------------------------------- quixstreams
+# quixstreams 3.28.1 pins confluent-kafka below 2.13, older than the suite's own confluent-kafka tests need
+# (2.12 has no Producer.close()), so it lives in a virtualenv of its own: its app runs as a subprocess
+# (tests/clients/test_python_frameworks.py). faust-streaming is in the test extra (pyproject.toml).
+QUIX_VENV=${FAKEKAFKA_QUIXSTREAMS:-$CACHE/venv-quixstreams}
+QUIX_PKGS=(quixstreams==3.28.1)
+if [[ ! -f $QUIX_VENV/.complete ]]; then
+    log "virtualenv $QUIX_VENV: ${QUIX_PKGS[*]}"
+    rm -rf "$QUIX_VENV"
+    "$PYTHON" -m venv "$QUIX_VENV"
+    "$QUIX_VENV/bin/python" -m pip install -q --disable-pip-version-check "${QUIX_PKGS[@]}" >&2
+    touch "$QUIX_VENV/.complete"
+fi
+
 # ---------------------------------------------------------------- Go and Node clients
 # franz-go (compat/clients/go: its go.mod/go.sum pin the modules) and KafkaJS (compat/clients/node: its
 # package.json/package-lock.json), built into the cache by compat/clients/toolchains.py under the hash of
@@ -209,6 +223,7 @@ printf 'FAKEKAFKA_JARS=%q\n' "$JARS_DIR"
 printf 'FAKEKAFKA_BIN=%q\n' "$BIN_DIR"
 printf 'FAKEKAFKA_KAFKA_LIB=%q\n' "$KAFKA_LIB"
 printf 'FAKEKAFKA_OLD_CLIENTS=%q\n' "$OLD_VENV"
+printf 'FAKEKAFKA_QUIXSTREAMS=%q\n' "$QUIX_VENV"
 printf 'FAKEKAFKA_CLASSPATH=%q\n' "$JARS_DIR/*"
 printf 'FAKEKAFKA_STREAMS_JARS=%q\n' "$STREAMS_DIR"
 printf 'FAKEKAFKA_SPARK_JARS=%q\n' "$SPARK_JARS"

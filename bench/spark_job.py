@@ -4,7 +4,8 @@
 
 What is timed: `spark_pipeline.job.start(..., available_now=True)` until `awaitTermination()` returns, i.e.
 the whole scheduled run of the job: reading --records JSON orders from a 3-partition topic through
-format("kafka") (fakekafka's Python data source: Spark's JVM connector is not installed here), parsing,
+format("kafka") (Spark's own connector where .ci/install.sh put its jars, else fakekafka's stand-in: the
+route is printed first), parsing,
 the stream-static join, the per-customer aggregation, and writing the totals (one record per customer,
 500 customers) to a second topic, acknowledged. Each cell gets fresh topics and a fresh checkpoint; the
 orders are produced (confluent-kafka, untimed) before the clock starts, followed by one single-record batch

@@ -86,6 +86,7 @@ DROP = frozenset({"throttle_time_ms", "error_message", "batch_index_error_messag
 """Fields left out of every comparison."""
 PLACEHOLDER = {
     "cluster_id": "<cluster>", "topic_id": "<uuid>", "member_id": "<member>", "producer_id": "<producer>",
+    "v3_and_below_producer_id": "<producer>",  # AddPartitionsToTxn v0-3
     "session_id": "<session>", "client_host": "<host>", "replica_directory_id": "<uuid>",
     "directory_id": "<uuid>", "incarnation_id": "<uuid>", "leader": "<member>",
     "generation_id": "<generation>", "generation_id_or_member_epoch": "<generation>",
@@ -371,7 +372,8 @@ def _names(body: dict[str, Any] | None, *paths: str) -> list[str]:
     return out
 
 
-WRITES = {0: ("topic", ("topic_data.name",)), 21: ("topic", ("topics.name",)),
+# Produce v13+ names its topics by id ("<id:NAME>" once normalised)
+WRITES = {0: ("topic", ("topic_data.name", "topic_data.topic_id")), 21: ("topic", ("topics.name",)),
           19: ("meta", ("topics.name",)), 20: ("meta", ("topics.name", "topic_names")),
           37: ("meta", ("topics.name",)), 8: ("group", ("group_id",)), 47: ("group", ("group_id",)),
           42: ("group", ("groups_names",))}
@@ -692,7 +694,7 @@ def diff_sessions(sessions: dict[str, tuple[list[Exchange], list[Exchange]]], na
             left = [("a", ga[i]) for i in only_a] + [("b", gb[j]) for j in only_b]
             if k == 0:
                 for _, d in left:
-                    tainted.update(t.get("name") for t in (d.request or {}).get("topic_data") or [])
+                    tainted.update(_names(d.request, "topic_data.name", "topic_data.topic_id"))
             if k in (11, 13, 14):
                 for side, d in left:
                     g = (side, (d.request or {}).get("group_id"))
@@ -846,6 +848,19 @@ def served_versions(bootstrap: str) -> dict[int, tuple[int, int]]:
         conn.close()
 
 
+def served_features(bootstrap: str) -> dict[str, int]:
+    """The features the broker at `bootstrap` finalizes, at their highest level (ApiVersions v3): the relays
+    narrow both brokers' answers to these too, so clients pick the same protocols (transactions v1 or v2)."""
+    from fakekafka.client import WireConnection
+    host, port = bootstrap.split(",")[0].rsplit(":", 1)
+    conn = WireConnection(host, int(port), "compat-diff", 10)
+    try:
+        r = conn.request(18, 3, {"client_software_name": "compat-diff", "client_software_version": "1"})
+        return {f.name: f.max_version_level for f in r.finalized_features or []}
+    finally:
+        conn.close()
+
+
 def _tagged(scenario: Any, relay: RelayGroup) -> Any:
     def run(client: Any, env: Any) -> Any:
         relay.tag = scenario.name
@@ -896,9 +911,10 @@ def run_diff(brokers: tuple[str, str] = ("kafka", "fakekafka"), clients: list[st
             info[t.name] = {"bootstrap": t.bootstrap, "note": t.note}
 
         caps = served_versions(targets[1].bootstrap)
+        features = served_features(targets[1].bootstrap)
 
         def lane(target: Any, client: str) -> tuple[list[Any], list[Exchange], list[str]]:
-            relay = RelayGroup(CONNECT, caps)
+            relay = RelayGroup(CONNECT, caps, features)
             try:
                 front = dataclasses.replace(target, bootstrap=relay.front(target.bootstrap))
                 lane_cells = _lane(front, client, [_tagged(s, relay) for s in chosen], False, run_id)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from compat.clients.base import TP, ClientError, Member, Rec, Timing, Unsupported
+from compat.clients.base import TP, ClientError, Member, Rec, Timing, TxnProducer, Unsupported
 
 if TYPE_CHECKING:
     from compat.brokers import Target
@@ -64,6 +64,7 @@ class Env:
     target: Target
     prefix: str  # unique per run and cell: compat-<run>-<scenario>-<client>
     members: list[Member] = field(default_factory=list)
+    txns: list[TxnProducer] = field(default_factory=list)
     _cluster: Any = None
 
     @property
@@ -129,13 +130,19 @@ class Env:
         return self.cluster().topics()
 
     def close(self) -> None:
-        for m in self.members:
+        for m in [*self.txns, *self.members]:
             try:
                 m.close()
             except Exception:  # noqa: BLE001, S110 - a member that is already gone
                 pass
         if self._cluster is not None:
             self._cluster.close()
+
+    def transactional(self, client: Any, suffix: str, *, timeout_ms: int | None = None) -> TxnProducer:
+        """The client's transactional producer for transactional.id name(suffix), closed with the cell."""
+        txn = client.transactional(self.name(suffix), timeout_ms=timeout_ms)
+        self.txns.append(txn)
+        return txn
 
     # --- group helpers ----------------------------------------------------------------------------
     def member(self, client: Any, group: str, topic: str, **kw: Any) -> Member:

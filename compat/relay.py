@@ -17,7 +17,11 @@ own in this group (created the first time an answer names it), and the answer na
 instead. With `caps` (API key -> (min, max) version), ApiVersions answers are narrowed to those ranges,
 so that a client asks the reference broker with the versions the broker under test serves and the two
 request streams can be paired (a newer ApiVersions request is refused here, as a broker without that version
-would). Only these responses are re-encoded (with `wire`); everything else passes as the bytes the broker
+would), and with `features` (feature name -> the highest level the broker under test finalizes) so are the
+finalized features: a client that saw Kafka's transaction.version 2 where the broker under test finalizes
+less (`fakekafka serve --feature transaction.version=1`, or before it served version 2) speaks transactions
+v2 (KIP-890: partitions added by Produce v12+) over narrowed versions, which Kafka refuses. Only these responses are
+re-encoded (with `wire`); everything else passes as the bytes the broker
 sent. The recorded response is always the broker's original.
 
 A group is meant for one client session (one compat lane): its listeners see only that session's
@@ -105,10 +109,22 @@ def _no_response(ex: Exchange) -> bool:
         return False
 
 
-def cap_versions(body: Any, caps: dict[int, tuple[int, int]]) -> bool:
-    """Narrows a decoded ApiVersions answer to the ranges in `caps` (APIs outside them are dropped); True if
-    anything changed."""
-    keep, changed = [], False
+def cap_versions(body: Any, caps: dict[int, tuple[int, int]], features: dict[str, int] | None = None) -> bool:
+    """Narrows a decoded ApiVersions answer to the ranges in `caps` (APIs outside them are dropped) and, with
+    `features`, its finalized features to those levels (features not named are dropped); True if anything
+    changed."""
+    changed = False
+    if features is not None and getattr(body, "finalized_features", None):
+        finalized = []
+        for f in body.finalized_features:
+            if f.name not in features or features[f.name] < f.min_version_level:
+                changed = True
+                continue
+            if f.max_version_level > features[f.name]:
+                f.max_version_level, changed = features[f.name], True
+            finalized.append(f)
+        body.finalized_features = finalized
+    keep = []
     for k in body.api_keys:
         lo, hi = caps.get(k.api_key, (0, -1))
         lo, hi = max(lo, k.min_version), min(hi, k.max_version)
@@ -135,9 +151,11 @@ async def _read_frame(reader: asyncio.StreamReader) -> bytes | None:
 class RelayGroup:
     """The listeners of one session, one per upstream broker, and what went through them."""
 
-    def __init__(self, tag: str = "", caps: dict[int, tuple[int, int]] | None = None) -> None:
+    def __init__(self, tag: str = "", caps: dict[int, tuple[int, int]] | None = None,
+                 features: dict[str, int] | None = None) -> None:
         self.tag = tag
         self.caps = caps
+        self.features = features
         self.exchanges: list[Exchange] = []
         self._lock = threading.Lock()
         self._conn_ids = itertools.count(1)
@@ -312,7 +330,7 @@ class RelayGroup:
             self.errors.append(f"cannot decode {ex.api_key} v{ex.api_version} to rewrite it: {e}")
             return frame
         if ex.api_key == 18:
-            if self.caps is None or body.error_code != 0 or not cap_versions(body, self.caps):
+            if self.caps is None or body.error_code != 0 or not cap_versions(body, self.caps, self.features):
                 return frame
             return encode_response(ex.api_key, ex.api_version, corr, body)[4:]
         addresses: set[tuple[str, int]] = set()

@@ -126,6 +126,29 @@ def test_served_versions_reads_what_a_broker_advertises() -> None:
     assert caps[18][0] == 0 and caps[3][1] >= 12 and 1 in caps
 
 
+def test_finalized_features_are_narrowed_to_the_broker_under_test() -> None:
+    """Kafka 4 finalizes transaction.version 2: a client that saw it through a relay narrowed to the versions
+    of a broker without it would speak transactions v2 over Produce v11, which Kafka refuses
+    (TRANSACTION_ABORTABLE)."""
+    from types import SimpleNamespace as NS
+
+    from compat.diff import served_features
+    from compat.relay import cap_versions
+    body = NS(api_keys=[NS(api_key=0, min_version=3, max_version=13)], finalized_features=[
+        NS(name="transaction.version", min_version_level=2, max_version_level=2),
+        NS(name="group.version", min_version_level=1, max_version_level=1),
+        NS(name="metadata.version", min_version_level=1, max_version_level=27)])
+    assert cap_versions(body, {0: (3, 11)}, {"metadata.version": 20})
+    assert [(f.name, f.max_version_level) for f in body.finalized_features] == [("metadata.version", 20)]
+    assert body.api_keys[0].max_version == 11
+    body = NS(api_keys=[NS(api_key=0, min_version=3, max_version=11)], finalized_features=[
+        NS(name="transaction.version", min_version_level=2, max_version_level=2)])
+    assert not cap_versions(body, {0: (3, 11)})  # without features: left as they are
+    import fakekafka
+    with fakekafka.Cluster() as kafka:
+        assert served_features(kafka.bootstrap_servers).get("transaction.version") == 2
+
+
 # --- normalising, comparing, aligning ---------------------------------------------------------------------
 
 def test_normaliser_placeholders_nodes_times_and_session_filter() -> None:
@@ -211,6 +234,16 @@ def test_reads_are_keyed_by_the_writes_answered_before_them() -> None:
     assert [x.key for x in got] == ["k|after 0 writes", "k", "k|after 0 writes", "k|after 1 writes",
                                     "k|after 0 writes", "k|after 0 writes", "k", "k|after 1 writes",
                                     "k|after 0 writes"]
+
+
+def test_a_produce_by_topic_id_counts_as_a_write_of_that_topic() -> None:
+    """Produce v13 names its topics by id (normalised to "<id:NAME>"): a Fetch of the topic after it counts it."""
+    def d(seq: int, api: int, request: dict[str, Any], t0: float, t1: float) -> Decoded:
+        return Decoded(Exchange(1, seq, "s", api, 13, seq, "c", b"", b"r", t0, t1), request, {}, "k")
+    got = [d(1, 0, {"topic_data": [{"name": "", "topic_id": "<id:t>"}]}, 1.0, 2.0),
+           d(2, 1, {"topics": [{"topic_id": "<id:t>"}]}, 3.0, 4.0)]
+    add_context(got)
+    assert got[1].key == "k|after 1 writes"
 
 
 def test_known_field_patterns_take_brackets_literally() -> None:

@@ -17,12 +17,15 @@ REC is {"k": hex|null, "v": hex|null, "h": [[name, hex|null]...], "p": partition
 CLIENT_OPS: list_offsets, create_topic, partition_count, delete_topic, create_partitions, describe_configs,
 delete_records, describe_group, list_groups, delete_group, delete_offsets) and of `Member`
 (member_assignment, member_take, member_errors, member_commit, member_position, member_seek, member_pause,
-member_resume, member_close), each with the method's arguments by name and "m" naming the member; then
+member_resume, member_close), each with the method's arguments by name and "m" naming the member; and of
+`TxnProducer`: txn_open (transactional_id, timeout_ms; answers its name) then txn_begin, txn_send (topic,
+recs), txn_send_offsets (group, offsets: [[topic, partition, offset]...]), txn_commit, txn_abort, txn_close,
+each with "x" naming the producer. fetch and list_offsets carry "isolation" only when one is asked for. Then
 "quit". compat/clients/java/CompatDriver.java speaks the same, and so do the Go drivers (the protocol in
 compat/clients/go/agent, one main package per client) and the Node drivers (compat/clients/node/agent.js).
-The Go and Node drivers answer an op they do not know as unsupported, so a new op (a transactional
-producer, say) is a new Client method here plus one entry in each driver's op table; the drivers that lack
-it say so.
+The Go and Node drivers answer an op they do not know as unsupported (kafka-go has no transactional
+producer: its driver has no txn_ ops), so a new op is a new Client method here plus one entry in each
+driver's op table; the drivers that lack it say so.
 
 `python -m compat.clients.agent CLIENT BOOTSTRAP TIMING_JSON` serves one Python client this way.
 """
@@ -49,6 +52,7 @@ from compat.clients.base import (
     Member,
     Rec,
     Timing,
+    TxnProducer,
     Unsupported,
     rec_from_json,
     rec_to_json,
@@ -168,12 +172,18 @@ class AgentClient(Client):
                            idempotent=idempotent)
         return [tuple(x) for x in out]  # type: ignore[misc]
 
-    def fetch(self, topic: str, partition: int, offset: int, count: int, reset: str = "earliest") -> list[Rec]:
+    def fetch(self, topic: str, partition: int, offset: int, count: int, reset: str = "earliest",
+              isolation: str | None = None) -> list[Rec]:
+        extra = {"isolation": isolation} if isolation else {}
         return [rec_from_json(r) for r in self.request("fetch", topic=topic, partition=partition, offset=offset,
-                                                      count=count, reset=reset)]
+                                                      count=count, reset=reset, **extra)]
 
-    def list_offsets(self, topic: str, partition: int, spec: str | int) -> int | None:
-        return self.request("list_offsets", topic=topic, partition=partition, spec=spec)
+    def list_offsets(self, topic: str, partition: int, spec: str | int, isolation: str | None = None) -> int | None:
+        extra = {"isolation": isolation} if isolation else {}
+        return self.request("list_offsets", topic=topic, partition=partition, spec=spec, **extra)
+
+    def transactional(self, transactional_id: str, *, timeout_ms: int | None = None) -> TxnProducer:
+        return AgentTxn(self, self.request("txn_open", transactional_id=transactional_id, timeout_ms=timeout_ms))
 
     def create_topic(self, topic: str, partitions: int, replication_factor: int = 1,
                      configs: dict[str, str] | None = None, *, validate_only: bool = False) -> None:
@@ -228,6 +238,36 @@ class AgentClient(Client):
         """Another agent like this one, for a member that must die alone."""
         return AgentClient(self.name, self.bootstrap, self.timing, self.cmd,
                            cwd=ROOT if "compat.clients.agent" in self.cmd else None)
+
+
+class AgentTxn(TxnProducer):
+    """A transactional producer living in the agent, named by the agent's id for it."""
+
+    def __init__(self, agent: AgentClient, xid: str) -> None:
+        self.agent = agent
+        self.xid = xid
+
+    def _r(self, op: str, **args: Any) -> Any:
+        return self.agent.request(op, x=self.xid, **args)
+
+    def begin(self) -> None:
+        self._r("txn_begin")
+
+    def send(self, topic: str, recs: list[Rec]) -> list[tuple[int, int]]:
+        return [tuple(x) for x in self._r("txn_send", topic=topic, recs=[rec_to_json(r) for r in recs])]  # type: ignore[misc]
+
+    def send_offsets(self, group: str, offsets: dict[TP, int]) -> None:
+        self._r("txn_send_offsets", group=group, offsets=[[t, p, o] for (t, p), o in offsets.items()])
+
+    def commit(self) -> None:
+        self._r("txn_commit")
+
+    def abort(self) -> None:
+        self._r("txn_abort")
+
+    def close(self) -> None:
+        if self.agent.proc.poll() is None:
+            self._r("txn_close")
 
 
 class AgentMember(Member):
@@ -287,10 +327,13 @@ def serve(client: Client, inp: Any = None, out: Any = None) -> None:
     inp = inp or sys.stdin
     out = out or sys.stdout
     members: dict[str, Member] = {}
+    txns: dict[str, TxnProducer] = {}
 
     def handle(req: dict[str, Any]) -> Any:
         op = req.pop("op")
         req.pop("id", None)
+        if op.startswith("txn_"):
+            return handle_txn(op, req)
         if op == "produce":
             req["recs"] = [rec_from_json(r) for r in req["recs"]]
             return [list(x) for x in client.produce(req.pop("topic"), req.pop("recs"), **req)]
@@ -323,11 +366,25 @@ def serve(client: Client, inp: Any = None, out: Any = None) -> None:
             return m.close()
         raise ValueError(f"unknown op {op!r}")
 
+    def handle_txn(op: str, req: dict[str, Any]) -> Any:
+        if op == "txn_open":
+            xid = f"x{len(txns) + 1}"
+            txns[xid] = client.transactional(req["transactional_id"], timeout_ms=req.get("timeout_ms"))
+            return xid
+        x = txns[req.pop("x")]
+        if op == "txn_send":
+            return [list(a) for a in x.send(req["topic"], [rec_from_json(r) for r in req["recs"]])]
+        if op == "txn_send_offsets":
+            return x.send_offsets(req["group"], {(t, p): o for t, p, o in req["offsets"]})
+        if op in ("txn_begin", "txn_commit", "txn_abort", "txn_close"):
+            return getattr(x, op[len("txn_"):])()
+        raise ValueError(f"unknown op {op!r}")
+
     for line in inp:
         req = json.loads(line)
         rid = req.get("id")
         if req.get("op") == "quit":
-            for m in members.values():
+            for m in [*members.values(), *txns.values()]:
                 try:
                     m.close()
                 except Exception:  # noqa: BLE001, S110 - closing on the way out

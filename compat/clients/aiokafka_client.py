@@ -25,6 +25,7 @@ from compat.clients.base import (
     PollingMember,
     Rec,
     Timing,
+    TxnProducer,
     Unsupported,
     config_source,
     error_name,
@@ -41,6 +42,8 @@ _LOCAL = {
     aerrors.KafkaTimeoutError: "TIMEOUT",
     aerrors.NoOffsetForPartitionError: "NO_OFFSET_FOR_PARTITION",
     asyncio.TimeoutError: "TIMEOUT",
+    aerrors.IllegalOperation: "CLIENT_REJECTED",  # a transactional call in the wrong state, refused locally
+    aerrors.ProducerFenced: "PRODUCER_FENCED",  # aiokafka's class for it has no errno
 }
 
 
@@ -61,7 +64,7 @@ class AiokafkaClient(LibraryClient):
         fut = asyncio.run_coroutine_threadsafe(coro, self.loop)
         try:
             return fut.result(timeout or self.timing.op_s + self.timing.fetch_s + 10)
-        except aerrors.KafkaError as e:
+        except (aerrors.KafkaError, aerrors.IllegalOperation) as e:
             raise client_error(e) from None
 
     def close(self) -> None:
@@ -132,9 +135,10 @@ class AiokafkaClient(LibraryClient):
                                    "enable_auto_commit": False, "auto_offset_reset": "earliest",
                                    "request_timeout_ms": int(max(self.timing.op_s, 31) * 1000), **config})
 
-    def fetch(self, topic: str, partition: int, offset: int, count: int, reset: str = "earliest") -> list[Rec]:
+    def fetch(self, topic: str, partition: int, offset: int, count: int, reset: str = "earliest",
+              isolation: str | None = None) -> list[Rec]:
         async def go() -> list[Rec]:
-            consumer = self._consumer(auto_offset_reset=reset)
+            consumer = self._consumer(auto_offset_reset=reset, **_isolation(isolation))
             await consumer.start()
             try:
                 tp = TopicPartition(topic, partition)
@@ -150,12 +154,12 @@ class AiokafkaClient(LibraryClient):
                 await consumer.stop()
         return self.run(go())
 
-    def list_offsets(self, topic: str, partition: int, spec: str | int) -> int | None:
+    def list_offsets(self, topic: str, partition: int, spec: str | int, isolation: str | None = None) -> int | None:
         if spec == "max_timestamp":
             raise Unsupported("aiokafka has no max-timestamp lookup (OffsetSpec.MAX_TIMESTAMP)")
 
         async def go() -> int | None:
-            consumer = self._consumer()
+            consumer = self._consumer(**_isolation(isolation))
             await consumer.start()
             tp = TopicPartition(topic, partition)
             try:
@@ -263,6 +267,67 @@ class AiokafkaClient(LibraryClient):
     def _member(self, group: str, topic: str, assign: list[int] | None, offset_reset: str,
                 options: MemberOptions) -> Member:
         return _Member(self, group, topic, assign, offset_reset, options)
+
+    def transactional(self, transactional_id: str, *, timeout_ms: int | None = None) -> TxnProducer:
+        return _Txn(self, transactional_id, timeout_ms)
+
+
+def _isolation(isolation: str | None) -> dict[str, Any]:
+    return {} if isolation is None else {"isolation_level": isolation}
+
+
+class _Txn(TxnProducer):
+    """AIOKafkaProducer(transactional_id=...) on the client's loop; start() is initTransactions."""
+
+    def __init__(self, client: AiokafkaClient, transactional_id: str, timeout_ms: int | None) -> None:
+        self.client = client
+        self.closed = False
+        extra = {} if timeout_ms is None else {"transaction_timeout_ms": timeout_ms}
+
+        async def go() -> AIOKafkaProducer:
+            producer = AIOKafkaProducer(bootstrap_servers=client.bootstrap, transactional_id=transactional_id,
+                                        request_timeout_ms=int(client.timing.op_s * 1000), **extra)
+            try:
+                await producer.start()
+                # start() returns before InitProducerId is answered: wait for the producer id as begin would
+                await asyncio.wait_for(producer._txn_manager.wait_for_pid(), client.timing.op_s)
+            except BaseException:
+                await producer.stop()
+                raise
+            return producer
+        self.producer = client.run(go())
+
+    def _end(self, coro: Any) -> None:
+        """A call whose state aiokafka checks with an assert (AssertionError: READY -> COMMITTING_TRANSACTION)."""
+        try:
+            self.client.run(coro)
+        except AssertionError as e:
+            raise ClientError("CLIENT_REJECTED", type(e).__name__, str(e)) from None
+
+    def begin(self) -> None:
+        self._end(self.producer.begin_transaction())
+
+    def send(self, topic: str, recs: list[Rec]) -> list[tuple[int, int]]:
+        async def go() -> list[tuple[int, int]]:
+            futures = [await self.producer.send(topic, key=r.key, value=r.value, headers=list(r.headers),
+                                                partition=r.partition) for r in recs]
+            return [(m.partition, m.offset) for m in [await f for f in futures]]
+        return self.client.run(go())
+
+    def send_offsets(self, group: str, offsets: dict[TP, int]) -> None:
+        self.client.run(self.producer.send_offsets_to_transaction(
+            {TopicPartition(t, p): OffsetAndMetadata(o, "") for (t, p), o in offsets.items()}, group))
+
+    def commit(self) -> None:
+        self._end(self.producer.commit_transaction())
+
+    def abort(self) -> None:
+        self._end(self.producer.abort_transaction())
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.client.run(self.producer.stop())
 
 
 class _Member(PollingMember):

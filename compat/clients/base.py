@@ -26,7 +26,7 @@ from typing import Any
 
 __all__ = [
     "LOCAL_ERRORS", "TP", "Client", "ClientError", "HarnessError", "Member", "MemberOptions", "PollingMember", "Rec",
-    "Timing", "Unsupported", "config_source", "error_name", "group_description", "group_state", "needs",
+    "Timing", "TxnProducer", "Unsupported", "config_source", "error_name", "group_description", "group_state", "needs",
     "rec_from_json", "rec_to_json",
 ]
 
@@ -232,6 +232,34 @@ class Member:
         raise Unsupported("this member runs inside the harness process and cannot be killed")
 
 
+class TxnProducer:
+    """A transactional producer (transactional.id set, InitProducerId done): the calls an exactly-once
+    application makes, each raising ClientError with the client's error (Kafka's name, or CLIENT_REJECTED for
+    what the client refuses itself: a commit with no transaction begun)."""
+
+    def begin(self) -> None:
+        raise NotImplementedError
+
+    def send(self, topic: str, recs: list[Rec]) -> list[tuple[int, int]]:
+        """Send inside the open transaction and wait for every delivery; (partition, offset) each."""
+        raise NotImplementedError
+
+    def send_offsets(self, group: str, offsets: dict[TP, int]) -> None:
+        """sendOffsetsToTransaction for `group` (by its id: generation -1, no member id, as every client
+        can): the offsets become the group's committed offsets when the transaction commits, never if it
+        aborts."""
+        raise NotImplementedError
+
+    def commit(self) -> None:
+        raise NotImplementedError
+
+    def abort(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
 class Client:
     """One client library pointed at one cluster. Every method may raise Unsupported or ClientError."""
 
@@ -262,15 +290,24 @@ class Client:
         client's defaults when given. Raises ClientError for the first failed delivery."""
         raise Unsupported("produce")
 
-    def fetch(self, topic: str, partition: int, offset: int, count: int, reset: str = "earliest") -> list[Rec]:
+    def fetch(self, topic: str, partition: int, offset: int, count: int, reset: str = "earliest",
+              isolation: str | None = None) -> list[Rec]:
         """Up to `count` records from `offset` on (assigned, no group), waiting at most timing.fetch_s; an
-        offset out of range is reset by auto.offset.reset=`reset`."""
+        offset out of range is reset by auto.offset.reset=`reset`. `isolation`: isolation.level,
+        "read_committed" or "read_uncommitted"; None leaves the client's default (read_committed for librdkafka
+        and KafkaJS, read_uncommitted for the others)."""
         raise Unsupported("fetch")
 
-    def list_offsets(self, topic: str, partition: int, spec: str | int) -> int | None:
+    def list_offsets(self, topic: str, partition: int, spec: str | int, isolation: str | None = None) -> int | None:
         """ListOffsets: spec "earliest", "latest", "max_timestamp" (KIP-734: the offset of the record with the
-        largest timestamp) or a timestamp (ms); None when no record is that late."""
+        largest timestamp) or a timestamp (ms); None when no record is that late. Under `isolation`
+        read_committed "latest" is the last stable offset."""
         raise Unsupported("list_offsets")
+
+    def transactional(self, transactional_id: str, *, timeout_ms: int | None = None) -> TxnProducer:
+        """A producer with this transactional.id (and transaction.timeout.ms when given), its
+        initTransactions done: fencing any earlier producer with the id. ClientError when init fails."""
+        raise Unsupported("transactions")
 
     # --- admin --------------------------------------------------------------------------------------
     def create_topic(self, topic: str, partitions: int, replication_factor: int = 1,

@@ -18,6 +18,7 @@ from compat.clients.base import (
     PollingMember,
     Rec,
     Timing,
+    TxnProducer,
     Unsupported,
     config_source,
     error_name,
@@ -34,6 +35,8 @@ _LOCAL = {
     KafkaError._UNKNOWN_PARTITION: "UNKNOWN_TOPIC_OR_PARTITION",
     KafkaError._AUTO_OFFSET_RESET: "NO_OFFSET_FOR_PARTITION",
     KafkaError._NO_OFFSET: "NO_OFFSET_FOR_PARTITION",
+    KafkaError._FENCED: "PRODUCER_FENCED",  # librdkafka's own code for PRODUCER_FENCED / INVALID_PRODUCER_EPOCH
+    KafkaError._STATE: "CLIENT_REJECTED",  # a transactional call in the wrong state, refused locally
 }
 QUIET = {"log_level": 2}  # librdkafka's critical lines only: brokers stopped under a client are expected
 
@@ -109,8 +112,10 @@ class ConfluentClient(LibraryClient):
         return Consumer({"bootstrap.servers": self.bootstrap, "group.id": "compat-unused",
                          "enable.auto.commit": False, "enable.partition.eof": False, **QUIET, **config})
 
-    def fetch(self, topic: str, partition: int, offset: int, count: int, reset: str = "earliest") -> list[Rec]:
-        consumer = self._consumer(**{"auto.offset.reset": {"none": "error"}.get(reset, reset)})
+    def fetch(self, topic: str, partition: int, offset: int, count: int, reset: str = "earliest",
+              isolation: str | None = None) -> list[Rec]:
+        consumer = self._consumer(**{"auto.offset.reset": {"none": "error"}.get(reset, reset)},
+                                  **_isolation(isolation))
         try:
             consumer.assign([TopicPartition(topic, partition, offset)])
             out: list[Rec] = []
@@ -124,8 +129,8 @@ class ConfluentClient(LibraryClient):
         finally:
             consumer.close()
 
-    def list_offsets(self, topic: str, partition: int, spec: str | int) -> int | None:
-        consumer = self._consumer()
+    def list_offsets(self, topic: str, partition: int, spec: str | int, isolation: str | None = None) -> int | None:
+        consumer = self._consumer(**_isolation(isolation))
         try:
             if spec in ("earliest", "latest"):
                 low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition),
@@ -233,6 +238,75 @@ class ConfluentClient(LibraryClient):
     def _member(self, group: str, topic: str, assign: list[int] | None, offset_reset: str,
                 options: MemberOptions) -> Member:
         return _Member(self, group, topic, assign, offset_reset, options)
+
+    def transactional(self, transactional_id: str, *, timeout_ms: int | None = None) -> TxnProducer:
+        return _Txn(self, transactional_id, timeout_ms)
+
+
+def _isolation(isolation: str | None) -> dict[str, Any]:
+    return {} if isolation is None else {"isolation.level": isolation}
+
+
+class _Txn(TxnProducer):
+    """Producer with transactional.id; the group metadata for send_offsets_to_transaction comes from a
+    consumer with the group's id that never joins (generation -1, no member id): librdkafka's only way
+    to name a group."""
+
+    def __init__(self, client: ConfluentClient, transactional_id: str, timeout_ms: int | None) -> None:
+        self.client = client
+        self.timeout = client.timing.op_s
+        extra = {} if timeout_ms is None else {"transaction.timeout.ms": timeout_ms}
+        self.producer = Producer({"bootstrap.servers": client.bootstrap, "transactional.id": transactional_id,
+                                  "linger.ms": 0, "message.timeout.ms": int(self.timeout * 1000), **QUIET, **extra})
+        self._call(self.producer.init_transactions, self.timeout)
+
+    def _call(self, fn: Any, *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except KafkaException as e:
+            raise kafka_error(e.args[0]) from None
+
+    def begin(self) -> None:
+        self._call(self.producer.begin_transaction)
+
+    def send(self, topic: str, recs: list[Rec]) -> list[tuple[int, int]]:
+        reports: dict[int, tuple[KafkaError | None, Any]] = {}
+        for i, r in enumerate(recs):
+            kw = {} if r.partition is None else {"partition": r.partition}
+            try:
+                self.producer.produce(topic, key=r.key, value=r.value, headers=list(r.headers),
+                                      on_delivery=lambda err, msg, i=i: reports.__setitem__(i, (err, msg)), **kw)
+            except KafkaException as e:
+                raise kafka_error(e.args[0]) from None
+        self.producer.flush(self.timeout + 5)
+        out = []
+        for i in range(len(recs)):
+            if i not in reports:
+                raise ClientError("TIMEOUT", "flush", f"no delivery report for record {i}")
+            err, msg = reports[i]
+            if err is not None:
+                raise kafka_error(err)
+            out.append((msg.partition(), msg.offset()))
+        return out
+
+    def send_offsets(self, group: str, offsets: dict[TP, int]) -> None:
+        consumer = self.client._consumer(**{"group.id": group})
+        try:
+            metadata = consumer.consumer_group_metadata()
+        finally:
+            consumer.close()
+        self._call(self.producer.send_offsets_to_transaction,
+                   [TopicPartition(t, p, o) for (t, p), o in offsets.items()], metadata, self.timeout)
+
+    def commit(self) -> None:
+        self._call(self.producer.commit_transaction, self.timeout)
+
+    def abort(self) -> None:
+        self._call(self.producer.abort_transaction, self.timeout)
+
+    def close(self) -> None:
+        self.producer.purge()
+        self.producer.flush(0)
 
 
 class _Member(PollingMember):

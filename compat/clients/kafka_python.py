@@ -19,6 +19,7 @@ from compat.clients.base import (
     PollingMember,
     Rec,
     Timing,
+    TxnProducer,
     Unsupported,
     config_source,
     error_name,
@@ -44,6 +45,7 @@ def _fetcher_no_offset() -> type[BaseException]:
 
 _LOCAL = {
     kerrors.KafkaTimeoutError: "TIMEOUT",
+    kerrors.IllegalStateError: "CLIENT_REJECTED",  # a transactional call in the wrong state, refused locally
     # kafka.errors has it from 3.x; 2.0.2 (still widely pinned) defines it in kafka.consumer.fetcher
     getattr(kerrors, "NoOffsetForPartitionError", None) or _fetcher_no_offset(): "NO_OFFSET_FOR_PARTITION",
 }
@@ -112,8 +114,9 @@ class KafkaPythonClient(LibraryClient):
                                 "auto_offset_reset": "earliest",
                                 "request_timeout_ms": int(max(self.timing.op_s, 31) * 1000), **config})
 
-    def fetch(self, topic: str, partition: int, offset: int, count: int, reset: str = "earliest") -> list[Rec]:
-        consumer = self._consumer(auto_offset_reset=reset)
+    def fetch(self, topic: str, partition: int, offset: int, count: int, reset: str = "earliest",
+              isolation: str | None = None) -> list[Rec]:
+        consumer = self._consumer(auto_offset_reset=reset, **_isolation(isolation))
         try:
             tp = TopicPartition(topic, partition)
             consumer.assign([tp])
@@ -129,8 +132,8 @@ class KafkaPythonClient(LibraryClient):
         finally:
             consumer.close(autocommit=False)
 
-    def list_offsets(self, topic: str, partition: int, spec: str | int) -> int | None:
-        consumer = self._consumer()
+    def list_offsets(self, topic: str, partition: int, spec: str | int, isolation: str | None = None) -> int | None:
+        consumer = self._consumer(**_isolation(isolation))
         tp = TopicPartition(topic, partition)
         try:
             if spec == "earliest":
@@ -252,6 +255,85 @@ class KafkaPythonClient(LibraryClient):
     def _member(self, group: str, topic: str, assign: list[int] | None, offset_reset: str,
                 options: MemberOptions) -> Member:
         return _Member(self, group, topic, assign, offset_reset, options)
+
+    def transactional(self, transactional_id: str, *, timeout_ms: int | None = None) -> TxnProducer:
+        if "transactional_id" not in KafkaProducer.DEFAULT_CONFIG:
+            raise Unsupported("this kafka-python has no transactional producer (3.0 added it)")
+        return _Txn(self, transactional_id, timeout_ms)
+
+
+def _isolation(isolation: str | None) -> dict[str, Any]:
+    if isolation is None:
+        return {}
+    if "isolation_level" not in KafkaConsumer.DEFAULT_CONFIG:
+        raise Unsupported("this kafka-python has no isolation_level (read_committed)")
+    return {"isolation_level": isolation}
+
+
+class _Txn(TxnProducer):
+    """KafkaProducer(transactional_id=...): every call blocks until the client's transaction manager is done."""
+
+    def __init__(self, client: KafkaPythonClient, transactional_id: str, timeout_ms: int | None) -> None:
+        self.timing = client.timing
+        extra = {} if timeout_ms is None else {"transaction_timeout_ms": timeout_ms}
+        self.producer = KafkaProducer(bootstrap_servers=client.bootstrap, transactional_id=transactional_id,
+                                      linger_ms=0, max_block_ms=int(client.timing.op_s * 1000),
+                                      request_timeout_ms=int(client.timing.op_s * 1000), **extra)
+        self.closed = False
+        try:
+            self._call(self.producer.init_transactions)
+        except ClientError:
+            self.close()
+            raise
+
+    def _call(self, fn: Any, *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except kerrors.KafkaError as e:
+            if type(e) is kerrors.KafkaError:  # the transaction manager wraps what it reports in plain text
+                text = str(e)
+                if "[Error " in text:  # a broker error: "Unexpected error in ...: [Error 94] ..."
+                    raise ClientError(_error_from_text(text), "KafkaError", text) from None
+                if "Invalid transition attempted" in text or "not in an active transaction" in text:
+                    raise ClientError("CLIENT_REJECTED", "KafkaError", text) from None
+            raise client_error(e) from None
+
+    def begin(self) -> None:
+        self._call(self.producer.begin_transaction)
+
+    def send(self, topic: str, recs: list[Rec]) -> list[tuple[int, int]]:
+        def go() -> list[tuple[int, int]]:
+            futures = [self.producer.send(topic, key=r.key, value=r.value, headers=list(r.headers),
+                                          partition=r.partition) for r in recs]
+            self.producer.flush(self.timing.op_s)
+            return [(m.partition, m.offset) for m in (f.get(self.timing.op_s) for f in futures)]
+        return self._call(go)
+
+    def _bounded(self, start: Any, *args: Any) -> None:
+        """What send_offsets_to_transaction, commit_transaction and abort_transaction do (start the
+        transaction manager's request, wake the sender, wait for the result), with the wait bounded: theirs
+        has no timeout, so a broker that never answers (tansu) would hang the harness."""
+        def go() -> None:
+            result = start(*args)
+            self.producer._sender.wakeup()
+            if not result.wait(timeout_ms=int(self.timing.op_s * 1000)):
+                raise kerrors.KafkaTimeoutError(f"no answer in {self.timing.op_s} s")
+        self._call(go)
+
+    def send_offsets(self, group: str, offsets: dict[TP, int]) -> None:
+        self._bounded(self.producer._transaction_manager.send_offsets_to_transaction,
+                      {TopicPartition(t, p): _offset_and_metadata(o, "") for (t, p), o in offsets.items()}, group)
+
+    def commit(self) -> None:
+        self._bounded(self.producer._transaction_manager.begin_commit)
+
+    def abort(self) -> None:
+        self._bounded(self.producer._transaction_manager.begin_abort)
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.producer.close(timeout=2)
 
 
 def _assigned_partitions(a: Any) -> list[int]:

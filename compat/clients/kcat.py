@@ -104,7 +104,8 @@ class KcatClient(Client):
     reports_offsets = False
     cannot = {"admin": "kcat has no admin API (it cannot create topics)",
               "commit": "kcat commits only on its own (enable.auto.commit), never on request",
-              "timestamps": "kcat cannot set a record's timestamp when producing"}
+              "timestamps": "kcat cannot set a record's timestamp when producing",
+              "transactions": "kcat has no transactional producer"}
 
     def probe(self) -> None:
         result = self.run("-L", "-J", "-X", "log_level=3", timeout=self.timing.op_s)
@@ -203,18 +204,22 @@ class KcatClient(Client):
         extra = (["-k", r.key.decode("latin-1")] if r.key is not None else []) + (["-Z"] if r.value is None else [])
         return args + extra + [path], b""
 
-    def fetch(self, topic: str, partition: int, offset: int, count: int, reset: str = "earliest") -> list[Rec]:
+    def fetch(self, topic: str, partition: int, offset: int, count: int, reset: str = "earliest",
+              isolation: str | None = None) -> list[Rec]:
+        extra = ["-X", f"isolation.level={isolation}"] if isolation else []
         result = self.run("-C", "-t", topic, "-p", str(partition), "-o", str(offset), "-c", str(count), "-e",
-                          "-X", f"auto.offset.reset={reset}", "-f", FMT, *FAST, timeout=self.timing.fetch_s + 10)
+                          "-X", f"auto.offset.reset={reset}", *extra, "-f", FMT, *FAST,
+                          timeout=self.timing.fetch_s + 10)
         if result.returncode != 0:
             raise self._fail(result, "consume")
         return _parse_records(result.stdout)
 
-    def list_offsets(self, topic: str, partition: int, spec: str | int) -> int | None:
+    def list_offsets(self, topic: str, partition: int, spec: str | int, isolation: str | None = None) -> int | None:
         if spec == "max_timestamp":
             raise Unsupported("kcat -Q looks offsets up by time only (no max-timestamp spec)")
         ts = {"earliest": -2, "latest": -1}.get(spec, spec)  # type: ignore[arg-type]
-        result = self.run("-Q", "-J", "-t", f"{topic}:{partition}:{ts}", "-X", "log_level=3")
+        extra = ["-X", f"isolation.level={isolation}"] if isolation else []
+        result = self.run("-Q", "-J", "-t", f"{topic}:{partition}:{ts}", "-X", "log_level=3", *extra)
         if result.returncode != 0:
             raise self._fail(result, "query")
         found = json.loads(result.stdout)[topic][str(partition)]

@@ -8,6 +8,8 @@
     produce    partitioners, idempotence, acks, headers at scale, many partitions, per-topic limits
     groups     DescribeGroups/ListGroups/DeleteGroups/OffsetDelete, static members, session timeouts,
                commits from outside the generation, pause/resume
+    transactions  commit/abort under read_committed and read_uncommitted, the last stable offset, zombie
+               fencing, offsets sent to a transaction, misuse the client refuses, the timeout ceiling
 
 Names are unique per cell (Env.name), so all scenarios share one broker. Topics are created over the
 wire by the harness (Env.create_topic), not by the client, except where creating them is the point; the
@@ -26,6 +28,7 @@ from compat.scenarios import (  # noqa: F401 (they register)
     groups,
     logs,
     produce,
+    transactions,
 )
 from compat.scenarios.basics import CODECS, SAMPLES, TIMESTAMPS
 from compat.scenarios.registry import SCENARIOS, Outcome, Scenario, scenario

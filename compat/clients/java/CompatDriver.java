@@ -55,6 +55,7 @@ import org.apache.kafka.clients.admin.RecordsToDelete;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.NoOffsetForPartitionException;
@@ -81,6 +82,7 @@ public final class CompatDriver {
     private static JsonNode timing;
     private static Admin admin;
     private static final Map<String, Member> MEMBERS = new HashMap<>();
+    private static final Map<String, KafkaProducer<byte[], byte[]>> TXNS = new HashMap<>();
 
     /** A failure the client reported, as the protocol's error object. */
     static final class ClientError extends Exception {
@@ -115,6 +117,9 @@ public final class CompatDriver {
             if (op.equals("quit")) {
                 for (Member m : MEMBERS.values()) {
                     m.closeQuietly();
+                }
+                for (KafkaProducer<byte[], byte[]> t : TXNS.values()) {
+                    t.close(Duration.ofSeconds(2));
                 }
                 if (admin != null) {
                     admin.close(Duration.ofSeconds(5));
@@ -180,6 +185,9 @@ public final class CompatDriver {
         }
         if (t instanceof NoOffsetForPartitionException) {
             return new ClientError("NO_OFFSET_FOR_PARTITION", type, t.getMessage());
+        }
+        if (t instanceof IllegalStateException) { // a transactional call in the wrong state, refused locally
+            return new ClientError("CLIENT_REJECTED", type, t.getMessage());
         }
         Errors err = Errors.forException(t);
         String code = err == Errors.UNKNOWN_SERVER_ERROR && !(t instanceof org.apache.kafka.common.errors.UnknownServerException)
@@ -248,7 +256,11 @@ public final class CompatDriver {
             case "list_groups": return listGroups();
             case "delete_group": return deleteGroup(req);
             case "delete_offsets": return deleteOffsets(req);
+            case "txn_open": return txnOpen(req);
             default: break;
+        }
+        if (op.startsWith("txn_")) {
+            return txn(op, TXNS.get(req.get("x").asText()), req);
         }
         Member m = MEMBERS.get(req.get("m").asText());
         switch (op) {
@@ -346,11 +358,20 @@ public final class CompatDriver {
                                    new ByteArrayDeserializer());
     }
 
+    /** A consumer without a group, with the request's isolation.level when it names one. */
+    static KafkaConsumer<byte[], byte[]> isolatedConsumer(JsonNode req, String reset) {
+        Properties p = consumerProps(null, reset);
+        if (req.hasNonNull("isolation")) {
+            p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, req.get("isolation").asText());
+        }
+        return new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+    }
+
     private static Object fetch(JsonNode req) throws Exception {
         TopicPartition tp = new TopicPartition(req.get("topic").asText(), req.get("partition").asInt());
         int count = req.get("count").asInt();
         String reset = req.hasNonNull("reset") ? req.get("reset").asText() : "earliest";
-        try (KafkaConsumer<byte[], byte[]> c = consumer(null, reset)) {
+        try (KafkaConsumer<byte[], byte[]> c = isolatedConsumer(req, reset)) {
             return client(() -> {
                 c.assign(List.of(tp));
                 c.seek(tp, req.get("offset").asLong());
@@ -369,7 +390,7 @@ public final class CompatDriver {
     private static Object listOffsets(JsonNode req) throws Exception {
         TopicPartition tp = new TopicPartition(req.get("topic").asText(), req.get("partition").asInt());
         JsonNode spec = req.get("spec");
-        try (KafkaConsumer<byte[], byte[]> c = consumer(null, "earliest")) {
+        try (KafkaConsumer<byte[], byte[]> c = isolatedConsumer(req, "earliest")) {
             return client(() -> {
                 if (spec.isTextual() && spec.asText().equals("earliest")) {
                     return c.beginningOffsets(List.of(tp)).get(tp);
@@ -624,6 +645,127 @@ public final class CompatDriver {
         MEMBERS.put(id, m);
         m.opened.get(opMs() + 5000, TimeUnit.MILLISECONDS);
         return id;
+    }
+
+    // ------------------------------------------------------------------------------------------ transactions
+
+    /** A producer with the request's transactional.id, initTransactions done (closed again if that fails). */
+    private static Object txnOpen(JsonNode req) throws Exception {
+        Properties p = new Properties();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, req.get("transactional_id").asText());
+        if (req.hasNonNull("timeout_ms")) {
+            p.put(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, req.get("timeout_ms").asInt());
+        }
+        p.put(ProducerConfig.LINGER_MS_CONFIG, 0);
+        p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, opMs());
+        p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, (int) opMs());
+        p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, (int) opMs());
+        KafkaProducer<byte[], byte[]> producer =
+                new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
+        try {
+            txnCall(() -> {
+                producer.initTransactions();
+                return null;
+            });
+        } catch (Exception e) {
+            producer.close(Duration.ofSeconds(2));
+            throw e;
+        }
+        String id = "x" + (TXNS.size() + 1);
+        TXNS.put(id, producer);
+        return id;
+    }
+
+    /** A transactional call: what the client refuses itself (IllegalStateException, or before 3.0 a
+     * KafkaException "Invalid transition attempted": no transaction open, one begun already) is CLIENT_REJECTED; a broker error the transaction manager reports as a bare
+     * KafkaException ("Unexpected error in InitProducerIdResponse; " + Kafka's message for it) by that
+     * error's name; the rest as any client error. */
+    static <T> T txnCall(Action<T> action) throws ClientError, Unsupported {
+        try {
+            return client(action);
+        } catch (IllegalStateException e) {
+            return reject(e);
+        } catch (ClientError e) {
+            if (!e.code.equals("CLIENT:KafkaException") || e.getMessage() == null) {
+                throw e;
+            }
+            if (e.getMessage().contains("Invalid transition attempted")) { // kafka-clients < 3: not an ISE yet
+                throw new ClientError("CLIENT_REJECTED", e.type, e.getMessage());
+            }
+            Errors named = null;
+            for (Errors err : Errors.values()) {
+                String text = err == Errors.NONE ? null : err.message();
+                if (text != null && e.getMessage().contains(text)
+                        && (named == null || text.length() > named.message().length())) {
+                    named = err;
+                }
+            }
+            throw named == null ? e : new ClientError(named.name(), e.type, e.getMessage());
+        }
+    }
+
+    static <T> T reject(IllegalStateException e) throws ClientError {
+        throw new ClientError("CLIENT_REJECTED", e.getClass().getSimpleName(), e.getMessage());
+    }
+
+    private static Object txn(String op, KafkaProducer<byte[], byte[]> producer, JsonNode req) throws Exception {
+        switch (op) {
+            case "txn_begin":
+                return txnCall(() -> {
+                    producer.beginTransaction();
+                    return null;
+                });
+            case "txn_send": {
+                String topic = req.get("topic").asText();
+                return txnCall(() -> {
+                    List<Future<RecordMetadata>> futures = new ArrayList<>();
+                    for (JsonNode r : req.get("recs")) {
+                        List<Header> headers = new ArrayList<>();
+                        for (JsonNode h : r.get("h")) {
+                            headers.add(new RecordHeader(h.get(0).asText(), unhex(h.get(1))));
+                        }
+                        Integer partition = r.hasNonNull("p") ? r.get("p").asInt() : null;
+                        futures.add(producer.send(new ProducerRecord<>(topic, partition, null, unhex(r.get("k")),
+                                                                       unhex(r.get("v")), headers)));
+                    }
+                    producer.flush();
+                    List<List<Object>> acks = new ArrayList<>();
+                    for (Future<RecordMetadata> f : futures) {
+                        RecordMetadata m = f.get(opMs() + 5000, TimeUnit.MILLISECONDS);
+                        acks.add(List.of(m.partition(), m.offset()));
+                    }
+                    return acks;
+                });
+            }
+            case "txn_send_offsets": {
+                Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+                for (JsonNode o : req.get("offsets")) {
+                    offsets.put(new TopicPartition(o.get(0).asText(), o.get(1).asInt()),
+                                new OffsetAndMetadata(o.get(2).asLong()));
+                }
+                ConsumerGroupMetadata group = new ConsumerGroupMetadata(req.get("group").asText());
+                return txnCall(() -> {
+                    producer.sendOffsetsToTransaction(offsets, group);
+                    return null;
+                });
+            }
+            case "txn_commit":
+                return txnCall(() -> {
+                    producer.commitTransaction();
+                    return null;
+                });
+            case "txn_abort":
+                return txnCall(() -> {
+                    producer.abortTransaction();
+                    return null;
+                });
+            case "txn_close":
+                producer.close(Duration.ofSeconds(2));
+                return null;
+            default:
+                throw new IllegalArgumentException("unknown op " + op);
+        }
     }
 
     // ------------------------------------------------------------------------------------------ members

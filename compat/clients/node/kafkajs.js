@@ -16,6 +16,11 @@
 //   after a validate-only request, which creates nothing, it always fails. deleteTopicRecords() fails ("Topic metadata not loaded") unless the
 //   admin client has loaded the topic's metadata, so fetchTopicMetadata() comes first; it returns nothing:
 //   the new low watermark is read with fetchTopicOffsets() afterwards.
+// - Transactions: producer.transaction() is begin (and, the first time, InitProducerId: KafkaJS fences an
+//   older producer only then, not when the producer connects); the transaction object it returns sends,
+//   sends offsets (by group id), commits and aborts, and refuses every call once it ended.
+// - isolation: consumers read_committed by default (readUncommitted: false); the admin client lists offsets
+//   read_committed only (its "latest" is the last stable offset), so a read_uncommitted lookup is unsupported.
 // - Unsupported: assigned members, static members (group.instance.id), auto.offset.reset=none, commit
 //   metadata, a consumer's position, OffsetDelete, ListOffsets for the max timestamp: KafkaJS has none.
 // Errors: a KafkaJSProtocolError by its type (Kafka's error name); KafkaJS's wrappers (retries exceeded,
@@ -145,8 +150,9 @@ async function produce (req) {
 async function fetch (req) {
   if (req.reset === 'none') throw new Unsupported('KafkaJS has no auto.offset.reset=none')
   fetchGroups += 1
+  const isolation = req.isolation ? { readUncommitted: req.isolation === 'read_uncommitted' } : {}
   const consumer = kafka.consumer({ groupId: `compat-kafkajs-fetch-${process.pid}-${fetchGroups}`, maxWaitTimeInMs: 100,
-    sessionTimeout: timing.session_timeout_ms, heartbeatInterval: timing.heartbeat_ms, retry })
+    sessionTimeout: timing.session_timeout_ms, heartbeatInterval: timing.heartbeat_ms, retry, ...isolation })
   const got = []
   await call(() => consumer.connect())
   try {
@@ -169,6 +175,9 @@ async function fetch (req) {
 // ---------------------------------------------------------------------------------------------- admin
 
 async function listOffsets (req) {
+  if (req.isolation === 'read_uncommitted') {
+    throw new Unsupported('KafkaJS\'s admin client lists offsets read_committed only')
+  }
   const a = await getAdmin()
   return call(async () => {
     let rows
@@ -292,7 +301,79 @@ const ops = {
   list_groups: listGroups,
   delete_group: async (req) => { await call(async () => (await getAdmin()).deleteGroups([req.group])); return null },
   delete_offsets: async () => { throw new Unsupported('KafkaJS has no OffsetDelete (deleting a group\'s committed offsets)') },
-  committed
+  committed,
+  ...txnOps()
+}
+
+// ---------------------------------------------------------------------------------------------- transactions
+
+/** What KafkaJS refuses itself (a transaction begun twice, a call after it ended) as CLIENT_REJECTED. */
+async function txnCall (fn) {
+  try {
+    return await call(fn)
+  } catch (e) {
+    if (e instanceof ClientError && e.type === 'KafkaJSNonRetriableError' &&
+        /ongoing transaction|once ended|Transaction state exception/.test(e.message)) {
+      throw new ClientError('CLIENT_REJECTED', e.type, e.message)
+    }
+    throw e
+  }
+}
+
+const txns = new Map()
+let txnsOpened = 0
+
+function txnOps () {
+  const current = (req) => {
+    const x = txns.get(req.x)
+    if (!x.txn) throw new ClientError('CLIENT_REJECTED', 'kafkajs', 'no transaction begun (transaction() makes one)')
+    return x.txn
+  }
+  return {
+    txn_open: async (req) => {
+      const timeout = req.timeout_ms === null || req.timeout_ms === undefined ? {} : { transactionTimeout: req.timeout_ms }
+      const producer = kafka.producer({ transactionalId: req.transactional_id, idempotent: true, maxInFlightRequests: 1,
+        retry, ...timeout })
+      await call(() => producer.connect())
+      txnsOpened += 1
+      const id = `x${txnsOpened}`
+      txns.set(id, { producer, txn: null })
+      return id
+    },
+    txn_begin: (req) => txnCall(async () => {
+      const x = txns.get(req.x)
+      x.txn = await x.producer.transaction()
+      return null
+    }),
+    txn_send: (req) => txnCall(async () => {
+      const txn = current(req)
+      const out = []
+      for (const r of req.recs) {
+        const [meta] = await txn.send({ topic: req.topic, acks: -1, timeout: opMs, messages: [{ key: unhex(r.k),
+          value: unhex(r.v), headers: headersObject(r.h), partition: r.p === null ? undefined : r.p }] })
+        out.push([meta.partition, Number(meta.baseOffset)])
+      }
+      return out
+    }),
+    txn_send_offsets: (req) => txnCall(async () => {
+      const topics = new Map()
+      for (const [topic, partition, offset] of req.offsets) {
+        if (!topics.has(topic)) topics.set(topic, [])
+        topics.get(topic).push({ partition, offset: String(offset) })
+      }
+      await current(req).sendOffsets({ consumerGroupId: req.group,
+        topics: [...topics].map(([topic, partitions]) => ({ topic, partitions })) })
+      return null
+    }),
+    txn_commit: (req) => txnCall(async () => { await current(req).commit(); return null }),
+    txn_abort: (req) => txnCall(async () => { await current(req).abort(); return null }),
+    txn_close: async (req) => {
+      const x = txns.get(req.x)
+      txns.delete(req.x)
+      if (x) await x.producer.disconnect()
+      return null
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------- members
@@ -346,4 +427,7 @@ async function openMember (req) {
   }
 }
 
-serve({ ops, openMember, close: async () => { if (admin) await admin.disconnect() } })
+serve({ ops, openMember, close: async () => {
+  for (const x of txns.values()) await x.producer.disconnect()
+  if (admin) await admin.disconnect()
+} })

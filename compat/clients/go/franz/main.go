@@ -40,7 +40,7 @@ func main() {
 }
 
 func (d *driver) Ops() map[string]func(agent.Req) (any, error) {
-	return map[string]func(agent.Req) (any, error){
+	ops := map[string]func(agent.Req) (any, error){
 		"produce":           d.produce,
 		"fetch":             d.fetch,
 		"list_offsets":      d.listOffsets,
@@ -56,9 +56,12 @@ func (d *driver) Ops() map[string]func(agent.Req) (any, error) {
 		"delete_offsets":    d.deleteOffsets,
 		"committed":         d.committed,
 	}
+	d.txnOps(ops)
+	return ops
 }
 
 func (d *driver) Close() {
+	d.closeTxns()
 	if d.adminCl != nil {
 		d.adminCl.Close()
 	}
@@ -261,9 +264,13 @@ func (d *driver) fetch(req agent.Req) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	cl, err := kgo.NewClient(d.base(kgo.ConsumeResetOffset(reset), kgo.FetchMaxWait(200*time.Millisecond),
+	opts := d.base(kgo.ConsumeResetOffset(reset), kgo.FetchMaxWait(200*time.Millisecond),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
-			topic: {partition: kgo.NewOffset().At(req.Int("offset"))}}))...)
+			topic: {partition: kgo.NewOffset().At(req.Int("offset"))}}))
+	if req.Str("isolation") == "read_committed" {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, clientError(err)
 	}
@@ -306,7 +313,11 @@ func (d *driver) listOffsets(req agent.Req) (any, error) {
 		case "earliest":
 			listed, err = adm.ListStartOffsets(ctx, topic)
 		case "latest":
-			listed, err = adm.ListEndOffsets(ctx, topic)
+			if req.Str("isolation") == "read_committed" { // the last stable offset
+				listed, err = adm.ListCommittedOffsets(ctx, topic)
+			} else {
+				listed, err = adm.ListEndOffsets(ctx, topic)
+			}
 		case "max_timestamp":
 			listed, err = adm.ListMaxTimestampOffsets(ctx, topic)
 		default:

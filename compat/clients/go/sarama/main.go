@@ -46,7 +46,7 @@ func main() {
 }
 
 func (d *driver) Ops() map[string]func(agent.Req) (any, error) {
-	return map[string]func(agent.Req) (any, error){
+	ops := map[string]func(agent.Req) (any, error){
 		"produce":           d.produce,
 		"fetch":             d.fetch,
 		"list_offsets":      d.listOffsets,
@@ -62,9 +62,12 @@ func (d *driver) Ops() map[string]func(agent.Req) (any, error) {
 		"delete_offsets":    d.deleteOffsets,
 		"committed":         d.committed,
 	}
+	d.txnOps(ops)
+	return ops
 }
 
 func (d *driver) Close() {
+	d.closeTxns()
 	if d.admin != nil {
 		_ = d.admin.Close()
 	}
@@ -285,6 +288,9 @@ func (d *driver) fetch(req agent.Req) (any, error) {
 		return nil, err
 	}
 	c.Consumer.Offsets.Initial = initial
+	if req.Str("isolation") == "read_committed" {
+		c.Consumer.IsolationLevel = sarama.ReadCommitted
+	}
 	consumer, err := sarama.NewConsumer([]string{d.bootstrap}, c)
 	if err != nil {
 		return nil, clientError(err)
@@ -337,6 +343,9 @@ func (d *driver) listOffsets(req agent.Req) (any, error) {
 		at = int64(s)
 	default:
 		return nil, fmt.Errorf("unknown offset spec %v", spec)
+	}
+	if req.Str("isolation") == "read_committed" {
+		return d.lastStable(cl, req.Str("topic"), int32(req.Int("partition")), at)
 	}
 	o, err := cl.GetOffset(req.Str("topic"), int32(req.Int("partition")), at)
 	if err != nil {

@@ -77,7 +77,9 @@ def per_version_names(prefix: str, api_key: int) -> list[str]:
 # topics made at set-up: destructive APIs get one per version so each answer is about real state
 SETUP_TOPICS = {TOPIC: 2, PRODUCE_TOPIC: 1, TXN_TOPIC: 2, **{n: 1 for n in per_version_names("sweep-delete", 20)},
                 **{n: 1 for n in per_version_names("sweep-cp", 37)},
-                **{n: 1 for n in per_version_names("sweep-delrec", 21)}}
+                **{n: 1 for n in per_version_names("sweep-delrec", 21)},
+                **{n: 1 for n in per_version_names("sweep-alter", 44)},
+                **{n: 1 for n in per_version_names("sweep-legacy", 33)}}
 SETUP_GROUPS = per_version_names("sweep-delgroup", 42)  # Empty groups with offsets, for DeleteGroups
 
 
@@ -343,6 +345,29 @@ def _describe_configs(t: Target, v: int) -> dict[str, Any]:
         {"resource_type": 4, "resource_name": "1", "configuration_keys": BROKER_KEYS}]}
 
 
+def _incremental_alter_configs(t: Target, v: int) -> dict[str, Any]:
+    """Every operation on a topic of the version's own, and this broker's own dynamic config (set to the
+    value it has, so later answers about the broker stay as they were)."""
+    return {"validate_only": False, "resources": [
+        {"resource_type": 2, "resource_name": f"sweep-alter-v{v}", "configs": [
+            {"name": "retention.ms", "config_operation": 0, "value": "3600000"},
+            {"name": "cleanup.policy", "config_operation": 2, "value": "compact"},
+            {"name": "segment.ms", "config_operation": 1, "value": None},
+            {"name": "follower.replication.throttled.replicas", "config_operation": 3, "value": "0:1"}]},
+        {"resource_type": 4, "resource_name": "1", "configs": [
+            {"name": "message.max.bytes", "config_operation": 0, "value": "1048588"}]}]}
+
+
+def _alter_configs(t: Target, v: int) -> dict[str, Any]:
+    return {"validate_only": False, "resources": [
+        {"resource_type": 2, "resource_name": f"sweep-legacy-v{v}", "configs": [
+            {"name": "retention.ms", "value": "7200000"}, {"name": "max.message.bytes", "value": "2000000"}]}]}
+
+
+def _alter_op(name: str, value: str | None, op: int = 0) -> dict[str, Any]:
+    return {"name": name, "config_operation": op, "value": value}
+
+
 def _create_partitions(t: Target, v: int) -> dict[str, Any]:
     return {"timeout_ms": 30_000, "validate_only": False,
             "topics": [{"name": f"sweep-cp-v{v}", "count": 2, "assignments": None}]}
@@ -507,7 +532,7 @@ BUILDERS: dict[int, Callable[[Target, int], dict[str, Any]]] = {
     37: _create_partitions, 42: _delete_groups, 43: _elect_leaders, 45: _alter_partition_reassignments,
     46: _list_partition_reassignments, 47: _offset_delete, 60: _describe_cluster, 24: _add_partitions_to_txn,
     25: _add_offsets_to_txn, 26: _end_txn, 27: _write_txn_markers, 28: _txn_offset_commit, 61: _describe_producers,
-    65: _describe_transactions, 66: _list_transactions,
+    65: _describe_transactions, 66: _list_transactions, 33: _alter_configs, 44: _incremental_alter_configs,
 }
 
 PAIRS = [(k, v) for k, (lo, hi) in advertised_versions().items() for v in range(lo, hi + 1)]
@@ -691,6 +716,32 @@ VARIANTS: dict[str, tuple[int, list[int], Callable[[Target, int], dict[str, Any]
                                            for p in (0, 1)]}]}),
     "ongoing": (65, [0], lambda t, v: {"transactional_ids": [_ongoing(t, "sweep-ongoing")]}),
     "ongoing-only": (66, [1], lambda t, v: {"state_filters": ["Ongoing", "Bogus"], "producer_id_filters": []}),
+    "alter-errors": (44, [0, 1], lambda t, v: {"validate_only": False, "resources": [
+        {"resource_type": rt, "resource_name": name, "configs": [_alter_op(*op) for op in ops]}
+        for rt, name, ops in [
+            (2, "sweep-alter-v0", [("foo", "1")]), (2, "sweep-alter-v1", [("retention.ms", "5", 2)]),
+            (2, "sweep-delete-v0", [("retention.ms", "abc")]), (2, "nope", [("retention.ms", "1")]),
+            (2, "", [("retention.ms", "1")]), (2, TOPIC, [("segment.ms", None)]),
+            (2, PRODUCE_TOPIC, [("retention.ms", "1"), ("retention.ms", "2")]),
+            (2, TXN_TOPIC, [("segment.bytes", "100")]),
+            (4, "", [("num.partitions", "3")]), (4, "1", [("message.max.bytes", "x")]),
+            (4, "2", [("message.max.bytes", "1")]), (4, "x", [("message.max.bytes", "1")]),
+            (3, "x", [("a", "1")])]]}),
+    "alter-broker-errors": (44, [1], lambda t, v: {"validate_only": False, "resources": [
+        {"resource_type": 4, "resource_name": "", "configs": [_alter_op("min.insync.replicas", None, 1)]},
+        {"resource_type": 4, "resource_name": "1", "configs": [_alter_op("message.max.bytes", "5", 2)]}]}),
+    "duplicate-resources": (44, [1], lambda t, v: {"validate_only": False, "resources": [
+        {"resource_type": 2, "resource_name": "sweep-alter-v0", "configs": [_alter_op("retention.ms", "1")]}] * 2}),
+    "validate-only": (44, [1], lambda t, v: {"validate_only": True, "resources": [
+        {"resource_type": 2, "resource_name": "sweep-alter-v0", "configs": [_alter_op("max.message.bytes", "5")]}]}),
+    "legacy-errors": (33, [0, 2], lambda t, v: {"validate_only": False, "resources": [
+        {"resource_type": rt, "resource_name": name, "configs": [{"name": k, "value": val}]}
+        for rt, name, k, val in [(2, "sweep-legacy-v0", "retention.ms", None), (2, "sweep-legacy-v1", "foo", "1"),
+                                 (2, "nope", "retention.ms", "1"), (4, "", "log.retention.bytes", "1000"),
+                                 (4, "2", "message.max.bytes", "1")]]}),
+    "altered": (32, [4], lambda t, v: {"include_synonyms": True, "include_documentation": False, "resources": [
+        {"resource_type": 2, "resource_name": name, "configuration_keys": None}
+        for name in ("sweep-alter-v0", "sweep-alter-v1", "sweep-legacy-v2")]}),
     "name-and-id": (20, [6], lambda t, v: {"timeout_ms": 30_000, "topics": [
         {"name": TOPIC, "topic_id": t.topic_ids[TOPIC]}, {"name": None, "topic_id": ZERO_UUID}]}),
 }

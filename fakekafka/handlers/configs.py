@@ -23,7 +23,7 @@ from typing import Any
 from construct import Container
 
 from fakekafka.handlers.registry import RequestContext, handles
-from fakekafka.model.config import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigSource
+from fakekafka.model.config import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigSource, ConfigType, InvalidConfig
 from wire import ErrorCode
 
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
@@ -42,13 +42,14 @@ def _topic_configs(ctx: RequestContext, name: str, keys: list[str] | None, synon
         if keys is not None and key not in keys:
             continue
         spec = TOPIC_CONFIGS[key]
-        value, source, synonym = ctx.cluster.topic_config(topic, key)
+        value, source, synonym = ctx.cluster.topic_config(topic, key, ctx.broker.node_id)
         chain = []
         if synonyms:
             if source == ConfigSource.TOPIC_CONFIG:
                 chain.append({"name": key, "value": value, "source": source})
             if synonym:
-                chain += [{"name": n, "value": v, "source": s} for n, v, s in ctx.cluster.config.synonyms(synonym)]
+                chain += [{"name": n, "value": v, "source": s}
+                          for n, v, s in ctx.cluster.config.synonyms(synonym, ctx.broker.node_id)]
         out.append(_entry(key, value, source, spec.type, chain, spec.documentation, read_only=False))
     return out
 
@@ -58,11 +59,19 @@ def _broker_configs(ctx: RequestContext, keys: list[str] | None, synonyms: bool,
     """One broker's configs, or (`cluster_level`, the resource named "") only the cluster-wide dynamic ones,
     each with only that layer in its synonyms, as Kafka describes the cluster default resource."""
     out = []
-    names = [k for k in ctx.cluster.config.dynamic_defaults if k in BROKER_CONFIGS] if cluster_level else BROKER_CONFIGS
+    config = ctx.cluster.config
+    own = config.dynamic_brokers.get(ctx.broker.node_id, {})
+    names = set(config.dynamic_defaults) if cluster_level else {*BROKER_CONFIGS, *own}
     for key in sorted(names):
         if keys is not None and key not in keys:
             continue
-        spec = BROKER_CONFIGS[key]
+        spec = BROKER_CONFIGS.get(key)
+        if spec is None:  # a name Kafka does not know, set dynamically: listed, its value hidden
+            source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG if cluster_level else \
+                ConfigSource.DYNAMIC_BROKER_CONFIG
+            chain = [{"name": key, "value": None, "source": source}] if synonyms else []
+            out.append({**_entry(key, None, source, 0, chain, "", read_only=True), "is_sensitive": True})
+            continue
         if cluster_level:
             layers = [(key, ctx.cluster.config.dynamic_defaults[key], ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)]
         elif key in ("broker.id", "node.id"):
@@ -70,7 +79,7 @@ def _broker_configs(ctx: RequestContext, keys: list[str] | None, synonyms: bool,
             if spec.default is not None:
                 layers.append((key, spec.default, ConfigSource.DEFAULT_CONFIG))
         else:
-            layers = ctx.cluster.config.synonyms(key)
+            layers = config.synonyms(key, ctx.broker.node_id)
         value, source = (layers[0][1], layers[0][2]) if layers else (None, ConfigSource.DEFAULT_CONFIG)
         chain = [{"name": n, "value": v, "source": s} for n, v, s in layers] if synonyms else []
         out.append(_entry(key, value, source, spec.type, chain, spec.documentation, read_only=not spec.dynamic))
@@ -110,3 +119,174 @@ def handle_describe_configs(ctx: RequestContext, req: Container) -> dict[str, An
         results.append({"error_code": code, "error_message": message, "resource_type": r.resource_type,
                         "resource_name": r.resource_name, "configs": configs})
     return {"throttle_time_ms": 0, "results": results}
+
+
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+_OP_NAMES = {APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
+
+
+class _Refused(Exception):
+    """One resource's alteration refused: the code and message Kafka answers it with."""
+
+    def __init__(self, code: ErrorCode, message: str | None) -> None:
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+def _list_value(current: str | None) -> list[str]:
+    return [p for p in (current or "").split(",") if p]
+
+
+def _apply(current: dict[str, str], ops: list[tuple[str, int, str | None]], *, topic: bool,
+           defaults: dict[str, str | None]) -> dict[str, str]:
+    """The resource's configs after IncrementalAlterConfigs' operations, as Kafka's controller applies them:
+    APPEND/SUBTRACT work on the current value or else the default, only for LIST configs."""
+    out = dict(current)
+    for name, op, value in ops:
+        if op == SET:
+            if value is None:
+                raise _Refused(ErrorCode.INVALID_REQUEST, f"Null value not supported for : {name}")
+            out[name] = value
+        elif op == DELETE:
+            out.pop(name, None)
+        elif op in (APPEND, SUBTRACT):
+            spec = (TOPIC_CONFIGS if topic else BROKER_CONFIGS).get(name)
+            if spec is None or spec.type != ConfigType.LIST:
+                if topic:
+                    raise _Refused(ErrorCode.INVALID_CONFIG,
+                                   f"Can't {_OP_NAMES[op]} to key {name} because its type is not LIST.")
+                verb = "append" if op == APPEND else "subtract"
+                raise _Refused(ErrorCode.INVALID_CONFIG, f"Config value {verb} is not allowed for config key: {name}")
+            parts = _list_value(out[name] if name in out else defaults.get(name))
+            for v in _list_value(value):
+                if op == APPEND and v not in parts:
+                    parts.append(v)
+                elif op == SUBTRACT and v in parts:
+                    parts.remove(v)
+            out[name] = ",".join(parts)
+        else:
+            raise _Refused(ErrorCode.UNKNOWN_SERVER_ERROR, None)
+    return out
+
+
+def _check_topic(configs: dict[str, str]) -> dict[str, str]:
+    for name, value in configs.items():
+        spec = TOPIC_CONFIGS.get(name)
+        if spec is None:
+            raise _Refused(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {name}")
+        try:
+            spec.validate(value)
+        except InvalidConfig as e:
+            raise _Refused(ErrorCode.INVALID_CONFIG, str(e)) from None
+    return configs
+
+
+def _check_broker(configs: dict[str, str], changed: list[str], cluster_level: bool) -> dict[str, str]:
+    """Kafka's DynamicBrokerConfig checks: static configs can't change at run time, values must parse;
+    names it does not know are kept (a plugin's configs), as Kafka keeps them."""
+    static = [n for n in changed if n in BROKER_CONFIGS and not BROKER_CONFIGS[n].dynamic and n in configs]
+    if static:
+        raise _Refused(ErrorCode.INVALID_REQUEST, f"Cannot update these configs dynamically: [{', '.join(static)}]")
+    for name, value in configs.items():
+        spec = BROKER_CONFIGS.get(name)
+        if spec is not None:
+            try:
+                spec.validate(value)
+            except InvalidConfig as e:
+                raise _Refused(ErrorCode.INVALID_REQUEST, str(e)) from None
+    if cluster_level and "min.insync.replicas" not in configs:
+        raise _Refused(ErrorCode.INVALID_CONFIG,
+                       "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")
+    return configs
+
+
+def _alter(ctx: RequestContext, resource_type: int, name: str, ops: list[tuple[str, int, str | None]], *,
+           incremental: bool, validate_only: bool) -> None:
+    """Validates one resource's alteration whole and, unless `validate_only`, applies it; _Refused if not."""
+    if len({o[0] for o in ops}) != len(ops):
+        raise _Refused(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+    cluster = ctx.cluster
+    if resource_type == TOPIC:
+        if name == "":
+            raise _Refused(ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed.")
+        topic = cluster.topics.get(name)
+        if incremental:  # the values are checked before the topic's existence, as Kafka's controller does
+            new = _apply(topic.configs if topic else {}, ops, topic=True,
+                         defaults={k: s.default for k, s in TOPIC_CONFIGS.items()})
+        else:
+            new = _replace(ops)
+        _check_topic(new)
+        if topic is None:
+            raise _Refused(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
+        if not validate_only:
+            cluster.set_topic_configs(topic, new)
+        return
+    if resource_type != BROKER:
+        raise _Refused(ErrorCode.INVALID_REQUEST, f"Unknown resource type {resource_type}")
+    node: int | None = None
+    if name != "":
+        try:
+            node = int(name)
+        except ValueError:
+            raise _Refused(ErrorCode.INVALID_REQUEST, f"Node id must be an integer, but it is: {name}") from None
+        if node != ctx.broker.node_id:
+            raise _Refused(ErrorCode.INVALID_REQUEST,
+                           f"Unexpected broker id, expected {ctx.broker.node_id}, but received {name}")
+    config = cluster.config
+    current = config.dynamic_defaults if node is None else config.dynamic_brokers.get(node, {})
+    if incremental:
+        new = _apply(current, ops, topic=False, defaults={k: s.default for k, s in BROKER_CONFIGS.items()})
+    else:
+        new = _replace(ops)
+    _check_broker(new, [o[0] for o in ops], node is None)
+    if not validate_only:
+        cluster.set_broker_configs(node, new)
+
+
+def _replace(ops: list[tuple[str, int, str | None]]) -> dict[str, str]:
+    """AlterConfigs' whole new config set (what it does not name is removed)."""
+    out = {}
+    for name, _, value in ops:
+        if value is None:
+            raise _Refused(ErrorCode.INVALID_REQUEST, f"Null value not supported for : {name}")
+        out[name] = value
+    return out
+
+
+def _alter_all(ctx: RequestContext, resources: list[Any], *, incremental: bool,
+               validate_only: bool) -> list[dict[str, Any]]:
+    keys = [(r.resource_type, r.resource_name) for r in resources]
+    out = []
+    for r in resources:
+        code, message = ErrorCode.NONE, None
+        ops = [(c.name, c.config_operation if incremental else SET, c.value) for c in r.configs]
+        try:
+            if keys.count((r.resource_type, r.resource_name)) > 1:
+                raise _Refused(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
+            _alter(ctx, r.resource_type, r.resource_name, ops, incremental=incremental, validate_only=validate_only)
+        except _Refused as e:
+            code, message = e.code, e.message
+        out.append({"error_code": code, "error_message": message, "resource_type": r.resource_type,
+                    "resource_name": r.resource_name})
+    return out
+
+
+def alter_configs_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+    """An injected error for every resource (there is no top-level error code)."""
+    return {"throttle_time_ms": 0, "responses": [
+        {"error_code": code, "error_message": None, "resource_type": r.resource_type,
+         "resource_name": r.resource_name} for r in req.resources]}
+
+
+@handles(44, 0, 1, errors=alter_configs_error_response)
+def handle_incremental_alter_configs(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    """IncrementalAlterConfigs (key 44), v0-1: SET/DELETE/APPEND/SUBTRACT on topic and broker configs."""
+    return {"throttle_time_ms": 0, "responses": _alter_all(ctx, req.resources, incremental=True,
+                                                           validate_only=req.validate_only)}
+
+
+@handles(33, 0, 2, errors=alter_configs_error_response)
+def handle_alter_configs(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    """AlterConfigs (key 33), v0-2: each resource's whole dynamic config set replaced."""
+    return {"throttle_time_ms": 0, "responses": _alter_all(ctx, req.resources, incremental=False,
+                                                           validate_only=req.validate_only)}

@@ -786,14 +786,30 @@ class ClusterState:
             topic.partitions.append(Partition(topic, current + i, replicas, replicas[0]))
 
     # --- configs -----------------------------------------------------------------------------
-    def topic_config(self, topic: Topic, name: str) -> tuple[str | None, ConfigSource, str | None]:
+    def topic_config(self, topic: Topic, name: str, node_id: int | None = None
+                     ) -> tuple[str | None, ConfigSource, str | None]:
+        """A topic config's value as broker `node_id` sees it (its per-broker dynamic configs count)."""
         if name in topic.configs:
             return topic.configs[name], ConfigSource.TOPIC_CONFIG, TOPIC_CONFIGS[name].broker_synonym
-        return self.config.topic_default(name)
+        return self.config.topic_default(name, node_id)
 
-    def topic_config_int(self, topic: Topic, name: str) -> int:
-        value = self.topic_config(topic, name)[0]
+    def topic_config_int(self, topic: Topic, name: str, node_id: int | None = None) -> int:
+        value = self.topic_config(topic, name, node_id)[0]
         return int(value) if value is not None else 0
+
+    def set_topic_configs(self, topic: Topic, configs: dict[str, str]) -> None:
+        """A topic's dynamic configs replaced (validated by the caller); they take effect at once, as the
+        model reads them on every use, and retention at its next check."""
+        topic.configs = dict(configs)
+        self.event("topic_configs", topic=topic.name, configs=dict(configs))
+
+    def set_broker_configs(self, node_id: int | None, configs: dict[str, str]) -> None:
+        """Broker `node_id`'s dynamic configs (None: the cluster-wide defaults) replaced."""
+        if node_id is None:
+            self.config.dynamic_defaults = dict(configs)
+        else:
+            self.config.dynamic_brokers[node_id] = dict(configs)
+        self.event("broker_configs", node=node_id, configs=dict(configs))
 
     # --- deleting records ----------------------------------------------------------------------
     def delete_records(self, partition: Partition, offset: int) -> int:
@@ -868,7 +884,7 @@ class ClusterState:
             return AppendResult(ErrorCode.INVALID_RECORD, message="Produce request must carry a record batch")
         split = split_produced(records)
         refused = split if isinstance(split, Refused) else check_batch(
-            split[0], split[1], self.topic_config_int(topic, "max.message.bytes"),
+            split[0], split[1], self.topic_config_int(topic, "max.message.bytes", partition.leader_id),
             self.topic_config_int(topic, "max.decompressed.message.bytes"))
         if refused is not None:
             return AppendResult(refused.error, message=refused.message, answer_message=refused.shown)

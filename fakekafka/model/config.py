@@ -83,7 +83,7 @@ class ConfigSpec:
                 if high:
                     raise InvalidConfig(shown + f"Value must be no more than {self.maximum}")
         if self.choices:
-            parts = value.split(",") if self.type == ConfigType.LIST else [value]
+            parts = [p for p in value.split(",") if p.strip()] if self.type == ConfigType.LIST else [value]
             for p in parts:
                 if p.strip() not in self.choices:
                     raise InvalidConfig(f"Invalid value {value} for configuration {self.name}: "
@@ -195,6 +195,7 @@ BROKER_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
     ConfigSpec("unclean.leader.election.enable", _T.BOOLEAN, "false", dynamic=True),
     ConfigSpec("delete.topic.enable", _T.BOOLEAN, "true"),
     ConfigSpec("replica.lag.time.max.ms", _T.LONG, "30000"),
+    ConfigSpec("log.retention.check.interval.ms", _T.LONG, "300000", minimum=1),
 )}
 
 
@@ -208,6 +209,9 @@ def _broker_default(name: str) -> str | None:
             return t.default
     return None
 
+
+_FALLBACKS = {"log.retention.ms": ("log.retention.hours",), "log.roll.ms": ("log.roll.hours",)}
+"""Broker configs whose value, when unset, comes from a coarser one (Kafka's synonyms after the name itself)."""
 
 _FROM_OVERRIDES = {
     "socket.request.max.bytes": "socket_request_max_bytes", "queued.max.request.bytes": "queued_max_request_bytes",
@@ -268,6 +272,8 @@ class BrokerConfig:
     """Cluster-wide dynamic configs (DYNAMIC_DEFAULT_BROKER_CONFIG, above the static ones). A new Kafka 4.1+
     cluster has eligible leader replicas on, and with them a cluster-level min.insync.replicas holding the
     static value (KAFKA-16540), so it is always here."""
+    dynamic_brokers: dict[int, dict[str, str]] = field(default_factory=dict)
+    """Per-broker dynamic configs (DYNAMIC_BROKER_CONFIG, above every other layer), by node id."""
 
     def __post_init__(self) -> None:
         explicit = {
@@ -314,10 +320,14 @@ class BrokerConfig:
             out[host.strip()] = int(count)
         return out
 
-    def synonyms(self, name: str) -> list[tuple[str, str, ConfigSource]]:
+    def synonyms(self, name: str, node_id: int | None = None) -> list[tuple[str, str, ConfigSource]]:
         """Every layer that gives broker config `name` a value, the one in force first (Kafka's synonym
-        chain): the cluster-wide dynamic value, the static setting, the default."""
+        chain): broker `node_id`'s dynamic value, the cluster-wide dynamic value, the static setting, the
+        default."""
         chain = []
+        own = self.dynamic_brokers.get(node_id, {}) if node_id is not None else {}
+        if name in own:
+            chain.append((name, own[name], ConfigSource.DYNAMIC_BROKER_CONFIG))
         if name in self.dynamic_defaults:
             chain.append((name, self.dynamic_defaults[name], ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG))
         if name in self.overrides:
@@ -325,16 +335,20 @@ class BrokerConfig:
         default = _broker_default(name)
         if default is not None:
             chain.append((name, default, ConfigSource.DEFAULT_CONFIG))
+        if chain:  # a config set in ms lists the coarser ones it overrides (Kafka lists them only then)
+            for coarser in _FALLBACKS.get(name, ()):
+                chain += self.synonyms(coarser, node_id)
         return chain
 
-    def value(self, name: str) -> tuple[str | None, ConfigSource]:
-        chain = self.synonyms(name)
+    def value(self, name: str, node_id: int | None = None) -> tuple[str | None, ConfigSource]:
+        chain = self.synonyms(name, node_id)
         return (chain[0][1], chain[0][2]) if chain else (None, ConfigSource.DEFAULT_CONFIG)
 
-    def topic_default(self, name: str) -> tuple[str | None, ConfigSource, str | None]:
-        """A topic config's value when the topic does not set it: (value, source, broker synonym)."""
+    def topic_default(self, name: str, node_id: int | None = None) -> tuple[str | None, ConfigSource, str | None]:
+        """A topic config's value when the topic does not set it: (value, source, broker synonym), as broker
+        `node_id` (whose per-broker dynamic configs count) sees it."""
         spec = TOPIC_CONFIGS[name]
-        chain = self.synonyms(spec.broker_synonym) if spec.broker_synonym else []
+        chain = self.synonyms(spec.broker_synonym, node_id) if spec.broker_synonym else []
         if chain:
             return chain[0][1], chain[0][2], spec.broker_synonym
         return spec.default, ConfigSource.DEFAULT_CONFIG, spec.broker_synonym

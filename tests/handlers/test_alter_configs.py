@@ -1,0 +1,139 @@
+"""IncrementalAlterConfigs and AlterConfigs over the wire: Kafka's errors, sources in DescribeConfigs after,
+and changes that take effect at once (max.message.bytes)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import fakekafka
+from tests.rawclient import RawClient
+from wire import ErrorCode
+from wire.records import build_batch
+
+INCREMENTAL, LEGACY, DESCRIBE, PRODUCE = 44, 33, 32, 0
+TOPIC, BROKER = 2, 4
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+
+@pytest.fixture
+def raw() -> Iterator[RawClient]:
+    with fakekafka.Cluster(auto_create_topics=False) as c:
+        c.create_topic("t", 1)
+        c.create_topic("u", 1)
+        client = RawClient(c.bootstrap_servers)
+        yield client
+        client.close()
+
+
+def _inc(raw: RawClient, resources: list[tuple[int, str, list[tuple[str, int, str | None]]]],
+         validate_only: bool = False, version: int = 1) -> list[tuple[int, str | None]]:
+    r = raw.request(INCREMENTAL, version, {"validate_only": validate_only, "resources": [
+        {"resource_type": t, "resource_name": n, "configs": [{"name": k, "config_operation": o, "value": v}
+                                                             for k, o, v in ops]} for t, n, ops in resources]})
+    return [(x.error_code, x.error_message) for x in r.responses]
+
+
+def _legacy(raw: RawClient, resources: list[tuple[int, str, list[tuple[str, str | None]]]],
+            version: int = 2) -> list[tuple[int, str | None]]:
+    r = raw.request(LEGACY, version, {"validate_only": False, "resources": [
+        {"resource_type": t, "resource_name": n, "configs": [{"name": k, "value": v} for k, v in cs]}
+        for t, n, cs in resources]})
+    return [(x.error_code, x.error_message) for x in r.responses]
+
+
+def _describe(raw: RawClient, resource_type: int, name: str, key: str) -> Any:
+    r = raw.request(DESCRIBE, 4, {"include_synonyms": True, "include_documentation": False, "resources": [
+        {"resource_type": resource_type, "resource_name": name, "configuration_keys": [key]}]})
+    entries = r.results[0].configs
+    return (entries[0].value, entries[0].config_source, [(s.name, s.value, s.source) for s in entries[0].synonyms]) \
+        if entries else None
+
+
+def test_topic_set_delete_append_subtract(raw: RawClient) -> None:
+    assert _inc(raw, [(TOPIC, "t", [("retention.ms", SET, "1000"), ("cleanup.policy", APPEND, "compact")])]) == \
+        [(0, None)]
+    assert _describe(raw, TOPIC, "t", "retention.ms") == ("1000", 1, [("retention.ms", "1000", 1)])
+    assert _describe(raw, TOPIC, "t", "cleanup.policy")[0] == "delete,compact"  # appended to the default
+    assert _inc(raw, [(TOPIC, "t", [("cleanup.policy", SUBTRACT, "delete"), ("retention.ms", DELETE, None)])]) == \
+        [(0, None)]
+    assert _describe(raw, TOPIC, "t", "cleanup.policy")[0] == "compact"
+    assert _describe(raw, TOPIC, "t", "retention.ms") == ("604800000", 5, [])
+
+
+@pytest.mark.parametrize(("ops", "code", "message"), [
+    ([("foo", SET, "1")], ErrorCode.INVALID_CONFIG, "Unknown topic config name: foo"),
+    ([("retention.ms", SET, "abc")], ErrorCode.INVALID_CONFIG,
+     "Invalid value abc for configuration retention.ms: Not a number of type LONG"),
+    ([("retention.ms", APPEND, "5")], ErrorCode.INVALID_CONFIG,
+     "Can't APPEND to key retention.ms because its type is not LIST."),
+    ([("segment.ms", SET, None)], ErrorCode.INVALID_REQUEST, "Null value not supported for : segment.ms"),
+    ([("retention.ms", SET, "1"), ("retention.ms", SET, "2")], ErrorCode.INVALID_REQUEST,
+     "Error due to duplicate config keys"),
+    ([("retention.ms", SET, "1"), ("segment.bytes", SET, "100")], ErrorCode.INVALID_CONFIG,
+     "Invalid value 100 for configuration segment.bytes: Value must be at least 1048576"),
+])
+def test_topic_refused_whole(raw: RawClient, ops: list[tuple[str, int, str | None]], code: int, message: str) -> None:
+    assert _inc(raw, [(TOPIC, "t", ops)]) == [(code, message)]
+    assert _describe(raw, TOPIC, "t", "retention.ms")[1] == 5  # nothing of a refused resource applied
+
+
+def test_resource_errors(raw: RawClient) -> None:
+    assert _inc(raw, [(TOPIC, "nope", [("retention.ms", SET, "1")]), (TOPIC, "", [("retention.ms", SET, "1")]),
+                      (BROKER, "2", [("message.max.bytes", SET, "5")]),
+                      (BROKER, "x", [("message.max.bytes", SET, "5")])]) == [
+        (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The topic 'nope' does not exist."),
+        (ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed."),
+        (ErrorCode.INVALID_REQUEST, "Unexpected broker id, expected 1, but received 2"),
+        (ErrorCode.INVALID_REQUEST, "Node id must be an integer, but it is: x")]
+    twice = [(TOPIC, "t", [("retention.ms", SET, "1")])] * 2
+    assert _inc(raw, twice) == [(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")] * 2
+
+
+def test_validate_only_changes_nothing(raw: RawClient) -> None:
+    assert _inc(raw, [(TOPIC, "t", [("retention.ms", SET, "1000")])], validate_only=True) == [(0, None)]
+    assert _describe(raw, TOPIC, "t", "retention.ms")[1] == 5
+
+
+def test_broker_levels_and_sources(raw: RawClient) -> None:
+    assert _inc(raw, [(BROKER, "", [("log.retention.ms", SET, "1000")]),
+                      (BROKER, "1", [("message.max.bytes", SET, "2000000")])]) == [(0, None), (0, None)]
+    assert _describe(raw, TOPIC, "u", "retention.ms") == (
+        "1000", 3, [("log.retention.ms", "1000", 3), ("log.retention.hours", "168", 5)])
+    assert _describe(raw, TOPIC, "u", "max.message.bytes") == (
+        "2000000", 2, [("message.max.bytes", "2000000", 2), ("message.max.bytes", "1048588", 5)])
+    assert _describe(raw, BROKER, "", "log.retention.ms") == ("1000", 3, [("log.retention.ms", "1000", 3)])
+    assert _inc(raw, [(BROKER, "", [("num.partitions", SET, "3")]), (BROKER, "1", [("broker.id", SET, "5")])]) == [
+        (ErrorCode.INVALID_REQUEST, "Cannot update these configs dynamically: [num.partitions]"),
+        (ErrorCode.INVALID_REQUEST, "Cannot update these configs dynamically: [broker.id]")]
+    assert _inc(raw, [(BROKER, "", [("message.max.bytes", APPEND, "5")]),
+                      (BROKER, "1", [("min.insync.replicas", SET, "x")])]) == [
+        (ErrorCode.INVALID_CONFIG, "Config value append is not allowed for config key: message.max.bytes"),
+        (ErrorCode.INVALID_REQUEST, "Invalid value x for configuration min.insync.replicas: Not a number of type INT")]
+    assert _inc(raw, [(BROKER, "", [("min.insync.replicas", DELETE, None)])]) == [
+        (ErrorCode.INVALID_CONFIG, "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")]
+
+
+def test_legacy_replaces_whole_set(raw: RawClient) -> None:
+    assert _inc(raw, [(TOPIC, "t", [("retention.ms", SET, "1000"), ("cleanup.policy", SET, "compact")])]) == \
+        [(0, None)]
+    assert _legacy(raw, [(TOPIC, "t", [("retention.ms", "2000")])]) == [(0, None)]
+    assert _describe(raw, TOPIC, "t", "retention.ms")[:2] == ("2000", 1)
+    assert _describe(raw, TOPIC, "t", "cleanup.policy")[:2] == ("delete", 5)
+    assert _legacy(raw, [(TOPIC, "t", [("retention.ms", None)]), (BROKER, "", [("log.retention.bytes", "1")])]) == [
+        (ErrorCode.INVALID_REQUEST, "Null value not supported for : retention.ms"),
+        (ErrorCode.INVALID_CONFIG, "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")]
+
+
+def test_raised_max_message_bytes_admits_larger_batch(raw: RawClient) -> None:
+    batch = build_batch([{"value": b"x" * 1_200_000}])
+
+    def produce() -> int:
+        r = raw.request(PRODUCE, 9, {"acks": 1, "timeout_ms": 5000, "transactional_id": None, "topic_data": [
+            {"name": "t", "partition_data": [{"index": 0, "records": batch}]}]})
+        return r.responses[0].partition_responses[0].error_code
+    assert produce() == ErrorCode.MESSAGE_TOO_LARGE
+    assert _inc(raw, [(TOPIC, "t", [("max.message.bytes", SET, "2000000")])]) == [(0, None)]
+    assert produce() == ErrorCode.NONE

@@ -40,7 +40,7 @@ def _once(topics: list[Any]) -> list[Any]:
 def _created(ctx: RequestContext, topic: Topic) -> dict[str, Any]:
     configs = []
     for name in sorted(TOPIC_CONFIGS):
-        value, source, _ = ctx.cluster.topic_config(topic, name)
+        value, source, _ = ctx.cluster.topic_config(topic, name, ctx.broker.node_id)
         configs.append({"name": name, "value": value, "read_only": False, "config_source": source,
                         "is_sensitive": False})
     return {"name": topic.name, "topic_id": topic.topic_id, "error_code": ErrorCode.NONE, "error_message": None,

@@ -863,7 +863,7 @@ class ClusterState:
         return AppendResult(code)
 
     def min_insync_replicas(self, partition: Partition) -> int:
-        return self.topic_config_int(partition.topic, "min.insync.replicas")
+        return self.topic_config_int(partition.topic, "min.insync.replicas", partition.leader_id)
 
     def append(self, partition: Partition, records: bytes | None, acks: int = 1,
                transactional_id: str | None = None, verification: str = "verify") -> AppendResult:
@@ -885,23 +885,23 @@ class ClusterState:
         split = split_produced(records)
         refused = split if isinstance(split, Refused) else check_batch(
             split[0], split[1], self.topic_config_int(topic, "max.message.bytes", partition.leader_id),
-            self.topic_config_int(topic, "max.decompressed.message.bytes"))
+            self.topic_config_int(topic, "max.decompressed.message.bytes", partition.leader_id))
         if refused is not None:
             return AppendResult(refused.error, message=refused.message, answer_message=refused.shown)
         assert not isinstance(split, Refused)
         header, batch = split
         if header.is_control:
             return AppendResult(ErrorCode.INVALID_RECORD, message="Producers may not write control batches")
-        if "compact" in self.topic_config(topic, "cleanup.policy")[0].split(","):
+        if "compact" in self.topic_config(topic, "cleanup.policy", partition.leader_id)[0].split(","):
             refused = _keyless(batch, f"{topic.name}-{partition.index}", log.log_start_offset)
             if refused:
                 return refused
         now = self.clock.now_ms()
-        stamp_type = self.topic_config(topic, "message.timestamp.type")[0]
+        stamp_type = self.topic_config(topic, "message.timestamp.type", partition.leader_id)[0]
         log_append = stamp_type == "LogAppendTime"
         if not log_append:
-            before = self.topic_config_int(topic, "message.timestamp.before.max.ms")
-            after = self.topic_config_int(topic, "message.timestamp.after.max.ms")
+            before = self.topic_config_int(topic, "message.timestamp.before.max.ms", partition.leader_id)
+            after = self.topic_config_int(topic, "message.timestamp.after.max.ms", partition.leader_id)
             if header.max_timestamp >= 0 and (now - header.base_timestamp > before
                                               or header.max_timestamp - now > after):
                 return AppendResult(ErrorCode.INVALID_TIMESTAMP,

@@ -571,7 +571,10 @@ def test_kafka_python_acks_all_fails_below_min_insync_replicas(three: fakekafka.
     assert isinstance(refused, kerrors.NotEnoughReplicasError)
     assert refusals(three, "strict") == 3  # the first attempt and two retries
     [expired] = kp_results([timed.send("mi", b"all", partition=0)])
-    assert isinstance(expired, kerrors.KafkaTimeoutError) and refusals(three, "timed") >= 2
+    # kafka-python ends it by its delivery timeout; under a loaded machine the timeout can land while it is
+    # handling a refusal, and it then reports that refusal instead (seen in CI): either way it retried
+    assert isinstance(expired, kerrors.KafkaTimeoutError | kerrors.NotEnoughReplicasError)
+    assert refusals(three, "timed") >= 2
     [taken] = kp_results([loose.send("mi", b"one", partition=0)])
     assert taken.offset == 0
     assert stored_values(three, "mi") == [b"one"]

@@ -51,6 +51,11 @@ def kafka_abs(n: int) -> int:
     return 0 if n == -(2**31) else abs(n)
 
 
+RETENTION_INITIAL_DELAY_MS = 30_000
+"""The first retention check comes this long after the cluster starts, then one every
+log.retention.check.interval.ms (Kafka's LogManager schedules it so: InitialTaskDelayMs, then the interval)."""
+
+
 class ApiError(Exception):
     """An expected failure of a client request, carried to the response as a Kafka error code."""
 
@@ -191,6 +196,7 @@ class ClusterState:
         self.topics_by_id: dict[uuid.UUID, Topic] = {}
         self.producer_ids = ProducerIds()
         self._change_listeners: list[Callable[[object], None]] = []
+        self._next_retention_check = self.clock.now_ms() + RETENTION_INITIAL_DELAY_MS
         self._placement = 0
         c = self.config
         self.groups = GroupCoordinator(self.clock, GroupConfig(
@@ -226,6 +232,12 @@ class ClusterState:
                     self.replicate(partition)
         self.groups.tick()
         self.transactions.tick()
+        now = self.clock.now_ms()
+        if now >= self._next_retention_check:
+            interval = int(self.config.value("log.retention.check.interval.ms")[0] or 300000)
+            while self._next_retention_check <= now:  # a jump of the clock past several checks runs one
+                self._next_retention_check += interval
+            self.apply_retention()
         self.notify(self.clock)  # requests waiting on a clock deadline look again
 
     def next_deadline(self) -> int | None:
@@ -810,6 +822,31 @@ class ClusterState:
         else:
             self.config.dynamic_brokers[node_id] = dict(configs)
         self.event("broker_configs", node=node_id, configs=dict(configs))
+
+    # --- retention ---------------------------------------------------------------------------
+    def apply_retention(self) -> None:
+        """One retention check, as Kafka's LogManager runs every log.retention.check.interval.ms: on each
+        partition whose cleanup.policy has "delete", retention.ms and retention.bytes (or their broker
+        synonyms, as the leader sees them) move the log start past whole batches; followers follow."""
+        now = self.clock.now_ms()
+        for topic in list(self.topics.values()):
+            policy = self.topic_config(topic, "cleanup.policy")[0] or ""
+            if "delete" not in [p.strip() for p in policy.split(",")]:
+                continue
+            for partition in topic.partitions:
+                if not partition.online:
+                    continue
+                log = partition.log
+                leader = partition.leader_id
+                start = log.retention_start(now, self.topic_config_int(topic, "retention.ms", leader),
+                                            self.topic_config_int(topic, "retention.bytes", leader))
+                if start <= log.log_start_offset:
+                    continue
+                log.delete_before(start)
+                self.event("retention", topic=topic.name, partition=partition.index, log_start_offset=start)
+                if len(partition.replicas) > 1:
+                    self.replicate(partition)
+                self.notify(partition)
 
     # --- deleting records ----------------------------------------------------------------------
     def delete_records(self, partition: Partition, offset: int) -> int:

@@ -162,6 +162,27 @@ class PartitionLog:
         self.size_bytes += len(stored)
         self.log_end_offset = last + 1
 
+    def retention_start(self, now: int, retention_ms: int, retention_bytes: int) -> int:
+        """Where the log would start after Kafka's time and size retention (LogManager's cleanupLogs), or the
+        current start: whole batches from the start, only below the high watermark, while their newest
+        timestamp is more than `retention_ms` old (the append time where a batch has none), then while what
+        stays is still over `retention_bytes` without them. Negative values: no limit."""
+        i = bisect_left(self.last_offsets, self.log_start_offset)
+        n = len(self.batches)
+        while i < n and self.last_offsets[i] < self.high_watermark and retention_ms >= 0:
+            stamp = self.max_timestamps[i] if self.max_timestamps[i] >= 0 else self.appended_at[i]
+            if now - stamp <= retention_ms:
+                break
+            i += 1
+        if retention_bytes >= 0:
+            excess = sum(len(b) for b in self.batches[i:]) - retention_bytes
+            while i < n and self.last_offsets[i] < self.high_watermark and excess - len(self.batches[i]) >= 0:
+                excess -= len(self.batches[i])
+                i += 1
+        if i == 0:
+            return self.log_start_offset
+        return max(self.log_start_offset, self.base_offsets[i] if i < n else self.last_offsets[-1] + 1)
+
     def truncate_to(self, offset: int) -> None:
         """Drops every batch from the one holding `offset` on, as a follower does when its log diverged
         from a new leader's (leader epochs mark where)."""

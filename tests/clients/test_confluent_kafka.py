@@ -15,6 +15,8 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
     ConfigResource,
     ConfigSource,
     NewPartitions,
@@ -23,6 +25,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+import fakekafka
 from fakekafka.handle import ClusterHandle
 from tests.clients.scenarios import (
     BAD_TOPIC_NAMES,
@@ -285,6 +288,74 @@ def test_describe_configs(broker: ClusterHandle, connect: Callable[..., Any]) ->
 
     missing = ConfigResource(ResourceType.TOPIC, "nope")
     assert admin_error(admin.describe_configs([missing])[missing]) == KafkaError.UNKNOWN_TOPIC_OR_PART
+
+
+def test_incremental_alter_configs(broker: ClusterHandle, connect: Callable[..., Any]) -> None:
+    """librdkafka's incremental_alter_configs on a topic and on a broker (librdkafka refuses the cluster-wide
+    resource ""): the new values and their sources in describe_configs, Kafka's error for a bad value, and
+    nothing of that request applied."""
+    admin = connect(AdminClient)
+    admin.create_topics([NewTopic("alt", 1)])["alt"].result(TIMEOUT)
+    broker.wait_for_topic("alt")
+    topic = ConfigResource(ResourceType.TOPIC, "alt", incremental_configs=[
+        ConfigEntry("retention.ms", "3600000", incremental_operation=AlterConfigOpType.SET),
+        ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND)])
+    assert admin.incremental_alter_configs([topic])[topic].result(TIMEOUT) is None
+    node = str(admin.describe_cluster().result(TIMEOUT).controller.id)
+    cluster = ConfigResource(ResourceType.BROKER, node, incremental_configs=[
+        ConfigEntry("log.retention.bytes", "1000000000", incremental_operation=AlterConfigOpType.SET)])
+    assert admin.incremental_alter_configs([cluster])[cluster].result(TIMEOUT) is None
+    described = ConfigResource(ResourceType.TOPIC, "alt")
+
+    def configs() -> dict[str, Any]:
+        return admin.describe_configs([described])[described].result(TIMEOUT)
+    broker.wait_until(lambda: configs()["retention.bytes"].value == "1000000000", message="the broker's value")
+    got = configs()
+    assert (got["retention.ms"].value, got["retention.ms"].source) == (
+        "3600000", ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
+    assert got["cleanup.policy"].value == "delete,compact"
+    assert got["retention.bytes"].source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
+    bad = ConfigResource(ResourceType.TOPIC, "alt", incremental_configs=[
+        ConfigEntry("retention.ms", "1", incremental_operation=AlterConfigOpType.SET),
+        ConfigEntry("segment.bytes", "100", incremental_operation=AlterConfigOpType.SET)])
+    assert admin_error(admin.incremental_alter_configs([bad])[bad]) == KafkaError.INVALID_CONFIG
+    assert configs()["retention.ms"].value == "3600000"
+    undo = ConfigResource(ResourceType.BROKER, node, incremental_configs=[
+        ConfigEntry("log.retention.bytes", None, incremental_operation=AlterConfigOpType.DELETE)])
+    assert admin.incremental_alter_configs([undo])[undo].result(TIMEOUT) is None
+
+
+@pytest.mark.fakekafka_only
+@pytest.mark.fakekafka(clock="frozen")
+def test_lowered_retention_deletes_at_the_next_check(broker: ClusterHandle, connect: Callable[..., Any]) -> None:
+    """retention.ms lowered through incremental_alter_configs: at the next retention check on the cluster's
+    clock the old records are gone: the earliest offset moves and a consumer at 0 is out of range."""
+    assert isinstance(broker, fakekafka.Cluster)
+    admin = connect(AdminClient)
+    admin.create_topics([NewTopic("ret", 1)])["ret"].result(TIMEOUT)
+    broker.wait_for_topic("ret")
+    producer = connect(Producer, **{"bootstrap.servers": broker.bootstrap_servers})
+    for i in range(3):
+        producer.produce("ret", value=f"v{i}".encode(), timestamp=broker.state.clock.now_ms())
+    assert producer.flush(TIMEOUT) == 0
+    lower = ConfigResource(ResourceType.TOPIC, "ret", incremental_configs=[
+        ConfigEntry("retention.ms", "1000", incremental_operation=AlterConfigOpType.SET)])
+    assert admin.incremental_alter_configs([lower])[lower].result(TIMEOUT) is None
+    tp = TopicPartition("ret", 0)
+
+    def earliest() -> int:
+        return admin.list_offsets({tp: OffsetSpec.earliest()})[tp].result(TIMEOUT).offset
+    assert earliest() == 0
+    broker.advance_clock(300_000)  # past the first check (30 s in) and 1 s of retention
+    assert earliest() == 3
+    consumer = connect(Consumer, **{"bootstrap.servers": broker.bootstrap_servers, "group.id": "ret",
+                                    "auto.offset.reset": "error", "enable.auto.commit": False})
+    consumer.assign([TopicPartition("ret", 0, 0)])
+    deadline = time.monotonic() + TIMEOUT
+    msg = None
+    while (msg is None or msg.error() is None) and time.monotonic() < deadline:
+        msg = consumer.poll(0.1)
+    assert msg is not None and msg.error() is not None and msg.error().code() == KafkaError._AUTO_OFFSET_RESET
 
 
 @pytest.mark.fakekafka_only  # the proxy must be what Metadata advertises: fakekafka's model is changed

@@ -238,6 +238,27 @@ def test_describe_configs(broker: ClusterHandle, connect: Callable[..., Any]) ->
     assert admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "nope")]) == {"topic": {"nope": {}}}
 
 
+@pytest.mark.parametrize("incremental", [True, False])
+def test_alter_configs(broker: ClusterHandle, connect: Callable[..., Any], incremental: bool) -> None:
+    """kafka-python's alter_configs, through IncrementalAlterConfigs and through AlterConfigs (which it fills
+    with the topic's other dynamic configs first): the new value and source, an unknown topic's error."""
+    admin = connect(KafkaAdminClient)
+    admin.create_topics({"alt": {"num_partitions": 1, "configs": {"cleanup.policy": "compact"}}})
+    broker.wait_for_topic("alt")
+    resource = ConfigResource(ConfigResourceType.TOPIC, "alt", configs={"retention.ms": "3600000"})
+    admin.alter_configs([resource], incremental=incremental)
+
+    def configs() -> dict[str, Any]:
+        return admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "alt")])["topic"]["alt"]
+    broker.wait_until(lambda: "retention.ms" in configs(), message="the altered config")
+    got = configs()
+    assert (got["retention.ms"]["value"], got["retention.ms"]["config_source"]) == ("3600000", "DYNAMIC_TOPIC_CONFIG")
+    assert got["cleanup.policy"]["value"] == "compact"  # kept: the other dynamic config was not removed
+    missing = ConfigResource(ConfigResourceType.TOPIC, "nope", configs={"retention.ms": "1"})
+    result = admin.alter_configs([missing], incremental=incremental, raise_on_unknown=False)
+    assert result["topic"]["nope"] == "[Error 3] UnknownTopicOrPartitionError: The topic 'nope' does not exist."
+
+
 @pytest.mark.fakekafka_only  # the proxy must be what Metadata advertises: fakekafka's model is changed
 def test_idempotent_retry_is_deduplicated(broker: ClusterHandle, connect: Callable[..., Any]) -> None:
     """Two Produce responses are lost after the broker applied them; kafka-python retries those batches (and

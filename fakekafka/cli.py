@@ -105,6 +105,11 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--feature", action="append", default=[], metavar="NAME=LEVEL",
                        help="a feature level, as `kafka-storage format --feature`: transaction.version=0..2 "
                             "(default 2, as a new Kafka 4.x cluster; 1 for transactions version 1)")
+    serve.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                       help="a broker config by Kafka's name, e.g. group.min.session.timeout.ms=1000 (repeatable; "
+                            "wins over --config-file and over the flags that set the same config)")
+    serve.add_argument("--config-file", metavar="PATH",
+                       help="broker configs from a Java properties file, as Kafka's server.properties")
     serve.add_argument("--max-connections-per-ip-overrides", metavar="HOST:N,...",
                        help="per-address exceptions to --max-connections-per-ip (Kafka's format)")
     serve.add_argument("--control-port", type=_port, default=None,
@@ -179,6 +184,63 @@ def _limits(args: argparse.Namespace) -> dict[str, int | str] | str:
     return out
 
 
+def _properties_file(path: str) -> dict[str, str] | str:
+    """A Java properties file's entries (key=value, key:value or key value; # and ! comments; a trailing
+    backslash continues a line), or what is wrong with reading it."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        return f"--config-file: cannot read {path}: {e.strerror or e}"
+    out: dict[str, str] = {}
+    logical = ""
+    for raw in text.splitlines():
+        line = raw.strip() if not logical else raw.lstrip()
+        if not logical and (not line or line[0] in "#!"):
+            continue
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            logical += line[:-1]
+            continue
+        logical += line
+        key, _, value = _split_property(logical)
+        out[key] = value
+        logical = ""
+    if logical:
+        key, _, value = _split_property(logical)
+        out[key] = value
+    return out
+
+
+def _split_property(line: str) -> tuple[str, str, str]:
+    for i, ch in enumerate(line):
+        if ch in "=: \t":
+            rest = line[i:].lstrip(" \t")
+            if rest[:1] in ("=", ":"):
+                rest = rest[1:].lstrip(" \t")
+            return line[:i], ch, rest
+    return line, "", ""
+
+
+def _broker_properties(args: argparse.Namespace) -> dict[str, str] | str:
+    """--config-file's entries, then --config's, checked by Kafka's names and rules, or what is wrong."""
+    props: dict[str, str] = {}
+    if args.config_file:
+        read = _properties_file(args.config_file)
+        if isinstance(read, str):
+            return read
+        props.update(read)
+    for item in args.config:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            return f"--config {item}: expected KEY=VALUE"
+        props[name.strip()] = value.strip()
+    try:
+        BrokerConfig.from_properties(props)
+    except InvalidConfig as e:
+        return str(e)
+    return props
+
+
 FEATURES = {"transaction.version": (0, 2)}
 """The features a cluster can be formatted with, and their levels."""
 
@@ -225,10 +287,15 @@ async def _serve(args: argparse.Namespace) -> int:
         print(f"fakekafka: --feature {features}", file=sys.stderr)
         return 2
     limits.update(features)
-    config = BrokerConfig(num_partitions=args.partitions, auto_create_topics=not args.no_auto_create_topics,
-                          default_replication_factor=args.replication_factor, cluster_id=args.cluster_id,
-                          group_initial_rebalance_delay_ms=args.group_initial_rebalance_delay_ms,
-                          replication_lag_ms=args.replication_lag_ms, **limits)
+    props = _broker_properties(args)
+    if isinstance(props, str):
+        print(f"fakekafka: {props}", file=sys.stderr)
+        return 2
+    config = BrokerConfig.from_properties(
+        props, num_partitions=args.partitions, auto_create_topics=not args.no_auto_create_topics,
+        default_replication_factor=args.replication_factor, cluster_id=args.cluster_id,
+        group_initial_rebalance_delay_ms=args.group_initial_rebalance_delay_ms,
+        replication_lag_ms=args.replication_lag_ms, **limits)
     racks = args.racks.split(",") if args.racks else None
     if racks is not None and len(racks) != args.brokers:
         print(f"fakekafka: --racks names {len(racks)} racks for {args.brokers} brokers", file=sys.stderr)

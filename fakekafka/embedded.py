@@ -14,7 +14,7 @@ import concurrent.futures
 import logging
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -248,13 +248,17 @@ class LoopThread:
 class Cluster(ClusterHandle):
     def __init__(self, *, partitions: int = 1, auto_create_topics: bool = True, host: str = "127.0.0.1",
                  port: int = 0, node_id: int = 1, clock: Clock | str | None = None,
-                 config: BrokerConfig | None = None, group_initial_rebalance_delay_ms: int = 0,
+                 config: BrokerConfig | Mapping[str, str] | None = None, group_initial_rebalance_delay_ms: int = 0,
                  brokers: int = 1, racks: list[str] | None = None,
                  topics: dict[str, int] | None = None, record: str | os.PathLike[str] | None = None) -> None:
         if clock == "frozen":
             clock = ManualClock()
         elif isinstance(clock, str):
             raise ValueError(f"clock must be a Clock, 'frozen' or None, not {clock!r}")
+        if isinstance(config, Mapping):  # broker configs by Kafka's names, checked as `serve --config` checks them
+            config = BrokerConfig.from_properties(
+                dict(config), num_partitions=partitions, auto_create_topics=auto_create_topics,
+                group_initial_rebalance_delay_ms=group_initial_rebalance_delay_ms)
         self.config = config or BrokerConfig(num_partitions=partitions, auto_create_topics=auto_create_topics,
                                              group_initial_rebalance_delay_ms=group_initial_rebalance_delay_ms)
         if brokers < 1:

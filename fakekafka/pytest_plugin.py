@@ -168,10 +168,11 @@ def _start(settings: dict[str, Any], loop_thread: LoopThread | None) -> Cluster:
         raise TypeError(f"unknown fakekafka setting(s): {', '.join(sorted(unknown))}; "
                         f"known: {', '.join(sorted(_SETTINGS))}")
     config = settings.get("config")
-    if config is None:
-        config = BrokerConfig(num_partitions=settings.get("partitions", 1),
-                              auto_create_topics=settings.get("auto_create_topics", True),
-                              group_initial_rebalance_delay_ms=settings.get("group_initial_rebalance_delay_ms", 0))
+    if config is None or isinstance(config, dict):  # a dict: broker configs by Kafka's names
+        config = BrokerConfig.from_properties(
+            config or {}, num_partitions=settings.get("partitions", 1),
+            auto_create_topics=settings.get("auto_create_topics", True),
+            group_initial_rebalance_delay_ms=settings.get("group_initial_rebalance_delay_ms", 0))
     return Cluster(config=config, clock=settings.get("clock"), brokers=settings.get("brokers", 1),
                    racks=settings.get("racks"), topics=settings.get("topics"),
                    record=settings.get("record")).start(loop_thread)

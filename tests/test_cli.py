@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -57,6 +58,49 @@ def test_bad_arguments(args: list[str]) -> None:
     proc = subprocess.run([sys.executable, "-m", "fakekafka", "serve", *args], capture_output=True, text=True,
                           timeout=20)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+def test_serve_takes_broker_configs_by_kafkas_names(tmp_path: Path) -> None:
+    """--config-file (a server.properties) and --config (which wins): DescribeConfigs reports them as
+    static broker configs and the cluster runs by them."""
+    props = tmp_path / "server.properties"
+    props.write_text("# a comment\nnum.partitions = 2\nlog.retention.ms: 3600000\n"
+                     "group.min.session.timeout.ms=\\\n  1000\n")
+    proc, line = _start("--port", "0", "--config-file", str(props), "--config", "num.partitions=3")
+    try:
+        from kafka import KafkaAdminClient, KafkaProducer
+        from kafka.admin import ConfigResource, ConfigResourceType
+        bootstrap = _field(line, "bootstrap.servers")
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+        got = admin.describe_configs([ConfigResource(ConfigResourceType.BROKER, "1")], config_filter="all")
+        configs = got["broker"]["1"]
+        assert (configs["num.partitions"]["value"], configs["num.partitions"]["config_source"]) == (
+            "3", "STATIC_BROKER_CONFIG")
+        assert configs["group.min.session.timeout.ms"]["value"] == "1000"
+        assert configs["log.retention.ms"]["value"] == "3600000"
+        admin.close()
+        producer = KafkaProducer(bootstrap_servers=bootstrap)
+        producer.send("cli-configs", b"x").get(timeout=10)
+        assert producer.partitions_for("cli-configs") == {0, 1, 2}
+        producer.close()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--config", "no.such.config=1"], "The configuration 'no.such.config' was supplied but isn't a known config."),
+    (["--config", "num.partitions=many"], "Invalid value many for configuration num.partitions: Not a number of "
+                                          "type INT"),
+    (["--config", "log.cleaner.delete.retention.ms=-5"], "Invalid value -5 for configuration "
+                                                         "log.cleaner.delete.retention.ms: Value must be at least 0"),
+    (["--config", "num.partitions"], "--config num.partitions: expected KEY=VALUE"),
+    (["--config-file", "/nonexistent/server.properties"], "--config-file: cannot read /nonexistent/server.properties"),
+])
+def test_bad_broker_configs_are_refused_in_kafkas_words(args: list[str], message: str) -> None:
+    proc = subprocess.run([sys.executable, "-m", "fakekafka", "serve", "--port", "0", *args], capture_output=True,
+                          text=True, timeout=20)
+    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_console_script_help() -> None:

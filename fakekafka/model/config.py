@@ -8,12 +8,12 @@ field by field against a real broker by tests/test_api_sweep.py.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from enum import IntEnum
 
 __all__ = [
     "BROKER_CONFIGS", "TOPIC_CONFIGS", "BrokerConfig", "ConfigSource", "ConfigSpec", "ConfigType",
-    "InvalidConfig",
+    "InvalidConfig", "known_broker_config",
 ]
 
 
@@ -218,8 +218,30 @@ _FROM_OVERRIDES = {
     "connections.max.idle.ms": "connections_max_idle_ms", "max.connections": "max_connections",
     "max.connections.per.ip": "max_connections_per_ip", "fetch.max.bytes": "fetch_max_bytes",
     "max.connections.per.ip.overrides": "max_connections_per_ip_overrides",
+    "num.partitions": "num_partitions", "auto.create.topics.enable": "auto_create_topics",
+    "default.replication.factor": "default_replication_factor", "message.max.bytes": "message_max_bytes",
+    "offsets.topic.num.partitions": "offsets_topic_num_partitions",
+    "transaction.state.log.num.partitions": "transaction_state_log_num_partitions",
+    "transaction.max.timeout.ms": "transaction_max_timeout_ms",
+    "transactional.id.expiration.ms": "transactional_id_expiration_ms",
+    "group.initial.rebalance.delay.ms": "group_initial_rebalance_delay_ms",
+    "group.min.session.timeout.ms": "group_min_session_timeout_ms",
+    "group.max.session.timeout.ms": "group_max_session_timeout_ms",
+    "offsets.retention.minutes": "offsets_retention_minutes", "replica.lag.time.max.ms": "replica_lag_time_max_ms",
 }
-"""Broker configs the server reads from fields, which an override by Kafka's name also sets."""
+"""Broker configs the model reads from fields, which a setting by Kafka's name (`overrides`: the CLI's
+--config, a marker's or `Cluster(config={...})`) also sets."""
+
+
+def known_broker_config(name: str) -> ConfigSpec | None:
+    """The spec of a broker config by Kafka's name: one listed in BROKER_CONFIGS, or a topic config's broker
+    synonym (log.cleaner.delete.retention.ms...), checked as its topic config is."""
+    if name in BROKER_CONFIGS:
+        return BROKER_CONFIGS[name]
+    for spec in TOPIC_CONFIGS.values():
+        if spec.broker_synonym == name:
+            return replace(spec, name=name, broker_synonym=None)
+    return None
 
 
 @dataclass
@@ -298,15 +320,29 @@ class BrokerConfig:
             "offsets.retention.minutes": (self.offsets_retention_minutes, 10080),
             "replica.lag.time.max.ms": (self.replica_lag_time_max_ms, 30000),
         }
+        for name, attr in _FROM_OVERRIDES.items():  # set by Kafka's name: that wins over the field
+            if name in self.overrides:
+                value, kind = self.overrides[name], type(_FIELD_DEFAULTS[attr])
+                setattr(self, attr, value.strip().lower() == "true" if kind is bool else kind(value.strip()))
         for name, (value, default) in explicit.items():
-            if value != default:
+            if value != default and name not in self.overrides:
                 self.overrides[name] = str(value).lower() if isinstance(value, bool) else str(value)
-        for name, attr in _FROM_OVERRIDES.items():  # set by Kafka's name (a marker's or the CLI's overrides)
-            if name in self.overrides and getattr(self, attr) == _FIELD_DEFAULTS[attr]:
-                value = self.overrides[name]
-                setattr(self, attr, value if isinstance(_FIELD_DEFAULTS[attr], str) else int(value))
         self.ip_overrides()  # a malformed value is refused here, not at the first connection
         self.dynamic_defaults.setdefault("min.insync.replicas", self.overrides.get("min.insync.replicas", "1"))
+
+    @classmethod
+    def from_properties(cls, properties: dict[str, str], **fields: object) -> BrokerConfig:
+        """A config from broker settings by Kafka's names (a server.properties' or `serve --config`'s),
+        each checked: InvalidConfig in Kafka's words for a name it does not know or a value it refuses.
+        Kafka only warns of an unknown name and ignores it; here it is refused, since ignoring it silently
+        would leave a test running on a setting it did not get."""
+        for name, value in properties.items():
+            spec = known_broker_config(name)
+            if spec is None:
+                raise InvalidConfig(f"The configuration '{name}' was supplied but isn't a known config.")
+            spec.validate(value)
+        extra = fields.pop("overrides", None) or {}
+        return cls(**fields, overrides={**extra, **properties})  # type: ignore[arg-type]
 
     def ip_overrides(self) -> dict[str, int]:
         """max.connections.per.ip.overrides as {host: count}; InvalidConfig in Kafka's words if malformed."""

@@ -1,4 +1,21 @@
-"""DescribeConfigs (key 32), v1-4: Kafka's topic and broker defaults with their sources.
+"""DescribeConfigs (key 32), v1-4, AlterConfigs (key 33), v0-2, and IncrementalAlterConfigs (key 44), v0-1.
+
+Alterations: TOPIC resources (DYNAMIC_TOPIC_CONFIG) and BROKER resources, "" for the cluster-wide dynamic
+default (DYNAMIC_DEFAULT_BROKER_CONFIG) and the answering broker's id for its own (DYNAMIC_BROKER_CONFIG), as
+Kafka 4.4's broker and controller check them, with their codes and words (checked against Kafka by
+tests/test_api_sweep.py): each resource is validated whole and applied whole or not at all; duplicate
+resources or keys, a null SET value, the default topic resource "", another broker's id are INVALID_REQUEST;
+unknown topic configs and bad values INVALID_CONFIG (checked before the topic's existence, as Kafka does);
+APPEND/SUBTRACT work on the current value or else the default, for LIST configs only; broker configs Kafka
+cannot change at run time are refused ("Cannot update these configs dynamically"), broker names it does not
+know are kept and described with their value hidden, as Kafka's; the cluster-level min.insync.replicas can't
+be removed (ELR, KAFKA-16540). AlterConfigs replaces the resource's whole dynamic set. Changes take effect
+at once, since the model reads configs on every use (max.message.bytes, min.insync.replicas,
+message.timestamp.*, cleanup.policy), retention at its next check. Deliberate differences: GROUP,
+CLIENT_METRICS and BROKER_LOGGER resources are refused as an unknown resource type (Kafka serves them), and
+a broker config outside model/config.py's BROKER_CONFIGS is taken as one Kafka does not know.
+
+DescribeConfigs: Kafka's topic and broker defaults with their sources.
 
 A topic config not set on the topic reports the broker's value for its synonym (DEFAULT_CONFIG, or
 STATIC_BROKER_CONFIG when the broker was started with it set; min.insync.replicas is a cluster-level

@@ -52,8 +52,8 @@ def _serve(cluster: fakekafka.Cluster, request: dict[str, Any]) -> str:
 
 
 SCENARIOS = ["roundtrip", "compression", "large", "partitions100", "admin_create", "admin_delete", "admin_partitions",
-             "admin_describe", "admin_configs", "admin_list_offsets", "consumer_offsets", "read_committed",
-             "validation"]
+             "admin_describe", "admin_configs", "admin_alter_configs", "admin_list_offsets", "consumer_offsets",
+             "read_committed", "validation"]
 STEERED = {"validation"}
 """Scenarios that change the broker behind the client's back: fakekafka only."""
 
@@ -258,6 +258,22 @@ def test_admin_describe_cluster(java: JavaRun) -> None:
     port = int(java.cluster.bootstrap_servers.rsplit(":", 1)[1])
     node = {"id": 1, "host": "127.0.0.1", "port": port, "rack": None}
     assert r == {"cluster_id": _cluster_id(java.cluster), "controller": node, "nodes": [node]}
+
+
+def test_admin_incremental_alter_configs(java: JavaRun) -> None:
+    """The Java Admin's incrementalAlterConfigs: values and sources after, Kafka's exceptions for a bad value,
+    an unknown topic and a static broker config, and the broker's value gone again after DELETE."""
+    r = java.result("admin_alter_configs")
+    topic = r["topic"]
+    assert (topic["retention.ms"]["value"], topic["retention.ms"]["source"]) == ("3600000", "DYNAMIC_TOPIC_CONFIG")
+    assert topic["cleanup.policy"]["value"] == "delete,compact"
+    assert topic["retention.bytes"]["synonyms"] == [["log.retention.bytes", "1000000000", "DYNAMIC_BROKER_CONFIG"],
+                                                    ["log.retention.bytes", "-1", "DEFAULT_CONFIG"]]
+    assert r["refused"] == "InvalidConfigurationException"
+    assert r["unknown_topic"] == "UnknownTopicOrPartitionException"
+    assert r["static"] == "InvalidRequestException"
+    assert (r["restored"]["retention.bytes"]["value"], r["restored"]["retention.bytes"]["source"]) == (
+        "-1", "DEFAULT_CONFIG")
 
 
 def test_admin_describe_configs(java: JavaRun) -> None:

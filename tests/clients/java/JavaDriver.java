@@ -33,6 +33,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.CreateTopicsResult;
@@ -69,8 +70,8 @@ public final class JavaDriver {
     private static final long TIMEOUT_S = 15;
     private static final List<String> ALL = List.of(
             "roundtrip", "compression", "large", "partitions100", "admin_create", "admin_delete",
-            "admin_partitions", "admin_describe", "admin_configs", "admin_list_offsets", "consumer_offsets",
-            "read_committed", "validation");
+            "admin_partitions", "admin_describe", "admin_configs", "admin_alter_configs", "admin_list_offsets",
+            "consumer_offsets", "read_committed", "validation");
 
     private static String bootstrap;
     private static Admin admin;
@@ -110,6 +111,7 @@ public final class JavaDriver {
             case "admin_partitions": return adminPartitions();
             case "admin_describe": return adminDescribe();
             case "admin_configs": return adminConfigs();
+            case "admin_alter_configs": return adminAlterConfigs();
             case "admin_list_offsets": return adminListOffsets();
             case "consumer_offsets": return consumerOffsets();
             case "read_committed": return readCommitted();
@@ -577,6 +579,52 @@ public final class JavaDriver {
         return map("broker_id", brokerId, "topic", configJson(all.get(t)), "broker", configJson(all.get(b)),
                    "unknown_topic", outcome(() -> get(admin().describeConfigs(
                            List.of(new ConfigResource(ConfigResource.Type.TOPIC, "java-admin-configs-nope"))).all())));
+    }
+
+    /** incrementalAlterConfigs on a topic (SET, APPEND) and on this broker (SET, then DELETE), a refused
+     *  alteration, and what describeConfigs says after each. */
+    private static Object adminAlterConfigs() throws Exception {
+        String topic = "java-admin-alter";
+        createTopic(topic, 1, Map.of());
+        String brokerId = String.valueOf(get(admin().describeCluster().controller()).id());
+        ConfigResource t = new ConfigResource(ConfigResource.Type.TOPIC, topic);
+        ConfigResource b = new ConfigResource(ConfigResource.Type.BROKER, brokerId);
+        get(admin().incrementalAlterConfigs(Map.of(
+                t, List.of(new AlterConfigOp(new ConfigEntry("retention.ms", "3600000"), AlterConfigOp.OpType.SET),
+                           new AlterConfigOp(new ConfigEntry("cleanup.policy", "compact"),
+                                             AlterConfigOp.OpType.APPEND)),
+                b, List.of(new AlterConfigOp(new ConfigEntry("log.retention.bytes", "1000000000"),
+                                             AlterConfigOp.OpType.SET)))).all());
+        Config after = describedWhen(t, c -> "3600000".equals(c.get("retention.ms").value())
+                && c.get("retention.bytes").source() == ConfigEntry.ConfigSource.DYNAMIC_BROKER_CONFIG);
+        Object refused = outcome(() -> get(admin().incrementalAlterConfigs(Map.of(t, List.of(
+                new AlterConfigOp(new ConfigEntry("segment.bytes", "100"), AlterConfigOp.OpType.SET)))).all()));
+        Object unknownTopic = outcome(() -> get(admin().incrementalAlterConfigs(Map.of(
+                new ConfigResource(ConfigResource.Type.TOPIC, "java-admin-alter-nope"), List.of(new AlterConfigOp(
+                        new ConfigEntry("retention.ms", "1"), AlterConfigOp.OpType.SET)))).all()));
+        Object staticConfig = outcome(() -> get(admin().incrementalAlterConfigs(Map.of(b, List.of(new AlterConfigOp(
+                new ConfigEntry("num.partitions", "3"), AlterConfigOp.OpType.SET)))).all()));
+        get(admin().incrementalAlterConfigs(Map.of(b, List.of(new AlterConfigOp(
+                new ConfigEntry("log.retention.bytes", null), AlterConfigOp.OpType.DELETE)))).all());
+        Config restored = describedWhen(t, c -> c.get("retention.bytes").source()
+                != ConfigEntry.ConfigSource.DYNAMIC_BROKER_CONFIG);
+        return map("topic", configJson(after), "refused", refused, "unknown_topic", unknownTopic,
+                   "static", staticConfig, "restored", configJson(restored));
+    }
+
+    /** The resource's configs once `ready` holds (Kafka's brokers apply an alteration a moment after they
+     *  acknowledge it), or as they are after TIMEOUT_S. */
+    private static Config describedWhen(ConfigResource r, java.util.function.Predicate<Config> ready)
+            throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(TIMEOUT_S);
+        while (true) {
+            Config c = get(admin().describeConfigs(List.of(r), new DescribeConfigsOptions().includeSynonyms(true))
+                    .all()).get(r);
+            if (ready.test(c) || System.nanoTime() > deadline) {
+                return c;
+            }
+            Thread.sleep(50);
+        }
     }
 
     private static Map<String, Object> infoJson(ListOffsetsResultInfo i) {

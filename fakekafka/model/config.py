@@ -186,6 +186,7 @@ BROKER_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
     ConfigSpec("log.retention.ms", _T.LONG, None, dynamic=True),
     ConfigSpec("log.roll.ms", _T.LONG, None, dynamic=True),
     ConfigSpec("log.roll.jitter.ms", _T.LONG, None, dynamic=True),
+    ConfigSpec("log.retention.minutes", _T.INT, None),
     ConfigSpec("log.retention.hours", _T.INT, "168"),
     ConfigSpec("log.roll.hours", _T.INT, "168"),
     ConfigSpec("log.retention.bytes", _T.LONG, "-1", dynamic=True),
@@ -210,8 +211,13 @@ def _broker_default(name: str) -> str | None:
     return None
 
 
-_FALLBACKS = {"log.retention.ms": ("log.retention.hours",), "log.roll.ms": ("log.roll.hours",)}
+_FALLBACKS = {"log.retention.ms": ("log.retention.minutes", "log.retention.hours"), "log.roll.ms": ("log.roll.hours",)}
 """Broker configs whose value, when unset, comes from a coarser one (Kafka's synonyms after the name itself)."""
+
+_DERIVED = {"retention.ms": (("log.retention.minutes", 60_000), ("log.retention.hours", 3_600_000)),
+            "segment.ms": (("log.roll.hours", 3_600_000),)}
+"""Topic configs whose broker synonym in ms is unset: Kafka derives the default from the coarser setting
+(log.retention.hours=1 makes retention.ms 3600000), still reported as DEFAULT_CONFIG with no synonyms."""
 
 _FROM_OVERRIDES = {
     "socket.request.max.bytes": "socket_request_max_bytes", "queued.max.request.bytes": "queued_max_request_bytes",
@@ -387,6 +393,10 @@ class BrokerConfig:
         chain = self.synonyms(spec.broker_synonym, node_id) if spec.broker_synonym else []
         if chain:
             return chain[0][1], chain[0][2], spec.broker_synonym
+        for coarser, factor in _DERIVED.get(name, ()):
+            layers = self.synonyms(coarser, node_id)
+            if layers:
+                return str(int(layers[0][1]) * factor), ConfigSource.DEFAULT_CONFIG, spec.broker_synonym
         return spec.default, ConfigSource.DEFAULT_CONFIG, spec.broker_synonym
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from fakekafka.model.clock import ManualClock
 from fakekafka.model.cluster import RETENTION_INITIAL_DELAY_MS, ClusterState, Partition
-from fakekafka.model.config import BrokerConfig
+from fakekafka.model.config import BrokerConfig, ConfigSource
 from wire import ErrorCode
 from wire.records import build_batch
 
@@ -100,3 +100,19 @@ def test_compacted_and_unreplicated_are_kept() -> None:
     _advance(c, clock, RETENTION_INITIAL_DELAY_MS)
     assert compacted.partitions[0].log.log_start_offset == 0
     assert p.log.log_start_offset == 0
+
+
+def test_retention_hours_set_on_the_broker() -> None:
+    """log.retention.hours (static) is where retention.ms's default comes from when log.retention.ms is unset;
+    Kafka still reports it as DEFAULT_CONFIG."""
+    c, clock = _cluster(**{"log.retention.hours": "1"})
+    t = c.create_topic("t", 1)
+    assert c.topic_config(t, "retention.ms")[:2] == ("3600000", ConfigSource.DEFAULT_CONFIG)
+    p = t.partitions[0]
+    _produce(c, p, clock)
+    _advance(c, clock, RETENTION_INITIAL_DELAY_MS)
+    assert p.log.log_start_offset == 0
+    _advance(c, clock, 4 * CHECK)  # 20.5 minutes in
+    assert p.log.log_start_offset == 0
+    _advance(c, clock, 8 * CHECK)  # 60.5 minutes in
+    assert p.log.log_start_offset == 1

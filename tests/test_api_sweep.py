@@ -730,6 +730,15 @@ VARIANTS: dict[str, tuple[int, list[int], Callable[[Target, int], dict[str, Any]
     "alter-broker-errors": (44, [1], lambda t, v: {"validate_only": False, "resources": [
         {"resource_type": 4, "resource_name": "", "configs": [_alter_op("min.insync.replicas", None, 1)]},
         {"resource_type": 4, "resource_name": "1", "configs": [_alter_op("message.max.bytes", "5", 2)]}]}),
+    "alter-value-errors": (44, [1], lambda t, v: {"validate_only": False, "resources": [
+        {"resource_type": rt, "resource_name": name, "configs": [_alter_op(*op) for op in ops]}
+        for rt, name, ops in [
+            (4, "", [("message.max.bytes", "-5")]), (4, "1", [("log.retention.bytes", "abc")]),
+            (2, "sweep-alter-v0", [("cleanup.policy", "bogus", 2)]),
+            (2, "sweep-alter-v1", [("min.insync.replicas", "0")])]]}),
+    "alter-static-pair": (44, [1], lambda t, v: {"validate_only": False, "resources": [
+        {"resource_type": 4, "resource_name": "1", "configs": [_alter_op("num.partitions", "2"),
+                                                               _alter_op("broker.id", "3")]}]}),
     "duplicate-resources": (44, [1], lambda t, v: {"validate_only": False, "resources": [
         {"resource_type": 2, "resource_name": "sweep-alter-v0", "configs": [_alter_op("retention.ms", "1")]}] * 2}),
     "validate-only": (44, [1], lambda t, v: {"validate_only": True, "resources": [

@@ -84,9 +84,9 @@ class ConfigSpec:
                     raise InvalidConfig(shown + f"Value must be no more than {self.maximum}")
         if self.choices:
             parts = [p for p in value.split(",") if p.strip()] if self.type == ConfigType.LIST else [value]
-            for p in parts:
+            for p in parts:  # a list is checked element by element: the message names the element
                 if p.strip() not in self.choices:
-                    raise InvalidConfig(f"Invalid value {value} for configuration {self.name}: "
+                    raise InvalidConfig(f"Invalid value {p.strip()} for configuration {self.name}: "
                                         f"String must be one of: {', '.join(self.choices)}")
         return value
 

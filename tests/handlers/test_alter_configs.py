@@ -137,3 +137,18 @@ def test_raised_max_message_bytes_admits_larger_batch(raw: RawClient) -> None:
     assert produce() == ErrorCode.MESSAGE_TOO_LARGE
     assert _inc(raw, [(TOPIC, "t", [("max.message.bytes", SET, "2000000")])]) == [(0, None)]
     assert produce() == ErrorCode.NONE
+
+
+def test_min_insync_and_timestamp_type_take_effect_at_once(raw: RawClient) -> None:
+    def produce(acks: int) -> Any:
+        r = raw.request(PRODUCE, 9, {"acks": acks, "timeout_ms": 5000, "transactional_id": None, "topic_data": [
+            {"name": "u", "partition_data": [{"index": 0, "records": build_batch([{"value": b"v",
+                                                                                    "timestamp": 1000}])}]}]})
+        return r.responses[0].partition_responses[0]
+    assert produce(-1).error_code == ErrorCode.NONE
+    assert _inc(raw, [(TOPIC, "u", [("min.insync.replicas", SET, "2")])]) == [(0, None)]
+    assert produce(-1).error_code == ErrorCode.NOT_ENOUGH_REPLICAS
+    assert _inc(raw, [(TOPIC, "u", [("min.insync.replicas", DELETE, None),
+                                    ("message.timestamp.type", SET, "LogAppendTime")])]) == [(0, None)]
+    answer = produce(-1)
+    assert answer.error_code == ErrorCode.NONE and answer.log_append_time_ms > 1000

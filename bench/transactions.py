@@ -130,8 +130,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"| {kind} | failed: {r['error']} | | | | |")
             continue
         failed = f" ({len(r['mixed_errors'])} of {args.repeat} runs failed)" if r["mixed_errors"] else ""
-        print(f"| {kind} | {r['commit']:,.0f} | {r['cpu']:,.0f} µs | {r['consume']:,.0f} rec/s | {r['mixed']:,.0f}{failed} "
-              f"| {r['consume_mixed']:,.0f} rec/s |")
+        print(f"| {kind} | {r['commit']:,.0f} | {r['cpu']:,.0f} µs | {r['consume']:,.0f} rec/s "
+              f"| {r['mixed']:,.0f}{failed} | {r['consume_mixed']:,.0f} rec/s |")
     for kind, r in rows.items():
         for e in r.get("mixed_errors", []):  # type: ignore[union-attr]
             print(f"\n{kind}, half aborted: {e}")

@@ -38,7 +38,7 @@ _CTL_ARGS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "drop-connection": (("api",), ("when", "count", "broker")),
     "throttle": (("ms",), ("api", "count")), "clear-faults": ((), ()), "advance-clock": (("ms",), ()),
     "partition-state": (("topic", "partition"), ()), "events": ((), ()), "describe": ((), ()),
-    "abort-transaction": (("transactional_id",), ()),
+    "abort-transaction": (("transactional_id",), ()), "expire-transactional-id": (("transactional_id",), ()),
 }
 _CTL_INTS = {"broker", "partition", "ms", "count"}
 MAX_PORT = 65535

@@ -119,6 +119,17 @@ def _advance(c: Cluster, a: dict[str, Any]) -> str:
     return f"clock advanced {ms} ms, now at {c.advance_clock(ms)} ms"
 
 
+def _expire_transactional_id(c: Cluster, a: dict[str, Any]) -> str:
+    tid = a["transactional_id"]
+    before = c.transaction(tid)
+    if before is None:
+        known = ", ".join(c.transactions()) or "none yet"
+        raise ValueError(f"there is no transactional id {tid!r}; the ids are: {known}")
+    c.expire_transactional_id(tid)
+    return (f"transactional id {tid} expired as transactional.id.expiration.ms would: producer {before.producer_id} "
+            f"forgotten; its next InitProducerId gets a new producer id")
+
+
 def _abort_transaction(c: Cluster, a: dict[str, Any]) -> str:
     tid = a["transactional_id"]
     before = c.transaction(tid)
@@ -177,6 +188,8 @@ COMMANDS: dict[str, tuple[str, Callable[[Cluster, dict[str, Any]], Awaitable[Any
     "clear-faults": ("remove every injected fault", _sync(_clear)),
     "abort-transaction": ("TRANSACTIONAL_ID: abort its open transaction as its timeout would (the producer is "
                           "fenced)", _sync(_abort_transaction)),
+    "expire-transactional-id": ("TRANSACTIONAL_ID: forget an idle one (no open transaction), as "
+                                "transactional.id.expiration.ms would", _sync(_expire_transactional_id)),
     "advance-clock": ("MS: move the frozen clock (serve --clock frozen)", _sync(_advance)),
     "partition-state": ("TOPIC PARTITION: leader, epoch, replicas, ISR, offsets (JSON)",
                         _sync(lambda c, a: c.partition_state(a["topic"], _int(a, "partition")))),

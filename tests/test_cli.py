@@ -434,6 +434,11 @@ def test_ctl_describe_lists_transactions() -> None:
         unknown = _ctl(control, "abort-transaction", "nosuch")
         assert unknown.returncode == 1
         assert unknown.stderr == "fakekafka ctl: there is no transactional id 'nosuch'; the ids are: billing-tx\n"
+        expired = _ctl(control, "expire-transactional-id", "billing-tx")
+        assert expired.returncode == 0 and expired.stdout.startswith("transactional id billing-tx expired"), expired
+        gone = _ctl(control, "expire-transactional-id", "billing-tx")
+        assert gone.returncode == 1 and "there is no transactional id 'billing-tx'; the ids are: none yet" in \
+            gone.stderr
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(10) == 0

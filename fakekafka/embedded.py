@@ -11,8 +11,10 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
+import dataclasses
 import logging
 import os
+import tempfile
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -25,6 +27,7 @@ from fakekafka.model.config import BrokerConfig
 from fakekafka.model.faults import Fault, FaultKind, api_key_of, error_code_of
 from fakekafka.model.group import Group
 from fakekafka.model.transactions import TransactionMetadata
+from fakekafka.security import TestPki, make_test_pki, parse_listeners
 from fakekafka.server import ListenerPool, RequestRecord, Server
 from wire import ErrorCode
 from wire.records import Compression, Record, build_batch, decode_batch
@@ -250,7 +253,14 @@ class Cluster(ClusterHandle):
                  port: int = 0, node_id: int = 1, clock: Clock | str | None = None,
                  config: BrokerConfig | Mapping[str, str] | None = None, group_initial_rebalance_delay_ms: int = 0,
                  brokers: int = 1, racks: list[str] | None = None,
-                 topics: dict[str, int] | None = None, record: str | os.PathLike[str] | None = None) -> None:
+                 topics: dict[str, int] | None = None, record: str | os.PathLike[str] | None = None,
+                 listeners: str | None = None, advertised_listeners: str | None = None,
+                 listener_security_protocol_map: str | None = None, sasl_enabled_mechanisms: str | None = None,
+                 ssl_client_auth: str | None = None, users: dict[str, str] | None = None) -> None:
+        """`listeners` and the settings after it are Kafka's broker configs of the same names (they override
+        `config`'s). An SSL/SASL_SSL listener without ssl.keystore.location gets a throwaway CA and
+        certificates (`self.pki`: the CA file and a client certificate for clients). `users` are the
+        SASL PLAIN/SCRAM users, name -> password."""
         if clock == "frozen":
             clock = ManualClock()
         elif isinstance(clock, str):
@@ -261,12 +271,31 @@ class Cluster(ClusterHandle):
                 group_initial_rebalance_delay_ms=group_initial_rebalance_delay_ms)
         self.config = config or BrokerConfig(num_partitions=partitions, auto_create_topics=auto_create_topics,
                                              group_initial_rebalance_delay_ms=group_initial_rebalance_delay_ms)
+        security = {name: value for name, value in (
+            ("listeners", listeners), ("advertised_listeners", advertised_listeners),
+            ("listener_security_protocol_map", listener_security_protocol_map),
+            ("sasl_enabled_mechanisms", sasl_enabled_mechanisms), ("ssl_client_auth", ssl_client_auth))
+            if value is not None}
+        if security:
+            self.config = dataclasses.replace(self.config, **security)
+        self.pki: TestPki | None = None
+        """The throwaway CA and certificates an SSL listener was given (None when the config names files)."""
+        self._pki_dir: tempfile.TemporaryDirectory[str] | None = None
+        if self.config.listeners and not self.config.ssl_keystore_location and any(
+                spec.tls for spec in parse_listeners(self.config.listeners,
+                                                     self.config.listener_security_protocol_map)):
+            self._pki_dir = tempfile.TemporaryDirectory(prefix="fakekafka-pki-")
+            hosts = tuple(dict.fromkeys([host, "localhost", "127.0.0.1", "::1"]))
+            self.pki = make_test_pki(self._pki_dir.name, hosts)
+            self.config = dataclasses.replace(self.config, ssl_keystore_location=str(self.pki.server_keystore),
+                                              ssl_truststore_location=str(self.pki.ca_file))
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
         if racks is not None and len(racks) != brokers:
             raise ValueError(f"racks names one rack per broker: {brokers} brokers, {len(racks)} racks")
         self.state = ClusterState(self.config, clock, [
             Broker(node_id + i, host, port + i if port else 0, racks[i] if racks else None) for i in range(brokers)])
+        self.state.sasl_users.update(users or {})
         for name, count in (topics or {}).items():  # before anyone can see the state: no loop needed
             self.state.create_topic(name, count)
         self.server = Server(self.state, host)
@@ -283,6 +312,14 @@ class Cluster(ClusterHandle):
     @property
     def bootstrap_servers(self) -> str:
         return self.server.bootstrap_servers
+
+    def bootstrap_servers_for(self, listener: str) -> str:
+        """The brokers' advertised addresses on one listener, by its name ("SASL_SSL", "SSL", ...)."""
+        return self.server.bootstrap_servers_for(listener)
+
+    def add_user(self, user: str, password: str) -> None:
+        """Adds (or changes the password of) a SASL PLAIN/SCRAM user; new connections see it."""
+        self.call(lambda: self.state.sasl_users.__setitem__(user, password))
 
     # --- lifecycle -----------------------------------------------------------------------------
     def start(self, loop_thread: LoopThread | None = None) -> Cluster:

@@ -41,9 +41,13 @@ if TYPE_CHECKING:
 __all__ = ["CLIENT_NOISE", "cluster_for", "fakekafka", "fakekafka_cluster", "kafka"]
 
 _CLUSTERS = pytest.StashKey[list[ClusterHandle]]()
+_SECURITY = ("listeners", "advertised_listeners", "listener_security_protocol_map", "sasl_enabled_mechanisms",
+             "ssl_client_auth", "users")
+"""Listener, TLS and SASL settings (Kafka's broker config names); the handle's `pki` has the CA and client
+certificate files when a listener is SSL or SASL_SSL."""
 _SETTINGS = {"partitions", "auto_create_topics", "clock", "topics", "brokers", "racks", "config",
-             "group_initial_rebalance_delay_ms", "record"}
-_FAKE_SETTINGS = ("clock", "config", "racks", "record")
+             "group_initial_rebalance_delay_ms", "record", *_SECURITY}
+_FAKE_SETTINGS = ("clock", "config", "racks", "record", *_SECURITY)
 """Marker settings only an in-process fakekafka has: a remote cluster's test that asks for one is skipped."""
 
 REAL_KAFKA_CONFIGS: dict[str, str | None] = {"num.partitions": None, "group.initial.rebalance.delay.ms": "0"}
@@ -175,7 +179,8 @@ def _start(settings: dict[str, Any], loop_thread: LoopThread | None) -> Cluster:
             group_initial_rebalance_delay_ms=settings.get("group_initial_rebalance_delay_ms", 0))
     return Cluster(config=config, clock=settings.get("clock"), brokers=settings.get("brokers", 1),
                    racks=settings.get("racks"), topics=settings.get("topics"),
-                   record=settings.get("record")).start(loop_thread)
+                   record=settings.get("record"),
+                   **{name: settings[name] for name in _SECURITY if name in settings}).start(loop_thread)
 
 
 def _remote(config: pytest.Config, settings: dict[str, Any]) -> RemoteCluster:

@@ -24,6 +24,7 @@ import collections
 import dataclasses
 import logging
 import socket
+import ssl
 import struct
 import sys
 import time
@@ -35,8 +36,10 @@ from typing import Any
 from fakekafka.handlers import NO_RESPONSE, DropConnection, Park, RequestContext, dispatch, handler_for
 from fakekafka.handlers.api_versions import API_VERSIONS_KEY, unsupported_version_response
 from fakekafka.handlers.registry import error_response
+from fakekafka.handlers.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslState
 from fakekafka.model.clock import ManualClock
 from fakekafka.model.cluster import Broker, ClusterState
+from fakekafka.security import ListenerSpec, parse_listeners, server_ssl_context
 from fakekafka.traffic import touched
 from wire import DecodeError, ErrorCode, Request, UnknownApiKey, decode_request_header
 from wire.messages import API_MODULES
@@ -121,9 +124,10 @@ class _Connection(asyncio.BufferedProtocol):
     _SCRATCH = 65536
     _MAX_QUEUED = 64
 
-    def __init__(self, server: Server, broker: Broker) -> None:
+    def __init__(self, server: Server, broker: Broker, listener: ListenerSpec | None = None) -> None:
         self.server = server
         self.broker = broker
+        self.listener = listener
         self.peer = "?"
         self.ip = "?"
         self.transport: asyncio.Transport | None = None
@@ -153,7 +157,7 @@ class _Connection(asyncio.BufferedProtocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
-        if _TRANSPORT_JOINS:
+        if _TRANSPORT_JOINS and transport.get_extra_info("sslcontext") is None:  # TLS: bytes go through ssl
             sock = getattr(transport.get_extra_info("socket"), "_sock", None)
             self._sock = sock if isinstance(sock, socket.socket) and hasattr(sock, "sendmsg") else None
         peer = transport.get_extra_info("peername")
@@ -446,8 +450,21 @@ class Server:
         self.cluster = cluster
         self.host = host
         self.advertised_host = advertised_host
-        self._servers: dict[int, asyncio.base_events.Server] = {}
-        self._sockets: dict[int, socket.socket] = {}
+        self._servers: dict[tuple[int, str], asyncio.base_events.Server] = {}
+        self._sockets: dict[tuple[int, str], socket.socket] = {}
+        config = cluster.config
+        self.listeners: list[ListenerSpec] = (parse_listeners(config.listeners, config.listener_security_protocol_map)
+                                              if config.listeners else [ListenerSpec("PLAINTEXT", "PLAINTEXT", "", -1)])
+        """The brokers' listeners (`listeners`); port -1: the implicit one, on each broker's own port."""
+        self._advertised = ({s.name: s for s in parse_listeners(config.advertised_listeners,
+                                                                config.listener_security_protocol_map)}
+                            if config.advertised_listeners else {})
+        self._ssl: ssl.SSLContext | None = None
+        if any(spec.tls for spec in self.listeners):
+            if not config.ssl_keystore_location:
+                raise ValueError("an SSL or SASL_SSL listener needs ssl.keystore.location (PEM key and certificate)")
+            self._ssl = server_ssl_context(config.ssl_keystore_location, config.ssl_truststore_location or None,
+                                           config.ssl_client_auth, config.ssl_key_password or None)
         self._connections: set[asyncio.Task[None]] = set()
         self._by_broker: dict[int, set[_Connection]] = defaultdict(set)
         self._held: dict[int, collections.deque[_Connection]] = defaultdict(collections.deque)
@@ -480,6 +497,13 @@ class Server:
     def bootstrap_servers(self) -> str:
         return ",".join(f"{b.host}:{b.port}" for b in self.cluster.brokers.values())
 
+    def bootstrap_servers_for(self, listener: str) -> str:
+        """The advertised addresses of one listener, by its name (e.g. "SASL_SSL")."""
+        name = listener.upper()
+        if all(spec.name != name for spec in self.listeners):
+            raise KeyError(f"no listener named {name}; listeners: {', '.join(s.name for s in self.listeners)}")
+        return ",".join("{}:{}".format(*b.endpoint(name)) for b in self.cluster.brokers.values())
+
     @property
     def connection_count(self) -> int:
         return sum(len(conns) for conns in self._by_broker.values())
@@ -490,43 +514,79 @@ class Server:
         between waits in the listen backlog. Raises OSError (port taken) with nothing left open."""
         try:
             for broker in self.cluster.brokers.values():
-                if broker.alive and broker.node_id not in self._sockets and broker.node_id not in self._servers:
-                    self._sockets[broker.node_id] = self._listen(broker)
+                for spec in self.listeners:
+                    key = (broker.node_id, spec.name)
+                    if broker.alive and key not in self._sockets and key not in self._servers:
+                        self._sockets[key] = self._listen(broker, spec)
         except OSError:
             self._close_sockets()
             raise
+        self._advertise()
+
+    def _advertise(self) -> None:
+        """Each broker's advertised address per listener (advertised.listeners, else where it is bound); the
+        first listener's is the broker's own host:port (bootstrap_servers)."""
         if self.advertised_host:
             for broker in self.cluster.brokers.values():
                 broker.host = self.advertised_host
+        if self.listeners[0].port < 0:
+            return
+        first = min(self.cluster.brokers)
+        for broker in self.cluster.brokers.values():
+            for spec in self.listeners:
+                bound = broker.bound.get(spec.name)
+                if bound is None:
+                    continue
+                adv = self._advertised.get(spec.name)
+                if adv is None:
+                    host, port = spec.host or self.advertised_host or self.host, bound
+                else:
+                    host = adv.host or self.advertised_host or self.host
+                    port = adv.port + broker.node_id - first if adv.port else bound
+                broker.endpoints[spec.name] = (host, port)
+            broker.host, broker.port = broker.endpoints[self.listeners[0].name]
 
-    def _listen(self, broker: Broker) -> socket.socket:
+    def _listen(self, broker: Broker, spec: ListenerSpec) -> socket.socket:
+        if spec.port < 0:  # the implicit listener: the broker's own port
+            host, port = self.host, broker.port
+        else:
+            host = spec.host or self.host
+            port = broker.bound.get(spec.name, spec.port + broker.node_id - min(self.cluster.brokers)
+                                    if spec.port else 0)
         try:
-            sock = _listen_socket(self.host, broker.port)
+            sock = _listen_socket(host, port)
         except OSError as e:  # which of the brokers' ports it was: the error's filename, as for files
-            raise OSError(e.errno, e.strerror, f"{self.host}:{broker.port}") from e
-        if broker.port == 0:
-            broker.port = sock.getsockname()[1]
+            raise OSError(e.errno, e.strerror, f"{host}:{port}") from e
+        if spec.port < 0:
+            if broker.port == 0:
+                broker.port = sock.getsockname()[1]
+        else:
+            broker.bound[spec.name] = sock.getsockname()[1]
         return sock
+
+    def _factory(self, broker: Broker, spec: ListenerSpec) -> Callable[[], _Connection]:
+        listener = None if spec.port < 0 else spec
+        return lambda: _Connection(self, broker, listener)
 
     def adopt(self, pool: ListenerPool) -> bool:
         """Takes pooled listeners for the live brokers that have no port yet; True when every live broker is
         then served (nothing left for `start` to do: the ticker starts with the first connection)."""
-        if pool.host != self.host:
+        if pool.host != self.host or self.listeners[0].port >= 0:
             return False
         for broker in self.cluster.brokers.values():
-            if not broker.alive or broker.port != 0 or broker.node_id in self._servers:
+            if not broker.alive or broker.port != 0 or (broker.node_id, "PLAINTEXT") in self._servers:
                 continue
             listener = pool.take()
             if listener is None:
                 return False
             assert listener.server is not None
             listener.protocol_factory = lambda b=broker: _Connection(self, b)
-            self._servers[broker.node_id] = listener.server
+            self._servers[(broker.node_id, "PLAINTEXT")] = listener.server
             broker.port = listener.port
         if self.advertised_host:
             for broker in self.cluster.brokers.values():
                 broker.host = self.advertised_host
-        return all(b.node_id in self._servers for b in self.cluster.brokers.values() if b.alive)
+        return all((b.node_id, "PLAINTEXT") in self._servers for b in self.cluster.brokers.values() if b.alive)
 
     # --- connection limits (Kafka's SocketServer/ConnectionQuotas and memory pool) -----------------
     def _accept(self, conn: _Connection) -> None:
@@ -686,28 +746,30 @@ class Server:
     async def open_broker(self, node_id: int) -> None:
         """Listens for the broker (again, on the same port after a restart)."""
         broker = self.cluster.brokers[node_id]
-        if node_id in self._servers:
-            return
-        sock = self._sockets.pop(node_id, None) or self._listen(broker)
         loop = asyncio.get_running_loop()
-        try:
-            self._servers[node_id] = await loop.create_server(lambda b=broker: _Connection(self, b), sock=sock)
-        except BaseException:
-            sock.close()
-            raise
+        for spec in self.listeners:
+            key = (node_id, spec.name)
+            if key in self._servers:
+                continue
+            sock = self._sockets.pop(key, None) or self._listen(broker, spec)
+            try:
+                self._servers[key] = await loop.create_server(self._factory(broker, spec), sock=sock,
+                                                              ssl=self._ssl if spec.tls else None)
+            except BaseException:
+                sock.close()
+                raise
 
     async def close_broker(self, node_id: int, *, abort: bool = True) -> None:
         """Stops listening for the broker and drops its connections (at once when `abort`: a killed
         broker; after answering what is in flight otherwise)."""
-        srv = self._servers.pop(node_id, None)
-        sock = self._sockets.pop(node_id, None)
-        if sock is not None:
-            sock.close()
-        if srv is not None:
+        servers = [self._servers.pop(key) for key in list(self._servers) if key[0] == node_id]
+        for key in [key for key in self._sockets if key[0] == node_id]:
+            self._sockets.pop(key).close()
+        for srv in servers:
             srv.close()
         for conn in [*self._by_broker.get(node_id, ()), *self._held.get(node_id, ())]:
             conn.close(abort=abort)
-        if srv is not None:
+        for srv in servers:
             await srv.wait_closed()
 
     async def _tick_loop(self) -> None:
@@ -751,6 +813,10 @@ class Server:
             self._connections.add(task)
             task.add_done_callback(self._connections.discard)
         client_software: dict[str, Any] = {}
+        if conn.listener is not None:
+            client_software["listener"] = conn.listener.name
+            if conn.listener.sasl:
+                client_software["sasl"] = SaslState()
         try:
             while True:
                 frame = await conn.next_frame()
@@ -768,6 +834,9 @@ class Server:
                 if response is not None:
                     await conn.write(response)
                 conn.in_request = False
+                closing = client_software.pop("close_after", None)
+                if closing is not None:
+                    log.info("connection %s: %s; closing after the answer, as Kafka does", conn.peer, closing)
                 latency = (time.perf_counter() - started) * 1000
                 record = RequestRecord(
                     self.cluster.clock.now_ms(), conn.broker.node_id, conn.peer, request.client_id, request.api_name,
@@ -777,6 +846,9 @@ class Server:
                 self.requests_served += 1
                 if self._request_listeners:
                     self._tell_listeners(record, request, result, frame, response, client_software)
+                if closing is not None:  # Kafka holds a failed authentication's connection this long before
+                    await asyncio.sleep(self.cluster.config.connection_failed_authentication_delay_ms / 1000)
+                    return  # closing it (KIP-306): clients read the answer before they see the close
                 if log.isEnabledFor(logging.DEBUG):
                     log.debug("broker=%d client=%s id=%s %s v%d corr=%d %.2fms%s", conn.broker.node_id, conn.peer,
                               request.client_id, request.api_name, request.api_version, request.correlation_id,
@@ -840,6 +912,21 @@ class Server:
             log.warning("connection %s: malformed request: %s; closing", peer, e)
             raise _CloseConnection from None
         ctx = RequestContext(self.cluster, broker, request, peer, client_software)
+        sasl: SaslState | None = client_software.get("sasl")
+        if sasl is not None and not sasl.authenticated and key not in (API_VERSIONS_KEY, SASL_HANDSHAKE,
+                                                                       SASL_AUTHENTICATE):
+            # Kafka's SaslServerAuthenticator: before the handshake the connection is closed unanswered;
+            # after it, the request is answered ILLEGAL_SASL_STATE and the connection closed
+            if sasl.mechanism is None:
+                log.warning("connection %s: %s during SASL handshake; closing, as Kafka does", peer,
+                            request.api_name)
+                raise _CloseConnection
+            body = error_response(ctx, request.body, ErrorCode.ILLEGAL_SASL_STATE)
+            if body is None:
+                raise _CloseConnection
+            client_software["close_after"] = f"{request.api_name} during SASL authentication"
+            return request, encode_response_chunks(key, version, request.correlation_id, body), \
+                _error_codes(body, set()), body
         if not reg.min_version <= version <= reg.max_version:
             body = error_response(ctx, request.body, ErrorCode.UNSUPPORTED_VERSION)
             if body is None:

@@ -23,6 +23,7 @@ from fakekafka.handlers import (  # noqa: F401  (imported to register their hand
     offset_for_leader_epoch,
     offsets,
     produce,
+    sasl,
     transactions,
 )
 from fakekafka.handlers.registry import (

@@ -18,6 +18,10 @@ from wire import ErrorCode
 BROKERS = 1
 
 
+def _address(endpoint: tuple[str, int]) -> dict[str, Any]:
+    return {"host": endpoint[0], "port": endpoint[1]}
+
+
 @handles(60, 0, 2)
 def handle_describe_cluster(ctx: RequestContext, req: Container) -> dict[str, Any]:
     cluster = ctx.cluster
@@ -30,7 +34,8 @@ def handle_describe_cluster(ctx: RequestContext, req: Container) -> dict[str, An
     return {
         "throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None, "endpoint_type": BROKERS,
         "cluster_id": cluster.config.cluster_id, "controller_id": cluster.controller_id,
-        "brokers": [{"broker_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack, "is_fenced": not b.alive}
+        "brokers": [{"broker_id": b.node_id, **_address(b.endpoint(ctx.listener)), "rack": b.rack,
+                     "is_fenced": not b.alive}
                     for b in cluster.brokers.values() if b.alive or req.get("include_fenced_brokers")],
         "cluster_authorized_operations": -2147483648,
     }

@@ -30,7 +30,8 @@ def _coordinator(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]
     b = ctx.cluster.coordinator_for(key) if key_type == GROUP else ctx.cluster.transaction_coordinator_for(key)
     if b is None:
         return _failed(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available.")
-    return {"key": key, "node_id": b.node_id, "host": b.host, "port": b.port, "error_code": ErrorCode.NONE,
+    host, port = b.endpoint(ctx.listener)
+    return {"key": key, "node_id": b.node_id, "host": host, "port": port, "error_code": ErrorCode.NONE,
             "error_message": "" if ctx.version >= 4 else "NONE"}
 
 

@@ -73,12 +73,16 @@ def _cluster_part(ctx: RequestContext) -> dict[str, Any]:
     cluster = ctx.cluster
     return {
         "throttle_time_ms": 0,
-        "brokers": [{"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
+        "brokers": [{"node_id": b.node_id, **_address(b.endpoint(ctx.listener)), "rack": b.rack}
                     for b in cluster.alive_brokers()],
         "cluster_id": cluster.config.cluster_id,
         "controller_id": cluster.controller_id,
         "cluster_authorized_operations": AUTHORIZED_OPERATIONS_NOT_REQUESTED,
     }
+
+
+def _address(endpoint: tuple[str, int]) -> dict[str, Any]:
+    return {"host": endpoint[0], "port": endpoint[1]}
 
 
 @handles(3, 0, 13, errors=metadata_error_response)

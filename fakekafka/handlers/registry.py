@@ -31,6 +31,12 @@ class RequestContext:
     request: Request
     client_host: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    """Per connection: the client's software, the listener it connected to, its SASL state."""
+
+    @property
+    def listener(self) -> str | None:
+        """The listener name the request came in on (None: the cluster's only, implicit listener)."""
+        return self.extra.get("listener")
 
     @property
     def version(self) -> int:

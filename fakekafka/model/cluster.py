@@ -90,6 +90,14 @@ class Broker:
     alive: bool = True
     isolated: bool = False
     """Reachable by clients but cut off from the other brokers: it neither replicates nor is replicated."""
+    endpoints: dict[str, tuple[str, int]] = field(default_factory=dict)
+    """Advertised (host, port) per listener name; clients connected on a listener are told its addresses."""
+    bound: dict[str, int] = field(default_factory=dict)
+    """The port each listener is bound to (kept across a restart)."""
+
+    def endpoint(self, listener: str | None) -> tuple[str, int]:
+        """Where clients of `listener` reach this broker (the first listener's address otherwise)."""
+        return self.endpoints.get(listener, (self.host, self.port)) if listener else (self.host, self.port)
 
 
 @dataclass
@@ -190,6 +198,8 @@ class ClusterState:
         self.brokers: dict[int, Broker] = {b.node_id: b for b in (brokers or [Broker(1, "127.0.0.1", 9092)])}
         self.controller_id = min(self.brokers)
         self.controller_epoch = 1
+        self.sasl_users: dict[str, str] = {}
+        """SASL PLAIN and SCRAM users: name -> password (Cluster(users=...))."""
         self.events: list[Event] = []
         self.faults = Faults()
         self.topics: dict[str, Topic] = {}

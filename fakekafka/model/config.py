@@ -234,6 +234,12 @@ _FROM_OVERRIDES = {
     "group.min.session.timeout.ms": "group_min_session_timeout_ms",
     "group.max.session.timeout.ms": "group_max_session_timeout_ms",
     "offsets.retention.minutes": "offsets_retention_minutes", "replica.lag.time.max.ms": "replica_lag_time_max_ms",
+    "listeners": "listeners", "advertised.listeners": "advertised_listeners",
+    "listener.security.protocol.map": "listener_security_protocol_map",
+    "sasl.enabled.mechanisms": "sasl_enabled_mechanisms", "ssl.client.auth": "ssl_client_auth",
+    "ssl.keystore.location": "ssl_keystore_location", "ssl.truststore.location": "ssl_truststore_location",
+    "ssl.key.password": "ssl_key_password",
+    "connection.failed.authentication.delay.ms": "connection_failed_authentication_delay_ms",
 }
 """Broker configs the model reads from fields, which a setting by Kafka's name (`overrides`: the CLI's
 --config, a marker's or `Cluster(config={...})`) also sets."""
@@ -274,6 +280,24 @@ class BrokerConfig:
     max_connections_per_ip_overrides: str = ""
     """Per-address exceptions to max.connections.per.ip, Kafka's "host:count,host:count" (a host name or an
     address)."""
+    listeners: str = ""
+    """Kafka's `listeners` (NAME://host:port,...; port 0 picks a free one per broker, a non-zero port is the
+    first broker's and the next brokers take the following numbers). Empty: one PLAINTEXT listener on the
+    cluster's host and port."""
+    advertised_listeners: str = ""
+    """What Metadata tells clients connected on each listener (port 0: the bound port); empty: `listeners`."""
+    listener_security_protocol_map: str = ""
+    """Listener name -> PLAINTEXT/SSL/SASL_PLAINTEXT/SASL_SSL; empty: Kafka's default (each name maps to itself)."""
+    sasl_enabled_mechanisms: str = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
+    """Kafka's default is GSSAPI, which fakekafka does not offer: every mechanism it has is on by default."""
+    ssl_client_auth: str = "none"
+    ssl_keystore_location: str = ""
+    """PEM file with the broker's key and certificate chain (Kafka's ssl.keystore.type=PEM)."""
+    ssl_truststore_location: str = ""
+    """PEM file of the CAs client certificates must chain to (ssl.client.auth=required/requested)."""
+    ssl_key_password: str = ""
+    connection_failed_authentication_delay_ms: int = 100
+    """How long a connection that failed authentication stays open (unread) after its answer, as Kafka's."""
     max_partitions: int = 2147483647
     """Partitions the cluster may hold (KIP-578's name; Kafka has no such limit yet): CreateTopics and
     CreatePartitions past it are refused with POLICY_VIOLATION. fakekafka's own."""

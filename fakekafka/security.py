@@ -1,0 +1,309 @@
+"""Listeners, TLS and SASL by Kafka's names, so an application configured for SASL_SSL in staging runs the
+same code path against fakekafka.
+
+`listeners` / `advertised.listeners` / `listener.security.protocol.map` are parsed as Kafka parses them;
+`ssl.*` settings take PEM files (Kafka's `ssl.keystore.type=PEM`); SASL PLAIN and SCRAM-SHA-256/512 check
+passwords the cluster was given (`Cluster(users=...)`), SCRAM per RFC 5802/7677 with hashlib and hmac.
+`make_test_pki` writes a throwaway CA with a server and a client certificate for tests.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import hashlib
+import hmac
+import ipaddress
+import os
+import secrets
+import ssl
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "DEFAULT_PROTOCOL_MAP", "ListenerSpec", "SaslFailure", "ScramServer", "TestPki", "make_test_pki",
+    "parse_listeners", "plain_authenticate", "protocol_map", "server_ssl_context",
+]
+
+PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+DEFAULT_PROTOCOL_MAP = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
+"""Kafka's default listener.security.protocol.map."""
+SCRAM_MECHANISMS = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
+SCRAM_ITERATIONS = 4096
+"""Kafka's minimum (and kafka-configs' default) iteration count."""
+
+
+@dataclass(frozen=True)
+class ListenerSpec:
+    """One entry of `listeners`: its name, its security protocol (from the map) and where it binds."""
+
+    name: str
+    protocol: str
+    host: str
+    port: int
+
+    @property
+    def tls(self) -> bool:
+        return self.protocol in ("SSL", "SASL_SSL")
+
+    @property
+    def sasl(self) -> bool:
+        return self.protocol in ("SASL_PLAINTEXT", "SASL_SSL")
+
+
+def protocol_map(value: str) -> dict[str, str]:
+    """listener.security.protocol.map as {listener name: security protocol}; ValueError in Kafka's words."""
+    out: dict[str, str] = {}
+    for entry in filter(None, (e.strip() for e in (value or DEFAULT_PROTOCOL_MAP).split(","))):
+        name, sep, protocol = entry.partition(":")
+        if not sep or not name:
+            raise ValueError(f"Invalid value {value} for configuration listener.security.protocol.map: "
+                             "Map entry should be of form <key>:<value>")
+        if protocol.upper() not in PROTOCOLS:
+            raise ValueError(f"No enum constant org.apache.kafka.common.security.auth.SecurityProtocol."
+                             f"{protocol.upper()}")
+        out[name.upper()] = protocol.upper()
+    return out
+
+
+def parse_listeners(value: str, mapping: str = "") -> list[ListenerSpec]:
+    """`NAME://host:port,...` as Kafka reads `listeners`: names unique, each in the protocol map, an empty
+    host binding the server's default address (given later)."""
+    protocols = protocol_map(mapping)
+    out: list[ListenerSpec] = []
+    for entry in filter(None, (e.strip() for e in value.split(","))):
+        name, sep, address = entry.partition("://")
+        host, colon, port = address.rpartition(":")
+        if not sep or not colon or not port.isdigit():
+            raise ValueError(f"Unable to parse {entry} to a broker endpoint")
+        name = name.upper()
+        if name not in protocols:
+            raise ValueError(f"No security protocol defined for listener {name}")
+        if any(s.name == name for s in out):
+            raise ValueError(f"Each listener must have a different name, listeners: {value}")
+        out.append(ListenerSpec(name, protocols[name], host.strip("[]"), int(port)))
+    if not out:
+        raise ValueError("listeners is empty")
+    return out
+
+
+def server_ssl_context(keystore: str, truststore: str | None, client_auth: str,
+                       key_password: str | None = None) -> ssl.SSLContext:
+    """A broker's TLS context from PEM files: `ssl.keystore.location` (key and certificate chain),
+    `ssl.truststore.location` (CAs client certificates are checked against), `ssl.client.auth`
+    (none / requested / required, as Kafka's)."""
+    if client_auth not in ("none", "requested", "required"):
+        raise ValueError(f"Invalid value {client_auth} for configuration ssl.client.auth: "
+                         "String must be one of: required, requested, none")
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.load_cert_chain(keystore, password=key_password)
+    if truststore:
+        ctx.load_verify_locations(truststore)
+    ctx.verify_mode = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL,
+                       "required": ssl.CERT_REQUIRED}[client_auth]
+    return ctx
+
+
+# --- SASL ---------------------------------------------------------------------------------------------------
+
+class SaslFailure(Exception):
+    """Credentials refused: Kafka answers SASL_AUTHENTICATION_FAILED and closes the connection."""
+
+
+def plain_authenticate(token: bytes, users: dict[str, str]) -> str:
+    """RFC 4616 `authzid NUL user NUL password`; returns the user name. Kafka's PlainSaslServer refuses an
+    authorization id other than the user."""
+    parts = token.split(b"\0")
+    if len(parts) != 3:
+        raise SaslFailure("Invalid SASL/PLAIN response: expected 3 tokens")
+    authzid, user, password = (p.decode("utf-8", "replace") for p in parts)
+    if not user or not password:
+        raise SaslFailure("Authentication failed: username or password not specified")
+    expected = users.get(user)
+    if expected is None or not hmac.compare_digest(expected.encode(), password.encode()):
+        raise SaslFailure("Authentication failed: Invalid username or password")
+    if authzid and authzid != user:
+        raise SaslFailure("Authentication failed: Client requested an authorization id that is different from "
+                          "username")
+    return user
+
+
+@dataclass
+class _ScramCredential:
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+
+def scram_credential(password: str, hash_name: str, salt: bytes | None = None,
+                     iterations: int = SCRAM_ITERATIONS) -> _ScramCredential:
+    """What a broker stores for a SCRAM user (RFC 5802 section 3): never the password itself."""
+    salt = salt if salt is not None else os.urandom(16)
+    salted = hashlib.pbkdf2_hmac(hash_name, password.encode(), salt, iterations)
+    client_key = hmac.digest(salted, b"Client Key", hash_name)
+    return _ScramCredential(salt, hashlib.new(hash_name, client_key).digest(),
+                            hmac.digest(salted, b"Server Key", hash_name), iterations)
+
+
+def _attributes(message: str) -> dict[str, str]:
+    out = {}
+    for part in message.split(","):
+        key, sep, value = part.partition("=")
+        if not sep or len(key) != 1:
+            raise SaslFailure(f"Invalid SCRAM message: {message!r}")
+        out[key] = value
+    return out
+
+
+class ScramServer:
+    """The server side of one SCRAM exchange (client-first -> server-first, client-final -> server-final)."""
+
+    def __init__(self, mechanism: str, users: dict[str, str]) -> None:
+        self.hash = SCRAM_MECHANISMS[mechanism]
+        self.users = users
+        self.user: str | None = None
+        self._first_bare = ""
+        self._server_first = ""
+        self._nonce = ""
+        self._credential: _ScramCredential | None = None
+        self.complete = False
+
+    def step(self, token: bytes) -> bytes:
+        """Answers the client's next message; SaslFailure when the exchange or the proof is wrong."""
+        try:
+            text = token.decode("utf-8")
+        except UnicodeDecodeError:
+            raise SaslFailure("Invalid SCRAM message: not UTF-8") from None
+        return self._first(text) if self._credential is None else self._final(text)
+
+    def _first(self, text: str) -> bytes:
+        gs2, _, rest = text.partition(",")
+        authzid, _, bare = rest.partition(",")
+        if gs2 not in ("n", "y") or not bare:
+            raise SaslFailure(f"Invalid SCRAM client first message: {text!r}")
+        attrs = _attributes(bare)
+        user = attrs.get("n", "").replace("=2C", ",").replace("=3D", "=")
+        if "r" not in attrs or not user:
+            raise SaslFailure(f"Invalid SCRAM client first message: {text!r}")
+        if authzid and authzid[2:] != user:
+            raise SaslFailure("Authentication failed: Client requested an authorization id that is different "
+                              "from username")
+        password = self.users.get(user)
+        if password is None:
+            raise SaslFailure("Authentication failed: Invalid user credentials")
+        self.user = user
+        self._credential = scram_credential(password, self.hash)
+        self._nonce = attrs["r"] + base64.b64encode(secrets.token_bytes(18)).decode()
+        self._first_bare = bare
+        self._server_first = (f"r={self._nonce},s={base64.b64encode(self._credential.salt).decode()},"
+                              f"i={self._credential.iterations}")
+        return self._server_first.encode()
+
+    def _final(self, text: str) -> bytes:
+        assert self._credential is not None
+        without_proof, _, proof_part = text.rpartition(",p=")
+        attrs = _attributes(without_proof)
+        if not proof_part or attrs.get("r") != self._nonce:
+            raise SaslFailure("Invalid SCRAM client final message")
+        try:
+            proof = base64.b64decode(proof_part, validate=True)
+        except ValueError:
+            raise SaslFailure("Invalid SCRAM client final message") from None
+        auth_message = f"{self._first_bare},{self._server_first},{without_proof}".encode()
+        cred = self._credential
+        signature = hmac.digest(cred.stored_key, auth_message, self.hash)
+        if len(proof) != len(signature):
+            raise SaslFailure("Authentication failed: Invalid client final message")
+        client_key = bytes(a ^ b for a, b in zip(proof, signature, strict=True))
+        if not hmac.compare_digest(hashlib.new(self.hash, client_key).digest(), cred.stored_key):
+            raise SaslFailure("Authentication failed: Invalid user credentials")
+        self.complete = True
+        server_signature = hmac.digest(cred.server_key, auth_message, self.hash)
+        return b"v=" + base64.b64encode(server_signature)
+
+
+# --- a throwaway CA for tests ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TestPki:
+    """PEM files of a throwaway CA, a server certificate for `hosts` and a client certificate.
+
+    `server_keystore` holds the server's key and chain (Kafka's `ssl.keystore.location` with
+    `ssl.keystore.type=PEM`); `ca_file` is what clients trust (`ssl.ca.location`, `ssl_cafile`,
+    `ssl.truststore.location` with type PEM) and what the broker checks client certificates against."""
+
+    __test__ = False  # not a pytest test class, whatever its name
+
+    directory: Path
+    ca_file: Path
+    server_cert: Path
+    server_key: Path
+    server_keystore: Path
+    client_cert: Path
+    client_key: Path
+    client_keystore: Path
+    """The client's key and certificate in one PEM file (a Java client's ssl.keystore.location)."""
+
+
+def make_test_pki(directory: str | os.PathLike[str], hosts: tuple[str, ...] = ("localhost", "127.0.0.1", "::1"),
+                  client_name: str = "client") -> TestPki:
+    """Writes a CA, a server certificate valid for `hosts` and a client certificate (CN=`client_name`) under
+    `directory`, keys unencrypted: for tests only. EC P-256 keys, so making them takes milliseconds."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    now = datetime.datetime.now(datetime.UTC)
+
+    def name(cn: str) -> x509.Name:
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+
+    def key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+        return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                 serialization.NoEncryption())
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_cert = (x509.CertificateBuilder().subject_name(name("fakekafka test CA")).issuer_name(name("fakekafka test CA"))
+               .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
+               .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=7))
+               .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+               .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
+                                            content_commitment=False, key_encipherment=False,
+                                            data_encipherment=False, key_agreement=False, encipher_only=False,
+                                            decipher_only=False), critical=True)
+               .sign(ca_key, hashes.SHA256()))
+
+    def leaf(cn: str, usage: x509.ObjectIdentifier, sans: list[x509.GeneralName]) -> tuple[bytes, bytes]:
+        key = ec.generate_private_key(ec.SECP256R1())
+        builder = (x509.CertificateBuilder().subject_name(name(cn)).issuer_name(ca_cert.subject)
+                   .public_key(key.public_key()).serial_number(x509.random_serial_number())
+                   .not_valid_before(now - datetime.timedelta(minutes=5))
+                   .not_valid_after(now + datetime.timedelta(days=7))
+                   .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+                   .add_extension(x509.ExtendedKeyUsage([usage]), critical=False))
+        if sans:
+            builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+        cert = builder.sign(ca_key, hashes.SHA256())
+        return cert.public_bytes(serialization.Encoding.PEM), key_pem(key)
+
+    sans: list[x509.GeneralName] = []
+    for host in hosts:
+        try:
+            sans.append(x509.IPAddress(ipaddress.ip_address(host)))
+        except ValueError:
+            sans.append(x509.DNSName(host))
+    ca_pem = ca_cert.public_bytes(serialization.Encoding.PEM)
+    server_cert, server_key = leaf(hosts[0] if hosts else "localhost", ExtendedKeyUsageOID.SERVER_AUTH, sans)
+    client_cert, client_key = leaf(client_name, ExtendedKeyUsageOID.CLIENT_AUTH, [])
+    files = {"ca.pem": ca_pem, "server.pem": server_cert, "server.key": server_key,
+             "server-keystore.pem": server_key + server_cert + ca_pem, "client.pem": client_cert,
+             "client.key": client_key, "client-keystore.pem": client_key + client_cert + ca_pem}
+    for file, data in files.items():
+        (out / file).write_bytes(data)
+    return TestPki(out, out / "ca.pem", out / "server.pem", out / "server.key", out / "server-keystore.pem",
+                   out / "client.pem", out / "client.key", out / "client-keystore.pem")

@@ -1,0 +1,280 @@
+"""Listeners by Kafka's names, TLS (with mTLS) and SASL PLAIN/SCRAM, on the wire and with real clients.
+
+The error codes and messages are Kafka 4.4's SaslServerAuthenticator's: an unsupported mechanism gets
+UNSUPPORTED_SASL_MECHANISM with the enabled list, a wrong password SASL_AUTHENTICATION_FAILED, and the
+connection is closed after either; a request other than ApiVersions/SaslHandshake before the handshake closes
+the connection unanswered.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+from collections.abc import Iterator
+
+import pytest
+
+import fakekafka
+from fakekafka.model.config import BrokerConfig
+from fakekafka.model.cluster import ClusterState
+from fakekafka.security import parse_listeners, protocol_map
+from fakekafka.server import Server
+from tests.rawclient import RawClient
+from wire import ErrorCode
+
+SASL_HANDSHAKE, SASL_AUTHENTICATE, METADATA, API_VERSIONS = 17, 36, 3, 18
+USERS = {"alice": "alice-secret", "bob": "bob-secret"}
+
+
+# --- configuration -------------------------------------------------------------------------------------------
+
+def test_listeners_parse_by_kafka_rules() -> None:
+    specs = parse_listeners("PLAINTEXT://127.0.0.1:0,INTERNAL://:9093", "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_SSL")
+    assert [(s.name, s.protocol, s.host, s.port) for s in specs] == [
+        ("PLAINTEXT", "PLAINTEXT", "127.0.0.1", 0), ("INTERNAL", "SASL_SSL", "", 9093)]
+    assert specs[1].tls and specs[1].sasl and not specs[0].tls
+    with pytest.raises(ValueError, match="No security protocol defined for listener EXTERNAL"):
+        parse_listeners("EXTERNAL://127.0.0.1:0")
+    with pytest.raises(ValueError, match="Each listener must have a different name"):
+        parse_listeners("SSL://127.0.0.1:0,SSL://127.0.0.1:1")
+    with pytest.raises(ValueError, match="Unable to parse"):
+        parse_listeners("PLAINTEXT:127.0.0.1")
+    with pytest.raises(ValueError, match="SecurityProtocol.TLS"):
+        protocol_map("A:TLS")
+
+
+def test_several_listeners_each_advertised_to_its_own_clients() -> None:
+    """Metadata and FindCoordinator name the listener's own ports, per broker, as Kafka answers per listener."""
+    with fakekafka.Cluster(brokers=2, listeners="PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+                           users=USERS) as c:
+        plain = c.bootstrap_servers_for("PLAINTEXT").split(",")
+        sasl = c.bootstrap_servers_for("SASL_PLAINTEXT").split(",")
+        assert c.bootstrap_servers.split(",") == plain and not set(plain) & set(sasl)
+        raw = RawClient(plain[1])
+        md = raw.request(METADATA, 12, {"topics": None, "allow_auto_topic_creation": False,
+                                        "include_topic_authorized_operations": False})
+        assert sorted(f"{b.host}:{b.port}" for b in md.brokers) == sorted(plain)
+        raw.close()
+        raw = _authenticated(sasl[0], "PLAIN", b"\0alice\0alice-secret")
+        md = raw.request(METADATA, 12, {"topics": None, "allow_auto_topic_creation": False,
+                                        "include_topic_authorized_operations": False})
+        assert sorted(f"{b.host}:{b.port}" for b in md.brokers) == sorted(sasl)
+        fc = raw.request(10, 4, {"key_type": 0, "coordinator_keys": ["g"]})
+        assert f"{fc.coordinators[0].host}:{fc.coordinators[0].port}" in sasl
+        raw.close()
+
+
+def test_advertised_listeners_and_restart_keep_ports() -> None:
+    with fakekafka.Cluster(listeners="PLAINTEXT://127.0.0.1:0,OTHER://127.0.0.1:0",
+                           listener_security_protocol_map="PLAINTEXT:PLAINTEXT,OTHER:PLAINTEXT",
+                           advertised_listeners="PLAINTEXT://localhost:0,OTHER://other.example:19092") as c:
+        assert c.bootstrap_servers_for("OTHER") == "other.example:19092"
+        host, port = c.bootstrap_servers.split(":")
+        assert host == "localhost"
+        c.kill_broker(1)
+        c.restart_broker(1)
+        raw = RawClient(f"127.0.0.1:{port}")
+        assert raw.request(API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"}
+                           ).error_code == 0
+        raw.close()
+
+
+def test_tls_listener_needs_a_keystore() -> None:
+    """A Cluster makes a throwaway CA for an SSL listener; the server alone refuses to start without one."""
+    with pytest.raises(ValueError, match="ssl.keystore.location"):
+        Server(ClusterState(BrokerConfig(listeners="SSL://127.0.0.1:0")))
+
+
+# --- SASL on the wire ------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def sasl_cluster() -> Iterator[fakekafka.Cluster]:
+    with fakekafka.Cluster(listeners="PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0", users=USERS,
+                           sasl_enabled_mechanisms="PLAIN,SCRAM-SHA-256") as c:
+        yield c
+
+
+def _authenticated(address: str, mechanism: str, token: bytes) -> RawClient:
+    raw = RawClient(address)
+    hs = raw.request(SASL_HANDSHAKE, 1, {"mechanism": mechanism})
+    assert hs.error_code == 0
+    auth = raw.request(SASL_AUTHENTICATE, 2, {"auth_bytes": token})
+    assert auth.error_code == 0, auth
+    return raw
+
+
+def test_request_before_the_handshake_closes_the_connection(sasl_cluster: fakekafka.Cluster) -> None:
+    raw = RawClient(sasl_cluster.bootstrap_servers_for("SASL_PLAINTEXT"))
+    assert raw.request(API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"}
+                       ).error_code == 0  # ApiVersions is allowed first, as in Kafka
+    raw.send(METADATA, 12, {"topics": None, "allow_auto_topic_creation": False,
+                            "include_topic_authorized_operations": False})
+    assert raw.is_closed()
+
+
+def test_request_after_the_handshake_gets_illegal_sasl_state_then_closes(sasl_cluster: fakekafka.Cluster) -> None:
+    raw = RawClient(sasl_cluster.bootstrap_servers_for("SASL_PLAINTEXT"))
+    assert raw.request(SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}).error_code == 0
+    fc = raw.request(10, 3, {"key": "g", "key_type": 0})
+    assert fc.error_code == ErrorCode.ILLEGAL_SASL_STATE
+    assert raw.is_closed()
+
+
+def test_unsupported_mechanism_lists_the_enabled_ones(sasl_cluster: fakekafka.Cluster) -> None:
+    raw = RawClient(sasl_cluster.bootstrap_servers_for("SASL_PLAINTEXT"))
+    hs = raw.request(SASL_HANDSHAKE, 1, {"mechanism": "SCRAM-SHA-512"})
+    assert hs.error_code == ErrorCode.UNSUPPORTED_SASL_MECHANISM
+    assert list(hs.mechanisms) == ["PLAIN", "SCRAM-SHA-256"]
+    assert raw.is_closed()
+
+
+@pytest.mark.parametrize("token", [b"\0alice\0wrong", b"\0mallory\0alice-secret", b"bob\0alice\0alice-secret"])
+def test_plain_refused_with_kafkas_message(sasl_cluster: fakekafka.Cluster, token: bytes) -> None:
+    raw = RawClient(sasl_cluster.bootstrap_servers_for("SASL_PLAINTEXT"))
+    assert raw.request(SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}).error_code == 0
+    auth = raw.request(SASL_AUTHENTICATE, 1, {"auth_bytes": token})
+    assert auth.error_code == ErrorCode.SASL_AUTHENTICATION_FAILED
+    assert auth.error_message == ("Authentication failed during authentication due to invalid credentials with "
+                                  "SASL mechanism PLAIN")
+    assert raw.is_closed()
+
+
+def test_authenticated_connection_is_served_and_sasl_again_is_illegal(sasl_cluster: fakekafka.Cluster) -> None:
+    raw = _authenticated(sasl_cluster.bootstrap_servers_for("SASL_PLAINTEXT"), "PLAIN", b"alice\0alice\0alice-secret")
+    assert raw.request(SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}).error_code == ErrorCode.ILLEGAL_SASL_STATE
+    md = raw.request(METADATA, 12, {"topics": None, "allow_auto_topic_creation": False,
+                                    "include_topic_authorized_operations": False})
+    assert md.brokers
+    raw.close()
+
+
+def test_sasl_requests_on_a_plaintext_listener_are_illegal(sasl_cluster: fakekafka.Cluster) -> None:
+    raw = RawClient(sasl_cluster.bootstrap_servers_for("PLAINTEXT"))
+    assert raw.request(SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}).error_code == ErrorCode.ILLEGAL_SASL_STATE
+    assert raw.request(SASL_AUTHENTICATE, 2, {"auth_bytes": b"\0alice\0alice-secret"}
+                       ).error_code == ErrorCode.ILLEGAL_SASL_STATE
+    assert raw.request(API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"}
+                       ).error_code == 0  # still open: Kafka answers these without closing
+    raw.close()
+
+
+# --- TLS ----------------------------------------------------------------------------------------------------
+
+def _tls_connect(address: str, ctx: ssl.SSLContext) -> ssl.SSLSocket:
+    host, port = address.rsplit(":", 1)
+    sock = ctx.wrap_socket(socket.create_connection((host, int(port)), timeout=10), server_hostname=host)
+    sock.sendall(b"")
+    return sock
+
+
+def test_mtls_requires_a_client_certificate_from_the_ca() -> None:
+    with fakekafka.Cluster(listeners="SSL://127.0.0.1:0", ssl_client_auth="required") as c:
+        assert c.pki is not None
+        address = c.bootstrap_servers_for("SSL")
+        ctx = ssl.create_default_context(cafile=str(c.pki.ca_file))
+        ctx.load_cert_chain(str(c.pki.client_cert), str(c.pki.client_key))
+        with _tls_connect(address, ctx) as sock:
+            sock.sendall(_api_versions_frame())
+            assert len(sock.recv(4)) == 4
+        anonymous = ssl.create_default_context(cafile=str(c.pki.ca_file))
+        with pytest.raises((ssl.SSLError, ConnectionError)):
+            with _tls_connect(address, anonymous) as sock:  # TLS 1.3: refused at the first read
+                sock.sendall(_api_versions_frame())
+                if not sock.recv(4):
+                    raise ConnectionError("closed")
+
+
+def _api_versions_frame() -> bytes:
+    import wire
+    return wire.encode_request(API_VERSIONS, 3, 1, {"client_software_name": "t", "client_software_version": "1"},
+                               client_id="t")
+
+
+# --- clients ------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def secure() -> Iterator[fakekafka.Cluster]:
+    with fakekafka.Cluster(listeners="PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0,SSL://127.0.0.1:0",
+                           ssl_client_auth="requested", users=USERS) as c:
+        yield c
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_kafka_python_over_sasl_ssl(secure: fakekafka.Cluster, mechanism: str) -> None:
+    from kafka import KafkaConsumer, KafkaProducer
+    assert secure.pki is not None
+    common = {"bootstrap_servers": secure.bootstrap_servers_for("SASL_SSL"), "security_protocol": "SASL_SSL",
+              "sasl_mechanism": mechanism, "sasl_plain_username": "alice", "sasl_plain_password": "alice-secret",
+              "ssl_cafile": str(secure.pki.ca_file)}
+    topic = f"kp-{mechanism}"
+    producer = KafkaProducer(**common)
+    producer.send(topic, b"over sasl_ssl").get(10)
+    producer.close()
+    consumer = KafkaConsumer(topic, auto_offset_reset="earliest", consumer_timeout_ms=5000, **common)
+    assert [m.value for m in consumer] == [b"over sasl_ssl"]
+    consumer.close()
+
+
+def test_kafka_python_wrong_password(secure: fakekafka.Cluster, caplog: pytest.LogCaptureFixture) -> None:
+    """kafka-python logs Kafka's message and gives up bootstrapping (it retries, each attempt refused)."""
+    from kafka import KafkaProducer
+    from kafka.errors import KafkaTimeoutError
+    assert secure.pki is not None
+    with pytest.raises(KafkaTimeoutError, match="Unable to bootstrap"):
+        KafkaProducer(bootstrap_servers=secure.bootstrap_servers_for("SASL_SSL"), security_protocol="SASL_SSL",
+                      sasl_mechanism="SCRAM-SHA-256", sasl_plain_username="alice", sasl_plain_password="nope",
+                      ssl_cafile=str(secure.pki.ca_file), bootstrap_timeout_ms=3000)
+    assert "invalid credentials with SASL mechanism SCRAM-SHA-256" in caplog.text
+
+
+def _confluent(secure: fakekafka.Cluster, **extra: str) -> dict[str, str]:
+    assert secure.pki is not None
+    return {"ssl.ca.location": str(secure.pki.ca_file), **extra}
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-512"])
+def test_confluent_kafka_over_sasl_ssl(secure: fakekafka.Cluster, mechanism: str) -> None:
+    from confluent_kafka import Consumer, Producer
+    conf = _confluent(secure, **{"bootstrap.servers": secure.bootstrap_servers_for("SASL_SSL"),
+                                 "security.protocol": "SASL_SSL", "sasl.mechanism": mechanism,
+                                 "sasl.username": "bob", "sasl.password": "bob-secret"})
+    topic = f"ck-{mechanism}"
+    producer = Producer(conf)
+    producer.produce(topic, b"librdkafka")
+    assert producer.flush(10) == 0
+    consumer = Consumer({**conf, "group.id": f"g-{mechanism}", "auto.offset.reset": "earliest"})
+    consumer.subscribe([topic])
+    msg = None
+    for _ in range(50):
+        msg = consumer.poll(0.2)
+        if msg is not None and not msg.error():
+            break
+    consumer.close()
+    assert msg is not None and msg.value() == b"librdkafka"
+
+
+def test_confluent_kafka_wrong_password_reports_authentication(secure: fakekafka.Cluster) -> None:
+    from confluent_kafka import KafkaError, Producer
+    errors: list[KafkaError] = []
+    conf = _confluent(secure, **{"bootstrap.servers": secure.bootstrap_servers_for("SASL_SSL"),
+                                 "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-256",
+                                 "sasl.username": "bob", "sasl.password": "wrong"})
+    producer = Producer({**conf, "error_cb": errors.append})
+    for _ in range(50):
+        producer.poll(0.1)
+        if errors:
+            break
+    assert errors and errors[0].code() == KafkaError._AUTHENTICATION
+    assert "invalid credentials with SASL mechanism SCRAM-SHA-256" in errors[0].str()
+
+
+def test_confluent_kafka_mtls(secure: fakekafka.Cluster) -> None:
+    from confluent_kafka.admin import AdminClient
+    assert secure.pki is not None
+    admin = AdminClient(_confluent(secure, **{"bootstrap.servers": secure.bootstrap_servers_for("SSL"),
+                                              "security.protocol": "SSL",
+                                              "ssl.certificate.location": str(secure.pki.client_cert),
+                                              "ssl.key.location": str(secure.pki.client_key)}))
+    md = admin.list_topics(timeout=10)
+    assert {f"{b.host}:{b.port}" for b in md.brokers.values()} == set(
+        secure.bootstrap_servers_for("SSL").split(","))

@@ -913,8 +913,8 @@ class Server:
             raise _CloseConnection from None
         ctx = RequestContext(self.cluster, broker, request, peer, client_software)
         sasl: SaslState | None = client_software.get("sasl")
-        if sasl is not None and not sasl.authenticated and key not in (API_VERSIONS_KEY, SASL_HANDSHAKE,
-                                                                       SASL_AUTHENTICATE):
+        if sasl is not None and not sasl.authenticated and key not in (
+                (API_VERSIONS_KEY, SASL_HANDSHAKE) if sasl.mechanism is None else (SASL_AUTHENTICATE,)):
             # Kafka's SaslServerAuthenticator: before the handshake the connection is closed unanswered;
             # after it, the request is answered ILLEGAL_SASL_STATE and the connection closed
             if sasl.mechanism is None:

@@ -314,6 +314,14 @@ def _api_versions(t: Target, v: int) -> dict[str, Any]:
     return {"client_software_name": "fakekafka-sweep", "client_software_version": "1.0"}
 
 
+def _sasl_handshake(t: Target, v: int) -> dict[str, Any]:
+    return {"mechanism": "PLAIN"}  # on a PLAINTEXT listener: ILLEGAL_SASL_STATE, as KafkaApis answers
+
+
+def _sasl_authenticate(t: Target, v: int) -> dict[str, Any]:
+    return {"auth_bytes": b"\0user\0password"}
+
+
 def _create_topics(t: Target, v: int) -> dict[str, Any]:
     return {"timeout_ms": 30_000, "validate_only": False, "topics": [
         {"name": f"sweep-create-v{v}", "num_partitions": 2, "replication_factor": 1, "assignments": [],
@@ -527,12 +535,14 @@ def _list_transactions_matching(pattern: str) -> Callable[[Target, int], dict[st
 BUILDERS: dict[int, Callable[[Target, int], dict[str, Any]]] = {
     0: _produce, 1: _fetch, 2: _list_offsets, 3: _metadata, 8: _offset_commit, 9: _offset_fetch,
     10: _find_coordinator, 11: _join_group, 12: _heartbeat, 13: _leave_group, 14: _sync_group,
-    15: _describe_groups, 16: _list_groups, 18: _api_versions, 19: _create_topics, 20: _delete_topics,
+    15: _describe_groups, 16: _list_groups,
+    17: _sasl_handshake, 18: _api_versions, 19: _create_topics, 20: _delete_topics,
     21: _delete_records, 22: _init_producer_id, 23: _offset_for_leader_epoch, 32: _describe_configs,
     37: _create_partitions, 42: _delete_groups, 43: _elect_leaders, 45: _alter_partition_reassignments,
     46: _list_partition_reassignments, 47: _offset_delete, 60: _describe_cluster, 24: _add_partitions_to_txn,
     25: _add_offsets_to_txn, 26: _end_txn, 27: _write_txn_markers, 28: _txn_offset_commit, 61: _describe_producers,
     65: _describe_transactions, 66: _list_transactions, 33: _alter_configs, 44: _incremental_alter_configs,
+    36: _sasl_authenticate,
 }
 
 PAIRS = [(k, v) for k, (lo, hi) in advertised_versions().items() for v in range(lo, hi + 1)]

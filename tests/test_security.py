@@ -15,8 +15,8 @@ from collections.abc import Iterator
 import pytest
 
 import fakekafka
-from fakekafka.model.config import BrokerConfig
 from fakekafka.model.cluster import ClusterState
+from fakekafka.model.config import BrokerConfig
 from fakekafka.security import parse_listeners, protocol_map
 from fakekafka.server import Server
 from tests.rawclient import RawClient
@@ -120,6 +120,20 @@ def test_request_after_the_handshake_gets_illegal_sasl_state_then_closes(sasl_cl
     assert raw.is_closed()
 
 
+def test_sasl_authenticate_before_the_handshake_closes_the_connection(sasl_cluster: fakekafka.Cluster) -> None:
+    raw = RawClient(sasl_cluster.bootstrap_servers_for("SASL_PLAINTEXT"))
+    raw.send(SASL_AUTHENTICATE, 2, {"auth_bytes": b"\0alice\0alice-secret"})
+    assert raw.is_closed()
+
+
+def test_api_versions_after_the_handshake_is_refused(sasl_cluster: fakekafka.Cluster) -> None:
+    raw = RawClient(sasl_cluster.bootstrap_servers_for("SASL_PLAINTEXT"))
+    assert raw.request(SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}).error_code == 0
+    answer = raw.request(API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"})
+    assert answer.error_code == ErrorCode.ILLEGAL_SASL_STATE
+    assert raw.is_closed()
+
+
 def test_unsupported_mechanism_lists_the_enabled_ones(sasl_cluster: fakekafka.Cluster) -> None:
     raw = RawClient(sasl_cluster.bootstrap_servers_for("SASL_PLAINTEXT"))
     hs = raw.request(SASL_HANDSHAKE, 1, {"mechanism": "SCRAM-SHA-512"})
@@ -141,7 +155,8 @@ def test_plain_refused_with_kafkas_message(sasl_cluster: fakekafka.Cluster, toke
 
 def test_authenticated_connection_is_served_and_sasl_again_is_illegal(sasl_cluster: fakekafka.Cluster) -> None:
     raw = _authenticated(sasl_cluster.bootstrap_servers_for("SASL_PLAINTEXT"), "PLAIN", b"alice\0alice\0alice-secret")
-    assert raw.request(SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}).error_code == ErrorCode.ILLEGAL_SASL_STATE
+    again = raw.request(SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})
+    assert again.error_code == ErrorCode.ILLEGAL_SASL_STATE and list(again.mechanisms) == []
     md = raw.request(METADATA, 12, {"topics": None, "allow_auto_topic_creation": False,
                                     "include_topic_authorized_operations": False})
     assert md.brokers
@@ -151,8 +166,9 @@ def test_authenticated_connection_is_served_and_sasl_again_is_illegal(sasl_clust
 def test_sasl_requests_on_a_plaintext_listener_are_illegal(sasl_cluster: fakekafka.Cluster) -> None:
     raw = RawClient(sasl_cluster.bootstrap_servers_for("PLAINTEXT"))
     assert raw.request(SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}).error_code == ErrorCode.ILLEGAL_SASL_STATE
-    assert raw.request(SASL_AUTHENTICATE, 2, {"auth_bytes": b"\0alice\0alice-secret"}
-                       ).error_code == ErrorCode.ILLEGAL_SASL_STATE
+    auth = raw.request(SASL_AUTHENTICATE, 2, {"auth_bytes": b"\0alice\0alice-secret"})
+    assert (auth.error_code, auth.error_message) == (
+        ErrorCode.ILLEGAL_SASL_STATE, "SaslAuthenticate request received after successful authentication")
     assert raw.request(API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"}
                        ).error_code == 0  # still open: Kafka answers these without closing
     raw.close()

@@ -44,8 +44,8 @@ def enabled_mechanisms(ctx: RequestContext) -> list[str]:
 def handle_sasl_handshake(ctx: RequestContext, req: Container) -> dict[str, Any]:
     state: SaslState | None = ctx.extra.get("sasl")
     enabled = enabled_mechanisms(ctx)
-    if state is None or state.mechanism is not None:
-        return {"error_code": ErrorCode.ILLEGAL_SASL_STATE, "mechanisms": enabled}
+    if state is None or state.mechanism is not None:  # KafkaApis' answer: no SASL here, or authenticated
+        return {"error_code": ErrorCode.ILLEGAL_SASL_STATE, "mechanisms": []}
     mechanism = req.mechanism
     if mechanism not in enabled or (mechanism != "PLAIN" and mechanism not in SCRAM_MECHANISMS):
         ctx.extra["close_after"] = f"SASL mechanism {mechanism!r} is not enabled"
@@ -65,16 +65,11 @@ def _authenticate(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
 @handles(SASL_AUTHENTICATE, 0, 2)
 def handle_sasl_authenticate(ctx: RequestContext, req: Container) -> dict[str, Any]:
     state: SaslState | None = ctx.extra.get("sasl")
-    if state is None or state.authenticated:
+    if state is None or state.authenticated or state.mechanism is None:  # KafkaApis' answer (the server
+        # closes a SASL listener's connection that sends this before its handshake, as Kafka does)
         return _authenticate(ctx, {"error_code": ErrorCode.ILLEGAL_SASL_STATE, "auth_bytes": b"",
                                    "error_message": "SaslAuthenticate request received after successful "
-                                                    "authentication" if state else
-                                   "Unexpected SASL authenticate request: the listener has no SASL"})
-    if state.mechanism is None:
-        ctx.extra["close_after"] = "SaslAuthenticate before SaslHandshake"
-        return _authenticate(ctx, {"error_code": ErrorCode.ILLEGAL_SASL_STATE, "auth_bytes": b"",
-                                   "error_message": "Unexpected SaslAuthenticate request with SASL handshake "
-                                                    "not yet completed"})
+                                                    "authentication"})
     token = bytes(req.auth_bytes or b"")
     try:
         if state.scram is not None:

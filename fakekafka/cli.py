@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import errno
 import gc
 import json
 import logging
 import signal
+import ssl
 import sys
 import time
 from pathlib import Path
@@ -112,6 +114,24 @@ def _parser() -> argparse.ArgumentParser:
                        help="broker configs from a Java properties file, as Kafka's server.properties")
     serve.add_argument("--max-connections-per-ip-overrides", metavar="HOST:N,...",
                        help="per-address exceptions to --max-connections-per-ip (Kafka's format)")
+    serve.add_argument("--listeners", metavar="NAME://HOST:PORT,...",
+                       help="Kafka's listeners, e.g. PLAINTEXT://127.0.0.1:9092,SASL_SSL://127.0.0.1:9093 (default: "
+                            "one PLAINTEXT listener on --host/--port); an SSL listener without "
+                            "--ssl-keystore-location gets a throwaway CA and certificates, their paths printed")
+    serve.add_argument("--advertised-listeners", metavar="NAME://HOST:PORT,...",
+                       help="what Metadata tells each listener's clients (Kafka's advertised.listeners)")
+    serve.add_argument("--listener-security-protocol-map", metavar="NAME:PROTOCOL,...",
+                       help="listener name -> PLAINTEXT/SSL/SASL_PLAINTEXT/SASL_SSL (Kafka's default if omitted)")
+    serve.add_argument("--sasl-enabled-mechanisms", metavar="M,...",
+                       help="of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (default: all three)")
+    serve.add_argument("--ssl-client-auth", choices=["none", "requested", "required"],
+                       help="client certificates (mTLS) on SSL listeners (Kafka's ssl.client.auth; default none)")
+    serve.add_argument("--ssl-keystore-location", metavar="PEM", help="the broker's key and certificate chain")
+    serve.add_argument("--ssl-truststore-location", metavar="PEM", help="CAs client certificates must chain to")
+    serve.add_argument("--ssl-dir", metavar="DIR",
+                       help="where the throwaway CA and certificates go (default: a temporary directory)")
+    serve.add_argument("--user", action="append", default=[], metavar="NAME=PASSWORD",
+                       help="a SASL PLAIN/SCRAM user (repeatable)")
     serve.add_argument("--control-port", type=_port, default=None,
                        help="port for `fakekafka ctl`; it must be free (default: --port + 100, or a free one "
                             "when that is taken or --port is 0; the ready line prints it)")
@@ -296,12 +316,29 @@ async def _serve(args: argparse.Namespace) -> int:
         default_replication_factor=args.replication_factor, cluster_id=args.cluster_id,
         group_initial_rebalance_delay_ms=args.group_initial_rebalance_delay_ms,
         replication_lag_ms=args.replication_lag_ms, **limits)
+    security = {name: getattr(args, name) for name in (
+        "listeners", "advertised_listeners", "listener_security_protocol_map", "sasl_enabled_mechanisms",
+        "ssl_client_auth", "ssl_keystore_location", "ssl_truststore_location") if getattr(args, name)}
+    users = dict(u.partition("=")[::2] for u in args.user)
+    if any(not name or not password for name, password in users.items()):
+        print("fakekafka: --user takes NAME=PASSWORD", file=sys.stderr)
+        return 2
+    if args.listeners and args.ssl_dir and not args.ssl_keystore_location:
+        from fakekafka.security import make_test_pki
+        pki = make_test_pki(args.ssl_dir, tuple(dict.fromkeys([args.advertised_host or args.host, "localhost",
+                                                                "127.0.0.1", "::1"])))
+        security.update(ssl_keystore_location=str(pki.server_keystore), ssl_truststore_location=str(pki.ca_file))
+    config = dataclasses.replace(config, **security)
     racks = args.racks.split(",") if args.racks else None
     if racks is not None and len(racks) != args.brokers:
         print(f"fakekafka: --racks names {len(racks)} racks for {args.brokers} brokers", file=sys.stderr)
         return 2
-    cluster = Cluster(config=config, host=args.host, port=args.port, node_id=args.node_id, brokers=args.brokers,
-                      clock="frozen" if args.clock == "frozen" else None, racks=racks)
+    try:
+        cluster = Cluster(config=config, host=args.host, port=args.port, node_id=args.node_id, brokers=args.brokers,
+                          clock="frozen" if args.clock == "frozen" else None, racks=racks, users=users)
+    except (ValueError, OSError, ssl.SSLError) as e:
+        print(f"fakekafka: {e}", file=sys.stderr)
+        return 2
     cluster.server.advertised_host = args.advertised_host
     recorder = None
     if args.record:
@@ -396,6 +433,13 @@ async def _run_cluster(args: argparse.Namespace, cluster: Cluster) -> int:
     loop.add_signal_handler(signal.SIGUSR1, status.print)
     ticker = loop.create_task(status.every(args.status_every)) if args.status_every else None
     control_address = "{}:{}".format(*control.sockets[0].getsockname()[:2])
+    if cluster.config.listeners:
+        for spec in cluster.server.listeners:
+            print(f"fakekafka listener {spec.name} ({spec.protocol}): "
+                  f"bootstrap.servers={cluster.bootstrap_servers_for(spec.name)}", flush=True)
+    if cluster.pki is not None:
+        print(f"fakekafka ssl: ca={cluster.pki.ca_file} client.cert={cluster.pki.client_cert} "
+              f"client.key={cluster.pki.client_key}", flush=True)
     print(f"fakekafka ready: bootstrap.servers={cluster.bootstrap_servers} control={control_address}", flush=True)
     gc.freeze()  # what is alive now (modules, declarations) lives for good: full collections skip it
     await stop.wait()

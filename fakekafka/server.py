@@ -459,12 +459,15 @@ class Server:
         self._advertised = ({s.name: s for s in parse_listeners(config.advertised_listeners,
                                                                 config.listener_security_protocol_map)}
                             if config.advertised_listeners else {})
-        self._ssl: ssl.SSLContext | None = None
-        if any(spec.tls for spec in self.listeners):
+        self._ssl: dict[str, ssl.SSLContext] = {}
+        """TLS context per protocol: ssl.client.auth applies to SSL listeners; SASL_SSL ones ask for no client
+        certificate, as Kafka since KIP-684 applies only a listener-prefixed ssl.client.auth to them."""
+        for protocol in sorted({spec.protocol for spec in self.listeners if spec.tls}):
             if not config.ssl_keystore_location:
                 raise ValueError("an SSL or SASL_SSL listener needs ssl.keystore.location (PEM key and certificate)")
-            self._ssl = server_ssl_context(config.ssl_keystore_location, config.ssl_truststore_location or None,
-                                           config.ssl_client_auth, config.ssl_key_password or None)
+            self._ssl[protocol] = server_ssl_context(
+                config.ssl_keystore_location, config.ssl_truststore_location or None,
+                config.ssl_client_auth if protocol == "SSL" else "none", config.ssl_key_password or None)
         self._connections: set[asyncio.Task[None]] = set()
         self._by_broker: dict[int, set[_Connection]] = defaultdict(set)
         self._held: dict[int, collections.deque[_Connection]] = defaultdict(collections.deque)
@@ -754,7 +757,7 @@ class Server:
             sock = self._sockets.pop(key, None) or self._listen(broker, spec)
             try:
                 self._servers[key] = await loop.create_server(self._factory(broker, spec), sock=sock,
-                                                              ssl=self._ssl if spec.tls else None)
+                                                              ssl=self._ssl.get(spec.protocol))
             except BaseException:
                 sock.close()
                 raise

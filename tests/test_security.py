@@ -8,9 +8,13 @@ the connection unanswered.
 
 from __future__ import annotations
 
+import signal
 import socket
 import ssl
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -294,3 +298,47 @@ def test_confluent_kafka_mtls(secure: fakekafka.Cluster) -> None:
     md = admin.list_topics(timeout=10)
     assert {f"{b.host}:{b.port}" for b in md.brokers.values()} == set(
         secure.bootstrap_servers_for("SSL").split(","))
+
+
+def test_serve_with_a_sasl_ssl_listener(tmp_path: Path) -> None:
+    """`fakekafka serve --listeners ... --user ...` prints each listener's bootstrap and the CA to trust."""
+    proc = subprocess.Popen([sys.executable, "-m", "fakekafka", "serve", "--port", "0", "--control-port", "0",
+                             "--listeners", "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
+                             "--user", "carol=carol-secret", "--ssl-dir", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    try:
+        lines = [proc.stdout.readline() for _ in range(4)]
+        assert lines[0].startswith("fakekafka listener PLAINTEXT (PLAINTEXT): bootstrap.servers=127.0.0.1:")
+        assert lines[1].startswith("fakekafka listener SASL_SSL (SASL_SSL): bootstrap.servers=127.0.0.1:")
+        assert lines[2].startswith(f"fakekafka ssl: ca={tmp_path / 'ca.pem'} ")
+        assert lines[3].startswith("fakekafka ready: ")
+        from kafka import KafkaProducer
+        producer = KafkaProducer(bootstrap_servers=lines[1].split("bootstrap.servers=")[1].strip(),
+                                 security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-256",
+                                 sasl_plain_username="carol", sasl_plain_password="carol-secret",
+                                 ssl_cafile=str(tmp_path / "ca.pem"))
+        assert producer.send("cli-sasl", b"x").get(timeout=10).offset == 0
+        producer.close()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+
+
+def test_java_client_over_sasl_ssl_and_mtls() -> None:
+    """Kafka's own client: PEM truststore/keystore (ssl.*.type=PEM), SASL PLAIN and SCRAM, wrong passwords."""
+    from tests.javautil import compile_java, run_java
+    classes = compile_java(Path(__file__).parent / "clients" / "java" / "SecureClients.java")
+    with fakekafka.Cluster(listeners="PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0,SSL://127.0.0.1:0",
+                           ssl_client_auth="required", users=USERS) as c:
+        assert c.pki is not None
+        out = run_java(classes, "SecureClients", c.bootstrap_servers_for("SASL_SSL"), c.bootstrap_servers_for("SSL"),
+                       str(c.pki.ca_file), str(c.pki.client_keystore), timeout=180)
+    results = {name: (status, detail) for name, status, detail in
+               (line.split("\t", 2) for line in out.stdout.splitlines() if line.count("\t") >= 2)}
+    for case in ("produce-PLAIN", "produce-SCRAM-SHA-256", "produce-SCRAM-SHA-512", "produce-mTLS"):
+        assert results[case][0] == "ok", (case, results[case])
+    for mechanism in ("PLAIN", "SCRAM-SHA-512"):
+        assert results[f"wrong-password-{mechanism}"] == (
+            "error", "org.apache.kafka.common.errors.SaslAuthenticationException: Authentication failed during "
+                     f"authentication due to invalid credentials with SASL mechanism {mechanism}")

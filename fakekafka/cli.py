@@ -323,6 +323,7 @@ async def _serve(args: argparse.Namespace) -> int:
     if any(not name or not password for name, password in users.items()):
         print("fakekafka: --user takes NAME=PASSWORD", file=sys.stderr)
         return 2
+    pki = None
     if args.listeners and args.ssl_dir and not args.ssl_keystore_location:
         from fakekafka.security import make_test_pki
         pki = make_test_pki(args.ssl_dir, tuple(dict.fromkeys([args.advertised_host or args.host, "localhost",
@@ -339,6 +340,8 @@ async def _serve(args: argparse.Namespace) -> int:
     except (ValueError, OSError, ssl.SSLError) as e:
         print(f"fakekafka: {e}", file=sys.stderr)
         return 2
+    if pki is not None:
+        cluster.pki = pki  # the ready lines name its CA and client certificate
     cluster.server.advertised_host = args.advertised_host
     recorder = None
     if args.record:

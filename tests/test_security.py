@@ -305,7 +305,7 @@ def test_serve_with_a_sasl_ssl_listener(tmp_path: Path) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "fakekafka", "serve", "--port", "0", "--control-port", "0",
                              "--listeners", "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
                              "--user", "carol=carol-secret", "--ssl-dir", str(tmp_path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert proc.stdout is not None
     try:
         lines = [proc.stdout.readline() for _ in range(4)]

@@ -105,7 +105,11 @@ class KafkaCluster:
     """Apache Kafka in KRaft mode: `brokers` combined broker+controller JVMs on loopback."""
 
     def __init__(self, brokers: int = 1, configs: dict[str, str | None] | None = None, *, lib: Path | None = None,
-                 java: str | None = None, heap: str = "512m", timeout: float = 120.0) -> None:
+                 java: str | None = None, heap: str = "512m", timeout: float = 120.0,
+                 listeners: tuple[str, ...] = (), scram_users: dict[str, str] | None = None) -> None:
+        """`listeners`: more listeners by security protocol ("SASL_PLAINTEXT", "SASL_SSL", "SSL"), each named
+        after its protocol, beside PLAINTEXT (their ssl.*, sasl.* and JAAS settings come through `configs`);
+        `scram_users` are written at format time (kafka-storage --add-scram) for SCRAM-SHA-256 and -512."""
         if brokers < 1:
             raise ValueError("brokers must be at least 1")
         self.brokers = brokers
@@ -132,6 +136,9 @@ class KafkaCluster:
         for name, value in (configs or {}).items():  # None: Kafka's own default (DescribeConfigs: DEFAULT_CONFIG)
             if value is None:
                 self.configs.pop(name, None)
+        self.listeners = listeners
+        self.scram_users = dict(scram_users or {})
+        self.listener_ports: dict[str, list[int]] = {}
         self.dir: Path | None = None
         self.procs: list[subprocess.Popen[bytes]] = []
         self.ports: list[int] = []
@@ -144,6 +151,9 @@ class KafkaCluster:
     @property
     def bootstrap_servers(self) -> str:
         return ",".join(f"{HOST}:{p}" for p in self.ports)
+
+    def bootstrap_servers_for(self, listener: str) -> str:
+        return ",".join(f"{HOST}:{p}" for p in self.listener_ports[listener])
 
     @property
     def pids(self) -> list[int]:
@@ -163,13 +173,18 @@ class KafkaCluster:
         t0 = time.monotonic()
         self.dir = Path(tempfile.mkdtemp(prefix="fakekafka-apache-kafka-"))
         (self.dir / "log4j2.properties").write_text(LOG4J2)
-        ports = _free_ports(2 * self.brokers)
-        self.ports, self.controller_ports = ports[: self.brokers], ports[self.brokers:]
+        ports = _free_ports((2 + len(self.listeners)) * self.brokers)
+        self.ports, self.controller_ports = ports[: self.brokers], ports[self.brokers:2 * self.brokers]
+        for k, name in enumerate(self.listeners):
+            self.listener_ports[name] = ports[(2 + k) * self.brokers:(3 + k) * self.brokers]
         voters = ",".join(f"{i + 1}@{HOST}:{p}" for i, p in enumerate(self.controller_ports))
         try:
             props = [self._node_properties(i, voters) for i in range(self.brokers)]
+            scram = [arg for user, password in self.scram_users.items()
+                     for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512")
+                     for arg in ("--add-scram", f"{mechanism}=[name={user},password={password}]")]
             formats = [self._java("kafka.tools.StorageTool", "format", "-t", self.cluster_id, "-c", str(p),
-                                  "--ignore-formatted") for p in props]
+                                  "--ignore-formatted", *scram) for p in props]
             for i, f in enumerate(formats):
                 out, _ = f.communicate(timeout=self.timeout)
                 if f.returncode != 0:
@@ -224,11 +239,14 @@ class KafkaCluster:
         conf: dict[str, Any] = {
             "process.roles": "broker,controller",
             "node.id": node,
-            "listeners": f"PLAINTEXT://{HOST}:{self.ports[i]},CONTROLLER://{HOST}:{self.controller_ports[i]}",
-            "advertised.listeners": f"PLAINTEXT://{HOST}:{self.ports[i]}",
+            "listeners": f"PLAINTEXT://{HOST}:{self.ports[i]},CONTROLLER://{HOST}:{self.controller_ports[i]}"
+                         + "".join(f",{n}://{HOST}:{ports[i]}" for n, ports in self.listener_ports.items()),
+            "advertised.listeners": f"PLAINTEXT://{HOST}:{self.ports[i]}"
+                                    + "".join(f",{n}://{HOST}:{ports[i]}" for n, ports in self.listener_ports.items()),
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
+                                              + "".join(f",{n}:{n}" for n in self.listener_ports),
             "controller.quorum.voters": voters,
             "log.dirs": str(data),
             **self.configs,

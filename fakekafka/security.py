@@ -108,7 +108,13 @@ def server_ssl_context(keystore: str, truststore: str | None, client_auth: str,
 # --- SASL ---------------------------------------------------------------------------------------------------
 
 class SaslFailure(Exception):
-    """Credentials refused: Kafka answers SASL_AUTHENTICATION_FAILED and closes the connection."""
+    """Credentials refused: Kafka answers SASL_AUTHENTICATION_FAILED and closes the connection. `told`: the
+    message goes to the client as it is (Kafka's SaslAuthenticationException); otherwise the client gets
+    Kafka's generic "invalid credentials" message (its SaslException, which SCRAM failures are)."""
+
+    def __init__(self, message: str, *, told: bool = False) -> None:
+        super().__init__(message)
+        self.told = told
 
 
 def plain_authenticate(token: bytes, users: dict[str, str]) -> str:
@@ -116,16 +122,18 @@ def plain_authenticate(token: bytes, users: dict[str, str]) -> str:
     authorization id other than the user."""
     parts = token.split(b"\0")
     if len(parts) != 3:
-        raise SaslFailure("Invalid SASL/PLAIN response: expected 3 tokens")
+        raise SaslFailure(f"Invalid SASL/PLAIN response: expected 3 tokens, got {len(parts)}")
     authzid, user, password = (p.decode("utf-8", "replace") for p in parts)
-    if not user or not password:
-        raise SaslFailure("Authentication failed: username or password not specified")
+    if not user:
+        raise SaslFailure("Authentication failed: username not specified", told=True)
+    if not password:
+        raise SaslFailure("Authentication failed: password not specified", told=True)
     expected = users.get(user)
     if expected is None or not hmac.compare_digest(expected.encode(), password.encode()):
-        raise SaslFailure("Authentication failed: Invalid username or password")
+        raise SaslFailure("Authentication failed: Invalid username or password", told=True)
     if authzid and authzid != user:
         raise SaslFailure("Authentication failed: Client requested an authorization id that is different from "
-                          "username")
+                          "username", told=True)
     return user
 
 

@@ -8,6 +8,7 @@ the connection unanswered.
 
 from __future__ import annotations
 
+import shutil
 import signal
 import socket
 import ssl
@@ -15,6 +16,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -146,14 +148,21 @@ def test_unsupported_mechanism_lists_the_enabled_ones(sasl_cluster: fakekafka.Cl
     assert raw.is_closed()
 
 
-@pytest.mark.parametrize("token", [b"\0alice\0wrong", b"\0mallory\0alice-secret", b"bob\0alice\0alice-secret"])
-def test_plain_refused_with_kafkas_message(sasl_cluster: fakekafka.Cluster, token: bytes) -> None:
+PLAIN_REFUSED = "Authentication failed: Invalid username or password"
+AUTHZID = "Authentication failed: Client requested an authorization id that is different from username"
+
+
+@pytest.mark.parametrize(("token", "message"), [
+    (b"\0alice\0wrong", PLAIN_REFUSED), (b"\0mallory\0alice-secret", PLAIN_REFUSED),
+    (b"bob\0alice\0alice-secret", AUTHZID),
+    (b"alice-secret", "Authentication failed during authentication due to invalid credentials with SASL mechanism "
+                      "PLAIN")])
+def test_plain_refused_with_kafkas_message(sasl_cluster: fakekafka.Cluster, token: bytes, message: str) -> None:
+    """The messages Kafka 4.4.0 sends (PlainSaslServer's own; its generic one for a malformed token)."""
     raw = RawClient(sasl_cluster.bootstrap_servers_for("SASL_PLAINTEXT"))
     assert raw.request(SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}).error_code == 0
     auth = raw.request(SASL_AUTHENTICATE, 1, {"auth_bytes": token})
-    assert auth.error_code == ErrorCode.SASL_AUTHENTICATION_FAILED
-    assert auth.error_message == ("Authentication failed during authentication due to invalid credentials with "
-                                  "SASL mechanism PLAIN")
+    assert (auth.error_code, auth.error_message) == (ErrorCode.SASL_AUTHENTICATION_FAILED, message)
     assert raw.is_closed()
 
 
@@ -338,7 +347,56 @@ def test_java_client_over_sasl_ssl_and_mtls() -> None:
                (line.split("\t", 2) for line in out.stdout.splitlines() if line.count("\t") >= 2)}
     for case in ("produce-PLAIN", "produce-SCRAM-SHA-256", "produce-SCRAM-SHA-512", "produce-mTLS"):
         assert results[case][0] == "ok", (case, results[case])
-    for mechanism in ("PLAIN", "SCRAM-SHA-512"):
-        assert results[f"wrong-password-{mechanism}"] == (
-            "error", "org.apache.kafka.common.errors.SaslAuthenticationException: Authentication failed during "
-                     f"authentication due to invalid credentials with SASL mechanism {mechanism}")
+    refused = "error", "org.apache.kafka.common.errors.SaslAuthenticationException: "
+    assert results["wrong-password-PLAIN"] == (refused[0], refused[1] + PLAIN_REFUSED)
+    assert results["wrong-password-SCRAM-SHA-512"] == (refused[0], refused[1] + "Authentication failed during "
+                                                       "authentication due to invalid credentials with SASL mechanism "
+                                                       "SCRAM-SHA-512")
+
+
+# --- the same exchanges against Apache Kafka 4.4.0 --------------------------------------------------------------
+
+def _exchanges(address: str) -> list[tuple[object, ...]]:
+    """What a SASL_PLAINTEXT listener answers to each way in, wrong ones included, and whether it then closes."""
+    def answer(body: Any, *fields: str) -> tuple[object, ...]:
+        return tuple(list(getattr(body, f)) if f == "mechanisms" else getattr(body, f) for f in fields)
+    out: list[tuple[object, ...]] = []
+    raw = RawClient(address)
+    out.append(answer(raw.request(SASL_HANDSHAKE, 1, {"mechanism": "SCRAM-SHA-512"}), "error_code", "mechanisms"))
+    out.append(("closed", raw.is_closed()))
+    for token in (b"\0alice\0wrong", b"bob\0alice\0alice-secret", b"\0alice\0alice-secret"):
+        raw = RawClient(address)
+        out.append(answer(raw.request(SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}), "error_code", "mechanisms"))
+        out.append(answer(raw.request(SASL_AUTHENTICATE, 2, {"auth_bytes": token}), "error_code", "error_message",
+                          "session_lifetime_ms"))
+    again = raw.request(SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})  # the authenticated connection
+    out.append(answer(again, "error_code", "mechanisms"))
+    raw.close()
+    raw = RawClient(address)
+    raw.send(METADATA, 12, {"topics": None, "allow_auto_topic_creation": False,
+                            "include_topic_authorized_operations": False})
+    out.append(("metadata first: closed", raw.is_closed()))
+    raw = RawClient(address)
+    raw.request(SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})
+    out.append(answer(raw.request(10, 3, {"key": "g", "key_type": 0}), "error_code", "node_id"))
+    out.append(("closed", raw.is_closed()))
+    return out
+
+
+def test_sasl_exchanges_answered_as_apache_kafka_answers() -> None:
+    from fakekafka.apache_kafka import KafkaCluster, kafka_lib
+    if kafka_lib() is None or shutil.which("java") is None:
+        pytest.skip("Apache Kafka's jars or java are missing: run `bash .ci/install.sh`")
+    with fakekafka.Cluster(listeners="PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0", users=USERS,
+                           sasl_enabled_mechanisms="PLAIN,SCRAM-SHA-256") as c:
+        fake = _exchanges(c.bootstrap_servers_for("SASL_PLAINTEXT"))
+    jaas = "org.apache.kafka.common.security"
+    configs = {"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+               "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+                   f"{jaas}.plain.PlainLoginModule required "
+                   + " ".join(f'user_{u}="{p}"' for u, p in USERS.items()) + ";",
+               "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config":
+                   f"{jaas}.scram.ScramLoginModule required;"}
+    with KafkaCluster(configs=configs, listeners=("SASL_PLAINTEXT",), scram_users=USERS) as kafka:
+        real = _exchanges(kafka.bootstrap_servers_for("SASL_PLAINTEXT"))
+    assert fake == real

@@ -4,9 +4,10 @@ answers them on a SASL_PLAINTEXT or SASL_SSL listener.
 The connection's SASL state lives in the per-connection `ctx.extra["sasl"]` (the server creates it on SASL
 listeners and refuses other requests until it is authenticated). An unsupported mechanism gets
 UNSUPPORTED_SASL_MECHANISM with the enabled list, a wrong password SASL_AUTHENTICATION_FAILED with Kafka's
-message; the connection is closed after either answer, as Kafka does. On a listener without SASL, or once
-authenticated (re-authentication, KIP-368, is not offered: session_lifetime_ms is 0), both answer
-ILLEGAL_SASL_STATE as Kafka's request handler does.
+message (PLAIN's own, SCRAM's generic one; checked against Kafka 4.4.0 by tests/test_security.py); the
+connection is closed after either answer, as Kafka does. On a listener without SASL, or once authenticated
+(re-authentication, KIP-368, is not offered: session_lifetime_ms is 0), both answer ILLEGAL_SASL_STATE as
+Kafka's request handler does.
 """
 
 from __future__ import annotations
@@ -83,6 +84,6 @@ def handle_sasl_authenticate(ctx: RequestContext, req: Container) -> dict[str, A
         ctx.extra["close_after"] = f"SASL {state.mechanism} authentication failed: {e}"
         return _authenticate(ctx, {
             "error_code": ErrorCode.SASL_AUTHENTICATION_FAILED, "auth_bytes": b"",
-            "error_message": "Authentication failed during authentication due to invalid credentials with SASL "
-                             f"mechanism {state.mechanism}"})
-    return _authenticate(ctx, {"error_code": ErrorCode.NONE, "error_message": None, "auth_bytes": reply})
+            "error_message": str(e) if e.told else "Authentication failed during authentication due to invalid "
+                                                   f"credentials with SASL mechanism {state.mechanism}"})
+    return _authenticate(ctx, {"error_code": ErrorCode.NONE, "error_message": "", "auth_bytes": reply})

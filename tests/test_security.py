@@ -400,3 +400,16 @@ def test_sasl_exchanges_answered_as_apache_kafka_answers() -> None:
     with KafkaCluster(configs=configs, listeners=("SASL_PLAINTEXT",), scram_users=USERS) as kafka:
         real = _exchanges(kafka.bootstrap_servers_for("SASL_PLAINTEXT"))
     assert fake == real
+
+
+@pytest.mark.fakekafka(listeners="PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0", users={"dave": "dave-secret"})
+def test_marker_settings_give_the_fixture_a_sasl_ssl_listener(kafka: fakekafka.Cluster) -> None:
+    """The pytest marker takes the same names; the handle has the listener's bootstrap and the CA to trust."""
+    from kafka import KafkaProducer
+    assert kafka.pki is not None and kafka.pki.ca_file.exists()
+    producer = KafkaProducer(bootstrap_servers=kafka.bootstrap_servers_for("SASL_SSL"), security_protocol="SASL_SSL",
+                             sasl_mechanism="SCRAM-SHA-256", sasl_plain_username="dave",
+                             sasl_plain_password="dave-secret", ssl_cafile=str(kafka.pki.ca_file))
+    assert producer.send("marker-sasl", b"x").get(timeout=10).offset == 0
+    producer.close()
+    assert [r.value for r in kafka.records("marker-sasl")] == [b"x"]

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fakekafka.describe import describe_tables
-from fakekafka.embedded import Cluster
+from fakekafka.embedded import Cluster, TransactionView
 from fakekafka.model.cluster import ApiError
 
 __all__ = ["COMMANDS", "format_event", "send_command", "serve_control"]
@@ -119,12 +119,18 @@ def _advance(c: Cluster, a: dict[str, Any]) -> str:
     return f"clock advanced {ms} ms, now at {c.advance_clock(ms)} ms"
 
 
-def _expire_transactional_id(c: Cluster, a: dict[str, Any]) -> str:
-    tid = a["transactional_id"]
-    before = c.transaction(tid)
-    if before is None:
+def _known_transaction(c: Cluster, tid: str) -> TransactionView:
+    """The id's transaction, or an error naming the ids there are."""
+    found = c.transaction(tid)
+    if found is None:
         known = ", ".join(c.transactions()) or "none yet"
         raise ValueError(f"there is no transactional id {tid!r}; the ids are: {known}")
+    return found
+
+
+def _expire_transactional_id(c: Cluster, a: dict[str, Any]) -> str:
+    tid = a["transactional_id"]
+    before = _known_transaction(c, tid)
     c.expire_transactional_id(tid)
     return (f"transactional id {tid} expired as transactional.id.expiration.ms would: producer {before.producer_id} "
             f"forgotten; its next InitProducerId gets a new producer id")
@@ -132,10 +138,7 @@ def _expire_transactional_id(c: Cluster, a: dict[str, Any]) -> str:
 
 def _abort_transaction(c: Cluster, a: dict[str, Any]) -> str:
     tid = a["transactional_id"]
-    before = c.transaction(tid)
-    if before is None:
-        known = ", ".join(c.transactions()) or "none yet"
-        raise ValueError(f"there is no transactional id {tid!r}; the ids are: {known}")
+    before = _known_transaction(c, tid)
     c.abort_transaction(tid)
     after = c.transaction(tid)
     assert after is not None

@@ -139,12 +139,6 @@ class TransactionCoordinator:
     def _now(self) -> int:
         return self.clock.now_ms()
 
-    def by_producer_id(self, producer_id: int) -> TransactionMetadata | None:
-        for txn in self.transactions.values():
-            if txn.producer_id == producer_id:
-                return txn
-        return None
-
     # --- InitProducerId ----------------------------------------------------------------------------
     def init_producer_id(self, transactional_id: str, timeout_ms: int,
                          expected: tuple[int, int] | None = None) -> tuple[ErrorCode, int, int]:

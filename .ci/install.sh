@@ -7,6 +7,7 @@
 #                        older ones beside it: kafka-clients-3.9.1, kafka-clients-2.8.2)
 #   FAKEKAFKA_KAFKA_LIB  Apache Kafka's broker jars (default ~/.cache/fakekafka/kafka-4.4.0/lib)
 #   FAKEKAFKA_STREAMS_JARS Kafka Streams and its dependencies (default ~/.cache/fakekafka/kafka-streams-4.3.1)
+#   FAKEKAFKA_CONNECT_JARS Kafka Connect's worker and file connectors (default ~/.cache/fakekafka/kafka-connect-4.3.1)
 #   FAKEKAFKA_SPARK_JARS Spark's Kafka connector for the pinned pyspark (default ~/.cache/fakekafka/spark-kafka-4.2.0)
 #   FAKEKAFKA_BIN        reference broker binaries (default ~/.cache/fakekafka/bin)
 #   FAKEKAFKA_GO_CLIENTS the Go client drivers, built (default ~/.cache/fakekafka/go-clients)
@@ -147,6 +148,13 @@ STREAMS_DIR=${FAKEKAFKA_STREAMS_JARS:-$CACHE/kafka-streams-$STREAMS_VERSION}
 maven_copy compat/kafka/streams-pom.xml "$STREAMS_DIR"
 jar_has_classes "$STREAMS_DIR" org.apache.kafka.streams.KafkaStreams org.rocksdb.RocksDB \
     || { log "$STREAMS_DIR lacks Kafka Streams or RocksDB"; exit 1; }
+# Kafka Connect's distributed worker and the file connectors (compat/kafka/connect-pom.xml), for the Connect test.
+CONNECT_VERSION=$(sed -n 's:.*<kafka.connect.version>\(.*\)</kafka.connect.version>.*:\1:p' compat/kafka/connect-pom.xml)
+CONNECT_DIR=${FAKEKAFKA_CONNECT_JARS:-$CACHE/kafka-connect-$CONNECT_VERSION}
+maven_copy compat/kafka/connect-pom.xml "$CONNECT_DIR"
+jar_has_classes "$CONNECT_DIR" org.apache.kafka.connect.cli.ConnectDistributed \
+    org.apache.kafka.connect.file.FileStreamSourceConnector org.slf4j.impl.SimpleLoggerFactory \
+    || { log "$CONNECT_DIR lacks Kafka Connect's worker or the file connectors"; exit 1; }
 
 # Spark's Kafka connector for the pinned pyspark (compat/kafka/spark-pom.xml): the `spark` fixture and
 # fakekafka.spark.local_spark_session put these jars on spark.jars, so format("kafka") is Spark's own connector.
@@ -227,4 +235,5 @@ printf 'FAKEKAFKA_QUIXSTREAMS=%q\n' "$QUIX_VENV"
 printf 'FAKEKAFKA_CLASSPATH=%q\n' "$JARS_DIR/*"
 printf 'FAKEKAFKA_STREAMS_JARS=%q\n' "$STREAMS_DIR"
 printf 'FAKEKAFKA_SPARK_JARS=%q\n' "$SPARK_JARS"
+printf 'FAKEKAFKA_CONNECT_JARS=%q\n' "$CONNECT_DIR"
 if [[ -n $go_node_env ]]; then printf '%s\n' "$go_node_env"; fi

@@ -14,6 +14,8 @@ missing, so a machine without them reports skips rather than failures:
                                      streams_classpath() compiles against Kafka Streams' jars instead
     streams_classpath()              Kafka Streams' jars (with its own kafka-clients and RocksDB), from
                                      $FAKEKAFKA_STREAMS_JARS or ~/.cache/fakekafka/kafka-streams-<version>
+    connect_classpath()              Kafka Connect's worker and file connectors (with its own kafka-clients),
+                                     from $FAKEKAFKA_CONNECT_JARS or ~/.cache/fakekafka/kafka-connect-<version>
     run_java(classes, main, *args, version=None)
                                      java -cp classes:jars main args; returns CompletedProcess (text)
                                      and raises JavaError with stderr when it exits non-zero
@@ -55,8 +57,8 @@ import fakekafka
 from fakekafka.handle import ClusterHandle
 from fakekafka.server import RequestRecord
 
-__all__ = ["INSTALL_HINT", "JavaError", "JavaRun", "classpath", "compile_java", "run_driver", "run_java",
-           "streams_classpath"]
+__all__ = ["INSTALL_HINT", "JavaError", "JavaRun", "classpath", "compile_java", "connect_classpath", "run_driver",
+           "run_java", "streams_classpath"]
 
 INSTALL_HINT = 'run `eval "$(bash .ci/install.sh)"` to install javac and the Kafka client jars'
 _CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "fakekafka"
@@ -64,6 +66,8 @@ CLIENT_VERSIONS = ("4.4.0", "3.9.1", "2.8.2")  # .ci/install.sh's, newest first
 CLIENT_VERSION = CLIENT_VERSIONS[0]
 STREAMS_VERSION = "4.3.1"
 """compat/kafka/streams-pom.xml's kafka-streams (4.4.0 is not on Maven Central)."""
+CONNECT_VERSION = "4.3.1"
+"""compat/kafka/connect-pom.xml's connect-runtime and connect-file (4.4.0 is not on Maven Central either)."""
 
 
 class JavaError(RuntimeError):
@@ -103,6 +107,15 @@ def streams_classpath() -> str:
     jars = Path(os.environ.get("FAKEKAFKA_STREAMS_JARS") or _CACHE / f"kafka-streams-{STREAMS_VERSION}")
     if not glob.glob(str(jars / "kafka-streams-*.jar")):
         pytest.skip(f"no kafka-streams jar in {jars}: {INSTALL_HINT}")
+    return str(jars / "*")
+
+
+def connect_classpath() -> str:
+    """Kafka Connect's classpath (connect-runtime, connect-file, their own kafka-clients): $FAKEKAFKA_CONNECT_JARS,
+    else ~/.cache/fakekafka/kafka-connect-<CONNECT_VERSION>, as .ci/install.sh resolves compat/kafka/connect-pom.xml."""
+    jars = Path(os.environ.get("FAKEKAFKA_CONNECT_JARS") or _CACHE / f"kafka-connect-{CONNECT_VERSION}")
+    if not glob.glob(str(jars / "connect-runtime-*.jar")):
+        pytest.skip(f"no connect-runtime jar in {jars}: {INSTALL_HINT}")
     return str(jars / "*")
 
 

@@ -43,3 +43,15 @@ def test_streams_version_is_the_poms(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("FAKEKAFKA_STREAMS_JARS", raising=False)
     cp = javautil.streams_classpath()
     assert (Path(cp).parent / f"kafka-streams-{javautil.STREAMS_VERSION}.jar").is_file()
+
+
+def test_connect_version_is_the_poms(monkeypatch: pytest.MonkeyPatch) -> None:
+    """javautil looks for Kafka Connect where install.sh puts compat/kafka/connect-pom.xml's version."""
+    pom = (INSTALL_SH.parents[1] / "compat" / "kafka" / "connect-pom.xml").read_text()
+    found = re.search(r"<kafka.connect.version>(.*)</kafka.connect.version>", pom)
+    assert found is not None
+    assert javautil.CONNECT_VERSION == found.group(1)
+    monkeypatch.delenv("FAKEKAFKA_CONNECT_JARS", raising=False)
+    cp = javautil.connect_classpath()
+    for artifact in ("connect-runtime", "connect-file"):
+        assert (Path(cp).parent / f"{artifact}-{javautil.CONNECT_VERSION}.jar").is_file()

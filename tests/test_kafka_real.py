@@ -31,6 +31,7 @@ CLIENT_TESTS = ["tests/clients/test_kafka_python.py", "tests/clients/test_aiokaf
                 "tests/clients/test_confluent_kafka.py", "tests/clients/test_kcat.py",
                 "tests/clients/test_java_client.py", "tests/clients/test_transactions.py",
                 "tests/clients/test_java_transactions.py", "tests/clients/test_kafka_streams.py",
+                "tests/clients/test_kafka_connect.py",
                 "tests/clients/test_go_node_drivers.py", "tests/clients/test_python_frameworks.py",
                 "tests/test_remote_cluster.py",
                 "examples/test_clients.py", "examples/order_enricher",

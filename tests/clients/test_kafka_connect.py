@@ -1,0 +1,351 @@
+"""Kafka Connect in distributed mode, as users run it: `ConnectDistributed` with a worker properties file.
+
+The worker (connect-runtime and connect-file 4.3.1, the newest on Maven Central, with their own kafka-clients:
+compat/kafka/connect-pom.xml) keeps its state in the broker: connector configs in a compacted config topic (one
+partition), source offsets in a compacted offsets topic (25), connector and task states in a compacted status topic
+(5), each read to its end on start (KafkaBasedLog), and its workers form a group of protocol type "connect" over
+JoinGroup/SyncGroup (incremental cooperative rebalancing, subprotocol "sessioned"). Configured through its REST API,
+a FileStreamSource connector reads a file's lines into a topic (which the worker creates, topic.creation.*) and a
+FileStreamSink connector writes that topic to a file. The test checks, on one broker:
+
+- the sink file holds exactly the source file's lines, in order, and the REST API reports both connectors and their
+  tasks RUNNING on the worker;
+- the worker stopped with SIGTERM commits its source offsets (offsets topic) and sink offsets (group
+  `connect-<sink>`) on its way out; lines appended while it is down arrive once the restarted worker resumes from
+  those offsets: nothing lost, nothing twice;
+- a second worker joining the group takes a connector and a task (the broker's DescribeGroups shows the two members
+  and the assignments their leader sent), and lines keep flowing through the moved tasks exactly once;
+- the internal topics are compacted, with Connect's partition counts.
+
+Runs on the `kafka` fixture: fakekafka here, Apache Kafka under `pytest --kafka-real` (tests/test_kafka_real.py), so
+both brokers are held to the same assertions. Three worker JVM starts in all (the first, its restart, the second
+worker), never more than two at a time; every wait polls the REST API or the files. Skips (naming .ci/install.sh)
+without java or Connect's jars.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import struct
+import subprocess
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from confluent_kafka.admin import AdminClient, ConfigResource
+
+import fakekafka
+from fakekafka.handle import ClusterHandle
+from tests import javautil
+
+pytestmark = pytest.mark.clients
+
+WAIT_S = 60.0
+"""Each wait's bound (a worker JVM's start, a rebalance, lines reaching the sink): generous for a loaded 2-core
+machine, never reached when things work."""
+CONNECTOR_TASK = -1
+"""How Connect's assignment lists a connector itself among task ids."""
+T = TypeVar("T")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class ConnectWorker:
+    """One distributed worker JVM, its REST API on a free loopback port, its log in a file."""
+
+    def __init__(self, cp: str, config: dict[str, str], work: Path, name: str) -> None:
+        port = _free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        self.worker_id = f"127.0.0.1:{port}"
+        """What Connect calls this worker in statuses: its advertised REST host and port."""
+        props = work / f"{name}.properties"
+        props.write_text("".join(f"{k}={v}\n" for k, v in {**config, "listeners": self.url}.items()),
+                         encoding="utf-8")
+        self.log_path = work / f"{name}.log"
+        self._log = self.log_path.open("w", encoding="utf-8")
+        self.proc = subprocess.Popen(
+            [javautil._tool("java"), *javautil.FAST_START, "-Xmx256m", "-Dorg.slf4j.simpleLogger.showDateTime=true",
+             "-cp", cp, "org.apache.kafka.connect.cli.ConnectDistributed", str(props)],
+            stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT)
+
+    def log(self) -> str:
+        self._log.flush()
+        return self.log_path.read_text(encoding="utf-8", errors="replace")[-8000:]
+
+    def rest(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        """The REST API's JSON answer; raises urllib's HTTPError on an error status."""
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.url + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json", "Accept": "application/json"})
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            raw = resp.read()
+        return json.loads(raw) if raw else None
+
+    def wait(self, what: str, predicate: Callable[[], T], timeout: float = WAIT_S) -> T:
+        """Polls `predicate` until it returns something truthy; fails with the worker's log if the JVM exits or
+        the time runs out. Connection errors and the REST API's 404/409 (not started, rebalancing) count as
+        not yet."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                pytest.fail(f"worker {self.worker_id} exited ({self.proc.returncode}) while waiting for {what}:\n"
+                            + self.log())
+            try:
+                value = predicate()
+            except urllib.error.HTTPError as e:
+                if e.code not in (404, 409):
+                    raise
+                value = None
+            except (urllib.error.URLError, ConnectionError):
+                value = None
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                pytest.fail(f"no {what} within {timeout:.0f} s; worker {self.worker_id}'s log:\n{self.log()}")
+            time.sleep(0.1)
+
+    def stop(self) -> int:
+        """SIGTERM, as `kill` or a service manager stops it (Connect's shutdown hook stops the herder), and its
+        exit code."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(WAIT_S)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+            self._log.close()
+
+
+def _statuses(worker: ConnectWorker) -> dict[str, dict[str, Any]]:
+    """GET /connectors?expand=status: each connector's state and its tasks', with the workers running them."""
+    return {name: v["status"] for name, v in worker.rest("GET", "/connectors?expand=status").items()}
+
+
+def _placement(statuses: dict[str, dict[str, Any]]) -> dict[str, tuple[str, str]] | None:
+    """(worker, state) of every connector and task ("name" and "name-0"), or None while a task list is empty."""
+    out: dict[str, tuple[str, str]] = {}
+    for name, s in statuses.items():
+        out[name] = (s["connector"]["worker_id"], s["connector"]["state"])
+        if not s["tasks"]:
+            return None
+        for t in s["tasks"]:
+            out[f"{name}-{t['id']}"] = (t["worker_id"], t["state"])
+    return out
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+
+
+def _append(path: Path, first: int, count: int) -> list[str]:
+    lines = [f"line {i} {uuid.uuid4().hex[:8]}" for i in range(first, first + count)]
+    with path.open("a", encoding="utf-8") as f:
+        f.write("".join(line + "\n" for line in lines))
+    return lines
+
+
+def _read_string(buf: bytes, pos: int) -> tuple[str, int]:
+    (n,) = struct.unpack_from(">h", buf, pos)
+    return buf[pos + 2:pos + 2 + n].decode(), pos + 2 + n
+
+
+def _read_assignment_list(buf: bytes, pos: int) -> tuple[dict[str, list[int]], int]:
+    (count,) = struct.unpack_from(">i", buf, pos)
+    pos += 4
+    out: dict[str, list[int]] = {}
+    for _ in range(max(count, 0)):
+        connector, pos = _read_string(buf, pos)
+        (n,) = struct.unpack_from(">i", buf, pos)
+        out[connector] = list(struct.unpack_from(f">{n}i", buf, pos + 4))
+        pos += 4 + 4 * n
+    return out, pos
+
+
+def decode_connect_assignment(buf: bytes) -> dict[str, Any]:
+    """A `connect` group member's assignment as its leader wrote it in SyncGroup (Connect's incremental cooperative
+    format, versions 1 and 2): the leader's REST URL, the config offset it saw, and the connectors (task id -1) and
+    tasks newly given to the member and those it must give up (incremental: what it keeps is in neither)."""
+    version, error = struct.unpack_from(">hh", buf, 0)
+    leader, pos = _read_string(buf, 4)
+    leader_url, pos = _read_string(buf, pos)
+    (config_offset,) = struct.unpack_from(">q", buf, pos)
+    assigned, pos = _read_assignment_list(buf, pos + 8)
+    revoked, pos = _read_assignment_list(buf, pos) if version >= 1 else ({}, pos)
+    return {"version": version, "error": error, "leader": leader, "leader_url": leader_url,
+            "config_offset": config_offset, "assigned": assigned, "revoked": revoked}
+
+
+def _source_position(kafka: ClusterHandle, offsets_topic: str, connector: str, source: Path) -> int | None:
+    """The last source offset the worker committed for `source` (its offsets topic holds JSON: the key
+    ["<connector>", {"filename": ...}], the value {"position": <bytes read>})."""
+    position = None
+    for rec in kafka.records(offsets_topic):
+        if rec.key is None or json.loads(rec.key) != [connector, {"filename": str(source)}]:
+            continue
+        position = None if rec.value is None else json.loads(rec.value)["position"]
+    return position
+
+
+def _configs(admin: AdminClient, topic: str, *names: str) -> dict[str, str]:
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    entries = admin.describe_configs([resource])[resource].result(30)
+    return {name: entries[name].value for name in names}
+
+
+@pytest.mark.timeout(300)
+def test_distributed_file_source_to_sink_across_restart_and_rebalance(kafka: ClusterHandle, tmp_path: Path) -> None:
+    cp = javautil.connect_classpath()
+    run = f"connect-{uuid.uuid4().hex[:8]}"
+    topic, src, snk = f"{run}-lines", f"{run}-src", f"{run}-snk"
+    internal = {"config": f"{run}-configs", "offset": f"{run}-offsets", "status": f"{run}-status"}
+    worker_config = {
+        "bootstrap.servers": kafka.bootstrap_servers,
+        "group.id": run,
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+        **{f"{kind}.storage.topic": name for kind, name in internal.items()},
+        **{f"{kind}.storage.replication.factor": "1" for kind in internal},
+        "offset.flush.interval.ms": "500",      # source offsets and sink commits twice a second
+        "heartbeat.interval.ms": "1000",        # a worker learns of a rebalance from its heartbeat: sooner than 3 s
+        "plugin.discovery": "service_load",     # the file connectors' ServiceLoader manifests: no classpath scan
+    }
+    source, sink = tmp_path / "source.txt", tmp_path / "sink.txt"
+    written = _append(source, 0, 200)
+
+    def sink_has(n: int) -> Callable[[], bool]:
+        return lambda: len(_lines(sink)) >= n
+
+    phases: dict[str, float] = {}
+    t0 = time.monotonic()
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
+    workers: list[ConnectWorker] = []
+    with javautil._watch(kafka) as watch:  # fakekafka's warnings and the APIs it served (nothing seen on Kafka)
+        try:
+            # one worker: both connectors configured over REST, the file copied through the topic
+            first = ConnectWorker(cp, worker_config, tmp_path, "first")
+            workers.append(first)
+            info = first.wait("the REST API", lambda: first.rest("GET", "/"))
+            assert info["version"] == javautil.CONNECT_VERSION
+            phases["worker up"] = time.monotonic() - t0
+            assert {p["class"].rsplit(".", 1)[1] for p in first.rest("GET", "/connector-plugins")} >= {
+                "FileStreamSourceConnector", "FileStreamSinkConnector"}
+            created = first.rest("PUT", f"/connectors/{src}/config", {
+                "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
+                "file": str(source), "topic": topic, "tasks.max": "1",
+                "topic.creation.default.partitions": "1", "topic.creation.default.replication.factor": "1"})
+            assert (created["name"], created["type"]) == (src, "source")
+            kafka.wait_for_topic(topic, 1, timeout=WAIT_S)   # the worker creates it for the source task
+            first.rest("PUT", f"/connectors/{snk}/config", {
+                "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+                "file": str(sink), "topics": topic, "tasks.max": "1"})
+            first.wait("200 lines in the sink file", sink_has(len(written)))
+            assert _lines(sink) == written
+            phases["copied"] = time.monotonic() - t0
+            placement = first.wait("both tasks", lambda: _placement(_statuses(first)))
+            assert placement == {name: (first.worker_id, "RUNNING") for name in (src, f"{src}-0", snk, f"{snk}-0")}
+            assert sorted(first.rest("GET", "/connectors")) == sorted([src, snk])
+            assert first.rest("GET", f"/connectors/{src}/status")["type"] == "source"
+            assert [t["id"] for t in first.rest("GET", f"/connectors/{snk}/tasks")] == [{"connector": snk, "task": 0}]
+
+            # more lines while it runs, then SIGTERM: the worker commits both kinds of offsets on its way out
+            written += _append(source, len(written), 100)
+            first.wait("300 lines in the sink file", sink_has(len(written)))
+            code = first.stop()
+            assert code in (0, 128 + signal.SIGTERM), first.log()
+            phases["stopped"] = time.monotonic() - t0
+            stopped_at = source.stat().st_size
+            assert _source_position(kafka, internal["offset"], src, source) == stopped_at
+            assert kafka.committed(f"connect-{snk}") == {(topic, 0): len(written)}
+            assert kafka.end_offsets(topic) == {0: len(written)}
+
+            # lines appended while no worker runs; the restarted worker resumes from the committed offsets
+            written += _append(source, len(written), 100)
+            again = ConnectWorker(cp, worker_config, tmp_path, "restarted")
+            workers.append(again)
+            again.wait("400 lines in the sink file", sink_has(len(written)))
+            assert _lines(sink) == written
+            phases["resumed"] = time.monotonic() - t0
+            again.wait("both tasks running again", lambda: (p := _placement(_statuses(again))) and all(
+                state == "RUNNING" for _, state in p.values()))
+
+            # a second worker joins: the leader hands it a connector and a task, the moved ones carry on
+            second = ConnectWorker(cp, worker_config, tmp_path, "second")
+            workers.append(second)
+
+            def spread() -> dict[str, tuple[str, str]] | None:
+                p = _placement(_statuses(again))
+                if p is None or any(state != "RUNNING" for _, state in p.values()):
+                    return None
+                per_worker = Counter(w for w, _ in p.values())
+                return p if per_worker == {again.worker_id: 2, second.worker_id: 2} else None
+
+            placement = second.wait("the tasks spread over both workers", spread)
+            phases["rebalanced"] = time.monotonic() - t0
+            connectors_on = Counter(placement[name][0] for name in (src, snk))
+            tasks_on = Counter(placement[f"{name}-0"][0] for name in (src, snk))
+            assert connectors_on == tasks_on == {again.worker_id: 1, second.worker_id: 1}, placement
+            assert second.wait("the same statuses from the second worker",
+                               lambda: _placement(_statuses(second)) == placement)
+
+            group = kafka.group(run)
+            assert group is not None
+            assert (group.state, group.protocol_type, group.protocol) == ("Stable", "connect", "sessioned")
+            # the broker relays what the workers sent: their member ids carry the client id connect-<worker id>,
+            # and each one's assignment is the leader's, naming the leader's REST URL and only these connectors
+            assert sorted(m.client_id for m in group.members) == sorted(
+                f"connect-{w.worker_id}" for w in (again, second))
+            assignments = [decode_connect_assignment(m.raw_assignment) for m in group.members]
+            assert {(a["version"], a["error"]) for a in assignments} == {(2, 0)}, assignments
+            leader_urls = {a["leader_url"].rstrip("/") for a in assignments}
+            assert len(leader_urls) == 1 and leader_urls <= {again.url, second.url}, assignments
+            named = {(connector, task) for a in assignments for moved in (a["assigned"], a["revoked"])
+                     for connector, tasks in moved.items() for task in tasks}
+            assert named <= {(src, CONNECTOR_TASK), (src, 0), (snk, CONNECTOR_TASK), (snk, 0)}, assignments
+
+            written += _append(source, len(written), 100)
+            second.wait("500 lines in the sink file", sink_has(len(written)))
+            assert _lines(sink) == written
+            phases["copied after the rebalance"] = time.monotonic() - t0
+        finally:
+            for w in workers:  # SIGTERM to all first: the workers shut down side by side
+                if w.proc.poll() is None:
+                    w.proc.send_signal(signal.SIGTERM)
+            codes = [w.stop() for w in workers]
+    assert all(c in (0, 128 + signal.SIGTERM) for c in codes), codes
+    phases["all stopped"] = time.monotonic() - t0
+    assert _lines(sink) == written
+    assert _source_position(kafka, internal["offset"], src, source) == source.stat().st_size
+    assert kafka.committed(f"connect-{snk}") == {(topic, 0): len(written)}
+    assert not watch.problems, watch.problems
+
+    # the internal topics, as the worker created them
+    for kind, partitions in (("config", 1), ("offset", 25), ("status", 5)):
+        assert _configs(admin, internal[kind], "cleanup.policy") == {"cleanup.policy": "compact"}, kind
+        assert set(kafka.end_offsets(internal[kind])) == set(range(partitions)), kind
+    config_keys = {rec.key.decode() for rec in kafka.records(internal["config"]) if rec.key is not None}
+    assert {f"connector-{src}", f"task-{src}-0", f"commit-{src}", f"connector-{snk}", f"task-{snk}-0",
+            "session-key"} <= config_keys, config_keys
+    status_keys = {rec.key.decode() for rec in kafka.records(internal["status"]) if rec.key is not None}
+    assert {f"status-connector-{src}", f"status-task-{src}-0", f"status-connector-{snk}",
+            f"status-task-{snk}-0"} <= status_keys, status_keys
+    if isinstance(kafka, fakekafka.Cluster):
+        # what the workers asked of the broker beside produce and fetch: their group over JoinGroup/SyncGroup,
+        # the internal topics' creation and cleanup.policy check, read-to-end through ListOffsets
+        assert {"JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "CreateTopics", "DescribeConfigs",
+                "ListOffsets", "OffsetCommit", "OffsetFetch"} <= set(watch.api_calls), watch.api_calls
+    print(f"Kafka Connect distributed: {len(written)} lines; "
+          + ", ".join(f"{name} at {t:.1f} s" for name, t in phases.items()))

@@ -4,8 +4,9 @@ from fakekafka.embedded import Cluster
 from fakekafka.model.clock import ManualClock, SystemClock
 from fakekafka.model.cluster import ApiError, Broker, ClusterState
 from fakekafka.model.config import BrokerConfig
+from fakekafka.proxy import Proxy
 from fakekafka.server import Server
 
-__all__ = ["ApiError", "Broker", "BrokerConfig", "Cluster", "ClusterState", "ManualClock", "Server",
+__all__ = ["ApiError", "Broker", "BrokerConfig", "Cluster", "ClusterState", "ManualClock", "Proxy", "Server",
            "SystemClock", "__version__"]
 __version__ = "0.1.0"

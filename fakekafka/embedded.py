@@ -24,7 +24,7 @@ from fakekafka.handle import ClusterHandle
 from fakekafka.model.clock import Clock, ManualClock
 from fakekafka.model.cluster import ApiError, Broker, ClusterState
 from fakekafka.model.config import BrokerConfig
-from fakekafka.model.faults import Fault, FaultKind, api_key_of, error_code_of
+from fakekafka.model.faults import Fault, FaultSteering
 from fakekafka.model.group import Group
 from fakekafka.model.transactions import TransactionMetadata
 from fakekafka.security import TestPki, make_test_pki, parse_listeners
@@ -248,7 +248,7 @@ class LoopThread:
             thread.join(timeout)
 
 
-class Cluster(ClusterHandle):
+class Cluster(FaultSteering, ClusterHandle):
     def __init__(self, *, partitions: int = 1, auto_create_topics: bool = True, host: str = "127.0.0.1",
                  port: int = 0, node_id: int = 1, clock: Clock | str | None = None,
                  config: BrokerConfig | Mapping[str, str] | None = None, group_initial_rebalance_delay_ms: int = 0,
@@ -600,34 +600,6 @@ class Cluster(ClusterHandle):
     def _fault(self, fault: Fault) -> Fault:
         self.call(lambda: self.state.faults.add(fault))
         return fault
-
-    def inject_error(self, api: int | str, error: ErrorCode | int | str, count: int | None = 1, *,
-                     broker: int | None = None, topic: str | None = None, partition: int | None = None,
-                     client_id: str | None = None) -> Fault:
-        """The next `count` matching requests of `api` (None: all, until `clear_faults`) are answered with
-        `error` instead of being applied, as librdkafka's mock cluster does."""
-        return self._fault(Fault(FaultKind.ERROR, api_key_of(api), error_code_of(error), count=count, broker=broker,
-                                 topic=topic, partition=partition, client_id=client_id))
-
-    def inject_latency(self, ms: int, api: int | str | None = None, count: int | None = None, *,
-                       broker: int | None = None, client_id: str | None = None) -> Fault:
-        """Matching requests are answered `ms` later (other connections are not held up)."""
-        return self._fault(Fault(FaultKind.LATENCY, api_key_of(api), ms=ms, count=count, broker=broker,
-                                 client_id=client_id))
-
-    def drop_connection(self, api: int | str | None = None, *, when: str = "before", count: int | None = 1,
-                        broker: int | None = None, client_id: str | None = None) -> Fault:
-        """Closes the connection instead of answering: `when="before"` the request is applied (the client
-        retries a request that never happened) or `"after"` (it retries one that did: idempotence)."""
-        kinds = {"before": FaultKind.DROP_BEFORE, "after": FaultKind.DROP_AFTER}
-        if when not in kinds:
-            raise ValueError("when is 'before' or 'after'")
-        return self._fault(Fault(kinds[when], api_key_of(api), count=count, broker=broker, client_id=client_id))
-
-    def throttle(self, ms: int, api: int | str | None = None, count: int | None = None, *,
-                 broker: int | None = None) -> Fault:
-        """Matching responses carry throttle_time_ms = `ms` (clients back off)."""
-        return self._fault(Fault(FaultKind.THROTTLE, api_key_of(api), ms=ms, count=count, broker=broker))
 
     def clear_faults(self) -> None:
         self.call(self.state.faults.clear)

@@ -58,7 +58,9 @@ def dispatch(ctx: RequestContext) -> Any:
         ctx.cluster.event("fault", fault=fault.describe(), api=request.api_name, broker=ctx.broker.node_id,
                           client_id=request.client_id, correlation_id=request.correlation_id)
     kinds = {f.kind for f in fired}
-    error = next((f.error for f in fired if f.kind == FaultKind.ERROR), None)
+    error_fault = next((f for f in fired if f.kind == FaultKind.ERROR), None)
+    error = None if error_fault is None or error_fault.after else error_fault.error
+    error_after = error_fault.error if error_fault is not None and error_fault.after else None
     latency = sum(f.ms for f in fired if f.kind == FaultKind.LATENCY)
     throttle = max((f.ms for f in fired if f.kind == FaultKind.THROTTLE), default=0)
 
@@ -68,6 +70,9 @@ def dispatch(ctx: RequestContext) -> Any:
                         result.clock_deadline)
         if FaultKind.DROP_AFTER in kinds:
             return DropConnection(applied=True)
+        if error_after is not None and result is not NO_RESPONSE and not isinstance(result, DropConnection):
+            answer = error_response(ctx, body, error_after)  # applied; the client is told it failed
+            result = answer if answer is not None else DropConnection(applied=True)
         if throttle and isinstance(result, dict):
             result["throttle_time_ms"] = throttle
         return result

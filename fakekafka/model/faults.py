@@ -14,7 +14,7 @@ from typing import Any
 from wire import ErrorCode
 from wire.messages import API_MODULES
 
-__all__ = ["Fault", "FaultKind", "Faults", "api_key_of", "error_code_of", "touched_partitions"]
+__all__ = ["Fault", "FaultKind", "FaultSteering", "Faults", "api_key_of", "error_code_of", "touched_partitions"]
 
 _NAMES = {name.lower(): key for key, (name, *_rest) in API_MODULES.items()}
 
@@ -61,6 +61,9 @@ class Fault:
     topic: str | None = None
     partition: int | None = None
     client_id: str | None = None
+    after: bool = False
+    """An ERROR fault answers with its error after the request is applied (forwarded, for the proxy): a
+    client that retries then repeats a request that took effect, as a timed-out answer makes it do."""
     fired: int = 0
 
     def matches(self, api_key: int, broker: int, client_id: str | None,
@@ -81,7 +84,8 @@ class Fault:
 
     def describe(self) -> str:
         api = API_MODULES[self.api_key][0] if self.api_key is not None else "any API"
-        what = {FaultKind.ERROR: f"error {self.error.name if self.error else '?'}",
+        what = {FaultKind.ERROR: f"error {self.error.name if self.error else '?'}"
+                                 + (" after the request is applied" if self.after else ""),
                 FaultKind.LATENCY: f"{self.ms} ms latency", FaultKind.THROTTLE: f"{self.ms} ms throttle",
                 FaultKind.DROP_BEFORE: "connection dropped before the request is applied",
                 FaultKind.DROP_AFTER: "connection dropped after the request is applied"}[self.kind]
@@ -119,6 +123,47 @@ class Faults:
                 fired.append(rule)
         self.rules = [r for r in self.rules if r.count is None or r.count > 0]
         return fired
+
+
+class FaultSteering:
+    """The fault methods a test calls, the same on `fakekafka.Cluster` and `fakekafka.Proxy`: one fault
+    language for the fake cluster and for the proxy in front of a real one. A class using it provides
+    `_fault` (add a rule where requests are served) and `clear_faults`."""
+
+    def _fault(self, fault: Fault) -> Fault:
+        raise NotImplementedError
+
+    def clear_faults(self) -> None:
+        raise NotImplementedError
+
+    def inject_error(self, api: int | str, error: ErrorCode | int | str, count: int | None = 1, *,
+                     broker: int | None = None, topic: str | None = None, partition: int | None = None,
+                     client_id: str | None = None, after: bool = False) -> Fault:
+        """The next `count` matching requests of `api` (None: all, until `clear_faults`) are answered with
+        `error` instead of being applied, as librdkafka's mock cluster does; with `after=True` they are
+        applied first (a proxy forwards them), and the answer is the error all the same."""
+        return self._fault(Fault(FaultKind.ERROR, api_key_of(api), error_code_of(error), count=count, broker=broker,
+                                 topic=topic, partition=partition, client_id=client_id, after=after))
+
+    def inject_latency(self, ms: int, api: int | str | None = None, count: int | None = None, *,
+                       broker: int | None = None, client_id: str | None = None) -> Fault:
+        """Matching requests are answered `ms` later (other connections are not held up)."""
+        return self._fault(Fault(FaultKind.LATENCY, api_key_of(api), ms=ms, count=count, broker=broker,
+                                 client_id=client_id))
+
+    def drop_connection(self, api: int | str | None = None, *, when: str = "before", count: int | None = 1,
+                        broker: int | None = None, client_id: str | None = None) -> Fault:
+        """Closes the connection instead of answering: `when="before"` the request is applied (the client
+        retries a request that never happened) or `"after"` (it retries one that did: idempotence)."""
+        kinds = {"before": FaultKind.DROP_BEFORE, "after": FaultKind.DROP_AFTER}
+        if when not in kinds:
+            raise ValueError("when is 'before' or 'after'")
+        return self._fault(Fault(kinds[when], api_key_of(api), count=count, broker=broker, client_id=client_id))
+
+    def throttle(self, ms: int, api: int | str | None = None, count: int | None = None, *,
+                 broker: int | None = None) -> Fault:
+        """Matching responses carry throttle_time_ms = `ms` (clients back off)."""
+        return self._fault(Fault(FaultKind.THROTTLE, api_key_of(api), ms=ms, count=count, broker=broker))
 
 
 _TOPIC_KEYS = ("name", "topic")

@@ -35,7 +35,7 @@ _CTL_ARGS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "move-leader": (("topic", "partition", "broker"), ()),
     "shrink-isr": (("topic", "partition", "broker"), ()), "expand-isr": (("topic", "partition", "broker"), ()),
     "elect-preferred-leaders": ((), ()),
-    "inject-error": (("api", "error"), ("count", "broker", "topic", "partition", "client_id")),
+    "inject-error": (("api", "error"), ("count", "broker", "topic", "partition", "client_id", "after")),
     "inject-latency": (("ms",), ("api", "count", "broker")),
     "drop-connection": (("api",), ("when", "count", "broker")),
     "throttle": (("ms",), ("api", "count")), "clear-faults": ((), ()), "advance-clock": (("ms",), ()),
@@ -43,6 +43,7 @@ _CTL_ARGS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "abort-transaction": (("transactional_id",), ()), "expire-transactional-id": (("transactional_id",), ()),
 }
 _CTL_INTS = {"broker", "partition", "ms", "count"}
+_CTL_FLAGS = {"after"}
 MAX_PORT = 65535
 
 
@@ -143,6 +144,42 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--record", metavar="DIR",
                        help="record every request as Parquet files under DIR (hour=.../part-*.parquet; needs "
                             "pyarrow); read them with `fakekafka analyze DIR`")
+    proxy = sub.add_parser("proxy", help="a protocol-aware proxy in front of any Kafka: see, steer and record "
+                                          "the traffic")
+    proxy.add_argument("--upstream", required=True, metavar="HOST:PORT[,HOST:PORT]",
+                       help="bootstrap address(es) of the cluster behind the proxy")
+    proxy.add_argument("--listen", type=_address, default="127.0.0.1:19092",
+                       help="the bootstrap listener clients connect to (default 127.0.0.1:19092; port 0 picks a "
+                            "free one); broker N gets port +1+N when free")
+    proxy.add_argument("--advertised-host", help="host clients are told to connect to (default: --listen's)")
+    proxy.add_argument("--record", metavar="DIR", help="record every request as `serve --record` does (Parquet; "
+                                                       "`fakekafka analyze DIR` reads it)")
+    proxy.add_argument("--record-frames", action="store_true",
+                       help="with --record: keep every exchange's raw frames too, for `fakekafka replay`")
+    proxy.add_argument("--summary", action="store_true",
+                       help="print per-API counts, latencies and errors at exit")
+    proxy.add_argument("--ssl-dir", metavar="DIR",
+                       help="TLS towards clients with a throwaway CA and certificate written to DIR (ca.pem: what "
+                            "clients trust)")
+    proxy.add_argument("--ssl-keystore-location", metavar="PEM",
+                       help="TLS towards clients with this key and certificate chain")
+    proxy.add_argument("--upstream-ssl", action="store_true", help="TLS to the upstream brokers")
+    proxy.add_argument("--upstream-ca", metavar="PEM", help="CAs the upstream's certificates must chain to "
+                                                           "(default: the system's)")
+    proxy.add_argument("--upstream-cert", metavar="PEM", help="a client certificate (and key, or --upstream-key) "
+                                                             "for an upstream that wants mTLS")
+    proxy.add_argument("--upstream-key", metavar="PEM", help="the key of --upstream-cert")
+    proxy.add_argument("--control-port", type=_port, default=None,
+                       help="port for `fakekafka ctl` (default: a free one; the ready line prints it)")
+    proxy.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    replay = sub.add_parser("replay", help="resend a recorded client session to a broker and report where the "
+                                           "answers differ")
+    replay.add_argument("recording", help="a directory recorded with `fakekafka proxy --record DIR --record-frames`")
+    replay.add_argument("--to", required=True, type=_address, metavar="HOST:PORT",
+                        help="the broker (fakekafka, tansu, Kafka) to resend to")
+    replay.add_argument("--connection", action="append", default=[], metavar="PEER",
+                        help="replay only this recorded connection (repeatable; default: all)")
+    replay.add_argument("--show", type=int, default=20, metavar="N", help="differences to print (default 20)")
     analyze = sub.add_parser("analyze", help="a traffic report (Markdown or HTML with plots) from a recording, "
                                              "computed with PySpark")
     analyze.add_argument("directory", metavar="DIR", help="the recording (`fakekafka serve --record DIR`)")
@@ -151,7 +188,7 @@ def _parser() -> argparse.ArgumentParser:
     analyze.add_argument("--master", help="Spark master URL (default: local[*], Spark on this machine)")
     analyze.add_argument("--format", choices=["md", "html"], default=None,
                          help="md (default) or html; inferred from --out's suffix when not given")
-    ctl = sub.add_parser("ctl", help="steer a running `fakekafka serve`")
+    ctl = sub.add_parser("ctl", help="steer a running `fakekafka serve` or `fakekafka proxy`")
     ctl.add_argument("--control", type=_address, default="127.0.0.1:9192",
                      help="its control address (printed by serve; default 127.0.0.1:9192)")
     ctl_sub = ctl.add_subparsers(dest="ctl_command", required=True)
@@ -161,7 +198,10 @@ def _parser() -> argparse.ArgumentParser:
         for arg in positional:
             p.add_argument(arg, type=int if arg in _CTL_INTS else str)
         for opt in options:
-            p.add_argument("--" + opt.replace("_", "-"), dest=opt, type=int if opt in _CTL_INTS else str)
+            if opt in _CTL_FLAGS:
+                p.add_argument("--" + opt.replace("_", "-"), dest=opt, action="store_true", default=None)
+            else:
+                p.add_argument("--" + opt.replace("_", "-"), dest=opt, type=int if opt in _CTL_INTS else str)
     return ap
 
 
@@ -460,8 +500,8 @@ def _ctl(args: argparse.Namespace) -> int:
     try:
         reply = send_command(args.control, args.ctl_command, payload)
     except OSError as e:
-        print(f"fakekafka ctl: cannot reach {args.control}: {e.strerror or e} (is `fakekafka serve` running? its "
-              "ready line prints the control address)", file=sys.stderr)
+        print(f"fakekafka ctl: cannot reach {args.control}: {e.strerror or e} (is `fakekafka serve` or "
+              "`fakekafka proxy` running? its ready line prints the control address)", file=sys.stderr)
         return 1
     if not reply.get("ok"):
         print(f"fakekafka ctl: {reply.get('error')}", file=sys.stderr)
@@ -501,6 +541,13 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "ctl":
         return _ctl(args)
+    if args.command == "replay":
+        from fakekafka.proxy.replay import replay_main
+        return replay_main(args)
+    if args.command == "proxy":
+        logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        from fakekafka.proxy.cli import run_proxy
+        return asyncio.run(run_proxy(args))
     if args.command == "analyze":
         return _analyze(args)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -19,7 +19,7 @@ from fakekafka.describe import describe_tables
 from fakekafka.embedded import Cluster, TransactionView
 from fakekafka.model.cluster import ApiError
 
-__all__ = ["COMMANDS", "format_event", "send_command", "serve_control"]
+__all__ = ["COMMANDS", "Commands", "format_event", "send_command", "serve_commands", "serve_control"]
 
 log = logging.getLogger("fakekafka.control")
 
@@ -172,11 +172,12 @@ COMMANDS: dict[str, tuple[str, Callable[[Cluster, dict[str, Any]], Awaitable[Any
                    _sync(lambda c, a: _isr(c, a, False))),
     "move-leader": ("TOPIC PARTITION BROKER: elect that in-sync replica", _sync(_move_leader)),
     "elect-preferred-leaders": ("move leadership back to the first replica where possible", _sync(_elect_preferred)),
-    "inject-error": ("API ERROR [--count N] [--broker B] [--topic T] [--partition P] [--client-id C]",
+    "inject-error": ("API ERROR [--count N] [--broker B] [--topic T] [--partition P] [--client-id C] [--after]: "
+                     "answer with the error (--after: once the request is applied)",
                      _sync(lambda c, a: "injected: " + c.inject_error(
                          a["api"], a["error"], _int(a, "count", 1), broker=_int(a, "broker", None),
                          topic=a.get("topic"), partition=_int(a, "partition", None),
-                         client_id=a.get("client_id")).describe())),
+                         client_id=a.get("client_id"), after=bool(a.get("after"))).describe())),
     "inject-latency": ("MS [--api API] [--count N] [--broker B]",
                        _sync(lambda c, a: "injected: " + c.inject_latency(
                            _int(a, "ms"), a.get("api"), _int(a, "count", None),
@@ -237,18 +238,22 @@ def _error_text(e: Exception) -> str:
     return str(e)
 
 
-async def _handle(cluster: Cluster, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+Commands = dict[str, tuple[str, Callable[[Any, dict[str, Any]], Awaitable[Any]]]]
+
+
+async def _handle(target: Any, commands: Commands, events: Callable[[], list[Any]], unknown: Callable[[str], str],
+                  reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     try:
         while line := await reader.readline():
             try:
                 request = json.loads(line)
                 name = request["command"]
-                if name not in COMMANDS:
-                    raise ValueError(f"unknown command {name!r}; known: {', '.join(COMMANDS)}")
-                seen = len(cluster.state.events)
-                result = await COMMANDS[name][1](cluster, request.get("args") or {})
+                if name not in commands:
+                    raise ValueError(unknown(name))
+                seen = len(events())
+                result = await commands[name][1](target, request.get("args") or {})
                 if isinstance(result, str):
-                    result = "\n".join([result, *_caused(cluster.state.events[seen:])])
+                    result = "\n".join([result, *_caused(events()[seen:])])
                 reply: dict[str, Any] = {"ok": True, "result": result}
                 log.info("control: %s %s", name, request.get("args") or "")
             except (ApiError, ValueError, KeyError, TypeError, RuntimeError) as e:
@@ -262,7 +267,17 @@ async def _handle(cluster: Cluster, reader: asyncio.StreamReader, writer: asynci
 
 
 async def serve_control(cluster: Cluster, host: str, port: int) -> asyncio.base_events.Server:
-    return await asyncio.start_server(lambda r, w: _handle(cluster, r, w), host, port, reuse_address=True)
+    return await serve_commands(cluster, COMMANDS, lambda: cluster.state.events, host, port)
+
+
+async def serve_commands(target: Any, commands: Commands, events: Callable[[], list[Any]], host: str, port: int,
+                         unknown: Callable[[str], str] | None = None) -> asyncio.base_events.Server:
+    """A control port running `commands` against `target` (a cluster, a proxy); `events` lists what happened,
+    so a reply can add the events its command caused."""
+    def default_unknown(name: str) -> str:
+        return f"unknown command {name!r}; known: {', '.join(commands)}"
+    return await asyncio.start_server(lambda r, w: _handle(target, commands, events, unknown or default_unknown,
+                                                           r, w), host, port, reuse_address=True)
 
 
 def send_command(address: str, command: str, args: dict[str, Any], timeout: float = 30.0) -> dict[str, Any]:

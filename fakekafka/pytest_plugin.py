@@ -3,6 +3,7 @@
 Fixtures:
 - `fakekafka` (alias `kafka`): a fresh in-process cluster for the test, configured by the
   `@pytest.mark.fakekafka(...)` marker if present; stopped after the test, so nothing leaks.
+- `kafka_proxy`: a `fakekafka.Proxy` in front of the test's cluster (whichever `kafka` is).
 - `fakekafka_cluster`: a factory, `fakekafka_cluster(partitions=3, auto_create_topics=False,
   clock="frozen", topics={"orders": 6})`, for tests that want several clusters or build one late.
 
@@ -37,8 +38,9 @@ from fakekafka.model.config import BrokerConfig
 if TYPE_CHECKING:
     from fakekafka.apache_kafka import KafkaCluster
     from fakekafka.client import RemoteCluster
+    from fakekafka.proxy import Proxy
 
-__all__ = ["CLIENT_NOISE", "cluster_for", "fakekafka", "fakekafka_cluster", "kafka"]
+__all__ = ["CLIENT_NOISE", "cluster_for", "fakekafka", "fakekafka_cluster", "kafka", "kafka_proxy"]
 
 _CLUSTERS = pytest.StashKey[list[ClusterHandle]]()
 _SECURITY = ("listeners", "advertised_listeners", "listener_security_protocol_map", "sasl_enabled_mechanisms",
@@ -355,6 +357,24 @@ def kafka(request: pytest.FixtureRequest) -> Iterator[ClusterHandle]:
     yield from _test_cluster(request)
 
 
+@pytest.fixture
+def kafka_proxy(request: pytest.FixtureRequest, kafka: ClusterHandle) -> Iterator[Proxy]:
+    """A `fakekafka.Proxy` in front of the test's cluster, whichever it is (in-process fakekafka, the
+    --fakekafka-bootstrap cluster, --kafka-real's Kafka): clients given `kafka_proxy.bootstrap_servers` reach
+    the cluster only through it, and the test steers it with the fake cluster's fault methods. Stopped after
+    the test; its per-API summary is a report section of a failing test."""
+    from fakekafka.proxy import Proxy
+    proxy = Proxy(kafka, summary=True).start(_loop_thread(request.config))
+    request.node.stash[_PROXIES] = [*request.node.stash.get(_PROXIES, []), proxy]
+    try:
+        yield proxy
+    finally:
+        proxy.stop()
+
+
+_PROXIES = pytest.StashKey[list["Proxy"]]()
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
     report = yield
@@ -365,4 +385,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             except Exception as e:  # noqa: BLE001 - a report must not hide the test's own failure
                 text = f"(could not describe the cluster: {e!r})"
             report.sections.append((f"fakekafka cluster {i + 1}", text))
+        for i, proxy in enumerate(item.stash.get(_PROXIES, [])):
+            report.sections.append((f"fakekafka proxy {i + 1}", proxy.summary_table()))
+    if call.when == "teardown":
+        item.stash.get(_PROXIES, []).clear()
     return report

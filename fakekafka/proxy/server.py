@@ -136,6 +136,9 @@ class ProxyServer:
         self.requests_forwarded = 0
         self.requests_answered_locally = 0
         self.upstream_connections = 0
+        self.upstream_local_addresses: set[str] = set()
+        """host:port of every connection the proxy opened to the upstream (a test can check that the upstream
+        saw no other client)."""
         self._request_listeners: list[Callable[[RequestRecord, _Exchange], None]] = []
         self._hosts: set[bytes] = {u.host.encode() for u in self.upstreams}
         self._stand_in: ClusterState | None = None
@@ -280,6 +283,9 @@ class ProxyServer:
             writer.close()
             return
         self.upstream_connections += 1
+        local = upstream_io[1].get_extra_info("sockname")
+        if isinstance(local, tuple):
+            self.upstream_local_addresses.add(f"{local[0]}:{local[1]}")
         pair = _Pair(self, listener, peer_text, reader, writer, *upstream_io)
         listener.pairs.add(pair)
         self._pairs.add(pair)

@@ -1,0 +1,93 @@
+"""`fakekafka proxy`: the proxy from the command line, with a control port for `fakekafka ctl`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import errno
+import logging
+import signal
+import ssl
+import sys
+
+from fakekafka.proxy import Proxy
+from fakekafka.proxy.control import PROXY_COMMANDS, unknown_proxy_command
+
+__all__ = ["run_proxy"]
+
+log = logging.getLogger("fakekafka.proxy")
+
+
+def _client_ssl(args: argparse.Namespace) -> ssl.SSLContext | None:
+    from fakekafka.security import make_test_pki, server_ssl_context
+    if args.ssl_keystore_location:
+        return server_ssl_context(args.ssl_keystore_location, None, "none")
+    if args.ssl_dir:
+        host = args.advertised_host or args.listen.rpartition(":")[0]
+        pki = make_test_pki(args.ssl_dir, hosts=(host, "localhost", "127.0.0.1"))
+        print(f"fakekafka proxy ssl: ca={pki.ca_file}", flush=True)
+        return server_ssl_context(str(pki.server_keystore), None, "none")
+    return None
+
+
+def _upstream_ssl(args: argparse.Namespace) -> ssl.SSLContext | None:
+    if not (args.upstream_ssl or args.upstream_ca or args.upstream_cert):
+        return None
+    ctx = ssl.create_default_context(cafile=args.upstream_ca)
+    if args.upstream_cert:
+        ctx.load_cert_chain(args.upstream_cert, args.upstream_key)
+    return ctx
+
+
+def _upstream_words(e: BaseException) -> str:
+    return getattr(e, "strerror", None) or str(e) or type(e).__name__
+
+
+async def run_proxy(args: argparse.Namespace) -> int:
+    host, _, port = args.listen.rpartition(":")
+    try:
+        proxy = Proxy(args.upstream, host=host, port=int(port), advertised_host=args.advertised_host,
+                      record=args.record, record_frames=args.record_frames, summary=args.summary,
+                      client_ssl=_client_ssl(args), upstream_ssl=_upstream_ssl(args))
+    except (ValueError, OSError, ssl.SSLError) as e:
+        print(f"fakekafka proxy: {_upstream_words(e)}", file=sys.stderr)
+        return 2
+    except ImportError as e:
+        print(f"fakekafka proxy: {e}", file=sys.stderr)
+        return 2
+    try:
+        await proxy.server.start()
+    except OSError as e:
+        why = "the address is already in use" if e.errno == errno.EADDRINUSE else _upstream_words(e)
+        print(f"fakekafka proxy: cannot listen on {args.listen}: {why} (choose another with --listen)",
+              file=sys.stderr)
+        return 1
+    from fakekafka.control import serve_commands
+    try:
+        control = await serve_commands(proxy, PROXY_COMMANDS, lambda: proxy.server.events, host,
+                                       args.control_port or 0, unknown=unknown_proxy_command)
+    except OSError as e:
+        print(f"fakekafka proxy: cannot listen on control port {host}:{args.control_port}: {_upstream_words(e)}",
+              file=sys.stderr)
+        await proxy.server.stop()
+        return 1
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    control_address = "{}:{}".format(*control.sockets[0].getsockname()[:2])
+    upstream = ",".join(map(str, proxy.server.upstreams))
+    print(f"fakekafka proxy ready: bootstrap.servers={proxy.bootstrap_servers} upstream={upstream} "
+          f"control={control_address}", flush=True)
+    await stop.wait()
+    log.info("shutting down")
+    control.close()
+    await proxy.server.stop()
+    if proxy.frame_recorder is not None:
+        await asyncio.to_thread(proxy.frame_recorder.close)
+    if proxy.recorder is not None:
+        await asyncio.to_thread(proxy.recorder.close)
+        log.info("recorded %d requests under %s", proxy.recorder.records_written, args.record)
+    if proxy.summary is not None:
+        print(proxy.summary.table(), flush=True)
+    return 0

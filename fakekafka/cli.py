@@ -70,6 +70,15 @@ def _address(text: str) -> str:
     return text
 
 
+def _listen_address(text: str) -> str:
+    """HOST:PORT to listen on; port 0 picks a free one."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not host:
+        raise argparse.ArgumentTypeError(f"{text!r} is not HOST:PORT, e.g. 127.0.0.1:19092")
+    _port(port)
+    return text
+
+
 def _reason(e: OSError) -> str:
     if e.errno == errno.EADDRINUSE:
         return "the address is already in use"
@@ -148,7 +157,7 @@ def _parser() -> argparse.ArgumentParser:
                                           "the traffic")
     proxy.add_argument("--upstream", required=True, metavar="HOST:PORT[,HOST:PORT]",
                        help="bootstrap address(es) of the cluster behind the proxy")
-    proxy.add_argument("--listen", type=_address, default="127.0.0.1:19092",
+    proxy.add_argument("--listen", type=_listen_address, default="127.0.0.1:19092",
                        help="the bootstrap listener clients connect to (default 127.0.0.1:19092; port 0 picks a "
                             "free one); broker N gets port +1+N when free")
     proxy.add_argument("--advertised-host", help="host clients are told to connect to (default: --listen's)")

@@ -275,7 +275,7 @@ def test_ctl_without_a_server_says_so() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     r = _ctl(f"127.0.0.1:{port}", "events")
-    assert r.returncode == 1 and "is `fakekafka serve` running?" in r.stderr
+    assert r.returncode == 1 and "is `fakekafka serve` or `fakekafka proxy` running?" in r.stderr
 
 
 def _serve(*args: str) -> subprocess.CompletedProcess[str]:

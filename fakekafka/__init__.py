@@ -1,12 +1,14 @@
 """fakekafka: a Kafka-compatible broker for tests, in process, over the real wire protocol."""
 
 from fakekafka.embedded import Cluster
+from fakekafka.model.acl import STANDARD_AUTHORIZER, AclBinding, AclBindingFilter
 from fakekafka.model.clock import ManualClock, SystemClock
 from fakekafka.model.cluster import ApiError, Broker, ClusterState
 from fakekafka.model.config import BrokerConfig
 from fakekafka.proxy import Proxy
 from fakekafka.server import Server
 
-__all__ = ["ApiError", "Broker", "BrokerConfig", "Cluster", "ClusterState", "ManualClock", "Proxy", "Server",
+__all__ = ["STANDARD_AUTHORIZER", "AclBinding", "AclBindingFilter", "ApiError",
+           "Broker", "BrokerConfig", "Cluster", "ClusterState", "ManualClock", "Proxy", "Server",
            "SystemClock", "__version__"]
 __version__ = "0.1.0"

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from fakekafka.handle import ClusterHandle
+from fakekafka.model.acl import STANDARD_AUTHORIZER, AclBinding, AclBindingFilter, Authorizer
 from fakekafka.model.clock import Clock, ManualClock
 from fakekafka.model.cluster import ApiError, Broker, ClusterState
 from fakekafka.model.config import BrokerConfig
@@ -320,6 +321,34 @@ class Cluster(FaultSteering, ClusterHandle):
     def add_user(self, user: str, password: str) -> None:
         """Adds (or changes the password of) a SASL PLAIN/SCRAM user; new connections see it."""
         self.call(lambda: self.state.sasl_users.__setitem__(user, password))
+
+    def create_acls(self, *acls: AclBinding) -> None:
+        """Adds ACLs as CreateAcls does (`fakekafka.AclBinding.of("TOPIC", "orders", "User:alice", "READ")`);
+        ValueError, in Kafka's words, for one Kafka would refuse (none is added then), or when the cluster has
+        no authorizer (`config={"authorizer.class.name": fakekafka.STANDARD_AUTHORIZER}`)."""
+        def create() -> None:
+            authorizer = self._authorizer()
+            errors = [e for e in (acl.validation_error() for acl in acls) if e]
+            if errors:
+                raise ValueError("; ".join(errors))
+            for acl, error in zip(acls, authorizer.create(acls), strict=True):
+                if error:
+                    raise ValueError(f"{acl}: {error}")
+        self.call(create)
+
+    def acls(self, acl_filter: AclBindingFilter | None = None) -> list[AclBinding]:
+        """The ACLs the filter matches (all by default), in the order they were created."""
+        return self.call(lambda: self._authorizer().describe(acl_filter or AclBindingFilter()))
+
+    def delete_acls(self, acl_filter: AclBindingFilter | None = None) -> list[AclBinding]:
+        """Removes the ACLs the filter matches (all by default) and returns them."""
+        return self.call(lambda: self._authorizer().delete(acl_filter or AclBindingFilter()))
+
+    def _authorizer(self) -> Authorizer:
+        if self.state.authorizer is None:
+            raise ValueError("No Authorizer is configured: start the cluster with "
+                             f"config={{'authorizer.class.name': '{STANDARD_AUTHORIZER}'}}")
+        return self.state.authorizer
 
     # --- lifecycle -----------------------------------------------------------------------------
     def start(self, loop_thread: LoopThread | None = None) -> Cluster:

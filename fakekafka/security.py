@@ -15,6 +15,7 @@ import hashlib
 import hmac
 import ipaddress
 import os
+import re
 import secrets
 import ssl
 from dataclasses import dataclass
@@ -315,3 +316,38 @@ def make_test_pki(directory: str | os.PathLike[str], hosts: tuple[str, ...] = ("
         (out / file).write_bytes(data)
     return TestPki(out, out / "ca.pem", out / "server.pem", out / "server.key", out / "server-keystore.pem",
                    out / "client.pem", out / "client.key", out / "client-keystore.pem")
+
+
+# --- principals from client certificates ---------------------------------------------------------------
+
+_RULE = re.compile(r"\s*(DEFAULT|RULE:((?:\\.|[^\\/])*)/((?:\\.|[^\\/])*)/([LU])?)\s*(?:,|$)")
+
+
+def ssl_principal_name(subject_dn: str, rules: str = "DEFAULT") -> str:
+    """The principal name Kafka's default principal builder gives a TLS client: its certificate's subject DN
+    (RFC 2253, as Java's X500Principal.getName()), mapped by `ssl.principal.mapping.rules` (Kafka's
+    SslPrincipalMapper: `RULE:regex/replacement/[LU]` entries, comma-separated, the first whose regex matches
+    the whole DN wins; `DEFAULT` keeps the DN). ValueError, in Kafka's words, when no rule applies."""
+    rules = rules.strip() or "DEFAULT"
+    pos = 0
+    parsed: list[tuple[str, str, str] | None] = []
+    while pos < len(rules):
+        m = _RULE.match(rules, pos)
+        if m is None or m.end() == pos:
+            raise ValueError(f"Invalid rule: {rules[pos:]}")
+        parsed.append(None if m.group(1) == "DEFAULT" else (m.group(2), m.group(3), m.group(4) or ""))
+        pos = m.end()
+    for rule in parsed:
+        if rule is None:
+            return subject_dn
+        pattern, replacement, case = rule
+        if re.fullmatch(pattern, subject_dn):
+            name = re.sub(pattern, re.sub(r"\$(\d)", r"\\\1", replacement), subject_dn, count=1)
+            return name.lower() if case == "L" else name.upper() if case == "U" else name
+    raise ValueError(f"No rules apply to {subject_dn}, rules {rules}")
+
+
+def certificate_subject(der: bytes) -> str:
+    """A DER certificate's subject as an RFC 2253 string (`CN=client,O=acme`)."""
+    from cryptography import x509
+    return x509.load_der_x509_certificate(der).subject.rfc4514_string()

@@ -39,7 +39,13 @@ from fakekafka.handlers.registry import error_response
 from fakekafka.handlers.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslState
 from fakekafka.model.clock import ManualClock
 from fakekafka.model.cluster import Broker, ClusterState
-from fakekafka.security import ListenerSpec, parse_listeners, server_ssl_context
+from fakekafka.security import (
+    ListenerSpec,
+    certificate_subject,
+    parse_listeners,
+    server_ssl_context,
+    ssl_principal_name,
+)
 from fakekafka.traffic import touched
 from wire import DecodeError, ErrorCode, Request, UnknownApiKey, decode_request_header
 from wire.messages import API_MODULES
@@ -820,8 +826,14 @@ class Server:
             client_software["listener"] = conn.listener.name
             if conn.listener.sasl:
                 client_software["sasl"] = SaslState()
+            elif conn.listener.tls:
+                try:
+                    client_software["ssl_principal"] = self._ssl_principal(conn)
+                except ValueError as e:  # Kafka fails the TLS authentication: the client sees the close
+                    log.warning("connection %s: %s; closing, as Kafka does", conn.peer, e)
+                    client_software["refused"] = True
         try:
-            while True:
+            while not client_software.get("refused"):
                 frame = await conn.next_frame()
                 if frame is None:
                     return
@@ -862,6 +874,16 @@ class Server:
             conn.in_request = False
             conn.close()
             self._release(conn, conn.reserved)
+
+    def _ssl_principal(self, conn: _Connection) -> str:
+        """An SSL listener's client as Kafka's default principal builder names it: `User:` and its certificate's
+        subject DN through ssl.principal.mapping.rules, or User:ANONYMOUS without a certificate."""
+        ssl_object = conn.transport.get_extra_info("ssl_object") if conn.transport is not None else None
+        der = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
+        if not der:
+            return "User:ANONYMOUS"
+        rules = self.cluster.config.value("ssl.principal.mapping.rules")[0] or "DEFAULT"
+        return "User:" + ssl_principal_name(certificate_subject(der), rules)
 
     def _tell_listeners(self, record: RequestRecord, request: Request, result: Any, frame: bytes,
                         response: list[Any] | None, client_software: dict[str, Any]) -> None:

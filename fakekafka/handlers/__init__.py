@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from fakekafka.handlers import (  # noqa: F401  (imported to register their handlers)
+    acls,
     admin,
     api_versions,
     configs,
@@ -26,6 +27,7 @@ from fakekafka.handlers import (  # noqa: F401  (imported to register their hand
     sasl,
     transactions,
 )
+from fakekafka.handlers.authz import CLUSTER_APIS, authorize_cluster
 from fakekafka.handlers.registry import (
     NO_RESPONSE,
     DropConnection,
@@ -35,7 +37,9 @@ from fakekafka.handlers.registry import (
     error_response,
     handler_for,
 )
+from fakekafka.model.acl import AclOperation
 from fakekafka.model.faults import FaultKind
+from wire import ErrorCode
 
 __all__ = ["NO_RESPONSE", "DropConnection", "Park", "RequestContext", "advertised_versions", "dispatch",
            "handler_for"]
@@ -50,6 +54,11 @@ def dispatch(ctx: RequestContext) -> Any:
     body = request.body
     assert body is not None
     topics_by_id = ctx.cluster.topics_by_id
+    needs = CLUSTER_APIS.get(request.api_key)
+    if needs is not None and not authorize_cluster(ctx, needs) and not (
+            request.api_key == 27 and authorize_cluster(ctx, AclOperation.ALTER)):  # Kafka takes either for markers
+        refused = error_response(ctx, body, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+        return refused if refused is not None else DropConnection(reason="cluster authorization failed")
     fired = ctx.cluster.faults.take(request.api_key, ctx.broker.node_id, request.client_id, body,
                                     lambda topic_id: t.name if (t := topics_by_id.get(topic_id)) else None)
     if not fired:

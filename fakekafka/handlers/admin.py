@@ -6,6 +6,10 @@ model applies changes at once. A topic named twice in one request (or, for Delet
 answered once, with INVALID_REQUEST; DeleteTopics v6 wants a name or an id, not both (INVALID_REQUEST). An
 error a test injects is answered for every topic of the request (none of them has a top-level error code).
 A request that would make more than 10000 partitions is refused for all its topics, as Kafka's controller.
+With an authorizer, CreateTopics needs CREATE on the cluster or the topic (TOPIC_AUTHORIZATION_FAILED,
+"Authorization failed.") and shows a created topic's configs only with DESCRIBE_CONFIGS on it (else
+topic_config_error_code TOPIC_AUTHORIZATION_FAILED and no configs), DeleteTopics DELETE (and DESCRIBE to name a
+topic given by id), CreatePartitions ALTER, as Kafka's.
 Deliberate difference: a test can cap the cluster's partitions (BrokerConfig.max_partitions, KIP-578's name;
 Kafka has no such limit): past it a topic is refused with POLICY_VIOLATION (internal topics are exempt).
 """
@@ -17,7 +21,9 @@ from typing import Any
 
 from construct import Container
 
+from fakekafka.handlers.authz import authorize, authorize_cluster
 from fakekafka.handlers.registry import RequestContext, handles
+from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.cluster import ApiError, Topic
 from fakekafka.model.config import TOPIC_CONFIGS
 from wire import ErrorCode
@@ -79,9 +85,13 @@ def handle_create_topics(ctx: RequestContext, req: Container) -> dict[str, Any]:
                 for t in _once(req.topics) if counts[t.name] == 1)
     records = sum(1 + len(t.configs) for t in _once(req.topics) if counts[t.name] == 1) + total
     results = []
+    any_topic = authorize_cluster(ctx, AclOperation.CREATE)
     for t in _once(req.topics):
         if counts[t.name] > 1:
             results.append(_failed(t.name, ErrorCode.INVALID_REQUEST, "Duplicate topic name."))
+            continue
+        if not (any_topic or authorize(ctx, AclOperation.CREATE, ResourceType.TOPIC, t.name)):
+            results.append(_failed(t.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."))
             continue
         if total > MAX_PARTITIONS_PER_REQUEST:
             results.append(_failed(t.name, ErrorCode.POLICY_VIOLATION,
@@ -98,7 +108,10 @@ def handle_create_topics(ctx: RequestContext, req: Container) -> dict[str, Any]:
         except ApiError as e:
             results.append(_failed(t.name, e.code, e.message))
             continue
-        results.append(_created(ctx, topic))
+        created = _created(ctx, topic)
+        if not authorize(ctx, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, t.name):  # created, configs
+            created.update(configs=[], topic_config_error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)  # not shown
+        results.append(created)
     return {"throttle_time_ms": 0, "topics": results}
 
 
@@ -126,7 +139,15 @@ def handle_delete_topics(ctx: RequestContext, req: Container) -> dict[str, Any]:
                 results.append({"name": None, "topic_id": topic_id, "error_code": ErrorCode.UNKNOWN_TOPIC_ID,
                                 "error_message": "This server does not host this topic ID."})
                 continue
+            if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic.name):  # its name not shown
+                results.append({"name": None, "topic_id": topic_id,
+                                "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "error_message": None})
+                continue
             name = topic.name
+        if not authorize(ctx, AclOperation.DELETE, ResourceType.TOPIC, name):
+            results.append({"name": name, "topic_id": topic_id, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                            "error_message": None})
+            continue
         try:
             topic = ctx.cluster.delete_topic(name)
         except ApiError as e:
@@ -151,6 +172,10 @@ def handle_create_partitions(ctx: RequestContext, req: Container) -> dict[str, A
         if added > MAX_PARTITIONS_PER_REQUEST:
             results.append({"name": t.name, "error_code": ErrorCode.POLICY_VIOLATION,
                             "error_message": "Excessively large number of additional partitions per request."})
+            continue
+        if not authorize(ctx, AclOperation.ALTER, ResourceType.TOPIC, t.name):
+            results.append({"name": t.name, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                            "error_message": "The topic authorization is failed."})
             continue
         assignments = [list(a.broker_ids) for a in t.assignments] if t.assignments is not None else None
         try:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from fakekafka.handlers.authz import authorize
 from fakekafka.handlers.registry import RequestContext
+from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.cluster import Partition
 from wire import ErrorCode
 
@@ -40,12 +42,16 @@ def merged(topics: Iterable[Any], name: str = "name", index: str = "partition_in
 
 
 def led_partitions(ctx: RequestContext, topic: str, partitions: Iterable[tuple[Any, bool]], *,
-                   duplicates_invalid: bool) -> Iterator[tuple[Any, Partition | None, ErrorCode]]:
+                   duplicates_invalid: bool, operation: AclOperation | None = None
+                   ) -> Iterator[tuple[Any, Partition | None, ErrorCode]]:
     """Each partition of `topic` from `merged` with its leader check; one asked for more than once gets
-    INVALID_REQUEST if `duplicates_invalid` (ListOffsets; DeleteRecords takes the last offset given)."""
+    INVALID_REQUEST if `duplicates_invalid` (ListOffsets; DeleteRecords takes the last offset given). With an
+    `operation` the client may not do on the topic, each is TOPIC_AUTHORIZATION_FAILED instead."""
+    allowed = operation is None or authorize(ctx, operation, ResourceType.TOPIC, topic)
     for p, duplicated in partitions:
         partition = ctx.cluster.partition(topic, p.partition_index)
-        code = leader_check(ctx, partition, p.get("current_leader_epoch", -1))
+        code = leader_check(ctx, partition, p.get("current_leader_epoch", -1)) if allowed \
+            else ErrorCode.TOPIC_AUTHORIZATION_FAILED
         if duplicated and duplicates_invalid:
             code = ErrorCode.INVALID_REQUEST
         yield p, partition, code

@@ -39,11 +39,24 @@ from typing import Any
 
 from construct import Container
 
+from fakekafka.handlers.authz import authorize, authorize_cluster
 from fakekafka.handlers.registry import RequestContext, handles
+from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.config import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigSource, ConfigType, InvalidConfig
 from wire import ErrorCode
 
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+
+
+def _config_authorized(ctx: RequestContext, operation: AclOperation, resource_type: int,
+                       name: str) -> tuple[ErrorCode, str] | None:
+    """None if the client may do `operation` on the config resource, else the error (and Kafka's message for
+    it): a topic's configs are the topic's, a broker's (and its loggers') the cluster's."""
+    if resource_type == TOPIC and not authorize(ctx, operation, ResourceType.TOPIC, name):
+        return ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed."
+    if resource_type in (BROKER, BROKER_LOGGER) and not authorize_cluster(ctx, operation):
+        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
+    return None
 
 
 def _entry(name: str, value: str | None, source: ConfigSource, config_type: int, synonyms: list[dict[str, Any]],
@@ -117,7 +130,10 @@ def handle_describe_configs(ctx: RequestContext, req: Container) -> dict[str, An
     for r in req.resources:
         keys = list(r.configuration_keys) if r.configuration_keys is not None else None
         code, message, configs = ErrorCode.NONE, "", []
-        if r.resource_type == TOPIC:
+        refused = _config_authorized(ctx, AclOperation.DESCRIBE_CONFIGS, r.resource_type, r.resource_name)
+        if refused is not None:
+            code, message = refused
+        elif r.resource_type == TOPIC:
             if r.resource_name not in ctx.cluster.topics:
                 code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{r.resource_name}' does not exist."
             else:
@@ -280,6 +296,9 @@ def _alter_all(ctx: RequestContext, resources: list[Any], *, incremental: bool,
         try:
             if keys.count((r.resource_type, r.resource_name)) > 1:
                 raise _Refused(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
+            refused = _config_authorized(ctx, AclOperation.ALTER_CONFIGS, r.resource_type, r.resource_name)
+            if refused is not None:
+                raise _Refused(refused[0], None)
             _alter(ctx, r.resource_type, r.resource_name, ops, incremental=incremental, validate_only=validate_only)
         except _Refused as e:
             code, message = e.code, e.message

@@ -18,6 +18,7 @@ from construct import Container
 
 from fakekafka.handlers.common import led_partitions, merged
 from fakekafka.handlers.registry import RequestContext, handles
+from fakekafka.model.acl import AclOperation
 from fakekafka.model.cluster import ApiError
 from wire import ErrorCode
 
@@ -35,7 +36,8 @@ def handle_delete_records(ctx: RequestContext, req: Container) -> dict[str, Any]
     topics = []
     for name, parts in merged(req.topics):
         results = []
-        for p, partition, code in led_partitions(ctx, name, parts, duplicates_invalid=False):
+        for p, partition, code in led_partitions(ctx, name, parts, duplicates_invalid=False,
+                                                  operation=AclOperation.DELETE):
             low = -1
             if code == ErrorCode.NONE:
                 assert partition is not None

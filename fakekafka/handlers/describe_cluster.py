@@ -12,7 +12,9 @@ from typing import Any
 
 from construct import Container
 
+from fakekafka.handlers.authz import authorize_cluster, authorized_operations
 from fakekafka.handlers.registry import RequestContext, handles
+from fakekafka.model.acl import CLUSTER_NAME, AclOperation, ResourceType
 from wire import ErrorCode
 
 BROKERS = 1
@@ -37,5 +39,8 @@ def handle_describe_cluster(ctx: RequestContext, req: Container) -> dict[str, An
         "brokers": [{"broker_id": b.node_id, **_address(b.endpoint(ctx.listener)), "rack": b.rack,
                      "is_fenced": not b.alive}
                     for b in cluster.brokers.values() if b.alive or req.get("include_fenced_brokers")],
-        "cluster_authorized_operations": -2147483648,
+        "cluster_authorized_operations": (
+            authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
+            if authorize_cluster(ctx, AclOperation.DESCRIBE) else 0)
+        if req.get("include_cluster_authorized_operations") else -2147483648,
     }

@@ -1,22 +1,22 @@
 """Fetch (key 1), v4-18.
 
-Returns stored batch bytes untouched. Behaviour: fetch sessions are declined (we answer session id 0,
-so clients keep sending full requests; an incremental request gets FETCH_SESSION_ID_NOT_FOUND).
-Consumers read below the high watermark only; an offset up to the log end is valid (empty answer)
-and past it (or below the log start) is OFFSET_OUT_OF_RANGE, whose partition answer carries -1 as high
-watermark, last stable offset and log start offset, as Kafka's does (checked with `python -m compat
-diff`): the client learns the offsets from ListOffsets when it resets. Only whole batches are returned:
-the first batch of the response always, and any partition's first batch even past its partition_max_bytes
-while it fits the response's max_bytes, so a consumer always progresses. A fetch with less than min_bytes parks until
-data arrives or max_wait_ms passes. v13+ addresses topics by id (UNKNOWN_TOPIC_ID for an unknown one).
-The client's current leader epoch is checked from v9, the version that carries it; from v12 a
-last_fetched_epoch the leader cannot place (newer than its own) is OFFSET_OUT_OF_RANGE, as in Kafka. A topic
-named twice is answered in one entry and a partition asked for twice once (the last entry), as Kafka's.
-Under read_committed a consumer reads below the last stable offset only (no open transaction's records, nor
-an ended one's before its marker is replicated), and is told the aborted transactions from the fetch offset
-on; control batches are returned like any other, so clients skip them and drop aborted data. v18 adds only a
-follower's high watermark (a tagged field, KIP-1166), which a consumer does not send and no broker here needs.
-"""
+Returns stored batch bytes untouched. Behaviour: fetch sessions are declined (we answer session id 0, so clients
+keep sending full requests; an incremental request gets FETCH_SESSION_ID_NOT_FOUND). Consumers read below the high
+watermark only; an offset up to the log end is valid (empty answer) and past it (or below the log start) is
+OFFSET_OUT_OF_RANGE, whose partition answer carries -1 as high watermark, last stable offset and log start offset,
+as Kafka's does (checked with `python -m compat diff`): the client learns the offsets from ListOffsets when it
+resets. Only whole batches are returned: the first batch of the response always, and any partition's first batch
+even past its partition_max_bytes while it fits the response's max_bytes, so a consumer always progresses. A fetch
+with less than min_bytes parks until data arrives or max_wait_ms passes. v13+ addresses topics by id
+(UNKNOWN_TOPIC_ID for an unknown one). The client's current leader epoch is checked from v9, the version that
+carries it; from v12 a last_fetched_epoch the leader cannot place (newer than its own) is OFFSET_OUT_OF_RANGE, as
+in Kafka. A topic named twice is answered in one entry and a partition asked for twice once (the last entry), as
+Kafka's. Under read_committed a consumer reads below the last stable offset only (no open transaction's records,
+nor an ended one's before its marker is replicated), and is told the aborted transactions from the fetch offset on;
+control batches are returned like any other, so clients skip them and drop aborted data. With an authorizer, a
+topic the consumer may not READ is TOPIC_AUTHORIZATION_FAILED for each partition asked for (an unknown topic id
+stays UNKNOWN_TOPIC_ID). v18 adds only a follower's high watermark (a tagged field, KIP-1166), which a consumer
+does not send and no broker here needs."""
 
 from __future__ import annotations
 
@@ -24,14 +24,16 @@ from typing import Any
 
 from construct import Container
 
+from fakekafka.handlers.authz import authorize
 from fakekafka.handlers.common import leader_check, merged
 from fakekafka.handlers.registry import Park, RequestContext, handles
+from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.cluster import Partition
 from wire import ErrorCode
 from wire.primitives import Chunks
 
 READ_COMMITTED = 1
-UNKNOWN = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID)
+UNKNOWN = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 """Refused before any log is read: Kafka's answer for these has aborted_transactions [] (its default), not the
 null of a read_uncommitted read (checked against Kafka 4.4 by tests/test_api_sweep.py)."""
 
@@ -85,9 +87,12 @@ def handle_fetch(ctx: RequestContext, req: Container) -> Any:
             topic = cluster.topics.get(name_or_id)
             missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         parts = []
+        name = topic.name if v >= 13 and topic is not None else name_or_id
+        readable = (v >= 13 and topic is None) or authorize(ctx, AclOperation.READ, ResourceType.TOPIC, name)
         for p, _ in entries:
             partition = topic.partitions[p.partition] if topic and 0 <= p.partition < len(topic.partitions) else None
-            code = missing if topic is None else leader_check(ctx, partition, p.get("current_leader_epoch", -1))
+            code = ErrorCode.TOPIC_AUTHORIZATION_FAILED if not readable else missing if topic is None \
+                else leader_check(ctx, partition, p.get("current_leader_epoch", -1))
             parts.append((p, partition, code))
         wanted.append((name_or_id, topic, parts))
     watched = [partition for _, _, parts in wanted for _, partition, code in parts if code == ErrorCode.NONE]

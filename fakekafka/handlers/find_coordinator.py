@@ -14,7 +14,9 @@ from typing import Any
 
 from construct import Container
 
+from fakekafka.handlers.authz import authorize
 from fakekafka.handlers.registry import RequestContext, handles
+from fakekafka.model.acl import AclOperation, ResourceType
 from wire import ErrorCode
 
 GROUP, TRANSACTION = 0, 1
@@ -27,6 +29,10 @@ def _failed(key: str, code: ErrorCode, message: str | None = None) -> dict[str, 
 def _coordinator(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
     if key_type not in (GROUP, TRANSACTION):
         return _failed(key, ErrorCode.INVALID_REQUEST, f"Unsupported key type {key_type}")
+    if key_type == GROUP and not authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, key):
+        return _failed(key, ErrorCode.GROUP_AUTHORIZATION_FAILED, "")
+    if key_type == TRANSACTION and not authorize(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
+        return _failed(key, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "")
     b = ctx.cluster.coordinator_for(key) if key_type == GROUP else ctx.cluster.transaction_coordinator_for(key)
     if b is None:
         return _failed(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available.")

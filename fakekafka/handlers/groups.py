@@ -1,18 +1,18 @@
 """The classic group protocol: JoinGroup (11) v0-9, SyncGroup (14) v0-5, Heartbeat (12) v0-4,
 LeaveGroup (13) v0-5, DescribeGroups (15) v0-6, ListGroups (16) v0-5, DeleteGroups (42) v0-3.
 
-The rules live in `fakekafka.model.group`; these handlers translate versions. JoinGroup and SyncGroup
-park until the coordinator resolves them. Behaviour: a static leader rejoining a Stable group gets, from
-JoinGroup v9, the members with skip_assignment set (KIP-814, as Kafka 4.4; found by `python -m compat
-diff`); before v9 it is told the old leader id and no members, as Kafka does.
-DescribeGroups v3+ asked for authorized operations answers what Kafka without an authorizer does
-(GROUP_OPERATIONS). DescribeGroups reports each member's
-current assignment in every state (its subscription metadata only when Stable), as Kafka 4.x does. An
-error a test injects into DescribeGroups or DeleteGroups is answered for every group asked about.
-DescribeGroups v6 (KIP-1043) answers a group nobody uses (or a deleted one) GROUP_ID_NOT_FOUND with Kafka's
-message, state still Dead; before v6 it is state Dead without an error. DeleteGroups v3 adds a per-group
-error message, which Kafka leaves null.
-"""
+The rules live in `fakekafka.model.group`; these handlers translate versions. JoinGroup and SyncGroup park until
+the coordinator resolves them. Behaviour: a static leader rejoining a Stable group gets, from JoinGroup v9, the
+members with skip_assignment set (KIP-814, as Kafka 4.4; found by `python -m compat diff`); before v9 it is told
+the old leader id and no members, as Kafka does. DescribeGroups v3+ asked for authorized operations answers those
+the client may do (without an authorizer, all of a group's). With an authorizer: JoinGroup, SyncGroup, Heartbeat
+and LeaveGroup need READ on the group, DescribeGroups DESCRIBE, DeleteGroups DELETE (GROUP_AUTHORIZATION_FAILED
+otherwise, before the coordinator is asked), and ListGroups lists only the groups the client may describe unless it
+may describe the cluster. DescribeGroups reports each member's current assignment in every state (its subscription
+metadata only when Stable), as Kafka 4.x does. An error a test injects into DescribeGroups or DeleteGroups is
+answered for every group asked about. DescribeGroups v6 (KIP-1043) answers a group nobody uses (or a deleted one)
+GROUP_ID_NOT_FOUND with Kafka's message, state still Dead; before v6 it is state Dead without an error.
+DeleteGroups v3 adds a per-group error message, which Kafka leaves null."""
 
 from __future__ import annotations
 
@@ -21,14 +21,18 @@ from typing import Any
 
 from construct import Container
 
+from fakekafka.handlers.authz import authorize, authorize_cluster, authorized_operations
 from fakekafka.handlers.registry import Park, RequestContext, handles
+from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.group import GroupState, Pending
 from wire import ErrorCode
 
 NOT_REQUESTED = -2147483648
-GROUP_OPERATIONS = 3400
-"""DescribeGroups v3+ asked for authorized operations: what Kafka 4.4 without an authorizer answers (READ,
-DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS), found by `python -m compat diff`."""
+
+
+def may(ctx: RequestContext, operation: AclOperation, group_id: str) -> bool:
+    """Whether the client may do `operation` on the group (always, without an authorizer)."""
+    return authorize(ctx, operation, ResourceType.GROUP, group_id)
 
 
 def not_coordinator(ctx: RequestContext, group_id: str) -> bool:
@@ -71,6 +75,9 @@ def _join_response(ctx: RequestContext, result: dict[str, Any]) -> dict[str, Any
 
 @handles(11, 0, 9)
 def handle_join_group(ctx: RequestContext, req: Container) -> Any:
+    if not may(ctx, AclOperation.READ, req.group_id):
+        return _join_response(ctx, {"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "generation_id": -1,
+                                    "leader": "", "member_id": "", "members": [], "protocol_name": None})
     if not_coordinator(ctx, req.group_id):
         return _join_response(ctx, {"error_code": ErrorCode.NOT_COORDINATOR, "generation_id": -1, "leader": "",
                                     "member_id": req.member_id, "members": []})
@@ -91,6 +98,8 @@ def handle_sync_group(ctx: RequestContext, req: Container) -> Any:
     def respond(r: dict[str, Any]) -> dict[str, Any]:
         return dict(r, throttle_time_ms=0)
 
+    if not may(ctx, AclOperation.READ, req.group_id):
+        return respond({"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "assignment": b""})
     if not_coordinator(ctx, req.group_id):
         return respond({"error_code": ErrorCode.NOT_COORDINATOR, "assignment": b""})
     result = ctx.cluster.groups.sync(req.group_id, req.generation_id, req.member_id, req.get("group_instance_id"),
@@ -103,6 +112,8 @@ def handle_sync_group(ctx: RequestContext, req: Container) -> Any:
 
 @handles(12, 0, 4)
 def handle_heartbeat(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    if not may(ctx, AclOperation.READ, req.group_id):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED}
     if not_coordinator(ctx, req.group_id):
         return {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_COORDINATOR}
     code = ctx.cluster.groups.heartbeat(req.group_id, req.generation_id, req.member_id, req.get("group_instance_id"))
@@ -115,6 +126,8 @@ def handle_leave_group(ctx: RequestContext, req: Container) -> dict[str, Any]:
         leaving = [(m.member_id, m.group_instance_id) for m in req.members]
     else:
         leaving = [(req.member_id, None)]
+    if not may(ctx, AclOperation.READ, req.group_id):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "members": []}
     if not_coordinator(ctx, req.group_id):
         return {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_COORDINATOR, "members": []}
     top, codes = ctx.cluster.groups.leave(req.group_id, leaving)
@@ -143,6 +156,10 @@ def handle_describe_groups(ctx: RequestContext, req: Container) -> dict[str, Any
         entry: dict[str, Any] = {"error_code": ErrorCode.NONE, "group_id": group_id, "group_state": "Dead",
                                  "protocol_type": "", "protocol_data": "", "members": [],
                                  "authorized_operations": NOT_REQUESTED}
+        if not may(ctx, AclOperation.DESCRIBE, group_id):
+            entry.update(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, group_state="")
+            groups.append(entry)
+            continue
         if not_coordinator(ctx, group_id):
             entry.update(error_code=ErrorCode.NOT_COORDINATOR, group_state="")
             groups.append(entry)
@@ -161,7 +178,8 @@ def handle_describe_groups(ctx: RequestContext, req: Container) -> dict[str, Any
                 "member_assignment": m.assignment,  # Kafka 4.x keeps it outside Stable too (no metadata there)
             } for m in group.members.values()]
         if req.get("include_authorized_operations") and entry["error_code"] == ErrorCode.NONE:
-            entry["authorized_operations"] = GROUP_OPERATIONS  # not for a group v6 does not find, as Kafka
+            # not for a group v6 does not find, as Kafka
+            entry["authorized_operations"] = authorized_operations(ctx, ResourceType.GROUP, group_id)
         groups.append(entry)
     return {"throttle_time_ms": 0, "groups": groups}
 
@@ -171,8 +189,11 @@ def handle_list_groups(ctx: RequestContext, req: Container) -> dict[str, Any]:
     states = {s.lower() for s in req.get("states_filter", [])}
     types = {t.lower() for t in req.get("types_filter", [])}
     listed = []
+    everything = authorize_cluster(ctx, AclOperation.DESCRIBE)  # else only the groups it may describe
     for group in ctx.cluster.groups.groups.values():
         if not_coordinator(ctx, group.group_id):
+            continue
+        if not everything and not may(ctx, AclOperation.DESCRIBE, group.group_id):
             continue
         if states and group.state.value.lower() not in states:
             continue
@@ -187,7 +208,8 @@ def handle_list_groups(ctx: RequestContext, req: Container) -> dict[str, Any]:
 def handle_delete_groups(ctx: RequestContext, req: Container) -> dict[str, Any]:
     results = []
     for group_id in req.groups_names:
-        code = ErrorCode.NOT_COORDINATOR if not_coordinator(ctx, group_id) \
+        code = ErrorCode.GROUP_AUTHORIZATION_FAILED if not may(ctx, AclOperation.DELETE, group_id) \
+            else ErrorCode.NOT_COORDINATOR if not_coordinator(ctx, group_id) \
             else ctx.cluster.groups.delete_group(group_id)
         results.append({"group_id": group_id, "error_code": code})
     return {"throttle_time_ms": 0, "results": results}

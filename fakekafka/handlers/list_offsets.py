@@ -16,6 +16,7 @@ from construct import Container
 
 from fakekafka.handlers.common import led_partitions, merged
 from fakekafka.handlers.registry import RequestContext, handles
+from fakekafka.model.acl import AclOperation
 from fakekafka.model.log import PartitionLog
 from wire import ErrorCode
 
@@ -66,7 +67,8 @@ def handle_list_offsets(ctx: RequestContext, req: Container) -> dict[str, Any]:
     topics = []
     for name, parts in merged(req.topics):
         results = []
-        for p, partition, code in led_partitions(ctx, name, parts, duplicates_invalid=True):
+        for p, partition, code in led_partitions(ctx, name, parts, duplicates_invalid=True,
+                                                  operation=AclOperation.DESCRIBE):
             ts, offset, epoch = -1, -1, -1
             if code == ErrorCode.NONE:
                 assert partition is not None

@@ -7,8 +7,12 @@ topics with an empty list, v1+ with null. v10+ reports topic ids and v12 looks t
 entry with a non-zero id is looked up by it whatever its name says (Java sends "" as the name); v10-11 refuse
 an id or a null name with INVALID_REQUEST for every topic asked about, as Kafka does. A topic
 not created answers INVALID_TOPIC_EXCEPTION if its name is invalid, else UNKNOWN_TOPIC_OR_PARTITION.
-Asked for topic authorized operations (v8+), every topic, an unknown one included, carries what Kafka
-without an authorizer answers (TOPIC_OPERATIONS); cluster authorized operations are not computed.
+Asked for topic authorized operations (v8+), every topic answered, an unknown one included, carries the
+operations the client may do (without an authorizer: all of a topic's); v8-10 asked for the cluster's get them
+when the client may describe the cluster, else 0. With an authorizer (fakekafka/handlers/authz.py) a topic the
+client may not DESCRIBE is left out of an all-topics answer and answered TOPIC_AUTHORIZATION_FAILED when named
+(its existence not disclosed), as is a topic auto-creation would make without CREATE on the cluster or the
+topic; those come after the others, as in Kafka's answer.
 v13 (KIP-1102) adds a top-level error code: Kafka sets it only in an error answer to the whole request (so a
 client can be told to rebootstrap), as the error responder here does.
 """
@@ -20,15 +24,14 @@ from typing import Any
 
 from construct import Container
 
+from fakekafka.handlers.authz import authorize, authorize_cluster, authorized_operations
 from fakekafka.handlers.registry import RequestContext, handles
+from fakekafka.model.acl import CLUSTER_NAME, AclOperation, ResourceType
 from fakekafka.model.cluster import ApiError, ClusterState, Topic, validate_topic_name
 from wire import ErrorCode
 from wire.primitives import ZERO_UUID
 
 AUTHORIZED_OPERATIONS_NOT_REQUESTED = -2147483648
-TOPIC_OPERATIONS = 3576
-"""What Kafka without an authorizer answers when asked for a topic's authorized operations (v8+), for an
-unknown topic too: READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS."""
 
 
 def topic_metadata(cluster: ClusterState, topic: Topic) -> dict[str, Any]:
@@ -98,19 +101,32 @@ def handle_metadata(ctx: RequestContext, req: Container) -> dict[str, Any]:
         # topic asked about gets INVALID_REQUEST, a null name answered as "" (checked against Kafka 4.4)
         return {**_cluster_part(ctx), "topics": [_error_topic(e.get("name") or "", ErrorCode.INVALID_REQUEST)
                                                  for e in requested]}
-    if requested is None or (v == 0 and not requested):
-        topics = [topic_metadata(cluster, t) for t in cluster.topics.values()]
+    refused_create: list[dict[str, Any]] = []
+    refused_describe: list[dict[str, Any]] = []
+    if requested is None or (v == 0 and not requested):  # all topics: those it may not describe left out
+        topics = [topic_metadata(cluster, t) for t in cluster.topics.values()
+                  if authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t.name)]
     else:
         for entry in requested:
             name = entry.get("name")
             topic_id = entry.get("topic_id", ZERO_UUID)
             if name is None or topic_id != ZERO_UUID:  # by id: the Java client leaves the name "", not null
                 t = cluster.topics_by_id.get(topic_id)
+                if t is not None and not authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t.name):
+                    refused_describe.append(_error_topic(None, ErrorCode.TOPIC_AUTHORIZATION_FAILED, topic_id))
+                    continue
                 topics.append(topic_metadata(cluster, t) if t
                               else _error_topic(None, ErrorCode.UNKNOWN_TOPIC_ID, topic_id))
                 continue
+            if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name):  # existence not disclosed
+                refused_describe.append(_error_topic(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                continue
             t = cluster.topics.get(name)
             if t is None and allow_auto and cluster.config.auto_create_topics:
+                if not (authorize_cluster(ctx, AclOperation.CREATE)
+                        or authorize(ctx, AclOperation.CREATE, ResourceType.TOPIC, name)):
+                    refused_create.append(_error_topic(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                    continue
                 try:
                     validate_topic_name(name)
                     t = cluster.auto_create(name)
@@ -128,5 +144,9 @@ def handle_metadata(ctx: RequestContext, req: Container) -> dict[str, Any]:
             topics.append(topic_metadata(cluster, t))
     if req.get("include_topic_authorized_operations"):
         for t in topics:
-            t["topic_authorized_operations"] = TOPIC_OPERATIONS
-    return {**_cluster_part(ctx), "topics": topics}
+            t["topic_authorized_operations"] = authorized_operations(ctx, ResourceType.TOPIC, t["name"])
+    answer = {**_cluster_part(ctx), "topics": topics + refused_create + refused_describe}
+    if req.get("include_cluster_authorized_operations"):
+        answer["cluster_authorized_operations"] = authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME) \
+            if authorize_cluster(ctx, AclOperation.DESCRIBE) else 0
+    return answer

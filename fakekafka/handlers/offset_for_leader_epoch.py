@@ -13,8 +13,10 @@ from typing import Any
 
 from construct import Container
 
+from fakekafka.handlers.authz import authorize, authorize_cluster
 from fakekafka.handlers.common import leader_check
 from fakekafka.handlers.registry import RequestContext, handles
+from fakekafka.model.acl import AclOperation, ResourceType
 from wire import ErrorCode
 
 
@@ -28,11 +30,14 @@ def offset_for_leader_epoch_error_response(ctx: RequestContext, req: Container, 
 @handles(23, 0, 4, errors=offset_for_leader_epoch_error_response)
 def handle_offset_for_leader_epoch(ctx: RequestContext, req: Container) -> dict[str, Any]:
     topics = []
+    replica = authorize_cluster(ctx, AclOperation.CLUSTER_ACTION)  # a follower may ask of any topic
     for t in req.topics:
         results = []
+        allowed = replica or authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t.topic)
         for p in t.partitions:
             partition = ctx.cluster.partition(t.topic, p.partition)
-            code = leader_check(ctx, partition, p.get("current_leader_epoch", -1))
+            code = leader_check(ctx, partition, p.get("current_leader_epoch", -1)) if allowed \
+                else ErrorCode.TOPIC_AUTHORIZATION_FAILED
             epoch, end = -1, -1
             if code == ErrorCode.NONE:
                 assert partition is not None

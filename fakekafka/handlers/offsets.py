@@ -6,6 +6,9 @@ coordinator's memory and are not written as records to `__consumer_offsets`. Wit
 read_committed consumer sends) a partition with offsets staged by an open transaction is UNSTABLE_OFFSET_COMMIT
 (offset -1), and the client asks again, as with Kafka. An error injected by a test is answered for every
 partition of a commit (OffsetCommit has no top-level error code), and for every group of a v8+ fetch.
+With an authorizer, a commit needs READ on the group (else GROUP_AUTHORIZATION_FAILED for every partition) and
+READ on each topic, a fetch DESCRIBE on the group and on each topic (a fetch of every offset leaves such topics
+out), an OffsetDelete DELETE on the group; a topic refused is TOPIC_AUTHORIZATION_FAILED per partition.
 v10 of both names topics by id (KIP-848), for classic groups too; offsets stay kept by topic name, so an unknown
 id is UNKNOWN_TOPIC_ID for each of its partitions, and a fetch of every offset lists only topics that exist.
 """
@@ -16,8 +19,10 @@ from typing import Any
 
 from construct import Container
 
-from fakekafka.handlers.groups import not_coordinator
+from fakekafka.handlers.authz import authorize
+from fakekafka.handlers.groups import may, not_coordinator
 from fakekafka.handlers.registry import RequestContext, handles
+from fakekafka.model.acl import AclOperation, ResourceType
 from wire import ErrorCode
 from wire.primitives import ZERO_UUID
 
@@ -49,6 +54,8 @@ def offset_commit_error_response(ctx: RequestContext, req: Container, code: Erro
 @handles(8, 2, 10, errors=offset_commit_error_response)
 def handle_offset_commit(ctx: RequestContext, req: Container) -> dict[str, Any]:
     cluster = ctx.cluster
+    if not may(ctx, AclOperation.READ, req.group_id):
+        return offset_commit_error_response(ctx, req, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     wanted: dict[tuple[str, int], tuple[int, int, str | None]] = {}
     known: dict[tuple[str, int], ErrorCode] = {}
     unknown_ids: set[Any] = set()
@@ -57,9 +64,12 @@ def handle_offset_commit(ctx: RequestContext, req: Container) -> dict[str, Any]:
         if name is None:
             unknown_ids.add(t.topic_id)
             continue
+        readable = authorize(ctx, AclOperation.READ, ResourceType.TOPIC, name)
         for p in t.partitions:
             tp = (name, p.partition_index)
-            if cluster.partition(name, p.partition_index) is None:
+            if not readable:
+                known[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif cluster.partition(name, p.partition_index) is None:
                 known[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 wanted[tp] = (p.committed_offset, p.get("committed_leader_epoch", -1), p.committed_metadata)
@@ -83,9 +93,12 @@ def handle_offset_commit(ctx: RequestContext, req: Container) -> dict[str, Any]:
 
 def _fetch_group(ctx: RequestContext, group_id: str, topics: list[Container] | None,
                  require_stable: bool = False) -> tuple[ErrorCode, list]:
+    if not may(ctx, AclOperation.DESCRIBE, group_id):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED, []
     if not_coordinator(ctx, group_id):
         return ErrorCode.NOT_COORDINATOR, []
     unknown: list[dict[str, Any]] = []
+    refused: list[dict[str, Any]] = []
     partitions = None
     if topics is not None:
         partitions = []
@@ -95,6 +108,10 @@ def _fetch_group(ctx: RequestContext, group_id: str, topics: list[Container] | N
                 unknown.append({"name": "", "topic_id": t.topic_id, "partitions": [
                     {"partition_index": i, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
                      "error_code": ErrorCode.UNKNOWN_TOPIC_ID} for i in t.partition_indexes]})
+            elif not authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+                refused.append({**_topic_ref(ctx, name), "partitions": [
+                    {"partition_index": i, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
+                     "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED} for i in t.partition_indexes]})
             else:
                 partitions += [(name, i) for i in t.partition_indexes]
     found = ctx.cluster.groups.fetch_offsets(group_id, partitions)
@@ -111,8 +128,11 @@ def _fetch_group(ctx: RequestContext, group_id: str, topics: list[Container] | N
             "error_code": ErrorCode.NONE})
     if ctx.version >= BY_ID_FROM:  # offsets of a deleted topic have no id to be named by
         by_topic = {name: parts for name, parts in by_topic.items() if name in ctx.cluster.topics}
+    if partitions is None:  # all of the group's: those of topics it may not describe left out
+        by_topic = {name: parts for name, parts in by_topic.items()
+                    if authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name)}
     listed = [{**_topic_ref(ctx, name), "partitions": parts} for name, parts in by_topic.items()]
-    return ErrorCode.NONE, listed + unknown
+    return ErrorCode.NONE, listed + refused + unknown
 
 
 def offset_fetch_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
@@ -145,6 +165,8 @@ def handle_offset_fetch(ctx: RequestContext, req: Container) -> dict[str, Any]:
 
 @handles(47, 0, 0)
 def handle_offset_delete(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    if not may(ctx, AclOperation.DELETE, req.group_id):
+        return {"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "throttle_time_ms": 0, "topics": []}
     if not_coordinator(ctx, req.group_id):
         return {"error_code": ErrorCode.NOT_COORDINATOR, "throttle_time_ms": 0, "topics": []}
     partitions = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]

@@ -2,27 +2,27 @@
 
 Advertised from v0 because librdkafka turns compression off when a broker's Produce range does not start at 0
 (Kafka 4.0 does the same, KAFKA-18659); v0-2 (message formats v0/v1) get UNSUPPORTED_VERSION per partition. An
-unknown topic is UNKNOWN_TOPIC_OR_PARTITION whatever its name and the auto-creation setting (Kafka creates
-topics on Metadata requests, never on Produce), and a partition's error message is set only for a record
-validation error, as Kafka's. Deliberate difference: Kafka 4 closes the connection on Produce v0-2 instead
-(its socket server treats them as unsupported); an answer tells an old client why, where a dropped connection
-only makes it retry. acks=0 gets no response; when a partition fails, the connection is closed instead, as
-Kafka does (the client's only way to notice). Each partition must carry exactly one v2 batch (Kafka's rule).
-acks=-1 is refused with NOT_ENOUGH_REPLICAS when the ISR is below min.insync.replicas, otherwise waits
-(parked, not blocking) until the high watermark passes the batch, then reports
-NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank meanwhile, or REQUEST_TIMED_OUT after timeout_ms. A
-compacted topic refuses a batch with a record without a key: INVALID_RECORD, with the record errors and
-message Kafka's LogValidator gives; so does a batch with a timestamp outside
-message.timestamp.before/after.max.ms (INVALID_TIMESTAMP, one record error per such record), and both answers
-carry the partition's log start offset, as Kafka's do. A transactional batch that opens its producer's
-transaction on a partition is checked with the transaction coordinator first (KIP-890 part 1): a partition
-not added to the transaction is INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v11), a stale epoch
-INVALID_PRODUCER_EPOCH, a transaction still ending NOT_ENOUGH_REPLICAS (retriable), as Kafka's ReplicaManager.
-From v12 (transactions version 2, KIP-890 part 2) that first batch adds the partition to the transaction
-itself, as Kafka's broker does for such a producer; v13 names topics by id (UNKNOWN_TOPIC_ID for an unknown one).
-Batches are checked as Kafka 4.4 checks them (fakekafka/model/validate.py), including the first-batch faults for
-which Kafka fails every partition of the request.
-"""
+unknown topic is UNKNOWN_TOPIC_OR_PARTITION whatever its name and the auto-creation setting (Kafka creates topics
+on Metadata requests, never on Produce), and a partition's error message is set only for a record validation error,
+as Kafka's. Deliberate difference: Kafka 4 closes the connection on Produce v0-2 instead (its socket server treats
+them as unsupported); an answer tells an old client why, where a dropped connection only makes it retry. acks=0
+gets no response; when a partition fails, the connection is closed instead, as Kafka does (the client's only way to
+notice). Each partition must carry exactly one v2 batch (Kafka's rule). acks=-1 is refused with NOT_ENOUGH_REPLICAS
+when the ISR is below min.insync.replicas, otherwise waits (parked, not blocking) until the high watermark passes
+the batch, then reports NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank meanwhile, or REQUEST_TIMED_OUT after
+timeout_ms. A compacted topic refuses a batch with a record without a key: INVALID_RECORD, with the record errors
+and message Kafka's LogValidator gives; so does a batch with a timestamp outside
+message.timestamp.before/after.max.ms (INVALID_TIMESTAMP, one record error per such record), and both answers carry
+the partition's log start offset, as Kafka's do. A transactional batch that opens its producer's transaction on a
+partition is checked with the transaction coordinator first (KIP-890 part 1): a partition not added to the
+transaction is INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v11), a stale epoch INVALID_PRODUCER_EPOCH, a
+transaction still ending NOT_ENOUGH_REPLICAS (retriable), as Kafka's ReplicaManager. From v12 (transactions version
+2, KIP-890 part 2) that first batch adds the partition to the transaction itself, as Kafka's broker does for such a
+producer; v13 names topics by id (UNKNOWN_TOPIC_ID for an unknown one). With an authorizer, transactional batches
+need WRITE on the transactional id (else every partition is TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and each topic
+WRITE (else its partitions are TOPIC_AUTHORIZATION_FAILED, whether it exists or not). Batches are checked as Kafka
+4.4 checks them (fakekafka/model/validate.py), including the first-batch faults for which Kafka fails every
+partition of the request."""
 
 from __future__ import annotations
 
@@ -30,7 +30,9 @@ from typing import Any
 
 from construct import Container
 
+from fakekafka.handlers.authz import authorize
 from fakekafka.handlers.registry import NO_RESPONSE, DropConnection, Park, RequestContext, handles
+from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.validate import first_batch_refusal, request_refusal
 from wire import ErrorCode
 
@@ -39,6 +41,11 @@ def _partition_result(index: int, code: ErrorCode, message: str | None = None, b
                       log_append_time: int = -1, log_start_offset: int = -1) -> dict[str, Any]:
     return {"index": index, "error_code": code, "base_offset": base_offset, "log_append_time_ms": log_append_time,
             "log_start_offset": log_start_offset, "record_errors": [], "error_message": message}
+
+
+def _transactional(records: bytes | None) -> bool:
+    """The batch's transactional attribute bit (a v2 batch's attributes are bytes 21-22)."""
+    return records is not None and len(records) > 22 and bool(records[22] & 0x10)
 
 
 def _topic_key(ctx: RequestContext, t: Container) -> dict[str, Any]:
@@ -84,6 +91,12 @@ def handle_produce(ctx: RequestContext, req: Container) -> Any:
         if req.acks == 0:
             return DropConnection(reason=f"acks=0 and {refused.error.name}")
         return produce_error_response(ctx, req, refused.error, refused.message if refused.shown else None)
+    if any(_transactional(p.records) for t in req.topic_data for p in t.partition_data) and (
+            req.transactional_id is None
+            or not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id)):
+        if req.acks == 0:
+            return DropConnection(reason="acks=0 and TRANSACTIONAL_ID_AUTHORIZATION_FAILED")
+        return produce_error_response(ctx, req, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     responses = []
     waiting: list[tuple[Any, int, dict[str, Any]]] = []
     by_id = ctx.version >= 13
@@ -93,7 +106,12 @@ def handle_produce(ctx: RequestContext, req: Container) -> Any:
         topic = cluster.topics_by_id.get(t.topic_id) if by_id else cluster.topics.get(t.name)
         code = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         results = []
+        writable = authorize(ctx, AclOperation.WRITE, ResourceType.TOPIC, topic.name if by_id and topic else t.name) \
+            if topic is not None or not by_id else True
         for p in t.partition_data:
+            if not writable:  # before its existence is looked at: Kafka does not disclose it
+                results.append(_partition_result(p.index, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                continue
             partition = topic.partitions[p.index] if topic and 0 <= p.index < len(topic.partitions) else None
             if partition is None:
                 results.append(_partition_result(p.index, code))

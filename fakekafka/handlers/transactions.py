@@ -21,8 +21,10 @@ from typing import Any
 
 from construct import Container
 
+from fakekafka.handlers.authz import authorize, authorize_cluster, filter_authorized
 from fakekafka.handlers.groups import not_coordinator as not_group_coordinator
 from fakekafka.handlers.registry import RequestContext, handles
+from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.cluster import OFFSETS_TOPIC
 from fakekafka.model.transactions import TransactionState
 from wire import ErrorCode
@@ -55,6 +57,17 @@ def _topic_results(partitions: dict[tuple[str, int], ErrorCode]) -> list[dict[st
 def _add_one(ctx: RequestContext, transactional_id: str, producer_id: int, epoch: int, topics: list[Container],
              verify_only: bool) -> dict[tuple[str, int], ErrorCode]:
     wanted = [(t.name, p) for t in topics for p in t.partitions]
+    if ctx.version >= 4:  # from a broker verifying a Produce: the cluster's own traffic
+        if not authorize_cluster(ctx, AclOperation.CLUSTER_ACTION):
+            return dict.fromkeys(wanted, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+    elif not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+        return dict.fromkeys(wanted, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    else:
+        writable = filter_authorized(ctx, AclOperation.WRITE, ResourceType.TOPIC, (t for t, _ in wanted))
+        if any(t not in writable for t, _ in wanted):
+            return {tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED if tp[0] not in writable
+                    else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if ctx.cluster.partition(*tp) is None
+                    else ErrorCode.OPERATION_NOT_ATTEMPTED for tp in wanted}
     unknown = {tp for tp in wanted if ctx.cluster.partition(*tp) is None}
     if unknown:
         return {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
@@ -97,7 +110,11 @@ def handle_add_partitions_to_txn(ctx: RequestContext, req: Container) -> dict[st
 @handles(25, 0, 4)
 def handle_add_offsets_to_txn(ctx: RequestContext, req: Container) -> dict[str, Any]:
     cluster = ctx.cluster
-    if not req.transactional_id:
+    if not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id):
+        code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif not authorize(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id):
+        code = ErrorCode.GROUP_AUTHORIZATION_FAILED
+    elif not req.transactional_id:
         code = ErrorCode.INVALID_REQUEST
     elif not_transaction_coordinator(ctx, req.transactional_id):
         code = ErrorCode.NOT_COORDINATOR
@@ -113,7 +130,9 @@ def handle_end_txn(ctx: RequestContext, req: Container) -> dict[str, Any]:
     """v5 is transactions version 2: the epoch is bumped at every end and the answer carries the producer id
     and epoch for the next transaction."""
     pid, epoch = -1, -1
-    if not req.transactional_id:
+    if not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id):
+        code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif not req.transactional_id:
         code = ErrorCode.INVALID_REQUEST
     elif not_transaction_coordinator(ctx, req.transactional_id):
         code = ErrorCode.NOT_COORDINATOR
@@ -176,13 +195,21 @@ def handle_txn_offset_commit(ctx: RequestContext, req: Container) -> dict[str, A
     cluster = ctx.cluster
     v = ctx.version
     by_id = v >= 6
+    if not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id):
+        return txn_offset_commit_error_response(ctx, req, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, req.group_id):
+        return txn_offset_commit_error_response(ctx, req, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     codes: dict[tuple[Any, int], ErrorCode] = {}
     wanted: dict[tuple[str, int], tuple[int, int, str | None]] = {}
     for t in req.topics:
         topic = cluster.topics_by_id.get(t.topic_id) if by_id else cluster.topics.get(t.name)
         key = t.topic_id if by_id else t.name
+        name = topic.name if topic is not None else None if by_id else t.name
+        readable = name is None or authorize(ctx, AclOperation.READ, ResourceType.TOPIC, name)
         for p in t.partitions:
-            if topic is None:
+            if not readable:
+                codes[(key, p.partition_index)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif topic is None:
                 codes[(key, p.partition_index)] = \
                     ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
@@ -235,8 +262,13 @@ def handle_describe_producers(ctx: RequestContext, req: Container) -> dict[str, 
     topics = []
     for t in req.topics:
         parts = []
+        readable = authorize(ctx, AclOperation.READ, ResourceType.TOPIC, t.name)
         for index in t.partition_indexes:
             partition = cluster.partition(t.name, index)
+            if not readable:
+                parts.append({"partition_index": index, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                              "error_message": None, "active_producers": []})
+                continue
             if partition is None:
                 parts.append({"partition_index": index, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                               "error_message": None, "active_producers": []})
@@ -273,7 +305,9 @@ def handle_describe_transactions(ctx: RequestContext, req: Container) -> dict[st
                                  "transaction_timeout_ms": 0, "transaction_start_time_ms": -1, "producer_id": -1,
                                  "producer_epoch": -1, "topics": []}
         txn = txns.transactions.get(tid) if tid else None
-        if not tid:
+        if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, tid):
+            state["error_code"] = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        elif not tid:
             state["error_code"] = ErrorCode.INVALID_REQUEST
         elif not_transaction_coordinator(ctx, tid):
             state["error_code"] = ErrorCode.NOT_COORDINATOR
@@ -320,6 +354,8 @@ def handle_list_transactions(ctx: RequestContext, req: Container) -> dict[str, A
         if pattern is not None and not pattern.fullmatch(tid):
             continue
         if duration >= 0 and (txn.state != TransactionState.ONGOING or now - txn.start_ms < duration):
+            continue
+        if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, tid):
             continue
         out.append({"transactional_id": tid, "producer_id": txn.producer_id, "transaction_state": txn.state.value})
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "unknown_state_filters": unknown,

@@ -15,6 +15,7 @@ from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from fakekafka.model.acl import Authorizer
 from fakekafka.model.clock import Clock, SystemClock
 from fakekafka.model.config import TOPIC_CONFIGS, BrokerConfig, ConfigSource, InvalidConfig
 from fakekafka.model.faults import Faults
@@ -199,6 +200,12 @@ class ClusterState:
         self.controller_id = min(self.brokers)
         self.controller_epoch = 1
         self.sasl_users: dict[str, str] = {}
+        o = self.config.overrides
+        self.authorizer: Authorizer | None = Authorizer.from_config(
+            o.get("super.users", ""), o.get("allow.everyone.if.no.acl.found", "false")) \
+            if o.get("authorizer.class.name", "").strip() else None
+        """The ACLs and their decisions when `authorizer.class.name` names Kafka's StandardAuthorizer; None
+        (Kafka's default): every request is allowed and the ACL APIs answer SECURITY_DISABLED."""
         """SASL PLAIN and SCRAM users: name -> password (Cluster(users=...))."""
         self.events: list[Event] = []
         self.faults = Faults()

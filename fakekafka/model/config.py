@@ -11,8 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from enum import IntEnum
 
+from fakekafka.model.acl import STANDARD_AUTHORIZER
+
 __all__ = [
-    "BROKER_CONFIGS", "TOPIC_CONFIGS", "BrokerConfig", "ConfigSource", "ConfigSpec", "ConfigType",
+    "AUTHORIZER_CONFIGS", "BROKER_CONFIGS", "TOPIC_CONFIGS", "BrokerConfig", "ConfigSource", "ConfigSpec", "ConfigType",
     "InvalidConfig", "known_broker_config",
 ]
 
@@ -197,7 +199,16 @@ BROKER_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
     ConfigSpec("delete.topic.enable", _T.BOOLEAN, "true"),
     ConfigSpec("replica.lag.time.max.ms", _T.LONG, "30000"),
     ConfigSpec("log.retention.check.interval.ms", _T.LONG, "300000", minimum=1),
+    ConfigSpec("authorizer.class.name", _T.STRING, ""),
+    ConfigSpec("ssl.principal.mapping.rules", _T.STRING, "DEFAULT"),
 )}
+
+AUTHORIZER_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
+    ConfigSpec("super.users", _T.STRING, ""),
+    ConfigSpec("allow.everyone.if.no.acl.found", _T.BOOLEAN, "false"),
+)}
+"""The StandardAuthorizer's own settings: Kafka passes them to the authorizer but does not list them among the
+broker's configs (DescribeConfigs leaves them out), so neither does fakekafka."""
 
 
 def _broker_default(name: str) -> str | None:
@@ -250,6 +261,8 @@ def known_broker_config(name: str) -> ConfigSpec | None:
     synonym (log.cleaner.delete.retention.ms...), checked as its topic config is."""
     if name in BROKER_CONFIGS:
         return BROKER_CONFIGS[name]
+    if name in AUTHORIZER_CONFIGS:
+        return AUTHORIZER_CONFIGS[name]
     for spec in TOPIC_CONFIGS.values():
         if spec.broker_synonym == name:
             return replace(spec, name=name, broker_synonym=None)
@@ -371,6 +384,9 @@ class BrokerConfig:
             if spec is None:
                 raise InvalidConfig(f"The configuration '{name}' was supplied but isn't a known config.")
             spec.validate(value)
+            if name == "authorizer.class.name" and value.strip() not in ("", STANDARD_AUTHORIZER):
+                raise InvalidConfig(f"Invalid value {value} for configuration {name}: Class {value.strip()} cannot "
+                                    f"be found (fakekafka's authorizer is Kafka's {STANDARD_AUTHORIZER})")
         extra = fields.pop("overrides", None) or {}
         return cls(**fields, overrides={**extra, **properties})  # type: ignore[arg-type]
 

@@ -1,0 +1,473 @@
+"""ACLs and the authorizer: the rules (model), the ACL APIs and their enforcement on the wire, real clients
+allowed and refused, and the same exchanges answered field by field as Apache Kafka 4.4.0 answers them when
+started with `authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer`.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import fakekafka
+from fakekafka.model.acl import (
+    STANDARD_AUTHORIZER,
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    Authorizer,
+    PatternType,
+    ResourceType,
+)
+from fakekafka.model.config import InvalidConfig
+from fakekafka.security import ssl_principal_name
+from tests.rawclient import RawClient
+from wire import ErrorCode
+
+SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
+DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
+USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
+SUPER_USERS = "User:admin;User:ANONYMOUS"
+"""ANONYMOUS: Kafka's own brokers and controller talk over the PLAINTEXT listener, so they must be allowed."""
+ACL_CONFIG = {"authorizer.class.name": STANDARD_AUTHORIZER, "super.users": SUPER_USERS}
+OP, RT = AclOperation, ResourceType
+
+
+def acl(resource: str, name: str, principal: str, operation: str, permission: str = "ALLOW",
+        pattern: str = "LITERAL", host: str = "*") -> AclBinding:
+    return AclBinding.of(resource, name, principal, operation, permission=permission, pattern=pattern, host=host)
+
+
+# --- the rules (pure model) ------------------------------------------------------------------------------
+
+def _authorizer(*acls: AclBinding, allow_everyone: bool = False) -> Authorizer:
+    a = Authorizer(["User:admin"], allow_everyone)
+    assert a.create(acls) == [None] * len(acls)
+    return a
+
+
+def test_literal_prefixed_and_wildcard_patterns() -> None:
+    a = _authorizer(acl("TOPIC", "orders", "User:alice", "READ"), acl("TOPIC", "pay-", "User:alice", "WRITE",
+                                                                      pattern="PREFIXED"),
+                    acl("GROUP", "*", "User:alice", "READ"))
+    assert a.authorize("User:alice", "10.0.0.1", OP.READ, RT.TOPIC, "orders")
+    assert not a.authorize("User:alice", "10.0.0.1", OP.READ, RT.TOPIC, "orders2")  # literal: the whole name
+    assert a.authorize("User:alice", "10.0.0.1", OP.WRITE, RT.TOPIC, "pay-eu")
+    assert not a.authorize("User:alice", "10.0.0.1", OP.WRITE, RT.TOPIC, "pa")
+    assert a.authorize("User:alice", "10.0.0.1", OP.READ, RT.GROUP, "any-group")
+    assert not a.authorize("User:bob", "10.0.0.1", OP.READ, RT.TOPIC, "orders")
+    assert a.authorize("User:admin", "10.0.0.1", OP.DELETE, RT.CLUSTER, "kafka-cluster")  # super user
+
+
+def test_deny_wins_and_implications_apply_to_allow_only() -> None:
+    a = _authorizer(acl("TOPIC", "t", "User:*", "ALL"), acl("TOPIC", "t", "User:alice", "WRITE", "DENY"),
+                    acl("TOPIC", "u", "User:alice", "READ", "DENY"), acl("TOPIC", "u", "User:alice", "DESCRIBE"),
+                    acl("TOPIC", "v", "User:alice", "ALTER_CONFIGS"))
+    assert a.authorize("User:bob", "h", OP.WRITE, RT.TOPIC, "t")
+    assert not a.authorize("User:alice", "h", OP.WRITE, RT.TOPIC, "t")
+    assert a.authorize("User:alice", "h", OP.READ, RT.TOPIC, "t")
+    assert a.authorize("User:alice", "h", OP.DESCRIBE, RT.TOPIC, "u")  # DENY READ does not deny DESCRIBE
+    assert not a.authorize("User:alice", "h", OP.READ, RT.TOPIC, "u")
+    assert a.authorize("User:alice", "h", OP.DESCRIBE_CONFIGS, RT.TOPIC, "v")  # implied by ALTER_CONFIGS
+    assert not a.authorize("User:alice", "h", OP.DESCRIBE, RT.TOPIC, "v")
+
+
+def test_hosts_and_the_no_acl_default() -> None:
+    a = _authorizer(acl("TOPIC", "t", "User:alice", "READ", host="10.0.0.1"), allow_everyone=True)
+    assert a.authorize("User:alice", "10.0.0.1", OP.READ, RT.TOPIC, "t")
+    assert not a.authorize("User:alice", "10.0.0.2", OP.READ, RT.TOPIC, "t")  # ACLs on t, none for this host
+    assert a.authorize("User:bob", "10.0.0.2", OP.WRITE, RT.TOPIC, "no-acls")  # allow.everyone.if.no.acl.found
+    assert not _authorizer().authorize("User:bob", "h", OP.READ, RT.TOPIC, "no-acls")  # Kafka's default: deny
+
+
+def test_authorize_by_resource_type_for_idempotent_producers() -> None:
+    a = _authorizer(acl("TOPIC", "app-", "User:alice", "WRITE", pattern="PREFIXED"),
+                    acl("TOPIC", "app-x", "User:bob", "WRITE"), acl("TOPIC", "app", "User:bob", "WRITE", "DENY",
+                                                                    pattern="PREFIXED"))
+    assert a.authorize_by_resource_type("User:alice", "h", OP.WRITE, RT.TOPIC)
+    assert not a.authorize_by_resource_type("User:bob", "h", OP.WRITE, RT.TOPIC)  # a prefix DENY covers it
+    assert not a.authorize_by_resource_type("User:carol", "h", OP.WRITE, RT.TOPIC)
+
+
+def test_filters_match_as_kafkas_acl_binding_filter() -> None:
+    a = _authorizer(acl("TOPIC", "orders", "User:alice", "READ"), acl("TOPIC", "ord", "User:bob", "READ",
+                                                                      pattern="PREFIXED"),
+                    acl("TOPIC", "*", "User:carol", "WRITE"), acl("GROUP", "orders", "User:alice", "READ"))
+    match = AclBindingFilter(RT.TOPIC, "orders", PatternType.MATCH)
+    assert {x.principal for x in a.describe(match)} == {"User:alice", "User:bob", "User:carol"}
+    assert [x.principal for x in a.describe(AclBindingFilter(RT.ANY, "orders", PatternType.LITERAL))] == \
+        ["User:alice", "User:alice"]
+    assert len(a.describe(AclBindingFilter(principal="User:bob"))) == 1
+    assert len(a.delete(AclBindingFilter(RT.TOPIC))) == 3 and len(a.acls) == 1
+
+
+def test_invalid_acls_are_refused_in_kafkas_words() -> None:
+    a = Authorizer()
+    assert a.create([acl("TOPIC", "t", "User:a", "READ", pattern="MATCH"), acl("ANY", "t", "User:a", "READ"),
+                     acl("TOPIC", "t", "User:a", "ANY"), acl("TOPIC", "t", "alice", "READ"),
+                     acl("TOPIC", "", "User:a", "READ")]) == [
+        "Invalid patternType MATCH", "Invalid resourceType ANY", "Invalid operation ANY",
+        "Could not parse principal from `alice` (no colon is present separating the principal type from the "
+        "principal name)",
+        "Resource name should not be empty"]
+    assert a.acls == []
+
+
+def test_authorized_operations_bits() -> None:
+    a = _authorizer(acl("TOPIC", "t", "User:alice", "READ"))
+    assert a.authorized_operations("User:alice", "h", RT.TOPIC, "t") == (1 << OP.READ) | (1 << OP.DESCRIBE)
+    assert a.authorized_operations("User:admin", "h", RT.GROUP, "g") == 3400  # every group operation
+
+
+def test_ssl_principal_mapping_rules() -> None:
+    dn = "CN=alice,OU=eng,O=acme"
+    assert ssl_principal_name(dn) == dn
+    assert ssl_principal_name(dn, "RULE:^CN=(.*?),OU=(.*?),O=(.*?)$/$1@$2/L,DEFAULT") == "alice@eng"
+    assert ssl_principal_name("CN=Bob,O=x", "RULE:^CN=(.*?),OU=.*$/$1/,RULE:^CN=(.*?),O=.*$/$1/U") == "BOB"
+    with pytest.raises(ValueError, match="No rules apply"):
+        ssl_principal_name(dn, "RULE:^OU=(.*)$/$1/")
+
+
+def test_config_names_and_refusals() -> None:
+    with pytest.raises(InvalidConfig, match="authorizer.class.name"):
+        fakekafka.Cluster(config={"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"})
+    with pytest.raises(InvalidConfig, match="allow.everyone.if.no.acl.found"):
+        fakekafka.Cluster(config={"allow.everyone.if.no.acl.found": "maybe"})
+    assert fakekafka.Cluster().state.authorizer is None  # Kafka's default: no authorizer
+    c = fakekafka.Cluster(config={**ACL_CONFIG, "allow.everyone.if.no.acl.found": "true"})
+    assert c.state.authorizer is not None and c.state.authorizer.allow_everyone_if_no_acl_found
+    with pytest.raises(ValueError, match="No Authorizer is configured"):
+        fakekafka.Cluster().create_acls(acl("TOPIC", "t", "User:a", "READ"))
+
+
+# --- on the wire ---------------------------------------------------------------------------------------
+
+def _login(address: str, user: str) -> RawClient:
+    raw = RawClient(address)
+    assert raw.request(SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}).error_code == 0
+    auth = raw.request(SASL_AUTHENTICATE, 2, {"auth_bytes": f"\0{user}\0{USERS[user]}".encode()})
+    assert auth.error_code == 0, auth
+    return raw
+
+
+@pytest.fixture
+def secured() -> Iterator[fakekafka.Cluster]:
+    with fakekafka.Cluster(listeners="PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0", users=USERS,
+                           config=ACL_CONFIG) as c:
+        yield c
+
+
+def test_acl_apis_without_an_authorizer_answer_security_disabled(kafka: fakekafka.Cluster) -> None:
+    raw = RawClient(kafka.bootstrap_servers)
+    d = raw.request(DESCRIBE_ACLS, 3, _describe_filter())
+    assert (d.error_code, d.error_message) == (ErrorCode.SECURITY_DISABLED, "No Authorizer is configured on the broker")
+    c = raw.request(CREATE_ACLS, 3, {"creations": [_creation("TOPIC", "t", "User:a", "READ")]})
+    assert [(r.error_code, r.error_message) for r in c.results] == [(ErrorCode.SECURITY_DISABLED,
+                                                                     "No Authorizer is configured.")]
+
+
+def test_python_api_and_wire_see_the_same_acls(secured: fakekafka.Cluster) -> None:
+    secured.create_acls(acl("TOPIC", "orders", "User:alice", "READ"))
+    raw = _login(secured.bootstrap_servers_for("SASL_PLAINTEXT"), "admin")
+    created = raw.request(CREATE_ACLS, 3, {"creations": [_creation("GROUP", "g-", "User:alice", "READ", "PREFIXED")]})
+    assert [r.error_code for r in created.results] == [0]
+    assert [(a.resource_type, a.resource_name, a.pattern_type) for a in secured.acls()] == [
+        (RT.TOPIC, "orders", PatternType.LITERAL), (RT.GROUP, "g-", PatternType.PREFIXED)]
+    described = raw.request(DESCRIBE_ACLS, 3, _describe_filter())
+    assert [(r.resource_name, [a.principal for a in r.acls]) for r in described.resources] == [
+        ("orders", ["User:alice"]), ("g-", ["User:alice"])]
+    assert [a.resource_name for a in secured.delete_acls(AclBindingFilter(RT.GROUP))] == ["g-"]
+    with pytest.raises(ValueError, match="Invalid patternType MATCH"):
+        secured.create_acls(acl("TOPIC", "x", "User:a", "READ", pattern="MATCH"))
+
+
+def test_unknown_elements_close_the_connection(secured: fakekafka.Cluster) -> None:
+    raw = _login(secured.bootstrap_servers_for("SASL_PLAINTEXT"), "admin")
+    raw.send(DESCRIBE_ACLS, 3, {**_describe_filter(), "resource_type_filter": 0})
+    assert raw.is_closed()
+
+
+def test_plaintext_principal_is_anonymous_and_tls_certificates_name_theirs() -> None:
+    config = {**ACL_CONFIG, "super.users": "User:admin",
+              "ssl.principal.mapping.rules": "RULE:^CN=(.*?)$/$1/,DEFAULT"}
+    with fakekafka.Cluster(listeners="PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0", ssl_client_auth="required",
+                           config=config) as c:
+        assert c.pki is not None
+        c.create_acls(acl("TOPIC", "*", "User:client", "DESCRIBE"))
+        plain = RawClient(c.bootstrap_servers_for("PLAINTEXT"))
+        md = plain.request(3, 12, {"topics": [{"name": "t"}], "allow_auto_topic_creation": False})
+        assert md.topics[0].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED  # User:ANONYMOUS
+        c.create_topic("t")
+        from kafka import KafkaConsumer  # the certificate's CN=client, mapped to User:client, may describe
+        consumer = KafkaConsumer(bootstrap_servers=c.bootstrap_servers_for("SSL"), security_protocol="SSL",
+                                 ssl_cafile=str(c.pki.ca_file), ssl_certfile=str(c.pki.client_cert),
+                                 ssl_keyfile=str(c.pki.client_key))
+        try:
+            assert consumer.partitions_for_topic("t") == {0}
+        finally:
+            consumer.close()
+
+
+# --- real clients --------------------------------------------------------------------------------------
+
+def _kafka_python(c: fakekafka.Cluster, user: str, **extra: Any) -> dict[str, Any]:
+    return {"bootstrap_servers": c.bootstrap_servers_for("SASL_PLAINTEXT"), "security_protocol": "SASL_PLAINTEXT",
+            "sasl_mechanism": "SCRAM-SHA-256", "sasl_plain_username": user, "sasl_plain_password": USERS[user],
+            **extra}
+
+
+def test_kafka_python_produces_and_consumes_with_acls_and_is_refused_without(secured: fakekafka.Cluster) -> None:
+    from kafka import KafkaConsumer, KafkaProducer
+    from kafka.errors import GroupAuthorizationFailedError, TopicAuthorizationFailedError
+    secured.create_topic("orders")
+    secured.create_topic("secret")
+    secured.create_acls(acl("TOPIC", "orders", "User:alice", "WRITE"), acl("TOPIC", "orders", "User:alice", "READ"),
+                        acl("GROUP", "billing", "User:alice", "READ"))
+    producer = KafkaProducer(**_kafka_python(secured, "alice", max_block_ms=5000))
+    try:
+        assert producer.send("orders", b"o-1").get(timeout=10).offset == 0
+        with pytest.raises(TopicAuthorizationFailedError):
+            producer.send("secret", b"x").get(timeout=10)
+    finally:
+        producer.close()
+    consumer = KafkaConsumer("orders", **_kafka_python(secured, "alice", group_id="billing",
+                                                       auto_offset_reset="earliest"))
+    try:
+        records = secured.wait_until(lambda: consumer.poll(timeout_ms=500))
+        assert [r.value for batch in records.values() for r in batch] == [b"o-1"]
+        consumer.commit()
+        assert secured.committed("billing") == {("orders", 0): 1}
+    finally:
+        consumer.close()
+    refused = KafkaConsumer("orders", **_kafka_python(secured, "alice", group_id="other", consumer_timeout_ms=3000))
+    try:
+        with pytest.raises(GroupAuthorizationFailedError):
+            refused.poll(timeout_ms=3000)
+    finally:
+        refused.close()
+
+
+def test_confluent_kafka_with_and_without_acls(secured: fakekafka.Cluster) -> None:
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    secured.create_topic("events")
+    secured.create_acls(acl("TOPIC", "ev", "User:alice", "WRITE", pattern="PREFIXED"))
+    conf = {"bootstrap.servers": secured.bootstrap_servers_for("SASL_PLAINTEXT"), "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanisms": "PLAIN", "sasl.password": None}
+    results: dict[str, Any] = {}
+    for user in ("alice", "bob"):
+        p = confluent_kafka.Producer({**conf, "sasl.username": user, "sasl.password": USERS[user],
+                                      "message.timeout.ms": 5000})
+        p.produce("events", b"x", on_delivery=lambda err, msg, user=user: results.__setitem__(user, err))
+        p.flush(15)
+    assert results["alice"] is None
+    assert results["bob"].code() == confluent_kafka.KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert [r.value for r in secured.records("events")] == [b"x"]
+
+
+# --- the same exchanges against Apache Kafka 4.4.0 -------------------------------------------------------
+
+def _creation(resource: str, name: str, principal: str, operation: str, pattern: str = "LITERAL",
+              permission: str = "ALLOW", host: str = "*") -> dict[str, Any]:
+    b = acl(resource, name, principal, operation, permission, pattern, host)
+    return {"resource_type": b.resource_type, "resource_name": name, "resource_pattern_type": b.pattern_type,
+            "principal": principal, "host": host, "operation": b.operation, "permission_type": b.permission_type}
+
+
+def _describe_filter(**given: Any) -> dict[str, Any]:
+    return {"resource_type_filter": RT.ANY, "resource_name_filter": None, "pattern_type_filter": PatternType.ANY,
+            "principal_filter": None, "host_filter": None, "operation": OP.ANY, "permission_type": 1, **given}
+
+
+def _denied(message: str | None) -> str | None:
+    """Kafka's message for a request refused on the cluster prints its internal request object (processor,
+    session hashes): only the shape and the operation are compared."""
+    m = re.fullmatch(r"Request Request\(.*\) needs (\w+) permission\.", message or "", re.DOTALL)
+    return f"Request Request(...) needs {m.group(1)} permission." if m else message
+
+
+def _acls_of(resources: Any) -> list[tuple[Any, ...]]:
+    return sorted((r.resource_type, r.resource_name, r.pattern_type, a.principal, a.host, a.operation,
+                   a.permission_type) for r in resources for a in r.acls)
+
+
+def _settled(ask: Any, timeout: float = 30) -> Any:
+    """An answer without a retriable coordinator error: Kafka makes its transaction log and producer id block
+    on first use, so its first answers may be COORDINATOR_NOT_AVAILABLE or COORDINATOR_LOAD_IN_PROGRESS."""
+    retriable = {ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS}
+    deadline = time.monotonic() + timeout
+    while True:
+        answer = ask()
+        codes = [c.error_code for c in answer.coordinators] if hasattr(answer, "coordinators") \
+            else [answer.error_code]
+        if not retriable & set(codes) or time.monotonic() > deadline:
+            return answer
+        time.sleep(0.1)
+
+
+def _wait(check: Any, what: str, timeout: float = 30) -> Any:
+    """Kafka's brokers learn of new topics and ACLs a moment after the controller answers."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} never happened")
+        time.sleep(0.05)
+
+
+SCENARIO_ACLS = [
+    _creation("TOPIC", "acl-t", "User:alice", "READ"),
+    _creation("TOPIC", "acl-", "User:alice", "WRITE", "PREFIXED"),
+    _creation("TOPIC", "acl-denied", "User:alice", "WRITE", permission="DENY"),
+    _creation("GROUP", "acl-g", "User:alice", "READ"),
+    _creation("TRANSACTIONAL_ID", "acl-txn", "User:alice", "WRITE"),
+]
+INVALID_ACLS = [
+    _creation("CLUSTER", "not-the-cluster", "User:alice", "ALTER"),
+    _creation("TOPIC", "", "User:alice", "READ"),
+    _creation("TOPIC", "x", "User:alice", "READ", "MATCH"),
+    _creation("TOPIC", "x", "alice", "READ"),
+    _creation("TOPIC", "x", "User:alice", "ANY"),
+    _creation("TOPIC", "x", "User:alice", "READ", permission="ANY"),
+    _creation("ANY", "x", "User:alice", "READ"),
+]
+TOPICS = ("acl-t", "acl-x", "acl-denied", "other")
+
+
+def _exchanges(address: str) -> list[Any]:
+    """The ACL APIs and their enforcement, as admin (a super user), alice (some ACLs) and bob (none)."""
+    out: list[Any] = []
+    admin = _login(address, "admin")
+    created = admin.request(CREATE_ACLS, 3, {"creations": SCENARIO_ACLS})
+    out.append(("create", [(r.error_code, r.error_message) for r in created.results]))
+    for version in (1, 3):
+        for invalid in INVALID_ACLS:  # one per request: some fail the whole request
+            refused = admin.request(CREATE_ACLS, version, {"creations": [SCENARIO_ACLS[0], invalid]})
+            out.append(("create invalid", version, invalid["resource_name"],
+                        [(r.error_code, r.error_message) for r in refused.results]))
+    topics = admin.request(19, 7, {"timeout_ms": 30_000, "validate_only": False, "topics": [
+        {"name": n, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []} for n in TOPICS]})
+    assert all(t.error_code == 0 for t in topics.topics), topics
+    _wait(lambda: all(t.error_code == 0 and t.partitions and t.partitions[0].leader_id >= 0 for t in admin.request(
+        3, 12, {"topics": [{"name": n} for n in TOPICS], "allow_auto_topic_creation": False}).topics), "topics")
+    heads = {"replica_id": -1, "isolation_level": 0, "topics": [
+        {"name": n, "partitions": [{"partition_index": 0, "timestamp": -1, "current_leader_epoch": -1}]}
+        for n in TOPICS]}
+    _wait(lambda: all(p.error_code == 0 for t in admin.request(2, 7, heads).topics for p in t.partitions),
+          "leaders")  # Kafka's brokers lead a moment after Metadata names them
+    _wait(lambda: len(_acls_of(admin.request(DESCRIBE_ACLS, 3, _describe_filter()).resources)) == 5, "ACLs")
+    for name, f in (("all", _describe_filter()),
+                    ("match acl-t", _describe_filter(resource_type_filter=RT.TOPIC, resource_name_filter="acl-t",
+                                                     pattern_type_filter=PatternType.MATCH)),
+                    ("literal acl-t", _describe_filter(resource_name_filter="acl-t",
+                                                       pattern_type_filter=PatternType.LITERAL)),
+                    ("deny", _describe_filter(permission_type=2)),
+                    ("nobody", _describe_filter(principal_filter="User:nobody"))):
+        d = admin.request(DESCRIBE_ACLS, 3, f)
+        out.append(("describe", name, d.error_code, d.error_message, _acls_of(d.resources)))
+
+    alice, bob = _login(address, "alice"), _login(address, "bob")
+    for who, raw in (("alice", alice), ("bob", bob)):
+        c = raw.request(CREATE_ACLS, 3, {"creations": SCENARIO_ACLS[:1]})
+        out.append((who, "create", [(r.error_code, _denied(r.error_message)) for r in c.results]))
+        d = raw.request(DESCRIBE_ACLS, 3, _describe_filter())
+        out.append((who, "describe", d.error_code, _denied(d.error_message), d.resources))
+        x = raw.request(DELETE_ACLS, 3, {"filters": [_describe_filter()]})
+        out.append((who, "delete", [(r.error_code, _denied(r.error_message), r.matching_acls)
+                                    for r in x.filter_results]))
+        md = raw.request(3, 12, {"topics": [{"name": n} for n in (*TOPICS, "acl-new", "nope")],
+                                 "allow_auto_topic_creation": False, "include_topic_authorized_operations": True})
+        out.append((who, "metadata", sorted((t.name, t.error_code, t.is_internal, len(t.partitions),
+                                             t.topic_authorized_operations) for t in md.topics)))
+        md = raw.request(3, 12, {"topics": None, "allow_auto_topic_creation": False})
+        out.append((who, "metadata all", sorted(t.name for t in md.topics)))
+        md = raw.request(3, 10, {"topics": [], "include_cluster_authorized_operations": True,
+                                 "allow_auto_topic_creation": False})
+        out.append((who, "cluster operations", md.cluster_authorized_operations))
+        from wire.records import build_batch
+        batch = build_batch([{"key": None, "value": b"v", "timestamp": 1_700_000_000_000}])
+        p = raw.request(0, 11, {"acks": 1, "timeout_ms": 10_000, "transactional_id": None, "topic_data": [
+            {"name": n, "partition_data": [{"index": 0, "records": batch}]} for n in (*TOPICS, "nope")]})
+        out.append((who, "produce", sorted((t.name, r.error_code, r.base_offset) for t in p.responses
+                                            for r in t.partition_responses)))
+        f = raw.request(1, 12, {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20,
+                                "isolation_level": 0, "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [],
+                                "rack_id": "", "topics": [{"topic": n, "partitions": [{
+                                    "partition": 0, "current_leader_epoch": -1, "fetch_offset": 0,
+                                    "last_fetched_epoch": -1, "log_start_offset": -1, "partition_max_bytes": 1 << 20}]}
+                                    for n in (*TOPICS, "nope")]})
+        out.append((who, "fetch", sorted((t.topic, p.error_code, p.high_watermark) for t in f.responses
+                                          for p in t.partitions)))
+        lo = raw.request(2, 7, {"replica_id": -1, "isolation_level": 0, "topics": [
+            {"name": n, "partitions": [{"partition_index": 0, "timestamp": -1, "current_leader_epoch": -1}]}
+            for n in TOPICS]})
+        out.append((who, "list offsets", sorted((t.name, p.error_code, p.offset) for t in lo.topics
+                                                 for p in t.partitions)))
+        fc = raw.request(10, 4, {"key_type": 0, "coordinator_keys": ["acl-g", "other-g"]})
+        out.append((who, "find group coordinator", sorted((c.key, c.error_code, c.error_message)
+                                                           for c in fc.coordinators)))
+        fc = _settled(lambda raw=raw: raw.request(10, 4, {"key_type": 1, "coordinator_keys": ["acl-txn", "other-txn"]}))
+        out.append((who, "find txn coordinator", sorted((c.key, c.error_code, c.error_message)
+                                                         for c in fc.coordinators)))
+        ip = _settled(lambda raw=raw: raw.request(22, 5, {"transactional_id": None, "transaction_timeout_ms": 60_000,
+                                                  "producer_id": -1, "producer_epoch": -1}))
+        out.append((who, "idempotent producer id", ip.error_code))
+        ip = raw.request(22, 5, {"transactional_id": "other-txn", "transaction_timeout_ms": 60_000,
+                                 "producer_id": -1, "producer_epoch": -1})
+        out.append((who, "transactional producer id", ip.error_code))
+        jg = raw.request(11, 9, {"group_id": "other-g", "session_timeout_ms": 10_000, "rebalance_timeout_ms": 10_000,
+                                 "member_id": "", "group_instance_id": None, "protocol_type": "consumer",
+                                 "protocols": [{"name": "range", "metadata": b""}], "reason": None})
+        out.append((who, "join", jg.error_code, jg.generation_id, jg.member_id, jg.protocol_name))
+        of = raw.request(9, 9, {"groups": [{"group_id": "acl-g", "member_id": None, "member_epoch": -1, "topics": [
+            {"name": n, "partition_indexes": [0]} for n in TOPICS]}, {"group_id": "other-g", "member_id": None,
+                                                                          "member_epoch": -1, "topics": None}],
+                                "require_stable": False})
+        out.append((who, "offset fetch", sorted((g.group_id, g.error_code, sorted(
+            (t.name, p.error_code, p.committed_offset) for t in g.topics for p in t.partitions)) for g in of.groups)))
+        ct = raw.request(19, 7, {"timeout_ms": 10_000, "validate_only": True, "topics": [
+            {"name": n, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
+            for n in ("acl-created", "not-mine")]})
+        out.append((who, "create topics", sorted((t.name, t.error_code, t.error_message) for t in ct.topics)))
+        dc = raw.request(60, 1, {"include_cluster_authorized_operations": True, "endpoint_type": 1})
+        out.append((who, "describe cluster", dc.error_code, dc.cluster_authorized_operations))
+        cfg = raw.request(32, 4, {"include_synonyms": False, "include_documentation": False, "resources": [
+            {"resource_type": 2, "resource_name": "acl-t", "configuration_keys": ["cleanup.policy"]},
+            {"resource_type": 4, "resource_name": "1", "configuration_keys": ["num.partitions"]}]})
+        out.append((who, "describe configs", sorted((r.resource_name, r.error_code, r.error_message)
+                                                    for r in cfg.results)))
+
+    deleted = admin.request(DELETE_ACLS, 3, {"filters": [
+        _describe_filter(resource_type_filter=RT.TOPIC, resource_name_filter="acl-t",
+                         pattern_type_filter=PatternType.MATCH),
+        _describe_filter(permission_type=2)]})
+    out.append(("delete", [(r.error_code, r.error_message, sorted(
+        (m.error_code, m.error_message, m.resource_type, m.resource_name, m.pattern_type, m.principal, m.host,
+         m.operation, m.permission_type) for m in r.matching_acls)) for r in deleted.filter_results]))
+    _wait(lambda: len(_acls_of(admin.request(DESCRIBE_ACLS, 3, _describe_filter()).resources)) == 2, "deletion")
+    out.append(("left", _acls_of(admin.request(DESCRIBE_ACLS, 3, _describe_filter()).resources)))
+    admin.send(CREATE_ACLS, 3, {"creations": [{**SCENARIO_ACLS[0], "operation": 0}]})
+    out.append(("unknown operation: closed", admin.is_closed()))
+    return out
+
+
+def test_acl_exchanges_answered_as_apache_kafka_answers() -> None:
+    from fakekafka.apache_kafka import KafkaCluster, kafka_lib
+    if kafka_lib() is None or shutil.which("java") is None:
+        pytest.skip("Apache Kafka's jars or java are missing: run `bash .ci/install.sh`")
+    with fakekafka.Cluster(listeners="PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0", users=USERS,
+                           config={**ACL_CONFIG, "auto.create.topics.enable": "false"}) as c:
+        fake = _exchanges(c.bootstrap_servers_for("SASL_PLAINTEXT"))
+    configs = {**ACL_CONFIG, "sasl.enabled.mechanisms": "PLAIN",
+               "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+                   "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                   + " ".join(f'user_{u}="{p}"' for u, p in USERS.items()) + ";"}
+    with KafkaCluster(configs=configs, listeners=("SASL_PLAINTEXT",)) as kafka:
+        real = _exchanges(kafka.bootstrap_servers_for("SASL_PLAINTEXT"))
+    for f, r in zip(fake, real, strict=True):
+        assert f == r

@@ -322,6 +322,22 @@ def _sasl_authenticate(t: Target, v: int) -> dict[str, Any]:
     return {"auth_bytes": b"\0user\0password"}
 
 
+# --- ACLs: neither broker has an authorizer, so each answers SECURITY_DISABLED (tests/test_acls.py compares them
+# with Kafka running the StandardAuthorizer) ----------------------------------------------------------------
+def _acl_filter(t: Target, v: int) -> dict[str, Any]:
+    return {"resource_type_filter": 2, "resource_name_filter": TOPIC, "pattern_type_filter": 3,
+            "principal_filter": "User:alice", "host_filter": None, "operation": 3, "permission_type": 3}
+
+
+def _create_acls(t: Target, v: int) -> dict[str, Any]:
+    return {"creations": [{"resource_type": 2, "resource_name": TOPIC, "resource_pattern_type": 3,
+                           "principal": "User:alice", "host": "*", "operation": 3, "permission_type": 3}]}
+
+
+def _delete_acls(t: Target, v: int) -> dict[str, Any]:
+    return {"filters": [_acl_filter(t, v)]}
+
+
 def _create_topics(t: Target, v: int) -> dict[str, Any]:
     return {"timeout_ms": 30_000, "validate_only": False, "topics": [
         {"name": f"sweep-create-v{v}", "num_partitions": 2, "replication_factor": 1, "assignments": [],
@@ -542,7 +558,7 @@ BUILDERS: dict[int, Callable[[Target, int], dict[str, Any]]] = {
     46: _list_partition_reassignments, 47: _offset_delete, 60: _describe_cluster, 24: _add_partitions_to_txn,
     25: _add_offsets_to_txn, 26: _end_txn, 27: _write_txn_markers, 28: _txn_offset_commit, 61: _describe_producers,
     65: _describe_transactions, 66: _list_transactions, 33: _alter_configs, 44: _incremental_alter_configs,
-    36: _sasl_authenticate,
+    36: _sasl_authenticate, 29: _acl_filter, 30: _create_acls, 31: _delete_acls,
 }
 
 PAIRS = [(k, v) for k, (lo, hi) in advertised_versions().items() for v in range(lo, hi + 1)]
@@ -603,6 +619,14 @@ def _broker_resource(keys: list[str] | None) -> Callable[[Target, int], dict[str
 VARIANTS: dict[str, tuple[int, list[int], Callable[[Target, int], dict[str, Any]]]] = {
     # name: (API key, versions, builder); requests that answered differently from Kafka once, and edges
     "all-topics": (3, [1, 12], lambda t, v: {"topics": None, "allow_auto_topic_creation": False}),
+    # without an authorizer Kafka answers every operation the resource type has, unknown topics included
+    "authorized-operations": (3, [8, 10, 12], lambda t, v: {
+        "topics": [{"name": TOPIC}, {"name": "nope"}], "allow_auto_topic_creation": False,
+        "include_cluster_authorized_operations": True, "include_topic_authorized_operations": True}),
+    "cluster-authorized-operations": (60, [0, 2], lambda t, v: {"include_cluster_authorized_operations": True,
+                                                               "endpoint_type": 1}),
+    "group-authorized-operations": (15, [5, 6], lambda t, v: {"groups": [GROUP, "nope"],
+                                                             "include_authorized_operations": True}),
     "invalid-topic-name": (3, [9], lambda t, v: {"topics": [{"name": "bad name!"}], "allow_auto_topic_creation": True}),
     "to-invalid-topic-name": (0, [9], _produce_of("bad name!")),
     "too-large": (0, [9], _produce_of(PRODUCE_TOPIC, value=b"x" * 1_100_000)),

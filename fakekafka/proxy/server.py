@@ -144,6 +144,7 @@ class ProxyServer:
         self._stand_in: ClusterState | None = None
         self._started = time.monotonic()
         self._pairs: set[_Pair] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
         self.software: dict[str, tuple[str | None, str | None]] = {}
         """Client software name and version per connection, from its ApiVersions (recordings only)."""
 
@@ -164,11 +165,16 @@ class ProxyServer:
             await self._serve(listener)
 
     async def stop(self) -> None:
+        """Closes the listeners and every connection, and waits for their tasks to end (a task left pending when
+        the loop stops would be finalised later, at a random point of another thread's work)."""
         for listener in self.listeners.values():
             await self._close_listener(listener)
         for pair in list(self._pairs):
-            pair.close("the proxy stopped")
-        await asyncio.sleep(0)
+            pair.close(None)
+        tasks = [t for t in self._tasks if not t.done()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     def add_request_listener(self, listener: Callable[[RequestRecord, _Exchange], None]) -> None:
         """Called with each completed request: the record (as the fake cluster's recordings have) and the raw
@@ -261,6 +267,10 @@ class ProxyServer:
     # --- connections ----------------------------------------------------------------------------------------
     async def _accept(self, listener: _Listener, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
                       ) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
         peer = writer.get_extra_info("peername")
         peer_text = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         if not listener.reachable:
@@ -392,8 +402,9 @@ class _Pair:
         for w in (self.client_w, self.up_w):
             with contextlib.suppress(Exception):
                 w.transport.abort() if reason else w.close()
+        current = asyncio.current_task()
         for task in self.tasks:
-            if task is not asyncio.current_task():
+            if task is not current:
                 task.cancel()
 
     def _node_text(self) -> str:

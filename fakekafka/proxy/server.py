@@ -172,9 +172,11 @@ class ProxyServer:
         for pair in list(self._pairs):
             pair.close(None)
         tasks = [t for t in self._tasks if not t.done()]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        if tasks:
+            _, pending = await asyncio.wait(tasks, timeout=5)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
 
     def add_request_listener(self, listener: Callable[[RequestRecord, _Exchange], None]) -> None:
         """Called with each completed request: the record (as the fake cluster's recordings have) and the raw
@@ -301,6 +303,8 @@ class ProxyServer:
         self._pairs.add(pair)
         try:
             await pair.run()
+        except asyncio.CancelledError:
+            pass  # the proxy is stopping; asyncio's stream callback treats a cancelled handler as an error
         finally:
             listener.pairs.discard(pair)
             self._pairs.discard(pair)

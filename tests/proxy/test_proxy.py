@@ -291,3 +291,24 @@ def test_sasl_passes_through_and_tls_reaches_the_upstream() -> None:
             assert [r.value for r in cluster.records("secure")] == [b"PLAIN", b"SCRAM-SHA-256"]
             apis = [r.api for r in proxy.requests()]
             assert "SaslHandshake" in apis and "SaslAuthenticate" in apis
+
+
+def test_a_consumer_group_session_replays_without_difference(tmp_path: Path) -> None:
+    """JoinGroup hands out member ids the replay must use in its later SyncGroup, Heartbeat, OffsetCommit and
+    LeaveGroup: they are remapped, and the answers match."""
+    import asyncio
+
+    from fakekafka.proxy.replay import replay
+    rec = tmp_path / "rec"
+    with fakekafka.Cluster(partitions=2) as cluster, Proxy(cluster, record=rec, record_frames=True) as proxy:
+        _produce(proxy.bootstrap_servers, "grouped", 20)
+        assert len(_consume_all(proxy.bootstrap_servers, "grouped", 20)) == 20
+    apis = {r["api_key"] for r in read_frames(rec)}
+    assert {11, 14, 8} <= apis  # JoinGroup, SyncGroup, OffsetCommit were recorded
+    with fakekafka.Cluster(partitions=2) as fresh:
+        report = asyncio.run(replay(str(rec), fresh.bootstrap_servers))
+        assert report.same, report.text()
+        groups = cluster.groups()
+        assert groups and fresh.groups() == groups
+        for group in groups:  # the replayed commits are the recorded ones
+            assert fresh.committed(group) == cluster.committed(group) != {}

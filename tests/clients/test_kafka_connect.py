@@ -15,12 +15,18 @@ FileStreamSink connector writes that topic to a file. The test checks, on one br
   those offsets: nothing lost, nothing twice;
 - a second worker joining the group takes a connector and a task (the broker's DescribeGroups shows the two members
   and the assignments their leader sent), and lines keep flowing through the moved tasks exactly once;
+- pause, resume and delete through either worker (a follower forwards them to the leader) are records in the config
+  topic, the deletion a tombstone;
 - the internal topics are compacted, with Connect's partition counts.
 
+A second test runs a worker with `exactly.once.source.support=enabled`, SIGKILLs it inside a source transaction and
+restarts it: a read_committed reader sees every line once.
+
 Runs on the `kafka` fixture: fakekafka here, Apache Kafka under `pytest --kafka-real` (tests/test_kafka_real.py), so
-both brokers are held to the same assertions. Three worker JVM starts in all (the first, its restart, the second
-worker), never more than two at a time; every wait polls the REST API or the files. Skips (naming .ci/install.sh)
-without java or Connect's jars.
+both brokers are held to the same assertions. Five worker JVM starts in all (three and two), never more than two at
+a time; every wait polls the REST API, the files or the topic. Skips (naming .ci/install.sh) without java or Connect's
+jars. fakekafka does not compact (compat/KNOWN_DIFFERENCES.md, "Kafka Connect"); Kafka leaves the active segment
+alone, so the records these tests read are the same on both.
 """
 
 from __future__ import annotations
@@ -40,7 +46,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from confluent_kafka.admin import AdminClient, ConfigResource
+from confluent_kafka import Consumer, IsolationLevel, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec
 
 import fakekafka
 from fakekafka.handle import ClusterHandle
@@ -116,9 +123,17 @@ class ConnectWorker:
                 pytest.fail(f"no {what} within {timeout:.0f} s; worker {self.worker_id}'s log:\n{self.log()}")
             time.sleep(0.1)
 
+    def kill(self) -> None:
+        """SIGKILL: the JVM ends where it is, no shutdown hook, nothing committed on the way out."""
+        self.proc.kill()
+        self.proc.wait(WAIT_S)
+        self._log.close()
+
     def stop(self) -> int:
         """SIGTERM, as `kill` or a service manager stops it (Connect's shutdown hook stops the herder), and its
         exit code."""
+        if self._log.closed:
+            return self.proc.wait()
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         try:
@@ -200,6 +215,27 @@ def _source_position(kafka: ClusterHandle, offsets_topic: str, connector: str, s
     return position
 
 
+def _internal_topics(group: str) -> dict[str, str]:
+    return {"config": f"{group}-configs", "offset": f"{group}-offsets", "status": f"{group}-status"}
+
+
+def _worker_config(kafka: ClusterHandle, group: str, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """A distributed worker's properties: its group and internal topics named after `group`, string converters,
+    the settings that keep the test short, and `extra`."""
+    return {
+        "bootstrap.servers": kafka.bootstrap_servers,
+        "group.id": group,
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+        **{f"{kind}.storage.topic": name for kind, name in _internal_topics(group).items()},
+        **{f"{kind}.storage.replication.factor": "1" for kind in ("config", "offset", "status")},
+        "offset.flush.interval.ms": "500",      # source offsets and sink commits twice a second
+        "heartbeat.interval.ms": "1000",        # a worker learns of a rebalance from its heartbeat: sooner than 3 s
+        "plugin.discovery": "service_load",     # the file connectors' ServiceLoader manifests: no classpath scan
+        **(extra or {}),
+    }
+
+
 def _configs(admin: AdminClient, topic: str, *names: str) -> dict[str, str]:
     resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
     entries = admin.describe_configs([resource])[resource].result(30)
@@ -211,18 +247,8 @@ def test_distributed_file_source_to_sink_across_restart_and_rebalance(kafka: Clu
     cp = javautil.connect_classpath()
     run = f"connect-{uuid.uuid4().hex[:8]}"
     topic, src, snk = f"{run}-lines", f"{run}-src", f"{run}-snk"
-    internal = {"config": f"{run}-configs", "offset": f"{run}-offsets", "status": f"{run}-status"}
-    worker_config = {
-        "bootstrap.servers": kafka.bootstrap_servers,
-        "group.id": run,
-        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
-        **{f"{kind}.storage.topic": name for kind, name in internal.items()},
-        **{f"{kind}.storage.replication.factor": "1" for kind in internal},
-        "offset.flush.interval.ms": "500",      # source offsets and sink commits twice a second
-        "heartbeat.interval.ms": "1000",        # a worker learns of a rebalance from its heartbeat: sooner than 3 s
-        "plugin.discovery": "service_load",     # the file connectors' ServiceLoader manifests: no classpath scan
-    }
+    internal = _internal_topics(run)
+    worker_config = _worker_config(kafka, run)
     source, sink = tmp_path / "source.txt", tmp_path / "sink.txt"
     written = _append(source, 0, 200)
 
@@ -320,6 +346,22 @@ def test_distributed_file_source_to_sink_across_restart_and_rebalance(kafka: Clu
             second.wait("500 lines in the sink file", sink_has(len(written)))
             assert _lines(sink) == written
             phases["copied after the rebalance"] = time.monotonic() - t0
+
+            # the source paused and resumed, the sink deleted, asked of either worker (a follower forwards writes to
+            # the leader): each a record in the config topic, which every worker reads
+            def states(worker: ConnectWorker, name: str) -> set[str]:
+                status = _statuses(worker)[name]
+                return {status["connector"]["state"], *(t["state"] for t in status["tasks"])}
+
+            second.rest("PUT", f"/connectors/{src}/pause")
+            again.wait("the source paused", lambda: states(again, src) == {"PAUSED"})
+            again.rest("PUT", f"/connectors/{src}/resume")
+            second.wait("the source resumed", lambda: states(second, src) == {"RUNNING"})
+            written += _append(source, len(written), 50)
+            second.wait("550 lines in the sink file", sink_has(len(written)))
+            second.rest("DELETE", f"/connectors/{snk}")
+            again.wait("the sink gone", lambda: again.rest("GET", "/connectors") == [src])
+            phases["paused, resumed, deleted"] = time.monotonic() - t0
         finally:
             for w in workers:  # SIGTERM to all first: the workers shut down side by side
                 if w.proc.poll() is None:
@@ -336,9 +378,12 @@ def test_distributed_file_source_to_sink_across_restart_and_rebalance(kafka: Clu
     for kind, partitions in (("config", 1), ("offset", 25), ("status", 5)):
         assert _configs(admin, internal[kind], "cleanup.policy") == {"cleanup.policy": "compact"}, kind
         assert set(kafka.end_offsets(internal[kind])) == set(range(partitions)), kind
-    config_keys = {rec.key.decode() for rec in kafka.records(internal["config"]) if rec.key is not None}
-    assert {f"connector-{src}", f"task-{src}-0", f"commit-{src}", f"connector-{snk}", f"task-{snk}-0",
-            "session-key"} <= config_keys, config_keys
+    config_records = [(rec.key.decode(), rec.value) for rec in kafka.records(internal["config"]) if rec.key is not None]
+    config_keys = {key for key, _ in config_records}
+    assert {f"connector-{src}", f"task-{src}-0", f"commit-{src}", f"target-state-{src}", f"connector-{snk}",
+            f"task-{snk}-0", "session-key"} <= config_keys, config_keys
+    # the deletion is a tombstone (a key without a value), which a compacted topic takes
+    assert [value for key, value in config_records if key == f"connector-{snk}"][-1] is None
     status_keys = {rec.key.decode() for rec in kafka.records(internal["status"]) if rec.key is not None}
     assert {f"status-connector-{src}", f"status-task-{src}-0", f"status-connector-{snk}",
             f"status-task-{snk}-0"} <= status_keys, status_keys
@@ -349,3 +394,93 @@ def test_distributed_file_source_to_sink_across_restart_and_rebalance(kafka: Clu
                 "ListOffsets", "OffsetCommit", "OffsetFetch"} <= set(watch.api_calls), watch.api_calls
     print(f"Kafka Connect distributed: {len(written)} lines; "
           + ", ".join(f"{name} at {t:.1f} s" for name, t in phases.items()))
+
+
+def _read_committed(bootstrap: str, topic: str) -> list[str]:
+    """Every value a read_committed consumer reads from partition 0 of `topic`, up to its last stable offset."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    tp = TopicPartition(topic, 0)
+    end = admin.list_offsets({tp: OffsetSpec.latest()}, isolation_level=IsolationLevel.READ_COMMITTED,
+                             request_timeout=30)[tp].result().offset
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{uuid.uuid4().hex[:6]}",
+                         "isolation.level": "read_committed", "enable.auto.commit": False})
+    values: list[str] = []
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        deadline = time.monotonic() + WAIT_S
+        while consumer.position([tp])[0].offset < end:
+            assert time.monotonic() < deadline, f"read_committed read {len(values)} records of {topic}, not to {end}"
+            for m in consumer.consume(1000, 0.2):
+                if m.error() is None:
+                    values.append(m.value().decode())
+    finally:
+        consumer.close()
+    return values
+
+
+@pytest.mark.timeout(300)
+def test_exactly_once_source_across_a_killed_worker(kafka: ClusterHandle, tmp_path: Path) -> None:
+    """`exactly.once.source.support=enabled` (KIP-618): the source task writes each poll's records and its source
+    offset in one transaction (transactional id <group>-<connector>-<task>), the leader writes the config topic
+    through a transactional producer of its own (connect-cluster-<group>), and the workers read the internal topics
+    read_committed. The worker is SIGKILLed while the file streams in, with a transaction likely open; the restarted
+    worker's task fences it (InitProducerId on the same transactional id aborts it) and resumes from the last
+    committed offset, so a read_committed reader sees every line exactly once."""
+    cp = javautil.connect_classpath()
+    run = f"connect-eos-{uuid.uuid4().hex[:8]}"
+    topic, src = f"{run}-lines", f"{run}-src"
+    config = _worker_config(kafka, run, {"exactly.once.source.support": "enabled",
+                                         "session.timeout.ms": "6000"})  # the killed member leaves the group sooner
+    source = tmp_path / "source.txt"
+    written = _append(source, 0, 10_000)
+    phases: dict[str, float] = {}
+    t0 = time.monotonic()
+    workers: list[ConnectWorker] = []
+    with javautil._watch(kafka) as watch:
+        try:
+            first = ConnectWorker(cp, config, tmp_path, "first")
+            workers.append(first)
+            first.wait("the REST API", lambda: first.rest("GET", "/"))
+            first.rest("PUT", f"/connectors/{src}/config", {
+                "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
+                "file": str(source), "topic": topic, "tasks.max": "1",
+                # a transaction per poll of up to batch.size (2000) lines. (A smaller batch.size would strand lines:
+                # FileStreamSourceTask returns a full batch with lines still in its buffer, and once the file is
+                # read to its end it extracts them only after more data arrives. The connector's, on any broker.)
+                "exactly.once.support": "required", "transaction.boundary": "poll",
+                "topic.creation.default.partitions": "1", "topic.creation.default.replication.factor": "1"})
+            kafka.wait_for_topic(topic, 1, timeout=WAIT_S)
+            # killed once the first records are in the log (the high watermark), most likely inside the first poll's
+            # transaction, before its offset and its commit
+            first.wait("the first records", lambda: kafka.end_offsets(topic)[0] > 0, timeout=WAIT_S)
+            first.kill()
+            at_kill = kafka.end_offsets(topic)[0]
+            phases["killed"] = time.monotonic() - t0
+            assert at_kill < len(written), at_kill  # it had not finished: the lines and a marker per poll
+
+            written += _append(source, len(written), 100)
+            again = ConnectWorker(cp, config, tmp_path, "restarted")
+            workers.append(again)
+            again.wait("the source task running again", lambda: (p := _placement(_statuses(again))) and all(
+                state == "RUNNING" for _, state in p.values()))
+            again.wait("every line committed", lambda: _read_committed(kafka.bootstrap_servers, topic)[-1:]
+                       == written[-1:])
+            phases["all committed"] = time.monotonic() - t0
+        finally:
+            codes = [w.stop() for w in workers]
+    assert codes[1:] == [128 + signal.SIGTERM] or codes[1:] == [0], codes
+    assert _read_committed(kafka.bootstrap_servers, topic) == written
+    assert not watch.problems, watch.problems
+    killed_inside = at_kill <= 2000  # no marker yet: the first poll's transaction was open when the JVM died
+    if killed_inside:  # its records stay in the log, aborted: read_uncommitted sees them as well
+        assert len(kafka.records(topic)) == len(written) + at_kill
+    if isinstance(kafka, fakekafka.Cluster):  # the coordinator's side, which Kafka does not show over the wire
+        assert {"InitProducerId", "EndTxn"} <= set(watch.api_calls), watch.api_calls
+        task_txn = kafka.transaction(f"{run}-{src}-0")
+        leader_txn = kafka.transaction(f"connect-cluster-{run}")
+        assert task_txn is not None and leader_txn is not None, kafka.transactions()
+        assert task_txn.state == "CompleteCommit", task_txn
+        if killed_inside:  # the restarted task's InitProducerId fenced the open transaction, no timeout needed
+            assert ("Ongoing", "PrepareEpochFence") in task_txn.transitions, task_txn
+    print(f"Kafka Connect exactly-once source: {len(written)} lines, {at_kill} records (markers included) when "
+          "killed; " + ", ".join(f"{name} at {t:.1f} s" for name, t in phases.items()))

@@ -296,7 +296,8 @@ class Cluster(FaultSteering, ClusterHandle):
             raise ValueError(f"racks names one rack per broker: {brokers} brokers, {len(racks)} racks")
         self.state = ClusterState(self.config, clock, [
             Broker(node_id + i, host, port + i if port else 0, racks[i] if racks else None) for i in range(brokers)])
-        self.state.sasl_users.update(users or {})
+        for user, password in (users or {}).items():
+            self.state.add_user(user, password)
         for name, count in (topics or {}).items():  # before anyone can see the state: no loop needed
             self.state.create_topic(name, count)
         self.server = Server(self.state, host)
@@ -320,7 +321,7 @@ class Cluster(FaultSteering, ClusterHandle):
 
     def add_user(self, user: str, password: str) -> None:
         """Adds (or changes the password of) a SASL PLAIN/SCRAM user; new connections see it."""
-        self.call(lambda: self.state.sasl_users.__setitem__(user, password))
+        self.call(lambda: self.state.add_user(user, password))
 
     def create_acls(self, *acls: AclBinding) -> None:
         """Adds ACLs as CreateAcls does (`fakekafka.AclBinding.of("TOPIC", "orders", "User:alice", "READ")`);

@@ -5,6 +5,10 @@ started with `authorizer.class.name=org.apache.kafka.metadata.authorizer.Standar
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
+import os
 import re
 import shutil
 import time
@@ -268,6 +272,40 @@ def test_confluent_kafka_with_and_without_acls(secured: fakekafka.Cluster) -> No
     assert [r.value for r in secured.records("events")] == [b"x"]
 
 
+def test_admin_clients_manage_acls_and_scram_users(secured: fakekafka.Cluster) -> None:
+    """confluent-kafka's admin creates an ACL and a SCRAM user; kafka-python logs in as that user at once."""
+    admin_mod = pytest.importorskip("confluent_kafka.admin")
+    from kafka import KafkaProducer
+    secured.create_topic("payments")
+    admin = admin_mod.AdminClient({"bootstrap.servers": secured.bootstrap_servers_for("SASL_PLAINTEXT"),
+                                   "security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "PLAIN",
+                                   "sasl.username": "admin", "sasl.password": USERS["admin"]})
+    binding = admin_mod.AclBinding(admin_mod.ResourceType.TOPIC, "payments", admin_mod.ResourcePatternType.LITERAL,
+                                   "User:carol", "*", admin_mod.AclOperation.WRITE,
+                                   admin_mod.AclPermissionType.ALLOW)
+    for future in admin.create_acls([binding]).values():
+        future.result(10)
+    described = admin.describe_acls(admin_mod.AclBindingFilter(
+        admin_mod.ResourceType.ANY, None, admin_mod.ResourcePatternType.ANY, None, None, admin_mod.AclOperation.ANY,
+        admin_mod.AclPermissionType.ANY)).result(10)
+    assert [(b.name, b.principal, b.operation) for b in described] == [("payments", "User:carol",
+                                                                        admin_mod.AclOperation.WRITE)]
+    upsert = admin_mod.UserScramCredentialUpsertion(
+        "carol", admin_mod.ScramCredentialInfo(admin_mod.ScramMechanism.SCRAM_SHA_256, 8192), b"carol-secret")
+    for future in admin.alter_user_scram_credentials([upsert]).values():
+        future.result(10)
+    carol = admin.describe_user_scram_credentials(["carol"])["carol"].result(10)
+    assert [(i.mechanism, i.iterations) for i in carol.scram_credential_infos] == [
+        (admin_mod.ScramMechanism.SCRAM_SHA_256, 8192)]
+    producer = KafkaProducer(bootstrap_servers=secured.bootstrap_servers_for("SASL_PLAINTEXT"),
+                             security_protocol="SASL_PLAINTEXT", sasl_mechanism="SCRAM-SHA-256",
+                             sasl_plain_username="carol", sasl_plain_password="carol-secret")
+    try:
+        assert producer.send("payments", b"p-1").get(timeout=10).offset == 0
+    finally:
+        producer.close()
+
+
 # --- the same exchanges against Apache Kafka 4.4.0 -------------------------------------------------------
 
 def _creation(resource: str, name: str, principal: str, operation: str, pattern: str = "LITERAL",
@@ -451,9 +489,80 @@ def _exchanges(address: str) -> list[Any]:
          m.operation, m.permission_type) for m in r.matching_acls)) for r in deleted.filter_results]))
     _wait(lambda: len(_acls_of(admin.request(DESCRIBE_ACLS, 3, _describe_filter()).resources)) == 2, "deletion")
     out.append(("left", _acls_of(admin.request(DESCRIBE_ACLS, 3, _describe_filter()).resources)))
+    out += _scram_exchanges(address, admin, alice)
     admin.send(CREATE_ACLS, 3, {"creations": [{**SCENARIO_ACLS[0], "operation": 0}]})
     out.append(("unknown operation: closed", admin.is_closed()))
     return out
+
+
+def _salted(password: str, salt: bytes, iterations: int, hash_name: str = "sha256") -> bytes:
+    return hashlib.pbkdf2_hmac(hash_name, password.encode(), salt, iterations)
+
+
+def _scram_login(address: str, user: str, password: str, mechanism: str = "SCRAM-SHA-256") -> tuple[int, str]:
+    """A SCRAM client (RFC 5802): the final answer's error code and message."""
+    hash_name = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}[mechanism]
+    raw = RawClient(address)
+    try:
+        assert raw.request(SASL_HANDSHAKE, 1, {"mechanism": mechanism}).error_code == 0
+        nonce = base64.b64encode(os.urandom(18)).decode()
+        first_bare = f"n={user},r={nonce}"
+        first = raw.request(SASL_AUTHENTICATE, 2, {"auth_bytes": f"n,,{first_bare}".encode()})
+        if first.error_code:
+            return first.error_code, first.error_message
+        server_first = bytes(first.auth_bytes).decode()
+        attrs = dict(part.split("=", 1) for part in server_first.split(","))
+        salted = _salted(password, base64.b64decode(attrs["s"]), int(attrs["i"]), hash_name)
+        without_proof = f"c=biws,r={attrs['r']}"
+        auth_message = f"{first_bare},{server_first},{without_proof}".encode()
+        client_key = hmac.digest(salted, b"Client Key", hash_name)
+        signature = hmac.digest(hashlib.new(hash_name, client_key).digest(), auth_message, hash_name)
+        proof = base64.b64encode(bytes(a ^ b for a, b in zip(client_key, signature, strict=True))).decode()
+        final = raw.request(SASL_AUTHENTICATE, 2, {"auth_bytes": f"{without_proof},p={proof}".encode()})
+        return final.error_code, final.error_message
+    finally:
+        raw.close()
+
+
+def _scram_exchanges(address: str, admin: RawClient, alice: RawClient) -> list[Any]:
+    """DescribeUserScramCredentials / AlterUserScramCredentials, and logins with what they changed."""
+    def describe(raw: RawClient, users: list[str] | None) -> tuple[Any, ...]:
+        d = raw.request(50, 0, {"users": None if users is None else [{"name": u} for u in users]})
+        return (d.error_code, d.error_message, sorted((r.user, r.error_code, r.error_message, sorted(
+            (c.mechanism, c.iterations) for c in r.credential_infos)) for r in d.results))
+
+    def alter(raw: RawClient, deletions: list[tuple[str, int]], upsertions: list[tuple[str, int, int, bytes]]
+              ) -> list[tuple[Any, ...]]:
+        a = raw.request(51, 0, {"deletions": [{"name": n, "mechanism": m} for n, m in deletions], "upsertions": [
+            {"name": n, "mechanism": m, "iterations": i, "salt": b"salt-" + n.encode(), "salted_password": s}
+            for n, m, i, s in upsertions]})
+        return sorted((r.user, r.error_code, _denied(r.error_message)) for r in a.results)
+
+    out: list[Any] = [("scram describe all", describe(admin, None)),
+                      ("scram describe some", describe(admin, ["alice", "nobody", "bob", "bob"]))]
+    carol = _salted("carol-secret", b"salt-carol", 8192)
+    out.append(("scram alter", alter(admin, [("bob", 2), ("gina", 1), ("alice", 1), ("", 1)], [
+        ("carol", 1, 8192, carol), ("alice", 2, 4096, carol), ("dave", 0, 4096, carol), ("erin", 1, 100, carol),
+        ("frank", 1, 20_000, carol)])))
+    _wait(lambda: describe(admin, ["carol"])[2][0][1] == 0, "carol's credential")
+    out.append(("scram described after", describe(admin, None)))
+    out.append(("carol logs in", _scram_login(address, "carol", "carol-secret")))
+    out.append(("carol's wrong password", _scram_login(address, "carol", "nope")))
+    out.append(("bob's deleted mechanism", _scram_login(address, "bob", USERS["bob"], "SCRAM-SHA-512")))
+    out.append(("bob's other one", _scram_login(address, "bob", USERS["bob"], "SCRAM-SHA-256")))
+    out.append(("alice describes", describe(alice, ["bob"])))
+    out.append(("alice alters", alter(alice, [("bob", 1)], [("carol", 1, 4096, carol)])))
+    return out
+
+
+KAFKA_SASL_CONFIG = {
+    **ACL_CONFIG, "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+    "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+        "org.apache.kafka.common.security.plain.PlainLoginModule required "
+        + " ".join(f'user_{u}="{p}"' for u, p in USERS.items()) + ";",
+    **{f"listener.name.sasl_plaintext.{m}.sasl.jaas.config":
+       "org.apache.kafka.common.security.scram.ScramLoginModule required;" for m in ("scram-sha-256", "scram-sha-512")}}
+"""Apache Kafka's settings for the same users: PLAIN's from JAAS, SCRAM's written at format time."""
 
 
 def test_acl_exchanges_answered_as_apache_kafka_answers() -> None:
@@ -463,11 +572,8 @@ def test_acl_exchanges_answered_as_apache_kafka_answers() -> None:
     with fakekafka.Cluster(listeners="PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0", users=USERS,
                            config={**ACL_CONFIG, "auto.create.topics.enable": "false"}) as c:
         fake = _exchanges(c.bootstrap_servers_for("SASL_PLAINTEXT"))
-    configs = {**ACL_CONFIG, "sasl.enabled.mechanisms": "PLAIN",
-               "listener.name.sasl_plaintext.plain.sasl.jaas.config":
-                   "org.apache.kafka.common.security.plain.PlainLoginModule required "
-                   + " ".join(f'user_{u}="{p}"' for u, p in USERS.items()) + ";"}
-    with KafkaCluster(configs=configs, listeners=("SASL_PLAINTEXT",)) as kafka:
+    configs = KAFKA_SASL_CONFIG
+    with KafkaCluster(configs=configs, listeners=("SASL_PLAINTEXT",), scram_users=USERS) as kafka:
         real = _exchanges(kafka.bootstrap_servers_for("SASL_PLAINTEXT"))
     for f, r in zip(fake, real, strict=True):
         assert f == r

@@ -338,6 +338,15 @@ def _delete_acls(t: Target, v: int) -> dict[str, Any]:
     return {"filters": [_acl_filter(t, v)]}
 
 
+def _describe_user_scram_credentials(t: Target, v: int) -> dict[str, Any]:
+    return {"users": [{"name": "sweep-user"}, {"name": "nobody"}]}
+
+
+def _alter_user_scram_credentials(t: Target, v: int) -> dict[str, Any]:
+    return {"deletions": [{"name": "nobody", "mechanism": 1}], "upsertions": [
+        {"name": "sweep-user", "mechanism": 2, "iterations": 4096, "salt": b"salt", "salted_password": b"x" * 64}]}
+
+
 def _create_topics(t: Target, v: int) -> dict[str, Any]:
     return {"timeout_ms": 30_000, "validate_only": False, "topics": [
         {"name": f"sweep-create-v{v}", "num_partitions": 2, "replication_factor": 1, "assignments": [],
@@ -559,6 +568,7 @@ BUILDERS: dict[int, Callable[[Target, int], dict[str, Any]]] = {
     25: _add_offsets_to_txn, 26: _end_txn, 27: _write_txn_markers, 28: _txn_offset_commit, 61: _describe_producers,
     65: _describe_transactions, 66: _list_transactions, 33: _alter_configs, 44: _incremental_alter_configs,
     36: _sasl_authenticate, 29: _acl_filter, 30: _create_acls, 31: _delete_acls,
+    50: _describe_user_scram_credentials, 51: _alter_user_scram_credentials,
 }
 
 PAIRS = [(k, v) for k, (lo, hi) in advertised_versions().items() for v in range(lo, hi + 1)]

@@ -25,6 +25,7 @@ from fakekafka.handlers import (  # noqa: F401  (imported to register their hand
     offsets,
     produce,
     sasl,
+    scram,
     transactions,
 )
 from fakekafka.handlers.authz import CLUSTER_APIS, authorize_cluster

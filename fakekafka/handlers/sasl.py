@@ -55,7 +55,7 @@ def handle_sasl_handshake(ctx: RequestContext, req: Container) -> dict[str, Any]
         ctx.extra["close_after"] = "SaslHandshake v0 (unframed tokens) is not supported by fakekafka"
     state.mechanism = mechanism
     if mechanism in SCRAM_MECHANISMS:
-        state.scram = ScramServer(mechanism, ctx.cluster.sasl_users)
+        state.scram = ScramServer(mechanism, ctx.cluster.scram)
     return {"error_code": ErrorCode.NONE, "mechanisms": enabled}
 
 

@@ -24,6 +24,7 @@ from fakekafka.model.log import EpochEntry, PartitionLog
 from fakekafka.model.producers import PartitionProducers, ProducerIds
 from fakekafka.model.transactions import TransactionConfig, TransactionCoordinator
 from fakekafka.model.validate import Refused, check_batch, split_produced
+from fakekafka.security import ScramCredentials
 from wire import ErrorCode
 from wire.records import BatchHeader, build_batch, read_header
 
@@ -200,6 +201,9 @@ class ClusterState:
         self.controller_id = min(self.brokers)
         self.controller_epoch = 1
         self.sasl_users: dict[str, str] = {}
+        self.scram = ScramCredentials()
+        """SCRAM users' credentials (users given with a password get both mechanisms; AlterUserScramCredentials
+        changes them)."""
         o = self.config.overrides
         self.authorizer: Authorizer | None = Authorizer.from_config(
             o.get("super.users", ""), o.get("allow.everyone.if.no.acl.found", "false")) \
@@ -226,6 +230,11 @@ class ClusterState:
                                           id_expiration_ms=c.transactional_id_expiration_ms),
             allocate_producer_id=self.producer_ids.allocate, write_marker=self._coordinator_marker,
             coordinator_epoch=self._transaction_coordinator_epoch)
+
+    def add_user(self, user: str, password: str) -> None:
+        """A SASL user: PLAIN checks the password, SCRAM-SHA-256/512 the credentials made from it."""
+        self.sasl_users[user] = password
+        self.scram.set_password(user, password)
 
     # --- observers ---------------------------------------------------------------------------
     def add_change_listener(self, fn: Callable[[object], None]) -> None:

@@ -20,6 +20,35 @@ def broker() -> Iterator[fakekafka.Cluster]:
         yield cluster
 
 
+SECURE_USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
+SECURE_MECHANISMS = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
+SECURE_SUPER_USERS = "User:admin;User:ANONYMOUS"
+"""ANONYMOUS: Kafka's own brokers and controller talk over the PLAINTEXT listener, so they must be allowed."""
+
+
+@pytest.fixture(scope="session")
+def secure_apache_kafka() -> Iterator[object]:
+    """One Apache Kafka 4.4.0 per session with a SASL_PLAINTEXT listener (PLAIN users from JAAS, SCRAM users
+    written at format time: SECURE_USERS) and the StandardAuthorizer (SECURE_SUPER_USERS), shared by the tests
+    that compare SASL, SCRAM credentials and ACLs with fakekafka (tests/test_security.py, tests/test_acls.py):
+    one JVM start instead of one per file."""
+    from fakekafka.apache_kafka import KafkaCluster, kafka_lib
+    from fakekafka.model.acl import STANDARD_AUTHORIZER
+    if kafka_lib() is None or shutil.which("java") is None:
+        pytest.skip("Apache Kafka's jars or java are missing: run `bash .ci/install.sh`")
+    jaas = "org.apache.kafka.common.security"
+    configs = {
+        "authorizer.class.name": STANDARD_AUTHORIZER, "super.users": SECURE_SUPER_USERS,
+        "sasl.enabled.mechanisms": SECURE_MECHANISMS,
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+            f"{jaas}.plain.PlainLoginModule required "
+            + " ".join(f'user_{u}="{p}"' for u, p in SECURE_USERS.items()) + ";",
+        **{f"listener.name.sasl_plaintext.{m}.sasl.jaas.config": f"{jaas}.scram.ScramLoginModule required;"
+           for m in ("scram-sha-256", "scram-sha-512")}}
+    with KafkaCluster(configs=configs, listeners=("SASL_PLAINTEXT",), scram_users=SECURE_USERS) as kafka:
+        yield kafka
+
+
 @pytest.fixture
 def kcat() -> str:
     path = shutil.which("kcat")

@@ -10,9 +10,9 @@ import hashlib
 import hmac
 import os
 import re
-import shutil
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,15 +29,15 @@ from fakekafka.model.acl import (
 )
 from fakekafka.model.config import InvalidConfig
 from fakekafka.security import ssl_principal_name
+from tests.conftest import SECURE_SUPER_USERS, SECURE_USERS
 from tests.rawclient import RawClient
 from wire import ErrorCode
 
 SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
 DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
-USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
-SUPER_USERS = "User:admin;User:ANONYMOUS"
-"""ANONYMOUS: Kafka's own brokers and controller talk over the PLAINTEXT listener, so they must be allowed."""
-ACL_CONFIG = {"authorizer.class.name": STANDARD_AUTHORIZER, "super.users": SUPER_USERS}
+USERS = SECURE_USERS
+ACL_CONFIG = {"authorizer.class.name": STANDARD_AUTHORIZER, "super.users": SECURE_SUPER_USERS}
+"""The settings of the session's secure Apache Kafka (tests/conftest.py's secure_apache_kafka)."""
 OP, RT = AclOperation, ResourceType
 
 
@@ -555,25 +555,27 @@ def _scram_exchanges(address: str, admin: RawClient, alice: RawClient) -> list[A
     return out
 
 
-KAFKA_SASL_CONFIG = {
-    **ACL_CONFIG, "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-    "listener.name.sasl_plaintext.plain.sasl.jaas.config":
-        "org.apache.kafka.common.security.plain.PlainLoginModule required "
-        + " ".join(f'user_{u}="{p}"' for u, p in USERS.items()) + ";",
-    **{f"listener.name.sasl_plaintext.{m}.sasl.jaas.config":
-       "org.apache.kafka.common.security.scram.ScramLoginModule required;" for m in ("scram-sha-256", "scram-sha-512")}}
-"""Apache Kafka's settings for the same users: PLAIN's from JAAS, SCRAM's written at format time."""
-
-
-def test_acl_exchanges_answered_as_apache_kafka_answers() -> None:
-    from fakekafka.apache_kafka import KafkaCluster, kafka_lib
-    if kafka_lib() is None or shutil.which("java") is None:
-        pytest.skip("Apache Kafka's jars or java are missing: run `bash .ci/install.sh`")
+def test_acl_exchanges_answered_as_apache_kafka_answers(secure_apache_kafka: Any) -> None:
+    from tests.javautil import compile_java
+    classes = compile_java(Path(__file__).parent / "clients" / "java" / "AclClients.java")
     with fakekafka.Cluster(listeners="PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0", users=USERS,
                            config={**ACL_CONFIG, "auto.create.topics.enable": "false"}) as c:
         fake = _exchanges(c.bootstrap_servers_for("SASL_PLAINTEXT"))
-    configs = KAFKA_SASL_CONFIG
-    with KafkaCluster(configs=configs, listeners=("SASL_PLAINTEXT",), scram_users=USERS) as kafka:
-        real = _exchanges(kafka.bootstrap_servers_for("SASL_PLAINTEXT"))
+        fake_java = _java_cases(classes, c.bootstrap_servers_for("SASL_PLAINTEXT"))
+    real = _exchanges(secure_apache_kafka.bootstrap_servers_for("SASL_PLAINTEXT"))
+    real_java = _java_cases(classes, secure_apache_kafka.bootstrap_servers_for("SASL_PLAINTEXT"))
     for f, r in zip(fake, real, strict=True):
         assert f == r
+    assert fake_java == real_java
+    assert fake_java["alice-produce"][0] == fake_java["alice-consume"][0] == "ok", fake_java
+    assert fake_java["bob-produce"] == ("error", "org.apache.kafka.common.errors.TopicAuthorizationException: Not "
+                                                 "authorized to access topics: [java-acl]")
+
+
+def _java_cases(classes: Path, bootstrap: str) -> dict[str, tuple[str, str]]:
+    """The Java client's cases (tests/clients/java/AclClients.java): {case: (ok/error, detail)}."""
+    from tests.javautil import run_java
+    out = run_java(classes, "AclClients", bootstrap, timeout=180)
+    return {name: (status, _denied(detail.rpartition(": ")[2]) if "needs" in detail else detail)
+            for name, status, detail in (line.split("\t", 2) for line in out.stdout.splitlines()
+                                         if line.count("\t") >= 2)}

@@ -18,6 +18,7 @@ from typing import Any
 from construct import Container
 
 from fakekafka.handlers.registry import RequestContext, handles
+from fakekafka.model.cluster import java_string_hash
 from fakekafka.security import SCRAM_MECHANISMS, SaslFailure, ScramServer, plain_authenticate
 from wire import ErrorCode
 
@@ -38,7 +39,15 @@ class SaslState:
 
 
 def enabled_mechanisms(ctx: RequestContext) -> list[str]:
-    return [m.strip().upper() for m in ctx.cluster.config.sasl_enabled_mechanisms.split(",") if m.strip()]
+    """sasl.enabled.mechanisms in the order Kafka lists them: its authenticator keeps them as the keys of a Java
+    HashMap, so the answer follows their buckets (PLAIN, SCRAM-SHA-512, SCRAM-SHA-256), not the config's order."""
+    names = list(dict.fromkeys(m.strip().upper() for m in ctx.cluster.config.sasl_enabled_mechanisms.split(",")
+                               if m.strip()))
+
+    def bucket(name: str) -> int:  # HashMap's index for a table of 16 (up to 12 entries)
+        h = java_string_hash(name) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & 15
+    return sorted(names, key=bucket) if len(names) <= 12 else names
 
 
 @handles(SASL_HANDSHAKE, 0, 1)

@@ -842,12 +842,12 @@ UNORDERED = {"partitions": ("partition_index", "partition", "partition_id"), "pa
 ListGroups, DescribeConfigs' configs, Metadata's topics, DeleteTopics' results) in its hash maps' order, which
 no client relies on."""
 
-FEATURES_WHY = ("fakekafka lists one feature, `transaction.version` (supported 0-2, finalized at 2 as a new Kafka "
-                "4.x cluster, or at the level `serve --feature` / BrokerConfig(transaction_version=) sets), from "
-                "which clients choose transactions version 2. The other feature-gated protocols (KIP-848 consumer "
-                "groups, streams and share groups) are not served, and metadata.version, kraft.version and the like "
-                "describe a KRaft quorum fakekafka does not have; finalized_features_epoch is 1 (Kafka's is its "
-                "metadata offset)")
+FEATURES_WHY = ("fakekafka lists two features: `group.version` (supported 0-1, finalized at 1: KIP-848 consumer "
+                "groups) and `transaction.version` (supported 0-2, finalized at 2 as a new Kafka 4.x cluster, or at "
+                "the level `serve --feature` / BrokerConfig(transaction_version=) sets), from which clients choose "
+                "protocols. The other feature-gated protocols (streams and share groups) are not served, and "
+                "metadata.version, kraft.version and the like describe a KRaft quorum fakekafka does not have; "
+                "finalized_features_epoch is 1 (Kafka's is its metadata offset)")
 KNOWN: dict[int | tuple[int, str], list[tuple[str, str]]] = {
     18: [("/api_keys*", "fakekafka advertises only the APIs and versions it implements, each answered for real "
                         "state by this sweep; every one of them is in Kafka's ranges or in EXPECTED"),

@@ -12,6 +12,7 @@ from fakekafka.handlers import (  # noqa: F401  (imported to register their hand
     admin,
     api_versions,
     configs,
+    consumer_groups,
     delete_records,
     describe_cluster,
     fetch,

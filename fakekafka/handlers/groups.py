@@ -81,6 +81,11 @@ def handle_join_group(ctx: RequestContext, req: Container) -> Any:
     if not_coordinator(ctx, req.group_id):
         return _join_response(ctx, {"error_code": ErrorCode.NOT_COORDINATOR, "generation_id": -1, "leader": "",
                                     "member_id": req.member_id, "members": []})
+    if ctx.cluster.consumer_groups.group(req.group_id) is not None:
+        # a classic member joining a KIP-848 consumer group (a mixed group, KIP-848's upgrade path) is not
+        # served yet: Kafka 4.4 would take it in (group.consumer.migration.policy=bidirectional)
+        return _join_response(ctx, {"error_code": ErrorCode.GROUP_ID_NOT_FOUND, "generation_id": -1, "leader": "",
+                                    "member_id": req.member_id, "members": []})
     result = ctx.cluster.groups.join(
         group_id=req.group_id, member_id=req.member_id, group_instance_id=req.get("group_instance_id"),
         require_known_member_id=ctx.version >= 4, client_id=ctx.request.client_id or "",
@@ -165,7 +170,12 @@ def handle_describe_groups(ctx: RequestContext, req: Container) -> dict[str, Any
             groups.append(entry)
             continue
         group = ctx.cluster.groups.group(group_id)
-        if (group is None or group.state == GroupState.DEAD) and ctx.version >= 6:
+        if group is None and ctx.cluster.consumer_groups.group(group_id) is not None:
+            # a KIP-848 consumer group is not a classic group: Kafka 4.4 answers so from v6, Dead before
+            if ctx.version >= 6:
+                entry.update(error_code=ErrorCode.GROUP_ID_NOT_FOUND, error_message=f"Group {group_id} is not a "
+                                                                                   "classic group.")
+        elif (group is None or group.state == GroupState.DEAD) and ctx.version >= 6:
             entry.update(error_code=ErrorCode.GROUP_ID_NOT_FOUND, error_message=f"Group {group_id} not found.")
         elif group is not None:
             stable = group.state == GroupState.STABLE
@@ -190,17 +200,21 @@ def handle_list_groups(ctx: RequestContext, req: Container) -> dict[str, Any]:
     types = {t.lower() for t in req.get("types_filter", [])}
     listed = []
     everything = authorize_cluster(ctx, AclOperation.DESCRIBE)  # else only the groups it may describe
-    for group in ctx.cluster.groups.groups.values():
-        if not_coordinator(ctx, group.group_id):
+    found: list[tuple[str, str, str, str]] = [
+        (g.group_id, g.protocol_type or "", g.state.value, "classic") for g in ctx.cluster.groups.groups.values()]
+    found += [(g.group_id, "consumer", g.state.value, "consumer")
+              for g in ctx.cluster.consumer_groups.groups.values()]
+    for group_id, protocol_type, state, group_type in found:
+        if not_coordinator(ctx, group_id):
             continue
-        if not everything and not may(ctx, AclOperation.DESCRIBE, group.group_id):
+        if not everything and not may(ctx, AclOperation.DESCRIBE, group_id):
             continue
-        if states and group.state.value.lower() not in states:
+        if states and state.lower() not in states:
             continue
-        if types and "classic" not in types:
+        if types and group_type not in types:
             continue
-        listed.append({"group_id": group.group_id, "protocol_type": group.protocol_type or "",
-                       "group_state": group.state.value, "group_type": "classic"})
+        listed.append({"group_id": group_id, "protocol_type": protocol_type, "group_state": state,
+                       "group_type": group_type})
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "groups": listed}
 
 
@@ -208,8 +222,13 @@ def handle_list_groups(ctx: RequestContext, req: Container) -> dict[str, Any]:
 def handle_delete_groups(ctx: RequestContext, req: Container) -> dict[str, Any]:
     results = []
     for group_id in req.groups_names:
-        code = ErrorCode.GROUP_AUTHORIZATION_FAILED if not may(ctx, AclOperation.DELETE, group_id) \
-            else ErrorCode.NOT_COORDINATOR if not_coordinator(ctx, group_id) \
-            else ctx.cluster.groups.delete_group(group_id)
+        if not may(ctx, AclOperation.DELETE, group_id):
+            code = ErrorCode.GROUP_AUTHORIZATION_FAILED
+        elif not_coordinator(ctx, group_id):
+            code = ErrorCode.NOT_COORDINATOR
+        elif ctx.cluster.consumer_groups.group(group_id) is not None:
+            code = ctx.cluster.consumer_groups.delete_group(group_id)
+        else:
+            code = ctx.cluster.groups.delete_group(group_id)
         results.append({"group_id": group_id, "error_code": code})
     return {"throttle_time_ms": 0, "results": results}

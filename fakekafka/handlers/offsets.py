@@ -9,7 +9,10 @@ partition of a commit (OffsetCommit has no top-level error code), and for every 
 With an authorizer, a commit needs READ on the group (else GROUP_AUTHORIZATION_FAILED for every partition) and
 READ on each topic, a fetch DESCRIBE on the group and on each topic (a fetch of every offset leaves such topics
 out), an OffsetDelete DELETE on the group; a topic refused is TOPIC_AUTHORIZATION_FAILED per partition.
-v10 of both names topics by id (KIP-848), for classic groups too; offsets stay kept by topic name, so an unknown
+A KIP-848 consumer group's members commit and fetch with their member epoch (v9+): STALE_MEMBER_EPOCH when it
+is not the current one, UNKNOWN_MEMBER_ID for a member it does not have, UNSUPPORTED_VERSION for a member's commit
+before v9, as Kafka's ConsumerGroup.validateOffsetCommit/validateOffsetFetch; epoch -1 commits only while it is
+empty. v10 of both names topics by id (KIP-848), for classic groups too; offsets stay kept by topic name, so an unknown
 id is UNKNOWN_TOPIC_ID for each of its partitions, and a fetch of every offset lists only topics that exist.
 """
 
@@ -73,8 +76,12 @@ def handle_offset_commit(ctx: RequestContext, req: Container) -> dict[str, Any]:
                 known[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 wanted[tp] = (p.committed_offset, p.get("committed_leader_epoch", -1), p.committed_metadata)
+    consumer_group = cluster.consumer_groups.group(req.group_id)
     if not_coordinator(ctx, req.group_id):
         codes = {tp: ErrorCode.NOT_COORDINATOR for tp in wanted}
+    elif consumer_group is not None:
+        codes = cluster.consumer_groups.commit(consumer_group, req.member_id, req.generation_id_or_member_epoch,
+                                               ctx.version, wanted)
     elif wanted:
         codes = cluster.groups.commit(req.group_id, req.generation_id_or_member_epoch, req.member_id,
                                       req.get("group_instance_id"), wanted)
@@ -92,11 +99,16 @@ def handle_offset_commit(ctx: RequestContext, req: Container) -> dict[str, Any]:
 
 
 def _fetch_group(ctx: RequestContext, group_id: str, topics: list[Container] | None,
-                 require_stable: bool = False) -> tuple[ErrorCode, list]:
+                 require_stable: bool = False, member: tuple[str | None, int] = (None, -1)) -> tuple[ErrorCode, list]:
     if not may(ctx, AclOperation.DESCRIBE, group_id):
         return ErrorCode.GROUP_AUTHORIZATION_FAILED, []
     if not_coordinator(ctx, group_id):
         return ErrorCode.NOT_COORDINATOR, []
+    consumer_group = ctx.cluster.consumer_groups.group(group_id)
+    if consumer_group is not None:  # KIP-848: a member fetches at its current epoch (v9+)
+        code = ctx.cluster.consumer_groups.validate_fetch(consumer_group, *member)
+        if code != ErrorCode.NONE:
+            return code, []
     unknown: list[dict[str, Any]] = []
     refused: list[dict[str, Any]] = []
     partitions = None
@@ -114,7 +126,11 @@ def _fetch_group(ctx: RequestContext, group_id: str, topics: list[Container] | N
                      "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED} for i in t.partition_indexes]})
             else:
                 partitions += [(name, i) for i in t.partition_indexes]
-    found = ctx.cluster.groups.fetch_offsets(group_id, partitions)
+    if consumer_group is not None:
+        stored = consumer_group.offsets
+        found = dict(sorted(stored.items())) if partitions is None else {tp: stored.get(tp) for tp in partitions}
+    else:
+        found = ctx.cluster.groups.fetch_offsets(group_id, partitions)
     by_topic: dict[str, list[dict[str, Any]]] = {}
     for (topic, index), om in found.items():
         if require_stable and ctx.cluster.groups.has_pending_txn_offset(group_id, (topic, index)):
@@ -152,7 +168,8 @@ def handle_offset_fetch(ctx: RequestContext, req: Container) -> dict[str, Any]:
     if ctx.version >= 8:
         groups = []
         for g in req.groups:
-            code, topics = _fetch_group(ctx, g.group_id, g.topics, req.require_stable)
+            code, topics = _fetch_group(ctx, g.group_id, g.topics, req.require_stable,
+                                        (g.get("member_id"), g.get("member_epoch", -1)))
             groups.append({"group_id": g.group_id, "topics": topics, "error_code": code})
         return {"throttle_time_ms": 0, "groups": groups}
     code, topics = _fetch_group(ctx, req.group_id, req.topics, req.get("require_stable", False))
@@ -170,7 +187,19 @@ def handle_offset_delete(ctx: RequestContext, req: Container) -> dict[str, Any]:
     if not_coordinator(ctx, req.group_id):
         return {"error_code": ErrorCode.NOT_COORDINATOR, "throttle_time_ms": 0, "topics": []}
     partitions = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
-    top, codes = ctx.cluster.groups.delete_offsets(req.group_id, partitions)
+    consumer_group = ctx.cluster.consumer_groups.group(req.group_id)
+    if consumer_group is not None:
+        subscribed = ctx.cluster.consumer_groups.subscribed_topics(consumer_group) if consumer_group.members \
+            else set()
+        top, codes = ErrorCode.NONE, {}
+        for tp in partitions:
+            if tp[0] in subscribed:
+                codes[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+            else:
+                consumer_group.offsets.pop(tp, None)
+                codes[tp] = ErrorCode.NONE
+    else:
+        top, codes = ctx.cluster.groups.delete_offsets(req.group_id, partitions)
     for tp in partitions:
         if ctx.cluster.partition(*tp) is None:
             codes[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

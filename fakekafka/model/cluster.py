@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from fakekafka.model.acl import Authorizer
 from fakekafka.model.clock import Clock, SystemClock
 from fakekafka.model.config import TOPIC_CONFIGS, BrokerConfig, ConfigSource, InvalidConfig
+from fakekafka.model.consumer_group import ConsumerGroupConfig, ConsumerGroupCoordinator, TopicInfo
 from fakekafka.model.faults import Faults
 from fakekafka.model.group import GroupConfig, GroupCoordinator
 from fakekafka.model.log import EpochEntry, PartitionLog
@@ -186,6 +187,23 @@ def _keyless(batch: bytes, partition_name: str, log_start_offset: int) -> Append
                                 f"total, and only showing the first three errors at most: [{shown}]")
 
 
+def consumer_group_config(c: BrokerConfig) -> ConsumerGroupConfig:
+    """The KIP-848 coordinator's settings from the broker's `group.consumer.*` configs."""
+    def value(name: str) -> str:
+        v = c.value(name)[0]
+        assert v is not None, name
+        return v
+
+    return ConsumerGroupConfig(
+        session_timeout_ms=int(value("group.consumer.session.timeout.ms")),
+        heartbeat_interval_ms=int(value("group.consumer.heartbeat.interval.ms")),
+        assignors=tuple(a.strip().rsplit(".", 1)[-1].removesuffix("Assignor").lower()
+                        for a in value("group.consumer.assignors").split(",") if a.strip()),
+        max_size=int(value("group.consumer.max.size")),
+        assignment_interval_ms=int(value("group.consumer.assignment.interval.ms")),
+        offsets_retention_ms=c.offsets_retention_minutes * 60_000)
+
+
 class ClusterState:
     def __init__(self, config: BrokerConfig | None = None, clock: Clock | None = None,
                  brokers: list[Broker] | None = None) -> None:
@@ -225,6 +243,11 @@ class ClusterState:
             max_session_timeout_ms=c.group_max_session_timeout_ms,
             initial_rebalance_delay_ms=c.group_initial_rebalance_delay_ms,
             offsets_retention_ms=c.offsets_retention_minutes * 60_000), notify=self.notify)
+        self.group_configs: dict[str, dict[str, str]] = {}
+        """GROUP resources' dynamic configs (IncrementalAlterConfigs): group id -> name -> value."""
+        self.consumer_groups = ConsumerGroupCoordinator(
+            self.clock, consumer_group_config(c), topics=self._topic_infos,
+            group_config=lambda g: self.group_configs.get(g, {}))
         self.transactions = TransactionCoordinator(
             self.clock, TransactionConfig(max_timeout_ms=c.transaction_max_timeout_ms,
                                           id_expiration_ms=c.transactional_id_expiration_ms),
@@ -257,6 +280,7 @@ class ClusterState:
                 if len(partition.replicas) > 1:
                     self.replicate(partition)
         self.groups.tick()
+        self.consumer_groups.tick()
         self.transactions.tick()
         now = self.clock.now_ms()
         if now >= self._next_retention_check:
@@ -267,9 +291,13 @@ class ClusterState:
         self.notify(self.clock)  # requests waiting on a clock deadline look again
 
     def next_deadline(self) -> int | None:
-        times = [t for t in (self.groups.next_deadline(), self._replication_deadline(),
-                             self.transactions.next_deadline()) if t is not None]
+        times = [t for t in (self.groups.next_deadline(), self.consumer_groups.next_deadline(),
+                             self._replication_deadline(), self.transactions.next_deadline()) if t is not None]
         return min(times, default=None)
+
+    def _topic_infos(self) -> dict[str, TopicInfo]:
+        """The metadata image consumer group assignments are computed from."""
+        return {name: TopicInfo(t.topic_id, name, len(t.partitions)) for name, t in self.topics.items()}
 
     def event(self, kind: str, **details: object) -> None:
         """Records a fault or state change for tests to assert on, and logs it."""
@@ -730,6 +758,7 @@ class ClusterState:
         self._placement += 1
         self.topics[name] = topic
         self.topics_by_id[topic.topic_id] = topic
+        self.consumer_groups.metadata_changed()
         return topic
 
     def _check_partition_ceiling(self, name: str, added: int) -> None:
@@ -794,6 +823,8 @@ class ClusterState:
         del self.topics[name]
         del self.topics_by_id[topic.topic_id]
         self.groups.remove_partitions(name)
+        self.consumer_groups.remove_partitions(name)
+        self.consumer_groups.metadata_changed()
         return topic
 
     def create_partitions(self, name: str, count: int, assignments: list[list[int]] | None = None,
@@ -822,6 +853,7 @@ class ClusterState:
             return
         for i, replicas in enumerate(replica_lists):
             topic.partitions.append(Partition(topic, current + i, replicas, replicas[0]))
+        self.consumer_groups.metadata_changed()
 
     # --- configs -----------------------------------------------------------------------------
     def topic_config(self, topic: Topic, name: str, node_id: int | None = None

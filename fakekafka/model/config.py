@@ -179,6 +179,17 @@ BROKER_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
     ConfigSpec("group.initial.rebalance.delay.ms", _T.INT, "3000", minimum=0),
     ConfigSpec("group.min.session.timeout.ms", _T.INT, "6000"),
     ConfigSpec("group.max.session.timeout.ms", _T.INT, "1800000"),
+    ConfigSpec("group.consumer.session.timeout.ms", _T.INT, "45000", minimum=1),
+    ConfigSpec("group.consumer.min.session.timeout.ms", _T.INT, "45000", minimum=1),
+    ConfigSpec("group.consumer.max.session.timeout.ms", _T.INT, "60000", minimum=1),
+    ConfigSpec("group.consumer.heartbeat.interval.ms", _T.INT, "5000", minimum=1),
+    ConfigSpec("group.consumer.min.heartbeat.interval.ms", _T.INT, "5000", minimum=1),
+    ConfigSpec("group.consumer.max.heartbeat.interval.ms", _T.INT, "15000", minimum=1),
+    ConfigSpec("group.consumer.max.size", _T.INT, "2147483647", minimum=1),
+    ConfigSpec("group.consumer.assignors", _T.LIST, "org.apache.kafka.coordinator.group.assignor.UniformAssignor,"
+                                                    "org.apache.kafka.coordinator.group.assignor.RangeAssignor"),
+    ConfigSpec("group.consumer.migration.policy", _T.STRING, "bidirectional"),
+    ConfigSpec("group.consumer.assignment.interval.ms", _T.INT, "1000", minimum=0),
     ConfigSpec("min.insync.replicas", _T.INT, "1", minimum=1, dynamic=True),
     ConfigSpec("compression.type", _T.STRING, "producer", dynamic=True),
     ConfigSpec("log.cleanup.policy", _T.LIST, "delete", dynamic=True),
@@ -372,6 +383,10 @@ class BrokerConfig:
                 self.overrides[name] = str(value).lower() if isinstance(value, bool) else str(value)
         self.ip_overrides()  # a malformed value is refused here, not at the first connection
         self.dynamic_defaults.setdefault("min.insync.replicas", self.overrides.get("min.insync.replicas", "1"))
+        if "group.consumer.assignment.interval.ms" not in self.overrides:
+            # Kafka 4.4 computes a consumer group's target assignment at most once a second, off the request
+            # path; a test double assigns within the heartbeat, as if its operator had set 0 cluster-wide
+            self.dynamic_defaults.setdefault("group.consumer.assignment.interval.ms", "0")
 
     @classmethod
     def from_properties(cls, properties: dict[str, str], **fields: object) -> BrokerConfig:

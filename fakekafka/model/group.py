@@ -688,6 +688,14 @@ class GroupCoordinator:
         del self.groups[group_id]
         return ErrorCode.NONE
 
+    def take_empty_group(self, group_id: str) -> Group | None:
+        """Removes and returns an Empty group (a KIP-848 consumer group takes its id and offsets over)."""
+        group = self.groups.get(group_id)
+        if group is None or group.members or group.pending_members or group.state != GroupState.EMPTY:
+            return None
+        group.transition_to(GroupState.DEAD, self._now())
+        return self.groups.pop(group_id)
+
     def remove_partitions(self, topic: str) -> None:
         """A deleted topic takes its committed offsets with it."""
         for group in list(self.groups.values()):

@@ -1,0 +1,114 @@
+"""The consumer group protocol (KIP-848): ConsumerGroupHeartbeat (68) v0-1 and ConsumerGroupDescribe (69) v0-1.
+
+The rules live in `fakekafka.model.consumer_group`; these handlers translate the wire. Neither parks: the
+coordinator answers each heartbeat at once with the member's next epoch and, when it changed (or the member
+sent a full request), its assignment. v1 (KIP-1082) requires the member to make up its own member id, as
+Kafka 4.4 does. ConsumerGroupDescribe v1 adds each member's type (1: consumer protocol).
+
+Deliberate differences from Kafka 4.4 (compat/KNOWN_DIFFERENCES.md, "Consumer groups (KIP-848)"):
+- a regular expression subscription is resolved within the heartbeat (Kafka resolves it asynchronously, so
+  its first answer has no partitions of the matched topics), with Python's `re` instead of RE2J; an
+  invalid one's error message is Python's words.
+- the target assignment is computed within the heartbeat that needs it: `group.consumer.assignment.interval.ms`
+  defaults to 0 here (Kafka 4.4: 1000, computed off the request path); set it to get Kafka's batching.
+- the `uniform` assignor's choices are its own (balanced and sticky as Kafka's, not the same partitions).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from construct import Container
+
+from fakekafka.handlers.groups import GROUP_OPERATIONS, NOT_REQUESTED, java_client_host, not_coordinator
+from fakekafka.handlers.registry import RequestContext, handles
+from fakekafka.model.consumer_group import HeartbeatRequest
+from wire import ErrorCode
+
+MEMBER_TYPE_CONSUMER = 1
+
+
+def classic_group_status(ctx: RequestContext, group_id: str) -> str | None:
+    """None if no classic group has the id; "empty" if one does with no members; else "busy"."""
+    group = ctx.cluster.groups.group(group_id)
+    if group is None:
+        return None
+    return "empty" if not group.members and not group.pending_members else "busy"
+
+
+def heartbeat_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "error_code": code, "error_message": None, "member_id": None,
+            "member_epoch": 0, "heartbeat_interval_ms": 0, "assignment": None}
+
+
+@handles(68, 0, 1, errors=heartbeat_error_response)
+def handle_consumer_group_heartbeat(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    if not_coordinator(ctx, req.group_id):
+        return heartbeat_error_response(ctx, req, ErrorCode.NOT_COORDINATOR)
+    owned = None if req.topic_partitions is None else [(t.topic_id, list(t.partitions)) for t in req.topic_partitions]
+    cluster = ctx.cluster
+    classic = classic_group_status(ctx, req.group_id)
+    result = cluster.consumer_groups.heartbeat(HeartbeatRequest(
+        group_id=req.group_id, member_id=req.member_id, member_epoch=req.member_epoch,
+        instance_id=req.instance_id, rack_id=req.rack_id, rebalance_timeout_ms=req.rebalance_timeout_ms,
+        subscribed_topic_names=None if req.subscribed_topic_names is None else list(req.subscribed_topic_names),
+        subscribed_topic_regex=req.get("subscribed_topic_regex"), server_assignor=req.server_assignor,
+        owned=owned, client_id=ctx.request.client_id or "", client_host=java_client_host(ctx.client_host),
+        version=ctx.version), is_classic_group=lambda _: classic)
+    if result["error_code"] == ErrorCode.NONE and classic == "empty" and req.member_epoch == 0:
+        # an empty classic group gives its id (and its committed offsets) to the new consumer group, as Kafka's
+        old = cluster.groups.take_empty_group(req.group_id)
+        new = cluster.consumer_groups.group(req.group_id)
+        if old is not None and new is not None:
+            new.offsets.update(old.offsets)
+    return {"throttle_time_ms": 0, **result}
+
+
+def _named(ctx: RequestContext, assignment: dict[Any, frozenset[int]]) -> dict[str, Any]:
+    parts = []
+    for topic_id, ps in sorted(assignment.items(), key=lambda kv: str(kv[0])):
+        topic = ctx.cluster.topics_by_id.get(topic_id)
+        if topic is not None and ps:
+            parts.append({"topic_id": topic_id, "topic_name": topic.name, "partitions": sorted(ps)})
+    return {"topic_partitions": parts}
+
+
+def describe_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "groups": [
+        {"error_code": code, "error_message": None, "group_id": g, "group_state": "", "group_epoch": 0,
+         "assignment_epoch": 0, "assignor_name": "", "members": [], "authorized_operations": NOT_REQUESTED}
+        for g in req.group_ids]}
+
+
+@handles(69, 0, 1, errors=describe_error_response)
+def handle_consumer_group_describe(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    coordinator = ctx.cluster.consumer_groups
+    out = []
+    for group_id in req.group_ids:
+        entry: dict[str, Any] = {"error_code": ErrorCode.NONE, "error_message": None, "group_id": group_id,
+                                 "group_state": "", "group_epoch": 0, "assignment_epoch": 0, "assignor_name": "",
+                                 "members": [], "authorized_operations": NOT_REQUESTED}
+        group = coordinator.group(group_id)
+        if not_coordinator(ctx, group_id):
+            entry["error_code"] = ErrorCode.NOT_COORDINATOR
+        elif group is None:
+            classic = ctx.cluster.groups.group(group_id)
+            entry["error_code"] = ErrorCode.GROUP_ID_NOT_FOUND
+            entry["error_message"] = f"Group {group_id} is not a consumer group." if classic is not None \
+                else f"Group {group_id} not found."
+        else:
+            entry.update(group_state=group.state.value, group_epoch=group.group_epoch,
+                         assignment_epoch=group.assignment_epoch,
+                         assignor_name=group.preferred_assignor(coordinator.config.assignors[0]))
+            entry["members"] = [{
+                "member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
+                "member_epoch": m.member_epoch, "client_id": m.client_id, "client_host": m.client_host,
+                "subscribed_topic_names": list(m.subscribed_topic_names),
+                "subscribed_topic_regex": m.subscribed_topic_regex or "",  # Kafka 4.4: "" when none
+                "assignment": _named(ctx, m.assigned),
+                "target_assignment": _named(ctx, group.target.get(m.member_id, {})),
+                "member_type": MEMBER_TYPE_CONSUMER} for m in group.members.values()]
+            if req.include_authorized_operations:
+                entry["authorized_operations"] = GROUP_OPERATIONS
+        out.append(entry)
+    return {"throttle_time_ms": 0, "groups": out}

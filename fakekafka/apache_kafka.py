@@ -20,7 +20,8 @@ format to ready.
 It lives in the fakekafka package (not only in the repository's compat/) because `pytest --kafka-real`
 starts it from the plugin; compat/apache_kafka.py re-exports it.
 
-The settings a test suite wants from a broker (auto-create off, no initial rebalance delay, replication
+The settings a test suite wants from a broker (auto-create off, no initial rebalance delay, KIP-848
+assignments without the assignment interval, replication
 factors that fit the node count) are the defaults; `configs=` adds or overrides broker configs (None
 removes one of these, leaving Kafka's own default).
 """
@@ -121,6 +122,7 @@ class KafkaCluster:
         self.configs: dict[str, str] = {
             "auto.create.topics.enable": "false",
             "group.initial.rebalance.delay.ms": "0",
+            "group.consumer.assignment.interval.ms": "0",  # KIP-848 assignments at once, as fakekafka's default
             "num.partitions": "1",
             "default.replication.factor": "1",
             "offsets.topic.replication.factor": rf,

@@ -14,7 +14,7 @@ import uuid
 from typing import Any
 
 import wire
-from fakekafka.embedded import GroupView, MemberView, decode_assignment
+from fakekafka.embedded import ConsumerGroupView, ConsumerMemberView, GroupView, MemberView, decode_assignment
 from fakekafka.handle import ClusterHandle
 from fakekafka.model.cluster import ApiError
 from wire import ErrorCode
@@ -390,6 +390,21 @@ class RemoteCluster(ClusterHandle):
                               decode_assignment(m.member_assignment) if consumer else None, m.member_assignment)
                    for m in g.members]
         return GroupView(group_id, g.group_state, -1, g.protocol_type, g.protocol_data or None, None, members, [])
+
+    def consumer_group(self, group_id: str) -> ConsumerGroupView | None:
+        """A KIP-848 consumer group as ConsumerGroupDescribe shows it (member reconciliation states are the
+        coordinator's own and not on the wire: "")."""
+        g = self._coordinator(group_id).request(69, None, {"group_ids": [group_id]}).groups[0]
+        if g.error_code != ErrorCode.NONE:
+            return None
+
+        def named(a: Any) -> dict[str, list[int]]:
+            return {t.topic_name: sorted(t.partitions) for t in a.topic_partitions}
+
+        return ConsumerGroupView(group_id, g.group_state, g.group_epoch, g.assignment_epoch, g.assignor_name, [
+            ConsumerMemberView(m.member_id, m.instance_id, m.client_id, m.client_host, m.member_epoch, "",
+                               list(m.subscribed_topic_names), m.subscribed_topic_regex or None,
+                               named(m.assignment), named(m.target_assignment)) for m in g.members])
 
     def groups(self) -> list[str]:
         names: set[str] = set()

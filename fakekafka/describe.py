@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-from fakekafka.embedded import GroupView, TransactionView
+from fakekafka.embedded import ConsumerGroupView, GroupView, TransactionView
 from fakekafka.model.cluster import ClusterState, Partition
+from fakekafka.model.group import OffsetAndMetadata
 
 __all__ = ["SECTIONS", "describe_tables", "render_table", "status_line"]
 
@@ -67,13 +68,8 @@ def _groups(state: ClusterState) -> Rows:
         g = state.groups.groups[group_id]
         view = GroupView.of(g)
         assert view is not None
-        lag = 0
-        for (topic, index), committed in g.offsets.items():
-            p = state.partition(topic, index)
-            if p is not None:
-                lag += max(p.log.high_watermark - committed.offset, 0)
         rows.append((view.group_id, view.state, view.protocol, view.generation_id, len(view.members),
-                     len(g.offsets), lag))
+                     len(g.offsets), _lag(state, g.offsets)))
     return ("GROUP", "STATE", "PROTOCOL", "GENERATION", "MEMBERS", "COMMITTED", "LAG"), rows
 
 
@@ -87,6 +83,41 @@ def _members(state: ClusterState) -> Rows:
                 if m.assignment else None
             rows.append((group_id, m.member_id, m.client_id, m.client_host, assigned))
     return ("GROUP", "MEMBER", "CLIENT ID", "HOST", "ASSIGNMENT"), rows
+
+
+def _lag(state: ClusterState, offsets: dict[tuple[str, int], OffsetAndMetadata]) -> int:
+    lag = 0
+    for (topic, index), committed in offsets.items():
+        p = state.partition(topic, index)
+        if p is not None:
+            lag += max(p.log.high_watermark - committed.offset, 0)
+    return lag
+
+
+def _consumer_groups(state: ClusterState) -> Rows:
+    """KIP-848 groups (group.protocol=consumer): the group epoch next to the target assignment's."""
+    rows: list[Sequence[object]] = []
+    for group_id in sorted(state.consumer_groups.groups):
+        g = state.consumer_groups.groups[group_id]
+        rows.append((group_id, g.state.value, g.group_epoch, g.assignment_epoch,
+                     g.preferred_assignor(state.consumer_groups.config.assignors[0]), len(g.members), len(g.offsets),
+                     _lag(state, g.offsets)))
+    return ("GROUP", "STATE", "GROUP EPOCH", "ASSIGNMENT EPOCH", "ASSIGNOR", "MEMBERS", "COMMITTED", "LAG"), rows
+
+
+def _consumer_group_members(state: ClusterState) -> Rows:
+    """Each KIP-848 member: its epoch and reconciliation state, what it owns and what the assignor wants."""
+    def text(a: dict[str, list[int]]) -> str | None:
+        return "; ".join(f"{t}:{','.join(map(str, ps))}" for t, ps in sorted(a.items())) or None
+
+    rows: list[Sequence[object]] = []
+    for group_id in sorted(state.consumer_groups.groups):
+        view = ConsumerGroupView.of(state.consumer_groups.describe(group_id))
+        assert view is not None
+        for m in view.members:
+            rows.append((group_id, m.member_id, m.client_id, m.instance_id, m.member_epoch, m.state,
+                         text(m.assignment), text(m.target_assignment)))
+    return ("GROUP", "MEMBER", "CLIENT ID", "INSTANCE ID", "EPOCH", "STATE", "ASSIGNMENT", "TARGET"), rows
 
 
 def _transactions(state: ClusterState) -> Rows:
@@ -106,6 +137,8 @@ SECTIONS: list[tuple[str, Callable[[ClusterState], Rows]]] = [
     ("partitions", _partitions),
     ("groups", _groups),
     ("group members", _members),
+    ("consumer groups", _consumer_groups),
+    ("consumer group members", _consumer_group_members),
     ("transactions", _transactions),
 ]
 """(title, rows) in print order."""
@@ -150,7 +183,8 @@ def status_line(state: ClusterState, *, uptime_s: float, connections: int, reque
     topics = [t for t in state.topics.values() if not t.is_internal]
     partitions = sum(len(t.partitions) for t in topics)
     records, size = _held([p for t in topics for p in t.partitions])
-    states = Counter(g.state.value for g in state.groups.groups.values())
+    states = Counter([*(g.state.value for g in state.groups.groups.values()),
+                      *(g.state.value for g in state.consumer_groups.groups.values())])
     groups = _count(sum(states.values()), "group")
     if states:
         groups += " (" + ", ".join(f"{n} {s}" for s, n in sorted(states.items())) + ")"

@@ -36,7 +36,8 @@ from wire.records import Compression, Record, build_batch, decode_batch
 if TYPE_CHECKING:
     from fakekafka.recording import RequestRecorder
 
-__all__ = ["Cluster", "GroupView", "LoopThread", "MemberView", "TransactionView"]
+__all__ = ["Cluster", "ConsumerGroupView", "ConsumerMemberView", "GroupView", "LoopThread", "MemberView",
+           "TransactionView"]
 
 log = logging.getLogger("fakekafka")
 
@@ -79,6 +80,59 @@ class GroupView:
 
     def assignments(self) -> dict[str, dict[str, list[int]] | None]:
         return {m.member_id: m.assignment for m in self.members}
+
+
+@dataclass(frozen=True)
+class ConsumerMemberView:
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    client_host: str
+    member_epoch: int
+    state: str
+    """STABLE, UNREVOKED_PARTITIONS or UNRELEASED_PARTITIONS (the coordinator's reconciliation state; "" remote)."""
+    subscribed_topic_names: list[str]
+    subscribed_topic_regex: str | None
+    assignment: dict[str, list[int]]
+    """What the member owns now {topic: [partitions]}."""
+    target_assignment: dict[str, list[int]]
+    """What the coordinator's assignor wants it to own at the assignment epoch."""
+
+
+@dataclass(frozen=True)
+class ConsumerGroupView:
+    """A KIP-848 consumer group: epochs, and each member's current assignment next to its target."""
+
+    group_id: str
+    state: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor: str
+    members: list[ConsumerMemberView]
+
+    @classmethod
+    def of(cls, summary: dict[str, Any] | None) -> ConsumerGroupView | None:
+        if summary is None:
+            return None
+        return cls(summary["group_id"], summary["state"], summary["group_epoch"], summary["assignment_epoch"],
+                   summary["assignor"], [
+                       ConsumerMemberView(mid, m["instance_id"], m["client_id"], m["client_host"], m["member_epoch"],
+                                          m["state"], m["subscribed_topic_names"], m["subscribed_topic_regex"],
+                                          m["assignment"], m["target_assignment"])
+                       for mid, m in summary["members"].items()])
+
+    def assignments(self) -> dict[str, dict[str, list[int]]]:
+        return {m.member_id: m.assignment for m in self.members}
+
+    def lines(self) -> list[str]:
+        """For reports: the group, then one line per member with its epoch, current and target assignment."""
+        out = [f"  {self.group_id}: {self.state} (consumer protocol), group epoch {self.group_epoch}, "
+               f"assignment epoch {self.assignment_epoch}, assignor {self.assignor}"]
+        for m in self.members:
+            target = "" if m.target_assignment == m.assignment else f", target {m.target_assignment}"
+            out.append(f"    {m.member_id} ({m.client_id}, {m.client_host}) epoch {m.member_epoch} {m.state}: "
+                       f"{m.assignment}{target}")
+        return out
 
 
 @dataclass(frozen=True)
@@ -496,13 +550,19 @@ class Cluster(FaultSteering, ClusterHandle):
         """A snapshot of a group: state, generation, leader, members with decoded assignments, history."""
         return self.call(lambda: GroupView.of(self.state.groups.group(group_id)))
 
+    def consumer_group(self, group_id: str) -> ConsumerGroupView | None:
+        """A snapshot of a KIP-848 consumer group (group.protocol=consumer): state, group and assignment epochs,
+        assignor, members with their epochs, reconciliation states, current and target assignments."""
+        return self.call(lambda: ConsumerGroupView.of(self.state.consumer_groups.describe(group_id)))
+
     def groups(self) -> list[str]:
-        return self.call(lambda: sorted(self.state.groups.groups))
+        """Every group id, classic and consumer protocol."""
+        return self.call(lambda: sorted({*self.state.groups.groups, *self.state.consumer_groups.groups}))
 
     def committed(self, group_id: str) -> dict[tuple[str, int], int]:
         """The group's committed offsets: {(topic, partition): offset}."""
         def read() -> dict[tuple[str, int], int]:
-            g = self.state.groups.group(group_id)
+            g = self.state.groups.group(group_id) or self.state.consumer_groups.group(group_id)
             return {tp: om.offset for tp, om in sorted(g.offsets.items())} if g else {}
         return self.call(read)
 
@@ -511,8 +571,12 @@ class Cluster(FaultSteering, ClusterHandle):
         self.call(lambda: self.state.groups.force_rebalance(group_id))
 
     def expire_member(self, group_id: str, member_id: str) -> None:
-        """Acts as if the member's session timed out."""
+        """Acts as if the member's session timed out (a classic or a consumer protocol member)."""
         def expire() -> None:
+            if self.state.consumer_groups.group(group_id) is not None:
+                if not self.state.consumer_groups.expire_member(group_id, member_id):
+                    raise KeyError(f"group {group_id!r} has no member {member_id!r}")
+                return
             g = self.state.groups.group(group_id)
             if g is None or member_id not in g.members:
                 raise KeyError(f"group {group_id!r} has no member {member_id!r}")
@@ -672,6 +736,12 @@ class Cluster(FaultSteering, ClusterHandle):
                 for m in view.members:
                     groups.append(f"    {m.member_id} ({m.client_id}, {m.client_host}): {m.assignment}")
                 for (topic, index), om in sorted(g.offsets.items()):
+                    groups.append(f"    committed {topic}-{index}: {om.offset}")
+            for group_id, cg in self.state.consumer_groups.groups.items():
+                cview = ConsumerGroupView.of(self.state.consumer_groups.describe(group_id))
+                assert cview is not None
+                groups.extend(cview.lines())
+                for (topic, index), om in sorted(cg.offsets.items()):
                     groups.append(f"    committed {topic}-{index}: {om.offset}")
             txns = [TransactionView.of(t).line() for t in self.state.transactions.transactions.values()]
             return topics, groups, txns, list(self.server.request_log)[-last_requests:]

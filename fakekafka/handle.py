@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from wire.records import Record
+
+if TYPE_CHECKING:
+    from fakekafka.embedded import ConsumerGroupView
 
 __all__ = ["ClusterHandle"]
 
@@ -26,6 +29,10 @@ class ClusterHandle:
         raise NotImplementedError
 
     def committed(self, group_id: str) -> dict[tuple[str, int], int]:
+        raise NotImplementedError
+
+    def consumer_group(self, group_id: str) -> ConsumerGroupView | None:
+        """A KIP-848 consumer group (group.protocol=consumer): epochs, members, current and target assignments."""
         raise NotImplementedError
 
     def describe(self, last_requests: int = 20) -> str:

@@ -55,6 +55,8 @@ from wire.records import build_batch, decode_batch, iter_batches
 TOPIC = "sweep"  # 2 partitions: p0 holds 5 records in two batches, p1 one record
 GROUP = "sweep-group"  # Stable, one member (the leader) holding both partitions, offsets committed
 SIMPLE_GROUP = "sweep-offdel"  # Empty: offsets committed with generation -1, for OffsetDelete
+CONSUMER_GROUP, CG_MEMBER = "sweep-cg", "sweep-cg-member"  # KIP-848: one member holding both partitions, Stable
+EMPTY_CLASSIC = "sweep-cg-from-classic"  # Empty classic group with offsets: a KIP-848 member takes its id over
 PRODUCE_TOPIC = "sweep-produce"
 TXN_TOPIC = "sweep-txn"  # 2 partitions, written by the transaction APIs' builders
 TS0 = 1_700_000_000_000  # record timestamps (CreateTime) are TS0 + offset
@@ -102,6 +104,8 @@ class Target:
     leader_epochs: dict[tuple[str, int], int] = field(default_factory=dict)
     member_id: str = ""
     generation_id: int = -1
+    cg_epoch: int = -1
+    """The member epoch of CONSUMER_GROUP's one member (KIP-848)."""
     answers: dict[tuple[int, int, str], Answer] = field(default_factory=dict)
 
     def send(self, api_key: int, version: int, body: dict[str, Any]) -> Any:
@@ -203,8 +207,9 @@ def set_up(t: Target) -> None:
                         "group_instance_id": None, "protocol_type": "consumer", "protocol_name": "range",
                         "assignments": [{"member_id": t.member_id, "assignment": ASSIGNMENT}]}), "SyncGroup")
     commit(t, GROUP, t.generation_id, t.member_id)
-    for group in (SIMPLE_GROUP, *SETUP_GROUPS):
+    for group in (SIMPLE_GROUP, EMPTY_CLASSIC, *SETUP_GROUPS):
         commit(t, group, -1, "")
+    t.cg_epoch = consumer_group_member(t, CONSUMER_GROUP, CG_MEMBER)
     deadline = time.monotonic() + 30
     while True:  # an idempotent producer's first step; a new Kafka is still fetching its block of ids
         r = t.send(22, 0, {"transactional_id": None, "transaction_timeout_ms": 60_000})
@@ -212,6 +217,30 @@ def set_up(t: Target) -> None:
             break
         time.sleep(0.05)
     must(r, "InitProducerId")
+
+
+def cg_join_body(group: str, member: str, **fields: Any) -> dict[str, Any]:
+    return {"group_id": group, "member_id": member, "member_epoch": 0, "instance_id": None, "rack_id": None,
+            "rebalance_timeout_ms": 60_000, "subscribed_topic_names": [TOPIC], "subscribed_topic_regex": None,
+            "server_assignor": None, "topic_partitions": [], **fields}
+
+
+def consumer_group_member(t: Target, group: str, member: str) -> int:
+    """A KIP-848 member joins `group` and heartbeats until it holds both partitions of TOPIC (Kafka may hand the
+    first assignment out a heartbeat later): its member epoch."""
+    r = must(t.send(68, 1, cg_join_body(group, member)), f"ConsumerGroupHeartbeat {group}")
+    owned: list[Any] = []
+    deadline = time.monotonic() + 30
+    while True:
+        if r.assignment is not None:
+            owned = [{"topic_id": x.topic_id, "partitions": list(x.partitions)} for x in r.assignment.topic_partitions]
+        if sum(len(x["partitions"]) for x in owned) == 2:
+            return int(r.member_epoch)
+        if time.monotonic() > deadline:
+            raise AssertionError(f"consumer group {group} never assigned {TOPIC}: {r}")
+        time.sleep(0.1)
+        r = must(t.send(68, 1, {"group_id": group, "member_id": member, "member_epoch": r.member_epoch,
+                                "rebalance_timeout_ms": -1, "topic_partitions": owned}), f"heartbeat {group}")
 
 
 def commit(t: Target, group: str, generation: int, member: str, version: int = 8) -> Any:
@@ -308,6 +337,39 @@ def _describe_groups(t: Target, v: int) -> dict[str, Any]:
 
 def _list_groups(t: Target, v: int) -> dict[str, Any]:
     return {"states_filter": [], "types_filter": []}
+
+
+def _consumer_group_heartbeat(t: Target, v: int) -> dict[str, Any]:
+    """A new KIP-848 group's first member: epoch 2 (one for the member, one for its topics), both partitions."""
+    return cg_join_body(f"sweep-cgh-v{v}", f"sweep-cgh-member-v{v}")
+
+
+def _consumer_group_describe(t: Target, v: int) -> dict[str, Any]:
+    return {"group_ids": [CONSUMER_GROUP, "sweep-cgh-v1", GROUP, "sweep-no-such-cg"],
+            "include_authorized_operations": True}
+
+
+def _cg_heartbeat(**fields: Any) -> Callable[[Target, int], dict[str, Any]]:
+    """A heartbeat of CONSUMER_GROUP's member at its epoch, owning both partitions, with `fields` changed."""
+    def build(t: Target, v: int) -> dict[str, Any]:
+        return {"group_id": CONSUMER_GROUP, "member_id": CG_MEMBER, "member_epoch": t.cg_epoch,
+                "rebalance_timeout_ms": -1,
+                "topic_partitions": [{"topic_id": t.topic_ids[TOPIC], "partitions": [0, 1]}], **fields}
+    return build
+
+
+def _cg_commit(epoch: int | None = None, member: str = CG_MEMBER) -> Callable[[Target, int], dict[str, Any]]:
+    def build(t: Target, v: int) -> dict[str, Any]:
+        return offset_commit_body(CONSUMER_GROUP, t.cg_epoch if epoch is None else epoch, member, t.topic_ids[TOPIC])
+    return build
+
+
+def _cg_fetch(epoch: int | None = None) -> Callable[[Target, int], dict[str, Any]]:
+    def build(t: Target, v: int) -> dict[str, Any]:
+        return {"require_stable": False, "groups": [
+            {"group_id": CONSUMER_GROUP, "member_id": CG_MEMBER, "member_epoch": t.cg_epoch if epoch is None else epoch,
+             "topics": None}]}
+    return build
 
 
 def _api_versions(t: Target, v: int) -> dict[str, Any]:
@@ -569,6 +631,7 @@ BUILDERS: dict[int, Callable[[Target, int], dict[str, Any]]] = {
     65: _describe_transactions, 66: _list_transactions, 33: _alter_configs, 44: _incremental_alter_configs,
     36: _sasl_authenticate, 29: _acl_filter, 30: _create_acls, 31: _delete_acls,
     50: _describe_user_scram_credentials, 51: _alter_user_scram_credentials,
+    68: _consumer_group_heartbeat, 69: _consumer_group_describe,
 }
 
 PAIRS = [(k, v) for k, (lo, hi) in advertised_versions().items() for v in range(lo, hi + 1)]
@@ -797,6 +860,39 @@ VARIANTS: dict[str, tuple[int, list[int], Callable[[Target, int], dict[str, Any]
         for name in ("sweep-alter-v0", "sweep-alter-v1", "sweep-legacy-v2")]}),
     "name-and-id": (20, [6], lambda t, v: {"timeout_ms": 30_000, "topics": [
         {"name": TOPIC, "topic_id": t.topic_ids[TOPIC]}, {"name": None, "topic_id": ZERO_UUID}]}),
+    # KIP-848 consumer groups: CONSUMER_GROUP's member, and the coordinator's error paths
+    "cg-heartbeat": (68, [0, 1], _cg_heartbeat()),
+    "cg-unknown-member": (68, [1], _cg_heartbeat(member_id="nope")),
+    "cg-greater-epoch": (68, [1], _cg_heartbeat(member_epoch=99)),
+    "cg-smaller-epoch": (68, [1], _cg_heartbeat(member_epoch=1)),
+    "cg-unknown-group": (68, [1], _cg_heartbeat(group_id="sweep-no-such-cg")),
+    "cg-empty-classic-group": (68, [1], lambda t, v: cg_join_body(EMPTY_CLASSIC, "m")),
+    "cg-offsets-of-empty-classic-group": (9, [9], lambda t, v: {"require_stable": False, "groups": [
+        {"group_id": EMPTY_CLASSIC, "member_id": None, "member_epoch": -1, "topics": None}]}),
+    "cg-bad-assignor": (68, [1], lambda t, v: cg_join_body("sweep-cg-bad", "m", server_assignor="bogus")),
+    "cg-invalid-regex": (68, [1], lambda t, v: cg_join_body("sweep-cg-bad", "m", subscribed_topic_names=None,
+                                                            subscribed_topic_regex="(a")),
+    "cg-no-subscription": (68, [1], lambda t, v: cg_join_body("sweep-cg-bad", "m", subscribed_topic_names=None)),
+    "cg-empty-member-id": (68, [1], lambda t, v: cg_join_body("sweep-cg-bad", "")),
+    "cg-no-rebalance-timeout": (68, [1], lambda t, v: cg_join_body("sweep-cg-bad", "m", rebalance_timeout_ms=-1)),
+    "cg-owned-when-joining": (68, [1], lambda t, v: cg_join_body("sweep-cg-bad", "m", topic_partitions=None)),
+    "cg-bad-epoch": (68, [1], _cg_heartbeat(member_epoch=-3)),
+    "cg-leave-unknown": (68, [1], _cg_heartbeat(member_id="nope", member_epoch=-1)),
+    "cg-static-leave-unknown": (68, [1], _cg_heartbeat(member_epoch=-2, instance_id="nope")),
+    "cg-describe-classic-api": (15, [5, 6], lambda t, v: {"groups": [CONSUMER_GROUP],
+                                                          "include_authorized_operations": False}),
+    "cg-list-consumer": (16, [5], lambda t, v: {"states_filter": [], "types_filter": ["consumer"]}),
+    "cg-list-classic": (16, [5], lambda t, v: {"states_filter": ["stable"], "types_filter": ["classic"]}),
+    "cg-commit": (8, [9, 10], _cg_commit()),
+    "cg-commit-stale": (8, [9], _cg_commit(epoch=1)),
+    "cg-commit-unknown-member": (8, [9], _cg_commit(member="nope")),
+    "cg-commit-v8": (8, [8], _cg_commit()),
+    "cg-commit-admin": (8, [9], _cg_commit(epoch=-1, member="")),
+    "cg-fetch": (9, [9, 10], _cg_fetch()),
+    "cg-fetch-stale": (9, [9], _cg_fetch(epoch=1)),
+    "cg-delete": (42, [2], lambda t, v: {"groups_names": [CONSUMER_GROUP]}),
+    # last: Kafka turns the Stable classic group into a consumer group (an online upgrade, not served here)
+    "cg-classic-group": (68, [1], lambda t, v: cg_join_body(GROUP, "m")),
 }
 def _read_committed(t: Target, v: int, partition: int, offset: int) -> dict[str, Any]:
     return {**_fetch(t, v), "isolation_level": 1, "topics": [{"topic": TXN_TOPIC, "partitions": [
@@ -852,6 +948,10 @@ KNOWN: dict[int | tuple[int, str], list[tuple[str, str]]] = {
     18: [("/api_keys*", "fakekafka advertises only the APIs and versions it implements, each answered for real "
                         "state by this sweep; every one of them is in Kafka's ranges or in EXPECTED"),
          ("/supported_features*", FEATURES_WHY), ("/finalized_features*", FEATURES_WHY)],
+    (68, "cg-classic-group"): [("/*", "a KIP-848 member joining a classic group that has members: Kafka 4.4 "
+                                      "converts it into a consumer group with classic members (online upgrade, "
+                                      "group.consumer.migration.policy=bidirectional); fakekafka does not serve "
+                                      "mixed groups and answers GROUP_ID_NOT_FOUND (not a consumer group)")],
     (32, "broker-loggers"): [("/results[[]0]/configs", "fakekafka has no log4j loggers to list or set: a "
                                                          "BROKER_LOGGER resource describes no configs")],
 }

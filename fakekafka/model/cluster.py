@@ -879,6 +879,7 @@ class ClusterState:
             self.config.dynamic_defaults = dict(configs)
         else:
             self.config.dynamic_brokers[node_id] = dict(configs)
+        self.consumer_groups.config = consumer_group_config(self.config)  # group.consumer.assignment.interval.ms
         self.event("broker_configs", node=node_id, configs=dict(configs))
 
     # --- retention ---------------------------------------------------------------------------

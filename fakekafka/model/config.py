@@ -186,10 +186,9 @@ BROKER_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
     ConfigSpec("group.consumer.min.heartbeat.interval.ms", _T.INT, "5000", minimum=1),
     ConfigSpec("group.consumer.max.heartbeat.interval.ms", _T.INT, "15000", minimum=1),
     ConfigSpec("group.consumer.max.size", _T.INT, "2147483647", minimum=1),
-    ConfigSpec("group.consumer.assignors", _T.LIST, "org.apache.kafka.coordinator.group.assignor.UniformAssignor,"
-                                                    "org.apache.kafka.coordinator.group.assignor.RangeAssignor"),
+    ConfigSpec("group.consumer.assignors", _T.LIST, "uniform,range"),
     ConfigSpec("group.consumer.migration.policy", _T.STRING, "bidirectional"),
-    ConfigSpec("group.consumer.assignment.interval.ms", _T.INT, "1000", minimum=0),
+    ConfigSpec("group.consumer.assignment.interval.ms", _T.INT, "1000", minimum=0, dynamic=True),
     ConfigSpec("min.insync.replicas", _T.INT, "1", minimum=1, dynamic=True),
     ConfigSpec("compression.type", _T.STRING, "producer", dynamic=True),
     ConfigSpec("log.cleanup.policy", _T.LIST, "delete", dynamic=True),
@@ -255,6 +254,7 @@ _FROM_OVERRIDES = {
     "group.initial.rebalance.delay.ms": "group_initial_rebalance_delay_ms",
     "group.min.session.timeout.ms": "group_min_session_timeout_ms",
     "group.max.session.timeout.ms": "group_max_session_timeout_ms",
+    "group.consumer.assignment.interval.ms": "group_consumer_assignment_interval_ms",
     "offsets.retention.minutes": "offsets_retention_minutes", "replica.lag.time.max.ms": "replica_lag_time_max_ms",
     "listeners": "listeners", "advertised.listeners": "advertised_listeners",
     "listener.security.protocol.map": "listener_security_protocol_map",
@@ -338,6 +338,9 @@ class BrokerConfig:
     """Kafka's default is 3000; a test double answers at once unless asked to wait."""
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1800000
+    group_consumer_assignment_interval_ms: int = 0
+    """Kafka 4.4's default is 1000 (a consumer group's target assignment at most once a second, off the request
+    path); a test double assigns within the heartbeat unless asked to wait."""
     offsets_retention_minutes: int = 10080
     replica_lag_time_max_ms: int = 30000
     replication_lag_ms: int = 0
@@ -371,6 +374,7 @@ class BrokerConfig:
             "group.initial.rebalance.delay.ms": (self.group_initial_rebalance_delay_ms, 3000),
             "group.min.session.timeout.ms": (self.group_min_session_timeout_ms, 6000),
             "group.max.session.timeout.ms": (self.group_max_session_timeout_ms, 1800000),
+            "group.consumer.assignment.interval.ms": (self.group_consumer_assignment_interval_ms, 1000),
             "offsets.retention.minutes": (self.offsets_retention_minutes, 10080),
             "replica.lag.time.max.ms": (self.replica_lag_time_max_ms, 30000),
         }
@@ -383,10 +387,6 @@ class BrokerConfig:
                 self.overrides[name] = str(value).lower() if isinstance(value, bool) else str(value)
         self.ip_overrides()  # a malformed value is refused here, not at the first connection
         self.dynamic_defaults.setdefault("min.insync.replicas", self.overrides.get("min.insync.replicas", "1"))
-        if "group.consumer.assignment.interval.ms" not in self.overrides:
-            # Kafka 4.4 computes a consumer group's target assignment at most once a second, off the request
-            # path; a test double assigns within the heartbeat, as if its operator had set 0 cluster-wide
-            self.dynamic_defaults.setdefault("group.consumer.assignment.interval.ms", "0")
 
     @classmethod
     def from_properties(cls, properties: dict[str, str], **fields: object) -> BrokerConfig:

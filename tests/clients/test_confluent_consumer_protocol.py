@@ -1,0 +1,178 @@
+"""KIP-848 consumer groups with confluent-kafka (librdkafka 2.16, `group.protocol=consumer`): the seeds'
+rebalance scenarios (members join, leave, crash; partitions added) under the new protocol, with commits,
+checked from the client and from the broker's side (`kafka.consumer_group`: epochs, current and target
+assignments). The `kafka` fixture makes these run on fakekafka and, under `pytest --kafka-real`, on Apache
+Kafka 4.4.0 with the same assertions; the crash needs the clock (45 s sessions) and runs on fakekafka only.
+Each rebalance step waits on heartbeats (group.consumer.heartbeat.interval.ms, 5 s on both brokers)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewPartitions
+
+from fakekafka.handle import ClusterHandle
+
+pytestmark = pytest.mark.clients
+
+TIMEOUT = 30.0
+
+
+class Member:
+    """A confluent-kafka consumer polled by the test, with the partitions it was given."""
+
+    def __init__(self, bootstrap: str, group: str, topics: list[str], name: str, **extra: str) -> None:
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
+                                  "client.id": name, "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                                  **extra})
+        self.consumer.subscribe(topics)
+        self.values: list[bytes] = []
+        self.closed = False
+
+    def poll(self) -> None:
+        msg = self.consumer.poll(0.05)
+        if msg is not None and msg.error() is None:
+            self.values.append(msg.value())
+
+    def assignment(self) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for tp in self.consumer.assignment():
+            out.setdefault(tp.topic, []).append(tp.partition)
+        return {t: sorted(ps) for t, ps in out.items()}
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.consumer.close()
+
+
+@pytest.fixture
+def members(kafka: ClusterHandle) -> Iterator[Callable[..., Member]]:
+    made: list[Member] = []
+
+    def make(group: str, topics: list[str], name: str, **extra: str) -> Member:
+        m = Member(kafka.bootstrap_servers, group, topics, name, **extra)
+        made.append(m)
+        return m
+    yield make
+    for m in made:
+        m.close()
+
+
+def until(what: str, members: list[Member], done: Callable[[], bool], timeout: float = TIMEOUT) -> float:
+    """Polls every member until `done()`; the seconds it took."""
+    start = time.monotonic()
+    while not done():
+        if time.monotonic() - start > timeout:
+            raise AssertionError(f"{what}: not within {timeout}s; assignments {[m.assignment() for m in members]}")
+        for m in members:
+            m.poll()
+    return time.monotonic() - start
+
+
+def complete(members: list[Member], topic: str, partitions: int) -> bool:
+    owned = [p for m in members for p in m.assignment().get(topic, [])]
+    sizes = [len(m.assignment().get(topic, [])) for m in members]
+    return sorted(owned) == list(range(partitions)) and max(sizes) - min(sizes) <= 1
+
+
+def settled(kafka: ClusterHandle, group: str, members: int) -> bool:
+    view = kafka.consumer_group(group)
+    return view is not None and view.state == "Stable" and len(view.members) == members
+
+
+def test_members_join_and_leave(kafka: ClusterHandle, members: Callable[..., Member]) -> None:
+    kafka.create_topic("orders", 4)
+    kafka.wait_for_topic("orders", 4)
+    a = members("billing", ["orders"], "a")
+    until("a alone", [a], lambda: a.assignment() == {"orders": [0, 1, 2, 3]})
+    b = members("billing", ["orders"], "b")
+    until("a and b", [a, b], lambda: complete([a, b], "orders", 4) and settled(kafka, "billing", 2))
+    view = kafka.consumer_group("billing")
+    assert view is not None
+    assert view.group_epoch == view.assignment_epoch
+    for m in view.members:
+        assert m.member_epoch == view.group_epoch and m.assignment == m.target_assignment
+        assert len(m.assignment["orders"]) == 2
+    assert sorted(m.client_id for m in view.members) == ["a", "b"]
+    b.close()
+    until("a after b left", [a], lambda: a.assignment() == {"orders": [0, 1, 2, 3]} and settled(kafka, "billing", 1))
+    assert kafka.consumer_group("billing").group_epoch > view.group_epoch
+
+
+def test_commit_and_resume(kafka: ClusterHandle, members: Callable[..., Member]) -> None:
+    kafka.create_topic("payments", 2)
+    kafka.wait_for_topic("payments", 2)
+    p = Producer({"bootstrap.servers": kafka.bootstrap_servers})
+    for i in range(6):
+        p.produce("payments", f"p{i}".encode(), partition=i % 2)
+    p.flush(10)
+    a = members("ledger", ["payments"], "a")
+    until("6 records", [a], lambda: len(a.values) == 6)
+    a.consumer.commit(asynchronous=False)  # OffsetCommit v9+ with the member epoch
+    kafka.assert_committed("ledger", {("payments", 0): 3, ("payments", 1): 3})
+    a.close()
+    p.produce("payments", b"p6", partition=0)
+    p.flush(10)
+    b = members("ledger", ["payments"], "b")
+    until("the new record", [b], lambda: b.values == [b"p6"])
+
+
+def test_partitions_added(kafka: ClusterHandle, members: Callable[..., Member]) -> None:
+    kafka.create_topic("events", 2)
+    kafka.wait_for_topic("events", 2)
+    a = members("audit", ["events"], "a", **{"topic.metadata.refresh.interval.ms": "500"})
+    b = members("audit", ["events"], "b", **{"topic.metadata.refresh.interval.ms": "500"})
+    until("2 partitions", [a, b], lambda: complete([a, b], "events", 2))
+    epoch = kafka.consumer_group("audit").group_epoch
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
+    admin.create_partitions([NewPartitions("events", 4)])["events"].result(10)
+    until("4 partitions", [a, b], lambda: complete([a, b], "events", 4))
+    assert kafka.consumer_group("audit").group_epoch > epoch
+
+
+CRASHER = textwrap.dedent("""
+    import os, sys
+    from confluent_kafka import Consumer
+    c = Consumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2], "group.protocol": "consumer",
+                  "client.id": "crasher"})
+    c.subscribe([sys.argv[3]])
+    while not c.assignment():
+        c.poll(0.05)
+    print("assigned", flush=True)
+    os._exit(0)  # no leave: the coordinator finds out when its session ends
+""")
+
+
+@pytest.mark.fakekafka_only
+@pytest.mark.fakekafka(clock="frozen")
+def test_member_crash_is_fenced_when_its_session_ends(kafka: ClusterHandle, members: Callable[..., Member]) -> None:
+    kafka.create_topic("jobs", 2)
+    a = members("workers", ["jobs"], "a")
+    until("a alone", [a], lambda: a.assignment() == {"jobs": [0, 1]})
+    crasher = subprocess.Popen([sys.executable, "-c", CRASHER, kafka.bootstrap_servers, "workers", "jobs"],
+                               stdout=subprocess.PIPE, text=True)
+    try:
+        assert crasher.stdout is not None
+        deadline = time.monotonic() + TIMEOUT
+        line = ""
+        while "assigned" not in line and time.monotonic() < deadline:  # a must let go of one partition first
+            a.poll()
+            if crasher.poll() is not None:
+                line = crasher.stdout.read()
+        assert "assigned" in line, "the crashing member never got a partition"
+    finally:
+        crasher.kill()
+        crasher.wait()
+    assert len(a.assignment()["jobs"]) == 1
+    view = kafka.consumer_group("workers")
+    assert len(view.members) == 2
+    kafka.advance_clock(45_000)  # group.consumer.session.timeout.ms: the crashed member is fenced
+    until("a takes both back", [a], lambda: a.assignment() == {"jobs": [0, 1]})
+    assert [m.client_id for m in kafka.consumer_group("workers").members] == ["a"]

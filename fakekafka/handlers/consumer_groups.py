@@ -3,7 +3,9 @@
 The rules live in `fakekafka.model.consumer_group`; these handlers translate the wire. Neither parks: the
 coordinator answers each heartbeat at once with the member's next epoch and, when it changed (or the member
 sent a full request), its assignment. v1 (KIP-1082) requires the member to make up its own member id, as
-Kafka 4.4 does. ConsumerGroupDescribe v1 adds each member's type (1: consumer protocol).
+Kafka 4.4 does. ConsumerGroupDescribe v1 adds each member's type (1: consumer protocol). With an authorizer, a
+heartbeat needs READ on the group and a describe DESCRIBE (else GROUP_AUTHORIZATION_FAILED); the subscribed
+topics are not checked (Kafka 4.4 also wants DESCRIBE on them).
 
 Deliberate differences from Kafka 4.4 (compat/KNOWN_DIFFERENCES.md, "Consumer groups (KIP-848)"):
 - a regular expression subscription is resolved within the heartbeat (Kafka resolves it asynchronously, so
@@ -20,8 +22,10 @@ from typing import Any
 
 from construct import Container
 
-from fakekafka.handlers.groups import GROUP_OPERATIONS, NOT_REQUESTED, java_client_host, not_coordinator
+from fakekafka.handlers.authz import authorized_operations
+from fakekafka.handlers.groups import NOT_REQUESTED, java_client_host, may, not_coordinator
 from fakekafka.handlers.registry import RequestContext, handles
+from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.consumer_group import HeartbeatRequest
 from wire import ErrorCode
 
@@ -43,6 +47,8 @@ def heartbeat_error_response(ctx: RequestContext, req: Container, code: ErrorCod
 
 @handles(68, 0, 1, errors=heartbeat_error_response)
 def handle_consumer_group_heartbeat(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    if not may(ctx, AclOperation.READ, req.group_id):
+        return heartbeat_error_response(ctx, req, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if not_coordinator(ctx, req.group_id):
         return heartbeat_error_response(ctx, req, ErrorCode.NOT_COORDINATOR)
     owned = None if req.topic_partitions is None else [(t.topic_id, list(t.partitions)) for t in req.topic_partitions]
@@ -89,7 +95,9 @@ def handle_consumer_group_describe(ctx: RequestContext, req: Container) -> dict[
                                  "group_state": "", "group_epoch": 0, "assignment_epoch": 0, "assignor_name": "",
                                  "members": [], "authorized_operations": NOT_REQUESTED}
         group = coordinator.group(group_id)
-        if not_coordinator(ctx, group_id):
+        if not may(ctx, AclOperation.DESCRIBE, group_id):
+            entry["error_code"] = ErrorCode.GROUP_AUTHORIZATION_FAILED
+        elif not_coordinator(ctx, group_id):
             entry["error_code"] = ErrorCode.NOT_COORDINATOR
         elif group is None:
             classic = ctx.cluster.groups.group(group_id)
@@ -109,6 +117,6 @@ def handle_consumer_group_describe(ctx: RequestContext, req: Container) -> dict[
                 "target_assignment": _named(ctx, group.target.get(m.member_id, {})),
                 "member_type": MEMBER_TYPE_CONSUMER} for m in group.members.values()]
             if req.include_authorized_operations:
-                entry["authorized_operations"] = GROUP_OPERATIONS
+                entry["authorized_operations"] = authorized_operations(ctx, ResourceType.GROUP, group_id)
         out.append(entry)
     return {"throttle_time_ms": 0, "groups": out}

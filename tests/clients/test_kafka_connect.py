@@ -6,27 +6,29 @@ partition), source offsets in a compacted offsets topic (25), connector and task
 (5), each read to its end on start (KafkaBasedLog), and its workers form a group of protocol type "connect" over
 JoinGroup/SyncGroup (incremental cooperative rebalancing, subprotocol "sessioned"). Configured through its REST API,
 a FileStreamSource connector reads a file's lines into a topic (which the worker creates, topic.creation.*) and a
-FileStreamSink connector writes that topic to a file. The test checks, on one broker:
+FileStreamSink connector writes that topic to a file. One test, three worker JVMs, checks on one broker:
 
 - the sink file holds exactly the source file's lines, in order, and the REST API reports both connectors and their
   tasks RUNNING on the worker;
 - the worker stopped with SIGTERM commits its source offsets (offsets topic) and sink offsets (group
   `connect-<sink>`) on its way out; lines appended while it is down arrive once the restarted worker resumes from
   those offsets: nothing lost, nothing twice;
+- the restarted worker, and the second one, run with `exactly.once.source.support=enabled` (KIP-618: each poll of the
+  source task and its offset in one transaction, the leader's config writes transactional, the internal topics read
+  read_committed), the upgrade a one-worker cluster makes by restarting with the setting;
 - a second worker joining the group takes a connector and a task (the broker's DescribeGroups shows the two members
   and the assignments their leader sent), and lines keep flowing through the moved tasks exactly once;
-- pause, resume and delete through either worker (a follower forwards them to the leader) are records in the config
-  topic, the deletion a tombstone;
-- the internal topics are compacted, with Connect's partition counts.
-
-A second test runs a worker with `exactly.once.source.support=enabled`, SIGKILLs it inside a source transaction and
-restarts it: a read_committed reader sees every line once.
+- pause and resume through either worker (a follower forwards them to the leader) are records in the config topic;
+- the worker running the source task, SIGKILLed while it streams, most likely inside a transaction: the other worker
+  takes the task over, fences the transaction and resumes, and the sink (read_committed) writes each line once;
+- the sink deleted is a tombstone in the config topic; the internal topics are compacted, with Connect's partition
+  counts.
 
 Runs on the `kafka` fixture: fakekafka here, Apache Kafka under `pytest --kafka-real` (tests/test_kafka_real.py), so
-both brokers are held to the same assertions. Five worker JVM starts in all (three and two), never more than two at
-a time; every wait polls the REST API, the files or the topic. Skips (naming .ci/install.sh) without java or Connect's
-jars. fakekafka does not compact (compat/KNOWN_DIFFERENCES.md, "Kafka Connect"); Kafka leaves the active segment
-alone, so the records these tests read are the same on both.
+both brokers are held to the same assertions. Never more than two worker JVMs at a time; every wait polls the REST
+API, the files or the topic. Skips (naming .ci/install.sh) without java or Connect's jars. fakekafka does not compact
+(compat/KNOWN_DIFFERENCES.md, "Kafka Connect"); Kafka leaves the active segment alone, so the records this test reads
+are the same on both.
 """
 
 from __future__ import annotations
@@ -242,13 +244,39 @@ def _configs(admin: AdminClient, topic: str, *names: str) -> dict[str, str]:
     return {name: entries[name].value for name in names}
 
 
+def _read_committed(bootstrap: str, topic: str) -> list[str]:
+    """Every value a read_committed consumer reads from partition 0 of `topic`, up to its last stable offset."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    tp = TopicPartition(topic, 0)
+    end = admin.list_offsets({tp: OffsetSpec.latest()}, isolation_level=IsolationLevel.READ_COMMITTED,
+                             request_timeout=30)[tp].result().offset
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{uuid.uuid4().hex[:6]}",
+                         "isolation.level": "read_committed", "enable.auto.commit": False})
+    values: list[str] = []
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        deadline = time.monotonic() + WAIT_S
+        while consumer.position([tp])[0].offset < end:
+            assert time.monotonic() < deadline, f"read_committed read {len(values)} records of {topic}, not to {end}"
+            for m in consumer.consume(1000, 0.2):
+                if m.error() is None:
+                    values.append(m.value().decode())
+    finally:
+        consumer.close()
+    return values
+
+
 @pytest.mark.timeout(300)
-def test_distributed_file_source_to_sink_across_restart_and_rebalance(kafka: ClusterHandle, tmp_path: Path) -> None:
+def test_distributed_file_copy_across_restart_rebalance_and_kill(kafka: ClusterHandle, tmp_path: Path) -> None:
     cp = javautil.connect_classpath()
     run = f"connect-{uuid.uuid4().hex[:8]}"
     topic, src, snk = f"{run}-lines", f"{run}-src", f"{run}-snk"
     internal = _internal_topics(run)
-    worker_config = _worker_config(kafka, run)
+    worker_config = _worker_config(kafka, run, {"session.timeout.ms": "6000",  # a killed worker is gone sooner
+                                                "scheduled.rebalance.max.delay.ms": "0"})  # its tasks move at once
+    # the restarted worker and the second one run exactly-once sources (KIP-618): what a cluster upgraded from the
+    # default does once its only worker restarts with the setting
+    eos_config = {**worker_config, "exactly.once.source.support": "enabled"}
     source, sink = tmp_path / "source.txt", tmp_path / "sink.txt"
     written = _append(source, 0, 200)
 
@@ -277,7 +305,9 @@ def test_distributed_file_source_to_sink_across_restart_and_rebalance(kafka: Clu
             kafka.wait_for_topic(topic, 1, timeout=WAIT_S)   # the worker creates it for the source task
             first.rest("PUT", f"/connectors/{snk}/config", {
                 "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
-                "file": str(sink), "topics": topic, "tasks.max": "1"})
+                "file": str(sink), "topics": topic, "tasks.max": "1",
+                # aborted source transactions (below) stay out of the file
+                "consumer.override.isolation.level": "read_committed"})
             first.wait("200 lines in the sink file", sink_has(len(written)))
             assert _lines(sink) == written
             phases["copied"] = time.monotonic() - t0
@@ -300,7 +330,7 @@ def test_distributed_file_source_to_sink_across_restart_and_rebalance(kafka: Clu
 
             # lines appended while no worker runs; the restarted worker resumes from the committed offsets
             written += _append(source, len(written), 100)
-            again = ConnectWorker(cp, worker_config, tmp_path, "restarted")
+            again = ConnectWorker(cp, eos_config, tmp_path, "restarted")
             workers.append(again)
             again.wait("400 lines in the sink file", sink_has(len(written)))
             assert _lines(sink) == written
@@ -309,7 +339,7 @@ def test_distributed_file_source_to_sink_across_restart_and_rebalance(kafka: Clu
                 state == "RUNNING" for _, state in p.values()))
 
             # a second worker joins: the leader hands it a connector and a task, the moved ones carry on
-            second = ConnectWorker(cp, worker_config, tmp_path, "second")
+            second = ConnectWorker(cp, eos_config, tmp_path, "second")
             workers.append(second)
 
             def spread() -> dict[str, tuple[str, str]] | None:
@@ -359,20 +389,46 @@ def test_distributed_file_source_to_sink_across_restart_and_rebalance(kafka: Clu
             second.wait("the source resumed", lambda: states(second, src) == {"RUNNING"})
             written += _append(source, len(written), 50)
             second.wait("550 lines in the sink file", sink_has(len(written)))
-            second.rest("DELETE", f"/connectors/{snk}")
-            again.wait("the sink gone", lambda: again.rest("GET", "/connectors") == [src])
-            phases["paused, resumed, deleted"] = time.monotonic() - t0
+            phases["paused, resumed"] = time.monotonic() - t0
+
+            # SIGKILL the worker running the source task while it streams 10,000 lines, most likely inside a poll's
+            # transaction; the other worker takes the task over once the group drops the dead member, fences the
+            # transaction (InitProducerId on <group>-<connector>-<task>) and resumes from the last committed offset.
+            # The sink task already ran on the other worker: its read_committed consumer copies each line once.
+            running = again.wait("the tasks' places", lambda: _placement(_statuses(again)))[f"{src}-0"][0]
+            victim, survivor = (again, second) if running == again.worker_id else (second, again)
+            logged = kafka.end_offsets(topic)[0]
+            written += _append(source, len(written), 10_000)
+            victim.wait("the new lines in the log", lambda: kafka.end_offsets(topic)[0] > logged)
+            victim.kill()
+            at_kill = kafka.end_offsets(topic)[0] - logged
+            assert at_kill < 10_000, at_kill  # it had not finished: the lines and a marker per poll
+            survivor.wait(f"{len(written)} lines in the sink file", sink_has(len(written)))
+            assert _lines(sink) == written
+            assert _read_committed(kafka.bootstrap_servers, topic) == written
+            phases["failed over"] = time.monotonic() - t0
+            assert survivor.wait("the source task on the survivor", lambda: _placement(_statuses(survivor)))[
+                f"{src}-0"] == (survivor.worker_id, "RUNNING")
+
+            survivor.rest("DELETE", f"/connectors/{snk}")
+            survivor.wait("the sink gone", lambda: survivor.rest("GET", "/connectors") == [src])
+            phases["deleted"] = time.monotonic() - t0
         finally:
             for w in workers:  # SIGTERM to all first: the workers shut down side by side
                 if w.proc.poll() is None:
                     w.proc.send_signal(signal.SIGTERM)
             codes = [w.stop() for w in workers]
-    assert all(c in (0, 128 + signal.SIGTERM) for c in codes), codes
+    assert all(code in (0, 128 + signal.SIGTERM)
+               for w, code in zip(workers, codes, strict=True) if w is not victim), codes
     phases["all stopped"] = time.monotonic() - t0
     assert _lines(sink) == written
     assert _source_position(kafka, internal["offset"], src, source) == source.stat().st_size
-    assert kafka.committed(f"connect-{snk}") == {(topic, 0): len(written)}
+    # the sink commits the offset after the last record it was given; the commit marker behind it is not one
+    assert kafka.committed(f"connect-{snk}") == {(topic, 0): kafka.records(topic)[-1].offset + 1}
     assert not watch.problems, watch.problems
+    killed_inside = at_kill <= 2000  # no marker yet: the source task's first poll (2000 lines) was open
+    if killed_inside:  # its records stay in the log, aborted: read_uncommitted sees them as well
+        assert len(kafka.records(topic)) == len(written) + at_kill
 
     # the internal topics, as the worker created them
     for kind, partitions in (("config", 1), ("offset", 25), ("status", 5)):
@@ -391,96 +447,14 @@ def test_distributed_file_source_to_sink_across_restart_and_rebalance(kafka: Clu
         # what the workers asked of the broker beside produce and fetch: their group over JoinGroup/SyncGroup,
         # the internal topics' creation and cleanup.policy check, read-to-end through ListOffsets
         assert {"JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "CreateTopics", "DescribeConfigs",
-                "ListOffsets", "OffsetCommit", "OffsetFetch"} <= set(watch.api_calls), watch.api_calls
-    print(f"Kafka Connect distributed: {len(written)} lines; "
-          + ", ".join(f"{name} at {t:.1f} s" for name, t in phases.items()))
-
-
-def _read_committed(bootstrap: str, topic: str) -> list[str]:
-    """Every value a read_committed consumer reads from partition 0 of `topic`, up to its last stable offset."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    tp = TopicPartition(topic, 0)
-    end = admin.list_offsets({tp: OffsetSpec.latest()}, isolation_level=IsolationLevel.READ_COMMITTED,
-                             request_timeout=30)[tp].result().offset
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{uuid.uuid4().hex[:6]}",
-                         "isolation.level": "read_committed", "enable.auto.commit": False})
-    values: list[str] = []
-    try:
-        consumer.assign([TopicPartition(topic, 0, 0)])
-        deadline = time.monotonic() + WAIT_S
-        while consumer.position([tp])[0].offset < end:
-            assert time.monotonic() < deadline, f"read_committed read {len(values)} records of {topic}, not to {end}"
-            for m in consumer.consume(1000, 0.2):
-                if m.error() is None:
-                    values.append(m.value().decode())
-    finally:
-        consumer.close()
-    return values
-
-
-@pytest.mark.timeout(300)
-def test_exactly_once_source_across_a_killed_worker(kafka: ClusterHandle, tmp_path: Path) -> None:
-    """`exactly.once.source.support=enabled` (KIP-618): the source task writes each poll's records and its source
-    offset in one transaction (transactional id <group>-<connector>-<task>), the leader writes the config topic
-    through a transactional producer of its own (connect-cluster-<group>), and the workers read the internal topics
-    read_committed. The worker is SIGKILLed while the file streams in, with a transaction likely open; the restarted
-    worker's task fences it (InitProducerId on the same transactional id aborts it) and resumes from the last
-    committed offset, so a read_committed reader sees every line exactly once."""
-    cp = javautil.connect_classpath()
-    run = f"connect-eos-{uuid.uuid4().hex[:8]}"
-    topic, src = f"{run}-lines", f"{run}-src"
-    config = _worker_config(kafka, run, {"exactly.once.source.support": "enabled",
-                                         "session.timeout.ms": "6000"})  # the killed member leaves the group sooner
-    source = tmp_path / "source.txt"
-    written = _append(source, 0, 10_000)
-    phases: dict[str, float] = {}
-    t0 = time.monotonic()
-    workers: list[ConnectWorker] = []
-    with javautil._watch(kafka) as watch:
-        try:
-            first = ConnectWorker(cp, config, tmp_path, "first")
-            workers.append(first)
-            first.wait("the REST API", lambda: first.rest("GET", "/"))
-            first.rest("PUT", f"/connectors/{src}/config", {
-                "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
-                "file": str(source), "topic": topic, "tasks.max": "1",
-                # a transaction per poll of up to batch.size (2000) lines. (A smaller batch.size would strand lines:
-                # FileStreamSourceTask returns a full batch with lines still in its buffer, and once the file is
-                # read to its end it extracts them only after more data arrives. The connector's, on any broker.)
-                "exactly.once.support": "required", "transaction.boundary": "poll",
-                "topic.creation.default.partitions": "1", "topic.creation.default.replication.factor": "1"})
-            kafka.wait_for_topic(topic, 1, timeout=WAIT_S)
-            # killed once the first records are in the log (the high watermark), most likely inside the first poll's
-            # transaction, before its offset and its commit
-            first.wait("the first records", lambda: kafka.end_offsets(topic)[0] > 0, timeout=WAIT_S)
-            first.kill()
-            at_kill = kafka.end_offsets(topic)[0]
-            phases["killed"] = time.monotonic() - t0
-            assert at_kill < len(written), at_kill  # it had not finished: the lines and a marker per poll
-
-            written += _append(source, len(written), 100)
-            again = ConnectWorker(cp, config, tmp_path, "restarted")
-            workers.append(again)
-            again.wait("the source task running again", lambda: (p := _placement(_statuses(again))) and all(
-                state == "RUNNING" for _, state in p.values()))
-            again.wait("every line committed", lambda: _read_committed(kafka.bootstrap_servers, topic)[-1:]
-                       == written[-1:])
-            phases["all committed"] = time.monotonic() - t0
-        finally:
-            codes = [w.stop() for w in workers]
-    assert codes[1:] == [128 + signal.SIGTERM] or codes[1:] == [0], codes
-    assert _read_committed(kafka.bootstrap_servers, topic) == written
-    assert not watch.problems, watch.problems
-    killed_inside = at_kill <= 2000  # no marker yet: the first poll's transaction was open when the JVM died
-    if killed_inside:  # its records stay in the log, aborted: read_uncommitted sees them as well
-        assert len(kafka.records(topic)) == len(written) + at_kill
-    if isinstance(kafka, fakekafka.Cluster):  # the coordinator's side, which Kafka does not show over the wire
-        assert {"InitProducerId", "EndTxn"} <= set(watch.api_calls), watch.api_calls
+                "ListOffsets", "OffsetCommit", "OffsetFetch", "InitProducerId", "EndTxn"} <= set(watch.api_calls), \
+            watch.api_calls
+        # the coordinator's side, which Kafka does not show over the wire: the source task's transactions and the
+        # leader's, and the killed task's open one fenced by the survivor's InitProducerId rather than timed out
         task_txn = kafka.transaction(f"{run}-{src}-0")
-        leader_txn = kafka.transaction(f"connect-cluster-{run}")
-        assert task_txn is not None and leader_txn is not None, kafka.transactions()
+        assert task_txn is not None and kafka.transaction(f"connect-cluster-{run}") is not None, kafka.transactions()
         assert task_txn.state == "CompleteCommit", task_txn
-        if killed_inside:  # the restarted task's InitProducerId fenced the open transaction, no timeout needed
+        if killed_inside:
             assert ("Ongoing", "PrepareEpochFence") in task_txn.transitions, task_txn
-    print(f"Kafka Connect exactly-once source: {len(written)} lines, {at_kill} records (markers included) when "
-          "killed; " + ", ".join(f"{name} at {t:.1f} s" for name, t in phases.items()))
+    print(f"Kafka Connect distributed: {len(written)} lines, {at_kill} of the last 10,000 in the log when killed; "
+          + ", ".join(f"{name} at {t:.1f} s" for name, t in phases.items()))

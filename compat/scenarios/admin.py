@@ -42,7 +42,7 @@ def create_topic_validate_only(client: Client, env: Env) -> Outcome:
 
 
 def _defaults_expected(client: Client) -> Outcome:
-    if client.name == "aiokafka":  # aiokafka's NewTopic refuses -1 itself (IllegalArgumentError), before sending
+    if client.name.startswith("aiokafka"):  # aiokafka's NewTopic refuses -1 itself (IllegalArgumentError)
         return {"create": {"error": "CLIENT:IllegalArgumentError"}}
     return {"create": OK, "partitions": 1}
 
@@ -143,7 +143,7 @@ def _wait_led(env: Env, topic: str, partitions: int = 1) -> None:
 def _produce_after_delete_expected(client: Client) -> Outcome:
     # As producing to a topic that never existed (basics' unknown_topic_autocreate_off): Java-like clients
     # time out waiting for metadata, librdkafka reports the topic unknown.
-    produce = "UNKNOWN_TOPIC_OR_PARTITION" if client.name in ("confluent-kafka", "kcat") else "TIMEOUT"
+    produce = "UNKNOWN_TOPIC_OR_PARTITION" if client.name in ("confluent-kafka", "kcat", "rdkafka") else "TIMEOUT"
     return {"before": acks(client, [(0, 0)]), "after": {"error": produce}, "recreated": False}
 
 

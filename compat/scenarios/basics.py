@@ -262,9 +262,10 @@ ADMIN_EXPECTED = {
 
 
 def _admin_expected(client: Client) -> Outcome:
-    if client.name == "confluent-kafka":
+    if client.name in ("confluent-kafka", "rdkafka"):
         # librdkafka refuses num_partitions below -1 itself, before sending (rd_kafka_NewTopic_new:
-        # "num_partitions out of expected range"); confluent-kafka raises ValueError from NewTopic
+        # "num_partitions out of expected range"); confluent-kafka raises ValueError from NewTopic, the
+        # rdkafka crate KafkaError::AdminOpCreation
         return {**ADMIN_EXPECTED, "partitions_-5": {"error": "CLIENT_REJECTED"}}
     return ADMIN_EXPECTED
 
@@ -314,10 +315,10 @@ def _unknown_topic_expected(client: Client) -> Outcome:
     # - Java: send() waits max.block.ms for metadata, then TimeoutException "Topic ... not present in
     #   metadata" (KafkaProducer javadoc, max.block.ms); kafka-python and aiokafka mirror it
     #   (KafkaTimeoutError after max_block_ms / request_timeout_ms).
-    # - librdkafka (confluent-kafka, kcat): the message fails with ERR__UNKNOWN_TOPIC once the topic is
+    # - librdkafka (confluent-kafka, kcat, rdkafka): the message fails with ERR__UNKNOWN_TOPIC once the topic is
     #   still absent after topic.metadata.propagation.max.ms (librdkafka CONFIGURATION.md).
     # Metadata for it answers UNKNOWN_TOPIC_OR_PARTITION to every client, and the topic is not created.
-    produce = "UNKNOWN_TOPIC_OR_PARTITION" if client.name in ("confluent-kafka", "kcat") else "TIMEOUT"
+    produce = "UNKNOWN_TOPIC_OR_PARTITION" if client.name in ("confluent-kafka", "kcat", "rdkafka") else "TIMEOUT"
     return {"produce": {"error": produce}, "metadata": {"error": "UNKNOWN_TOPIC_OR_PARTITION"}, "created": False}
 
 

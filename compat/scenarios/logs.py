@@ -87,9 +87,10 @@ OUT_OF_ORDER = [T0 + 5000, T0 + 1000, T0 + 3000, T0 + 2000]
 @scenario("list_offsets_unordered_timestamps", lambda client: {
     "at_t0": 0, "at_2000": 0, "at_4000": 0, "at_5001": None,
     # OffsetSpec.maxTimestamp() is in kafka-clients 3.0 and later (KIP-734): not in java-2.8, nor in
-    # kafka-python 2.0.2 or confluent-kafka 1.9.2
+    # kafka-python 2.0.2, confluent-kafka 1.9.2, aiokafka or the rdkafka crate (no ListOffsets admin call)
     "max_timestamp": "unsupported" if client.name in ("aiokafka", "kcat", "java-2.8", "kafka-python-2.0.2",
-                                                       "confluent-kafka-1.9.2") else 0})
+                                                       "confluent-kafka-1.9.2", "rdkafka",
+                                                       "aiokafka-0.13.0") else 0})
 def list_offsets_unordered_timestamps(client: Client, env: Env) -> Outcome:
     """Timestamps 5000, 1000, 3000, 2000 (ms past T0): by time finds the first offset with a timestamp at
     least the one asked for, wherever later records stand; max timestamp is offset 0."""
@@ -177,7 +178,7 @@ def fetch_mid_batch(client: Client, env: Env) -> Outcome:
 # librdkafka (auto.offset.reset=error) reports ERR__AUTO_OFFSET_RESET, its "no offset" error, for it
 @scenario("fetch_below_log_start", lambda client: {
     "reset_earliest": [2, 3],
-    "reset_none": {"error": "NO_OFFSET_FOR_PARTITION" if client.name.startswith("confluent-kafka")
+    "reset_none": {"error": "NO_OFFSET_FOR_PARTITION" if client.name.startswith(("confluent-kafka", "rdkafka"))
                    else "OFFSET_OUT_OF_RANGE"}}, uses=("admin",))
 def fetch_below_log_start(client: Client, env: Env) -> Outcome:
     """After DeleteRecords before 2, reading from 0: reset to the log start, or an error with reset none."""

@@ -56,7 +56,7 @@ def fnv1a32(data: bytes) -> int:
 
 
 def default_partition(client: str, key: bytes, n: int) -> int:
-    if client in ("confluent-kafka", "kcat") or client.startswith("confluent-kafka"):
+    if client in ("confluent-kafka", "kcat", "rdkafka") or client.startswith("confluent-kafka"):
         return zlib.crc32(key) % n
     if client == "sarama":  # HashPartitioner: FNV-1a as a signed 32-bit value, remainder made positive
         h = fnv1a32(key)
@@ -157,7 +157,7 @@ def max_message_bytes_topic(client: Client, env: Env) -> Outcome:
 # aiokafka has no error class for INVALID_RECORD (87) and reports UnknownError (UNKNOWN_SERVER_ERROR)
 @scenario("compacted_topic_null_key", lambda client: {
     "keyed": acks(client, [(0, 0)]), "end": 1,
-    "null_key": {"error": "UNKNOWN_SERVER_ERROR" if client.name == "aiokafka" else "INVALID_RECORD"}})
+    "null_key": {"error": "UNKNOWN_SERVER_ERROR" if client.name.startswith("aiokafka") else "INVALID_RECORD"}})
 def compacted_topic_null_key(client: Client, env: Env) -> Outcome:
     """cleanup.policy=compact: a keyed record is taken, one without a key refused (INVALID_RECORD)."""
     topic = env.name("t")
@@ -170,7 +170,9 @@ def compacted_topic_null_key(client: Client, env: Env) -> Outcome:
 def _unknown_partition_expected(client: Client) -> Outcome:
     # kafka-python and aiokafka refuse a partition metadata does not show before sending
     produce = {"confluent-kafka": "UNKNOWN_TOPIC_OR_PARTITION", "kcat": "UNKNOWN_TOPIC_OR_PARTITION",
-               "kafka-python": "CLIENT_REJECTED", "aiokafka": "CLIENT_REJECTED"}.get(client.name, "TIMEOUT")
+               "rdkafka": "UNKNOWN_TOPIC_OR_PARTITION",
+               "kafka-python": "CLIENT_REJECTED", "aiokafka": "CLIENT_REJECTED", "aiokafka-0.13.0": "CLIENT_REJECTED",
+               }.get(client.name, "TIMEOUT")
     return {"produce": {"error": produce}, "end": 0}
 
 

@@ -1,7 +1,7 @@
-"""The Go and Node clients' compat drivers (compat/clients/go, compat/clients/node) on the test's cluster:
-the one driver per client that `python -m compat` runs (tests/test_compat.py runs every scenario through
-them on Kafka and fakekafka); here, what each driver must do whatever the scenario: speak the protocol,
-carry records through unchanged and name a broker's refusal as Kafka does."""
+"""The Go, Node and Rust clients' compat drivers (compat/clients/go, node, rust) on the test's cluster: the
+one driver per client that `python -m compat` runs (tests/test_compat.py runs every scenario through them on
+Kafka and fakekafka); here, what each driver must do whatever the scenario: speak the protocol, carry
+records through unchanged and name a broker's refusal as Kafka does."""
 
 from __future__ import annotations
 
@@ -12,11 +12,13 @@ import pytest
 from compat.clients import make_client
 from compat.clients.agent import AgentClient
 from compat.clients.base import ClientError, Rec, Timing, Unsupported
+from compat.clients.toolchains import RUST_DIR
 from fakekafka.handle import ClusterHandle
+from wire import ErrorCode
 
 pytestmark = pytest.mark.clients
 
-GO_NODE = ("franz-go", "sarama", "kafka-go", "kafkajs")
+GO_NODE = ("franz-go", "sarama", "kafka-go", "kafkajs", "rdkafka")
 
 
 @pytest.fixture(params=GO_NODE)
@@ -52,3 +54,10 @@ def test_a_refusal_is_named_as_kafka_names_it(client: AgentClient, kafka: Cluste
     with pytest.raises(ClientError) as refused:
         client.create_topic("twice", 1)
     assert refused.value.code == "TOPIC_ALREADY_EXISTS"
+
+
+def test_the_rust_drivers_error_names_are_kafkas() -> None:
+    """compat/clients/rust/src/kafka_errors.rs is generated from wire.ErrorCode: every code, by Kafka's name."""
+    import re
+    table = dict(re.findall(r'(-?\d+) => "([A-Z_0-9]+)"', (RUST_DIR / "src" / "kafka_errors.rs").read_text()))
+    assert table == {str(int(c)): c.name for c in ErrorCode}

@@ -54,6 +54,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec
 import fakekafka
 from fakekafka.handle import ClusterHandle
 from tests import javautil
+from tests.rawclient import RawClient
 
 pytestmark = pytest.mark.clients
 
@@ -204,6 +205,33 @@ def decode_connect_assignment(buf: bytes) -> dict[str, Any]:
     revoked, pos = _read_assignment_list(buf, pos) if version >= 1 else ({}, pos)
     return {"version": version, "error": error, "leader": leader, "leader_url": leader_url,
             "config_offset": config_offset, "assigned": assigned, "revoked": revoked}
+
+
+def decode_connect_metadata(buf: bytes) -> dict[str, Any]:
+    """A `connect` group member's metadata as it sent it in JoinGroup (Connect's format, versions 0-2): its REST URL
+    and the config offset it had read (versions 1 and 2 add the assignment it holds, not read here)."""
+    (version,) = struct.unpack_from(">h", buf, 0)
+    url, pos = _read_string(buf, 2)
+    (config_offset,) = struct.unpack_from(">q", buf, pos)
+    return {"version": version, "url": url, "config_offset": config_offset}
+
+
+def _described_members(bootstrap: str, group: str) -> dict[str, bytes]:
+    """DescribeGroups v5 from the group's coordinator, over the wire: each member's client id and its metadata (which
+    a Stable group's answer carries)."""
+    raw = RawClient(bootstrap)
+    try:
+        found = raw.request(10, 4, {"key_type": 0, "coordinator_keys": [group]}).coordinators[0]
+    finally:
+        raw.close()
+    assert found.error_code == 0, found
+    raw = RawClient(f"{found.host}:{found.port}")
+    try:
+        described = raw.request(15, 5, {"groups": [group], "include_authorized_operations": False}).groups[0]
+    finally:
+        raw.close()
+    assert (described.error_code, described.group_state) == (0, "Stable"), described
+    return {m.client_id: bytes(m.member_metadata) for m in described.members}
 
 
 def _source_position(kafka: ClusterHandle, offsets_topic: str, connector: str, source: Path) -> int | None:
@@ -371,6 +399,12 @@ def test_distributed_file_copy_across_restart_rebalance_and_kill(kafka: ClusterH
             named = {(connector, task) for a in assignments for moved in (a["assigned"], a["revoked"])
                      for connector, tasks in moved.items() for task in tasks}
             assert named <= {(src, CONNECTOR_TASK), (src, 0), (snk, CONNECTOR_TASK), (snk, 0)}, assignments
+            # and each member's metadata is what it sent in JoinGroup: its own REST URL, the config it had read
+            metadata = {client: decode_connect_metadata(m)
+                        for client, m in _described_members(kafka.bootstrap_servers, run).items()}
+            assert {client: (m["version"], m["url"].rstrip("/")) for client, m in metadata.items()} == {
+                f"connect-{w.worker_id}": (2, w.url) for w in (again, second)}, metadata
+            assert all(m["config_offset"] > 0 for m in metadata.values()), metadata  # both connectors were read
 
             written += _append(source, len(written), 100)
             second.wait("500 lines in the sink file", sink_has(len(written)))

@@ -12,6 +12,10 @@ cluster) or reached at an address (bootstrap=HOST:PORT).
     librdkafka-mock    the mock cluster inside librdkafka (confluent-kafka): only librdkafka clients can
                        talk to it; no CreateTopics (topics appear with 4 partitions when first asked for)
     bootstrap=H:P      any running cluster; whether it auto-creates topics is probed once
+    proxy:KIND         any of the above behind `fakekafka proxy` (a subprocess): every client reaches the
+                       broker only through the proxy's listeners. With KIND itself in the same run, the proxy
+                       stands in front of that very broker (one Kafka, two ways in), and each proxied cell is
+                       judged against the direct cell of the same scenario and client
 
 A broker that cannot be had here raises Unavailable with the reason and how to fix it; its cells are
 skipped, not failed.
@@ -39,13 +43,14 @@ from compat.clients.base import Timing, Unsupported
 if TYPE_CHECKING:
     from compat.env import Env
 
-__all__ = ["KINDS", "Target", "Unavailable", "start_target", "stop_live_targets", "stop_targets",
-           "tansu_binary"]
+__all__ = ["KINDS", "PROXY", "Target", "Unavailable", "start_proxy", "start_target", "stop_live_targets",
+           "stop_targets", "tansu_binary"]
 
 HOST = "127.0.0.1"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KAFKA_IMAGE = "apache/kafka:3.9.0"
-KINDS = ("fakekafka", "tansu", "kafka", "kafka-3", "librdkafka-mock", "bootstrap=HOST:PORT")
+KINDS = ("fakekafka", "tansu", "kafka", "kafka-3", "librdkafka-mock", "bootstrap=HOST:PORT", "proxy:KIND")
+PROXY = "proxy:"
 
 FAST = Timing(op_s=15, fetch_s=10, group_s=30, session_timeout_ms=6000, heartbeat_ms=500, metadata_ms=2000)
 SLOW_GROUPS = Timing(op_s=12, fetch_s=12, group_s=45, session_timeout_ms=10000, heartbeat_ms=1000, metadata_ms=3000)
@@ -68,6 +73,13 @@ class Target:
     cannot: dict[str, str] = field(default_factory=dict)  # client abilities it cannot serve (see Client.cannot)
     client_cannot: dict[str, dict[str, str]] = field(default_factory=dict)  # the same, for one client only
     stop: Callable[[], None] = field(default=lambda: None, repr=False)
+    behind: str | None = None  # proxy:KIND: the name of the broker behind the proxy
+
+    @property
+    def prefix_tag(self) -> str:
+        """Set into every topic and group name of this broker's cells: a proxy and the broker behind it, in
+        one run, are one cluster, and their cells must not share names."""
+        return "p-" if self.behind is not None else ""
 
     def features(self) -> set[str]:
         return {"auto_create_off"} if self.auto_create is False else set()
@@ -315,19 +327,59 @@ def connect_bootstrap(address: str) -> Target:
                   auto_create=auto, note=f"auto-create {'on' if auto else 'off'} (probed)")
 
 
+def start_proxy(behind: Target, stop_behind: Callable[[], None] | None = None) -> Target:
+    """`fakekafka proxy` (a subprocess, as users run it) in front of `behind`: the same broker, reached
+    through the proxy's listeners. `stop_behind` also stops the broker when the proxy stops (a broker
+    started for the proxy alone)."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    cmd = [sys.executable, "-m", "fakekafka", "proxy", "--upstream", behind.bootstrap, "--listen", f"{HOST}:0",
+           "--log-level", "warning"]
+    try:
+        proc, m = _spawn(cmd, re.compile(rb"bootstrap\.servers=(\S+)"), 30, env=env)
+    except Unavailable:
+        if stop_behind is not None:
+            stop_behind()
+        raise
+
+    def stop() -> None:
+        try:
+            _kill(proc)
+        finally:
+            if stop_behind is not None:
+                stop_behind()
+    note = f"fakekafka proxy in front of {behind.name} ({behind.bootstrap}{'; ' + behind.note if behind.note else ''})"
+    return dataclasses.replace(behind, name=f"{PROXY}{behind.name}", bootstrap=m.group(1).decode(), note=note,
+                               stop=stop, behind=behind.name)
+
+
 _LIVE: list[Target] = []
 
 
-def start_target(spec: str) -> Target:
+def start_target(spec: str, running: dict[str, Target] | None = None) -> Target:
     """The broker named on the command line (see the module docstring); Unavailable if it cannot be had.
-    Until it is stopped it is also in the list stop_live_targets() stops (on SIGTERM, see compat/__main__.py)."""
+    `proxy:KIND` puts a proxy in front of `running[KIND]` when the run has that broker already, else in front
+    of a KIND of its own. Until it is stopped it is also in the list stop_live_targets() stops (on SIGTERM,
+    see compat/__main__.py)."""
+    if spec.startswith(PROXY):
+        inner = spec[len(PROXY):]
+        if inner.startswith(PROXY) or not inner:
+            raise ValueError(f"{spec!r}: proxy:KIND takes one broker kind, e.g. proxy:kafka")
+        shared = (running or {}).get(inner)
+        if shared is not None:
+            return _live(start_proxy(shared))
+        behind = start_target(inner)
+        return _live(start_proxy(behind, behind.stop))
     if spec.startswith("bootstrap="):
         return connect_bootstrap(spec.split("=", 1)[1])
     starters = {"fakekafka": start_fakekafka, "tansu": start_tansu, "kafka": start_kafka,
                 "kafka-3": lambda: start_kafka(3), "librdkafka-mock": start_librdkafka_mock}
     if spec not in starters:
         raise ValueError(f"unknown broker {spec!r}: choose from {', '.join(KINDS)}")
-    target = starters[spec]()
+    return _live(starters[spec]())
+
+
+def _live(target: Target) -> Target:
+    """Lists the target for stop_live_targets() until it stops (once)."""
     stop = target.stop
 
     def stop_once() -> None:

@@ -15,6 +15,9 @@ A cell's status:
 The reference for (scenario, client) is that client's outcome on real Kafka when the run included a
 `kafka` broker that produced one (compared with exception type names kept), else the scenario's written
 expectation (compared without them). Kafka's own cells are judged against the written expectation.
+A cell through a proxy (`proxy:KIND`) is judged against the same client's cell on KIND directly when the
+run had it (reference `direct`: the proxy must change nothing a client can see, an unsupported cell
+included); without it, as KIND's cells are, and KIND's rows in KNOWN_DIFFERENCES.md excuse it too.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compat.brokers import Target, Unavailable, start_target, stop_targets
+from compat.brokers import PROXY, Target, Unavailable, start_target, stop_targets
 from compat.clients import CLIENTS, make_client
 from compat.clients.agent import AgentClient
 from compat.clients.base import Client, Unsupported
@@ -100,7 +103,7 @@ def _run_cell(scenario: Scenario, client: Client, target: Target, run_id: str) -
     if "auto_create_off" in missing:
         cell.status, cell.detail = "unsupported", f"{target.name} runs with topic auto-creation on"
         return cell
-    env = Env(target, f"compat-{run_id}-{scenario.name}-{client.name}")
+    env = Env(target, f"compat-{run_id}-{target.prefix_tag}{scenario.name}-{client.name}")
     t0 = time.monotonic()
     try:
         cell.outcome = normalise(scenario.run(client, env), keep_client_types=True)
@@ -161,11 +164,20 @@ def _lane(target: Target, client_name: str, scenarios: list[Scenario], quick: bo
 def _judge(cells: list[Cell], known: list[Known]) -> list[str]:
     by_key = {(c.scenario, c.client, c.broker): c for c in cells}
     for c in cells:
+        direct = _direct(c, by_key)
+        if direct is not None and c.status == "unsupported" and direct.status in ("pass", "differs", "done"):
+            # the proxy must not take away what the broker behind it can do
+            c.status, c.reference = "differs", "direct"
+            c.diff = [f"/: unsupported through the proxy ({c.detail.strip()[:200]}), ran directly"]
+            continue
         if c.status != "done":
             continue
         scenario = SCENARIOS[c.scenario]
         kafka = by_key.get((c.scenario, c.client, "kafka"))
-        if c.broker != "kafka" and kafka is not None and kafka.status in ("pass", "differs", "done"):
+        if direct is not None and direct.status in ("pass", "differs", "done"):
+            c.reference = "direct"  # the same client on the same broker without the proxy
+            want, got = direct.outcome, c.outcome
+        elif c.broker != "kafka" and kafka is not None and kafka.status in ("pass", "differs", "done"):
             c.reference = "kafka"
             want = kafka.outcome
             got = c.outcome
@@ -180,12 +192,27 @@ def _judge(cells: list[Cell], known: list[Known]) -> list[str]:
         c.status = "differs" if c.diff else "pass"
     used: set[int] = set()
     for c in cells:
-        if c.status in FAILING:
-            for k in known:
-                if k.excuses(c.scenario, c.client, c.broker, c.status, c.diff):
-                    c.known = k.reason
-                    used.add(k.line)
-                    break
+        if c.status not in FAILING:
+            continue
+        for k in known:
+            if k.excuses(c.scenario, c.client, c.broker, c.status, c.diff):
+                c.known = k.reason
+                used.add(k.line)
+                break
+        behind = c.broker[len(PROXY):] if c.broker.startswith(PROXY) else None
+        if c.known or behind is None or c.reference == "direct":
+            continue
+        # judged as the broker behind it would be (its direct cell did not run or did not get this far): what
+        # that broker is known for excuses the proxied cell too
+        direct = by_key.get((c.scenario, c.client, behind))
+        if direct is not None and direct.status == c.status == "error" and direct.known:
+            c.known = f"as directly: {direct.known}"
+            continue
+        for k in known:
+            if k.excuses(c.scenario, c.client, behind, c.status, c.diff):
+                c.known = f"as directly: {k.reason}"
+                used.add(k.line)
+                break
     # stale: listed, excusing nothing, and some cell it names passes (a cell only another row excuses, e.g.
     # kcat on tansu, or one `--quick` skipped, says nothing about whether this row still holds)
     ran = {(c.scenario, c.client, c.broker) for c in cells if c.status == "pass"}
@@ -195,6 +222,18 @@ def _judge(cells: list[Cell], known: list[Known]) -> list[str]:
             stale.append(f"KNOWN_DIFFERENCES.md line {k.line} ({k.scenario} / {k.client} / {k.broker}) "
                          f"matched only passing cells")
     return stale
+
+
+def _spec_order(specs: list[str], name: str) -> int:
+    """Where a broker (its name is its spec) came on the command line."""
+    return specs.index(name) if name in specs else len(specs)
+
+
+def _direct(cell: Cell, by_key: dict[tuple[str, str, str], Cell]) -> Cell | None:
+    """For a cell through a proxy, the same scenario and client on the broker behind it, when the run had it."""
+    if not cell.broker.startswith(PROXY):
+        return None
+    return by_key.get((cell.scenario, cell.client, cell.broker[len(PROXY):]))
 
 
 def read_conformance(path: Path = CONFORMANCE_FILE) -> dict[str, Any] | None:
@@ -229,15 +268,19 @@ def run(brokers: list[str], clients: list[str] | None = None, scenarios: list[st
     info: dict[str, dict[str, Any]] = {}
     cells: list[Cell] = []
     try:
-        for spec in brokers:
+        running: dict[str, Target] = {}
+        # the brokers first, then the proxies: a proxy stands in front of its broker when the run has it
+        for spec in sorted(brokers, key=lambda b: b.startswith(PROXY)):
             try:
-                target = start_target(spec)
+                target = start_target(spec, running)
                 targets.append(target)
+                running[target.name] = target
                 info[target.name] = {"bootstrap": target.bootstrap, "available": True, "note": target.note}
             except Unavailable as e:
                 name = spec
                 info[name] = {"available": False, "reason": str(e)}
                 cells.extend(Cell(s.name, c, name, "skipped", detail=str(e)) for s in chosen for c in client_names)
+        info = {k: info[k] for k in sorted(info, key=lambda k: _spec_order(brokers, k))}
         with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as pool:
             futures = {pool.submit(_lane, t, c, chosen, quick, run_id): (t.name, c) for t in targets
                        for c in client_names}
@@ -247,9 +290,9 @@ def run(brokers: list[str], clients: list[str] | None = None, scenarios: list[st
                 if progress is not None:
                     progress(futures[fut], lane_cells)
     finally:
-        stop_targets(targets)
+        stop_targets(targets[::-1])  # proxies before the brokers behind them
     order = {s.name: i for i, s in enumerate(chosen)}
-    cells.sort(key=lambda c: (order[c.scenario], client_names.index(c.client), c.broker))
+    cells.sort(key=lambda c: (order[c.scenario], client_names.index(c.client), _spec_order(brokers, c.broker)))
     stale = _judge(cells, load_known(known_file) if known_file else load_known())
     return Report(started, round(time.monotonic() - t0, 1), info, client_names, [s.name for s in chosen], quick,
                   read_conformance(), cells, stale)

@@ -1,0 +1,49 @@
+"""How `python -m compat` judges cells through a proxy (`--broker proxy:KIND`), without brokers: against the
+same client's direct cell when the run had it, else as KIND's own cells with KIND's known differences."""
+
+from __future__ import annotations
+
+from compat.known import Known
+from compat.runner import Cell, _judge
+
+SCENARIO = "roundtrip_lz4"
+
+
+def _cell(broker: str, status: str = "done", outcome: object = None, **kw: object) -> Cell:
+    return Cell(SCENARIO, "kafka-python", broker, status=status, outcome=outcome, **kw)  # type: ignore[arg-type]
+
+
+def test_a_proxied_cell_is_judged_against_the_direct_one() -> None:
+    direct = _cell("tansu", outcome={"records": [1, 2]})
+    same = _cell("proxy:tansu", outcome={"records": [1, 2]})
+    _judge([direct, same], [])
+    assert (same.status, same.reference, same.diff) == ("pass", "direct", [])
+
+    direct = _cell("tansu", outcome={"records": [1, 2]})
+    other = _cell("proxy:tansu", outcome={"records": [1]})
+    _judge([direct, other], [])
+    assert (other.status, other.reference) == ("differs", "direct")
+    assert other.diff and other.diff[0].startswith("/records")
+
+
+def test_unsupported_only_through_the_proxy_is_a_difference() -> None:
+    direct = _cell("fakekafka", outcome={"records": [1]})
+    proxied = _cell("proxy:fakekafka", "unsupported", detail="the client could not connect")
+    _judge([direct, proxied], [])
+    assert proxied.status == "differs" and "unsupported through the proxy" in proxied.diff[0]
+    both = [_cell("fakekafka", "unsupported"), _cell("proxy:fakekafka", "unsupported")]
+    _judge(both, [])
+    assert [c.status for c in both] == ["unsupported", "unsupported"]
+
+
+def test_without_a_direct_cell_the_brokers_own_known_rows_excuse_it() -> None:
+    row = Known(SCENARIO, "*", "tansu", ("*",), "tansu does it its own way", 1)
+    alone = _cell("proxy:tansu", outcome={"records": []})
+    _judge([alone], [row])
+    assert (alone.status, alone.reference) == ("differs", "expected")
+    assert alone.known == "as directly: tansu does it its own way"
+    # with the direct cell in the run, its outcome is the reference and tansu's row excuses nothing
+    direct, proxied = _cell("tansu", outcome={"records": []}), _cell("proxy:tansu", outcome={"records": [9]})
+    _judge([direct, proxied], [row])
+    assert direct.known and (proxied.status, proxied.known) == ("differs", "")
+

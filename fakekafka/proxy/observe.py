@@ -96,8 +96,8 @@ def exchange_record(proxy: ProxyServer, exchange: _Exchange, slot: _Slot, node_i
     return RequestRecord(
         int(slot.wall * 1000), node_id, peer, head.client_id, head.api_name, head.api_version, head.correlation_id,
         latency, tuple(ErrorCode(c).name if c in _KNOWN else str(c) for c in sorted(codes)), slot.wall,
-        client_software_name=name, client_software_version=version, request_bytes=len(exchange.request_frame) + 4,
-        response_bytes=len(exchange.response_frame) + 4 if exchange.response_frame is not None else 0,
+        client_software_name=name, client_software_version=version, request_bytes=exchange.request_size + 4,
+        response_bytes=(exchange.response_size or 0) + 4 if exchange.response_size is not None else 0,
         topics=topics, groups=groups, records=records, generation_id=generation, member_id=member,
         partition_records=per_partition)
 

@@ -24,7 +24,8 @@ Rewriter = Callable[[int, str, int], tuple[str, int]]
 """(node id, upstream host, upstream port) -> the (host, port) clients are told instead."""
 
 
-def may_name_a_broker(api_key: int, version: int, frame: bytes | memoryview, hosts: Iterable[bytes]) -> bool:
+def may_name_a_broker(api_key: int, version: int, frame: bytes | bytearray | memoryview,
+                      hosts: Iterable[bytes]) -> bool:
     """Whether a response must be decoded to rewrite addresses: always for the cluster-describing APIs,
     for the others only when an upstream host name occurs in it (a record that happens to contain one
     costs a decode, nothing else)."""
@@ -33,7 +34,7 @@ def may_name_a_broker(api_key: int, version: int, frame: bytes | memoryview, hos
     first = MAYBE_ADDRESSES.get(api_key)
     if first is None or version < first:
         return False
-    data = frame if isinstance(frame, bytes) else bytes(frame)
+    data = frame if isinstance(frame, (bytes, bytearray)) else bytes(frame)
     return any(host in data for host in hosts)
 
 

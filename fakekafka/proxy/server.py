@@ -16,6 +16,10 @@ rules (fakekafka/model/faults.py), matched on the header (and the body, only whe
 - throttle: the answer's throttle_time_ms set;
 - an unreachable broker (`kill_broker`): its listener closed and its connections dropped, as a dead broker.
 
+Both connections of a pair are asyncio BufferedProtocols read into reusable buffers (a large frame straight
+into its own): a request is forwarded, and an answer that is due written to the client, in the callback
+that read it, without a task switch or a copy beyond the one out of the socket.
+
 Backpressure both ways: a client that does not read its answers stops the proxy reading that connection's
 upstream (and, with 64 requests waiting, reading the client); a slow upstream stops the proxy reading the
 client. A malformed frame from either side closes that pair of connections with a log line.
@@ -26,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import io
 import logging
 import socket
 import ssl
@@ -51,8 +56,9 @@ _SIZE = struct.Struct(">i")
 _CORRELATION = struct.Struct(">i")
 _MAX_IN_FLIGHT = 64
 """Requests read from a client and not yet answered; past it the client is not read (Kafka reads one)."""
-_MAX_UNSENT_BYTES = 64 * 1024 * 1024
-"""Answers read from the upstream and not yet written to a slow client; past it the upstream is not read."""
+_HIGH_WATER, _LOW_WATER = 4 << 20, 1 << 20
+"""Each side's write buffer: past the high mark the other side is not read until the buffer is below the low
+one (a slow client stops the proxy reading its upstream, a slow upstream stops it reading the client)."""
 BOOTSTRAP = -1
 """The node id faults and records give the bootstrap listener's connections."""
 
@@ -80,18 +86,28 @@ class ProxyEvent:
     details: dict[str, Any]
 
 
+_PENDING: Any = object()
+"""A slot's answer before it is known."""
+
+
 @dataclass(slots=True)
 class _Slot:
     """One request of a client connection, in the order its answer is due."""
 
     head: RequestHead
-    frame: bytes
+    whole: bytearray | bytes
+    """The request as received, size prefix included (forwarded as it is)."""
     wall: float
     started: float
     faults: list[Fault]
-    answer: asyncio.Future[list[bytes] | None]
-    """The frames to write (size prefixes included); None: close the connection instead."""
-    upstream_frame: bytes | None = None
+    answer: Any = _PENDING
+    """The buffers to write (each one whole answer frame), [] for none, None: close the connection instead."""
+    upstream_frame: bytearray | bytes | None = None
+
+    @property
+    def frame(self) -> memoryview:
+        """The request without its size prefix."""
+        return memoryview(self.whole)[4:]
 
 
 @dataclass
@@ -165,8 +181,9 @@ class ProxyServer:
             await self._serve(listener)
 
     async def stop(self) -> None:
-        """Closes the listeners and every connection, and waits for their tasks to end (a task left pending when
-        the loop stops would be finalised later, at a random point of another thread's work)."""
+        """Closes the listeners and every connection, and waits for the upstream connections being opened (a
+        task left pending when the loop stops would be finalised later, at a random point of another thread's
+        work)."""
         for listener in self.listeners.values():
             await self._close_listener(listener)
         for pair in list(self._pairs):
@@ -199,9 +216,8 @@ class ProxyServer:
     async def _serve(self, listener: _Listener) -> None:
         if listener.server is not None or listener.sock is None:
             return
-        listener.server = await asyncio.start_server(
-            lambda r, w: self._accept(listener, r, w), sock=listener.sock, ssl=self.client_ssl,
-            limit=1 << 20)
+        listener.server = await asyncio.get_running_loop().create_server(
+            lambda: _ClientSide(self, listener), sock=listener.sock, ssl=self.client_ssl)
 
     async def _close_listener(self, listener: _Listener) -> None:
         server, listener.server = listener.server, None
@@ -267,48 +283,34 @@ class ProxyServer:
         self.event("broker_reachable", broker=node_id, port=listener.port)
 
     # --- connections ----------------------------------------------------------------------------------------
-    async def _accept(self, listener: _Listener, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-                      ) -> None:
-        task = asyncio.current_task()
-        if task is not None:
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-        peer = writer.get_extra_info("peername")
-        peer_text = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
-        if not listener.reachable:
-            writer.close()
-            return
+    async def _connect(self, pair: _Pair) -> None:
+        """Opens the pair's upstream connection (the bootstrap listener: the first upstream address that
+        answers), then lets the client's requests flow."""
+        listener = pair.listener
         targets = self.upstreams if listener.node_id == BOOTSTRAP else [self.nodes[listener.node_id]]
-        upstream_io = None
+        loop = asyncio.get_running_loop()
         last_error: Exception | None = None
         for target in targets:
             try:
-                upstream_io = await asyncio.wait_for(asyncio.open_connection(
-                    target.host, target.port, ssl=self.upstream_ssl, limit=1 << 20,
+                transport, _ = await asyncio.wait_for(loop.create_connection(
+                    lambda: _UpstreamSide(pair), target.host, target.port, ssl=self.upstream_ssl,
                     server_hostname=target.host if self.upstream_ssl is not None else None), 10)
                 break
             except (OSError, TimeoutError, ssl.SSLError) as e:
                 last_error = e
-        if upstream_io is None:
-            log.warning("client %s: no upstream reachable for broker %s (%s); closing", peer_text,
-                        "bootstrap" if listener.node_id == BOOTSTRAP else listener.node_id, last_error)
-            writer.close()
+        else:
+            log.warning("client %s: no upstream reachable for broker %s (%s); closing", pair.peer,
+                        pair._node_text(), last_error)
+            pair.close(None)
+            return
+        if pair.closed:  # the client left (or the listener closed) meanwhile
+            transport.close()
             return
         self.upstream_connections += 1
-        local = upstream_io[1].get_extra_info("sockname")
+        local = transport.get_extra_info("sockname")
         if isinstance(local, tuple):
             self.upstream_local_addresses.add(f"{local[0]}:{local[1]}")
-        pair = _Pair(self, listener, peer_text, reader, writer, *upstream_io)
-        listener.pairs.add(pair)
-        self._pairs.add(pair)
-        try:
-            await pair.run()
-        except asyncio.CancelledError:
-            pass  # the proxy is stopping; asyncio's stream callback treats a cancelled handler as an error
-        finally:
-            listener.pairs.discard(pair)
-            self._pairs.discard(pair)
-            self.software.pop(pair.connection, None)
+        pair.connected()
 
     # --- answers the proxy makes itself ---------------------------------------------------------------------
     def stand_in(self) -> ClusterState:
@@ -324,14 +326,13 @@ class ProxyServer:
             self._stand_in = state
         return self._stand_in
 
-    def error_answer(self, head: RequestHead, frame: bytes, code: ErrorCode) -> bytes | None:
+    def error_answer(self, head: RequestHead, frame: bytes | memoryview, code: ErrorCode) -> bytes | None:
         """The whole answer frame reporting `code`, as fakekafka's handler would give it; None when the API
         has no way to say it (or the wire layer does not know it): the connection is closed instead."""
         from fakekafka.handlers import RequestContext, error_response
         from wire.protocol import Request
         if head.body_offset is None:
             return None
-        import io
         stream = io.BytesIO(frame)
         stream.seek(head.body_offset)
         try:
@@ -348,34 +349,251 @@ class ProxyServer:
 
 @dataclass(slots=True)
 class _Exchange:
-    """One request and its answer as they crossed the proxy, for request listeners."""
+    """One request and its answer as they crossed the proxy, for request listeners. The frames are bytes made
+    on first use: with only the request log listening, a 1 MB Fetch answer is not copied for it."""
 
     head: RequestHead
-    request_frame: bytes
-    response_frame: bytes | None
+    request_view: memoryview
+    response_views: list[memoryview] | None
     """The answer as sent to the client (after any rewriting), size prefix excluded; None: none was sent."""
     request_body: Any = None
     response_body: Any = None
     connection: str = ""
     """Identifies the client connection (peer address and the listener's node) for replays."""
+    _request: bytes | None = None
+    _response: bytes | None = None
+
+    @property
+    def request_size(self) -> int:
+        return len(self.request_view)
+
+    @property
+    def response_size(self) -> int | None:
+        return None if self.response_views is None else sum(len(v) for v in self.response_views)
+
+    @property
+    def request_frame(self) -> bytes:
+        if self._request is None:
+            self._request = bytes(self.request_view)
+        return self._request
+
+    @property
+    def response_frame(self) -> bytes | None:
+        if self._response is None and self.response_views is not None:
+            self._response = b"".join(self.response_views)
+        return self._response
+
+
+class _Frames:
+    """Size-prefixed frames out of a BufferedProtocol's reads. A small frame is read through a scratch buffer
+    and copied out; a large one is received straight into its own buffer, allocated up to `upfront` bytes
+    when its size is read and grown with the bytes that arrive past that (so an announced size costs at most
+    `upfront` until its bytes come). Each frame is delivered whole, size prefix included, as a buffer nobody
+    writes to again."""
+
+    SCRATCH = 65536
+
+    def __init__(self, deliver: Callable[[bytearray], None], refuse: Callable[[int], bool], upfront: int) -> None:
+        self.deliver = deliver
+        self.refuse = refuse
+        self.upfront = upfront
+        """Called with each announced size; True: stop (the connection is being closed)."""
+        self.scratch = bytearray(self.SCRATCH)
+        self.head = bytearray()
+        self.frame: bytearray | None = None
+        self.size = 0
+        self.filled = 0
+        self.direct = False
+        self.stopped = False
+
+    def get_buffer(self) -> memoryview:
+        frame = self.frame
+        if frame is not None and self.size - self.filled >= self.SCRATCH:
+            if len(frame) - self.filled < self.SCRATCH:
+                frame.extend(bytes(min(self.size, 2 * len(frame)) - len(frame)))
+            self.direct = True
+            return memoryview(frame)[self.filled:]
+        self.direct = False
+        return memoryview(self.scratch)
+
+    def updated(self, nbytes: int) -> None:
+        if self.direct:
+            self.filled += nbytes
+            if self.filled == self.size:
+                frame, self.frame = self.frame, None
+                self.deliver(frame)  # type: ignore[arg-type]
+            return
+        data = memoryview(self.scratch)[:nbytes]
+        pos = 0
+        while pos < nbytes and not self.stopped:
+            frame = self.frame
+            if frame is None:
+                need = 4 - len(self.head)
+                self.head += data[pos:pos + need]
+                pos += min(need, nbytes - pos)
+                if len(self.head) < 4:
+                    return
+                (size,) = _SIZE.unpack(self.head)
+                if self.refuse(size):
+                    self.stopped = True
+                    return
+                self.size = 4 + size
+                frame = self.frame = bytearray(min(self.size, max(self.upfront, 4 + nbytes - pos)))
+                frame[:4] = self.head
+                self.head = bytearray()
+                self.filled = 4
+            take = min(self.size - self.filled, nbytes - pos)
+            if len(frame) < self.filled + take:
+                frame.extend(bytes(self.filled + take - len(frame)))
+            frame[self.filled:self.filled + take] = data[pos:pos + take]
+            self.filled += take
+            pos += take
+            if self.filled == self.size:
+                self.frame = None
+                self.deliver(frame)
+
+
+class _Side(asyncio.BufferedProtocol):
+    """One end of a pair: the frames it reads go to the pair; its write buffer filling up pauses reading the
+    other end (backpressure both ways)."""
+
+    UPFRONT = 1 << 20
+    """A frame's buffer allocated when its size is read (clients: a stalled request holds at most this)."""
+
+    def __init__(self, pair: _Pair) -> None:
+        self.pair = pair
+        self.transport: asyncio.Transport | None = None
+        self.frames = _Frames(self._frame, self._refuse, self.UPFRONT)
+        self._pauses: set[str] = set()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        transport.set_write_buffer_limits(_HIGH_WATER, _LOW_WATER)  # type: ignore[attr-defined]
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.frames.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.frames.updated(nbytes)
+
+    def eof_received(self) -> bool:
+        return False  # close: a Kafka connection half closed is over
+
+    def _frame(self, whole: bytearray) -> None:
+        raise NotImplementedError
+
+    def _refuse(self, size: int) -> bool:
+        raise NotImplementedError
+
+    def pause(self, why: str) -> None:
+        if not self._pauses and self.transport is not None:
+            self.transport.pause_reading()
+        self._pauses.add(why)
+
+    def resume(self, why: str) -> None:
+        if why in self._pauses:
+            self._pauses.discard(why)
+            if not self._pauses and self.transport is not None and not self.transport.is_closing():
+                self.transport.resume_reading()
+
+    def write(self, buffers: list[Any]) -> None:
+        if self.transport is None:
+            return
+        if len(buffers) == 1:
+            self.transport.write(buffers[0])
+        else:
+            self.transport.write(b"".join(buffers))
+
+
+class _ClientSide(_Side):
+    def __init__(self, proxy: ProxyServer, listener: _Listener) -> None:
+        super().__init__(_Pair(proxy, listener))
+        self.pair.client = self
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        pair = self.pair
+        peer = transport.get_extra_info("peername")
+        pair.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        if not pair.listener.reachable:
+            transport.close()
+            return
+        self.pause("connecting")
+        pair.register()
+        task = pair.connecting = asyncio.get_running_loop().create_task(pair.proxy._connect(pair))
+        pair.proxy._tasks.add(task)
+        task.add_done_callback(pair.proxy._tasks.discard)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.pair.close(None)
+
+    def pause_writing(self) -> None:  # a slow client: stop reading its answers from the upstream
+        if self.pair.upstream is not None:
+            self.pair.upstream.pause("client")
+
+    def resume_writing(self) -> None:
+        if self.pair.upstream is not None:
+            self.pair.upstream.resume("client")
+
+    def _refuse(self, size: int) -> bool:
+        limit = self.pair.proxy.max_request_bytes
+        if 0 <= size <= limit:
+            return False
+        self.pair.close(f"a request of {size} bytes (socket.request.max.bytes is {limit})")
+        return True
+
+    def _frame(self, whole: bytearray) -> None:
+        self.pair.request(whole)
+
+
+class _UpstreamSide(_Side):
+    UPFRONT = 8 << 20  # Fetch answers of a few MB are common; the upstream is the cluster the user chose
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        self.pair.upstream = self
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.pair.upstream_lost()
+
+    def pause_writing(self) -> None:  # a slow upstream: stop reading requests from the client
+        self.pair.client.pause("upstream")
+
+    def resume_writing(self) -> None:
+        self.pair.client.resume("upstream")
+
+    def _refuse(self, size: int) -> bool:
+        if size >= 4:
+            return False
+        self.pair.close(f"the upstream sent a malformed answer ({size} bytes)")
+        return True
+
+    def _frame(self, whole: bytearray) -> None:
+        self.pair.answer(whole)
 
 
 class _Pair:
-    """A client connection and its upstream connection."""
+    """A client connection and its upstream connection. Everything happens in the protocols' callbacks: a
+    request is forwarded in the call that read it, an answer written to the client in the call that read it
+    (when it is the next one due), so a frame costs no task switch."""
 
-    def __init__(self, proxy: ProxyServer, listener: _Listener, peer: str, client_r: asyncio.StreamReader,
-                 client_w: asyncio.StreamWriter, up_r: asyncio.StreamReader, up_w: asyncio.StreamWriter) -> None:
+    def __init__(self, proxy: ProxyServer, listener: _Listener) -> None:
         self.proxy = proxy
         self.listener = listener
-        self.peer = peer
-        self.client_r, self.client_w = client_r, client_w
-        self.up_r, self.up_w = up_r, up_w
-        self.slots: asyncio.Queue[_Slot] = asyncio.Queue(_MAX_IN_FLIGHT)
+        self.peer = "?"
+        self.client: _ClientSide = None  # type: ignore[assignment]  # set by _ClientSide
+        self.upstream: _UpstreamSide | None = None
+        self.connecting: asyncio.Task[None] | None = None
+        self.slots: collections.deque[_Slot] = collections.deque()
+        """Every request read and not yet answered to the client, in order."""
         self.forwarded: collections.deque[_Slot] = collections.deque()
-        self.unsent = 0
-        self.sent_some = asyncio.Event()
+        """The requests sent upstream whose answers are still to come, in order."""
+        self.held: collections.deque[bytearray] = collections.deque()
+        """Requests read while a latency fault holds the connection back; taken in order after it."""
+        self.holding: asyncio.TimerHandle | None = None
+        self.reading = True
+        """False once a fault dropped the connection before forwarding: nothing more is taken."""
         self.closed = False
-        self.tasks: list[asyncio.Task[None]] = []
 
     @property
     def node_id(self) -> int:
@@ -385,64 +603,64 @@ class _Pair:
     def connection(self) -> str:
         return f"{self.peer}/{self._node_text()}"
 
-    async def run(self) -> None:
-        loop = asyncio.get_running_loop()
-        self.tasks = [loop.create_task(self._read_client()), loop.create_task(self._read_upstream()),
-                      loop.create_task(self._write_client())]
-        try:
-            await asyncio.wait(self.tasks, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            self.close(None)
-            for task in self.tasks:
-                task.cancel()
-            await asyncio.gather(*self.tasks, return_exceptions=True)
+    def _node_text(self) -> str:
+        return "bootstrap" if self.node_id == BOOTSTRAP else str(self.node_id)
+
+    def register(self) -> None:
+        self.listener.pairs.add(self)
+        self.proxy._pairs.add(self)
+
+    def connected(self) -> None:
+        """The upstream connection is up: the client's requests flow."""
+        self.client.resume("connecting")
 
     def close(self, reason: str | None) -> None:
+        """Closes both connections: at once with a reason (a malformed frame, the proxy stopping), else after
+        what was already written to them is sent."""
         if self.closed:
             return
         self.closed = True
         if reason:
             log.info("client %s (broker %s): %s; closing", self.peer, self._node_text(), reason)
-        for w in (self.client_w, self.up_w):
-            with contextlib.suppress(Exception):
-                w.transport.abort() if reason else w.close()
-        current = asyncio.current_task()
-        for task in self.tasks:
-            if task is not current:
-                task.cancel()
+        self.client.frames.stopped = True
+        for side in (self.client, self.upstream):
+            if side is not None and side.transport is not None:
+                with contextlib.suppress(Exception):
+                    side.transport.abort() if reason else side.transport.close()
+        if self.holding is not None:
+            self.holding.cancel()
+        if self.connecting is not None and not self.connecting.done():
+            self.connecting.cancel()
+        self.listener.pairs.discard(self)
+        self.proxy._pairs.discard(self)
+        self.proxy.software.pop(self.connection, None)
 
-    def _node_text(self) -> str:
-        return "bootstrap" if self.node_id == BOOTSTRAP else str(self.node_id)
+    def upstream_lost(self) -> None:
+        if not self.closed:
+            self.close(None)
 
-    # client -> upstream
-    async def _read_client(self) -> None:
+    # --- client -> upstream -------------------------------------------------------------------------------
+    def request(self, whole: bytearray) -> None:
+        if not self.reading or self.closed:
+            return
+        if self.holding is not None:
+            self.held.append(whole)
+            return
+        self._take(whole)
+
+    def _take(self, whole: bytearray) -> None:
+        """Queues the request's answer slot and forwards it (or answers it, or holds it back)."""
         proxy = self.proxy
+        frame = memoryview(whole)[4:]
         try:
-            while True:
-                prefix = await self.client_r.readexactly(4)
-                (size,) = _SIZE.unpack(prefix)
-                if size < 0 or size > proxy.max_request_bytes:
-                    self.close(f"a request of {size} bytes (socket.request.max.bytes is {proxy.max_request_bytes})")
-                    return
-                frame = await self.client_r.readexactly(size)
-                try:
-                    head = read_request_head(frame)
-                except FrameError as e:
-                    self.close(f"malformed request: {e}")
-                    return
-                if not await self._take(prefix, frame, head):
-                    return
-        except (asyncio.IncompleteReadError, OSError):
-            pass
-
-    async def _take(self, prefix: bytes, frame: bytes, head: RequestHead) -> bool:
-        """Queues the request's answer slot and forwards it (or answers it); False: read no more."""
-        proxy = self.proxy
+            head = read_request_head(frame)
+        except FrameError as e:
+            self.close(f"malformed request: {e}")
+            return
         fired: list[Fault] = []
         if proxy.faults.rules:
             body = None
             if head.body_offset is not None and any(r.topic is not None for r in proxy.faults.rules):
-                import io
                 stream = io.BytesIO(frame)
                 stream.seek(head.body_offset)
                 with contextlib.suppress(DecodeError):
@@ -451,96 +669,106 @@ class _Pair:
             for fault in fired:
                 proxy.event("fault", fault=fault.describe(), api=head.api_name, broker=self.node_id,
                             client_id=head.client_id, correlation_id=head.correlation_id)
-        loop = asyncio.get_running_loop()
-        slot = _Slot(head, frame, time.time(), time.perf_counter(), fired, loop.create_future())
-        kinds = {f.kind for f in fired}
-        await self.slots.put(slot)
-        if FaultKind.DROP_BEFORE in kinds:
-            slot.answer.set_result(None)
-            return False
-        error = next((f for f in fired if f.kind == FaultKind.ERROR and not f.after), None)
-        if error is not None:
-            proxy.requests_answered_locally += 1
-            answer = proxy.error_answer(head, frame, error.error or ErrorCode.UNKNOWN_SERVER_ERROR)
-            slot.answer.set_result([answer] if answer is not None else None)
-            return answer is not None
-        latency = sum(f.ms for f in fired if f.kind == FaultKind.LATENCY)
-        if latency:
-            await asyncio.sleep(latency / 1000)
-        no_answer = produce_acks(frame, head) == 0
+        slot = _Slot(head, whole, time.time(), time.perf_counter(), fired)
+        self.slots.append(slot)
+        if len(self.slots) >= _MAX_IN_FLIGHT:
+            self.client.pause("in flight")
+        if fired:
+            kinds = {f.kind for f in fired}
+            if FaultKind.DROP_BEFORE in kinds:
+                self.reading = False
+                self.client.pause("dropped")
+                slot.answer = None
+                self._flush()
+                return
+            error = next((f for f in fired if f.kind == FaultKind.ERROR and not f.after), None)
+            if error is not None:
+                proxy.requests_answered_locally += 1
+                answer = proxy.error_answer(head, frame, error.error or ErrorCode.UNKNOWN_SERVER_ERROR)
+                if answer is None:
+                    self.reading = False
+                    self.client.pause("dropped")
+                slot.answer = [answer] if answer is not None else None
+                self._flush()
+                return
+            latency = sum(f.ms for f in fired if f.kind == FaultKind.LATENCY)
+            if latency:  # this request and every later one of the connection wait (Kafka answers in order)
+                self.client.pause("latency")
+                self.holding = asyncio.get_running_loop().call_later(latency / 1000, self._release, slot)
+                return
+        self._forward(slot)
+
+    def _release(self, slot: _Slot) -> None:
+        self.holding = None
+        if self.closed:
+            return
+        self._forward(slot)
+        while self.held and self.holding is None and self.reading and not self.closed:
+            self._take(self.held.popleft())
+        if self.holding is None:
+            self.client.resume("latency")
+
+    def _forward(self, slot: _Slot) -> None:
+        upstream = self.upstream
+        if upstream is None or upstream.transport is None:
+            return
+        no_answer = produce_acks(slot.frame, slot.head) == 0
         if not no_answer:
             self.forwarded.append(slot)
-        self.up_w.write(prefix)
-        self.up_w.write(frame)
-        proxy.requests_forwarded += 1
-        await self.up_w.drain()
+        upstream.transport.write(slot.whole)
+        self.proxy.requests_forwarded += 1
         if no_answer:
-            if FaultKind.DROP_AFTER in kinds:
-                slot.answer.set_result(None)
-                return False
-            slot.answer.set_result([])
-        return True
+            slot.answer = None if any(f.kind == FaultKind.DROP_AFTER for f in slot.faults) else []
+            if slot.answer is None:
+                self.reading = False
+            self._flush()
 
-    # upstream -> client
-    async def _read_upstream(self) -> None:
+    # --- upstream -> client -------------------------------------------------------------------------------
+    def answer(self, whole: bytearray) -> None:
+        if self.closed:
+            return
+        if not self.forwarded:
+            self.close("the upstream answered a request it was not sent")
+            return
+        slot = self.forwarded.popleft()
+        (correlation_id,) = _CORRELATION.unpack_from(whole, 4)
+        if correlation_id != slot.head.correlation_id:
+            self.close(f"the upstream answered correlation id {correlation_id}, expected {slot.head.correlation_id}")
+            return
+        slot.upstream_frame = whole
         try:
-            while True:
-                prefix = await self.up_r.readexactly(4)
-                (size,) = _SIZE.unpack(prefix)
-                if size < 4:
-                    self.close(f"the upstream sent a malformed answer ({size} bytes)")
-                    return
-                frame = await self.up_r.readexactly(size)
-                if not self.forwarded:
-                    self.close("the upstream answered a request it was not sent")
-                    return
-                slot = self.forwarded.popleft()
-                (correlation_id,) = _CORRELATION.unpack_from(frame)
-                if correlation_id != slot.head.correlation_id:
-                    self.close(f"the upstream answered correlation id {correlation_id}, "
-                               f"expected {slot.head.correlation_id}")
-                    return
-                slot.upstream_frame = frame
-                answer = self._answer(slot, prefix, frame)
-                if answer is not None:
-                    self.unsent += sum(len(b) for b in answer)
-                slot.answer.set_result(answer)
-                while self.unsent > _MAX_UNSENT_BYTES and not self.closed:
-                    self.sent_some.clear()
-                    await self.sent_some.wait()
-        except (asyncio.IncompleteReadError, OSError):
-            pass
+            slot.answer = self._answer(slot, whole)
         except DecodeError as e:
             self.close(f"the upstream's answer does not decode: {e}")
-        if not self.closed:
-            self.close(None)
+            return
+        self._flush()
 
-    def _answer(self, slot: _Slot, prefix: bytes, frame: bytes) -> list[bytes] | None:
-        """The frames the client gets for the upstream's `frame`: as received, or rewritten, or replaced by
+    def _answer(self, slot: _Slot, whole: bytearray) -> list[Any] | None:
+        """The buffers the client gets for the upstream's answer: as received, or rewritten, or replaced by
         a fault's error or throttle; None: close instead."""
         proxy = self.proxy
         head = slot.head
-        kinds = {f.kind for f in slot.faults}
-        if FaultKind.DROP_AFTER in kinds:
-            return None
-        error = next((f for f in slot.faults if f.kind == FaultKind.ERROR and f.after), None)
-        if error is not None:
-            answer = proxy.error_answer(head, slot.frame, error.error or ErrorCode.UNKNOWN_SERVER_ERROR)
-            return [answer] if answer is not None else None
+        if slot.faults:
+            kinds = {f.kind for f in slot.faults}
+            if FaultKind.DROP_AFTER in kinds:
+                return None
+            error = next((f for f in slot.faults if f.kind == FaultKind.ERROR and f.after), None)
+            if error is not None:
+                answer = proxy.error_answer(head, slot.frame, error.error or ErrorCode.UNKNOWN_SERVER_ERROR)
+                return [answer] if answer is not None else None
         throttle = max((f.ms for f in slot.faults if f.kind == FaultKind.THROTTLE), default=0)
         if not head.known:
-            return [prefix, frame]
-        if throttle or may_name_a_broker(head.api_key, head.api_version, frame, proxy._hosts):
-            _, body = decode_response(head.api_key, head.api_version, frame)
+            return [whole]
+        if throttle or may_name_a_broker(head.api_key, head.api_version, whole, proxy._hosts):
+            _, body = decode_response(head.api_key, head.api_version, memoryview(whole)[4:])
             changed = rewrite_addresses(body, proxy._rewrite)
             self._learn(head.api_key, body)
             if throttle and "throttle_time_ms" in body:
                 body["throttle_time_ms"] = throttle
                 changed += 1
             if changed:
-                out = encode_response(head.api_key, head.api_version, head.correlation_id, body)
-                return [out]
-        return [prefix, frame]
+                return [encode_response(head.api_key, head.api_version, head.correlation_id, body)]
+        return [whole]
 
     def _learn(self, api_key: int, body: Any) -> None:
         if api_key == 3:  # Metadata: the cluster id and the topic ids, for fault rules and recordings
@@ -550,32 +778,34 @@ class _Pair:
                 if t.get("topic_id") is not None and t.get("name"):
                     self.proxy.topic_names[t["topic_id"]] = t["name"]
 
-    async def _write_client(self) -> None:
-        try:
-            while True:
-                slot = await self.slots.get()
-                answer = await slot.answer
-                if answer is None:
-                    reason = "a fault asked for it" if slot.faults else "no answer can say this error"
-                    log.info("client %s (broker %s): %s v%d: connection dropped (%s)", self.peer, self._node_text(),
-                             slot.head.api_name, slot.head.api_version, reason)
-                    self.close(None)
-                    self.client_w.transport.abort()
-                    return
-                if answer:
-                    self.client_w.writelines(answer)
-                    await self.client_w.drain()
-                    self.unsent -= sum(len(b) for b in answer) if slot.upstream_frame is not None else 0
-                    self.sent_some.set()
-                if self.proxy._request_listeners:
-                    self._tell(slot, answer)
-        except OSError:
-            pass
+    def _flush(self) -> None:
+        """Writes the answers that are due, in request order, up to the first one still to come."""
+        slots = self.slots
+        listeners = self.proxy._request_listeners
+        while slots and slots[0].answer is not _PENDING and not self.closed:
+            slot = slots.popleft()
+            answer = slot.answer
+            if answer is None:
+                reason = "a fault asked for it" if slot.faults else "no answer can say this error"
+                log.info("client %s (broker %s): %s v%d: connection dropped (%s)", self.peer, self._node_text(),
+                         slot.head.api_name, slot.head.api_version, reason)
+                self.close(None)
+                if self.client.transport is not None:
+                    self.client.transport.abort()
+                return
+            if answer:
+                self.client.write(answer)
+            if listeners:
+                self._tell(slot, answer)
+        if len(slots) < _MAX_IN_FLIGHT:
+            self.client.resume("in flight")
 
-    def _tell(self, slot: _Slot, answer: list[bytes]) -> None:
+    def _tell(self, slot: _Slot, answer: list[Any] | None) -> None:
         from fakekafka.proxy.observe import exchange_record
-        response = b"".join(answer)[4:] if answer else None
-        exchange = _Exchange(slot.head, slot.frame, response, connection=self.connection)
+        views = None
+        if answer:  # each buffer is one whole answer frame (never more than one): its size prefix skipped
+            views = [memoryview(b)[4:] for b in answer]
+        exchange = _Exchange(slot.head, slot.frame, views, connection=self.connection)
         record = exchange_record(self.proxy, exchange, slot, self.node_id, self.peer, self.proxy.software)
         for listener in list(self.proxy._request_listeners):
             try:

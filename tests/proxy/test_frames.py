@@ -76,3 +76,61 @@ def test_only_answers_that_may_name_a_broker_are_decoded() -> None:
     assert not may_name_a_broker(1, 16, b"records only", hosts)
     assert not may_name_a_broker(0, 9, b"...kafka-1...", hosts)
     assert may_name_a_broker(0, 10, memoryview(b"..kafka-1.."), hosts)
+
+
+def _read_through(frames_in: list[bytes], chunk_sizes: list[int], upfront: int) -> tuple[list[bytes], list[int]]:
+    """Feeds the concatenated frames to the proxy's frame reader as a BufferedProtocol would (get_buffer, then
+    as many bytes as the socket gave, at most what the buffer holds); returns the frames delivered and the
+    sizes of the buffers it offered."""
+    from fakekafka.proxy.server import _Frames
+    out: list[bytes] = []
+    offered: list[int] = []
+    reader = _Frames(lambda whole: out.append(bytes(whole)), lambda size: size < 0, upfront)
+    stream = b"".join(len(f).to_bytes(4, "big") + f for f in frames_in)
+    pos, i = 0, 0
+    while pos < len(stream):
+        buf = reader.get_buffer()
+        offered.append(len(buf))
+        n = min(len(buf), chunk_sizes[i % len(chunk_sizes)], len(stream) - pos)
+        buf[:n] = stream[pos:pos + n]
+        del buf  # as asyncio drops its view before the next get_buffer
+        reader.updated(n)
+        pos += n
+        i += 1
+    return out, offered
+
+
+@pytest.mark.parametrize("chunks", [[1, 2, 3, 200_000], [3, 7, 4096], [65536], [1 << 20], [100_000, 5]])
+def test_frames_come_out_whole_however_the_bytes_arrive(chunks: list[int]) -> None:
+    frames = [b"", b"a", bytes(range(256)) * 300, b"z" * 65535, b"q" * 65536, bytes(3_000_000), b"end"]
+    out, _ = _read_through(frames, chunks, upfront=1 << 20)
+    assert [len(f) + 4 for f in frames] == [len(f) for f in out]
+    assert [f[4:] for f in out] == frames  # delivered with their size prefixes
+
+
+def test_a_large_frame_is_received_into_its_own_buffer_which_grows_only_as_bytes_come() -> None:
+    big = bytes(range(256)) * 40_000  # 10 MB
+    out, offered = _read_through([big], [1 << 20], upfront=1 << 20)
+    assert out == [len(big).to_bytes(4, "big") + big]
+    assert max(offered) > 65536  # straight into the frame's buffer, not through the scratch one
+    from fakekafka.proxy.server import _Frames
+    stalled = _Frames(lambda whole: None, lambda size: False, 1 << 20)
+    buf = stalled.get_buffer()
+    buf[:6] = (100_000_000).to_bytes(4, "big") + b"xy"
+    del buf
+    stalled.updated(6)  # 100 MB announced, 2 bytes sent: the buffer held is the upfront size, not 100 MB
+    assert stalled.frame is not None and len(stalled.frame) == 1 << 20
+
+
+def test_a_refused_size_stops_the_reader() -> None:
+    out, _ = _read_through([b"ok"], [64], upfront=1024)
+    assert out == [b"\x00\x00\x00\x02ok"]
+    from fakekafka.proxy.server import _Frames
+    got: list[bytes] = []
+    reader = _Frames(got.append, lambda size: size > 10, 1024)
+    buf = reader.get_buffer()
+    data = (2).to_bytes(4, "big") + b"ok" + (11).to_bytes(4, "big") + b"x" * 11 + (1).to_bytes(4, "big") + b"y"
+    buf[:len(data)] = data
+    del buf
+    reader.updated(len(data))
+    assert [bytes(f) for f in got] == [b"\x00\x00\x00\x02ok"] and reader.stopped

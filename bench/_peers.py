@@ -111,8 +111,14 @@ class BrokerProcess:
             _live.remove(self)
 
 
-def _command(kind: str, port: int, wrap: list[str] | None) -> tuple[list[str], bytes]:
-    if kind == "fakekafka":
+def _command(kind: str, port: int, wrap: list[str] | None, upstream: str | None = None) -> tuple[list[str], bytes]:
+    if kind == "proxy":
+        if upstream is None:
+            raise ValueError("a proxy needs its upstream's bootstrap address")
+        cmd = [sys.executable, "-m", "fakekafka", "proxy", "--upstream", upstream, "--listen", f"{HOST}:{port}",
+               "--log-level", "warning"]
+        ready = b"fakekafka proxy ready:"
+    elif kind == "fakekafka":
         cmd = [sys.executable, "-m", "fakekafka", "serve", "--host", HOST, "--port", str(port),
                "--log-level", "warning"]
         ready = b"fakekafka ready:"
@@ -148,18 +154,19 @@ def _drain(b: BrokerProcess) -> None:
 
 
 def start_broker(kind: str, *, timeout: float = 20.0, wrap: list[str] | None = None,
-                 cwd: str | None = None) -> BrokerProcess:
+                 cwd: str | None = None, upstream: str | None = None) -> BrokerProcess:
     """Spawns `kind` on a free port and returns once it has printed its ready line and accepts connections.
 
-    `wrap` prefixes the command (e.g. a profiler). Raises RuntimeError (after stopping it) if the broker
-    exits or is not ready within `timeout` seconds.
+    `kind` "proxy" is `fakekafka proxy` in front of `upstream` (HOST:PORT). `wrap` prefixes the command (e.g.
+    a profiler). Raises RuntimeError (after stopping it) if the broker exits or is not ready within `timeout`
+    seconds.
     """
     if kind == "kafka":
         return _start_kafka(timeout)
     port = free_port()
-    cmd, ready = _command(kind, port, wrap)
+    cmd, ready = _command(kind, port, wrap, upstream)
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    if kind == "fakekafka" and "PYTHONPYCACHEPREFIX" not in env:
+    if kind in ("fakekafka", "proxy") and "PYTHONPYCACHEPREFIX" not in env:
         # bytecode cached outside the work tree (this machine sets PYTHONDONTWRITEBYTECODE, which would make
         # every start recompile its sources, unlike an installed package)
         env.pop("PYTHONDONTWRITEBYTECODE", None)

@@ -27,6 +27,7 @@ from fakekafka.handlers import (  # noqa: F401  (imported to register their hand
     produce,
     sasl,
     scram,
+    share_groups,
     transactions,
 )
 from fakekafka.handlers.authz import CLUSTER_APIS, authorize_cluster

@@ -23,6 +23,7 @@ from fakekafka.model.faults import Faults
 from fakekafka.model.group import GroupConfig, GroupCoordinator
 from fakekafka.model.log import EpochEntry, PartitionLog
 from fakekafka.model.producers import PartitionProducers, ProducerIds
+from fakekafka.model.share import ShareConfig, ShareCoordinator
 from fakekafka.model.transactions import TransactionConfig, TransactionCoordinator
 from fakekafka.model.validate import Refused, check_batch, split_produced
 from fakekafka.security import ScramCredentials
@@ -248,6 +249,8 @@ class ClusterState:
         self.consumer_groups = ConsumerGroupCoordinator(
             self.clock, consumer_group_config(c), topics=self._topic_infos,
             group_config=lambda g: self.group_configs.get(g, {}))
+        self.shares = ShareCoordinator(self.clock, share_config(c), notify=self.notify, event=self.event,
+                                       group_config=lambda g: self.group_configs.get(g, {}))
         self.transactions = TransactionCoordinator(
             self.clock, TransactionConfig(max_timeout_ms=c.transaction_max_timeout_ms,
                                           id_expiration_ms=c.transactional_id_expiration_ms),
@@ -281,6 +284,7 @@ class ClusterState:
                     self.replicate(partition)
         self.groups.tick()
         self.consumer_groups.tick()
+        self.shares.tick(self.share_topic)
         self.transactions.tick()
         now = self.clock.now_ms()
         if now >= self._next_retention_check:
@@ -292,12 +296,18 @@ class ClusterState:
 
     def next_deadline(self) -> int | None:
         times = [t for t in (self.groups.next_deadline(), self.consumer_groups.next_deadline(),
-                             self._replication_deadline(), self.transactions.next_deadline()) if t is not None]
+                             self._replication_deadline(), self.transactions.next_deadline(),
+                             self.shares.next_deadline()) if t is not None]
         return min(times, default=None)
 
     def _topic_infos(self) -> dict[str, TopicInfo]:
         """The metadata image consumer group assignments are computed from."""
         return {name: TopicInfo(t.topic_id, name, len(t.partitions)) for name, t in self.topics.items()}
+
+    def share_topic(self, name: str) -> tuple[uuid.UUID, int] | None:
+        """(topic id, partition count) of a topic share groups may subscribe to; None if there is none."""
+        topic = self.topics.get(name)
+        return None if topic is None or topic.is_internal else (topic.topic_id, len(topic.partitions))
 
     def event(self, kind: str, **details: object) -> None:
         """Records a fault or state change for tests to assert on, and logs it."""
@@ -825,6 +835,7 @@ class ClusterState:
         self.groups.remove_partitions(name)
         self.consumer_groups.remove_partitions(name)
         self.consumer_groups.metadata_changed()
+        self.shares.forget_topic(name)
         return topic
 
     def create_partitions(self, name: str, count: int, assignments: list[list[int]] | None = None,
@@ -1027,3 +1038,17 @@ class ClusterState:
         else:
             self._advance_high_watermark(partition)
         return AppendResult(ErrorCode.NONE, base, append_time if append_time is not None else -1, log.log_start_offset)
+
+
+def share_config(c: BrokerConfig) -> ShareConfig:
+    """The share-group broker configs (group.share.*), by Kafka's names."""
+    def get(name: str, default: int) -> int:
+        value = c.value(name)[0]
+        return int(value) if value not in (None, "") else default
+    return ShareConfig(
+        session_timeout_ms=get("group.share.session.timeout.ms", 45_000),
+        heartbeat_interval_ms=get("group.share.heartbeat.interval.ms", 5_000),
+        record_lock_duration_ms=get("group.share.record.lock.duration.ms", 30_000),
+        delivery_count_limit=get("group.share.delivery.count.limit", 5),
+        max_record_locks=get("group.share.partition.max.record.locks", 2_000),
+        max_size=get("group.share.max.size", 200))

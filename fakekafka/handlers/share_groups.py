@@ -1,0 +1,366 @@
+"""Share groups (KIP-932): ShareGroupHeartbeat (key 76) v1, ShareGroupDescribe (77) v1, ShareFetch (78) v1-2,
+ShareAcknowledge (79) v1-2, DescribeShareGroupOffsets (90) v0-1, AlterShareGroupOffsets (91) v0 and
+DeleteShareGroupOffsets (92) v0: the versions Kafka 4.4 serves (v0 of the first four was KIP-932's early
+access, which Kafka 4.4 no longer advertises). State lives in fakekafka/model/share.py.
+
+The heartbeat and the group APIs go to the group's coordinator (NOT_COORDINATOR elsewhere); ShareFetch and
+ShareAcknowledge to each partition's leader (NOT_LEADER_OR_FOLLOWER with the current leader and its endpoint
+otherwise). A share session is a member's on one broker: epoch 0 opens it (acknowledgements are refused
+then), each later request carries the next epoch, -1 closes it (ShareFetch then only acknowledges).
+A ShareFetch with nothing to acquire waits up to max_wait_ms for records (or for released or expired ones).
+
+Deliberate differences from Kafka 4.4 (compat/KNOWN_DIFFERENCES.md, "Share groups"):
+- share.isolation.level=read_committed is not modelled: records are delivered up to the high watermark.
+- The share-partition state is kept in memory, not written to `__share_group_state`.
+- share.auto.offset.reset by_duration is taken as latest.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from construct import Container
+
+from fakekafka.handlers.common import leader_check
+from fakekafka.handlers.groups import not_coordinator
+from fakekafka.handlers.registry import Park, RequestContext, handles
+from fakekafka.model.cluster import Partition
+from fakekafka.model.share import ShareGroup
+from wire import ErrorCode
+from wire.primitives import Chunks
+
+ZERO_UUID = uuid.UUID(int=0)
+FINAL_EPOCH = -1
+
+
+def _assignment(ctx: RequestContext, assignment: dict[uuid.UUID, list[int]]) -> dict[str, Any]:
+    return {"topic_partitions": [{"topic_id": t, "partitions": ps} for t, ps in sorted(assignment.items(),
+                                                                                       key=lambda kv: str(kv[0]))]}
+
+
+@handles(76, 1, 1)
+def handle_share_group_heartbeat(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    cluster = ctx.cluster
+    base = {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None, "member_id": None,
+            "member_epoch": 0, "heartbeat_interval_ms": 0, "assignment": None}
+    if not_coordinator(ctx, req.group_id):
+        return {**base, "error_code": ErrorCode.NOT_COORDINATOR}
+    if req.group_id in cluster.groups.groups and cluster.groups.groups[req.group_id].members:
+        return {**base, "error_code": ErrorCode.GROUP_ID_NOT_FOUND,
+                "error_message": f"Group {req.group_id} is not a share group."}
+    code, message, member, send = cluster.shares.heartbeat(
+        req.group_id, req.member_id, req.member_epoch, req.rack_id, req.subscribed_topic_names,
+        ctx.request.client_id or "", f"/{ctx.client_host.rsplit(':', 1)[0]}" if ctx.client_host else "",
+        cluster.share_topic)
+    if code != ErrorCode.NONE or member is None:
+        return {**base, "error_code": code, "error_message": message}
+    return {**base, "member_id": member.member_id, "member_epoch": member.member_epoch,
+            "heartbeat_interval_ms": cluster.shares.heartbeat_interval_ms(req.group_id),
+            "assignment": _assignment(ctx, member.assignment) if send and member.member_epoch >= 0 else None}
+
+
+@handles(77, 1, 1)
+def handle_share_group_describe(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    cluster = ctx.cluster
+    groups = []
+    for group_id in req.group_ids:
+        empty = {"error_code": ErrorCode.NONE, "error_message": None, "group_id": group_id, "group_state": "",
+                 "group_epoch": 0, "assignment_epoch": 0, "assignor_name": "", "members": [],
+                 "authorized_operations": -2147483648}
+        if not_coordinator(ctx, group_id):
+            groups.append({**empty, "error_code": ErrorCode.NOT_COORDINATOR})
+            continue
+        group = cluster.shares.describe(group_id)
+        if group is None:
+            groups.append({**empty, "error_code": ErrorCode.GROUP_ID_NOT_FOUND,
+                           "error_message": f"Group {group_id} not found."})
+            continue
+        groups.append({**empty, "group_state": group.state, "group_epoch": group.group_epoch,
+                       "assignment_epoch": group.assignment_epoch, "assignor_name": "simple",
+                       "members": [{"member_id": m.member_id, "rack_id": m.rack_id, "member_epoch": m.member_epoch,
+                                    "client_id": m.client_id, "client_host": m.client_host,
+                                    "subscribed_topic_names": sorted(m.subscribed),
+                                    "assignment": _assignment(ctx, m.assignment)}
+                                   for m in group.members.values()]})
+    return {"throttle_time_ms": 0, "groups": groups}
+
+
+def _leader(ctx: RequestContext, partition: Partition | None) -> dict[str, int]:
+    if partition is None:
+        return {"leader_id": -1, "leader_epoch": -1}
+    return {"leader_id": partition.leader_id, "leader_epoch": partition.leader_epoch}
+
+
+def _endpoints(ctx: RequestContext, codes: list[tuple[Partition | None, ErrorCode]]) -> list[dict[str, Any]]:
+    """The leaders' endpoints for partitions answered NOT_LEADER_OR_FOLLOWER (KIP-951)."""
+    out = {}
+    for partition, code in codes:
+        if code == ErrorCode.NOT_LEADER_OR_FOLLOWER and partition is not None:
+            broker = ctx.cluster.brokers.get(partition.leader_id)
+            if broker is not None and broker.alive:
+                host, port = broker.endpoint(ctx.listener)
+                out[broker.node_id] = {"node_id": broker.node_id, "host": host, "port": port, "rack": broker.rack}
+    return list(out.values())
+
+
+def _resolve(ctx: RequestContext, topic_id: uuid.UUID, index: int) -> tuple[str | None, Partition | None, ErrorCode]:
+    topic = ctx.cluster.topics_by_id.get(topic_id)
+    if topic is None:
+        return None, None, ErrorCode.UNKNOWN_TOPIC_ID
+    partition = topic.partitions[index] if 0 <= index < len(topic.partitions) else None
+    if partition is None:
+        return topic.name, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    return topic.name, partition, leader_check(ctx, partition)
+
+
+def _acknowledge(ctx: RequestContext, group_id: str, member_id: str, topic_id: uuid.UUID, index: int,
+                 batches: list[Any]) -> ErrorCode:
+    """Applies a partition's acknowledgement batches; the first error refuses the rest."""
+    cluster = ctx.cluster
+    name, partition, code = _resolve(ctx, topic_id, index)
+    if code != ErrorCode.NONE or partition is None or name is None:
+        return code
+    sp = cluster.shares.share_partition(group_id, name, index, partition.log.log_start_offset,
+                                        partition.log.high_watermark)
+    now = cluster.clock.now_ms()
+    for b in batches:
+        code = sp.acknowledge(member_id, b.first_offset, b.last_offset, list(b.acknowledge_types), now,
+                              cluster.shares.lock_ms(group_id), cluster.shares.delivery_limit(group_id))
+        if code != ErrorCode.NONE:
+            return code
+    sp.advance_start(partition.log.log_start_offset)
+    cluster.notify(sp)
+    return ErrorCode.NONE
+
+
+def _session_error(code: ErrorCode, v: int, extra: dict[str, Any]) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "error_code": code, "error_message": None, "responses": [],
+            "node_endpoints": [], **extra}
+
+
+@handles(78, 1, 2)
+def handle_share_fetch(ctx: RequestContext, req: Container) -> Any:
+    cluster = ctx.cluster
+    v = ctx.version
+    shares = cluster.shares
+    lock = shares.lock_ms(req.group_id)
+    lock_field = {"acquisition_lock_timeout_ms": lock}
+    acks_given = any(p.acknowledgement_batches for t in req.topics for p in t.partitions)
+    if req.share_session_epoch == 0 and acks_given:
+        return _session_error(ErrorCode.INVALID_REQUEST, v, lock_field)
+    if not req.member_id:
+        return _session_error(ErrorCode.INVALID_REQUEST, v, lock_field)
+    code, session = shares.session(ctx.broker.node_id, req.group_id, req.member_id, req.share_session_epoch)
+    if code != ErrorCode.NONE or session is None:
+        return _session_error(code, v, lock_field)
+    final = req.share_session_epoch == FINAL_EPOCH
+    forgotten = {(t.topic_id, p) for t in req.forgotten_topics_data for p in t.partitions}
+    ack_codes: dict[tuple[uuid.UUID, int], ErrorCode] = {}
+    for t in req.topics:
+        for p in t.partitions:
+            key = (t.topic_id, p.partition_index)
+            if not final and key not in session.partitions and key not in forgotten:
+                session.partitions.append(key)
+            if p.acknowledgement_batches:
+                ack_codes[key] = _acknowledge(ctx, req.group_id, req.member_id, t.topic_id, p.partition_index,
+                                              p.acknowledgement_batches)
+    session.partitions = [k for k in session.partitions if k not in forgotten]
+    if final:
+        shares.close_session(session)
+    max_records = req.max_records if v >= 1 and req.max_records > 0 else 500
+    max_bytes = req.max_bytes if req.max_bytes > 0 else 0x7FFFFFFF
+    listed = [(t.topic_id, p.partition_index) for t in req.topics for p in t.partitions]
+    full = req.share_session_epoch == 0
+    watched: list[Any] = []
+    for topic_id, index in ([] if final else session.partitions):
+        name, partition, code = _resolve(ctx, topic_id, index)
+        if code == ErrorCode.NONE and partition is not None and name is not None:
+            watched.append(partition)
+            watched.append(shares.share_partition(req.group_id, name, index, partition.log.log_start_offset,
+                                                  partition.log.high_watermark))
+
+    def build(timed_out: bool) -> Any:
+        by_topic: dict[uuid.UUID, list[dict[str, Any]]] = {}
+        codes: list[tuple[Partition | None, ErrorCode]] = []
+        total_records, total_bytes = 0, 0
+        now = cluster.clock.now_ms()
+        for topic_id, index in ([] if final else session.partitions):
+            name, partition, code = _resolve(ctx, topic_id, index)
+            codes.append((partition, code))
+            entry: dict[str, Any] = {"partition_index": index, "error_code": code, "error_message": None,
+                                     "acknowledge_error_code": ack_codes.get((topic_id, index), ErrorCode.NONE),
+                                     "acknowledge_error_message": None, "current_leader": _leader(ctx, partition),
+                                     "records": b"", "acquired_records": []}
+            if code == ErrorCode.NONE and partition is not None and name is not None:
+                log = partition.log
+                sp = shares.share_partition(req.group_id, name, index, log.log_start_offset, log.high_watermark)
+                sp.advance_start(log.log_start_offset)
+                left = max_records - total_records
+                if left > 0 and total_bytes < max_bytes:
+                    data, ranges = sp.acquire(
+                        req.member_id, lambda offset, log=log: log.read(offset, max_bytes, min_one=True,
+                                                                        upper=log.high_watermark),
+                        log.high_watermark, left, now, lock, shares.max_locks(req.group_id))
+                    if ranges:
+                        entry["records"] = Chunks(data)
+                        entry["acquired_records"] = ranges
+                        total_records += sum(r["last_offset"] - r["first_offset"] + 1 for r in ranges)
+                        total_bytes += sum(len(b) for b in data)
+            keep = full or (topic_id, index) in ack_codes or (topic_id, index) in listed or code != ErrorCode.NONE \
+                or entry["acquired_records"]
+            if keep:
+                by_topic.setdefault(topic_id, []).append(entry)
+        if final:
+            for (topic_id, index), ack in ack_codes.items():
+                _, partition, _ = _resolve(ctx, topic_id, index)
+                by_topic.setdefault(topic_id, []).append({
+                    "partition_index": index, "error_code": ErrorCode.NONE, "error_message": None,
+                    "acknowledge_error_code": ack, "acknowledge_error_message": None,
+                    "current_leader": _leader(ctx, partition), "records": b"", "acquired_records": []})
+        waiting = not timed_out and not total_records and not ack_codes and not full and watched \
+            and req.max_wait_ms > 0
+        if waiting:
+            return Park(req.max_wait_ms, watched, build)
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None, **lock_field,
+                "responses": [{"topic_id": t, "partitions": ps} for t, ps in by_topic.items()],
+                "node_endpoints": _endpoints(ctx, codes)}
+
+    return build(False)
+
+
+@handles(79, 1, 2)
+def handle_share_acknowledge(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    cluster = ctx.cluster
+    extra = {"acquisition_lock_timeout_ms": cluster.shares.lock_ms(req.group_id)} if ctx.version >= 2 else {}
+    if req.share_session_epoch == 0 or not req.member_id:
+        return _session_error(ErrorCode.INVALID_REQUEST, ctx.version, extra)
+    code, session = cluster.shares.session(ctx.broker.node_id, req.group_id, req.member_id,
+                                           req.share_session_epoch)
+    if code != ErrorCode.NONE or session is None:
+        return _session_error(code, ctx.version, extra)
+    responses: dict[uuid.UUID, list[dict[str, Any]]] = {}
+    codes: list[tuple[Partition | None, ErrorCode]] = []
+    for t in req.topics:
+        for p in t.partitions:
+            code = _acknowledge(ctx, req.group_id, req.member_id, t.topic_id, p.partition_index,
+                                p.acknowledgement_batches)
+            _, partition, _ = _resolve(ctx, t.topic_id, p.partition_index)
+            codes.append((partition, code))
+            responses.setdefault(t.topic_id, []).append({
+                "partition_index": p.partition_index, "error_code": code, "error_message": None,
+                "current_leader": _leader(ctx, partition)})
+    if req.share_session_epoch == FINAL_EPOCH:
+        cluster.shares.close_session(session)
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None, **extra,
+            "responses": [{"topic_id": t, "partitions": ps} for t, ps in responses.items()],
+            "node_endpoints": _endpoints(ctx, codes)}
+
+
+def _lag(partition: Partition, sp: Any) -> int:
+    return max(partition.log.high_watermark - sp.start_offset
+               - sum(1 for r in sp.records.values() if r.state.name in ("ACKNOWLEDGED", "ARCHIVED")), 0)
+
+
+@handles(90, 0, 1)
+def handle_describe_share_group_offsets(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    cluster = ctx.cluster
+    out = []
+    for g in req.groups:
+        if not_coordinator(ctx, g.group_id):
+            out.append({"group_id": g.group_id, "topics": [], "error_code": ErrorCode.NOT_COORDINATOR,
+                        "error_message": None})
+            continue
+        group = cluster.shares.describe(g.group_id)
+        wanted: list[tuple[str, list[int] | None]] = (
+            [(t.topic_name, list(t.partitions)) for t in g.topics] if g.topics is not None
+            else sorted({(name, None) for name, _ in (group.partitions if group else {})}))
+        topics = []
+        for name, indexes in wanted:
+            topic = cluster.topics.get(name)
+            parts = []
+            for index in (indexes if indexes is not None else sorted(
+                    i for n, i in (group.partitions if group else {}) if n == name)):
+                sp = group.partitions.get((name, index)) if group else None
+                partition = topic.partitions[index] if topic and 0 <= index < len(topic.partitions) else None
+                entry = {"partition_index": index, "start_offset": -1, "leader_epoch": -1, "lag": -1,
+                         "error_code": ErrorCode.NONE, "error_message": None}
+                if topic is None or partition is None:
+                    entry["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    entry["error_message"] = "This server does not host this topic-partition."
+                elif sp is not None:
+                    entry.update(start_offset=sp.start_offset, leader_epoch=partition.leader_epoch,
+                                 lag=_lag(partition, sp))
+                parts.append(entry)
+            topics.append({"topic_name": name, "topic_id": topic.topic_id if topic else ZERO_UUID,
+                           "partitions": parts})
+        out.append({"group_id": g.group_id, "topics": topics, "error_code": ErrorCode.NONE, "error_message": None})
+    return {"throttle_time_ms": 0, "groups": out}
+
+
+def _group_for_offsets(ctx: RequestContext, group_id: str) -> tuple[ErrorCode, str | None]:
+    if not_coordinator(ctx, group_id):
+        return ErrorCode.NOT_COORDINATOR, None
+    group = ctx.cluster.shares.describe(group_id)
+    if group is None:
+        return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
+    if group.members:
+        return ErrorCode.NON_EMPTY_GROUP, "The group has active members."
+    return ErrorCode.NONE, None
+
+
+@handles(91, 0, 0)
+def handle_alter_share_group_offsets(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    cluster = ctx.cluster
+    code, message = _group_for_offsets(ctx, req.group_id)
+    if code == ErrorCode.GROUP_ID_NOT_FOUND:  # Kafka makes an empty share group for offsets set ahead of use
+        cluster.shares.groups.setdefault(req.group_id, ShareGroup(req.group_id))
+        code, message = ErrorCode.NONE, None
+    if code != ErrorCode.NONE:
+        return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "responses": []}
+    responses = []
+    for t in req.topics:
+        topic = cluster.topics.get(t.topic_name)
+        parts = []
+        for p in t.partitions:
+            partition = topic.partitions[p.partition_index] if topic and 0 <= p.partition_index < len(
+                topic.partitions) else None
+            if partition is None:
+                parts.append({"partition_index": p.partition_index,
+                              "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                              "error_message": "This server does not host this topic-partition."})
+                continue
+            log = partition.log
+            start = min(max(p.start_offset, log.log_start_offset), log.high_watermark) if p.start_offset >= 0 \
+                else log.high_watermark
+            sp = cluster.shares.share_partition(req.group_id, t.topic_name, p.partition_index, start, start)
+            sp.start_offset = sp.end_offset = start
+            sp.records.clear()
+            parts.append({"partition_index": p.partition_index, "error_code": ErrorCode.NONE, "error_message": None})
+        responses.append({"topic_name": t.topic_name, "topic_id": topic.topic_id if topic else ZERO_UUID,
+                          "partitions": parts})
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None, "responses": responses}
+
+
+@handles(92, 0, 0)
+def handle_delete_share_group_offsets(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    cluster = ctx.cluster
+    code, message = _group_for_offsets(ctx, req.group_id)
+    if code != ErrorCode.NONE:
+        return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "responses": []}
+    group = cluster.shares.describe(req.group_id)
+    assert group is not None
+    responses = []
+    for t in req.topics:
+        topic = cluster.topics.get(t.topic_name)
+        if topic is None:
+            responses.append({"topic_name": t.topic_name, "topic_id": ZERO_UUID,
+                              "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                              "error_message": "This server does not host this topic-partition."})
+            continue
+        for key in [k for k in group.partitions if k[0] == t.topic_name]:
+            del group.partitions[key]
+        responses.append({"topic_name": t.topic_name, "topic_id": topic.topic_id, "error_code": ErrorCode.NONE,
+                          "error_message": None})
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None, "responses": responses}
+

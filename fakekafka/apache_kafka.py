@@ -131,6 +131,7 @@ class KafkaCluster:
             "transaction.state.log.min.isr": "1",
             "share.coordinator.state.topic.replication.factor": rf,
             "share.coordinator.state.topic.min.isr": "1",
+            "group.share.assignment.interval.ms": "0",  # share-group assignments at once, as fakekafka's
             "log.flush.interval.messages": str(2**63 - 1),
             "delete.topic.enable": "true",
             **{k: v for k, v in (configs or {}).items() if v is not None},

@@ -619,7 +619,67 @@ def _list_transactions_matching(pattern: str) -> Callable[[Target, int], dict[st
     return lambda t, v: {**_list_transactions(t, v), "transactional_id_pattern": pattern}
 
 
+# --- share groups (KIP-932): a group with one member subscribed to TOPIC --------------------------------------
+SHARE_GROUP = "sweep-share"
+SHARE_MEMBER = "sweep-share-member-000"  # share group members make their own ids
+
+
+def _share_group_heartbeat(t: Target, v: int) -> dict[str, Any]:
+    return {"group_id": SHARE_GROUP, "member_id": SHARE_MEMBER, "member_epoch": 0, "rack_id": None,
+            "subscribed_topic_names": [TOPIC]}
+
+
+def _share_member(t: Target) -> None:
+    t.send(76, 1, _share_group_heartbeat(t, 1))
+
+
+def _share_group_describe(t: Target, v: int) -> dict[str, Any]:
+    _share_member(t)
+    return {"group_ids": [SHARE_GROUP, "sweep-no-such-share-group"], "include_authorized_operations": False}
+
+
+def _share_fetch_body(t: Target, epoch: int, acks: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {"group_id": SHARE_GROUP, "member_id": SHARE_MEMBER, "share_session_epoch": epoch, "max_wait_ms": 0,
+            "min_bytes": 1, "max_bytes": 1 << 20, "max_records": 500, "batch_size": 500, "share_acquire_mode": 0,
+            "is_renew_ack": False, "forgotten_topics_data": [],
+            "topics": [{"topic_id": t.topic_ids[TOPIC], "partitions": [
+                {"partition_index": 0, "partition_max_bytes": 1 << 20, "acknowledgement_batches": acks or []}]}]}
+
+
+def _share_fetch(t: Target, v: int) -> dict[str, Any]:
+    _share_member(t)
+    return _share_fetch_body(t, 0)
+
+
+def _share_acknowledge(t: Target, v: int) -> dict[str, Any]:
+    """Offset 0 was never acquired by this member (the share-partition starts at the end): refused."""
+    _share_member(t)
+    t.send(78, 1, _share_fetch_body(t, 0))
+    return {"group_id": SHARE_GROUP, "member_id": SHARE_MEMBER, "share_session_epoch": 1, "is_renew_ack": False,
+            "topics": [{"topic_id": t.topic_ids[TOPIC], "partitions": [{"partition_index": 0,
+                                                                         "acknowledgement_batches": [
+                {"first_offset": 0, "last_offset": 0, "acknowledge_types": [1]}]}]}]}
+
+
+def _describe_share_group_offsets(t: Target, v: int) -> dict[str, Any]:
+    return {"groups": [{"group_id": f"sweep-share-alter-v{v}", "topics": [{"topic_name": TOPIC, "partitions": [0]}]},
+                       {"group_id": "sweep-no-such-share-group", "topics": None}]}
+
+
+def _alter_share_group_offsets(t: Target, v: int) -> dict[str, Any]:
+    return {"group_id": "sweep-share-alter-v0", "topics": [{"topic_name": TOPIC, "partitions": [
+        {"partition_index": 0, "start_offset": 1}]}, {"topic_name": "sweep-no-such-topic", "partitions": [
+        {"partition_index": 0, "start_offset": 0}]}]}
+
+
+def _delete_share_group_offsets(t: Target, v: int) -> dict[str, Any]:
+    t.send(91, 0, _alter_share_group_offsets(t, 0))
+    return {"group_id": "sweep-share-alter-v0", "topics": [{"topic_name": TOPIC}]}
+
+
 BUILDERS: dict[int, Callable[[Target, int], dict[str, Any]]] = {
+    76: _share_group_heartbeat, 77: _share_group_describe, 78: _share_fetch, 79: _share_acknowledge,
+    90: _describe_share_group_offsets, 91: _alter_share_group_offsets, 92: _delete_share_group_offsets,
     0: _produce, 1: _fetch, 2: _list_offsets, 3: _metadata, 8: _offset_commit, 9: _offset_fetch,
     10: _find_coordinator, 11: _join_group, 12: _heartbeat, 13: _leave_group, 14: _sync_group,
     15: _describe_groups, 16: _list_groups,
@@ -931,7 +991,8 @@ or not), the message of an error only whether there is one (the message of no er
 "NONE" or ""); node ids and hosts are compared (both brokers are node 1 on 127.0.0.1)."""
 
 UNORDERED = {"partitions": ("partition_index", "partition", "partition_id"), "partition_responses": ("index",),
-             "groups": ("group_id",), "configs": ("name",), "topics": ("name",), "responses": ("name", "topic"),
+             "groups": ("group_id",), "configs": ("name",), "topics": ("name",),
+             "responses": ("name", "topic", "topic_name"),
              "transaction_states": ("transactional_id",), "results_by_topic_v3_and_below": ("name",),
              "results_by_partition": ("partition_index",)}
 """Lists compared in key order (field -> the key of its items): Kafka answers some (ListOffsets' partitions,
@@ -944,6 +1005,10 @@ FEATURES_WHY = ("fakekafka lists two features: `group.version` (supported 0-1, f
                 "protocols. The other feature-gated protocols (streams and share groups) are not served, and "
                 "metadata.version, kraft.version and the like describe a KRaft quorum fakekafka does not have; "
                 "finalized_features_epoch is 1 (Kafka's is its metadata offset)")
+SHARE_INIT_WHY = ("Kafka 4.4 initializes a share group's partitions in its share coordinator (an asynchronous write) "
+                  "before it assigns them: a new member's first heartbeat is answered with member epoch 2 and an "
+                  "empty assignment, the partitions come with a later heartbeat. fakekafka's share-partitions need "
+                  "no initialization: the first heartbeat is answered with epoch 1 and the assignment")
 KNOWN: dict[int | tuple[int, str], list[tuple[str, str]]] = {
     18: [("/api_keys*", "fakekafka advertises only the APIs and versions it implements, each answered for real "
                         "state by this sweep; every one of them is in Kafka's ranges or in EXPECTED"),
@@ -952,6 +1017,10 @@ KNOWN: dict[int | tuple[int, str], list[tuple[str, str]]] = {
                                       "converts it into a consumer group with classic members (online upgrade, "
                                       "group.consumer.migration.policy=bidirectional); fakekafka does not serve "
                                       "mixed groups and answers GROUP_ID_NOT_FOUND (not a consumer group)")],
+    76: [("/member_epoch", SHARE_INIT_WHY), ("/assignment/topic_partitions", SHARE_INIT_WHY)],
+    77: [("/groups[[]*]/group_epoch", SHARE_INIT_WHY), ("/groups[[]*]/assignment_epoch", SHARE_INIT_WHY),
+         ("/groups[[]*]/members[[]*]/member_epoch", SHARE_INIT_WHY),
+         ("/groups[[]*]/members[[]*]/assignment/topic_partitions", SHARE_INIT_WHY)],
     (32, "broker-loggers"): [("/results[[]0]/configs", "fakekafka has no log4j loggers to list or set: a "
                                                          "BROKER_LOGGER resource describes no configs")],
 }

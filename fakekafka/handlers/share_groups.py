@@ -60,7 +60,14 @@ def handle_share_group_heartbeat(ctx: RequestContext, req: Container) -> dict[st
             "assignment": _assignment(ctx, member.assignment) if send and member.member_epoch >= 0 else None}
 
 
-@handles(77, 1, 1)
+def share_group_describe_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "groups": [
+        {"error_code": code, "error_message": None, "group_id": g, "group_state": "", "group_epoch": 0,
+         "assignment_epoch": 0, "assignor_name": "", "members": [], "authorized_operations": -2147483648}
+        for g in req.group_ids]}
+
+
+@handles(77, 1, 1, errors=share_group_describe_error_response)
 def handle_share_group_describe(ctx: RequestContext, req: Container) -> dict[str, Any]:
     cluster = ctx.cluster
     groups = []
@@ -86,10 +93,31 @@ def handle_share_group_describe(ctx: RequestContext, req: Container) -> dict[str
     return {"throttle_time_ms": 0, "groups": groups}
 
 
-def _leader(ctx: RequestContext, partition: Partition | None) -> dict[str, int]:
+_LEADERSHIP = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
+
+
+def _leader(ctx: RequestContext, partition: Partition | None, code: ErrorCode = ErrorCode.NOT_LEADER_OR_FOLLOWER
+            ) -> dict[str, int]:
+    """The partition's leader where the error is about leadership; Kafka leaves the field at its zero
+    defaults otherwise (checked against Kafka 4.4)."""
+    if code not in _LEADERSHIP:
+        return {"leader_id": 0, "leader_epoch": 0}
     if partition is None:
         return {"leader_id": -1, "leader_epoch": -1}
     return {"leader_id": partition.leader_id, "leader_epoch": partition.leader_epoch}
+
+
+_MESSAGES = {ErrorCode.INVALID_RECORD_STATE: "The record state is invalid. The acknowledgement of delivery could "
+                                             "not be completed.",
+             ErrorCode.INVALID_REQUEST: "The request is invalid.",
+             ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: "This server does not host this topic-partition.",
+             ErrorCode.UNKNOWN_TOPIC_ID: "This server does not host this topic ID.",
+             ErrorCode.NOT_LEADER_OR_FOLLOWER: "For requests intended only for the leader, this error indicates "
+                                               "that the broker is not the current leader."}
+
+
+def _message(code: ErrorCode) -> str | None:
+    return None if code == ErrorCode.NONE else _MESSAGES.get(code, code.name)
 
 
 def _endpoints(ctx: RequestContext, codes: list[tuple[Partition | None, ErrorCode]]) -> list[dict[str, Any]]:
@@ -170,8 +198,6 @@ def handle_share_fetch(ctx: RequestContext, req: Container) -> Any:
         shares.close_session(session)
     max_records = req.max_records if v >= 1 and req.max_records > 0 else 500
     max_bytes = req.max_bytes if req.max_bytes > 0 else 0x7FFFFFFF
-    listed = [(t.topic_id, p.partition_index) for t in req.topics for p in t.partitions]
-    full = req.share_session_epoch == 0
     watched: list[Any] = []
     for topic_id, index in ([] if final else session.partitions):
         name, partition, code = _resolve(ctx, topic_id, index)
@@ -188,9 +214,10 @@ def handle_share_fetch(ctx: RequestContext, req: Container) -> Any:
         for topic_id, index in ([] if final else session.partitions):
             name, partition, code = _resolve(ctx, topic_id, index)
             codes.append((partition, code))
-            entry: dict[str, Any] = {"partition_index": index, "error_code": code, "error_message": None,
-                                     "acknowledge_error_code": ack_codes.get((topic_id, index), ErrorCode.NONE),
-                                     "acknowledge_error_message": None, "current_leader": _leader(ctx, partition),
+            ack = ack_codes.get((topic_id, index), ErrorCode.NONE)
+            entry: dict[str, Any] = {"partition_index": index, "error_code": code, "error_message": _message(code),
+                                     "acknowledge_error_code": ack, "acknowledge_error_message": _message(ack),
+                                     "current_leader": _leader(ctx, partition, code),
                                      "records": b"", "acquired_records": []}
             if code == ErrorCode.NONE and partition is not None and name is not None:
                 log = partition.log
@@ -207,8 +234,7 @@ def handle_share_fetch(ctx: RequestContext, req: Container) -> Any:
                         entry["acquired_records"] = ranges
                         total_records += sum(r["last_offset"] - r["first_offset"] + 1 for r in ranges)
                         total_bytes += sum(len(b) for b in data)
-            keep = full or (topic_id, index) in ack_codes or (topic_id, index) in listed or code != ErrorCode.NONE \
-                or entry["acquired_records"]
+            keep = (topic_id, index) in ack_codes or code != ErrorCode.NONE or entry["acquired_records"]
             if keep:
                 by_topic.setdefault(topic_id, []).append(entry)
         if final:
@@ -216,10 +242,9 @@ def handle_share_fetch(ctx: RequestContext, req: Container) -> Any:
                 _, partition, _ = _resolve(ctx, topic_id, index)
                 by_topic.setdefault(topic_id, []).append({
                     "partition_index": index, "error_code": ErrorCode.NONE, "error_message": None,
-                    "acknowledge_error_code": ack, "acknowledge_error_message": None,
-                    "current_leader": _leader(ctx, partition), "records": b"", "acquired_records": []})
-        waiting = not timed_out and not total_records and not ack_codes and not full and watched \
-            and req.max_wait_ms > 0
+                    "acknowledge_error_code": ack, "acknowledge_error_message": _message(ack),
+                    "current_leader": _leader(ctx, partition, ack), "records": b"", "acquired_records": []})
+        waiting = not timed_out and not total_records and not ack_codes and watched and req.max_wait_ms > 0
         if waiting:
             return Park(req.max_wait_ms, watched, build)
         return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None, **lock_field,
@@ -248,8 +273,8 @@ def handle_share_acknowledge(ctx: RequestContext, req: Container) -> dict[str, A
             _, partition, _ = _resolve(ctx, t.topic_id, p.partition_index)
             codes.append((partition, code))
             responses.setdefault(t.topic_id, []).append({
-                "partition_index": p.partition_index, "error_code": code, "error_message": None,
-                "current_leader": _leader(ctx, partition)})
+                "partition_index": p.partition_index, "error_code": code, "error_message": _message(code),
+                "current_leader": _leader(ctx, partition, code)})
     if req.share_session_epoch == FINAL_EPOCH:
         cluster.shares.close_session(session)
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None, **extra,
@@ -262,7 +287,13 @@ def _lag(partition: Partition, sp: Any) -> int:
                - sum(1 for r in sp.records.values() if r.state.name in ("ACKNOWLEDGED", "ARCHIVED")), 0)
 
 
-@handles(90, 0, 1)
+def describe_share_group_offsets_error_response(ctx: RequestContext, req: Container, code: ErrorCode
+                                                ) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "groups": [{"group_id": g.group_id, "topics": [], "error_code": code,
+                                               "error_message": None} for g in req.groups]}
+
+
+@handles(90, 0, 1, errors=describe_share_group_offsets_error_response)
 def handle_describe_share_group_offsets(ctx: RequestContext, req: Container) -> dict[str, Any]:
     cluster = ctx.cluster
     out = []
@@ -288,9 +319,10 @@ def handle_describe_share_group_offsets(ctx: RequestContext, req: Container) -> 
                 if topic is None or partition is None:
                     entry["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                     entry["error_message"] = "This server does not host this topic-partition."
-                elif sp is not None:
-                    entry.update(start_offset=sp.start_offset, leader_epoch=partition.leader_epoch,
-                                 lag=_lag(partition, sp))
+                else:
+                    entry["leader_epoch"] = partition.leader_epoch
+                    if sp is not None:
+                        entry.update(start_offset=sp.start_offset, lag=_lag(partition, sp))
                 parts.append(entry)
             topics.append({"topic_name": name, "topic_id": topic.topic_id if topic else ZERO_UUID,
                            "partitions": parts})

@@ -174,6 +174,7 @@ BROKER_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
     ConfigSpec("group.share.delivery.count.limit", _T.INT, "5", minimum=2, maximum=10),
     ConfigSpec("group.share.partition.max.record.locks", _T.INT, "2000", minimum=100, maximum=10000),
     ConfigSpec("group.share.max.size", _T.SHORT, "200", minimum=1, maximum=1000),
+    ConfigSpec("group.share.assignment.interval.ms", _T.INT, "1000", minimum=0),
     ConfigSpec("offsets.topic.num.partitions", _T.INT, "50", minimum=1),
     ConfigSpec("offsets.topic.replication.factor", _T.SHORT, "3", minimum=1),
     ConfigSpec("offsets.retention.minutes", _T.INT, "10080", minimum=1),

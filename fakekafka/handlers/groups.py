@@ -170,7 +170,8 @@ def handle_describe_groups(ctx: RequestContext, req: Container) -> dict[str, Any
             groups.append(entry)
             continue
         group = ctx.cluster.groups.group(group_id)
-        if group is None and ctx.cluster.consumer_groups.group(group_id) is not None:
+        if group is None and (ctx.cluster.consumer_groups.group(group_id) is not None
+                              or ctx.cluster.shares.describe(group_id) is not None):
             # a KIP-848 consumer group is not a classic group: Kafka 4.4 answers so from v6, Dead before
             if ctx.version >= 6:
                 entry.update(error_code=ErrorCode.GROUP_ID_NOT_FOUND, error_message=f"Group {group_id} is not a "
@@ -204,6 +205,7 @@ def handle_list_groups(ctx: RequestContext, req: Container) -> dict[str, Any]:
         (g.group_id, g.protocol_type or "", g.state.value, "classic") for g in ctx.cluster.groups.groups.values()]
     found += [(g.group_id, "consumer", g.state.value, "consumer")
               for g in ctx.cluster.consumer_groups.groups.values()]
+    found += [(g.group_id, "share", g.state, "share") for g in ctx.cluster.shares.groups.values()]
     for group_id, protocol_type, state, group_type in found:
         if not_coordinator(ctx, group_id):
             continue
@@ -228,6 +230,8 @@ def handle_delete_groups(ctx: RequestContext, req: Container) -> dict[str, Any]:
             code = ErrorCode.NOT_COORDINATOR
         elif ctx.cluster.consumer_groups.group(group_id) is not None:
             code = ctx.cluster.consumer_groups.delete_group(group_id)
+        elif ctx.cluster.shares.describe(group_id) is not None:
+            code = ctx.cluster.shares.delete_group(group_id)
         else:
             code = ctx.cluster.groups.delete_group(group_id)
         results.append({"group_id": group_id, "error_code": code})

@@ -46,7 +46,8 @@ def handle_share_group_heartbeat(ctx: RequestContext, req: Container) -> dict[st
             "member_epoch": 0, "heartbeat_interval_ms": 0, "assignment": None}
     if not_coordinator(ctx, req.group_id):
         return {**base, "error_code": ErrorCode.NOT_COORDINATOR}
-    if req.group_id in cluster.groups.groups and cluster.groups.groups[req.group_id].members:
+    classic = cluster.groups.group(req.group_id)
+    if (classic is not None and classic.state.value != "Dead") or cluster.consumer_groups.group(req.group_id):
         return {**base, "error_code": ErrorCode.GROUP_ID_NOT_FOUND,
                 "error_message": f"Group {req.group_id} is not a share group."}
     code, message, member, send = cluster.shares.heartbeat(

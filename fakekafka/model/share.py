@@ -498,6 +498,18 @@ class ShareCoordinator:
             for key in [k for k in group.partitions if k[0] == name]:
                 del group.partitions[key]
 
+    def delete_group(self, group_id: str) -> ErrorCode:
+        """DeleteGroups of a share group: NON_EMPTY_GROUP while it has members; else it and its share-partitions
+        go."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        if group.members:
+            return ErrorCode.NON_EMPTY_GROUP
+        del self.groups[group_id]
+        self._event("share_group_deleted", group=group_id)
+        return ErrorCode.NONE
+
     def describe(self, group_id: str) -> ShareGroup | None:
         return self.groups.get(group_id)
 

@@ -7,7 +7,9 @@ AlterShareGroupOffsets, as an operator would, so records produced before the con
 - release: RELEASE brings each record back with delivery count 2;
 - reject: REJECT archives the records, nothing comes back;
 - limit: a record released every time is delivered group.share.delivery.count.limit (5) times, then archived;
-- shared: two members on one partition share it (both assigned it) and each record is accepted once.
+- shared: two members on one partition share it (both assigned it) and each record is accepted once;
+- admin: ListGroups lists it as a share group while it has a member; DeleteGroups refuses it then
+  (GroupNotEmptyException) and deletes it once the member left.
 The share-partition start offset the admin client lists afterwards is checked on fakekafka only: Kafka 4.4's
 share coordinator had not persisted the advanced offset 15 s after the consumer closed (it answered 0), see
 compat/KNOWN_DIFFERENCES.md ("Share groups").
@@ -28,7 +30,7 @@ from tests.javautil import JavaRun
 pytestmark = pytest.mark.clients
 
 JAVA_SOURCE = Path(__file__).resolve().parent / "java" / "ShareDriver.java"
-SCENARIOS = ["deliver", "release", "reject", "limit", "shared"]
+SCENARIOS = ["deliver", "release", "reject", "limit", "shared", "admin"]
 
 
 @pytest.fixture(scope="module")
@@ -76,3 +78,10 @@ def test_a_record_is_archived_at_the_delivery_count_limit(java: JavaRun) -> None
 def test_members_outnumbering_partitions_share_them(java: JavaRun) -> None:
     r = java.result("shared")
     assert (r["values"], r["deliveries"], r["members"], r["partitions_assigned"]) == (200, 200, 2, 2)
+
+
+def test_admin_lists_and_deletes_share_groups(java: JavaRun) -> None:
+    r = java.result("admin")
+    assert r["listed"] == "Share/share/Stable"
+    assert r["delete_while_active"] == "GroupNotEmptyException"
+    assert r["listed_after_delete"] == "absent"

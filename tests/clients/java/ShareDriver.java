@@ -34,6 +34,7 @@ public class ShareDriver {
                     case "reject": out = reject(); break;
                     case "limit": out = limit(); break;
                     case "shared": out = shared(); break;
+                    case "admin": out = adminScenario(); break;
                     default: throw new IllegalArgumentException("unknown scenario " + scenario);
                 }
             } catch (Exception e) {
@@ -239,5 +240,41 @@ public class ShareDriver {
             return "\"values\":" + values.size() + ",\"deliveries\":" + deliveries + ",\"members\":"
                 + described.members().size() + ",\"partitions_assigned\":" + assigned;
         }
+    }
+
+    /** The admin client's view: listed as a share group while it has a member, deleted once it has none. */
+    static String adminScenario() throws Exception {
+        String group = prefix + "-g-admin";
+        String topic = setUp("admin", 1, 3, group);
+        String listedWhileActive;
+        try (KafkaShareConsumer<String, String> c = consumer(group, "implicit")) {
+            c.subscribe(List.of(topic));
+            int got = 0;
+            long deadline = System.currentTimeMillis() + 30000;
+            while (got < 3 && System.currentTimeMillis() < deadline) got += c.poll(Duration.ofMillis(300)).count();
+            listedWhileActive = listing(group);
+            String refused;
+            try {
+                admin.deleteShareGroups(List.of(group)).all().get(30, TimeUnit.SECONDS);
+                refused = "deleted";
+            } catch (java.util.concurrent.ExecutionException e) {
+                refused = e.getCause().getClass().getSimpleName();
+            }
+            c.close();
+            admin.deleteShareGroups(List.of(group)).all().get(30, TimeUnit.SECONDS);
+            String after = listing(group);
+            return "\"listed\":" + q(listedWhileActive) + ",\"delete_while_active\":" + q(refused)
+                + ",\"listed_after_delete\":" + q(after);
+        }
+    }
+
+    static String listing(String group) throws Exception {
+        for (GroupListing g : admin.listGroups(ListGroupsOptions.forShareGroups()).all().get(30, TimeUnit.SECONDS)) {
+            if (g.groupId().equals(group)) {
+                return g.type().map(Object::toString).orElse("?") + "/" + g.protocol() + "/"
+                    + g.groupState().map(Object::toString).orElse("?");
+            }
+        }
+        return "absent";
     }
 }

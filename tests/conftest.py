@@ -1,10 +1,11 @@
 """Shared fixtures: a fresh in-process broker per test (the pytest plugin of a later issue builds on
-`fakekafka.Cluster` the same way)."""
+`fakekafka.Cluster` the same way), and the --kafka-real child runs' slowest tests in the terminal summary."""
 
 from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -55,3 +56,21 @@ def kcat() -> str:
     if path is None:
         pytest.skip("kcat is not installed: run `bash .ci/install.sh` (or `apt-get install kcat`)")
     return path
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Keeps the --kafka-real child runs' durations (tests/test_kafka_real.py) for the terminal summary; reports
+    carry them from xdist workers too."""
+    texts = [text for name, text in report.sections if "kafka-real child durations" in name]
+    if texts and report.when == "call":
+        _SECTIONS.extend(texts)
+
+
+_SECTIONS: list[str] = []
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    for text in _SECTIONS:
+        terminalreporter.write_sep("=", "slowest tests of a --kafka-real child run")
+        terminalreporter.write(text if text.endswith("\n") else text + "\n")
+

@@ -55,14 +55,19 @@ def real_kafka(request: pytest.FixtureRequest) -> None:
         pytest.skip(f"Apache Kafka's jars or java are missing: {INSTALL_HINT}")
 
 
-def run_against_kafka(paths: list[str], *args: str) -> str:
+CHILD_DURATIONS = 15
+"""The child's slowest tests, shown in the parent's terminal summary (conftest.py), so a CI log shows where the
+child's minutes go too."""
+
+
+def run_against_kafka(paths: list[str], *args: str, node: pytest.Item | None = None) -> str:
     """Runs `python -m pytest --kafka-real PATHS` and fails with its failures unless every test passed or was
-    skipped; returns its output."""
+    skipped; returns its output. With `node`, the child's slowest tests become a report section of that test."""
     t0 = time.monotonic()
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     with subprocess.Popen([sys.executable, "-m", "pytest", "--kafka-real", "-p", "no:cacheprovider", "-q", "-rfEs",
-                           *args, *paths], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True) as proc:
+                           f"--durations={CHILD_DURATIONS}", *args, *paths], cwd=ROOT, env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
         try:
             out, _ = proc.communicate(timeout=CHILD_TIMEOUT_S)
         except subprocess.TimeoutExpired:
@@ -77,6 +82,10 @@ def run_against_kafka(paths: list[str], *args: str) -> str:
             pytest.fail(f"pytest --kafka-real did not finish in {CHILD_TIMEOUT_S} s:\n{out[-6000:]}", pytrace=False)
     summary = out.strip().splitlines()[-1] if out.strip() else "(no output)"
     print(f"pytest --kafka-real {' '.join(paths)}: {summary} ({time.monotonic() - t0:.0f} s)")
+    slowest = re.search(r"^=+ slowest .*? =+\n(.*?)(?=^=)", out, re.M | re.S)
+    if node is not None and slowest:
+        node.add_report_section("call", "kafka-real child durations",
+                                f"pytest --kafka-real {' '.join(paths)}: {summary}\n{slowest.group(1)}")
     if proc.returncode != 0:
         failures = [line for line in out.splitlines() if re.match(r"(FAILED|ERROR) ", line)]
         pytest.fail(f"pytest --kafka-real exited {proc.returncode}: {summary}\n" + "\n".join(failures)
@@ -86,12 +95,12 @@ def run_against_kafka(paths: list[str], *args: str) -> str:
 
 
 @pytest.mark.timeout(900)
-def test_client_tests_pass_against_apache_kafka(real_kafka: None) -> None:
-    run_against_kafka(CLIENT_TESTS)
+def test_client_tests_pass_against_apache_kafka(real_kafka: None, request: pytest.FixtureRequest) -> None:
+    run_against_kafka(CLIENT_TESTS, node=request.node)
 
 
 @pytest.mark.spark
 @pytest.mark.timeout(900)
-def test_spark_tests_pass_against_apache_kafka(real_kafka: None) -> None:
+def test_spark_tests_pass_against_apache_kafka(real_kafka: None, request: pytest.FixtureRequest) -> None:
     pytest.importorskip("pyspark", reason="needs pyspark: pip install 'fakekafka[spark]'")
-    run_against_kafka(SPARK_TESTS)
+    run_against_kafka(SPARK_TESTS, node=request.node)

@@ -999,10 +999,11 @@ UNORDERED = {"partitions": ("partition_index", "partition", "partition_id"), "pa
 ListGroups, DescribeConfigs' configs, Metadata's topics, DeleteTopics' results) in its hash maps' order, which
 no client relies on."""
 
-FEATURES_WHY = ("fakekafka lists two features: `group.version` (supported 0-1, finalized at 1: KIP-848 consumer "
-                "groups) and `transaction.version` (supported 0-2, finalized at 2 as a new Kafka 4.x cluster, or at "
+FEATURES_WHY = ("fakekafka lists three features: `group.version` (supported 0-1, finalized at 1: KIP-848 consumer "
+                "groups), `share.version` (supported 0-2, finalized at 2: KIP-932 share groups) and "
+                "`transaction.version` (supported 0-2, finalized at 2 as a new Kafka 4.x cluster, or at "
                 "the level `serve --feature` / BrokerConfig(transaction_version=) sets), from which clients choose "
-                "protocols. The other feature-gated protocols (streams and share groups) are not served, and "
+                "protocols. The other feature-gated protocol (streams groups) is not served, and "
                 "metadata.version, kraft.version and the like describe a KRaft quorum fakekafka does not have; "
                 "finalized_features_epoch is 1 (Kafka's is its metadata offset)")
 SHARE_INIT_WHY = ("Kafka 4.4 initializes a share group's partitions in its share coordinator (an asynchronous write) "

@@ -464,8 +464,8 @@ def test_feature_transaction_version_is_what_clients_see(level: int) -> None:
             r = conn.request(18, 3, {"client_software_name": "t", "client_software_version": "1"})
         finally:
             conn.close()
-        assert [(f.name, f.max_version_level) for f in r.finalized_features] == [("group.version", 1),
-                                                                                 ("transaction.version", level)]
+        assert [(f.name, f.max_version_level) for f in r.finalized_features] == [
+            ("group.version", 1), ("share.version", 2), ("transaction.version", level)]
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(10) == 0

@@ -14,9 +14,9 @@ api_keys and finalized_features_epoch -1 (checked against Kafka by tests/test_ap
 Deliberate differences from Kafka 4.4 (tests/test_api_sweep.py, compat/KNOWN_DIFFERENCES.md):
 - api_keys: only the APIs and versions implemented here, a subset of Kafka's ranges (plus Produce v0-2,
   which Kafka lists too, and OffsetForLeaderEpoch v0-1, which Kafka 4 removed).
-- supported_features, finalized_features: only `group.version` (KIP-848 consumer groups) and
-  `transaction.version`. The other feature-gated protocols (streams and share groups) are not served, and
-  clients choose protocols from these;
+- supported_features, finalized_features: only `group.version` (KIP-848 consumer groups), `share.version`
+  (KIP-932 share groups) and `transaction.version`. The other feature-gated protocol (streams groups) is not
+  served, and clients choose protocols from these;
   metadata.version, kraft.version and the like describe a KRaft quorum fakekafka does not have.
   finalized_features_epoch is 1 (Kafka's is its metadata offset).
 """
@@ -61,16 +61,21 @@ TRANSACTION_VERSION_MAX = 2
 GROUP_VERSION = 1
 """`group.version` 1: the consumer group protocol of KIP-848 (ConsumerGroupHeartbeat), finalized on a new Kafka
 4.x cluster; clients that find it use `group.protocol=consumer`."""
+SHARE_VERSION = 2
+"""`share.version` 2: share groups (KIP-932) with ShareFetch/ShareAcknowledge v2, finalized on a new Kafka 4.4
+cluster."""
 
 
 def features(transaction_version: int) -> dict[str, Any]:
     """The features fakekafka gates protocols on, as Kafka lists them: `group.version` supported 0-1 and
-    finalized at 1, `transaction.version` supported 0-2 and finalized at the cluster's level (a level of 0 is
-    not listed, as Kafka leaves out features at 0)."""
+    finalized at 1, `share.version` supported 0-2 and finalized at 2, `transaction.version` supported 0-2 and
+    finalized at the cluster's level (a level of 0 is not listed, as Kafka leaves out features at 0)."""
     out: dict[str, Any] = {"supported_features": [
         {"name": "group.version", "min_version": 0, "max_version": GROUP_VERSION},
+        {"name": "share.version", "min_version": 0, "max_version": SHARE_VERSION},
         {"name": "transaction.version", "min_version": 0, "max_version": TRANSACTION_VERSION_MAX}]}
-    finalized = [{"name": "group.version", "min_version_level": GROUP_VERSION, "max_version_level": GROUP_VERSION}]
+    finalized = [{"name": "group.version", "min_version_level": GROUP_VERSION, "max_version_level": GROUP_VERSION},
+                 {"name": "share.version", "min_version_level": SHARE_VERSION, "max_version_level": SHARE_VERSION}]
     if transaction_version > 0:
         finalized.append({"name": "transaction.version", "min_version_level": transaction_version,
                           "max_version_level": transaction_version})

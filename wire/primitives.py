@@ -94,6 +94,28 @@ def read_uvarint(stream: Any, path: str) -> int:
             raise WireError("unsigned varint longer than 10 bytes", path=path)
 
 
+def uvarint_at(data: bytes | bytearray | memoryview, pos: int, max_bytes: int = 10) -> tuple[int, int]:
+    """An unsigned varint read in place at `pos`: (value, the position after it). ValueError when the data ends
+    inside it or it runs past `max_bytes` (5 for an int32, 10 for an int64). For readers that walk a buffer
+    without a stream: record batches, request headers."""
+    value = shift = 0
+    end = min(len(data), pos + max_bytes)
+    while pos < end:
+        b = data[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value, pos
+        shift += 7
+    raise ValueError("truncated or overlong varint")
+
+
+def varint_at(data: bytes | bytearray | memoryview, pos: int, max_bytes: int = 10) -> tuple[int, int]:
+    """A signed (zigzag) varint read in place at `pos`, as `uvarint_at`."""
+    raw, pos = uvarint_at(data, pos, max_bytes)
+    return (raw >> 1) ^ -(raw & 1), pos
+
+
 def write_uvarint(value: int, stream: Any, path: str) -> None:
     if 0 <= value < 0x80:
         stream.write(_ONE_BYTE[value])

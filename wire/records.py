@@ -19,7 +19,7 @@ import cramjam
 import crc32c
 from construct import Int8sb, Int16sb, Int32sb, Int32ub, Int64sb, Struct
 
-from wire.primitives import Varint, Varlong
+from wire.primitives import Varint, Varlong, uvarint_at
 
 __all__ = [
     "BATCH_OVERHEAD", "BatchHeader", "Compression", "InvalidBatch", "Record", "RecordBatch",
@@ -200,19 +200,6 @@ class TooLarge(InvalidBatch):
         super().__init__(what, corrupt=False)
 
 
-def _uvarint(data: bytes, pos: int) -> tuple[int, int]:
-    value, shift = 0, 0
-    while True:
-        if pos >= len(data) or shift > 63:
-            raise ValueError("truncated varint")
-        b = data[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        shift += 7
-        if b < 0x80:
-            return value, pos
-
-
 def _lz4_bound(data: bytes) -> int:
     """The most an LZ4 frame (Kafka's framing) decompresses to: its blocks times their maximum size."""
     total, pos = 0, 0
@@ -261,11 +248,11 @@ def _zstd_bound(data: bytes) -> int:
 
 def _snappy_bound(data: bytes) -> int:
     if not data.startswith(_XERIAL_MAGIC):
-        return _uvarint(data, 0)[0]
+        return uvarint_at(data, 0)[0]
     total, pos = 0, 16
     while pos < len(data):
         (n,) = struct.unpack_from(">i", data, pos)
-        total += _uvarint(data, pos + 4)[0]
+        total += uvarint_at(data, pos + 4)[0]
         pos += 4 + n
     return total
 

@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from fakekafka.handlers.authz import authorize
 from fakekafka.handlers.registry import RequestContext
 from fakekafka.model.acl import AclOperation, ResourceType
-from fakekafka.model.cluster import Partition
+from fakekafka.model.cluster import Broker, Partition
 from wire import ErrorCode
 
 __all__ = ["leader_check", "led_partitions", "merged"]
+
+
+def not_coordinator_of(ctx: RequestContext, key: str, lookup: Callable[[str], Broker | None]) -> bool:
+    """True when this broker is not the coordinator `lookup` names for `key` (a group's, a transactional id's):
+    the request is answered NOT_COORDINATOR, and the client looks the coordinator up again (after it moved with a
+    leader election, say). An empty key has no coordinator to be wrong about."""
+    if not key:
+        return False
+    coordinator = lookup(key)
+    return coordinator is None or coordinator.node_id != ctx.broker.node_id
 
 
 def leader_check(ctx: RequestContext, partition: Partition | None, current_leader_epoch: int = -1) -> ErrorCode:

@@ -22,6 +22,7 @@ from typing import Any
 from construct import Container
 
 from fakekafka.handlers.authz import authorize, authorize_cluster, authorized_operations
+from fakekafka.handlers.common import not_coordinator_of
 from fakekafka.handlers.registry import Park, RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.group import GroupState, Pending
@@ -36,12 +37,8 @@ def may(ctx: RequestContext, operation: AclOperation, group_id: str) -> bool:
 
 
 def not_coordinator(ctx: RequestContext, group_id: str) -> bool:
-    """True when this broker does not lead the group's `__consumer_offsets` partition (NOT_COORDINATOR:
-    the client looks the coordinator up again, e.g. after it moved with a leader election)."""
-    if not group_id:
-        return False
-    coordinator = ctx.cluster.coordinator_for(group_id)
-    return coordinator is None or coordinator.node_id != ctx.broker.node_id
+    """True when this broker does not lead the group's `__consumer_offsets` partition."""
+    return not_coordinator_of(ctx, group_id, ctx.cluster.coordinator_for)
 
 
 def wait_for(pending: Pending, finish: Any) -> Any:

@@ -22,6 +22,7 @@ from typing import Any
 from construct import Container
 
 from fakekafka.handlers.authz import authorize, authorize_cluster, filter_authorized
+from fakekafka.handlers.common import not_coordinator_of
 from fakekafka.handlers.groups import not_coordinator as not_group_coordinator
 from fakekafka.handlers.registry import RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
@@ -33,10 +34,7 @@ from wire.primitives import ZERO_UUID
 
 def not_transaction_coordinator(ctx: RequestContext, transactional_id: str) -> bool:
     """True when this broker does not lead the id's `__transaction_state` partition."""
-    if not transactional_id:
-        return False
-    coordinator = ctx.cluster.transaction_coordinator_for(transactional_id)
-    return coordinator is None or coordinator.node_id != ctx.broker.node_id
+    return not_coordinator_of(ctx, transactional_id, ctx.cluster.transaction_coordinator_for)
 
 
 def fenced_for(version: int, code: ErrorCode, first_with_fenced: int = 2) -> ErrorCode:

@@ -17,6 +17,7 @@ import struct
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
+from wire.primitives import varint_at
 from wire.records import BatchHeader, decode_batch, set_base_offset, set_log_append_time
 
 __all__ = ["AbortedTxn", "PartitionLog", "EpochEntry", "control_type"]
@@ -25,30 +26,18 @@ _TRANSACTIONAL, _CONTROL = 0x10, 0x20
 ABORT, COMMIT = 0, 1
 
 
-def _varint(data: bytes | bytearray, pos: int) -> tuple[int, int]:
-    """A zigzag varint at `pos`: (value, position after it)."""
-    shift = raw = 0
-    while True:
-        b = data[pos]
-        pos += 1
-        raw |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return (raw >> 1) ^ -(raw & 1), pos
-        shift += 7
-
-
 def control_type(batch: bytes | bytearray) -> int:
     """The type of a control batch's marker (ABORT 0, COMMIT 1), from its one record's key. Markers are written
     uncompressed (Kafka's and ours), so the key is read in place; anything else is decoded in full."""
     try:
         if not batch[22] & 0x07:
-            pos = _varint(batch, 61)[1] + 1  # record length, attributes
-            pos = _varint(batch, pos)[1]  # timestamp delta
-            pos = _varint(batch, pos)[1]  # offset delta
-            length, pos = _varint(batch, pos)
+            pos = varint_at(batch, 61)[1] + 1  # record length, attributes
+            pos = varint_at(batch, pos)[1]  # timestamp delta
+            pos = varint_at(batch, pos)[1]  # offset delta
+            length, pos = varint_at(batch, pos)
             if length >= 4:
                 return struct.unpack_from(">h", batch, pos + 2)[0]
-    except IndexError:
+    except (IndexError, ValueError):
         pass
     key = decode_batch(bytes(batch)).records[0].key or b"\x00\x00\xff\xff"
     return struct.unpack_from(">hh", key)[1]

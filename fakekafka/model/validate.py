@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import crc32c
 
 from wire import ErrorCode
+from wire.primitives import uvarint_at
 from wire.records import (
     BATCH_OVERHEAD,
     BatchHeader,
@@ -199,16 +200,10 @@ def _walk_records(batch: bytes | memoryview, count: int, start: int = BATCH_OVER
         elif pos + 1 < end and data[pos + 1] < 0x80:
             raw, pos = (b & 0x7F) | (data[pos + 1] << 7), pos + 2
         else:
-            raw, shift = 0, 0
-            while True:
-                if pos >= end or shift > 28:
-                    return Refused(ErrorCode.INVALID_RECORD, "Invalid record length varint")
-                b = data[pos]
-                pos += 1
-                raw |= (b & 0x7F) << shift
-                shift += 7
-                if b < 0x80:
-                    break
+            try:
+                raw, pos = uvarint_at(data, pos, 5)
+            except ValueError:
+                return Refused(ErrorCode.INVALID_RECORD, "Invalid record length varint")
         length = (raw >> 1) ^ -(raw & 1)
         if max_record_bytes is not None and length > max_record_bytes:
             return Refused(ErrorCode.INVALID_RECORD, f"Record of {length} bytes is above "

@@ -8,6 +8,7 @@ import struct
 from dataclasses import dataclass
 
 from wire.messages import API_MODULES
+from wire.primitives import uvarint_at
 from wire.protocol import request_header_version
 
 __all__ = ["FrameError", "RequestHead", "produce_acks", "read_request_head"]
@@ -43,16 +44,10 @@ class RequestHead:
 
 
 def _uvarint(frame: bytes | memoryview, pos: int) -> tuple[int, int]:
-    value, shift = 0, 0
-    while True:
-        if pos >= len(frame) or shift > 28:
-            raise FrameError("truncated or overlong varint in the request header")
-        byte = frame[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, pos
-        shift += 7
+    try:
+        return uvarint_at(frame, pos, 5)
+    except ValueError:
+        raise FrameError("truncated or overlong varint in the request header") from None
 
 
 def read_request_head(frame: bytes | memoryview) -> RequestHead:

@@ -52,7 +52,7 @@ from wire.messages import API_MODULES
 from wire.primitives import element_budget
 from wire.protocol import encode_response_chunks, parse_body, request_struct
 
-__all__ = ["Listener", "ListenerPool", "RequestRecord", "Server"]
+__all__ = ["Listener", "ListenerPool", "RequestRecord", "Server", "error_codes_in"]
 
 log = logging.getLogger("fakekafka.server")
 _KNOWN_CODES = frozenset(int(c) for c in ErrorCode)
@@ -103,18 +103,19 @@ class RequestRecord:
     """Records per entry of `topics` (same order), for Produce and Fetch; empty otherwise."""
 
 
-def _error_codes(result: Any, found: set[int]) -> set[int]:
+def error_codes_in(result: Any, found: set[int]) -> set[int]:
+    """Every non-zero `error_code` in a decoded answer, added to `found`."""
     if isinstance(result, dict):
         for key, value in result.items():
             if key == "error_code":
                 if value:
                     found.add(int(value))
             elif isinstance(value, (dict, list)):
-                _error_codes(value, found)
+                error_codes_in(value, found)
     elif isinstance(result, list):
         for item in result:
             if isinstance(item, (dict, list)):
-                _error_codes(item, found)
+                error_codes_in(item, found)
     return found
 
 
@@ -924,7 +925,7 @@ class Server:
         if key == API_VERSIONS_KEY and version > reg.max_version:
             body = unsupported_version_response()
             return request, encode_response_chunks(key, 0, request.correlation_id, body), \
-                _error_codes(body, set()), body
+                error_codes_in(body, set()), body
         if version > API_MODULES[key][3]:
             log.warning("connection %s: %s v%d is newer than any Kafka defines; closing", peer, request.api_name,
                         version)
@@ -951,14 +952,14 @@ class Server:
                 raise _CloseConnection
             client_software["close_after"] = f"{request.api_name} during SASL authentication"
             return request, encode_response_chunks(key, version, request.correlation_id, body), \
-                _error_codes(body, set()), body
+                error_codes_in(body, set()), body
         if not reg.min_version <= version <= reg.max_version:
             body = error_response(ctx, request.body, ErrorCode.UNSUPPORTED_VERSION)
             if body is None:
                 log.warning("connection %s: %s v%d is not supported; closing", peer, request.api_name, version)
                 raise _CloseConnection
             return request, encode_response_chunks(key, version, request.correlation_id, body), \
-                _error_codes(body, set()), body
+                error_codes_in(body, set()), body
         try:
             result = dispatch(ctx)
             while isinstance(result, Park):
@@ -987,7 +988,7 @@ class Server:
             log.exception("connection %s: the answer to %s v%d does not encode; closing", peer, request.api_name,
                           version)
             raise _CloseConnection from None
-        return request, chunks, _error_codes(result, set()), result
+        return request, chunks, error_codes_in(result, set()), result
 
     # --- parked requests (long-poll fetches) ----------------------------------------------------
     async def _park(self, park: Park) -> Any:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fakekafka.server import RequestRecord
+from fakekafka.server import RequestRecord, error_codes_in
 from fakekafka.traffic import touched
 from wire import DecodeError, ErrorCode
 from wire.protocol import decode_response, parse_body, request_struct
@@ -32,20 +32,6 @@ _KNOWN = frozenset(int(c) for c in ErrorCode)
 API_VERSIONS = 18
 FRAMES_DIR = "frames"
 """Where, inside a recording directory, the raw frames go (`fakekafka analyze` reads only `hour=*`)."""
-
-
-def _error_codes(body: Any, found: set[int]) -> set[int]:
-    if isinstance(body, dict):
-        for key, value in body.items():
-            if key == "error_code":
-                if value:
-                    found.add(int(value))
-            elif isinstance(value, (dict, list)):
-                _error_codes(value, found)
-    elif isinstance(body, list):
-        for item in body:
-            _error_codes(item, found)
-    return found
 
 
 def decode_exchange(exchange: _Exchange) -> None:
@@ -79,7 +65,7 @@ def exchange_record(proxy: ProxyServer, exchange: _Exchange, slot: _Slot, node_i
     name = version = None
     if proxy.decode_answers:
         decode_exchange(exchange)
-        _error_codes(exchange.response_body, codes)
+        error_codes_in(exchange.response_body, codes)
         if exchange.request_body is not None:
             seen = touched(head.api_key, exchange.request_body, exchange.response_body, proxy.topic_names.get)
             topics = tuple(sorted(seen.topics))

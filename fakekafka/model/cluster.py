@@ -330,6 +330,7 @@ class ClusterState:
         now = self.clock.now_ms()
         leader_log = partition.log
         lag = self.config.replication_lag_ms
+        segment_configs: dict[str, int] | None = None
         for follower in partition.replicas:
             if follower == partition.leader_id or not self._fetching(partition, follower):
                 continue
@@ -339,8 +340,10 @@ class ClusterState:
                 flog.delete_before(leader_log.log_start_offset)  # too far behind: start again at the leader's start
             i = bisect_left(leader_log.last_offsets, flog.log_end_offset)
             while i < len(leader_log.batches) and leader_log.appended_at[i] + lag <= now:
+                if segment_configs is None:
+                    segment_configs = self.segment_configs(partition, follower)
                 flog.append_replica(leader_log.batches[i], leader_log.base_offsets[i], leader_log.last_offsets[i],
-                                    leader_log.max_timestamps[i], leader_log.batch_epochs[i], now)
+                                    leader_log.max_timestamps[i], leader_log.batch_epochs[i], now, **segment_configs)
                 i += 1
             if flog.log_end_offset >= leader_log.log_end_offset:
                 partition.last_caught_up[follower] = now
@@ -691,7 +694,8 @@ class ClusterState:
         value = struct.pack(">hi", 0, coordinator_epoch)
         batch = build_batch([{"key": key, "value": value, "timestamp": now}], producer_id=producer_id,
                             producer_epoch=epoch, transactional=True, control=True)
-        partition.log.append(batch, read_header(batch), partition.leader_epoch, None, now)
+        partition.log.append(batch, read_header(batch), partition.leader_epoch, None, now,
+                             **self.segment_configs(partition))
         partition.producers.record_marker(producer_id, epoch, now, coordinator_epoch)
         if partition.topic.name == OFFSETS_TOPIC:
             index = partition.index
@@ -878,6 +882,12 @@ class ClusterState:
         value = self.topic_config(topic, name, node_id)[0]
         return int(value) if value is not None else 0
 
+    def segment_configs(self, partition: Partition, node_id: int | None = None) -> dict[str, int]:
+        """segment.bytes and segment.ms as the broker holding the replica sees them, for rolling at append."""
+        node = partition.leader_id if node_id is None else node_id
+        return {"segment_bytes": self.topic_config_int(partition.topic, "segment.bytes", node),
+                "segment_ms": self.topic_config_int(partition.topic, "segment.ms", node)}
+
     def set_topic_configs(self, topic: Topic, configs: dict[str, str]) -> None:
         """A topic's dynamic configs replaced (validated by the caller); they take effect at once, as the
         model reads them on every use, and retention at its next check."""
@@ -897,7 +907,7 @@ class ClusterState:
     def apply_retention(self) -> None:
         """One retention check, as Kafka's LogManager runs every log.retention.check.interval.ms: on each
         partition whose cleanup.policy has "delete", retention.ms and retention.bytes (or their broker
-        synonyms, as the leader sees them) move the log start past whole batches; followers follow."""
+        synonyms, as the leader sees them) move the log start past whole segments; followers follow."""
         now = self.clock.now_ms()
         for topic in list(self.topics.values()):
             policy = self.topic_config(topic, "cleanup.policy")[0] or ""
@@ -1030,7 +1040,7 @@ class ClusterState:
             if check.error != ErrorCode.NONE:
                 return AppendResult(check.error, message=check.message)
         append_time = now if log_append else None
-        base = log.append(batch, header, partition.leader_epoch, append_time, now)
+        base = log.append(batch, header, partition.leader_epoch, append_time, now, **self.segment_configs(partition))
         if idempotent:
             partition.producers.record(header, base, append_time if append_time is not None else -1)
         if len(partition.replicas) > 1:

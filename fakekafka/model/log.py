@@ -9,6 +9,13 @@ the first offset of every open transaction, the ended ones whose marker is not y
 watermark (together they hold the last stable offset back), and the aborted ones that read_committed
 fetches report. They are updated from the batch headers as batches are appended, so a follower that
 becomes leader has them already.
+
+The batches are cut into segments as Kafka's LocalLog cuts its files: the active (last) segment rolls
+when a batch would take it past segment.bytes, or when the batch's max timestamp is more than segment.ms
+past that of the segment's first batch (LogSegment.shouldRoll). Retention deletes whole segments, so the
+log start moves to segment bases as Kafka's does. The batches stay in one flat list per field (what
+Fetch bisects); a segment only records where it starts and what Kafka keeps per segment file, so the
+per-batch hot path gains a comparison or two.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from dataclasses import dataclass, field
 from wire.primitives import varint_at
 from wire.records import BatchHeader, decode_batch, set_base_offset, set_log_append_time
 
-__all__ = ["AbortedTxn", "PartitionLog", "EpochEntry", "control_type"]
+__all__ = ["AbortedTxn", "LogSegment", "PartitionLog", "EpochEntry", "control_type"]
 
 _TRANSACTIONAL, _CONTROL = 0x10, 0x20
 ABORT, COMMIT = 0, 1
@@ -57,6 +64,39 @@ class EpochEntry:
     start_offset: int
 
 
+@dataclass(slots=True)
+class LogSegment:
+    """What Kafka keeps per segment file that decides rolling, retention and cleaning."""
+
+    base_offset: int
+    size: int = 0
+    created: int = -1
+    """The cluster's clock when its first batch came (Kafka: when the file was made); rolls by segment.ms use
+    it only when that batch had no timestamp."""
+    rolling_timestamp: int = -1
+    """The max timestamp of its first batch (Kafka's rollingBasedTimestamp)."""
+    max_timestamp: int = -1
+    last_modified: int = 0
+    """The cluster's clock at its last write: its age for retention.ms when no batch has a timestamp."""
+
+    def add(self, size: int, max_timestamp: int, now: int) -> None:
+        if not self.size:
+            self.rolling_timestamp, self.created = max_timestamp, now
+        self.size += size
+        if max_timestamp > self.max_timestamp:
+            self.max_timestamp = max_timestamp
+        self.last_modified = now
+
+    @property
+    def largest_timestamp(self) -> int:
+        """Kafka's LogSegment.largestTimestamp: the newest record's timestamp, else the file's mtime."""
+        return self.max_timestamp if self.max_timestamp >= 0 else self.last_modified
+
+
+def _new_segments() -> list[LogSegment]:
+    return [LogSegment(0)]
+
+
 @dataclass
 class PartitionLog:
     batches: list[bytes] = field(default_factory=list)
@@ -75,6 +115,29 @@ class PartitionLog:
     unstable_txns: list[tuple[int, int]] = field(default_factory=list)
     """(first offset, marker offset) of ended transactions whose marker is not yet below the high watermark."""
     aborted: list[AbortedTxn] = field(default_factory=list)
+    segments: list[LogSegment] = field(default_factory=_new_segments)
+    """Never empty: the last one is the active segment."""
+
+    def _roll_for(self, size: int, max_timestamp: int, base: int, now: int,
+                  segment_bytes: int, segment_ms: int) -> LogSegment:
+        """The segment a batch goes to: the active one, or a new one starting at the batch if the active one
+        is not empty and would pass segment.bytes with it, or has waited segment.ms (Kafka's shouldRoll,
+        no jitter: by the batch's max timestamp against the first batch's, or by the clock when that had
+        none)."""
+        seg = self.segments[-1]
+        if seg.size:
+            waited = max_timestamp - seg.rolling_timestamp if seg.rolling_timestamp >= 0 else now - seg.created
+            if seg.size > segment_bytes - size or waited > segment_ms:
+                seg = LogSegment(base)
+                self.segments.append(seg)
+        return seg
+
+    def segment_batches(self, i: int) -> range:
+        """The indexes in the batch lists of segment `i`'s batches."""
+        start = bisect_left(self.base_offsets, self.segments[i].base_offset)
+        end = bisect_left(self.base_offsets, self.segments[i + 1].base_offset) if i + 1 < len(self.segments) \
+            else len(self.batches)
+        return range(start, end)
 
     def _track_txn(self, batch: bytes | bytearray, base: int) -> None:
         attributes = struct.unpack_from(">h", batch, 21)[0]
@@ -115,8 +178,10 @@ class PartitionLog:
         return [a for a in self.aborted[i:] if a.first_offset < end]
 
     def append(self, batch: bytes, header: BatchHeader, leader_epoch: int,
-               log_append_time: int | None = None, now: int = 0) -> int:
-        """Stores one batch at the log end; returns its base offset."""
+               log_append_time: int | None = None, now: int = 0, *,
+               segment_bytes: int = 1 << 30, segment_ms: int = 604_800_000) -> int:
+        """Stores one batch at the log end, rolling the active segment first if it is due; returns its base
+        offset."""
         base = self.log_end_offset
         if log_append_time is not None:
             batch = set_log_append_time(batch, log_append_time)
@@ -126,10 +191,13 @@ class PartitionLog:
         last = base + header.last_offset_delta
         if header.is_transactional:
             self._track_txn(stored, base)
+        max_timestamp = log_append_time if log_append_time is not None else header.max_timestamp
+        self._roll_for(len(stored), max_timestamp, base, now, segment_bytes, segment_ms).add(
+            len(stored), max_timestamp, now)
         self.batches.append(stored)
         self.base_offsets.append(base)
         self.last_offsets.append(last)
-        self.max_timestamps.append(log_append_time if log_append_time is not None else header.max_timestamp)
+        self.max_timestamps.append(max_timestamp)
         self.appended_at.append(now)
         self.batch_epochs.append(leader_epoch)
         self.size_bytes += len(stored)
@@ -137,11 +205,16 @@ class PartitionLog:
         return base
 
     def append_replica(self, stored: bytes | bytearray, base: int, last: int, max_timestamp: int, epoch: int,
-                       now: int = 0) -> None:
-        """A follower's copy of a batch the leader stored (same bytes, same offsets)."""
+                       now: int = 0, *, segment_bytes: int = 1 << 30, segment_ms: int = 604_800_000) -> None:
+        """A follower's copy of a batch the leader stored (same bytes, same offsets); it rolls its own
+        segments by the same configs, as a Kafka follower does."""
         if not self.epochs or self.epochs[-1].epoch != epoch:
             self.epochs.append(EpochEntry(epoch, base))
         self._track_txn(stored, base)
+        if self.segments[-1].size == 0 and self.segments[-1].base_offset < base:
+            self.segments[-1].base_offset = base  # an empty follower log starts where the leader's batches do
+        self._roll_for(len(stored), max_timestamp, base, now, segment_bytes, segment_ms).add(
+            len(stored), max_timestamp, now)
         self.batches.append(stored)
         self.base_offsets.append(base)
         self.last_offsets.append(last)
@@ -152,29 +225,44 @@ class PartitionLog:
         self.log_end_offset = last + 1
 
     def retention_start(self, now: int, retention_ms: int, retention_bytes: int) -> int:
-        """Where the log would start after Kafka's time and size retention (LogManager's cleanupLogs), or the
-        current start: whole batches from the start, only below the high watermark, while their newest
-        timestamp is more than `retention_ms` old (the append time where a batch has none), then while what
-        stays is still over `retention_bytes` without them. Negative values: no limit."""
-        i = bisect_left(self.last_offsets, self.log_start_offset)
-        n = len(self.batches)
-        while i < n and self.last_offsets[i] < self.high_watermark and retention_ms >= 0:
-            stamp = self.max_timestamps[i] if self.max_timestamps[i] >= 0 else self.appended_at[i]
-            if now - stamp <= retention_ms:
-                break
-            i += 1
-        if retention_bytes >= 0:
-            excess = sum(len(b) for b in self.batches[i:]) - retention_bytes
-            while i < n and self.last_offsets[i] < self.high_watermark and excess - len(self.batches[i]) >= 0:
-                excess -= len(self.batches[i])
-                i += 1
-        if i == 0:
+        """Where the log would start after Kafka's size then time retention (UnifiedLog.deleteOldSegments),
+        or the current start: whole segments from the oldest, each wholly below the high watermark, while
+        what stays is still at least `retention_bytes`, then while the segment's newest timestamp (its last
+        write where it has none) is more than `retention_ms` old. The active segment can go too (Kafka rolls
+        a new empty one first); an empty active segment never does. Negative values: no limit."""
+        segs = self.segments
+        n = 0
+        if retention_bytes >= 0 and self.size_bytes >= retention_bytes:
+            excess = self.size_bytes - retention_bytes
+            while n < len(segs) and self._deletable(n) and excess - segs[n].size >= 0:
+                excess -= segs[n].size
+                n += 1
+        if retention_ms >= 0:
+            while n < len(segs) and self._deletable(n) and now - segs[n].largest_timestamp > retention_ms:
+                n += 1
+        if n == 0:
             return self.log_start_offset
-        return max(self.log_start_offset, self.base_offsets[i] if i < n else self.last_offsets[-1] + 1)
+        return max(self.log_start_offset, segs[n].base_offset if n < len(segs) else self.log_end_offset)
+
+    def _deletable(self, i: int) -> bool:
+        """Whether retention may take segment `i` (its predicate aside): wholly below the high watermark, and
+        not the last one while that is empty."""
+        last = i + 1 == len(self.segments)
+        upper = self.log_end_offset if last else self.segments[i + 1].base_offset
+        return self.high_watermark >= upper and not (last and self.segments[i].size == 0)
+
+    def _resize_segments(self, *, only_first: bool = False) -> None:
+        """Segment sizes and timestamps computed again from the batches, after batches were dropped."""
+        for i, seg in enumerate(self.segments[:1] if only_first else self.segments):
+            rng = self.segment_batches(i)
+            seg.size = sum(len(self.batches[j]) for j in rng)
+            seg.max_timestamp = max((self.max_timestamps[j] for j in rng), default=-1)
+            if not seg.size:
+                seg.rolling_timestamp = -1
 
     def truncate_to(self, offset: int) -> None:
         """Drops every batch from the one holding `offset` on, as a follower does when its log diverged
-        from a new leader's (leader epochs mark where)."""
+        from a new leader's (leader epochs mark where); segments starting after what stays go too."""
         if offset >= self.log_end_offset:
             return
         i = bisect_left(self.last_offsets, offset)
@@ -186,14 +274,20 @@ class PartitionLog:
         self.high_watermark = min(self.high_watermark, self.log_end_offset)
         while self.epochs and self.epochs[-1].start_offset >= self.log_end_offset:
             self.epochs.pop()
+        while len(self.segments) > 1 and self.segments[-1].base_offset >= self.log_end_offset:
+            self.segments.pop()
+        if not self.batches:
+            self.segments = [LogSegment(self.log_end_offset)]
+        self._resize_segments()
         self._rebuild_txns()
 
     def delete_before(self, offset: int) -> None:
-        """Moves the log start up to `offset` (DeleteRecords on a leader; a follower taking its leader's
-        start). Whole batches below it go; the batch holding it stays, its earlier records no longer
-        served (Fetch refuses offsets below the start). Past the log end the log is emptied and starts
-        there, as a follower that fell behind the leader's start does. The leader epoch history loses its
-        entries before the start, the last of them moved to start there (Kafka's truncateFromStart)."""
+        """Moves the log start up to `offset` (DeleteRecords on a leader; retention; a follower taking its
+        leader's start). Whole batches below it go, and the segments they leave empty; the batch holding it
+        stays, its earlier records no longer served (Fetch refuses offsets below the start). Past the log
+        end the log is emptied and starts there, as a follower that fell behind the leader's start does.
+        The leader epoch history loses its entries before the start, the last of them moved to start there
+        (Kafka's truncateFromStart)."""
         if offset <= self.log_start_offset:
             return
         self.log_start_offset = offset
@@ -205,6 +299,16 @@ class PartitionLog:
         if offset > self.log_end_offset:
             self.log_end_offset = offset
         self.high_watermark = max(self.high_watermark, min(offset, self.log_end_offset))
+        segs = self.segments
+        k = 0
+        while k + 1 < len(segs) and segs[k + 1].base_offset <= offset:
+            k += 1
+        if k:
+            del segs[:k]
+        if i:
+            self._resize_segments(only_first=True)
+        if not self.batches:  # everything went: Kafka rolls a new active segment at the end first
+            self.segments = [LogSegment(self.log_end_offset)]
         j = bisect_right([e.start_offset for e in self.epochs], offset)
         if j > 0:
             self.epochs[:j] = [EpochEntry(self.epochs[j - 1].epoch, offset)]

@@ -1,11 +1,12 @@
 """Retention on the cluster's clock: retention.ms and retention.bytes (and their broker synonyms) delete whole
-batches from the log start at the retention checks (30 s after start, then every
-log.retention.check.interval.ms), below the high watermark, only where cleanup.policy has "delete"."""
+segments from the log start at the retention checks (30 s after start, then every
+log.retention.check.interval.ms), below the high watermark, only where cleanup.policy has "delete"; segments
+roll by segment.bytes and segment.ms as Kafka's LogSegment.shouldRoll decides."""
 
 from __future__ import annotations
 
 from fakekafka.model.clock import ManualClock
-from fakekafka.model.cluster import RETENTION_INITIAL_DELAY_MS, ClusterState, Partition
+from fakekafka.model.cluster import RETENTION_INITIAL_DELAY_MS, Broker, ClusterState, Partition
 from fakekafka.model.config import BrokerConfig, ConfigSource
 from wire import ErrorCode
 from wire.records import build_batch
@@ -59,19 +60,97 @@ def test_lowered_retention_deletes_at_the_next_check_only() -> None:
     assert p.log.log_start_offset == 2
 
 
-def test_size_retention_deletes_only_what_leaves_the_limit_held() -> None:
-    """Kafka deletes a segment only if what remains is still at least retention.bytes."""
+def test_size_retention_deletes_whole_segments_that_leave_the_limit_held() -> None:
+    """Kafka deletes a segment only if what remains is still at least retention.bytes; one active segment
+    over the limit is kept whole (what fakekafka got wrong before it had segments)."""
     c, clock = _cluster()
-    t = c.create_topic("t", 1)
+    t = c.create_topic("t", 1, configs={"segment.ms": "1000"})
     p = t.partitions[0]
-    _produce(c, p, clock, size=100, count=5)
+    _produce(c, p, clock, size=100, count=2)  # one segment: [0, 1]
+    clock.advance(1001)
+    _produce(c, p, clock, size=100, count=2)  # rolled: [2, 3]
+    clock.advance(1001)
+    _produce(c, p, clock, size=100)  # rolled: [4]
     one = len(p.log.batches[0])
-    c.set_topic_configs(t, {"retention.bytes": str(2 * one + 1)})
+    assert [s.base_offset for s in p.log.segments] == [0, 2, 4]
+    assert [s.size for s in p.log.segments] == [2 * one, 2 * one, one]
+    c.set_topic_configs(t, {"retention.bytes": str(3 * one)})  # deleting [0, 1] leaves exactly 3 batches
     _advance(c, clock, RETENTION_INITIAL_DELAY_MS)
     assert p.log.log_start_offset == 2 and p.log.size_bytes == 3 * one
-    c.set_topic_configs(t, {"retention.bytes": str(2 * one)})
+    c.set_topic_configs(t, {"retention.bytes": str(2 * one)})  # [2, 3] would leave 1 < 2: kept
     _advance(c, clock, CHECK)
-    assert p.log.log_start_offset == 3 and p.log.size_bytes == 2 * one
+    assert p.log.log_start_offset == 2
+    c.set_topic_configs(t, {"retention.bytes": str(one)})
+    _advance(c, clock, CHECK)
+    assert p.log.log_start_offset == 4 and [s.base_offset for s in p.log.segments] == [4]
+
+
+def test_size_retention_keeps_an_active_segment_over_the_limit() -> None:
+    c, clock = _cluster()
+    t = c.create_topic("t", 1, configs={"retention.bytes": "300"})
+    p = t.partitions[0]
+    _produce(c, p, clock, size=100, count=5)
+    _advance(c, clock, RETENTION_INITIAL_DELAY_MS)
+    assert p.log.log_start_offset == 0 and len(p.log.segments) == 1  # Kafka: nothing, until a roll
+    c.set_topic_configs(t, {"retention.bytes": "0"})
+    _advance(c, clock, CHECK)  # the whole active segment: Kafka rolls a new one at the end and deletes it
+    assert p.log.log_start_offset == 5 and p.log.size_bytes == 0
+    assert [s.base_offset for s in p.log.segments] == [5]
+
+
+def test_time_retention_goes_by_the_newest_timestamp_of_a_segment() -> None:
+    c, clock = _cluster()
+    t = c.create_topic("t", 1, configs={"retention.ms": "100000", "segment.ms": "60000"})
+    p = t.partitions[0]
+    _produce(c, p, clock)  # offset 0 at t0, segment 0
+    clock.advance(60_000)
+    _produce(c, p, clock)  # offset 1 at t0 + 60 s: not past segment.ms (60 s), same segment
+    clock.advance(1)
+    _produce(c, p, clock)  # offset 2 at t0 + 60.001 s: rolls
+    assert [s.base_offset for s in p.log.segments] == [0, 2]
+    c.apply_retention()  # 60 s: nothing is 100 s old
+    clock.advance(100_000 - 1)  # offset 0 is 160 s old, but segment 0's newest (offset 1) is exactly 100 s
+    c.apply_retention()
+    assert p.log.log_start_offset == 0
+    clock.advance(1)
+    c.apply_retention()
+    assert p.log.log_start_offset == 2
+
+
+def test_segment_bytes_rolls_before_a_batch_that_would_pass_it() -> None:
+    c, clock = _cluster()
+    t = c.create_topic("t", 1, configs={"segment.bytes": str(1 << 20)})
+    p = t.partitions[0]
+    _produce(c, p, clock, size=300_000, count=4)
+    sizes = [s.size for s in p.log.segments]
+    assert [s.base_offset for s in p.log.segments] == [0, 3] and sizes[0] <= 1 << 20 < sizes[0] + sizes[1]
+
+
+def test_segment_ms_goes_by_record_timestamps_not_the_clock() -> None:
+    """Kafka compares the new batch's max timestamp with the segment's first batch's (LogSegment.timeWaitedForRoll)."""
+    c, clock = _cluster()
+    t = c.create_topic("t", 1, configs={"segment.ms": "1000"})
+    p = t.partitions[0]
+    now = clock.now_ms()
+    for ts in (now, now + 1000, now - 5000, now + 1001):
+        assert c.append(p, build_batch([{"value": b"v", "timestamp": ts}])).error == ErrorCode.NONE
+    assert [s.base_offset for s in p.log.segments] == [0, 3]
+    clock.advance(10_000)  # the clock alone never rolls
+    assert len(p.log.segments) == 2
+
+
+def test_followers_roll_and_follow_the_start() -> None:
+    clock = ManualClock(1_000_000)
+    c = ClusterState(BrokerConfig(), clock, [Broker(i, "127.0.0.1", 9000 + i) for i in (1, 2, 3)])
+    t = c.create_topic("t", 1, 3, configs={"segment.ms": "1000", "retention.ms": "5000"})
+    p = t.partitions[0]
+    _produce(c, p, clock)
+    clock.advance(2000)
+    _produce(c, p, clock)
+    for log in p.logs.values():
+        assert [s.base_offset for s in log.segments] == [0, 1]
+    _advance(c, clock, RETENTION_INITIAL_DELAY_MS)
+    assert {log.log_start_offset for log in p.logs.values()} == {2}
 
 
 def test_broker_synonyms_and_check_interval() -> None:

@@ -918,6 +918,19 @@ VARIANTS: dict[str, tuple[int, list[int], Callable[[Target, int], dict[str, Any]
     "altered": (32, [4], lambda t, v: {"include_synonyms": True, "include_documentation": False, "resources": [
         {"resource_type": 2, "resource_name": name, "configuration_keys": None}
         for name in ("sweep-alter-v0", "sweep-alter-v1", "sweep-legacy-v2")]}),
+    "group-describe": (32, [4], lambda t, v: {"include_synonyms": True, "include_documentation": False,
+                                               "resources": [{"resource_type": 32, "resource_name": "sweep-gcfg",
+                                                              "configuration_keys": None}]}),
+    "group-alter": (44, [1], lambda t, v: {"validate_only": False, "resources": [
+        {"resource_type": 32, "resource_name": f"sweep-gcfg-{i}", "configs": [_alter_op(k, val)]}
+        for i, (k, val) in enumerate([("share.auto.offset.reset", "earliest"),
+                                      ("share.record.lock.duration.ms", "1000"), ("bogus.config", "1"),
+                                      ("share.auto.offset.reset", "sometimes"),
+                                      ("consumer.session.timeout.ms", "70000"), ("share.delivery.count.limit", "x"),
+                                      ("share.isolation.level", "read_committed")])]}),
+    "group-legacy-alter": (33, [2], lambda t, v: {"validate_only": False, "resources": [
+        {"resource_type": 32, "resource_name": "sweep-gcfg-legacy", "configs": [
+            {"name": "share.delivery.count.limit", "value": "4"}]}]}),
     "name-and-id": (20, [6], lambda t, v: {"timeout_ms": 30_000, "topics": [
         {"name": TOPIC, "topic_id": t.topic_ids[TOPIC]}, {"name": None, "topic_id": ZERO_UUID}]}),
     # KIP-848 consumer groups: CONSUMER_GROUP's member, and the coordinator's error paths

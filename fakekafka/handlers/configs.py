@@ -11,8 +11,11 @@ cannot change at run time are refused ("Cannot update these configs dynamically"
 know are kept and described with their value hidden, as Kafka's; the cluster-level min.insync.replicas can't
 be removed (ELR, KAFKA-16540). AlterConfigs replaces the resource's whole dynamic set. Changes take effect
 at once, since the model reads configs on every use (max.message.bytes, min.insync.replicas,
-message.timestamp.*, cleanup.policy), retention at its next check. Deliberate differences: GROUP,
-CLIENT_METRICS and BROKER_LOGGER resources are refused as an unknown resource type (Kafka serves them), and
+message.timestamp.*, cleanup.policy), retention at its next check. GROUP resources (Kafka 4.4's group configs:
+consumer.*, share.*, streams.*, errors.deadletterqueue.*) are kept per group id (DYNAMIC_GROUP_CONFIG), checked
+against the broker's min/max bounds as Kafka's GroupConfig does, and read by the consumer and share group
+coordinators; whether or not the group exists, as Kafka. Deliberate differences: CLIENT_METRICS and
+BROKER_LOGGER resources are refused as an unknown resource type (Kafka serves them), and
 a broker config outside model/config.py's BROKER_CONFIGS is taken as one Kafka does not know.
 
 DescribeConfigs: Kafka's topic and broker defaults with their sources.
@@ -42,10 +45,19 @@ from construct import Container
 from fakekafka.handlers.authz import authorize, authorize_cluster
 from fakekafka.handlers.registry import RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
-from fakekafka.model.config import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigSource, ConfigType, InvalidConfig
+from fakekafka.model.config import (
+    BROKER_CONFIGS,
+    GROUP_CONFIGS,
+    TOPIC_CONFIGS,
+    ConfigSource,
+    ConfigSpec,
+    ConfigType,
+    InvalidConfig,
+    validate_group_config,
+)
 from wire import ErrorCode
 
-TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
 
 
 def _config_authorized(ctx: RequestContext, operation: AclOperation, resource_type: int,
@@ -56,6 +68,8 @@ def _config_authorized(ctx: RequestContext, operation: AclOperation, resource_ty
         return ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed."
     if resource_type in (BROKER, BROKER_LOGGER) and not authorize_cluster(ctx, operation):
         return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
+    if resource_type == GROUP and not authorize(ctx, operation, ResourceType.GROUP, name):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED, "Group authorization failed."
     return None
 
 
@@ -80,6 +94,28 @@ def _topic_configs(ctx: RequestContext, name: str, keys: list[str] | None, synon
             if synonym:
                 chain += [{"name": n, "value": v, "source": s}
                           for n, v, s in ctx.cluster.config.synonyms(synonym, ctx.broker.node_id)]
+        out.append(_entry(key, value, source, spec.type, chain, spec.documentation, read_only=False))
+    return out
+
+
+def _group_configs(ctx: RequestContext, group_id: str, keys: list[str] | None, synonyms: bool
+                   ) -> list[dict[str, Any]]:
+    """A group's configs: its own (DYNAMIC_GROUP_CONFIG) or else its broker synonym's value, as Kafka lists
+    them (every group config, whether or not the group exists)."""
+    own = ctx.cluster.group_configs.get(group_id, {})
+    config = ctx.cluster.config
+    out = []
+    for key in sorted(GROUP_CONFIGS):
+        if keys is not None and key not in keys:
+            continue
+        spec = GROUP_CONFIGS[key]
+        synonym = spec.broker_synonym or key
+        layers = config.synonyms(synonym, ctx.broker.node_id) if synonym in BROKER_CONFIGS else \
+            [(synonym, spec.default, ConfigSource.DEFAULT_CONFIG)]
+        if key in own:
+            layers = [(key, own[key], ConfigSource.DYNAMIC_GROUP_CONFIG), *layers]
+        _, value, source = layers[0]
+        chain = [{"name": n, "value": v, "source": src} for n, v, src in layers] if synonyms else []
         out.append(_entry(key, value, source, spec.type, chain, spec.documentation, read_only=False))
     return out
 
@@ -147,6 +183,8 @@ def handle_describe_configs(ctx: RequestContext, req: Container) -> dict[str, An
                 configs = _broker_configs(ctx, keys, synonyms, cluster_level=r.resource_name == "")
         elif r.resource_type == BROKER_LOGGER:
             configs = []
+        elif r.resource_type == GROUP:
+            configs = _group_configs(ctx, r.resource_name, keys, synonyms)
         else:
             code, message = ErrorCode.INVALID_REQUEST, f"Unsupported resource type {r.resource_type}"
         results.append({"error_code": code, "error_message": message, "resource_type": r.resource_type,
@@ -171,7 +209,7 @@ def _list_value(current: str | None) -> list[str]:
 
 
 def _apply(current: dict[str, str], ops: list[tuple[str, int, str | None]], *, topic: bool,
-           defaults: dict[str, str | None]) -> dict[str, str]:
+           defaults: dict[str, str | None], specs: dict[str, ConfigSpec] | None = None) -> dict[str, str]:
     """The resource's configs after IncrementalAlterConfigs' operations, as Kafka's controller applies them:
     APPEND/SUBTRACT work on the current value or else the default, only for LIST configs."""
     out = dict(current)
@@ -183,7 +221,7 @@ def _apply(current: dict[str, str], ops: list[tuple[str, int, str | None]], *, t
         elif op == DELETE:
             out.pop(name, None)
         elif op in (APPEND, SUBTRACT):
-            spec = (TOPIC_CONFIGS if topic else BROKER_CONFIGS).get(name)
+            spec = (specs if specs is not None else TOPIC_CONFIGS if topic else BROKER_CONFIGS).get(name)
             if spec is None or spec.type != ConfigType.LIST:
                 if topic:
                     raise _Refused(ErrorCode.INVALID_CONFIG,
@@ -253,6 +291,21 @@ def _alter(ctx: RequestContext, resource_type: int, name: str, ops: list[tuple[s
             raise _Refused(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
         if not validate_only:
             cluster.set_topic_configs(topic, new)
+        return
+    if resource_type == GROUP:
+        current_group = cluster.group_configs.get(name, {})
+        new = _apply(current_group, ops, topic=True, specs=GROUP_CONFIGS,
+                     defaults={k: s.default for k, s in GROUP_CONFIGS.items()}) if incremental else _replace(ops)
+        for key, value in new.items():
+            try:
+                validate_group_config(key, value, cluster.config)
+            except InvalidConfig as e:
+                raise _Refused(ErrorCode.INVALID_CONFIG, str(e)) from None
+        if not validate_only:
+            if new:
+                cluster.group_configs[name] = new
+            else:
+                cluster.group_configs.pop(name, None)
         return
     if resource_type != BROKER:
         raise _Refused(ErrorCode.INVALID_REQUEST, f"Unknown resource type {resource_type}")

@@ -40,6 +40,8 @@ class ConfigSource(IntEnum):
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
     DYNAMIC_BROKER_LOGGER_CONFIG = 6
+    DYNAMIC_CLIENT_METRICS_CONFIG = 7
+    DYNAMIC_GROUP_CONFIG = 8
 
 
 class InvalidConfig(ValueError):
@@ -463,3 +465,79 @@ class BrokerConfig:
 
 
 _FIELD_DEFAULTS = {f.name: f.default for f in fields(BrokerConfig)}
+
+
+GROUP_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
+    ConfigSpec("consumer.session.timeout.ms", _T.INT, "45000", "group.consumer.session.timeout.ms"),
+    ConfigSpec("consumer.heartbeat.interval.ms", _T.INT, "5000", "group.consumer.heartbeat.interval.ms"),
+    ConfigSpec("consumer.assignment.interval.ms", _T.INT, "1000", "group.consumer.assignment.interval.ms"),
+    ConfigSpec("share.session.timeout.ms", _T.INT, "45000", "group.share.session.timeout.ms"),
+    ConfigSpec("share.heartbeat.interval.ms", _T.INT, "5000", "group.share.heartbeat.interval.ms"),
+    ConfigSpec("share.record.lock.duration.ms", _T.INT, "30000", "group.share.record.lock.duration.ms"),
+    ConfigSpec("share.delivery.count.limit", _T.INT, "5", "group.share.delivery.count.limit"),
+    ConfigSpec("share.partition.max.record.locks", _T.INT, "2000", "group.share.partition.max.record.locks"),
+    ConfigSpec("share.assignment.interval.ms", _T.INT, "1000", "group.share.assignment.interval.ms"),
+    ConfigSpec("share.auto.offset.reset", _T.STRING, "latest", "share.auto.offset.reset"),
+    ConfigSpec("share.isolation.level", _T.STRING, "read_uncommitted", "share.isolation.level",
+               ("read_committed", "read_uncommitted")),
+    ConfigSpec("share.renew.acknowledge.enable", _T.BOOLEAN, "true", "share.renew.acknowledge.enable"),
+    ConfigSpec("streams.session.timeout.ms", _T.INT, "45000", "group.streams.session.timeout.ms"),
+    ConfigSpec("streams.heartbeat.interval.ms", _T.INT, "5000", "group.streams.heartbeat.interval.ms"),
+    ConfigSpec("streams.num.standby.replicas", _T.INT, "0", "group.streams.num.standby.replicas"),
+    ConfigSpec("streams.initial.rebalance.delay.ms", _T.INT, "3000", "group.streams.initial.rebalance.delay.ms"),
+    ConfigSpec("streams.assignment.interval.ms", _T.INT, "1000", "group.streams.assignment.interval.ms"),
+    ConfigSpec("streams.assignor.name", _T.STRING, "sticky", "group.streams.assignors"),
+    ConfigSpec("streams.rack.aware.assignment.tags", _T.LIST, "", "group.streams.rack.aware.assignment.tags"),
+    ConfigSpec("errors.deadletterqueue.topic.name", _T.STRING, "", "errors.deadletterqueue.topic.name"),
+    ConfigSpec("errors.deadletterqueue.copy.record.enable", _T.BOOLEAN, "false",
+               "errors.deadletterqueue.copy.record.enable"),
+)}
+"""Kafka 4.4's group configs (GroupConfig): GROUP resources of DescribeConfigs and (Incremental)AlterConfigs.
+Each falls back to its broker synonym (group.consumer.*, group.share.*, group.streams.*) when the group does not
+set it."""
+
+GROUP_CONFIG_BOUNDS: dict[str, tuple[str, int, str, int]] = {
+    "consumer.session.timeout.ms": ("group.consumer.min.session.timeout.ms", 45000,
+                                    "group.consumer.max.session.timeout.ms", 60000),
+    "consumer.heartbeat.interval.ms": ("group.consumer.min.heartbeat.interval.ms", 5000,
+                                       "group.consumer.max.heartbeat.interval.ms", 15000),
+    "consumer.assignment.interval.ms": ("group.consumer.min.assignment.interval.ms", 0,
+                                        "group.consumer.max.assignment.interval.ms", 15000),
+    "share.session.timeout.ms": ("group.share.min.session.timeout.ms", 45000,
+                                 "group.share.max.session.timeout.ms", 60000),
+    "share.heartbeat.interval.ms": ("group.share.min.heartbeat.interval.ms", 5000,
+                                    "group.share.max.heartbeat.interval.ms", 15000),
+    "share.record.lock.duration.ms": ("group.share.min.record.lock.duration.ms", 15000,
+                                      "group.share.max.record.lock.duration.ms", 60000),
+    "share.delivery.count.limit": ("group.share.min.delivery.count.limit", 2,
+                                   "group.share.max.delivery.count.limit", 10),
+    "share.partition.max.record.locks": ("group.share.min.partition.max.record.locks", 100,
+                                         "group.share.max.partition.max.record.locks", 4000),
+    "share.assignment.interval.ms": ("group.share.min.assignment.interval.ms", 0,
+                                     "group.share.max.assignment.interval.ms", 15000),
+    "streams.session.timeout.ms": ("group.streams.min.session.timeout.ms", 45000,
+                                   "group.streams.max.session.timeout.ms", 60000),
+    "streams.heartbeat.interval.ms": ("group.streams.min.heartbeat.interval.ms", 5000,
+                                      "group.streams.max.heartbeat.interval.ms", 15000),
+}
+"""A group config's range, from the broker's min/max configs (name, default) as Kafka's GroupConfig checks it."""
+
+
+def validate_group_config(name: str, value: str, broker: BrokerConfig) -> None:
+    """InvalidConfig with Kafka 4.4's words (checked with IncrementalAlterConfigs against Kafka 4.4)."""
+    spec = GROUP_CONFIGS.get(name)
+    if spec is None:
+        raise InvalidConfig(f"Unknown group config name: {name}")
+    spec.validate(value)
+    if name == "share.auto.offset.reset" and value not in ("earliest", "latest") \
+            and not value.startswith("by_duration:"):
+        raise InvalidConfig(f"Invalid value {value} for configuration {name}: Invalid value `{value}` for "
+                            f"configuration {name}. The value must be either 'earliest', 'latest' or of the "
+                            f"format 'by_duration:<PnDTnHnMn.nS>'.")
+    bounds = GROUP_CONFIG_BOUNDS.get(name)
+    if bounds is not None:
+        low_name, low_default, high_name, high_default = bounds
+        low = int(broker.value(low_name)[0] or low_default) if low_name in BROKER_CONFIGS else low_default
+        high = int(broker.value(high_name)[0] or high_default) if high_name in BROKER_CONFIGS else high_default
+        if not low <= int(value.strip()) <= high:
+            raise InvalidConfig(f"{name} must be in the range {low} to {high} inclusive.")

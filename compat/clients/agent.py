@@ -1,5 +1,5 @@
-"""Clients in another process, driven over JSON lines: the Java, Go and Node clients (one driver process per
-run) and members that a scenario needs to crash (kill -9: no LeaveGroup, the group notices only when the
+"""Clients in another process, driven over JSON lines: the Java, Go, Node and Rust clients (one driver process
+per run) and members that a scenario needs to crash (kill -9: no LeaveGroup, the group notices only when the
 session times out).
 
 The protocol, one JSON object per line each way; the agent answers requests in order:
@@ -22,10 +22,10 @@ member_resume, member_close), each with the method's arguments by name and "m" n
 recs), txn_send_offsets (group, offsets: [[topic, partition, offset]...]), txn_commit, txn_abort, txn_close,
 each with "x" naming the producer. fetch and list_offsets carry "isolation" only when one is asked for. Then
 "quit". compat/clients/java/CompatDriver.java speaks the same, and so do the Go drivers (the protocol in
-compat/clients/go/agent, one main package per client) and the Node drivers (compat/clients/node/agent.js).
-The Go and Node drivers answer an op they do not know as unsupported (kafka-go has no transactional
-producer: its driver has no txn_ ops), so a new op is a new Client method here plus one entry in each
-driver's op table; the drivers that lack it say so.
+compat/clients/go/agent, one main package per client), the Node drivers (compat/clients/node/agent.js) and
+the Rust driver (compat/clients/rust/src/agent.rs). The Go, Node and Rust drivers answer an op they do not
+know as unsupported (kafka-go has no transactional producer: its driver has no txn_ ops), so a new op is a new
+Client method here plus one entry in each driver's op table; the drivers that lack it say so.
 
 `python -m compat.clients.agent CLIENT BOOTSTRAP TIMING_JSON` serves one Python client this way.
 """

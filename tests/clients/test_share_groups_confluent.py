@@ -1,0 +1,127 @@
+"""Share groups (KIP-932) with confluent-kafka's ShareConsumer (librdkafka), on fakekafka and, in the --kafka-real
+child run, on Apache Kafka 4.4: each group starts at the earliest offset through the group config
+`share.auto.offset.reset` (IncrementalAlterConfigs on a GROUP resource), then RELEASE, REJECT and implicit
+acknowledgement behave as KIP-932 says. Lock expiry runs on fakekafka's frozen clock only (Kafka's lock is at
+least 15 s of wall time)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+
+import pytest
+from confluent_kafka import AcknowledgeType, Message, Producer, ShareConsumer
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
+
+import fakekafka
+from fakekafka.handle import ClusterHandle
+
+pytestmark = pytest.mark.clients
+
+
+def _group(kafka: ClusterHandle, records: int, **group_configs: str) -> tuple[str, str]:
+    """A one-partition topic holding `records` records, and a share group starting at its beginning."""
+    topic, group = f"cs-{uuid.uuid4().hex[:8]}", f"csg-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    configs = {"share.auto.offset.reset": "earliest", **group_configs}
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+        ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in configs.items()])
+    admin.incremental_alter_configs([resource])[resource].result(30)
+    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers})
+    for i in range(records):
+        producer.produce(topic, f"v{i}".encode())
+    assert producer.flush(30) == 0
+    return topic, group
+
+
+def _consumer(kafka: ClusterHandle, group: str, topic: str, mode: str) -> ShareConsumer:
+    consumer = ShareConsumer({"bootstrap.servers": kafka.bootstrap_servers, "group.id": group,
+                              "share.acknowledgement.mode": mode})
+    consumer.subscribe([topic])
+    return consumer
+
+
+def _drain(consumer: ShareConsumer, handle: Callable[[Message], bool], until: Callable[[], bool],
+           seconds: float = 30) -> None:
+    """Polls until `until()`; `handle` acknowledges each record and says whether to commit."""
+    deadline = time.monotonic() + seconds
+    while not until() and time.monotonic() < deadline:
+        messages = consumer.poll(0.5)
+        commit = False
+        for m in messages:
+            assert m.error() is None, m.error()
+            commit = handle(m) or commit
+        if commit:
+            consumer.commit_sync()
+
+
+def test_released_records_come_back_with_their_delivery_count(kafka: ClusterHandle) -> None:
+    topic, group = _group(kafka, 5)
+    consumer = _consumer(kafka, group, topic, "explicit")
+    counts: list[int] = []
+
+    def handle(m: Message) -> bool:
+        counts.append(m.delivery_count())
+        consumer.acknowledge(m, AcknowledgeType.RELEASE if m.delivery_count() < 2 else AcknowledgeType.ACCEPT)
+        return True
+    try:
+        _drain(consumer, handle, lambda: counts.count(2) == 5)
+    finally:
+        consumer.close()
+    assert sorted(counts) == [1] * 5 + [2] * 5
+
+
+def test_rejected_records_are_not_delivered_again(kafka: ClusterHandle) -> None:
+    topic, group = _group(kafka, 4)
+    consumer = _consumer(kafka, group, topic, "explicit")
+    seen: list[str] = []
+
+    def handle(m: Message) -> bool:
+        seen.append(m.value().decode())
+        consumer.acknowledge(m, AcknowledgeType.REJECT)
+        return True
+    try:
+        _drain(consumer, handle, lambda: len(seen) >= 4)
+        _drain(consumer, handle, lambda: False, seconds=2)  # nothing more comes
+    finally:
+        consumer.close()
+    assert sorted(seen) == ["v0", "v1", "v2", "v3"]
+
+
+def test_two_consumers_share_a_partition_and_each_record_is_accepted_once(kafka: ClusterHandle) -> None:
+    topic, group = _group(kafka, 100)
+    a, b = (_consumer(kafka, group, topic, "implicit") for _ in range(2))
+    seen: list[str] = []
+    try:
+        deadline = time.monotonic() + 40
+        while len(seen) < 100 and time.monotonic() < deadline:
+            for c in (a, b):
+                seen += [m.value().decode() for m in c.poll(0.2) if m.error() is None]
+    finally:
+        a.close()
+        b.close()
+    assert sorted(seen) == sorted(f"v{i}" for i in range(100))
+
+
+@pytest.mark.fakekafka_only
+@pytest.mark.fakekafka(clock="frozen")
+def test_an_expired_lock_hands_the_records_to_another_consumer(kafka: fakekafka.Cluster) -> None:
+    topic, group = _group(kafka, 3, **{"share.record.lock.duration.ms": "15000"})
+    holder = _consumer(kafka, group, topic, "explicit")
+    held: list[Message] = []
+    try:
+        _drain(holder, lambda m: held.append(m) or False, lambda: len(held) == 3)
+        assert [m.delivery_count() for m in held] == [1, 1, 1]
+        kafka.advance_clock(15_001)  # the lock passes; the holder never acknowledged
+        assert any(e.kind == "share_lock_expired" for e in kafka.events())
+        other = _consumer(kafka, group, topic, "implicit")
+        again: list[Message] = []
+        try:
+            _drain(other, lambda m: again.append(m) or False, lambda: len(again) == 3)
+        finally:
+            other.close()
+        assert sorted((m.value(), m.delivery_count()) for m in again) == [(b"v0", 2), (b"v1", 2), (b"v2", 2)]
+    finally:
+        holder.close()

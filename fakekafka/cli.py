@@ -39,6 +39,7 @@ _CTL_ARGS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "inject-latency": (("ms",), ("api", "count", "broker")),
     "drop-connection": (("api",), ("when", "count", "broker")),
     "throttle": (("ms",), ("api", "count")), "clear-faults": ((), ()), "advance-clock": (("ms",), ()),
+    "force-compaction": (("topic",), ()),
     "partition-state": (("topic", "partition"), ()), "events": ((), ()), "describe": ((), ()),
     "abort-transaction": (("transactional_id",), ()), "expire-transactional-id": (("transactional_id",), ()),
 }

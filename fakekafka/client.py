@@ -435,6 +435,9 @@ class RemoteCluster(ClusterHandle):
     def advance_clock(self, ms: int) -> int:
         return self._steer("advance_clock")
 
+    def force_compaction(self, topic: str) -> int:
+        return self._steer("force_compaction")
+
     def force_rebalance(self, group_id: str) -> None:
         self._steer("force_rebalance")
 

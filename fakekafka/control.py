@@ -119,6 +119,14 @@ def _advance(c: Cluster, a: dict[str, Any]) -> str:
     return f"clock advanced {ms} ms, now at {c.advance_clock(ms)} ms"
 
 
+def _force_compaction(c: Cluster, a: dict[str, Any]) -> str:
+    cleaned = c.force_compaction(a["topic"])
+    if not cleaned:
+        return f"nothing to clean in {a['topic']} (no dirty data outside the active segments, open transactions " \
+               "and min.compaction.lag.ms)"
+    return f"cleaned {cleaned} log{'s' if cleaned != 1 else ''} of {a['topic']}"
+
+
 def _known_transaction(c: Cluster, tid: str) -> TransactionView:
     """The id's transaction, or an error naming the ids there are."""
     found = c.transaction(tid)
@@ -195,6 +203,8 @@ COMMANDS: dict[str, tuple[str, Callable[[Cluster, dict[str, Any]], Awaitable[Any
     "expire-transactional-id": ("TRANSACTIONAL_ID: forget an idle one (no open transaction), as "
                                 "transactional.id.expiration.ms would", _sync(_expire_transactional_id)),
     "advance-clock": ("MS: move the frozen clock (serve --clock frozen)", _sync(_advance)),
+    "force-compaction": ("TOPIC: run the log cleaner on a compacted topic now, whatever its dirty ratio",
+                         _sync(_force_compaction)),
     "partition-state": ("TOPIC PARTITION: leader, epoch, replicas, ISR, offsets (JSON)",
                         _sync(lambda c, a: c.partition_state(a["topic"], _int(a, "partition")))),
     "events": ("every fault and state change so far (JSON)", _sync(_events)),

@@ -608,6 +608,12 @@ class Cluster(FaultSteering, ClusterHandle):
             return p.log.last_stable_offset
         return self.call(read)
 
+    def force_compaction(self, topic: str) -> int:
+        """Runs the log cleaner on a compacted topic now, whatever its min.cleanable.dirty.ratio (Kafka's
+        cleaner would wait for the ratio or max.compaction.lag.ms): the latest record per key of each
+        partition's non-active segments stays. Returns how many replica logs were cleaned."""
+        return self.call(lambda: self.state.force_compaction(topic))
+
     def advance_clock(self, ms: int) -> int:
         """Moves a manual clock forward and fires every timeout it passes; returns the new time."""
         clock = self.state.clock

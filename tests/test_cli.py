@@ -178,6 +178,7 @@ def three_brokers() -> Iterator[str]:
     (["inject-error", "Bogus", "NOT_LEADER_OR_FOLLOWER"], 1, "fakekafka ctl: unknown API 'Bogus'"),
     (["shrink-isr", "nosuch", "0", "2"], 1, "UNKNOWN_TOPIC_OR_PARTITION: nosuch-0 does not exist"),
     (["advance-clock", "10"], 1, "advance_clock needs a cluster started with clock=ManualClock()"),
+    (["force-compaction", "nosuch"], 1, "fakekafka ctl: UNKNOWN_TOPIC_OR_PARTITION: Topic nosuch does not exist\n"),
 ])
 def test_ctl_mistakes_are_answered_in_words(three_brokers: str, args: list[str], code: int, message: str) -> None:
     r = _ctl(three_brokers, *args)

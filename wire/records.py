@@ -22,9 +22,9 @@ from construct import Int8sb, Int16sb, Int32sb, Int32ub, Int64sb, Struct
 from wire.primitives import Varint, Varlong, uvarint_at
 
 __all__ = [
-    "BATCH_OVERHEAD", "BatchHeader", "Compression", "InvalidBatch", "Record", "RecordBatch",
-    "TimestampType", "TooLarge", "build_batch", "crc_of", "decode_batch", "iter_batches", "read_header",
-    "set_base_offset",
+    "BATCH_OVERHEAD", "BatchHeader", "Compression", "DELETE_HORIZON_FLAG", "InvalidBatch", "Record", "RecordBatch",
+    "TimestampType", "TooLarge", "build_batch", "crc_of", "decode_batch", "delete_horizon", "iter_batches",
+    "read_header", "rebuild_batch", "set_base_offset",
 ]
 
 BATCH_OVERHEAD = 61
@@ -448,3 +448,42 @@ def build_batch(records: list[dict[str, Any]], *, base_offset: int = 0,
     length = 4 + 1 + 4 + len(after_crc)
     return struct.pack(">qiibI", base_offset, length, partition_leader_epoch, MAGIC, crc) + after_crc
 
+
+
+DELETE_HORIZON_FLAG = 0x40
+"""Batch attribute bit (KIP-534): the base timestamp holds the delete horizon the log cleaner set."""
+
+
+def rebuild_batch(header: BatchHeader, records: list[Record], delete_horizon_ms: int = -1) -> bytes:
+    """A batch holding only `records` of the batch `header` describes, as Kafka's log cleaner writes it
+    (MemoryRecords.filterTo): the same base and last offset, producer fields, epoch, codec and timestamp
+    type; each record keeps its offset and timestamp; with `delete_horizon_ms` >= 0 the base timestamp is
+    that horizon and the delete-horizon attribute is set. No records: the bare header Kafka keeps to hold
+    a producer's last sequence or the round's last offset."""
+    log_append = header.timestamp_type == TimestampType.LOG_APPEND_TIME
+    attributes = header.attributes & ~DELETE_HORIZON_FLAG
+    if not records:
+        body, base_ts, max_ts, attributes = b"", header.max_timestamp, header.max_timestamp, attributes & ~0x07
+    else:
+        base_ts = delete_horizon_ms if delete_horizon_ms >= 0 else records[0].timestamp
+        max_ts = header.max_timestamp if log_append else max(r.timestamp for r in records)
+        raw = bytearray()
+        for r in records:
+            rec = bytearray(b"\x00")
+            rec += _varlong(r.timestamp - base_ts) + _varint(r.offset - header.base_offset)
+            rec += _sized(r.key) + _sized(r.value) + _varint(len(r.headers))
+            for hk, hv in r.headers:
+                rec += _sized(hk.encode("utf-8")) + _sized(hv)
+            raw += _varint(len(rec)) + rec
+        body = compress(header.compression, bytes(raw))
+        if delete_horizon_ms >= 0:
+            attributes |= DELETE_HORIZON_FLAG
+    after_crc = struct.pack(">hiqqqhii", attributes, header.last_offset_delta, base_ts, max_ts, header.producer_id,
+                            header.producer_epoch, header.base_sequence, len(records)) + body
+    return struct.pack(">qiibI", header.base_offset, 9 + len(after_crc), header.partition_leader_epoch, MAGIC,
+                       crc32c.crc32c(after_crc)) + after_crc
+
+
+def delete_horizon(header: BatchHeader) -> int:
+    """The delete horizon the cleaner set on a batch, or -1."""
+    return header.base_timestamp if header.attributes & DELETE_HORIZON_FLAG else -1

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fakekafka.model.acl import Authorizer
+from fakekafka.model.cleaner import CleanerSettings, clean, cleanable
 from fakekafka.model.clock import Clock, SystemClock
 from fakekafka.model.config import TOPIC_CONFIGS, BrokerConfig, ConfigSource, InvalidConfig
 from fakekafka.model.consumer_group import ConsumerGroupConfig, ConsumerGroupCoordinator, TopicInfo
@@ -237,6 +238,7 @@ class ClusterState:
         self.producer_ids = ProducerIds()
         self._change_listeners: list[Callable[[object], None]] = []
         self._next_retention_check = self.clock.now_ms() + RETENTION_INITIAL_DELAY_MS
+        self._next_cleaner_run = self.clock.now_ms() + int(self.config.value("log.cleaner.backoff.ms")[0] or 15000)
         self._placement = 0
         c = self.config
         self.groups = GroupCoordinator(self.clock, GroupConfig(
@@ -292,6 +294,9 @@ class ClusterState:
             while self._next_retention_check <= now:  # a jump of the clock past several checks runs one
                 self._next_retention_check += interval
             self.apply_retention()
+        if now >= self._next_cleaner_run:
+            self.run_cleaner()
+            self._next_cleaner_run = now + int(self.config.value("log.cleaner.backoff.ms")[0] or 15000)
         self.notify(self.clock)  # requests waiting on a clock deadline look again
 
     def next_deadline(self) -> int | None:
@@ -927,6 +932,61 @@ class ClusterState:
                 if len(partition.replicas) > 1:
                     self.replicate(partition)
                 self.notify(partition)
+
+    # --- compaction ------------------------------------------------------------------------------
+    @staticmethod
+    def _policies(value: str | None) -> list[str]:
+        return [p.strip() for p in (value or "").split(",")]
+
+    def cleaner_settings(self, topic: Topic, node_id: int | None) -> CleanerSettings:
+        """A topic's cleaning configs as broker `node_id` sees them."""
+        ratio = self.topic_config(topic, "min.cleanable.dirty.ratio", node_id)[0]
+        return CleanerSettings(float(ratio) if ratio is not None else 0.5,
+                               self.topic_config_int(topic, "min.compaction.lag.ms", node_id),
+                               self.topic_config_int(topic, "max.compaction.lag.ms", node_id),
+                               self.topic_config_int(topic, "delete.retention.ms", node_id),
+                               self.topic_config_int(topic, "segment.bytes", node_id))
+
+    def run_cleaner(self, topic_name: str | None = None) -> int:
+        """One wake-up of Kafka's log cleaner (every log.cleaner.backoff.ms when it finds nothing to do): each
+        live replica's log of a topic whose cleanup.policy has "compact" is cleaned if it is due (dirty ratio
+        or max.compaction.lag.ms). With `topic_name`, that topic's logs are cleaned now whatever their dirty
+        ratio (still never the active segment, open transactions or records within min.compaction.lag.ms):
+        what tests use for deterministic compaction. Returns how many logs were cleaned."""
+        if topic_name is None and self.config.value("log.cleaner.enable")[0] == "false":
+            return 0
+        now = self.clock.now_ms()
+        cleaned = 0
+        topics = [self.topics[topic_name]] if topic_name is not None else list(self.topics.values())
+        for topic in topics:
+            if "compact" not in self._policies(self.topic_config(topic, "cleanup.policy")[0]):
+                continue
+            for partition in topic.partitions:
+                for node_id, log in partition.logs.items():
+                    broker = self.brokers.get(node_id)
+                    if broker is None or not broker.alive:
+                        continue
+                    settings = self.cleaner_settings(topic, node_id)
+                    to_clean = cleanable(log, now, settings)
+                    if to_clean.cleanable_bytes <= 0 or (topic_name is None and not to_clean.due(settings)):
+                        continue
+                    clean(log, now, settings, to_clean)
+                    cleaned += 1
+                    if node_id == partition.leader_id:
+                        self.event("compaction", topic=topic.name, partition=partition.index,
+                                   cleaned_up_to=to_clean.upper)
+        return cleaned
+
+    def force_compaction(self, topic_name: str) -> int:
+        """Cleans every partition of a compacted topic now (see run_cleaner); UNKNOWN_TOPIC_OR_PARTITION for
+        an unknown topic, INVALID_CONFIG for one whose cleanup.policy lacks "compact"."""
+        topic = self.topics.get(topic_name)
+        if topic is None:
+            raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {topic_name} does not exist")
+        if "compact" not in self._policies(self.topic_config(topic, "cleanup.policy")[0]):
+            raise ApiError(ErrorCode.INVALID_CONFIG, f"Topic {topic_name} is not compacted (cleanup.policy="
+                                                     f"{self.topic_config(topic, 'cleanup.policy')[0]})")
+        return self.run_cleaner(topic_name)
 
     # --- deleting records ----------------------------------------------------------------------
     def delete_records(self, partition: Partition, offset: int) -> int:

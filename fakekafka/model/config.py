@@ -218,6 +218,8 @@ BROKER_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
     ConfigSpec("delete.topic.enable", _T.BOOLEAN, "true"),
     ConfigSpec("replica.lag.time.max.ms", _T.LONG, "30000"),
     ConfigSpec("log.retention.check.interval.ms", _T.LONG, "300000", minimum=1),
+    ConfigSpec("log.cleaner.enable", _T.BOOLEAN, "true"),
+    ConfigSpec("log.cleaner.backoff.ms", _T.LONG, "15000", minimum=0, dynamic=True),
     ConfigSpec("authorizer.class.name", _T.STRING, ""),
     ConfigSpec("ssl.principal.mapping.rules", _T.STRING, "DEFAULT"),
 )}

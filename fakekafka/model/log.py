@@ -117,6 +117,8 @@ class PartitionLog:
     aborted: list[AbortedTxn] = field(default_factory=list)
     segments: list[LogSegment] = field(default_factory=_new_segments)
     """Never empty: the last one is the active segment."""
+    cleaner_checkpoint: int = -1
+    """Where the log cleaner's last round ended (Kafka's cleaner-offset-checkpoint); -1: never cleaned."""
 
     def _roll_for(self, size: int, max_timestamp: int, base: int, now: int,
                   segment_bytes: int, segment_ms: int) -> LogSegment:
@@ -154,7 +156,7 @@ class PartitionLog:
         if control_type(batch) == ABORT:
             self.aborted.append(AbortedTxn(producer_id, first, base))
 
-    def _rebuild_txns(self) -> None:
+    def rebuild_txns(self) -> None:
         self.open_txns, self.unstable_txns, self.aborted = {}, [], []
         for batch, base in zip(self.batches, self.base_offsets, strict=True):
             self._track_txn(batch, base)
@@ -251,7 +253,7 @@ class PartitionLog:
         upper = self.log_end_offset if last else self.segments[i + 1].base_offset
         return self.high_watermark >= upper and not (last and self.segments[i].size == 0)
 
-    def _resize_segments(self, *, only_first: bool = False) -> None:
+    def resize_segments(self, *, only_first: bool = False) -> None:
         """Segment sizes and timestamps computed again from the batches, after batches were dropped."""
         for i, seg in enumerate(self.segments[:1] if only_first else self.segments):
             rng = self.segment_batches(i)
@@ -278,8 +280,8 @@ class PartitionLog:
             self.segments.pop()
         if not self.batches:
             self.segments = [LogSegment(self.log_end_offset)]
-        self._resize_segments()
-        self._rebuild_txns()
+        self.resize_segments()
+        self.rebuild_txns()
 
     def delete_before(self, offset: int) -> None:
         """Moves the log start up to `offset` (DeleteRecords on a leader; retention; a follower taking its
@@ -306,7 +308,7 @@ class PartitionLog:
         if k:
             del segs[:k]
         if i:
-            self._resize_segments(only_first=True)
+            self.resize_segments(only_first=True)
         if not self.batches:  # everything went: Kafka rolls a new active segment at the end first
             self.segments = [LogSegment(self.log_end_offset)]
         j = bisect_right([e.start_offset for e in self.epochs], offset)

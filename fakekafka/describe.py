@@ -120,6 +120,32 @@ def _consumer_group_members(state: ClusterState) -> Rows:
     return ("GROUP", "MEMBER", "CLIENT ID", "INSTANCE ID", "EPOCH", "STATE", "ASSIGNMENT", "TARGET"), rows
 
 
+def _share_groups(state: ClusterState) -> Rows:
+    """KIP-932 share groups: epochs and members with the partitions the simple assignor gave each."""
+    names = {t.topic_id: t.name for t in state.topics.values()}
+    rows: list[Sequence[object]] = []
+    for group_id in sorted(state.shares.groups):
+        g = state.shares.groups[group_id]
+        for m in sorted(g.members.values(), key=lambda m: m.member_id) or [None]:
+            assignment = None if m is None else "; ".join(
+                f"{names.get(t, t)}:{','.join(map(str, ps))}" for t, ps in sorted(m.assignment.items(),
+                                                                               key=lambda kv: str(kv[0])))
+            rows.append((group_id, g.state, g.group_epoch, None if m is None else m.member_id,
+                         None if m is None else m.member_epoch, assignment or None))
+    return ("GROUP", "STATE", "GROUP EPOCH", "MEMBER", "EPOCH", "ASSIGNMENT"), rows
+
+
+def _share_partitions(state: ClusterState) -> Rows:
+    """Each share-partition: its start and end offsets and its in-flight records by state."""
+    rows: list[Sequence[object]] = []
+    for group_id in sorted(state.shares.groups):
+        for (topic, index), sp in sorted(state.shares.groups[group_id].partitions.items()):
+            states = [r.state.name for r in sp.records.values()]
+            rows.append((group_id, topic, index, sp.start_offset, sp.end_offset, states.count("ACQUIRED"),
+                         states.count("AVAILABLE"), states.count("ACKNOWLEDGED") + states.count("ARCHIVED")))
+    return ("GROUP", "TOPIC", "PARTITION", "START", "END", "ACQUIRED", "AVAILABLE", "DONE"), rows
+
+
 def _transactions(state: ClusterState) -> Rows:
     rows: list[Sequence[object]] = []
     now = state.clock.now_ms()
@@ -139,6 +165,8 @@ SECTIONS: list[tuple[str, Callable[[ClusterState], Rows]]] = [
     ("group members", _members),
     ("consumer groups", _consumer_groups),
     ("consumer group members", _consumer_group_members),
+    ("share groups", _share_groups),
+    ("share partitions", _share_partitions),
     ("transactions", _transactions),
 ]
 """(title, rows) in print order."""

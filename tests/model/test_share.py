@@ -175,3 +175,20 @@ def test_control_batches_are_never_delivered() -> None:
     _, ranges = sp.acquire("m", _reader(batches), 2, 10, now=0, lock_ms=1000, max_locks=2000)
     assert ranges == [{"first_offset": 0, "last_offset": 0, "delivery_count": 1}]
     assert sp.state_of(1).state == RecordState.ARCHIVED and sp.end_offset == 2
+
+
+def test_ctl_describe_shows_share_groups_and_their_partitions() -> None:
+    from fakekafka.describe import describe_tables
+    from fakekafka.model.cluster import ClusterState
+    state = ClusterState()
+    state.create_topic("orders", 2)
+    state.shares.heartbeat("billing", "m1", 0, None, ["orders"], "c", "/h", state.share_topic)
+    sp = state.shares.share_partition("billing", "orders", 0, 0, 0)
+    state.append(state.partition("orders", 0), build_batch([{"key": None, "value": b"x"}] * 3))
+    log = state.partition("orders", 0).log
+    sp.acquire("m1", lambda o: log.read(o, 1 << 20, min_one=True), log.high_watermark, 2, now=0, lock_ms=1000,
+               max_locks=2000)
+    text = describe_tables(state)
+    shares = text[text.index("SHARE GROUPS"):text.index("TRANSACTIONS")]
+    assert "billing  Stable" in shares and "m1" in shares and "orders:0,1" in shares
+    assert "billing  orders          0      0    3         3          0     0" in shares

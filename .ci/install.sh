@@ -8,6 +8,7 @@
 #   FAKEKAFKA_KAFKA_LIB  Apache Kafka's broker jars (default ~/.cache/fakekafka/kafka-4.4.0/lib)
 #   FAKEKAFKA_STREAMS_JARS Kafka Streams and its dependencies (default ~/.cache/fakekafka/kafka-streams-4.3.1)
 #   FAKEKAFKA_CONNECT_JARS Kafka Connect's worker and file connectors (default ~/.cache/fakekafka/kafka-connect-4.3.1)
+#   FAKEKAFKA_TOOLS_JARS Kafka's command-line tools (default ~/.cache/fakekafka/kafka-tools-4.3.1)
 #   FAKEKAFKA_SPARK_JARS Spark's Kafka connector for the pinned pyspark (default ~/.cache/fakekafka/spark-kafka-4.2.0)
 #   FAKEKAFKA_BIN        reference broker binaries (default ~/.cache/fakekafka/bin)
 #   FAKEKAFKA_GO_CLIENTS the Go client drivers, built (default ~/.cache/fakekafka/go-clients)
@@ -157,6 +158,14 @@ jar_has_classes "$CONNECT_DIR" org.apache.kafka.connect.cli.ConnectDistributed \
     org.apache.kafka.connect.file.FileStreamSourceConnector org.slf4j.impl.SimpleLoggerFactory \
     || { log "$CONNECT_DIR lacks Kafka Connect's worker or the file connectors"; exit 1; }
 
+# Kafka's command-line tools (compat/kafka/tools-pom.xml: kafka-tools, and kafka_2.13 for kafka-configs), for
+# tests/test_kafka_cli.py and the README's "Use the Kafka CLI you know".
+TOOLS_VERSION=$(sed -n 's:.*<kafka.tools.version>\(.*\)</kafka.tools.version>.*:\1:p' compat/kafka/tools-pom.xml)
+TOOLS_DIR=${FAKEKAFKA_TOOLS_JARS:-$CACHE/kafka-tools-$TOOLS_VERSION}
+maven_copy compat/kafka/tools-pom.xml "$TOOLS_DIR"
+jar_has_classes "$TOOLS_DIR" org.apache.kafka.tools.TopicCommand kafka.admin.ConfigCommand org.slf4j.impl.SimpleLoggerFactory \
+    || { log "$TOOLS_DIR lacks Kafka's tools"; exit 1; }
+
 # Spark's Kafka connector for the pinned pyspark (compat/kafka/spark-pom.xml): the `spark` fixture and
 # fakekafka.spark.local_spark_session put these jars on spark.jars, so format("kafka") is Spark's own connector.
 SPARK_JARS=${FAKEKAFKA_SPARK_JARS:-$CACHE/spark-kafka-$SPARK_VERSION}
@@ -241,4 +250,5 @@ printf 'FAKEKAFKA_CLASSPATH=%q\n' "$JARS_DIR/*"
 printf 'FAKEKAFKA_STREAMS_JARS=%q\n' "$STREAMS_DIR"
 printf 'FAKEKAFKA_SPARK_JARS=%q\n' "$SPARK_JARS"
 printf 'FAKEKAFKA_CONNECT_JARS=%q\n' "$CONNECT_DIR"
+printf 'FAKEKAFKA_TOOLS_JARS=%q\n' "$TOOLS_DIR"
 if [[ -n $driver_env ]]; then printf '%s\n' "$driver_env"; fi

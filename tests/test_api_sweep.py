@@ -489,6 +489,16 @@ def _offset_delete(t: Target, v: int) -> dict[str, Any]:
     return {"group_id": SIMPLE_GROUP, "topics": [{"name": TOPIC, "partitions": [{"partition_index": 0}]}]}
 
 
+def _describe_topic_partitions(t: Target, v: int) -> dict[str, Any]:
+    return {"topics": [{"name": TOPIC}, {"name": "nope"}], "response_partition_limit": 2000, "cursor": None}
+
+
+def _describe_topic_partitions_of(names: list[str], limit: int = 2000, cursor: tuple[str, int] | None = None
+                                  ) -> Callable[[Target, int], dict[str, Any]]:
+    return lambda t, v: {"topics": [{"name": n} for n in names], "response_partition_limit": limit,
+                         "cursor": None if cursor is None else {"topic_name": cursor[0], "partition_index": cursor[1]}}
+
+
 def _describe_cluster(t: Target, v: int) -> dict[str, Any]:
     return {"include_cluster_authorized_operations": False, "endpoint_type": 1}
 
@@ -691,7 +701,7 @@ BUILDERS: dict[int, Callable[[Target, int], dict[str, Any]]] = {
     65: _describe_transactions, 66: _list_transactions, 33: _alter_configs, 44: _incremental_alter_configs,
     36: _sasl_authenticate, 29: _acl_filter, 30: _create_acls, 31: _delete_acls,
     50: _describe_user_scram_credentials, 51: _alter_user_scram_credentials,
-    68: _consumer_group_heartbeat, 69: _consumer_group_describe,
+    68: _consumer_group_heartbeat, 69: _consumer_group_describe, 75: _describe_topic_partitions,
 }
 
 PAIRS = [(k, v) for k, (lo, hi) in advertised_versions().items() for v in range(lo, hi + 1)]
@@ -777,6 +787,12 @@ VARIANTS: dict[str, tuple[int, list[int], Callable[[Target, int], dict[str, Any]
     "empty-log-newer-epoch": (23, [4], _epoch_end("sweep-cp-v0", 2)),
     "empty-group-id": (10, [0, 4], lambda t, v: {"key": "", "key_type": 0, "coordinator_keys": ["", GROUP]}),
     "controller-endpoints": (60, [1], lambda t, v: {"endpoint_type": 2}),
+    "page-cut-in-topic": (75, [0], _describe_topic_partitions_of([TOPIC, PRODUCE_TOPIC], limit=1)),
+    "page-ends-at-topic-end": (75, [0], _describe_topic_partitions_of([TOPIC, PRODUCE_TOPIC, "nope"], limit=2)),
+    "every-topic-from-cursor": (75, [0], _describe_topic_partitions_of([], limit=3, cursor=(TOPIC, 1))),
+    "cursor-not-listed": (75, [0], _describe_topic_partitions_of([TOPIC], cursor=("zzz", 0))),
+    "negative-cursor-partition": (75, [0], _describe_topic_partitions_of([TOPIC], cursor=(TOPIC, -1))),
+    "invalid-and-repeated-names": (75, [0], _describe_topic_partitions_of(["bad name!", TOPIC, TOPIC])),
     "unknown-topic-partitions": (37, [3], lambda t, v: {"timeout_ms": 30_000,
                                                         "topics": [{"name": "nope", "count": 3}]}),
     "cancel-no-reassignment": (45, [0], lambda t, v: {"timeout_ms": 30_000, "topics": [

@@ -765,7 +765,8 @@ class ClusterState:
                 raise ApiError(ErrorCode.INVALID_REPLICATION_FACTOR,
                                f"Unable to replicate the partition {replication_factor} time(s): The target "
                                f"replication factor of {replication_factor} cannot be reached because only "
-                               f"{alive} broker(s) are registered.")
+                               f"{alive} broker(s) are registered or some brokers have all their log directories "
+                               f"cordoned.")  # Kafka 4.4's words (KIP-1066 added the cordoned clause)
             self._check_partition_ceiling(name, num_partitions)
             replica_lists = self._assign(num_partitions, replication_factor)
         clean = self._validate_configs(configs or {})
@@ -855,9 +856,9 @@ class ClusterState:
         current = len(topic.partitions)
         if count < current:
             raise ApiError(ErrorCode.INVALID_PARTITIONS,
-                           f"Topic currently has {current} partitions, which is higher than the requested {count}.")
+                           f"The topic {name} currently has {current} partition(s); {count} would not be an increase.")
         if count == current:
-            raise ApiError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partitions.")
+            raise ApiError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partition(s).")
         added = count - current
         self._check_partition_ceiling(name, added)
         if assignments is not None:

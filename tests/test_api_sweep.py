@@ -499,6 +499,10 @@ def _describe_topic_partitions_of(names: list[str], limit: int = 2000, cursor: t
                          "cursor": None if cursor is None else {"topic_name": cursor[0], "partition_index": cursor[1]}}
 
 
+def _describe_log_dirs(t: Target, v: int) -> dict[str, Any]:
+    return {"topics": [{"topic": TOPIC, "partitions": [0, 1, 5]}, {"topic": "nope", "partitions": [0]}]}
+
+
 def _describe_cluster(t: Target, v: int) -> dict[str, Any]:
     return {"include_cluster_authorized_operations": False, "endpoint_type": 1}
 
@@ -701,7 +705,7 @@ BUILDERS: dict[int, Callable[[Target, int], dict[str, Any]]] = {
     65: _describe_transactions, 66: _list_transactions, 33: _alter_configs, 44: _incremental_alter_configs,
     36: _sasl_authenticate, 29: _acl_filter, 30: _create_acls, 31: _delete_acls,
     50: _describe_user_scram_credentials, 51: _alter_user_scram_credentials,
-    68: _consumer_group_heartbeat, 69: _consumer_group_describe, 75: _describe_topic_partitions,
+    68: _consumer_group_heartbeat, 69: _consumer_group_describe, 75: _describe_topic_partitions, 35: _describe_log_dirs,
 }
 
 PAIRS = [(k, v) for k, (lo, hi) in advertised_versions().items() for v in range(lo, hi + 1)]
@@ -790,6 +794,12 @@ VARIANTS: dict[str, tuple[int, list[int], Callable[[Target, int], dict[str, Any]
     "page-cut-in-topic": (75, [0], _describe_topic_partitions_of([TOPIC, PRODUCE_TOPIC], limit=1)),
     "page-ends-at-topic-end": (75, [0], _describe_topic_partitions_of([TOPIC, PRODUCE_TOPIC, "nope"], limit=2)),
     "every-topic-from-cursor": (75, [0], _describe_topic_partitions_of([], limit=3, cursor=(TOPIC, 1))),
+    "every-partition": (43, [2], lambda t, v: {"election_type": 0, "timeout_ms": 30_000, "topic_partitions": None}),
+    "unknown-topic-and-partition": (43, [2], lambda t, v: {"election_type": 0, "timeout_ms": 30_000,
+                                                           "topic_partitions": [{"topic": "nope", "partitions": [0]},
+                                                                                {"topic": TOPIC, "partitions": [9]}]}),
+    "one-partition-of-two-topics": (35, [4], lambda t, v: {"topics": [{"topic": TOPIC, "partitions": [1]},
+                                                                      {"topic": PRODUCE_TOPIC, "partitions": [0]}]}),
     "cursor-not-listed": (75, [0], _describe_topic_partitions_of([TOPIC], cursor=("zzz", 0))),
     "negative-cursor-partition": (75, [0], _describe_topic_partitions_of([TOPIC], cursor=(TOPIC, -1))),
     "invalid-and-repeated-names": (75, [0], _describe_topic_partitions_of(["bad name!", TOPIC, TOPIC])),
@@ -1023,7 +1033,8 @@ UNORDERED = {"partitions": ("partition_index", "partition", "partition_id"), "pa
              "groups": ("group_id",), "configs": ("name",), "topics": ("name",),
              "responses": ("name", "topic", "topic_name"),
              "transaction_states": ("transactional_id",), "results_by_topic_v3_and_below": ("name",),
-             "results_by_partition": ("partition_index",)}
+             "results_by_partition": ("partition_index",), "replica_election_results": ("topic",),
+             "partition_result": ("partition_id",)}
 """Lists compared in key order (field -> the key of its items): Kafka answers some (ListOffsets' partitions,
 ListGroups, DescribeConfigs' configs, Metadata's topics, DeleteTopics' results) in its hash maps' order, which
 no client relies on."""
@@ -1051,6 +1062,10 @@ KNOWN: dict[int | tuple[int, str], list[tuple[str, str]]] = {
     77: [("/groups[[]*]/group_epoch", SHARE_INIT_WHY), ("/groups[[]*]/assignment_epoch", SHARE_INIT_WHY),
          ("/groups[[]*]/members[[]*]/member_epoch", SHARE_INIT_WHY),
          ("/groups[[]*]/members[[]*]/assignment/topic_partitions", SHARE_INIT_WHY)],
+    35: [("/results[[]0]/log_dir", "each broker's own directory: a temporary one for the JVM Kafka, Kafka's default "
+                                   "log.dir, /tmp/kafka-logs, for fakekafka's in-memory logs"),
+         ("/results[[]0]/total_bytes", "the volume's size; fakekafka's logs are in memory, so -1 (unknown)"),
+         ("/results[[]0]/usable_bytes", "the volume's free space; fakekafka's logs are in memory, so -1 (unknown)")],
     (32, "broker-loggers"): [("/results[[]0]/configs", "fakekafka has no log4j loggers to list or set: a "
                                                          "BROKER_LOGGER resource describes no configs")],
 }

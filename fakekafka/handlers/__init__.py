@@ -22,6 +22,7 @@ from fakekafka.handlers import (  # noqa: F401  (imported to register their hand
     init_producer_id,
     leaders,
     list_offsets,
+    log_dirs,
     metadata,
     offset_for_leader_epoch,
     offsets,

@@ -4,7 +4,9 @@ ListPartitionReassignments (46) v0.
 Behaviour: any broker answers (Kafka forwards these to the controller); a reassignment completes as
 soon as the added replicas are in the ISR, which with no replication lag is at once. AlterPartitionReassignments
 v1 may forbid changing a partition's replica count (KIP-860): INVALID_REPLICATION_FACTOR for such a partition,
-and the answer repeats the flag, as Kafka's controller does.
+and the answer repeats the flag, as Kafka's controller does. ElectLeaders for every partition (a null list)
+answers each topic, listing only the partitions that were elected or failed (ELECTION_NOT_NEEDED ones left
+out, as Kafka's controller does); an unknown topic or partition is named in the controller's words.
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ def handle_elect_leaders(ctx: RequestContext, req: Container) -> dict[str, Any]:
                     cluster.elect_unclean(topic, index)
             except ApiError as e:
                 code, message = e.code, e.message
+            if code == ErrorCode.ELECTION_NOT_NEEDED and req.topic_partitions is None:
+                continue  # asked for every partition: Kafka's controller leaves out those already led as wanted
             outcome.append({"partition_id": index, "error_code": code, "error_message": message})
         results.append({"topic": topic, "partition_result": outcome})
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "replica_election_results": results}

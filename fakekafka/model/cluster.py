@@ -99,6 +99,8 @@ class Broker:
     """Advertised (host, port) per listener name; clients connected on a listener are told its addresses."""
     bound: dict[str, int] = field(default_factory=dict)
     """The port each listener is bound to (kept across a restart)."""
+    log_dir: str = "/tmp/kafka-logs"
+    """The one log directory DescribeLogDirs reports (Kafka's default `log.dir`): the logs live in memory."""
 
     def endpoint(self, listener: str | None) -> tuple[str, int]:
         """Where clients of `listener` reach this broker (the first listener's address otherwise)."""
@@ -590,11 +592,18 @@ class ClusterState:
         if p.leader_id not in target:
             self.elect_leader(p, preferred=target[0])
 
-    def elect_unclean(self, topic: str, index: int) -> None:
-        """ElectLeaders UNCLEAN: an offline partition takes any live replica as leader (data may be lost)."""
+    def _election_partition(self, topic: str, index: int) -> Partition:
+        """The partition an ElectLeaders names, or Kafka's controller's error in its words."""
+        if topic not in self.topics:
+            raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such topic as {topic}")
         p = self.partition(topic, index)
         if p is None:
-            raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{index} does not exist")
+            raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such partition as {topic}-{index}")
+        return p
+
+    def elect_unclean(self, topic: str, index: int) -> None:
+        """ElectLeaders UNCLEAN: an offline partition takes any live replica as leader (data may be lost)."""
+        p = self._election_partition(topic, index)
         if p.online:
             raise ApiError(ErrorCode.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition.")
         alive = [r for r in p.replicas if self.brokers[r].alive]
@@ -605,9 +614,7 @@ class ClusterState:
 
     def elect_preferred_leader(self, topic: str, index: int) -> None:
         """ElectLeaders PREFERRED for one partition, with Kafka's errors."""
-        p = self.partition(topic, index)
-        if p is None:
-            raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{index} does not exist")
+        p = self._election_partition(topic, index)
         preferred = p.replicas[0]
         if p.leader_id == preferred:
             raise ApiError(ErrorCode.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition.")

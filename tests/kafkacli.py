@@ -124,16 +124,18 @@ class ToolSession:
         self._drain.join(timeout=5)
 
 
-_UUID_B64 = re.compile(r"(?<![\w-])[A-Za-z0-9_-]{22}(?![\w-])")
-_MEMBER = re.compile(r"\b([\w.-]+)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
+_TOPIC_ID = re.compile(r"\b(TopicId: ?)[A-Za-z0-9_-]{22}(?![\w-])")
+_MEMBER = re.compile(r"\b([\w.-]+?)-(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|\d{8}-fakekafka)\b")
+"""A group member's id: Kafka's client id + "-" + a random UUID; fakekafka's client id, a counter and
+"-fakekafka" (compat/KNOWN_DIFFERENCES.md: member ids are each broker's own making)."""
 _HOST_PORT = re.compile(r"/?(?:127\.0\.0\.1|localhost)(?::\d+)?")
 
 
 def normalise(text: str, bootstrap: str = "") -> str:
     """Blanks topic ids, member ids, hosts and ports; collapses runs of spaces (the tools pad columns to the
     widest value, which changes with the ids)."""
-    text = _MEMBER.sub(r"\1-<uuid>", text)
-    text = _UUID_B64.sub("<id>", text)
+    text = _MEMBER.sub(r"\1-<member>", text)
+    text = _TOPIC_ID.sub(r"\1<id>", text)
     if bootstrap:
         text = text.replace(bootstrap, "<bootstrap>")
     text = _HOST_PORT.sub("<host>", text)

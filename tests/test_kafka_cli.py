@@ -1,0 +1,421 @@
+"""Kafka's own command-line tools against the broker: the same output as against Apache Kafka.
+
+Each test runs one tool (bin/kafka-<name>.sh's main class, from the kafka-tools jars; tests/kafkacli.py)
+through its everyday commands and compares what it printed, normalised (topic and member ids, hosts, ports,
+times, rates), with the text written here, which is what the tool printed against Apache Kafka 4.4.0.
+`python -m pytest` runs this module on fakekafka, and tests/test_kafka_real.py runs it again under
+`--kafka-real` against Kafka itself, so both brokers are held to the same text. One JVM runs every tool
+invocation of the module (kafka-tools' Exit procedure is replaced so a tool's exit does not end it); the
+broker is the plugin's module-wide cluster (`cluster_for`), each test with topics and groups of its own.
+
+Skips (naming .ci/install.sh) when java or the tools' jars are missing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from fakekafka.handle import ClusterHandle
+from fakekafka.pytest_plugin import cluster_for
+from tests.kafkacli import ToolResult, ToolSession, normalise
+
+pytestmark = pytest.mark.clients
+
+LAUNCHER_FLUSH = ",flush.messages=9223372036854775807"
+"""fakekafka/apache_kafka.py starts Kafka with log.flush.interval.messages set (a static broker config that
+kafka-topics lists as a topic override); fakekafka is not given it, so it is left out of Kafka's text."""
+
+
+class Cli:
+    """The module's tool JVM and broker: `run(tool, *args)` adds `--bootstrap-server`; `out` normalises."""
+
+    def __init__(self, session: ToolSession, cluster: ClusterHandle) -> None:
+        self.session, self.cluster = session, cluster
+        self.bootstrap = cluster.bootstrap_servers
+
+    def run(self, tool: str, *args: str, stdin: str = "", bootstrap: bool = True) -> ToolResult:
+        extra = ("--bootstrap-server", self.bootstrap) if bootstrap else ()
+        return self.session.run(tool, *extra, *args, stdin=stdin)
+
+    def out(self, tool: str, *args: str, stdin: str = "", status: int = 0,
+            clean: Callable[[str], str] = lambda s: s) -> str:
+        """The tool's normalised stdout, then its messages on stderr (log lines and stack frames dropped), after
+        checking its exit status."""
+        r = self.run(tool, *args, stdin=stdin)
+        assert r.status == status, f"{tool} {' '.join(args)} exited {r.status}:\n{r.stdout}\n{r.stderr}"
+        text = normalise(r.stdout, self.bootstrap)
+        messages = normalise(r.messages, self.bootstrap).strip("\n")
+        if messages:
+            text += "\n[stderr]\n" + messages
+        text = "\n".join(line.lstrip(" ") for line in text.replace(LAUNCHER_FLUSH, "").splitlines())
+        return clean(text).strip("\n")
+
+    def create_topic(self, name: str, partitions: int) -> None:
+        assert self.out("kafka-topics", "--create", "--topic", name, "--partitions", str(partitions),
+                        "--replication-factor", "1") == f"Created topic {name}."
+        self.cluster.wait_for_topic(name, partitions)
+
+    def produce(self, topic: str, lines: list[str], *props: str) -> None:
+        """Console producer, one request per record (--sync): batches, and so log sizes, are the same on both."""
+        args = [arg for p in props for arg in ("--reader-property", p)]
+        assert self.out("kafka-console-producer", "--topic", topic, "--sync", *args,
+                        stdin="".join(f"{line}\n" for line in lines)) == ""
+
+
+@pytest.fixture(scope="module")
+def cli(request: pytest.FixtureRequest) -> Iterator[Cli]:
+    session = ToolSession()
+    try:
+        with cluster_for(request.config) as cluster:
+            yield Cli(session, cluster)
+    finally:
+        session.close()
+
+
+def lines(text: str) -> str:
+    """Dedented expected text (tabs kept: kafka-topics and kafka-transactions separate columns with them)."""
+    return "\n".join(line.strip(" ") for line in text.strip("\n").splitlines())
+
+
+def sub(pattern: str, repl: str) -> Callable[[str], str]:
+    return lambda s: re.sub(pattern, repl, s, flags=re.M)
+
+
+def test_kafka_topics(cli: Cli) -> None:
+    cli.create_topic("cli-topics", 3)
+    assert cli.out("kafka-topics", "--create", "--topic", "cli-topics-cfg", "--partitions", "1",
+                   "--config", "retention.ms=1000", "--config", "cleanup.policy=compact") == \
+        "Created topic cli-topics-cfg."
+    cli.cluster.wait_for_topic("cli-topics-cfg", 1)
+    assert cli.out("kafka-topics", "--create", "--topic", "cli-topics", status=1) == \
+        "Error while executing topic command : Topic 'cli-topics' already exists."
+    assert cli.out("kafka-topics", "--create", "--topic", "cli-topics-x", "--replication-factor", "3", status=1) == (
+        "Error while executing topic command : Unable to replicate the partition 3 time(s): The target replication "
+        "factor of 3 cannot be reached because only 1 broker(s) are registered or some brokers have all their log "
+        "directories cordoned.")
+    assert cli.out("kafka-topics", "--create", "--topic", "cli-topics-x", "--config", "nosuch.cfg=1", status=1) == \
+        "Error while executing topic command : Unknown topic config name: nosuch.cfg"
+    assert cli.out("kafka-topics", "--create", "--topic", "cli-topics-x", "--config", "retention.ms=abc",
+                   status=1) == ("Error while executing topic command : Invalid value abc for configuration "
+                                 "retention.ms: Not a number of type LONG")
+    listed = cli.out("kafka-topics", "--list", "--exclude-internal").splitlines()
+    assert [t for t in listed if t.startswith("cli-topics")] == ["cli-topics", "cli-topics-cfg"]
+    assert cli.out("kafka-topics", "--describe", "--topic", "cli-topics") == lines("""
+        Topic: cli-topics\tTopicId: <id>\tPartitionCount: 3\tReplicationFactor: 1\tConfigs: min.insync.replicas=1
+        \tTopic: cli-topics\tPartition: 0\tLeader: 1\tReplicas: 1\tIsr: 1\tElr: \tLastKnownElr:
+        \tTopic: cli-topics\tPartition: 1\tLeader: 1\tReplicas: 1\tIsr: 1\tElr: \tLastKnownElr:
+        \tTopic: cli-topics\tPartition: 2\tLeader: 1\tReplicas: 1\tIsr: 1\tElr: \tLastKnownElr:""")
+    assert cli.out("kafka-topics", "--describe", "--topic", "cli-topics-cfg") == lines("""
+        Topic: cli-topics-cfg\tTopicId: <id>\tPartitionCount: 1\tReplicationFactor: 1\tConfigs: min.insync.replicas=1,cleanup.policy=compact,retention.ms=1000
+        \tTopic: cli-topics-cfg\tPartition: 0\tLeader: 1\tReplicas: 1\tIsr: 1\tElr: \tLastKnownElr:""")  # noqa: E501
+    assert cli.out("kafka-topics", "--alter", "--topic", "cli-topics", "--partitions", "4") == ""
+    assert cli.out("kafka-topics", "--alter", "--topic", "cli-topics", "--partitions", "2", status=1) == \
+        "Error while executing topic command : The topic cli-topics currently has 4 partition(s); 2 would not be " \
+        "an increase."
+    assert cli.out("kafka-topics", "--alter", "--topic", "cli-topics", "--partitions", "4", status=1) == \
+        "Error while executing topic command : Topic already has 4 partition(s)."
+    cli.cluster.wait_for_topic("cli-topics", 4)
+    assert cli.out("kafka-topics", "--describe", "--topic", "cli-topics").splitlines()[0] == \
+        "Topic: cli-topics\tTopicId: <id>\tPartitionCount: 4\tReplicationFactor: 1\tConfigs: min.insync.replicas=1"
+    assert cli.out("kafka-topics", "--describe", "--topic", "nosuch", status=1) == \
+        "Error while executing topic command : Topic 'nosuch' does not exist as expected"
+    assert cli.out("kafka-topics", "--describe", "--under-replicated-partitions") == ""
+    overrides = cli.out("kafka-topics", "--describe", "--topics-with-overrides", "--exclude-internal").splitlines()
+    assert [t for t in overrides if "cli-topics" in t] == [
+        "Topic: cli-topics\tTopicId: <id>\tPartitionCount: 4\tReplicationFactor: 1\tConfigs: min.insync.replicas=1",
+        "Topic: cli-topics-cfg\tTopicId: <id>\tPartitionCount: 1\tReplicationFactor: 1\tConfigs: "
+        "min.insync.replicas=1,cleanup.policy=compact,retention.ms=1000"]
+    assert cli.out("kafka-topics", "--delete", "--topic", "cli-topics-cfg") == ""
+    assert cli.out("kafka-topics", "--delete", "--topic", "nosuch", status=1) == \
+        "Error while executing topic command : Topic 'nosuch' does not exist as expected"
+    assert split(cli.out("kafka-topics", "--bogus", status=1))[1][0] == "bogus is not a recognized option"
+
+
+KIP_848_NOTE = ("The consumer rebalance protocol (KIP-848) is production-ready! Set group.protocol=consumer to try it "
+                "out. See https://kafka.apache.org/documentation/#consumer_rebalance_protocol")
+"""What a 4.x consumer of the classic protocol prints first, on either broker."""
+
+
+def split(text: str) -> tuple[list[str], list[str]]:
+    """A tool's stdout and stderr lines (as `Cli.out` joined them), the consumer's KIP-848 note left out."""
+    out, _, err = text.partition("[stderr]\n")
+    return out.strip("\n").splitlines(), [line for line in err.splitlines() if line != KIP_848_NOTE]
+
+
+def test_kafka_console_producer_and_consumer(cli: Cli) -> None:
+    cli.create_topic("cli-console", 2)
+    cli.produce("cli-console", ["h1:v1|k1:one", "h2:v2,h3:v3|k2:two", "h4:v4|k3:three", "h5:v5|k4:four"],
+                "parse.key=true", "key.separator=:", "parse.headers=true", "headers.delimiter=|")
+    assert cli.out("kafka-console-producer", "--topic", "cli-console", "--reader-property", "parse.key=true",
+                   stdin="no separator\n", status=1) == \
+        "[stderr]\norg.apache.kafka.common.KafkaException: No key separator found on line number 1: 'no separator'"
+    printed = ["--formatter-property", "print.key=true", "--formatter-property", "print.headers=true",
+               "--formatter-property", "print.partition=true", "--formatter-property", "print.offset=true",
+               "--formatter-property", "key.separator= ~ "]
+    out, err = split(cli.out("kafka-console-consumer", "--topic", "cli-console", "--from-beginning",
+                             "--max-messages", "4", *printed, "--timeout-ms", "10000"))
+    # keys k1, k2 hash to partition 1 and k3, k4 to 0 (the producer's murmur2); partitions are printed in the
+    # order their fetches return, records of one partition in order
+    assert sorted(out) == ["Partition:0 ~ Offset:0 ~ h4:v4 ~ k3 ~ three",
+                           "Partition:0 ~ Offset:1 ~ h5:v5 ~ k4 ~ four",
+                           "Partition:1 ~ Offset:0 ~ h1:v1 ~ k1 ~ one",
+                           "Partition:1 ~ Offset:1 ~ h2:v2,h3:v3 ~ k2 ~ two"]
+    assert err == ["Processed a total of 4 messages"]
+    assert cli.out("kafka-console-consumer", "--topic", "cli-console", "--partition", "0", "--offset", "1",
+                   "--max-messages", "1", "--timeout-ms", "10000", "--formatter-property", "print.key=true") == \
+        "k4\tfour\n[stderr]\nProcessed a total of 1 messages"
+    out, err = split(cli.out("kafka-console-consumer", "--include", "cli-con.*", "--from-beginning", "--max-messages",
+                             "4", "--timeout-ms", "10000", "--formatter-property", "print.value=false",
+                             "--formatter-property", "print.key=true"))
+    assert (sorted(out), err) == (["k1", "k2", "k3", "k4"], ["Processed a total of 4 messages"])
+    out, err = split(cli.out("kafka-console-consumer", "--topic", "cli-console", "--from-beginning", "--max-messages",
+                             "4", "--group", "cli-console-group", "--timeout-ms", "10000"))
+    assert (sorted(out), err) == (["four", "one", "three", "two"], ["Processed a total of 4 messages"])
+    # the group committed what it read: a second run of the group finds nothing new and times out
+    out, err = split(cli.out("kafka-console-consumer", "--topic", "cli-console", "--max-messages", "1", "--group",
+                             "cli-console-group", "--timeout-ms", "2000"))
+    assert (out, err) == ([], ["org.apache.kafka.common.errors.TimeoutException", "Processed a total of 0 messages"])
+
+
+OFFSETS = "GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID"
+RESET = "GROUP TOPIC PARTITION NEW-OFFSET"
+
+
+def test_kafka_consumer_groups(cli: Cli) -> None:
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    cli.create_topic("cli-groups", 2)
+    cli.produce("cli-groups", ["a:1", "b:2", "c:3", "d:4"], "parse.key=true", "key.separator=:")  # 3 in p0, 1 in p1
+    out, _ = split(cli.out("kafka-console-consumer", "--topic", "cli-groups", "--from-beginning", "--max-messages",
+                           "3", "--group", "cli-g", "--timeout-ms", "10000"))
+    assert len(out) == 3
+    assert "cli-g" in cli.out("kafka-consumer-groups", "--list").splitlines()
+    state = cli.out("kafka-consumer-groups", "--list", "--state").splitlines()
+    assert state[0] == "GROUP STATE" and "cli-g Empty" in state
+    committed = cli.out("kafka-consumer-groups", "--describe", "--group", "cli-g")
+    assert committed in (lines(f"""
+        {OFFSETS}
+        cli-g cli-groups 0 3 3 0 - - -
+        cli-g cli-groups 1 0 1 1 - - -
+        [stderr]
+        Consumer group 'cli-g' has no active members."""), lines(f"""
+        {OFFSETS}
+        cli-g cli-groups 0 2 3 1 - - -
+        cli-g cli-groups 1 1 1 0 - - -
+        [stderr]
+        Consumer group 'cli-g' has no active members."""))  # which 3 of the 4 it read is the fetches' order
+
+    # a member that stays: confluent-kafka's consumer in the group, holding both partitions
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": cli.bootstrap, "group.id": "cli-live",
+                                         "client.id": "cli-member", "auto.offset.reset": "earliest",
+                                         "enable.auto.commit": False})
+    try:
+        consumer.subscribe(["cli-groups"])
+        deadline = time.monotonic() + 30
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(0.2)
+        assert len(consumer.assignment()) == 2
+        consumer.commit(offsets=[confluent_kafka.TopicPartition("cli-groups", 0, 1)], asynchronous=False)
+        assert cli.out("kafka-consumer-groups", "--describe", "--group", "cli-live") == lines(f"""
+            {OFFSETS}
+            cli-live cli-groups 0 1 3 2 cli-member-<member> <host> cli-member
+            cli-live cli-groups 1 - 1 - cli-member-<member> <host> cli-member""")
+        assert cli.out("kafka-consumer-groups", "--describe", "--group", "cli-live", "--members") == lines("""
+            GROUP CONSUMER-ID HOST CLIENT-ID #PARTITIONS
+            cli-live cli-member-<member> <host> cli-member 2""")
+        assert cli.out("kafka-consumer-groups", "--describe", "--group", "cli-live", "--members", "--verbose") == \
+            lines("""
+            GROUP CONSUMER-ID HOST CLIENT-ID #PARTITIONS CURRENT-EPOCH CURRENT-ASSIGNMENT TARGET-EPOCH TARGET-ASSIGNMENT
+            cli-live cli-member-<member> <host> cli-member 2 - cli-groups:0,1 - -""")
+        assert cli.out("kafka-consumer-groups", "--describe", "--group", "cli-live", "--state") == lines("""
+            GROUP COORDINATOR (ID) ASSIGNMENT-STRATEGY STATE #MEMBERS
+            cli-live <bootstrap> (1) range Stable 1""")
+        assert cli.out("kafka-consumer-groups", "--reset-offsets", "--group", "cli-live", "--topic", "cli-groups",
+                       "--to-earliest", "--execute") == lines(f"""
+            Error: Assignments can only be reset if the group 'cli-live' is inactive, but the current state is Stable.
+
+            {RESET}""")
+        assert cli.out("kafka-consumer-groups", "--delete", "--group", "cli-live") == lines("""
+            Error: Deletion of some consumer groups failed:
+            * Group 'cli-live' could not be deleted due to: org.apache.kafka.common.errors.GroupNotEmptyException: The group is not empty.""")  # noqa: E501
+    finally:
+        consumer.close()
+
+    assert cli.out("kafka-consumer-groups", "--describe", "--group", "nosuch") == lines("""
+        Error: Executing consumer group command failed due to org.apache.kafka.common.errors.GroupIdNotFoundException: Group nosuch not found.
+        [stderr]
+        java.util.concurrent.ExecutionException: org.apache.kafka.common.errors.GroupIdNotFoundException: Group nosuch not found.""")  # noqa: E501
+
+    def reset(*args: str) -> str:
+        return cli.out("kafka-consumer-groups", "--reset-offsets", "--group", "cli-g", *args)
+
+    assert reset("--topic", "cli-groups", "--to-earliest", "--dry-run") == lines(f"""
+        {RESET}
+        cli-g cli-groups 0 0
+        cli-g cli-groups 1 0""")
+    assert reset("--topic", "cli-groups", "--to-earliest", "--execute") == lines(f"""
+        {RESET}
+        cli-g cli-groups 0 0
+        cli-g cli-groups 1 0""")
+    assert reset("--topic", "cli-groups:0", "--to-offset", "1", "--execute") == lines(f"""
+        {RESET}
+        cli-g cli-groups 0 1""")
+    assert reset("--all-topics", "--shift-by", "1", "--execute") == lines(f"""
+        {RESET}
+        cli-g cli-groups 0 2
+        cli-g cli-groups 1 1""")
+    assert reset("--topic", "cli-groups", "--shift-by", "-5", "--dry-run") == lines(f"""
+        {RESET}
+        cli-g cli-groups 0 0
+        cli-g cli-groups 1 0""")
+    assert reset("--topic", "cli-groups", "--to-datetime", "2000-01-01T00:00:00.000", "--dry-run") == lines(f"""
+        {RESET}
+        cli-g cli-groups 0 0
+        cli-g cli-groups 1 0""")
+    assert reset("--topic", "cli-groups", "--to-datetime", "2999-01-01T00:00:00.000", "--dry-run") == lines(f"""
+        Warn: Partition 0 from topic cli-groups is empty. Falling back to latest known offset.
+
+        Warn: Partition 1 from topic cli-groups is empty. Falling back to latest known offset.
+
+        {RESET}
+        cli-g cli-groups 0 3
+        cli-g cli-groups 1 1""")
+    assert reset("--topic", "cli-groups", "--to-latest", "--export", "--dry-run") == "cli-groups,0,3\ncli-groups,1,1"
+    assert reset("--topic", "cli-groups", "--to-offset", "99", "--dry-run") == lines(f"""
+        {RESET}
+        cli-g cli-groups 0 3
+        cli-g cli-groups 1 1""")
+    assert cli.out("kafka-consumer-groups", "--describe", "--group", "cli-g", "--offsets") == lines(f"""
+        {OFFSETS}
+        cli-g cli-groups 0 2 3 1 - - -
+        cli-g cli-groups 1 1 1 0 - - -
+        [stderr]
+        Consumer group 'cli-g' has no active members.""")
+    assert cli.out("kafka-consumer-groups", "--delete-offsets", "--group", "cli-g", "--topic", "cli-groups:1") == \
+        lines("""
+        Request succeeded for deleting offsets from group cli-g.
+
+        TOPIC PARTITION STATUS
+        cli-groups 1 Successful""")
+    assert cli.out("kafka-consumer-groups", "--delete-offsets", "--group", "cli-g", "--topic", "nosuch") == lines("""
+        Request succeeded for deleting offsets from group cli-g.
+
+        TOPIC PARTITION STATUS
+        nosuch - Error: org.apache.kafka.common.errors.UnknownTopicOrPartitionException: This server does not host this topic-partition.""")  # noqa: E501
+    assert cli.out("kafka-consumer-groups", "--describe", "--group", "cli-g", "--offsets") == lines(f"""
+        {OFFSETS}
+        cli-g cli-groups 0 2 3 1 - - -
+        [stderr]
+        Consumer group 'cli-g' has no active members.""")
+    assert cli.out("kafka-consumer-groups", "--delete", "--group", "cli-g") == \
+        "Deletion of requested consumer groups ('cli-g') was successful."
+    assert cli.out("kafka-consumer-groups", "--delete", "--group", "cli-g") == lines("""
+        Error: Deletion of some consumer groups failed:
+        * Group 'cli-g' could not be deleted due to: org.apache.kafka.common.errors.GroupIdNotFoundException: The group id does not exist.""")  # noqa: E501
+    assert "cli-g" not in cli.out("kafka-consumer-groups", "--list").splitlines()
+
+
+def test_kafka_configs(cli: Cli) -> None:
+    cli.create_topic("cli-configs", 1)
+
+    def configs(*args: str, status: int = 0) -> str:
+        return cli.out("kafka-configs", *args, status=status)
+
+    topic = ("--entity-type", "topics", "--entity-name", "cli-configs")
+    assert configs("--describe", *topic) == "Dynamic configs for topic cli-configs are:"
+    assert configs("--alter", *topic, "--add-config", "retention.ms=86400000,cleanup.policy=[delete,compact]") == \
+        "Completed updating config for topic cli-configs."
+    assert configs("--describe", *topic) == lines("""
+        Dynamic configs for topic cli-configs are:
+        cleanup.policy=delete,compact sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:cleanup.policy=delete,compact, DEFAULT_CONFIG:log.cleanup.policy=delete}
+        retention.ms=86400000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=86400000}""")  # noqa: E501
+    assert configs("--alter", *topic, "--delete-config", "retention.ms") == \
+        "Completed updating config for topic cli-configs."
+    assert configs("--describe", "--topic", "cli-configs") == lines("""
+        Dynamic configs for topic cli-configs are:
+        cleanup.policy=delete,compact sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:cleanup.policy=delete,compact, DEFAULT_CONFIG:log.cleanup.policy=delete}""")  # noqa: E501
+    not_long = "Invalid value abc for configuration retention.ms: Not a number of type LONG"
+    for bad, why in (("nosuch=1", "Unknown topic config name: nosuch"), ("retention.ms=abc", not_long)):
+        assert split(configs("--alter", *topic, "--add-config", bad, status=1))[1] == [
+            f"Error while executing config command with args '--bootstrap-server <bootstrap> --alter --entity-type "
+            f"topics --entity-name cli-configs --add-config {bad}'",
+            f"java.util.concurrent.ExecutionException: org.apache.kafka.common.errors.InvalidConfigurationException: "
+            f"{why}"]
+    assert configs("--describe", "--entity-type", "topics", "--entity-name", "nosuch") == \
+        "The topic 'nosuch' doesn't exist and doesn't have dynamic config."
+
+    broker = ("--entity-type", "brokers", "--entity-name", "1")
+    default = ("--entity-type", "brokers", "--entity-default")
+    assert configs("--describe", *broker) == "Dynamic configs for broker 1 are:"
+    assert configs("--alter", *broker, "--add-config", "message.max.bytes=2000000") == \
+        "Completed updating config for broker 1."
+    assert configs("--alter", *default, "--add-config", "max.connections=1000") == \
+        "Completed updating default config for brokers in the cluster."
+    assert configs("--describe", *broker) == lines("""
+        Dynamic configs for broker 1 are:
+        message.max.bytes=2000000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:message.max.bytes=2000000, DEFAULT_CONFIG:message.max.bytes=1048588}""")  # noqa: E501
+    assert configs("--describe", *default) == lines("""
+        Default configs for brokers in the cluster are:
+        max.connections=1000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:max.connections=1000}
+        min.insync.replicas=1 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:min.insync.replicas=1}""")
+    assert configs("--alter", *broker, "--delete-config", "message.max.bytes") == \
+        "Completed updating config for broker 1."
+    assert configs("--alter", *default, "--delete-config", "max.connections") == \
+        "Completed updating default config for brokers in the cluster."
+    assert configs("--describe", *broker) == "Dynamic configs for broker 1 are:"
+    everything = configs("--describe", *broker, "--all").splitlines()
+    assert everything[0] == "All configs for broker 1 are:"
+    assert "message.max.bytes=1048588 sensitive=false synonyms={DEFAULT_CONFIG:message.max.bytes=1048588}" in everything
+
+
+def test_kafka_get_offsets_and_delete_records(cli: Cli, tmp_path: Path) -> None:
+    cli.create_topic("cli-offsets", 2)
+    cli.produce("cli-offsets", ["a:1", "b:2", "c:3", "d:4", "e:5", "f:6"], "parse.key=true", "key.separator=:")
+    ends = cli.out("kafka-get-offsets", "--topic", "cli-offsets")
+    assert ends == "cli-offsets:0:4\ncli-offsets:1:2"  # the keys hash: a, c, d, f to 0; b, e to 1
+    assert cli.out("kafka-get-offsets", "--topic", "cli-offsets", "--time", "-2") == "cli-offsets:0:0\ncli-offsets:1:0"
+    assert cli.out("kafka-get-offsets", "--topic-partitions", "cli-offsets:1", "--time", "latest") == "cli-offsets:1:2"
+    max_ts = cli.out("kafka-get-offsets", "--topic", "cli-offsets", "--time", "-3")
+    assert max_ts.splitlines()[0].startswith("cli-offsets:0:") and len(max_ts.splitlines()) == 2
+    assert cli.out("kafka-get-offsets", "--topic", "nosuch", status=1) == \
+        "[stderr]\nError occurred: Could not match any topic-partitions with the specified filters"
+    offsets = tmp_path / "offsets.json"
+    offsets.write_text(json.dumps({"partitions": [{"topic": "cli-offsets", "partition": 0, "offset": 2}],
+                                   "version": 1}))
+    assert cli.out("kafka-delete-records", "--offset-json-file", str(offsets)) == lines("""
+        Executing records delete operation
+        Records delete operation completed:
+        partition: cli-offsets-0\tlow_watermark: 2""")
+    assert cli.out("kafka-get-offsets", "--topic", "cli-offsets", "--time", "earliest") == \
+        "cli-offsets:0:2\ncli-offsets:1:0"
+    offsets.write_text(json.dumps({"partitions": [{"topic": "cli-offsets", "partition": 1, "offset": 9}],
+                                   "version": 1}))
+    assert cli.out("kafka-delete-records", "--offset-json-file", str(offsets)) == lines("""
+        Executing records delete operation
+        Records delete operation completed:
+        partition: cli-offsets-1\terror: org.apache.kafka.common.errors.OffsetOutOfRangeException: The requested offset is not within the range of offsets maintained by the server.""")  # noqa: E501
+
+
+def test_kafka_log_dirs(cli: Cli) -> None:
+    cli.create_topic("cli-logdirs", 2)
+    cli.produce("cli-logdirs", ["a:1", "b:2", "c:3"], "parse.key=true", "key.separator=:")
+    out = cli.out("kafka-log-dirs", "--describe", "--topic-list", "cli-logdirs",
+                  clean=sub(r'"logDir":"[^"]*"', '"logDir":"<dir>"'))
+    head, _, body = out.rpartition("\n")
+    assert head == "Querying brokers for log directories information\nReceived log directory information from brokers 1"
+    report = json.loads(body)
+    (broker,) = report["brokers"]
+    (log_dir,) = broker["logDirs"]
+    assert log_dir["error"] is None and broker["broker"] == 1
+    # three records of one request each (--sync), keys a, b, c all hashing to partition 0: the batches, so the
+    # sizes, are the same on both brokers
+    assert sorted(log_dir["partitions"], key=lambda p: p["partition"]) == [
+        {"partition": "cli-logdirs-0", "size": 210, "offsetLag": 0, "isFuture": False},
+        {"partition": "cli-logdirs-1", "size": 0, "offsetLag": 0, "isFuture": False}]
+    assert cli.out("kafka-log-dirs", "--describe", "--topic-list", "cli-logdirs", "--broker-list", "5", status=1) == \
+        "[stderr]\nERROR: The given brokers do not exist from --broker-list: 5. Current existent brokers: 1"

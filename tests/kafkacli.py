@@ -16,6 +16,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,6 +111,8 @@ class ToolSession:
         if not line:
             pytest.fail(f"ToolRunner ended during {tool} {' '.join(args)}:\n{''.join(self._stderr)[-4000:]}")
         answer = json.loads(line)
+        if os.environ.get("KAFKACLI_TIMES"):
+            print(f"[{answer['ms']} ms] {tool} {' '.join(args)}", file=sys.stderr)
         return ToolResult(answer["status"], answer["stdout"], answer["stderr"])
 
     def close(self) -> None:

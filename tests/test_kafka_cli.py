@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -62,9 +63,11 @@ class Cli:
         self.cluster.wait_for_topic(name, partitions)
 
     def produce(self, topic: str, lines: list[str], *props: str) -> None:
-        """Console producer, one request per record (--sync): batches, and so log sizes, are the same on both."""
+        """Console producer, one request per record (--sync, without the tool's 1 s linger): batches, and so log
+        sizes, are the same on both."""
         args = [arg for p in props for arg in ("--reader-property", p)]
-        assert self.out("kafka-console-producer", "--topic", topic, "--sync", *args,
+        assert self.out("kafka-console-producer", "--topic", topic, "--sync", "--command-property", "linger.ms=0",
+                        *args,
                         stdin="".join(f"{line}\n" for line in lines)) == ""
 
 
@@ -179,7 +182,7 @@ def test_kafka_console_producer_and_consumer(cli: Cli) -> None:
     assert (sorted(out), err) == (["four", "one", "three", "two"], ["Processed a total of 4 messages"])
     # the group committed what it read: a second run of the group finds nothing new and times out
     out, err = split(cli.out("kafka-console-consumer", "--topic", "cli-console", "--max-messages", "1", "--group",
-                             "cli-console-group", "--timeout-ms", "2000"))
+                             "cli-console-group", "--timeout-ms", "1000"))
     assert (out, err) == ([], ["org.apache.kafka.common.errors.TimeoutException", "Processed a total of 0 messages"])
 
 
@@ -419,3 +422,147 @@ def test_kafka_log_dirs(cli: Cli) -> None:
         {"partition": "cli-logdirs-1", "size": 0, "offsetLag": 0, "isFuture": False}]
     assert cli.out("kafka-log-dirs", "--describe", "--topic-list", "cli-logdirs", "--broker-list", "5", status=1) == \
         "[stderr]\nERROR: The given brokers do not exist from --broker-list: 5. Current existent brokers: 1"
+
+
+def test_kafka_leader_election(cli: Cli) -> None:
+    cli.create_topic("cli-elect", 2)
+    for kind in ("preferred", "unclean"):
+        assert cli.out("kafka-leader-election", "--election-type", kind, "--topic", "cli-elect", "--partition",
+                       "0") == "Valid replica already elected for partitions cli-elect-0"
+    # every partition: Kafka's controller leaves out those already led by their preferred replica
+    assert cli.out("kafka-leader-election", "--election-type", "preferred", "--all-topic-partitions") == ""
+    assert split(cli.out("kafka-leader-election", "--election-type", "preferred", "--topic", "nosuch", "--partition",
+                         "0", status=1)) == (
+        ["Error completing leader election (PREFERRED) for partition: nosuch-0: "
+         "org.apache.kafka.common.errors.UnknownTopicOrPartitionException: No such topic as nosuch"],
+        ["1 replica(s) could not be elected",
+         "org.apache.kafka.tools.AdminCommandFailedException: 1 replica(s) could not be elected",
+         "\tSuppressed: org.apache.kafka.common.errors.UnknownTopicOrPartitionException: No such topic as nosuch"])
+    assert split(cli.out("kafka-leader-election", "--election-type", "preferred", "--topic", "cli-elect",
+                         "--partition", "7", status=1))[0] == [
+        "Error completing leader election (PREFERRED) for partition: cli-elect-7: "
+        "org.apache.kafka.common.errors.UnknownTopicOrPartitionException: No such partition as cli-elect-7"]
+
+
+def test_kafka_reassign_partitions(cli: Cli, tmp_path: Path) -> None:
+    cli.create_topic("cli-reassign", 2)
+    move = tmp_path / "move.json"
+    move.write_text(json.dumps({"topics": [{"topic": "cli-reassign"}], "version": 1}))
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": "cli-reassign", "partition": 0, "replicas": [1], "log_dirs": ["any"]}]}))
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": "cli-reassign", "partition": 0, "replicas": [7], "log_dirs": ["any"]}]}))
+    log_dir = sub(r'"log_dirs":\["/[^"]*"\]', '"log_dirs":["<dir>"]')
+    assert cli.out("kafka-reassign-partitions", "--generate", "--topics-to-move-json-file", str(move),
+                   "--broker-list", "1", clean=log_dir) == lines("""
+        Current partition replica assignment
+        {"version":1,"partitions":[{"topic":"cli-reassign","partition":0,"replicas":[1],"log_dirs":["<dir>"]},{"topic":"cli-reassign","partition":1,"replicas":[1],"log_dirs":["<dir>"]}]}
+
+        Proposed partition reassignment configuration
+        {"version":1,"partitions":[{"topic":"cli-reassign","partition":0,"replicas":[1],"log_dirs":["any"]},{"topic":"cli-reassign","partition":1,"replicas":[1],"log_dirs":["any"]}]}""")  # noqa: E501
+    assert cli.out("kafka-reassign-partitions", "--execute", "--reassignment-json-file", str(plan),
+                   clean=log_dir) == lines("""
+        Current partition replica assignment
+
+        {"version":1,"partitions":[{"topic":"cli-reassign","partition":0,"replicas":[1],"log_dirs":["<dir>"]}]}
+
+        Save this to use as the --reassignment-json-file option during rollback
+        Successfully started partition reassignment for cli-reassign-0""")
+    assert cli.out("kafka-reassign-partitions", "--verify", "--reassignment-json-file", str(plan)) == lines("""
+        Status of partition reassignment:
+        Reassignment of partition cli-reassign-0 is completed.
+
+        Clearing broker-level throttles on broker 1
+        Clearing topic-level throttles on topic cli-reassign""")
+    assert cli.out("kafka-reassign-partitions", "--list") == "No partition reassignments found."
+    assert cli.out("kafka-reassign-partitions", "--execute", "--reassignment-json-file", str(bad),
+                   status=1).splitlines()[:2] == [
+        "Error: Unknown broker id 7", "org.apache.kafka.tools.AdminCommandFailedException: Unknown broker id 7"]
+
+
+VOLATILE_COLUMNS = {"ProducerId", "LastTimestamp", "CurrentTransactionStartTimeMs", "TransactionDurationMs"}
+"""kafka-transactions columns each broker makes up: producer ids (Kafka's count from 0 in a fresh cluster, from
+another test's use here; fakekafka's from 1000), and times."""
+
+
+def table(text: str) -> list[dict[str, str]]:
+    """kafka-transactions' tab-separated table as rows by column name, made-up values blanked."""
+    header, *rows = text.splitlines()
+    names = [n.strip() for n in header.split("\t")]
+    return [{n: "<>" if n in VOLATILE_COLUMNS else v.strip() for n, v in zip(names, row.split("\t"), strict=True)}
+            for row in rows]
+
+
+def test_kafka_transactions(cli: Cli) -> None:
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    cli.create_topic("cli-txn", 1)
+    tid = f"cli-txn-{uuid.uuid4().hex[:8]}"  # a transactional id outlives its topics: a fresh one starts at epoch 0
+    producer = confluent_kafka.Producer({"bootstrap.servers": cli.bootstrap, "transactional.id": tid,
+                                         "transaction.timeout.ms": 60_000})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for v in (b"1", b"2"):
+        producer.produce("cli-txn", v, partition=0)
+    producer.flush(30)
+    try:
+        ongoing = {"TransactionalId": tid, "Coordinator": "1", "ProducerId": "<>",
+                   "TransactionState": "Ongoing"}
+        listed = table(cli.out("kafka-transactions", "list"))
+        assert ongoing in listed
+        assert table(cli.out("kafka-transactions", "describe", "--transactional-id", tid)) == [
+            {"CoordinatorId": "1", "TransactionalId": tid, "ProducerId": "<>", "ProducerEpoch": "0",
+             "TransactionState": "Ongoing", "TransactionTimeoutMs": "60000", "CurrentTransactionStartTimeMs": "<>",
+             "TransactionDurationMs": "<>", "TopicPartitions": "cli-txn-0"}]
+        producers = ("describe-producers", "--topic", "cli-txn", "--partition", "0")
+        assert table(cli.out("kafka-transactions", *producers)) == [
+            {"ProducerId": "<>", "ProducerEpoch": "0", "LatestCoordinatorEpoch": "-1", "LastSequence": "1",
+             "LastTimestamp": "<>", "CurrentTransactionStartOffset": "0"}]
+        hanging = ("Topic\tPartition\tProducerId\tProducerEpoch\tCoordinatorEpoch\tStartOffset\tLastTimestamp\t"
+                   "Duration(min)")
+        # a transaction younger than transaction.max.timeout.ms is not hanging
+        assert cli.out("kafka-transactions", "find-hanging", "--broker-id", "1") == hanging
+        assert cli.out("kafka-transactions", "find-hanging", "--topic", "cli-txn") == hanging
+        assert cli.out("kafka-transactions", "abort", "--topic", "cli-txn", "--partition", "0", "--start-offset",
+                       "0") == ""
+        # the abort marker went to the partition (offset 2); the coordinator, not told, still has it Ongoing
+        assert table(cli.out("kafka-transactions", *producers)) == [
+            {"ProducerId": "<>", "ProducerEpoch": "0", "LatestCoordinatorEpoch": "0", "LastSequence": "1",
+             "LastTimestamp": "<>", "CurrentTransactionStartOffset": "None"}]
+        assert cli.out("kafka-get-offsets", "--topic", "cli-txn") == "cli-txn:0:3"
+        assert ongoing in table(cli.out("kafka-transactions", "list"))
+        assert cli.out("kafka-transactions", "describe", "--transactional-id", "nosuch", status=1) == (
+            "[stderr]\nFailed to describe transaction state of transactional-id `nosuch`: DescribeTransactions "
+            "request for transactionalId `nosuch` failed because the ID could not be found. Enable debug logging for "
+            "additional detail.")
+        assert cli.out("kafka-transactions", "abort", "--topic", "cli-txn", "--partition", "0", "--start-offset", "7",
+                       status=1) == \
+            "[stderr]\nCould not find any open transactions starting at offset 7 on partition cli-txn-0"
+    finally:
+        producer.abort_transaction(30)
+
+
+def test_kafka_producer_and_consumer_perf_test(cli: Cli) -> None:
+    cli.create_topic("cli-perf", 1)
+    rates = sub(r"[0-9]+(\.[0-9]+)?( ms| records/sec| MB/sec)", r"<n>\2")
+    assert cli.out("kafka-producer-perf-test", "--topic", "cli-perf", "--num-records", "200", "--record-size", "100",
+                   "--throughput", "-1", "--command-property", "acks=all", clean=rates) == (
+        "200 records sent, <n> records/sec (<n> MB/sec), <n> ms avg latency, <n> ms max latency, <n> ms 50th, "
+        "<n> ms 95th, <n> ms 99th, <n> ms 99.9th.")
+    assert cli.out("kafka-get-offsets", "--topic", "cli-perf") == "cli-perf:0:200"
+    header, values = cli.out("kafka-consumer-perf-test", "--topic", "cli-perf", "--num-records", "200",
+                             "--timeout", "20000").splitlines()
+    assert header == ("start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, "
+                      "rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec")
+    row = dict(zip(header.split(", "), values.split(", "), strict=True))
+    assert (row["data.consumed.in.MB"], row["data.consumed.in.nMsg"]) == ("0.0191", "200")  # 200 x 100 bytes
+    out = cli.out("kafka-consumer-perf-test", "--topic", "cli-perf", "--num-records", "200", "--timeout", "20000",
+                  "--group", "cli-perf-group", "--show-detailed-stats", "--reporting-interval", "600000")
+    assert out == ("time, threadId, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, rebalance.time.ms, "
+                   "fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec")
+    assert cli.out("kafka-consumer-groups", "--describe", "--group", "cli-perf-group", "--offsets") == lines(f"""
+        {OFFSETS}
+        cli-perf-group cli-perf 0 200 200 0 - - -
+        [stderr]
+        Consumer group 'cli-perf-group' has no active members.""")

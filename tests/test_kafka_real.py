@@ -35,7 +35,7 @@ CLIENT_TESTS = ["tests/clients/test_kafka_python.py", "tests/clients/test_aiokaf
                 "tests/clients/test_go_node_drivers.py", "tests/clients/test_python_frameworks.py",
                 "tests/clients/test_share_groups.py", "tests/clients/test_share_groups_confluent.py",
                 "tests/clients/test_proxy_clients.py", "tests/clients/test_proxy_compat.py",
-                "tests/test_remote_cluster.py",
+                "tests/test_remote_cluster.py", "tests/test_kafka_cli.py",
                 "examples/test_clients.py", "examples/order_enricher", "examples/order_api",
                 *(f"tests/clients/test_groups_{c}.py::test_session_timeout_below_broker_minimum_is_refused"
                   for c in ("kafka_python", "aiokafka", "confluent_kafka"))]

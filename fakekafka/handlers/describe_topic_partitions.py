@@ -17,7 +17,9 @@ Behaviour, as Kafka's DescribeTopicPartitionsRequestHandler and its metadata cac
   for the whole request (every topic asked about carries it);
 - a partition whose leader is down answers leader -1 and lists its replicas on dead brokers as offline; the
   partition's own error code is always NONE;
-- topic authorized operations are what Kafka without an authorizer answers (every topic operation).
+- a topic the client may not DESCRIBE (ACLs) is left out of "every topic"; named, it is answered last with
+  TOPIC_AUTHORIZATION_FAILED, a zero id and no partitions, whether it exists or not; the others carry the
+  client's authorized operations on them (every topic operation without an authorizer).
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ from typing import Any
 
 from construct import Container
 
-from fakekafka.handlers.metadata import TOPIC_OPERATIONS
+from fakekafka.handlers.authz import authorize, authorized_operations
 from fakekafka.handlers.registry import RequestContext, handles
+from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.cluster import INTERNAL_TOPICS, ApiError, ClusterState, Topic, validate_topic_name
 from wire import ErrorCode
 from wire.primitives import ZERO_UUID
@@ -61,14 +64,14 @@ def _partitions(cluster: ClusterState, topic: Topic, start: int, limit: int) -> 
     return out, (upper if upper < len(topic.partitions) else -1)
 
 
-def _missing(name: str) -> dict[str, Any]:
+def _missing(ctx: RequestContext, name: str) -> dict[str, Any]:
     try:
         validate_topic_name(name)
         code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     except ApiError as e:
         code = e.code
     return {"error_code": code, "name": name, "topic_id": ZERO_UUID, "is_internal": name in INTERNAL_TOPICS,
-            "partitions": [], "topic_authorized_operations": TOPIC_OPERATIONS}
+            "partitions": [], "topic_authorized_operations": authorized_operations(ctx, ResourceType.TOPIC, name)}
 
 
 @handles(75, 0, 0, errors=describe_topic_partitions_error_response)
@@ -85,24 +88,32 @@ def handle_describe_topic_partitions(ctx: RequestContext, req: Container) -> dic
         return describe_topic_partitions_error_response(ctx, req, ErrorCode.INVALID_REQUEST)
     broker_limit = int(cluster.config.value(PARTITION_LIMIT_CONFIG, ctx.broker.node_id)[0] or 2000)
     remaining = max(min(broker_limit, req.response_partition_limit), 1)
+    # topics the client may not describe: left out of "every topic"; named, answered last with
+    # TOPIC_AUTHORIZATION_FAILED and nothing else (their existence not disclosed)
+    refused = [] if every else [
+        {"error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "name": n, "topic_id": ZERO_UUID, "is_internal": False,
+         "partitions": [], "topic_authorized_operations": -2147483648}
+        for n in wanted if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, n)]
+    denied = {t["name"] for t in refused} if not every else \
+        {n for n in wanted if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, n)}
     topics: list[dict[str, Any]] = []
     next_cursor = None
-    for name in wanted:
+    for name in (n for n in wanted if n not in denied):
         if remaining == 0:  # the limit ran out at the previous topic's end: the next one starts the next page
             next_cursor = {"topic_name": name, "partition_index": 0}
             break
         topic = cluster.topics.get(name)
         if topic is None:
             if not every:
-                topics.append(_missing(name))
+                topics.append(_missing(ctx, name))
             continue
         start = cursor.partition_index if cursor is not None and name == cursor_topic else 0
         partitions, next_index = _partitions(cluster, topic, start, remaining)
         topics.append({"error_code": ErrorCode.NONE, "name": name, "topic_id": topic.topic_id,
                        "is_internal": topic.is_internal, "partitions": partitions,
-                       "topic_authorized_operations": TOPIC_OPERATIONS})
+                       "topic_authorized_operations": authorized_operations(ctx, ResourceType.TOPIC, name)})
         if next_index != -1:
             next_cursor = {"topic_name": name, "partition_index": next_index}
             break
         remaining -= len(partitions)
-    return {"throttle_time_ms": 0, "topics": topics, "next_cursor": next_cursor}
+    return {"throttle_time_ms": 0, "topics": topics + refused, "next_cursor": next_cursor}

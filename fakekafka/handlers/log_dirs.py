@@ -8,7 +8,8 @@ logs themselves are in memory). A null topic list asks for every replica the bro
 partitions named that the broker holds (unknown topics and partitions, or ones held by other brokers, are
 left out without an error), a topic with none of them left out too. A replica's size is the bytes of the
 batches its log keeps; its offset lag is max(high watermark - log end offset, 0), 0 here as in a healthy
-Kafka. v0 is gone from Kafka 4 (KIP-896).
+Kafka. v0 is gone from Kafka 4 (KIP-896). A client without DESCRIBE on the cluster (ACLs) gets
+CLUSTER_AUTHORIZATION_FAILED and no results (v1-2 cannot carry the code: just no results, as from Kafka).
 
 Differences (compat/KNOWN_DIFFERENCES.md):
 - total_bytes and usable_bytes (v4+) are -1, the protocol's "unknown": no volume holds the in-memory logs.
@@ -23,7 +24,9 @@ from typing import Any
 
 from construct import Container
 
+from fakekafka.handlers.authz import authorize_cluster
 from fakekafka.handlers.registry import RequestContext, handles
+from fakekafka.model.acl import AclOperation
 from wire import ErrorCode
 
 UNKNOWN_VOLUME_BYTES = -1
@@ -41,6 +44,8 @@ def describe_log_dirs_error_response(ctx: RequestContext, req: Container, code: 
 @handles(35, 1, 5, errors=describe_log_dirs_error_response)
 def handle_describe_log_dirs(ctx: RequestContext, req: Container) -> dict[str, Any]:
     cluster, node = ctx.cluster, ctx.broker.node_id
+    if not authorize_cluster(ctx, AclOperation.DESCRIBE):  # Kafka: DESCRIBE on the cluster, else nothing
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "results": []}
     wanted: set[tuple[str, int]] | None = None
     if req.topics is not None:
         wanted = {(t.topic, i) for t in req.topics for i in t.partitions}

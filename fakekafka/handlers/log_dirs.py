@@ -13,9 +13,10 @@ CLUSTER_AUTHORIZATION_FAILED and no results (v1-2 cannot carry the code: just no
 
 Differences (compat/KNOWN_DIFFERENCES.md):
 - total_bytes and usable_bytes (v4+) are -1, the protocol's "unknown": no volume holds the in-memory logs.
-- After DeleteRecords or retention, Kafka keeps a segment until all of it lies below the log start offset
-  (and never deletes the active one), so its size still counts records below the start; fakekafka, which
-  keeps no segments, drops whole batches below the start at once, so its size can be smaller.
+- After DeleteRecords, Kafka keeps a segment until all of it lies below the log start offset (and never
+  deletes the active one), so its size still counts the deleted records; fakekafka drops the whole batches
+  below the start at once (its segments follow Kafka's for rolling and retention, not for this), so its
+  size can be smaller.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import dataclasses
+import gc
 import logging
 import socket
 import ssl
@@ -67,6 +68,29 @@ _HELD_BACKLOG = 128
 # Python 3.11's transport joins writelines() into one bytes (a copy of every stored batch a Fetch returns);
 # 3.12+ sends them with sendmsg() itself.
 _TRANSPORT_JOINS = sys.version_info < (3, 12)
+
+
+TRIM_AFTER_FREED_BYTES = 32 * 1024 * 1024
+"""Stored log bytes freed since the last look that make the server ask malloc to return memory to the OS."""
+
+
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's malloc_trim, where there is one (Linux with glibc); None elsewhere."""
+    try:
+        import ctypes
+        import ctypes.util
+        name = ctypes.util.find_library("c")
+        if name is None:
+            return None
+        trim = ctypes.CDLL(name).malloc_trim
+        trim.argtypes = [ctypes.c_size_t]
+        trim.restype = ctypes.c_int
+        return trim  # type: ignore[no-any-return]
+    except (OSError, AttributeError):
+        return None
+
+
+_MALLOC_TRIM = _malloc_trim()
 
 
 class _CloseConnection(Exception):
@@ -490,6 +514,8 @@ class Server:
         costs nothing): each read is parsed, and what is kept copied, before the next one."""
         self._waiters: dict[int, set[asyncio.Future[None]]] = defaultdict(set)
         self._ticker: asyncio.Task[None] | None = None
+        self._peak_stored = 0
+        self._trimming = False
         self._stopped = False
         self.request_log: collections.deque[RequestRecord] = collections.deque(maxlen=request_log_size)
         self.requests_served = 0
@@ -782,12 +808,38 @@ class Server:
         for srv in servers:
             await srv.wait_closed()
 
+    def _stored_bytes(self) -> int:
+        return sum(log.size_bytes for t in self.cluster.topics.values() for p in t.partitions
+                   for log in p.logs.values())
+
+    def _return_freed_memory(self) -> None:
+        """Once stored log bytes fell well below their peak (topics deleted, DeleteRecords, retention, compaction),
+        gives the memory back to the OS. Two things keep it otherwise: a deleted topic's partitions and logs refer
+        to each other, so only the cycle collector frees them, and its oldest generation runs rarely (stored
+        batches are bytes, which do not count towards its thresholds); and malloc keeps freed heap memory for
+        reuse. So: a full collection here, then malloc_trim off the loop."""
+        stored = self._stored_bytes()
+        if self._peak_stored - stored < TRIM_AFTER_FREED_BYTES:
+            self._peak_stored = max(self._peak_stored, stored)
+            return
+        self._peak_stored = stored
+        gc.collect()
+        if _MALLOC_TRIM is not None and not self._trimming:
+            self._trimming = True
+            future = asyncio.get_running_loop().run_in_executor(None, _MALLOC_TRIM, 0)
+            future.add_done_callback(lambda _f: setattr(self, "_trimming", False))
+
     async def _tick_loop(self) -> None:
-        """Fires the model's timeouts (sessions, rebalances) as the clock passes them."""
+        """Fires the model's timeouts (sessions, rebalances) as the clock passes them, and about once a second
+        returns freed log memory to the OS."""
         clock = self.cluster.clock
+        ticks = 0
         while True:
             self.cluster.tick()
             self._expire_idle()
+            ticks += 1
+            if ticks % 10 == 0:
+                self._return_freed_memory()
             deadline = self.cluster.next_deadline()
             wait = 0.1 if deadline is None else min(max((deadline - clock.now_ms()) / 1000, 0.005), 0.1)
             await asyncio.sleep(wait)

@@ -240,7 +240,9 @@ class ClusterState:
         self.producer_ids = ProducerIds()
         self._change_listeners: list[Callable[[object], None]] = []
         self._next_retention_check = self.clock.now_ms() + RETENTION_INITIAL_DELAY_MS
-        self._next_cleaner_run = self.clock.now_ms() + int(self.config.value("log.cleaner.backoff.ms")[0] or 15000)
+        self._next_cleaner_run: dict[int, int] = {n: self.clock.now_ms() + self._cleaner_backoff(n)
+                                                  for n in self.brokers}
+        """node id -> when its log cleaner wakes next (it found nothing at start-up and backs off)."""
         self._placement = 0
         c = self.config
         self.groups = GroupCoordinator(self.clock, GroupConfig(
@@ -296,9 +298,11 @@ class ClusterState:
             while self._next_retention_check <= now:  # a jump of the clock past several checks runs one
                 self._next_retention_check += interval
             self.apply_retention()
-        if now >= self._next_cleaner_run:
-            self.run_cleaner()
-            self._next_cleaner_run = now + int(self.config.value("log.cleaner.backoff.ms")[0] or 15000)
+        for node_id, broker in self.brokers.items():
+            due = self._next_cleaner_run.setdefault(node_id, now + self._cleaner_backoff(node_id))
+            if broker.alive and now >= due:
+                self.run_cleaner(node_id=node_id)
+                self._next_cleaner_run[node_id] = now + self._cleaner_backoff(node_id)
         self.notify(self.clock)  # requests waiting on a clock deadline look again
 
     def next_deadline(self) -> int | None:
@@ -909,10 +913,14 @@ class ClusterState:
 
     def set_broker_configs(self, node_id: int | None, configs: dict[str, str]) -> None:
         """Broker `node_id`'s dynamic configs (None: the cluster-wide defaults) replaced."""
+        before = {n: self._cleaner_backoff(n) for n in self.brokers}
         if node_id is None:
             self.config.dynamic_defaults = dict(configs)
         else:
             self.config.dynamic_brokers[node_id] = dict(configs)
+        for n, backoff in before.items():  # Kafka restarts its cleaner threads on a new cleaner config: they
+            if self._cleaner_backoff(n) != backoff:  # look for work at once
+                self._next_cleaner_run[n] = self.clock.now_ms()
         self.consumer_groups.config = consumer_group_config(self.config)  # group.consumer.assignment.interval.ms
         self.event("broker_configs", node=node_id, configs=dict(configs))
 
@@ -955,12 +963,16 @@ class ClusterState:
                                self.topic_config_int(topic, "delete.retention.ms", node_id),
                                self.topic_config_int(topic, "segment.bytes", node_id))
 
-    def run_cleaner(self, topic_name: str | None = None) -> int:
-        """One wake-up of Kafka's log cleaner (every log.cleaner.backoff.ms when it finds nothing to do): each
-        live replica's log of a topic whose cleanup.policy has "compact" is cleaned if it is due (dirty ratio
-        or max.compaction.lag.ms). With `topic_name`, that topic's logs are cleaned now whatever their dirty
-        ratio (still never the active segment, open transactions or records within min.compaction.lag.ms):
-        what tests use for deterministic compaction. Returns how many logs were cleaned."""
+    def _cleaner_backoff(self, node_id: int) -> int:
+        return int(self.config.value("log.cleaner.backoff.ms", node_id)[0] or 15000)
+
+    def run_cleaner(self, topic_name: str | None = None, node_id: int | None = None) -> int:
+        """One wake-up of Kafka's log cleaner on broker `node_id` (every log.cleaner.backoff.ms when it finds
+        nothing to do; None: every broker): each of its live replicas' logs of a topic whose cleanup.policy
+        has "compact" is cleaned if it is due (dirty ratio or max.compaction.lag.ms). With `topic_name`, that
+        topic's logs are cleaned now whatever their dirty ratio (still never the active segment, open
+        transactions or records within min.compaction.lag.ms): what tests use for deterministic compaction.
+        Returns how many logs were cleaned."""
         if topic_name is None and self.config.value("log.cleaner.enable")[0] == "false":
             return 0
         now = self.clock.now_ms()
@@ -970,17 +982,17 @@ class ClusterState:
             if "compact" not in self._policies(self.topic_config(topic, "cleanup.policy")[0]):
                 continue
             for partition in topic.partitions:
-                for node_id, log in partition.logs.items():
-                    broker = self.brokers.get(node_id)
-                    if broker is None or not broker.alive:
+                for holder, log in partition.logs.items():
+                    broker = self.brokers.get(holder)
+                    if broker is None or not broker.alive or node_id not in (None, holder):
                         continue
-                    settings = self.cleaner_settings(topic, node_id)
+                    settings = self.cleaner_settings(topic, holder)
                     to_clean = cleanable(log, now, settings)
                     if to_clean.cleanable_bytes <= 0 or (topic_name is None and not to_clean.due(settings)):
                         continue
                     clean(log, now, settings, to_clean)
                     cleaned += 1
-                    if node_id == partition.leader_id:
+                    if holder == partition.leader_id:
                         self.event("compaction", topic=topic.name, partition=partition.index,
                                    cleaned_up_to=to_clean.upper)
         return cleaned

@@ -73,14 +73,17 @@ def stored(cluster: ClusterHandle, topic: str, partition: int | None = 0) -> lis
     return [(r.offset, r.key, r.value, list(r.headers)) for r in cluster.records(topic, partition)]
 
 
+def stored_batches(cluster: ClusterHandle, topic: str, partition: int = 0) -> list[bytes]:
+    """The partition's stored batches as the broker keeps them (Fetch from a remote one)."""
+    if isinstance(cluster, RemoteCluster):
+        return cluster.batches(topic, partition)
+    assert isinstance(cluster, fakekafka.Cluster)
+    return cluster.call(lambda: [bytes(b) for b in cluster.state.topics[topic].partitions[partition].log.batches])
+
+
 def stored_codecs(cluster: ClusterHandle, topic: str, partition: int = 0) -> list[Compression]:
     """The compression attribute of each stored batch, read from the raw batch header."""
-    if isinstance(cluster, RemoteCluster):
-        batches = cluster.batches(topic, partition)
-    else:
-        assert isinstance(cluster, fakekafka.Cluster)
-        batches = cluster.call(lambda: list(cluster.state.topics[topic].partitions[partition].log.batches))
-    return [read_header(b).compression for b in batches]
+    return [read_header(b).compression for b in stored_batches(cluster, topic, partition)]
 
 
 def random_bytes(n: int, seed: int = 0) -> bytes:

@@ -41,9 +41,10 @@ from tests.clients.scenarios import (
     expected_rows,
     random_bytes,
     stored,
+    stored_batches,
     stored_codecs,
 )
-from wire.records import Compression
+from wire.records import DELETE_HORIZON_FLAG, Compression, read_header
 
 pytestmark = pytest.mark.clients
 
@@ -356,6 +357,62 @@ def test_lowered_retention_deletes_at_the_next_check(broker: ClusterHandle, conn
     while (msg is None or msg.error() is None) and time.monotonic() < deadline:
         msg = consumer.poll(0.1)
     assert msg is not None and msg.error() is not None and msg.error().code() == KafkaError._AUTO_OFFSET_RESET
+
+
+COMPACTED_WRITES = [([(b"a", b"1"), (b"b", b"1"), (b"a", b"2"), (b"c", b"1")], 0),  # offsets 0-3
+                    ([(b"b", None), (b"a", b"3")], 1000),  # 4-5: a new segment (segment.ms 100 between timestamps)
+                    ([(b"d", b"1")], 2000)]  # 6: another, so [4, 5] is no longer the active segment
+COMPACTED_VIEW = [(3, b"c", b"1"), (4, b"b", None), (5, b"a", b"3"), (6, b"d", b"1")]
+"""The latest record per key below the active segment, at the offsets they were written; a tombstone stays
+for delete.retention.ms (a day by default) after the cleaning that first sees it."""
+
+
+def write_compacted(broker: ClusterHandle, admin: Any, node: str, backoff: str | None) -> None:
+    """A compacted topic whose segments roll by record timestamps; the broker's log cleaner backoff set (or
+    removed again, None): Kafka restarts its cleaner threads on that change, so they look for work at once."""
+    op = AlterConfigOpType.SET if backoff is not None else AlterConfigOpType.DELETE
+    cleaner = ConfigResource(ResourceType.BROKER, node, incremental_configs=[
+        ConfigEntry("log.cleaner.backoff.ms", backoff, incremental_operation=op)])
+    assert admin.incremental_alter_configs([cleaner])[cleaner].result(TIMEOUT) is None
+
+
+def test_compacted_topic_read_from_the_beginning(broker: ClusterHandle, connect: Callable[..., Any]) -> None:
+    """Kafka's log cleaner on a topic with small segments: a consumer from the beginning gets the latest value
+    per key and the tombstone, skipping the offsets compaction removed; the earliest offset stays 0. The
+    same on Apache Kafka, whose cleaner is woken by a lowered log.cleaner.backoff.ms."""
+    admin = connect(AdminClient)
+    admin.create_topics([NewTopic("compacted", 1, config={
+        "cleanup.policy": "compact", "segment.ms": "100", "min.cleanable.dirty.ratio": "0.01"})])["compacted"] \
+        .result(TIMEOUT)
+    broker.wait_for_topic("compacted")
+    producer = connect(Producer)
+    t0 = int(time.time() * 1000)
+    for rows, at in COMPACTED_WRITES:
+        for key, value in rows:
+            producer.produce("compacted", key=key, value=value, timestamp=t0 + at)
+        assert producer.flush(TIMEOUT) == 0
+    node = str(admin.describe_cluster().result(TIMEOUT).controller.id)
+    write_compacted(broker, admin, node, "100")
+    try:
+        broker.wait_until(lambda: [(r.offset, r.key, r.value) for r in broker.records("compacted")] == COMPACTED_VIEW,
+                          timeout=30, message="the log cleaner's work")
+    finally:
+        write_compacted(broker, admin, node, None)
+    consumer = connect(Consumer)
+    consumer.assign([TopicPartition("compacted", 0, OFFSET_BEGINNING)])
+    got: list[tuple[int, bytes | None, bytes | None]] = []
+    deadline = time.monotonic() + TIMEOUT
+    while len(got) < len(COMPACTED_VIEW) and time.monotonic() < deadline:
+        msg = consumer.poll(0.2)
+        if msg is not None and msg.error() is None:
+            got.append((msg.offset(), msg.key(), msg.value()))
+    assert got == COMPACTED_VIEW
+    assert consumer.get_watermark_offsets(TopicPartition("compacted", 0), TIMEOUT) == (0, 7)
+    # the cleaner's batches: base and last offsets kept, the tombstone's batch stamped with its delete horizon
+    headers = [read_header(b) for b in stored_batches(broker, "compacted")]
+    assert [(h.base_offset, h.last_offset, h.records_count, bool(h.attributes & DELETE_HORIZON_FLAG))
+            for h in headers] == [(0, 3, 1, False), (4, 5, 2, True), (6, 6, 1, False)]
+    assert t0 + 86_400_000 <= headers[1].base_timestamp <= int(time.time() * 1000) + 86_400_000
 
 
 @pytest.mark.fakekafka_only  # the proxy must be what Metadata advertises: fakekafka's model is changed

@@ -16,6 +16,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka import errors as kerrors
 from kafka.admin import ConfigResource, ConfigResourceType, OffsetSpec
 
+import fakekafka
 from fakekafka.handle import ClusterHandle
 from tests.clients.scenarios import (
     BAD_TOPIC_NAMES,
@@ -274,3 +275,46 @@ def test_idempotent_retry_is_deduplicated(broker: ClusterHandle, connect: Callab
     consumer = connect(KafkaConsumer)
     consumer.assign([TopicPartition("idem", 0)])
     assert rows(consume(consumer, len(MANY))) == expected_rows(MANY)
+
+
+@pytest.mark.fakekafka_only  # steers the frozen clock: Kafka's cleaner and delete horizons run on wall time
+@pytest.mark.fakekafka(clock="frozen")
+def test_compacted_topic_on_the_cleaners_clock(broker: ClusterHandle, connect: Callable[..., Any]) -> None:
+    """The log cleaner wakes every log.cleaner.backoff.ms of the cluster's clock: kafka-python reading from the
+    beginning then gets the latest value per key across the offset gaps; a tombstone is gone after
+    delete.retention.ms, once a later cleaning sees new dirty data (as on Kafka)."""
+    assert isinstance(broker, fakekafka.Cluster)
+    broker.create_topic("latest", configs={"cleanup.policy": "compact", "segment.ms": "1000",
+                                           "delete.retention.ms": "60000", "min.cleanable.dirty.ratio": "0.1"})
+    producer = connect(KafkaProducer)
+
+    def send(key: bytes, value: bytes | None) -> None:
+        producer.send("latest", key=key, value=value, timestamp_ms=broker.state.clock.now_ms()).get(TIMEOUT)
+
+    def read() -> list[tuple[int, bytes, bytes | None]]:
+        consumer = connect(KafkaConsumer)
+        consumer.assign([TopicPartition("latest", 0)])
+        consumer.seek_to_beginning()
+        end = consumer.end_offsets([TopicPartition("latest", 0)])[TopicPartition("latest", 0)]
+        out: list[tuple[int, bytes, bytes | None]] = []
+        deadline = time.monotonic() + TIMEOUT
+        while consumer.position(TopicPartition("latest", 0)) < end and time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=200).values():
+                out += [(r.offset, r.key, r.value) for r in records]
+        consumer.close()
+        return out
+
+    for key, value in [(b"k1", b"a"), (b"k2", b"a"), (b"k1", b"b"), (b"k2", None)]:
+        send(key, value)
+    broker.advance_clock(1001)
+    send(b"k3", b"a")  # a new segment: offsets 0-3 can be cleaned
+    assert len(read()) == 5
+    broker.advance_clock(15_000)  # log.cleaner.backoff.ms: the cleaner's next wake-up
+    assert read() == [(2, b"k1", b"b"), (3, b"k2", None), (4, b"k3", b"a")]
+    broker.advance_clock(60_000)  # past the tombstone's delete horizon, but nothing new is dirty
+    assert read() == [(2, b"k1", b"b"), (3, b"k2", None), (4, b"k3", b"a")]
+    send(b"k3", b"b")  # 5, rolls: [4] becomes dirty
+    broker.advance_clock(1001)
+    send(b"k4", b"a")  # 6, rolls again
+    broker.advance_clock(15_000)
+    assert read() == [(2, b"k1", b"b"), (5, b"k3", b"b"), (6, b"k4", b"a")]

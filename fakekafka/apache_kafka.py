@@ -123,6 +123,7 @@ class KafkaCluster:
             "auto.create.topics.enable": "false",
             "group.initial.rebalance.delay.ms": "0",
             "group.consumer.assignment.interval.ms": "0",  # KIP-848 assignments at once, as fakekafka's default
+            "group.consumer.max.session.timeout.ms": "600000",  # room for a test's long-lived member (default 60 s)
             "num.partitions": "1",
             "default.replication.factor": "1",
             "offsets.topic.replication.factor": rf,

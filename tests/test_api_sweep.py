@@ -57,6 +57,8 @@ GROUP = "sweep-group"  # Stable, one member (the leader) holding both partitions
 SIMPLE_GROUP = "sweep-offdel"  # Empty: offsets committed with generation -1, for OffsetDelete
 CONSUMER_GROUP, CG_MEMBER = "sweep-cg", "sweep-cg-member"  # KIP-848: one member holding both partitions, Stable
 EMPTY_CLASSIC = "sweep-cg-from-classic"  # Empty classic group with offsets: a KIP-848 member takes its id over
+CONFIGURED_GROUP = "sweep-cg-configured"  # a GROUP config resource: consumer.heartbeat.interval.ms=6000
+GROUP_KEYS = ["consumer.assignment.interval.ms", "consumer.heartbeat.interval.ms", "consumer.session.timeout.ms"]
 PRODUCE_TOPIC = "sweep-produce"
 TXN_TOPIC = "sweep-txn"  # 2 partitions, written by the transaction APIs' builders
 TS0 = 1_700_000_000_000  # record timestamps (CreateTime) are TS0 + offset
@@ -209,6 +211,22 @@ def set_up(t: Target) -> None:
     commit(t, GROUP, t.generation_id, t.member_id)
     for group in (SIMPLE_GROUP, EMPTY_CLASSIC, *SETUP_GROUPS):
         commit(t, group, -1, "")
+    # the consumer groups' members must outlive the sweep, whatever the machine's load
+    group_configs = {**{g: ("consumer.session.timeout.ms", str(SESSION_TIMEOUT_MS))
+                        for g in (CONSUMER_GROUP, EMPTY_CLASSIC, *per_version_names("sweep-cgh", 68))},
+                     CONFIGURED_GROUP: ("consumer.heartbeat.interval.ms", "6000")}
+    must(t.send(44, 1, {"validate_only": False, "resources": [
+        {"resource_type": 32, "resource_name": g, "configs": [_alter_op(*kv)]} for g, kv in group_configs.items()]}),
+         "group configs")
+    deadline = time.monotonic() + 30
+    while True:  # Kafka applies a group config once its metadata log reaches the broker
+        r = t.send(32, 4, {"resources": [{"resource_type": 32, "resource_name": g, "configuration_keys": [kv[0]]}
+                                         for g, kv in group_configs.items()]})
+        if [x.configs[0].value for x in r.results if x.configs] == [kv[1] for kv in group_configs.values()]:
+            break
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the group configs never showed: {r}")
+        time.sleep(0.05)
     t.cg_epoch = consumer_group_member(t, CONSUMER_GROUP, CG_MEMBER)
     deadline = time.monotonic() + 30
     while True:  # an idempotent producer's first step; a new Kafka is still fetching its block of ids
@@ -989,6 +1007,25 @@ VARIANTS: dict[str, tuple[int, list[int], Callable[[Target, int], dict[str, Any]
     "cg-fetch": (9, [9, 10], _cg_fetch()),
     "cg-fetch-stale": (9, [9], _cg_fetch(epoch=1)),
     "cg-delete": (42, [2], lambda t, v: {"groups_names": [CONSUMER_GROUP]}),
+    "group-configs": (32, [1, 4], lambda t, v: {"include_synonyms": True, "include_documentation": False,
+                                                "resources": [{"resource_type": 32, "resource_name": g,
+                                                               "configuration_keys": GROUP_KEYS}
+                                                              for g in (CONFIGURED_GROUP, "sweep-any-group")]}),
+    "alter-group-configs": (44, [0, 1], lambda t, v: {"validate_only": False, "resources": [
+        {"resource_type": 32, "resource_name": f"sweep-cg-alter-{i}-v{v}", "configs": [_alter_op(*op)]}
+        for i, op in enumerate([("consumer.session.timeout.ms", "50000"), ("consumer.session.timeout.ms", "1000"),
+                                ("consumer.heartbeat.interval.ms", "60000"), ("consumer.session.timeout.ms", "abc"),
+                                ("nosuch.config", "1"), ("consumer.session.timeout.ms", "1", 2),
+                                ("consumer.assignment.interval.ms", "20000"),
+                                ("consumer.heartbeat.interval.ms", None, 1)])]
+        + [{"resource_type": 32, "resource_name": "",
+            "configs": [_alter_op("consumer.session.timeout.ms", "50000")]}]}),
+    "alter-group-configs-legacy": (33, [0, 2], lambda t, v: {"validate_only": False, "resources": [
+        {"resource_type": 32, "resource_name": f"sweep-cg-legacy-v{v}",
+         "configs": [{"name": "consumer.session.timeout.ms", "value": "50000"}]},
+        {"resource_type": 32, "resource_name": f"sweep-cg-legacy-bad-v{v}",
+         "configs": [{"name": "consumer.session.timeout.ms", "value": "5"}]}]}),
+    "cg-configured-interval": (68, [1], lambda t, v: cg_join_body(CONFIGURED_GROUP, "m")),
     # last: Kafka turns the Stable classic group into a consumer group (an online upgrade, not served here)
     "cg-classic-group": (68, [1], lambda t, v: cg_join_body(GROUP, "m")),
 }

@@ -14,7 +14,8 @@ from enum import IntEnum
 from fakekafka.model.acl import STANDARD_AUTHORIZER
 
 __all__ = [
-    "AUTHORIZER_CONFIGS", "BROKER_CONFIGS", "TOPIC_CONFIGS", "BrokerConfig", "ConfigSource", "ConfigSpec", "ConfigType",
+    "AUTHORIZER_CONFIGS", "BROKER_CONFIGS", "GROUP_CONFIGS", "TOPIC_CONFIGS", "BrokerConfig", "ConfigSource",
+    "ConfigSpec", "ConfigType",
     "InvalidConfig", "known_broker_config",
 ]
 
@@ -199,6 +200,8 @@ BROKER_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
     ConfigSpec("group.consumer.assignors", _T.LIST, "uniform,range"),
     ConfigSpec("group.consumer.migration.policy", _T.STRING, "bidirectional"),
     ConfigSpec("group.consumer.assignment.interval.ms", _T.INT, "1000", minimum=0, dynamic=True),
+    ConfigSpec("group.consumer.min.assignment.interval.ms", _T.INT, "0", minimum=0),
+    ConfigSpec("group.consumer.max.assignment.interval.ms", _T.INT, "15000", minimum=0),
     ConfigSpec("min.insync.replicas", _T.INT, "1", minimum=1, dynamic=True),
     ConfigSpec("compression.type", _T.STRING, "producer", dynamic=True),
     ConfigSpec("log.cleanup.policy", _T.LIST, "delete", dynamic=True),

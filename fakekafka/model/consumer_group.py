@@ -300,6 +300,10 @@ class ConsumerGroupCoordinator:
     def session_timeout_ms(self, group_id: str) -> int:
         return int(self._group_config(group_id).get("consumer.session.timeout.ms", self.config.session_timeout_ms))
 
+    def assignment_interval_ms(self, group_id: str) -> int:
+        return int(self._group_config(group_id).get("consumer.assignment.interval.ms",
+                                                    self.config.assignment_interval_ms))
+
     def heartbeat_interval_ms(self, group_id: str) -> int:
         return int(self._group_config(group_id).get("consumer.heartbeat.interval.ms",
                                                     self.config.heartbeat_interval_ms))
@@ -528,7 +532,7 @@ class ConsumerGroupCoordinator:
         if group.group_epoch <= group.assignment_epoch:
             return
         now = self._now()
-        interval = self.config.assignment_interval_ms
+        interval = self.assignment_interval_ms(group.group_id)
         if interval > 0 and group.last_assignment_ms is not None and now < group.last_assignment_ms + interval:
             group.assignment_due = group.last_assignment_ms + interval
             return

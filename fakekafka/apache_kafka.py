@@ -21,7 +21,7 @@ It lives in the fakekafka package (not only in the repository's compat/) because
 starts it from the plugin; compat/apache_kafka.py re-exports it.
 
 The settings a test suite wants from a broker (auto-create off, no initial rebalance delay, KIP-848
-assignments without the assignment interval, replication
+assignments without the assignment interval and 0.5 s heartbeats, as fakekafka's defaults, replication
 factors that fit the node count) are the defaults; `configs=` adds or overrides broker configs (None
 removes one of these, leaving Kafka's own default).
 """
@@ -124,6 +124,8 @@ class KafkaCluster:
             "group.initial.rebalance.delay.ms": "0",
             "group.consumer.assignment.interval.ms": "0",  # KIP-848 assignments at once, as fakekafka's default
             "group.consumer.max.session.timeout.ms": "600000",  # room for a test's long-lived member (default 60 s)
+            "group.consumer.heartbeat.interval.ms": "500",  # KIP-848 rebalance steps in 0.5 s, as fakekafka's
+            "group.consumer.min.heartbeat.interval.ms": "500",
             "num.partitions": "1",
             "default.replication.factor": "1",
             "offsets.topic.replication.factor": rf,

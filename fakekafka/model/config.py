@@ -270,6 +270,8 @@ _FROM_OVERRIDES = {
     "group.min.session.timeout.ms": "group_min_session_timeout_ms",
     "group.max.session.timeout.ms": "group_max_session_timeout_ms",
     "group.consumer.assignment.interval.ms": "group_consumer_assignment_interval_ms",
+    "group.consumer.heartbeat.interval.ms": "group_consumer_heartbeat_interval_ms",
+    "group.consumer.min.heartbeat.interval.ms": "group_consumer_min_heartbeat_interval_ms",
     "offsets.retention.minutes": "offsets_retention_minutes", "replica.lag.time.max.ms": "replica_lag_time_max_ms",
     "listeners": "listeners", "advertised.listeners": "advertised_listeners",
     "listener.security.protocol.map": "listener_security_protocol_map",
@@ -356,6 +358,11 @@ class BrokerConfig:
     group_consumer_assignment_interval_ms: int = 0
     """Kafka 4.4's default is 1000 (a consumer group's target assignment at most once a second, off the request
     path); a test double assigns within the heartbeat unless asked to wait."""
+    group_consumer_heartbeat_interval_ms: int = 500
+    group_consumer_min_heartbeat_interval_ms: int = 500
+    """Kafka's defaults are 5000 for both: a KIP-848 member learns of a new assignment (and of partitions to give
+    up) only at its next heartbeat, so each rebalance step takes a heartbeat interval or two; a test double
+    converges in a tenth of that time unless asked to wait."""
     offsets_retention_minutes: int = 10080
     replica_lag_time_max_ms: int = 30000
     replication_lag_ms: int = 0
@@ -390,6 +397,8 @@ class BrokerConfig:
             "group.min.session.timeout.ms": (self.group_min_session_timeout_ms, 6000),
             "group.max.session.timeout.ms": (self.group_max_session_timeout_ms, 1800000),
             "group.consumer.assignment.interval.ms": (self.group_consumer_assignment_interval_ms, 1000),
+            "group.consumer.heartbeat.interval.ms": (self.group_consumer_heartbeat_interval_ms, 5000),
+            "group.consumer.min.heartbeat.interval.ms": (self.group_consumer_min_heartbeat_interval_ms, 5000),
             "offsets.retention.minutes": (self.offsets_retention_minutes, 10080),
             "replica.lag.time.max.ms": (self.replica_lag_time_max_ms, 30000),
         }

@@ -3,7 +3,8 @@ rebalance scenarios (members join, leave, crash; partitions added) under the new
 checked from the client and from the broker's side (`kafka.consumer_group`: epochs, current and target
 assignments). The `kafka` fixture makes these run on fakekafka and, under `pytest --kafka-real`, on Apache
 Kafka 4.4.0 with the same assertions; the crash needs the clock (45 s sessions) and runs on fakekafka only.
-Each rebalance step waits on heartbeats (group.consumer.heartbeat.interval.ms, 5 s on both brokers)."""
+Each rebalance step waits on heartbeats (group.consumer.heartbeat.interval.ms: 0.5 s on fakekafka by default and
+on the reference Kafka as the launcher starts it; Kafka's own default is 5 s)."""
 
 from __future__ import annotations
 

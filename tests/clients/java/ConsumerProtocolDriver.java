@@ -29,6 +29,7 @@ import org.apache.kafka.clients.admin.ListGroupsOptions;
 import org.apache.kafka.clients.admin.MemberDescription;
 import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.consumer.CloseOptions;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -46,7 +47,7 @@ public final class ConsumerProtocolDriver {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final long TIMEOUT_MS = 30_000;
     private static final List<String> ALL = List.of(
-            "join_leave", "range", "static", "commit_resume", "partitions_added", "pattern", "unknown_assignor");
+            "join_leave", "range", "static", "commit_resume", "pattern", "unknown_assignor");
 
     private static String bootstrap;
     private static Admin admin;
@@ -296,8 +297,11 @@ public final class ConsumerProtocolDriver {
         out.put("same_partitions", a2.assignment().equals(before));
         out.put("group_epoch_unchanged", (int) describe(group, prefix).get("group_epoch") == epochBefore);
         out.put("b_callbacks", b.callbacks.size());
-        close(a2);
-        close(b);
+        for (Member m : List.of(a2, b)) {  // for good (epoch -1, KIP-1092), not until the session ends
+            m.consumer.close(CloseOptions.groupMembershipOperation(CloseOptions.GroupMembershipOperation.LEAVE_GROUP));
+            OPEN.remove(m);
+        }
+        out.put("empty_after_leaving_for_good", ((List<?>) describe(group, prefix).get("members")).isEmpty());
         return out;
     }
 

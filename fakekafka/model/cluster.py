@@ -924,14 +924,6 @@ class ClusterState:
         self.consumer_groups.config = consumer_group_config(self.config)  # group.consumer.assignment.interval.ms
         self.event("broker_configs", node=node_id, configs=dict(configs))
 
-    def set_group_configs(self, group_id: str, configs: dict[str, str]) -> None:
-        """A group's dynamic configs (GROUP config resource) replaced; its next heartbeat and session use them."""
-        if configs:
-            self.group_configs[group_id] = dict(configs)
-        else:
-            self.group_configs.pop(group_id, None)
-        self.event("group_configs", group=group_id, configs=dict(configs))
-
     # --- retention ---------------------------------------------------------------------------
     def apply_retention(self) -> None:
         """One retention check, as Kafka's LogManager runs every log.retention.check.interval.ms: on each

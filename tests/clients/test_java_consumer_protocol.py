@@ -6,10 +6,9 @@ One JVM (tests/clients/java/ConsumerProtocolDriver.java) runs every scenario aga
 joining and leaving one at a time (each step to a complete, balanced assignment), the server-side `range`
 assignor, a static member leaving and coming back under a new member id (then leaving for good), commits
 and a resume, a regular expression subscription picking up a new topic, and an assignor the broker does not
-have (partitions added: tests/clients/test_confluent_consumer_protocol.py). Each step waits on heartbeats: 0.5 s apart on fakekafka by default and on the reference
-Kafka as the launcher starts it (Kafka's own default is 5 s, which makes this run take a minute).
-
-Skips (naming .ci/install.sh) when java, javac or the Kafka jars are missing.
+have (partitions added: tests/clients/test_confluent_consumer_protocol.py). Each step waits on heartbeats:
+0.5 s apart on fakekafka by default and on the reference Kafka as the launcher starts it (Kafka's own default is
+5 s, which makes this run take a minute).
 """
 
 from __future__ import annotations

@@ -293,6 +293,8 @@ def _alter(ctx: RequestContext, resource_type: int, name: str, ops: list[tuple[s
             cluster.set_topic_configs(topic, new)
         return
     if resource_type == GROUP:
+        if name == "":  # Kafka 4.4's answer (the sweep's alter-group-configs variant)
+            raise _Refused(ErrorCode.INVALID_REQUEST, "Default group resources are not allowed.")
         current_group = cluster.group_configs.get(name, {})
         new = _apply(current_group, ops, topic=True, specs=GROUP_CONFIGS,
                      defaults={k: s.default for k, s in GROUP_CONFIGS.items()}) if incremental else _replace(ops)

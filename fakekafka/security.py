@@ -110,6 +110,10 @@ def server_ssl_context(keystore: str, truststore: str | None, client_auth: str,
 
 # --- SASL ---------------------------------------------------------------------------------------------------
 
+class SaslAbort(Exception):
+    """An exchange Kafka's authenticator ends by closing the connection without an answer."""
+
+
 class SaslFailure(Exception):
     """Credentials refused: Kafka answers SASL_AUTHENTICATION_FAILED and closes the connection. `told`: the
     message goes to the client as it is (Kafka's SaslAuthenticationException); otherwise the client gets
@@ -438,3 +442,109 @@ def certificate_subject(der: bytes) -> str:
     """A DER certificate's subject as an RFC 2253 string (`CN=client,O=acme`)."""
     from cryptography import x509
     return x509.load_der_x509_certificate(der).subject.rfc4514_string()
+
+
+# --- OAUTHBEARER with unsecured JWS tokens --------------------------------------------------------------------
+
+_OAUTH_KEY = r"[A-Za-z]+"
+_OAUTH_VALUE = r"[\x21-\x7E \t\r\n]+"
+_OAUTH_FIRST = re.compile(r"n,(?:a=(?P<authzid>(?:[\x01-\x2B\x2D-\x3C\x3E-\x7F]|=2C|=3D)+))?,\x01(?P<kvpairs>(?:"
+                          + _OAUTH_KEY + "=" + _OAUTH_VALUE + r"\x01)*)\x01", re.DOTALL)
+_OAUTH_AUTH = re.compile(r"(?P<scheme>\w+) +(?P<token>[-_~+/.a-zA-Z0-9]+=*)")
+OAUTH_INVALID_TOKEN = '{"status":"invalid_token"}'
+"""What Kafka's OAuthBearerSaslServer sends back for a token its validator refuses (the client then answers
+%x01 and is refused with the same text)."""
+
+
+@dataclass(frozen=True)
+class OAuthToken:
+    principal: str
+    lifetime_ms: int
+
+
+def _jws_part(part: str) -> dict[str, object]:
+    """One part of a compact serialization as Kafka's OAuthBearerUnsecuredJws.toMap reads it: Java's *basic*
+    Base64 decoder (not the URL one; padding optional), then a JSON object."""
+    import json
+    try:
+        data = base64.b64decode(part + "=" * (-len(part) % 4), validate=True)
+        value = json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        raise SaslFailure("malformed JWS part") from None
+    if not isinstance(value, dict):
+        raise SaslFailure("malformed JSON")
+    return value
+
+
+def unsecured_jws(token: str, now_ms: int, principal_claim: str = "sub") -> OAuthToken:
+    """Validates an unsecured JWS (`base64(header).base64(claims).`) as Kafka's default OAUTHBEARER validator
+    (OAuthBearerUnsecuredValidatorCallbackHandler) does: alg none, no signature, a string principal claim, a
+    numeric exp not passed, iat (if any) not in the future and before exp. SaslFailure when refused."""
+    if ".." in token:
+        raise SaslFailure("Malformed compact serialization contains '..'")
+    parts = token.split(".")
+    if len(parts) != 3:
+        raise SaslFailure("Unsecured JWS compact serializations must have 3 dot-separated Base64URL-encoded values")
+    header, claims = _jws_part(parts[0]), _jws_part(parts[1])
+    if header.get("alg") != "none":
+        raise SaslFailure("Unsecured JWS must have 'none' for an algorithm")
+    if parts[2]:
+        raise SaslFailure("Unsecured JWS must not contain a digital signature")
+    exp = claims.get("exp")
+    if not isinstance(exp, int | float) or isinstance(exp, bool):
+        raise SaslFailure("No expiration time in JWT")
+    principal = claims.get(principal_claim)
+    if not isinstance(principal, str) or not principal.strip():
+        raise SaslFailure(f"No principal name in JWT claim: {principal_claim}")
+    exp_ms = round(exp * 1000)
+    iat = claims.get("iat")
+    if iat is not None:
+        if not isinstance(iat, int | float) or isinstance(iat, bool):
+            raise SaslFailure("The iat claim is not a number")
+        if round(iat * 1000) > now_ms:
+            raise SaslFailure("The Issued At value must not be in the future")
+        if exp_ms <= round(iat * 1000):
+            raise SaslFailure("The Expiration Time must be after the Issued At time")
+    if exp_ms <= now_ms:
+        raise SaslFailure("The indicated time is in the past: the token has expired")
+    return OAuthToken(principal, exp_ms)
+
+
+class OAuthBearerServer:
+    """The server side of OAUTHBEARER (RFC 7628) as Kafka's OAuthBearerSaslServer with its unsecured validator:
+    a client first message `n,[a=authzid],^Aauth=Bearer <token>^A[key=value^A]...^A`; a refused token gets
+    OAUTH_INVALID_TOKEN back, and the client's %x01 after it fails the authentication with that text."""
+
+    def __init__(self) -> None:
+        self.token: OAuthToken | None = None
+        self._error: str | None = None
+
+    def step(self, message: bytes, now_ms: int) -> bytes:
+        if message == b"\x01" and self._error is not None:
+            raise SaslFailure(self._error, told=True)
+        self._error = None
+        text = message.decode("utf-8", "replace")
+        m = _OAUTH_FIRST.fullmatch(text)
+        if m is None:
+            raise SaslFailure("Invalid OAUTHBEARER client first message")
+        pairs = dict(kv.split("=", 1) for kv in m.group("kvpairs").split("\x01") if kv)
+        auth = pairs.get("auth")
+        if auth is None:
+            raise SaslFailure("Invalid OAUTHBEARER client first message: 'auth' not specified")
+        am = _OAUTH_AUTH.fullmatch(auth)
+        if am is None:
+            raise SaslFailure("Invalid OAUTHBEARER client first message: invalid 'auth' format")
+        if am.group("scheme").lower() != "bearer":  # Kafka 4.4 fails here on its own message (it asks the wrong
+            # regex match for the scheme): not a SASL error, so its authenticator closes the connection unanswered
+            raise SaslAbort(f"OAUTHBEARER scheme {am.group('scheme')!r} is not Bearer")
+        try:
+            token = unsecured_jws(am.group("token"), now_ms)
+        except SaslFailure:
+            self._error = OAUTH_INVALID_TOKEN
+            return OAUTH_INVALID_TOKEN.encode()
+        authzid = m.group("authzid") or ""
+        if authzid and authzid != token.principal:
+            raise SaslFailure(f"Authentication failed: Client requested an authorization id ({authzid}) that is "
+                              f"different from the token's principal name ({token.principal})", told=True)
+        self.token = token
+        return b""

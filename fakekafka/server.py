@@ -1005,6 +1005,10 @@ class Server:
             client_software["close_after"] = f"{request.api_name} during SASL authentication"
             return request, encode_response_chunks(key, version, request.correlation_id, body), \
                 error_codes_in(body, set()), body
+        if sasl is not None and sasl.authenticated and key not in (SASL_HANDSHAKE, SASL_AUTHENTICATE) and \
+                sasl.expired(int(time.time() * 1000)):  # KIP-368: the session ended without a re-authentication
+            log.info("connection %s: SASL session expired; closing, as Kafka does", peer)
+            raise _CloseConnection
         if not reg.min_version <= version <= reg.max_version:
             body = error_response(ctx, request.body, ErrorCode.UNSUPPORTED_VERSION)
             if body is None:

@@ -22,17 +22,17 @@ def broker() -> Iterator[fakekafka.Cluster]:
 
 
 SECURE_USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
-SECURE_MECHANISMS = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
+SECURE_MECHANISMS = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER"
 SECURE_SUPER_USERS = "User:admin;User:ANONYMOUS"
 """ANONYMOUS: Kafka's own brokers and controller talk over the PLAINTEXT listener, so they must be allowed."""
 
 
 @pytest.fixture(scope="session")
 def secure_apache_kafka() -> Iterator[object]:
-    """One Apache Kafka 4.4.0 per session with a SASL_PLAINTEXT listener (PLAIN users from JAAS, SCRAM users
-    written at format time: SECURE_USERS) and the StandardAuthorizer (SECURE_SUPER_USERS), shared by the tests
-    that compare SASL, SCRAM credentials and ACLs with fakekafka (tests/test_security.py, tests/test_acls.py):
-    one JVM start instead of one per file."""
+    """One Apache Kafka 4.4.0 per session with a SASL_PLAINTEXT listener (PLAIN users from JAAS, SCRAM users written at
+    format time: SECURE_USERS; OAUTHBEARER with unsecured tokens) and the StandardAuthorizer
+    (SECURE_SUPER_USERS), shared by the tests that compare SASL, SCRAM credentials and ACLs with fakekafka
+    (tests/test_security.py, tests/test_acls.py): one JVM start instead of one per file."""
     from fakekafka.apache_kafka import KafkaCluster, kafka_lib
     from fakekafka.model.acl import STANDARD_AUTHORIZER
     if kafka_lib() is None or shutil.which("java") is None:
@@ -45,7 +45,10 @@ def secure_apache_kafka() -> Iterator[object]:
             f"{jaas}.plain.PlainLoginModule required "
             + " ".join(f'user_{u}="{p}"' for u, p in SECURE_USERS.items()) + ";",
         **{f"listener.name.sasl_plaintext.{m}.sasl.jaas.config": f"{jaas}.scram.ScramLoginModule required;"
-           for m in ("scram-sha-256", "scram-sha-512")}}
+           for m in ("scram-sha-256", "scram-sha-512")},
+        # the default OAUTHBEARER validator accepts unsecured JWS tokens; the broker's own login needs a subject
+        "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config":
+            f'{jaas}.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="admin";'}
     with KafkaCluster(configs=configs, listeners=("SASL_PLAINTEXT",), scram_users=SECURE_USERS) as kafka:
         yield kafka
 

@@ -13,6 +13,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -403,3 +404,145 @@ def test_marker_settings_give_the_fixture_a_sasl_ssl_listener(kafka: fakekafka.C
     assert producer.send("marker-sasl", b"x").get(timeout=10).offset == 0
     producer.close()
     assert [r.value for r in kafka.records("marker-sasl")] == [b"x"]
+
+
+# --- OAUTHBEARER (unsecured JWS, Kafka's default validator) --------------------------------------------------
+
+def _b64(value: dict[str, Any]) -> str:
+    import base64
+    import json
+    return base64.b64encode(json.dumps(value).encode()).decode().rstrip("=")
+
+
+def _jws(claims: dict[str, Any], alg: str = "none") -> str:
+    return f"{_b64({'alg': alg})}.{_b64(claims)}."
+
+
+def _oauth_exchanges(address: str) -> list[tuple[object, ...]]:
+    """Tokens good and bad, malformed first messages: each answer and, after a refusal, the %x01 step's."""
+    now = int(time.time())
+    good = _jws({"sub": "alice", "exp": now + 3600, "iat": now - 10})
+    cases = [
+        ("good", f"n,,\x01auth=Bearer {good}\x01\x01"),
+        ("good with extensions and authzid", f"n,a=alice,\x01auth=Bearer {good}\x01traceId=abc\x01\x01"),
+        ("expired", f"n,,\x01auth=Bearer {_jws({'sub': 'alice', 'exp': now - 60})}\x01\x01"),
+        ("issued in the future", f"n,,\x01auth=Bearer {_jws({'sub': 'a', 'exp': now + 7200, 'iat': now + 3600})}"
+                                 "\x01\x01"),
+        ("signed", f"n,,\x01auth=Bearer {_jws({'sub': 'alice', 'exp': now + 3600}, alg='HS256')}\x01\x01"),
+        ("no subject", f"n,,\x01auth=Bearer {_jws({'exp': now + 3600})}\x01\x01"),
+        ("no expiry", f"n,,\x01auth=Bearer {_jws({'sub': 'alice'})}\x01\x01"),
+        ("other authzid", f"n,a=bob,\x01auth=Bearer {good}\x01\x01"),
+        ("no auth", "n,,\x01traceId=abc\x01\x01"),
+        ("basic scheme", "n,,\x01auth=Basic abc\x01\x01"),
+        ("not a first message", "hello"),
+    ]
+    out: list[tuple[object, ...]] = []
+    for name, message in cases:
+        raw = RawClient(address)
+        row: tuple[object, ...] = (name,)
+        try:
+            hs = raw.request(SASL_HANDSHAKE, 1, {"mechanism": "OAUTHBEARER"})
+            auth = raw.request(SASL_AUTHENTICATE, 2, {"auth_bytes": message.encode()})
+            # a good token's session lasts until it expires (KIP-368): about an hour, to the second
+            row += (hs.error_code, auth.error_code, auth.error_message, bytes(auth.auth_bytes),
+                    round(auth.session_lifetime_ms / 60_000))
+            if auth.error_code == 0 and auth.auth_bytes:  # refused token: the client acknowledges with %x01
+                final = raw.request(SASL_AUTHENTICATE, 2, {"auth_bytes": b"\x01"})
+                row += (final.error_code, final.error_message, "closed" if raw.is_closed() else "open")
+            elif auth.error_code == 0:
+                md = raw.request(METADATA, 12, {"topics": [], "allow_auto_topic_creation": False})
+                row += ("served", md.cluster_id is not None)
+            else:
+                row += ("closed" if raw.is_closed() else "open",)
+        except ConnectionError:
+            row += ("closed without an answer",)
+        out.append(row)
+        raw.close()
+    return out
+
+
+def _bearer(sub: str, seconds: int) -> bytes:
+    now = int(time.time())
+    return f"n,,\x01auth=Bearer {_jws({'sub': sub, 'exp': now + seconds, 'iat': now - 1})}\x01\x01".encode()
+
+
+def _reauth_exchanges(address: str) -> list[tuple[object, ...]]:
+    """KIP-368: re-authenticating a session that has a lifetime, with the same and another principal, another
+    mechanism, too soon; a session without one; and a session used after it ended."""
+    def step(raw: RawClient, api: int, body: dict[str, Any]) -> tuple[object, ...]:
+        try:
+            r = raw.request(api, 2 if api == SASL_AUTHENTICATE else 1, body)
+        except ConnectionError:
+            return ("closed",)
+        if api == SASL_HANDSHAKE:
+            return (r.error_code,)
+        return (r.error_code, r.error_message, round(r.session_lifetime_ms / 60_000))
+
+    out: list[tuple[object, ...]] = []
+    raw = RawClient(address)
+    for what in ("authenticate", "re-authenticate"):
+        out.append((what, step(raw, SASL_HANDSHAKE, {"mechanism": "OAUTHBEARER"}),
+                    step(raw, SASL_AUTHENTICATE, {"auth_bytes": _bearer("alice", 3600)})))
+    out.append(("too soon", step(raw, SASL_HANDSHAKE, {"mechanism": "OAUTHBEARER"})))
+    md = raw.request(METADATA, 12, {"topics": [], "allow_auto_topic_creation": False})
+    out.append(("served", md.cluster_id is not None))
+    for what, mechanism, token in (("other principal", "OAUTHBEARER", _bearer("bob", 3600)),
+                                   ("other mechanism", "PLAIN", b"\0alice\0alice-secret")):
+        raw = RawClient(address)
+        step(raw, SASL_HANDSHAKE, {"mechanism": "OAUTHBEARER"})
+        step(raw, SASL_AUTHENTICATE, {"auth_bytes": _bearer("alice", 3600)})
+        out.append((what, step(raw, SASL_HANDSHAKE, {"mechanism": mechanism}),
+                    step(raw, SASL_AUTHENTICATE, {"auth_bytes": token}), "closed" if raw.is_closed() else "open"))
+    raw = RawClient(address)
+    step(raw, SASL_HANDSHAKE, {"mechanism": "OAUTHBEARER"})
+    out.append(("short session", step(raw, SASL_AUTHENTICATE, {"auth_bytes": _bearer("alice", 2)})[:2]))
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:  # served until the token expires, then closed at the next request
+        try:
+            raw.request(METADATA, 12, {"topics": [], "allow_auto_topic_creation": False})
+        except ConnectionError:
+            out.append(("closed once expired", True))
+            break
+        time.sleep(0.2)
+    else:
+        out.append(("closed once expired", False))
+    return out
+
+
+def test_reauthentication_as_apache_kafka_does(secure_apache_kafka: Any) -> None:
+    from tests.conftest import SECURE_MECHANISMS, SECURE_USERS
+    with fakekafka.Cluster(listeners="PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0", users=SECURE_USERS,
+                           sasl_enabled_mechanisms=SECURE_MECHANISMS) as c:
+        fake = _reauth_exchanges(c.bootstrap_servers_for("SASL_PLAINTEXT"))
+    real = _reauth_exchanges(secure_apache_kafka.bootstrap_servers_for("SASL_PLAINTEXT"))
+    for f, r in zip(fake, real, strict=True):
+        assert f == r
+    assert fake[1] == ("re-authenticate", (0,), (0, "", 60)) and fake[-1] == ("closed once expired", True)
+
+
+def test_oauthbearer_exchanges_answered_as_apache_kafka_answers(secure_apache_kafka: Any) -> None:
+    from tests.conftest import SECURE_MECHANISMS, SECURE_USERS
+    with fakekafka.Cluster(listeners="PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0", users=SECURE_USERS,
+                           sasl_enabled_mechanisms=SECURE_MECHANISMS) as c:
+        fake = _oauth_exchanges(c.bootstrap_servers_for("SASL_PLAINTEXT"))
+    real = _oauth_exchanges(secure_apache_kafka.bootstrap_servers_for("SASL_PLAINTEXT"))
+    for f, r in zip(fake, real, strict=True):
+        assert f == r
+    assert fake[0][2:5] == (0, "", b"")
+
+
+def test_confluent_kafka_oauthbearer_unsecured_jwt(secure: fakekafka.Cluster) -> None:
+    """librdkafka's built-in unsecured JWT (sasl.oauthbearer.config principal=...) logs in as that user."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    assert secure.pki is not None
+    p = confluent_kafka.Producer({
+        "bootstrap.servers": secure.bootstrap_servers_for("SASL_SSL"), "security.protocol": "SASL_SSL",
+        "ssl.ca.location": str(secure.pki.ca_file), "sasl.mechanisms": "OAUTHBEARER",
+        "enable.sasl.oauthbearer.unsecure.jwt": True, "sasl.oauthbearer.config": "principal=alice",
+        "message.timeout.ms": 10_000})
+    delivered: list[Any] = []
+    p.produce("oauth-topic", b"x", on_delivery=lambda err, msg: delivered.append(err))
+    p.flush(15)
+    assert delivered == [None]
+    assert [r.value for r in secure.records("oauth-topic")] == [b"x"]
+

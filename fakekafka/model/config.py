@@ -226,6 +226,7 @@ BROKER_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
     ConfigSpec("log.cleaner.backoff.ms", _T.LONG, "15000", minimum=0, dynamic=True),
     ConfigSpec("authorizer.class.name", _T.STRING, ""),
     ConfigSpec("ssl.principal.mapping.rules", _T.STRING, "DEFAULT"),
+    ConfigSpec("connections.max.reauth.ms", _T.LONG, "0"),
 )}
 
 AUTHORIZER_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
@@ -279,6 +280,7 @@ _FROM_OVERRIDES = {
     "ssl.keystore.location": "ssl_keystore_location", "ssl.truststore.location": "ssl_truststore_location",
     "ssl.key.password": "ssl_key_password",
     "connection.failed.authentication.delay.ms": "connection_failed_authentication_delay_ms",
+    "connections.max.reauth.ms": "connections_max_reauth_ms",
 }
 """Broker configs the model reads from fields, which a setting by Kafka's name (`overrides`: the CLI's
 --config, a marker's or `Cluster(config={...})`) also sets."""
@@ -329,7 +331,7 @@ class BrokerConfig:
     """What Metadata tells clients connected on each listener (port 0: the bound port); empty: `listeners`."""
     listener_security_protocol_map: str = ""
     """Listener name -> PLAINTEXT/SSL/SASL_PLAINTEXT/SASL_SSL; empty: Kafka's default (each name maps to itself)."""
-    sasl_enabled_mechanisms: str = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
+    sasl_enabled_mechanisms: str = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER"
     """Kafka's default is GSSAPI, which fakekafka does not offer: every mechanism it has is on by default."""
     ssl_client_auth: str = "none"
     ssl_keystore_location: str = ""
@@ -337,6 +339,9 @@ class BrokerConfig:
     ssl_truststore_location: str = ""
     """PEM file of the CAs client certificates must chain to (ssl.client.auth=required/requested)."""
     ssl_key_password: str = ""
+    connections_max_reauth_ms: int = 0
+    """KIP-368: the longest a SASL session lasts before the client must re-authenticate (0: no limit; an
+    OAUTHBEARER token's expiry limits it anyway)."""
     connection_failed_authentication_delay_ms: int = 100
     """How long a connection that failed authentication stays open (unread) after its answer, as Kafka's."""
     max_partitions: int = 2147483647

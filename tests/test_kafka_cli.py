@@ -198,6 +198,13 @@ def test_kafka_consumer_groups(cli: Cli) -> None:
                            "3", "--group", "cli-g", "--timeout-ms", "10000"))
     assert len(out) == 3
     assert "cli-g" in cli.out("kafka-consumer-groups", "--list").splitlines()
+    # the group's coordinator made __consumer_offsets (on Kafka it is there from start): its configs as Kafka's
+    assert cli.out("kafka-configs", "--describe", "--entity-type", "topics", "--entity-name", "__consumer_offsets") \
+        == lines("""
+        Dynamic configs for topic __consumer_offsets are:
+        cleanup.policy=compact sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:cleanup.policy=compact, DEFAULT_CONFIG:log.cleanup.policy=delete}
+        compression.type=producer sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:compression.type=producer, DEFAULT_CONFIG:compression.type=producer}
+        segment.bytes=104857600 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:segment.bytes=104857600, DEFAULT_CONFIG:log.segment.bytes=1073741824}""")  # noqa: E501
     state = cli.out("kafka-consumer-groups", "--list", "--state").splitlines()
     assert state[0] == "GROUP STATE" and "cli-g Empty" in state
     committed = cli.out("kafka-consumer-groups", "--describe", "--group", "cli-g")

@@ -659,7 +659,8 @@ class ClusterState:
         if topic is None:
             topic = self.create_topic(OFFSETS_TOPIC, self.config.offsets_topic_num_partitions,
                                       min(3, len(self.brokers)), configs={"cleanup.policy": "compact",
-                                                                         "segment.bytes": "104857600"})
+                                                                         "segment.bytes": "104857600",
+                                                                         "compression.type": "producer"})
         return self.brokers.get(topic.partitions[self.offsets_partition_for(group_id)].leader_id)
 
     def transaction_partition_for(self, transactional_id: str) -> int:

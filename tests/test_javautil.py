@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -55,3 +56,20 @@ def test_connect_version_is_the_poms(monkeypatch: pytest.MonkeyPatch) -> None:
     cp = javautil.connect_classpath()
     for artifact in ("connect-runtime", "connect-file"):
         assert (Path(cp).parent / f"{artifact}-{javautil.CONNECT_VERSION}.jar").is_file()
+
+
+def test_tools_version_is_the_poms(monkeypatch: pytest.MonkeyPatch) -> None:
+    """tests/kafkacli.py looks for Kafka's tools where install.sh puts compat/kafka/tools-pom.xml's version, and
+    every main class it names is in those jars."""
+    from tests import kafkacli
+    pom = (INSTALL_SH.parents[1] / "compat" / "kafka" / "tools-pom.xml").read_text()
+    found = re.search(r"<kafka.tools.version>(.*)</kafka.tools.version>", pom)
+    assert found is not None
+    assert kafkacli.TOOLS_VERSION == found.group(1)
+    monkeypatch.delenv("FAKEKAFKA_TOOLS_JARS", raising=False)
+    jars = Path(kafkacli.tools_classpath()).parent
+    assert (jars / f"kafka-tools-{kafkacli.TOOLS_VERSION}.jar").is_file()
+    names: set[str] = set()
+    for jar in jars.glob("kafka*.jar"):
+        names.update(zipfile.ZipFile(jar).namelist())
+    assert [m for m in kafkacli.TOOLS.values() if m.replace(".", "/") + ".class" not in names] == []

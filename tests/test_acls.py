@@ -32,6 +32,7 @@ from fakekafka.security import ssl_principal_name
 from tests.conftest import SECURE_SUPER_USERS, SECURE_USERS
 from tests.rawclient import RawClient
 from wire import ErrorCode
+from wire.primitives import ZERO_UUID
 
 SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
 DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
@@ -479,6 +480,31 @@ def _exchanges(address: str) -> list[Any]:
             {"resource_type": 4, "resource_name": "1", "configuration_keys": ["num.partitions"]}]})
         out.append((who, "describe configs", sorted((r.resource_name, r.error_code, r.error_message)
                                                     for r in cfg.results)))
+        dg = raw.request(15, 6, {"groups": ["acl-g", "other-g"], "include_authorized_operations": True})
+        out.append((who, "describe groups", sorted((g.group_id, g.error_code, g.error_message, g.group_state,
+                                                    g.authorized_operations) for g in dg.groups)))
+        oc = raw.request(8, 9, {"group_id": "acl-g", "generation_id_or_member_epoch": -1, "member_id": "",
+                                "group_instance_id": None, "topics": [
+                                    {"name": n, "partitions": [{"partition_index": 0, "committed_offset": 0,
+                                                                "committed_leader_epoch": -1,
+                                                                "committed_metadata": ""}]} for n in TOPICS]})
+        out.append((who, "offset commit", sorted((t.name, p.error_code) for t in oc.topics for p in t.partitions)))
+        dt = raw.request(20, 6, {"timeout_ms": 10_000, "topics": [{"name": n, "topic_id": ZERO_UUID}
+                                                                  for n in ("other", "nope")]})
+        out.append((who, "delete topics", sorted((r.name, r.error_code, r.error_message) for r in dt.responses)))
+        cp = raw.request(37, 3, {"timeout_ms": 10_000, "validate_only": True, "topics": [
+            {"name": n, "count": 2, "assignments": None} for n in ("acl-t", "other")]})
+        out.append((who, "create partitions", sorted((r.name, r.error_code, r.error_message) for r in cp.results)))
+        dr = raw.request(21, 2, {"timeout_ms": 10_000, "topics": [
+            {"name": n, "partitions": [{"partition_index": 0, "offset": 0}]} for n in ("acl-t", "other")]})
+        out.append((who, "delete records", sorted((t.name, p.error_code) for t in dr.topics for p in t.partitions)))
+        ac = raw.request(44, 1, {"validate_only": True, "resources": [
+            {"resource_type": 2, "resource_name": n, "configs": [
+                {"name": "retention.ms", "config_operation": 0, "value": "1000"}]} for n in ("acl-t", "other")]})
+        out.append((who, "alter configs", sorted((r.resource_name, r.error_code, r.error_message)
+                                                 for r in ac.responses)))
+        lg = raw.request(16, 5, {"states_filter": [], "types_filter": []})
+        out.append((who, "list groups", lg.error_code, sorted(g.group_id for g in lg.groups)))
 
     deleted = admin.request(DELETE_ACLS, 3, {"filters": [
         _describe_filter(resource_type_filter=RT.TOPIC, resource_name_filter="acl-t",

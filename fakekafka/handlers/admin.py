@@ -141,12 +141,13 @@ def handle_delete_topics(ctx: RequestContext, req: Container) -> dict[str, Any]:
                 continue
             if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic.name):  # its name not shown
                 results.append({"name": None, "topic_id": topic_id,
-                                "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "error_message": None})
+                                "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                "error_message": "Topic authorization failed."})
                 continue
             name = topic.name
         if not authorize(ctx, AclOperation.DELETE, ResourceType.TOPIC, name):
             results.append({"name": name, "topic_id": topic_id, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-                            "error_message": None})
+                            "error_message": "Topic authorization failed."})
             continue
         try:
             topic = ctx.cluster.delete_topic(name)
@@ -175,7 +176,7 @@ def handle_create_partitions(ctx: RequestContext, req: Container) -> dict[str, A
             continue
         if not authorize(ctx, AclOperation.ALTER, ResourceType.TOPIC, t.name):
             results.append({"name": t.name, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-                            "error_message": "The topic authorization is failed."})
+                            "error_message": None})
             continue
         assignments = [list(a.broker_ids) for a in t.assignments] if t.assignments is not None else None
         try:

@@ -353,7 +353,7 @@ def _alter_all(ctx: RequestContext, resources: list[Any], *, incremental: bool,
                 raise _Refused(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
             refused = _config_authorized(ctx, AclOperation.ALTER_CONFIGS, r.resource_type, r.resource_name)
             if refused is not None:
-                raise _Refused(refused[0], None)
+                raise _Refused(*refused)
             _alter(ctx, r.resource_type, r.resource_name, ops, incremental=incremental, validate_only=validate_only)
         except _Refused as e:
             code, message = e.code, e.message

@@ -411,7 +411,7 @@ def test_kafka_get_offsets_and_delete_records(cli: Cli, tmp_path: Path) -> None:
         partition: cli-offsets-1\terror: org.apache.kafka.common.errors.OffsetOutOfRangeException: The requested offset is not within the range of offsets maintained by the server.""")  # noqa: E501
 
 
-def test_kafka_log_dirs(cli: Cli) -> None:
+def test_kafka_log_dirs(cli: Cli, tmp_path: Path) -> None:
     cli.create_topic("cli-logdirs", 2)
     cli.produce("cli-logdirs", ["a:1", "b:2", "c:3"], "parse.key=true", "key.separator=:")
     out = cli.out("kafka-log-dirs", "--describe", "--topic-list", "cli-logdirs",
@@ -427,6 +427,15 @@ def test_kafka_log_dirs(cli: Cli) -> None:
     assert sorted(log_dir["partitions"], key=lambda p: p["partition"]) == [
         {"partition": "cli-logdirs-0", "size": 210, "offsetLag": 0, "isFuture": False},
         {"partition": "cli-logdirs-1", "size": 0, "offsetLag": 0, "isFuture": False}]
+    # records deleted below a new log start stay in their segment, and in its size, until the segment goes
+    offsets = tmp_path / "offsets.json"
+    offsets.write_text(json.dumps({"partitions": [{"topic": "cli-logdirs", "partition": 0, "offset": 2}],
+                                   "version": 1}))
+    assert "partition: cli-logdirs-0\tlow_watermark: 2" in cli.out("kafka-delete-records", "--offset-json-file",
+                                                                    str(offsets))
+    after = json.loads(cli.out("kafka-log-dirs", "--describe", "--topic-list", "cli-logdirs").rpartition("\n")[2])
+    assert sorted((p["partition"], p["size"]) for p in after["brokers"][0]["logDirs"][0]["partitions"]) == [
+        ("cli-logdirs-0", 210), ("cli-logdirs-1", 0)]
     assert cli.out("kafka-log-dirs", "--describe", "--topic-list", "cli-logdirs", "--broker-list", "5", status=1) == \
         "[stderr]\nERROR: The given brokers do not exist from --broker-list: 5. Current existent brokers: 1"
 

@@ -6,17 +6,16 @@ Behaviour, as Kafka's KafkaApis and ReplicaManager.describeLogDirs answer: a bro
 replicas only, in its one log directory (`Broker.log_dir`, "/tmp/kafka-logs": Kafka's default `log.dir`; the
 logs themselves are in memory). A null topic list asks for every replica the broker holds; otherwise the
 partitions named that the broker holds (unknown topics and partitions, or ones held by other brokers, are
-left out without an error), a topic with none of them left out too. A replica's size is the bytes of the
-batches its log keeps; its offset lag is max(high watermark - log end offset, 0), 0 here as in a healthy
+left out without an error), a topic with none of them left out too. A replica's size is its segments'
+sizes, as Kafka's files would be: after DeleteRecords the segment holding the new start still counts the
+records below it; its offset lag is max(high watermark - log end offset, 0), 0 here as in a healthy
 Kafka. v0 is gone from Kafka 4 (KIP-896). A client without DESCRIBE on the cluster (ACLs) gets
 CLUSTER_AUTHORIZATION_FAILED and no results (v1-2 cannot carry the code: just no results, as from Kafka).
 
 Differences (compat/KNOWN_DIFFERENCES.md):
 - total_bytes and usable_bytes (v4+) are -1, the protocol's "unknown": no volume holds the in-memory logs.
-- After DeleteRecords, Kafka keeps a segment until all of it lies below the log start offset (and never
-  deletes the active one), so its size still counts the deleted records; fakekafka drops the whole batches
-  below the start at once (its segments follow Kafka's for rolling and retention, not for this), so its
-  size can be smaller.
+- DeleteRecords up to the log end empties fakekafka's log at once (size 0), where Kafka keeps its active
+  segment, and its size, until the segment rolls.
 """
 
 from __future__ import annotations
@@ -57,7 +56,7 @@ def handle_describe_log_dirs(ctx: RequestContext, req: Container) -> dict[str, A
             if log is None or (wanted is not None and (topic.name, p.index) not in wanted):
                 continue
             topics.setdefault(topic.name, []).append({
-                "partition_index": p.index, "partition_size": log.size_bytes,
+                "partition_index": p.index, "partition_size": sum(seg.size for seg in log.segments),
                 "offset_lag": max(log.high_watermark - log.log_end_offset, 0), "is_future_key": False})
     result = {"error_code": ErrorCode.NONE, "log_dir": ctx.broker.log_dir,
               "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()],

@@ -285,11 +285,12 @@ class PartitionLog:
 
     def delete_before(self, offset: int) -> None:
         """Moves the log start up to `offset` (DeleteRecords on a leader; retention; a follower taking its
-        leader's start). Whole batches below it go, and the segments they leave empty; the batch holding it
-        stays, its earlier records no longer served (Fetch refuses offsets below the start). Past the log
-        end the log is emptied and starts there, as a follower that fell behind the leader's start does.
-        The leader epoch history loses its entries before the start, the last of them moved to start there
-        (Kafka's truncateFromStart)."""
+        leader's start). Whole batches below it go, and the segments entirely below it; the segment holding
+        the start keeps Kafka's file size (the deleted batches' bytes too); the batch holding it stays, its
+        earlier records no longer served (Fetch refuses offsets below the start). Past the log end the log is
+        emptied and starts there, as a follower that fell behind the leader's start does. The leader epoch
+        history loses its entries before the start, the last of them moved to start there (Kafka's
+        truncateFromStart)."""
         if offset <= self.log_start_offset:
             return
         self.log_start_offset = offset
@@ -307,8 +308,9 @@ class PartitionLog:
             k += 1
         if k:
             del segs[:k]
-        if i:
-            self.resize_segments(only_first=True)
+        # the first segment left keeps its size and timestamps: Kafka's file still holds the records below the
+        # start (DeleteRecords deletes only whole segments), which count in its size (DescribeLogDirs,
+        # retention.bytes) and its rolling until the segment goes
         if not self.batches:  # everything went: Kafka rolls a new active segment at the end first
             self.segments = [LogSegment(self.log_end_offset)]
         j = bisect_right([e.start_offset for e in self.epochs], offset)

@@ -499,10 +499,9 @@ class _Side(asyncio.BufferedProtocol):
     def write(self, buffers: list[Any]) -> None:
         if self.transport is None:
             return
-        if len(buffers) == 1:
-            self.transport.write(buffers[0])
-        else:
-            self.transport.write(b"".join(buffers))
+        # a memoryview: what the socket does not take at once is copied into the transport's buffer once,
+        # not sliced off a bytearray first
+        self.transport.write(memoryview(buffers[0]) if len(buffers) == 1 else b"".join(buffers))
 
 
 class _ClientSide(_Side):
@@ -715,7 +714,7 @@ class _Pair:
         no_answer = produce_acks(slot.frame, slot.head) == 0
         if not no_answer:
             self.forwarded.append(slot)
-        upstream.transport.write(slot.whole)
+        upstream.transport.write(memoryview(slot.whole))
         self.proxy.requests_forwarded += 1
         if no_answer:
             slot.answer = None if any(f.kind == FaultKind.DROP_AFTER for f in slot.faults) else []

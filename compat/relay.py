@@ -12,10 +12,11 @@ records it and forwards it; responses are read from upstream, matched to their r
 (a Produce with acks=0 gets none: its exchange keeps `response=None`) and forwarded.
 
 So that a client keeps going through the relay after its first Metadata, the broker addresses in Metadata,
-FindCoordinator and DescribeCluster responses are rewritten: each upstream broker gets a listener of its
-own in this group (created the first time an answer names it), and the answer names that listener
-instead. With `caps` (API key -> (min, max) version), ApiVersions answers are narrowed to those ranges,
-so that a client asks the reference broker with the versions the broker under test serves and the two
+FindCoordinator and DescribeCluster responses are rewritten (with the proxy's own walk,
+fakekafka/proxy/rewrite.py; acks=0 is read as the proxy reads it, fakekafka/proxy/frames.py): each upstream
+broker gets a listener of its own in this group (created the first time an answer names it), and the answer
+names that listener instead. With `caps` (API key -> (min, max) version), ApiVersions answers are narrowed
+to those ranges, so that a client asks the reference broker with the versions the broker under test serves and the two
 request streams can be paired (a newer ApiVersions request is refused here, as a broker without that version
 would), and with `features` (feature name -> the highest level the broker under test finalizes) so are the
 finalized features: a client that saw Kafka's transaction.version 2 where the broker under test finalizes
@@ -39,9 +40,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from fakekafka.proxy.frames import FrameError, produce_acks, read_request_head
+from fakekafka.proxy.rewrite import rewrite_addresses
 from wire.protocol import DecodeError, decode_request_header, decode_response, encode_response
 
-__all__ = ["Exchange", "RelayGroup", "REWRITTEN_APIS", "rewrite_addresses"]
+__all__ = ["Exchange", "RelayGroup", "REWRITTEN_APIS"]
 
 HOST = "127.0.0.1"
 REWRITTEN_APIS = frozenset({3, 10, 60, 18})  # Metadata, FindCoordinator, DescribeCluster; ApiVersions (caps)
@@ -67,45 +70,11 @@ class Exchange:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-def rewrite_addresses(obj: Any, mapping: Any) -> bool:
-    """Replaces (host, port) in every struct of a decoded response that has both, with mapping(host, port)
-    -> (host, port); True if anything changed."""
-    changed = False
-    if isinstance(obj, dict):
-        if isinstance(obj.get("host"), str) and isinstance(obj.get("port"), int) and obj["port"] > 0:
-            new = mapping(obj["host"], obj["port"])
-            if new != (obj["host"], obj["port"]):
-                obj["host"], obj["port"] = new
-                changed = True
-        for v in obj.values():
-            if isinstance(v, dict | list):
-                changed |= rewrite_addresses(v, mapping)
-    elif isinstance(obj, list):
-        for v in obj:
-            if isinstance(v, dict | list):
-                changed |= rewrite_addresses(v, mapping)
-    return changed
-
-
 def _no_response(ex: Exchange) -> bool:
     """A Produce request with acks=0: the broker sends nothing back."""
-    if ex.api_key != 0:
-        return False
     try:
-        _, stream = decode_request_header(ex.request)
-        if ex.api_version >= 3:
-            if ex.api_version >= 9:  # compact nullable string: unsigned varint length + 1
-                n, shift, b = 0, 0, 0x80
-                while b & 0x80:
-                    b = stream.read(1)[0]
-                    n |= (b & 0x7F) << shift
-                    shift += 7
-                stream.read(max(0, n - 1))
-            else:
-                n = int.from_bytes(stream.read(2), "big", signed=True)
-                stream.read(max(0, n))
-        return int.from_bytes(stream.read(2), "big", signed=True) == 0
-    except (DecodeError, IndexError):
+        return produce_acks(ex.request, read_request_head(ex.request)) == 0
+    except FrameError:
         return False
 
 
@@ -334,10 +303,10 @@ class RelayGroup:
                 return frame
             return encode_response(ex.api_key, ex.api_version, corr, body)[4:]
         addresses: set[tuple[str, int]] = set()
-        rewrite_addresses(body, lambda h, p: (addresses.add((h, p)), (h, p))[1])
+        rewrite_addresses(body, lambda _node, h, p: (addresses.add((h, p)), (h, p))[1])
         for h, p in addresses:
             await self._listener(h, p)
-        if not rewrite_addresses(body, self._mapped):
+        if not rewrite_addresses(body, lambda _node, h, p: self._mapped(h, p)):
             return frame
         return encode_response(ex.api_key, ex.api_version, corr, body)[4:]
 

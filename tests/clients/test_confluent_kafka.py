@@ -385,14 +385,14 @@ def test_compacted_topic_read_from_the_beginning(broker: ClusterHandle, connect:
         "cleanup.policy": "compact", "segment.ms": "100", "min.cleanable.dirty.ratio": "0.01"})])["compacted"] \
         .result(TIMEOUT)
     broker.wait_for_topic("compacted")
+    node = str(admin.describe_cluster().result(TIMEOUT).controller.id)
+    write_compacted(broker, admin, node, "100")
     producer = connect(Producer)
     t0 = int(time.time() * 1000)
     for rows, at in COMPACTED_WRITES:
         for key, value in rows:
             producer.produce("compacted", key=key, value=value, timestamp=t0 + at)
         assert producer.flush(TIMEOUT) == 0
-    node = str(admin.describe_cluster().result(TIMEOUT).controller.id)
-    write_compacted(broker, admin, node, "100")
     try:
         broker.wait_until(lambda: [(r.offset, r.key, r.value) for r in broker.records("compacted")] == COMPACTED_VIEW,
                           timeout=30, message="the log cleaner's work")

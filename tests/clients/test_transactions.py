@@ -275,3 +275,77 @@ def test_kafka_python_transactions(broker: ClusterHandle, topic: str) -> None:
             assert sorted(m.value.decode() for m in c) == expected, isolation
         finally:
             c.close()
+
+
+def test_confluent_compaction_drops_aborted_data_and_keeps_markers(broker: ClusterHandle) -> None:
+    """Kafka's log cleaner on a compacted topic with transactions: the aborted batch is emptied (kept as a bare
+    header, being its producer's last batch), both markers stay while the round saw their transactions' data,
+    and every consumer, read_uncommitted too, then reads only committed records. The same batches on Apache
+    Kafka, whose cleaner is woken by a lowered log.cleaner.backoff.ms."""
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        NewTopic,
+        ResourceType,
+    )
+
+    bs = broker.bootstrap_servers
+    admin = AdminClient({"bootstrap.servers": bs})
+    name = f"txn-compacted-{uuid.uuid4().hex[:8]}"
+    admin.create_topics([NewTopic(name, 1, config={"cleanup.policy": "compact", "segment.ms": "60000",
+                                                   "min.cleanable.dirty.ratio": "0.01"})])[name].result(TIMEOUT)
+    broker.wait_for_topic(name)
+    now = int(time.time() * 1000)
+    p = _txn_producer(bs, f"tx-{name}")
+    try:
+        p.begin_transaction()
+        p.produce(name, b"c1", b"a", timestamp=now)  # 0, COMMIT at 1
+        p.commit_transaction(TIMEOUT)
+        p.begin_transaction()
+        p.produce(name, b"x", b"a", timestamp=now)
+        p.produce(name, b"x", b"b", timestamp=now)  # 2-3, ABORT at 4
+        p.flush(TIMEOUT)
+        p.abort_transaction(TIMEOUT)
+    finally:
+        p.flush(TIMEOUT)
+    plain = Producer({"bootstrap.servers": bs, "linger.ms": 0})
+    for key, at in ((b"b", now), (b"c", now + 120_000), (b"d", now + 240_000)):  # 5; 6 and 7 roll segments
+        plain.produce(name, b"p", key, timestamp=at)
+        assert plain.flush(TIMEOUT) == 0
+    node = str(admin.describe_cluster().result(TIMEOUT).controller.id)
+
+    def backoff(value: str | None) -> None:
+        op = AlterConfigOpType.SET if value is not None else AlterConfigOpType.DELETE
+        r = ConfigResource(ResourceType.BROKER, node, incremental_configs=[
+            ConfigEntry("log.cleaner.backoff.ms", value, incremental_operation=op)])
+        assert admin.incremental_alter_configs([r])[r].result(TIMEOUT) is None
+
+    def layout() -> list[tuple[int, int, int, bool]]:
+        from tests.clients.scenarios import stored_batches
+        from wire.records import read_header
+        return [(h.base_offset, h.last_offset, h.records_count, h.is_control)
+                for h in map(read_header, stored_batches(broker, name))]
+
+    expected = [(0, 0, 1, False), (1, 1, 1, True), (2, 3, 0, False), (4, 4, 1, True), (5, 5, 1, False),
+                (6, 6, 1, False), (7, 7, 1, False)]
+    backoff("100")
+    try:
+        broker.wait_until(lambda: layout() == expected, timeout=30, message="the cleaner's work")
+    finally:
+        backoff(None)
+    for isolation in ("read_committed", "read_uncommitted"):
+        c = Consumer({"bootstrap.servers": bs, "group.id": f"g-{isolation}", "enable.auto.commit": False,
+                      "isolation.level": isolation})
+        try:
+            c.assign([TopicPartition(name, 0, 0)])
+            got: list[tuple[int, bytes, bytes]] = []
+            deadline = time.monotonic() + TIMEOUT
+            while len(got) < 4 and time.monotonic() < deadline:
+                m = c.poll(0.1)
+                if m is not None and not m.error():
+                    got.append((m.offset(), m.key(), m.value()))
+            assert got == [(0, b"a", b"c1"), (5, b"b", b"p"), (6, b"c", b"p"), (7, b"d", b"p")], isolation
+        finally:
+            c.close()

@@ -176,8 +176,8 @@ BROKER_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
     ConfigSpec("group.share.record.lock.duration.ms", _T.INT, "30000", minimum=1000, maximum=3600000),
     ConfigSpec("group.share.delivery.count.limit", _T.INT, "5", minimum=2, maximum=10),
     ConfigSpec("group.share.partition.max.record.locks", _T.INT, "2000", minimum=100, maximum=10000),
-    ConfigSpec("group.share.max.size", _T.SHORT, "200", minimum=1, maximum=1000),
-    ConfigSpec("group.share.assignment.interval.ms", _T.INT, "1000", minimum=0),
+    ConfigSpec("group.share.max.size", _T.INT, "200", minimum=1, maximum=1000),
+    ConfigSpec("group.share.assignment.interval.ms", _T.INT, "1000", minimum=0, dynamic=True),
     ConfigSpec("max.request.partition.size.limit", _T.INT, "2000", minimum=1),  # DescribeTopicPartitions' page
     ConfigSpec("offsets.topic.num.partitions", _T.INT, "50", minimum=1),
     ConfigSpec("offsets.topic.replication.factor", _T.SHORT, "3", minimum=1),

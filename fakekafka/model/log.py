@@ -35,7 +35,10 @@ ABORT, COMMIT = 0, 1
 
 def control_type(batch: bytes | bytearray) -> int:
     """The type of a control batch's marker (ABORT 0, COMMIT 1), from its one record's key. Markers are written
-    uncompressed (Kafka's and ours), so the key is read in place; anything else is decoded in full."""
+    uncompressed (Kafka's and ours), so the key is read in place; anything else is decoded in full. A marker
+    the log cleaner emptied (a bare header) has no type: -1."""
+    if not struct.unpack_from(">i", batch, 57)[0]:
+        return -1
     try:
         if not batch[22] & 0x07:
             pos = varint_at(batch, 61)[1] + 1  # record length, attributes

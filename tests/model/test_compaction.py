@@ -236,3 +236,33 @@ def test_force_compaction_refuses_what_it_cannot_clean() -> None:
     with pytest.raises(ApiError) as e:
         c.force_compaction("nope")
     assert e.value.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_a_new_leader_keeps_the_producer_sequence_a_cleaned_batch_held() -> None:
+    """The producer's last batch, emptied by compaction, still tells a new leader the producer's last sequence:
+    a retry of it is a duplicate, and the next sequence is taken."""
+    c, clock = _cluster(3)
+    p = _topic(c)
+    idem = {"producer_id": 5, "producer_epoch": 0}
+    _put(c, p, clock, b"a", b"1", base_sequence=0, **idem)  # 0
+    _put(c, p, clock, b"a", b"2")  # 1: supersedes offset 0
+    _roll(clock)
+    _put(c, p, clock, b"b", b"1")
+    c.force_compaction("t")
+    assert read_header(p.log.batches[0]).records_count == 0
+    old = p.leader_id
+    c.kill_broker(old)
+    assert p.leader_id != old
+    retry = c.append(p, build_batch([{"key": b"a", "value": b"1", "timestamp": clock.now_ms()}], base_sequence=0,
+                                    **idem))  # type: ignore[arg-type]
+    assert (retry.error, retry.base_offset) == (ErrorCode.NONE, 0)
+    assert _put(c, p, clock, b"c", b"1", base_sequence=1, **idem) == 3
+
+
+def test_an_emptied_marker_has_no_type() -> None:
+    from fakekafka.model.log import control_type
+    from wire.records import rebuild_batch
+    marker = build_batch([{"key": b"\x00\x00\x00\x01", "value": b"\x00\x00\x00\x00\x00\x00", "timestamp": 1}],
+                         producer_id=1, producer_epoch=0, transactional=True, control=True)
+    assert control_type(marker) == 1
+    assert control_type(rebuild_batch(read_header(marker), [])) == -1

@@ -225,7 +225,9 @@ class AgentClient(Client):
 
     def member(self, group: str, topic: str, *, assign: list[int] | None = None, offset_reset: str = "earliest",
                own_process: bool = False, own: bool = False, instance_id: str | None = None,
-               session_timeout_ms: int | None = None) -> Member:
+               session_timeout_ms: int | None = None, group_protocol: str = "classic") -> Member:
+        if group_protocol != "classic":  # the drivers' members speak the classic protocol only
+            raise Unsupported(f"group.protocol={group_protocol}")
         if own_process:
             return self.spawn().member(group, topic, assign=assign, offset_reset=offset_reset, own=True,
                                        instance_id=instance_id, session_timeout_ms=session_timeout_ms)

@@ -144,6 +144,8 @@ class MemberOptions:
 
     instance_id: str | None = None
     session_timeout_ms: int = 6000
+    group_protocol: str = "classic"
+    """"consumer": KIP-848's protocol (the broker assigns; ConsumerGroupHeartbeat), for clients that speak it."""
 
 
 GROUP_STATES = {"stable": "Stable", "empty": "Empty", "dead": "Dead", "unknown": "Unknown",
@@ -364,12 +366,15 @@ class Client:
     # --- consumers with a group.id ----------------------------------------------------------------
     def member(self, group: str, topic: str, *, assign: list[int] | None = None, offset_reset: str = "earliest",
                own_process: bool = False, instance_id: str | None = None,
-               session_timeout_ms: int | None = None) -> Member:
+               session_timeout_ms: int | None = None, group_protocol: str = "classic") -> Member:
         """A consumer in `group`: subscribed to `topic`, or assigned `assign` (no membership). Reset policy
         "earliest", "latest" or "none". `own_process`: run it in a subprocess so that kill() can crash it.
         `instance_id`: group.instance.id (a static member, KIP-345); `session_timeout_ms` overrides the
-        timing's."""
+        timing's; `group_protocol` "consumer" is KIP-848's (Unsupported by clients that do not speak it)."""
         raise Unsupported("member")
+
+    consumer_protocol = False
+    """Whether this client's members can use group.protocol=consumer (KIP-848)."""
 
 
 
@@ -379,14 +384,17 @@ class LibraryClient(Client):
 
     def member(self, group: str, topic: str, *, assign: list[int] | None = None, offset_reset: str = "earliest",
                own_process: bool = False, instance_id: str | None = None,
-               session_timeout_ms: int | None = None) -> Member:
+               session_timeout_ms: int | None = None, group_protocol: str = "classic") -> Member:
+        if group_protocol != "classic" and (own_process or not self.consumer_protocol):
+            raise Unsupported(f"group.protocol={group_protocol}")
         if own_process:
             from compat.clients.agent import AgentClient
             return AgentClient.python(self.name, self.bootstrap, self.timing).member(
                 group, topic, assign=assign, offset_reset=offset_reset, own=True, instance_id=instance_id,
                 session_timeout_ms=session_timeout_ms)
         return self._member(group, topic, assign, offset_reset,
-                            MemberOptions(instance_id, session_timeout_ms or self.timing.session_timeout_ms))
+                            MemberOptions(instance_id, session_timeout_ms or self.timing.session_timeout_ms,
+                                          group_protocol))
 
     def _member(self, group: str, topic: str, assign: list[int] | None, offset_reset: str,
                 options: MemberOptions) -> Member:

@@ -58,6 +58,7 @@ def _rec(m: Any) -> Rec:
 
 
 class ConfluentClient(LibraryClient):
+    consumer_protocol = True  # librdkafka 2.10+ (KIP-848 generally available)
     name = "confluent-kafka"
 
     def __init__(self, bootstrap: str, timing: Timing) -> None:
@@ -322,9 +323,13 @@ class _Member(PollingMember):
         t = self.timing
         session = self.options.session_timeout_ms
         extra = {"group.instance.id": self.options.instance_id} if self.options.instance_id is not None else {}
+        if self.options.group_protocol == "consumer":  # the broker sets the session and heartbeat (KIP-848)
+            timing = {"group.protocol": "consumer"}
+        else:
+            timing = {"session.timeout.ms": session,
+                      "heartbeat.interval.ms": min(t.heartbeat_ms, max(1, session // 3))}
         self.consumer = self.client._consumer(**{
-            "group.id": self.group, "auto.offset.reset": self.offset_reset,
-            "session.timeout.ms": session, "heartbeat.interval.ms": min(t.heartbeat_ms, max(1, session // 3)),
+            "group.id": self.group, "auto.offset.reset": self.offset_reset, **timing,
             "enable.partition.eof": True, **extra})
         if self.assign is None:
             self.consumer.subscribe([self.topic])

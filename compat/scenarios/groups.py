@@ -475,3 +475,49 @@ def seek_middle(client: Client, env: Env) -> Outcome:
     m.seek((topic, 0), 4)
     again, _ = env.receive(m, 6, timeout=env.timing.fetch_s)
     return {"first": [r.offset for r in first], "after_seek": [r.offset for r in again]}
+
+
+# --- KIP-848: the consumer group protocol (group.protocol=consumer) --------------------------------------
+
+def _kip848(client: Client, env: Env, group: str, topic: str) -> Member:
+    """A member speaking KIP-848's protocol; Unsupported (the cell is not applicable) for clients without it."""
+    return env.member(client, group, topic, group_protocol="consumer")
+
+
+@scenario("consumer_protocol_join_leave", {"two": [2, 2], "after_leave": [[0, 1, 2, 3]], "listed": True,
+                                           "entry": {"protocol_type": "consumer", "state": "Stable"}},
+          uses=("group", "admin"), slow=True)
+def consumer_protocol_join_leave(client: Client, env: Env) -> Outcome:
+    """KIP-848: two members share four partitions two and two (the broker's uniform assignor; which two each
+    gets is the broker's choice), the group is listed as a consumer group, and when one leaves the other
+    holds all four."""
+    topic, group = env.name("t"), env.name("g")
+    env.create_topic(topic, 4)
+    a = _kip848(client, env, group, topic)
+    b = _kip848(client, env, group, topic)
+    two = [len(ps) for ps in _settled(env, [a, b], 4)]
+    groups = client.list_groups()
+    b.close()
+    return {"two": two, "after_leave": _settled(env, [a], 4), "listed": group in groups,
+            "entry": groups.get(group)}
+
+
+@scenario("consumer_protocol_commit_resume", {"first": ["r0", "r1", "r2"], "committed": {"0": 3},
+                                              "resumed": ["r3"]},
+          uses=("group", "commit"), slow=True)
+def consumer_protocol_commit_resume(client: Client, env: Env) -> Outcome:
+    """KIP-848: a member commits (OffsetCommit with its member epoch) and leaves; the next member resumes
+    from the committed offset."""
+    topic, group = env.name("t"), env.name("g")
+    env.create_topic(topic)
+    _fill(env, topic, 3)
+    a = _kip848(client, env, group, topic)
+    first, _ = env.receive(a, 3)
+    a.commit({(topic, 0): (3, None)})
+    a.close()
+    env.produce(topic, b"r3")
+    b = _kip848(client, env, group, topic)
+    resumed, _ = env.receive(b, 1)
+    return {"first": [(r.value or b"").decode() for r in first],
+            "committed": {str(p): o for p, (o, _) in client.committed(group, topic, 1).items()},
+            "resumed": [(r.value or b"").decode() for r in resumed]}

@@ -234,7 +234,7 @@ def _replace(log: PartitionLog, end: int, upper: int,
     log.batch_epochs[:end] = [k[5] for k in kept]
     log.segments[:len(old)] = groups
     log.size_bytes = sum(len(b) for b in log.batches)
-    log.resize_segments()
+    log.resize_segments(len(groups))
     for seg, first in zip(groups, [log.segment_batches(i) for i in range(len(groups))], strict=True):
         seg.rolling_timestamp = log.max_timestamps[first.start] if first else -1
         seg.last_modified = max((log.appended_at[j] for j in first), default=seg.created)

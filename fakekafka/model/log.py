@@ -237,8 +237,9 @@ class PartitionLog:
         a new empty one first); an empty active segment never does. Negative values: no limit."""
         segs = self.segments
         n = 0
-        if retention_bytes >= 0 and self.size_bytes >= retention_bytes:
-            excess = self.size_bytes - retention_bytes
+        size = sum(s.size for s in segs)  # Kafka's log size: its segment files' (DeleteRecords shrinks none)
+        if retention_bytes >= 0 and size >= retention_bytes:
+            excess = size - retention_bytes
             while n < len(segs) and self._deletable(n) and excess - segs[n].size >= 0:
                 excess -= segs[n].size
                 n += 1
@@ -256,9 +257,10 @@ class PartitionLog:
         upper = self.log_end_offset if last else self.segments[i + 1].base_offset
         return self.high_watermark >= upper and not (last and self.segments[i].size == 0)
 
-    def resize_segments(self, *, only_first: bool = False) -> None:
-        """Segment sizes and timestamps computed again from the batches, after batches were dropped."""
-        for i, seg in enumerate(self.segments[:1] if only_first else self.segments):
+    def resize_segments(self, count: int | None = None) -> None:
+        """Segment sizes and timestamps (of the first `count` segments, or all) computed again from the batches,
+        after batches were dropped or rewritten."""
+        for i, seg in enumerate(self.segments[:count]):
             rng = self.segment_batches(i)
             seg.size = sum(len(self.batches[j]) for j in rng)
             seg.max_timestamp = max((self.max_timestamps[j] for j in rng), default=-1)

@@ -195,3 +195,22 @@ def test_retention_hours_set_on_the_broker() -> None:
     assert p.log.log_start_offset == 0
     _advance(c, clock, 8 * CHECK)  # 60.5 minutes in
     assert p.log.log_start_offset == 1
+
+
+def test_size_retention_counts_what_delete_records_left_in_a_segment() -> None:
+    """After DeleteRecords the segment holding the new start keeps its file's size in Kafka, and
+    retention.bytes measures the log by its segments' sizes."""
+    c, clock = _cluster()
+    t = c.create_topic("t", 1, configs={"segment.ms": "1000"})
+    p = t.partitions[0]
+    _produce(c, p, clock, size=100, count=2)  # [0, 1]
+    clock.advance(1001)
+    _produce(c, p, clock, size=100)  # [2]
+    clock.advance(1001)
+    _produce(c, p, clock, size=100)  # [3]
+    one = len(p.log.batches[0])
+    c.delete_records(p, 1)
+    assert p.log.segments[0].size == 2 * one and p.log.size_bytes == 3 * one
+    c.set_topic_configs(t, {**t.configs, "retention.bytes": str(2 * one)})
+    c.apply_retention()  # 4 batches' worth by segment sizes: deleting [0, 1] leaves 2
+    assert p.log.log_start_offset == 2

@@ -34,8 +34,10 @@ HEADERS = StructField("headers", ArrayType(StructType([StructField("key", String
 
 
 def fill(kafka, topic="t", partitions=2, per_partition=4, base_ts=1_700_000_000_000):
-    """Records v<p>-<i> in each partition, record i stamped base_ts + 1000 * i."""
-    kafka.create_topic(topic, partitions)
+    """Records v<p>-<i> in each partition, record i stamped base_ts + 1000 * i. The topic keeps them whatever their
+    age (retention.ms=-1): the broker's retention check (30 s after it starts, then every 5 minutes, on Kafka as on
+    fakekafka) would otherwise delete records stamped in 2023 in the middle of a test on a slow run."""
+    kafka.create_topic(topic, partitions, configs={"retention.ms": "-1"})
     for i in range(per_partition):
         for p in range(partitions):
             kafka.produce(topic, f"v{p}-{i}".encode(), key=f"k{i}".encode(), partition=p,

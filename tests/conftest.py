@@ -1,5 +1,12 @@
 """Shared fixtures: a fresh in-process broker per test (the pytest plugin of a later issue builds on
-`fakekafka.Cluster` the same way), and the --kafka-real child runs' slowest tests in the terminal summary."""
+`fakekafka.Cluster` the same way), the --kafka-real child runs' slowest tests in the terminal summary, and how
+`pytest -n 2 --dist loadscope` (pytest-xdist) shares the tests out.
+
+Under xdist every test module is one unit of work, so a module's fixtures (a JVM driver, a compat run) start
+once, on one worker; the Spark tests are one unit, sharing one SparkSession. The units that run a subprocess
+for minutes go first, each on its own where they share nothing, so they overlap each other and the many short
+tests instead of ending the run alone.
+"""
 
 from __future__ import annotations
 
@@ -77,3 +84,71 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_sep("=", "slowest tests of a --kafka-real child run")
         terminalreporter.write(text if text.endswith("\n") else text + "\n")
 
+
+SPARK_UNIT = ("tests/spark/", "examples/spark_pipeline/")
+"""Test paths that share the session's SparkSession (a JVM of its own): one unit of work under xdist."""
+
+SOLO_TESTS = ("tests/test_kafka_real.py", "tests/test_compat.py")
+"""Modules whose tests share no module fixture between them that matters: each test (the `report` fixture's
+tests of test_compat together) is a unit of its own, so the minutes-long child runs go to both workers."""
+
+LONG_FIRST = ("tests/test_kafka_real.py::test_spark_tests_pass_against_apache_kafka",
+              "tests/test_compat_diff.py",
+              "tests/test_kafka_real.py::test_client_tests_pass_against_apache_kafka",
+              "tests/test_compat.py::report",
+              "tests/test_compat.py::test_old_clients_see_fakekafka_as_kafka",
+              "tests/test_compat.py::test_go_and_node_clients_see_fakekafka_as_kafka",
+              "spark", "tests/test_security.py", "tests/clients/test_python_frameworks.py",
+              "tests/test_analyze.py", "tests/clients/test_java_groups.py", "tests/test_api_sweep.py")
+"""Units that take longest (a clean-clone run's --durations, longest first), handed out first; the rest follow in
+collection order."""
+
+
+def unit_of(nodeid: str) -> str:
+    """The xdist unit of work a test belongs to (see the module docstring)."""
+    path = nodeid.split("::", 1)[0]
+    if path.startswith(SPARK_UNIT):
+        return "spark"
+    if path in SOLO_TESTS:
+        name = nodeid.split("::", 1)[1].split("[", 1)[0]
+        uses_report = path == "tests/test_compat.py" and name not in (
+            "test_old_clients_see_fakekafka_as_kafka", "test_go_and_node_clients_see_fakekafka_as_kafka")
+        return f"{path}::report" if uses_report else f"{path}::{name}"
+    return path
+
+
+try:
+    from xdist.scheduler import LoadScopeScheduling
+except ImportError:  # xdist is in the test extra; without it there is nothing to schedule
+    LoadScopeScheduling = None
+
+
+if LoadScopeScheduling is not None:
+    class LongFirstScheduling(LoadScopeScheduling):
+        """xdist's loadscope with this suite's units, the long ones first, and a worker given its next unit
+        only when it is down to the one test it holds (so a long unit is not queued behind another)."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return unit_of(nodeid)
+
+        def _assign_work_unit(self, node: Any) -> None:
+            if not getattr(self, "_ordered", False):
+                rank = {unit: i for i, unit in enumerate(LONG_FIRST)}
+                units = sorted(self.workqueue.items(), key=lambda kv: rank.get(kv[0], len(rank)))
+                self.workqueue.clear()
+                self.workqueue.update(units)
+                self._ordered = True
+            super()._assign_work_unit(node)
+
+        def _reschedule(self, node: Any) -> None:
+            if node.shutting_down or not self.workqueue or self._pending_of(self.assigned_work[node]) <= 1:
+                super()._reschedule(node)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadscope` (or load, loadfile, loadgroup) uses LongFirstScheduling: a plain `-n N` sends single
+    tests, which would start a module's fixtures on every worker."""
+    if LoadScopeScheduling is None or config.getvalue("dist") not in ("load", "loadscope", "loadfile", "loadgroup"):
+        return None
+    return LongFirstScheduling(config, log)

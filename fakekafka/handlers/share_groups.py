@@ -171,6 +171,7 @@ def _session_error(code: ErrorCode, v: int, extra: dict[str, Any]) -> dict[str, 
 @handles(78, 1, 2)
 def handle_share_fetch(ctx: RequestContext, req: Container) -> Any:
     cluster = ctx.cluster
+    cluster.share_state_topic()
     v = ctx.version
     shares = cluster.shares
     lock = shares.lock_ms(req.group_id)
@@ -258,6 +259,7 @@ def handle_share_fetch(ctx: RequestContext, req: Container) -> Any:
 @handles(79, 1, 2)
 def handle_share_acknowledge(ctx: RequestContext, req: Container) -> dict[str, Any]:
     cluster = ctx.cluster
+    cluster.share_state_topic()
     extra = {"acquisition_lock_timeout_ms": cluster.shares.lock_ms(req.group_id)} if ctx.version >= 2 else {}
     if req.share_session_epoch == 0 or not req.member_id:
         return _session_error(ErrorCode.INVALID_REQUEST, ctx.version, extra)
@@ -297,6 +299,7 @@ def describe_share_group_offsets_error_response(ctx: RequestContext, req: Contai
 @handles(90, 0, 1, errors=describe_share_group_offsets_error_response)
 def handle_describe_share_group_offsets(ctx: RequestContext, req: Container) -> dict[str, Any]:
     cluster = ctx.cluster
+    cluster.share_state_topic()
     out = []
     for g in req.groups:
         if not_coordinator(ctx, g.group_id):
@@ -345,6 +348,7 @@ def _group_for_offsets(ctx: RequestContext, group_id: str) -> tuple[ErrorCode, s
 @handles(91, 0, 0)
 def handle_alter_share_group_offsets(ctx: RequestContext, req: Container) -> dict[str, Any]:
     cluster = ctx.cluster
+    cluster.share_state_topic()
     code, message = _group_for_offsets(ctx, req.group_id)
     if code == ErrorCode.GROUP_ID_NOT_FOUND:  # Kafka makes an empty share group for offsets set ahead of use
         cluster.shares.groups.setdefault(req.group_id, ShareGroup(req.group_id))

@@ -39,7 +39,8 @@ MAX_TOPIC_NAME = 249
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 OFFSETS_TOPIC = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC = "__transaction_state"
-INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC})
+SHARE_STATE_TOPIC = "__share_group_state"
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, SHARE_STATE_TOPIC})
 
 
 def java_string_hash(s: str) -> int:
@@ -662,6 +663,20 @@ class ClusterState:
                                                                          "segment.bytes": "104857600",
                                                                          "compression.type": "producer"})
         return self.brokers.get(topic.partitions[self.offsets_partition_for(group_id)].leader_id)
+
+    def share_state_topic(self) -> Topic:
+        """`__share_group_state`, created the first time a share group's state is needed (a share-partition
+        starts, or its offsets are described or altered), as Kafka's share coordinator does; fakekafka keeps the
+        state in memory, so the topic holds no records."""
+        topic = self.topics.get(SHARE_STATE_TOPIC)
+        if topic is None:
+            rf = min(int(self.config.value("share.coordinator.state.topic.replication.factor")[0] or 3),
+                     len(self.brokers))
+            topic = self.create_topic(SHARE_STATE_TOPIC,
+                                      int(self.config.value("share.coordinator.state.topic.num.partitions")[0] or 50),
+                                      rf, configs={"cleanup.policy": "delete", "compression.type": "producer",
+                                                   "segment.bytes": "104857600"})
+        return topic
 
     def transaction_partition_for(self, transactional_id: str) -> int:
         return kafka_abs(java_string_hash(transactional_id)) % self.config.transaction_state_log_num_partitions

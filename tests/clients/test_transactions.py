@@ -297,23 +297,6 @@ def test_confluent_compaction_drops_aborted_data_and_keeps_markers(broker: Clust
     admin.create_topics([NewTopic(name, 1, config={"cleanup.policy": "compact", "segment.ms": "60000",
                                                    "min.cleanable.dirty.ratio": "0.01"})])[name].result(TIMEOUT)
     broker.wait_for_topic(name)
-    now = int(time.time() * 1000)
-    p = _txn_producer(bs, f"tx-{name}")
-    try:
-        p.begin_transaction()
-        p.produce(name, b"c1", b"a", timestamp=now)  # 0, COMMIT at 1
-        p.commit_transaction(TIMEOUT)
-        p.begin_transaction()
-        p.produce(name, b"x", b"a", timestamp=now)
-        p.produce(name, b"x", b"b", timestamp=now)  # 2-3, ABORT at 4
-        p.flush(TIMEOUT)
-        p.abort_transaction(TIMEOUT)
-    finally:
-        p.flush(TIMEOUT)
-    plain = Producer({"bootstrap.servers": bs, "linger.ms": 0})
-    for key, at in ((b"b", now), (b"c", now + 120_000), (b"d", now + 240_000)):  # 5; 6 and 7 roll segments
-        plain.produce(name, b"p", key, timestamp=at)
-        assert plain.flush(TIMEOUT) == 0
     node = str(admin.describe_cluster().result(TIMEOUT).controller.id)
 
     def backoff(value: str | None) -> None:
@@ -330,8 +313,22 @@ def test_confluent_compaction_drops_aborted_data_and_keeps_markers(broker: Clust
 
     expected = [(0, 0, 1, False), (1, 1, 1, True), (2, 3, 0, False), (4, 4, 1, True), (5, 5, 1, False),
                 (6, 6, 1, False), (7, 7, 1, False)]
-    backoff("100")
+    backoff("100")  # before writing: the cleaner may clean [0, 5] before offset 7 rolls again, to the same result
     try:
+        now = int(time.time() * 1000)
+        p = _txn_producer(bs, f"tx-{name}")
+        p.begin_transaction()
+        p.produce(name, b"c1", b"a", timestamp=now)  # 0, COMMIT at 1
+        p.commit_transaction(TIMEOUT)
+        p.begin_transaction()
+        p.produce(name, b"x", b"a", timestamp=now)
+        p.produce(name, b"x", b"b", timestamp=now)  # 2-3, ABORT at 4
+        p.flush(TIMEOUT)
+        p.abort_transaction(TIMEOUT)
+        plain = Producer({"bootstrap.servers": bs, "linger.ms": 0})
+        for key, at in ((b"b", now), (b"c", now + 120_000), (b"d", now + 240_000)):  # 5; 6 and 7 roll segments
+            plain.produce(name, b"p", key, timestamp=at)
+            assert plain.flush(TIMEOUT) == 0
         broker.wait_until(lambda: layout() == expected, timeout=30, message="the cleaner's work")
     finally:
         backoff(None)

@@ -133,7 +133,9 @@ def _fetch_group(ctx: RequestContext, group_id: str, topics: list[Container] | N
         found = ctx.cluster.groups.fetch_offsets(group_id, partitions)
     by_topic: dict[str, list[dict[str, Any]]] = {}
     for (topic, index), om in found.items():
-        if require_stable and ctx.cluster.groups.has_pending_txn_offset(group_id, (topic, index)):
+        pending = ctx.cluster.consumer_groups.has_pending_txn_offset if consumer_group is not None \
+            else ctx.cluster.groups.has_pending_txn_offset
+        if require_stable and pending(group_id, (topic, index)):
             by_topic.setdefault(topic, []).append({
                 "partition_index": index, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
                 "error_code": ErrorCode.UNSTABLE_OFFSET_COMMIT})

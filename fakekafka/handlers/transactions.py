@@ -231,8 +231,13 @@ def handle_txn_offset_commit(ctx: RequestContext, req: Container) -> dict[str, A
                 top = ErrorCode.INVALID_PRODUCER_EPOCH
             elif verified != ErrorCode.NONE:
                 top = verified
+        consumer_group = cluster.consumer_groups.group(req.group_id)
         if top != ErrorCode.NONE:
             committed = dict.fromkeys(wanted, top)
+        elif consumer_group is not None:  # KIP-848: the member and its epoch, when the producer names them
+            committed = cluster.consumer_groups.txn_commit(
+                consumer_group, req.producer_id, req.get("member_id", ""),
+                req.get("generation_id_or_member_epoch", -1), wanted)
         else:
             committed = cluster.groups.txn_commit(
                 req.group_id, req.producer_id, req.get("generation_id_or_member_epoch", -1),

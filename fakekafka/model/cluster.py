@@ -731,8 +731,10 @@ class ClusterState:
         partition.producers.record_marker(producer_id, epoch, now, coordinator_epoch)
         if partition.topic.name == OFFSETS_TOPIC:
             index = partition.index
-            self.groups.complete_txn_offsets(producer_id, commit,
-                                             lambda group_id: self.offsets_partition_for(group_id) == index)
+            def here(group_id: str) -> bool:
+                return self.offsets_partition_for(group_id) == index
+            self.groups.complete_txn_offsets(producer_id, commit, here)
+            self.consumer_groups.complete_txn_offsets(producer_id, commit, here)
         if len(partition.replicas) > 1:
             self.replicate(partition)
         else:

@@ -695,6 +695,43 @@ class ConsumerGroupCoordinator:
             out[tp] = ErrorCode.NONE
         return out
 
+    def txn_commit(self, group: ConsumerGroup, producer_id: int, member_id: str, member_epoch: int,
+                   offsets: dict[tuple[str, int], tuple[int, int, str | None]]) -> dict[tuple[str, int], ErrorCode]:
+        """TxnOffsetCommit to a consumer group: staged for the producer's transaction, visible once it commits.
+        A producer naming no member (epoch -1) commits without member checks, as Kafka's; else the member and
+        its epoch are checked (any OffsetCommit-less version: the commit is transactional)."""
+        if member_id or member_epoch >= 0:
+            member = group.members.get(member_id)
+            if member is None:
+                return dict.fromkeys(offsets, ErrorCode.UNKNOWN_MEMBER_ID)
+            if member_epoch != member.member_epoch:
+                return dict.fromkeys(offsets, ErrorCode.STALE_MEMBER_EPOCH)
+        now = self._now()
+        staged = group.pending_txn_offsets.setdefault(producer_id, {})
+        out = {}
+        for tp, (offset, epoch, metadata) in offsets.items():
+            if metadata is not None and len(metadata.encode()) > self.config.offset_metadata_max_bytes:
+                out[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+                continue
+            staged[tp] = OffsetAndMetadata(offset, epoch, metadata or "", now)
+            out[tp] = ErrorCode.NONE
+        return out
+
+    def complete_txn_offsets(self, producer_id: int, commit: bool, in_partition: Callable[[str], bool]) -> None:
+        """A transaction marker reached a `__consumer_offsets` partition: the producer's staged offsets of the
+        consumer groups it holds are committed or dropped."""
+        for group in self.groups.values():
+            if producer_id in group.pending_txn_offsets and in_partition(group.group_id):
+                staged = group.pending_txn_offsets.pop(producer_id)
+                if commit:
+                    now = self._now()
+                    for tp, om in staged.items():
+                        group.offsets[tp] = OffsetAndMetadata(om.offset, om.leader_epoch, om.metadata, now)
+
+    def has_pending_txn_offset(self, group_id: str, tp: tuple[str, int]) -> bool:
+        group = self.groups.get(group_id)
+        return group is not None and any(tp in staged for staged in group.pending_txn_offsets.values())
+
     def subscribed_topics(self, group: ConsumerGroup) -> set[str]:
         return set(group.subscription_metadata)
 

@@ -177,3 +177,29 @@ def test_member_crash_is_fenced_when_its_session_ends(kafka: ClusterHandle, memb
     kafka.advance_clock(45_000)  # group.consumer.session.timeout.ms: the crashed member is fenced
     until("a takes both back", [a], lambda: a.assignment() == {"jobs": [0, 1]})
     assert [m.client_id for m in kafka.consumer_group("workers").members] == ["a"]
+
+
+def test_consume_transform_produce_with_the_member_epoch(kafka: ClusterHandle, members: Callable[..., Member]) -> None:
+    """Offsets sent to a transaction with a KIP-848 member's group metadata (TxnOffsetCommit with its member id
+    and epoch) are committed with the transaction."""
+    kafka.create_topic("in", 1)
+    kafka.create_topic("out", 1)
+    kafka.wait_for_topic("in", 1)
+    kafka.wait_for_topic("out", 1)
+    p = Producer({"bootstrap.servers": kafka.bootstrap_servers})
+    for i in range(3):
+        p.produce("in", f"i{i}".encode())
+    p.flush(10)
+    a = members("etl", ["in"], "a", **{"isolation.level": "read_committed"})
+    until("3 records", [a], lambda: len(a.values) == 3)
+    txn = Producer({"bootstrap.servers": kafka.bootstrap_servers, "transactional.id": "etl-tx"})
+    txn.init_transactions(30)
+    txn.begin_transaction()
+    for v in a.values:
+        txn.produce("out", v.upper())
+    positions = a.consumer.position(a.consumer.assignment())
+    txn.send_offsets_to_transaction(positions, a.consumer.consumer_group_metadata(), 30)
+    txn.commit_transaction(30)
+    # Kafka writes the transaction's markers (and so the offsets) a moment after EndTxn; fakekafka at once
+    kafka.wait_until(lambda: kafka.committed("etl") == {("in", 0): 3}, 30, message="the transaction's offsets")
+    assert [r.value for r in kafka.records("out") if r.value is not None] == [b"I0", b"I1", b"I2"]

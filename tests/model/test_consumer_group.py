@@ -283,3 +283,18 @@ def test_empty_group_without_offsets_is_removed_at_the_retention_check(w: World)
     w.clock.advance(600_000)
     w.coord.tick()
     assert w.coord.group("g") is None
+
+
+def test_transactional_offsets_wait_for_the_marker(w: World) -> None:
+    w.hb("a", 0)
+    g = w.group()
+    tp = {("t1", 0): (7, -1, None)}
+    assert w.coord.txn_commit(g, 42, "a", 1, tp) == {("t1", 0): ErrorCode.STALE_MEMBER_EPOCH}
+    assert w.coord.txn_commit(g, 42, "zz", 2, tp) == {("t1", 0): ErrorCode.UNKNOWN_MEMBER_ID}
+    assert w.coord.txn_commit(g, 42, "a", 2, tp) == {("t1", 0): ErrorCode.NONE}
+    assert w.coord.has_pending_txn_offset("g", ("t1", 0)) and not g.offsets
+    w.coord.complete_txn_offsets(42, True, lambda group_id: group_id == "g")
+    assert g.offsets[("t1", 0)].offset == 7 and not w.coord.has_pending_txn_offset("g", ("t1", 0))
+    assert w.coord.txn_commit(g, 43, "", -1, {("t1", 0): (9, -1, None)}) == {("t1", 0): ErrorCode.NONE}
+    w.coord.complete_txn_offsets(43, False, lambda group_id: group_id == "g")
+    assert g.offsets[("t1", 0)].offset == 7  # aborted: dropped

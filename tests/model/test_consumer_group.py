@@ -298,3 +298,31 @@ def test_transactional_offsets_wait_for_the_marker(w: World) -> None:
     assert w.coord.txn_commit(g, 43, "", -1, {("t1", 0): (9, -1, None)}) == {("t1", 0): ErrorCode.NONE}
     w.coord.complete_txn_offsets(43, False, lambda group_id: group_id == "g")
     assert g.offsets[("t1", 0)].offset == 7  # aborted: dropped
+
+
+def test_ctl_describe_tables_show_epochs_and_target_against_current() -> None:
+    """`fakekafka ctl describe`'s consumer group tables, read from a cluster mid-reconciliation."""
+    from fakekafka.describe import describe_tables
+    from fakekafka.model.cluster import ClusterState
+    state = ClusterState(clock=ManualClock(0))
+    state.create_topic("orders", 2)
+    topic_id = state.topics["orders"].topic_id
+    for member in ("a", "b"):
+        state.consumer_groups.heartbeat(HeartbeatRequest(
+            group_id="billing", member_id=member, member_epoch=0, rebalance_timeout_ms=30_000,
+            subscribed_topic_names=["orders"], owned=[], client_id=f"client-{member}"))
+    out = describe_tables(state).splitlines()
+    groups = out.index("CONSUMER GROUPS")
+    assert out[groups + 1].split() == ["GROUP", "STATE", "GROUP", "EPOCH", "ASSIGNMENT", "EPOCH", "ASSIGNOR",
+                                       "MEMBERS", "COMMITTED", "LAG"]
+    assert out[groups + 2].split() == ["billing", "Reconciling", "3", "3", "uniform", "2", "0", "0"]
+    members = out.index("CONSUMER GROUP MEMBERS")
+    rows = {r.split()[1]: r.split() for r in out[members + 2:members + 4]}
+    # a still owns both partitions at epoch 2 (one to give up); b waits at epoch 3 for the one a releases
+    assert rows["a"][2:] == ["client-a", "-", "2", "STABLE", "orders:0,1", f"orders:{_only(state, 'a', topic_id)}"]
+    assert rows["b"][2:5] == ["client-b", "-", "3"] and rows["b"][5:7] == ["UNRELEASED_PARTITIONS", "-"]
+
+
+def _only(state: Any, member: str, topic_id: uuid.UUID) -> str:
+    group = state.consumer_groups.group("billing")
+    return ",".join(map(str, sorted(group.target[member][topic_id])))

@@ -628,6 +628,20 @@ def _txn_offset_commit_for(t: Target, tid: str, added: bool = True) -> dict[str,
                  "committed_metadata": "t"}]}]}
 
 
+def _cg_txn_offset_commit(epoch: int | None = None) -> Callable[[Target, int], dict[str, Any]]:
+    """TxnOffsetCommit to CONSUMER_GROUP naming its KIP-848 member and epoch (or an older epoch)."""
+    def build(t: Target, v: int) -> dict[str, Any]:
+        tid = f"sweep-cg-txn-{epoch}-v{v}"
+        pid, producer_epoch = txn_producer(t, tid, group=CONSUMER_GROUP)
+        return {"transactional_id": tid, "group_id": CONSUMER_GROUP, "producer_id": pid,
+                "producer_epoch": producer_epoch, "generation_id_or_member_epoch": t.cg_epoch if epoch is None
+                else epoch, "member_id": CG_MEMBER, "group_instance_id": None,
+                "topics": [{"name": TOPIC, "topic_id": t.topic_ids[TOPIC], "partitions": [
+                    {"partition_index": 0, "committed_offset": 3, "committed_leader_epoch": -1,
+                     "committed_metadata": "t"}]}]}
+    return build
+
+
 def _describe_producers(t: Target, v: int) -> dict[str, Any]:
     return {"topics": [{"name": TXN_TOPIC, "partition_indexes": [0, 1]}, {"name": TOPIC, "partition_indexes": [0]}]}
 
@@ -1009,6 +1023,8 @@ VARIANTS: dict[str, tuple[int, list[int], Callable[[Target, int], dict[str, Any]
     "cg-commit-admin": (8, [9], _cg_commit(epoch=-1, member="")),
     "cg-fetch": (9, [9, 10], _cg_fetch()),
     "cg-fetch-stale": (9, [9], _cg_fetch(epoch=1)),
+    "cg-txn-offset-commit": (28, [4, 5], _cg_txn_offset_commit()),
+    "cg-txn-offset-commit-stale": (28, [5], _cg_txn_offset_commit(1)),
     "cg-delete": (42, [2], lambda t, v: {"groups_names": [CONSUMER_GROUP]}),
     "group-configs": (32, [1, 4], lambda t, v: {"include_synonyms": True, "include_documentation": False,
                                                 "resources": [{"resource_type": 32, "resource_name": g,

@@ -699,13 +699,14 @@ class ConsumerGroupCoordinator:
                    offsets: dict[tuple[str, int], tuple[int, int, str | None]]) -> dict[tuple[str, int], ErrorCode]:
         """TxnOffsetCommit to a consumer group: staged for the producer's transaction, visible once it commits.
         A producer naming no member (epoch -1) commits without member checks, as Kafka's; else the member and
-        its epoch are checked (any OffsetCommit-less version: the commit is transactional)."""
+        its epoch are checked: ILLEGAL_GENERATION for another epoch (not OffsetCommit's STALE_MEMBER_EPOCH), as
+        Kafka 4.4 answers."""
         if member_id or member_epoch >= 0:
             member = group.members.get(member_id)
             if member is None:
                 return dict.fromkeys(offsets, ErrorCode.UNKNOWN_MEMBER_ID)
-            if member_epoch != member.member_epoch:
-                return dict.fromkeys(offsets, ErrorCode.STALE_MEMBER_EPOCH)
+            if member_epoch != member.member_epoch:  # Kafka 4.4 answers a transactional commit so (the sweep)
+                return dict.fromkeys(offsets, ErrorCode.ILLEGAL_GENERATION)
         now = self._now()
         staged = group.pending_txn_offsets.setdefault(producer_id, {})
         out = {}

@@ -289,7 +289,7 @@ def test_transactional_offsets_wait_for_the_marker(w: World) -> None:
     w.hb("a", 0)
     g = w.group()
     tp = {("t1", 0): (7, -1, None)}
-    assert w.coord.txn_commit(g, 42, "a", 1, tp) == {("t1", 0): ErrorCode.STALE_MEMBER_EPOCH}
+    assert w.coord.txn_commit(g, 42, "a", 1, tp) == {("t1", 0): ErrorCode.ILLEGAL_GENERATION}
     assert w.coord.txn_commit(g, 42, "zz", 2, tp) == {("t1", 0): ErrorCode.UNKNOWN_MEMBER_ID}
     assert w.coord.txn_commit(g, 42, "a", 2, tp) == {("t1", 0): ErrorCode.NONE}
     assert w.coord.has_pending_txn_offset("g", ("t1", 0)) and not g.offsets

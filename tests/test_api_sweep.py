@@ -1045,6 +1045,9 @@ VARIANTS: dict[str, tuple[int, list[int], Callable[[Target, int], dict[str, Any]
         {"resource_type": 32, "resource_name": f"sweep-cg-legacy-bad-v{v}",
          "configs": [{"name": "consumer.session.timeout.ms", "value": "5"}]}]}),
     "cg-configured-interval": (68, [1], lambda t, v: cg_join_body(CONFIGURED_GROUP, "m")),
+    "cg-leave-group-api": (13, [5], lambda t, v: {"group_id": CONSUMER_GROUP, "members": [
+        {"member_id": CG_MEMBER, "group_instance_id": None, "reason": None},
+        {"member_id": "", "group_instance_id": "nope", "reason": None}]}),
     # last: Kafka turns the Stable classic group into a consumer group (an online upgrade, not served here)
     "cg-classic-group": (68, [1], lambda t, v: cg_join_body(GROUP, "m")),
 }

@@ -12,7 +12,12 @@ may describe the cluster. DescribeGroups reports each member's current assignmen
 metadata only when Stable), as Kafka 4.x does. An error a test injects into DescribeGroups or DeleteGroups is
 answered for every group asked about. DescribeGroups v6 (KIP-1043) answers a group nobody uses (or a deleted one)
 GROUP_ID_NOT_FOUND with Kafka's message, state still Dead; before v6 it is state Dead without an error.
-DeleteGroups v3 adds a per-group error message, which Kafka leaves null."""
+DeleteGroups v3 adds a per-group error message, which Kafka leaves null.
+LeaveGroup of a KIP-848 consumer group removes the members named (static ones by instance id, the member id
+may be empty), one new group epoch for all, as Kafka 4.4 serves an admin's removal (the sweep's
+cg-leave-group-api variant); a classic JoinGroup to a consumer group is GROUP_ID_NOT_FOUND (Kafka 4.4 would
+take the member in: mixed groups, not served here, compat/KNOWN_DIFFERENCES.md).
+"""
 
 from __future__ import annotations
 
@@ -132,6 +137,12 @@ def handle_leave_group(ctx: RequestContext, req: Container) -> dict[str, Any]:
         return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "members": []}
     if not_coordinator(ctx, req.group_id):
         return {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_COORDINATOR, "members": []}
+    consumer_group = ctx.cluster.consumer_groups.group(req.group_id)
+    if consumer_group is not None:  # KIP-848 members removed through the classic API, as Kafka 4.4 does
+        results = ctx.cluster.consumer_groups.leave_group(consumer_group, leaving)
+        top = results[0][2] if ctx.version < 3 and results else ErrorCode.NONE
+        return {"throttle_time_ms": 0, "error_code": top, "members": [
+            {"member_id": mid, "group_instance_id": iid, "error_code": code} for mid, iid, code in results]}
     top, codes = ctx.cluster.groups.leave(req.group_id, leaving)
     if ctx.version < 3 and top == ErrorCode.NONE and codes:
         top = codes[0]

@@ -656,6 +656,39 @@ class ConsumerGroupCoordinator:
         if not group.members:
             group.empty_since = self._now()
 
+    def leave_group(self, group: ConsumerGroup, members: list[tuple[str, str | None]]
+                    ) -> list[tuple[str, str | None, ErrorCode]]:
+        """LeaveGroup (the classic API) on a consumer group, as Kafka 4.4 serves it (an admin removing members):
+        each (member id, instance id) removed, or UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID; one new group epoch
+        for all of them."""
+        out: list[tuple[str, str | None, ErrorCode]] = []
+        removed: list[ConsumerMember] = []
+        for member_id, instance_id in members:
+            if instance_id is None:
+                member = group.members.get(member_id)
+            else:
+                current = group.static_members.get(instance_id)
+                member = group.members.get(current) if current is not None else None
+                if member is not None and member_id and member_id != member.member_id:
+                    out.append((member_id, instance_id, ErrorCode.FENCED_INSTANCE_ID))
+                    continue
+            if member is None or member in removed:
+                out.append((member_id, instance_id, ErrorCode.UNKNOWN_MEMBER_ID))
+                continue
+            removed.append(member)
+            out.append((member.member_id, instance_id, ErrorCode.NONE))
+        for member in removed:
+            group.members.pop(member.member_id, None)
+            group.target.pop(member.member_id, None)
+            if member.instance_id is not None and group.static_members.get(member.instance_id) == member.member_id:
+                del group.static_members[member.instance_id]
+        if removed:
+            group.subscription_metadata = self._subscription_metadata(group)
+            self._bump(group, "members removed (LeaveGroup)")
+            if not group.members:
+                group.empty_since = self._now()
+        return out
+
     def expire_member(self, group_id: str, member_id: str) -> bool:
         group = self.groups.get(group_id)
         member = group.members.get(member_id) if group else None

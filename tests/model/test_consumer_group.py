@@ -326,3 +326,16 @@ def test_ctl_describe_tables_show_epochs_and_target_against_current() -> None:
 def _only(state: Any, member: str, topic_id: uuid.UUID) -> str:
     group = state.consumer_groups.group("billing")
     return ",".join(map(str, sorted(group.target[member][topic_id])))
+
+
+def test_leave_group_api_removes_members_in_one_epoch(w: World) -> None:
+    w.hb("a", 0, instance="i-a")
+    w.hb("b", 0)
+    w.hb("c", 0)
+    epoch = w.group().group_epoch
+    out = w.coord.leave_group(w.group(), [("", "i-a"), ("b", None), ("zz", None), ("x", "i-nope")])
+    assert out == [("a", "i-a", ErrorCode.NONE), ("b", None, ErrorCode.NONE), ("zz", None, ErrorCode.UNKNOWN_MEMBER_ID),
+                   ("x", "i-nope", ErrorCode.UNKNOWN_MEMBER_ID)]
+    assert set(w.group().members) == {"c"} and w.group().group_epoch == epoch + 1
+    w.hb("d", 0, instance="i-d")
+    assert w.coord.leave_group(w.group(), [("other", "i-d")]) == [("other", "i-d", ErrorCode.FENCED_INSTANCE_ID)]

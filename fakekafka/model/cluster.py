@@ -918,10 +918,14 @@ class ClusterState:
         return int(value) if value is not None else 0
 
     def segment_configs(self, partition: Partition, node_id: int | None = None) -> dict[str, int]:
-        """segment.bytes and segment.ms as the broker holding the replica sees them, for rolling at append."""
+        """segment.bytes, segment.ms, segment.index.bytes and index.interval.bytes as the broker holding the
+        replica sees them, for rolling at append."""
         node = partition.leader_id if node_id is None else node_id
-        return {"segment_bytes": self.topic_config_int(partition.topic, "segment.bytes", node),
-                "segment_ms": self.topic_config_int(partition.topic, "segment.ms", node)}
+        topic = partition.topic
+        return {"segment_bytes": self.topic_config_int(topic, "segment.bytes", node),
+                "segment_ms": self.topic_config_int(topic, "segment.ms", node),
+                "segment_index_bytes": self.topic_config_int(topic, "segment.index.bytes", node),
+                "index_interval_bytes": self.topic_config_int(topic, "index.interval.bytes", node)}
 
     def set_topic_configs(self, topic: Topic, configs: dict[str, str]) -> None:
         """A topic's dynamic configs replaced (validated by the caller); they take effect at once, as the

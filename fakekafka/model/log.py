@@ -81,14 +81,31 @@ class LogSegment:
     max_timestamp: int = -1
     last_modified: int = 0
     """The cluster's clock at its last write: its age for retention.ms when no batch has a timestamp."""
+    index_pending: int = 0
+    """Bytes appended since its indexes' last entry (Kafka adds one past index.interval.bytes)."""
+    offset_entries: int = 0
+    time_entries: int = 0
+    time_entry_timestamp: int = -1
 
-    def add(self, size: int, max_timestamp: int, now: int) -> None:
+    def add(self, size: int, max_timestamp: int, now: int, index_interval_bytes: int = 4096) -> None:
         if not self.size:
             self.rolling_timestamp, self.created = max_timestamp, now
         self.size += size
         if max_timestamp > self.max_timestamp:
             self.max_timestamp = max_timestamp
         self.last_modified = now
+        if self.index_pending > index_interval_bytes:  # LogSegment.append: an offset and maybe a time entry
+            self.offset_entries += 1
+            if self.max_timestamp > self.time_entry_timestamp:
+                self.time_entries += 1
+                self.time_entry_timestamp = self.max_timestamp
+            self.index_pending = 0
+        self.index_pending += size
+
+    def indexes_full(self, segment_index_bytes: int) -> bool:
+        """Kafka's offset index (8-byte entries) or time index (12-byte entries), both sized
+        segment.index.bytes, has no room left."""
+        return self.offset_entries >= segment_index_bytes // 8 or self.time_entries >= segment_index_bytes // 12
 
     @property
     def largest_timestamp(self) -> int:
@@ -124,15 +141,15 @@ class PartitionLog:
     """Where the log cleaner's last round ended (Kafka's cleaner-offset-checkpoint); -1: never cleaned."""
 
     def _roll_for(self, size: int, max_timestamp: int, base: int, now: int,
-                  segment_bytes: int, segment_ms: int) -> LogSegment:
+                  segment_bytes: int, segment_ms: int, segment_index_bytes: int) -> LogSegment:
         """The segment a batch goes to: the active one, or a new one starting at the batch if the active one
-        is not empty and would pass segment.bytes with it, or has waited segment.ms (Kafka's shouldRoll,
-        no jitter: by the batch's max timestamp against the first batch's, or by the clock when that had
-        none)."""
+        is not empty and would pass segment.bytes with it, has waited segment.ms (Kafka's shouldRoll, no
+        jitter: by the batch's max timestamp against the first batch's, or by the clock when that had
+        none), or has a full index (segment.index.bytes)."""
         seg = self.segments[-1]
         if seg.size:
             waited = max_timestamp - seg.rolling_timestamp if seg.rolling_timestamp >= 0 else now - seg.created
-            if seg.size > segment_bytes - size or waited > segment_ms:
+            if seg.size > segment_bytes - size or waited > segment_ms or seg.indexes_full(segment_index_bytes):
                 seg = LogSegment(base)
                 self.segments.append(seg)
         return seg
@@ -184,7 +201,8 @@ class PartitionLog:
 
     def append(self, batch: bytes, header: BatchHeader, leader_epoch: int,
                log_append_time: int | None = None, now: int = 0, *,
-               segment_bytes: int = 1 << 30, segment_ms: int = 604_800_000) -> int:
+               segment_bytes: int = 1 << 30, segment_ms: int = 604_800_000,
+               segment_index_bytes: int = 10_485_760, index_interval_bytes: int = 4096) -> int:
         """Stores one batch at the log end, rolling the active segment first if it is due; returns its base
         offset."""
         base = self.log_end_offset
@@ -197,8 +215,8 @@ class PartitionLog:
         if header.is_transactional:
             self._track_txn(stored, base)
         max_timestamp = log_append_time if log_append_time is not None else header.max_timestamp
-        self._roll_for(len(stored), max_timestamp, base, now, segment_bytes, segment_ms).add(
-            len(stored), max_timestamp, now)
+        self._roll_for(len(stored), max_timestamp, base, now, segment_bytes, segment_ms, segment_index_bytes).add(
+            len(stored), max_timestamp, now, index_interval_bytes)
         self.batches.append(stored)
         self.base_offsets.append(base)
         self.last_offsets.append(last)
@@ -210,7 +228,8 @@ class PartitionLog:
         return base
 
     def append_replica(self, stored: bytes | bytearray, base: int, last: int, max_timestamp: int, epoch: int,
-                       now: int = 0, *, segment_bytes: int = 1 << 30, segment_ms: int = 604_800_000) -> None:
+                       now: int = 0, *, segment_bytes: int = 1 << 30, segment_ms: int = 604_800_000,
+                       segment_index_bytes: int = 10_485_760, index_interval_bytes: int = 4096) -> None:
         """A follower's copy of a batch the leader stored (same bytes, same offsets); it rolls its own
         segments by the same configs, as a Kafka follower does."""
         if not self.epochs or self.epochs[-1].epoch != epoch:
@@ -218,8 +237,8 @@ class PartitionLog:
         self._track_txn(stored, base)
         if self.segments[-1].size == 0 and self.segments[-1].base_offset < base:
             self.segments[-1].base_offset = base  # an empty follower log starts where the leader's batches do
-        self._roll_for(len(stored), max_timestamp, base, now, segment_bytes, segment_ms).add(
-            len(stored), max_timestamp, now)
+        self._roll_for(len(stored), max_timestamp, base, now, segment_bytes, segment_ms, segment_index_bytes).add(
+            len(stored), max_timestamp, now, index_interval_bytes)
         self.batches.append(stored)
         self.base_offsets.append(base)
         self.last_offsets.append(last)

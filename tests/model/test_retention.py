@@ -5,6 +5,8 @@ roll by segment.bytes and segment.ms as Kafka's LogSegment.shouldRoll decides.""
 
 from __future__ import annotations
 
+import pytest
+
 from fakekafka.model.clock import ManualClock
 from fakekafka.model.cluster import RETENTION_INITIAL_DELAY_MS, Broker, ClusterState, Partition
 from fakekafka.model.config import BrokerConfig, ConfigSource
@@ -214,3 +216,24 @@ def test_size_retention_counts_what_delete_records_left_in_a_segment() -> None:
     c.set_topic_configs(t, {**t.configs, "retention.bytes": str(2 * one)})
     c.apply_retention()  # 4 batches' worth by segment sizes: deleting [0, 1] leaves 2
     assert p.log.log_start_offset == 2
+
+
+@pytest.mark.parametrize(("step_ms", "bases"), [(1, [0, 3, 6]), (0, [0, 4])])
+def test_segment_index_bytes_rolls_when_an_index_is_full(step_ms: int, bases: list[int]) -> None:
+    """An index entry per index.interval.bytes appended; segment.index.bytes 24 holds 3 offset entries and 2
+    time entries, and a time entry is added only for a newer timestamp (Kafka's TimeIndex.maybeAppend)."""
+    c, clock = _cluster()
+    t = c.create_topic("t", 1, configs={"segment.index.bytes": "24"})
+    p = t.partitions[0]
+    for _ in range(7):
+        _produce(c, p, clock, size=5000)
+        clock.advance(step_ms)
+    assert [s.base_offset for s in p.log.segments] == bases
+
+
+def test_the_smallest_segment_index_bytes_gives_each_batch_its_segment() -> None:
+    c, clock = _cluster()
+    t = c.create_topic("t", 1, configs={"segment.index.bytes": "4"})
+    p = t.partitions[0]
+    _produce(c, p, clock, count=3)
+    assert [s.base_offset for s in p.log.segments] == [0, 1, 2]

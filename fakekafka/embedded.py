@@ -489,7 +489,9 @@ class Cluster(FaultSteering, ClusterHandle):
         self.call(lambda: self.state.create_topic(name, partitions, replication_factor, configs=configs))
 
     def delete_topic(self, name: str) -> None:
-        self.call(lambda: self.state.delete_topic(name))
+        def delete() -> None:
+            self.state.delete_topic(name)  # not returned: the caller's future would keep its logs alive
+        self.call(delete)
 
     def produce(self, topic: str, value: bytes | None, *, key: bytes | None = None,
                 headers: list[tuple[str, bytes | None]] | None = None, partition: int | None = None,

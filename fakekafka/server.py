@@ -515,6 +515,7 @@ class Server:
         self._waiters: dict[int, set[asyncio.Future[None]]] = defaultdict(set)
         self._ticker: asyncio.Task[None] | None = None
         self._peak_stored = 0
+        self._trims_due = 0
         self._trimming = False
         self._stopped = False
         self.request_log: collections.deque[RequestRecord] = collections.deque(maxlen=request_log_size)
@@ -812,17 +813,25 @@ class Server:
         return sum(log.size_bytes for t in self.cluster.topics.values() for p in t.partitions
                    for log in p.logs.values())
 
-    def _return_freed_memory(self) -> None:
+    def _return_freed_memory(self, *, look_again: bool) -> None:
         """Once stored log bytes fell well below their peak (topics deleted, DeleteRecords, retention, compaction),
         gives the memory back to the OS. Two things keep it otherwise: a deleted topic's partitions and logs refer
         to each other, so only the cycle collector frees them, and its oldest generation runs rarely (stored
         batches are bytes, which do not count towards its thresholds); and malloc keeps freed heap memory for
         reuse. So: a full collection here, then malloc_trim off the loop."""
         stored = self._stored_bytes()
-        if self._peak_stored - stored < TRIM_AFTER_FREED_BYTES:
+        if self._peak_stored - stored >= TRIM_AFTER_FREED_BYTES:
+            self._peak_stored = stored
+            self._trims_due = 3  # now and at the next two looks: what freed it may still be referenced now
+        else:
             self._peak_stored = max(self._peak_stored, stored)
-            return
-        self._peak_stored = stored
+        if not self._trims_due or (not look_again and self._trims_due < 3):
+            return  # the first collection at once, the two after it about a second apart
+        self._trims_due -= 1
+        asyncio.get_running_loop().call_soon(self._collect_and_trim)
+
+    def _collect_and_trim(self) -> None:
+        """From a fresh stack (nothing of the tick's frames in reach): collect, then trim off the loop."""
         gc.collect()
         if _MALLOC_TRIM is not None and not self._trimming:
             self._trimming = True
@@ -830,16 +839,15 @@ class Server:
             future.add_done_callback(lambda _f: setattr(self, "_trimming", False))
 
     async def _tick_loop(self) -> None:
-        """Fires the model's timeouts (sessions, rebalances) as the clock passes them, and about once a second
-        returns freed log memory to the OS."""
+        """Fires the model's timeouts (sessions, rebalances) as the clock passes them, and returns freed log memory
+        to the OS (the stored bytes are looked at every tick, so a peak is seen however briefly it lasted)."""
         clock = self.cluster.clock
         ticks = 0
         while True:
             self.cluster.tick()
             self._expire_idle()
             ticks += 1
-            if ticks % 10 == 0:
-                self._return_freed_memory()
+            self._return_freed_memory(look_again=ticks % 10 == 0)
             deadline = self.cluster.next_deadline()
             wait = 0.1 if deadline is None else min(max((deadline - clock.now_ms()) / 1000, 0.005), 0.1)
             await asyncio.sleep(wait)

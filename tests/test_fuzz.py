@@ -129,7 +129,10 @@ def test_network_fuzz_20000_frames_no_traceback_data_intact(tmp_path: Path) -> N
     """The bounded CI run: a `fakekafka serve` child, every advertised request mutated 20,000 times."""
     log_path = tmp_path / "server.log"
     with log_path.open("w") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "fakekafka", "serve", "--port", "0", "--control-port", "0"],
+        # the seeds are the API sweep's requests, whose set-up gives consumer groups sessions longer than Kafka's
+        # default ceiling: the sweep's brokers raise it, and so does this one
+        proc = subprocess.Popen([sys.executable, "-m", "fakekafka", "serve", "--port", "0", "--control-port", "0",
+                                 "--config", "group.consumer.max.session.timeout.ms=600000"],
                                 cwd=ROOT, stdout=subprocess.PIPE, stderr=log, text=True)
     try:
         assert proc.stdout is not None

@@ -8,6 +8,8 @@ the connection unanswered.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import signal
 import socket
 import ssl
@@ -307,6 +309,85 @@ def test_confluent_kafka_mtls(secure: fakekafka.Cluster) -> None:
     md = admin.list_topics(timeout=10)
     assert {f"{b.host}:{b.port}" for b in md.brokers.values()} == set(
         secure.bootstrap_servers_for("SSL").split(","))
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256"])
+async def test_aiokafka_over_sasl_ssl_and_a_wrong_password(secure: fakekafka.Cluster, mechanism: str) -> None:
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+    from aiokafka.errors import KafkaConnectionError, KafkaError
+    from aiokafka.helpers import create_ssl_context
+    assert secure.pki is not None
+    common = {"bootstrap_servers": secure.bootstrap_servers_for("SASL_SSL"), "security_protocol": "SASL_SSL",
+              "sasl_mechanism": mechanism, "sasl_plain_username": "alice", "sasl_plain_password": "alice-secret",
+              "ssl_context": create_ssl_context(cafile=str(secure.pki.ca_file))}
+    topic = f"aio-{mechanism}"
+    producer = AIOKafkaProducer(**common)
+    await producer.start()
+    try:
+        await producer.send_and_wait(topic, b"aiokafka over sasl_ssl")
+    finally:
+        await producer.stop()
+    consumer = AIOKafkaConsumer(topic, auto_offset_reset="earliest", **common)
+    await consumer.start()
+    try:
+        msg = await asyncio.wait_for(consumer.getone(), 10)
+    finally:
+        await consumer.stop()
+    assert msg.value == b"aiokafka over sasl_ssl"
+    wrong = AIOKafkaProducer(**{**common, "sasl_plain_password": "nope"})
+    with pytest.raises((KafkaConnectionError, KafkaError)):  # aiokafka: the bootstrap connection fails
+        await wrong.start()
+    await wrong.stop()
+
+
+async def test_aiokafka_mtls(secure: fakekafka.Cluster) -> None:
+    from aiokafka.admin import AIOKafkaAdminClient
+    from aiokafka.helpers import create_ssl_context
+    assert secure.pki is not None
+    ctx = create_ssl_context(cafile=str(secure.pki.ca_file), certfile=str(secure.pki.client_cert),
+                             keyfile=str(secure.pki.client_key))
+    admin = AIOKafkaAdminClient(bootstrap_servers=secure.bootstrap_servers_for("SSL"), security_protocol="SSL",
+                                ssl_context=ctx)
+    await admin.start()
+    try:
+        cluster = await admin.describe_cluster()
+    finally:
+        await admin.close()
+    assert {f"{b['host']}:{b['port']}" for b in cluster["brokers"]} == set(
+        secure.bootstrap_servers_for("SSL").split(","))
+
+
+def _kcat_tls(secure: fakekafka.Cluster) -> list[str]:
+    assert secure.pki is not None
+    return ["-X", f"ssl.ca.location={secure.pki.ca_file}"]
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-512"])
+def test_kcat_over_sasl_ssl_and_a_wrong_password(secure: fakekafka.Cluster, kcat: str, mechanism: str) -> None:
+    sasl = ["-b", secure.bootstrap_servers_for("SASL_SSL"), "-X", "security.protocol=SASL_SSL",
+            "-X", f"sasl.mechanism={mechanism}", "-X", "sasl.username=bob", *_kcat_tls(secure)]
+    topic = f"kcat-{mechanism}"
+    produced = subprocess.run([kcat, *sasl, "-X", "sasl.password=bob-secret", "-P", "-t", topic],
+                              input=b"from kcat\n", capture_output=True, timeout=60)
+    assert produced.returncode == 0, produced.stderr
+    consumed = subprocess.run([kcat, *sasl, "-X", "sasl.password=bob-secret", "-C", "-t", topic, "-o", "beginning",
+                               "-e", "-q"], capture_output=True, timeout=60)
+    assert consumed.returncode == 0 and consumed.stdout == b"from kcat\n", consumed.stderr
+    refused = subprocess.run([kcat, *sasl, "-X", "sasl.password=wrong", "-L", "-m", "5"], capture_output=True,
+                             timeout=60)
+    assert refused.returncode != 0
+    assert b"Authentication failed" in refused.stderr or b"invalid credentials" in refused.stderr, refused.stderr
+
+
+def test_kcat_mtls(secure: fakekafka.Cluster, kcat: str) -> None:
+    assert secure.pki is not None
+    listed = subprocess.run([kcat, "-b", secure.bootstrap_servers_for("SSL"), "-X", "security.protocol=SSL",
+                             *_kcat_tls(secure), "-X", f"ssl.certificate.location={secure.pki.client_cert}",
+                             "-X", f"ssl.key.location={secure.pki.client_key}", "-L", "-J"],
+                            capture_output=True, timeout=60)
+    assert listed.returncode == 0, listed.stderr
+    brokers = {f"{b['name']}" for b in json.loads(listed.stdout)["brokers"]}
+    assert brokers == set(secure.bootstrap_servers_for("SSL").split(","))
 
 
 def test_serve_with_a_sasl_ssl_listener(tmp_path: Path) -> None:

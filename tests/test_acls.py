@@ -10,6 +10,7 @@ import hashlib
 import hmac
 import os
 import re
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -271,6 +272,45 @@ def test_confluent_kafka_with_and_without_acls(secured: fakekafka.Cluster) -> No
     assert results["alice"] is None
     assert results["bob"].code() == confluent_kafka.KafkaError.TOPIC_AUTHORIZATION_FAILED
     assert [r.value for r in secured.records("events")] == [b"x"]
+
+
+async def test_aiokafka_with_and_without_acls(secured: fakekafka.Cluster) -> None:
+    from aiokafka import AIOKafkaProducer
+    from aiokafka.errors import TopicAuthorizationFailedError
+    secured.create_topic("aio-orders")
+    secured.create_acls(acl("TOPIC", "aio-orders", "User:alice", "WRITE"))
+    sent: dict[str, Any] = {}
+    for user in ("alice", "bob"):
+        producer = AIOKafkaProducer(bootstrap_servers=secured.bootstrap_servers_for("SASL_PLAINTEXT"),
+                                    security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
+                                    sasl_plain_username=user, sasl_plain_password=USERS[user],
+                                    request_timeout_ms=5000)
+        await producer.start()
+        try:
+            sent[user] = await producer.send_and_wait("aio-orders", user.encode())
+        except TopicAuthorizationFailedError as e:
+            sent[user] = e
+        finally:
+            await producer.stop()
+    assert sent["alice"].offset == 0
+    assert isinstance(sent["bob"], TopicAuthorizationFailedError)
+    assert [r.value for r in secured.records("aio-orders")] == [b"alice"]
+
+
+def test_kcat_with_and_without_acls(secured: fakekafka.Cluster, kcat: str) -> None:
+    secured.create_topic("kcat-orders")
+    secured.create_acls(acl("TOPIC", "kcat-orders", "User:alice", "WRITE"))
+    outcomes = {}
+    for user in ("alice", "bob"):
+        r = subprocess.run([kcat, "-b", secured.bootstrap_servers_for("SASL_PLAINTEXT"),
+                            "-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanism=PLAIN",
+                            "-X", f"sasl.username={user}", "-X", f"sasl.password={USERS[user]}",
+                            "-X", "message.timeout.ms=5000", "-P", "-t", "kcat-orders"],
+                           input=user.encode() + b"\n", capture_output=True, timeout=60)
+        outcomes[user] = (r.returncode, r.stderr)
+    assert outcomes["alice"][0] == 0, outcomes["alice"][1]
+    assert outcomes["bob"][0] != 0 and b"Topic authorization failed" in outcomes["bob"][1], outcomes["bob"][1]
+    assert [r.value for r in secured.records("kcat-orders")] == [b"alice"]
 
 
 def test_admin_clients_manage_acls_and_scram_users(secured: fakekafka.Cluster) -> None:

@@ -258,6 +258,19 @@ def test_kafka_python_wrong_password(secure: fakekafka.Cluster, caplog: pytest.L
     assert "invalid credentials with SASL mechanism SCRAM-SHA-256" in caplog.text
 
 
+def test_kafka_python_mtls(secure: fakekafka.Cluster) -> None:
+    from kafka import KafkaProducer
+    assert secure.pki is not None
+    producer = KafkaProducer(bootstrap_servers=secure.bootstrap_servers_for("SSL"), security_protocol="SSL",
+                             ssl_cafile=str(secure.pki.ca_file), ssl_certfile=str(secure.pki.client_cert),
+                             ssl_keyfile=str(secure.pki.client_key))
+    try:
+        assert producer.send("kp-mtls", b"with a client certificate").get(10).offset == 0
+    finally:
+        producer.close()
+    assert [r.value for r in secure.records("kp-mtls")] == [b"with a client certificate"]
+
+
 def _confluent(secure: fakekafka.Cluster, **extra: str) -> dict[str, str]:
     assert secure.pki is not None
     return {"ssl.ca.location": str(secure.pki.ca_file), **extra}

@@ -212,7 +212,34 @@ public final class JavaDriver {
         }
         CreateTopicsResult r = admin().createTopics(List.of(t));
         get(r.all());
-        return get(r.topicId(name));
+        Uuid id = get(r.topicId(name));
+        awaitLeaders(name, partitions);
+        return id;
+    }
+
+    /** Until the broker's metadata has the new topic with a leader for every partition: Kafka answers
+     *  CreateTopics before its metadata cache has them (a describe or a send at once may meet
+     *  UNKNOWN_TOPIC_OR_PARTITION, or wait out its delivery timeout on a loaded machine); fakekafka has them at
+     *  once. */
+    private static void awaitLeaders(String name, int partitions) throws Exception {
+        long deadline = System.currentTimeMillis() + 30_000;
+        while (true) {
+            try {
+                TopicDescription d = get(admin().describeTopics(List.of(name)).allTopicNames()).get(name);
+                if (d.partitions().size() == partitions
+                        && d.partitions().stream().allMatch(p -> p.leader() != null && !p.leader().isEmpty())) {
+                    return;
+                }
+            } catch (java.util.concurrent.ExecutionException e) {
+                if (!(e.getCause() instanceof org.apache.kafka.common.errors.UnknownTopicOrPartitionException)) {
+                    throw e;
+                }
+            }
+            if (System.currentTimeMillis() > deadline) {
+                throw new IllegalStateException("topic " + name + " has no leader for every partition after 30 s");
+            }
+            Thread.sleep(50);
+        }
     }
 
     private static KafkaProducer<byte[], byte[]> producer(Object... overrides) {

@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -731,3 +732,76 @@ def test_kafka_acls_tool_says_what_it_says_on_apache_kafka(secure_apache_kafka: 
         assert f == r
     assert fake[0][0].startswith("exit 0") and "(principal=User:alice, host=*, operation=WRITE" in fake[0][1]
 
+
+
+def _client_outcomes(bootstrap: str, admin_conf: dict[str, str], kcat: str | None) -> dict[str, str]:
+    """What kafka-python, confluent-kafka, aiokafka and kcat see producing as bob, who has no ACL on the topic
+    (a super user creates it): the error each client reports, by Kafka's name."""
+    import asyncio
+
+    from aiokafka import AIOKafkaProducer
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+    from kafka import KafkaProducer
+    from kafka.errors import KafkaError as KafkaPythonError
+
+    topic = f"acl-refused-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient(admin_conf)
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    deadline = time.monotonic() + 30
+    while topic not in admin.list_topics(timeout=10).topics and time.monotonic() < deadline:
+        time.sleep(0.1)  # Kafka's metadata has the topic a moment after CreateTopics answers
+    out: dict[str, str] = {}
+    sasl = {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN", "sasl_plain_username": "bob",
+            "sasl_plain_password": USERS["bob"]}
+    kp = KafkaProducer(bootstrap_servers=bootstrap, max_block_ms=10000, **sasl)
+    try:
+        kp.send(topic, b"x").get(timeout=15)
+        out["kafka-python"] = "ok"
+    except KafkaPythonError as e:
+        out["kafka-python"] = type(e).__name__
+    finally:
+        kp.close()
+    errors: list[Any] = []
+    ck = Producer({"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "PLAIN",
+                   "sasl.username": "bob", "sasl.password": USERS["bob"], "message.timeout.ms": 10000})
+    ck.produce(topic, b"x", on_delivery=lambda err, _m: errors.append(err))
+    ck.flush(20)
+    out["confluent-kafka"] = errors[0].name() if errors and errors[0] is not None else "ok"
+
+    async def aio() -> str:
+        p = AIOKafkaProducer(bootstrap_servers=bootstrap, request_timeout_ms=10000, **sasl)
+        await p.start()
+        try:
+            await p.send_and_wait(topic, b"x")
+            return "ok"
+        except Exception as e:  # noqa: BLE001 - the outcome is the exception's name
+            return type(e).__name__
+        finally:
+            await p.stop()
+    out["aiokafka"] = asyncio.run(aio())
+    if kcat is not None:
+        r = subprocess.run([kcat, "-b", bootstrap, "-X", "security.protocol=SASL_PLAINTEXT", "-X",
+                            "sasl.mechanism=PLAIN", "-X", "sasl.username=bob", "-X", f"sasl.password={USERS['bob']}",
+                            "-X", "message.timeout.ms=10000", "-P", "-t", topic], input=b"x\n",
+                           capture_output=True, timeout=60)
+        out["kcat"] = "Topic authorization failed" if b"Topic authorization failed" in r.stderr else \
+            f"exit {r.returncode}: {r.stderr[-200:]!r}"
+    return out
+
+
+def test_each_client_sees_what_apache_kafka_makes_it_see_without_acls(secure_apache_kafka: Any) -> None:
+    import shutil
+    kcat = shutil.which("kcat")
+    admin = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "PLAIN", "sasl.username": "admin",
+             "sasl.password": USERS["admin"]}
+    with fakekafka.Cluster(listeners="PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0", users=USERS,
+                           config={**ACL_CONFIG, "auto.create.topics.enable": "false"}) as c:
+        bootstrap = c.bootstrap_servers_for("SASL_PLAINTEXT")
+        fake = _client_outcomes(bootstrap, {**admin, "bootstrap.servers": bootstrap}, kcat)
+    bootstrap = secure_apache_kafka.bootstrap_servers_for("SASL_PLAINTEXT")
+    real = _client_outcomes(bootstrap, {**admin, "bootstrap.servers": bootstrap}, kcat)
+    assert fake == real
+    assert fake["kafka-python"] == "TopicAuthorizationFailedError"
+    assert fake["confluent-kafka"] == "TOPIC_AUTHORIZATION_FAILED"
+    assert fake["aiokafka"] == "TopicAuthorizationFailedError"

@@ -31,7 +31,7 @@ from enum import Enum
 from typing import Any
 
 from fakekafka.model.clock import Clock
-from fakekafka.model.group import OffsetAndMetadata
+from fakekafka.model.group import OffsetAndMetadata, complete_staged_offsets, stage_txn_offsets
 from wire import ErrorCode
 
 __all__ = [
@@ -740,27 +740,15 @@ class ConsumerGroupCoordinator:
                 return dict.fromkeys(offsets, ErrorCode.UNKNOWN_MEMBER_ID)
             if member_epoch != member.member_epoch:  # Kafka 4.4 answers a transactional commit so (the sweep)
                 return dict.fromkeys(offsets, ErrorCode.ILLEGAL_GENERATION)
-        now = self._now()
-        staged = group.pending_txn_offsets.setdefault(producer_id, {})
-        out = {}
-        for tp, (offset, epoch, metadata) in offsets.items():
-            if metadata is not None and len(metadata.encode()) > self.config.offset_metadata_max_bytes:
-                out[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-                continue
-            staged[tp] = OffsetAndMetadata(offset, epoch, metadata or "", now)
-            out[tp] = ErrorCode.NONE
-        return out
+        return stage_txn_offsets(group.pending_txn_offsets, producer_id, offsets, self.config.offset_metadata_max_bytes,
+                                 self._now())
 
     def complete_txn_offsets(self, producer_id: int, commit: bool, in_partition: Callable[[str], bool]) -> None:
         """A transaction marker reached a `__consumer_offsets` partition: the producer's staged offsets of the
         consumer groups it holds are committed or dropped."""
         for group in self.groups.values():
             if producer_id in group.pending_txn_offsets and in_partition(group.group_id):
-                staged = group.pending_txn_offsets.pop(producer_id)
-                if commit:
-                    now = self._now()
-                    for tp, om in staged.items():
-                        group.offsets[tp] = OffsetAndMetadata(om.offset, om.leader_epoch, om.metadata, now)
+                complete_staged_offsets(group.pending_txn_offsets, group.offsets, producer_id, commit, self._now())
 
     def has_pending_txn_offset(self, group_id: str, tp: tuple[str, int]) -> bool:
         group = self.groups.get(group_id)

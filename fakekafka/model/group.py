@@ -208,6 +208,35 @@ class _JoinRequest:
     version: int
 
 
+StagedOffsets = dict[int, dict[tuple[str, int], OffsetAndMetadata]]
+"""A group's transactional offsets not yet committed, by producer id."""
+
+
+def stage_txn_offsets(pending: StagedOffsets, producer_id: int,
+                      offsets: dict[tuple[str, int], tuple[int, int, str | None]], max_metadata_bytes: int,
+                      now: int) -> dict[tuple[str, int], ErrorCode]:
+    """TxnOffsetCommit's offsets staged for the producer's transaction (classic and consumer groups alike): each
+    partition's answer, OFFSET_METADATA_TOO_LARGE past `offset.metadata.max.bytes`."""
+    staged = pending.setdefault(producer_id, {})
+    out = {}
+    for tp, (offset, epoch, metadata) in offsets.items():
+        if metadata is not None and len(metadata.encode()) > max_metadata_bytes:
+            out[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            continue
+        staged[tp] = OffsetAndMetadata(offset, epoch, metadata or "", now)
+        out[tp] = ErrorCode.NONE
+    return out
+
+
+def complete_staged_offsets(pending: StagedOffsets, committed: dict[tuple[str, int], OffsetAndMetadata],
+                            producer_id: int, commit: bool, now: int) -> None:
+    """The transaction marker's effect on a group: the producer's staged offsets committed (at `now`) or dropped."""
+    staged = pending.pop(producer_id, {})
+    if commit:
+        for tp, om in staged.items():
+            committed[tp] = OffsetAndMetadata(om.offset, om.leader_epoch, om.metadata, now)
+
+
 def _join_error(member_id: str, code: ErrorCode) -> dict[str, Any]:
     return {"error_code": code, "generation_id": -1, "protocol_type": None, "protocol_name": None,
             "leader": "", "member_id": member_id, "members": [], "skip_assignment": False}
@@ -624,16 +653,8 @@ class GroupCoordinator:
                 return all_(ErrorCode.UNKNOWN_MEMBER_ID)
             if generation_id != group.generation_id:
                 return all_(ErrorCode.ILLEGAL_GENERATION)
-        now = self._now()
-        staged = group.pending_txn_offsets.setdefault(producer_id, {})
-        out = {}
-        for tp, (offset, epoch, metadata) in offsets.items():
-            if metadata is not None and len(metadata.encode()) > self.config.offset_metadata_max_bytes:
-                out[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-                continue
-            staged[tp] = OffsetAndMetadata(offset, epoch, metadata or "", now)
-            out[tp] = ErrorCode.NONE
-        return out
+        return stage_txn_offsets(group.pending_txn_offsets, producer_id, offsets, self.config.offset_metadata_max_bytes,
+                                 self._now())
 
     def complete_txn_offsets(self, producer_id: int, commit: bool, in_partition: Callable[[str], bool]) -> None:
         """A transaction marker reached a `__consumer_offsets` partition: the producer's staged offsets of the
@@ -641,11 +662,7 @@ class GroupCoordinator:
         for group in list(self.groups.values()):
             if producer_id not in group.pending_txn_offsets or not in_partition(group.group_id):
                 continue
-            staged = group.pending_txn_offsets.pop(producer_id)
-            if commit:
-                now = self._now()
-                for tp, om in staged.items():
-                    group.offsets[tp] = OffsetAndMetadata(om.offset, om.leader_epoch, om.metadata, now)
+            complete_staged_offsets(group.pending_txn_offsets, group.offsets, producer_id, commit, self._now())
             self._maybe_remove_dead(group)
 
     def has_pending_txn_offset(self, group_id: str, tp: tuple[str, int]) -> bool:

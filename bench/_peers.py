@@ -154,17 +154,23 @@ def _drain(b: BrokerProcess) -> None:
 
 
 def start_broker(kind: str, *, timeout: float = 20.0, wrap: list[str] | None = None,
-                 cwd: str | None = None, upstream: str | None = None) -> BrokerProcess:
+                 cwd: str | None = None, upstream: str | None = None,
+                 configs: dict[str, str] | None = None) -> BrokerProcess:
     """Spawns `kind` on a free port and returns once it has printed its ready line and accepts connections.
 
     `kind` "proxy" is `fakekafka proxy` in front of `upstream` (HOST:PORT). `wrap` prefixes the command (e.g.
-    a profiler). Raises RuntimeError (after stopping it) if the broker exits or is not ready within `timeout`
+    a profiler). `configs`: broker configs by Kafka's names, for fakekafka and kafka (the same settings on
+    both). Raises RuntimeError (after stopping it) if the broker exits or is not ready within `timeout`
     seconds.
     """
     if kind == "kafka":
-        return _start_kafka(timeout)
+        return _start_kafka(timeout, configs)
     port = free_port()
     cmd, ready = _command(kind, port, wrap, upstream)
+    if configs:
+        if kind != "fakekafka":
+            raise ValueError(f"configs are for fakekafka and kafka, not {kind}")
+        cmd += [arg for k, v in configs.items() for arg in ("--config", f"{k}={v}")]
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     if kind in ("fakekafka", "proxy") and "PYTHONPYCACHEPREFIX" not in env:
         # bytecode cached outside the work tree (this machine sets PYTHONDONTWRITEBYTECODE, which would make
@@ -207,9 +213,9 @@ def kafka_available() -> bool:
     return kafka_lib() is not None
 
 
-def _start_kafka(timeout: float) -> BrokerProcess:
+def _start_kafka(timeout: float, configs: dict[str, str] | None = None) -> BrokerProcess:
     from fakekafka.apache_kafka import KafkaCluster
-    cluster = KafkaCluster(1, timeout=max(timeout, 120))
+    cluster = KafkaCluster(1, dict(configs or {}), timeout=max(timeout, 120))
     t0 = time.perf_counter()
     cluster.start()
     b = BrokerProcess("kafka", int(cluster.bootstrap_servers.rsplit(":", 1)[1]), cluster.procs[0], t0,

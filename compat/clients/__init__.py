@@ -8,7 +8,8 @@ from pathlib import Path
 
 from compat.clients.base import Client, Timing, Unsupported
 
-__all__ = ["CLIENTS", "CLIENT_DOCS", "GO_NODE_CLIENTS", "OLD_PYTHON_CLIENTS", "PYTHON_CLIENTS", "make_client",
+__all__ = ["CLIENTS", "CLIENT_DOCS", "CONSUMER_PROTOCOL_REFUSALS", "GO_NODE_CLIENTS", "OLD_PYTHON_CLIENTS",
+           "PYTHON_CLIENTS", "make_client",
            "old_clients_python", "python_client"]
 
 PYTHON_CLIENTS = ("kafka-python", "aiokafka", "confluent-kafka")
@@ -41,6 +42,26 @@ CLIENT_DOCS = {
 }
 """What each client is, for `python -m compat --list-clients`."""
 LIBRDKAFKA_CLIENTS = ("confluent-kafka", "kcat", "confluent-kafka-1.9.2", "rdkafka")
+
+_NO_848_LIBRDKAFKA = "librdkafka 2.0.2 has no group.protocol (KIP-848 came in later librdkafka releases)"
+CONSUMER_PROTOCOL_REFUSALS: dict[str, str] = {
+    "kafka-python": "kafka-python 3.0 joins groups with JoinGroup/SyncGroup only (it names ConsumerGroupHeartbeat "
+                    "as an API key and sends none)",
+    "aiokafka": "aiokafka 0.14 joins groups with JoinGroup/SyncGroup only (no group.protocol)",
+    "kcat": _NO_848_LIBRDKAFKA,
+    "java-2.8": "kafka-clients 2.8 predates KIP-848 (group.protocol came in 3.7)",
+    "kafka-python-2.0.2": "kafka-python 2.0.2 predates KIP-848",
+    "confluent-kafka-1.9.2": _NO_848_LIBRDKAFKA,
+    "aiokafka-0.13.0": "aiokafka 0.13 joins groups with JoinGroup/SyncGroup only (no group.protocol)",
+    "sarama": "sarama 1.61 has no KIP-848 consumer (its ConsumerGroup runs JoinGroup/SyncGroup only)",
+    "kafka-go": "kafka-go 0.4.51 has no KIP-848 consumer (its Reader's groups run JoinGroup/SyncGroup only)",
+    "kafkajs": "KafkaJS 2.2.4 has no KIP-848 consumer (JoinGroup/SyncGroup only; no release since 2023)",
+}
+"""Clients whose members cannot use group.protocol=consumer, and why (their consumer_protocol_* cells are
+unsupported). The others can: kafka-clients 4.4 and 3.9 (group.protocol=consumer; 3.9 sends
+ConsumerGroupHeartbeat v0), confluent-kafka 2.16 and the rdkafka crate (librdkafka 2.16 / 2.12:
+group.protocol=consumer), franz-go 1.22 (kgo.ServerSideBalancer with its cooperative-sticky balancer, which asks
+for the broker's `uniform` assignor)."""
 
 
 def old_clients_python() -> Path | None:

@@ -226,14 +226,16 @@ class AgentClient(Client):
     def member(self, group: str, topic: str, *, assign: list[int] | None = None, offset_reset: str = "earliest",
                own_process: bool = False, own: bool = False, instance_id: str | None = None,
                session_timeout_ms: int | None = None, group_protocol: str = "classic") -> Member:
-        if group_protocol != "classic":  # the drivers' members speak the classic protocol only
-            raise Unsupported(f"group.protocol={group_protocol}")
+        self.refuse_group_protocol(group_protocol)
         if own_process:
             return self.spawn().member(group, topic, assign=assign, offset_reset=offset_reset, own=True,
-                                       instance_id=instance_id, session_timeout_ms=session_timeout_ms)
+                                       instance_id=instance_id, session_timeout_ms=session_timeout_ms,
+                                       group_protocol=group_protocol)
+        # group_protocol only when it is not the classic one: every driver knows the classic member
+        protocol = {} if group_protocol == "classic" else {"group_protocol": group_protocol}
         mid = self.request("member_open", timeout=self.timing.op_s + 30, group=group, topic=topic, assign=assign,
                            offset_reset=offset_reset, instance_id=instance_id,
-                           session_timeout_ms=session_timeout_ms or self.timing.session_timeout_ms)
+                           session_timeout_ms=session_timeout_ms or self.timing.session_timeout_ms, **protocol)
         return AgentMember(self, mid, owns_agent=own)
 
     def spawn(self) -> AgentClient:

@@ -373,8 +373,16 @@ class Client:
         timing's; `group_protocol` "consumer" is KIP-848's (Unsupported by clients that do not speak it)."""
         raise Unsupported("member")
 
-    consumer_protocol = False
-    """Whether this client's members can use group.protocol=consumer (KIP-848)."""
+    def refuse_group_protocol(self, group_protocol: str) -> None:
+        """Unsupported, with the reason, when this client's members cannot speak `group_protocol`
+        (compat.clients.CONSUMER_PROTOCOL_REFUSALS)."""
+        if group_protocol == "classic":
+            return
+        from compat.clients import CONSUMER_PROTOCOL_REFUSALS
+        if group_protocol != "consumer":
+            raise Unsupported(f"group.protocol={group_protocol}")
+        if self.name in CONSUMER_PROTOCOL_REFUSALS:
+            raise Unsupported(f"group.protocol=consumer: {CONSUMER_PROTOCOL_REFUSALS[self.name]}")
 
 
 
@@ -385,13 +393,12 @@ class LibraryClient(Client):
     def member(self, group: str, topic: str, *, assign: list[int] | None = None, offset_reset: str = "earliest",
                own_process: bool = False, instance_id: str | None = None,
                session_timeout_ms: int | None = None, group_protocol: str = "classic") -> Member:
-        if group_protocol != "classic" and (own_process or not self.consumer_protocol):
-            raise Unsupported(f"group.protocol={group_protocol}")
+        self.refuse_group_protocol(group_protocol)
         if own_process:
             from compat.clients.agent import AgentClient
             return AgentClient.python(self.name, self.bootstrap, self.timing).member(
                 group, topic, assign=assign, offset_reset=offset_reset, own=True, instance_id=instance_id,
-                session_timeout_ms=session_timeout_ms)
+                session_timeout_ms=session_timeout_ms, group_protocol=group_protocol)
         return self._member(group, topic, assign, offset_reset,
                             MemberOptions(instance_id, session_timeout_ms or self.timing.session_timeout_ms,
                                           group_protocol))

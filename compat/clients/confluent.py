@@ -58,7 +58,6 @@ def _rec(m: Any) -> Rec:
 
 
 class ConfluentClient(LibraryClient):
-    consumer_protocol = True  # librdkafka 2.10+ (KIP-848 generally available)
     name = "confluent-kafka"
 
     def __init__(self, bootstrap: str, timing: Timing) -> None:

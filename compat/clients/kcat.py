@@ -238,7 +238,8 @@ class KcatClient(Client):
 
     def member(self, group: str, topic: str, *, assign: list[int] | None = None, offset_reset: str = "earliest",
                own_process: bool = False, instance_id: str | None = None,
-               session_timeout_ms: int | None = None) -> Member:
+               session_timeout_ms: int | None = None, group_protocol: str = "classic") -> Member:
+        self.refuse_group_protocol(group_protocol)
         return KcatMember(self, group, topic, assign, offset_reset, instance_id,
                           session_timeout_ms or self.timing.session_timeout_ms)
 

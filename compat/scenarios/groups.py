@@ -484,22 +484,37 @@ def _kip848(client: Client, env: Env, group: str, topic: str) -> Member:
     return env.member(client, group, topic, group_protocol="consumer")
 
 
+def _stable_at_epoch(env: Env, group: str, members: int) -> bool:
+    """Whether the broker comes to show `group` as a KIP-848 consumer group (ConsumerGroupDescribe, asked by the
+    harness) of `members` members, each at the group's epoch with its target assignment: a client that fell
+    back to the classic protocol (franz-go does on a broker without ConsumerGroupHeartbeat v1) fails here."""
+    def stable() -> bool:
+        view = env.cluster().consumer_group(group)
+        return (view is not None and len(view.members) == members and view.assignment_epoch == view.group_epoch
+                and all(m.member_epoch == view.group_epoch and m.assignment == m.target_assignment
+                        for m in view.members))
+    return wait_for(stable, env.timing.group_s, 0.1)[0]
+
+
 @scenario("consumer_protocol_join_leave", {"two": [2, 2], "after_leave": [[0, 1, 2, 3]], "listed": True,
-                                           "entry": {"protocol_type": "consumer", "state": "Stable"}},
+                                           "entry": {"protocol_type": "consumer", "state": "Stable"},
+                                           "stable_at_epoch": [True, True]},
           uses=("group", "admin"), slow=True)
 def consumer_protocol_join_leave(client: Client, env: Env) -> Outcome:
     """KIP-848: two members share four partitions two and two (the broker's uniform assignor; which two each
     gets is the broker's choice), the group is listed as a consumer group, and when one leaves the other
-    holds all four."""
+    holds all four; each time the broker shows every member at the group's epoch with nothing pending."""
     topic, group = env.name("t"), env.name("g")
     env.create_topic(topic, 4)
     a = _kip848(client, env, group, topic)
     b = _kip848(client, env, group, topic)
     two = [len(ps) for ps in _settled(env, [a, b], 4)]
+    stable_two = _stable_at_epoch(env, group, 2)
     groups = client.list_groups()
     b.close()
-    return {"two": two, "after_leave": _settled(env, [a], 4), "listed": group in groups,
-            "entry": groups.get(group)}
+    after_leave = _settled(env, [a], 4)
+    return {"two": two, "after_leave": after_leave, "listed": group in groups, "entry": groups.get(group),
+            "stable_at_epoch": [stable_two, _stable_at_epoch(env, group, 1)]}
 
 
 @scenario("consumer_protocol_commit_resume", {"first": ["r0", "r1", "r2"], "committed": {"0": 3},

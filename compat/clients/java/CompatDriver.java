@@ -805,7 +805,13 @@ public final class CompatDriver {
                 if (options.hasNonNull("instance_id")) {
                     props.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, options.get("instance_id").asText());
                 }
-                if (options.hasNonNull("session_timeout_ms")) {
+                if (options.hasNonNull("group_protocol")) {
+                    // KIP-848 (kafka-clients 3.7+): the broker sets the session and heartbeat interval and
+                    // assigns; the client refuses session.timeout.ms and heartbeat.interval.ms beside it
+                    props.put("group.protocol", options.get("group_protocol").asText());
+                    props.remove(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG);
+                    props.remove(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG);
+                } else if (options.hasNonNull("session_timeout_ms")) {
                     int session = options.get("session_timeout_ms").asInt();
                     props.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, session);
                     props.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG,

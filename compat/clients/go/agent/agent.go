@@ -191,6 +191,7 @@ type MemberOptions struct {
 	OffsetReset      string  // earliest, latest, none
 	InstanceID       *string
 	SessionTimeoutMs int
+	GroupProtocol    string // "" (classic) or "consumer" (KIP-848), sent only to drivers whose client has it
 }
 
 // Member is one consumer with a group.id, polling on its own (so it takes part in rebalances).
@@ -393,6 +394,9 @@ func handle(d Driver, ops map[string]func(Req) (any, error), members map[string]
 	if op == "member_open" {
 		o := MemberOptions{Group: req.Str("group"), Topic: req.Str("topic"), OffsetReset: req.Str("offset_reset"),
 			SessionTimeoutMs: int(req.Int("session_timeout_ms"))}
+		if req.Has("group_protocol") {
+			o.GroupProtocol = req.Str("group_protocol")
+		}
 		req.Into("assign", &o.Assign)
 		if o.Assign == nil && req.Has("assign") {
 			o.Assign = []int32{}

@@ -665,6 +665,14 @@ func (d *driver) OpenMember(o agent.MemberOptions) (agent.Member, error) {
 		if o.InstanceID != nil {
 			opts = append(opts, kgo.InstanceID(*o.InstanceID))
 		}
+		if o.GroupProtocol == "consumer" {
+			// KIP-848: the broker assigns; kgo sends ServerAssignor "uniform" for its sticky balancers
+			// (the default cooperative-sticky one) and falls back to the classic protocol on a broker
+			// without ConsumerGroupHeartbeat v1
+			opts = append(opts, kgo.ServerSideBalancer(), kgo.Balancers(kgo.CooperativeStickyBalancer()))
+		} else if o.GroupProtocol != "" {
+			return nil, agent.Unsupportedf("group.protocol=%s", o.GroupProtocol)
+		}
 	} else {
 		start, err := m.startOffsets(o.OffsetReset)
 		if err != nil {

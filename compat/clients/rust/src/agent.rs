@@ -127,6 +127,8 @@ pub struct MemberOptions {
     pub offset_reset: String,
     pub instance_id: Option<String>,
     pub session_timeout_ms: i64,
+    /// None: the classic protocol; Some("consumer"): KIP-848's.
+    pub group_protocol: Option<String>,
 }
 
 /// One offset a member is asked to commit.
@@ -273,6 +275,7 @@ fn handle(driver: &mut dyn Driver, members: &mut HashMap<String, Box<dyn Member>
             offset_reset: req.str("offset_reset"),
             instance_id: req.opt("instance_id"),
             session_timeout_ms: req.get("session_timeout_ms"),
+            group_protocol: req.opt("group_protocol"),
         };
         let m = driver.open_member(o)?;
         *opened += 1;

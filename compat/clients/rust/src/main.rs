@@ -571,10 +571,17 @@ impl agent::Driver for RdkafkaDriver {
         let mut extra = vec![
             ("group.id".to_string(), o.group.clone()),
             ("auto.offset.reset".into(), offset_reset(&o.offset_reset).to_string()),
-            ("session.timeout.ms".into(), session.to_string()),
-            ("heartbeat.interval.ms".into(), heartbeat.to_string()),
             ("enable.partition.eof".into(), "true".into()),
         ];
+        match o.group_protocol.as_deref() {
+            // KIP-848: the broker sets the session and heartbeat interval (librdkafka ignores its own)
+            Some("consumer") => extra.push(("group.protocol".into(), "consumer".into())),
+            Some(other) => return Err(Failure::unsupported(format!("group.protocol={other}"))),
+            None => {
+                extra.push(("session.timeout.ms".into(), session.to_string()));
+                extra.push(("heartbeat.interval.ms".into(), heartbeat.to_string()));
+            }
+        }
         if let Some(id) = &o.instance_id {
             extra.push(("group.instance.id".into(), id.clone()));
         }

@@ -84,8 +84,13 @@ def complete(members: list[Member], topic: str, partitions: int) -> bool:
 
 
 def settled(kafka: ClusterHandle, group: str, members: int) -> bool:
+    """The broker's side of a stable assignment: the group Stable with `members` members, every one at the
+    group's epoch with its target assignment (nothing pending)."""
     view = kafka.consumer_group(group)
-    return view is not None and view.state == "Stable" and len(view.members) == members
+    return (view is not None and view.state == "Stable" and len(view.members) == members
+            and view.assignment_epoch == view.group_epoch
+            and all(m.member_epoch == view.group_epoch and m.assignment == m.target_assignment
+                    for m in view.members))
 
 
 def test_members_join_and_leave(kafka: ClusterHandle, members: Callable[..., Member]) -> None:
@@ -134,7 +139,7 @@ def test_partitions_added(kafka: ClusterHandle, members: Callable[..., Member]) 
     epoch = kafka.consumer_group("audit").group_epoch
     admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
     admin.create_partitions([NewPartitions("events", 4)])["events"].result(10)
-    until("4 partitions", [a, b], lambda: complete([a, b], "events", 4))
+    until("4 partitions", [a, b], lambda: complete([a, b], "events", 4) and settled(kafka, "audit", 2))
     assert kafka.consumer_group("audit").group_epoch > epoch
 
 
@@ -175,7 +180,7 @@ def test_member_crash_is_fenced_when_its_session_ends(kafka: ClusterHandle, memb
     view = kafka.consumer_group("workers")
     assert len(view.members) == 2
     kafka.advance_clock(45_000)  # group.consumer.session.timeout.ms: the crashed member is fenced
-    until("a takes both back", [a], lambda: a.assignment() == {"jobs": [0, 1]})
+    until("a takes both back", [a], lambda: a.assignment() == {"jobs": [0, 1]} and settled(kafka, "workers", 1))
     assert [m.client_id for m in kafka.consumer_group("workers").members] == ["a"]
 
 

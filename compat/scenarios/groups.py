@@ -536,3 +536,19 @@ def consumer_protocol_commit_resume(client: Client, env: Env) -> Outcome:
     return {"first": [(r.value or b"").decode() for r in first],
             "committed": {str(p): o for p, (o, _) in client.committed(group, topic, 1).items()},
             "resumed": [(r.value or b"").decode() for r in resumed]}
+
+
+@scenario("consumer_protocol_partitions_added", {"before": [[0], [1]], "after": [2, 2], "stable_at_epoch": True},
+          uses=("group", "admin"), slow=True)
+def consumer_protocol_partitions_added(client: Client, env: Env) -> Outcome:
+    """KIP-848, the seeds' third rebalance trigger: partitions added to a subscribed topic (CreatePartitions, 2
+    to 4) reach the two members from the broker, which notices the new metadata itself (a classic group waits
+    for a client's metadata refresh); they end with two each, every member at the group's epoch."""
+    topic, group = env.name("t"), env.name("g")
+    env.create_topic(topic, 2)
+    a = _kip848(client, env, group, topic)
+    b = _kip848(client, env, group, topic)
+    before = _settled(env, [a, b], 2)
+    client.create_partitions(topic, 4)
+    after = [len(ps) for ps in _settled(env, [a, b], 4)]
+    return {"before": before, "after": after, "stable_at_epoch": _stable_at_epoch(env, group, 2)}

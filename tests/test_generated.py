@@ -106,3 +106,18 @@ def test_generated_wire_agrees_with_the_kafka_clients_jar() -> None:
                             differ.append(decl)
     assert not differ, f"declarations that differ from {source.label}'s schemas: {differ}"
     assert compared > 500  # every API fakekafka declares, at every version Kafka 4.4 still has
+
+
+def test_coordinator_records_agree_with_the_group_coordinator_jar() -> None:
+    """`wire/coordinator/` is what the generator makes from the broker's kafka-group-coordinator jar (no snapshot
+    needed: those schemas come from the jar alone)."""
+    with _gen_wire() as gen_wire:
+        jar = gen_wire.default_coordinator_jar()
+        if not jar.is_file():
+            pytest.skip(f"no kafka-group-coordinator jar at {jar} (bash .ci/install.sh resolves it)")
+        files = gen_wire.generate_coordinator(jar)
+    stale = sorted(str(p.relative_to(ROOT)) for p, text in files.items() if not p.exists() or p.read_text() != text)
+    orphans = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "wire" / "coordinator").glob("*.py")
+                     if p not in files)
+    assert (stale, orphans) == ([], [])
+    assert len(files) > 20  # every record type of Kafka 4.4's group coordinator, and the index

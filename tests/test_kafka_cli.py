@@ -582,3 +582,77 @@ def test_kafka_producer_and_consumer_perf_test(cli: Cli) -> None:
         cli-perf-group cli-perf 0 200 200 0 - - -
         [stderr]
         Consumer group 'cli-perf-group' has no active members.""")
+
+
+def _offsets_partition(group: str) -> int:
+    """The group's `__consumer_offsets` partition (Kafka's: the id's Java hashCode mod the 50 partitions)."""
+    from fakekafka.model.cluster import java_string_hash, kafka_abs
+    return kafka_abs(java_string_hash(group)) % 50
+
+
+_STAMP = sub(r'"(commitTimestamp|currentStateTimestamp)":\d+', r'"\1":<time>')
+_TOPIC_ID_JSON = sub(r'"topicId":"[A-Za-z0-9_-]{22}"', '"topicId":"<id>"')
+
+
+def test_consumer_offsets_read_with_kafkas_formatters(cli: Cli) -> None:
+    """What a group's coordinator wrote to `__consumer_offsets` (a classic consumer's rebalance and commit, an
+    admin's offset reset, OffsetDelete, DeleteGroups), read back with Kafka's own formatters."""
+    topic, group = "cli-offlog", "cli-offlog-g"
+    partition = _offsets_partition(group)
+    cli.create_topic(topic, 2)
+    cli.produce(topic, ["a:1", "b:2", "c:3", "d:4"], "parse.key=true", "key.separator=:")  # 3 in p0, 1 in p1
+
+    def log_end() -> int:
+        out = cli.out("kafka-get-offsets", "--topic-partitions", f"__consumer_offsets:{partition}")
+        return int(out.rsplit(":", 1)[1])
+
+    assert cli.out("kafka-consumer-groups", "--describe", "--group", group) == lines(f"""
+        Error: Executing consumer group command failed due to org.apache.kafka.common.errors.GroupIdNotFoundException: Group {group} not found.
+        [stderr]
+        java.util.concurrent.ExecutionException: org.apache.kafka.common.errors.GroupIdNotFoundException: Group {group} not found.""")  # noqa: E501
+    start = log_end()  # FindCoordinator made __consumer_offsets (on Kafka it is there from the start)
+    out, _ = split(cli.out("kafka-console-consumer", "--topic", topic, "--from-beginning", "--max-messages", "4",
+                           "--group", group, "--timeout-ms", "10000"))
+    assert len(out) == 4
+    assert cli.out("kafka-consumer-groups", "--reset-offsets", "--group", group, "--topic", f"{topic}:0",
+                   "--to-offset", "1", "--execute") == lines(f"""
+        {RESET}
+        {group} {topic} 0 1""")
+    assert cli.out("kafka-consumer-groups", "--delete-offsets", "--group", group, "--topic", f"{topic}:1") == \
+        lines(f"""
+        Request succeeded for deleting offsets from group {group}.
+
+        TOPIC PARTITION STATUS
+        {topic} 1 Successful""")
+    assert cli.out("kafka-consumer-groups", "--delete", "--group", group) == \
+        f"Deletion of requested consumer groups ('{group}') was successful."
+    count = log_end() - start
+
+    def formatted(formatter: str) -> str:
+        return cli.out("kafka-console-consumer", "--topic", "__consumer_offsets", "--partition", str(partition),
+                       "--offset", str(start), "--max-messages", str(count), "--timeout-ms", "10000",
+                       "--command-property", "exclude.internal.topics=false",
+                       "--formatter", f"org.apache.kafka.tools.consumer.{formatter}",
+                       clean=lambda s: _TOPIC_ID_JSON(_STAMP(s)))
+
+    # the formatters print one JSON object per record without a line break between them
+    key, offset_key = f'{{"key":{{"type":2,"data":{{"group":"{group}"}}}}', f'"group":"{group}","topic":"{topic}"'
+    assert formatted("OffsetsMessageFormatter").replace('}{"key"', '}\n{"key"') == lines(f"""
+        {{"key":{{"type":1,"data":{{{offset_key},"partition":1}}}},"value":{{"version":4,"data":{{"offset":1,"leaderEpoch":0,"metadata":"","commitTimestamp":<time>,"topicId":"<id>"}}}}}}
+        {{"key":{{"type":1,"data":{{{offset_key},"partition":0}}}},"value":{{"version":4,"data":{{"offset":3,"leaderEpoch":0,"metadata":"","commitTimestamp":<time>,"topicId":"<id>"}}}}}}
+        {{"key":{{"type":1,"data":{{{offset_key},"partition":0}}}},"value":{{"version":4,"data":{{"offset":1,"leaderEpoch":-1,"metadata":"","commitTimestamp":<time>,"topicId":"<id>"}}}}}}
+        {{"key":{{"type":1,"data":{{{offset_key},"partition":1}}}},"value":null}}
+        {{"key":{{"type":1,"data":{{{offset_key},"partition":0}}}},"value":null}}
+        [stderr]
+        Processed a total of 9 messages""")  # noqa: E501
+    member = ('{"memberId":"console-consumer-<member>","groupInstanceId":null,"clientId":"console-consumer",'
+              '"clientHost":"<host>","rebalanceTimeout":300000,"sessionTimeout":45000,'
+              '"subscription":"AAMAAAABAApjbGktb2ZmbG9n/////wAAAAD///////8=",'
+              '"assignment":"AAMAAAABAApjbGktb2ZmbG9nAAAAAgAAAAAAAAAB/////w=="}')
+    assert formatted("GroupMetadataMessageFormatter").replace('}{"key"', '}\n{"key"') == lines(f"""
+        {key},"value":{{"version":3,"data":{{"protocolType":"","generation":0,"protocol":null,"leader":null,"currentStateTimestamp":<time>,"members":[]}}}}}}
+        {key},"value":{{"version":3,"data":{{"protocolType":"consumer","generation":1,"protocol":"range","leader":"console-consumer-<member>","currentStateTimestamp":<time>,"members":[{member}]}}}}}}
+        {key},"value":{{"version":3,"data":{{"protocolType":"consumer","generation":2,"protocol":null,"leader":null,"currentStateTimestamp":<time>,"members":[]}}}}}}
+        {key},"value":null}}
+        [stderr]
+        Processed a total of 9 messages""")  # noqa: E501

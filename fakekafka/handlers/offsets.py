@@ -1,8 +1,9 @@
 """Committed offsets: OffsetCommit (8) v2-10, OffsetFetch (9) v1-10, OffsetDelete (47) v0.
 
 Commits come from the current generation and member only; generation -1 commits (consumers using
-assign() with a group id) are accepted while the group is Empty. Behaviour: offsets are kept in the
-coordinator's memory and are not written as records to `__consumer_offsets`. With require_stable (v7+, what a
+assign() with a group id) are accepted while the group is Empty. Every commit is written to the group's
+`__consumer_offsets` partition as OffsetCommit records (one batch per request), an OffsetDelete as tombstones
+(fakekafka/model/offsets_topic.py). With require_stable (v7+, what a
 read_committed consumer sends) a partition with offsets staged by an open transaction is UNSTABLE_OFFSET_COMMIT
 (offset -1), and the client asks again, as with Kafka. An error injected by a test is answered for every
 partition of a commit (OffsetCommit has no top-level error code), and for every group of a v8+ fetch.
@@ -200,6 +201,8 @@ def handle_offset_delete(ctx: RequestContext, req: Container) -> dict[str, Any]:
             else:
                 consumer_group.offsets.pop(tp, None)
                 codes[tp] = ErrorCode.NONE
+        ctx.cluster.consumer_groups.records.offsets(
+            req.group_id, {tp: None for tp, code in codes.items() if code == ErrorCode.NONE})
     else:
         top, codes = ctx.cluster.groups.delete_offsets(req.group_id, partitions)
     for tp in partitions:

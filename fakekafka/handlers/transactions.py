@@ -237,11 +237,11 @@ def handle_txn_offset_commit(ctx: RequestContext, req: Container) -> dict[str, A
         elif consumer_group is not None:  # KIP-848: the member and its epoch, when the producer names them
             committed = cluster.consumer_groups.txn_commit(
                 consumer_group, req.producer_id, req.get("member_id", ""),
-                req.get("generation_id_or_member_epoch", -1), wanted)
+                req.get("generation_id_or_member_epoch", -1), wanted, req.producer_epoch)
         else:
             committed = cluster.groups.txn_commit(
                 req.group_id, req.producer_id, req.get("generation_id_or_member_epoch", -1),
-                req.get("member_id", ""), req.get("group_instance_id"), wanted)
+                req.get("member_id", ""), req.get("group_instance_id"), wanted, req.producer_epoch)
         for (name, index), code in committed.items():
             codes[(cluster.topics[name].topic_id if by_id else name, index)] = code
     return {"throttle_time_ms": 0, "topics": [

@@ -23,6 +23,7 @@ from fakekafka.model.consumer_group import ConsumerGroupConfig, ConsumerGroupCoo
 from fakekafka.model.faults import Faults
 from fakekafka.model.group import GroupConfig, GroupCoordinator
 from fakekafka.model.log import EpochEntry, PartitionLog
+from fakekafka.model.offsets_topic import OffsetsTopic
 from fakekafka.model.producers import PartitionProducers, ProducerIds
 from fakekafka.model.share import ShareConfig, ShareCoordinator
 from fakekafka.model.transactions import TransactionConfig, TransactionCoordinator
@@ -256,6 +257,9 @@ class ClusterState:
         self.consumer_groups = ConsumerGroupCoordinator(
             self.clock, consumer_group_config(c), topics=self._topic_infos,
             group_config=lambda g: self.group_configs.get(g, {}))
+        self.offsets_topic = OffsetsTopic(self)
+        """Where the coordinators' records go (`__consumer_offsets`), and whence they are loaded."""
+        self.groups.records = self.consumer_groups.records = self.offsets_topic
         self.shares = ShareCoordinator(self.clock, share_config(c), notify=self.notify, event=self.event,
                                        group_config=lambda g: self.group_configs.get(g, {}))
         self.transactions = TransactionCoordinator(
@@ -442,7 +446,8 @@ class ClusterState:
             self.notify(partition)
             return
         new = candidates[0]
-        if not self._same_log(partition.logs.get(old), partition.logs[new]):
+        same_log = self._same_log(partition.logs.get(old), partition.logs[new])
+        if not same_log:
             # the producer state described the old leader's log; the new leader's differs
             partition.producers = PartitionProducers.from_log(partition.logs[new].batches)
         partition.leader_id = new
@@ -453,6 +458,9 @@ class ClusterState:
         partition.last_caught_up = {r: self.clock.now_ms() for r in partition.isr}
         self.event("leader_elected", topic=partition.topic.name, partition=partition.index, leader=new,
                    previous=old, leader_epoch=partition.leader_epoch, unclean=unclean, isr=list(partition.isr))
+        if partition.topic.name == OFFSETS_TOPIC and not same_log:
+            # the new coordinator loads the groups from its replica (what it lacks is lost, as with Kafka)
+            self.offsets_topic.load(partition)
         self.replicate(partition)
         self.notify(partition)
         if old < 0:  # markers that waited for this partition to be led again

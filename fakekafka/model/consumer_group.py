@@ -31,7 +31,14 @@ from enum import Enum
 from typing import Any
 
 from fakekafka.model.clock import Clock
-from fakekafka.model.group import OffsetAndMetadata, complete_staged_offsets, stage_txn_offsets
+from fakekafka.model.group import (
+    OffsetAndMetadata,
+    RecordSink,
+    commit_offsets,
+    complete_staged_offsets,
+    stage_txn_offsets,
+    staged_now,
+)
 from wire import ErrorCode
 
 __all__ = [
@@ -290,6 +297,8 @@ class ConsumerGroupCoordinator:
         self._topics = topics or dict
         self._group_config = group_config or (lambda _: {})
         self._notify = notify or (lambda _: None)
+        self.records = RecordSink()
+        """Told each change Kafka writes to `__consumer_offsets` (the cluster's `OffsetsTopic`)."""
 
     def _now(self) -> int:
         return self.clock.now_ms()
@@ -358,11 +367,16 @@ class ConsumerGroupCoordinator:
         try:
             self._validate(r)
             if r.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
-                return self._leave(r)
-            return self._heartbeat(r, is_classic_group(r.group_id))
+                out = self._leave(r)
+            else:
+                out = self._heartbeat(r, is_classic_group(r.group_id))
         except HeartbeatError as e:
             return {"error_code": e.code, "error_message": e.message, "member_id": None, "member_epoch": 0,
                     "heartbeat_interval_ms": 0, "assignment": None}
+        group = self.groups.get(r.group_id)
+        if group is not None:
+            self.records.consumer_group(group)
+        return out
 
     def _group_or_error(self, group_id: str) -> ConsumerGroup:
         group = self.groups.get(group_id)
@@ -687,6 +701,7 @@ class ConsumerGroupCoordinator:
             self._bump(group, "members removed (LeaveGroup)")
             if not group.members:
                 group.empty_since = self._now()
+            self.records.consumer_group(group)
         return out
 
     def expire_member(self, group_id: str, member_id: str) -> bool:
@@ -695,6 +710,7 @@ class ConsumerGroupCoordinator:
         if group is None or member is None:
             return False
         self.fence(group, member, "session expired")
+        self.records.consumer_group(group)
         return True
 
     # --- offsets ------------------------------------------------------------------------------------
@@ -718,18 +734,13 @@ class ConsumerGroupCoordinator:
         code = self.validate_commit(group, member_id, member_epoch, version)
         if code != ErrorCode.NONE:
             return dict.fromkeys(offsets, code)
-        now = self._now()
-        out = {}
-        for tp, (offset, epoch, metadata) in offsets.items():
-            if metadata is not None and len(metadata.encode()) > self.config.offset_metadata_max_bytes:
-                out[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-                continue
-            group.offsets[tp] = OffsetAndMetadata(offset, epoch, metadata or "", now)
-            out[tp] = ErrorCode.NONE
+        out, stored = commit_offsets(group.offsets, offsets, self.config.offset_metadata_max_bytes, self._now())
+        self.records.offsets(group.group_id, stored)
         return out
 
     def txn_commit(self, group: ConsumerGroup, producer_id: int, member_id: str, member_epoch: int,
-                   offsets: dict[tuple[str, int], tuple[int, int, str | None]]) -> dict[tuple[str, int], ErrorCode]:
+                   offsets: dict[tuple[str, int], tuple[int, int, str | None]], producer_epoch: int = -1
+                   ) -> dict[tuple[str, int], ErrorCode]:
         """TxnOffsetCommit to a consumer group: staged for the producer's transaction, visible once it commits.
         A producer naming no member (epoch -1) commits without member checks, as Kafka's; else the member and
         its epoch are checked: ILLEGAL_GENERATION for another epoch (not OffsetCommit's STALE_MEMBER_EPOCH), as
@@ -740,8 +751,11 @@ class ConsumerGroupCoordinator:
                 return dict.fromkeys(offsets, ErrorCode.UNKNOWN_MEMBER_ID)
             if member_epoch != member.member_epoch:  # Kafka 4.4 answers a transactional commit so (the sweep)
                 return dict.fromkeys(offsets, ErrorCode.ILLEGAL_GENERATION)
-        return stage_txn_offsets(group.pending_txn_offsets, producer_id, offsets, self.config.offset_metadata_max_bytes,
-                                 self._now())
+        out = stage_txn_offsets(group.pending_txn_offsets, producer_id, offsets, self.config.offset_metadata_max_bytes,
+                                self._now())
+        self.records.offsets(group.group_id, staged_now(group.pending_txn_offsets, producer_id, out), producer_id,
+                             producer_epoch)
+        return out
 
     def complete_txn_offsets(self, producer_id: int, commit: bool, in_partition: Callable[[str], bool]) -> None:
         """A transaction marker reached a `__consumer_offsets` partition: the producer's staged offsets of the
@@ -774,12 +788,17 @@ class ConsumerGroupCoordinator:
         if group.members:
             return ErrorCode.NON_EMPTY_GROUP
         del self.groups[group_id]
+        self.records.offsets(group_id, dict.fromkeys(group.offsets))
+        self.records.consumer_group(None, group_id)
         return ErrorCode.NONE
 
     def remove_partitions(self, topic: str) -> None:
         for group in list(self.groups.values()):
-            for tp in [tp for tp in group.offsets if tp[0] == topic]:
+            gone = [tp for tp in group.offsets if tp[0] == topic]
+            for tp in gone:
                 del group.offsets[tp]
+            if gone:
+                self.records.offsets(group.group_id, dict.fromkeys(gone))
 
     # --- time ---------------------------------------------------------------------------------------
     def tick(self) -> None:
@@ -797,10 +816,14 @@ class ConsumerGroupCoordinator:
                     self.fence(group, m, "rebalance timeout")
             if not group.members and group.empty_since is not None:
                 if group.offsets and now - group.empty_since >= self.config.offsets_retention_ms:
+                    self.records.offsets(group.group_id, dict.fromkeys(group.offsets))
                     group.offsets.clear()
                 if not group.offsets and not group.pending_txn_offsets \
                         and now - group.empty_since >= self.config.offsets_retention_check_interval_ms:
                     del self.groups[group.group_id]
+                    self.records.consumer_group(None, group.group_id)
+                    continue
+            self.records.consumer_group(group)
 
     def next_deadline(self) -> int | None:
         times: list[int] = []

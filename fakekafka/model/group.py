@@ -10,7 +10,7 @@ reading checked in `tick()`, so a test with a `ManualClock` decides exactly when
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -20,7 +20,7 @@ from wire import ErrorCode
 
 __all__ = [
     "Group", "GroupConfig", "GroupCoordinator", "GroupState", "IllegalStateTransition", "Member",
-    "OffsetAndMetadata", "Pending", "VALID_PREVIOUS",
+    "OffsetAndMetadata", "Pending", "RecordSink", "VALID_PREVIOUS", "commit_offsets",
 ]
 
 
@@ -228,6 +228,47 @@ def stage_txn_offsets(pending: StagedOffsets, producer_id: int,
     return out
 
 
+def commit_offsets(committed: dict[tuple[str, int], OffsetAndMetadata],
+                   offsets: dict[tuple[str, int], tuple[int, int, str | None]], max_metadata_bytes: int,
+                   now: int) -> tuple[dict[tuple[str, int], ErrorCode], dict[tuple[str, int], OffsetAndMetadata]]:
+    """OffsetCommit's offsets stored (classic and consumer groups alike): each partition's answer,
+    OFFSET_METADATA_TOO_LARGE past `offset.metadata.max.bytes`, and what was stored (for the group's records)."""
+    out, stored = {}, {}
+    for tp, (offset, epoch, metadata) in offsets.items():
+        if metadata is not None and len(metadata.encode()) > max_metadata_bytes:
+            out[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            continue
+        committed[tp] = stored[tp] = OffsetAndMetadata(offset, epoch, metadata or "", now)
+        out[tp] = ErrorCode.NONE
+    return out, stored
+
+
+class RecordSink:
+    """Where a coordinator reports the changes Kafka's coordinator writes to `__consumer_offsets` as records
+    (`fakekafka.model.offsets_topic.OffsetsTopic` writes them); this base records nothing, for coordinators
+    used on their own."""
+
+    def offsets(self, group_id: str, changed: dict[tuple[str, int], OffsetAndMetadata | None],
+                producer_id: int = -1, producer_epoch: int = -1) -> None:
+        """Offsets committed (staged for the producer's transaction when `producer_id` >= 0), or deleted (None)."""
+
+    def classic_group(self, group: Group, assignments: bool = True) -> None:
+        """A classic group's metadata at a completed rebalance (or its creation)."""
+
+    def group_removed(self, group_id: str, offsets: Iterable[tuple[str, int]]) -> None:
+        """A classic group deleted or expired, with the offsets it still had."""
+
+    def consumer_group(self, group: Any, group_id: str = "") -> None:
+        """A KIP-848 consumer group changed (None with its id: deleted)."""
+
+
+def staged_now(pending: StagedOffsets, producer_id: int, answers: dict[tuple[str, int], ErrorCode]
+               ) -> dict[tuple[str, int], OffsetAndMetadata | None]:
+    """The offsets a TxnOffsetCommit just staged (its partitions answered NONE), for the transactional records."""
+    staged = pending.get(producer_id, {})
+    return {tp: staged[tp] for tp, code in answers.items() if code == ErrorCode.NONE and tp in staged}
+
+
 def complete_staged_offsets(pending: StagedOffsets, committed: dict[tuple[str, int], OffsetAndMetadata],
                             producer_id: int, commit: bool, now: int) -> None:
     """The transaction marker's effect on a group: the producer's staged offsets committed (at `now`) or dropped."""
@@ -250,6 +291,8 @@ class GroupCoordinator:
         self.groups: dict[str, Group] = {}
         self._notify = notify or (lambda _: None)
         self._ids = itertools.count(1)
+        self.records = RecordSink()
+        """Told each change Kafka writes to `__consumer_offsets` (the cluster's `OffsetsTopic`)."""
 
     # --- helpers -------------------------------------------------------------------------------
     def _now(self) -> int:
@@ -301,6 +344,7 @@ class GroupCoordinator:
             if not unknown:
                 return _join_error(r.member_id, ErrorCode.UNKNOWN_MEMBER_ID)
             group = self.groups[r.group_id] = Group(r.group_id, empty_since=self._now())
+            self.records.classic_group(group)  # Kafka records a new group at once, empty at generation 0
         if group.state == GroupState.DEAD:
             return _join_error(r.member_id, ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if unknown and len(group.members) >= self.config.max_size:
@@ -474,6 +518,7 @@ class GroupCoordinator:
             group.leader_id = None
             group.transition_to(GroupState.EMPTY, now)
             group.empty_since = now
+            self.records.classic_group(group)
 
     def _remove_member(self, group: Group, member: Member) -> None:
         self._resolve(member.join, _join_error("", ErrorCode.UNKNOWN_MEMBER_ID))
@@ -532,6 +577,7 @@ class GroupCoordinator:
             now = self._now()
             for mid, m in group.members.items():
                 m.assignment = assignments.get(mid, b"")
+            self.records.classic_group(group)
             group.transition_to(GroupState.STABLE, now)
             group.sync_deadline = None
             for m in group.members.values():
@@ -621,19 +667,13 @@ class GroupCoordinator:
             if group.state == GroupState.COMPLETING_REBALANCE:
                 return all_(ErrorCode.REBALANCE_IN_PROGRESS)
             self._touch(member)
-        now = self._now()
-        out = {}
-        for tp, (offset, epoch, metadata) in offsets.items():
-            if metadata is not None and len(metadata.encode()) > self.config.offset_metadata_max_bytes:
-                out[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-                continue
-            group.offsets[tp] = OffsetAndMetadata(offset, epoch, metadata or "", now)
-            out[tp] = ErrorCode.NONE
+        out, stored = commit_offsets(group.offsets, offsets, self.config.offset_metadata_max_bytes, self._now())
+        self.records.offsets(group_id, stored)
         return out
 
     def txn_commit(self, group_id: str, producer_id: int, generation_id: int, member_id: str,
-                   group_instance_id: str | None, offsets: dict[tuple[str, int], tuple[int, int, str | None]]
-                   ) -> dict[tuple[str, int], ErrorCode]:
+                   group_instance_id: str | None, offsets: dict[tuple[str, int], tuple[int, int, str | None]],
+                   producer_epoch: int = -1) -> dict[tuple[str, int], ErrorCode]:
         """TxnOffsetCommit: offsets staged for the producer's transaction, visible once it commits. A producer
         that names no member (v0-2, or a generation of -1) commits without group checks, as Kafka's."""
         def all_(code: ErrorCode) -> dict[tuple[str, int], ErrorCode]:
@@ -653,8 +693,11 @@ class GroupCoordinator:
                 return all_(ErrorCode.UNKNOWN_MEMBER_ID)
             if generation_id != group.generation_id:
                 return all_(ErrorCode.ILLEGAL_GENERATION)
-        return stage_txn_offsets(group.pending_txn_offsets, producer_id, offsets, self.config.offset_metadata_max_bytes,
-                                 self._now())
+        out = stage_txn_offsets(group.pending_txn_offsets, producer_id, offsets, self.config.offset_metadata_max_bytes,
+                                self._now())
+        self.records.offsets(group_id, staged_now(group.pending_txn_offsets, producer_id, out), producer_id,
+                             producer_epoch)
+        return out
 
     def complete_txn_offsets(self, producer_id: int, commit: bool, in_partition: Callable[[str], bool]) -> None:
         """A transaction marker reached a `__consumer_offsets` partition: the producer's staged offsets of the
@@ -692,6 +735,7 @@ class GroupCoordinator:
             else:
                 group.offsets.pop(tp, None)
                 out[tp] = ErrorCode.NONE
+        self.records.offsets(group_id, {tp: None for tp, code in out.items() if code == ErrorCode.NONE})
         self._maybe_remove_dead(group)
         return ErrorCode.NONE, out
 
@@ -703,6 +747,7 @@ class GroupCoordinator:
             return ErrorCode.NON_EMPTY_GROUP
         group.transition_to(GroupState.DEAD, self._now())
         del self.groups[group_id]
+        self.records.group_removed(group_id, group.offsets)
         return ErrorCode.NONE
 
     def take_empty_group(self, group_id: str) -> Group | None:
@@ -711,13 +756,17 @@ class GroupCoordinator:
         if group is None or group.members or group.pending_members or group.state != GroupState.EMPTY:
             return None
         group.transition_to(GroupState.DEAD, self._now())
+        self.records.group_removed(group_id, ())  # its offsets stay: the consumer group takes them over
         return self.groups.pop(group_id)
 
     def remove_partitions(self, topic: str) -> None:
         """A deleted topic takes its committed offsets with it."""
         for group in list(self.groups.values()):
-            for tp in [tp for tp in group.offsets if tp[0] == topic]:
+            gone = [tp for tp in group.offsets if tp[0] == topic]
+            for tp in gone:
                 del group.offsets[tp]
+            if gone:
+                self.records.offsets(group.group_id, dict.fromkeys(gone))
             self._maybe_remove_dead(group)
 
     def _maybe_remove_dead(self, group: Group) -> None:
@@ -725,6 +774,7 @@ class GroupCoordinator:
                 and not group.pending_members and not group.pending_txn_offsets:
             group.transition_to(GroupState.DEAD, self._now())
             self.groups.pop(group.group_id, None)
+            self.records.group_removed(group.group_id, ())
 
     # --- time -----------------------------------------------------------------------------------
     def tick(self) -> None:
@@ -761,6 +811,7 @@ class GroupCoordinator:
                     self._remove_member_and_update(group, m)
             if group.state == GroupState.EMPTY and group.empty_since is not None and group.offsets \
                     and now - group.empty_since >= self.config.offsets_retention_ms:
+                self.records.offsets(group.group_id, dict.fromkeys(group.offsets))
                 group.offsets.clear()
             if group.state == GroupState.EMPTY and group.empty_since is not None \
                     and now - group.empty_since >= self.config.offsets_retention_check_interval_ms:

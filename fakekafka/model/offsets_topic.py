@@ -1,0 +1,365 @@
+"""`__consumer_offsets` as Kafka's group coordinator writes it: committed offsets and group metadata as records.
+
+The coordinators (`model/group.py`, `model/consumer_group.py`) keep their state in memory and tell a `RecordSink`
+what changed; `OffsetsTopic` is the sink the cluster gives them. It turns each change into Kafka 4.4's records
+(key and value in the group coordinator's schemas, `wire/coordinator/`, each prefixed by its version as Kafka's
+CoordinatorRecordSerde does: the key by its record type) and appends them, one batch per change, to the leader
+of the group's partition, where followers replicate them and the log cleaner compacts them:
+
+- OffsetCommit (type 1, value v4, as Kafka 4.4 writes it without an expire timestamp) for every committed offset,
+  in one batch per OffsetCommit request; a TxnOffsetCommit's offsets in a transactional batch of the producer,
+  which the transaction's COMMIT or ABORT marker settles; tombstones for offsets deleted (OffsetDelete, expiry,
+  group deletion, topic deletion).
+- GroupMetadata (type 2, value v3) for a classic group when JoinGroup creates it (empty, generation 0), when a
+  rebalance completes (the leader's SyncGroup, with every member's subscription and assignment, or the join
+  completing with no member), and a tombstone when the group is deleted or expires.
+- For KIP-848 consumer groups, what Kafka's coordinator writes as the group changes: ConsumerGroupMetadata (3,
+  the group epoch), ConsumerGroupMemberMetadata (5), ConsumerGroupTargetAssignmentMetadata (6),
+  ConsumerGroupTargetAssignmentMember (7) and ConsumerGroupCurrentMemberAssignment (8), all v0, and their
+  tombstones when members leave or the group goes. They are written from the difference between the group and
+  what was last written for it, so a heartbeat that changes nothing writes nothing.
+
+`load(partition)` is the other way, as Kafka's coordinator loads a partition when it becomes its leader: the
+groups of that partition are rebuilt from the new leader's replica of the log (what was not replicated to it is
+lost, as with Kafka), open transactions' offsets staged again. Loading is instant, so there is no
+COORDINATOR_LOAD_IN_PROGRESS.
+
+Not written (fakekafka has no such state, or Kafka's value is not modelled): share-group and streams-group
+records, ConsumerGroupRegularExpression (16), ConsumerGroupPartitionMetadata (4, which Kafka 4.4 no longer
+writes), ConsumerGroupMetadata's MetadataHash (left 0), the current assignment's AssignmentEpochs, and
+ClassicMemberMetadata of classic-protocol members of a consumer group.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from fakekafka.model.consumer_group import ConsumerGroup, ConsumerMember, MemberState
+from fakekafka.model.group import Group, GroupState, Member, OffsetAndMetadata, RecordSink
+from wire.coordinator import consumer_group_current_member_assignment as current_assignment_rec
+from wire.coordinator import consumer_group_member_metadata as member_rec
+from wire.coordinator import consumer_group_metadata as consumer_group_rec
+from wire.coordinator import consumer_group_target_assignment_member as target_member_rec
+from wire.coordinator import consumer_group_target_assignment_metadata as target_rec
+from wire.coordinator import group_metadata as group_rec
+from wire.coordinator import offset_commit as offset_rec
+from wire.primitives import ZERO_UUID, uvarint_bytes
+from wire.records import build_batch, decode_batch, read_header
+
+if TYPE_CHECKING:
+    from fakekafka.model.cluster import ClusterState, Partition
+
+__all__ = ["OffsetsTopic", "offset_commit_key", "offset_commit_value", "decode_record"]
+
+OFFSET_COMMIT, GROUP_METADATA = offset_rec.RECORD_TYPE, group_rec.RECORD_TYPE
+CONSUMER_GROUP, MEMBER, TARGET, TARGET_MEMBER, CURRENT = (
+    consumer_group_rec.RECORD_TYPE, member_rec.RECORD_TYPE, target_rec.RECORD_TYPE, target_member_rec.RECORD_TYPE,
+    current_assignment_rec.RECORD_TYPE)
+OFFSET_COMMIT_VALUE_VERSION = 4
+"""Kafka 4.4's GroupCoordinatorRecordHelpers.offsetCommitValueVersion without an expire timestamp."""
+GROUP_METADATA_VALUE_VERSION = 3
+MEMBER_STATE_CODE = {MemberState.UNREVOKED_PARTITIONS: 0, MemberState.UNRELEASED_PARTITIONS: 1,
+                     MemberState.STABLE: 2}
+"""Kafka's MemberState values, as the current assignment record holds them."""
+MEMBER_STATE = {v: k for k, v in MEMBER_STATE_CODE.items()}
+_KEY_OFFSET = struct.Struct(">h").pack(OFFSET_COMMIT)
+_VALUE_HEAD = struct.Struct(">hqi").pack
+_I16, _I32, _I64 = struct.Struct(">h").pack, struct.Struct(">i").pack, struct.Struct(">q").pack
+Records = list[tuple[bytes, bytes | None]]
+
+
+def _string(s: str) -> bytes:
+    b = s.encode()
+    return _I16(len(b)) + b
+
+
+def offset_commit_key(group_id: str, topic: str, partition: int) -> bytes:
+    """OffsetCommitKey v0 behind its record type, built directly: commits are the hot path."""
+    return _KEY_OFFSET + _string(group_id) + _string(topic) + _I32(partition)
+
+
+def offset_commit_value(om: OffsetAndMetadata, topic_id: uuid.UUID | None = None) -> bytes:
+    """OffsetCommitValue v4 (flexible: compact metadata, the topic id as tagged field 0 when known)."""
+    meta = om.metadata.encode()
+    tags = b"\x01\x00\x10" + topic_id.bytes if topic_id is not None and topic_id != ZERO_UUID else b"\x00"
+    return (_VALUE_HEAD(OFFSET_COMMIT_VALUE_VERSION, om.offset, om.leader_epoch) + uvarint_bytes(len(meta) + 1)
+            + meta + _I64(om.commit_timestamp) + tags)
+
+
+def _key(mod: Any, **fields: Any) -> bytes:
+    return _I16(mod.RECORD_TYPE) + mod.KEY.build(fields)
+
+
+def _value(mod: Any, version: int, **fields: Any) -> bytes:
+    return _I16(version) + mod.VALUES[version].build(fields)
+
+
+def decode_record(key: bytes, value: bytes | None) -> tuple[int, Any, int, Any]:
+    """(record type, key fields, value version, value fields or None for a tombstone) of one record, as
+    Kafka's CoordinatorRecordSerde reads it. Raises KeyError for a record type Kafka does not know."""
+    from wire.coordinator import RECORD_TYPES, record_module
+    record_type = struct.unpack_from(">h", key)[0]
+    if record_type not in RECORD_TYPES:
+        raise KeyError(record_type)
+    mod = record_module(record_type)
+    k = mod.KEY.parse(key[2:])
+    if value is None:
+        return record_type, k, -1, None
+    version = struct.unpack_from(">h", value)[0]
+    return record_type, k, version, mod.VALUES[version].parse(value[2:])
+
+
+def _topic_partitions(a: dict[uuid.UUID, frozenset[int]]) -> list[dict[str, Any]]:
+    return [{"topic_id": t, "partitions": sorted(ps)} for t, ps in sorted(a.items(), key=lambda kv: str(kv[0]))
+            if ps]
+
+
+class OffsetsTopic(RecordSink):
+    """The coordinators' records in `__consumer_offsets`, and the coordinators' state loaded back from them."""
+
+    def __init__(self, cluster: ClusterState) -> None:
+        self.cluster = cluster
+        self._written: dict[str, dict[bytes, bytes]] = {}
+        """KIP-848 group id -> its records as last written (key -> value): what the next change is a diff to."""
+
+    # --- writing -----------------------------------------------------------------------------------------
+    def _append(self, group_id: str, records: Records, producer_id: int = -1, producer_epoch: int = -1) -> None:
+        """One batch of the group's records at the leader of its partition (none while it has no leader: the
+        handlers answer NOT_COORDINATOR then, and a deadline firing meanwhile is not recorded)."""
+        if not records:
+            return
+        c = self.cluster
+        from fakekafka.model.cluster import OFFSETS_TOPIC
+        c.coordinator_for(group_id)  # creates the topic on first use, as Kafka does
+        partition = c.partition(OFFSETS_TOPIC, c.offsets_partition_for(group_id))
+        if partition is None or not partition.online:
+            return
+        now = c.clock.now_ms()
+        batch = build_batch([{"key": k, "value": v, "timestamp": now} for k, v in records],
+                            producer_id=producer_id, producer_epoch=producer_epoch, transactional=producer_id >= 0)
+        partition.log.append(batch, read_header(batch), partition.leader_epoch, None, now,
+                             **c.segment_configs(partition))
+        if len(partition.replicas) > 1:
+            c.replicate(partition)
+        else:
+            c._advance_high_watermark(partition)
+        c.notify(partition)
+
+    def offsets(self, group_id: str, changed: dict[tuple[str, int], OffsetAndMetadata | None],
+                producer_id: int = -1, producer_epoch: int = -1) -> None:
+        topics = self.cluster.topics
+        records: Records = []
+        for (topic, index), om in changed.items():
+            key = offset_commit_key(group_id, topic, index)
+            if om is None:
+                records.append((key, None))
+            else:
+                t = topics.get(topic)
+                records.append((key, offset_commit_value(om, t.topic_id if t is not None else None)))
+        self._append(group_id, records, producer_id, producer_epoch)
+
+    def classic_group(self, group: Group, assignments: bool = True) -> None:
+        """GroupMetadataValue v3 for the group as it is: members with their subscription to the chosen protocol
+        and their assignment (empty before the leader's SyncGroup)."""
+        stamp = group.history[-1][0] if group.history else self.cluster.clock.now_ms()
+        members = []
+        for m in group.members.values():
+            members.append({
+                "member_id": m.member_id, "group_instance_id": m.group_instance_id, "client_id": m.client_id,
+                "client_host": m.client_host, "rebalance_timeout": m.rebalance_timeout_ms,
+                "session_timeout": m.session_timeout_ms,
+                "subscription": m.metadata_for(group.protocol_name) if group.protocol_name else b"",
+                "assignment": m.assignment if assignments else b""})
+        value = _value(group_rec, GROUP_METADATA_VALUE_VERSION, protocol_type=group.protocol_type or "",
+                       generation=group.generation_id, protocol=group.protocol_name, leader=group.leader_id,
+                       current_state_timestamp=stamp, members=members)
+        self._append(group.group_id, [(_key(group_rec, group=group.group_id), value)])
+
+    def group_removed(self, group_id: str, offsets: Iterable[tuple[str, int]]) -> None:
+        """A classic group deleted or expired: tombstones for its offsets and its metadata, in one batch."""
+        records: Records = [(offset_commit_key(group_id, t, p), None) for t, p in offsets]
+        records.append((_key(group_rec, group=group_id), None))
+        self._append(group_id, records)
+
+    def _consumer_group_records(self, group: ConsumerGroup) -> dict[bytes, bytes]:
+        gid = group.group_id
+        out: dict[bytes, bytes] = {}
+        for m in group.members.values():
+            out[_key(member_rec, group_id=gid, member_id=m.member_id)] = self._member_metadata(m)
+        out[_key(consumer_group_rec, group_id=gid)] = _value(consumer_group_rec, 0, epoch=group.group_epoch)
+        for member_id, a in group.target.items():
+            out[_key(target_member_rec, group_id=gid, member_id=member_id)] = _value(
+                target_member_rec, 0, topic_partitions=_topic_partitions(a))
+        out[_key(target_rec, group_id=gid)] = _value(target_rec, 0, assignment_epoch=group.assignment_epoch,
+                                                     assignment_timestamp=group.last_assignment_ms or 0)
+        for m in group.members.values():
+            out[_key(current_assignment_rec, group_id=gid, member_id=m.member_id)] = _value(
+                current_assignment_rec, 0, member_epoch=m.member_epoch, previous_member_epoch=m.previous_member_epoch,
+                state=MEMBER_STATE_CODE[m.state], assigned_partitions=_topic_partitions(m.assigned),
+                partitions_pending_revocation=_topic_partitions(m.pending_revocation))
+        return out
+
+    @staticmethod
+    def _member_metadata(m: ConsumerMember) -> bytes:
+        return _value(member_rec, 0, instance_id=m.instance_id, rack_id=m.rack_id, client_id=m.client_id,
+                      client_host=m.client_host, subscribed_topic_names=list(m.subscribed_topic_names),
+                      subscribed_topic_regex=m.subscribed_topic_regex, rebalance_timeout_ms=m.rebalance_timeout_ms,
+                      server_assignor=m.server_assignor)
+
+    def consumer_group(self, group: ConsumerGroup | None, group_id: str = "") -> None:
+        """The records a KIP-848 group's change calls for: new or changed ones, tombstones for what went (every
+        record when the group is None: it was deleted), in Kafka's order (tombstones of members' records before
+        the group's own)."""
+        gid = group.group_id if group is not None else group_id
+        before = self._written.get(gid, {})
+        now = self._consumer_group_records(group) if group is not None else {}
+        if now == before:
+            return
+        records: Records = [(k, v) for k, v in now.items() if before.get(k) != v]
+        gone = [k for k in before if k not in now]
+        gone.sort(key=lambda k: -struct.unpack_from(">h", k)[0])  # current assignment ... group epoch last
+        records += [(k, None) for k in gone]
+        if group is None:
+            self._written.pop(gid, None)
+        else:
+            self._written[gid] = now
+        self._append(gid, records)
+
+    # --- loading -----------------------------------------------------------------------------------------
+    def load(self, partition: Partition) -> None:
+        """The groups of this `__consumer_offsets` partition rebuilt from its leader's log, replacing what the
+        coordinators held for them, as a new coordinator loads the partition."""
+        c = self.cluster
+        index = partition.index
+        offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
+        classic: dict[str, Any] = {}
+        consumer: dict[str, dict[bytes, tuple[int, Any, Any, bytes]]] = {}
+        staged: dict[int, list[tuple[str, tuple[str, int], OffsetAndMetadata]]] = {}
+        for batch in partition.log.batches:
+            rb = decode_batch(bytes(batch))
+            h = rb.header
+            if h.is_control:
+                settled = staged.pop(h.producer_id, [])
+                key = rb.records[0].key if rb.records else None
+                if key is not None and key[2:4] == b"\x00\x01":  # a COMMIT marker (control type 1)
+                    for gid, tp, om in settled:
+                        offsets.setdefault(gid, {})[tp] = om
+                continue
+            for r in rb.records:
+                if r.key is None:
+                    continue
+                try:
+                    record_type, k, _, v = decode_record(r.key, r.value)
+                except Exception:  # noqa: BLE001 - a record this coordinator does not know: skipped, as Kafka's
+                    continue
+                if record_type in (0, OFFSET_COMMIT):
+                    tp = (k.topic, k.partition)
+                    om = None if v is None else OffsetAndMetadata(v.offset, v.get("leader_epoch", -1), v.metadata,
+                                                                 v.commit_timestamp)
+                    if h.is_transactional:
+                        if om is not None:
+                            staged.setdefault(h.producer_id, []).append((k.group, tp, om))
+                    elif om is None:
+                        offsets.get(k.group, {}).pop(tp, None)
+                    else:
+                        offsets.setdefault(k.group, {})[tp] = om
+                elif record_type == GROUP_METADATA:
+                    classic[k.group] = v
+                    consumer.pop(k.group, None)
+                elif record_type in (CONSUMER_GROUP, MEMBER, TARGET, TARGET_MEMBER, CURRENT):
+                    records = consumer.setdefault(k.group_id, {})
+                    if v is None:
+                        records.pop(r.key, None)
+                    else:
+                        records[r.key] = (record_type, k, v, r.value)  # type: ignore[assignment]
+        groups, consumer_groups = c.groups, c.consumer_groups
+        mine = [g for g in set(groups.groups) | set(consumer_groups.groups) if c.offsets_partition_for(g) == index]
+        for gid in mine:
+            groups.groups.pop(gid, None)
+            consumer_groups.groups.pop(gid, None)
+            self._written.pop(gid, None)
+        now = c.clock.now_ms()
+        for gid, records in consumer.items():
+            if not any(rt == CONSUMER_GROUP for rt, *_ in records.values()):
+                continue
+            consumer_groups.groups[gid] = self._load_consumer_group(gid, records, offsets.pop(gid, {}), now)
+            self._written[gid] = {key: raw for key, (_, _, _, raw) in records.items()}
+        for gid, v in classic.items():
+            if v is None and gid not in offsets:
+                continue
+            groups.groups[gid] = self._load_classic_group(gid, v, offsets.pop(gid, {}), now)
+        for gid, om in offsets.items():
+            if om:
+                groups.groups[gid] = Group(gid, offsets=om, empty_since=now)
+        for producer_id, entries in staged.items():
+            for gid, tp, om in entries:
+                group = consumer_groups.groups.get(gid) or groups.groups.get(gid)
+                if group is None:
+                    group = groups.groups[gid] = Group(gid, empty_since=now)
+                group.pending_txn_offsets.setdefault(producer_id, {})[tp] = om
+        c.event("offsets_loaded", partition=index, groups=len(classic) + len(consumer))
+
+    def _load_classic_group(self, gid: str, v: Any, offsets: dict[tuple[str, int], OffsetAndMetadata],
+                            now: int) -> Group:
+        group = Group(gid, offsets=offsets, empty_since=now)
+        if v is None:
+            return group
+        group.generation_id = v.generation
+        group.protocol_type = v.protocol_type or None
+        group.protocol_name = v.protocol
+        group.leader_id = v.leader
+        for m in v.members:
+            member = Member(m.member_id, m.get("group_instance_id"), m.client_id, m.client_host,
+                            m.get("rebalance_timeout", -1), m.session_timeout, group.protocol_type or "",
+                            [(v.protocol or "", m.subscription)], m.assignment,
+                            heartbeat_deadline=now + m.session_timeout)
+            group.members[m.member_id] = member
+            if member.group_instance_id is not None:
+                group.static_members[member.group_instance_id] = m.member_id
+        if group.members:
+            group.state = GroupState.STABLE
+            group.empty_since = None
+        return group
+
+    def _load_consumer_group(self, gid: str, records: dict[bytes, tuple[int, Any, Any, bytes]],
+                             offsets: dict[tuple[str, int], OffsetAndMetadata], now: int) -> ConsumerGroup:
+        coordinator = self.cluster.consumer_groups
+        group = ConsumerGroup(gid, offsets=offsets)
+        session = coordinator.session_timeout_ms(gid)
+
+        def assignment(tps: list[Any]) -> dict[uuid.UUID, frozenset[int]]:
+            return {tp.topic_id: frozenset(tp.partitions) for tp in tps}
+
+        for record_type, k, v, _ in records.values():
+            if record_type == CONSUMER_GROUP:
+                group.group_epoch = v.epoch
+            elif record_type == TARGET:
+                group.assignment_epoch = v.assignment_epoch
+                group.last_assignment_ms = v.assignment_timestamp or None
+            elif record_type == TARGET_MEMBER:
+                group.target[k.member_id] = assignment(v.topic_partitions)
+            elif record_type == MEMBER:
+                m = group.members.setdefault(k.member_id, ConsumerMember(k.member_id))
+                m.instance_id, m.rack_id, m.client_id, m.client_host = v.instance_id, v.rack_id, v.client_id, \
+                    v.client_host
+                m.subscribed_topic_names = tuple(v.subscribed_topic_names)
+                m.subscribed_topic_regex, m.rebalance_timeout_ms = v.subscribed_topic_regex, v.rebalance_timeout_ms
+                m.server_assignor = v.server_assignor
+                m.session_deadline = now + session
+                if m.instance_id is not None:
+                    group.static_members[m.instance_id] = k.member_id
+        for record_type, k, v, _ in records.values():
+            if record_type == CURRENT and k.member_id in group.members:
+                m = group.members[k.member_id]
+                m.member_epoch, m.previous_member_epoch = v.member_epoch, v.previous_member_epoch
+                m.state = MEMBER_STATE.get(v.state, MemberState.STABLE)
+                m.assigned = assignment(v.assigned_partitions)
+                m.pending_revocation = assignment(v.partitions_pending_revocation)
+        if not group.members:
+            group.empty_since = now
+        group.subscription_metadata = coordinator._subscription_metadata(group)
+        return group
+

@@ -1,0 +1,241 @@
+"""`__consumer_offsets` on a manual clock: the records the coordinators write (Kafka's key/value schemas), their
+tombstones, compaction, transactional offsets settled by markers, and the coordinators' state loaded back from a
+new leader's replica when the partition's leadership moves."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from fakekafka.model.clock import ManualClock
+from fakekafka.model.cluster import OFFSETS_TOPIC, Broker, ClusterState, Partition
+from fakekafka.model.config import BrokerConfig
+from fakekafka.model.consumer_group import HeartbeatRequest, MemberState
+from fakekafka.model.group import GroupState, OffsetAndMetadata, Pending
+from fakekafka.model.offsets_topic import decode_record, offset_commit_key, offset_commit_value
+from wire import ErrorCode
+from wire.coordinator import offset_commit
+from wire.records import decode_batch
+
+SESSION = 10_000
+
+
+def make() -> ClusterState:
+    c = ClusterState(BrokerConfig(group_initial_rebalance_delay_ms=0), ManualClock(1_000),
+                     [Broker(i, "127.0.0.1", 9000 + i) for i in (1, 2, 3)])
+    c.create_topic("t", 2, 1)
+    return c
+
+
+def offsets_partition(c: ClusterState, group: str) -> Partition:
+    c.coordinator_for(group)
+    p = c.partition(OFFSETS_TOPIC, c.offsets_partition_for(group))
+    assert p is not None
+    return p
+
+
+def records(p: Partition, replica: int | None = None) -> list[tuple[int, Any, int, Any]]:
+    """Every data record of the partition's log (the leader's, or a replica's), decoded."""
+    log = p.logs[replica] if replica is not None else p.log
+    out = []
+    for batch in log.batches:
+        rb = decode_batch(bytes(batch))
+        if not rb.header.is_control:
+            out += [decode_record(r.key, r.value) for r in rb.records if r.key is not None]
+    return out
+
+
+def commit(c: ClusterState, group: str, offsets: dict[tuple[str, int], int]) -> None:
+    codes = c.groups.commit(group, -1, "", None, {tp: (o, -1, f"m{o}") for tp, o in offsets.items()})
+    assert set(codes.values()) == {ErrorCode.NONE}
+
+
+def join_and_sync(c: ClusterState, group: str) -> str:
+    """One classic member joined (v4+, two steps) and its assignment synced: the group is Stable."""
+    kw: dict[str, Any] = dict(group_id=group, group_instance_id=None, require_known_member_id=True,
+                              client_id="client", client_host="/127.0.0.1", rebalance_timeout_ms=30_000,
+                              session_timeout_ms=SESSION, protocol_type="consumer",
+                              protocols=[("range", b"sub")], version=9)
+    first = c.groups.join(member_id="", **kw)
+    assert isinstance(first, dict)
+    member = first["member_id"]
+    joined = c.groups.join(member_id=member, **kw)
+    assert isinstance(joined, Pending) and joined.result is not None
+    synced = c.groups.sync(group, joined.result["generation_id"], member, None, {member: b"assigned"})
+    assert isinstance(synced, dict) and synced["error_code"] == ErrorCode.NONE
+    return member
+
+
+def test_offset_commit_record_bytes_are_kafkas_schema() -> None:
+    """The hand-built hot-path encoding agrees with the generated declarations of Kafka's schemas."""
+    key = offset_commit_key("g", "t", 3)
+    assert key[:2] == b"\x00\x01" and offset_commit.KEY.parse(key[2:]) == {"group": "g", "topic": "t", "partition": 3}
+    topic_id = uuid.uuid4()
+    om = OffsetAndMetadata(42, 7, "meta", 1234)
+    value = offset_commit_value(om, topic_id)
+    assert value == b"\x00\x04" + offset_commit.VALUES[4].build(
+        {"offset": 42, "leader_epoch": 7, "metadata": "meta", "commit_timestamp": 1234, "topic_id": topic_id})
+    assert offset_commit_value(om)[2:] == offset_commit.VALUES[4].build(
+        {"offset": 42, "leader_epoch": 7, "metadata": "meta", "commit_timestamp": 1234})
+
+
+def test_a_commit_is_one_batch_of_offset_commit_records_and_delete_offsets_writes_tombstones() -> None:
+    c = make()
+    p = offsets_partition(c, "g")
+    commit(c, "g", {("t", 0): 5, ("t", 1): 7})
+    assert len(p.log.batches) == 1
+    [(t0, k0, v0, val0), (_, k1, _, val1)] = records(p)
+    assert (t0, k0.group, k0.topic, k0.partition, v0) == (1, "g", "t", 0, 4)
+    assert (val0.offset, val0.leader_epoch, val0.metadata, val0.commit_timestamp, val0.topic_id) == \
+        (5, -1, "m5", 1_000, c.topics["t"].topic_id)
+    assert (k1.partition, val1.offset) == (1, 7)
+    assert c.groups.delete_offsets("g", [("t", 1)]) == (ErrorCode.NONE, {("t", 1): ErrorCode.NONE})
+    assert [(k.partition, v) for _, k, _, v in records(p)[2:]] == [(1, None)]
+    assert p.log.high_watermark == p.log.log_end_offset  # replicated to the followers
+
+
+def test_classic_rebalance_writes_group_metadata_and_deletion_writes_tombstones() -> None:
+    c = make()
+    p = offsets_partition(c, "g")
+    member = join_and_sync(c, "g")
+    commit_codes = c.groups.commit("g", 1, member, None, {("t", 0): (3, -1, None)})
+    assert commit_codes == {("t", 0): ErrorCode.NONE}
+    c.groups.leave("g", [(member, None)])
+    written = [(t, v) for t, _, _, v in records(p)]
+    assert [t for t, _ in written] == [2, 2, 1, 2]  # created, rebalance completed, commit, emptied
+    created, stable, _, emptied = (v for _, v in written)
+    assert (created.protocol_type, created.generation, created.protocol, created.leader, created.members) == \
+        ("", 0, None, None, [])
+    assert (stable.protocol_type, stable.generation, stable.protocol, stable.leader) == \
+        ("consumer", 1, "range", member)
+    [m] = stable.members
+    assert (m.member_id, m.client_id, m.client_host, m.session_timeout, m.rebalance_timeout, m.subscription,
+            m.assignment) == (member, "client", "/127.0.0.1", SESSION, 30_000, b"sub", b"assigned")
+    assert (emptied.generation, emptied.protocol, emptied.members) == (2, None, [])
+    assert c.groups.delete_group("g") == ErrorCode.NONE
+    assert [(t, k.get("partition"), v) for t, k, _, v in records(p)[4:]] == [(1, 0, None), (2, None, None)]
+
+
+def test_expired_offsets_and_groups_leave_tombstones() -> None:
+    c = make()
+    p = offsets_partition(c, "g")
+    commit(c, "g", {("t", 0): 1})
+    c.clock.advance(c.groups.config.offsets_retention_ms)
+    c.tick()
+    assert c.groups.group("g") is None
+    assert [(t, v) for t, _, _, v in records(p)[1:]] == [(1, None), (2, None)]
+
+
+def test_the_log_is_compacted_to_the_latest_record_per_key() -> None:
+    c = make()
+    p = offsets_partition(c, "g")
+    topic = c.topics[OFFSETS_TOPIC]
+    c.set_topic_configs(topic, {**topic.configs, "segment.ms": "100", "min.cleanable.dirty.ratio": "0.01"})
+    for i in range(5):
+        commit(c, "g", {("t", 0): i})
+        c.clock.advance(200)
+    commit(c, "g", {("t", 1): 9})  # rolls the segment holding the five commits: they are cleanable now
+    c.force_compaction(OFFSETS_TOPIC)
+    assert [(k.partition, v.offset) for _, k, _, v in records(p)] == [(0, 4), (1, 9)]
+
+
+def test_transactional_offsets_are_settled_by_the_marker_and_survive_a_leader_move() -> None:
+    c = make()
+    p = offsets_partition(c, "g")
+    assert c.groups.txn_commit("g", 77, -1, "", None, {("t", 0): (10, -1, None)}, 3) == {("t", 0): ErrorCode.NONE}
+    assert c.groups.txn_commit("g", 88, -1, "", None, {("t", 1): (20, -1, None)}, 1) == {("t", 1): ErrorCode.NONE}
+    first, second = (decode_batch(bytes(b)).header for b in p.log.batches)
+    assert (first.is_transactional, first.producer_id, first.producer_epoch) == (True, 77, 3)
+    assert p.log.last_stable_offset == 0  # the open transactions hold read_committed consumers back
+    assert c.write_marker(p, 77, 3, True, 0) == ErrorCode.NONE
+    assert c.write_marker(p, 88, 1, False, 0) == ErrorCode.NONE
+    assert c.groups.fetch_offsets("g", None) == {("t", 0): OffsetAndMetadata(10, -1, "", 1_000)}
+    c.kill_broker(p.leader_id)  # every record reached the followers: the new leader loads the same state
+    assert c.groups.fetch_offsets("g", None) == {("t", 0): OffsetAndMetadata(10, -1, "", 1_000)}
+
+
+def test_a_new_leader_loads_what_its_replica_has_and_loses_what_it_lacks() -> None:
+    c = make()
+    p = offsets_partition(c, "g")
+    member = join_and_sync(c, "g")
+    c.groups.commit("g", 1, member, None, {("t", 0): (3, -1, None)})
+    follower = next(r for r in p.replicas if r != p.leader_id)
+    laggard = next(r for r in p.replicas if r not in (p.leader_id, follower))
+    p.paused.add(follower)
+    p.paused.add(laggard)
+    c.groups.commit("g", 1, member, None, {("t", 0): (8, -1, None), ("t", 1): (2, -1, None)})  # not replicated
+    assert c.groups.fetch_offsets("g", [("t", 0)]) == {("t", 0): OffsetAndMetadata(8, -1, "", 1_000)}
+    p.isr = [p.leader_id, follower]  # the follower is still in the ISR when the leader dies
+    c.kill_broker(p.leader_id)
+    assert p.leader_id == follower
+    assert "offsets_loaded" in [e.kind for e in c.events]
+    assert c.groups.fetch_offsets("g", None) == {("t", 0): OffsetAndMetadata(3, -1, "", 1_000)}
+    g = c.groups.group("g")
+    assert g is not None and (g.state, g.generation_id, g.leader_id, g.protocol_name) == \
+        (GroupState.STABLE, 1, member, "range")
+    assert g.members[member].assignment == b"assigned"
+    assert c.groups.heartbeat("g", 1, member, None) == ErrorCode.NONE  # the member carries on with the new one
+    c.clock.advance(SESSION)
+    c.tick()  # its session was restarted at the load; without heartbeats it expires and the group empties
+    assert g.state == GroupState.EMPTY
+
+
+def hb(c: ClusterState, member: str, epoch: int, owned: list[Any] | None = None) -> dict[str, Any]:
+    return c.consumer_groups.heartbeat(HeartbeatRequest(
+        group_id="cg", member_id=member, member_epoch=epoch, rebalance_timeout_ms=30_000 if epoch == 0 else -1,
+        subscribed_topic_names=["t"] if epoch == 0 else None, owned=[] if epoch == 0 else owned,
+        client_id="cid", client_host="/127.0.0.1", version=1))
+
+
+def test_consumer_group_records_follow_the_group_and_load_back() -> None:
+    c = make()
+    p = offsets_partition(c, "cg")
+    r = hb(c, "m1", 0)
+    assert r["error_code"] == ErrorCode.NONE and r["member_epoch"] == 2
+    kinds = [t for t, *_ in records(p)]
+    assert kinds == [5, 3, 7, 6, 8]  # member, group epoch, target member, target epoch, current assignment
+    by_type = {t: (k, v) for t, k, _, v in records(p)}
+    assert by_type[3][1].epoch == 2 and by_type[6][1].assignment_epoch == 2
+    member = by_type[5][1]
+    assert (member.client_id, member.client_host, member.subscribed_topic_names, member.rebalance_timeout_ms) == \
+        ("cid", "/127.0.0.1", ["t"], 30_000)
+    tid = c.topics["t"].topic_id
+    current = by_type[8][1]
+    assert (current.member_epoch, current.state, [(a.topic_id, a.partitions) for a in current.assigned_partitions]) \
+        == (2, 2, [(tid, [0, 1])])
+    n = len(records(p))
+    hb(c, "m1", 2, [(tid, [0, 1])])
+    assert len(records(p)) == n  # nothing changed: nothing written
+    assert c.consumer_groups.commit(c.consumer_groups.groups["cg"], "m1", 2, 9, {("t", 0): (4, -1, None)}) == \
+        {("t", 0): ErrorCode.NONE}
+    c.move_leader(OFFSETS_TOPIC, p.index, next(r for r in p.isr if r != p.leader_id))
+    assert c.consumer_groups.groups["cg"] is not None  # same log on the new leader: nothing to load
+    c.offsets_topic.load(p)  # a load from the log rebuilds the same group
+    g = c.consumer_groups.groups["cg"]
+    m = g.members["m1"]
+    assert (g.group_epoch, g.assignment_epoch, g.target, m.member_epoch, m.state, m.assigned) == \
+        (2, 2, {"m1": {tid: frozenset({0, 1})}}, 2, MemberState.STABLE, {tid: frozenset({0, 1})})
+    assert g.offsets[("t", 0)].offset == 4
+    assert hb(c, "m1", 2, [(tid, [0, 1])])["error_code"] == ErrorCode.NONE
+    left = hb(c, "m1", -1)
+    assert left["error_code"] == ErrorCode.NONE
+    tail = [(t, v is None) for t, _, _, v in records(p)[n + 1:]]
+    assert tail == [(3, False), (8, True), (7, True), (5, True)]  # new epoch; the member's records go
+    c.clock.advance(c.consumer_groups.config.offsets_retention_ms)
+    c.tick()
+    assert "cg" not in c.consumer_groups.groups
+    assert [(t, v is None) for t, _, _, v in records(p)[n + 5:]] == [(1, True), (6, True), (3, True)]
+
+
+@pytest.mark.parametrize("deleted_topic", [True, False])
+def test_deleting_a_topic_tombstones_its_offsets(deleted_topic: bool) -> None:
+    c = make()
+    c.create_topic("u", 1, 1)
+    p = offsets_partition(c, "g")
+    commit(c, "g", {("t", 0): 1, ("u", 0): 2})
+    if deleted_topic:
+        c.delete_topic("u")
+    tail = [(k.topic, v) for _, k, _, v in records(p)[2:]]
+    assert tail == ([("u", None)] if deleted_topic else [])

@@ -18,6 +18,8 @@ RE2J): both fully match topic names and agree on the common syntax (classes, alt
 RE2J refuses backreferences and lookaround, which `re` accepts, and `re` refuses possessive quantifiers
 (before 3.11) and RE2J's `\\pN`-style classes without braces. Kafka resolves a new regex asynchronously (the
 first heartbeat after it answers without its topics); here it is resolved within the heartbeat.
+After each heartbeat, leave and timer the group is reported to `records` (the cluster's `OffsetsTopic` writes
+the ConsumerGroup* records that changed), and commits and offset deletions too.
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@ later (a JoinGroup waiting for the rebalance, a follower's SyncGroup waiting for
 `Pending` here, resolved when the group moves on; the server parks the request on it. Every deadline
 (session timeouts, rebalance timeouts, the initial rebalance delay, offset retention) is a clock
 reading checked in `tick()`, so a test with a `ManualClock` decides exactly when each one fires.
+What Kafka writes to `__consumer_offsets` (commits, GroupMetadata at a group's creation and each completed
+rebalance, tombstones) is reported to `records` (a `RecordSink`; the cluster's `OffsetsTopic` writes it), and
+the state is loaded back from those records when the partition's leadership moves.
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
-"""Kafka's Java client (kafka-clients), through compat/clients/java/CompatDriver.java: compiled once per
-source and client version by tests/javautil.py, one JVM per run serving every scenario (a member to be killed
-gets its own). "java" is the newest client; "java-3.9" and "java-2.8" run the same driver on the older jars
-.ci/install.sh puts beside it, since users upgrade slowly and Kafka 4 refuses the oldest protocol versions."""
+"""Kafka's Java client (kafka-clients), through compat/clients/java/CompatDriver.java: the client's one driver,
+compiled once per source and client version by tests/javautil.py. As the compat agent, one JVM per run serves
+every scenario (a member to be killed gets its own); tests/clients/test_java_client.py runs the same source in
+its scenario mode (`scenario_args`). "java" is the newest client; "java-3.9" and "java-2.8" run the same driver
+on the older jars .ci/install.sh puts beside it, since users upgrade slowly and Kafka 4 refuses the oldest
+protocol versions."""
 
 from __future__ import annotations
 
@@ -14,11 +16,12 @@ from pathlib import Path
 from compat.clients.agent import AgentClient
 from compat.clients.base import Timing, Unsupported
 
-__all__ = ["JAVA_CLIENTS", "JavaClient", "java_command"]
+__all__ = ["JAVA_CLIENTS", "MAIN", "SOURCE", "JavaClient", "java_command", "scenario_args"]
 
 JAVA_CLIENTS: dict[str, str | None] = {"java": None, "java-3.9": "3.9.1", "java-2.8": "2.8.2"}
 """Client name -> kafka-clients version (None: the newest, $FAKEKAFKA_JARS)."""
 SOURCE = Path(__file__).resolve().parent / "java" / "CompatDriver.java"
+MAIN = "CompatDriver"
 JVM_ARGS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss1m", "-Xmx256m",
             "-Dorg.slf4j.simpleLogger.defaultLogLevel=error")
 
@@ -40,7 +43,13 @@ def java_command(version: str | None = None) -> list[str]:
     java = shutil.which("java")
     if java is None:
         raise Unsupported(f"java not found: {javautil.INSTALL_HINT}")
-    return [java, *JVM_ARGS, "-cp", os.pathsep.join([str(classes), cp]), "CompatDriver"]
+    return [java, *JVM_ARGS, "-cp", os.pathsep.join([str(classes), cp]), MAIN]
+
+
+def scenario_args(bootstrap: str, *scenarios: str, timing: Timing | None = None) -> list[str]:
+    """The driver's arguments for its scenario mode: run `scenarios` (every one when none is named) against
+    `bootstrap`, one result line each (tests/clients/test_java_client.py reads them with javautil.run_driver)."""
+    return [bootstrap, json.dumps(dataclasses.asdict(timing or Timing())), "scenarios", *scenarios]
 
 
 class JavaClient(AgentClient):

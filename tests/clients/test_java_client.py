@@ -1,7 +1,8 @@
 """End-to-end: Kafka's official Java client (kafka-clients 4.4) against fakekafka over the real wire.
 
-One JVM (tests/clients/java/JavaDriver.java, compiled once per source hash by `tests.javautil`) runs
-every scenario against one broker started for this module; each test below asserts one scenario's
+One JVM runs every scenario against one broker started for this module: the Java client's one driver,
+compat/clients/java/CompatDriver.java in its scenario mode (the compat suite runs the same source as its agent,
+so one compile per source hash, by `tests.javautil`, serves both); each test below asserts one scenario's
 JSON result, cross-checking what the broker stored. Consumers use assign()+seek with no group.id
 (consumer groups are not implemented yet). A scenario that needs the broker changed behind the client's
 back (a leader epoch bump) asks for it on stdout and waits on stdin. The APIs the broker served and
@@ -16,12 +17,12 @@ import base64
 import hashlib
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 import fakekafka
+from compat.clients.java import MAIN, SOURCE, scenario_args
 from fakekafka.client import RemoteCluster
 from fakekafka.handle import ClusterHandle
 from fakekafka.model.config import TOPIC_CONFIGS
@@ -32,7 +33,6 @@ from wire.records import Compression, read_header
 
 pytestmark = pytest.mark.clients
 
-JAVA_SOURCE = Path(__file__).resolve().parent / "java" / "JavaDriver.java"
 RUN_TIMEOUT_S = 90
 MiB = 1024 * 1024
 
@@ -63,15 +63,15 @@ def java(request: pytest.FixtureRequest) -> Iterator[JavaRun]:
     """One broker and one JVM running every scenario; the broker stays up for the tests' checks. The broker is
     the plugin's choice (`cluster_for`): fakekafka, or Apache Kafka under `pytest --kafka-real`, where the
     scenarios that steer the broker are left out."""
-    classes = javautil.compile_java(JAVA_SOURCE)
+    classes = javautil.compile_java(SOURCE)
     with cluster_for(request.config) as cluster:
         if isinstance(cluster, fakekafka.Cluster):
-            yield javautil.run_driver(JavaRun(cluster), classes, "JavaDriver", cluster.bootstrap_servers,
+            yield javautil.run_driver(JavaRun(cluster), classes, MAIN, *scenario_args(cluster.bootstrap_servers),
                                       timeout=RUN_TIMEOUT_S, serve=lambda request: _serve(cluster, request))
         else:
             scenarios = [name for name in SCENARIOS if name not in STEERED]
-            yield javautil.run_driver(JavaRun(cluster), classes, "JavaDriver", cluster.bootstrap_servers,  # type: ignore[arg-type]
-                                      *scenarios, timeout=RUN_TIMEOUT_S)
+            yield javautil.run_driver(JavaRun(cluster), classes, MAIN,  # type: ignore[arg-type]
+                                      *scenario_args(cluster.bootstrap_servers, *scenarios), timeout=RUN_TIMEOUT_S)
 
 
 def _local(java: JavaRun) -> fakekafka.Cluster | None:

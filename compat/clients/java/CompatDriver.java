@@ -260,15 +260,21 @@ public final class CompatDriver {
         return b == null ? null : HEX.formatHex(b);
     }
 
-    static Map<String, Object> rec(ConsumerRecord<byte[], byte[]> r) {
+    /** A record's headers as [name, hex value or null] pairs, in order (repeated names kept). */
+    static List<List<String>> headers(ConsumerRecord<byte[], byte[]> r) {
         List<List<String>> headers = new ArrayList<>();
         for (Header h : r.headers()) {
             headers.add(java.util.Arrays.asList(h.key(), hex(h.value())));
         }
+        return headers;
+    }
+
+    /** A record in the agent protocol's form (REC in compat/clients/agent.py). */
+    static Map<String, Object> rec(ConsumerRecord<byte[], byte[]> r) {
         Map<String, Object> m = new HashMap<>();
         m.put("k", hex(r.key()));
         m.put("v", hex(r.value()));
-        m.put("h", headers);
+        m.put("h", headers(r));
         m.put("p", r.partition());
         m.put("o", r.offset());
         m.put("ts", r.timestamp() >= 0 ? r.timestamp() : null);
@@ -806,22 +812,18 @@ public final class CompatDriver {
         return byTopicName(admin().describeTopics(List.of(names))).get(opMs() + 5000, TimeUnit.MILLISECONDS);
     }
 
-    /** TopicCollection.ofTopicIds (kafka-clients 3.1, KIP-516), by reflection so the source compiles against 2.8. */
-    private static Object topicIds(Uuid... ids) throws Exception {
+    /** The admin method `name` taking a TopicCollection (kafka-clients 3.1, KIP-516), called with
+     *  TopicCollection.ofTopicIds(ids): by reflection, so the source compiles against 2.8 too. */
+    private static Object byTopicIds(String name, Uuid... ids) throws Exception {
         Class<?> collection;
         try {
             collection = Class.forName("org.apache.kafka.common.TopicCollection");
         } catch (ClassNotFoundException e) {
             throw new Unsupported("topics by id (TopicCollection) are in kafka-clients 3.1 and later (KIP-516)");
         }
-        return collection.getMethod("ofTopicIds", Collection.class).invoke(null, List.of(ids));
-    }
-
-    /** The admin method `name` taking a TopicCollection, called with the topic ids. */
-    private static Object byTopicIds(String name, Uuid... ids) throws Exception {
-        Object collection = topicIds(ids);
+        Object topics = collection.getMethod("ofTopicIds", Collection.class).invoke(null, List.of(ids));
         try {
-            return Admin.class.getMethod(name, collection.getClass().getSuperclass()).invoke(admin(), collection);
+            return Admin.class.getMethod(name, collection).invoke(admin(), topics);
         } catch (java.lang.reflect.InvocationTargetException e) {
             throw e.getCause() instanceof Exception ? (Exception) e.getCause() : e;
         }
@@ -1052,14 +1054,11 @@ public final class CompatDriver {
         return consume(c, count);
     }
 
+    /** A record as the scenarios report it: every field the test checks, named in full. */
     private static Map<String, Object> recordJson(ConsumerRecord<byte[], byte[]> r) {
-        List<List<String>> headers = new ArrayList<>();
-        for (Header h : r.headers()) {
-            headers.add(java.util.Arrays.asList(h.key(), hex(h.value())));
-        }
         return map("topic", r.topic(), "partition", r.partition(), "offset", r.offset(),
                    "timestamp", r.timestamp(), "timestamp_type", r.timestampType().name(),
-                   "key", hex(r.key()), "value", hex(r.value()), "headers", headers,
+                   "key", hex(r.key()), "value", hex(r.value()), "headers", headers(r),
                    "leader_epoch", r.leaderEpoch().orElse(null));
     }
 

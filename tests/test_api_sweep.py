@@ -1048,9 +1048,32 @@ VARIANTS: dict[str, tuple[int, list[int], Callable[[Target, int], dict[str, Any]
     "cg-leave-group-api": (13, [5], lambda t, v: {"group_id": CONSUMER_GROUP, "members": [
         {"member_id": CG_MEMBER, "group_instance_id": None, "reason": None},
         {"member_id": "", "group_instance_id": "nope", "reason": None}]}),
-    # last: Kafka turns the Stable classic group into a consumer group (an online upgrade, not served here)
+    # last: the Stable classic group becomes a consumer group with a classic member (an online upgrade)
     "cg-classic-group": (68, [1], lambda t, v: cg_join_body(GROUP, "m")),
+    # ... and its classic member keeps speaking the classic protocol to it (a mixed group)
+    "cg-mixed-describe": (69, [1], lambda t, v: {"group_ids": [GROUP], "include_authorized_operations": False}),
+    "cg-mixed-heartbeat": (12, [4], lambda t, v: {"group_id": GROUP, "generation_id": t.generation_id,
+                                                  "member_id": t.member_id, "group_instance_id": None}),
+    "cg-mixed-sync-stale": (14, [5], lambda t, v: _mixed_sync(t, t.generation_id)),
+    "cg-mixed-join": (11, [5], lambda t, v: _mixed_join(t)),
+    "cg-mixed-sync": (14, [5], lambda t, v: _mixed_sync(t, t.answers[(11, 5, "cg-mixed-join")].response.generation_id)),
+    "cg-mixed-commit": (8, [8], lambda t, v: offset_commit_body(
+        GROUP, t.answers[(11, 5, "cg-mixed-join")].response.generation_id, t.member_id)),
+    "cg-mixed-describe-groups": (15, [5, 6], lambda t, v: {"groups": [GROUP], "include_authorized_operations": False}),
 }
+
+
+def _mixed_join(t: Target) -> dict[str, Any]:
+    """The classic member of GROUP (a consumer group since cg-classic-group) rejoins, as the eager `range`
+    assignor's client does: owning nothing."""
+    return {"group_id": GROUP, "session_timeout_ms": SESSION_TIMEOUT_MS, "rebalance_timeout_ms": 60_000,
+            "member_id": t.member_id, "group_instance_id": None, "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": SUBSCRIPTION}], "reason": None}
+
+
+def _mixed_sync(t: Target, generation: int) -> dict[str, Any]:
+    return {"group_id": GROUP, "generation_id": generation, "member_id": t.member_id, "group_instance_id": None,
+            "protocol_type": "consumer", "protocol_name": "range", "assignments": []}
 def _read_committed(t: Target, v: int, partition: int, offset: int) -> dict[str, Any]:
     return {**_fetch(t, v), "isolation_level": 1, "topics": [{"topic": TXN_TOPIC, "partitions": [
         {"partition": partition, "fetch_offset": offset, "partition_max_bytes": 1, "current_leader_epoch": -1,
@@ -1092,10 +1115,11 @@ UNORDERED = {"partitions": ("partition_index", "partition", "partition_id"), "pa
              "responses": ("name", "topic", "topic_name"),
              "transaction_states": ("transactional_id",), "results_by_topic_v3_and_below": ("name",),
              "results_by_partition": ("partition_index",), "replica_election_results": ("topic",),
-             "partition_result": ("partition_id",)}
+             "partition_result": ("partition_id",), "members": ("member_type",)}
 """Lists compared in key order (field -> the key of its items): Kafka answers some (ListOffsets' partitions,
-ListGroups, DescribeConfigs' configs, Metadata's topics, DeleteTopics' results) in its hash maps' order, which
-no client relies on."""
+ListGroups, DescribeConfigs' configs, Metadata's topics, DeleteTopics' results, a mixed group's members in
+ConsumerGroupDescribe, by their made-up member ids) in its hash maps' order, which no client relies on. Items
+without the key keep their order."""
 
 FEATURES_WHY = ("fakekafka lists three features: `group.version` (supported 0-1, finalized at 1: KIP-848 consumer "
                 "groups), `share.version` (supported 0-2, finalized at 2: KIP-932 share groups) and "
@@ -1112,10 +1136,6 @@ KNOWN: dict[int | tuple[int, str], list[tuple[str, str]]] = {
     18: [("/api_keys*", "fakekafka advertises only the APIs and versions it implements, each answered for real "
                         "state by this sweep; every one of them is in Kafka's ranges or in EXPECTED"),
          ("/supported_features*", FEATURES_WHY), ("/finalized_features*", FEATURES_WHY)],
-    (68, "cg-classic-group"): [("/*", "a KIP-848 member joining a classic group that has members: Kafka 4.4 "
-                                      "converts it into a consumer group with classic members (online upgrade, "
-                                      "group.consumer.migration.policy=bidirectional); fakekafka does not serve "
-                                      "mixed groups and answers GROUP_ID_NOT_FOUND (not a consumer group)")],
     76: [("/member_epoch", SHARE_INIT_WHY), ("/assignment/topic_partitions", SHARE_INIT_WHY)],
     77: [("/groups[[]*]/group_epoch", SHARE_INIT_WHY), ("/groups[[]*]/assignment_epoch", SHARE_INIT_WHY),
          ("/groups[[]*]/members[[]*]/member_epoch", SHARE_INIT_WHY),

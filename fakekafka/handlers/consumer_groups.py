@@ -3,7 +3,10 @@
 The rules live in `fakekafka.model.consumer_group`; these handlers translate the wire. Neither parks: the
 coordinator answers each heartbeat at once with the member's next epoch and, when it changed (or the member
 sent a full request), its assignment. v1 (KIP-1082) requires the member to make up its own member id, as
-Kafka 4.4 does. ConsumerGroupDescribe v1 adds each member's type (1: consumer protocol). With an authorizer, a
+Kafka 4.4 does. ConsumerGroupDescribe v1 adds each member's type (1: consumer protocol, 0: a classic member of
+a mixed group). A joining member (epoch 0) of a classic group with members upgrades it to a consumer group with
+classic members (`fakekafka.model.mixed_groups`) when `group.consumer.migration.policy` allows it (else
+GROUP_ID_NOT_FOUND with Kafka's reason); an empty classic group hands over its id and offsets. With an authorizer, a
 heartbeat needs READ on the group and a describe DESCRIBE (else GROUP_AUTHORIZATION_FAILED); the subscribed
 topics are not checked (Kafka 4.4 also wants DESCRIBE on them).
 
@@ -29,6 +32,7 @@ from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.consumer_group import HeartbeatRequest
 from wire import ErrorCode
 
+MEMBER_TYPE_CLASSIC = 0
 MEMBER_TYPE_CONSUMER = 1
 
 
@@ -115,7 +119,8 @@ def handle_consumer_group_describe(ctx: RequestContext, req: Container) -> dict[
                 "subscribed_topic_regex": m.subscribed_topic_regex or "",  # Kafka 4.4: "" when none
                 "assignment": _named(ctx, m.assigned),
                 "target_assignment": _named(ctx, group.target.get(m.member_id, {})),
-                "member_type": MEMBER_TYPE_CONSUMER} for m in group.members.values()]
+                "member_type": MEMBER_TYPE_CONSUMER if m.classic is None else MEMBER_TYPE_CLASSIC}
+                for m in group.members.values()]
             if req.include_authorized_operations:
                 entry["authorized_operations"] = authorized_operations(ctx, ResourceType.GROUP, group_id)
         out.append(entry)

@@ -13,10 +13,14 @@ metadata only when Stable), as Kafka 4.x does. An error a test injects into Desc
 answered for every group asked about. DescribeGroups v6 (KIP-1043) answers a group nobody uses (or a deleted one)
 GROUP_ID_NOT_FOUND with Kafka's message, state still Dead; before v6 it is state Dead without an error.
 DeleteGroups v3 adds a per-group error message, which Kafka leaves null.
-LeaveGroup of a KIP-848 consumer group removes the members named (static ones by instance id, the member id
-may be empty), one new group epoch for all, as Kafka 4.4 serves an admin's removal (the sweep's
-cg-leave-group-api variant); a classic JoinGroup to a consumer group is GROUP_ID_NOT_FOUND (Kafka 4.4 would
-take the member in: mixed groups, not served here, compat/KNOWN_DIFFERENCES.md).
+Mixed groups (`fakekafka.model.mixed_groups`), as Kafka 4.4: JoinGroup, SyncGroup and Heartbeat of a classic
+member of a KIP-848 consumer group are answered by the consumer group coordinator (JoinGroup at once, its
+generation the member epoch, SyncGroup its assignment in the ConsumerProtocol format, Heartbeat
+REBALANCE_IN_PROGRESS when it must rejoin); with `group.consumer.migration.policy=disabled` such a JoinGroup is
+INCONSISTENT_GROUP_PROTOCOL. A JoinGroup to an empty consumer group takes its id (and offsets) for a classic group.
+LeaveGroup of a consumer group removes the members named (static ones by instance id, the member id may be
+empty), classic or not, one new group epoch for all (the sweep's cg-leave-group-api variant); if only classic
+members are left, the group is downgraded to a classic group and rebalances.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from fakekafka.handlers.common import not_coordinator_of
 from fakekafka.handlers.registry import Park, RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.group import GroupState, Pending
+from fakekafka.model.mixed_groups import classic_heartbeat, classic_join, classic_sync, classic_takes_empty
 from wire import ErrorCode
 
 NOT_REQUESTED = -2147483648
@@ -83,17 +88,26 @@ def handle_join_group(ctx: RequestContext, req: Container) -> Any:
     if not_coordinator(ctx, req.group_id):
         return _join_response(ctx, {"error_code": ErrorCode.NOT_COORDINATOR, "generation_id": -1, "leader": "",
                                     "member_id": req.member_id, "members": []})
-    if ctx.cluster.consumer_groups.group(req.group_id) is not None:
-        # a classic member joining a KIP-848 consumer group (a mixed group, KIP-848's upgrade path) is not
-        # served yet: Kafka 4.4 would take it in (group.consumer.migration.policy=bidirectional)
-        return _join_response(ctx, {"error_code": ErrorCode.GROUP_ID_NOT_FOUND, "generation_id": -1, "leader": "",
-                                    "member_id": req.member_id, "members": []})
+    rebalance_timeout_ms = req.get("rebalance_timeout_ms", req.session_timeout_ms) if ctx.version >= 1 \
+        else req.session_timeout_ms
+    consumer_group = ctx.cluster.consumer_groups.group(req.group_id)
+    if consumer_group is not None and consumer_group.members:
+        # a classic member of a KIP-848 consumer group (a mixed group), answered by that coordinator at once
+        config = ctx.cluster.groups.config
+        return _join_response(ctx, classic_join(
+            ctx.cluster.consumer_groups, consumer_group, member_id=req.member_id,
+            group_instance_id=req.get("group_instance_id"), require_known_member_id=ctx.version >= 4,
+            client_id=ctx.request.client_id or "", client_host=java_client_host(ctx.client_host),
+            session_timeout_ms=req.session_timeout_ms, rebalance_timeout_ms=rebalance_timeout_ms,
+            protocol_type=req.protocol_type, protocols=[(p.name, p.metadata) for p in req.protocols],
+            min_session_timeout_ms=config.min_session_timeout_ms, max_session_timeout_ms=config.max_session_timeout_ms))
+    if consumer_group is not None:  # an empty consumer group gives its id and offsets to a classic group, as Kafka's
+        classic_takes_empty(ctx.cluster.consumer_groups, ctx.cluster.groups, req.group_id)
     result = ctx.cluster.groups.join(
         group_id=req.group_id, member_id=req.member_id, group_instance_id=req.get("group_instance_id"),
         require_known_member_id=ctx.version >= 4, client_id=ctx.request.client_id or "",
         client_host=java_client_host(ctx.client_host), session_timeout_ms=req.session_timeout_ms,
-        rebalance_timeout_ms=req.get("rebalance_timeout_ms", req.session_timeout_ms) if ctx.version >= 1
-        else req.session_timeout_ms, protocol_type=req.protocol_type,
+        rebalance_timeout_ms=rebalance_timeout_ms, protocol_type=req.protocol_type,
         protocols=[(p.name, p.metadata) for p in req.protocols], version=ctx.version)
     if isinstance(result, Pending):
         return wait_for(result, lambda r: _join_response(ctx, r))
@@ -109,6 +123,10 @@ def handle_sync_group(ctx: RequestContext, req: Container) -> Any:
         return respond({"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "assignment": b""})
     if not_coordinator(ctx, req.group_id):
         return respond({"error_code": ErrorCode.NOT_COORDINATOR, "assignment": b""})
+    consumer_group = ctx.cluster.consumer_groups.group(req.group_id)
+    if consumer_group is not None:
+        return respond(classic_sync(ctx.cluster.consumer_groups, consumer_group, req.generation_id, req.member_id,
+                                    req.get("group_instance_id"), req.get("protocol_type"), req.get("protocol_name")))
     result = ctx.cluster.groups.sync(req.group_id, req.generation_id, req.member_id, req.get("group_instance_id"),
                                      {a.member_id: a.assignment for a in req.assignments},
                                      req.get("protocol_type"), req.get("protocol_name"))
@@ -123,7 +141,13 @@ def handle_heartbeat(ctx: RequestContext, req: Container) -> dict[str, Any]:
         return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED}
     if not_coordinator(ctx, req.group_id):
         return {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_COORDINATOR}
-    code = ctx.cluster.groups.heartbeat(req.group_id, req.generation_id, req.member_id, req.get("group_instance_id"))
+    consumer_group = ctx.cluster.consumer_groups.group(req.group_id)
+    if consumer_group is not None:
+        code = classic_heartbeat(ctx.cluster.consumer_groups, consumer_group, req.generation_id, req.member_id,
+                                 req.get("group_instance_id"))
+    else:
+        code = ctx.cluster.groups.heartbeat(req.group_id, req.generation_id, req.member_id,
+                                            req.get("group_instance_id"))
     return {"throttle_time_ms": 0, "error_code": code}
 
 

@@ -207,7 +207,8 @@ def consumer_group_config(c: BrokerConfig) -> ConsumerGroupConfig:
                         for a in value("group.consumer.assignors").split(",") if a.strip()),
         max_size=int(value("group.consumer.max.size")),
         assignment_interval_ms=int(value("group.consumer.assignment.interval.ms")),
-        offsets_retention_ms=c.offsets_retention_minutes * 60_000)
+        offsets_retention_ms=c.offsets_retention_minutes * 60_000,
+        migration_policy=value("group.consumer.migration.policy").strip().lower())
 
 
 class ClusterState:
@@ -256,7 +257,7 @@ class ClusterState:
         """GROUP resources' dynamic configs (IncrementalAlterConfigs): group id -> name -> value."""
         self.consumer_groups = ConsumerGroupCoordinator(
             self.clock, consumer_group_config(c), topics=self._topic_infos,
-            group_config=lambda g: self.group_configs.get(g, {}))
+            group_config=lambda g: self.group_configs.get(g, {}), classic=self.groups)
         self.offsets_topic = OffsetsTopic(self)
         """Where the coordinators' records go (`__consumer_offsets`), and whence they are loaded."""
         self.groups.records = self.consumer_groups.records = self.offsets_topic

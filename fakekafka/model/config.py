@@ -64,6 +64,8 @@ class ConfigSpec:
     dynamic: bool = False
     """A broker config Kafka can change without a restart (DynamicBrokerConfig): DescribeConfigs says
     read_only=False for these, True for the others."""
+    case_insensitive: bool = False
+    """`choices` compared ignoring case (Kafka's CaseInsensitiveValidString)."""
 
     def validate(self, value: str | None) -> str | None:
         """`value` if valid, else InvalidConfig with the message Kafka's ConfigDef gives."""
@@ -89,6 +91,11 @@ class ConfigSpec:
                     raise InvalidConfig(shown + f"Value must be no more than {self.maximum}")
         if self.choices:
             parts = [p for p in value.split(",") if p.strip()] if self.type == ConfigType.LIST else [value]
+            if self.case_insensitive:  # Kafka's CaseInsensitiveValidString
+                if value.strip().lower() not in self.choices:
+                    raise InvalidConfig(f"Invalid value {value} for configuration {self.name}: "
+                                        f"String must be one of (case insensitive): {', '.join(self.choices)}")
+                return value
             for p in parts:  # a list is checked element by element: the message names the element
                 if p.strip() not in self.choices:
                     raise InvalidConfig(f"Invalid value {p.strip()} for configuration {self.name}: "
@@ -201,7 +208,8 @@ BROKER_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
     ConfigSpec("group.consumer.max.heartbeat.interval.ms", _T.INT, "15000", minimum=1),
     ConfigSpec("group.consumer.max.size", _T.INT, "2147483647", minimum=1),
     ConfigSpec("group.consumer.assignors", _T.LIST, "uniform,range"),
-    ConfigSpec("group.consumer.migration.policy", _T.STRING, "bidirectional"),
+    ConfigSpec("group.consumer.migration.policy", _T.STRING, "bidirectional",
+               choices=("bidirectional", "upgrade", "downgrade", "disabled"), case_insensitive=True),
     ConfigSpec("group.consumer.assignment.interval.ms", _T.INT, "1000", minimum=0, dynamic=True),
     ConfigSpec("group.consumer.min.assignment.interval.ms", _T.INT, "0", minimum=0),
     ConfigSpec("group.consumer.max.assignment.interval.ms", _T.INT, "15000", minimum=0),

@@ -20,6 +20,8 @@ RE2J refuses backreferences and lookaround, which `re` accepts, and `re` refuses
 first heartbeat after it answers without its topics); here it is resolved within the heartbeat.
 After each heartbeat, leave and timer the group is reported to `records` (the cluster's `OffsetsTopic` writes
 the ConsumerGroup* records that changed), and commits and offset deletions too.
+Members may also speak the classic protocol (a mixed group: `ConsumerMember.classic`); the upgrade from a classic
+group, their JoinGroup/SyncGroup/Heartbeat and the downgrade back live in `fakekafka.model.mixed_groups`.
 """
 
 from __future__ import annotations
@@ -30,10 +32,11 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fakekafka.model.clock import Clock
 from fakekafka.model.group import (
+    GroupCoordinator,
     OffsetAndMetadata,
     RecordSink,
     commit_offsets,
@@ -42,6 +45,9 @@ from fakekafka.model.group import (
     staged_now,
 )
 from wire import ErrorCode
+
+if TYPE_CHECKING:
+    from fakekafka.model.mixed_groups import ClassicProtocol
 
 __all__ = [
     "ASSIGNORS", "ConsumerGroup", "ConsumerGroupConfig", "ConsumerGroupCoordinator", "ConsumerGroupState",
@@ -110,6 +116,9 @@ class ConsumerGroupConfig:
     offsets_retention_ms: int = 7 * 24 * 3600 * 1000
     offsets_retention_check_interval_ms: int = 600_000
     offset_metadata_max_bytes: int = 4096
+    migration_policy: str = "bidirectional"
+    """`group.consumer.migration.policy`: whether a classic group may become a consumer group (upgrade) and back
+    (downgrade); with "disabled" classic members may not join a consumer group either."""
 
 
 @dataclass
@@ -132,6 +141,13 @@ class ConsumerMember:
     rebalance_deadline: int | None = None
     rebalance_epoch: int = 0
     """The epoch the rebalance timeout is for: it fences the member only if it is still at that epoch."""
+    classic: ClassicProtocol | None = None
+    """Set for a member speaking the classic protocol (JoinGroup/SyncGroup/Heartbeat) in this consumer group
+    (`fakekafka.model.mixed_groups`): its session timeout and JoinGroup protocols."""
+    join_deadline: int | None = None
+    """A classic member told to rejoin (REBALANCE_IN_PROGRESS) is fenced if its JoinGroup is not here by then."""
+    sync_deadline: int | None = None
+    """A classic member that joined is fenced if its SyncGroup is not here by then."""
 
     def is_reconciled_to(self, epoch: int) -> bool:
         return self.state == MemberState.STABLE and self.member_epoch == epoch
@@ -292,9 +308,11 @@ class ConsumerGroupCoordinator:
     def __init__(self, clock: Clock, config: ConsumerGroupConfig | None = None,
                  topics: Callable[[], dict[str, TopicInfo]] | None = None,
                  group_config: Callable[[str], dict[str, str]] | None = None,
-                 notify: Callable[[object], None] | None = None) -> None:
+                 notify: Callable[[object], None] | None = None, classic: GroupCoordinator | None = None) -> None:
         self.clock = clock
         self.config = config or ConsumerGroupConfig()
+        self.classic = classic
+        """The classic coordinator beside this one: a classic group is upgraded from it, downgraded into it."""
         self.groups: dict[str, ConsumerGroup] = {}
         self._topics = topics or dict
         self._group_config = group_config or (lambda _: {})
@@ -390,12 +408,19 @@ class ConsumerGroupCoordinator:
         now = self._now()
         joining = r.member_epoch == 0
         group = self.groups.get(r.group_id)
+        upgrading = False
         if group is None:
-            if classic is not None and not (joining and classic == "empty"):
+            if joining and classic == "busy" and self.classic is not None:
+                upgrading = True
+                from fakekafka.model.mixed_groups import upgraded
+                group = upgraded(self, self.classic, r.group_id)  # the classic members stay, as Kafka 4.4's
+                classic = None
+            if group is None and classic is not None and not (joining and classic == "empty"):
                 raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {r.group_id} is not a consumer group.")
-            if not joining:
+            if group is None and not joining:
                 raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {r.group_id} not found.")
-            group = ConsumerGroup(r.group_id, empty_since=now)
+            if group is None:
+                group = ConsumerGroup(r.group_id, empty_since=now)
         member_id = r.member_id or new_member_id()
         if len(group.members) >= self.config.max_size and member_id not in group.members:
             raise HeartbeatError(ErrorCode.GROUP_MAX_SIZE_REACHED,
@@ -443,6 +468,9 @@ class ConsumerGroupCoordinator:
                 member = existing
                 self._check_epoch(member, r)
         if group.group_id not in self.groups:
+            if upgrading and self.classic is not None:
+                from fakekafka.model.mixed_groups import retire_upgraded
+                retire_upgraded(self.classic, group.group_id)  # the upgrade is final once the member is in
             self.groups[group.group_id] = group
         if replaced is not None:
             del group.members[replaced.member_id]
@@ -662,7 +690,10 @@ class ConsumerGroupCoordinator:
         return out
 
     def fence(self, group: ConsumerGroup, member: ConsumerMember, why: str) -> None:
-        """Removes the member; the others get a new target assignment (a new group epoch)."""
+        """Removes the member; the others get a new target assignment (a new group epoch). If only classic
+        members would be left, the group goes back to being a classic group instead (a downgrade, as Kafka's)."""
+        if self._maybe_downgrade(group, {member.member_id}):
+            return
         group.members.pop(member.member_id, None)
         group.target.pop(member.member_id, None)
         if member.instance_id is not None and group.static_members.get(member.instance_id) == member.member_id:
@@ -693,6 +724,8 @@ class ConsumerGroupCoordinator:
                 continue
             removed.append(member)
             out.append((member.member_id, instance_id, ErrorCode.NONE))
+        if removed and self._maybe_downgrade(group, {m.member_id for m in removed}):
+            return out
         for member in removed:
             group.members.pop(member.member_id, None)
             group.target.pop(member.member_id, None)
@@ -705,6 +738,14 @@ class ConsumerGroupCoordinator:
                 group.empty_since = self._now()
             self.records.consumer_group(group)
         return out
+
+    def _maybe_downgrade(self, group: ConsumerGroup, leaving: set[str]) -> bool:
+        """Whether the group became a classic group as the members `leaving` go (Kafka 4.4's online downgrade:
+        only classic members left, `group.consumer.migration.policy` allows it)."""
+        if self.classic is None:
+            return False
+        from fakekafka.model.mixed_groups import downgrade
+        return downgrade(self, self.classic, group, leaving)
 
     def expire_member(self, group_id: str, member_id: str) -> bool:
         group = self.groups.get(group_id)
@@ -723,10 +764,10 @@ class ConsumerGroupCoordinator:
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if not transactional and version < 9:
+        if not transactional and version < 9 and member.classic is None:
             return ErrorCode.UNSUPPORTED_VERSION
-        if member_epoch != member.member_epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
+        if member_epoch != member.member_epoch:  # a classic member's generation is its member epoch
+            return ErrorCode.STALE_MEMBER_EPOCH if member.classic is None else ErrorCode.ILLEGAL_GENERATION
         return ErrorCode.NONE
 
     def commit(self, group: ConsumerGroup, member_id: str, member_epoch: int, version: int,
@@ -780,7 +821,7 @@ class ConsumerGroupCoordinator:
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if member_epoch != member.member_epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
+            return ErrorCode.STALE_MEMBER_EPOCH if member.classic is None else ErrorCode.ILLEGAL_GENERATION
         return ErrorCode.NONE
 
     def delete_group(self, group_id: str) -> ErrorCode:
@@ -809,13 +850,21 @@ class ConsumerGroupCoordinator:
             if group.assignment_due is not None and group.assignment_due <= now:
                 self._assign(group)
             for m in list(group.members.values()):
+                if self.groups.get(group.group_id) is not group:
+                    break  # downgraded to a classic group
                 if m.member_id not in group.members:
                     continue
                 if m.session_deadline is not None and m.session_deadline <= now:
                     self.fence(group, m, "session expired")
+                elif m.join_deadline is not None and m.join_deadline <= now:
+                    self.fence(group, m, "the classic member failed to join within the rebalance timeout")
+                elif m.sync_deadline is not None and m.sync_deadline <= now:
+                    self.fence(group, m, "the classic member failed to sync within the rebalance timeout")
                 elif m.rebalance_deadline is not None and m.rebalance_deadline <= now \
                         and m.member_epoch == m.rebalance_epoch and m.state == MemberState.UNREVOKED_PARTITIONS:
                     self.fence(group, m, "rebalance timeout")
+            if self.groups.get(group.group_id) is not group:
+                continue
             if not group.members and group.empty_since is not None:
                 if group.offsets and now - group.empty_since >= self.config.offsets_retention_ms:
                     self.records.offsets(group.group_id, dict.fromkeys(group.offsets))
@@ -833,7 +882,8 @@ class ConsumerGroupCoordinator:
             if g.assignment_due is not None:
                 times.append(g.assignment_due)
             for m in g.members.values():
-                times += [t for t in (m.session_deadline, m.rebalance_deadline) if t is not None]
+                times += [t for t in (m.session_deadline, m.rebalance_deadline, m.join_deadline, m.sync_deadline)
+                          if t is not None]
             if not g.members and g.empty_since is not None:
                 times.append(g.empty_since + (self.config.offsets_retention_ms if g.offsets
                                               else self.config.offsets_retention_check_interval_ms))
@@ -857,6 +907,7 @@ class ConsumerGroupCoordinator:
                 "members": {m.member_id: {
                     "instance_id": m.instance_id, "client_id": m.client_id, "client_host": m.client_host,
                     "member_epoch": m.member_epoch, "state": m.state.value,
+                    "protocol": "classic" if m.classic is not None else "consumer",
                     "subscribed_topic_names": list(m.subscribed_topic_names),
                     "subscribed_topic_regex": m.subscribed_topic_regex,
                     "assignment": named(m.assigned), "pending_revocation": named(m.pending_revocation),

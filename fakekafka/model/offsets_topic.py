@@ -26,8 +26,9 @@ COORDINATOR_LOAD_IN_PROGRESS.
 
 Not written (fakekafka has no such state, or Kafka's value is not modelled): share-group and streams-group
 records, ConsumerGroupRegularExpression (16), ConsumerGroupPartitionMetadata (4, which Kafka 4.4 no longer
-writes), ConsumerGroupMetadata's MetadataHash (left 0), the current assignment's AssignmentEpochs, and
-ClassicMemberMetadata of classic-protocol members of a consumer group.
+writes), ConsumerGroupMetadata's MetadataHash (left 0) and the current assignment's AssignmentEpochs. A mixed
+group's classic members carry their ClassicMemberMetadata; its upgrade writes the classic group's tombstone then
+the consumer group's records, its downgrade the consumer group's tombstones then the GroupMetadata, as Kafka's.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from fakekafka.model.consumer_group import ConsumerGroup, ConsumerMember, MemberState
 from fakekafka.model.group import Group, GroupState, Member, OffsetAndMetadata, RecordSink
+from fakekafka.model.mixed_groups import ClassicProtocol
 from wire.coordinator import consumer_group_current_member_assignment as current_assignment_rec
 from wire.coordinator import consumer_group_member_metadata as member_rec
 from wire.coordinator import consumer_group_metadata as consumer_group_rec
@@ -204,10 +206,13 @@ class OffsetsTopic(RecordSink):
 
     @staticmethod
     def _member_metadata(m: ConsumerMember) -> bytes:
+        classic = {} if m.classic is None else {"classic_member_metadata": {
+            "session_timeout_ms": m.classic.session_timeout_ms,
+            "supported_protocols": [{"name": n, "metadata": md} for n, md in m.classic.protocols]}}
         return _value(member_rec, 0, instance_id=m.instance_id, rack_id=m.rack_id, client_id=m.client_id,
                       client_host=m.client_host, subscribed_topic_names=list(m.subscribed_topic_names),
                       subscribed_topic_regex=m.subscribed_topic_regex, rebalance_timeout_ms=m.rebalance_timeout_ms,
-                      server_assignor=m.server_assignor)
+                      server_assignor=m.server_assignor, **classic)
 
     def consumer_group(self, group: ConsumerGroup | None, group_id: str = "") -> None:
         """The records a KIP-848 group's change calls for: new or changed ones, tombstones for what went (every
@@ -349,6 +354,11 @@ class OffsetsTopic(RecordSink):
                 m.subscribed_topic_regex, m.rebalance_timeout_ms = v.subscribed_topic_regex, v.rebalance_timeout_ms
                 m.server_assignor = v.server_assignor
                 m.session_deadline = now + session
+                cm = v.get("classic_member_metadata")
+                if cm is not None and cm.supported_protocols:  # a classic member of a mixed group
+                    m.classic = ClassicProtocol(cm.session_timeout_ms,
+                                                tuple((p.name, bytes(p.metadata)) for p in cm.supported_protocols))
+                    m.session_deadline = now + cm.session_timeout_ms
                 if m.instance_id is not None:
                     group.static_members[m.instance_id] = k.member_id
         for record_type, k, v, _ in records.values():

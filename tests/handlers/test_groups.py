@@ -220,3 +220,24 @@ def test_java_string_hash_places_groups_like_kafka() -> None:
     assert java_string_hash("ünï-✓") == 236245379
     assert java_string_hash("console-consumer-12345") == 158455506
     assert kafka_abs(-(2**31)) == 0
+
+
+def test_a_classic_join_takes_over_an_empty_consumer_group_with_its_offsets(raw: RawClient,
+                                                                            cluster: fakekafka.Cluster) -> None:
+    """As Kafka 4.4: an empty KIP-848 group gives its id, and its committed offsets, to a classic group."""
+    hb = raw.request(68, 1, {"group_id": "g", "member_id": "m1", "member_epoch": 0, "rebalance_timeout_ms": 10_000,
+                             "subscribed_topic_names": ["t"], "topic_partitions": []})
+    assert hb.error_code == ErrorCode.NONE
+    offsets = [{"name": "t", "partitions": [{"partition_index": 0, "committed_offset": 3}]}]
+    commit = raw.request(8, 9, {"group_id": "g", "generation_id_or_member_epoch": hb.member_epoch, "member_id": "m1",
+                                "topics": offsets})
+    assert commit.topics[0].partitions[0].error_code == ErrorCode.NONE
+    left = raw.request(68, 1, {"group_id": "g", "member_id": "m1", "member_epoch": -1})
+    assert left.error_code == ErrorCode.NONE
+    member_id, _ = _stable_member(raw)
+    assert cluster.group("g").state == "Stable"
+    fetched = raw.request(9, 8, {"groups": [{"group_id": "g", "topics": [{"name": "t", "partition_indexes": [0]}]}]})
+    assert fetched.groups[0].topics[0].partitions[0].committed_offset == 3
+    # and a classic member of a classic group with members is not answered by the consumer coordinator
+    hb2 = raw.request(12, 4, {"group_id": "g", "generation_id": 1, "member_id": member_id})
+    assert hb2.error_code == ErrorCode.NONE

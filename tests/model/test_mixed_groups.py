@@ -322,3 +322,42 @@ def test_the_policy_is_a_broker_config_checked_as_kafka_checks_it() -> None:
     assert state.consumer_groups.config.migration_policy == "upgrade"
     assert state.consumer_groups.classic is state.groups
     assert ClusterState(clock=ManualClock(0)).consumer_groups.config.migration_policy == "bidirectional"
+
+
+def test_upgrade_and_downgrade_write_kafkas_records_and_a_mixed_group_loads_back() -> None:
+    """Upgrade: the classic group's tombstone, then the consumer group's records (its classic member with its
+    ClassicMemberMetadata); downgrade: the consumer group's tombstones, then GroupMetadata; a new leader of the
+    partition loads a mixed group with its classic member."""
+    from fakekafka.model.cluster import OFFSETS_TOPIC, Broker, ClusterState
+    from fakekafka.model.config import BrokerConfig
+    from tests.model.test_offsets_topic import records
+    c = ClusterState(BrokerConfig(group_initial_rebalance_delay_ms=0), ManualClock(1_000),
+                     [Broker(i, "127.0.0.1", 9000 + i) for i in (1, 2)])
+    c.create_topic("t1", 4, 1)
+    c.coordinator_for("g")
+    p = c.partition(OFFSETS_TOPIC, c.offsets_partition_for("g"))
+    kw: dict[str, Any] = dict(group_id="g", group_instance_id=None, require_known_member_id=False, client_id="c",
+                              client_host="/127.0.0.1", rebalance_timeout_ms=REBALANCE, session_timeout_ms=SESSION,
+                              protocol_type="consumer", protocols=[("range", subscription(["t1"]))], version=3)
+    joined = c.groups.join(member_id="", **kw)
+    a = joined.result["member_id"]
+    c.groups.sync("g", 1, a, None, {a: encode_assignment({"t1": [0, 1, 2, 3]}, 3)})
+    n = len(records(p))
+    r = c.consumer_groups.heartbeat(HeartbeatRequest(group_id="g", member_id="m", member_epoch=0,
+                                                     rebalance_timeout_ms=REBALANCE, subscribed_topic_names=["t1"],
+                                                     owned=[]), is_classic_group=lambda _: "busy")
+    assert r["error_code"] == ErrorCode.NONE
+    written = records(p)[n:]
+    assert (written[0][0], written[0][3]) == (2, None)  # GroupMetadata tombstone first
+    members = {k.member_id: v for t, k, _, v in written if t == 5}
+    assert members[a].classic_member_metadata.session_timeout_ms == SESSION
+    assert [x.name for x in members[a].classic_member_metadata.supported_protocols] == ["range"]
+    assert members["m"].classic_member_metadata.supported_protocols == []  # not a classic member
+    c.offsets_topic.load(p)
+    loaded = c.consumer_groups.groups["g"].members[a]
+    assert loaded.classic is not None and loaded.classic.protocols == (("range", subscription(["t1"])),)
+    n = len(records(p))
+    c.consumer_groups.heartbeat(HeartbeatRequest(group_id="g", member_id="m", member_epoch=-1))
+    tail = [(t, v is None) for t, _, _, v in records(p)[n:]]
+    assert tail[-1] == (2, False) and all(gone for t, gone in tail[:-1]) and (3, True) in tail
+    assert c.groups.group("g").state == GroupState.PREPARING_REBALANCE

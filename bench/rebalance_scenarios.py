@@ -2,7 +2,7 @@
 fakekafka and on Apache Kafka 4.4 in one run.
 
     python bench/rebalance_scenarios.py [--protocols consumer,classic] [--brokers fakekafka,kafka]
-                                        [--partitions 6] [--timeout S] [--json out.json]
+                                        [--partitions 6] [--repeat N] [--timeout S] [--json out.json]
 
 The scenarios are the seeds' (/work/shared/seeds: rebalance, Join/Sync/Heartbeat), each on a new group of
 confluent-kafka consumers polled by this one process:
@@ -27,8 +27,9 @@ no assignment interval, no initial rebalance delay): a 3 s floor for both protoc
 the consumer groups' session timeout (Kafka's 45 s floor would make `crash` a 45 s wait), and classic members ask
 for 3 s sessions with 0.5 s heartbeats (librdkafka's default 45 s / 3 s otherwise). Clients refresh metadata
 every second (topic.metadata.refresh.interval.ms; librdkafka's default is 5 minutes), which is how a classic
-group hears of added partitions and new topics; a consumer group hears of them from its broker. One run each:
-single samples, for orders of magnitude.
+group hears of added partitions and new topics; a consumer group hears of them from its broker. --repeat runs
+each cell N times (the table shows the median and the range); one run is a single sample, for orders of
+magnitude.
 """
 
 from __future__ import annotations
@@ -233,6 +234,19 @@ def settled_with_child(g: Group, remote: RemoteCluster, child: subprocess.Popen[
     return False
 
 
+def _cell(runs: list[float | None]) -> str:
+    """One run: its seconds; several: the median with the range (a timeout counts as slowest)."""
+    if len(runs) == 1:
+        return "timeout" if runs[0] is None else f"{runs[0]:.2f} s"
+    done = sorted(r for r in runs if r is not None)
+    timeouts = len(runs) - len(done)
+    if len(done) <= len(runs) // 2:
+        return f"timeout ({timeouts} of {len(runs)})"
+    median = done[(len(runs) - 1) // 2]
+    high = "timeout" if timeouts else f"{done[-1]:.2f}"
+    return f"{median:.2f} s ({done[0]:.2f}-{high})"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--protocols", default="consumer,classic")
@@ -240,10 +254,11 @@ def main() -> None:
     ap.add_argument("--scenarios", default=",".join(SCENARIOS))
     ap.add_argument("--partitions", type=int, default=6)
     ap.add_argument("--timeout", type=float, default=60.0)
+    ap.add_argument("--repeat", type=int, default=1, help="runs of each cell; the table shows the median")
     ap.add_argument("--json")
     args = ap.parse_args()
     protocols = [p for p in args.protocols.split(",") if p]
-    scenarios = [s for s in args.scenarios.split(",") if s]
+    scenarios = list(dict.fromkeys(s for s in args.scenarios.split(",") if s))
     brokers = [b for b in args.brokers.split(",") if b]
     if "kafka" in brokers and not kafka_available():
         print("Apache Kafka is not installed (eval \"$(bash .ci/install.sh)\"): fakekafka only", file=sys.stderr)
@@ -253,7 +268,7 @@ def main() -> None:
         for kind in brokers:
             broker = start_broker(kind, timeout=120, configs=BROKER_CONFIGS)
             bootstrap = f"127.0.0.1:{broker.port}"
-            for scenario in scenarios:
+            for scenario in [s for s in scenarios for _ in range(args.repeat)]:
                 for protocol in protocols:
                     try:
                         seconds = run_scenario(scenario, bootstrap, protocol, args.partitions, args.timeout)
@@ -266,7 +281,8 @@ def main() -> None:
             broker.stop()
     finally:
         stop_all()
-    print(f"\nTime from the change to a stable assignment, {args.partitions} partitions, one run each "
+    runs = "one run each" if args.repeat == 1 else f"median (range) of {args.repeat} runs"
+    print(f"\nTime from the change to a stable assignment, {args.partitions} partitions, {runs} "
           f"(confluent-kafka {libversion()[0]}; consumer: the broker's uniform assignor, classic: "
           f"cooperative-sticky)\n")
     header = ["scenario", *(f"{b} {p}" for b in brokers for p in protocols)]
@@ -276,8 +292,8 @@ def main() -> None:
         cells = []
         for b in brokers:
             for p in protocols:
-                v = next(r["seconds"] for r in rows if r["broker"] == b and r["protocol"] == p and r["scenario"] == s)
-                cells.append("timeout" if v is None else f"{v:.2f} s")
+                runs = [r["seconds"] for r in rows if r["broker"] == b and r["protocol"] == p and r["scenario"] == s]
+                cells.append(_cell(runs))
         print(f"| {s} | " + " | ".join(cells) + " |")
     if args.json:
         with open(args.json, "w") as f:

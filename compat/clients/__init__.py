@@ -8,7 +8,8 @@ from pathlib import Path
 
 from compat.clients.base import Client, Timing, Unsupported
 
-__all__ = ["CLIENTS", "CLIENT_DOCS", "CONSUMER_PROTOCOL_REFUSALS", "GO_NODE_CLIENTS", "OLD_PYTHON_CLIENTS",
+__all__ = ["CLIENTS", "CLIENT_DOCS", "CONSUMER_PROTOCOL_CLIENTS", "CONSUMER_PROTOCOL_REFUSALS", "GO_NODE_CLIENTS",
+           "OLD_PYTHON_CLIENTS",
            "PYTHON_CLIENTS", "make_client",
            "old_clients_python", "python_client"]
 
@@ -58,10 +59,12 @@ CONSUMER_PROTOCOL_REFUSALS: dict[str, str] = {
     "kafkajs": "KafkaJS 2.2.4 has no KIP-848 consumer (JoinGroup/SyncGroup only; no release since 2023)",
 }
 """Clients whose members cannot use group.protocol=consumer, and why (their consumer_protocol_* cells are
-unsupported). The others can: kafka-clients 4.4 and 3.9 (group.protocol=consumer; 3.9 sends
+unsupported)."""
+CONSUMER_PROTOCOL_CLIENTS = ("java", "java-3.9", "confluent-kafka", "franz-go", "rdkafka")
+"""The clients whose members can: kafka-clients 4.4 and 3.9 (group.protocol=consumer; 3.9 sends
 ConsumerGroupHeartbeat v0), confluent-kafka 2.16 and the rdkafka crate (librdkafka 2.16 / 2.12:
 group.protocol=consumer), franz-go 1.22 (kgo.ServerSideBalancer with its cooperative-sticky balancer, which asks
-for the broker's `uniform` assignor)."""
+for the broker's `uniform` assignor). Every client is in exactly one of the two."""
 
 
 def old_clients_python() -> Path | None:

@@ -107,13 +107,17 @@ class KafkaCluster:
 
     def __init__(self, brokers: int = 1, configs: dict[str, str | None] | None = None, *, lib: Path | None = None,
                  java: str | None = None, heap: str = "512m", timeout: float = 120.0,
-                 listeners: tuple[str, ...] = (), scram_users: dict[str, str] | None = None) -> None:
-        """`listeners`: more listeners by security protocol ("SASL_PLAINTEXT", "SASL_SSL", "SSL"), each named
+                 listeners: tuple[str, ...] = (), scram_users: dict[str, str] | None = None,
+                 log_dirs: int = 1) -> None:
+        """`log_dirs`: how many log directories each node has (`log.dirs`: `node-N/dir-K` when several, between
+        which AlterReplicaLogDirs moves replicas); `listeners`: more listeners by security protocol
+        ("SASL_PLAINTEXT", "SASL_SSL", "SSL"), each named
         after its protocol, beside PLAINTEXT (their ssl.*, sasl.* and JAAS settings come through `configs`);
         `scram_users` are written at format time (kafka-storage --add-scram) for SCRAM-SHA-256 and -512."""
         if brokers < 1:
             raise ValueError("brokers must be at least 1")
         self.brokers = brokers
+        self.log_dirs = log_dirs
         self.lib = lib or kafka_lib()
         self.java = java or shutil.which("java")
         self.heap = heap
@@ -242,6 +246,9 @@ class KafkaCluster:
         node = i + 1
         data = self.dir / f"node-{node}"
         data.mkdir()
+        dirs = [data] if self.log_dirs == 1 else [data / f"dir-{k}" for k in range(self.log_dirs)]
+        for d in dirs:
+            d.mkdir(exist_ok=True)
         conf: dict[str, Any] = {
             "process.roles": "broker,controller",
             "node.id": node,
@@ -254,7 +261,7 @@ class KafkaCluster:
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
                                               + "".join(f",{n}:{n}" for n in self.listener_ports),
             "controller.quorum.voters": voters,
-            "log.dirs": str(data),
+            "log.dirs": ",".join(map(str, dirs)),
             **self.configs,
         }
         path = self.dir / f"node-{node}.properties"

@@ -867,6 +867,7 @@ class Server:
         if self._connections:
             await asyncio.gather(*self._connections, return_exceptions=True)
         self._servers.clear()
+        self.cluster.loggers.restore()  # a test's BROKER_LOGGER change ends with its cluster
         try:
             self.cluster.remove_change_listener(self._on_change)
         except ValueError:

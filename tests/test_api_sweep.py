@@ -68,7 +68,8 @@ sweep runs. They were fixed in November 2023 once, and a sweep slower than 30 s 
 P0_RECORDS, P1_RECORDS = 5, 1
 SESSION_TIMEOUT_MS = 600_000  # the group's member must outlive the session, whatever the machine's load
 
-BROKER_KEYS = sorted(BROKER_CONFIGS)  # Kafka has hundreds; these are the ones fakekafka models
+BROKER_KEYS = sorted(set(BROKER_CONFIGS) - {"log.dirs"})
+"""Kafka has hundreds; these are the ones fakekafka models (not log.dirs: each broker's own paths)."""
 
 SUBSCRIPTION = b"\x00\x00" + ConsumerProtocolSubscriptionV0.build({"topics": [TOPIC], "user_data": None})
 ASSIGNMENT = b"\x00\x00" + ConsumerProtocolAssignmentV0.build(
@@ -524,6 +525,23 @@ def _describe_log_dirs(t: Target, v: int) -> dict[str, Any]:
     return {"topics": [{"topic": TOPIC, "partitions": [0, 1, 5]}, {"topic": "nope", "partitions": [0]}]}
 
 
+def log_dir_of(t: Target) -> str:
+    """The broker's (first) log dir: where AlterReplicaLogDirs may move a replica (the sweep's Kafka has one)."""
+    r = must(t.send(35, 4, fit_request(35, 4, {"topics": []})), "DescribeLogDirs")
+    return r.results[0].log_dir
+
+
+def _alter_replica_log_dirs(t: Target, v: int) -> dict[str, Any]:
+    """The replica's own dir (nothing to move), an unknown partition and topic, then a dir the broker lacks."""
+    return {"dirs": [{"path": log_dir_of(t), "topics": [{"name": TOPIC, "partitions": [0, 1, 7]},
+                                                        {"name": "nope", "partitions": [0]}]},
+                     {"path": "/no/such/dir", "topics": [{"name": PRODUCE_TOPIC, "partitions": [0]}]}]}
+
+
+def _list_config_resources(t: Target, v: int) -> dict[str, Any]:
+    return {"resource_types": [16, 32, 4]}
+
+
 def _describe_cluster(t: Target, v: int) -> dict[str, Any]:
     return {"include_cluster_authorized_operations": False, "endpoint_type": 1}
 
@@ -741,6 +759,7 @@ BUILDERS: dict[int, Callable[[Target, int], dict[str, Any]]] = {
     36: _sasl_authenticate, 29: _acl_filter, 30: _create_acls, 31: _delete_acls,
     50: _describe_user_scram_credentials, 51: _alter_user_scram_credentials,
     68: _consumer_group_heartbeat, 69: _consumer_group_describe, 75: _describe_topic_partitions, 35: _describe_log_dirs,
+    34: _alter_replica_log_dirs, 74: _list_config_resources,
 }
 
 PAIRS = [(k, v) for k, (lo, hi) in advertised_versions().items() for v in range(lo, hi + 1)]
@@ -1048,6 +1067,59 @@ VARIANTS: dict[str, tuple[int, list[int], Callable[[Target, int], dict[str, Any]
     "cg-leave-group-api": (13, [5], lambda t, v: {"group_id": CONSUMER_GROUP, "members": [
         {"member_id": CG_MEMBER, "group_instance_id": None, "reason": None},
         {"member_id": "", "group_instance_id": "nope", "reason": None}]}),
+    # log dirs: a relative path, a path with a trailing slash (Kafka matches the name exactly)
+    "other-paths": (34, [2], lambda t, v: {"dirs": [{"path": p, "topics": [{"name": TOPIC, "partitions": [0]}]}
+                                                    for p in ("kafka-logs", log_dir_of(t) + "/")]}),
+    # BROKER_LOGGER resources (Kafka's loggers are Java classes: only the root logger is named alike)
+    "logger-errors": (44, [0, 1], lambda t, v: {"validate_only": False, "resources": [
+        {"resource_type": 8, "resource_name": name, "configs": [_alter_op(*op) for op in ops]}
+        for name, ops in [("1", [("root", "LOUD")]), ("1", [("no.such.Logger", "INFO")]),
+                          ("1", [("root", None, 1)]), ("1", [("root", "INFO", 2)]), ("1", [("root", "INFO", 3)]),
+                          ("1", [("root", "debug")]), ("1", [("root", None)]), ("1", [("no.such.Logger", None, 1)]),
+                          ("1", [("root", "OFF")]), ("2", [("root", "INFO")]), ("", [("root", "INFO")]),
+                          ("x", [("root", "INFO")])]]}),
+    "logger-set": (44, [1], lambda t, v: {"validate_only": False, "resources": [
+        {"resource_type": 8, "resource_name": "1", "configs": [_alter_op("root", "WARN")]}]}),
+    "logger-validate-only": (44, [1], lambda t, v: {"validate_only": True, "resources": [
+        {"resource_type": 8, "resource_name": "1", "configs": [_alter_op("root", "DEBUG")]}]}),
+    "logger-legacy": (33, [2], lambda t, v: {"validate_only": False, "resources": [
+        {"resource_type": 8, "resource_name": "1", "configs": [{"name": "root", "value": "INFO"}]}]}),
+    "logger-describe": (32, [1, 4], lambda t, v: {"include_synonyms": True, "include_documentation": True,
+                                                   "resources": [
+        {"resource_type": 8, "resource_name": name, "configuration_keys": ["root", "no.such.Logger"]}
+        for name in ("1", "2", "", "x")]}),
+    # CLIENT_METRICS resources (KIP-714 subscriptions)
+    "client-metrics-alter": (44, [0, 1], lambda t, v: {"validate_only": False, "resources": [
+        {"resource_type": 16, "resource_name": f"sweep-cm-{i}-v{v}", "configs": [_alter_op(*op) for op in ops]}
+        for i, ops in enumerate([
+            [("metrics", "org.apache.kafka.producer.,org.apache.kafka.consumer.coordinator.rebalance.latency.max"),
+             ("interval.ms", "1000"), ("match", "client_id=abc, client_software_name=java.*")],
+            [("interval.ms", "10")], [("interval.ms", "3600001")], [("interval.ms", "abc")],
+            [("match", "client_bogus=abc")], [("match", "client_id=")], [("match", "client_id=[a")],
+            [("match", "noequals")], [("nope", "1")], [("metrics", "a.b", 2)], [("metrics", "x", 3)],
+            [("metrics", None)], [("nope", None, 1)], [("metrics", "*"), ("interval.ms", "100")]])]
+        + [{"resource_type": 16, "resource_name": "", "configs": [_alter_op("interval.ms", "1000")]}]}),
+    "client-metrics-legacy": (33, [0, 2], lambda t, v: {"validate_only": False, "resources": [
+        {"resource_type": 16, "resource_name": f"sweep-cm-legacy-v{v}", "configs": [
+            {"name": "interval.ms", "value": "2000"}]},
+        {"resource_type": 16, "resource_name": f"sweep-cm-legacy-bad-v{v}", "configs": [
+            {"name": "interval.ms", "value": "20"}]}]}),
+    "client-metrics-validate-only": (44, [1], lambda t, v: {"validate_only": True, "resources": [
+        {"resource_type": 16, "resource_name": "sweep-cm-never", "configs": [_alter_op("interval.ms", "1000")]}]}),
+    "client-metrics-delete": (44, [1], lambda t, v: {"validate_only": False, "resources": [
+        {"resource_type": 16, "resource_name": "sweep-cm-13-v1", "configs": [_alter_op("metrics", None, 1),
+                                                                             _alter_op("interval.ms", None, 1)]}]}),
+    "client-metrics-describe": (32, [1, 4], lambda t, v: {"include_synonyms": True, "include_documentation": True,
+                                                           "resources": [
+        {"resource_type": 16, "resource_name": name, "configuration_keys": None}
+        for name in ("sweep-cm-0-v1", "sweep-cm-legacy-v2", "sweep-cm-never", "")]}),
+    "client-metrics-keys": (32, [4], lambda t, v: {"include_synonyms": False, "include_documentation": False,
+                                                   "resources": [{"resource_type": 16, "resource_name": "sweep-cm-0-v0",
+                                                                  "configuration_keys": ["interval.ms", "nope"]}]}),
+    "list-client-metrics": (74, [0, 1], lambda t, v: {"resource_types": [16]}),
+    "list-brokers-and-loggers": (74, [1], lambda t, v: {"resource_types": [4, 8]}),
+    "list-unknown-type": (74, [1], lambda t, v: {"resource_types": [2, 99]}),
+    "list-unknown-type-zero": (74, [1], lambda t, v: {"resource_types": [0]}),
     # last: the Stable classic group becomes a consumer group with a classic member (an online upgrade)
     "cg-classic-group": (68, [1], lambda t, v: cg_join_body(GROUP, "m")),
     # ... and its classic member keeps speaking the classic protocol to it (a mixed group)
@@ -1115,7 +1187,8 @@ UNORDERED = {"partitions": ("partition_index", "partition", "partition_id"), "pa
              "responses": ("name", "topic", "topic_name"),
              "transaction_states": ("transactional_id",), "results_by_topic_v3_and_below": ("name",),
              "results_by_partition": ("partition_index",), "replica_election_results": ("topic",),
-             "partition_result": ("partition_id",), "members": ("member_type",)}
+             "partition_result": ("partition_id",), "members": ("member_type",), "results": ("topic_name",),
+             "config_resources": ("resource_name",)}
 """Lists compared in key order (field -> the key of its items): Kafka answers some (ListOffsets' partitions,
 ListGroups, DescribeConfigs' configs, Metadata's topics, DeleteTopics' results, a mixed group's members in
 ConsumerGroupDescribe, by their made-up member ids) in its hash maps' order, which no client relies on. Items
@@ -1132,6 +1205,8 @@ SHARE_INIT_WHY = ("Kafka 4.4 initializes a share group's partitions in its share
                   "before it assigns them: a new member's first heartbeat is answered with member epoch 2 and an "
                   "empty assignment, the partitions come with a later heartbeat. fakekafka's share-partitions need "
                   "no initialization: the first heartbeat is answered with epoch 1 and the assignment")
+LOGGERS_WHY = ("Kafka's broker loggers are its log4j loggers, Java class names (kafka.server.KafkaApis, ...); "
+               "fakekafka's are its Python loggers (fakekafka.server, fakekafka.events, ...): only `root` is in both")
 KNOWN: dict[int | tuple[int, str], list[tuple[str, str]]] = {
     18: [("/api_keys*", "fakekafka advertises only the APIs and versions it implements, each answered for real "
                         "state by this sweep; every one of them is in Kafka's ranges or in EXPECTED"),
@@ -1144,8 +1219,7 @@ KNOWN: dict[int | tuple[int, str], list[tuple[str, str]]] = {
                                    "log.dir, /tmp/kafka-logs, for fakekafka's in-memory logs"),
          ("/results[[]0]/total_bytes", "the volume's size; fakekafka's logs are in memory, so -1 (unknown)"),
          ("/results[[]0]/usable_bytes", "the volume's free space; fakekafka's logs are in memory, so -1 (unknown)")],
-    (32, "broker-loggers"): [("/results[[]0]/configs", "fakekafka has no log4j loggers to list or set: a "
-                                                         "BROKER_LOGGER resource describes no configs")],
+    (32, "broker-loggers"): [("/results[[]0]/configs", LOGGERS_WHY)],
 }
 """Deliberate differences: API key, or (API key, variant name), -> [(path pattern, reason)], the same reasons
 as the handler docstrings and compat/KNOWN_DIFFERENCES.md. A path is `/field[i]/field`; patterns are

@@ -47,17 +47,20 @@ from fakekafka.handlers.registry import RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.config import (
     BROKER_CONFIGS,
+    CLIENT_METRICS_CONFIGS,
     GROUP_CONFIGS,
     TOPIC_CONFIGS,
     ConfigSource,
     ConfigSpec,
     ConfigType,
     InvalidConfig,
+    valid_client_match,
     validate_group_config,
 )
+from fakekafka.model.loggers import ROOT_LOGGER, VALID_LEVELS
 from wire import ErrorCode
 
-TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
+TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
 
 
 def _config_authorized(ctx: RequestContext, operation: AclOperation, resource_type: int,
@@ -66,7 +69,7 @@ def _config_authorized(ctx: RequestContext, operation: AclOperation, resource_ty
     it): a topic's configs are the topic's, a broker's (and its loggers') the cluster's."""
     if resource_type == TOPIC and not authorize(ctx, operation, ResourceType.TOPIC, name):
         return ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed."
-    if resource_type in (BROKER, BROKER_LOGGER) and not authorize_cluster(ctx, operation):
+    if resource_type in (BROKER, BROKER_LOGGER, CLIENT_METRICS) and not authorize_cluster(ctx, operation):
         return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
     if resource_type == GROUP and not authorize(ctx, operation, ResourceType.GROUP, name):
         return ErrorCode.GROUP_AUTHORIZATION_FAILED, "Group authorization failed."
@@ -152,6 +155,49 @@ def _broker_configs(ctx: RequestContext, keys: list[str] | None, synonyms: bool,
     return out
 
 
+def _logger_broker_refused(ctx: RequestContext, name: str) -> str | None:
+    """DescribeConfigs' check of a BROKER_LOGGER resource's name (the answering broker's id), in Kafka's words."""
+    if name == "":
+        return "Broker id must not be empty"
+    try:
+        node = int(name)
+    except ValueError:
+        return f"Broker id must be an integer, but it is: {name}"
+    if node != ctx.broker.node_id:
+        return f"Unexpected broker id, expected {ctx.broker.node_id} but received {name}"
+    return None
+
+
+def _logger_configs(ctx: RequestContext, keys: list[str] | None) -> list[dict[str, Any]]:
+    """The broker's loggers and their levels (model/loggers.py), as Kafka lists its log4j loggers: each a
+    DYNAMIC_BROKER_LOGGER_CONFIG of unknown type, no synonyms, documentation ""; asked-for names that are
+    not loggers left out."""
+    loggers = ctx.cluster.loggers
+    names = loggers.names() if keys is None else [k for k in keys if loggers.exists(k)]
+    return [{**_entry(n, loggers.level(n), ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG, ConfigType.UNKNOWN, [], "",
+                      read_only=False), "documentation": ""} for n in dict.fromkeys(names)]
+
+
+def _client_metrics_configs(ctx: RequestContext, name: str, keys: list[str] | None, synonyms: bool,
+                            documentation: bool) -> list[dict[str, Any]]:
+    """A client metrics subscription's three configs, set (DYNAMIC_CLIENT_METRICS_CONFIG, itself as its one
+    synonym) or default (DEFAULT_CONFIG, no synonyms), whether or not the subscription exists, as Kafka."""
+    own = ctx.cluster.client_metrics.get(name, {})
+    out = []
+    for key in sorted(CLIENT_METRICS_CONFIGS):
+        if keys is not None and key not in keys:
+            continue
+        spec = CLIENT_METRICS_CONFIGS[key]
+        if key in own:
+            value, source = own[key], ConfigSource.DYNAMIC_CLIENT_METRICS_CONFIG
+            chain = [{"name": key, "value": value, "source": source}] if synonyms else []
+        else:
+            value, source, chain = spec.default, ConfigSource.DEFAULT_CONFIG, []
+        out.append(_entry(key, value, source, spec.type, chain, spec.documentation if documentation else "",
+                          read_only=False))
+    return out
+
+
 def describe_configs_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
     """An injected error for every resource asked about (there is no top-level error code)."""
     return {"throttle_time_ms": 0, "results": [
@@ -182,7 +228,17 @@ def handle_describe_configs(ctx: RequestContext, req: Container) -> dict[str, An
             else:
                 configs = _broker_configs(ctx, keys, synonyms, cluster_level=r.resource_name == "")
         elif r.resource_type == BROKER_LOGGER:
-            configs = []
+            refused = _logger_broker_refused(ctx, r.resource_name)
+            if refused is not None:
+                code, message = ErrorCode.INVALID_REQUEST, refused
+            else:
+                configs = _logger_configs(ctx, keys)
+        elif r.resource_type == CLIENT_METRICS:
+            if r.resource_name == "":
+                code, message = ErrorCode.INVALID_REQUEST, "Client metrics subscription name must not be empty"
+            else:
+                configs = _client_metrics_configs(ctx, r.resource_name, keys, synonyms,
+                                                  bool(req.get("include_documentation", False)))
         elif r.resource_type == GROUP:
             configs = _group_configs(ctx, r.resource_name, keys, synonyms)
         else:
@@ -309,6 +365,12 @@ def _alter(ctx: RequestContext, resource_type: int, name: str, ops: list[tuple[s
             else:
                 cluster.group_configs.pop(name, None)
         return
+    if resource_type == BROKER_LOGGER and incremental:
+        _alter_loggers(ctx, name, ops, validate_only=validate_only)
+        return
+    if resource_type == CLIENT_METRICS:
+        _alter_client_metrics(ctx, name, ops, incremental=incremental, validate_only=validate_only)
+        return
     if resource_type != BROKER:
         raise _Refused(ErrorCode.INVALID_REQUEST, f"Unknown resource type {resource_type}")
     node: int | None = None
@@ -329,6 +391,96 @@ def _alter(ctx: RequestContext, resource_type: int, name: str, ops: list[tuple[s
     _check_broker(new, [o[0] for o in ops], node is None)
     if not validate_only:
         cluster.set_broker_configs(node, new)
+
+
+def _alter_loggers(ctx: RequestContext, name: str, ops: list[tuple[str, int, str | None]], *,
+                   validate_only: bool) -> None:
+    """IncrementalAlterConfigs on a BROKER_LOGGER resource, checked as Kafka's ConfigAdminManager does (every
+    operation before any applies): SET a level Kafka knows, DELETE (back to the parent's level), not the root
+    logger's; APPEND/SUBTRACT refused. AlterConfigs has no BROKER_LOGGER resources ("Unknown resource type")."""
+    try:
+        node = int(name)
+    except ValueError:
+        raise _Refused(ErrorCode.INVALID_REQUEST, f"Node id must be an integer, but it is: {name}") from None
+    if node != ctx.broker.node_id:
+        raise _Refused(ErrorCode.INVALID_REQUEST,
+                       f"Unexpected node id. Expected {ctx.broker.node_id}, but received {name}")
+    loggers = ctx.cluster.loggers
+    for logger, op, value in ops:
+        if op == SET and value is None:
+            raise _Refused(ErrorCode.INVALID_REQUEST, f"Null value not supported for : {logger}")
+    for logger, op, value in ops:
+        if op in (APPEND, SUBTRACT):
+            raise _Refused(ErrorCode.INVALID_REQUEST,
+                           f"{_OP_NAMES[op]} operation is not allowed for the BROKER_LOGGER resource")
+        if op not in (SET, DELETE):
+            raise _Refused(ErrorCode.UNKNOWN_SERVER_ERROR, None)
+        if not loggers.exists(logger):
+            raise _Refused(ErrorCode.INVALID_CONFIG, f"Logger {logger} does not exist!")
+        if op == SET and value not in VALID_LEVELS:
+            raise _Refused(ErrorCode.INVALID_CONFIG,
+                           f"Cannot set the log level of {logger} to {value} as it is not a supported log level. "
+                           f"Valid log levels are {', '.join(VALID_LEVELS)}")
+        if op == DELETE and logger == ROOT_LOGGER:
+            raise _Refused(ErrorCode.INVALID_REQUEST, "Removing the log level of the root logger is not allowed")
+    if validate_only:
+        return
+    for logger, op, value in ops:
+        if op == SET:
+            assert value is not None
+            loggers.set_level(logger, value)
+        else:
+            loggers.reset(logger)
+
+
+def _check_client_metrics(configs: dict[str, str]) -> None:
+    """Kafka 4.4's ClientMetricsConfigs checks and words: unknown names INVALID_REQUEST, a value its type does
+    not parse INVALID_CONFIG, interval.ms out of 100-3600000 INVALID_REQUEST, a `match` entry that is not
+    `<client selector>=<regular expression>` INVALID_CONFIG."""
+    for key, value in configs.items():
+        spec = CLIENT_METRICS_CONFIGS.get(key)
+        if spec is None:
+            raise _Refused(ErrorCode.INVALID_REQUEST, f"Unknown client metrics configuration: {key}")
+        try:
+            spec.validate(value)
+        except InvalidConfig as e:
+            raise _Refused(ErrorCode.INVALID_CONFIG, str(e)) from None
+    interval = configs.get("interval.ms")
+    if interval is not None and not 100 <= int(interval.strip()) <= 3_600_000:
+        raise _Refused(ErrorCode.INVALID_REQUEST,
+                       f"Invalid value {interval.strip()} for interval.ms, interval must be between 100 and 3600000 "
+                       "(1 hour)")
+    for entry in _list_value(configs.get("match")):
+        if not valid_client_match(entry):
+            raise _Refused(ErrorCode.INVALID_CONFIG, f"Illegal client matching pattern: {entry.strip()}")
+
+
+def _alter_client_metrics(ctx: RequestContext, name: str, ops: list[tuple[str, int, str | None]], *,
+                          incremental: bool, validate_only: bool) -> None:
+    """A client metrics subscription's configs set, deleted or (AlterConfigs) replaced; one left without
+    configs no longer exists (ListConfigResources stops listing it), as in Kafka."""
+    if name == "":
+        raise _Refused(ErrorCode.INVALID_REQUEST, "Subscription name can't be empty")
+    current = ctx.cluster.client_metrics.get(name, {})
+    if incremental:
+        for key, op, value in ops:
+            if op == SET and value is None:
+                raise _Refused(ErrorCode.INVALID_REQUEST, f"Null value not supported for : {key}")
+            if op in (APPEND, SUBTRACT):  # Kafka's words, though `metrics` and `match` are lists
+                raise _Refused(ErrorCode.INVALID_CONFIG,
+                               f"Can't {_OP_NAMES[op]} to key {key} because its type is not LIST.")
+        new = _apply(current, ops, topic=True, specs=CLIENT_METRICS_CONFIGS, defaults={})
+    else:
+        new = _replace(ops)
+    _check_client_metrics(new)
+    new = {k: ",".join(p.strip() for p in v.split(",")) if CLIENT_METRICS_CONFIGS[k].type == ConfigType.LIST
+           else v for k, v in new.items()}  # stored as Kafka parses a LIST: entries trimmed
+    if validate_only:
+        return
+    if new:
+        ctx.cluster.client_metrics[name] = new
+    else:
+        ctx.cluster.client_metrics.pop(name, None)
 
 
 def _replace(ops: list[tuple[str, int, str | None]]) -> dict[str, str]:
@@ -381,3 +533,29 @@ def handle_alter_configs(ctx: RequestContext, req: Container) -> dict[str, Any]:
     """AlterConfigs (key 33), v0-2: each resource's whole dynamic config set replaced."""
     return {"throttle_time_ms": 0, "responses": _alter_all(ctx, req.resources, incremental=False,
                                                            validate_only=req.validate_only)}
+
+
+LISTED_TYPES = (CLIENT_METRICS, BROKER_LOGGER, BROKER, TOPIC, GROUP)
+"""ListConfigResources v1's resource types, in the order Kafka 4.4 lists them."""
+
+
+@handles(74, 0, 1)
+def handle_list_config_resources(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    """ListConfigResources (key 74, ListClientMetricsResources before Kafka 4.1), v0-1: v0 lists the client
+    metrics subscriptions; v1 the config resources of the types asked for (none: every type), as Kafka 4.4:
+    every topic (internal ones too), each live broker's id for BROKER and BROKER_LOGGER, the subscriptions, and
+    groups with configs of their own. A type it does not list is UNSUPPORTED_VERSION; without DESCRIBE_CONFIGS
+    on the cluster, CLUSTER_AUTHORIZATION_FAILED."""
+    if not authorize_cluster(ctx, AclOperation.DESCRIBE_CONFIGS):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "config_resources": []}
+    cluster = ctx.cluster
+    types = list(req.get("resource_types") or []) if ctx.version >= 1 else [CLIENT_METRICS]
+    if any(t not in LISTED_TYPES for t in types):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.UNSUPPORTED_VERSION, "config_resources": []}
+    wanted = set(types or LISTED_TYPES)
+    brokers = [str(b.node_id) for b in cluster.alive_brokers()]
+    names: dict[int, list[str]] = {CLIENT_METRICS: sorted(cluster.client_metrics), BROKER_LOGGER: brokers,
+                                   BROKER: brokers, TOPIC: sorted(cluster.topics),
+                                   GROUP: sorted(g for g, c in cluster.group_configs.items() if c)}
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "config_resources": [
+        {"resource_name": n, "resource_type": t} for t in LISTED_TYPES if t in wanted for n in names[t]]}

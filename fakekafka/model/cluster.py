@@ -23,6 +23,7 @@ from fakekafka.model.consumer_group import ConsumerGroupConfig, ConsumerGroupCoo
 from fakekafka.model.faults import Faults
 from fakekafka.model.group import GroupConfig, GroupCoordinator
 from fakekafka.model.log import EpochEntry, PartitionLog
+from fakekafka.model.loggers import BrokerLoggers
 from fakekafka.model.offsets_topic import OffsetsTopic
 from fakekafka.model.producers import PartitionProducers, ProducerIds
 from fakekafka.model.share import ShareConfig, ShareCoordinator
@@ -101,8 +102,6 @@ class Broker:
     """Advertised (host, port) per listener name; clients connected on a listener are told its addresses."""
     bound: dict[str, int] = field(default_factory=dict)
     """The port each listener is bound to (kept across a restart)."""
-    log_dir: str = "/tmp/kafka-logs"
-    """The one log directory DescribeLogDirs reports (Kafka's default `log.dir`): the logs live in memory."""
 
     def endpoint(self, listener: str | None) -> tuple[str, int]:
         """Where clients of `listener` reach this broker (the first listener's address otherwise)."""
@@ -247,6 +246,9 @@ class ClusterState:
                                                   for n in self.brokers}
         """node id -> when its log cleaner wakes next (it found nothing at start-up and backs off)."""
         self._placement = 0
+        self.preferred_log_dirs: dict[tuple[str, int, int], str] = {}
+        """(topic, partition, node) -> the log dir AlterReplicaLogDirs named for a replica the node does not
+        hold yet: the replica is made there when it comes (Kafka's LogManager.maybeUpdatePreferredLogDir)."""
         c = self.config
         self.groups = GroupCoordinator(self.clock, GroupConfig(
             min_session_timeout_ms=c.group_min_session_timeout_ms,
@@ -254,6 +256,10 @@ class ClusterState:
             initial_rebalance_delay_ms=c.group_initial_rebalance_delay_ms,
             offsets_retention_ms=c.offsets_retention_minutes * 60_000), notify=self.notify)
         self.group_configs: dict[str, dict[str, str]] = {}
+        self.client_metrics: dict[str, dict[str, str]] = {}
+        """CLIENT_METRICS resources (KIP-714 subscriptions): name -> `metrics`, `interval.ms`, `match`."""
+        self.loggers = BrokerLoggers()
+        """BROKER_LOGGER resources: fakekafka's Python loggers and the levels changed through them."""
         """GROUP resources' dynamic configs (IncrementalAlterConfigs): group id -> name -> value."""
         self.consumer_groups = ConsumerGroupCoordinator(
             self.clock, consumer_group_config(c), topics=self._topic_infos,
@@ -585,6 +591,7 @@ class ClusterState:
         p.replicas = list(replicas) + p.removing
         for r in p.adding:
             p.logs.setdefault(r, PartitionLog())
+        self.place_replicas([p])
         self.event("reassignment_started", topic=topic, partition=index, target=list(replicas),
                    adding=list(p.adding), removing=list(p.removing))
         self.replicate(p)
@@ -813,11 +820,67 @@ class ClusterState:
             topic.partitions = [Partition(topic, i, r, r[0]) for i, r in enumerate(replica_lists)]
             return topic
         topic.partitions = [Partition(topic, i, r, r[0]) for i, r in enumerate(replica_lists)]
+        self.place_replicas(topic.partitions)
         self._placement += 1
         self.topics[name] = topic
         self.topics_by_id[topic.topic_id] = topic
         self.consumer_groups.metadata_changed()
         return topic
+
+    # --- log directories --------------------------------------------------------------------------
+    def log_dirs(self) -> list[str]:
+        """Every broker's log directories, by name (`log.dirs` / `log.dir`; the same on each broker, as the
+        same server.properties on several hosts)."""
+        return self.config.log_dirs()
+
+    def _dir_counts(self, node_id: int, dirs: list[str]) -> dict[str, int]:
+        counts = dict.fromkeys(dirs, 0)
+        for t in self.topics.values():
+            for p in t.partitions:
+                log = p.logs.get(node_id)
+                if log is not None and log.log_dir in counts:
+                    counts[log.log_dir] += 1
+        return counts
+
+    def place_replicas(self, partitions: list[Partition]) -> None:
+        """Puts each new replica in a log dir of its broker as Kafka's LogManager does: the dir AlterReplicaLogDirs
+        named for it beforehand, else the one holding the fewest partitions (ties to the first in `log.dirs`)."""
+        dirs = self.log_dirs()
+        counts: dict[int, dict[str, int]] = {}
+        for p in partitions:
+            for node, log in p.logs.items():
+                if log.log_dir:
+                    continue
+                preferred = self.preferred_log_dirs.pop((p.topic.name, p.index, node), None)
+                if len(dirs) == 1:
+                    log.log_dir = dirs[0]
+                    continue
+                if node not in counts:
+                    counts[node] = self._dir_counts(node, dirs)
+                chosen = preferred if preferred in counts[node] else min(dirs, key=counts[node].__getitem__)
+                log.log_dir = chosen
+                counts[node][chosen] += 1
+
+    def alter_replica_log_dir(self, node_id: int, topic: str, index: int, log_dir: str) -> ErrorCode:
+        """Moves broker `node_id`'s replica of a partition to another of its log dirs, with the per-partition
+        code Kafka's ReplicaManager.alterReplicaLogDirs answers: LOG_DIR_NOT_FOUND for a dir not in `log.dirs`
+        (checked first), UNKNOWN_TOPIC_OR_PARTITION, and REPLICA_NOT_AVAILABLE for a replica the broker does not
+        hold (the dir is remembered for when it comes). Kafka copies the replica into a future log that takes
+        over once caught up; here the move is done when the answer is given."""
+        if log_dir not in self.log_dirs():
+            return ErrorCode.LOG_DIR_NOT_FOUND
+        p = self.partition(topic, index)
+        if p is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        log = p.logs.get(node_id)
+        if log is None:
+            self.preferred_log_dirs[(topic, index, node_id)] = log_dir
+            return ErrorCode.REPLICA_NOT_AVAILABLE
+        if log.log_dir != log_dir:
+            self.event("replica_log_dir_moved", topic=topic, partition=index, node=node_id, log_dir=log_dir,
+                       previous=log.log_dir)
+            log.log_dir = log_dir
+        return ErrorCode.NONE
 
     def _check_partition_ceiling(self, name: str, added: int) -> None:
         """`max_partitions` (a test's ceiling on the cluster's partitions; internal topics are the broker's
@@ -912,6 +975,7 @@ class ClusterState:
             return
         for i, replicas in enumerate(replica_lists):
             topic.partitions.append(Partition(topic, current + i, replicas, replicas[0]))
+        self.place_replicas(topic.partitions[current:])
         self.consumer_groups.metadata_changed()
 
     # --- configs -----------------------------------------------------------------------------

@@ -8,14 +8,15 @@ field by field against a real broker by tests/test_api_sweep.py.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, fields, replace
 from enum import IntEnum
 
 from fakekafka.model.acl import STANDARD_AUTHORIZER
 
 __all__ = [
-    "AUTHORIZER_CONFIGS", "BROKER_CONFIGS", "GROUP_CONFIGS", "TOPIC_CONFIGS", "BrokerConfig", "ConfigSource",
-    "ConfigSpec", "ConfigType",
+    "AUTHORIZER_CONFIGS", "BROKER_CONFIGS", "CLIENT_METRICS_CONFIGS", "GROUP_CONFIGS", "TOPIC_CONFIGS",
+    "BrokerConfig", "ConfigSource", "ConfigSpec", "ConfigType",
     "InvalidConfig", "known_broker_config",
 ]
 
@@ -118,6 +119,8 @@ def _number(value: str, config_type: ConfigType) -> int | float | None:
     half = 2 ** (_BITS[config_type] - 1)
     return n if -half <= n < half else None
 LONG_MAX = str(2**63 - 1)
+DEFAULT_LOG_DIR = "/tmp/kafka-logs"
+"""Kafka's default `log.dir`: the one log directory of a broker not given `log.dirs`."""
 
 TOPIC_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
     ConfigSpec("cleanup.policy", _T.LIST, "delete", "log.cleanup.policy", ("compact", "delete")),
@@ -235,10 +238,40 @@ BROKER_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
     ConfigSpec("log.retention.check.interval.ms", _T.LONG, "300000", minimum=1),
     ConfigSpec("log.cleaner.enable", _T.BOOLEAN, "true"),
     ConfigSpec("log.cleaner.backoff.ms", _T.LONG, "15000", minimum=0, dynamic=True),
+    ConfigSpec("log.dir", _T.LIST, DEFAULT_LOG_DIR),
+    ConfigSpec("log.dirs", _T.LIST, None),
     ConfigSpec("authorizer.class.name", _T.STRING, ""),
     ConfigSpec("ssl.principal.mapping.rules", _T.STRING, "DEFAULT"),
     ConfigSpec("connections.max.reauth.ms", _T.LONG, "0"),
 )}
+
+CLIENT_METRICS_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
+    ConfigSpec("interval.ms", _T.INT, "300000", documentation="Metrics push interval in milliseconds"),
+    ConfigSpec("match", _T.LIST, "", documentation="Client match criteria"),
+    ConfigSpec("metrics", _T.LIST, "", documentation="Telemetry metric name prefix list"),
+)}
+"""Kafka 4.4's client metrics subscription configs (KIP-714, CLIENT_METRICS resources)."""
+
+CLIENT_MATCH_SELECTORS = ("client_instance_id", "client_id", "client_software_name", "client_software_version",
+                          "client_source_address", "client_source_port")
+"""What a subscription's `match` may select clients by (KIP-714)."""
+
+
+def valid_client_match(entry: str) -> bool:
+    """One `match` entry as Kafka's ClientMetricsConfigs parses it: `<selector>=<regular expression>` (split
+    on "=" as Java's String.split, trailing empty parts dropped), a known selector and a pattern that
+    compiles (Python's `re` standing in for java.util.regex)."""
+    parts = entry.split("=")
+    while parts and parts[-1] == "":
+        parts.pop()
+    if len(parts) != 2 or parts[0].strip() not in CLIENT_MATCH_SELECTORS:
+        return False
+    try:
+        re.compile(parts[1].strip())
+    except re.error:
+        return False
+    return True
+
 
 AUTHORIZER_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
     ConfigSpec("super.users", _T.STRING, ""),
@@ -444,6 +477,16 @@ class BrokerConfig:
                                     f"be found (fakekafka's authorizer is Kafka's {STANDARD_AUTHORIZER})")
         extra = fields.pop("overrides", None) or {}
         return cls(**fields, overrides={**extra, **properties})  # type: ignore[arg-type]
+
+    def log_dirs(self) -> list[str]:
+        """Each broker's log directories (`log.dirs`, else `log.dir`, as Kafka reads them): names in the model,
+        where DescribeLogDirs reports replicas and AlterReplicaLogDirs moves them (the logs are in memory)."""
+        raw = self.overrides.get("log.dirs") or self.overrides.get("log.dir") or DEFAULT_LOG_DIR
+        dirs: list[str] = []
+        for d in (d.strip() for d in raw.split(",")):
+            if d and d not in dirs:
+                dirs.append(d)
+        return dirs or [DEFAULT_LOG_DIR]
 
     def ip_overrides(self) -> dict[str, int]:
         """max.connections.per.ip.overrides as {host: count}; InvalidConfig in Kafka's words if malformed."""

@@ -139,6 +139,8 @@ class PartitionLog:
     """Never empty: the last one is the active segment."""
     cleaner_checkpoint: int = -1
     """Where the log cleaner's last round ended (Kafka's cleaner-offset-checkpoint); -1: never cleaned."""
+    log_dir: str = ""
+    """The broker's log directory holding this replica (one of its `log.dirs`); "" until the cluster places it."""
 
     def _roll_for(self, size: int, max_timestamp: int, base: int, now: int,
                   segment_bytes: int, segment_ms: int, segment_index_bytes: int) -> LogSegment:

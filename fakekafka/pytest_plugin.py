@@ -57,6 +57,10 @@ REAL_KAFKA_CONFIGS: dict[str, str | None] = {"num.partitions": None, "group.init
 num.partitions left to Kafka's default, 1, so DescribeConfigs reports it as DEFAULT_CONFIG as fakekafka does);
 auto.create.topics.enable follows the marker."""
 
+REAL_KAFKA_LOG_DIRS = 2
+"""--kafka-real's brokers have two log dirs each (JBOD), so AlterReplicaLogDirs and kafka-reassign-partitions with
+log dirs can be compared (tests/test_kafka_cli.py gives its fakekafka two as well); clients do not see it."""
+
 
 CLIENT_NOISE = (
     # kafka-python 3 reads each of its protocol schemas with importlib.resources.read_text, deprecated in Python
@@ -100,7 +104,7 @@ class RealKafka:
             configs: dict[str, str | None] = {**REAL_KAFKA_CONFIGS,
                                               "auto.create.topics.enable": str(auto_create).lower()}
             try:
-                cluster = KafkaCluster(brokers, configs=configs).start()
+                cluster = KafkaCluster(brokers, configs=configs, log_dirs=REAL_KAFKA_LOG_DIRS).start()
             except KafkaUnavailable as e:
                 self.failures[key] = f"--kafka-real: Apache Kafka ({_describe(key)}) did not start: {e}"
                 pytest.fail(self.failures[key], pytrace=False)
@@ -243,7 +247,7 @@ def _release(config: pytest.Config, handle: ClusterHandle) -> None:
 
 
 @contextmanager
-def cluster_for(config: pytest.Config, **settings: Any) -> Iterator[ClusterHandle]:
+def cluster_for(config: pytest.Config, /, **settings: Any) -> Iterator[ClusterHandle]:
     """A cluster for a fixture wider than a test (a module's, say, that runs one client program for all its
     tests), chosen as the `kafka` fixture chooses: in-process fakekafka (its own loop thread: it may outlive
     the session's), or a handle on the remote cluster under --fakekafka-bootstrap or --kafka-real. Released on

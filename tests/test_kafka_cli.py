@@ -71,11 +71,16 @@ class Cli:
                         stdin="".join(f"{line}\n" for line in lines)) == ""
 
 
+LOG_DIRS = "/var/lib/kafka/data-0,/var/lib/kafka/data-1"
+"""The module's fakekafka has two log dirs per broker, as --kafka-real's Kafka (REAL_KAFKA_LOG_DIRS)."""
+
+
 @pytest.fixture(scope="module")
 def cli(request: pytest.FixtureRequest) -> Iterator[Cli]:
     session = ToolSession()
+    remote = request.config.getoption("--kafka-real") or request.config.getoption("--fakekafka-bootstrap")
     try:
-        with cluster_for(request.config) as cluster:
+        with cluster_for(request.config, **({} if remote else {"config": {"log.dirs": LOG_DIRS}})) as cluster:
             yield Cli(session, cluster)
     finally:
         session.close()
@@ -411,20 +416,25 @@ def test_kafka_get_offsets_and_delete_records(cli: Cli, tmp_path: Path) -> None:
         partition: cli-offsets-1\terror: org.apache.kafka.common.errors.OffsetOutOfRangeException: The requested offset is not within the range of offsets maintained by the server.""")  # noqa: E501
 
 
+def log_dirs_report(cli: Cli, topic: str) -> dict[str, list[dict[str, object]]]:
+    """kafka-log-dirs' report of the topic's replicas on broker 1: {log dir: its partitions}, after checking
+    its header lines and that no dir has an error."""
+    out = cli.out("kafka-log-dirs", "--describe", "--topic-list", topic)
+    head, _, body = out.rpartition("\n")
+    assert head == "Querying brokers for log directories information\nReceived log directory information from brokers 1"
+    (broker,) = json.loads(body)["brokers"]
+    assert broker["broker"] == 1 and all(d["error"] is None for d in broker["logDirs"])
+    return {d["logDir"]: d["partitions"] for d in broker["logDirs"]}
+
+
 def test_kafka_log_dirs(cli: Cli, tmp_path: Path) -> None:
     cli.create_topic("cli-logdirs", 2)
     cli.produce("cli-logdirs", ["a:1", "b:2", "c:3"], "parse.key=true", "key.separator=:")
-    out = cli.out("kafka-log-dirs", "--describe", "--topic-list", "cli-logdirs",
-                  clean=sub(r'"logDir":"[^"]*"', '"logDir":"<dir>"'))
-    head, _, body = out.rpartition("\n")
-    assert head == "Querying brokers for log directories information\nReceived log directory information from brokers 1"
-    report = json.loads(body)
-    (broker,) = report["brokers"]
-    (log_dir,) = broker["logDirs"]
-    assert log_dir["error"] is None and broker["broker"] == 1
+    dirs = log_dirs_report(cli, "cli-logdirs")
     # three records of one request each (--sync), keys a, b, c all hashing to partition 0: the batches, so the
-    # sizes, are the same on both brokers
-    assert sorted(log_dir["partitions"], key=lambda p: p["partition"]) == [
+    # sizes, are the same on both brokers; which of the broker's log dirs holds each replica depends on what
+    # the dirs held before (the one with the fewest partitions), so the dirs are merged
+    assert sorted((p for parts in dirs.values() for p in parts), key=lambda p: p["partition"]) == [
         {"partition": "cli-logdirs-0", "size": 210, "offsetLag": 0, "isFuture": False},
         {"partition": "cli-logdirs-1", "size": 0, "offsetLag": 0, "isFuture": False}]
     # records deleted below a new log start stay in their segment, and in its size, until the segment goes
@@ -433,11 +443,130 @@ def test_kafka_log_dirs(cli: Cli, tmp_path: Path) -> None:
                                    "version": 1}))
     assert "partition: cli-logdirs-0\tlow_watermark: 2" in cli.out("kafka-delete-records", "--offset-json-file",
                                                                     str(offsets))
-    after = json.loads(cli.out("kafka-log-dirs", "--describe", "--topic-list", "cli-logdirs").rpartition("\n")[2])
-    assert sorted((p["partition"], p["size"]) for p in after["brokers"][0]["logDirs"][0]["partitions"]) == [
+    after = log_dirs_report(cli, "cli-logdirs")
+    assert sorted((p["partition"], p["size"]) for parts in after.values() for p in parts) == [
         ("cli-logdirs-0", 210), ("cli-logdirs-1", 0)]
     assert cli.out("kafka-log-dirs", "--describe", "--topic-list", "cli-logdirs", "--broker-list", "5", status=1) == \
         "[stderr]\nERROR: The given brokers do not exist from --broker-list: 5. Current existent brokers: 1"
+
+
+def test_kafka_reassign_partitions_between_log_dirs(cli: Cli, tmp_path: Path) -> None:
+    """A plan naming log dirs: kafka-reassign-partitions moves the replica with AlterReplicaLogDirs, --verify
+    polls DescribeLogDirs, and kafka-log-dirs finds it in its new dir; a dir the broker lacks is refused."""
+    cli.create_topic("cli-movedir", 1)
+    cli.produce("cli-movedir", ["a:1", "b:2"], "parse.key=true", "key.separator=:")
+    dirs = log_dirs_report(cli, "cli-movedir")
+    if len(dirs) < 2:
+        pytest.skip(f"the broker has one log dir ({next(iter(dirs))}): there is nowhere to move a replica")
+    source = next(d for d, parts in dirs.items() if parts)
+    target = next(d for d in dirs if d != source)
+    paths = sub(f'"{re.escape(source)}"', '"<from>"')
+    paths_to = sub(re.escape(target), "<to>")
+
+    def clean(text: str) -> str:
+        return paths_to(paths(text))
+
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": "cli-movedir", "partition": 0, "replicas": [1], "log_dirs": [target]}]}))
+    assert cli.out("kafka-reassign-partitions", "--execute", "--reassignment-json-file", str(plan),
+                   clean=clean) == lines("""
+        Current partition replica assignment
+
+        {"version":1,"partitions":[{"topic":"cli-movedir","partition":0,"replicas":[1],"log_dirs":["<from>"]}]}
+
+        Save this to use as the --reassignment-json-file option during rollback
+        Successfully started partition reassignment for cli-movedir-0
+        Successfully started moving log directory to <to> for replica cli-movedir-0 with broker 1""")
+    deadline = time.monotonic() + 30
+    while True:  # Kafka copies the replica into a future one that takes over a moment later
+        verified = cli.out("kafka-reassign-partitions", "--verify", "--reassignment-json-file", str(plan))
+        if "still in progress" not in verified or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert verified == lines("""
+        Status of partition reassignment:
+        Reassignment of partition cli-movedir-0 is completed.
+        Reassignment of replica cli-movedir-0-1 completed successfully.
+        Clearing broker-level throttles on broker 1
+        Clearing topic-level throttles on topic cli-movedir""")
+    assert log_dirs_report(cli, "cli-movedir") == {
+        source: [], target: [{"partition": "cli-movedir-0", "size": 140, "offsetLag": 0, "isFuture": False}]}
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": "cli-movedir", "partition": 0, "replicas": [1], "log_dirs": ["/no/such/dir"]}]}))
+    printed = [line for line in split(cli.out("kafka-reassign-partitions", "--execute", "--reassignment-json-file",
+                                              str(plan), status=1, clean=clean))[0] if not line.startswith("\t")]
+    assert printed[2] == '{"version":1,"partitions":[{"topic":"cli-movedir","partition":0,"replicas":[1],' \
+                         '"log_dirs":["<to>"]}]}'
+    assert printed[5:] == [
+        "Successfully started partition reassignment for cli-movedir-0",
+        "Error: Failed to alter dir for cli-movedir-0-1",
+        "org.apache.kafka.tools.AdminCommandFailedException: Failed to alter dir for cli-movedir-0-1",
+        "Caused by: java.util.concurrent.ExecutionException: org.apache.kafka.common.errors.LogDirNotFoundException: "
+        "The user-specified log directory is not found in the broker config.",
+        "Caused by: org.apache.kafka.common.errors.LogDirNotFoundException: The user-specified log directory is not "
+        "found in the broker config."]
+
+
+def test_kafka_configs_broker_loggers(cli: Cli) -> None:
+    """Loggers listed and set by level; their names differ (Kafka's are Java classes, fakekafka's Python
+    loggers), so each line is checked for the level the root logger gave it."""
+    logger = ("--entity-type", "broker-loggers", "--entity-name", "1")
+    try:
+        assert cli.out("kafka-configs", "--alter", *logger, "--add-config", "root=INFO") == \
+            "Completed updating config for broker-logger 1."
+        described = cli.out("kafka-configs", "--describe", *logger).splitlines()
+        assert described[0] == "Dynamic configs for broker-logger 1 are:"
+        assert "root=INFO sensitive=false synonyms={}" in described
+        assert all(line.endswith("=INFO sensitive=false synonyms={}") for line in described[1:])
+        assert split(cli.out("kafka-configs", "--alter", *logger, "--add-config", "root=LOUD", status=1))[1][1] == (
+            "java.util.concurrent.ExecutionException: org.apache.kafka.common.errors.InvalidConfigurationException: "
+            "Cannot set the log level of root to LOUD as it is not a supported log level. Valid log levels are DEBUG, "
+            "ERROR, FATAL, INFO, TRACE, WARN")
+        assert cli.out("kafka-configs", "--alter", *logger, "--add-config", "no.such.Logger=INFO", status=1) == \
+            "[stderr]\nInvalid broker logger(s): no.such.Logger"
+        assert split(cli.out("kafka-configs", "--alter", *logger, "--delete-config", "root", status=1))[1][1] == (
+            "java.util.concurrent.ExecutionException: org.apache.kafka.common.errors.InvalidRequestException: "
+            "Removing the log level of the root logger is not allowed")
+        assert cli.out("kafka-configs", "--describe", "--entity-type", "broker-loggers", "--entity-name", "7") == \
+            "The broker-logger '7' doesn't exist and doesn't have dynamic config."
+    finally:  # the launcher's level (fakekafka also puts its loggers back when the cluster stops)
+        cli.out("kafka-configs", "--alter", *logger, "--add-config", "root=WARN")
+
+
+def test_kafka_client_metrics(cli: Cli) -> None:
+    """KIP-714 subscriptions through kafka-client-metrics and kafka-configs --entity-type client-metrics."""
+    assert cli.out("kafka-client-metrics", "--alter", "--name", "cli-cm", "--metrics",
+                   "org.apache.kafka.producer.,org.apache.kafka.consumer.", "--interval", "1000", "--match",
+                   "client_id=abc") == "Altered client metrics config for cli-cm."
+    subscription = lines("""
+        Client metrics configs for cli-cm are:
+        interval.ms=1000
+        match=client_id=abc
+        metrics=org.apache.kafka.producer.,org.apache.kafka.consumer.""")
+    assert cli.out("kafka-client-metrics", "--describe", "--name", "cli-cm") == subscription
+    assert cli.out("kafka-client-metrics", "--list") == "cli-cm"
+    assert cli.out("kafka-client-metrics", "--alter", "--name", "cli-cm", "--interval", "10", status=1) == \
+        "Error while executing client metrics command : Invalid value 10 for interval.ms, interval must be between " \
+        "100 and 3600000 (1 hour)"
+    assert cli.out("kafka-client-metrics", "--alter", "--name", "cli-cm", "--match", "bogus=1", status=1) == \
+        "Error while executing client metrics command : Illegal client matching pattern: bogus=1"
+    entity = ("--entity-type", "client-metrics", "--entity-name", "cli-cm2")
+    assert cli.out("kafka-configs", "--alter", *entity, "--add-config", "interval.ms=5000,metrics=[a.,b.]") == \
+        "Completed updating config for client-metric cli-cm2."
+    assert cli.out("kafka-configs", "--describe", *entity) == lines("""
+        Dynamic configs for client-metric cli-cm2 are:
+        interval.ms=5000 sensitive=false synonyms={DYNAMIC_CLIENT_METRICS_CONFIG:interval.ms=5000}
+        metrics=a.,b. sensitive=false synonyms={DYNAMIC_CLIENT_METRICS_CONFIG:metrics=a.,b.}""")
+    assert split(cli.out("kafka-configs", "--alter", *entity, "--add-config", "nope=1", status=1))[1][1] == (
+        "java.util.concurrent.ExecutionException: org.apache.kafka.common.errors.InvalidRequestException: "
+        "Unknown client metrics configuration: nope")
+    assert cli.out("kafka-client-metrics", "--delete", "--name", "cli-cm") == \
+        "Deleted client metrics config for cli-cm."
+    assert cli.out("kafka-client-metrics", "--list") == "cli-cm2"
+    assert cli.out("kafka-configs", "--alter", *entity, "--delete-config", "interval.ms,metrics") == \
+        "Completed updating config for client-metric cli-cm2."
+    assert cli.out("kafka-client-metrics", "--list") == ""
 
 
 def test_kafka_leader_election(cli: Cli) -> None:

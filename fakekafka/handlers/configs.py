@@ -1,4 +1,5 @@
-"""DescribeConfigs (key 32), v1-4, AlterConfigs (key 33), v0-2, and IncrementalAlterConfigs (key 44), v0-1.
+"""DescribeConfigs (key 32), v1-4, AlterConfigs (key 33), v0-2, IncrementalAlterConfigs (key 44), v0-1, and
+ListConfigResources (key 74), v0-1.
 
 Alterations: TOPIC resources (DYNAMIC_TOPIC_CONFIG) and BROKER resources, "" for the cluster-wide dynamic
 default (DYNAMIC_DEFAULT_BROKER_CONFIG) and the answering broker's id for its own (DYNAMIC_BROKER_CONFIG), as
@@ -14,9 +15,13 @@ at once, since the model reads configs on every use (max.message.bytes, min.insy
 message.timestamp.*, cleanup.policy), retention at its next check. GROUP resources (Kafka 4.4's group configs:
 consumer.*, share.*, streams.*, errors.deadletterqueue.*) are kept per group id (DYNAMIC_GROUP_CONFIG), checked
 against the broker's min/max bounds as Kafka's GroupConfig does, and read by the consumer and share group
-coordinators; whether or not the group exists, as Kafka. Deliberate differences: CLIENT_METRICS and
-BROKER_LOGGER resources are refused as an unknown resource type (Kafka serves them), and
-a broker config outside model/config.py's BROKER_CONFIGS is taken as one Kafka does not know.
+coordinators; whether or not the group exists, as Kafka. CLIENT_METRICS resources (KIP-714 subscriptions:
+`metrics`, `interval.ms`, `match`) are kept per name with Kafka 4.4's checks, codes and words; one left
+without configs no longer exists. BROKER_LOGGER resources (IncrementalAlterConfigs only, as Kafka) set or
+reset the level of one of fakekafka's Python loggers (model/loggers.py), checked as Kafka's
+ConfigAdminManager checks them. Deliberate differences: a broker config outside model/config.py's
+BROKER_CONFIGS is taken as one Kafka does not know; the loggers are fakekafka's Python loggers, not Kafka's
+log4j ones (Java class names), and are shared by every broker of the process.
 
 DescribeConfigs: Kafka's topic and broker defaults with their sources.
 
@@ -26,8 +31,9 @@ dynamic config, as on a new Kafka 4.1+ cluster), with the synonym chain in v1+: 
 value, the one in force first, as Kafka's ConfigHelper lists them. Broker configs Kafka can change at run
 time are read_only=False. The broker resource "" is the cluster-wide level: only the configs set there.
 A resource described without error carries the error message "" (Kafka's).
-Behaviour: configs are listed in name order (Kafka's order is its hash map's). Deliberate differences: a
-BROKER_LOGGER resource describes no configs (there are no log4j loggers here to list or set); a
+Behaviour: configs are listed in name order (Kafka's order is its hash map's). A BROKER_LOGGER resource lists
+the loggers with their effective levels (DYNAMIC_BROKER_LOGGER_CONFIG), a CLIENT_METRICS one its three configs
+(DYNAMIC_CLIENT_METRICS_CONFIG or DEFAULT_CONFIG), whether or not it exists. Deliberate differences: a
 cluster on a frozen or custom clock lifts Kafka 4's one-hour limit on future record timestamps
 (log.message.timestamp.after.max.ms, reported as a cluster-wide dynamic config), since its model time is
 not the producers' wall-clock time; a broker resource lists the broker configs modelled here

@@ -404,7 +404,8 @@ class RemoteCluster(ClusterHandle):
         return ConsumerGroupView(group_id, g.group_state, g.group_epoch, g.assignment_epoch, g.assignor_name, [
             ConsumerMemberView(m.member_id, m.instance_id, m.client_id, m.client_host, m.member_epoch, "",
                                list(m.subscribed_topic_names), m.subscribed_topic_regex or None,
-                               named(m.assignment), named(m.target_assignment)) for m in g.members])
+                               named(m.assignment), named(m.target_assignment),
+                               "classic" if m.get("member_type", 1) == 0 else "consumer") for m in g.members])
 
     def groups(self) -> list[str]:
         names: set[str] = set()

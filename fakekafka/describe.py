@@ -115,9 +115,9 @@ def _consumer_group_members(state: ClusterState) -> Rows:
         view = ConsumerGroupView.of(state.consumer_groups.describe(group_id))
         assert view is not None
         for m in view.members:
-            rows.append((group_id, m.member_id, m.client_id, m.instance_id, m.member_epoch, m.state,
+            rows.append((group_id, m.member_id, m.client_id, m.instance_id, m.protocol, m.member_epoch, m.state,
                          text(m.assignment), text(m.target_assignment)))
-    return ("GROUP", "MEMBER", "CLIENT ID", "INSTANCE ID", "EPOCH", "STATE", "ASSIGNMENT", "TARGET"), rows
+    return ("GROUP", "MEMBER", "CLIENT ID", "INSTANCE ID", "PROTOCOL", "EPOCH", "STATE", "ASSIGNMENT", "TARGET"), rows
 
 
 def _share_groups(state: ClusterState) -> Rows:

@@ -97,6 +97,8 @@ class ConsumerMemberView:
     """What the member owns now {topic: [partitions]}."""
     target_assignment: dict[str, list[int]]
     """What the coordinator's assignor wants it to own at the assignment epoch."""
+    protocol: str = "consumer"
+    """"classic" for a member of a mixed group that speaks JoinGroup/SyncGroup/Heartbeat."""
 
 
 @dataclass(frozen=True)
@@ -118,7 +120,7 @@ class ConsumerGroupView:
                    summary["assignor"], [
                        ConsumerMemberView(mid, m["instance_id"], m["client_id"], m["client_host"], m["member_epoch"],
                                           m["state"], m["subscribed_topic_names"], m["subscribed_topic_regex"],
-                                          m["assignment"], m["target_assignment"])
+                                          m["assignment"], m["target_assignment"], m.get("protocol", "consumer"))
                        for mid, m in summary["members"].items()])
 
     def assignments(self) -> dict[str, dict[str, list[int]]]:
@@ -130,7 +132,8 @@ class ConsumerGroupView:
                f"assignment epoch {self.assignment_epoch}, assignor {self.assignor}"]
         for m in self.members:
             target = "" if m.target_assignment == m.assignment else f", target {m.target_assignment}"
-            out.append(f"    {m.member_id} ({m.client_id}, {m.client_host}) epoch {m.member_epoch} {m.state}: "
+            kind = " classic protocol" if m.protocol == "classic" else ""
+            out.append(f"    {m.member_id} ({m.client_id}, {m.client_host}{kind}) epoch {m.member_epoch} {m.state}: "
                        f"{m.assignment}{target}")
         return out
 

@@ -1132,6 +1132,7 @@ VARIANTS: dict[str, tuple[int, list[int], Callable[[Target, int], dict[str, Any]
     "cg-mixed-commit": (8, [8], lambda t, v: offset_commit_body(
         GROUP, t.answers[(11, 5, "cg-mixed-join")].response.generation_id, t.member_id)),
     "cg-mixed-describe-groups": (15, [5, 6], lambda t, v: {"groups": [GROUP], "include_authorized_operations": False}),
+    "cg-mixed-list": (16, [5], lambda t, v: {"states_filter": [], "types_filter": ["consumer"]}),
 }
 
 

@@ -319,8 +319,9 @@ def test_ctl_describe_tables_show_epochs_and_target_against_current() -> None:
     members = out.index("CONSUMER GROUP MEMBERS")
     rows = {r.split()[1]: r.split() for r in out[members + 2:members + 4]}
     # a still owns both partitions at epoch 2 (one to give up); b waits at epoch 3 for the one a releases
-    assert rows["a"][2:] == ["client-a", "-", "2", "STABLE", "orders:0,1", f"orders:{_only(state, 'a', topic_id)}"]
-    assert rows["b"][2:5] == ["client-b", "-", "3"] and rows["b"][5:7] == ["UNRELEASED_PARTITIONS", "-"]
+    assert rows["a"][2:] == ["client-a", "-", "consumer", "2", "STABLE", "orders:0,1",
+                             f"orders:{_only(state, 'a', topic_id)}"]
+    assert rows["b"][2:6] == ["client-b", "-", "consumer", "3"] and rows["b"][6:8] == ["UNRELEASED_PARTITIONS", "-"]
 
 
 def _only(state: Any, member: str, topic_id: uuid.UUID) -> str:

@@ -117,6 +117,9 @@ def test_a_consumer_member_upgrades_a_classic_group_keeping_its_members(w: World
     assert g.members[a].assigned == {T1: frozenset({0, 1})}
     assert g.group_epoch == gen + 1 and r["member_epoch"] == gen + 1
     assert g.members["c"].classic is None and r["assignment"] == {"topic_partitions": []}  # still a's and b's
+    summary = w.coord.describe("g")  # the pytest handle's and `fakekafka ctl describe`'s view
+    assert {mid: m["protocol"] for mid, m in summary["members"].items()} == \
+        {a: "classic", b: "classic", "c": "consumer"}
     # the classic members are told to rejoin; a's eager rejoin gives up everything (owned none)
     assert classic_heartbeat(w.coord, g, gen, a, None) == ErrorCode.REBALANCE_IN_PROGRESS
     ja = w.join(a)

@@ -17,7 +17,9 @@ Kafka 4.4 lets a group move between the two protocols without stopping it (`grou
   rebalance timeout.
 - **downgrade**: when the members leaving a consumer group leave only classic members, the group becomes a
   classic group again at the group epoch as its generation, each member's target assignment as its
-  assignment, and a rebalance starts.
+  assignment, and a rebalance starts. A classic static member taking the place of the last consumer-protocol
+  member (its instance id, a new member id) downgrades it too, without a rebalance unless the target assignment
+  is behind the group epoch.
 - A classic JoinGroup to a consumer group with members is refused INCONSISTENT_GROUP_PROTOCOL when the policy
   is `disabled`; a classic JoinGroup to an empty consumer group takes over the id (and its offsets).
 """
@@ -194,10 +196,11 @@ def retire_upgraded(classic: GroupCoordinator, group_id: str) -> None:
 
 # --- downgrade ------------------------------------------------------------------------------------
 def downgrade(coord: ConsumerGroupCoordinator, classic: GroupCoordinator, group: ConsumerGroup,
-              leaving: set[str]) -> bool:
+              leaving: set[str], rebalance: bool = True) -> bool:
     """Turns the consumer group into a classic group without the members `leaving` if only classic members
     remain and the policy allows it (Kafka 4.4's validateOnlineDowngradeWithFencedMembers and
-    convertToClassicGroup); then a rebalance starts. False (nothing done) otherwise."""
+    convertToClassicGroup); then a rebalance starts (unless `rebalance` is False: a static member's replacement
+    with an up-to-date assignment). False (nothing done) otherwise."""
     remaining = [m for mid, m in group.members.items() if mid not in leaving]
     if not remaining or any(m.classic is None for m in remaining):
         return False
@@ -228,7 +231,8 @@ def downgrade(coord: ConsumerGroupCoordinator, classic: GroupCoordinator, group:
     coord.records.consumer_group(None, group.group_id)
     classic.groups[group.group_id] = new
     classic.records.classic_group(new)
-    classic._prepare_rebalance(new)  # "Downgrade group from consumer to classic": every member rejoins
+    if rebalance:
+        classic._prepare_rebalance(new)  # "Downgrade group from consumer to classic": every member rejoins
     return True
 
 
@@ -320,13 +324,25 @@ def classic_join(coord: ConsumerGroupCoordinator, group: ConsumerGroup, *, membe
     if metadata != group.subscription_metadata:
         group.subscription_metadata = metadata
         coord._bump(group, "subscribed topics changed")
-    coord._maybe_assign(group)
+    # a classic static member taking the place of the last consumer-protocol member downgrades the group (Kafka
+    # 4.4's validateOnlineDowngradeWithReplacedMember); with a target assignment behind the group epoch ("stale
+    # assignment") the classic group rebalances, else the member takes its predecessor's partitions at once
+    downgrading = replaced is not None and replaced.classic is None and coord.classic is not None \
+        and all(m.classic is not None for m in group.members.values()) and policy_allows(coord, "downgrade") \
+        and len(group.members) <= coord.classic.config.max_size
+    stale = group.assignment_epoch < group.group_epoch
+    if not downgrading:
+        coord._maybe_assign(group)
     owned = [(tid, sorted(ps)) for tid, ps in _by_id(coord, subscription.get("owned_partitions") or []).items()]
-    updated = coord._reconcile(group, updated, owned)
+    if not (downgrading and stale):
+        updated = coord._reconcile(group, updated, owned)
     updated.session_deadline = now + session_timeout_ms
     updated.sync_deadline = now + max(updated.rebalance_timeout_ms, 0)
     group.members[mid] = updated
-    coord.records.consumer_group(group)
+    if downgrading and coord.classic is not None:
+        downgrade(coord, coord.classic, group, set(), rebalance=stale)
+    else:
+        coord.records.consumer_group(group)
     return {"error_code": ErrorCode.NONE, "generation_id": updated.member_epoch,
             "protocol_type": CONSUMER_PROTOCOL_TYPE, "protocol_name": protocols[0][0], "leader": "",
             "skip_assignment": False, "member_id": mid, "members": []}

@@ -364,3 +364,27 @@ def test_upgrade_and_downgrade_write_kafkas_records_and_a_mixed_group_loads_back
     tail = [(t, v is None) for t, _, _, v in records(p)[n:]]
     assert tail[-1] == (2, False) and all(gone for t, gone in tail[:-1]) and (3, True) in tail
     assert c.groups.group("g").state == GroupState.PREPARING_REBALANCE
+
+
+def test_a_classic_static_member_replacing_the_last_consumer_member_downgrades_the_group(w: World) -> None:
+    (a,) = w.classic_group(1)
+    joined = w.coord.heartbeat(HeartbeatRequest(group_id="g", member_id="s", member_epoch=0, instance_id="i1",
+                                                rebalance_timeout_ms=REBALANCE, subscribed_topic_names=["t1"],
+                                                owned=[]), is_classic_group=w.classic_status)
+    assert joined["error_code"] == ErrorCode.NONE
+    g = w.group()
+    target = {"t1": sorted(g.target["s"][T1])}
+    epoch = g.group_epoch
+    left = w.coord.heartbeat(HeartbeatRequest(group_id="g", member_id="s", member_epoch=-2, instance_id="i1"))
+    assert left["error_code"] == ErrorCode.NONE and "s" in g.members  # a static member away keeps its place
+    # it comes back on the classic protocol under a new member id: the group becomes classic again at once
+    j = classic_join(w.coord, g, member_id="", group_instance_id="i1", require_known_member_id=True, client_id="c",
+                     client_host="/127.0.0.1", session_timeout_ms=SESSION, rebalance_timeout_ms=REBALANCE,
+                     protocol_type="consumer", protocols=[("range", subscription(["t1"]))])
+    assert j["error_code"] == ErrorCode.NONE and j["generation_id"] == epoch
+    assert w.coord.group("g") is None
+    cg = w.classic.group("g")
+    assert (cg.state, cg.generation_id, set(cg.members)) == (GroupState.STABLE, epoch, {a, j["member_id"]})
+    assert assignment(cg.members[j["member_id"]].assignment) == target  # its predecessor's partitions
+    synced = w.classic.sync("g", epoch, j["member_id"], "i1", {})
+    assert synced["error_code"] == ErrorCode.NONE and assignment(synced["assignment"]) == target

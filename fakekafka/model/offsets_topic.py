@@ -39,8 +39,9 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from fakekafka.model.consumer_group import ConsumerGroup, ConsumerMember, MemberState
-from fakekafka.model.group import Group, GroupState, Member, OffsetAndMetadata, RecordSink
+from fakekafka.model.group import Group, GroupState, Member, OffsetAndMetadata, RecordSink, _join_error
 from fakekafka.model.mixed_groups import ClassicProtocol
+from wire import ErrorCode
 from wire.coordinator import consumer_group_current_member_assignment as current_assignment_rec
 from wire.coordinator import consumer_group_member_metadata as member_rec
 from wire.coordinator import consumer_group_metadata as consumer_group_rec
@@ -283,7 +284,11 @@ class OffsetsTopic(RecordSink):
         groups, consumer_groups = c.groups, c.consumer_groups
         mine = [g for g in set(groups.groups) | set(consumer_groups.groups) if c.offsets_partition_for(g) == index]
         for gid in mine:
-            groups.groups.pop(gid, None)
+            old = groups.groups.pop(gid, None)
+            for m in old.members.values() if old is not None else ():
+                # requests the old coordinator parked are answered as Kafka's unloading coordinator answers them
+                groups._resolve(m.join, _join_error(m.member_id, ErrorCode.NOT_COORDINATOR))
+                groups._resolve(m.sync, {"error_code": ErrorCode.NOT_COORDINATOR, "assignment": b""})
             consumer_groups.groups.pop(gid, None)
             self._written.pop(gid, None)
         now = c.clock.now_ms()

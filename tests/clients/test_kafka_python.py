@@ -318,3 +318,36 @@ def test_compacted_topic_on_the_cleaners_clock(broker: ClusterHandle, connect: C
     send(b"k4", b"a")  # 6, rolls again
     broker.advance_clock(15_000)
     assert read() == [(2, b"k1", b"b"), (5, b"k3", b"b"), (6, b"k4", b"a")]
+
+
+def test_consumer_offsets_records_read_by_a_consumer_of_internal_topics(broker: ClusterHandle,
+                                                                        connect: Callable[..., Any]) -> None:
+    """A group's rebalance and commit are records of `__consumer_offsets` in Kafka's schemas: a consumer with
+    exclude_internal_topics=False, subscribed by pattern, reads them (decoded by the schemas' declarations)."""
+    from fakekafka.model.offsets_topic import decode_record
+
+    broker.create_topic("offlog", 1)
+    for i in range(3):
+        broker.produce("offlog", str(i).encode())
+    member = connect(KafkaConsumer, group_id="offlog-g", client_id="offlog-member")
+    member.subscribe(["offlog"])
+    assert len(consume(member, 3)) == 3
+    member.commit()
+    reader = connect(KafkaConsumer, group_id="offlog-reader", exclude_internal_topics=False)
+    reader.subscribe(pattern="^__consumer_offsets$")
+    commits, metadata = [], []
+    deadline = time.monotonic() + 3 * TIMEOUT
+    while not (commits and metadata):
+        assert time.monotonic() < deadline, f"commits {commits}, group metadata {metadata}"
+        for records in reader.poll(timeout_ms=200).values():
+            for r in records:
+                record_type, key, version, value = decode_record(r.key, r.value)
+                if record_type == 1 and key.group == "offlog-g":
+                    commits.append((key.topic, key.partition, version, value.offset, value.metadata))
+                elif record_type == 2 and key.group == "offlog-g" and value is not None and value.members:
+                    metadata.append((version, value.generation, value.protocol_type, value.protocol,
+                                     [m.client_id for m in value.members]))
+    assert commits == [("offlog", 0, 4, 3, "")]
+    # one record per completed rebalance (kafka-python may rejoin once it has the topic's metadata)
+    assert [m[1] for m in metadata] == list(range(1, len(metadata) + 1))
+    assert {(m[0], m[2], m[3], tuple(m[4])) for m in metadata} == {(3, "consumer", "range", ("offlog-member",))}

@@ -239,3 +239,23 @@ def test_deleting_a_topic_tombstones_its_offsets(deleted_topic: bool) -> None:
         c.delete_topic("u")
     tail = [(k.topic, v) for _, k, _, v in records(p)[2:]]
     assert tail == ([("u", None)] if deleted_topic else [])
+
+
+def test_requests_parked_on_the_old_coordinator_are_answered_not_coordinator_at_the_load() -> None:
+    c = make()
+    p = offsets_partition(c, "g")
+    join_and_sync(c, "g")
+    kw: dict[str, Any] = dict(group_id="g", group_instance_id=None, require_known_member_id=False,
+                              client_id="late", client_host="/127.0.0.1", rebalance_timeout_ms=30_000,
+                              session_timeout_ms=SESSION, protocol_type="consumer",
+                              protocols=[("range", b"sub")], version=3)
+    parked = c.groups.join(member_id="", **kw)  # waits for the first member to rejoin
+    assert isinstance(parked, Pending) and parked.result is None
+    follower = next(r for r in p.replicas if r != p.leader_id)
+    p.paused.update(r for r in p.replicas if r != p.leader_id)
+    c.groups.records.offsets("g", {("t", 1): OffsetAndMetadata(1, -1, "", 1_000)})  # a write the replicas miss
+    p.isr = [p.leader_id, follower]
+    c.kill_broker(p.leader_id)
+    assert parked.result is not None and parked.result["error_code"] == ErrorCode.NOT_COORDINATOR
+    g = c.groups.group("g")
+    assert g is not None and g.state == GroupState.STABLE and len(g.members) == 1

@@ -183,8 +183,8 @@ class Emitter:
         body = self.struct(self.fields_of(f, ftype), v, indent, flex, path)
         if nullable and not tagged:
             return f"NullableStruct({body})", "None"
-        if nullable and raw_default == "null":
-            return body, "None"
+        if nullable:  # a marker byte first; Kafka reads a JSON null default as "" (the empty struct)
+            return f"TaggedNullableStruct({body})", "None" if raw_default == "null" else "STRUCT_DEFAULT"
         return body, "STRUCT_DEFAULT"
 
     def fields_of(self, f: dict, type_name: str) -> list[dict]:
@@ -528,7 +528,7 @@ def generate_coordinator(jar: Path) -> dict[Path, str]:
         files[COORDINATOR_OUT / f"{mod}.py"] = "\n".join([
             HEADER.format(src=f"{key.name}.json and {value.name}.json ({value.origin()})"),
             f'"""{name}: record type {record_type} of `__consumer_offsets` (key version prefix {record_type})."""\n',
-            PREAMBLE,
+            PREAMBLE.replace("Tagged, ", "Tagged, TaggedNullableStruct, "),
             f"RECORD_TYPE = {record_type}",
             f"NAME = {name!r}",
             f"VALUE_FLEXIBLE_FROM = {value.flexible_from}",

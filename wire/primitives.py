@@ -35,7 +35,7 @@ __all__ = [
     "Int8", "Int16", "Int32", "Int64", "UInt16", "UInt32", "Float64", "Bool", "Uuid", "UVarint",
     "Varint", "Varlong", "String", "NullableString", "CompactString", "CompactNullableString",
     "Bytes", "NullableBytes", "CompactBytes", "CompactNullableBytes", "Array", "NullableArray",
-    "CompactArray", "CompactNullableArray", "NullableStruct", "Field", "Tagged", "Message",
+    "CompactArray", "CompactNullableArray", "NullableStruct", "TaggedNullableStruct", "Field", "Tagged", "Message",
     "UNKNOWN_TAGS", "ZERO_UUID", "STRUCT_DEFAULT", "WireError", "Chunks", "element_budget",
 ]
 
@@ -402,6 +402,27 @@ class NullableStruct(Construct):
 
     def _sizeof(self, context, path):  # noqa: ANN001, ANN202
         raise SizeofError("variable size", path=path)
+
+
+class TaggedNullableStruct(NullableStruct):
+    """A nullable struct in a tagged field, as Kafka's generator writes one: a varint marker, 0 for null, 1 for
+    present (a null differing from the field's default is written as the lone marker)."""
+
+    def defaults(self) -> Container:
+        return self.subcon.defaults()
+
+    def _parse(self, stream, context, path):  # noqa: ANN001, ANN202
+        marker = stream_read(stream, 1, path)
+        if marker == b"\x00":
+            return None
+        return self.subcon._parse(stream, context, path)
+
+    def _build(self, obj, stream, context, path):  # noqa: ANN001, ANN202
+        if obj is None:
+            stream_write(stream, b"\x00", 1, path)
+            return obj
+        stream_write(stream, b"\x01", 1, path)
+        return self.subcon._build(obj, stream, context, path)
 
 
 class Field:

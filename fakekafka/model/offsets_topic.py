@@ -64,9 +64,9 @@ CONSUMER_GROUP, MEMBER, TARGET, TARGET_MEMBER, CURRENT = (
 OFFSET_COMMIT_VALUE_VERSION = 4
 """Kafka 4.4's GroupCoordinatorRecordHelpers.offsetCommitValueVersion without an expire timestamp."""
 GROUP_METADATA_VALUE_VERSION = 3
-MEMBER_STATE_CODE = {MemberState.UNREVOKED_PARTITIONS: 0, MemberState.UNRELEASED_PARTITIONS: 1,
-                     MemberState.STABLE: 2}
-"""Kafka's MemberState values, as the current assignment record holds them."""
+MEMBER_STATE_CODE = {MemberState.STABLE: 0, MemberState.UNREVOKED_PARTITIONS: 1,
+                     MemberState.UNRELEASED_PARTITIONS: 2}
+"""Kafka 4.4's MemberState values, as the current assignment record holds them."""
 MEMBER_STATE = {v: k for k, v in MEMBER_STATE_CODE.items()}
 _KEY_OFFSET = struct.Struct(">h").pack(OFFSET_COMMIT)
 _VALUE_HEAD = struct.Struct(">hqi").pack
@@ -207,27 +207,28 @@ class OffsetsTopic(RecordSink):
 
     @staticmethod
     def _member_metadata(m: ConsumerMember) -> bytes:
-        classic = {} if m.classic is None else {"classic_member_metadata": {
+        classic: dict[str, Any] = {"classic_member_metadata": None if m.classic is None else {
             "session_timeout_ms": m.classic.session_timeout_ms,
             "supported_protocols": [{"name": n, "metadata": md} for n, md in m.classic.protocols]}}
         return _value(member_rec, 0, instance_id=m.instance_id, rack_id=m.rack_id, client_id=m.client_id,
                       client_host=m.client_host, subscribed_topic_names=list(m.subscribed_topic_names),
-                      subscribed_topic_regex=m.subscribed_topic_regex, rebalance_timeout_ms=m.rebalance_timeout_ms,
-                      server_assignor=m.server_assignor, **classic)
+                      subscribed_topic_regex=m.subscribed_topic_regex or "",
+                      rebalance_timeout_ms=m.rebalance_timeout_ms, server_assignor=m.server_assignor,
+                      **classic)  # Kafka 4.4 writes "" for no regex, and the null marker for a consumer member
 
     def consumer_group(self, group: ConsumerGroup | None, group_id: str = "") -> None:
         """The records a KIP-848 group's change calls for: new or changed ones, tombstones for what went (every
         record when the group is None: it was deleted), in Kafka's order (tombstones of members' records before
-        the group's own)."""
+        the group's own, before what changed)."""
         gid = group.group_id if group is not None else group_id
         before = self._written.get(gid, {})
         now = self._consumer_group_records(group) if group is not None else {}
         if now == before:
             return
-        records: Records = [(k, v) for k, v in now.items() if before.get(k) != v]
         gone = [k for k in before if k not in now]
         gone.sort(key=lambda k: -struct.unpack_from(">h", k)[0])  # current assignment ... group epoch last
-        records += [(k, None) for k in gone]
+        records: Records = [(k, None) for k in gone]
+        records += [(k, v) for k, v in now.items() if before.get(k) != v]
         if group is None:
             self._written.pop(gid, None)
         else:
@@ -356,7 +357,8 @@ class OffsetsTopic(RecordSink):
                 m.instance_id, m.rack_id, m.client_id, m.client_host = v.instance_id, v.rack_id, v.client_id, \
                     v.client_host
                 m.subscribed_topic_names = tuple(v.subscribed_topic_names)
-                m.subscribed_topic_regex, m.rebalance_timeout_ms = v.subscribed_topic_regex, v.rebalance_timeout_ms
+                m.subscribed_topic_regex = v.subscribed_topic_regex or None
+                m.rebalance_timeout_ms = v.rebalance_timeout_ms
                 m.server_assignor = v.server_assignor
                 m.session_deadline = now + session
                 cm = v.get("classic_member_metadata")

@@ -13,9 +13,10 @@ import sys
 import textwrap
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions
 
 from fakekafka.handle import ClusterHandle
@@ -208,3 +209,61 @@ def test_consume_transform_produce_with_the_member_epoch(kafka: ClusterHandle, m
     # Kafka writes the transaction's markers (and so the offsets) a moment after EndTxn; fakekafka at once
     kafka.wait_until(lambda: kafka.committed("etl") == {("in", 0): 3}, 30, message="the transaction's offsets")
     assert [r.value for r in kafka.records("out") if r.value is not None] == [b"I0", b"I1", b"I2"]
+
+
+def group_records(kafka: ClusterHandle, group: str) -> list[tuple[int, Any, Any]]:
+    """The group's records in `__consumer_offsets` (its partition read to its end), decoded in Kafka's schemas:
+    (record type, key, value or None for a tombstone)."""
+    from fakekafka.model.cluster import java_string_hash, kafka_abs
+    from fakekafka.model.offsets_topic import decode_record
+    tp = TopicPartition("__consumer_offsets", kafka_abs(java_string_hash(group)) % 50, 0)
+    reader = Consumer({"bootstrap.servers": kafka.bootstrap_servers, "group.id": f"{group}-reader",
+                       "enable.auto.commit": False, "isolation.level": "read_uncommitted"})
+    try:
+        end = reader.get_watermark_offsets(tp, timeout=TIMEOUT)[1]
+        reader.assign([tp])
+        out: list[tuple[int, Any, Any]] = []
+        deadline = time.monotonic() + TIMEOUT
+        position = 0
+        while position < end:
+            assert time.monotonic() < deadline, f"read to {position} of {end}"
+            msg = reader.poll(0.2)
+            if msg is None or msg.error() is not None:
+                continue
+            position = msg.offset() + 1
+            record_type, key, _, value = decode_record(msg.key(), msg.value())
+            if getattr(key, "group", None) == group or getattr(key, "group_id", None) == group:
+                out.append((record_type, key, value))
+        return out
+    finally:
+        reader.close()
+
+
+def test_the_group_as_records_of_consumer_offsets(kafka: ClusterHandle, members: Callable[..., Member]) -> None:
+    """What the coordinator writes to `__consumer_offsets` for a KIP-848 member's join, commit and leave, read
+    back by a consumer and decoded in Kafka's schemas: the same records, in the same order, on both brokers."""
+    kafka.create_topic("ledger", 2)
+    kafka.wait_for_topic("ledger", 2)
+    a = members("ledger-g", ["ledger"], "a")
+    until("a alone", [a], lambda: a.assignment() == {"ledger": [0, 1]} and settled(kafka, "ledger-g", 1))
+    a.consumer.commit(offsets=[TopicPartition("ledger", 0, 0)], asynchronous=False)
+    a.close()
+    records = group_records(kafka, "ledger-g")
+    kinds = [(t, v is None) for t, _, v in records]
+    # joined: member, group epoch, target member, target epoch, current assignment; the commit; left: the member's
+    # records go, the group epoch moves on (Kafka 4.4 then also moves the empty group's target epoch: 6)
+    assert kinds[:10] == [(5, False), (3, False), (7, False), (6, False), (8, False), (1, False),
+                          (8, True), (7, True), (5, True), (3, False)]
+    assert kinds[10:] in ([], [(6, False)])
+    by_kind = {t: v for t, _, v in records[:6]}
+    tid = by_kind[1].topic_id
+    member = by_kind[5]
+    assert (member.client_id, member.subscribed_topic_names, member.subscribed_topic_regex, member.instance_id,
+            member.server_assignor, member.rebalance_timeout_ms) == ("a", ["ledger"], "", None, None, 300_000)
+    assert (by_kind[3].epoch, by_kind[6].assignment_epoch) == (2, 2)
+    assert [(tp.topic_id, tp.partitions) for tp in by_kind[7].topic_partitions] == [(tid, [0, 1])]
+    current = by_kind[8]
+    assert (current.member_epoch, current.previous_member_epoch, current.state) == (2, 0, 0)
+    assert [(tp.topic_id, tp.partitions) for tp in current.assigned_partitions] == [(tid, [0, 1])]
+    assert (records[5][1].topic, records[5][1].partition, by_kind[1].offset) == ("ledger", 0, 0)
+    assert records[9][2].epoch == 3

@@ -204,7 +204,7 @@ def test_consumer_group_records_follow_the_group_and_load_back() -> None:
     tid = c.topics["t"].topic_id
     current = by_type[8][1]
     assert (current.member_epoch, current.state, [(a.topic_id, a.partitions) for a in current.assigned_partitions]) \
-        == (2, 2, [(tid, [0, 1])])
+        == (2, 0, [(tid, [0, 1])])
     n = len(records(p))
     hb(c, "m1", 2, [(tid, [0, 1])])
     assert len(records(p)) == n  # nothing changed: nothing written
@@ -222,7 +222,7 @@ def test_consumer_group_records_follow_the_group_and_load_back() -> None:
     left = hb(c, "m1", -1)
     assert left["error_code"] == ErrorCode.NONE
     tail = [(t, v is None) for t, _, _, v in records(p)[n + 1:]]
-    assert tail == [(3, False), (8, True), (7, True), (5, True)]  # new epoch; the member's records go
+    assert tail == [(8, True), (7, True), (5, True), (3, False)]  # the member's records go; a new epoch
     c.clock.advance(c.consumer_groups.config.offsets_retention_ms)
     c.tick()
     assert "cg" not in c.consumer_groups.groups

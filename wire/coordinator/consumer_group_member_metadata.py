@@ -5,7 +5,7 @@
 from wire.primitives import (  # noqa: F401
     Array, Bool, Bytes, CompactArray, CompactBytes, CompactNullableArray, CompactNullableBytes,
     CompactNullableString, CompactString, Field, Float64, Int8, Int16, Int32, Int64, Message,
-    NullableArray, NullableBytes, NullableString, NullableStruct, String, Tagged, UInt16, UInt32, Uuid,
+    NullableArray, NullableBytes, NullableString, NullableStruct, String, Tagged, TaggedNullableStruct, UInt16, UInt32, Uuid,
     STRUCT_DEFAULT, ZERO_UUID,
 )
 
@@ -27,7 +27,7 @@ ConsumerGroupMemberMetadataValueV0 = Message(
     Field('subscribed_topic_regex', CompactNullableString, ''),
     Field('rebalance_timeout_ms', Int32, -1),
     Field('server_assignor', CompactNullableString, ''),
-    Tagged(0, 'classic_member_metadata', Message(
+    Tagged(0, 'classic_member_metadata', TaggedNullableStruct(Message(
         Field('session_timeout_ms', Int32, 0),
         Field('supported_protocols', CompactArray(Message(
             Field('name', CompactString, ''),
@@ -35,7 +35,7 @@ ConsumerGroupMemberMetadataValueV0 = Message(
             flexible=True,
         )), list),
         flexible=True,
-    ), STRUCT_DEFAULT),
+    )), STRUCT_DEFAULT),
     flexible=True,
 )
 

@@ -38,6 +38,8 @@ import uuid
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+import crc32c
+
 from fakekafka.model.consumer_group import ConsumerGroup, ConsumerMember, MemberState
 from fakekafka.model.group import Group, GroupState, Member, OffsetAndMetadata, RecordSink, _join_error
 from fakekafka.model.mixed_groups import ClassicProtocol
@@ -50,7 +52,7 @@ from wire.coordinator import consumer_group_target_assignment_metadata as target
 from wire.coordinator import group_metadata as group_rec
 from wire.coordinator import offset_commit as offset_rec
 from wire.primitives import ZERO_UUID, uvarint_bytes
-from wire.records import build_batch, decode_batch, read_header
+from wire.records import decode_batch, read_header
 
 if TYPE_CHECKING:
     from fakekafka.model.cluster import ClusterState, Partition
@@ -71,6 +73,7 @@ MEMBER_STATE = {v: k for k, v in MEMBER_STATE_CODE.items()}
 _KEY_OFFSET = struct.Struct(">h").pack(OFFSET_COMMIT)
 _VALUE_HEAD = struct.Struct(">hqi").pack
 _I16, _I32, _I64 = struct.Struct(">h").pack, struct.Struct(">i").pack, struct.Struct(">q").pack
+_BATCH_HEAD, _BATCH_TAIL = struct.Struct(">qiibI").pack, struct.Struct(">hiqqqhii").pack
 Records = list[tuple[bytes, bytes | None]]
 
 
@@ -84,12 +87,30 @@ def offset_commit_key(group_id: str, topic: str, partition: int) -> bytes:
     return _KEY_OFFSET + _string(group_id) + _string(topic) + _I32(partition)
 
 
-def offset_commit_value(om: OffsetAndMetadata, topic_id: uuid.UUID | None = None) -> bytes:
+def offset_commit_value(om: OffsetAndMetadata, topic_id: uuid.UUID | bytes | None = None) -> bytes:
     """OffsetCommitValue v4 (flexible: compact metadata, the topic id as tagged field 0 when known)."""
     meta = om.metadata.encode()
-    tags = b"\x01\x00\x10" + topic_id.bytes if topic_id is not None and topic_id != ZERO_UUID else b"\x00"
+    if isinstance(topic_id, uuid.UUID):
+        topic_id = topic_id.bytes if topic_id != ZERO_UUID else None
+    tags = b"\x01\x00\x10" + topic_id if topic_id else b"\x00"
     return (_VALUE_HEAD(OFFSET_COMMIT_VALUE_VERSION, om.offset, om.leader_epoch) + uvarint_bytes(len(meta) + 1)
             + meta + _I64(om.commit_timestamp) + tags)
+
+
+def _zigzag(n: int) -> bytes:
+    return uvarint_bytes((n << 1) ^ (n >> 63))
+
+
+def batch_of(records: Records, now: int, producer_id: int = -1, producer_epoch: int = -1) -> bytes:
+    """One v2 batch of the coordinator's records, built directly (commits are frequent): uncompressed, every
+    record stamped `now`, no headers; transactional when it belongs to a producer."""
+    body = bytearray()
+    for i, (k, v) in enumerate(records):
+        rec = b"\x00\x00" + _zigzag(i) + _zigzag(len(k)) + k + (b"\x01" if v is None else _zigzag(len(v)) + v) + b"\x00"
+        body += _zigzag(len(rec)) + rec
+    after_crc = _BATCH_TAIL(0x10 if producer_id >= 0 else 0, len(records) - 1, now, now, producer_id, producer_epoch,
+                            -1, len(records)) + body
+    return _BATCH_HEAD(0, 9 + len(after_crc), -1, 2, crc32c.crc32c(after_crc)) + after_crc
 
 
 def _key(mod: Any, **fields: Any) -> bytes:
@@ -125,6 +146,7 @@ class OffsetsTopic(RecordSink):
 
     def __init__(self, cluster: ClusterState) -> None:
         self.cluster = cluster
+        self._topic_id_bytes: dict[uuid.UUID, bytes] = {}
         self._written: dict[str, dict[bytes, bytes]] = {}
         """KIP-848 group id -> its records as last written (key -> value): what the next change is a diff to."""
 
@@ -141,8 +163,7 @@ class OffsetsTopic(RecordSink):
         if partition is None or not partition.online:
             return
         now = c.clock.now_ms()
-        batch = build_batch([{"key": k, "value": v, "timestamp": now} for k, v in records],
-                            producer_id=producer_id, producer_epoch=producer_epoch, transactional=producer_id >= 0)
+        batch = batch_of(records, now, producer_id, producer_epoch)
         partition.log.append(batch, read_header(batch), partition.leader_epoch, None, now,
                              **c.segment_configs(partition))
         if len(partition.replicas) > 1:
@@ -153,7 +174,7 @@ class OffsetsTopic(RecordSink):
 
     def offsets(self, group_id: str, changed: dict[tuple[str, int], OffsetAndMetadata | None],
                 producer_id: int = -1, producer_epoch: int = -1) -> None:
-        topics = self.cluster.topics
+        topics, ids = self.cluster.topics, self._topic_id_bytes
         records: Records = []
         for (topic, index), om in changed.items():
             key = offset_commit_key(group_id, topic, index)
@@ -161,7 +182,12 @@ class OffsetsTopic(RecordSink):
                 records.append((key, None))
             else:
                 t = topics.get(topic)
-                records.append((key, offset_commit_value(om, t.topic_id if t is not None else None)))
+                topic_id = None
+                if t is not None:
+                    topic_id = ids.get(t.topic_id)
+                    if topic_id is None:
+                        topic_id = ids[t.topic_id] = t.topic_id.bytes
+                records.append((key, offset_commit_value(om, topic_id)))
         self._append(group_id, records, producer_id, producer_epoch)
 
     def classic_group(self, group: Group, assignments: bool = True) -> None:

@@ -14,10 +14,10 @@ from fakekafka.model.cluster import OFFSETS_TOPIC, Broker, ClusterState, Partiti
 from fakekafka.model.config import BrokerConfig
 from fakekafka.model.consumer_group import HeartbeatRequest, MemberState
 from fakekafka.model.group import GroupState, OffsetAndMetadata, Pending
-from fakekafka.model.offsets_topic import decode_record, offset_commit_key, offset_commit_value
+from fakekafka.model.offsets_topic import batch_of, decode_record, offset_commit_key, offset_commit_value
 from wire import ErrorCode
 from wire.coordinator import offset_commit
-from wire.records import decode_batch
+from wire.records import build_batch, decode_batch
 
 SESSION = 10_000
 
@@ -79,6 +79,15 @@ def test_offset_commit_record_bytes_are_kafkas_schema() -> None:
         {"offset": 42, "leader_epoch": 7, "metadata": "meta", "commit_timestamp": 1234, "topic_id": topic_id})
     assert offset_commit_value(om)[2:] == offset_commit.VALUES[4].build(
         {"offset": 42, "leader_epoch": 7, "metadata": "meta", "commit_timestamp": 1234})
+
+
+@pytest.mark.parametrize("producer", [(-1, -1), (77, 3)])
+def test_the_coordinators_batch_is_a_producers_batch(producer: tuple[int, int]) -> None:
+    """The hand-built batch is byte for byte what the generic batch builder makes of the same records."""
+    records = [(b"k%d" % i, None if i % 3 == 2 else b"v" * i * 40) for i in range(70)]
+    assert batch_of(records, 123_456, *producer) == build_batch(
+        [{"key": k, "value": v, "timestamp": 123_456} for k, v in records], producer_id=producer[0],
+        producer_epoch=producer[1], transactional=producer[0] >= 0)
 
 
 def test_a_commit_is_one_batch_of_offset_commit_records_and_delete_offsets_writes_tombstones() -> None:

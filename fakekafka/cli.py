@@ -23,6 +23,7 @@ from fakekafka.control import COMMANDS, send_command, serve_control
 from fakekafka.describe import status_line
 from fakekafka.embedded import Cluster
 from fakekafka.model.config import BROKER_CONFIGS, BrokerConfig, InvalidConfig
+from fakekafka.storage import DataDirError
 
 __all__ = ["main"]
 
@@ -151,6 +152,8 @@ def _parser() -> argparse.ArgumentParser:
                             "every SECONDS; SIGUSR1 prints one at any time")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"],
                        help="debug logs one line per request")
+    serve.add_argument("--data-dir", metavar="DIR",
+                       help="keep the logs and metadata in DIR so that they survive a restart (default: memory only)")
     serve.add_argument("--record", metavar="DIR",
                        help="record every request as Parquet files under DIR (hour=.../part-*.parquet; needs "
                             "pyarrow); read them with `fakekafka analyze DIR`")
@@ -386,7 +389,11 @@ async def _serve(args: argparse.Namespace) -> int:
         return 2
     try:
         cluster = Cluster(config=config, host=args.host, port=args.port, node_id=args.node_id, brokers=args.brokers,
-                          clock="frozen" if args.clock == "frozen" else None, racks=racks, users=users)
+                          clock="frozen" if args.clock == "frozen" else None, racks=racks, users=users,
+                          data_dir=args.data_dir)
+    except DataDirError as e:
+        print(f"fakekafka: --data-dir: {e}", file=sys.stderr)
+        return 2
     except (ValueError, OSError, ssl.SSLError) as e:
         print(f"fakekafka: {e}", file=sys.stderr)
         return 2

@@ -314,11 +314,14 @@ class Cluster(FaultSteering, ClusterHandle):
                  topics: dict[str, int] | None = None, record: str | os.PathLike[str] | None = None,
                  listeners: str | None = None, advertised_listeners: str | None = None,
                  listener_security_protocol_map: str | None = None, sasl_enabled_mechanisms: str | None = None,
-                 ssl_client_auth: str | None = None, users: dict[str, str] | None = None) -> None:
+                 ssl_client_auth: str | None = None, users: dict[str, str] | None = None,
+                 data_dir: str | os.PathLike[str] | None = None) -> None:
         """`listeners` and the settings after it are Kafka's broker configs of the same names (they override
         `config`'s). An SSL/SASL_SSL listener without ssl.keystore.location gets a throwaway CA and
         certificates (`self.pki`: the CA file and a client certificate for clients). `users` are the
-        SASL PLAIN/SCRAM users, name -> password."""
+        SASL PLAIN/SCRAM users, name -> password. `data_dir` keeps the logs and metadata in that directory,
+        so a cluster made again on it has them back (fakekafka/storage.py; DataDirError, a ValueError, for a
+        directory that cannot be used); without it everything lives in memory only."""
         if clock == "frozen":
             clock = ManualClock()
         elif isinstance(clock, str):
@@ -355,8 +358,12 @@ class Cluster(FaultSteering, ClusterHandle):
             Broker(node_id + i, host, port + i if port else 0, racks[i] if racks else None) for i in range(brokers)])
         for user, password in (users or {}).items():
             self.state.add_user(user, password)
+        if data_dir is not None:
+            from fakekafka.storage import DataDir
+            DataDir(data_dir, self.config.cluster_id, list(self.state.brokers)).load(self.state)
         for name, count in (topics or {}).items():  # before anyone can see the state: no loop needed
-            self.state.create_topic(name, count)
+            if name not in self.state.topics:  # a data dir may have it already
+                self.state.create_topic(name, count)
         self.server = Server(self.state, host)
         self.recorder: RequestRecorder | None = None
         if record is not None:  # every request from the first one, as Parquet (fakekafka/recording.py)

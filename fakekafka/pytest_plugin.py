@@ -48,8 +48,8 @@ _SECURITY = ("listeners", "advertised_listeners", "listener_security_protocol_ma
 """Listener, TLS and SASL settings (Kafka's broker config names); the handle's `pki` has the CA and client
 certificate files when a listener is SSL or SASL_SSL."""
 _SETTINGS = {"partitions", "auto_create_topics", "clock", "topics", "brokers", "racks", "config",
-             "group_initial_rebalance_delay_ms", "record", *_SECURITY}
-_FAKE_SETTINGS = ("clock", "config", "racks", "record", *_SECURITY)
+             "group_initial_rebalance_delay_ms", "record", "data_dir", *_SECURITY}
+_FAKE_SETTINGS = ("clock", "config", "racks", "record", "data_dir", *_SECURITY)
 """Marker settings only an in-process fakekafka has: a remote cluster's test that asks for one is skipped."""
 
 REAL_KAFKA_CONFIGS: dict[str, str | None] = {"num.partitions": None, "group.initial.rebalance.delay.ms": "0"}
@@ -185,7 +185,7 @@ def _start(settings: dict[str, Any], loop_thread: LoopThread | None) -> Cluster:
             group_initial_rebalance_delay_ms=settings.get("group_initial_rebalance_delay_ms", 0))
     return Cluster(config=config, clock=settings.get("clock"), brokers=settings.get("brokers", 1),
                    racks=settings.get("racks"), topics=settings.get("topics"),
-                   record=settings.get("record"),
+                   record=settings.get("record"), data_dir=settings.get("data_dir"),
                    **{name: settings[name] for name in _SECURITY if name in settings}).start(loop_thread)
 
 

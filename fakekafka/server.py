@@ -93,6 +93,17 @@ def _malloc_trim() -> Callable[[int], int] | None:
 _MALLOC_TRIM = _malloc_trim()
 
 
+METADATA_APIS = frozenset({
+    3,  # Metadata (topics created on demand)
+    10,  # FindCoordinator (the internal topics)
+    19, 20, 21, 22,  # CreateTopics, DeleteTopics, DeleteRecords, InitProducerId (the producer id block)
+    30, 31, 33, 34, 37,  # CreateAcls, DeleteAcls, AlterConfigs, AlterReplicaLogDirs, CreatePartitions
+    43, 44, 45, 51,  # ElectLeaders, IncrementalAlterConfigs, AlterPartitionReassignments, AlterUserScramCredentials
+})
+"""Requests that may change what a data dir's metadata file holds: it is written (if changed) before they are
+answered."""
+
+
 class _CloseConnection(Exception):
     pass
 
@@ -854,6 +865,8 @@ class Server:
 
     async def stop(self) -> None:
         self._stopped = True
+        if self.cluster.storage is not None:
+            self.cluster.storage.close(self.cluster)
         self._close_sockets()
         if self._ticker is not None:
             self._ticker.cancel()
@@ -1029,6 +1042,8 @@ class Server:
             result = dispatch(ctx)
             while isinstance(result, Park):
                 result = await self._park(result)
+            if key in METADATA_APIS and self.cluster.storage is not None:
+                self.cluster.storage.save(self.cluster)  # before the answer, as Kafka's controller commits first
             if isinstance(result, DropConnection):
                 if result.reason is not None:
                     log.info("connection %s: %s v%d: %s; closing, as Kafka does", peer, request.api_name, version,

@@ -239,3 +239,5 @@ def _replace(log: PartitionLog, end: int, upper: int,
         seg.rolling_timestamp = log.max_timestamps[first.start] if first else -1
         seg.last_modified = max((log.appended_at[j] for j in first), default=seg.created)
     log.rebuild_txns()
+    if log.store is not None:
+        log.store.rewrite(log, len(groups))

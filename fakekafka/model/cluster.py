@@ -14,6 +14,7 @@ import uuid
 from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from fakekafka.model.acl import Authorizer
 from fakekafka.model.cleaner import CleanerSettings, clean, cleanable
@@ -32,6 +33,9 @@ from fakekafka.model.validate import Refused, check_batch, split_produced
 from fakekafka.security import ScramCredentials
 from wire import ErrorCode
 from wire.records import BatchHeader, build_batch, read_header
+
+if TYPE_CHECKING:
+    from fakekafka.storage import DataDir
 
 __all__ = ["ApiError", "AppendResult", "Broker", "ClusterState", "Event", "Partition", "Topic",
            "validate_topic_name"]
@@ -240,6 +244,8 @@ class ClusterState:
         self.topics: dict[str, Topic] = {}
         self.topics_by_id: dict[uuid.UUID, Topic] = {}
         self.producer_ids = ProducerIds()
+        self.storage: DataDir | None = None
+        """The data dir the cluster's logs and metadata are kept in (fakekafka/storage.py); None: memory only."""
         self._change_listeners: list[Callable[[object], None]] = []
         self._next_retention_check = self.clock.now_ms() + RETENTION_INITIAL_DELAY_MS
         self._next_cleaner_run: dict[int, int] = {n: self.clock.now_ms() + self._cleaner_backoff(n)
@@ -315,6 +321,8 @@ class ClusterState:
             if broker.alive and now >= due:
                 self.run_cleaner(node_id=node_id)
                 self._next_cleaner_run[node_id] = now + self._cleaner_backoff(node_id)
+        if self.storage is not None:
+            self.storage.tick(self)
         self.notify(self.clock)  # requests waiting on a clock deadline look again
 
     def next_deadline(self) -> int | None:
@@ -567,6 +575,8 @@ class ClusterState:
             if not p.adding and not p.removing:
                 raise ApiError(ErrorCode.NO_REASSIGNMENT_IN_PROGRESS)  # no message, as Kafka's controller
             for r in p.adding:
+                if self.storage is not None:
+                    self.storage.detach(p, r)
                 p.logs.pop(r, None)
                 if r in p.isr:
                     p.isr.remove(r)
@@ -592,6 +602,8 @@ class ClusterState:
         for r in p.adding:
             p.logs.setdefault(r, PartitionLog())
         self.place_replicas([p])
+        if self.storage is not None:
+            self.storage.attach(p)
         self.event("reassignment_started", topic=topic, partition=index, target=list(replicas),
                    adding=list(p.adding), removing=list(p.removing))
         self.replicate(p)
@@ -607,6 +619,8 @@ class ClusterState:
         p.replicas, p.adding, p.removing = target, [], []
         p.isr = [r for r in p.isr if r in target]
         for r in removed:
+            if self.storage is not None:
+                self.storage.detach(p, r)
             p.logs.pop(r, None)
             p.paused.discard(r)
         self.event("reassignment_completed", topic=p.topic.name, partition=p.index, replicas=list(target))
@@ -824,6 +838,10 @@ class ClusterState:
         self._placement += 1
         self.topics[name] = topic
         self.topics_by_id[topic.topic_id] = topic
+        if self.storage is not None:  # its directories first: a crash before the metadata names it leaves
+            for partition in topic.partitions:  # directories the restart deletes
+                self.storage.attach(partition)
+            self.storage.save(self)
         self.consumer_groups.metadata_changed()
         return topic
 
@@ -880,6 +898,8 @@ class ClusterState:
             self.event("replica_log_dir_moved", topic=topic, partition=index, node=node_id, log_dir=log_dir,
                        previous=log.log_dir)
             log.log_dir = log_dir
+            if self.storage is not None:  # its directory moves to the new log dir's
+                self.storage.move(p, node_id)
         return ErrorCode.NONE
 
     def _check_partition_ceiling(self, name: str, added: int) -> None:
@@ -943,6 +963,9 @@ class ClusterState:
             raise ApiError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, f"Internal topic {name} cannot be deleted.")
         del self.topics[name]
         del self.topics_by_id[topic.topic_id]
+        if self.storage is not None:  # the metadata first: directories it no longer names go at a restart
+            self.storage.save(self)
+            self.storage.drop_topic(topic)
         self.groups.remove_partitions(name)
         self.consumer_groups.remove_partitions(name)
         self.consumer_groups.metadata_changed()
@@ -976,6 +999,10 @@ class ClusterState:
         for i, replicas in enumerate(replica_lists):
             topic.partitions.append(Partition(topic, current + i, replicas, replicas[0]))
         self.place_replicas(topic.partitions[current:])
+        if self.storage is not None:
+            for partition in topic.partitions[current:]:
+                self.storage.attach(partition)
+            self.storage.save(self)
         self.consumer_groups.metadata_changed()
 
     # --- configs -----------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from __future__ import annotations
 import struct
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
+from typing import Any
 
 from wire.primitives import varint_at
 from wire.records import BatchHeader, decode_batch, set_base_offset, set_log_append_time
@@ -141,6 +142,9 @@ class PartitionLog:
     """Where the log cleaner's last round ended (Kafka's cleaner-offset-checkpoint); -1: never cleaned."""
     log_dir: str = ""
     """The broker's log directory holding this replica (one of its `log.dirs`); "" until the cluster places it."""
+    store: Any = field(default=None, repr=False, compare=False)
+    """The replica's segment files under a data dir (fakekafka/storage.py LogFiles), or None: memory only.
+    Every change below is handed to it before it returns, so what a Produce acknowledges is in the file."""
 
     def _roll_for(self, size: int, max_timestamp: int, base: int, now: int,
                   segment_bytes: int, segment_ms: int, segment_index_bytes: int) -> LogSegment:
@@ -217,8 +221,10 @@ class PartitionLog:
         if header.is_transactional:
             self._track_txn(stored, base)
         max_timestamp = log_append_time if log_append_time is not None else header.max_timestamp
-        self._roll_for(len(stored), max_timestamp, base, now, segment_bytes, segment_ms, segment_index_bytes).add(
-            len(stored), max_timestamp, now, index_interval_bytes)
+        seg = self._roll_for(len(stored), max_timestamp, base, now, segment_bytes, segment_ms, segment_index_bytes)
+        seg.add(len(stored), max_timestamp, now, index_interval_bytes)
+        if self.store is not None:
+            self.store.append(stored, seg.base_offset, last + 1)
         self.batches.append(stored)
         self.base_offsets.append(base)
         self.last_offsets.append(last)
@@ -239,8 +245,10 @@ class PartitionLog:
         self._track_txn(stored, base)
         if self.segments[-1].size == 0 and self.segments[-1].base_offset < base:
             self.segments[-1].base_offset = base  # an empty follower log starts where the leader's batches do
-        self._roll_for(len(stored), max_timestamp, base, now, segment_bytes, segment_ms, segment_index_bytes).add(
-            len(stored), max_timestamp, now, index_interval_bytes)
+        seg = self._roll_for(len(stored), max_timestamp, base, now, segment_bytes, segment_ms, segment_index_bytes)
+        seg.add(len(stored), max_timestamp, now, index_interval_bytes)
+        if self.store is not None:
+            self.store.append(stored, seg.base_offset, last + 1)
         self.batches.append(stored)
         self.base_offsets.append(base)
         self.last_offsets.append(last)
@@ -294,6 +302,8 @@ class PartitionLog:
         if offset >= self.log_end_offset:
             return
         i = bisect_left(self.last_offsets, offset)
+        if self.store is not None:
+            self.store.truncate(self, i)
         for b in self.batches[i:]:
             self.size_bytes -= len(b)
         del self.batches[i:], self.base_offsets[i:], self.last_offsets[i:], self.max_timestamps[i:]
@@ -308,6 +318,8 @@ class PartitionLog:
             self.segments = [LogSegment(self.log_end_offset)]
         self.resize_segments()
         self.rebuild_txns()
+        if self.store is not None:
+            self.store.segments_changed(self)
 
     def delete_before(self, offset: int) -> None:
         """Moves the log start up to `offset` (DeleteRecords on a leader; retention; a follower taking its
@@ -344,6 +356,8 @@ class PartitionLog:
             self.epochs[:j] = [EpochEntry(self.epochs[j - 1].epoch, offset)]
         if self.aborted and self.aborted[0].last_offset < offset:
             self.aborted = [a for a in self.aborted if a.last_offset >= offset]
+        if self.store is not None:
+            self.store.start_moved(self)
 
     def divergence_from(self, leader: PartitionLog) -> int:
         """The offset from which this (follower) log no longer matches `leader`: the first batch, counting

@@ -1,0 +1,293 @@
+"""The data dir (fakekafka/storage.py): what a restart brings back, and what recovery cuts off after a crash.
+
+A "crash" here is a state dropped without DataDir.close (its files left as a killed process leaves them: every
+write() done, nothing flushed or saved at the end); a clean stop calls close. The cluster runs on the fake clock.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from pathlib import Path
+
+import pytest
+
+from fakekafka.model.acl import AclBinding
+from fakekafka.model.clock import ManualClock
+from fakekafka.model.cluster import Broker, ClusterState, Partition
+from fakekafka.model.config import BrokerConfig
+from fakekafka.storage import METADATA_FILE, DataDir, DataDirError, read_segment, segment_name
+from wire import ErrorCode
+from wire.records import build_batch, decode_batch
+
+AUTHORIZER = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}
+
+
+def _open(path: Path, brokers: int = 1, **overrides: str) -> ClusterState:
+    state = ClusterState(BrokerConfig(overrides=dict(overrides)), ManualClock(1_000_000),
+                         [Broker(n, "127.0.0.1", 9091 + n) for n in range(1, brokers + 1)])
+    DataDir(path, state.config.cluster_id, list(state.brokers)).load(state)
+    return state
+
+
+def _crash(state: ClusterState) -> None:
+    """Drops the state as a killed process would: file descriptors and the lock go, nothing else is written."""
+    assert state.storage is not None
+    for files in state.storage.logs.values():
+        files.close()
+    os.close(state.storage._lock)
+
+
+def _produce(state: ClusterState, p: Partition, value: bytes, **batch: int) -> int:
+    r = state.append(p, build_batch([{"key": b"k", "value": value, "timestamp": 1_000_000}], **batch), acks=-1)
+    assert r.error == ErrorCode.NONE, r
+    return r.base_offset
+
+
+def _values(p: Partition) -> list[bytes | None]:
+    return [rec.value for b in p.log.read(p.log.log_start_offset, 1 << 30, min_one=True)
+            for rec in decode_batch(b).records if rec.offset >= p.log.log_start_offset]
+
+
+def test_an_empty_dir_starts_a_fresh_cluster_and_writes_kafkas_layout(tmp_path: Path) -> None:
+    state = _open(tmp_path / "new")
+    assert not state.topics
+    state.create_topic("orders", 2)
+    _produce(state, state.topics["orders"].partitions[1], b"v")
+    d = tmp_path / "new"
+    assert (d / METADATA_FILE).is_file()
+    assert "node.id=1" in (d / "broker-1" / "tmp_kafka-logs" / "meta.properties").read_text()
+    assert (d / "broker-1" / "tmp_kafka-logs" / "orders-0" / segment_name(0)).stat().st_size == 0
+    data = (d / "broker-1" / "tmp_kafka-logs" / "orders-1" / segment_name(0)).read_bytes()
+    assert data == bytes(state.topics["orders"].partitions[1].log.batches[0])  # the stored bytes, as Fetch serves
+    state.storage.close(state)
+
+
+def test_a_restart_keeps_topics_configs_acls_scram_records_and_log_starts(tmp_path: Path) -> None:
+    state = _open(tmp_path, 3, **AUTHORIZER)
+    topic = state.create_topic("orders", 2, 3, configs={"retention.ms": "1234", "cleanup.policy": "delete"})
+    state.set_broker_configs(None, {**state.config.dynamic_defaults, "log.retention.check.interval.ms": "5000"})
+    state.set_broker_configs(2, {"log.cleaner.backoff.ms": "777"})
+    assert state.authorizer is not None
+    state.authorizer.create([AclBinding.of("TOPIC", "orders", "User:alice", "READ")])
+    state.scram.set_password("bob", "secret")
+    p0 = topic.partitions[0]
+    for i in range(5):
+        _produce(state, p0, b"v%d" % i)
+    state.delete_records(p0, 2)
+    pid = state.producer_ids.allocate()
+    state.storage.save(state)
+    ids = (topic.topic_id, [p.replicas for p in topic.partitions], state.scram.get("bob", "SCRAM-SHA-256"))
+    state.storage.close(state)
+
+    again = _open(tmp_path, 3, **AUTHORIZER)
+    t = again.topics["orders"]
+    assert (t.topic_id, [p.replicas for p in t.partitions], again.scram.get("bob", "SCRAM-SHA-256")) == ids
+    assert again.topics_by_id[t.topic_id] is t
+    assert t.configs == {"retention.ms": "1234", "cleanup.policy": "delete"}
+    assert again.config.value("log.retention.check.interval.ms")[0] == "5000"
+    assert again.config.value("log.cleaner.backoff.ms", 2)[0] == "777"
+    assert again.authorizer is not None and again.authorizer.acls == state.authorizer.acls
+    p = t.partitions[0]
+    assert (p.log.log_start_offset, p.log.log_end_offset, p.log.high_watermark) == (2, 5, 5)
+    assert _values(p) == [b"v2", b"v3", b"v4"]
+    for r in p.replicas:  # every replica's log came back, sharing the leader's batch objects
+        assert p.logs[r].log_start_offset == 2
+        assert all(a is b for a, b in zip(p.logs[r].batches, p.log.batches, strict=True))
+    assert again.producer_ids.allocate() > pid
+    assert _produce(again, p, b"v5") == 5
+    again.storage.close(again)
+
+
+def test_a_torn_tail_is_cut_and_the_log_goes_on_from_there(tmp_path: Path) -> None:
+    state = _open(tmp_path)
+    p = state.create_topic("t", 1).partitions[0]
+    for i in range(3):
+        _produce(state, p, b"value-%d" % i)
+    _crash(state)
+    seg = tmp_path / "broker-1" / "tmp_kafka-logs" / "t-0" / segment_name(0)
+    size = seg.stat().st_size
+    with open(seg, "r+b") as f:
+        f.truncate(size - 5)  # the last write() was cut short
+
+    again = _open(tmp_path)
+    p = again.topics["t"].partitions[0]
+    assert _values(p) == [b"value-0", b"value-1"]
+    assert seg.stat().st_size == size - len(state.topics["t"].partitions[0].log.batches[2])
+    assert _produce(again, p, b"after") == 2
+    assert read_segment(seg.read_bytes(), 0, 0)[2] is None
+    again.storage.close(again)
+
+
+def test_a_corrupt_crc_cuts_the_log_there_and_deletes_later_segments(tmp_path: Path) -> None:
+    state = _open(tmp_path, **{"log.segment.bytes": "1048576"})
+    p = state.create_topic("t", 1, configs={"segment.bytes": "1048576"}).partitions[0]
+    big = b"x" * 400_000
+    for _ in range(6):  # two batches a segment
+        _produce(state, p, big)
+    assert [s.base_offset for s in p.log.segments] == [0, 2, 4]
+    _crash(state)
+    d = tmp_path / "broker-1" / "tmp_kafka-logs" / "t-0"
+    seg = d / segment_name(2)
+    data = bytearray(seg.read_bytes())
+    second = 12 + struct.unpack_from(">i", data, 8)[0]
+    data[second + 100] ^= 0xFF  # a flipped bit in the second batch's records
+    seg.write_bytes(bytes(data))
+
+    again = _open(tmp_path)
+    p = again.topics["t"].partitions[0]
+    assert (p.log.log_end_offset, [s.base_offset for s in p.log.segments]) == (3, [0, 2])
+    assert seg.stat().st_size == second
+    assert not (d / segment_name(4)).exists()
+    assert p.log.segments[1].size == second
+    again.storage.close(again)
+
+
+def test_a_segment_of_garbage_and_an_empty_one_after_it(tmp_path: Path) -> None:
+    state = _open(tmp_path)
+    p = state.create_topic("t", 1).partitions[0]
+    _produce(state, p, b"a")
+    _crash(state)
+    d = tmp_path / "broker-1" / "tmp_kafka-logs" / "t-0"
+    with open(d / segment_name(0), "ab") as f:
+        f.write(struct.pack(">qi", 1, 3) + b"\x00" * 20)  # a length below any batch's
+    (d / segment_name(7)).write_bytes(b"")
+    again = _open(tmp_path)
+    p = again.topics["t"].partitions[0]
+    assert (p.log.log_end_offset, _values(p)) == (1, [b"a"])
+    assert sorted(os.listdir(d)) == [segment_name(0), "partition.metadata"]
+    again.storage.close(again)
+
+
+def test_idempotent_retries_and_open_transactions_after_a_crash(tmp_path: Path) -> None:
+    state = _open(tmp_path)
+    p = state.create_topic("t", 1).partitions[0]
+    pid = state.producer_ids.allocate()
+    _produce(state, p, b"a", producer_id=pid, producer_epoch=0, base_sequence=0)
+    txn = state.producer_ids.allocate()
+    _produce(state, p, b"t", producer_id=txn, producer_epoch=3, base_sequence=0, transactional=True)
+    assert p.log.last_stable_offset == 1
+    _crash(state)
+
+    again = _open(tmp_path)
+    p = again.topics["t"].partitions[0]
+    retry = again.append(p, build_batch([{"key": b"k", "value": b"a", "timestamp": 1_000_000}], producer_id=pid,
+                                        producer_epoch=0, base_sequence=0), acks=-1)
+    assert (retry.error, retry.base_offset, p.log.log_end_offset) == (ErrorCode.NONE, 0, 3)
+    # the transaction's coordinator did not survive: an ABORT marker, written at start, ends it (epoch bumped)
+    assert (p.log.last_stable_offset, [a.producer_id for a in p.log.aborted]) == (3, [txn])
+    assert p.producers.entries[txn].epoch == 4
+    assert any(e.kind == "transaction_aborted_at_start" for e in again.events)
+    again.storage.close(again)
+
+
+def test_deleted_topics_retention_and_compaction_change_the_files(tmp_path: Path) -> None:
+    state = _open(tmp_path)
+    gone = state.create_topic("gone", 1)
+    _produce(state, gone.partitions[0], b"x")
+    state.delete_topic("gone")
+    assert not (tmp_path / "broker-1" / "tmp_kafka-logs" / "gone-0").exists()
+    p = state.create_topic("c", 1, configs={"cleanup.policy": "compact", "segment.bytes": "1048576",
+                                            "min.cleanable.dirty.ratio": "0.01"}).partitions[0]
+    for i in range(4):
+        _produce(state, p, b"%d" % i + b"y" * 500_000)  # key k every time: only the last survives cleaning
+    assert state.force_compaction("c") == 1
+    compacted = _values(p)
+    assert len(compacted) < 4
+    d = tmp_path / "broker-1" / "tmp_kafka-logs" / "c-0"
+    files = sorted(n for n in os.listdir(d) if n.endswith(".log"))
+    assert files == [segment_name(s.base_offset) for s in p.log.segments]
+    assert sum((d / n).stat().st_size for n in files) == p.log.size_bytes
+    r = state.create_topic("r", 1, configs={"segment.bytes": "1048576"}).partitions[0]
+    for _ in range(4):
+        _produce(state, r, b"z" * 600_000)
+    state.delete_records(r, 3)
+    assert sorted(os.listdir(tmp_path / "broker-1" / "tmp_kafka-logs" / "r-0")) == [segment_name(3), "partition.metadata"]
+    assert (tmp_path / "broker-1" / "tmp_kafka-logs" / "log-start-offset-checkpoint").read_text() == "0\n1\nr 0 3\n"
+    _crash(state)
+
+    again = _open(tmp_path)
+    assert set(again.topics) == {"c", "r"}
+    assert _values(again.topics["c"].partitions[0]) == compacted
+    assert again.topics["r"].partitions[0].log.log_start_offset == 3
+    again.storage.close(again)
+
+
+def test_several_log_dirs_a_moved_replica_and_a_dir_dropped_from_log_dirs(tmp_path: Path) -> None:
+    state = _open(tmp_path, **{"log.dirs": "/data/a,/data/b"})
+    t = state.create_topic("t", 2)
+    assert [p.log.log_dir for p in t.partitions] == ["/data/a", "/data/b"]
+    _produce(state, t.partitions[0], b"x")
+    _produce(state, t.partitions[0], b"w")
+    state.delete_records(t.partitions[0], 1)
+    assert state.alter_replica_log_dir(1, "t", 0, "/data/b") == ErrorCode.NONE
+    b = tmp_path / "broker-1" / "data_b"
+    assert sorted(os.listdir(b)) == ["log-start-offset-checkpoint", "meta.properties", "t-0", "t-1"]
+    assert (b / "log-start-offset-checkpoint").read_text() == "0\n1\nt 0 1\n"
+    assert not (tmp_path / "broker-1" / "data_a" / "t-0").exists()
+    _produce(state, t.partitions[0], b"y")
+    state.storage.close(state)
+
+    again = _open(tmp_path, **{"log.dirs": "/data/b,/data/c"})
+    t = again.topics["t"]
+    assert [p.log.log_dir for p in t.partitions] == ["/data/b", "/data/b"]
+    assert (_values(t.partitions[0]), t.partitions[0].log.log_start_offset) == ([b"w", b"y"], 1)
+    again.storage.close(again)
+    again = _open(tmp_path, **{"log.dirs": "/data/c"})  # /data/b gone from log.dirs: its replicas move to /data/c
+    t = again.topics["t"]
+    assert [p.log.log_dir for p in t.partitions] == ["/data/c", "/data/c"]
+    assert (_values(t.partitions[0]), t.partitions[0].log.log_start_offset) == ([b"w", b"y"], 1)
+    c = tmp_path / "broker-1" / "data_c"
+    assert sorted(os.listdir(c)) == ["log-start-offset-checkpoint", "meta.properties", "t-0", "t-1"]
+    assert (c / "log-start-offset-checkpoint").read_text() == "0\n1\nt 0 1\n"
+    again.storage.close(again)
+
+
+def test_a_recreated_topic_starts_empty(tmp_path: Path) -> None:
+    state = _open(tmp_path)
+    _produce(state, state.create_topic("t", 1).partitions[0], b"old")
+    state.delete_topic("t")
+    p = state.create_topic("t", 1).partitions[0]
+    _produce(state, p, b"new")
+    state.storage.close(state)
+    again = _open(tmp_path)
+    assert _values(again.topics["t"].partitions[0]) == [b"new"]
+    again.storage.close(again)
+
+
+def test_flush_messages_fsyncs_per_its_count(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    synced: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd) or real(fd))
+    state = _open(tmp_path)
+    p = state.create_topic("t", 1, configs={"flush.messages": "2"}).partitions[0]
+    state.storage.save(state)
+    for _ in range(5):
+        _produce(state, p, b"x")
+    assert len(synced) == 2  # after offsets 1 and 3, none for the default topic of Kafka's defaults
+    q = state.create_topic("u", 1).partitions[0]
+    state.storage.save(state)
+    _produce(state, q, b"x")
+    assert len(synced) == 2
+    state.storage.close(state)
+
+
+def test_dirs_that_cannot_be_used_are_refused_in_words(tmp_path: Path) -> None:
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    with pytest.raises(DataDirError, match="not a fakekafka data dir"):
+        _open(foreign)
+    state = _open(tmp_path / "d")
+    with pytest.raises(DataDirError, match="in use by another fakekafka process"):
+        _open(tmp_path / "d")
+    state.storage.close(state)
+    with pytest.raises(DataDirError, match="holds brokers \\[1\\]"):
+        _open(tmp_path / "d", 3)
+    meta = tmp_path / "d" / METADATA_FILE
+    meta.write_text(meta.read_text().replace('"format":1', '"format":99'))
+    with pytest.raises(DataDirError, match="format 99"):
+        _open(tmp_path / "d")
+    (tmp_path / "file").write_text("")
+    with pytest.raises(DataDirError, match="cannot use"):
+        _open(tmp_path / "file")

@@ -155,13 +155,13 @@ def _drain(b: BrokerProcess) -> None:
 
 def start_broker(kind: str, *, timeout: float = 20.0, wrap: list[str] | None = None,
                  cwd: str | None = None, upstream: str | None = None,
-                 configs: dict[str, str] | None = None) -> BrokerProcess:
+                 configs: dict[str, str] | None = None, args: list[str] | None = None) -> BrokerProcess:
     """Spawns `kind` on a free port and returns once it has printed its ready line and accepts connections.
 
     `kind` "proxy" is `fakekafka proxy` in front of `upstream` (HOST:PORT). `wrap` prefixes the command (e.g.
     a profiler). `configs`: broker configs by Kafka's names, for fakekafka and kafka (the same settings on
-    both). Raises RuntimeError (after stopping it) if the broker exits or is not ready within `timeout`
-    seconds.
+    both); `args` go after fakekafka's own (e.g. `--data-dir DIR`). Raises RuntimeError (after stopping it)
+    if the broker exits or is not ready within `timeout` seconds.
     """
     if kind == "kafka":
         return _start_kafka(timeout, configs)
@@ -171,6 +171,7 @@ def start_broker(kind: str, *, timeout: float = 20.0, wrap: list[str] | None = N
         if kind != "fakekafka":
             raise ValueError(f"configs are for fakekafka and kafka, not {kind}")
         cmd += [arg for k, v in configs.items() for arg in ("--config", f"{k}={v}")]
+    cmd += args or []
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     if kind in ("fakekafka", "proxy") and "PYTHONPYCACHEPREFIX" not in env:
         # bytecode cached outside the work tree (this machine sets PYTHONDONTWRITEBYTECODE, which would make

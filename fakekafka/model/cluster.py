@@ -2,7 +2,9 @@
 
 No sockets and no asyncio: the server feeds it requests through the handlers, tests drive it
 directly, and every time it reads comes from the injected `Clock`. Change listeners let the server
-wake long-polling fetches without the model knowing about the server.
+wake long-polling fetches without the model knowing about the server. With a data dir (`storage`), the
+logs hand every change to their files and the model tells the data dir of partitions made and dropped;
+the files themselves are fakekafka/storage.py's business.
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ so a killed process loses nothing acknowledged; fsync only as `flush.messages` /
 defaults never fsync per write). On start every segment is read back and checked batch by batch as Kafka's
 LogSegment.recover does (size, magic, CRC, offsets in order); the first bad or torn batch and everything after
 it in the log is cut off. Producer state, open transactions and leader epochs are rebuilt from the batches, as
-Kafka's LogLoader does. Not kept: classic and KIP-848 group state and committed offsets (in memory beside
-`__consumer_offsets`), the transaction coordinator's state (transactions open at the stop are aborted at start),
+Kafka's LogLoader does; the group coordinators load committed offsets and groups from `__consumer_offsets`, as
+Kafka's do. Not kept: the transaction coordinator's state (transactions open at the stop are aborted at start),
 share-group state, the cleaner's checkpoint (the next cleaning starts from the log start).
 """
 
@@ -467,15 +467,19 @@ class DataDir:
         return max(partition.producers.entries, default=-1)
 
     def _after_load(self, state: ClusterState) -> None:
-        """What the restarted cluster does before serving: partitions without a leader get one; transactions
+        """What the restarted cluster does before serving: partitions without a leader get one; the groups of
+        `__consumer_offsets` (committed offsets, classic and KIP-848 groups) are loaded from its log; transactions
         left open in a log are aborted (the coordinator that would end them did not survive the restart;
         Kafka's would abort them at their timeout, fencing the producer's epoch)."""
+        from fakekafka.model.cluster import OFFSETS_TOPIC
         for topic in list(state.topics.values()):
             for partition in topic.partitions:
                 if not partition.online:
                     state.elect_leader(partition)
                 if not partition.online:
                     continue
+                if topic.name == OFFSETS_TOPIC:  # the group coordinators load their groups, as Kafka's at start
+                    state.offsets_topic.load(partition)
                 for pid in list(partition.log.open_txns):
                     entry = partition.producers.entries.get(pid)
                     epoch = min((entry.epoch if entry else 0) + 1, 32767)

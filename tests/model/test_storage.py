@@ -181,6 +181,19 @@ def test_idempotent_retries_and_open_transactions_after_a_crash(tmp_path: Path) 
     again.storage.close(again)
 
 
+def test_committed_offsets_come_back_from_consumer_offsets(tmp_path: Path) -> None:
+    state = _open(tmp_path)
+    state.create_topic("t", 1)
+    state.coordinator_for("g")
+    codes = state.groups.commit("g", -1, "", None, {("t", 0): (42, -1, "meta")})
+    assert set(codes.values()) == {ErrorCode.NONE}
+    _crash(state)
+    again = _open(tmp_path)
+    committed = again.groups.fetch_offsets("g", [("t", 0)])[("t", 0)]
+    assert committed is not None and (committed.offset, committed.metadata) == (42, "meta")
+    again.storage.close(again)
+
+
 def test_deleted_topics_retention_and_compaction_change_the_files(tmp_path: Path) -> None:
     state = _open(tmp_path)
     gone = state.create_topic("gone", 1)
@@ -202,8 +215,9 @@ def test_deleted_topics_retention_and_compaction_change_the_files(tmp_path: Path
     for _ in range(4):
         _produce(state, r, b"z" * 600_000)
     state.delete_records(r, 3)
-    assert sorted(os.listdir(tmp_path / "broker-1" / "tmp_kafka-logs" / "r-0")) == [segment_name(3), "partition.metadata"]
-    assert (tmp_path / "broker-1" / "tmp_kafka-logs" / "log-start-offset-checkpoint").read_text() == "0\n1\nr 0 3\n"
+    logs = tmp_path / "broker-1" / "tmp_kafka-logs"
+    assert sorted(os.listdir(logs / "r-0")) == [segment_name(3), "partition.metadata"]
+    assert (logs / "log-start-offset-checkpoint").read_text() == "0\n1\nr 0 3\n"
     _crash(state)
 
     again = _open(tmp_path)

@@ -4,9 +4,10 @@ One JVM runs every scenario against one broker started for this module: the Java
 compat/clients/java/CompatDriver.java in its scenario mode (the compat suite runs the same source as its agent,
 so one compile per source hash, by `tests.javautil`, serves both); each test below asserts one scenario's
 JSON result, cross-checking what the broker stored. Consumers use assign()+seek with no group.id (the
-groups are tests/clients/test_java_groups.py's and the compat suite's). A scenario that needs the broker changed behind the client's
-back (a leader epoch bump) asks for it on stdout and waits on stdin. The APIs the broker served and
-its warnings are recorded, so tests can check which APIs the client used and that no handler failed.
+groups are tests/clients/test_java_groups.py's and the compat suite's). A scenario that needs the broker
+changed behind the client's back (a leader epoch bump) asks for it on stdout and waits on stdin. The APIs
+the broker served and its warnings are recorded, so tests can check which APIs the client used and that no
+handler failed.
 
 Skips (naming .ci/install.sh) when java, javac or the Kafka jars are missing.
 """

@@ -6,9 +6,9 @@
 // Two ways to run it, on the same helpers (clients, error names, records as JSON):
 //
 //   java CompatDriver BOOTSTRAP TIMING_JSON
-//       the agent: JSON lines on stdin, answers on stdout, in the protocol described in
-//       compat/clients/agent.py (python -m compat; tests/clients/test_go_node_drivers.py's kind of test). One JVM
-//       serves a whole run (every scenario of one broker); a member that a scenario kills gets a JVM of its own.
+//       the agent of python -m compat: JSON lines on stdin, answers on stdout, in the protocol described in
+//       compat/clients/agent.py. One JVM serves a whole run (every scenario of one broker); a member that a
+//       scenario kills gets a JVM of its own.
 //   java CompatDriver BOOTSTRAP TIMING_JSON scenarios [SCENARIO...]
 //       the end-to-end scenarios of tests/clients/test_java_client.py (all of them when none is named), each
 //       against its own topics: one JSON line per scenario on stdout,
@@ -628,9 +628,7 @@ public final class CompatDriver {
     private static Object partitionCount(JsonNode req) throws Exception {
         String topic = req.get("topic").asText();
         return client(() -> {
-            TopicDescription d = byTopicName(admin().describeTopics(List.of(topic)))
-                    .get(opMs() + 5000, TimeUnit.MILLISECONDS).get(topic);
-            return d.partitions().size();
+            return describeByName(topic).get(topic).partitions().size();
         });
     }
 

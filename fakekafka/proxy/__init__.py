@@ -55,7 +55,7 @@ class Proxy(FaultSteering):
         self.server = ProxyServer(_upstream_text(upstream), host, port, advertised_host=advertised_host,
                                   client_ssl=client_ssl, upstream_ssl=upstream_ssl, decode_answers=decode)
         self.request_log: collections.deque[RequestRecord] = collections.deque(maxlen=keep_requests)
-        self.server.add_request_listener(lambda record, _exchange: self.request_log.append(record))
+        self.server.add_request_listener(lambda record, _exchange: self.request_log.append(record), frames=False)
         self.recorder = None
         self.frame_recorder: FrameRecorder | None = None
         self.summary: Summary | None = Summary() if summary else None

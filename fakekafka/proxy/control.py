@@ -50,7 +50,8 @@ async def _describe(p: Proxy, a: dict[str, Any]) -> str:
         lines.append(f"{node_id:>6}  {str(upstream):<24} {listener.port:>10}  "
                      f"{'up' if listener.reachable else 'unreachable':<11} {len(listener.pairs)}")
     lines.append(f"bootstrap connections: {len(s.listeners[BOOTSTRAP].pairs)}; requests forwarded: "
-                 f"{s.requests_forwarded}, answered by the proxy: {s.requests_answered_locally}")
+                 f"{s.requests_forwarded}, answered by the proxy: {s.requests_answered_locally}, "
+                 f"passed on while they arrived (requests and answers): {s.frames_streamed}")
     rules = [f.describe() for f in s.faults.rules]
     lines.append("faults: " + ("; ".join(rules) if rules else "none"))
     return "\n".join(lines)

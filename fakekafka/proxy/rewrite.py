@@ -5,7 +5,8 @@ Kafka names brokers with the same three fields everywhere: Metadata's brokers, D
 Produce v10+, Fetch v16+, ShareFetch and ShareAcknowledge add when a leader moved (KIP-951). One walk finds
 them all. Metadata, DescribeCluster and FindCoordinator are always decoded; the others only when an upstream
 host's name appears in the frame's bytes, which a search does at memory speed, so the hot path of Produce
-and Fetch stays undecoded.
+and Fetch stays undecoded. (A large Fetch answer is not even held for that: fakekafka/proxy/stream.py finds
+and rewrites its node endpoints while the rest passes through.)
 """
 
 from __future__ import annotations

@@ -16,9 +16,14 @@ rules (fakekafka/model/faults.py), matched on the header (and the body, only whe
 - throttle: the answer's throttle_time_ms set;
 - an unreachable broker (`kill_broker`): its listener closed and its connections dropped, as a dead broker.
 
-Both connections of a pair are asyncio BufferedProtocols read into reusable buffers (a large frame straight
-into its own): a request is forwarded, and an answer that is due written to the client, in the callback
-that read it, without a task switch or a copy beyond the one out of the socket.
+Both connections of a pair are asyncio BufferedProtocols read into reusable buffers: a request is forwarded,
+and an answer that is due written to the client, in the callback that read it, without a task switch. A
+frame of 64 KiB or more that nobody needs whole (no fault on it, no recording or summary, not an answer
+decoded for its addresses) is passed on while it arrives, piece by piece as read, and never assembled: a
+large Produce once its header and acks are read, a large answer once its correlation id is; a Fetch v16+
+answer up to its top-level tagged fields, which are held and their node endpoints rewritten in the length
+already announced (fakekafka/proxy/stream.py). Other frames are assembled first (a large one received
+straight into its own buffer).
 
 Backpressure both ways: a client that does not read its answers stops the proxy reading that connection's
 upstream (and, with 64 requests waiting, reading the client); a slow upstream stops the proxy reading the
@@ -43,8 +48,9 @@ from typing import Any
 
 from fakekafka.model.cluster import Broker, ClusterState
 from fakekafka.model.faults import Fault, FaultKind, Faults
-from fakekafka.proxy.frames import FrameError, RequestHead, produce_acks, read_request_head
-from fakekafka.proxy.rewrite import may_name_a_broker, rewrite_addresses
+from fakekafka.proxy.frames import PRODUCE, FrameError, RequestHead, produce_acks, read_request_head
+from fakekafka.proxy.rewrite import ALWAYS_DECODED, MAYBE_ADDRESSES, may_name_a_broker, rewrite_addresses
+from fakekafka.proxy.stream import FETCH, FetchTail, rewrite_tail
 from fakekafka.server import RequestRecord
 from wire import DecodeError, ErrorCode
 from wire.protocol import decode_response, encode_response, parse_body, request_struct
@@ -103,6 +109,10 @@ class _Slot:
     answer: Any = _PENDING
     """The buffers to write (each one whole answer frame), [] for none, None: close the connection instead."""
     upstream_frame: bytearray | bytes | None = None
+    request_size: int | None = None
+    """A streamed request's size (`whole` holds its header only)."""
+    answer_size: int | None = None
+    """A streamed answer's size as sent, size prefix excluded."""
 
     @property
     def frame(self) -> memoryview:
@@ -151,11 +161,14 @@ class ProxyServer:
         self.topic_names: dict[uuid.UUID, str] = {}
         self.requests_forwarded = 0
         self.requests_answered_locally = 0
+        self.frames_streamed = 0
+        """Requests and answers passed on while they arrived rather than assembled first."""
         self.upstream_connections = 0
         self.upstream_local_addresses: set[str] = set()
         """host:port of every connection the proxy opened to the upstream (a test can check that the upstream
         saw no other client)."""
         self._request_listeners: list[Callable[[RequestRecord, _Exchange], None]] = []
+        self._frame_listeners: set[int] = set()
         self._hosts: set[bytes] = {u.host.encode() for u in self.upstreams}
         self._stand_in: ClusterState | None = None
         self._started = time.monotonic()
@@ -195,13 +208,24 @@ class ProxyServer:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
 
-    def add_request_listener(self, listener: Callable[[RequestRecord, _Exchange], None]) -> None:
+    def add_request_listener(self, listener: Callable[[RequestRecord, _Exchange], None], *,
+                             frames: bool = True) -> None:
         """Called with each completed request: the record (as the fake cluster's recordings have) and the raw
-        exchange (frames, decoded bodies when `decode_answers`)."""
+        exchange (frames, decoded bodies when `decode_answers`). `frames=False`: the listener reads neither
+        the exchange's frames nor its bodies, so large frames may still be passed on while they arrive (its
+        exchanges then hold the frames' sizes only)."""
         self._request_listeners.append(listener)
+        if frames:
+            self._frame_listeners.add(id(listener))
 
     def remove_request_listener(self, listener: Callable[[RequestRecord, _Exchange], None]) -> None:
         self._request_listeners.remove(listener)
+        self._frame_listeners.discard(id(listener))
+
+    @property
+    def streaming(self) -> bool:
+        """Whether large frames may pass while they arrive: nobody needs them whole."""
+        return not self.decode_answers and not self._frame_listeners
 
     def event(self, kind: str, **details: Any) -> None:
         self.events.append(ProxyEvent(int(time.time() * 1000), kind, details))
@@ -360,16 +384,21 @@ class _Exchange:
     response_body: Any = None
     connection: str = ""
     """Identifies the client connection (peer address and the listener's node) for replays."""
+    streamed_sizes: tuple[int | None, int | None] = (None, None)
+    """The request's and the answer's sizes when they were passed on while arriving (not held here)."""
     _request: bytes | None = None
     _response: bytes | None = None
 
     @property
     def request_size(self) -> int:
-        return len(self.request_view)
+        streamed = self.streamed_sizes[0]
+        return len(self.request_view) if streamed is None else streamed
 
     @property
     def response_size(self) -> int | None:
-        return None if self.response_views is None else sum(len(v) for v in self.response_views)
+        if self.response_views is None:
+            return self.streamed_sizes[1]
+        return sum(len(v) for v in self.response_views)
 
     @property
     def request_frame(self) -> bytes:
@@ -389,15 +418,26 @@ class _Frames:
     and copied out; a large one is received straight into its own buffer, allocated up to `upfront` bytes
     when its size is read and grown with the bytes that arrive past that (so an announced size costs at most
     `upfront` until its bytes come). Each frame is delivered whole, size prefix included, as a buffer nobody
-    writes to again."""
+    writes to again.
+
+    A frame of `STREAM_MIN` bytes or more is first offered to `open` with its first bytes: it may take the
+    frame as a stream (`_Stream`), which then gets the rest in the pieces they arrive in, scratch views
+    valid for the call only, and nothing is assembled."""
 
     SCRATCH = 65536
+    STREAM_SCRATCH = 1048576
+    STREAM_MIN = 65536
+    DECIDE = 1024
 
-    def __init__(self, deliver: Callable[[bytearray], None], refuse: Callable[[int], bool], upfront: int) -> None:
+    def __init__(self, deliver: Callable[[bytearray], None], refuse: Callable[[int], bool], upfront: int,
+                 open_stream: Callable[[memoryview, int], Any] | None = None) -> None:
         self.deliver = deliver
         self.refuse = refuse
-        self.upfront = upfront
         """Called with each announced size; True: stop (the connection is being closed)."""
+        self.upfront = upfront
+        self.open_stream = open_stream
+        """(the frame's first bytes, its whole size) -> None: undecided, more bytes wanted; False: assemble it
+        whole; a `_Stream`: pass it on as it comes."""
         self.scratch = bytearray(self.SCRATCH)
         self.head = bytearray()
         self.frame: bytearray | None = None
@@ -405,10 +445,13 @@ class _Frames:
         self.filled = 0
         self.direct = False
         self.stopped = False
+        self.deciding = False
+        self.stream: _Stream | None = None
+        self.remaining = 0
 
     def get_buffer(self) -> memoryview:
         frame = self.frame
-        if frame is not None and self.size - self.filled >= self.SCRATCH:
+        if frame is not None and self.size - self.filled >= self.SCRATCH and not self.deciding:
             if len(frame) - self.filled < self.SCRATCH:
                 frame.extend(bytes(min(self.size, 2 * len(frame)) - len(frame)))
             self.direct = True
@@ -425,9 +468,20 @@ class _Frames:
             return
         data = memoryview(self.scratch)[:nbytes]
         pos = 0
+        start = -1  # where the frame being read began in this read (-1: in an earlier one)
         while pos < nbytes and not self.stopped:
+            stream = self.stream
+            if stream is not None:
+                take = min(self.remaining, nbytes - pos)
+                self.remaining -= take
+                if self.remaining == 0:
+                    self.stream = None
+                stream.feed(data[pos:pos + take], self.remaining == 0)
+                pos += take
+                continue
             frame = self.frame
             if frame is None:
+                start = pos if not self.head else -1
                 need = 4 - len(self.head)
                 self.head += data[pos:pos + need]
                 pos += min(need, nbytes - pos)
@@ -438,19 +492,59 @@ class _Frames:
                     self.stopped = True
                     return
                 self.size = 4 + size
-                frame = self.frame = bytearray(min(self.size, max(self.upfront, 4 + nbytes - pos)))
+                self.deciding = self.open_stream is not None and self.size >= self.STREAM_MIN
+                first = self.DECIDE if self.deciding else max(self.upfront, 4 + nbytes - pos)
+                frame = self.frame = bytearray(min(self.size, first))
                 frame[:4] = self.head
                 self.head = bytearray()
                 self.filled = 4
             take = min(self.size - self.filled, nbytes - pos)
-            if len(frame) < self.filled + take:
+            if self.deciding:  # only the first bytes are copied to decide on: doubled while undecided
+                if self.filled == len(frame):
+                    frame.extend(bytes(len(frame)))
+                take = min(take, len(frame) - self.filled)
+            elif len(frame) < self.filled + take:
                 frame.extend(bytes(self.filled + take - len(frame)))
             frame[self.filled:self.filled + take] = data[pos:pos + take]
             self.filled += take
             pos += take
+            if self.deciding and self._decide(frame, start):
+                if start >= 0:  # the stream takes the frame from its first byte, in one piece with the rest
+                    pos = start
+                continue
             if self.filled == self.size:
                 self.frame = None
                 self.deliver(frame)
+
+    def _decide(self, frame: bytearray, start: int) -> bool:
+        """Offers the frame read so far to `open_stream`; True when it became a stream. A frame that began
+        in this read (`start` >= 0) is fed to its stream from the read's buffer, from its first byte; one
+        begun earlier gets what was read of it first. (A first piece sent apart cost a client of one
+        partition 40 ms stalls, TCP's delayed acknowledgement, on about every other Fetch.)"""
+        verdict = self.open_stream(memoryview(frame)[:self.filled], self.size)  # type: ignore[misc]
+        if verdict is None and self.filled < self.size:
+            return False
+        self.deciding = False
+        if not verdict:
+            return False
+        self.frame = None
+        if len(self.scratch) < self.STREAM_SCRATCH:  # a connection that streams reads in larger pieces
+            self.scratch = bytearray(self.STREAM_SCRATCH)  # (the read's buffer stays alive in its views)
+        if start >= 0:
+            self.remaining = self.size
+            self.stream = verdict
+            return True
+        self.remaining = self.size - self.filled
+        self.stream = verdict if self.remaining else None
+        verdict.feed(memoryview(frame)[:self.filled], self.remaining == 0)
+        return True
+
+
+class _Stream:
+    """A frame passed on while it arrives (see `_Frames`)."""
+
+    def feed(self, data: memoryview, last: bool) -> None:
+        raise NotImplementedError
 
 
 class _Side(asyncio.BufferedProtocol):
@@ -463,8 +557,9 @@ class _Side(asyncio.BufferedProtocol):
     def __init__(self, pair: _Pair) -> None:
         self.pair = pair
         self.transport: asyncio.Transport | None = None
-        self.frames = _Frames(self._frame, self._refuse, self.UPFRONT)
+        self.frames = _Frames(self._frame, self._refuse, self.UPFRONT, self._open)
         self._pauses: set[str] = set()
+        self.tls = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -485,6 +580,9 @@ class _Side(asyncio.BufferedProtocol):
     def _refuse(self, size: int) -> bool:
         raise NotImplementedError
 
+    def _open(self, first: memoryview, size: int) -> Any:
+        raise NotImplementedError
+
     def pause(self, why: str) -> None:
         if not self._pauses and self.transport is not None:
             self.transport.pause_reading()
@@ -495,6 +593,13 @@ class _Side(asyncio.BufferedProtocol):
             self._pauses.discard(why)
             if not self._pauses and self.transport is not None and not self.transport.is_closing():
                 self.transport.resume_reading()
+
+    def send(self, data: memoryview) -> None:
+        """Writes a piece of a streamed frame: a view of a buffer read into again, so TLS (whose transport keeps
+        what it cannot encrypt at once as given) gets a copy; a plain socket's transport copies what the
+        socket does not take."""
+        if self.transport is not None:
+            self.transport.write(bytes(data) if self.tls else data)
 
     def write(self, buffers: list[Any]) -> None:
         if self.transport is None:
@@ -512,6 +617,7 @@ class _ClientSide(_Side):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
         pair = self.pair
+        self.tls = pair.proxy.client_ssl is not None
         peer = transport.get_extra_info("peername")
         pair.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         if not pair.listener.reachable:
@@ -544,12 +650,16 @@ class _ClientSide(_Side):
     def _frame(self, whole: bytearray) -> None:
         self.pair.request(whole)
 
+    def _open(self, first: memoryview, size: int) -> Any:
+        return self.pair.open_request(first, size)
+
 
 class _UpstreamSide(_Side):
     UPFRONT = 8 << 20  # Fetch answers of a few MB are common; the upstream is the cluster the user chose
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
+        self.tls = self.pair.proxy.upstream_ssl is not None
         self.pair.upstream = self
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -569,6 +679,9 @@ class _UpstreamSide(_Side):
 
     def _frame(self, whole: bytearray) -> None:
         self.pair.answer(whole)
+
+    def _open(self, first: memoryview, size: int) -> Any:
+        return self.pair.open_answer(first, size)
 
 
 class _Pair:
@@ -722,6 +835,34 @@ class _Pair:
                 self.reading = False
             self._flush()
 
+    def open_request(self, first: memoryview, size: int) -> _Stream | bool | None:
+        """A large request (a Produce of big batches) is forwarded while it arrives once its header (and a
+        Produce's acks) is read, when nothing needs its body: no fault rules, no request listeners, nothing
+        held back. None: the header is not complete yet."""
+        proxy = self.proxy
+        upstream = self.upstream
+        if (proxy.faults.rules or not proxy.streaming or self.holding is not None or self.held
+                or not self.reading or self.closed or upstream is None or upstream.transport is None):
+            return False
+        frame = first[4:]
+        try:
+            head = read_request_head(frame)
+        except FrameError:
+            return None if len(first) < min(size, _Frames.SCRATCH) else False
+        acks = produce_acks(frame, head)
+        if acks is None and head.api_key == PRODUCE and head.body_offset is not None and head.api_version >= 3:
+            return None if len(first) < min(size, _Frames.SCRATCH) else False
+        slot = _Slot(head, bytes(first[:4 + (head.body_offset or 0)]), time.time(), time.perf_counter(), [],
+                     request_size=size - 4)
+        self.slots.append(slot)
+        if len(self.slots) >= _MAX_IN_FLIGHT:
+            self.client.pause("in flight")
+        if acks != 0:
+            self.forwarded.append(slot)
+        proxy.requests_forwarded += 1
+        proxy.frames_streamed += 1
+        return _RequestStream(self, slot, acks == 0)
+
     # --- upstream -> client -------------------------------------------------------------------------------
     def answer(self, whole: bytearray) -> None:
         if self.closed:
@@ -741,6 +882,34 @@ class _Pair:
             self.close(f"the upstream's answer does not decode: {e}")
             return
         self._flush()
+
+    def open_answer(self, first: memoryview, size: int) -> _Stream | bool | None:
+        """A large answer is passed to the client while it arrives when it is the next one due and nothing
+        needs it whole: no fault on its request, no request listener, not an answer that is decoded for
+        its addresses. A Fetch v16+ answer streams up to its tagged fields, which are held
+        (fakekafka/proxy/stream.py). None: its correlation id is not read yet."""
+        if len(first) < 8:
+            return None
+        if self.closed or not self.proxy.streaming or not self.forwarded:
+            return False
+        slot = self.forwarded[0]
+        if slot.faults or not self.slots or self.slots[0] is not slot:
+            return False
+        if _CORRELATION.unpack_from(first, 4)[0] != slot.head.correlation_id:
+            return False  # answer() closes the connection
+        head = slot.head
+        tail = None
+        if head.known:
+            if head.api_key in ALWAYS_DECODED:
+                return False
+            since = MAYBE_ADDRESSES.get(head.api_key)
+            if since is not None and head.api_version >= since:
+                if head.api_key != FETCH:
+                    return False
+                tail = FetchTail(head.api_version)
+        self.forwarded.popleft()
+        self.proxy.frames_streamed += 1
+        return _AnswerStream(self, slot, tail, size - 4)
 
     def _answer(self, slot: _Slot, whole: bytearray) -> list[Any] | None:
         """The buffers the client gets for the upstream's answer: as received, or rewritten, or replaced by
@@ -804,7 +973,8 @@ class _Pair:
         views = None
         if answer:  # each buffer is one whole answer frame (never more than one): its size prefix skipped
             views = [memoryview(b)[4:] for b in answer]
-        exchange = _Exchange(slot.head, slot.frame, views, connection=self.connection)
+        exchange = _Exchange(slot.head, slot.frame, views, connection=self.connection,
+                             streamed_sizes=(slot.request_size, slot.answer_size))
         record = exchange_record(self.proxy, exchange, slot, self.node_id, self.peer, self.proxy.software)
         for listener in list(self.proxy._request_listeners):
             try:
@@ -812,6 +982,90 @@ class _Pair:
             except Exception:
                 log.exception("request listener %r failed; removing it", listener)
                 self.proxy._request_listeners.remove(listener)
+
+
+class _RequestStream(_Stream):
+    """A request forwarded while it arrives (`_Pair.open_request`)."""
+
+    def __init__(self, pair: _Pair, slot: _Slot, no_answer: bool) -> None:
+        self.pair = pair
+        self.slot = slot
+        self.no_answer = no_answer
+
+    def feed(self, data: memoryview, last: bool) -> None:
+        pair = self.pair
+        if pair.closed or pair.upstream is None:
+            return
+        pair.upstream.send(data)
+        if last and self.no_answer:  # acks=0: nothing comes back
+            self.slot.answer = []
+            pair._flush()
+
+
+class _AnswerStream(_Stream):
+    """An answer passed to the client while it arrives (`_Pair.open_answer`); a Fetch v16+ answer's tagged
+    fields held and rewritten at its end."""
+
+    def __init__(self, pair: _Pair, slot: _Slot, tail: FetchTail | None, size: int) -> None:
+        self.pair = pair
+        self.slot = slot
+        self.tail = tail
+        self.size = size
+        self.held = bytearray()
+
+    def feed(self, data: memoryview, last: bool) -> None:
+        pair = self.pair
+        if pair.closed:
+            return
+        tail = self.tail
+        if tail is None:
+            pair.client.send(data)
+        else:
+            before = 0
+            if not tail.found:
+                try:
+                    before = tail.feed(data)
+                except FrameError as e:
+                    pair.close(f"the upstream's answer does not decode: {e}")
+                    return
+            if not last:
+                if before:
+                    pair.client.send(data[:before])
+                self.held += data[before:]
+            elif not self._finish(data, before):
+                return
+        if last:
+            self.slot.answer = []
+            self.slot.answer_size = self.size
+            pair._flush()
+
+    def _finish(self, data: memoryview, before: int) -> bool:
+        """Sends the answer's last piece and its tail, rewritten if it names a broker: in one write when the
+        tail is unchanged and all in this piece (the usual case; a separate small last write stalls some
+        clients as the first one does, see `_Frames._decide`)."""
+        pair = self.pair
+        if not self.tail.found:  # type: ignore[union-attr]
+            pair.close("the upstream's Fetch answer ends inside its partitions")
+            return False
+        all_here = not self.held
+        self.held += data[before:]
+        held = bytes(self.held)
+        proxy = pair.proxy
+        try:
+            rewritten, note = rewrite_tail(held, proxy._hosts, proxy._rewrite)
+        except FrameError as e:
+            pair.close(f"the upstream's answer does not decode: {e}")
+            return False
+        if note:
+            log.info("client %s (broker %s): %s v%d: %s", pair.peer, pair._node_text(), self.slot.head.api_name,
+                     self.slot.head.api_version, note)
+        if all_here and rewritten == held:
+            pair.client.send(data)
+        else:
+            if before:
+                pair.client.send(data[:before])
+            pair.client.send(memoryview(rewritten))
+        return True
 
 
 def _listen_socket(host: str, port: int) -> socket.socket:

@@ -65,6 +65,8 @@ _MAX_IN_FLIGHT = 64
 _HIGH_WATER, _LOW_WATER = 4 << 20, 1 << 20
 """Each side's write buffer: past the high mark the other side is not read until the buffer is below the low
 one (a slow client stops the proxy reading its upstream, a slow upstream stops it reading the client)."""
+_CORK: int | None = getattr(socket, "TCP_CORK", None)
+"""Linux's TCP_CORK (None elsewhere: nothing is corked)."""
 BOOTSTRAP = -1
 """The node id faults and records give the bootstrap listener's connections."""
 
@@ -560,16 +562,37 @@ class _Side(asyncio.BufferedProtocol):
         self.frames = _Frames(self._frame, self._refuse, self.UPFRONT, self._open)
         self._pauses: set[str] = set()
         self.tls = False
+        self.sock: Any = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
+        if transport.get_extra_info("sslcontext") is None:
+            self.sock = transport.get_extra_info("socket")
         transport.set_write_buffer_limits(_HIGH_WATER, _LOW_WATER)  # type: ignore[attr-defined]
 
     def get_buffer(self, sizehint: int) -> memoryview:
         return self.frames.get_buffer()
 
     def buffer_updated(self, nbytes: int) -> None:
-        self.frames.updated(nbytes)
+        """Reads into the frames; what they forward to the other side is corked (TCP_CORK) until this read is
+        done where `_other` says so, so a streamed request's pieces and the start of the next one leave as
+        full segments (a large Produce's reads end mid-frame)."""
+        other = self._other()
+        sock = other.sock if other is not None and _CORK is not None else None
+        if sock is None:
+            self.frames.updated(nbytes)
+            return
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.IPPROTO_TCP, _CORK, 1)
+        try:
+            self.frames.updated(nbytes)
+        finally:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, _CORK, 0)
+
+    def _other(self) -> _Side | None:
+        """The side whose writes are corked while this one's read is handled."""
+        raise NotImplementedError
 
     def eof_received(self) -> bool:
         return False  # close: a Kafka connection half closed is over
@@ -653,6 +676,9 @@ class _ClientSide(_Side):
     def _open(self, first: memoryview, size: int) -> Any:
         return self.pair.open_request(first, size)
 
+    def _other(self) -> _Side | None:
+        return self.pair.upstream
+
 
 class _UpstreamSide(_Side):
     UPFRONT = 8 << 20  # Fetch answers of a few MB are common; the upstream is the cluster the user chose
@@ -682,6 +708,9 @@ class _UpstreamSide(_Side):
 
     def _open(self, first: memoryview, size: int) -> Any:
         return self.pair.open_answer(first, size)
+
+    def _other(self) -> _Side | None:
+        return None  # not corked towards the client: a consumer of large Fetches lost 30-50 % with it
 
 
 class _Pair:

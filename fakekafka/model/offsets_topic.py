@@ -21,8 +21,9 @@ of the group's partition, where followers replicate them and the log cleaner com
 
 `load(partition)` is the other way, as Kafka's coordinator loads a partition when it becomes its leader: the
 groups of that partition are rebuilt from the new leader's replica of the log (what was not replicated to it is
-lost, as with Kafka), open transactions' offsets staged again. Loading is instant, so there is no
-COORDINATOR_LOAD_IN_PROGRESS.
+lost, as with Kafka), open transactions' offsets staged again; requests parked on the old coordinator are
+answered NOT_COORDINATOR. Loading is instant, so there is no COORDINATOR_LOAD_IN_PROGRESS. `load_all()` loads
+every partition, as coordinators do at start-up (for a cluster whose logs are restored).
 
 Not written (fakekafka has no such state, or Kafka's value is not modelled): share-group and streams-group
 records, ConsumerGroupRegularExpression (16), ConsumerGroupPartitionMetadata (4, which Kafka 4.4 no longer
@@ -262,6 +263,15 @@ class OffsetsTopic(RecordSink):
         self._append(gid, records)
 
     # --- loading -----------------------------------------------------------------------------------------
+    def load_all(self) -> None:
+        """Every led partition of `__consumer_offsets` loaded from its leader's log, as each Kafka coordinator
+        loads the partitions it leads at start-up (for a cluster whose logs were restored, e.g. from a data dir)."""
+        from fakekafka.model.cluster import OFFSETS_TOPIC
+        topic = self.cluster.topics.get(OFFSETS_TOPIC)
+        for partition in topic.partitions if topic is not None else ():
+            if partition.online:
+                self.load(partition)
+
     def load(self, partition: Partition) -> None:
         """The groups of this `__consumer_offsets` partition rebuilt from its leader's log, replacing what the
         coordinators held for them, as a new coordinator loads the partition."""

@@ -241,3 +241,37 @@ def test_a_classic_join_takes_over_an_empty_consumer_group_with_its_offsets(raw:
     # and a classic member of a classic group with members is not answered by the consumer coordinator
     hb2 = raw.request(12, 4, {"group_id": "g", "generation_id": 1, "member_id": member_id})
     assert hb2.error_code == ErrorCode.NONE
+
+
+def test_offset_delete_of_a_consumer_group_writes_tombstones(raw: RawClient, cluster: fakekafka.Cluster) -> None:
+    """OffsetDelete on a KIP-848 group (served in the handler) writes its tombstones to `__consumer_offsets`."""
+    from fakekafka.model.consumer_group import HeartbeatRequest
+    from fakekafka.model.offsets_topic import decode_record
+    from wire.records import decode_batch
+
+    state = cluster.state
+
+    def records() -> list[tuple[int, object, object]]:
+        p = state.partition("__consumer_offsets", state.offsets_partition_for("cg"))
+        out = []
+        for batch in list(p.log.batches):
+            out += [decode_record(r.key, r.value) for r in decode_batch(bytes(batch)).records]
+        return [(t, k, v) for t, k, _, v in out]
+
+    def heartbeat(epoch: int) -> None:
+        r = state.consumer_groups.heartbeat(HeartbeatRequest(
+            group_id="cg", member_id="m", member_epoch=epoch, rebalance_timeout_ms=10_000 if epoch == 0 else -1,
+            subscribed_topic_names=["t"] if epoch == 0 else None, owned=[] if epoch == 0 else None, version=1))
+        assert r["error_code"] == ErrorCode.NONE
+
+    assert raw.request(10, 4, {"key_type": 0, "coordinator_keys": ["cg"]}).coordinators[0].error_code == 0
+    cluster.call(lambda: heartbeat(0))
+    cluster.call(lambda: heartbeat(-1))  # the group stays, empty: a commit with epoch -1 is accepted
+    offsets = [{"name": "t", "partitions": [{"partition_index": 1, "committed_offset": 4}]}]
+    commit = raw.request(8, 9, {"group_id": "cg", "generation_id_or_member_epoch": -1, "member_id": "",
+                                "topics": offsets})
+    assert commit.topics[0].partitions[0].error_code == ErrorCode.NONE
+    deleted = raw.request(47, 0, {"group_id": "cg", "topics": [{"name": "t", "partitions": [{"partition_index": 1}]}]})
+    assert deleted.error_code == ErrorCode.NONE and deleted.topics[0].partitions[0].error_code == ErrorCode.NONE
+    written = cluster.call(records)
+    assert [(t, k.partition, v is None) for t, k, v in written if t == 1] == [(1, 1, False), (1, 1, True)]

@@ -268,3 +268,22 @@ def test_requests_parked_on_the_old_coordinator_are_answered_not_coordinator_at_
     assert parked.result is not None and parked.result["error_code"] == ErrorCode.NOT_COORDINATOR
     g = c.groups.group("g")
     assert g is not None and g.state == GroupState.STABLE and len(g.members) == 1
+
+
+def test_every_partition_loads_back_the_state_the_coordinators_held() -> None:
+    """load_all (a restored cluster's start): the groups, offsets and staged offsets come back from the logs."""
+    c = make()
+    member = join_and_sync(c, "g")
+    commit(c, "simple", {("t", 1): 6})
+    c.groups.txn_commit("simple", 5, -1, "", None, {("t", 0): (2, -1, None)}, 0)
+    assert hb(c, "m1", 0)["error_code"] == ErrorCode.NONE
+    before = (c.groups.fetch_offsets("simple", None), c.groups.group("simple").pending_txn_offsets,
+              c.consumer_groups.groups["cg"].group_epoch)
+    c.groups.groups.clear()
+    c.consumer_groups.groups.clear()
+    c.offsets_topic.load_all()
+    assert (c.groups.fetch_offsets("simple", None), c.groups.group("simple").pending_txn_offsets,
+            c.consumer_groups.groups["cg"].group_epoch) == before
+    g = c.groups.group("g")
+    assert g is not None and list(g.members) == [member] and g.state == GroupState.STABLE
+    assert c.consumer_groups.groups["cg"].members["m1"].assigned == {c.topics["t"].topic_id: frozenset({0, 1})}

@@ -701,7 +701,17 @@ class ConsumerGroupCoordinator:
         group.subscription_metadata = self._subscription_metadata(group)
         self._bump(group, why)
         if not group.members:
-            group.empty_since = self._now()
+            self._emptied(group)
+
+    def _emptied(self, group: ConsumerGroup) -> None:
+        """The last member left: the (empty) target assignment is at the new group epoch at once, not computed by
+        an assignor (Kafka 4.4 writes it with assignment timestamp 0; ConsumerGroupDescribe shows the epoch)."""
+        now = self._now()
+        group.empty_since = now
+        group.target = {}
+        group.assignment_epoch = group.group_epoch
+        group.last_assignment_ms = group.assignment_due = None
+        group.history.append((now, "target assignment", group.group_epoch, group.assignment_epoch))
 
     def leave_group(self, group: ConsumerGroup, members: list[tuple[str, str | None]]
                     ) -> list[tuple[str, str | None, ErrorCode]]:
@@ -735,7 +745,7 @@ class ConsumerGroupCoordinator:
             group.subscription_metadata = self._subscription_metadata(group)
             self._bump(group, "members removed (LeaveGroup)")
             if not group.members:
-                group.empty_since = self._now()
+                self._emptied(group)
             self.records.consumer_group(group)
         return out
 

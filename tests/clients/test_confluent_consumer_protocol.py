@@ -248,13 +248,14 @@ def test_the_group_as_records_of_consumer_offsets(kafka: ClusterHandle, members:
     until("a alone", [a], lambda: a.assignment() == {"ledger": [0, 1]} and settled(kafka, "ledger-g", 1))
     a.consumer.commit(offsets=[TopicPartition("ledger", 0, 0)], asynchronous=False)
     a.close()
+    view = kafka.consumer_group("ledger-g")
+    assert view is not None and (view.state, view.group_epoch, view.assignment_epoch) == ("Empty", 3, 3)
     records = group_records(kafka, "ledger-g")
     kinds = [(t, v is None) for t, _, v in records]
     # joined: member, group epoch, target member, target epoch, current assignment; the commit; left: the member's
-    # records go, the group epoch moves on (Kafka 4.4 then also moves the empty group's target epoch: 6)
-    assert kinds[:10] == [(5, False), (3, False), (7, False), (6, False), (8, False), (1, False),
-                          (8, True), (7, True), (5, True), (3, False)]
-    assert kinds[10:] in ([], [(6, False)])
+    # records go, the group epoch moves on and the empty group's target assignment with it
+    assert kinds == [(5, False), (3, False), (7, False), (6, False), (8, False), (1, False),
+                     (8, True), (7, True), (5, True), (3, False), (6, False)]
     by_kind = {t: v for t, _, v in records[:6]}
     tid = by_kind[1].topic_id
     member = by_kind[5]
@@ -266,4 +267,4 @@ def test_the_group_as_records_of_consumer_offsets(kafka: ClusterHandle, members:
     assert (current.member_epoch, current.previous_member_epoch, current.state) == (2, 0, 0)
     assert [(tp.topic_id, tp.partitions) for tp in current.assigned_partitions] == [(tid, [0, 1])]
     assert (records[5][1].topic, records[5][1].partition, by_kind[1].offset) == ("ledger", 0, 0)
-    assert records[9][2].epoch == 3
+    assert (records[9][2].epoch, records[10][2].assignment_epoch, records[10][2].assignment_timestamp) == (3, 3, 0)

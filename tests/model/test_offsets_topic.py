@@ -231,11 +231,12 @@ def test_consumer_group_records_follow_the_group_and_load_back() -> None:
     left = hb(c, "m1", -1)
     assert left["error_code"] == ErrorCode.NONE
     tail = [(t, v is None) for t, _, _, v in records(p)[n + 1:]]
-    assert tail == [(8, True), (7, True), (5, True), (3, False)]  # the member's records go; a new epoch
+    # the member's records go; a new group epoch, the empty target assignment at it
+    assert tail == [(8, True), (7, True), (5, True), (3, False), (6, False)]
     c.clock.advance(c.consumer_groups.config.offsets_retention_ms)
     c.tick()
     assert "cg" not in c.consumer_groups.groups
-    assert [(t, v is None) for t, _, _, v in records(p)[n + 5:]] == [(1, True), (6, True), (3, True)]
+    assert [(t, v is None) for t, _, _, v in records(p)[n + 6:]] == [(1, True), (6, True), (3, True)]
 
 
 @pytest.mark.parametrize("deleted_topic", [True, False])

@@ -447,7 +447,8 @@ class Cluster(FaultSteering, ClusterHandle):
 
     def stop(self, *, wait: bool = True) -> None:
         """Stops serving and drops every connection. `wait=False` leaves that to the loop (the pytest plugin's
-        teardown: the ports are closed before the loop does anything else for a later cluster)."""
+        teardown: the ports are closed before the loop does anything else for a later cluster), except with a
+        data dir, whose files are closed and lock released before this returns."""
         thread = self._loop_thread
         if thread is None:
             return
@@ -458,7 +459,8 @@ class Cluster(FaultSteering, ClusterHandle):
             if self._owns_thread:
                 thread.stop()
             return
-        if not wait and not self._owns_thread:
+        if not wait and not self._owns_thread and self.state.storage is None:
+            # (a data dir is closed before stop returns: a cluster made next on it finds it unlocked)
             thread.retire(self.server)
             return
         stopping = thread.submit(self.server.stop())

@@ -154,8 +154,9 @@ def pytest_configure(config: pytest.Config) -> None:
     for line in CLIENT_NOISE:
         config.addinivalue_line("filterwarnings", line)
     config.addinivalue_line(
-        "markers", "fakekafka(partitions=1, auto_create_topics=True, clock=None, topics=None, brokers=1): "
-                   "how the test's fakekafka cluster is set up (topics: {name: partitions})")
+        "markers", "fakekafka(partitions=1, auto_create_topics=True, clock=None, topics=None, brokers=1, "
+                   "data_dir=None): how the test's fakekafka cluster is set up (topics: {name: partitions}; "
+                   "data_dir: logs and metadata kept there across clusters)")
     config.addinivalue_line(
         "markers", "fakekafka_only: the test steers the cluster (clock, faults) and is skipped under "
                    "--fakekafka-bootstrap and --kafka-real")

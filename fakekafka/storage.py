@@ -233,7 +233,7 @@ class DataDir:
         except OSError as e:
             os.close(self._lock)
             if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
-                raise DataDirError(f"{self.root} is in use by another fakekafka process (its {LOCK_FILE} is "
+                raise DataDirError(f"{self.root} is in use by another fakekafka cluster (its {LOCK_FILE} is "
                                    "locked)") from None
             raise DataDirError(f"cannot lock {self.root / LOCK_FILE}: {e.strerror or e}") from None
         try:

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -340,3 +341,28 @@ def test_kafka_real_without_kafka_says_what_to_install(pytester: pytest.Pytester
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--kafka-real")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--kafka-real: Apache Kafka 4.* jars are not installed: run*install.sh*"])
+
+
+def test_marker_data_dir_keeps_a_topic_for_the_next_test(pytester: pytest.Pytester,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second test's cluster opens the dir the first one's closed (the plugin's teardown waits for a data
+    dir's files to close)."""
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[1]))  # this checkout's fakekafka
+    data = str(pytester.path / "kept")
+    pytester.makepyfile(f'''
+import pytest
+
+
+@pytest.mark.fakekafka(data_dir={data!r})
+def test_first(kafka):
+    kafka.create_topic("kept", 2)
+    kafka.produce("kept", b"v", key=b"k")
+
+
+@pytest.mark.fakekafka(data_dir={data!r})
+def test_second(kafka):
+    assert kafka.topics() == ["kept"]
+    assert [r.value for r in kafka.records("kept")] == [b"v"]
+''')
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)

@@ -293,7 +293,7 @@ def test_dirs_that_cannot_be_used_are_refused_in_words(tmp_path: Path) -> None:
     with pytest.raises(DataDirError, match="not a fakekafka data dir"):
         _open(foreign)
     state = _open(tmp_path / "d")
-    with pytest.raises(DataDirError, match="in use by another fakekafka process"):
+    with pytest.raises(DataDirError, match="in use by another fakekafka cluster"):
         _open(tmp_path / "d")
     state.storage.close(state)
     with pytest.raises(DataDirError, match="holds brokers \\[1\\]"):

@@ -53,6 +53,9 @@ METADATA_FILE = "fakekafka-metadata.json"
 LOCK_FILE = ".lock"
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
 _LONG_MAX = 9223372036854775807
+MAX_OPEN_FILES = 1000
+"""Active segments kept open at once (Kafka keeps every log's open; thousands of replicas would pass a
+default limit of 1024 descriptors)."""
 _HEADER = 17  # base offset, length, partition leader epoch, magic: what must be there to size a batch
 _V2_HEADER = 61
 _CRC_START = 21
@@ -131,9 +134,15 @@ class LogFiles:
         """One stored batch at the end of the segment starting at `segment_base` (a new file when the log
         rolled); then an fsync if flush.messages or flush.ms asks for one."""
         if segment_base != self._active:
-            if self._fd >= 0 and os.fstat(self._fd).st_size == 0:  # an empty active segment a follower moved up
-                os.unlink(self.path / segment_name(self._active))
-            self._open(segment_base)
+            if self._active >= 0:  # a roll; or an empty active segment a follower moved up to the leader's batch
+                old = self.path / segment_name(self._active)
+                with contextlib.suppress(FileNotFoundError):
+                    if old.stat().st_size == 0:
+                        old.unlink()
+            self._close_fd()
+            self._active = segment_base
+        if self._fd < 0:
+            self._open_fd()
         view = memoryview(data)
         while view:
             view = view[os.write(self._fd, view):]
@@ -168,11 +177,14 @@ class LogFiles:
         for name in os.listdir(self.path):
             if name.endswith(".log") and name[:-4].isdigit() and int(name[:-4]) not in bases:
                 if int(name[:-4]) == self._active:
-                    self._close()
+                    self._close_fd()
+                    self._active = -1
                 os.unlink(self.path / name)
         active = log.segments[-1].base_offset
         if active != self._active:
-            self._open(active)
+            self._close_fd()
+            self._active = active
+            os.close(os.open(self.path / segment_name(active), os.O_WRONLY | os.O_CREAT, 0o644))
         self._recovery_point = min(self._recovery_point, log.log_end_offset)
 
     def start_moved(self, log: PartitionLog) -> None:
@@ -191,28 +203,30 @@ class LogFiles:
                 for j in log.segment_batches(i):
                     f.write(log.batches[j])
             if seg.base_offset == self._active:
-                self._close()
+                self._close_fd()  # opened again at the next append, on the new file
             os.replace(tmp, self.path / segment_name(seg.base_offset))
         self.segments_changed(log)
 
     # --- files ---------------------------------------------------------------------------------------
-    def _open(self, base: int) -> None:
-        self._close()
-        self._fd = os.open(self.path / segment_name(base), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        self._active = base
+    def _open_fd(self) -> None:
+        """The active segment's file, opened for appending; the data dir closes the longest-open ones past
+        MAX_OPEN_FILES (each is opened again at its next append)."""
+        self._fd = os.open(self.path / segment_name(self._active), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self.owner.opened(self)
 
-    def _close(self) -> None:
+    def _close_fd(self) -> None:
         if self._fd >= 0:
             os.close(self._fd)
-        self._fd, self._active = -1, -1
+            self._fd = -1
+            self.owner.closed(self)
 
     def close(self, *, flush: bool = False) -> None:
         if flush and self._fd >= 0:
             os.fsync(self._fd)
-        self._close()
+        self._close_fd()
 
     def remove(self) -> None:
-        self._close()
+        self._close_fd()
         shutil.rmtree(self.path, ignore_errors=True)
 
 
@@ -246,6 +260,8 @@ class DataDir:
         self.logs: dict[tuple[int, str, int], LogFiles] = {}
         self._starts: dict[Path, dict[tuple[str, int], int]] = {}
         self._starts_read: set[Path] = set()
+        self._open_files: dict[LogFiles, None] = {}
+        """Logs with an open file descriptor, oldest first."""
         self._written = ""
         self._last_save = 0.0
 
@@ -548,6 +564,7 @@ class DataDir:
         if new_dir == files.log_dir:
             return
         files.close()
+        files._active = -1
         self._forget_start(files)
         new_path = new_dir / files.path.name
         shutil.rmtree(new_path, ignore_errors=True)
@@ -560,6 +577,14 @@ class DataDir:
         for partition in topic.partitions:
             for node_id in list(partition.logs):
                 self.detach(partition, node_id)
+
+    def opened(self, files: LogFiles) -> None:
+        self._open_files[files] = None
+        if len(self._open_files) > MAX_OPEN_FILES:
+            next(iter(self._open_files))._close_fd()
+
+    def closed(self, files: LogFiles) -> None:
+        self._open_files.pop(files, None)
 
     def log_start_moved(self, files: LogFiles, start: int) -> None:
         if start == files.start_written:

@@ -16,6 +16,10 @@ past that of the segment's first batch (LogSegment.shouldRoll). Retention delete
 log start moves to segment bases as Kafka's does. The batches stay in one flat list per field (what
 Fetch bisects); a segment only records where it starts and what Kafka keeps per segment file, so the
 per-batch hot path gains a comparison or two.
+
+With a data dir, each replica log has a `store` (fakekafka/storage.py's LogFiles) that every change is handed
+to before the method returns: appends (written before the produce is answered), truncation, a moved log start,
+the cleaner's rewrite. Without one (the default) it is None and costs one test per appended batch.
 """
 
 from __future__ import annotations

@@ -286,6 +286,48 @@ def test_flush_messages_fsyncs_per_its_count(tmp_path: Path, monkeypatch: pytest
     state.storage.close(state)
 
 
+def test_a_diverged_follower_truncates_its_file(tmp_path: Path) -> None:
+    state = _open(tmp_path, 3)
+    p = state.create_topic("t", 1, 3, configs={"unclean.leader.election.enable": "true"}).partitions[0]
+    first = p.leader_id
+    _produce(state, p, b"a")
+    for r in p.replicas:
+        if r != first:
+            state.shrink_isr("t", 0, r)
+    assert state.append(p, build_batch([{"key": b"k", "value": b"lost", "timestamp": 1}]), acks=1).error == 0
+    state.kill_broker(first)  # an unclean election: the new leader never had "lost"
+    assert p.leader_id != first
+    for r in p.replicas:
+        if r != first:
+            state.expand_isr("t", 0, r)
+    _produce(state, p, b"c")
+    state.restart_broker(first)  # its log diverged at offset 1: truncated there, then "c" copied
+    assert [decode_batch(b).records[0].value for b in p.logs[first].batches] == [b"a", b"c"]
+    seg = tmp_path / f"broker-{first}" / "tmp_kafka-logs" / "t-0" / segment_name(0)
+    assert seg.read_bytes() == b"".join(bytes(b) for b in p.logs[first].batches)
+    _crash(state)
+    again = _open(tmp_path, 3)
+    q = again.topics["t"].partitions[0]
+    assert {r: [decode_batch(b).records[0].value for b in q.logs[r].batches] for r in q.replicas} == \
+        {r: [b"a", b"c"] for r in q.replicas}
+    again.storage.close(again)
+
+
+def test_at_most_max_open_files_stay_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import fakekafka.storage
+    monkeypatch.setattr(fakekafka.storage, "MAX_OPEN_FILES", 2)
+    state = _open(tmp_path)
+    t = state.create_topic("t", 5)
+    for round_ in range(2):
+        for p in t.partitions:
+            _produce(state, p, b"%d-%d" % (p.index, round_))
+            assert len(state.storage._open_files) <= 2
+    _crash(state)
+    again = _open(tmp_path)
+    assert [_values(p) for p in again.topics["t"].partitions] == [[b"%d-0" % i, b"%d-1" % i] for i in range(5)]
+    again.storage.close(again)
+
+
 def test_dirs_that_cannot_be_used_are_refused_in_words(tmp_path: Path) -> None:
     foreign = tmp_path / "foreign"
     foreign.mkdir()

@@ -52,14 +52,20 @@ def _topics(state: ClusterState) -> Rows:
 
 
 def _partitions(state: ClusterState) -> Rows:
+    """One row per partition; with several log dirs (`log.dirs`), where each replica is (`node:dir`)."""
+    dirs = len(state.log_dirs()) > 1
     rows: list[Sequence[object]] = []
     for t in sorted(state.topics.values(), key=lambda t: t.name):
         if t.is_internal:
             continue
         for p in t.partitions:
-            rows.append((t.name, p.index, p.leader_id if p.online else "offline", p.leader_epoch, p.replicas,
-                         p.isr, p.log.log_start_offset, p.log.high_watermark))
-    return ("TOPIC", "PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "START", "END"), rows
+            row: tuple[object, ...] = (t.name, p.index, p.leader_id if p.online else "offline", p.leader_epoch,
+                                       p.replicas, p.isr, p.log.log_start_offset, p.log.high_watermark)
+            if dirs:
+                row += (" ".join(f"{n}:{log.log_dir}" for n, log in sorted(p.logs.items())),)
+            rows.append(row)
+    header = ("TOPIC", "PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "START", "END")
+    return (*header, "LOG DIRS") if dirs else header, rows
 
 
 def _groups(state: ClusterState) -> Rows:

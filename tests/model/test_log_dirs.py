@@ -3,6 +3,7 @@ AlterReplicaLogDirs' per-partition codes, and a dir named for a replica before t
 
 from __future__ import annotations
 
+from fakekafka.describe import describe_tables
 from fakekafka.model.clock import ManualClock
 from fakekafka.model.cluster import Broker, ClusterState
 from fakekafka.model.config import BrokerConfig
@@ -65,3 +66,13 @@ def test_a_dir_named_before_the_replica_comes() -> None:
     c.reassign_partition("t", 0, [*p.replicas, other])
     assert p.logs[other].log_dir == "/data/b"
 
+
+
+def test_ctl_describe_shows_each_replicas_dir_when_there_are_several() -> None:
+    c = cluster(brokers=2)
+    c.create_topic("t", 2, 2)
+    c.alter_replica_log_dir(2, "t", 0, "/data/b")
+    rows = describe_tables(c).split("PARTITIONS\n", 1)[1].splitlines()
+    assert rows[0].split()[-2:] == ["LOG", "DIRS"]
+    assert rows[1].split()[-2:] == ["1:/data/a", "2:/data/b"]
+    assert "LOG DIRS" not in describe_tables(cluster(None))

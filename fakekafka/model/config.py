@@ -268,7 +268,7 @@ def valid_client_match(entry: str) -> bool:
         return False
     try:
         re.compile(parts[1].strip())
-    except re.error:
+    except (re.error, OverflowError, RecursionError):  # a repeat count past Python's, nesting past its stack
         return False
     return True
 

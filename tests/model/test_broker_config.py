@@ -34,3 +34,13 @@ def test_refused_in_kafkas_words(props: dict[str, str], message: str) -> None:
     with pytest.raises(InvalidConfig) as e:
         fakekafka.Cluster(config=props)
     assert str(e.value) == message
+
+
+def test_client_match_patterns() -> None:
+    """A KIP-714 `match` entry: a known selector, "=", a pattern that compiles (even one Python's `re` cannot
+    hold is refused, not raised)."""
+    from fakekafka.model.config import valid_client_match
+    assert valid_client_match(" client_id = a.* ") and valid_client_match("client_source_port=9.*")
+    for bad in ("client_id=", "client_id", "bogus=x", "client_id=a=b", "client_id=[", "client_id=a{99999999999}",
+                "client_id=" + "(" * 2000 + ")" * 2000):
+        assert not valid_client_match(bad), bad

@@ -76,3 +76,4 @@ def test_ctl_describe_shows_each_replicas_dir_when_there_are_several() -> None:
     assert rows[0].split()[-2:] == ["LOG", "DIRS"]
     assert rows[1].split()[-2:] == ["1:/data/a", "2:/data/b"]
     assert "LOG DIRS" not in describe_tables(cluster(None))
+

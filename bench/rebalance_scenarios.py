@@ -2,10 +2,12 @@
 fakekafka and on Apache Kafka 4.4 in one run.
 
     python bench/rebalance_scenarios.py [--protocols consumer,classic] [--brokers fakekafka,kafka]
+                                        [--client confluent-kafka|java|java-3.9|franz-go|rdkafka]
                                         [--partitions 6] [--repeat N] [--timeout S] [--json out.json]
 
 The scenarios are the seeds' (/work/shared/seeds: rebalance, Join/Sync/Heartbeat), each on a new group of
-confluent-kafka consumers polled by this one process:
+confluent-kafka consumers polled by this one process, or (--client) of members run by a compat client's driver
+(the Java client's JVM, the franz-go or rdkafka driver process; KIP-848 only, topic subscriptions only):
 
     join          two members hold the topic; a third subscribes
     leave         three members; one closes (LeaveGroup, or a heartbeat with epoch -1)
@@ -14,7 +16,7 @@ confluent-kafka consumers polled by this one process:
     partitions    two members; CreatePartitions grows the topic from --partitions to twice as many
     new_topic     two members subscribed to a regular expression; a second matching topic is created
 
-The clock starts at the change (the subscribe, close, kill, CreatePartitions or CreateTopics answered) and
+The clock starts just before the change (the subscribe, close, kill, CreatePartitions or CreateTopics call) and
 stops at a stable assignment: the consumers' own assignments (on_assign / on_revoke) hold every partition of
 the subscribed topics exactly once with every member holding one, and the broker agrees: for
 `group.protocol=consumer` ConsumerGroupDescribe shows the group Stable with every member at the group's epoch,
@@ -45,6 +47,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -133,9 +136,47 @@ class Group:
             c.poll(0)
 
     def covers(self, partitions: dict[str, int]) -> bool:
-        owned = sorted(tp for h in self.held for tp in h)
+        held = self.held
+        owned = sorted(tp for h in held for tp in h)
         want = sorted((t, p) for t, n in partitions.items() for p in range(n))
-        return owned == want and all(self.held)
+        return owned == want and all(held)
+
+
+class DriverGroup:
+    """Members through a compat client's driver (compat/clients: the Java client's JVM, the Go and Rust driver
+    processes), whose assignments are asked of the driver. Topic subscriptions only (no regex)."""
+
+    def __init__(self, client: Any, group: str, protocol: str) -> None:
+        self.client, self.group, self.protocol = client, group, protocol
+        self.consumers: list[Any] = []
+
+    def add(self, subscription: str, own_process: bool = False) -> None:
+        extra = {} if self.protocol == "consumer" else {"session_timeout_ms": SESSION_MS}
+        self.consumers.append(self.client.member(self.group, subscription, group_protocol=self.protocol,
+                                                 own_process=own_process, **extra))
+
+    def remove(self, i: int) -> None:
+        self.consumers.pop(i).close()
+
+    def kill_last(self) -> None:
+        self.consumers.pop().kill()
+
+    @property
+    def held(self) -> list[set[tuple[str, int]]]:
+        return [set(m.assignment()) for m in self.consumers]
+
+    def poll(self) -> None:
+        """The driver's members poll on their own."""
+
+    def covers(self, partitions: dict[str, int]) -> bool:
+        return Group.covers(self, partitions)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        for m in self.consumers:
+            try:
+                m.close()
+            except Exception:  # noqa: BLE001 - closing is best effort
+                pass
 
 
 def stable_on_broker(remote: RemoteCluster, group: str, protocol: str, members: int) -> bool:
@@ -166,21 +207,27 @@ def wait_stable(g: Group, remote: RemoteCluster, partitions: Callable[[], dict[s
     return None
 
 
-def run_scenario(name: str, bootstrap: str, protocol: str, partitions: int, timeout: float) -> float | None:
-    """One scenario on a new group and topic; the seconds from its change to a stable assignment."""
+def run_scenario(name: str, bootstrap: str, protocol: str, partitions: int, timeout: float,
+                 client: Any = None) -> float | None:
+    """One scenario on a new group and topic; the seconds from its change to a stable assignment. `client`: a
+    compat client whose driver runs the members (None: confluent-kafka consumers in this process)."""
     tag = uuid.uuid4().hex[:8]
     topic, group = f"bench-rb-{tag}", f"bench-rb-{name}-{protocol}-{tag}"
     create_topic(bootstrap, topic, partitions, 60)
     remote = RemoteCluster(bootstrap)
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
-    g = Group(bootstrap, group, protocol)
+    g: Any = Group(bootstrap, group, protocol) if client is None else DriverGroup(client, group, protocol)
     counts = {topic: partitions}
     subscription = f"^bench-rb-{tag}.*" if name == "new_topic" else topic
     crasher: subprocess.Popen[str] | None = None
     try:
         for _ in range(3 if name == "leave" else 2):
             g.add(subscription)
-        if name == "crash":  # the third member lives in a child process, to be killed
+        if name == "crash" and client is not None:  # the driver's own process for the member to kill
+            g.add(subscription, own_process=True)
+            if wait_stable(g, remote, lambda: counts, 3, timeout) is None:
+                raise RuntimeError("never stable with the member to kill")
+        elif name == "crash":  # the third member lives in a child process, to be killed
             conf = {k: v for k, v in g.conf().items() if k != "log_level"}
             crasher = subprocess.Popen([sys.executable, "-c", CRASHER, json.dumps(conf), subscription],
                                        stdout=subprocess.PIPE, text=True, start_new_session=True)
@@ -188,13 +235,16 @@ def run_scenario(name: str, bootstrap: str, protocol: str, partitions: int, time
                 raise RuntimeError("never stable with the child member")
         elif wait_stable(g, remote, lambda: counts, len(g.consumers), timeout) is None:
             raise RuntimeError("never stable before the change")
-        members = len(g.consumers)
-        if name == "join":  # the change, then the clock
+        members = len(g.consumers) - (1 if name == "crash" and client is not None else 0)
+        t0 = time.perf_counter()  # the clock, then the change
+        if name == "join":
             g.add(subscription)
             members += 1
         elif name == "leave":
             g.remove(0)
             members -= 1
+        elif name == "crash" and client is not None:
+            g.kill_last()
         elif name == "crash":
             assert crasher is not None
             os.killpg(crasher.pid, signal.SIGKILL)
@@ -206,12 +256,17 @@ def run_scenario(name: str, bootstrap: str, protocol: str, partitions: int, time
             second = f"bench-rb-{tag}-b"
             admin.create_topics([NewTopic(second, num_partitions=partitions, replication_factor=1)])[second].result(30)
             counts[second] = partitions
-        return wait_stable(g, remote, lambda: counts, members, timeout)
+        if wait_stable(g, remote, lambda: counts, members, timeout) is None:
+            return None
+        return time.perf_counter() - t0
     finally:
         if crasher is not None and crasher.poll() is None:
             os.killpg(crasher.pid, signal.SIGKILL)
             crasher.wait()
-        close_all(g.consumers, 30)
+        if client is None:
+            close_all(g.consumers, 30)
+        else:
+            g.close()
         remote.close()
 
 
@@ -255,10 +310,19 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=6)
     ap.add_argument("--timeout", type=float, default=60.0)
     ap.add_argument("--repeat", type=int, default=1, help="runs of each cell; the table shows the median")
+    ap.add_argument("--client", default="confluent-kafka",
+                    help="confluent-kafka (consumers in this process), or a compat client whose driver speaks "
+                         "KIP-848: java, java-3.9, franz-go, rdkafka (consumer protocol; no new_topic)")
     ap.add_argument("--json")
     args = ap.parse_args()
     protocols = [p for p in args.protocols.split(",") if p]
     scenarios = list(dict.fromkeys(s for s in args.scenarios.split(",") if s))
+    driver = args.client != "confluent-kafka"
+    if driver:
+        # the drivers subscribe to topic names (no regex), and their classic members keep each client's own
+        # assignor and metadata refresh (minutes): only the consumer protocol compares
+        protocols = ["consumer"]
+        scenarios = [s for s in scenarios if s != "new_topic"]
     brokers = [b for b in args.brokers.split(",") if b]
     if "kafka" in brokers and not kafka_available():
         print("Apache Kafka is not installed (eval \"$(bash .ci/install.sh)\"): fakekafka only", file=sys.stderr)
@@ -268,23 +332,31 @@ def main() -> None:
         for kind in brokers:
             broker = start_broker(kind, timeout=120, configs=BROKER_CONFIGS)
             bootstrap = f"127.0.0.1:{broker.port}"
+            client = None
+            if driver:
+                from compat.clients import make_client
+                from compat.clients.base import Timing
+                client = make_client(args.client, bootstrap, Timing(session_timeout_ms=SESSION_MS))
             for scenario in [s for s in scenarios for _ in range(args.repeat)]:
                 for protocol in protocols:
                     try:
-                        seconds = run_scenario(scenario, bootstrap, protocol, args.partitions, args.timeout)
+                        seconds = run_scenario(scenario, bootstrap, protocol, args.partitions, args.timeout,
+                                               client)
                     except RuntimeError as e:
                         print(f"  {kind} {scenario} {protocol}: {e}", file=sys.stderr)
                         seconds = None
                     rows.append({"broker": kind, "scenario": scenario, "protocol": protocol, "seconds": seconds})
                     took = "timeout" if seconds is None else f"{seconds:.2f} s"
                     print(f"  {kind:9} {scenario:10} {protocol:8} {took}", file=sys.stderr)
+            if client is not None:
+                client.close()
             broker.stop()
     finally:
         stop_all()
     runs = "one run each" if args.repeat == 1 else f"median (range) of {args.repeat} runs"
     print(f"\nTime from the change to a stable assignment, {args.partitions} partitions, {runs} "
-          f"(confluent-kafka {libversion()[0]}; consumer: the broker's uniform assignor, classic: "
-          f"cooperative-sticky)\n")
+          f"({args.client if driver else f'confluent-kafka {libversion()[0]}'}; consumer: the broker's uniform "
+          f"assignor, classic: cooperative-sticky)\n")
     header = ["scenario", *(f"{b} {p}" for b in brokers for p in protocols)]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))

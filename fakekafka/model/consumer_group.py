@@ -239,31 +239,31 @@ def _uniform_assign(members: AssignorInput, partitions: dict[uuid.UUID, int],
     partitions as it can (sticky), so a rebalance moves few partitions."""
     order = sorted(members)
     subscribers = {t: [m for m in order if t in members[m][1]] for t in sorted(partitions, key=str)}
-    previous = {(t, p): m for m, a in current.items() if m in members for t, ps in a.items() for p in ps}
     counts = dict.fromkeys(order, 0)
     owner: dict[tuple[uuid.UUID, int], str] = {}
-    for t, subs in subscribers.items():
+    # sticky: a partition stays with its current owner while that member is subscribed to its topic, so a
+    # member leaving moves only its own partitions and one joining only what it needs (the balance below)
+    for m, a in current.items():
+        for t, ps in a.items():
+            if m in members and t in members[m][1] and t in partitions:
+                for p in ps:
+                    if p < partitions[t]:
+                        owner[(t, p)] = m
+                        counts[m] += 1
+    for t, subs in subscribers.items():  # the others (new partitions, a departed member's) to the least loaded
         for p in range(partitions[t]):
-            if not subs:
-                continue
-            prev = previous.get((t, p))
-            # the least-loaded subscriber; among equals the partition's previous owner
-            m = min(subs, key=lambda x: (counts[x], x != prev, x))
-            owner[(t, p)] = m
-            counts[m] += 1
-    # stickiness: a partition goes back to its previous owner when that keeps both within one of each other
-    for tp, prev in previous.items():
-        m = owner.get(tp)
-        if m is not None and prev != m and prev in subscribers.get(tp[0], ()) and counts[prev] + 1 <= counts[m]:
-            owner[tp] = prev
-            counts[prev] += 1
-            counts[m] -= 1
+            if subs and (t, p) not in owner:
+                m = min(subs, key=lambda x: (counts[x], x))
+                owner[(t, p)] = m
+                counts[m] += 1
     moved = True
     while moved:  # balance: no subscriber of a topic holds two more partitions than another
         moved = False
-        for tp, m in sorted(owner.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+        # members in order, each over its share giving up its highest partitions first (what Kafka 4.4 did in
+        # the scenarios: members joining a 6-partition topic one by one end with 0,1 / 3,4 / 2,5)
+        for tp, m in sorted(owner.items(), key=lambda kv: (kv[1], str(kv[0][0]), -kv[0][1])):
             low = min(subscribers[tp[0]], key=lambda x: (counts[x], x))
-            if counts[m] - counts[low] >= 2:
+            if owner[tp] == m and counts[m] - counts[low] >= 2:
                 owner[tp] = low
                 counts[m] -= 1
                 counts[low] += 1

@@ -18,6 +18,7 @@ import pytest
 
 from fakekafka.model.clock import ManualClock
 from fakekafka.model.consumer_group import (
+    ASSIGNORS,
     ConsumerGroupConfig,
     ConsumerGroupCoordinator,
     ConsumerGroupState,
@@ -128,10 +129,39 @@ def test_member_joins(sim: Sim) -> None:
 
 def test_member_leaves(sim: Sim) -> None:
     sim.settle("a", "b", "c")
+    before = {m.member_id: set(m.owned[T1]) for m in sim.members}
     leaving = sim.members.pop()
     sim.heartbeat(leaving, epoch=-1)  # LeaveGroup's KIP-848 form: a heartbeat with epoch -1
-    # a and b get c's partitions at their next heartbeats (4 s on: one interval less the second waited)
+    # a and b get c's partitions at their next heartbeats (4 s on: one interval less the second waited),
+    # keeping their own: nothing to revoke, so no second round
     assert sim.run_until_stable() == INTERVAL - 1_000
+    for m in sim.members:
+        assert before[m.member_id] < set(m.owned[T1])
+
+
+@pytest.mark.parametrize("n", [2, 3, 5])
+def test_uniform_assignor_moves_only_a_leaving_members_partitions(n: int) -> None:
+    members = {f"m{i}": (None, frozenset({T1, T2})) for i in range(n + 1)}
+    before = ASSIGNORS["uniform"](members, {T1: 12, T2: 5}, {})
+    del members[f"m{n}"]
+    after = ASSIGNORS["uniform"](members, {T1: 12, T2: 5}, before)
+    for m in members:
+        for t in (T1, T2):
+            assert before[m].get(t, frozenset()) <= after[m].get(t, frozenset())
+    counts = [sum(len(ps) for ps in a.values()) for a in after.values()]
+    assert sum(counts) == 17 and max(counts) - min(counts) <= 1
+
+
+def test_uniform_assignor_members_joining_one_by_one_as_kafka_assigns() -> None:
+    """Kafka 4.4 gave three members joining a 6-partition topic one by one 0,1 / 3,4 / 2,5
+    (tests/clients/test_java_consumer_protocol.py's group on Kafka): each member over its share gives up its
+    highest partitions."""
+    members: dict[str, tuple[str | None, frozenset[uuid.UUID]]] = {}
+    out: dict[str, dict[uuid.UUID, frozenset[int]]] = {}
+    for name in "abc":
+        members[name] = (None, frozenset({T1}))
+        out = ASSIGNORS["uniform"](members, {T1: 6}, out)
+    assert {m: sorted(a[T1]) for m, a in out.items()} == {"a": [0, 1], "b": [3, 4], "c": [2, 5]}
 
 
 def test_member_crash_is_noticed_when_its_session_ends(sim: Sim) -> None:

@@ -148,6 +148,8 @@ class OffsetsTopic(RecordSink):
     def __init__(self, cluster: ClusterState) -> None:
         self.cluster = cluster
         self._topic_id_bytes: dict[uuid.UUID, bytes] = {}
+        self._encoded: dict[str, dict[tuple[int, str], tuple[Any, bytes, bytes]]] = {}
+        """KIP-848 group id -> (record type, member id) -> (what the record was made from, key, value)."""
         self._written: dict[str, dict[bytes, bytes]] = {}
         """KIP-848 group id -> its records as last written (key -> value): what the next change is a diff to."""
 
@@ -215,21 +217,45 @@ class OffsetsTopic(RecordSink):
         self._append(group_id, records)
 
     def _consumer_group_records(self, group: ConsumerGroup) -> dict[bytes, bytes]:
+        """Every record the group's state calls for (key -> value). A heartbeat changes one member at most, so each
+        member's records are encoded again only when what they hold changed (cached per group)."""
         gid = group.group_id
+        before = self._encoded.get(gid, {})
+        cache: dict[tuple[int, str], tuple[Any, bytes, bytes]] = {}
+
+        def record(record_type: int, member_id: str, fingerprint: Any, encode: Any) -> tuple[bytes, bytes]:
+            hit = before.get((record_type, member_id))
+            if hit is None or hit[0] != fingerprint:
+                key, value = encode()
+                hit = (fingerprint, key, value)
+            cache[(record_type, member_id)] = hit
+            return hit[1], hit[2]
+
         out: dict[bytes, bytes] = {}
         for m in group.members.values():
-            out[_key(member_rec, group_id=gid, member_id=m.member_id)] = self._member_metadata(m)
+            k, v = record(MEMBER, m.member_id, (m.instance_id, m.rack_id, m.client_id, m.client_host,
+                                                m.subscribed_topic_names, m.subscribed_topic_regex,
+                                                m.rebalance_timeout_ms, m.server_assignor, m.classic),
+                          lambda m=m: (_key(member_rec, group_id=gid, member_id=m.member_id), self._member_metadata(m)))
+            out[k] = v
         out[_key(consumer_group_rec, group_id=gid)] = _value(consumer_group_rec, 0, epoch=group.group_epoch)
         for member_id, a in group.target.items():
-            out[_key(target_member_rec, group_id=gid, member_id=member_id)] = _value(
-                target_member_rec, 0, topic_partitions=_topic_partitions(a))
+            k, v = record(TARGET_MEMBER, member_id, frozenset(a.items()), lambda member_id=member_id, a=a: (
+                _key(target_member_rec, group_id=gid, member_id=member_id),
+                _value(target_member_rec, 0, topic_partitions=_topic_partitions(a))))
+            out[k] = v
         out[_key(target_rec, group_id=gid)] = _value(target_rec, 0, assignment_epoch=group.assignment_epoch,
                                                      assignment_timestamp=group.last_assignment_ms or 0)
         for m in group.members.values():
-            out[_key(current_assignment_rec, group_id=gid, member_id=m.member_id)] = _value(
-                current_assignment_rec, 0, member_epoch=m.member_epoch, previous_member_epoch=m.previous_member_epoch,
-                state=MEMBER_STATE_CODE[m.state], assigned_partitions=_topic_partitions(m.assigned),
-                partitions_pending_revocation=_topic_partitions(m.pending_revocation))
+            held = (frozenset(m.assigned.items()), frozenset(m.pending_revocation.items()))
+            k, v = record(CURRENT, m.member_id, (m.member_epoch, m.previous_member_epoch, m.state, held), lambda m=m: (
+                _key(current_assignment_rec, group_id=gid, member_id=m.member_id),
+                _value(current_assignment_rec, 0, member_epoch=m.member_epoch,
+                       previous_member_epoch=m.previous_member_epoch, state=MEMBER_STATE_CODE[m.state],
+                       assigned_partitions=_topic_partitions(m.assigned),
+                       partitions_pending_revocation=_topic_partitions(m.pending_revocation))))
+            out[k] = v
+        self._encoded[gid] = cache
         return out
 
     @staticmethod
@@ -258,6 +284,7 @@ class OffsetsTopic(RecordSink):
         records += [(k, v) for k, v in now.items() if before.get(k) != v]
         if group is None:
             self._written.pop(gid, None)
+            self._encoded.pop(gid, None)
         else:
             self._written[gid] = now
         self._append(gid, records)
@@ -328,6 +355,7 @@ class OffsetsTopic(RecordSink):
                 groups._resolve(m.sync, {"error_code": ErrorCode.NOT_COORDINATOR, "assignment": b""})
             consumer_groups.groups.pop(gid, None)
             self._written.pop(gid, None)
+            self._encoded.pop(gid, None)
         now = c.clock.now_ms()
         for gid, records in consumer.items():
             if not any(rt == CONSUMER_GROUP for rt, *_ in records.values()):

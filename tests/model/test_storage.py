@@ -75,6 +75,7 @@ def test_a_restart_keeps_topics_configs_acls_scram_records_and_log_starts(tmp_pa
     for i in range(5):
         _produce(state, p0, b"v%d" % i)
     state.delete_records(p0, 2)
+    state.create_partitions("orders", 3)
     pid = state.producer_ids.allocate()
     state.storage.save(state)
     ids = (topic.topic_id, [p.replicas for p in topic.partitions], state.scram.get("bob", "SCRAM-SHA-256"))
@@ -83,6 +84,7 @@ def test_a_restart_keeps_topics_configs_acls_scram_records_and_log_starts(tmp_pa
     again = _open(tmp_path, 3, **AUTHORIZER)
     t = again.topics["orders"]
     assert (t.topic_id, [p.replicas for p in t.partitions], again.scram.get("bob", "SCRAM-SHA-256")) == ids
+    assert len(t.partitions) == 3
     assert again.topics_by_id[t.topic_id] is t
     assert t.configs == {"retention.ms": "1234", "cleanup.policy": "delete"}
     assert again.config.value("log.retention.check.interval.ms")[0] == "5000"

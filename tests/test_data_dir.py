@@ -4,7 +4,6 @@ record there once; Kafka's own kafka-dump-log reads the segments; unusable dirs 
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -24,13 +23,6 @@ def _start(data_dir: Path, *args: str) -> tuple[subprocess.Popen[str], str]:
     line = proc.stdout.readline()
     assert line.startswith("fakekafka ready"), (line, proc.stderr.read() if proc.stderr else "")
     return proc, next(p.split("=", 1)[1] for p in line.split() if p.startswith("bootstrap.servers="))
-
-
-def _stop(proc: subprocess.Popen[str]) -> str:
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=20)
-    assert proc.returncode == 0, err
-    return err
 
 
 def _read_all(bootstrap: str, topic: str, partitions: int) -> dict[tuple[int, int], bytes]:

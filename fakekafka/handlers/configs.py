@@ -549,9 +549,9 @@ LISTED_TYPES = (CLIENT_METRICS, BROKER_LOGGER, BROKER, TOPIC, GROUP)
 def handle_list_config_resources(ctx: RequestContext, req: Container) -> dict[str, Any]:
     """ListConfigResources (key 74, ListClientMetricsResources before Kafka 4.1), v0-1: v0 lists the client
     metrics subscriptions; v1 the config resources of the types asked for (none: every type), as Kafka 4.4:
-    every topic (internal ones too), each live broker's id for BROKER and BROKER_LOGGER, the subscriptions, and
-    groups with configs of their own. A type it does not list is UNSUPPORTED_VERSION; without DESCRIBE_CONFIGS
-    on the cluster, CLUSTER_AUTHORIZATION_FAILED."""
+    every topic (internal ones too), each live broker's id for BROKER and BROKER_LOGGER (compared with a
+    one-node Kafka only), the subscriptions, and groups with configs of their own. A type it does not list is
+    UNSUPPORTED_VERSION; without DESCRIBE_CONFIGS on the cluster, CLUSTER_AUTHORIZATION_FAILED."""
     if not authorize_cluster(ctx, AclOperation.DESCRIBE_CONFIGS):
         return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "config_resources": []}
     cluster = ctx.cluster

@@ -70,7 +70,8 @@ def handle_describe_log_dirs(ctx: RequestContext, req: Container) -> dict[str, A
             log = p.logs.get(node)
             if log is None or (wanted is not None and (topic.name, p.index) not in wanted):
                 continue
-            by_dir.setdefault(log.log_dir, {}).setdefault(topic.name, []).append({
+            home = log.log_dir or next(iter(by_dir))  # a replica not yet placed: the first dir
+            by_dir.setdefault(home, {}).setdefault(topic.name, []).append({
                 "partition_index": p.index, "partition_size": sum(seg.size for seg in log.segments),
                 "offset_lag": max(log.high_watermark - log.log_end_offset, 0), "is_future_key": False})
     results = [{"error_code": ErrorCode.NONE, "log_dir": d,

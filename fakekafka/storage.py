@@ -393,6 +393,10 @@ class DataDir:
         there and every later segment deleted."""
         d = self.log_dir_path(node_id, log_dir) / f"{topic}-{index}"
         plog = PartitionLog(log_dir=log_dir)
+        topic_id = kafka_uuid(state.topics[topic].topic_id)
+        if d.is_dir() and self._topic_id_in(d) not in (None, topic_id):  # an earlier topic of that name's
+            log.warning("%s holds topic id %s, not %s: deleted", d, self._topic_id_in(d), topic_id)
+            shutil.rmtree(d)
         files = sorted((int(n[:-4]), n) for n in os.listdir(d) if n.endswith(".log") and n[:-4].isdigit()) \
             if d.is_dir() else []
         for name in os.listdir(d) if d.is_dir() else []:  # writes cut short (a cleaning, a metadata rename)

@@ -271,6 +271,18 @@ def test_a_recreated_topic_starts_empty(tmp_path: Path) -> None:
     again.storage.close(again)
 
 
+def test_a_replica_dir_of_another_topic_id_is_not_loaded(tmp_path: Path) -> None:
+    state = _open(tmp_path)
+    _produce(state, state.create_topic("t", 1).partitions[0], b"old")
+    _crash(state)
+    d = tmp_path / "broker-1" / "tmp_kafka-logs" / "t-0"
+    (d / "partition.metadata").write_text("version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAA\n")
+    again = _open(tmp_path)
+    assert _values(again.topics["t"].partitions[0]) == []
+    assert "topic_id: AAAA" not in (d / "partition.metadata").read_text()
+    again.storage.close(again)
+
+
 def test_flush_messages_fsyncs_per_its_count(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     synced: list[int] = []
     real = os.fsync

@@ -865,8 +865,6 @@ class Server:
 
     async def stop(self) -> None:
         self._stopped = True
-        if self.cluster.storage is not None:
-            self.cluster.storage.close(self.cluster)
         self._close_sockets()
         if self._ticker is not None:
             self._ticker.cancel()
@@ -880,6 +878,8 @@ class Server:
         if self._connections:
             await asyncio.gather(*self._connections, return_exceptions=True)
         self._servers.clear()
+        if self.cluster.storage is not None:  # once no request can write any more
+            self.cluster.storage.close(self.cluster)
         self.cluster.loggers.restore()  # a test's BROKER_LOGGER change ends with its cluster
         try:
             self.cluster.remove_change_listener(self._on_change)

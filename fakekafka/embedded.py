@@ -622,6 +622,12 @@ class Cluster(FaultSteering, ClusterHandle):
             return p.log.last_stable_offset
         return self.call(read)
 
+    def log_dirs(self, topic: str) -> dict[int, dict[int, str]]:
+        """Where each replica of a topic is: partition -> {node id: its log dir} (`log.dirs`; one dir,
+        /tmp/kafka-logs, unless configured). AlterReplicaLogDirs or kafka-reassign-partitions move them."""
+        return self.call(lambda: {p.index: {n: log.log_dir for n, log in sorted(p.logs.items())}
+                                  for p in self.state.topics[topic].partitions})
+
     def force_compaction(self, topic: str) -> int:
         """Runs the log cleaner on a compacted topic now, whatever its min.cleanable.dirty.ratio (Kafka's
         cleaner would wait for the ratio or max.compaction.lag.ms): the latest record per key of each

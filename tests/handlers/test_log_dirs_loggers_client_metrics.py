@@ -36,6 +36,7 @@ def test_describe_and_move_between_log_dirs() -> None:
             assert sorted((p.partition_index, p.error_code) for t in r.results for p in t.partitions) == [
                 (0, ErrorCode.NONE), (1, ErrorCode.LOG_DIR_NOT_FOUND), (9, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
             assert _dirs(raw) == {"/d0": [], "/d1": [("t", 0, size), ("t", 1, 0)]}
+            assert c.log_dirs("t") == {0: {1: "/d1"}, 1: {1: "/d1"}}
         finally:
             raw.close()
 

@@ -422,9 +422,10 @@ class _Frames:
     `upfront` until its bytes come). Each frame is delivered whole, size prefix included, as a buffer nobody
     writes to again.
 
-    A frame of `STREAM_MIN` bytes or more is first offered to `open` with its first bytes: it may take the
-    frame as a stream (`_Stream`), which then gets the rest in the pieces they arrive in, scratch views
-    valid for the call only, and nothing is assembled."""
+    A frame of `STREAM_MIN` bytes or more is first offered to `open_stream` with its first bytes (`DECIDE`,
+    doubled while it is undecided): it may take the frame as a stream (`_Stream`), which then gets the frame
+    in the pieces it arrives in, scratch views valid for the call only, and nothing is assembled. A side
+    that has streamed reads `STREAM_SCRATCH` bytes at a time from then on (fewer wake-ups per large frame)."""
 
     SCRATCH = 65536
     STREAM_SCRATCH = 1048576

@@ -5,7 +5,7 @@ dir, `DIR/broker-N/` (Kafka's `log.dirs` entry; a broker with several log dirs w
 well), laid out as Kafka lays out one: `meta.properties`, a directory per partition replica `topic-N/` with
 `partition.metadata` (the topic id) and one `<base offset, 20 digits>.log` file per segment holding the record
 batches exactly as stored (the bytes Fetch serves), so Kafka's `kafka-dump-log` reads them, and
-`log-start-offset-checkpoint`. What Kafka keeps in its metadata log (topics with their ids, partitions, replica
+`log-start-offset-checkpoint` and `cleaner-offset-checkpoint` (written when they change). What Kafka keeps in its metadata log (topics with their ids, partitions, replica
 assignments, leaders and ISRs, topic and dynamic broker configs, ACLs, SCRAM credentials, the producer id
 block) is one JSON file, `DIR/fakekafka-metadata.json`, replaced atomically (write, then rename).
 
@@ -16,7 +16,7 @@ LogSegment.recover does (size, magic, CRC, offsets in order); the first bad or t
 it in the log is cut off. Producer state, open transactions and leader epochs are rebuilt from the batches, as
 Kafka's LogLoader does; the group coordinators load committed offsets and groups from `__consumer_offsets`, as
 Kafka's do. Not kept: the transaction coordinator's state (transactions open at the stop are aborted at start),
-share-group state, the cleaner's checkpoint (the next cleaning starts from the log start).
+share-group state.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ FORMAT_VERSION = 1
 METADATA_FILE = "fakekafka-metadata.json"
 LOCK_FILE = ".lock"
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
+CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
 _LONG_MAX = 9223372036854775807
 MAX_OPEN_FILES = 1000
 """Active segments kept open at once (Kafka keeps every log's open; thousands of replicas would pass a
@@ -195,7 +196,8 @@ class LogFiles:
 
     def rewrite(self, log: PartitionLog, count: int) -> None:
         """The log cleaner replaced the first `count` segments: each file is written anew beside the old one
-        and renamed over it (Kafka's .cleaned then .swap), then files of segments merged away go."""
+        and renamed over it (Kafka's .cleaned then .swap), then files of segments merged away go, and where the
+        round ended is checkpointed."""
         for i in range(count):
             seg = log.segments[i]
             tmp = self.path / (segment_name(seg.base_offset) + ".cleaned")
@@ -206,6 +208,7 @@ class LogFiles:
                 self._close_fd()  # opened again at the next append, on the new file
             os.replace(tmp, self.path / segment_name(seg.base_offset))
         self.segments_changed(log)
+        self.owner.cleaned(self, log.cleaner_checkpoint)
 
     # --- files ---------------------------------------------------------------------------------------
     def _open_fd(self) -> None:
@@ -258,8 +261,9 @@ class DataDir:
             os.close(self._lock)
             raise
         self.logs: dict[tuple[int, str, int], LogFiles] = {}
-        self._starts: dict[Path, dict[tuple[str, int], int]] = {}
-        self._starts_read: set[Path] = set()
+        self._checkpoints: dict[tuple[Path, str], dict[tuple[str, int], int]] = {}
+        """Kafka's per-log-dir offset checkpoints (log start, cleaner): (log dir, file) -> (topic, partition) ->
+        offset, read from the file the first time it is needed."""
         self._open_files: dict[LogFiles, None] = {}
         """Logs with an open file descriptor, oldest first."""
         self._written = ""
@@ -381,10 +385,11 @@ class DataDir:
             log.warning("log dir %s is no longer in log.dirs: %s moves to %s", saved, old, new)
             shutil.rmtree(new, ignore_errors=True)
             os.replace(old, new)
-            start = self._checkpointed_start(old.parent, topic, index)
-            if start > self._checkpointed_start(new.parent, topic, index):  # the log start goes along
-                self._starts[new.parent][(topic, index)] = start
-                self._write_starts(new.parent)
+            for name in (LOG_START_CHECKPOINT, CLEANER_CHECKPOINT):  # its checkpointed offsets go along
+                offset = self._checkpoint(old.parent, name).get((topic, index))
+                if offset is not None:
+                    self._checkpoint(new.parent, name)[(topic, index)] = offset
+                    self._write_checkpoint(new.parent, name)
         return dirs[0]
 
     def _load_log(self, state: ClusterState, node_id: int, log_dir: str, topic: str, index: int) -> PartitionLog:
@@ -442,24 +447,32 @@ class DataDir:
             plog.segments = segments
             plog.log_end_offset = max(next_offset, segments[-1].base_offset)
             plog.log_start_offset = segments[0].base_offset
-        start = self._checkpointed_start(self.log_dir_path(node_id, log_dir), topic, index)
+        checkpoints = self.log_dir_path(node_id, log_dir)
+        start = self._checkpoint(checkpoints, LOG_START_CHECKPOINT).get((topic, index), 0)
         if start > plog.log_start_offset:
             plog.delete_before(start)
+        plog.cleaner_checkpoint = self._checkpoint(checkpoints, CLEANER_CHECKPOINT).get((topic, index), -1)
         plog.high_watermark = plog.log_end_offset
         plog.rebuild_txns()
         return plog
 
-    def _checkpointed_start(self, log_dir: Path, topic: str, index: int) -> int:
-        starts = self._starts.setdefault(log_dir, {})
-        if log_dir not in self._starts_read:
-            self._starts_read.add(log_dir)
-            path = log_dir / LOG_START_CHECKPOINT
-            with contextlib.suppress(OSError, ValueError):
-                lines = path.read_text(encoding="utf-8").splitlines()
+    def _checkpoint(self, log_dir: Path, name: str) -> dict[tuple[str, int], int]:
+        """One of a log dir's offset checkpoint files (Kafka's format: version 0, a count, then "topic partition
+        offset" lines), read on first use."""
+        entries = self._checkpoints.get((log_dir, name))
+        if entries is None:
+            entries = self._checkpoints[(log_dir, name)] = {}
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                lines = (log_dir / name).read_text(encoding="utf-8").splitlines()
                 for line in lines[2:2 + int(lines[1])]:
-                    name, part, offset = line.rsplit(" ", 2)
-                    starts[(name, int(part))] = int(offset)
-        return starts.get((topic, index), 0)
+                    topic, part, offset = line.rsplit(" ", 2)
+                    entries[(topic, int(part))] = int(offset)
+        return entries
+
+    def _write_checkpoint(self, log_dir: Path, name: str) -> None:
+        entries = self._checkpoint(log_dir, name)
+        _write_atomically(log_dir / name, "0\n" + f"{len(entries)}\n" +
+                          "".join(f"{t} {p} {o}\n" for (t, p), o in entries.items()))
 
     def _settle(self, state: ClusterState, partition: Partition) -> int:
         """After loading a partition's replicas: followers share the leader's batch objects where they hold the
@@ -576,6 +589,8 @@ class DataDir:
         files.log_dir, files.path, files.start_written = new_dir, new_path, 0
         files.segments_changed(plog)
         self.log_start_moved(files, plog.log_start_offset)
+        if plog.cleaner_checkpoint >= 0:
+            self.cleaned(files, plog.cleaner_checkpoint)
 
     def drop_topic(self, topic: Topic) -> None:
         for partition in topic.partitions:
@@ -591,22 +606,29 @@ class DataDir:
         self._open_files.pop(files, None)
 
     def log_start_moved(self, files: LogFiles, start: int) -> None:
+        """A replica's new log start, checkpointed at once (Kafka writes its checkpoint every
+        log.flush.start.offset.checkpoint.interval.ms; a DeleteRecords answered must not be undone by a crash).
+        Only starts above 0 are listed, as Kafka lists those above the first segment."""
         if start == files.start_written:
             return
         files.start_written = start
-        self._starts.setdefault(files.log_dir, {})[(files.topic, files.partition)] = start
-        self._write_starts(files.log_dir)
+        entries = self._checkpoint(files.log_dir, LOG_START_CHECKPOINT)
+        if start > 0:
+            entries[(files.topic, files.partition)] = start
+        else:
+            entries.pop((files.topic, files.partition), None)
+        self._write_checkpoint(files.log_dir, LOG_START_CHECKPOINT)
+
+    def cleaned(self, files: LogFiles, offset: int) -> None:
+        """Where the log cleaner's round on this replica ended (Kafka's cleaner-offset-checkpoint)."""
+        self._checkpoint(files.log_dir, CLEANER_CHECKPOINT)[(files.topic, files.partition)] = offset
+        self._write_checkpoint(files.log_dir, CLEANER_CHECKPOINT)
 
     def _forget_start(self, files: LogFiles) -> None:
-        if self._starts.get(files.log_dir, {}).pop((files.topic, files.partition), None) is not None:
-            self._write_starts(files.log_dir)
-
-    def _write_starts(self, log_dir: Path) -> None:
-        """Kafka's log-start-offset-checkpoint of one log dir: version 0, a count, then "topic partition offset"
-        for each replica whose log start is above 0."""
-        entries = [(t, p, o) for (t, p), o in self._starts.get(log_dir, {}).items() if o > 0]
-        _write_atomically(log_dir / LOG_START_CHECKPOINT,
-                          "0\n" + f"{len(entries)}\n" + "".join(f"{t} {p} {o}\n" for t, p, o in entries))
+        """A replica left this log dir: its checkpointed offsets go too."""
+        for name in (LOG_START_CHECKPOINT, CLEANER_CHECKPOINT):
+            if self._checkpoint(files.log_dir, name).pop((files.topic, files.partition), None) is not None:
+                self._write_checkpoint(files.log_dir, name)
 
     # --- metadata ---------------------------------------------------------------------------------------------
     def snapshot(self, state: ClusterState) -> dict[str, Any]:

@@ -195,8 +195,10 @@ def clean(log: PartitionLog, now: int, settings: CleanerSettings, to_clean: LogT
             continue
         kept.append((out, log.base_offsets[i], log.last_offsets[i], log.max_timestamps[i] if out is batch
                      else read_header(out).max_timestamp, log.appended_at[i], log.batch_epochs[i]))
-    _replace(log, end, upper, kept, settings.segment_bytes)
+    groups = _replace(log, end, upper, kept, settings.segment_bytes)
     log.cleaner_checkpoint = upper
+    if log.store is not None:  # a data dir: the cleaned segments' files rewritten, the checkpoint written
+        log.store.rewrite(log, groups)
 
 
 def _aborted_membership(ranges: list[tuple[int, int, int]]):  # noqa: ANN202 - a small closure
@@ -213,10 +215,10 @@ def _aborted_membership(ranges: list[tuple[int, int, int]]):  # noqa: ANN202 - a
 
 
 def _replace(log: PartitionLog, end: int, upper: int,
-             kept: list[tuple[bytes | bytearray, int, int, int, int, int]], segment_bytes: int) -> None:
+             kept: list[tuple[bytes | bytearray, int, int, int, int, int]], segment_bytes: int) -> int:
     """Swaps the cleaned batches in for the first `end` ones and regroups the segments below `upper` as
     Kafka's groupSegmentsBySize does (consecutive segments whose sizes before cleaning add up to at most
-    segment.bytes become one, at the first one's base offset)."""
+    segment.bytes become one, at the first one's base offset). Returns how many segments the cleaned part is."""
     old = [s for s in log.segments if s.base_offset < upper]
     groups: list[LogSegment] = []
     total = 0
@@ -239,5 +241,4 @@ def _replace(log: PartitionLog, end: int, upper: int,
         seg.rolling_timestamp = log.max_timestamps[first.start] if first else -1
         seg.last_modified = max((log.appended_at[j] for j in first), default=seg.created)
     log.rebuild_txns()
-    if log.store is not None:
-        log.store.rewrite(log, len(groups))
+    return len(groups)

@@ -213,6 +213,7 @@ def test_deleted_topics_retention_and_compaction_change_the_files(tmp_path: Path
     files = sorted(n for n in os.listdir(d) if n.endswith(".log"))
     assert files == [segment_name(s.base_offset) for s in p.log.segments]
     assert sum((d / n).stat().st_size for n in files) == p.log.size_bytes
+    assert (d.parent / "cleaner-offset-checkpoint").read_text() == f"0\n1\nc 0 {p.log.cleaner_checkpoint}\n"
     r = state.create_topic("r", 1, configs={"segment.bytes": "1048576"}).partitions[0]
     for _ in range(4):
         _produce(state, r, b"z" * 600_000)
@@ -225,6 +226,7 @@ def test_deleted_topics_retention_and_compaction_change_the_files(tmp_path: Path
     again = _open(tmp_path)
     assert set(again.topics) == {"c", "r"}
     assert _values(again.topics["c"].partitions[0]) == compacted
+    assert again.topics["c"].partitions[0].log.cleaner_checkpoint == p.log.cleaner_checkpoint > 0
     assert again.topics["r"].partitions[0].log.log_start_offset == 3
     again.storage.close(again)
 

@@ -1,13 +1,15 @@
 """An optional data dir: the cluster's logs and metadata on disk, so they survive a restart of the process.
 
-Memory stays where everything is served from; the files are written beside it. Each broker has its own log
-dir, `DIR/broker-N/` (Kafka's `log.dirs` entry; a broker with several log dirs would have them under `DIR` as
-well), laid out as Kafka lays out one: `meta.properties`, a directory per partition replica `topic-N/` with
-`partition.metadata` (the topic id) and one `<base offset, 20 digits>.log` file per segment holding the record
-batches exactly as stored (the bytes Fetch serves), so Kafka's `kafka-dump-log` reads them, and
-`log-start-offset-checkpoint` and `cleaner-offset-checkpoint` (written when they change). What Kafka keeps in its metadata log (topics with their ids, partitions, replica
-assignments, leaders and ISRs, topic and dynamic broker configs, ACLs, SCRAM credentials, the producer id
-block) is one JSON file, `DIR/fakekafka-metadata.json`, replaced atomically (write, then rename).
+Memory stays where everything is served from; the files are written beside it. Each log dir of each broker
+(`log.dirs`: names in the model, the same on every broker, Kafka's default "/tmp/kafka-logs") is
+`DIR/broker-N/<the name, slashes as underscores>/`, laid out as Kafka lays out a log dir: `meta.properties`,
+`log-start-offset-checkpoint` and `cleaner-offset-checkpoint` (written when they change), and a directory per
+partition replica `topic-N/` with `partition.metadata` (the topic id) and one `<base offset, 20 digits>.log`
+file per segment holding the record batches exactly as stored (the bytes Fetch serves), so Kafka's
+`kafka-dump-log` reads them. What Kafka keeps in its metadata log (topics with their ids, partitions, replica
+assignments and log dirs, leaders, leader epochs and ISRs, topic, dynamic broker and group configs, ACLs, SCRAM
+credentials, the producer id block) is one JSON file, `DIR/fakekafka-metadata.json`, replaced atomically
+(write, then rename).
 
 Durability as Kafka's: every batch is written (os.write, into the page cache) before its Produce is answered,
 so a killed process loses nothing acknowledged; fsync only as `flush.messages` / `flush.ms` say (Kafka's

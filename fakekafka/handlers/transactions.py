@@ -8,10 +8,11 @@ unless this broker leads the id's `__transaction_state` partition, or for TxnOff
 is INVALID_PRODUCER_EPOCH below AddPartitionsToTxn/AddOffsetsToTxn/EndTxn v2. AddPartitionsToTxn v4+ is the
 brokers' batched form (verify_only included); a partition of an unknown topic fails the whole transaction's
 request with UNKNOWN_TOPIC_OR_PARTITION for it and OPERATION_NOT_ATTEMPTED for the others. TxnOffsetCommit stages
-offsets that the group sees once the transaction commits, after checking (KIP-890 part 1) that AddOffsetsToTxn
-added the group: INVALID_TXN_STATE otherwise (TRANSACTION_ABORTABLE from v4); v5+ adds it itself. EndTxn v5 is
-transactions version 2 (KIP-890 part 2, chosen by clients from the `transaction.version` feature ApiVersions
-finalizes): every end bumps the epoch, and the answer carries the producer id and epoch to use next.
+offsets that the group sees once the transaction commits (written to the group's `__consumer_offsets` partition as a
+transactional batch of the producer, settled by the transaction's marker there), after checking (KIP-890 part 1)
+that AddOffsetsToTxn added the group: INVALID_TXN_STATE otherwise (TRANSACTION_ABORTABLE from v4); v5+ adds it
+itself. EndTxn v5 is transactions version 2 (KIP-890 part 2, chosen by clients from the `transaction.version`
+feature ApiVersions finalizes): every end bumps the epoch, and the answer carries the producer id and epoch to use next.
 """
 
 from __future__ import annotations

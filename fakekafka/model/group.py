@@ -394,6 +394,7 @@ class GroupCoordinator:
             self._maybe_prepare_rebalance(group)
             return pending
         if group.state == GroupState.STABLE:
+            self.records.classic_group(group)  # the member's new id, as Kafka records it before answering
             result = self._join_result(group, old)
             if r.version >= 9:
                 # KIP-814, as Kafka 4.4: a rejoined static leader gets the members and skip_assignment, so

@@ -288,3 +288,21 @@ def test_every_partition_loads_back_the_state_the_coordinators_held() -> None:
     g = c.groups.group("g")
     assert g is not None and list(g.members) == [member] and g.state == GroupState.STABLE
     assert c.consumer_groups.groups["cg"].members["m1"].assigned == {c.topics["t"].topic_id: frozenset({0, 1})}
+
+
+def test_a_static_member_back_under_a_new_id_is_recorded() -> None:
+    c = make()
+    p = offsets_partition(c, "g")
+    kw: dict[str, Any] = dict(group_id="g", group_instance_id="i-1", require_known_member_id=True,
+                              client_id="client", client_host="/127.0.0.1", rebalance_timeout_ms=30_000,
+                              session_timeout_ms=SESSION, protocol_type="consumer",
+                              protocols=[("range", b"sub")], version=9)
+    joined = c.groups.join(member_id="", **kw)
+    assert isinstance(joined, Pending) and joined.result is not None
+    first = joined.result["member_id"]
+    assert c.groups.sync("g", 1, first, "i-1", {first: b"a"})["error_code"] == ErrorCode.NONE
+    back = c.groups.join(member_id="", **kw)  # restarted: no rebalance, a new member id
+    assert isinstance(back, dict) and back["member_id"] != first
+    last = records(p)[-1][3]
+    assert (last.generation, [(m.member_id, m.group_instance_id, m.assignment) for m in last.members]) == \
+        (1, [(back["member_id"], "i-1", b"a")])

@@ -27,7 +27,8 @@ every partition, as coordinators do at start-up (for a cluster whose logs are re
 
 Not written (fakekafka has no such state, or Kafka's value is not modelled): share-group and streams-group
 records, ConsumerGroupRegularExpression (16), ConsumerGroupPartitionMetadata (4, which Kafka 4.4 no longer
-writes), ConsumerGroupMetadata's MetadataHash (left 0) and the current assignment's AssignmentEpochs. A mixed
+writes) and ConsumerGroupMetadata's MetadataHash (left 0). The current assignment's AssignmentEpochs (the member
+epoch each partition came at) are kept here, beside the coordinator's state, from one record to the next. A mixed
 group's classic members carry their ClassicMemberMetadata; its upgrade writes the classic group's tombstone then
 the consumer group's records, its downgrade the consumer group's tombstones then the GroupMetadata, as Kafka's.
 """
@@ -137,9 +138,16 @@ def decode_record(key: bytes, value: bytes | None) -> tuple[int, Any, int, Any]:
     return record_type, k, version, mod.VALUES[version].parse(value[2:])
 
 
-def _topic_partitions(a: dict[uuid.UUID, frozenset[int]]) -> list[dict[str, Any]]:
-    return [{"topic_id": t, "partitions": sorted(ps)} for t, ps in sorted(a.items(), key=lambda kv: str(kv[0]))
-            if ps]
+def _topic_partitions(a: dict[uuid.UUID, frozenset[int]],
+                      epochs: dict[tuple[uuid.UUID, int], int] | None = None) -> list[dict[str, Any]]:
+    """The records' TopicPartitions; with `epochs`, each partition's AssignmentEpochs (the epoch it came at)."""
+    out = []
+    for t, ps in sorted(a.items(), key=lambda kv: str(kv[0])):
+        if ps:
+            out.append({"topic_id": t, "partitions": sorted(ps)})
+            if epochs is not None:
+                out[-1]["assignment_epochs"] = [epochs[(t, p)] for p in sorted(ps)]
+    return out
 
 
 class OffsetsTopic(RecordSink):
@@ -149,6 +157,8 @@ class OffsetsTopic(RecordSink):
         self.cluster = cluster
         self._topic_id_bytes: dict[uuid.UUID, bytes] = {}
         self._encoded: dict[str, dict[tuple[int, str], tuple[Any, bytes, bytes]]] = {}
+        self._assignment_epochs: dict[str, dict[str, dict[tuple[uuid.UUID, int], int]]] = {}
+        """KIP-848 group id -> member id -> (topic id, partition) -> the member epoch it was assigned at."""
         """KIP-848 group id -> (record type, member id) -> (what the record was made from, key, value)."""
         self._written: dict[str, dict[bytes, bytes]] = {}
         """KIP-848 group id -> its records as last written (key -> value): what the next change is a diff to."""
@@ -246,16 +256,26 @@ class OffsetsTopic(RecordSink):
             out[k] = v
         out[_key(target_rec, group_id=gid)] = _value(target_rec, 0, assignment_epoch=group.assignment_epoch,
                                                      assignment_timestamp=group.last_assignment_ms or 0)
+        epochs_before = self._assignment_epochs.get(gid, {})
+        epochs_now: dict[str, dict[tuple[uuid.UUID, int], int]] = {}
         for m in group.members.values():
+            had = epochs_now[m.member_id] = epochs_before.get(m.member_id, {})
+
+            def current(m: ConsumerMember = m, had: dict[tuple[uuid.UUID, int], int] = had) -> tuple[bytes, bytes]:
+                # the epoch each assigned partition came to the member at (kept while the member keeps it)
+                epochs = epochs_now[m.member_id] = {(t, p): had.get((t, p), m.member_epoch)
+                                                    for t, ps in m.assigned.items() for p in ps}
+                return (_key(current_assignment_rec, group_id=gid, member_id=m.member_id),
+                        _value(current_assignment_rec, 0, member_epoch=m.member_epoch,
+                               previous_member_epoch=m.previous_member_epoch, state=MEMBER_STATE_CODE[m.state],
+                               assigned_partitions=_topic_partitions(m.assigned, epochs),
+                               partitions_pending_revocation=_topic_partitions(m.pending_revocation)))
+
             held = (frozenset(m.assigned.items()), frozenset(m.pending_revocation.items()))
-            k, v = record(CURRENT, m.member_id, (m.member_epoch, m.previous_member_epoch, m.state, held), lambda m=m: (
-                _key(current_assignment_rec, group_id=gid, member_id=m.member_id),
-                _value(current_assignment_rec, 0, member_epoch=m.member_epoch,
-                       previous_member_epoch=m.previous_member_epoch, state=MEMBER_STATE_CODE[m.state],
-                       assigned_partitions=_topic_partitions(m.assigned),
-                       partitions_pending_revocation=_topic_partitions(m.pending_revocation))))
+            k, v = record(CURRENT, m.member_id, (m.member_epoch, m.previous_member_epoch, m.state, held), current)
             out[k] = v
         self._encoded[gid] = cache
+        self._assignment_epochs[gid] = epochs_now
         return out
 
     @staticmethod
@@ -285,6 +305,8 @@ class OffsetsTopic(RecordSink):
         if group is None:
             self._written.pop(gid, None)
             self._encoded.pop(gid, None)
+            self._assignment_epochs.pop(gid, None)
+            self._assignment_epochs.pop(gid, None)
         else:
             self._written[gid] = now
         self._append(gid, records)
@@ -356,6 +378,7 @@ class OffsetsTopic(RecordSink):
             consumer_groups.groups.pop(gid, None)
             self._written.pop(gid, None)
             self._encoded.pop(gid, None)
+            self._assignment_epochs.pop(gid, None)
         now = c.clock.now_ms()
         for gid, records in consumer.items():
             if not any(rt == CONSUMER_GROUP for rt, *_ in records.values()):
@@ -439,6 +462,10 @@ class OffsetsTopic(RecordSink):
                 m.state = MEMBER_STATE.get(v.state, MemberState.STABLE)
                 m.assigned = assignment(v.assigned_partitions)
                 m.pending_revocation = assignment(v.partitions_pending_revocation)
+                self._assignment_epochs.setdefault(gid, {})[k.member_id] = {
+                    (tp.topic_id, p): e for tp in v.assigned_partitions
+                    for p, e in zip(tp.partitions, tp.assignment_epochs or [m.member_epoch] * len(tp.partitions),
+                                    strict=True)}
         if not group.members:
             group.empty_since = now
         group.subscription_metadata = coordinator._subscription_metadata(group)

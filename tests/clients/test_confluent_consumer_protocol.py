@@ -265,6 +265,7 @@ def test_the_group_as_records_of_consumer_offsets(kafka: ClusterHandle, members:
     assert [(tp.topic_id, tp.partitions) for tp in by_kind[7].topic_partitions] == [(tid, [0, 1])]
     current = by_kind[8]
     assert (current.member_epoch, current.previous_member_epoch, current.state) == (2, 0, 0)
-    assert [(tp.topic_id, tp.partitions) for tp in current.assigned_partitions] == [(tid, [0, 1])]
+    assert [(tp.topic_id, tp.partitions, tp.assignment_epochs) for tp in current.assigned_partitions] == \
+        [(tid, [0, 1], [2, 2])]  # each partition with the epoch it was assigned at
     assert (records[5][1].topic, records[5][1].partition, by_kind[1].offset) == ("ledger", 0, 0)
     assert (records[9][2].epoch, records[10][2].assignment_epoch, records[10][2].assignment_timestamp) == (3, 3, 0)

@@ -212,8 +212,9 @@ def test_consumer_group_records_follow_the_group_and_load_back() -> None:
         ("cid", "/127.0.0.1", ["t"], 30_000)
     tid = c.topics["t"].topic_id
     current = by_type[8][1]
-    assert (current.member_epoch, current.state, [(a.topic_id, a.partitions) for a in current.assigned_partitions]) \
-        == (2, 0, [(tid, [0, 1])])
+    assert (current.member_epoch, current.state,
+            [(a.topic_id, a.partitions, a.assignment_epochs) for a in current.assigned_partitions]) == \
+        (2, 0, [(tid, [0, 1], [2, 2])])
     n = len(records(p))
     hb(c, "m1", 2, [(tid, [0, 1])])
     assert len(records(p)) == n  # nothing changed: nothing written
@@ -306,3 +307,25 @@ def test_a_static_member_back_under_a_new_id_is_recorded() -> None:
     last = records(p)[-1][3]
     assert (last.generation, [(m.member_id, m.group_instance_id, m.assignment) for m in last.members]) == \
         (1, [(back["member_id"], "i-1", b"a")])
+
+
+def test_assignment_epochs_say_when_each_partition_came() -> None:
+    """The current assignment's AssignmentEpochs, as Kafka 4.4 writes them: a partition a member keeps across
+    epochs keeps the epoch it came at; one handed over comes at its new owner's epoch."""
+    c = make()
+    p = offsets_partition(c, "cg")
+    tid = c.topics["t"].topic_id
+    assert hb(c, "m1", 0)["member_epoch"] == 2
+    assert hb(c, "m2", 0)["member_epoch"] == 3
+    g = c.consumer_groups.groups["cg"]
+    for _ in range(4):  # m1 revokes one partition and moves to epoch 3; m2 then gets it
+        for mid in ("m1", "m2"):
+            m = g.members[mid]
+            hb(c, mid, m.member_epoch, [(t, sorted(ps)) for t, ps in m.assigned.items()])  # revoked: no longer owned
+    m1, m2 = g.members["m1"], g.members["m2"]
+    assert (m1.member_epoch, m2.member_epoch, len(m1.assigned[tid]), len(m2.assigned[tid])) == (3, 3, 1, 1)
+    latest = {k.member_id: v for t, k, _, v in records(p) if t == 8 and v is not None}
+    assert [(a.partitions, a.assignment_epochs) for a in latest["m1"].assigned_partitions] == \
+        [(sorted(m1.assigned[tid]), [2])]
+    assert [(a.partitions, a.assignment_epochs) for a in latest["m2"].assigned_partitions] == \
+        [(sorted(m2.assigned[tid]), [3])]

@@ -356,7 +356,7 @@ def main() -> None:
     runs = "one run each" if args.repeat == 1 else f"median (range) of {args.repeat} runs"
     print(f"\nTime from the change to a stable assignment, {args.partitions} partitions, {runs} "
           f"({args.client if driver else f'confluent-kafka {libversion()[0]}'}; consumer: the broker's uniform "
-          f"assignor, classic: cooperative-sticky)\n")
+          f"assignor{', classic: cooperative-sticky' if 'classic' in protocols else ''})\n")
     header = ["scenario", *(f"{b} {p}" for b in brokers for p in protocols)]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))

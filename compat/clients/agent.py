@@ -20,8 +20,10 @@ delete_records, describe_group, list_groups, delete_group, delete_offsets) and o
 member_resume, member_close), each with the method's arguments by name and "m" naming the member; and of
 `TxnProducer`: txn_open (transactional_id, timeout_ms; answers its name) then txn_begin, txn_send (topic,
 recs), txn_send_offsets (group, offsets: [[topic, partition, offset]...]), txn_commit, txn_abort, txn_close,
-each with "x" naming the producer. fetch and list_offsets carry "isolation" only when one is asked for. Then
-"quit". compat/clients/java/CompatDriver.java speaks the same, and so do the Go drivers (the protocol in
+each with "x" naming the producer. fetch and list_offsets carry "isolation" only when one is asked for, and
+member_open carries "group_protocol" ("consumer": KIP-848) only for a client that can speak it
+(compat.clients.CONSUMER_PROTOCOL_CLIENTS; the others are refused here, with the reason). Then "quit".
+compat/clients/java/CompatDriver.java speaks the same, and so do the Go drivers (the protocol in
 compat/clients/go/agent, one main package per client), the Node drivers (compat/clients/node/agent.js) and
 the Rust driver (compat/clients/rust/src/agent.rs). The Go, Node and Rust drivers answer an op they do not
 know as unsupported (kafka-go has no transactional producer: its driver has no txn_ ops), so a new op is a new

@@ -267,6 +267,22 @@ def test_tls_towards_clients(tmp_path: Path) -> None:
         plain.flush(5)
         assert failed and failed[0] is not None  # a plaintext client does not get through a TLS listener
         assert [r.value for r in cluster.records("tls")] == [b"secret"]
+        # large Produce requests and Fetch answers pass through the TLS listener while they arrive
+        big = [os.urandom(20_000) for _ in range(40)]
+        for value in big:
+            producer.produce("tls-big", value)
+        assert producer.flush(15) == 0
+        consumer = Consumer({**conf, "group.id": "tls", "auto.offset.reset": "earliest"})
+        consumer.subscribe(["tls-big"])
+        got: list[bytes] = []
+        deadline = time.monotonic() + 30
+        while len(got) < len(big) and time.monotonic() < deadline:
+            msg = consumer.poll(0.3)
+            if msg is not None and not msg.error():
+                got.append(msg.value())
+        consumer.close()
+        assert got == big
+        assert proxy.server.frames_streamed >= 2
 
 
 def test_sasl_passes_through_and_tls_reaches_the_upstream() -> None:
@@ -289,6 +305,11 @@ def test_sasl_passes_through_and_tls_reaches_the_upstream() -> None:
             wrong.flush(10)
             assert failed and failed[0] is not None
             assert [r.value for r in cluster.records("secure")] == [b"PLAIN", b"SCRAM-SHA-256"]
+            big = os.urandom(300_000)  # a Produce streamed to the TLS upstream while it arrives
+            producer.produce("secure-big", big)
+            assert producer.flush(15) == 0
+            assert [r.value for r in cluster.records("secure-big")] == [big]
+            assert proxy.server.frames_streamed >= 1
             apis = [r.api for r in proxy.requests()]
             assert "SaslHandshake" in apis and "SaslAuthenticate" in apis
 

@@ -580,7 +580,7 @@ class _Side(asyncio.BufferedProtocol):
         full segments (a large Produce's reads end mid-frame)."""
         other = self._other()
         sock = other.sock if other is not None and _CORK is not None else None
-        if sock is None:
+        if sock is None or (self.frames.stream is None and nbytes < _Frames.STREAM_MIN):  # no large frame here
             self.frames.updated(nbytes)
             return
         with contextlib.suppress(OSError):

@@ -211,10 +211,11 @@ class KafkaCluster:
         self.start_seconds = round(time.monotonic() - t0, 2)
         return self
 
-    def stop(self) -> None:
-        """SIGTERM to each node's process group (a controlled shutdown), SIGKILL after 15 s; removes its files."""
+    def stop(self, *, graceful: bool = True) -> None:
+        """SIGTERM to each node's process group (a controlled shutdown), SIGKILL after 15 s; removes its files.
+        Not graceful: SIGKILL at once (a cluster being thrown away, whose shutdown would wait for a dead node)."""
         for proc in self.procs:
-            _signal(proc, signal.SIGTERM)
+            _signal(proc, signal.SIGTERM if graceful else signal.SIGKILL)
         deadline = time.monotonic() + 15
         for proc in self.procs:
             try:

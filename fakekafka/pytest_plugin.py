@@ -4,6 +4,7 @@ Fixtures:
 - `fakekafka` (alias `kafka`): a fresh in-process cluster for the test, configured by the
   `@pytest.mark.fakekafka(...)` marker if present; stopped after the test, so nothing leaks.
 - `kafka_proxy`: a `fakekafka.Proxy` in front of the test's cluster (whichever `kafka` is).
+- `kill_broker`: `kill_broker(node_id)` crashes a broker of the test's cluster, fakekafka's or --kafka-real's.
 - `fakekafka_cluster`: a factory, `fakekafka_cluster(partitions=3, auto_create_topics=False,
   clock="frozen", topics={"orders": 6})`, for tests that want several clusters or build one late.
 
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from fakekafka.client import RemoteCluster
     from fakekafka.proxy import Proxy
 
-__all__ = ["CLIENT_NOISE", "cluster_for", "fakekafka", "fakekafka_cluster", "kafka", "kafka_proxy"]
+__all__ = ["CLIENT_NOISE", "cluster_for", "fakekafka", "fakekafka_cluster", "kafka", "kafka_proxy", "kill_broker"]
 
 _CLUSTERS = pytest.StashKey[list[ClusterHandle]]()
 _SECURITY = ("listeners", "advertised_listeners", "listener_security_protocol_map", "sasl_enabled_mechanisms",
@@ -93,6 +94,9 @@ class RealKafka:
     def __init__(self) -> None:
         self.clusters: dict[tuple[int, bool], KafkaCluster] = {}
         self.failures: dict[tuple[int, bool], str] = {}
+        self.retired: dict[str, KafkaCluster] = {}
+        """Clusters a test killed a node of, by bootstrap address: stopped when that test releases them."""
+        self.started: list[tuple[tuple[int, bool], KafkaCluster]] = []
 
     def bootstrap(self, brokers: int, auto_create: bool) -> str:
         key = (brokers, auto_create)
@@ -109,12 +113,26 @@ class RealKafka:
                 self.failures[key] = f"--kafka-real: Apache Kafka ({_describe(key)}) did not start: {e}"
                 pytest.fail(self.failures[key], pytrace=False)
             self.clusters[key] = cluster
+            self.started.append((key, cluster))
         return cluster.bootstrap_servers
 
+    def kill_node(self, bootstrap: str, node_id: int) -> None:
+        """SIGKILLs a node of the cluster at `bootstrap` and retires that cluster: a later test asking for the
+        same kind gets a fresh one (a crashed node's JVM is not brought back: that is a start of its own)."""
+        key, cluster = next(((k, c) for k, c in self.clusters.items() if c.bootstrap_servers == bootstrap),
+                            (None, self.retired.get(bootstrap)))
+        if cluster is None:
+            raise ValueError(f"no --kafka-real cluster at {bootstrap}")
+        if key is not None:
+            del self.clusters[key]
+            self.retired[bootstrap] = cluster
+        cluster.kill_node(node_id)
+
     def stop(self) -> None:
-        for cluster in self.clusters.values():
+        for cluster in [*self.clusters.values(), *self.retired.values()]:
             cluster.stop()
         self.clusters.clear()
+        self.retired.clear()
 
 
 _REAL = pytest.StashKey[RealKafka]()
@@ -237,8 +255,14 @@ def _release(config: pytest.Config, handle: ClusterHandle) -> None:
         return
     from fakekafka.client import RemoteCluster
     assert isinstance(handle, RemoteCluster)
+    real = config.stash.get(_REAL, None)
+    retired = real.retired.pop(handle.bootstrap_servers, None) if real is not None else None
+    if retired is not None:  # a test killed one of its nodes: nothing to empty, the cluster goes
+        handle.close()
+        retired.stop(graceful=False)
+        return
     try:
-        if _REAL in config.stash:
+        if real is not None:
             kept = handle.clear()
             if kept:
                 warnings.warn(f"--kafka-real: group(s) {', '.join(kept)} still had members after the test (a "
@@ -292,7 +316,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     real = config.stash.get(_REAL, None)
-    for key, cluster in sorted(real.clusters.items()) if real is not None else []:
+    for key, cluster in real.started if real is not None else []:
         terminalreporter.write_line(f"--kafka-real: Apache Kafka ({_describe(key)}) at {cluster.bootstrap_servers}, "
                                     f"started in {cluster.start_seconds} s")
 
@@ -378,6 +402,29 @@ def kafka_proxy(request: pytest.FixtureRequest, kafka: ClusterHandle) -> Iterato
 
 
 _PROXIES = pytest.StashKey[list["Proxy"]]()
+
+
+@pytest.fixture
+def kill_broker(request: pytest.FixtureRequest) -> Callable[[int], None]:
+    """`kill_broker(node_id)` crashes a broker of the test's cluster (the `kafka` fixture's), whichever it is:
+    fakekafka's `kill_broker`, or under --kafka-real a SIGKILL of that node's JVM. A --kafka-real cluster with
+    a killed node is retired (stopped after the test; the next test asking for one gets a fresh cluster). A
+    cluster named by --fakekafka-bootstrap is not ours to crash: the test is skipped."""
+    handle = request.getfixturevalue("kafka")
+    real = request.config.stash.get(_REAL, None)
+    if not isinstance(handle, Cluster) and real is None:
+        pytest.skip(f"kills a broker, which needs fakekafka or --kafka-real (running against "
+                    f"{_remote_target(request.config)})")
+
+    def kill(node_id: int) -> None:
+        if isinstance(handle, Cluster):
+            handle.kill_broker(node_id)
+            return
+        assert real is not None
+        real.kill_node(handle.bootstrap_servers, node_id)
+        handle.close()  # its connections may be to the dead node; they are made again on next use
+
+    return kill
 
 
 @pytest.hookimpl(wrapper=True)

@@ -15,7 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = ["FORMAT", "JVM_PROVIDER", "KafkaDataSource", "choose_kafka_route", "kafka_connector_available",
-           "kafka_connector_jars", "kafka_schema", "local_spark_session", "register", "use_fakekafka_kafka_source"]
+           "kafka_connector_jars", "kafka_route", "kafka_schema", "local_spark_session", "redirect_kafka_to_standin",
+           "register", "use_fakekafka_kafka_source"]
 
 _LAZY = {
     "FORMAT": "fakekafka.spark.datasource",
@@ -24,6 +25,8 @@ _LAZY = {
     "JVM_PROVIDER": "fakekafka.spark.route",
     "choose_kafka_route": "fakekafka.spark.route",
     "kafka_connector_available": "fakekafka.spark.route",
+    "kafka_route": "fakekafka.spark.route",
+    "redirect_kafka_to_standin": "fakekafka.spark.route",
     "kafka_connector_jars": "fakekafka.spark.session",
     "register": "fakekafka.spark.route",
     "use_fakekafka_kafka_source": "fakekafka.spark.route",

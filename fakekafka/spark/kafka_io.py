@@ -139,8 +139,16 @@ class OffsetReader:
         if not wanted:
             return {}
         request = [KafkaTopicPartition(t, p, ts) for (t, p), ts in wanted.items()]
-        answer = self._retry("Fetching offsets", lambda: self._c().offsets_for_times(request,
-                                                                                  timeout=_REQUEST_TIMEOUT_S))
+
+        def ask() -> list[KafkaTopicPartition]:
+            answer = self._c().offsets_for_times(request, timeout=_REQUEST_TIMEOUT_S)
+            # librdkafka gives a partition's retriable error (a leader moving: LEADER_NOT_AVAILABLE) in the
+            # answer rather than raising; Spark's offset reader retries those as it retries a failed call
+            for tp in answer:
+                if tp.error is not None and (tp.error.retriable() or tp.error.code() in _RETRIABLE_PARTITION):
+                    raise KafkaException(tp.error)
+            return answer
+        answer = self._retry("Fetching offsets", ask)
         out: PartitionOffsets = {}
         for tp in answer:
             if tp.error is None:
@@ -155,6 +163,14 @@ class OffsetReader:
 
     def latest(self, tps: list[TopicPartition]) -> PartitionOffsets:
         return self.query(dict.fromkeys(tps, LATEST))
+
+
+_RETRIABLE_PARTITION = frozenset({
+    KafkaError.LEADER_NOT_AVAILABLE, KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.REPLICA_NOT_AVAILABLE,
+    KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.FENCED_LEADER_EPOCH, KafkaError.OFFSET_NOT_AVAILABLE,
+    KafkaError.REQUEST_TIMED_OUT, KafkaError.NOT_ENOUGH_REPLICAS})
+"""Partition errors of ListOffsets that Kafka's clients retry (RetriableException subclasses); librdkafka puts
+them in the answer without marking them retriable."""
 
 
 def _name(tp: TopicPartition) -> str:

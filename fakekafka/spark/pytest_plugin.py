@@ -4,7 +4,11 @@
 is Spark's own connector when the connector's jars are found (`.ci/install.sh` resolves them into its cache;
 see `kafka_connector_jars`), else fakekafka's stand-in; the route taken is printed in the terminal summary and
 added to the report of every failed Spark test, so a run says which connector it checked. Tests that use it
-are marked `spark` (added automatically), so `pytest -m "not spark"` runs everything else. Without
+are marked `spark` (added automatically), so `pytest -m "not spark"` runs everything else.
+`--spark-route both` runs each Spark test twice in the one session, `[connector]` and `[standin]` (the
+stand-in's redirect switched on for that test only), so a machine with the connector's jars checks the
+fallback too; `--spark-route standin` runs them on the stand-in only. A test marked `spark_any_route` (it
+names format("fakekafka") itself, or checks the route choice) runs once. Without
 pyspark/pyarrow or Java the fixture skips and says what to install. This module imports nothing from pyspark,
 so the plugin loads in environments without it.
 """
@@ -16,14 +20,33 @@ from typing import Any
 
 import pytest
 
-__all__ = ["spark"]
+__all__ = ["spark", "spark_route"]
 
 _ROUTE = pytest.StashKey[str]()
+_CHOSEN = pytest.StashKey[str]()
+"""The route the session chose ("jvm" or "python"), before any per-test switch to the stand-in."""
+_ROUTES = {"auto": (), "both": ("connector", "standin"), "standin": ("standin",)}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.getgroup("fakekafka").addoption(
+        "--spark-route", choices=sorted(_ROUTES), default="auto",
+        help="the route format('kafka') takes in Spark tests: auto (Spark's connector when its jars are found, "
+             "else fakekafka's stand-in), both (each test on the connector and on the stand-in), standin")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "spark: the test runs Spark (the session-wide `spark` fixture); deselect with -m 'not spark'")
+    config.addinivalue_line(
+        "markers", "spark_any_route: the Spark test does not depend on the route format('kafka') takes; "
+                   "--spark-route both runs it once")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    routes = _ROUTES[metafunc.config.getoption("--spark-route")]
+    if routes and "spark" in metafunc.fixturenames and not metafunc.definition.get_closest_marker("spark_any_route"):
+        metafunc.parametrize("spark_route", routes, indirect=True)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -54,10 +77,39 @@ def spark(request: pytest.FixtureRequest) -> Iterator[Any]:
         route, detail = choose_kafka_route(session)
         if route == "jvm":
             register(session)
+        request.config.stash[_CHOSEN] = route
         request.config.stash[_ROUTE] = _describe(route, detail)
+        if route == "jvm" and request.config.getoption("--spark-route") != "auto":
+            request.config.stash[_ROUTE] += "; the [standin] tests through fakekafka's stand-in (--spark-route)"
         yield session
     finally:
         session.stop()
+
+
+@pytest.fixture(autouse=True)
+def spark_route(request: pytest.FixtureRequest) -> Iterator[str | None]:
+    """Under --spark-route, the route this Spark test takes: "connector" (skipped where Spark's connector is
+    missing) or "standin" (format("kafka") redirected to the stand-in for this test). Autouse, so the option
+    can parametrise every test using `spark`; for other tests, and without the option, it does nothing."""
+    wanted = getattr(request, "param", None)
+    if wanted is None:
+        yield None
+        return
+    session = request.getfixturevalue("spark")
+    if wanted == "connector":
+        if request.config.stash.get(_CHOSEN, None) != "jvm":
+            pytest.skip(f"Spark's Kafka connector is not on this machine: {request.config.stash[_ROUTE]}")
+        yield wanted
+        return
+    from fakekafka.spark.route import redirect_kafka_to_standin
+    switched = request.config.stash.get(_CHOSEN, None) == "jvm"
+    if switched:
+        redirect_kafka_to_standin(session)
+    try:
+        yield wanted
+    finally:
+        if switched:
+            redirect_kafka_to_standin(session, on=False)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -65,6 +117,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     route = item.config.stash.get(_ROUTE, None)
     if report.failed and route is not None and "spark" in getattr(item, "fixturenames", ()):
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("spark_route") == "standin":
+            route = _describe("python", "switched to for this test (--spark-route)")
         report.sections.append(("fakekafka spark", route))
     return report
 

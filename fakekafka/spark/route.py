@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["JVM_PROVIDER", "Route", "choose_kafka_route", "kafka_connector_available", "register",
-           "use_fakekafka_kafka_source"]
+__all__ = ["JVM_PROVIDER", "Route", "choose_kafka_route", "kafka_connector_available", "kafka_route",
+           "redirect_kafka_to_standin", "register", "use_fakekafka_kafka_source"]
 
 log = logging.getLogger("fakekafka.spark")
 
@@ -123,6 +123,23 @@ def use_fakekafka_kafka_source(spark: SparkSession, *, jars: bool = True) -> Rou
     """Makes format("kafka") work on this session: returns "jvm" (Spark's own connector, already on the
     classpath or its jars added now) or "python" (fakekafka's stand-in). See choose_kafka_route."""
     return choose_kafka_route(spark, jars=jars)[0]
+
+
+def kafka_route(spark: SparkSession) -> Route:
+    """The route format("kafka") takes on this session now: "python" when its PySpark readers and writers are
+    redirected to the stand-in, else "jvm" (Spark's own lookup: its connector, or its not-deployed error)."""
+    return "python" if spark in _sessions else "jvm"
+
+
+def redirect_kafka_to_standin(spark: SparkSession, on: bool = True) -> None:
+    """Turns the redirect of format("kafka") to the stand-in on or off for this session, whatever is on its
+    classpath: with the connector's jars present, one session can run the same job on both routes (the pytest
+    plugin's `--spark-route both`). The stand-in must be registered (`register`)."""
+    if on:
+        _install()
+        _sessions.add(spark)
+    else:
+        _sessions.discard(spark)
 
 
 def _redirected(obj: Any, source: Any) -> bool:

@@ -1,7 +1,8 @@
 """Helpers for the Spark connector tests: every test gets a fresh fakekafka cluster (`kafka` fixture) and shares
 one SparkSession (`spark` fixture of fakekafka.spark.pytest_plugin). format("kafka") there is Spark's own
 connector where `.ci/install.sh` put its jars (CI), else fakekafka's stand-in; the tests state what Spark's
-connector does, and the few places where the stand-in does otherwise skip on it (`standin_differs`)."""
+connector does, and the few places where the stand-in does otherwise skip on it (`standin_differs`). CI runs
+them on both routes in that one session (`--spark-route both`, pyproject.toml's addopts)."""
 
 from __future__ import annotations
 
@@ -26,9 +27,10 @@ except ImportError:  # the test modules skip without pyspark
 
 
 def standin_differs(spark: Any, why: str) -> None:
-    """Skips when format("kafka") is fakekafka's stand-in, which does not do what Spark's connector does here."""
-    from fakekafka.spark import kafka_connector_available
-    if not kafka_connector_available(spark)[0]:
+    """Skips when format("kafka") is fakekafka's stand-in (the session's fallback, or this test's [standin]
+    route under --spark-route), which does not do what Spark's connector does here."""
+    from fakekafka.spark import kafka_connector_available, kafka_route
+    if kafka_route(spark) == "python" or not kafka_connector_available(spark)[0]:
         pytest.skip(f"fakekafka's stand-in differs from Spark's Kafka connector here: {why}")
 
 

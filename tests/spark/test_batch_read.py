@@ -108,6 +108,7 @@ def test_min_partitions_splits_ranges(spark, kafka):
     assert offsets(df) == [(0, i) for i in range(9)]
 
 
+@pytest.mark.spark_any_route
 def test_standin_max_records_per_partition(spark, kafka):
     """The stand-in's own format: maxRecordsPerPartition cuts ranges (Spark 4.2.0's batch read through the JVM
     connector kept the 9 records in one partition, so this is not compared with it)."""
@@ -137,6 +138,7 @@ def test_starting_offsets_must_name_every_partition(spark, kafka):
         read(spark, kafka, subscribe="t", startingOffsets='{"t":{"0":-2}}').collect()
 
 
+@pytest.mark.spark_any_route
 @pytest.mark.parametrize(("options", "message"), [
     ({"subscribe": "t", "startingOffsets": '{"t":{"0":-2}}'}, "you must specify all TopicPartitions"),
     ({"subscribe": "t", "startingOffset": "earliest"},

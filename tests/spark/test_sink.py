@@ -61,6 +61,7 @@ def test_invalid_sink_schemas_and_options_fail(spark, kafka, schema, options, me
         df.write.format("kafka").mode("append").options(**source(kafka, **options)).save()
 
 
+@pytest.mark.spark_any_route
 def test_standin_refuses_an_unknown_sink_option(spark, kafka):
     """The stand-in's own format names an option Spark's connector would ignore."""
     df = spark.createDataFrame([], "value string")

@@ -48,7 +48,8 @@ the remote handle's own tests. (The other group tests read the coordinator's gen
 Kafka does not show over the wire: they run on fakekafka only.)"""
 
 SPARK_TESTS = ["tests/spark", "examples/spark_pipeline"]
-"""The Spark source and sink tests and the example pipeline: a Spark JVM beside Kafka's, so apart."""
+"""The Spark source and sink tests and the example pipeline: a Spark JVM beside Kafka's, so apart. The broker
+kill (tests/spark/test_faults.py) starts a 3-node Kafka here, in this child only, and SIGKILLs one node."""
 
 
 @pytest.fixture
@@ -107,4 +108,5 @@ def test_client_tests_pass_against_apache_kafka(real_kafka: None, request: pytes
 @pytest.mark.timeout(1800)
 def test_spark_tests_pass_against_apache_kafka(real_kafka: None, request: pytest.FixtureRequest) -> None:
     pytest.importorskip("pyspark", reason="needs pyspark: pip install 'fakekafka[spark]'")
-    run_against_kafka(SPARK_TESTS, node=request.node)
+    # the connector only: the stand-in's second route (pyproject's --spark-route) is checked on fakekafka
+    run_against_kafka(SPARK_TESTS, "--spark-route=auto", node=request.node)

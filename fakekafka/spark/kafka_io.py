@@ -248,18 +248,18 @@ def resolve_ending(reader: OffsetReader, spec: OffsetSpec, tps: list[TopicPartit
 
 
 def rate_limit(limit: int, start: PartitionOffsets, latest: PartitionOffsets) -> PartitionOffsets:
-    """maxOffsetsPerTrigger: at most `limit` offsets in all, shared among partitions in proportion to what each
-    has waiting (largest remainders get the leftover offsets, so the sum is exactly min(limit, waiting)).
-    Partitions with nothing waiting, or whose offset went backwards, keep their latest offset."""
+    """maxOffsetsPerTrigger as Spark's connector shares it: each partition gets `limit` times its part of what
+    is waiting, floored, but a share below one is rounded up (no partition starves), and never past its latest
+    offset; so a batch may hold a little less than `limit` (6:3:1 waiting, limit 4: 2, 1 and 1). Partitions
+    with nothing waiting, or whose offset went backwards, keep their latest offset."""
     sizes = {tp: end - start[tp] for tp, end in latest.items() if tp in start and end - start[tp] > 0}
     total = sum(sizes.values())
     if total <= limit:
         return dict(latest)
-    shares = {tp: limit * size / total for tp, size in sizes.items()}
-    grant = {tp: math.floor(s) for tp, s in shares.items()}
-    left = limit - sum(grant.values())
-    for tp in sorted(shares, key=lambda tp: (-(shares[tp] - grant[tp]), tp))[:left]:
-        grant[tp] += 1
+    grant = {}
+    for tp, size in sizes.items():
+        share = limit * size / total
+        grant[tp] = min(size, math.ceil(share) if share < 1 else math.floor(share))
     return {tp: (start[tp] + grant[tp] if tp in grant else end) for tp, end in latest.items()}
 
 

@@ -7,8 +7,10 @@ added to the report of every failed Spark test, so a run says which connector it
 are marked `spark` (added automatically), so `pytest -m "not spark"` runs everything else.
 `--spark-route both` runs each Spark test twice in the one session, `[connector]` and `[standin]` (the
 stand-in's redirect switched on for that test only), so a machine with the connector's jars checks the
-fallback too; `--spark-route standin` runs them on the stand-in only. A test marked `spark_any_route` (it
-names format("fakekafka") itself, or checks the route choice) runs once. Without
+fallback too; `--spark-route marked` does so for the tests marked `spark_both_routes` only (a cheaper
+selection: the stand-in's queries take 1.7 times the connector's), `--spark-route standin` runs every test on
+the stand-in. A test marked `spark_any_route` (it names format("fakekafka") itself, or checks the route
+choice) runs once. Without
 pyspark/pyarrow or Java the fixture skips and says what to install. This module imports nothing from pyspark,
 so the plugin loads in environments without it.
 """
@@ -25,14 +27,15 @@ __all__ = ["spark", "spark_route"]
 _ROUTE = pytest.StashKey[str]()
 _CHOSEN = pytest.StashKey[str]()
 """The route the session chose ("jvm" or "python"), before any per-test switch to the stand-in."""
-_ROUTES = {"auto": (), "both": ("connector", "standin"), "standin": ("standin",)}
+_ROUTES = {"auto": (), "both": ("connector", "standin"), "marked": ("connector", "standin"), "standin": ("standin",)}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.getgroup("fakekafka").addoption(
         "--spark-route", choices=sorted(_ROUTES), default="auto",
         help="the route format('kafka') takes in Spark tests: auto (Spark's connector when its jars are found, "
-             "else fakekafka's stand-in), both (each test on the connector and on the stand-in), standin")
+             "else fakekafka's stand-in), both (each test on the connector and on the stand-in), marked (both for "
+             "tests marked spark_both_routes, auto for the rest), standin")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -41,12 +44,19 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "spark_any_route: the Spark test does not depend on the route format('kafka') takes; "
                    "--spark-route both runs it once")
+    config.addinivalue_line(
+        "markers", "spark_both_routes: --spark-route marked runs this Spark test on the connector and the stand-in")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    routes = _ROUTES[metafunc.config.getoption("--spark-route")]
-    if routes and "spark" in metafunc.fixturenames and not metafunc.definition.get_closest_marker("spark_any_route"):
-        metafunc.parametrize("spark_route", routes, indirect=True)
+    mode = metafunc.config.getoption("--spark-route")
+    routes = _ROUTES[mode]
+    definition = metafunc.definition
+    if not routes or "spark" not in metafunc.fixturenames or definition.get_closest_marker("spark_any_route"):
+        return
+    if mode == "marked" and not definition.get_closest_marker("spark_both_routes"):
+        return
+    metafunc.parametrize("spark_route", routes, indirect=True)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 from fakekafka.spark import FORMAT
 from tests.spark.conftest import source
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.spark_both_routes]  # CI: also on the stand-in
 
 
 def test_topic_key_value_partition_and_headers_columns(spark, kafka):

@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("pyspark", reason="needs pyspark: pip install 'fakekafka[spark]'")
 from pyspark.errors import PySparkException, StreamingQueryException
 
-from tests.spark.conftest import checkpoint_offsets, rows, run_available_now, source, standin_differs
+from tests.spark.conftest import checkpoint_offsets, rows, run_available_now, source
 
 pytestmark = pytest.mark.spark
 
@@ -21,6 +21,7 @@ def produce(kafka, topic, count, partitions, start=0):
         kafka.produce(topic, f"r{i}".encode(), partition=i % partitions)
 
 
+@pytest.mark.spark_both_routes
 def test_available_now_restart_reads_nothing_twice(spark, kafka, tmp_path):
     kafka.create_topic("t", 2)
     produce(kafka, "t", 6, 2)
@@ -39,6 +40,7 @@ def test_available_now_restart_reads_nothing_twice(spark, kafka, tmp_path):
     assert run_available_now(spark, options, tmp_path) == []  # nothing new: no batch at all
 
 
+@pytest.mark.spark_both_routes
 def test_latest_is_the_default_start_and_new_partitions_start_at_earliest(spark, kafka, tmp_path):
     kafka.create_topic("t", 1)
     produce(kafka, "t", 3, 1)
@@ -65,13 +67,13 @@ def test_subscribe_pattern_picks_up_a_new_topic_from_its_earliest_offset(spark, 
     assert checkpoint_offsets(tmp_path) == {"events-a": {"0": 2}, "events-b": {"0": 2, "1": 2}}
 
 
+@pytest.mark.spark_both_routes
 def test_max_offsets_per_trigger_splits_available_now_into_batches(spark, kafka, tmp_path):
     kafka.create_topic("t", 3)
     for i in range(10):  # uneven partitions: 6, 3, 1
         kafka.produce("t", f"r{i}".encode(), partition=0 if i < 6 else 1 if i < 9 else 2)
     batches = run_available_now(spark, source(kafka, subscribe="t", startingOffsets="earliest",
                                               maxOffsetsPerTrigger=4), tmp_path)
-    standin_differs(spark, "it shares a batch out by largest remainders (4, 4, 2 here)")
     # shares follow what each partition has waiting, floored (a share below one rounded up): 6:3:1 of 4 ->
     # 2, 1, 1; then 4:2:0 -> 2, 1; then the last 3
     assert [len(rs) for _, rs in batches] == [4, 3, 3]

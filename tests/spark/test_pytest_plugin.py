@@ -32,3 +32,38 @@ def test_spark_fixture_skips_with_the_install_hint_and_is_marked(pytester):
     # the marker comes with the fixture, so the core suite can run without Spark
     result = pytester.runpytest_subprocess("-m", "not spark")
     result.assert_outcomes(passed=1, deselected=1)
+
+
+def test_spark_route_option_parametrises_the_spark_tests(pytester):
+    """--spark-route both: every test using `spark` twice, [connector] and [standin], but those marked
+    spark_any_route; marked: only the spark_both_routes ones; auto (the default): no parameter. Collection only,
+    so no Spark starts."""
+    pytester.makepyfile(test_routes="""
+        import pytest
+
+        def test_job(spark):
+            pass
+
+        @pytest.mark.spark_both_routes
+        def test_marked(spark):
+            pass
+
+        @pytest.mark.spark_any_route
+        def test_route_choice(spark):
+            pass
+
+        def test_plain():
+            pass
+    """)
+    def collected(*args: str) -> list[str]:
+        out = pytester.runpytest_subprocess("--collect-only", "-q", *args).stdout.lines
+        return sorted(line.split("::")[1] for line in out if "::" in line)
+
+    assert collected() == ["test_job", "test_marked", "test_plain", "test_route_choice"]
+    assert collected("--spark-route", "both") == [
+        "test_job[connector]", "test_job[standin]", "test_marked[connector]", "test_marked[standin]", "test_plain",
+        "test_route_choice"]
+    assert collected("--spark-route", "marked") == [
+        "test_job", "test_marked[connector]", "test_marked[standin]", "test_plain", "test_route_choice"]
+    assert collected("--spark-route", "standin") == [
+        "test_job[standin]", "test_marked[standin]", "test_plain", "test_route_choice"]

@@ -313,3 +313,26 @@ async def test_backpressure_both_ways_holds_memory_bounded_while_frames_stream()
     finally:
         await proxy.stop()
         await upstream.stop()
+
+
+class _Sink:
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+
+    def send(self, data: memoryview) -> None:
+        self.writes.append(bytes(data))
+
+
+@pytest.mark.parametrize("pieces", [[1, 3], [70_000, 3], [10, 70_000, 5], [65_536, 65_536, 1], [200_000, 200_000],
+                                    [5] * 30_000, [100_000, 1, 1, 100_000, 2]])
+def test_a_streamed_frame_never_ends_in_a_small_write_of_its_own(pieces: list[int]) -> None:
+    """Whatever the pieces a frame arrives in, what goes out is the same bytes in order, and its last write
+    carries at least HOLD bytes (or the whole frame): a small last segment stalls clients (`_Stream`)."""
+    data = os.urandom(sum(pieces))
+    stream, sink = _Stream(), _Sink()
+    pos = 0
+    for i, n in enumerate(pieces):
+        stream.out(sink, memoryview(data)[pos:pos + n], i == len(pieces) - 1)  # type: ignore[arg-type]
+        pos += n
+    assert b"".join(sink.writes) == data
+    assert len(sink.writes[-1]) >= min(_Stream.HOLD, len(data))

@@ -8,9 +8,11 @@ ShareAcknowledge to each partition's leader (NOT_LEADER_OR_FOLLOWER with the cur
 otherwise). A share session is a member's on one broker: epoch 0 opens it (acknowledgements are refused
 then), each later request carries the next epoch, -1 closes it (ShareFetch then only acknowledges).
 A ShareFetch with nothing to acquire waits up to max_wait_ms for records (or for released or expired ones).
+The group config share.isolation.level bounds what a share-partition acquires: the high watermark under
+read_uncommitted (the default), the last stable offset under read_committed, where the batches of aborted
+transactions are archived without being acquired or sent; transaction markers are archived under both.
 
 Deliberate differences from Kafka 4.4 (compat/KNOWN_DIFFERENCES.md, "Share groups"):
-- share.isolation.level=read_committed is not modelled: records are delivered up to the high watermark.
 - The share-partition state is kept in memory, not written to `__share_group_state`.
 - share.auto.offset.reset by_duration is taken as latest.
 """
@@ -198,6 +200,7 @@ def handle_share_fetch(ctx: RequestContext, req: Container) -> Any:
     session.partitions = [k for k in session.partitions if k not in forgotten]
     if final:
         shares.close_session(session)
+    committed = shares.read_committed(req.group_id)
     max_records = req.max_records if v >= 1 and req.max_records > 0 else 500
     max_bytes = req.max_bytes if req.max_bytes > 0 else 0x7FFFFFFF
     watched: list[Any] = []
@@ -227,10 +230,14 @@ def handle_share_fetch(ctx: RequestContext, req: Container) -> Any:
                 sp.advance_start(log.log_start_offset)
                 left = max_records - total_records
                 if left > 0 and total_bytes < max_bytes:
+                    upper, aborted = log.high_watermark, None
+                    if committed:
+                        upper = log.last_stable_offset
+                        aborted = log.aborted_between(sp.end_offset, upper)
                     data, ranges = sp.acquire(
-                        req.member_id, lambda offset, log=log: log.read(offset, max_bytes, min_one=True,
-                                                                        upper=log.high_watermark),
-                        log.high_watermark, left, now, lock, shares.max_locks(req.group_id))
+                        req.member_id, lambda offset, log=log, upper=upper: log.read(offset, max_bytes, min_one=True,
+                                                                                     upper=upper),
+                        upper, left, now, lock, shares.max_locks(req.group_id), aborted)
                     if ranges:
                         entry["records"] = Chunks(data)
                         entry["acquired_records"] = ranges

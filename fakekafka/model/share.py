@@ -17,6 +17,8 @@ Two halves, as in Kafka:
   them. A released or expired record is redelivered until its delivery count reaches
   `group.share.delivery.count.limit`, then archived. The SPSO moves past every acknowledged or archived record
   at its head. Where a partition's SPSO starts is `share.auto.offset.reset` (latest by default).
+  `share.isolation.level` read_committed acquires only below the last stable offset and archives the records of
+  aborted transactions as the SPEO passes them; transaction markers are archived under either level.
 Pure state: no sockets; the clock is the cluster's, so a frozen clock drives lock and session expiry.
 """
 
@@ -30,6 +32,7 @@ from enum import IntEnum
 from typing import Any
 
 from fakekafka.model.clock import Clock
+from fakekafka.model.log import AbortedTxn
 from wire import ErrorCode
 from wire.records import read_header
 
@@ -147,9 +150,17 @@ class SharePartition:
                 break
 
     def acquire(self, member_id: str, batches: Callable[[int], list[bytes]], upper: int, max_records: int,
-                now: int, lock_ms: int, max_locks: int) -> tuple[list[bytes], list[dict[str, int]]]:
+                now: int, lock_ms: int, max_locks: int, aborted: Iterable[AbortedTxn] | None = None
+                ) -> tuple[list[bytes], list[dict[str, int]]]:
         """Acquires up to `max_records` available records (new ones a whole batch at a time) for `member_id`;
-        returns the stored batches holding them and the acquired ranges with their delivery counts."""
+        returns the stored batches holding them and the acquired ranges with their delivery counts.
+
+        Under read_committed the caller passes the last stable offset as `upper` and the log's aborted
+        transactions as `aborted`: a batch of an aborted transaction is archived as it is reached, never
+        acquired nor sent, as Kafka's share-partition does (the client could not tell it from a committed one)."""
+        aborted_by: dict[int, list[AbortedTxn]] = {}
+        for a in aborted or ():
+            aborted_by.setdefault(a.producer_id, []).append(a)
         acquired: list[tuple[int, int]] = []  # (offset, delivery count)
         # first, records released or expired earlier
         for offset in sorted(o for o, r in self.records.items() if r.state == RecordState.AVAILABLE):
@@ -172,8 +183,10 @@ class SharePartition:
                 first, last = max(h.base_offset, self.end_offset), min(h.last_offset, upper - 1)
                 if last < first:
                     break
+                dropped = h.is_control or (h.is_transactional and any(
+                    a.first_offset <= h.base_offset <= a.last_offset for a in aborted_by.get(h.producer_id, ())))
                 for offset in range(first, last + 1):
-                    if h.is_control:  # markers are never delivered: archived at once
+                    if dropped:  # markers and (read_committed) aborted records are never delivered: archived
                         self.records[offset] = _InFlight(RecordState.ARCHIVED)
                     else:
                         self.records[offset] = _InFlight(RecordState.ACQUIRED, 1, member_id, now + lock_ms)
@@ -304,7 +317,8 @@ class ShareCoordinator:
         self.group_config = group_config
         """A group's dynamic configs (GROUP resources): share.auto.offset.reset, share.record.lock.duration.ms,
         share.delivery.count.limit, share.partition.max.record.locks, share.session.timeout.ms,
-        share.heartbeat.interval.ms; unset ones fall back to the broker's group.share.* configs."""
+        share.heartbeat.interval.ms, share.isolation.level; unset ones fall back to the broker's group.share.*
+        configs."""
         self.config = config or ShareConfig()
         self.groups: dict[str, ShareGroup] = {}
         self.sessions: dict[tuple[int, str, str], ShareSession] = {}
@@ -443,6 +457,10 @@ class ShareCoordinator:
 
     def max_locks(self, group_id: str) -> int:
         return self._int(group_id, "share.partition.max.record.locks", self.config.max_record_locks)
+
+    def read_committed(self, group_id: str) -> bool:
+        """share.isolation.level (a group config only; Kafka has no broker-wide default to fall back to)."""
+        return self.group_config(group_id).get("share.isolation.level", "read_uncommitted") == "read_committed"
 
     def session_timeout_ms(self, group_id: str) -> int:
         return self._int(group_id, "share.session.timeout.ms", self.config.session_timeout_ms)

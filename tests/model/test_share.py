@@ -3,14 +3,16 @@ share-partition states, locks expiring, delivery limits, the start offset, sessi
 
 from __future__ import annotations
 
+import struct
 import uuid
 
 import pytest
 
 from fakekafka.model.clock import ManualClock
+from fakekafka.model.log import PartitionLog
 from fakekafka.model.share import RecordState, ShareConfig, ShareCoordinator, SharePartition
 from wire import ErrorCode
-from wire.records import build_batch
+from wire.records import build_batch, decode_batch, read_header
 
 ACCEPT, RELEASE, REJECT, RENEW, GAP = 1, 2, 3, 4, 0
 TOPIC = uuid.uuid4()
@@ -192,3 +194,83 @@ def test_ctl_describe_shows_share_groups_and_their_partitions() -> None:
     shares = text[text.index("SHARE GROUPS"):text.index("TRANSACTIONS")]
     assert "billing  Stable" in shares and "m1" in shares and "orders:0,1" in shares
     assert "billing  orders          0      0    3         3          0     0" in shares
+
+
+# --- share.isolation.level ----------------------------------------------------------------------------------
+def _txn_log() -> tuple[PartitionLog, int, int]:
+    """A log of: plain a (0), txn 1 data (1-2) + COMMIT (3), txn 2 data (4) + ABORT (5), plain b (6), txn 3
+    data still open (7): the high watermark is 8, the last stable offset 7. Returns (log, pid 1, pid 3)."""
+    log = PartitionLog()
+
+    def append(values: list[bytes], pid: int = -1, *, control: int | None = None) -> None:
+        if control is not None:
+            records = [{"key": struct.pack(">hh", 0, control), "value": struct.pack(">hi", 0, 0)}]
+        else:
+            records = [{"key": None, "value": v} for v in values]
+        batch = build_batch(records, producer_id=pid, producer_epoch=0 if pid >= 0 else -1,
+                            transactional=pid >= 0, control=control is not None)
+        log.append(batch, read_header(batch), 0)
+
+    append([b"a"])
+    append([b"c1", b"c2"], 1)
+    append([], 1, control=1)
+    append([b"x"], 2)
+    append([], 2, control=0)
+    append([b"b"])
+    append([b"open"], 3)
+    log.high_watermark = log.log_end_offset
+    return log, 1, 3
+
+
+def _values(data: list[bytes]) -> list[bytes]:
+    return [r.value for b in data for r in decode_batch(b).records]
+
+
+def test_read_committed_acquires_below_the_last_stable_offset_and_archives_aborted_records() -> None:
+    log, _, _ = _txn_log()
+    assert (log.high_watermark, log.last_stable_offset) == (8, 7)
+    sp = _partition()
+    upper = log.last_stable_offset
+    data, ranges = sp.acquire("m", lambda o: log.read(o, 1 << 20, min_one=True, upper=upper), upper, 100,
+                              now=0, lock_ms=1000, max_locks=2000, aborted=log.aborted_between(0, upper))
+    assert ranges == [{"first_offset": 0, "last_offset": 2, "delivery_count": 1},
+                      {"first_offset": 6, "last_offset": 6, "delivery_count": 1}]
+    assert _values(data) == [b"a", b"c1", b"c2", b"b"]  # neither the aborted batch nor the markers are sent
+    assert [sp.state_of(o).state for o in (3, 4, 5)] == [RecordState.ARCHIVED] * 3
+    assert sp.end_offset == 7  # nothing at or past the LSO is in flight
+
+
+def test_read_committed_takes_the_open_transaction_once_it_ends() -> None:
+    log, _, open_pid = _txn_log()
+    sp = _partition()
+    read = lambda o: log.read(o, 1 << 20, min_one=True, upper=log.last_stable_offset)  # noqa: E731
+    sp.acquire("m", read, log.last_stable_offset, 100, now=0, lock_ms=1000, max_locks=2000,
+               aborted=log.aborted_between(0, log.last_stable_offset))
+    assert sp.acquire("m", read, log.last_stable_offset, 100, now=0, lock_ms=1000, max_locks=2000,
+                      aborted=log.aborted_between(sp.end_offset, log.last_stable_offset)) == ([], [])
+    marker = build_batch([{"key": struct.pack(">hh", 0, 0), "value": struct.pack(">hi", 0, 0)}],
+                         producer_id=open_pid, producer_epoch=0, transactional=True, control=True)
+    log.append(marker, read_header(marker), 0)  # aborted: the open transaction's record is never delivered
+    log.high_watermark = log.log_end_offset
+    assert log.last_stable_offset == 9
+    assert sp.acquire("m", read, 9, 100, now=0, lock_ms=1000, max_locks=2000,
+                      aborted=log.aborted_between(sp.end_offset, 9)) == ([], [])
+    assert (sp.end_offset, sp.state_of(7).state, sp.state_of(8).state) == (9, RecordState.ARCHIVED,
+                                                                          RecordState.ARCHIVED)
+
+
+def test_read_uncommitted_acquires_aborted_and_open_records_up_to_the_high_watermark() -> None:
+    log, _, _ = _txn_log()
+    sp = _partition()
+    data, ranges = sp.acquire("m", lambda o: log.read(o, 1 << 20, min_one=True, upper=log.high_watermark),
+                              log.high_watermark, 100, now=0, lock_ms=1000, max_locks=2000)
+    assert ranges == [{"first_offset": 0, "last_offset": 2, "delivery_count": 1},
+                      {"first_offset": 4, "last_offset": 4, "delivery_count": 1},
+                      {"first_offset": 6, "last_offset": 7, "delivery_count": 1}]
+    assert _values(data) == [b"a", b"c1", b"c2", b"x", b"b", b"open"]  # markers stay archived
+
+
+def test_the_group_config_chooses_the_isolation_level() -> None:
+    configs: dict[str, dict[str, str]] = {"rc": {"share.isolation.level": "read_committed"}}
+    coordinator = ShareCoordinator(ManualClock(), group_config=lambda g: configs.get(g, {}))
+    assert (coordinator.read_committed("rc"), coordinator.read_committed("other")) == (True, False)

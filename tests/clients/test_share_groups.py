@@ -9,7 +9,9 @@ AlterShareGroupOffsets, as an operator would, so records produced before the con
 - limit: a record released every time is delivered group.share.delivery.count.limit (5) times, then archived;
 - shared: two members on one partition share it (both assigned it) and each record is accepted once;
 - admin: ListGroups lists it as a share group while it has a member; DeleteGroups refuses it then
-  (GroupNotEmptyException) and deletes it once the member left.
+  (GroupNotEmptyException) and deletes it once the member left;
+- read_committed / read_uncommitted: the group config share.isolation.level (IncrementalAlterConfigs on the
+  GROUP) over a transactional producer's committed, aborted and still open transactions.
 The share-partition start offset the admin client lists afterwards is checked on fakekafka only: Kafka 4.4's
 share coordinator had not persisted the advanced offset 15 s after the consumer closed (it answered 0), see
 compat/KNOWN_DIFFERENCES.md ("Share groups").
@@ -30,7 +32,7 @@ from tests.javautil import JavaRun
 pytestmark = pytest.mark.clients
 
 JAVA_SOURCE = Path(__file__).resolve().parent / "java" / "ShareDriver.java"
-SCENARIOS = ["deliver", "release", "reject", "limit", "shared", "admin"]
+SCENARIOS = ["deliver", "release", "reject", "limit", "shared", "admin", "read_committed", "read_uncommitted"]
 
 
 @pytest.fixture(scope="module")
@@ -85,3 +87,13 @@ def test_admin_lists_and_deletes_share_groups(java: JavaRun) -> None:
     assert r["listed"] == "Share/share/Stable"
     assert r["delete_while_active"] == "GroupNotEmptyException"
     assert r["listed_after_delete"] == "absent"
+
+
+def test_read_committed_delivers_committed_records_and_waits_for_the_open_transaction(java: JavaRun) -> None:
+    r = java.result("read_committed")
+    assert (r["before"], r["after"]) == ("c0,c1,c2,c3", "o0,o1")
+
+
+def test_read_uncommitted_delivers_aborted_and_open_records_too(java: JavaRun) -> None:
+    r = java.result("read_uncommitted")
+    assert (r["before"], r["after"]) == ("c0,c1,c2,a0,a1,c3,o0,o1", "")

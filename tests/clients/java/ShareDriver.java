@@ -35,6 +35,8 @@ public class ShareDriver {
                     case "limit": out = limit(); break;
                     case "shared": out = shared(); break;
                     case "admin": out = adminScenario(); break;
+                    case "read_committed": out = isolation("read_committed"); break;
+                    case "read_uncommitted": out = isolation("read_uncommitted"); break;
                     default: throw new IllegalArgumentException("unknown scenario " + scenario);
                 }
             } catch (Exception e) {
@@ -96,6 +98,52 @@ public class ShareDriver {
         var offsets = admin.listShareGroupOffsets(spec).partitionsToOffsetInfo(group).get(30, TimeUnit.SECONDS);
         var info = offsets.get(new TopicPartition(topic, 0));
         return info == null ? -1 : info.startOffset();
+    }
+
+    /** share.isolation.level: a transactional producer commits c0..c2, aborts a0..a1, commits c3 and leaves
+     * o0..o1 open; what the group delivers before and after that last transaction commits. */
+    static String isolation(String level) throws Exception {
+        String group = prefix + "-g-" + level;
+        String topic = setUp(level, 1, 0, group);
+        var resource = new org.apache.kafka.common.config.ConfigResource(
+            org.apache.kafka.common.config.ConfigResource.Type.GROUP, group);
+        admin.incrementalAlterConfigs(Map.of(resource, List.of(new AlterConfigOp(
+            new ConfigEntry("share.isolation.level", level), AlterConfigOp.OpType.SET))))
+            .all().get(30, TimeUnit.SECONDS);
+        Properties pp = new Properties();
+        pp.put("bootstrap.servers", bootstrap);
+        pp.put("key.serializer", StringSerializer.class.getName());
+        pp.put("value.serializer", StringSerializer.class.getName());
+        pp.put("transactional.id", prefix + "-tx-" + level);
+        List<String> before = new ArrayList<>();
+        List<String> after = new ArrayList<>();
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(pp);
+             KafkaShareConsumer<String, String> c = consumer(group, "implicit")) {
+            producer.initTransactions();
+            String[][] txns = {{"c0", "c1", "c2"}, {"a0", "a1"}, {"c3"}};
+            for (int t = 0; t < txns.length; t++) {
+                producer.beginTransaction();
+                for (String v : txns[t]) producer.send(new ProducerRecord<>(topic, v, v));
+                producer.flush();  // the aborted records reach the log, as the test wants
+                if (t == 1) producer.abortTransaction(); else producer.commitTransaction();
+            }
+            producer.beginTransaction();
+            for (String v : List.of("o0", "o1")) producer.send(new ProducerRecord<>(topic, v, v));
+            producer.flush();
+            c.subscribe(List.of(topic));
+            int expected = level.equals("read_committed") ? 4 : 8;
+            long deadline = System.currentTimeMillis() + 30000;
+            while (before.size() < expected && System.currentTimeMillis() < deadline)
+                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(300))) before.add(r.value());
+            long quiet = System.currentTimeMillis() + 2000;  // nothing more while the transaction is open
+            while (System.currentTimeMillis() < quiet)
+                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(300))) before.add(r.value());
+            producer.commitTransaction();
+            deadline = System.currentTimeMillis() + (level.equals("read_committed") ? 30000 : 2000);
+            while (after.size() < (level.equals("read_committed") ? 2 : 1) && System.currentTimeMillis() < deadline)
+                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(300))) after.add(r.value());
+        }
+        return "\"before\":" + q(String.join(",", before)) + ",\"after\":" + q(String.join(",", after));
     }
 
     /** Implicit acknowledgement: every record delivered once, the start offset moves past them. */

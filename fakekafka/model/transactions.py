@@ -12,7 +12,9 @@ bumped by InitProducerId, and by the coordinator when it fences a producer (an I
 transaction is open, or a transaction timing out). Version 2 (KIP-890 part 2) adds an epoch bump at every end
 (`end_transaction_v2`, what EndTxn v5 asks for: the markers carry the new epoch, which the answer returns) and
 partitions added by the data itself (`add_partitions(..., implicit=True)`, from Produce v12 and TxnOffsetCommit
-v5); a transaction remembers which version its client speaks, as Kafka's clientTransactionVersion.
+v5); a transaction remembers which version its client speaks, as Kafka's clientTransactionVersion. Under
+version 2 an ABORT at the current epoch with nothing open (Empty, CompleteCommit, CompleteAbort: the producer
+aborted before its batches went out) ends an empty transaction with the bump, as Kafka 4.4 does.
 """
 
 from __future__ import annotations
@@ -50,7 +52,8 @@ VALID_PREVIOUS: dict[TransactionState, frozenset[TransactionState]] = {
     _S.EMPTY: frozenset({_S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT}),
     _S.ONGOING: frozenset({_S.ONGOING, _S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT}),
     _S.PREPARE_COMMIT: frozenset({_S.ONGOING}),
-    _S.PREPARE_ABORT: frozenset({_S.ONGOING, _S.PREPARE_EPOCH_FENCE}),
+    _S.PREPARE_ABORT: frozenset({_S.ONGOING, _S.PREPARE_EPOCH_FENCE, _S.EMPTY, _S.COMPLETE_COMMIT,
+                                 _S.COMPLETE_ABORT}),  # the last three: version 2's abort with nothing open
     _S.COMPLETE_COMMIT: frozenset({_S.PREPARE_COMMIT}),
     _S.COMPLETE_ABORT: frozenset({_S.PREPARE_ABORT}),
     _S.DEAD: frozenset({_S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT}),
@@ -270,9 +273,13 @@ class TransactionCoordinator:
             valid = retry_on_bump or retry_on_overflow
         else:
             valid = epoch == txn.producer_epoch
-        if not valid:
+        # version 2: an abort at the current epoch with no transaction open (the producer aborted before any of
+        # its batches went out) still ends one, bumping the epoch; Kafka 4.4 accepts it after a commit
+        empty_abort = bump and not commit and epoch == txn.producer_epoch and state in (
+            TransactionState.EMPTY, TransactionState.COMPLETE_COMMIT, TransactionState.COMPLETE_ABORT)
+        if not valid and not empty_abort:
             return ErrorCode.PRODUCER_FENCED, *failed
-        if state == TransactionState.ONGOING:
+        if state == TransactionState.ONGOING or empty_abort:
             now = self._now()
             if bump:
                 txn.client_version = 2

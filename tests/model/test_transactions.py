@@ -34,7 +34,9 @@ def _txn_batch(pid: int, epoch: int, seq: int, n: int = 2, value: str = "v") -> 
 # --- the state table -----------------------------------------------------------------------------------
 def test_every_state_has_kafkas_previous_states() -> None:
     assert set(VALID_PREVIOUS) == set(TransactionState)
-    assert VALID_PREVIOUS[S.PREPARE_ABORT] == {S.ONGOING, S.PREPARE_EPOCH_FENCE}
+    # Kafka 4.x (transactions version 2) also aborts from Empty/CompleteCommit/CompleteAbort: see below
+    assert VALID_PREVIOUS[S.PREPARE_ABORT] == {S.ONGOING, S.PREPARE_EPOCH_FENCE, S.EMPTY, S.COMPLETE_COMMIT,
+                                               S.COMPLETE_ABORT}
     assert VALID_PREVIOUS[S.COMPLETE_COMMIT] == {S.PREPARE_COMMIT}
     meta = TransactionMetadata("x", 1)
     with pytest.raises(IllegalTransactionTransition):
@@ -242,6 +244,21 @@ def test_v2_bumps_the_epoch_at_every_end_and_a_retry_gets_the_same_answer() -> N
     assert tc.add_partitions("tx", pid, e, {("t", 0)}, implicit=True) == ErrorCode.PRODUCER_FENCED  # old epoch
     assert tc.add_partitions("tx", pid, e + 1, {("t", 0)}, implicit=True) == ErrorCode.NONE
     assert tc.end_transaction_v2("tx", pid, e + 1, False) == (ErrorCode.NONE, pid, e + 2)
+
+
+def test_v2_aborts_with_nothing_open_at_the_current_epoch() -> None:
+    """The Java producer aborting before its batches went out sends EndTxn v5 ABORT for a transaction the
+    coordinator never saw; Kafka 4.4 answers it (bumping the epoch), it does not fence the producer (seen with
+    tests/clients/test_share_groups.py's transactional producer before it flushed ahead of its abort)."""
+    markers: list[tuple] = []
+    tc = TransactionCoordinator(ManualClock(), write_marker=lambda *a: markers.append(a) or True)
+    _, pid, e = tc.init_producer_id("tx", 60_000)
+    assert tc.add_partitions("tx", pid, e, {("t", 0)}, implicit=True) == ErrorCode.NONE
+    assert tc.end_transaction_v2("tx", pid, e, True) == (ErrorCode.NONE, pid, e + 1)
+    assert tc.end_transaction_v2("tx", pid, e + 1, False) == (ErrorCode.NONE, pid, e + 2)
+    assert tc.transactions["tx"].state == TransactionState.COMPLETE_ABORT
+    assert markers == [(("t", 0), pid, e + 1, True, 0)]  # nothing was open: no marker for the abort
+    assert tc.end_transaction_v2("tx", pid, e + 1, False) == (ErrorCode.NONE, pid, e + 2)  # a retry
 
 
 def test_v2_rotates_the_producer_id_when_the_epoch_is_exhausted() -> None:

@@ -74,6 +74,7 @@ class Target:
     client_cannot: dict[str, dict[str, str]] = field(default_factory=dict)  # the same, for one client only
     stop: Callable[[], None] = field(default=lambda: None, repr=False)
     behind: str | None = None  # proxy:KIND: the name of the broker behind the proxy
+    direct: str | None = None  # `compat diff`: the broker's own address behind the recording relay (Env.waiter)
 
     @property
     def prefix_tag(self) -> str:
@@ -189,10 +190,16 @@ def tansu_binary() -> str | None:
     return shutil.which("tansu")
 
 
+CLEANER_BACKOFF = {"log.cleaner.backoff.ms": "100"}
+"""Set in both brokers' properties: the log cleaner looks for work every 100 ms instead of Kafka's 15 s, so the
+compaction scenarios (compacted_topic_read_from_earliest) see it clean within a second. Static, so every cell
+sees the same DescribeConfigs (a scenario setting it dynamically would show in the other cells' answers)."""
+
+
 def start_fakekafka() -> Target:
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     cmd = [sys.executable, "-m", "fakekafka", "serve", "--host", HOST, "--port", "0", "--no-auto-create-topics",
-           "--log-level", "warning"]
+           "--log-level", "warning", *(a for k, v in CLEANER_BACKOFF.items() for a in ("--config", f"{k}={v}"))]
     proc, m = _spawn(cmd, re.compile(rb"bootstrap\.servers=(\S+)"), 30, env=env)
     return Target("fakekafka", m.group(1).decode(), FAST, auto_create=False, stop=lambda: _kill(proc))
 
@@ -220,7 +227,7 @@ def start_kafka(brokers: int = 1) -> Target:
     """Real Kafka: the JVM process from Maven jars when installed, else a testcontainers container."""
     from compat.apache_kafka import KafkaCluster, KafkaUnavailable, kafka_lib
     if kafka_lib() is not None or brokers > 1:
-        cluster = KafkaCluster(brokers)
+        cluster = KafkaCluster(brokers, dict(CLEANER_BACKOFF))
         try:
             cluster.start()
         except KafkaUnavailable as e:

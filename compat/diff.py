@@ -705,7 +705,7 @@ def run_diff(brokers: tuple[str, str] = ("kafka", "fakekafka"), clients: list[st
         def lane(target: Any, client: str) -> tuple[list[Any], list[Exchange], list[str]]:
             relay = RelayGroup(CONNECT, caps, features)
             try:
-                front = dataclasses.replace(target, bootstrap=relay.front(target.bootstrap))
+                front = dataclasses.replace(target, bootstrap=relay.front(target.bootstrap), direct=target.bootstrap)
                 lane_cells = _lane(front, client, [_tagged(s, relay) for s in chosen], False, run_id)
             finally:
                 exchanges = relay.close()

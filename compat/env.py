@@ -66,6 +66,7 @@ class Env:
     members: list[Member] = field(default_factory=list)
     txns: list[TxnProducer] = field(default_factory=list)
     _cluster: Any = None
+    _waiter: Any = None
 
     @property
     def bootstrap(self) -> str:
@@ -86,11 +87,22 @@ class Env:
             self._cluster = RemoteCluster(self.bootstrap, client_id="compat-setup", timeout=self.timing.op_s)
         return self._cluster
 
+    def waiter(self) -> Any:
+        """A cluster handle for waiting on the broker's own background work (the log cleaner): past `compat
+        diff`'s recording relay, so the polls, whose answers are timing (a cleaning seen half done on one
+        broker), are not compared; the cluster() handle otherwise."""
+        if self.target.direct is None:
+            return self.cluster()
+        if self._waiter is None:
+            from fakekafka.client import RemoteCluster
+            self._waiter = RemoteCluster(self.target.direct, client_id="compat-setup", timeout=self.timing.op_s)
+        return self._waiter
+
     def create_topic(self, topic: str, partitions: int = 1, configs: dict[str, str] | None = None) -> None:
         """CreateTopics over the wire, then wait until metadata shows every partition led."""
         self.target.create_topic(self, topic, partitions, configs)
 
-    def produce(self, topic: str, value: bytes, *, partition: int = 0, key: bytes | None = None,
+    def produce(self, topic: str, value: bytes | None, *, partition: int = 0, key: bytes | None = None,
                 headers: list[tuple[str, bytes | None]] | None = None, timestamp: int | None = None) -> int:
         """One record in a batch of its own, written over the wire; returns its offset. Retried while the
         partition's leader is not ready yet: Kafka's brokers take up a (re)created topic's leadership a
@@ -135,8 +147,9 @@ class Env:
                 m.close()
             except Exception:  # noqa: BLE001, S110 - a member that is already gone
                 pass
-        if self._cluster is not None:
-            self._cluster.close()
+        for handle in (self._cluster, self._waiter):
+            if handle is not None:
+                handle.close()
 
     def transactional(self, client: Any, suffix: str, *, timeout_ms: int | None = None) -> TxnProducer:
         """The client's transactional producer for transactional.id name(suffix), closed with the cell."""

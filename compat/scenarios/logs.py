@@ -7,7 +7,9 @@ watermark for -1, and refuses an offset past the high watermark (OFFSET_OUT_OF_R
 the one asked for (KIP-79; records need not be in timestamp order), "max timestamp" (-3, KIP-734) the
 offset of the record with the largest timestamp; a Fetch below the log start or past the high watermark
 is OFFSET_OUT_OF_RANGE, at the high watermark it waits for data; a fetch from the middle of a batch gets
-the whole batch and the client drops the records before its position.
+the whole batch and the client drops the records before its position. A compacted topic's cleaned segments
+keep the latest record per key at its offset (tombstones for delete.retention.ms): a consumer from the
+beginning reads them with gaps, and the log start stays where it was (LogCleaner).
 """
 
 from __future__ import annotations
@@ -241,3 +243,30 @@ def timestamp_far_future_refused(client: Client, env: Env) -> Outcome:
 
 
 __all__ = ["wait_for"]
+
+
+COMPACTED_WRITES = [([(b"a", b"1"), (b"b", b"1"), (b"a", b"2"), (b"c", b"1")], 0),  # offsets 0-3
+                    ([(b"b", None), (b"a", b"3")], 1000),  # 4-5: a new segment (segment.ms 100 between timestamps)
+                    ([(b"d", b"1")], 2000)]  # 6: another, so [4, 5] is no longer the active segment
+@scenario("compacted_topic_read_from_earliest", {
+    "earliest": 0, "latest": 7,
+    "records": [[0, 3, "c", "1", []], [0, 4, "b", None, []], [0, 5, "a", "3", []], [0, 6, "d", "1", []]]})
+def compacted_topic_read_from_earliest(client: Client, env: Env) -> Outcome:
+    """What the log cleaner leaves readable: a compacted topic with small segments (segment.ms, records a second
+    apart) and min.cleanable.dirty.ratio 0.01, cleaned by a broker whose log.cleaner.backoff.ms is 100 ms
+    (compat/brokers.py; a broker started otherwise may take its 15 s); read from the beginning, the latest
+    record per key outside the active segment, at its offset, the tombstone kept (delete.retention.ms is a
+    day), the earliest offset still 0. Kafka answers the first Fetch from the cleaned segment alone."""
+    topic = env.name("t")
+    env.create_topic(topic, configs={"cleanup.policy": "compact", "segment.ms": "100",
+                                     "min.cleanable.dirty.ratio": "0.01"})
+    t0 = int(time.time() * 1000)
+    for recs, at in COMPACTED_WRITES:
+        for key, value in recs:
+            env.produce(topic, value, key=key, timestamp=t0 + at)
+    # the cleaner's work, seen over the wire without the client under test: offsets 0-2 gone
+    wait_for(lambda: [r.offset for r in env.waiter().records(topic)][:1] == [3], timeout=20)
+    got = client.fetch(topic, 0, 0, 4)
+    return {"earliest": client.list_offsets(topic, 0, "earliest"), "latest": client.list_offsets(topic, 0, "latest"),
+            "records": [[r.partition, r.offset, r.key.decode() if r.key is not None else None,
+                         r.value.decode() if r.value is not None else None, r.headers] for r in got]}

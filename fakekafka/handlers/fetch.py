@@ -130,9 +130,9 @@ def handle_fetch(ctx: RequestContext, req: Container) -> Any:
                     continue
                 left = max_bytes - total
                 batches = log.read(p.fetch_offset, min(p.partition_max_bytes, left), min_one=total == 0,
-                                   upper=upper) if left > 0 else []
+                                   upper=upper, one_segment=True) if left > 0 else []
                 if not batches and 0 < left and p.fetch_offset < upper:
-                    batches = log.read(p.fetch_offset, left, min_one=False, upper=upper)[:1]
+                    batches = log.read(p.fetch_offset, left, min_one=False, upper=upper, one_segment=True)[:1]
                 data = Chunks(batches)
                 total += data.nbytes
                 aborted = None

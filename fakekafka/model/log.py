@@ -381,10 +381,19 @@ class PartitionLog:
     def last_epoch(self) -> int:
         return self.epochs[-1].epoch if self.epochs else -1
 
-    def read(self, offset: int, max_bytes: int, *, min_one: bool, upper: int | None = None) -> list[bytes]:
-        """Whole batches from the one holding `offset`, within `max_bytes` (but at least one if `min_one`)."""
+    def read(self, offset: int, max_bytes: int, *, min_one: bool, upper: int | None = None,
+             one_segment: bool = False) -> list[bytes]:
+        """Whole batches from the one holding `offset`, within `max_bytes` (but at least one if `min_one`).
+        `one_segment` (a Fetch's read): from one segment only, as Kafka's LocalLog.read reads the segment
+        holding the first batch at or after `offset` and stops at its end, so a fetch across a segment boundary
+        (a compacted log's cleaned segments and the active one, say) gets the rest at the client's next Fetch."""
         limit = self.high_watermark if upper is None else upper
         i = bisect_left(self.last_offsets, offset)
+        segs = self.segments
+        if one_segment and len(segs) > 1 and i < len(self.batches):
+            j = bisect_right(segs, self.base_offsets[i], key=lambda seg: seg.base_offset)
+            if j < len(segs):
+                limit = min(limit, segs[j].base_offset)
         out: list[bytes] = []
         total = 0
         n = len(self.batches)

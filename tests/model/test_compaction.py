@@ -62,6 +62,25 @@ def test_latest_value_per_key_with_offsets_kept() -> None:
     assert p.log.cleaner_checkpoint == 3
 
 
+def test_a_fetch_reads_one_segment_of_a_compacted_log() -> None:
+    """A Fetch's read stops at the end of the segment holding its offset, as Kafka's LocalLog.read: from the
+    cleaned segment's gap the surviving batches, the active segment at the next read (Kafka 4.4.0 answered a
+    consumer from the beginning so in the compat scenario compacted_topic_read_from_earliest)."""
+    c, clock = _cluster()
+    p = _topic(c)
+    for key, value in [(b"a", b"1"), (b"b", b"1"), (b"a", b"2")]:
+        _put(c, p, clock, key, value)
+    _roll(clock)
+    _put(c, p, clock, b"c", b"1")
+    _roll(clock)
+    _put(c, p, clock, b"d", b"1")  # the active segment
+    assert c.force_compaction("t") == 1
+    first = p.log.read(0, 1 << 20, min_one=True, one_segment=True)
+    assert [read_header(b).base_offset for b in first] == [1, 2, 3]  # the cleaned segments, grouped into one
+    assert [read_header(b).base_offset for b in p.log.read(4, 1 << 20, min_one=True, one_segment=True)] == [4]
+    assert len(p.log.read(0, 1 << 20, min_one=True)) == 4  # reads that are not a Fetch's go on
+
+
 def test_the_cleaner_runs_on_the_clock_by_dirty_ratio() -> None:
     c, clock = _cluster()
     p = _topic(c)

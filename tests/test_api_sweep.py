@@ -728,6 +728,25 @@ def _share_acknowledge(t: Target, v: int) -> dict[str, Any]:
                 {"first_offset": 0, "last_offset": 0, "acknowledge_types": [1]}]}]}]}
 
 
+def _share_fetch_isolated(level: str) -> Callable[[Target, int], dict[str, Any]]:
+    """ShareFetch of sweep-txn-0 (the EndTxn builders' committed and aborted transactions, with their markers)
+    from its start, by a share group whose share.isolation.level is `level`; the fetch waits for the share
+    coordinator to initialize the share-partition (Kafka does so asynchronously)."""
+    def build(t: Target, v: int) -> dict[str, Any]:
+        group = f"sweep-share-{level}-v{v}"
+        must(t.send(44, 1, {"validate_only": False, "resources": [{"resource_type": 32, "resource_name": group,
+                                                                 "configs": [
+            _alter_op("share.isolation.level", level), _alter_op("share.auto.offset.reset", "earliest")]}]}),
+             f"IncrementalAlterConfigs {group}")
+        member = f"sweep-{level[5:7]}-member-v{v}-000"  # 22 characters: Kafka reads a member id as a Uuid
+        t.send(76, 1, {"group_id": group, "member_id": member, "member_epoch": 0, "rack_id": None,
+                       "subscribed_topic_names": [TXN_TOPIC]})
+        return {**_share_fetch_body(t, 0), "group_id": group, "member_id": member, "max_wait_ms": 5000,
+                "topics": [{"topic_id": t.topic_ids[TXN_TOPIC], "partitions": [
+                    {"partition_index": 0, "partition_max_bytes": 1 << 20, "acknowledgement_batches": []}]}]}
+    return build
+
+
 def _describe_share_group_offsets(t: Target, v: int) -> dict[str, Any]:
     return {"groups": [{"group_id": f"sweep-share-alter-v{v}", "topics": [{"topic_name": TOPIC, "partitions": [0]}]},
                        {"group_id": "sweep-no-such-share-group", "topics": None}]}
@@ -1007,6 +1026,9 @@ VARIANTS: dict[str, tuple[int, list[int], Callable[[Target, int], dict[str, Any]
                                       ("share.auto.offset.reset", "sometimes"),
                                       ("consumer.session.timeout.ms", "70000"), ("share.delivery.count.limit", "x"),
                                       ("share.isolation.level", "read_committed")])]}),
+    # share.isolation.level: what a share-partition acquires and sends of a partition with transactions
+    "share-read-committed": (78, [1, 2], _share_fetch_isolated("read_committed")),
+    "share-read-uncommitted": (78, [1, 2], _share_fetch_isolated("read_uncommitted")),
     "group-legacy-alter": (33, [2], lambda t, v: {"validate_only": False, "resources": [
         {"resource_type": 32, "resource_name": "sweep-gcfg-legacy", "configs": [
             {"name": "share.delivery.count.limit", "value": "4"}]}]}),

@@ -10,7 +10,8 @@ then), each later request carries the next epoch, -1 closes it (ShareFetch then 
 A ShareFetch with nothing to acquire waits up to max_wait_ms for records (or for released or expired ones).
 The group config share.isolation.level bounds what a share-partition acquires: the high watermark under
 read_uncommitted (the default), the last stable offset under read_committed, where the batches of aborted
-transactions are archived without being acquired or sent; transaction markers are archived under both.
+transactions are sent but archived, not acquired; transaction markers are acquired under both (the clients
+acknowledge them as gaps), as Kafka 4.4 answers.
 
 Deliberate differences from Kafka 4.4 (compat/KNOWN_DIFFERENCES.md, "Share groups"):
 - The share-partition state is kept in memory, not written to `__share_group_state`.

@@ -18,7 +18,8 @@ Two halves, as in Kafka:
   `group.share.delivery.count.limit`, then archived. The SPSO moves past every acknowledged or archived record
   at its head. Where a partition's SPSO starts is `share.auto.offset.reset` (latest by default).
   `share.isolation.level` read_committed acquires only below the last stable offset and archives the records of
-  aborted transactions as the SPEO passes them; transaction markers are archived under either level.
+  aborted transactions as the SPEO passes them (sent, not acquired); transaction markers are acquired under
+  either level (clients acknowledge them as gaps), as Kafka 4.4 does.
 Pure state: no sockets; the clock is the cluster's, so a frozen clock drives lock and session expiry.
 """
 
@@ -156,8 +157,9 @@ class SharePartition:
         returns the stored batches holding them and the acquired ranges with their delivery counts.
 
         Under read_committed the caller passes the last stable offset as `upper` and the log's aborted
-        transactions as `aborted`: a batch of an aborted transaction is archived as it is reached, never
-        acquired nor sent, as Kafka's share-partition does (the client could not tell it from a committed one)."""
+        transactions as `aborted`: a batch of an aborted transaction is archived as it is reached and left out
+        of the acquired ranges, though sent with the others, as Kafka 4.4 answers (the API sweep compares it):
+        clients deliver only acquired records."""
         aborted_by: dict[int, list[AbortedTxn]] = {}
         for a in aborted or ():
             aborted_by.setdefault(a.producer_id, []).append(a)
@@ -170,7 +172,9 @@ class SharePartition:
             r.state, r.member_id, r.deadline = RecordState.ACQUIRED, member_id, now + lock_ms
             r.delivery_count += 1
             acquired.append((offset, r.delivery_count))
-        # then new records, whole batches
+        # then new records, whole batches; transaction markers are acquired like records (the client skips them
+        # and acknowledges them as gaps), as Kafka 4.4 does
+        spans: list[dict[str, int]] = []
         while len(acquired) < max_records and self.end_offset < upper and self.in_flight() < max_locks:
             found = batches(self.end_offset)
             if not found:
@@ -183,10 +187,12 @@ class SharePartition:
                 first, last = max(h.base_offset, self.end_offset), min(h.last_offset, upper - 1)
                 if last < first:
                     break
-                dropped = h.is_control or (h.is_transactional and any(
-                    a.first_offset <= h.base_offset <= a.last_offset for a in aborted_by.get(h.producer_id, ())))
+                dropped = h.is_transactional and not h.is_control and any(
+                    a.first_offset <= h.base_offset <= a.last_offset for a in aborted_by.get(h.producer_id, ()))
+                if dropped:  # sent (Kafka sends the fetched batches whole) but never acquired
+                    spans.append({"first_offset": first, "last_offset": last})
                 for offset in range(first, last + 1):
-                    if dropped:  # markers and (read_committed) aborted records are never delivered: archived
+                    if dropped:
                         self.records[offset] = _InFlight(RecordState.ARCHIVED)
                     else:
                         self.records[offset] = _InFlight(RecordState.ACQUIRED, 1, member_id, now + lock_ms)
@@ -208,7 +214,7 @@ class SharePartition:
                 ranges.append({"first_offset": offset, "last_offset": offset, "delivery_count": count})
         data: list[bytes] = []
         seen: set[int] = set()
-        for r in ranges:
+        for r in ranges + spans:
             offset = r["first_offset"]
             while offset <= r["last_offset"]:
                 found = batches(offset)

@@ -168,15 +168,19 @@ def test_share_sessions_and_their_epochs() -> None:
     assert coordinator.session(1, "g", "m", 3)[0] == ErrorCode.SHARE_SESSION_NOT_FOUND
 
 
-def test_control_batches_are_never_delivered() -> None:
+def test_control_batches_are_acquired_for_the_client_to_skip() -> None:
+    """Kafka 4.4 acquires transaction markers like records (the API sweep's share-read-* variants); clients
+    skip them and acknowledge them as gaps."""
     data = build_batch([{"key": None, "value": b"x"}], base_offset=0)
     marker = build_batch([{"key": b"\x00\x00\x00\x00", "value": b"\x00\x00\x00\x00\x00\x00"}], base_offset=1,
                          control=True, transactional=True, producer_id=7, producer_epoch=0)
     batches = [bytes(data), bytes(marker)]
     sp = _partition()
     _, ranges = sp.acquire("m", _reader(batches), 2, 10, now=0, lock_ms=1000, max_locks=2000)
-    assert ranges == [{"first_offset": 0, "last_offset": 0, "delivery_count": 1}]
-    assert sp.state_of(1).state == RecordState.ARCHIVED and sp.end_offset == 2
+    assert ranges == [{"first_offset": 0, "last_offset": 1, "delivery_count": 1}]
+    assert sp.acknowledge("m", 0, 1, [ACCEPT, GAP], now=0, lock_ms=1000, delivery_limit=5) == ErrorCode.NONE
+    sp.advance_start(0)
+    assert sp.start_offset == 2 == sp.end_offset
 
 
 def test_ctl_describe_shows_share_groups_and_their_partitions() -> None:
@@ -233,10 +237,11 @@ def test_read_committed_acquires_below_the_last_stable_offset_and_archives_abort
     upper = log.last_stable_offset
     data, ranges = sp.acquire("m", lambda o: log.read(o, 1 << 20, min_one=True, upper=upper), upper, 100,
                               now=0, lock_ms=1000, max_locks=2000, aborted=log.aborted_between(0, upper))
-    assert ranges == [{"first_offset": 0, "last_offset": 2, "delivery_count": 1},
-                      {"first_offset": 6, "last_offset": 6, "delivery_count": 1}]
-    assert _values(data) == [b"a", b"c1", b"c2", b"b"]  # neither the aborted batch nor the markers are sent
-    assert [sp.state_of(o).state for o in (3, 4, 5)] == [RecordState.ARCHIVED] * 3
+    assert ranges == [{"first_offset": 0, "last_offset": 3, "delivery_count": 1},  # the COMMIT marker too
+                      {"first_offset": 5, "last_offset": 6, "delivery_count": 1}]
+    # every batch is sent, the aborted one too (not acquired: clients skip it)
+    assert _values(data) == [b"a", b"c1", b"c2", b"\x00\x00\x00\x00\x00\x00", b"x", b"\x00\x00\x00\x00\x00\x00", b"b"]
+    assert sp.state_of(4).state == RecordState.ARCHIVED
     assert sp.end_offset == 7  # nothing at or past the LSO is in flight
 
 
@@ -253,10 +258,11 @@ def test_read_committed_takes_the_open_transaction_once_it_ends() -> None:
     log.append(marker, read_header(marker), 0)  # aborted: the open transaction's record is never delivered
     log.high_watermark = log.log_end_offset
     assert log.last_stable_offset == 9
-    assert sp.acquire("m", read, 9, 100, now=0, lock_ms=1000, max_locks=2000,
-                      aborted=log.aborted_between(sp.end_offset, 9)) == ([], [])
-    assert (sp.end_offset, sp.state_of(7).state, sp.state_of(8).state) == (9, RecordState.ARCHIVED,
-                                                                          RecordState.ARCHIVED)
+    data, ranges = sp.acquire("m", read, 9, 100, now=0, lock_ms=1000, max_locks=2000,
+                              aborted=log.aborted_between(sp.end_offset, 9))
+    assert ranges == [{"first_offset": 8, "last_offset": 8, "delivery_count": 1}]  # only its ABORT marker
+    assert [read_header(b).base_offset for b in data] == [7, 8]
+    assert (sp.end_offset, sp.state_of(7).state) == (9, RecordState.ARCHIVED)
 
 
 def test_read_uncommitted_acquires_aborted_and_open_records_up_to_the_high_watermark() -> None:
@@ -264,10 +270,8 @@ def test_read_uncommitted_acquires_aborted_and_open_records_up_to_the_high_water
     sp = _partition()
     data, ranges = sp.acquire("m", lambda o: log.read(o, 1 << 20, min_one=True, upper=log.high_watermark),
                               log.high_watermark, 100, now=0, lock_ms=1000, max_locks=2000)
-    assert ranges == [{"first_offset": 0, "last_offset": 2, "delivery_count": 1},
-                      {"first_offset": 4, "last_offset": 4, "delivery_count": 1},
-                      {"first_offset": 6, "last_offset": 7, "delivery_count": 1}]
-    assert _values(data) == [b"a", b"c1", b"c2", b"x", b"b", b"open"]  # markers stay archived
+    assert ranges == [{"first_offset": 0, "last_offset": 7, "delivery_count": 1}]  # markers too
+    assert len(data) == 7 and _values(data)[-1] == b"open"
 
 
 def test_the_group_config_chooses_the_isolation_level() -> None:

@@ -262,7 +262,8 @@ def test_admin_describe_cluster(java: JavaRun) -> None:
 
 
 def test_admin_incremental_alter_configs(java: JavaRun) -> None:
-    """The Java Admin's incrementalAlterConfigs: values and sources after, Kafka's exceptions for a bad value,
+    """The Java Admin's incrementalAlterConfigs: values and sources after SET and APPEND, then SUBTRACT and DELETE
+    (the topic's own retention.ms gone, the broker's default back), Kafka's exceptions for a bad value,
     an unknown topic and a static broker config, and the broker's value gone again after DELETE."""
     r = java.result("admin_alter_configs")
     topic = r["topic"]
@@ -270,6 +271,12 @@ def test_admin_incremental_alter_configs(java: JavaRun) -> None:
     assert topic["cleanup.policy"]["value"] == "delete,compact"
     assert topic["retention.bytes"]["synonyms"] == [["log.retention.bytes", "1000000000", "DYNAMIC_BROKER_CONFIG"],
                                                     ["log.retention.bytes", "-1", "DEFAULT_CONFIG"]]
+    subtracted = r["subtracted"]
+    assert (subtracted["cleanup.policy"]["value"], subtracted["cleanup.policy"]["source"]) == (
+        "compact", "DYNAMIC_TOPIC_CONFIG")
+    assert subtracted["retention.ms"]["value"] == "604800000"
+    assert subtracted["retention.ms"]["source"] == "DEFAULT_CONFIG"
+    assert subtracted["retention.ms"]["synonyms"] == []  # Kafka 4.4.0 lists no default log.retention.hours here
     assert r["refused"] == "InvalidConfigurationException"
     assert r["unknown_topic"] == "UnknownTopicOrPartitionException"
     assert r["static"] == "InvalidRequestException"

@@ -1360,7 +1360,8 @@ public final class CompatDriver {
                            List.of(new ConfigResource(ConfigResource.Type.TOPIC, "java-admin-configs-nope"))).all())));
     }
 
-    /** incrementalAlterConfigs on a topic (SET, APPEND) and on this broker (SET, then DELETE), a refused
+    /** incrementalAlterConfigs on a topic (SET, APPEND, then SUBTRACT, DELETE) and on this broker (SET, then
+     *  DELETE), a refused
      *  alteration, and what describeConfigs says after each. */
     private static Object adminAlterConfigs() throws Exception {
         String topic = "java-admin-alter";
@@ -1376,6 +1377,12 @@ public final class CompatDriver {
                                              AlterConfigOp.OpType.SET)))).all());
         Config after = describedWhen(t, c -> "3600000".equals(c.get("retention.ms").value())
                 && c.get("retention.bytes").source() == ConfigEntry.ConfigSource.DYNAMIC_BROKER_CONFIG);
+        // SUBTRACT from a list config and DELETE of a topic config: back to the broker's value
+        await(admin().incrementalAlterConfigs(Map.of(t, List.of(
+                new AlterConfigOp(new ConfigEntry("cleanup.policy", "delete"), AlterConfigOp.OpType.SUBTRACT),
+                new AlterConfigOp(new ConfigEntry("retention.ms", null), AlterConfigOp.OpType.DELETE)))).all());
+        Config subtracted = describedWhen(t, c -> "compact".equals(c.get("cleanup.policy").value())
+                && !"3600000".equals(c.get("retention.ms").value()));
         Object refused = outcome(() -> await(admin().incrementalAlterConfigs(Map.of(t, List.of(
                 new AlterConfigOp(new ConfigEntry("segment.bytes", "100"), AlterConfigOp.OpType.SET)))).all()));
         Object unknownTopic = outcome(() -> await(admin().incrementalAlterConfigs(Map.of(
@@ -1389,7 +1396,7 @@ public final class CompatDriver {
         // under --kafka-real): wait for both
         Config restored = describedWhen(t, c -> c.get("retention.bytes").source()
                 != ConfigEntry.ConfigSource.DYNAMIC_BROKER_CONFIG && "-1".equals(c.get("retention.bytes").value()));
-        return map("topic", configJson(after), "refused", refused, "unknown_topic", unknownTopic,
+        return map("topic", configJson(after), "subtracted", configJson(subtracted), "refused", refused, "unknown_topic", unknownTopic,
                    "static", staticConfig, "restored", configJson(restored));
     }
 

@@ -15,7 +15,7 @@ The protocol, one JSON object per line each way; the agent answers requests in o
 REC is {"k": hex|null, "v": hex|null, "h": [[name, hex|null]...], "p": partition|null, "o": offset,
 "ts": ms|null}. The ops are the methods of `Client` (produce, fetch, committed, member_open and those in
 CLIENT_OPS: list_offsets, create_topic, partition_count, delete_topic, create_partitions, describe_configs,
-delete_records, describe_group, list_groups, delete_group, delete_offsets) and of `Member`
+alter_configs, delete_records, describe_group, list_groups, delete_group, delete_offsets) and of `Member`
 (member_assignment, member_take, member_errors, member_commit, member_position, member_seek, member_pause,
 member_resume, member_close), each with the method's arguments by name and "m" naming the member; and of
 `TxnProducer`: txn_open (transactional_id, timeout_ms; answers its name) then txn_begin, txn_send (topic,
@@ -63,7 +63,7 @@ from compat.clients.base import (
 __all__ = ["AgentClient", "kill_live_agents", "serve"]
 
 CLIENT_OPS = ("list_offsets", "create_topic", "partition_count", "delete_topic", "create_partitions",
-              "describe_configs", "delete_records", "describe_group", "list_groups", "delete_group",
+              "describe_configs", "alter_configs", "delete_records", "describe_group", "list_groups", "delete_group",
               "delete_offsets")
 """Client methods the protocol carries as they are: arguments by name, a JSON-able result."""
 
@@ -200,6 +200,9 @@ class AgentClient(Client):
 
     def describe_configs(self, resource: str, name: str, keys: list[str]) -> dict[str, dict[str, Any]]:
         return self.request("describe_configs", resource=resource, name=name, keys=keys)
+
+    def alter_configs(self, resource: str, name: str, configs: dict[str, str]) -> None:
+        self.request("alter_configs", resource=resource, name=name, configs=configs)
 
     def delete_records(self, topic: str, partition: int, before: int) -> int:
         return self.request("delete_records", topic=topic, partition=partition, before=before)

@@ -341,6 +341,11 @@ class Client:
         keys the broker does not report are left out."""
         raise Unsupported("describe_configs")
 
+    def alter_configs(self, resource: str, name: str, configs: dict[str, str]) -> None:
+        """AlterConfigs (the whole-set form, not incremental) for resource "topic" or "broker": the resource's
+        dynamic configs become exactly `configs`, the others back to their defaults; ClientError on refusal."""
+        raise Unsupported("alter_configs")
+
     def delete_records(self, topic: str, partition: int, before: int) -> int:
         """DeleteRecords up to `before` (-1: the high watermark); returns the new low watermark."""
         raise Unsupported("delete_records")

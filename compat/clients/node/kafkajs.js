@@ -239,6 +239,17 @@ async function describeConfigs (req) {
   return out
 }
 
+async function alterConfigs (req) {
+  const a = await getAdmin()
+  const type = req.resource === 'topic' ? ConfigResourceTypes.TOPIC : ConfigResourceTypes.BROKER
+  const configEntries = Object.entries(req.configs).map(([name, value]) => ({ name, value }))
+  const resp = await call(() => a.alterConfigs({ validateOnly: false, resources: [{ type, name: req.name, configEntries }] }))
+  for (const r of resp.resources) {
+    if (r.errorCode) throw clientError({ type: undefined, errors: [], ...r, name: 'alterConfigs' })
+  }
+  return null
+}
+
 async function deleteRecords (req) {
   const a = await getAdmin()
   return call(async () => {
@@ -296,6 +307,7 @@ const ops = {
     return null
   },
   describe_configs: describeConfigs,
+  alter_configs: alterConfigs,
   delete_records: deleteRecords,
   describe_group: describeGroup,
   list_groups: listGroups,

@@ -281,6 +281,59 @@ class RemoteCluster(ClusterHandle):
                 return self._broker(p.leader_id)
         raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{partition} does not exist")
 
+    def partition_state(self, topic: str, partition: int) -> dict[str, Any]:
+        """Leader, leader epoch, replicas and ISR as Metadata shows them (a remote cluster's log end offsets and
+        high watermarks are not on the wire, so, unlike the in-process cluster's, they are left out)."""
+        for p in self._topic(topic).partitions:
+            if p.partition_index == partition:
+                return {"leader": p.leader_id, "leader_epoch": p.leader_epoch, "replicas": list(p.replica_nodes),
+                        "isr": list(p.isr_nodes)}
+        raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{partition} does not exist")
+
+    def move_leader(self, topic: str, partition: int, node_id: int) -> None:
+        """Makes `node_id` (a replica in the ISR) the partition's leader as an operator does on Kafka: a
+        reassignment to the same replicas with `node_id` first (AlterPartitionReassignments), then a preferred
+        leader election (ElectLeaders); returns once every broker's Metadata names it."""
+        import time
+        state = self.partition_state(topic, partition)
+        if node_id not in state["isr"]:
+            raise ApiError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"broker {node_id} is not in the ISR of "
+                           f"{topic}-{partition} ({state['isr']})")
+        replicas = [node_id, *(r for r in state["replicas"] if r != node_id)]
+        r = self._any().request(45, 0, {"timeout_ms": int(self.timeout * 1000), "topics": [
+            {"name": topic, "partitions": [{"partition_index": partition, "replicas": replicas}]}]})
+        errors = [(r.error_code, r.error_message)] + [(p.error_code, p.error_message)
+                                                       for t in r.responses for p in t.partitions]
+        for code, message in errors:
+            if code != ErrorCode.NONE:
+                raise ApiError(ErrorCode(code), message)
+        deadline = time.monotonic() + self.timeout
+        while True:  # the new order is the controller's once committed: until then no election is needed
+            r = self._any().request(43, 2, {"election_type": 0, "timeout_ms": int(self.timeout * 1000),
+                                            "topic_partitions": [{"topic": topic, "partitions": [partition]}]})
+            code = ErrorCode(r.error_code)
+            if code == ErrorCode.NONE:
+                code = ErrorCode(r.replica_election_results[0].partition_result[0].error_code)
+            if code not in (ErrorCode.NONE, ErrorCode.ELECTION_NOT_NEEDED, ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE):
+                raise ApiError(code, f"electing {node_id} leader of {topic}-{partition}")
+            if self.partition_state(topic, partition)["leader"] == node_id:
+                break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{node_id} not elected leader of {topic}-{partition} after {self.timeout}s "
+                                   f"(last answer {code.name})")
+            time.sleep(0.05)
+        self._metadata(None)
+        for broker in sorted(self._brokers):
+            while True:
+                body = {"topics": [{"name": topic}], "allow_auto_topic_creation": False}
+                t = self._broker(broker).request(3, None, body).topics[0]
+                if any(p.partition_index == partition and p.leader_id == node_id for p in t.partitions):
+                    break
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"broker {broker} still does not name {node_id} leader of "
+                                       f"{topic}-{partition} after {self.timeout}s")
+                time.sleep(0.01)
+
     def produce(self, topic: str, value: bytes | None, *, key: bytes | None = None,
                 headers: list[tuple[str, bytes | None]] | None = None, partition: int | None = None,
                 timestamp: int | None = None, compression: Compression = Compression.NONE) -> tuple[int, int]:

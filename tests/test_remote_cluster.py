@@ -80,3 +80,20 @@ def test_clear_empties_the_cluster_but_a_live_group(request: pytest.FixtureReque
     finally:
         consumers["live"].close()
     assert remote.clear() == [] and remote.groups() == []
+
+
+@pytest.mark.fakekafka(brokers=3)
+def test_move_leader_is_an_operators_reassignment_and_election(remote: RemoteCluster) -> None:
+    """On Kafka the leader moves only through the Admin API (a reassignment putting the replica first, then a
+    preferred election): the handle does that, and every broker names the new leader when it returns."""
+    remote.create_topic("moved", 1, replication_factor=3)
+    state = remote.partition_state("moved", 0)
+    assert sorted(state["replicas"]) == sorted(state["isr"]) and len(state["replicas"]) == 3
+    successor = next(r for r in state["isr"] if r != state["leader"])
+    remote.move_leader("moved", 0, successor)
+    moved = remote.partition_state("moved", 0)
+    assert (moved["leader"], moved["replicas"][0]) == (successor, successor)
+    assert moved["leader_epoch"] > state["leader_epoch"]
+    remote.move_leader("moved", 0, successor)  # already leading: nothing to elect
+    assert remote.produce("moved", b"v") == (0, 0)  # written through the new leader
+    assert [r.value for r in remote.records("moved")] == [b"v"]

@@ -1,8 +1,11 @@
 """Faults under Spark's Kafka connector: a broker of a 3-broker cluster killed under a running streaming query,
 a leader moved mid-stream, injected Fetch and ListOffsets errors, and slow Fetches. The query recovers as the
 connector does against Kafka (its Java client refreshes metadata and retries; the driver retries offset
-lookups), and every record is read once. The broker kill runs on fakekafka and, under --kafka-real, on a
-3-node Apache Kafka (a node's JVM SIGKILLed); the others steer fakekafka's cluster, so they are fakekafka-only."""
+lookups), and every record is read once. Each runs on fakekafka and, under --kafka-real, on Apache Kafka: the
+broker kill SIGKILLs a node's JVM of a 3-node Kafka, the leader move is an operator's (a reassignment putting
+another replica first, then a preferred election: `RemoteCluster.move_leader`) on that same cluster before the
+kill, and the errors and latency are injected by the protocol-aware proxy in front of Kafka (`kafka_proxy`), which
+the query then bootstraps from; on fakekafka they are the cluster's own fault rules."""
 
 from __future__ import annotations
 
@@ -88,6 +91,33 @@ def leader_of(admin: Any, topic: str, partition: int) -> int:
     return admin.list_topics(topic, timeout=10).topics[topic].partitions[partition].leader
 
 
+def faults(request: pytest.FixtureRequest, kafka: Any) -> Any:
+    """What injects the faults and where the query bootstraps: the in-process cluster itself, or, on a cluster
+    fakekafka cannot steer (--kafka-real's Kafka), the `kafka_proxy` in front of it (the same fault rules)."""
+    return kafka if isinstance(kafka, Cluster) else request.getfixturevalue("kafka_proxy")
+
+
+@pytest.mark.fakekafka(brokers=3)
+def test_stream_follows_a_leader_moved_mid_stream(spark, kafka, tmp_path):
+    """Runs before the broker kill: under --kafka-real both share one 3-node Kafka, which the kill retires."""
+    kafka.create_topic("t", 1, replication_factor=3)
+    produce(kafka, "t", 5, 1)
+    sink = Collected()
+    query = start_query(spark, kafka, "t", sink, tmp_path)
+    try:
+        kafka.wait_until(lambda: len(sink.read()) == 5, timeout=60, message="the first 5 records")
+        state = kafka.partition_state("t", 0)
+        successor = next(r for r in state["isr"] if r != state["leader"])
+        kafka.move_leader("t", 0, successor)
+        assert kafka.partition_state("t", 0)["leader"] == successor
+        produce(kafka, "t", 5, 1, start=5)
+        kafka.wait_until(lambda: len(sink.read()) == 10, timeout=90, message="the 5 written after the move")
+        assert query.exception() is None
+    finally:
+        query.stop()
+    kafka.assert_consumed_exactly_once("t", sink.read())
+
+
 @pytest.mark.fakekafka(brokers=3)
 @pytest.mark.timeout(300)
 def test_stream_survives_the_leaders_broker_being_killed(spark, kafka, kill_broker, tmp_path):
@@ -130,43 +160,23 @@ def test_stream_survives_the_leaders_broker_being_killed(spark, kafka, kill_brok
     assert set(sink.read()) == acked, "the sink differs from what the producer had acknowledged"
 
 
-@pytest.mark.fakekafka_only
-@pytest.mark.fakekafka(brokers=3)
-def test_stream_follows_a_leader_moved_mid_stream(spark, kafka, tmp_path):
-    kafka.create_topic("t", 1, replication_factor=3)
-    produce(kafka, "t", 5, 1)
-    sink = Collected()
-    query = start_query(spark, kafka, "t", sink, tmp_path)
-    try:
-        kafka.wait_until(lambda: len(sink.read()) == 5, timeout=60, message="the first 5 records")
-        state = kafka.partition_state("t", 0)
-        successor = next(r for r in state["replicas"] if r != state["leader"])
-        kafka.move_leader("t", 0, successor)
-        assert kafka.partition_state("t", 0)["leader"] == successor
-        produce(kafka, "t", 5, 1, start=5)
-        kafka.wait_until(lambda: len(sink.read()) == 10, timeout=90, message="the 5 written after the move")
-    finally:
-        query.stop()
-    kafka.assert_consumed_exactly_once("t", sink.read())
-
-
-@pytest.mark.fakekafka_only
 @pytest.mark.parametrize(("api", "error"), [("Fetch", "NOT_LEADER_OR_FOLLOWER"), ("Fetch", "UNKNOWN_SERVER_ERROR"),
                                             ("ListOffsets", "LEADER_NOT_AVAILABLE")])
-def test_injected_errors_are_retried(spark, kafka, tmp_path, api, error):
+def test_injected_errors_are_retried(spark, kafka, request, tmp_path, api, error):
     kafka.create_topic("t", 2)
     produce(kafka, "t", 8, 2)
-    fault = kafka.inject_error(api, error, count=2, topic="t")
-    got = rows(run_available_now(spark, source(kafka, subscribe="t", startingOffsets="earliest"), tmp_path))
+    steer = faults(request, kafka)
+    fault = steer.inject_error(api, error, count=2, topic="t")
+    got = rows(run_available_now(spark, source(steer, subscribe="t", startingOffsets="earliest"), tmp_path))
     assert fault.fired == 2
     kafka.assert_consumed_exactly_once("t", [(r.partition, r.offset) for r in got])
 
 
-@pytest.mark.fakekafka_only
-def test_slow_fetches_still_read_everything(spark, kafka, tmp_path):
+def test_slow_fetches_still_read_everything(spark, kafka, request, tmp_path):
     kafka.create_topic("t", 2)
     produce(kafka, "t", 8, 2)
-    fault = kafka.inject_latency(300, "Fetch", count=4)
-    got = rows(run_available_now(spark, source(kafka, subscribe="t", startingOffsets="earliest"), tmp_path))
+    steer = faults(request, kafka)
+    fault = steer.inject_latency(300, "Fetch", count=4)
+    got = rows(run_available_now(spark, source(steer, subscribe="t", startingOffsets="earliest"), tmp_path))
     assert fault.fired == 4
     kafka.assert_consumed_exactly_once("t", [(r.partition, r.offset) for r in got])

@@ -43,7 +43,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, IsolationLevel, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
 import fakekafka
 from fakekafka.handle import ClusterHandle
@@ -370,3 +370,70 @@ def test_faust_exactly_once_tables_across_a_killed_worker(kafka: ClusterHandle, 
         assert sorted(txns) == [f"{run.app_id}-1-{p}" for p in range(PARTITIONS)], txns
         assert all(v is not None and v.producer_epoch >= 1 and v.state == "CompleteCommit" for v in txns.values()), txns
     run.report("faust exactly_once")
+
+
+@pytest.mark.timeout(300)
+def test_quixstreams_restores_its_store_from_a_compacted_changelog(kafka: ClusterHandle, tmp_path: Path) -> None:
+    """The quixstreams app's changelog compacted, then a second instance with no local state restores from it:
+    its totals go on from the first's. The changelog gets small segments (segment.ms) before the second half of
+    the orders, so its first segment, all the first half's updates, is cleanable; fakekafka cleans it with
+    force_compaction, Apache Kafka's cleaner once log.cleaner.backoff.ms is lowered."""
+    python = _python_with("quixstreams", "FAKEKAFKA_QUIXSTREAMS")
+    run = Run(kafka, "quixc")
+    changelog = f"changelog__{run.app_id}--{run.source}--default"
+
+    def start(first: bool) -> PyApp:
+        state_dir = tmp_path / ("state-first" if first else "state-second")  # the second starts with no state
+        return PyApp(python, "quix_totals.py", [kafka.bootstrap_servers, run.app_id, str(state_dir), run.source,
+                                                run.sink, "0"], tmp_path / f"{'first' if first else 'second'}.stderr")
+
+    def alter(resource: ConfigResource) -> None:
+        assert run.admin.incremental_alter_configs([resource])[resource].result(30) is None
+
+    try:
+        run.produce(run.orders[:ORDERS // 2])
+        first = start(True)
+        try:
+            kafka.wait_until(lambda: first.check_alive() or run.inputs_committed() == ORDERS // 2, timeout=WAIT_S)
+            alter(ConfigResource(ResourceType.TOPIC, changelog, incremental_configs=[
+                ConfigEntry("segment.ms", "100", incremental_operation=AlterConfigOpType.SET),
+                ConfigEntry("min.cleanable.dirty.ratio", "0.01", incremental_operation=AlterConfigOpType.SET)]))
+            time.sleep(0.2)  # a time gap, not a wait: the next changelog write is segment.ms after the last
+            run.produce(run.orders[ORDERS // 2:])
+            kafka.wait_until(lambda: first.check_alive() or run.inputs_committed() == ORDERS, timeout=WAIT_S)
+        finally:
+            first.kill()
+        written = len(kafka.records(changelog))
+        if isinstance(kafka, fakekafka.Cluster):
+            assert kafka.force_compaction(changelog) > 0
+        else:
+            node = str(run.admin.describe_cluster().result(30).controller.id)
+            backoff = ConfigResource(ResourceType.BROKER, node, incremental_configs=[
+                ConfigEntry("log.cleaner.backoff.ms", "100", incremental_operation=AlterConfigOpType.SET)])
+            alter(backoff)
+            try:
+                kafka.wait_until(lambda: len(kafka.records(changelog)) < written, timeout=30,
+                                 message="Kafka's cleaner on the changelog")
+            finally:
+                alter(ConfigResource(ResourceType.BROKER, node, incremental_configs=[
+                    ConfigEntry("log.cleaner.backoff.ms", None, incremental_operation=AlterConfigOpType.DELETE)]))
+        kept = len(kafka.records(changelog))
+        assert kept < written
+        run.reader.pump(lambda: len(run.reader.records) >= ORDERS)
+        before = {c: updates[-1] for c, updates in run.outputs().items()}
+        # one checkpoint's worth (commit_every=50), so the second instance commits them
+        extra = [(f"x{i}", f"c{i % CUSTOMERS}", 1000 + i) for i in range(50)]
+        second = start(False)
+        try:
+            run.produce(extra)
+            run.reader.pump(lambda: len(run.reader.records) >= ORDERS + len(extra), also=second.check_alive)
+        finally:
+            second.kill()
+        after = {c: updates[-1] for c, updates in run.outputs().items()}
+        added: dict[str, list[int]] = defaultdict(list)
+        for _, customer, amount in extra:
+            added[customer].append(amount)
+        assert after == {c: (count + len(added[c]), total + sum(added[c])) for c, (count, total) in before.items()}
+        print(f"quixstreams from a compacted changelog: {written} changelog records, {kept} after compaction")
+    finally:
+        run.reader.close()

@@ -16,8 +16,9 @@ so a killed process loses nothing acknowledged; fsync only as `flush.messages` /
 defaults never fsync per write). On start every segment is read back and checked batch by batch as Kafka's
 LogSegment.recover does (size, magic, CRC, offsets in order); the first bad or torn batch and everything after
 it in the log is cut off. Producer state, open transactions and leader epochs are rebuilt from the batches, as
-Kafka's LogLoader does; the group coordinators load committed offsets and groups from `__consumer_offsets`, as
-Kafka's do. Not kept: the transaction coordinator's state (transactions open at the stop are aborted at start),
+Kafka's LogLoader does; the group coordinators load committed offsets and groups from `__consumer_offsets`, and
+the transaction coordinator its transactional ids from `__transaction_state`, as Kafka's do (a commit decided
+but not yet marked everywhere is finished at start; an open transaction is aborted at its timeout). Not kept:
 share-group state.
 """
 
@@ -502,20 +503,31 @@ class DataDir:
         return max(partition.producers.entries, default=-1)
 
     def _after_load(self, state: ClusterState) -> None:
-        """What the restarted cluster does before serving: partitions without a leader get one; the groups of
-        `__consumer_offsets` (committed offsets, classic and KIP-848 groups) are loaded from its log; transactions
-        left open in a log are aborted (the coordinator that would end them did not survive the restart;
-        Kafka's would abort them at their timeout, fencing the producer's epoch)."""
+        """What the restarted cluster does before serving: partitions without a leader get one; the transaction
+        coordinator loads its ids from `__transaction_state` (finishing the markers of a decided transaction; an
+        open one runs on to its timeout, as Kafka's); the groups of `__consumer_offsets` (committed offsets,
+        classic and KIP-848 groups) are loaded from its log; a transaction left open in a log that no loaded
+        transactional id owns (an idempotent producer's cannot be, so this is a log without its coordinator's
+        records) is aborted."""
         from fakekafka.model.cluster import OFFSETS_TOPIC
+        from fakekafka.model.transactions import TransactionState
         for topic in list(state.topics.values()):
             for partition in topic.partitions:
                 if not partition.online:
                     state.elect_leader(partition)
+        state.transaction_log.load_all()
+        owned = {t.producer_id for t in state.transactions.transactions.values()
+                 if t.state in (TransactionState.ONGOING, TransactionState.PREPARE_COMMIT,
+                                TransactionState.PREPARE_ABORT)}
+        for topic in list(state.topics.values()):
+            for partition in topic.partitions:
                 if not partition.online:
                     continue
                 if topic.name == OFFSETS_TOPIC:  # the group coordinators load their groups, as Kafka's at start
                     state.offsets_topic.load(partition)
                 for pid in list(partition.log.open_txns):
+                    if pid in owned:
+                        continue
                     entry = partition.producers.entries.get(pid)
                     epoch = min((entry.epoch if entry else 0) + 1, 32767)
                     state.write_marker(partition, pid, epoch, False, entry.coordinator_epoch if entry else 0)

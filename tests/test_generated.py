@@ -121,3 +121,18 @@ def test_coordinator_records_agree_with_the_group_coordinator_jar() -> None:
                      if p not in files)
     assert (stale, orphans) == ([], [])
     assert len(files) > 20  # every record type of Kafka 4.4's group coordinator, and the index
+
+
+def test_transaction_log_records_agree_with_the_transaction_coordinator_jar() -> None:
+    """`wire/txn_coordinator/` is what the generator makes from the broker's kafka-transaction-coordinator jar."""
+    with _gen_wire() as gen_wire:
+        jar = gen_wire.default_txn_coordinator_jar()
+        if not jar.is_file():
+            pytest.skip(f"no kafka-transaction-coordinator jar at {jar} (bash .ci/install.sh resolves it)")
+        files = gen_wire.generate_coordinator(jar, gen_wire.TXN_COORDINATOR_OUT, "__transaction_state",
+                                              "transaction coordinator")
+    stale = sorted(str(p.relative_to(ROOT)) for p, text in files.items() if not p.exists() or p.read_text() != text)
+    orphans = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "wire" / "txn_coordinator").glob("*.py")
+                     if p not in files)
+    assert (stale, orphans) == ([], [])
+    assert ROOT / "wire" / "txn_coordinator" / "transaction_log.py" in files

@@ -30,6 +30,7 @@ from fakekafka.model.loggers import BrokerLoggers
 from fakekafka.model.offsets_topic import OffsetsTopic
 from fakekafka.model.producers import PartitionProducers, ProducerIds
 from fakekafka.model.share import ShareConfig, ShareCoordinator
+from fakekafka.model.transaction_log import TransactionLog
 from fakekafka.model.transactions import TransactionConfig, TransactionCoordinator
 from fakekafka.model.validate import Refused, check_batch, split_produced
 from fakekafka.security import ScramCredentials
@@ -282,6 +283,8 @@ class ClusterState:
                                           id_expiration_ms=c.transactional_id_expiration_ms),
             allocate_producer_id=self.producer_ids.allocate, write_marker=self._coordinator_marker,
             coordinator_epoch=self._transaction_coordinator_epoch)
+        self.transaction_log = TransactionLog(self)
+        self.transactions.log = self.transaction_log
 
     def add_user(self, user: str, password: str) -> None:
         """A SASL user: PLAIN checks the password, SCRAM-SHA-256/512 the credentials made from it."""
@@ -478,6 +481,11 @@ class ClusterState:
         if partition.topic.name == OFFSETS_TOPIC and not same_log:
             # the new coordinator loads the groups from its replica (what it lacks is lost, as with Kafka)
             self.offsets_topic.load(partition)
+        if partition.topic.name == TRANSACTION_STATE_TOPIC and old >= 0:
+            # the new transaction coordinator loads its ids from its replica; deciding transactions finish. A
+            # partition back from offline keeps the state: fakekafka's coordinator went on deciding meanwhile
+            # (Kafka's would have answered NOT_COORDINATOR), and what it decided was not written
+            self.transaction_log.load(partition)
         self.replicate(partition)
         self.notify(partition)
         if old < 0:  # markers that waited for this partition to be led again

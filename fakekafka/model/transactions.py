@@ -117,6 +117,10 @@ class TransactionMetadata:
         return None
 
 
+TransactionLogSink = Callable[[TransactionMetadata | str], None]
+"""Told each state Kafka's TransactionStateManager would append to `__transaction_state`: the metadata after the
+transition, or the transactional id alone when it expired (a tombstone)."""
+
 WriteMarker = Callable[[TopicPartition, int, int, bool, int], bool]
 """(partition, producer id, producer epoch, commit, coordinator epoch) -> written (False: retry later)."""
 
@@ -125,8 +129,10 @@ class TransactionCoordinator:
     def __init__(self, clock: Clock, config: TransactionConfig | None = None,
                  allocate_producer_id: Callable[[], int] | None = None,
                  write_marker: WriteMarker | None = None,
-                 coordinator_epoch: Callable[[str], int] | None = None) -> None:
+                 coordinator_epoch: Callable[[str], int] | None = None,
+                 log: TransactionLogSink | None = None) -> None:
         self.clock = clock
+        self.log: TransactionLogSink = log or (lambda _: None)
         self.config = config or TransactionConfig()
         self.transactions: dict[str, TransactionMetadata] = {}
         self._next_pid = 1000
@@ -186,6 +192,7 @@ class TransactionCoordinator:
         txn.partitions.clear()
         txn.start_ms = -1
         txn.transition_to(TransactionState.EMPTY, now)
+        self.log(txn)
         return ErrorCode.NONE, txn.producer_id, txn.producer_epoch
 
     def _fence_and_abort(self, txn: TransactionMetadata, now: int) -> None:
@@ -194,6 +201,7 @@ class TransactionCoordinator:
             txn.producer_epoch += 1
         txn.last_producer_epoch = -1
         txn.transition_to(TransactionState.PREPARE_ABORT, now)
+        self.log(txn)  # Kafka keeps PrepareEpochFence in memory only: the log gets the PrepareAbort
         self._send_markers(txn, now)
 
     # --- AddPartitionsToTxn / AddOffsetsToTxn -----------------------------------------------------------
@@ -221,11 +229,14 @@ class TransactionCoordinator:
                          TransactionState.PREPARE_EPOCH_FENCE):
             return ErrorCode.CONCURRENT_TRANSACTIONS
         now = self._now()
+        if txn.state == TransactionState.ONGOING and partitions <= txn.partitions:
+            return ErrorCode.NONE  # nothing new: Kafka answers without appending to the log
         if txn.state != TransactionState.ONGOING:
             txn.partitions.clear()
             txn.start_ms = now
         txn.partitions |= partitions
         txn.transition_to(TransactionState.ONGOING, now)
+        self.log(txn)
         return ErrorCode.NONE
 
     def verify_partitions(self, transactional_id: str, producer_id: int, epoch: int,
@@ -288,6 +299,7 @@ class TransactionCoordinator:
                 txn.last_producer_epoch = txn.producer_epoch
                 txn.producer_epoch += 1
             txn.transition_to(TransactionState.PREPARE_COMMIT if commit else TransactionState.PREPARE_ABORT, now)
+            self.log(txn)
             self._send_markers(txn, now)
             return ErrorCode.NONE, txn.producer_id, txn.producer_epoch
         if state == (TransactionState.COMPLETE_COMMIT if commit else TransactionState.COMPLETE_ABORT):
@@ -315,6 +327,7 @@ class TransactionCoordinator:
             if txn.next_producer_id >= 0:  # version 2 exhausted the epochs: the next transaction has a new id
                 txn.previous_producer_id, txn.producer_id = txn.producer_id, txn.next_producer_id
                 txn.producer_epoch, txn.last_producer_epoch, txn.next_producer_id = 0, -1, -1
+            self.log(txn)
 
     # --- the clock ----------------------------------------------------------------------------------
     def tick(self) -> None:
@@ -332,6 +345,7 @@ class TransactionCoordinator:
                     txn.last_update_ms + self.config.id_expiration_ms <= now:
                 txn.transition_to(TransactionState.DEAD, now)
                 del self.transactions[tid]
+                self.log(tid)
 
     def next_deadline(self) -> int | None:
         times = []
@@ -349,6 +363,18 @@ class TransactionCoordinator:
         for txn in list(self.transactions.values()):
             if txn.markers_pending:
                 self._retry_markers(txn, now)
+
+    def loaded(self, transactions: dict[str, TransactionMetadata], owned: Callable[[str], bool]) -> None:
+        """A `__transaction_state` partition loaded by a new coordinator: the ids it owns (`owned`) are replaced
+        by those read from its log, and a transaction found deciding (PrepareCommit/PrepareAbort) has its
+        markers written again, as Kafka's coordinator completes them after loading."""
+        for tid in [t for t in self.transactions if owned(t)]:
+            del self.transactions[tid]
+        self.transactions.update(transactions)
+        now = self._now()
+        for txn in transactions.values():
+            if txn.committing is not None:
+                self._send_markers(txn, now)
 
     # --- steering, for tests and `fakekafka ctl` --------------------------------------------------------
     def abort(self, transactional_id: str) -> None:
@@ -372,3 +398,4 @@ class TransactionCoordinator:
                              "(Empty, CompleteCommit, CompleteAbort) expires")
         txn.transition_to(TransactionState.DEAD, self._now())
         del self.transactions[transactional_id]
+        self.log(transactional_id)

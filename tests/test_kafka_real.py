@@ -48,8 +48,9 @@ the remote handle's own tests. (The other group tests read the coordinator's gen
 Kafka does not show over the wire: they run on fakekafka only.)"""
 
 SPARK_TESTS = ["tests/spark", "examples/spark_pipeline"]
-"""The Spark source and sink tests and the example pipeline: a Spark JVM beside Kafka's, so apart. The broker
-kill (tests/spark/test_faults.py) starts a 3-node Kafka here, in this child only, and SIGKILLs one node."""
+"""The Spark source and sink tests and the example pipeline: a Spark JVM beside Kafka's, so apart. The leader
+move and the broker kill (tests/spark/test_faults.py) share a 3-node Kafka, in this child only: the move first,
+then one node SIGKILLed; that file's injected errors and latency go through a proxy in front of Kafka."""
 
 
 @pytest.fixture

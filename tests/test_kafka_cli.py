@@ -688,6 +688,52 @@ def test_kafka_transactions(cli: Cli) -> None:
         producer.abort_transaction(30)
 
 
+_TXN_PRODUCER = sub(r'"producerId":(\d+),"previousProducerId":\1,', '"producerId":<id>,"previousProducerId":<id>,')
+_TXN_VOLATILE = sub(r'"(producerId|previousProducerId|transactionLastUpdateTimestampMs|'
+                    r'transactionStartTimestampMs)":\d+', r'"\1":<n>')
+
+
+def test_transaction_state_read_with_kafkas_formatter(cli: Cli) -> None:
+    """What the transaction coordinator wrote to `__transaction_state` for one committed transaction, read back
+    with Kafka's TransactionLogMessageFormatter."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    from fakekafka.model.cluster import java_string_hash, kafka_abs
+    cli.create_topic("cli-txnlog", 2)
+    tid = f"cli-txnlog-{uuid.uuid4().hex[:8]}"
+    partition = kafka_abs(java_string_hash(tid)) % 50
+
+    def log_end() -> int:
+        out = cli.out("kafka-get-offsets", "--topic-partitions", f"__transaction_state:{partition}")
+        return int(out.rsplit(":", 1)[1])
+
+    producer = confluent_kafka.Producer({"bootstrap.servers": cli.bootstrap, "transactional.id": tid,
+                                         "transaction.timeout.ms": 60_000})
+    producer.init_transactions(30)
+    start = log_end() - 1  # InitProducerId wrote the id's Empty record
+    producer.begin_transaction()
+    for p in (0, 1):
+        producer.produce("cli-txnlog", b"v", partition=p)
+    producer.flush(30)
+    producer.commit_transaction(30)
+    count = log_end() - start
+    out = cli.out("kafka-console-consumer", "--topic", "__transaction_state", "--partition", str(partition),
+                  "--offset", str(start), "--max-messages", str(count), "--timeout-ms", "10000",
+                  "--command-property", "exclude.internal.topics=false",
+                  "--formatter", "org.apache.kafka.tools.consumer.TransactionLogMessageFormatter",
+                  clean=lambda s: _TXN_VOLATILE(_TXN_PRODUCER(s)))
+    # Empty at InitProducerId, Ongoing with both partitions, PrepareCommit, CompleteCommit (no partitions left)
+    key = f'{{"key":{{"type":0,"data":{{"transactionalId":"{tid}"}}}}'
+    head = '"producerId":<id>,"previousProducerId":<id>,"producerEpoch":0,"transactionTimeoutMs":60000'
+    both = '[{"topic":"cli-txnlog","partitionIds":[0,1]}]'
+    assert out.replace('}{"key"', '}\n{"key"') == lines(f"""
+        {key},"value":{{"version":1,"data":{{{head},"transactionStatus":0,"transactionPartitions":null,"transactionLastUpdateTimestampMs":<n>,"transactionStartTimestampMs":-1}}}}}}
+        {key},"value":{{"version":1,"data":{{{head},"transactionStatus":1,"transactionPartitions":{both},"transactionLastUpdateTimestampMs":<n>,"transactionStartTimestampMs":<n>}}}}}}
+        {key},"value":{{"version":1,"data":{{{head},"transactionStatus":2,"transactionPartitions":{both},"transactionLastUpdateTimestampMs":<n>,"transactionStartTimestampMs":<n>}}}}}}
+        {key},"value":{{"version":1,"data":{{{head},"transactionStatus":4,"transactionPartitions":[],"transactionLastUpdateTimestampMs":<n>,"transactionStartTimestampMs":<n>}}}}}}
+        [stderr]
+        Processed a total of {count} messages""")  # noqa: E501
+
+
 def test_kafka_producer_and_consumer_perf_test(cli: Cli) -> None:
     cli.create_topic("cli-perf", 1)
     rates = sub(r"[0-9]+(\.[0-9]+)?( ms| records/sec| MB/sec)", r"<n>\2")

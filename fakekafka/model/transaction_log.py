@@ -53,12 +53,16 @@ def transaction_value(txn: TransactionMetadata) -> bytes:
     partitions = None if txn.state == TransactionState.EMPTY else [
         {"topic": t, "partition_ids": ps} for t, ps in by_topic.items()]
     return _I16(VALUE_VERSION) + txn_rec.VALUES[VALUE_VERSION].build({
-        "producer_id": txn.producer_id, "previous_producer_id": txn.previous_producer_id,
+        # a producer id not rotated yet is its own previous one in Kafka's records
+        "producer_id": txn.producer_id,
+        "previous_producer_id": txn.previous_producer_id if txn.previous_producer_id >= 0 else txn.producer_id,
         "next_producer_id": txn.next_producer_id, "producer_epoch": txn.producer_epoch,
         "next_producer_epoch": -1, "transaction_timeout_ms": txn.timeout_ms,
         "transaction_status": STATE_CODE[txn.state], "transaction_partitions": partitions,
         "transaction_last_update_timestamp_ms": txn.last_update_ms,
-        "transaction_start_timestamp_ms": txn.start_ms, "client_transaction_version": txn.client_version,
+        "transaction_start_timestamp_ms": txn.start_ms,
+        # a version 1 client's transactions are written as Kafka writes them, with the tagged default 0
+        "client_transaction_version": 2 if txn.client_version >= 2 else 0,
     })
 
 
@@ -131,10 +135,11 @@ class TransactionLog:
             state = STATE[v.transaction_status]
             txn = TransactionMetadata(
                 tid, v.producer_id, producer_epoch=v.producer_epoch, timeout_ms=v.transaction_timeout_ms,
-                previous_producer_id=v.get("previous_producer_id", -1), state=state,
+                previous_producer_id=-1 if v.get("previous_producer_id", -1) == v.producer_id else v.get(
+                    "previous_producer_id", -1), state=state,
                 partitions={(t.topic, p) for t in v.transaction_partitions or () for p in t.partition_ids},
                 start_ms=v.transaction_start_timestamp_ms, last_update_ms=v.transaction_last_update_timestamp_ms,
-                client_version=max(1, v.get("client_transaction_version", 0)),
+                client_version=2 if v.get("client_transaction_version", 0) >= 2 else 1,
                 next_producer_id=v.get("next_producer_id", -1))
             loaded[tid] = txn
         index = partition.index

@@ -322,8 +322,7 @@ class TransactionCoordinator:
                 txn.markers_pending.discard(tp)
         if not txn.markers_pending:
             txn.transition_to(TransactionState.COMPLETE_COMMIT if commit else TransactionState.COMPLETE_ABORT, now)
-            txn.partitions.clear()
-            txn.start_ms = -1
+            txn.partitions.clear()  # the start time stays, as Kafka's prepareComplete keeps it
             if txn.next_producer_id >= 0:  # version 2 exhausted the epochs: the next transaction has a new id
                 txn.previous_producer_id, txn.producer_id = txn.producer_id, txn.next_producer_id
                 txn.producer_epoch, txn.last_producer_epoch, txn.next_producer_id = 0, -1, -1

@@ -2,8 +2,10 @@
 
 Pure state, like the group coordinator: the clock is injected and the partitions' logs are reached through one
 callable (`write_marker`) that the cluster supplies. Kafka writes each transition to `__transaction_state` first and
-answers once it is replicated; here a transition takes effect at once, and a transaction's COMMIT/ABORT markers
-are written to its partitions as soon as EndTxn is accepted. A marker for a partition without a leader waits
+answers once it is replicated; here a transition takes effect at once and is handed to `log` (the cluster's
+`model/transaction_log.py`, which appends Kafka's record and loads the state back on a leader move or a
+restart), and a transaction's COMMIT/ABORT markers are written to its partitions as soon as EndTxn is accepted.
+A marker for a partition without a leader waits
 (the transaction stays in PrepareCommit/PrepareAbort, and the producer's next call gets CONCURRENT_TRANSACTIONS)
 until `tick` finds the partition led again, as Kafka's marker channel retries.
 

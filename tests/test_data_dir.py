@@ -146,3 +146,43 @@ def test_unusable_data_dirs_are_refused_in_words(tmp_path: Path, setup: str, sai
     assert main(["serve", "--port", "0", "--data-dir", str(target)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("fakekafka: --data-dir: ") and said in err, err
+
+
+def test_transactional_ids_and_an_open_transaction_survive_a_restart(tmp_path: Path) -> None:
+    """The coordinator's state comes back from `__transaction_state`: the open transaction is still Ongoing under
+    its producer id and epoch (not aborted at start), and the id's next producer fences and aborts it, as Kafka."""
+    import fakekafka
+    tid = "restart-txn"
+    with fakekafka.Cluster(data_dir=tmp_path, topics={"txn": 1}) as cluster:
+        p = confluent_kafka.Producer({"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": tid,
+                                      "transaction.timeout.ms": 60_000})
+        p.init_transactions(30)
+        p.begin_transaction()
+        p.produce("txn", b"open")
+        p.flush(30)
+        before = cluster.transaction(tid)
+        assert before is not None and before.state == "Ongoing"
+    with fakekafka.Cluster(data_dir=tmp_path) as cluster:
+        after = cluster.transaction(tid)
+        assert after is not None
+        assert (after.producer_id, after.producer_epoch, after.state, after.partitions) == (
+            before.producer_id, before.producer_epoch, "Ongoing", before.partitions)
+        assert cluster.last_stable_offset("txn", 0) == 0  # still open
+        q = confluent_kafka.Producer({"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": tid})
+        q.init_transactions(30)  # fences the old producer: its transaction is aborted
+        q.begin_transaction()
+        q.produce("txn", b"committed")
+        q.commit_transaction(30)
+        again = cluster.transaction(tid)
+        assert again is not None and again.producer_id == before.producer_id and again.state == "CompleteCommit"
+        c = confluent_kafka.Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "restart-txn",
+                                      "isolation.level": "read_committed", "auto.offset.reset": "earliest"})
+        c.subscribe(["txn"])
+        got: list[bytes] = []
+        deadline = time.monotonic() + 20
+        while not got and time.monotonic() < deadline:
+            msg = c.poll(0.2)
+            if msg is not None and msg.error() is None:
+                got.append(msg.value())
+        c.close()
+        assert got == [b"committed"]

@@ -142,5 +142,9 @@ class TransactionLog:
                 client_version=2 if v.get("client_transaction_version", 0) >= 2 else 1,
                 next_producer_id=v.get("next_producer_id", -1))
             loaded[tid] = txn
+        # the loaded ids' producer ids are never handed out again (an id that only ran InitProducerId has its
+        # producer id nowhere but here)
+        c.producer_ids._next = max([c.producer_ids._next] + [max(t.producer_id, t.next_producer_id) + 1
+                                                             for t in loaded.values()])
         index = partition.index
         c.transactions.loaded(loaded, lambda t: c.transaction_partition_for(t) == index)

@@ -135,4 +135,5 @@ def test_a_restart_keeps_ids_finishes_a_commit_and_times_out_an_open_transaction
     assert [a.producer_id for a in p1.log.aborted] == [pid_o]
     # the id keeps its producer id: the next InitProducerId bumps the epoch instead of starting over
     assert again.transactions.init_producer_id("open", 60_000)[1] == pid_o
+    assert again.producer_ids.allocate() > max(pid_c, pid_o)  # never handed out twice
     again.storage.close(again)  # type: ignore[union-attr]

@@ -754,6 +754,17 @@ class ClusterState:
         self.write_marker(partition, producer_id, epoch, commit, coordinator_epoch)
         return True
 
+    def append_internal(self, partition: Partition, batch: bytes, now: int) -> None:
+        """A batch the broker writes itself (a coordinator's records) appended at the partition's leader and
+        replicated as a produce with acks=all would be; fetches waiting on the partition are woken."""
+        partition.log.append(batch, read_header(batch), partition.leader_epoch, None, now,
+                             **self.segment_configs(partition))
+        if len(partition.replicas) > 1:
+            self.replicate(partition)
+        else:
+            self._advance_high_watermark(partition)
+        self.notify(partition)
+
     def write_marker(self, partition: Partition, producer_id: int, epoch: int, commit: bool,
                      coordinator_epoch: int) -> ErrorCode:
         """Appends a COMMIT or ABORT control batch for the producer's transaction to the partition's leader log

@@ -54,7 +54,7 @@ from wire.coordinator import consumer_group_target_assignment_metadata as target
 from wire.coordinator import group_metadata as group_rec
 from wire.coordinator import offset_commit as offset_rec
 from wire.primitives import ZERO_UUID, uvarint_bytes
-from wire.records import decode_batch, read_header
+from wire.records import decode_batch
 
 if TYPE_CHECKING:
     from fakekafka.model.cluster import ClusterState, Partition
@@ -176,14 +176,7 @@ class OffsetsTopic(RecordSink):
         if partition is None or not partition.online:
             return
         now = c.clock.now_ms()
-        batch = batch_of(records, now, producer_id, producer_epoch)
-        partition.log.append(batch, read_header(batch), partition.leader_epoch, None, now,
-                             **c.segment_configs(partition))
-        if len(partition.replicas) > 1:
-            c.replicate(partition)
-        else:
-            c._advance_high_watermark(partition)
-        c.notify(partition)
+        c.append_internal(partition, batch_of(records, now, producer_id, producer_epoch), now)
 
     def offsets(self, group_id: str, changed: dict[tuple[str, int], OffsetAndMetadata | None],
                 producer_id: int = -1, producer_epoch: int = -1) -> None:

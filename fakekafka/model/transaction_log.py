@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from fakekafka.model.offsets_topic import batch_of
 from fakekafka.model.transactions import TransactionMetadata, TransactionState
-from wire.records import decode_batch, read_header
+from wire.records import decode_batch
 from wire.txn_coordinator import transaction_log as txn_rec
 
 if TYPE_CHECKING:
@@ -94,14 +94,8 @@ class TransactionLog:
         if partition is None or not partition.online:
             return
         now = c.clock.now_ms()
-        batch = batch_of([(transaction_key(tid), None if isinstance(txn, str) else transaction_value(txn))], now)
-        partition.log.append(batch, read_header(batch), partition.leader_epoch, None, now,
-                             **c.segment_configs(partition))
-        if len(partition.replicas) > 1:
-            c.replicate(partition)
-        else:
-            c._advance_high_watermark(partition)
-        c.notify(partition)
+        c.append_internal(partition, batch_of(
+            [(transaction_key(tid), None if isinstance(txn, str) else transaction_value(txn))], now), now)
 
     def load_all(self) -> None:
         """Every led partition of `__transaction_state` loaded, as each coordinator does at start-up."""

@@ -492,18 +492,8 @@ class ConsumerGroupCoordinator:
         subscription_changed = (is_new and replaced is None) or (
             updated.subscribed_topic_names != member.subscribed_topic_names
             or updated.subscribed_topic_regex != member.subscribed_topic_regex)
-        group.members[member_id] = updated
-        if updated.instance_id is not None:
-            group.static_members[updated.instance_id] = member_id
-        group.empty_since = None
-        if subscription_changed:
-            self._bump(group, "member joined" if is_new else "subscription changed")
-        metadata = self._subscription_metadata(group)
-        if metadata != group.subscription_metadata:
-            # the group's topics (by name, existing or not) or their partitions changed: one more epoch, as
-            # Kafka 4.4 counts it (a new group's first member with a subscription lands at epoch 2)
-            group.subscription_metadata = metadata
-            self._bump(group, "subscribed topics changed")
+        self._store_member(group, member_id, updated,
+                           ("member joined" if is_new else "subscription changed") if subscription_changed else None)
         self._maybe_assign(group)
         before = member.assigned if replaced is None and not is_new else None
         updated = self._reconcile(group, updated, r.owned)
@@ -538,6 +528,21 @@ class ConsumerGroupCoordinator:
                                      f"The consumer group member has a smaller member epoch ({r.member_epoch}) than "
                                      f"the one known by the group coordinator ({member.member_epoch}). The member "
                                      "must abandon all its partitions and rejoin.")
+
+    def _store_member(self, group: ConsumerGroup, member_id: str, member: ConsumerMember, bump: str | None) -> None:
+        """The member stored (with its static id) and the group epoch bumped as Kafka 4.4 counts: once when its
+        subscription changed (`bump` says why), once more when the group's topics (by name, existing or not) or
+        their partitions changed (a new group's first member with a subscription lands at epoch 2)."""
+        group.members[member_id] = member
+        if member.instance_id is not None:
+            group.static_members[member.instance_id] = member_id
+        group.empty_since = None
+        if bump:
+            self._bump(group, bump)
+        metadata = self._subscription_metadata(group)
+        if metadata != group.subscription_metadata:
+            group.subscription_metadata = metadata
+            self._bump(group, "subscribed topics changed")
 
     def _bump(self, group: ConsumerGroup, why: str) -> None:
         group.group_epoch += 1

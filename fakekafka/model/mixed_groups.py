@@ -314,16 +314,8 @@ def classic_join(coord: ConsumerGroupCoordinator, group: ConsumerGroup, *, membe
     changed = (is_new and replaced is None) or updated.subscribed_topic_names != member.subscribed_topic_names \
         or (member.subscribed_topic_regex is not None)
     updated.subscribed_topic_regex = None
-    group.members[mid] = updated
-    if updated.instance_id is not None:
-        group.static_members[updated.instance_id] = mid
-    group.empty_since = None
-    if changed:
-        coord._bump(group, "classic member joined" if is_new else "classic member's subscription changed")
-    metadata = coord._subscription_metadata(group)
-    if metadata != group.subscription_metadata:
-        group.subscription_metadata = metadata
-        coord._bump(group, "subscribed topics changed")
+    coord._store_member(group, mid, updated, (
+        "classic member joined" if is_new else "classic member's subscription changed") if changed else None)
     # a classic static member taking the place of the last consumer-protocol member downgrades the group (Kafka
     # 4.4's validateOnlineDowngradeWithReplacedMember); with a target assignment behind the group epoch ("stale
     # assignment") the classic group rebalances, else the member takes its predecessor's partitions at once

@@ -18,8 +18,9 @@ LogSegment.recover does (size, magic, CRC, offsets in order); the first bad or t
 it in the log is cut off. Producer state, open transactions and leader epochs are rebuilt from the batches, as
 Kafka's LogLoader does; the group coordinators load committed offsets and groups from `__consumer_offsets`, and
 the transaction coordinator its transactional ids from `__transaction_state`, as Kafka's do (a commit decided
-but not yet marked everywhere is finished at start; an open transaction is aborted at its timeout). Not kept:
-share-group state.
+but not yet marked everywhere is finished at start; an open transaction is aborted at its timeout), and the
+share groups their share-partitions from `__share_group_state` (the persisted start offset and delivery counts;
+records acquired at the stop come back available). Not kept: share groups' members (they rejoin).
 """
 
 from __future__ import annotations
@@ -516,6 +517,7 @@ class DataDir:
                 if not partition.online:
                     state.elect_leader(partition)
         state.transaction_log.load_all()
+        state.share_state.load_all()  # share groups get their share-partitions back from __share_group_state
         owned = {t.producer_id for t in state.transactions.transactions.values()
                  if t.state in (TransactionState.ONGOING, TransactionState.PREPARE_COMMIT,
                                 TransactionState.PREPARE_ABORT)}

@@ -136,3 +136,18 @@ def test_transaction_log_records_agree_with_the_transaction_coordinator_jar() ->
                      if p not in files)
     assert (stale, orphans) == ([], [])
     assert ROOT / "wire" / "txn_coordinator" / "transaction_log.py" in files
+
+
+def test_share_state_records_agree_with_the_share_coordinator_jar() -> None:
+    """`wire/share_coordinator/` is what the generator makes from the broker's kafka-share-coordinator jar."""
+    with _gen_wire() as gen_wire:
+        jar = gen_wire.default_share_coordinator_jar()
+        if not jar.is_file():
+            pytest.skip(f"no kafka-share-coordinator jar at {jar} (bash .ci/install.sh resolves it)")
+        files = gen_wire.generate_coordinator(jar, gen_wire.SHARE_COORDINATOR_OUT, "__share_group_state",
+                                              "share coordinator")
+    stale = sorted(str(p.relative_to(ROOT)) for p, text in files.items() if not p.exists() or p.read_text() != text)
+    orphans = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "wire" / "share_coordinator").glob("*.py")
+                     if p not in files)
+    assert (stale, orphans) == ([], [])
+    assert {p.name for p in files} == {"__init__.py", "share_snapshot.py", "share_update.py"}

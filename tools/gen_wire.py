@@ -17,7 +17,8 @@ A third source, the broker's kafka-group-coordinator jar (`--coordinator-jar`; d
 `__consumer_offsets` (its `coordinator-key`/`coordinator-value` schemas): `wire/coordinator/` gets one module
 per record type, its key and every version of its value. A fourth, the broker's kafka-transaction-coordinator
 jar (`--txn-coordinator-jar`), declares the records of `__transaction_state` (TransactionLogKey/Value):
-`wire/txn_coordinator/`, generated the same way.
+`wire/txn_coordinator/`, generated the same way; a fifth, the kafka-share-coordinator jar
+(`--share-coordinator-jar`), those of `__share_group_state` (ShareSnapshot/ShareUpdate): `wire/share_coordinator/`.
 
 Each API gets one module holding one `Message` declaration per (request/response, version), named
 like `JoinGroupRequestV5`; a version whose layout is identical to the previous one is an alias, so
@@ -48,6 +49,7 @@ DEFAULT_JAR_DIR = Path.home() / ".cache" / "fakekafka" / "kafka-clients-4.4.0"
 DEFAULT_LIB_DIR = Path.home() / ".cache" / "fakekafka" / "kafka-4.4.0" / "lib"
 COORDINATOR_OUT = ROOT / "wire" / "coordinator"
 TXN_COORDINATOR_OUT = ROOT / "wire" / "txn_coordinator"
+SHARE_COORDINATOR_OUT = ROOT / "wire" / "share_coordinator"
 Path_ = tuple[str, ...]
 
 
@@ -629,6 +631,13 @@ def default_txn_coordinator_jar() -> Path:
     return jars[-1] if jars else lib / "kafka-transaction-coordinator-4.4.0.jar"
 
 
+def default_share_coordinator_jar() -> Path:
+    """The broker's kafka-share-coordinator jar `.ci/install.sh` resolves (in $FAKEKAFKA_KAFKA_LIB)."""
+    lib = Path(os.environ.get("FAKEKAFKA_KAFKA_LIB") or DEFAULT_LIB_DIR)
+    jars = sorted(lib.glob("kafka-share-coordinator-[0-9]*.jar"))
+    return jars[-1] if jars else lib / "kafka-share-coordinator-4.4.0.jar"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("schema_dir", nargs="?", default=str(ROOT.parent / "shared" / "kafka-protocol"),
@@ -642,6 +651,9 @@ def main() -> int:
     ap.add_argument("--txn-coordinator-jar", default=str(default_txn_coordinator_jar()),
                     help="kafka-transaction-coordinator jar whose coordinator-key/value schemas declare the "
                          "__transaction_state records (default: %(default)s)")
+    ap.add_argument("--share-coordinator-jar", default=str(default_share_coordinator_jar()),
+                    help="kafka-share-coordinator jar whose coordinator-key/value schemas declare the "
+                         "__share_group_state records (default: %(default)s)")
     ap.add_argument("--check", action="store_true", help="fail if the committed output differs")
     args = ap.parse_args()
     schema_dir = Path(args.schema_dir)
@@ -662,11 +674,17 @@ def main() -> int:
         print(f"gen_wire: no kafka-transaction-coordinator jar at {txn_jar} (bash .ci/install.sh resolves it)",
               file=sys.stderr)
         return 2
+    share_jar = Path(args.share_coordinator_jar)
+    if not share_jar.is_file():
+        print(f"gen_wire: no kafka-share-coordinator jar at {share_jar} (bash .ci/install.sh resolves it)",
+              file=sys.stderr)
+        return 2
     files = generate(schema_dir, jar) | generate_coordinator(coordinator_jar) | generate_coordinator(
-        txn_jar, TXN_COORDINATOR_OUT, "__transaction_state", "transaction coordinator")
+        txn_jar, TXN_COORDINATOR_OUT, "__transaction_state", "transaction coordinator") | generate_coordinator(
+        share_jar, SHARE_COORDINATOR_OUT, "__share_group_state", "share coordinator")
     stale = [p for p, text in files.items() if not p.exists() or p.read_text() != text]
     generated = {p for p in OUT.glob("*.py")} | {p for p in COORDINATOR_OUT.glob("*.py")} | {
-        p for p in TXN_COORDINATOR_OUT.glob("*.py")}
+        p for p in TXN_COORDINATOR_OUT.glob("*.py")} | {p for p in SHARE_COORDINATOR_OUT.glob("*.py")}
     orphans = sorted(generated - set(files))
     if args.check:
         for p in stale:
@@ -677,6 +695,7 @@ def main() -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     COORDINATOR_OUT.mkdir(parents=True, exist_ok=True)
     TXN_COORDINATOR_OUT.mkdir(parents=True, exist_ok=True)
+    SHARE_COORDINATOR_OUT.mkdir(parents=True, exist_ok=True)
     for p in stale:
         p.write_text(files[p])
     for p in orphans:

@@ -162,6 +162,7 @@ def _acknowledge(ctx: RequestContext, group_id: str, member_id: str, topic_id: u
         if code != ErrorCode.NONE:
             return code
     sp.advance_start(partition.log.log_start_offset)
+    cluster.share_state.write(sp)  # the acknowledged state, through the persister, as Kafka's leader writes it
     cluster.notify(sp)
     return ErrorCode.NONE
 
@@ -229,6 +230,7 @@ def handle_share_fetch(ctx: RequestContext, req: Container) -> Any:
                 log = partition.log
                 sp = shares.share_partition(req.group_id, name, index, log.log_start_offset, log.high_watermark)
                 sp.advance_start(log.log_start_offset)
+                cluster.share_state.write_if_moved(sp)
                 left = max_records - total_records
                 if left > 0 and total_bytes < max_bytes:
                     upper, aborted = log.high_watermark, None
@@ -381,6 +383,7 @@ def handle_alter_share_group_offsets(ctx: RequestContext, req: Container) -> dic
             sp = cluster.shares.share_partition(req.group_id, t.topic_name, p.partition_index, start, start)
             sp.start_offset = sp.end_offset = start
             sp.records.clear()
+            cluster.share_state.write(sp, state_epoch_bump=True)
             parts.append({"partition_index": p.partition_index, "error_code": ErrorCode.NONE, "error_message": None})
         responses.append({"topic_name": t.topic_name, "topic_id": topic.topic_id if topic else ZERO_UUID,
                           "partitions": parts})
@@ -404,7 +407,7 @@ def handle_delete_share_group_offsets(ctx: RequestContext, req: Container) -> di
                               "error_message": "This server does not host this topic-partition."})
             continue
         for key in [k for k in group.partitions if k[0] == t.topic_name]:
-            del group.partitions[key]
+            cluster.share_state.delete_share_partition(group.partitions.pop(key))
         responses.append({"topic_name": t.topic_name, "topic_id": topic.topic_id, "error_code": ErrorCode.NONE,
                           "error_message": None})
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None, "responses": responses}

@@ -30,6 +30,7 @@ from fakekafka.model.loggers import BrokerLoggers
 from fakekafka.model.offsets_topic import OffsetsTopic
 from fakekafka.model.producers import PartitionProducers, ProducerIds
 from fakekafka.model.share import ShareConfig, ShareCoordinator
+from fakekafka.model.share_state import ShareStateLog
 from fakekafka.model.transaction_log import TransactionLog
 from fakekafka.model.transactions import TransactionConfig, TransactionCoordinator
 from fakekafka.model.validate import Refused, check_batch, split_produced
@@ -278,6 +279,10 @@ class ClusterState:
         self.groups.records = self.consumer_groups.records = self.offsets_topic
         self.shares = ShareCoordinator(self.clock, share_config(c), notify=self.notify, event=self.event,
                                        group_config=lambda g: self.group_configs.get(g, {}))
+        self.share_state = ShareStateLog(self)
+        """Where share-partitions' persisted state goes (`__share_group_state`), and whence it is loaded."""
+        self.shares.persist = self.share_state.write
+        self.shares.forget = self.share_state.delete_share_partition
         self.transactions = TransactionCoordinator(
             self.clock, TransactionConfig(max_timeout_ms=c.transaction_max_timeout_ms,
                                           id_expiration_ms=c.transactional_id_expiration_ms),
@@ -486,6 +491,10 @@ class ClusterState:
             # partition back from offline keeps the state: fakekafka's coordinator went on deciding meanwhile
             # (Kafka's would have answered NOT_COORDINATOR), and what it decided was not written
             self.transaction_log.load(partition)
+        if partition.topic.name == SHARE_STATE_TOPIC and old >= 0:
+            # the new share coordinator loads its keys (snapshot epochs, update counts) from its replica; the
+            # share-partitions, kept by their own partitions' leaders, go on as they were, as in Kafka
+            self.share_state.load(partition)
         self.replicate(partition)
         self.notify(partition)
         if old < 0:  # markers that waited for this partition to be led again
@@ -706,8 +715,8 @@ class ClusterState:
 
     def share_state_topic(self) -> Topic:
         """`__share_group_state`, created the first time a share group's state is needed (a share-partition
-        starts, or its offsets are described or altered), as Kafka's share coordinator does; fakekafka keeps the
-        state in memory, so the topic holds no records."""
+        starts, or its offsets are described or altered), as Kafka's share coordinator does; `share_state` writes
+        the share-partitions' state to it."""
         topic = self.topics.get(SHARE_STATE_TOPIC)
         if topic is None:
             rf = min(int(self.config.value("share.coordinator.state.topic.replication.factor")[0] or 3),

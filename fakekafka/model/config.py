@@ -184,6 +184,7 @@ BROKER_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
     ConfigSpec("share.coordinator.state.topic.num.partitions", _T.INT, "50", minimum=1),
     ConfigSpec("share.coordinator.state.topic.replication.factor", _T.SHORT, "3", minimum=1),
     ConfigSpec("share.coordinator.state.topic.min.isr", _T.SHORT, "2", minimum=1),
+    ConfigSpec("share.coordinator.snapshot.update.records.per.snapshot", _T.INT, "500", minimum=0, maximum=500),
     ConfigSpec("group.share.session.timeout.ms", _T.INT, "45000", minimum=1),
     ConfigSpec("group.share.heartbeat.interval.ms", _T.INT, "5000", minimum=1),
     ConfigSpec("group.share.record.lock.duration.ms", _T.INT, "30000", minimum=1000, maximum=3600000),

@@ -330,6 +330,11 @@ class ShareCoordinator:
         self.sessions: dict[tuple[int, str, str], ShareSession] = {}
         self._notify = notify
         self._event = event
+        self.persist: Callable[[SharePartition], None] = lambda _sp: None
+        """Writes a share-partition's persisted state (`model/share_state.py`) after it changed, as Kafka's
+        share-partition leader writes through the persister."""
+        self.forget: Callable[[SharePartition], None] = lambda _sp: None
+        """Deletes a share-partition's persisted state (its group, offsets or topic went)."""
 
     # --- the group ------------------------------------------------------------------------------------------
     def heartbeat(self, group_id: str, member_id: str, member_epoch: int, rack_id: str | None,
@@ -427,7 +432,12 @@ class ShareCoordinator:
         group.members.pop(member_id, None)
         group.group_epoch += 1
         limit = self.delivery_limit(group.group_id)
-        released = sum(sp.release_member(member_id, limit) for sp in group.partitions.values())
+        released = 0
+        for sp in group.partitions.values():
+            count = sp.release_member(member_id, limit)
+            if count:
+                released += count
+                self.persist(sp)
         for key in [k for k, s in self.sessions.items() if s.group_id == group.group_id and s.member_id == member_id]:
             del self.sessions[key]
         self._event("share_member_removed", group=group.group_id, member=member_id, why=why, released=released,
@@ -505,6 +515,7 @@ class ShareCoordinator:
             limit = self.delivery_limit(group.group_id)
             for sp in group.partitions.values():
                 if sp.expire(now, limit):
+                    self.persist(sp)
                     self._event("share_lock_expired", group=group.group_id, topic=sp.topic, partition=sp.partition)
                     self._notify(sp)
             if partitions_of is not None and group.members:
@@ -520,7 +531,7 @@ class ShareCoordinator:
     def forget_topic(self, name: str) -> None:
         for group in self.groups.values():
             for key in [k for k in group.partitions if k[0] == name]:
-                del group.partitions[key]
+                self.forget(group.partitions.pop(key))
 
     def delete_group(self, group_id: str) -> ErrorCode:
         """DeleteGroups of a share group: NON_EMPTY_GROUP while it has members; else it and its share-partitions
@@ -530,7 +541,8 @@ class ShareCoordinator:
             return ErrorCode.GROUP_ID_NOT_FOUND
         if group.members:
             return ErrorCode.NON_EMPTY_GROUP
-        del self.groups[group_id]
+        for sp in self.groups.pop(group_id).partitions.values():
+            self.forget(sp)
         self._event("share_group_deleted", group=group_id)
         return ErrorCode.NONE
 

@@ -1,0 +1,272 @@
+"""`__share_group_state` as Kafka 4.4's share coordinator writes it, and share-partitions loaded back from it.
+
+A share-partition's persisted state (KIP-932) is its start offset (SPSO) and, for the in-flight records past it,
+each one's delivery state (AVAILABLE 0, ACKNOWLEDGED 2, ARCHIVED 4) and delivery count, in state batches of
+consecutive offsets alike. Kafka's share-partition leader writes it through the persister when it changes (an
+acknowledgement, a lock expiry or a member's release, an SPSO move) and never at acquisition, so an acquired
+record is persisted as what it was before (a record acquired for the first time: not at all). The share
+coordinator turns each write into one record at the leader of the key's partition (Java's String.hashCode of
+"group:topicId:partition", absolute, modulo the topic's partitions, as ShareCoordinatorService.partitionFor): the
+first a ShareSnapshot (snapshot epoch 0), then ShareUpdates carrying only the changed batches until
+`share.coordinator.snapshot.update.records.per.snapshot` (default 500) of them follow the snapshot, then a new
+ShareSnapshot with the whole state and the next snapshot epoch. Keys and values are generated from the
+kafka-share-coordinator jar (`wire/share_coordinator/`). AlterShareGroupOffsets writes a snapshot with the next
+state epoch; deleting a share-partition's state (DeleteShareGroupOffsets, DeleteGroups, a deleted topic) writes a
+ShareSnapshot tombstone.
+
+`load(partition)` rebuilds the coordinator's state of the keys of one partition from its leader's log (the latest
+snapshot, the updates after it laid over it), as Kafka's coordinator loads a partition it comes to lead;
+`load_all()` does it for every led partition at start from a data dir and gives each share group its
+share-partitions back: the persisted SPSO, every in-flight record AVAILABLE with its persisted delivery count
+(acquired ones come back available, as after a lock expiry) or ACKNOWLEDGED/ARCHIVED.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from fakekafka.model.offsets_topic import batch_of
+from fakekafka.model.share import RecordState, SharePartition, _InFlight
+from wire.records import decode_batch
+from wire.share_coordinator import share_snapshot, share_update
+
+if TYPE_CHECKING:
+    from fakekafka.model.cluster import ClusterState, Partition
+
+__all__ = ["ShareStateLog", "PersistedState", "decode_share_record", "kafka_uuid"]
+
+_I16 = struct.Struct(">h").pack
+Key = tuple[str, uuid.UUID, int]
+View = dict[int, tuple[int, int]]
+"""offset -> (delivery state, delivery count), as persisted."""
+
+
+def kafka_uuid(u: uuid.UUID) -> str:
+    """Kafka's Uuid.toString: URL-safe base64 without padding."""
+    import base64
+    return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")
+
+
+@dataclass
+class PersistedState:
+    """The share coordinator's state of one key: what its records say, and where the snapshot cadence is."""
+
+    start_offset: int
+    view: View = field(default_factory=dict)
+    snapshot_epoch: int = 0
+    state_epoch: int = 0
+    leader_epoch: int = 0
+    updates: int = 0
+    """ShareUpdates since the last ShareSnapshot."""
+    create_ms: int = 0
+
+
+def _batches(view: View) -> list[dict[str, int]]:
+    out: list[dict[str, int]] = []
+    for offset in sorted(view):
+        state, count = view[offset]
+        last = out[-1] if out else None
+        if last is not None and last["last_offset"] == offset - 1 and (
+                last["delivery_state"], last["delivery_count"]) == (state, count):
+            last["last_offset"] = offset
+        else:
+            out.append({"first_offset": offset, "last_offset": offset, "delivery_state": state,
+                        "delivery_count": count})
+    return out
+
+
+def decode_share_record(key: bytes, value: bytes | None) -> tuple[int, Key, Any]:
+    """(record type, key, value fields or None for a tombstone). Raises ValueError for a record type Kafka's
+    share coordinator does not know."""
+    record_type = struct.unpack_from(">h", key)[0]
+    mod = {share_snapshot.RECORD_TYPE: share_snapshot, share_update.RECORD_TYPE: share_update}.get(record_type)
+    if mod is None:
+        raise ValueError("unknown __share_group_state key version")
+    k = mod.KEY.parse(key[2:])
+    parsed_key = (k.group_id, k.topic_id, k.partition)
+    if value is None:
+        return record_type, parsed_key, None
+    return record_type, parsed_key, mod.VALUES[struct.unpack_from(">h", value)[0]].parse(value[2:])
+
+
+class ShareStateLog:
+    """The share coordinator's records in `__share_group_state`, and share-partitions loaded back from them."""
+
+    def __init__(self, cluster: ClusterState) -> None:
+        self.cluster = cluster
+        self.keys: dict[Key, PersistedState] = {}
+
+    @property
+    def records_per_snapshot(self) -> int:
+        value = self.cluster.config.value("share.coordinator.snapshot.update.records.per.snapshot")[0]
+        return int(value) if value not in (None, "") else 500
+
+    def partition_for(self, group_id: str, topic_id: uuid.UUID, partition: int) -> int:
+        from fakekafka.model.cluster import java_string_hash, kafka_abs
+        topic = self.cluster.share_state_topic()
+        return kafka_abs(java_string_hash(f"{group_id}:{kafka_uuid(topic_id)}:{partition}")) % len(topic.partitions)
+
+    def _key(self, sp: SharePartition) -> Key | None:
+        topic = self.cluster.topics.get(sp.topic)
+        return None if topic is None else (sp.group_id, topic.topic_id, sp.partition)
+
+    def _append(self, key: Key, record_type: int, value: bytes | None) -> bool:
+        """One record at the leader of the key's partition; False while it has no leader (the write fails, as
+        the persister's would, and the state stays in memory only)."""
+        from fakekafka.model.cluster import SHARE_STATE_TOPIC
+        c = self.cluster
+        partition = c.partition(SHARE_STATE_TOPIC, self.partition_for(*key))
+        if partition is None or not partition.online:
+            return False
+        mod = share_snapshot if record_type == share_snapshot.RECORD_TYPE else share_update
+        k = _I16(record_type) + mod.KEY.build({"group_id": key[0], "topic_id": key[1], "partition": key[2]})
+        now = c.clock.now_ms()
+        c.append_internal(partition, batch_of([(k, value)], now), now)
+        return True
+
+    @staticmethod
+    def view_of(sp: SharePartition, before: View) -> View:
+        """What the share-partition's leader would persist now: every in-flight offset from the SPSO with a
+        state; an acquired one as it was last persisted (acquisition is never written)."""
+        view: View = {}
+        for offset, r in sp.records.items():
+            if offset < sp.start_offset:
+                continue
+            if r.state == RecordState.ACQUIRED:
+                if offset in before:
+                    view[offset] = before[offset]
+            else:
+                view[offset] = (int(r.state), r.delivery_count)
+        return view
+
+    def _leader_epoch(self, sp: SharePartition) -> int:
+        p = self.cluster.partition(sp.topic, sp.partition)
+        return p.leader_epoch if p is not None else 0
+
+    def write(self, sp: SharePartition, state_epoch_bump: bool = False) -> None:
+        """The share-partition's state written if it changed: a ShareSnapshot first and every
+        `records_per_snapshot` updates (or with a new state epoch), a ShareUpdate of the changed batches
+        between."""
+        key = self._key(sp)
+        if key is None:
+            return
+        old = self.keys.get(key)
+        view = self.view_of(sp, old.view if old is not None else {})
+        now = self.cluster.clock.now_ms()
+        leader_epoch = self._leader_epoch(sp)
+        if old is None or state_epoch_bump or old.updates >= self.records_per_snapshot:
+            new = PersistedState(sp.start_offset, view,
+                                 snapshot_epoch=0 if old is None else old.snapshot_epoch + 1,
+                                 state_epoch=0 if old is None else old.state_epoch + (1 if state_epoch_bump else 0),
+                                 leader_epoch=leader_epoch, create_ms=now if old is None or state_epoch_bump
+                                 else old.create_ms)
+            value = _I16(0) + share_snapshot.VALUES[0].build({
+                "snapshot_epoch": new.snapshot_epoch, "state_epoch": new.state_epoch,
+                "leader_epoch": leader_epoch, "start_offset": sp.start_offset, "create_timestamp": new.create_ms,
+                "write_timestamp": now, "state_batches": _batches(view)})
+            if self._append(key, share_snapshot.RECORD_TYPE, value):
+                self.keys[key] = new
+            return
+        changed = {o: v for o, v in view.items() if old.view.get(o) != v}
+        if not changed and sp.start_offset == old.start_offset:
+            return
+        value = _I16(0) + share_update.VALUES[0].build({
+            "snapshot_epoch": old.snapshot_epoch, "leader_epoch": leader_epoch, "start_offset": sp.start_offset,
+            "state_batches": _batches(changed)})
+        if self._append(key, share_update.RECORD_TYPE, value):
+            old.view, old.start_offset, old.leader_epoch = view, sp.start_offset, leader_epoch
+            old.updates += 1
+
+    def write_if_moved(self, sp: SharePartition) -> None:
+        """After an SPSO move outside an acknowledgement (the log start passed it): written only if it moved."""
+        key = self._key(sp)
+        old = self.keys.get(key) if key is not None else None
+        if old is not None and old.start_offset != sp.start_offset:
+            self.write(sp)
+
+    def delete(self, group_id: str, topic_id: uuid.UUID, partition: int) -> None:
+        """The key's state deleted: a ShareSnapshot tombstone."""
+        key = (group_id, topic_id, partition)
+        if self.keys.pop(key, None) is not None:
+            self._append(key, share_snapshot.RECORD_TYPE, None)
+
+    def delete_share_partition(self, sp: SharePartition) -> None:
+        key = self._key(sp)
+        if key is not None:
+            self.delete(*key)
+
+    # --- loading ----------------------------------------------------------------------------------------------
+    def load(self, partition: Partition) -> dict[Key, PersistedState]:
+        """The keys of this partition rebuilt from its leader's log (the last snapshot of a key and the updates
+        after it; a tombstone forgets it), replacing what the coordinator held for them."""
+        found: dict[Key, PersistedState | None] = {}
+        for batch in partition.log.batches:
+            rb = decode_batch(bytes(batch))
+            if rb.header.is_control:
+                continue
+            for r in rb.records:
+                if r.key is None:
+                    continue
+                try:
+                    record_type, key, v = decode_share_record(r.key, r.value)
+                except Exception:  # noqa: BLE001 - a record Kafka's loader would not know: skipped
+                    continue
+                if v is None:
+                    found[key] = None
+                elif record_type == share_snapshot.RECORD_TYPE:
+                    old = found.get(key)
+                    found[key] = PersistedState(
+                        v.start_offset, {o: (b.delivery_state, b.delivery_count) for b in v.state_batches
+                                         for o in range(b.first_offset, b.last_offset + 1)},
+                        snapshot_epoch=v.snapshot_epoch, state_epoch=v.state_epoch, leader_epoch=v.leader_epoch,
+                        create_ms=v.create_timestamp,
+                        updates=0 if old is None or old.updates >= self.records_per_snapshot else old.updates)
+                else:
+                    st = found.get(key)
+                    if st is None:
+                        continue
+                    for b in v.state_batches:
+                        for o in range(b.first_offset, b.last_offset + 1):
+                            st.view[o] = (b.delivery_state, b.delivery_count)
+                    if v.start_offset >= 0:
+                        st.start_offset = v.start_offset
+                    st.view = {o: s for o, s in st.view.items() if o >= st.start_offset}
+                    st.leader_epoch = max(st.leader_epoch, v.leader_epoch)
+                    st.updates += 1
+        index = partition.index
+        for key in [k for k in self.keys if self.partition_for(*k) == index]:
+            del self.keys[key]
+        loaded = {k: v for k, v in found.items() if v is not None}
+        self.keys.update(loaded)
+        return loaded
+
+    def load_all(self) -> None:
+        """Every led partition of `__share_group_state` loaded, and the share-partitions of existing topics
+        rebuilt from it, as share-partition leaders initialize from the persister after a restart."""
+        from fakekafka.model.cluster import SHARE_STATE_TOPIC
+        from fakekafka.model.share import ShareGroup
+        c = self.cluster
+        topic = c.topics.get(SHARE_STATE_TOPIC)
+        for partition in topic.partitions if topic is not None else ():
+            if not partition.online:
+                continue
+            for (group_id, topic_id, index), st in self.load(partition).items():
+                t = c.topics_by_id.get(topic_id)
+                if t is None:
+                    continue
+                group = c.shares.groups.setdefault(group_id, ShareGroup(group_id))
+                group.partitions[(t.name, index)] = self.share_partition(group_id, t.name, index, st)
+
+    @staticmethod
+    def share_partition(group_id: str, topic: str, index: int, st: PersistedState) -> SharePartition:
+        """A share-partition as its leader initializes it from the persisted state: offsets between the SPSO
+        and the last persisted one without a state (acquired for the first time, never written) AVAILABLE with
+        no delivery yet."""
+        end = max([st.start_offset] + [o + 1 for o in st.view])
+        records = {o: _InFlight(RecordState(st.view[o][0]) if o in st.view else RecordState.AVAILABLE,
+                                st.view[o][1] if o in st.view else 0)
+                   for o in range(st.start_offset, end)}
+        return SharePartition(group_id, topic, index, st.start_offset, end, records)

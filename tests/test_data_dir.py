@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -186,3 +187,62 @@ def test_transactional_ids_and_an_open_transaction_survive_a_restart(tmp_path: P
                 got.append(msg.value())
         c.close()
         assert got == [b"committed"]
+
+
+def test_a_share_group_continues_after_a_restart_from_its_persisted_state(tmp_path: Path) -> None:
+    """`__share_group_state` brings the share-partition back: confluent-kafka's ShareConsumer, after the restart,
+    gets only what was not accepted before it, each record with its delivery count kept (released once: 2)."""
+    from confluent_kafka import AcknowledgeType, ShareConsumer
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    import fakekafka
+
+    def consumer(bootstrap: str) -> ShareConsumer:
+        c = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": "sq-group",
+                           "share.acknowledgement.mode": "explicit"})
+        c.subscribe(["sq"])
+        return c
+
+    def drain(c: ShareConsumer, handle: object, enough: object) -> None:
+        deadline = time.monotonic() + 30
+        while not enough() and time.monotonic() < deadline:  # type: ignore[operator]
+            messages = c.poll(0.5)
+            for m in messages:
+                assert m.error() is None, m.error()
+                handle(m)  # type: ignore[operator]
+            if messages:
+                c.commit_sync()
+
+    with fakekafka.Cluster(data_dir=tmp_path, topics={"sq": 1}) as cluster:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        resource = ConfigResource(ResourceType.GROUP, "sq-group", incremental_configs=[
+            ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
+        admin.incremental_alter_configs([resource])[resource].result(30)
+        p = confluent_kafka.Producer({"bootstrap.servers": cluster.bootstrap_servers})
+        for i in range(6):
+            p.produce("sq", f"v{i}".encode())
+        assert p.flush(30) == 0
+        before: list[tuple[bytes, int]] = []
+        c = consumer(cluster.bootstrap_servers)
+
+        def first(m: Any) -> None:
+            before.append((m.value(), m.delivery_count()))
+            accepted = m.value() in (b"v0", b"v1", b"v2")
+            c.acknowledge(m, AcknowledgeType.ACCEPT if accepted else AcknowledgeType.RELEASE)
+        try:
+            drain(c, first, lambda: len(before) >= 6)
+        finally:
+            c.close()
+        assert sorted(before)[:3] == [(b"v0", 1), (b"v1", 1), (b"v2", 1)]
+    with fakekafka.Cluster(data_dir=tmp_path) as cluster:
+        after: list[tuple[bytes, int]] = []
+        c = consumer(cluster.bootstrap_servers)
+
+        def second(m: Any) -> None:
+            after.append((m.value(), m.delivery_count()))
+            c.acknowledge(m, AcknowledgeType.ACCEPT)
+        try:
+            drain(c, second, lambda: len(after) >= 3)
+        finally:
+            c.close()
+        assert sorted(after) == [(b"v3", 2), (b"v4", 2), (b"v5", 2)]

@@ -14,7 +14,9 @@ transactions are sent but archived, not acquired; transaction markers are acquir
 acknowledge them as gaps), as Kafka 4.4 answers.
 
 Deliberate differences from Kafka 4.4 (compat/KNOWN_DIFFERENCES.md, "Share groups"):
-- The share-partition state is kept in memory, not written to `__share_group_state`.
+- The share-partition state is written to `__share_group_state` synchronously (fakekafka/model/share_state.py),
+  with no InitializeShareGroupState write at a share-partition's start; DescribeShareGroupOffsets answers from
+  the share-partition itself.
 - share.auto.offset.reset by_duration is taken as latest.
 """
 

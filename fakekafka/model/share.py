@@ -20,7 +20,8 @@ Two halves, as in Kafka:
   `share.isolation.level` read_committed acquires only below the last stable offset and archives the records of
   aborted transactions as the SPEO passes them (sent, not acquired); transaction markers are acquired under
   either level (clients acknowledge them as gaps), as Kafka 4.4 does.
-Pure state: no sockets; the clock is the cluster's, so a frozen clock drives lock and session expiry.
+Pure state: no sockets; the clock is the cluster's, so a frozen clock drives lock and session expiry. What Kafka's
+share-partition leader persists is written through `persist` (fakekafka/model/share_state.py, `__share_group_state`).
 """
 
 from __future__ import annotations

@@ -396,7 +396,10 @@ class RemoteCluster(ClusterHandle):
                                      "isolation_level": 0, "session_epoch": -1, "topics": [
                 {"topic": topic, "partitions": [{"partition": partition, "fetch_offset": offset,
                                                  "partition_max_bytes": 1 << 24}]}]})
-            p = r.responses[0].partitions[0]
+            p = next((q for t in r.responses for q in t.partitions if q.partition_index == partition), None)
+            if p is None:  # a broker that leaves the partition out of its answer (tansu does)
+                raise ApiError(ErrorCode.UNKNOWN_SERVER_ERROR,
+                               f"Fetch {topic}-{partition} at {offset}: the answer has no such partition")
             if p.error_code != ErrorCode.NONE:
                 raise ApiError(ErrorCode(p.error_code),
                                f"Fetch {topic}-{partition} at {offset}: {ErrorCode(p.error_code).name}")

@@ -20,6 +20,7 @@ from typing import Any
 from compat.clients.base import Client, Rec, Unsupported
 from compat.env import Env, acks, outcome_of, wait_for
 from compat.scenarios.registry import Outcome, scenario
+from fakekafka.model.cluster import ApiError
 
 T0 = 1_700_000_000_000
 
@@ -264,8 +265,12 @@ def compacted_topic_read_from_earliest(client: Client, env: Env) -> Outcome:
     for recs, at in COMPACTED_WRITES:
         for key, value in recs:
             env.produce(topic, value, key=key, timestamp=t0 + at)
-    # the cleaner's work, seen over the wire without the client under test: offsets 0-2 gone
-    wait_for(lambda: [r.offset for r in env.waiter().records(topic)][:1] == [3], timeout=20)
+    # the cleaner's work, seen over the wire without the client under test: offsets 0-2 gone (a broker whose
+    # log the waiter cannot read is not waited for: the client's own read is the outcome)
+    try:
+        wait_for(lambda: [r.offset for r in env.waiter().records(topic)][:1] == [3], timeout=20)
+    except ApiError:
+        pass
     got = client.fetch(topic, 0, 0, 4)
     return {"earliest": client.list_offsets(topic, 0, "earliest"), "latest": client.list_offsets(topic, 0, "latest"),
             "records": [[r.partition, r.offset, r.key.decode() if r.key is not None else None,

@@ -12,7 +12,9 @@ first a ShareSnapshot (snapshot epoch 0), then ShareUpdates carrying only the ch
 ShareSnapshot with the whole state and the next snapshot epoch. Keys and values are generated from the
 kafka-share-coordinator jar (`wire/share_coordinator/`). AlterShareGroupOffsets writes a snapshot with the next
 state epoch; deleting a share-partition's state (DeleteShareGroupOffsets, DeleteGroups, a deleted topic) writes a
-ShareSnapshot tombstone.
+ShareSnapshot tombstone. Records before every live key's last snapshot are deleted (Kafka's coordinator prunes
+them with DeleteRecords every `share.coordinator.state.topic.prune.interval.ms`; here at each snapshot), so the
+topic does not grow without bound.
 
 `load(partition)` rebuilds the coordinator's state of the keys of one partition from its leader's log (the latest
 snapshot, the updates after it laid over it), as Kafka's coordinator loads a partition it comes to lead;
@@ -62,6 +64,8 @@ class PersistedState:
     updates: int = 0
     """ShareUpdates since the last ShareSnapshot."""
     create_ms: int = 0
+    snapshot_offset: int = -1
+    """Where its last ShareSnapshot is in the partition's log: nothing of the key before it is needed."""
 
 
 def _batches(view: View) -> list[dict[str, int]]:
@@ -113,19 +117,34 @@ class ShareStateLog:
         topic = self.cluster.topics.get(sp.topic)
         return None if topic is None else (sp.group_id, topic.topic_id, sp.partition)
 
-    def _append(self, key: Key, record_type: int, value: bytes | None) -> bool:
-        """One record at the leader of the key's partition; False while it has no leader (the write fails, as
-        the persister's would, and the state stays in memory only)."""
+    def _append(self, key: Key, record_type: int, value: bytes | None) -> int:
+        """One record at the leader of the key's partition, and its offset; -1 while it has no leader (the write
+        fails, as the persister's would, and the state stays in memory only)."""
         from fakekafka.model.cluster import SHARE_STATE_TOPIC
         c = self.cluster
         partition = c.partition(SHARE_STATE_TOPIC, self.partition_for(*key))
         if partition is None or not partition.online:
-            return False
+            return -1
         mod = share_snapshot if record_type == share_snapshot.RECORD_TYPE else share_update
         k = _I16(record_type) + mod.KEY.build({"group_id": key[0], "topic_id": key[1], "partition": key[2]})
         now = c.clock.now_ms()
+        offset = partition.log.log_end_offset
         c.append_internal(partition, batch_of([(k, value)], now), now)
-        return True
+        return offset
+
+    def _prune(self, index: int) -> None:
+        """Records no key needs any more (before every live key's last snapshot) deleted, as Kafka's share
+        coordinator prunes its partitions with DeleteRecords; here at each snapshot, not on
+        `share.coordinator.state.topic.prune.interval.ms`."""
+        from fakekafka.model.cluster import SHARE_STATE_TOPIC
+        partition = self.cluster.partition(SHARE_STATE_TOPIC, index)
+        if partition is None or not partition.online:
+            return
+        needed = min((st.snapshot_offset for k, st in self.keys.items()
+                      if st.snapshot_offset >= 0 and self.partition_for(*k) == index),
+                     default=partition.log.high_watermark)
+        if needed > partition.log.log_start_offset:
+            self.cluster.delete_records(partition, needed)
 
     @staticmethod
     def view_of(sp: SharePartition, before: View) -> View:
@@ -167,8 +186,10 @@ class ShareStateLog:
                 "snapshot_epoch": new.snapshot_epoch, "state_epoch": new.state_epoch,
                 "leader_epoch": leader_epoch, "start_offset": sp.start_offset, "create_timestamp": new.create_ms,
                 "write_timestamp": now, "state_batches": _batches(view)})
-            if self._append(key, share_snapshot.RECORD_TYPE, value):
+            new.snapshot_offset = self._append(key, share_snapshot.RECORD_TYPE, value)
+            if new.snapshot_offset >= 0:
                 self.keys[key] = new
+                self._prune(self.partition_for(*key))
             return
         changed = {o: v for o, v in view.items() if old.view.get(o) != v}
         if not changed and sp.start_offset == old.start_offset:
@@ -176,7 +197,7 @@ class ShareStateLog:
         value = _I16(0) + share_update.VALUES[0].build({
             "snapshot_epoch": old.snapshot_epoch, "leader_epoch": leader_epoch, "start_offset": sp.start_offset,
             "state_batches": _batches(changed)})
-        if self._append(key, share_update.RECORD_TYPE, value):
+        if self._append(key, share_update.RECORD_TYPE, value) >= 0:
             old.view, old.start_offset, old.leader_epoch = view, sp.start_offset, leader_epoch
             old.updates += 1
 
@@ -210,6 +231,7 @@ class ShareStateLog:
             for r in rb.records:
                 if r.key is None:
                     continue
+                offset = r.offset
                 try:
                     record_type, key, v = decode_share_record(r.key, r.value)
                 except Exception:  # noqa: BLE001 - a record Kafka's loader would not know: skipped
@@ -222,7 +244,7 @@ class ShareStateLog:
                         v.start_offset, {o: (b.delivery_state, b.delivery_count) for b in v.state_batches
                                          for o in range(b.first_offset, b.last_offset + 1)},
                         snapshot_epoch=v.snapshot_epoch, state_epoch=v.state_epoch, leader_epoch=v.leader_epoch,
-                        create_ms=v.create_timestamp,
+                        create_ms=v.create_timestamp, snapshot_offset=offset,
                         updates=0 if old is None or old.updates >= self.records_per_snapshot else old.updates)
                 else:
                     st = found.get(key)

@@ -831,3 +831,67 @@ def test_consumer_offsets_read_with_kafkas_formatters(cli: Cli) -> None:
         {key},"value":null}}
         [stderr]
         Processed a total of 9 messages""")  # noqa: E501
+
+
+_SHARE_VOLATILE = sub(r'"(createTimestamp|writeTimestamp|stateEpoch)":\d+', r'"\1":<n>')
+"""Times, and the state epoch: the group's epoch at initialization, 2 on Kafka where fakekafka's group is at 1
+(compat/KNOWN_DIFFERENCES.md, "Share groups": a new member's first heartbeat)."""
+
+
+def test_share_group_state_read_with_kafkas_formatter(cli: Cli) -> None:
+    """What the share coordinator wrote to `__share_group_state` for one share group's partition (records
+    accepted, released and delivered again, rejected), read back with Kafka's ShareGroupStateMessageFormatter."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    from confluent_kafka import AcknowledgeType, ShareConsumer
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    from fakekafka.model.cluster import java_string_hash, kafka_abs
+    cli.create_topic("cli-sharestate", 1)
+    group = f"cli-sharestate-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": cli.bootstrap})
+    topic_id = str(admin.describe_topics(confluent_kafka.TopicCollection(["cli-sharestate"]))["cli-sharestate"]
+                   .result(10).topic_id)
+    partition = kafka_abs(java_string_hash(f"{group}:{topic_id}:0")) % 50
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+        ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([resource])[resource].result(30)
+    producer = confluent_kafka.Producer({"bootstrap.servers": cli.bootstrap})
+    for i in range(4):
+        producer.produce("cli-sharestate", f"v{i}".encode())
+    assert producer.flush(30) == 0
+    consumer = ShareConsumer({"bootstrap.servers": cli.bootstrap, "group.id": group,
+                              "share.acknowledgement.mode": "explicit"})
+    consumer.subscribe(["cli-sharestate"])
+    seen: list[tuple[bytes, int]] = []
+    kinds = {b"v0": AcknowledgeType.ACCEPT, b"v1": AcknowledgeType.RELEASE, b"v2": AcknowledgeType.REJECT,
+             b"v3": AcknowledgeType.ACCEPT}
+    deadline = time.monotonic() + 30
+    try:
+        while (b"v1", 2) not in seen and time.monotonic() < deadline:
+            messages = consumer.poll(0.5)
+            for m in messages:
+                assert m.error() is None, m.error()
+                seen.append((m.value(), m.delivery_count()))
+                consumer.acknowledge(m, kinds[m.value()] if m.delivery_count() == 1 else AcknowledgeType.ACCEPT)
+            if messages:
+                consumer.commit_sync()
+    finally:
+        consumer.close()
+    assert sorted(seen) == [(b"v0", 1), (b"v1", 1), (b"v1", 2), (b"v2", 1), (b"v3", 1)]
+    end = int(cli.out("kafka-get-offsets", "--topic-partitions", f"__share_group_state:{partition}")
+              .rsplit(":", 1)[1])
+    out = cli.out("kafka-console-consumer", "--topic", "__share_group_state", "--partition", str(partition),
+                  "--offset", "0", "--max-messages", str(end), "--timeout-ms", "10000",
+                  "--command-property", "exclude.internal.topics=false",
+                  "--formatter", "org.apache.kafka.tools.consumer.group.share.ShareGroupStateMessageFormatter",
+                  clean=lambda s: _SHARE_VOLATILE(s.replace(topic_id, "<topic-id>")))
+    ours = "\n".join(line for line in out.replace('}{"key"', '}\n{"key"').splitlines() if group in line)
+    # the key initialized with no start offset yet; one update per acknowledging request, written before the
+    # start offset moves past what it acknowledged
+    key = f'"groupId":"{group}","topicId":"<topic-id>","partition":0}}}}'
+    batch = '{{"firstOffset":{0},"lastOffset":{0},"deliveryState":{1},"deliveryCount":{2}}}'.format
+    first = ",".join([batch(0, 2, 1), batch(1, 0, 1), batch(2, 4, 1), batch(3, 2, 1)])
+    assert ours == lines(f"""
+        {{"key":{{"type":0,"data":{{{key},"value":{{"version":0,"data":{{"snapshotEpoch":0,"stateEpoch":<n>,"leaderEpoch":0,"startOffset":-1,"createTimestamp":<n>,"writeTimestamp":<n>,"stateBatches":[]}}}}}}
+        {{"key":{{"type":1,"data":{{{key},"value":{{"version":0,"data":{{"snapshotEpoch":0,"leaderEpoch":0,"startOffset":0,"deliveryCompleteCount":3,"stateBatches":[{first}]}}}}}}
+        {{"key":{{"type":1,"data":{{{key},"value":{{"version":0,"data":{{"snapshotEpoch":0,"leaderEpoch":0,"startOffset":1,"deliveryCompleteCount":3,"stateBatches":[{batch(1, 2, 2)}]}}}}}}""")  # noqa: E501

@@ -15,8 +15,8 @@ acknowledge them as gaps), as Kafka 4.4 answers.
 
 Deliberate differences from Kafka 4.4 (compat/KNOWN_DIFFERENCES.md, "Share groups"):
 - The share-partition state is written to `__share_group_state` synchronously (fakekafka/model/share_state.py),
-  with no InitializeShareGroupState write at a share-partition's start; DescribeShareGroupOffsets answers from
-  the share-partition itself.
+  with its InitializeShareGroupState snapshot written at the share-partition's first change, not at the
+  assignment; DescribeShareGroupOffsets answers from the share-partition itself.
 - share.auto.offset.reset by_duration is taken as latest.
 """
 
@@ -163,8 +163,9 @@ def _acknowledge(ctx: RequestContext, group_id: str, member_id: str, topic_id: u
                               cluster.shares.lock_ms(group_id), cluster.shares.delivery_limit(group_id))
         if code != ErrorCode.NONE:
             return code
+    # the acknowledged state, through the persister, as Kafka's leader writes it: before the SPSO moves past it
+    cluster.share_state.write(sp)
     sp.advance_start(partition.log.log_start_offset)
-    cluster.share_state.write(sp)  # the acknowledged state, through the persister, as Kafka's leader writes it
     cluster.notify(sp)
     return ErrorCode.NONE
 
@@ -232,7 +233,7 @@ def handle_share_fetch(ctx: RequestContext, req: Container) -> Any:
                 log = partition.log
                 sp = shares.share_partition(req.group_id, name, index, log.log_start_offset, log.high_watermark)
                 sp.advance_start(log.log_start_offset)
-                cluster.share_state.write_if_moved(sp)
+                cluster.share_state.write_if_passed(sp, log.log_start_offset)
                 left = max_records - total_records
                 if left > 0 and total_bytes < max_bytes:
                     upper, aborted = log.high_watermark, None

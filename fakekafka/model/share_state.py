@@ -3,11 +3,14 @@
 A share-partition's persisted state (KIP-932) is its start offset (SPSO) and, for the in-flight records past it,
 each one's delivery state (AVAILABLE 0, ACKNOWLEDGED 2, ARCHIVED 4) and delivery count, in state batches of
 consecutive offsets alike. Kafka's share-partition leader writes it through the persister when it changes (an
-acknowledgement, a lock expiry or a member's release, an SPSO move) and never at acquisition, so an acquired
-record is persisted as what it was before (a record acquired for the first time: not at all). The share
-coordinator turns each write into one record at the leader of the key's partition (Java's String.hashCode of
+acknowledgement, a lock expiry or a member's release, the log start passing the SPSO) and never at acquisition,
+so an acquired record is persisted as what it was before (a record acquired for the first time: not at all). The
+share coordinator turns each write into one record at the leader of the key's partition (Java's String.hashCode of
 "group:topicId:partition", absolute, modulo the topic's partitions, as ShareCoordinatorService.partitionFor): the
-first a ShareSnapshot (snapshot epoch 0), then ShareUpdates carrying only the changed batches until
+first a ShareSnapshot initializing the key as Kafka's group coordinator does (InitializeShareGroupState: no start
+offset yet, -1; the group's epoch as state epoch; written here just before the share-partition's first change, not
+at the assignment), then ShareUpdates carrying only the changed batches (an acknowledgement's written before the
+SPSO moves past it: the move goes with the next write, as Kafka 4.4 writes it) and DeliveryCompleteCount until
 `share.coordinator.snapshot.update.records.per.snapshot` (default 500) of them follow the snapshot, then a new
 ShareSnapshot with the whole state and the next snapshot epoch. Keys and values are generated from the
 kafka-share-coordinator jar (`wire/share_coordinator/`). AlterShareGroupOffsets writes a snapshot with the next
@@ -80,6 +83,11 @@ def _batches(view: View) -> list[dict[str, int]]:
             out.append({"first_offset": offset, "last_offset": offset, "delivery_state": state,
                         "delivery_count": count})
     return out
+
+
+def _complete(view: View) -> int:
+    """DeliveryCompleteCount: the persisted offsets whose delivery is over (acknowledged or archived)."""
+    return sum(1 for state, _ in view.values() if state != RecordState.AVAILABLE)
 
 
 def decode_share_record(key: bytes, value: bytes | None) -> tuple[int, Key, Any]:
@@ -173,9 +181,21 @@ class ShareStateLog:
         if key is None:
             return
         old = self.keys.get(key)
-        view = self.view_of(sp, old.view if old is not None else {})
         now = self.cluster.clock.now_ms()
         leader_epoch = self._leader_epoch(sp)
+        if old is None and not state_epoch_bump:
+            # Kafka's group coordinator initializes the key first (InitializeShareGroupState: a snapshot with no
+            # start offset yet, its state epoch the group's epoch); the share-partition's write is an update to it
+            group = self.cluster.shares.groups.get(sp.group_id)
+            init = PersistedState(-1, {}, state_epoch=group.group_epoch if group else 0, leader_epoch=leader_epoch,
+                                  create_ms=now)
+            init.snapshot_offset = self._append(key, share_snapshot.RECORD_TYPE, _I16(0) + share_snapshot.VALUES[
+                0].build({"snapshot_epoch": 0, "state_epoch": init.state_epoch, "leader_epoch": leader_epoch,
+                "start_offset": -1, "create_timestamp": now, "write_timestamp": now, "state_batches": []}))
+            if init.snapshot_offset < 0:
+                return
+            self.keys[key] = old = init
+        view = self.view_of(sp, old.view if old is not None else {})
         if old is None or state_epoch_bump or old.updates >= self.records_per_snapshot:
             new = PersistedState(sp.start_offset, view,
                                  snapshot_epoch=0 if old is None else old.snapshot_epoch + 1,
@@ -185,7 +205,8 @@ class ShareStateLog:
             value = _I16(0) + share_snapshot.VALUES[0].build({
                 "snapshot_epoch": new.snapshot_epoch, "state_epoch": new.state_epoch,
                 "leader_epoch": leader_epoch, "start_offset": sp.start_offset, "create_timestamp": new.create_ms,
-                "write_timestamp": now, "state_batches": _batches(view)})
+                "write_timestamp": now, "delivery_complete_count": _complete(view),
+                "state_batches": _batches(view)})
             new.snapshot_offset = self._append(key, share_snapshot.RECORD_TYPE, value)
             if new.snapshot_offset >= 0:
                 self.keys[key] = new
@@ -196,16 +217,17 @@ class ShareStateLog:
             return
         value = _I16(0) + share_update.VALUES[0].build({
             "snapshot_epoch": old.snapshot_epoch, "leader_epoch": leader_epoch, "start_offset": sp.start_offset,
-            "state_batches": _batches(changed)})
+            "delivery_complete_count": _complete(view), "state_batches": _batches(changed)})
         if self._append(key, share_update.RECORD_TYPE, value) >= 0:
             old.view, old.start_offset, old.leader_epoch = view, sp.start_offset, leader_epoch
             old.updates += 1
 
-    def write_if_moved(self, sp: SharePartition) -> None:
-        """After an SPSO move outside an acknowledgement (the log start passed it): written only if it moved."""
+    def write_if_passed(self, sp: SharePartition, log_start: int) -> None:
+        """After the log start passed the persisted SPSO (retention, DeleteRecords): the new SPSO written. An SPSO
+        moved by acknowledgements is written with the next write, as Kafka's share-partition leader does."""
         key = self._key(sp)
         old = self.keys.get(key) if key is not None else None
-        if old is not None and old.start_offset != sp.start_offset:
+        if old is not None and 0 <= old.start_offset < log_start:
             self.write(sp)
 
     def delete(self, group_id: str, topic_id: uuid.UUID, partition: int) -> None:
@@ -277,7 +299,7 @@ class ShareStateLog:
                 continue
             for (group_id, topic_id, index), st in self.load(partition).items():
                 t = c.topics_by_id.get(topic_id)
-                if t is None:
+                if t is None or st.start_offset < 0:  # initialized, never started: starts as a new one
                     continue
                 group = c.shares.groups.setdefault(group_id, ShareGroup(group_id))
                 group.partitions[(t.name, index)] = self.share_partition(group_id, t.name, index, st)

@@ -50,10 +50,10 @@ def _acquire(state: ClusterState, sp: SharePartition, member: str, n: int) -> li
 
 
 def _ack(state: ClusterState, sp: SharePartition, member: str, first: int, last: int, kind: A) -> None:
-    """What the ShareAcknowledge handler does: acknowledge, move the SPSO, persist."""
+    """What the ShareAcknowledge handler does: acknowledge, persist, move the SPSO (written with the next write)."""
     assert sp.acknowledge(member, first, last, [kind], state.clock.now_ms(), 30_000, 5).name == "NONE"
-    sp.advance_start(0)
     state.share_state.write(sp)
+    sp.advance_start(0)
 
 
 def _records(state: ClusterState) -> list[tuple[str, Any]]:
@@ -80,14 +80,18 @@ def test_acknowledgements_write_a_snapshot_then_updates_of_the_changed_batches()
     _ack(state, sp, "m", 0, 1, A.ACCEPT)
     state.clock.advance(1)  # type: ignore[attr-defined]
     _ack(state, sp, "m", 3, 3, A.RELEASE)
-    (k1, snap), (k2, upd) = _records(state)
+    # the key initialized as Kafka's group coordinator does (no start offset yet), then the leader's updates
+    (k1, snap), (k2, upd1), (k3, upd2) = _records(state)
     assert (k1, snap.snapshot_epoch, snap.state_epoch, snap.start_offset, _batches(snap)) == (
-        "snapshot", 0, 0, 2, [])
+        "snapshot", 0, 0, -1, [])
     assert snap.create_timestamp == snap.write_timestamp == 1_000_000
-    assert (k2, upd.snapshot_epoch, upd.start_offset, _batches(upd)) == ("update", 0, 2, [(3, 3, 0, 1)])
+    # written before the SPSO moves past what was acknowledged, as Kafka 4.4 writes it
+    assert (k2, upd1.snapshot_epoch, upd1.start_offset, upd1.delivery_complete_count, _batches(upd1)) == (
+        "update", 0, 0, 2, [(0, 1, 2, 1)])
+    assert (k3, upd2.start_offset, upd2.delivery_complete_count, _batches(upd2)) == ("update", 2, 0, [(3, 3, 0, 1)])
     # nothing persisted changed: nothing written
     state.share_state.write(sp)
-    assert len(_records(state)) == 2
+    assert len(_records(state)) == 3
 
 
 def test_the_record_lands_in_the_partition_kafka_hashes_the_key_to() -> None:
@@ -115,10 +119,10 @@ def test_a_snapshot_follows_every_records_per_snapshot_updates() -> None:
         _ack(state, sp, "m", offset, offset, A.ACCEPT)
     kinds = [(k, v.snapshot_epoch) for k, v in _records(state)]
     # what came before the new snapshot is pruned, as Kafka's coordinator deletes records no key needs
-    assert kinds == [("snapshot", 1), ("update", 1)]
-    assert _records(state)[0][1].start_offset == 4
+    assert kinds == [("snapshot", 1), ("update", 1), ("update", 1)]
+    assert _records(state)[0][1].start_offset == 2
     held = [p for p in state.topics[SHARE_STATE_TOPIC].partitions if p.log.batches]
-    assert [(p.log.log_start_offset, p.log.log_end_offset) for p in held] == [(3, 5)]
+    assert [(p.log.log_start_offset, p.log.log_end_offset) for p in held] == [(3, 6)]
 
 
 def test_a_lock_expiry_and_a_members_leaving_are_written() -> None:
@@ -129,8 +133,8 @@ def test_a_lock_expiry_and_a_members_leaving_are_written() -> None:
     state.clock.advance(30_000)  # type: ignore[attr-defined]
     state.tick()
     assert sp.state_of(0).state == RecordState.AVAILABLE
-    kind, snap = _records(state)[-1]
-    assert (kind, _batches(snap)) == ("snapshot", [(0, 0, 0, 1)])
+    kind, upd = _records(state)[-1]
+    assert (kind, _batches(upd)) == ("update", [(0, 0, 0, 1)])
 
 
 def test_alter_offsets_writes_a_snapshot_with_the_next_state_epoch_and_delete_a_tombstone() -> None:
@@ -181,7 +185,7 @@ def test_a_restart_continues_from_the_persisted_start_offset_with_delivery_count
     # and the coordinator goes on with updates to the loaded snapshot
     _ack(again, loaded, "m2", 2, 3, A.ACCEPT)
     kind, upd = _records(again)[-1]
-    assert (kind, upd.snapshot_epoch, upd.start_offset) == ("update", 0, 5)
+    assert (kind, upd.snapshot_epoch, upd.start_offset, _batches(upd)) == ("update", 0, 2, [(2, 2, 2, 2), (3, 3, 2, 1)])
     again.storage.close(again)  # type: ignore[union-attr]
 
 
@@ -204,4 +208,4 @@ def test_a_leader_move_of_the_state_partition_loads_the_coordinators_keys() -> N
     # the cadence goes on from the loaded count: one update was written, so the next write is a snapshot
     state.clock.advance(1)  # type: ignore[attr-defined]
     _ack(state, sp, "m", 2, 2, A.ACCEPT)
-    assert [(k, v.snapshot_epoch) for k, v in _records(state)] == [("snapshot", 1)]  # the rest pruned
+    assert [(k, v.snapshot_epoch) for k, v in _records(state)] == [("snapshot", 1), ("update", 1)]  # the rest pruned

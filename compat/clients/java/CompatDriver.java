@@ -1186,7 +1186,10 @@ public final class CompatDriver {
         String topic = "java-p100";
         createTopic(topic, 100, null);
         List<Future<RecordMetadata>> futures = new ArrayList<>();
-        try (KafkaProducer<byte[], byte[]> p = scenarioProducer()) {
+        // Kafka's first appends to 100 new partitions (their logs created as its metadata arrives) took more than
+        // the usual 20 s delivery timeout on a loaded CI machine: this scenario gives them a minute
+        try (KafkaProducer<byte[], byte[]> p = scenarioProducer(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 60_000,
+                                                                 ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, 30_000)) {
             for (int round = 0; round < 3; round++) {
                 for (int part = 0; part < 100; part++) {
                     futures.add(p.send(new ProducerRecord<>(topic, part, utf8("k" + part),
@@ -1195,7 +1198,7 @@ public final class CompatDriver {
             }
             p.flush();
             for (Future<RecordMetadata> f : futures) {
-                f.get(TIMEOUT_S, TimeUnit.SECONDS);
+                f.get(60, TimeUnit.SECONDS);
             }
         }
         List<TopicPartition> tps = new ArrayList<>();

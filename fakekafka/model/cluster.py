@@ -495,6 +495,9 @@ class ClusterState:
             # the new share coordinator loads its keys (snapshot epochs, update counts) from its replica; the
             # share-partitions, kept by their own partitions' leaders, go on as they were, as in Kafka
             self.share_state.load(partition)
+        elif partition.topic.name not in INTERNAL_TOPICS and old >= 0 and new != old:
+            # the new leader's share-partitions start from what was persisted, as Kafka's read the persister
+            self.share_state.leader_moved(partition.topic.name, partition.index)
         self.replicate(partition)
         self.notify(partition)
         if old < 0:  # markers that waited for this partition to be led again

@@ -23,7 +23,8 @@ topic does not grow without bound.
 snapshot, the updates after it laid over it), as Kafka's coordinator loads a partition it comes to lead;
 `load_all()` does it for every led partition at start from a data dir and gives each share group its
 share-partitions back: the persisted SPSO, every in-flight record AVAILABLE with its persisted delivery count
-(acquired ones come back available, as after a lock expiry) or ACKNOWLEDGED/ARCHIVED.
+(acquired ones come back available, as after a lock expiry) or ACKNOWLEDGED/ARCHIVED. `leader_moved` does the
+same for one topic partition whose leader moved, as Kafka's new share-partition leader reads the persister.
 """
 
 from __future__ import annotations
@@ -303,6 +304,27 @@ class ShareStateLog:
                     continue
                 group = c.shares.groups.setdefault(group_id, ShareGroup(group_id))
                 group.partitions[(t.name, index)] = self.share_partition(group_id, t.name, index, st)
+
+    def leader_moved(self, topic: str, index: int) -> None:
+        """A new leader of a topic partition: each share group's share-partition of it is initialized from its
+        persisted state, as Kafka's new leader reads the persister (what the old leader's members held comes back
+        available, their acknowledgements to it fail); one never written keeps its start offset with its
+        acquired records released."""
+        t = self.cluster.topics.get(topic)
+        if t is None:
+            return
+        shares = self.cluster.shares
+        for group in shares.groups.values():
+            sp = group.partitions.get((topic, index))
+            if sp is None:
+                continue
+            st = self.keys.get((group.group_id, t.topic_id, index))
+            if st is not None and st.start_offset >= 0:
+                group.partitions[(topic, index)] = self.share_partition(group.group_id, topic, index, st)
+            else:
+                for r in sp.records.values():
+                    if r.state == RecordState.ACQUIRED:
+                        r.state, r.member_id = RecordState.AVAILABLE, None
 
     @staticmethod
     def share_partition(group_id: str, topic: str, index: int, st: PersistedState) -> SharePartition:

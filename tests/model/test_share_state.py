@@ -209,3 +209,25 @@ def test_a_leader_move_of_the_state_partition_loads_the_coordinators_keys() -> N
     state.clock.advance(1)  # type: ignore[attr-defined]
     _ack(state, sp, "m", 2, 2, A.ACCEPT)
     assert [(k, v.snapshot_epoch) for k, v in _records(state)] == [("snapshot", 1), ("update", 1)]  # the rest pruned
+
+
+def test_a_leader_move_of_the_topic_partition_starts_its_share_partitions_from_the_persisted_state() -> None:
+    state = _cluster(brokers=3)
+    _produce(state, 3)
+    sp = _share(state)
+    _acquire(state, sp, "m", 3)
+    _ack(state, sp, "m", 0, 0, A.ACCEPT)
+    _ack(state, sp, "m", 1, 1, A.RELEASE)
+    p = state.partition("t", 0)
+    assert p is not None
+    old_leader = p.leader_id
+    state.kill_broker(old_leader)
+    assert p.leader_id not in (-1, old_leader)
+    moved = state.shares.groups["g"].partitions[("t", 0)]
+    assert moved is not sp
+    # what the old leader's member held is available again; its acknowledgement to the old state fails
+    assert [(o, moved.state_of(o).state, moved.state_of(o).delivery_count) for o in range(moved.start_offset, 3)] == [
+        (1, RecordState.AVAILABLE, 1), (2, RecordState.AVAILABLE, 0)]
+    assert moved.acknowledge("m", 2, 2, [A.ACCEPT], state.clock.now_ms(), 30_000, 5).name == "INVALID_RECORD_STATE"
+    assert _acquire(state, moved, "m2", 5) == [{"first_offset": 1, "last_offset": 1, "delivery_count": 2},
+                                                {"first_offset": 2, "last_offset": 2, "delivery_count": 1}]

@@ -57,7 +57,10 @@ from wire.primitives import ZERO_UUID, uvarint_bytes
 from wire.records import decode_batch
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from fakekafka.model.cluster import ClusterState, Partition
+    from wire.records import Record
 
 __all__ = ["OffsetsTopic", "offset_commit_key", "offset_commit_value", "decode_record"]
 
@@ -113,6 +116,15 @@ def batch_of(records: Records, now: int, producer_id: int = -1, producer_epoch: 
     after_crc = _BATCH_TAIL(0x10 if producer_id >= 0 else 0, len(records) - 1, now, now, producer_id, producer_epoch,
                             -1, len(records)) + body
     return _BATCH_HEAD(0, 9 + len(after_crc), -1, 2, crc32c.crc32c(after_crc)) + after_crc
+
+
+def keyed_records(partition: Partition) -> Iterator[Record]:
+    """The records with a key in the partition's leader log, in order, control batches left out: what a
+    coordinator whose records are not transactional (transactions, share state) loads."""
+    for batch in partition.log.batches:
+        rb = decode_batch(bytes(batch))
+        if not rb.header.is_control:
+            yield from (r for r in rb.records if r.key is not None)
 
 
 def _key(mod: Any, **fields: Any) -> bytes:

@@ -34,9 +34,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from fakekafka.model.offsets_topic import batch_of
+from fakekafka.model.offsets_topic import batch_of, keyed_records
 from fakekafka.model.share import RecordState, SharePartition, _InFlight
-from wire.records import decode_batch
 from wire.share_coordinator import share_snapshot, share_update
 
 if TYPE_CHECKING:
@@ -247,40 +246,34 @@ class ShareStateLog:
         """The keys of this partition rebuilt from its leader's log (the last snapshot of a key and the updates
         after it; a tombstone forgets it), replacing what the coordinator held for them."""
         found: dict[Key, PersistedState | None] = {}
-        for batch in partition.log.batches:
-            rb = decode_batch(bytes(batch))
-            if rb.header.is_control:
+        for r in keyed_records(partition):
+            offset = r.offset
+            try:
+                record_type, key, v = decode_share_record(r.key, r.value)
+            except Exception:  # noqa: BLE001 - a record Kafka's loader would not know: skipped
                 continue
-            for r in rb.records:
-                if r.key is None:
+            if v is None:
+                found[key] = None
+            elif record_type == share_snapshot.RECORD_TYPE:
+                old = found.get(key)
+                found[key] = PersistedState(
+                    v.start_offset, {o: (b.delivery_state, b.delivery_count) for b in v.state_batches
+                                     for o in range(b.first_offset, b.last_offset + 1)},
+                    snapshot_epoch=v.snapshot_epoch, state_epoch=v.state_epoch, leader_epoch=v.leader_epoch,
+                    create_ms=v.create_timestamp, snapshot_offset=offset,
+                    updates=0 if old is None or old.updates >= self.records_per_snapshot else old.updates)
+            else:
+                st = found.get(key)
+                if st is None:
                     continue
-                offset = r.offset
-                try:
-                    record_type, key, v = decode_share_record(r.key, r.value)
-                except Exception:  # noqa: BLE001 - a record Kafka's loader would not know: skipped
-                    continue
-                if v is None:
-                    found[key] = None
-                elif record_type == share_snapshot.RECORD_TYPE:
-                    old = found.get(key)
-                    found[key] = PersistedState(
-                        v.start_offset, {o: (b.delivery_state, b.delivery_count) for b in v.state_batches
-                                         for o in range(b.first_offset, b.last_offset + 1)},
-                        snapshot_epoch=v.snapshot_epoch, state_epoch=v.state_epoch, leader_epoch=v.leader_epoch,
-                        create_ms=v.create_timestamp, snapshot_offset=offset,
-                        updates=0 if old is None or old.updates >= self.records_per_snapshot else old.updates)
-                else:
-                    st = found.get(key)
-                    if st is None:
-                        continue
-                    for b in v.state_batches:
-                        for o in range(b.first_offset, b.last_offset + 1):
-                            st.view[o] = (b.delivery_state, b.delivery_count)
-                    if v.start_offset >= 0:
-                        st.start_offset = v.start_offset
-                    st.view = {o: s for o, s in st.view.items() if o >= st.start_offset}
-                    st.leader_epoch = max(st.leader_epoch, v.leader_epoch)
-                    st.updates += 1
+                for b in v.state_batches:
+                    for o in range(b.first_offset, b.last_offset + 1):
+                        st.view[o] = (b.delivery_state, b.delivery_count)
+                if v.start_offset >= 0:
+                    st.start_offset = v.start_offset
+                st.view = {o: s for o, s in st.view.items() if o >= st.start_offset}
+                st.leader_epoch = max(st.leader_epoch, v.leader_epoch)
+                st.updates += 1
         index = partition.index
         for key in [k for k in self.keys if self.partition_for(*k) == index]:
             del self.keys[key]

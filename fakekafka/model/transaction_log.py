@@ -21,9 +21,8 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Any
 
-from fakekafka.model.offsets_topic import batch_of
+from fakekafka.model.offsets_topic import batch_of, keyed_records
 from fakekafka.model.transactions import TransactionMetadata, TransactionState
-from wire.records import decode_batch
 from wire.txn_coordinator import transaction_log as txn_rec
 
 if TYPE_CHECKING:
@@ -110,18 +109,12 @@ class TransactionLog:
         wins; a tombstone forgets it), replacing what the coordinator held for them."""
         c = self.cluster
         latest: dict[str, Any] = {}
-        for batch in partition.log.batches:
-            rb = decode_batch(bytes(batch))
-            if rb.header.is_control:
+        for r in keyed_records(partition):
+            try:
+                tid, v = decode_transaction_record(r.key, r.value)
+            except Exception:  # noqa: BLE001 - a record Kafka's loader would not know: skipped
                 continue
-            for r in rb.records:
-                if r.key is None:
-                    continue
-                try:
-                    tid, v = decode_transaction_record(r.key, r.value)
-                except Exception:  # noqa: BLE001 - a record Kafka's loader would not know: skipped
-                    continue
-                latest[tid] = v
+            latest[tid] = v
         loaded: dict[str, TransactionMetadata] = {}
         for tid, v in latest.items():
             if v is None or STATE.get(v.transaction_status) in (None, TransactionState.DEAD):

@@ -849,8 +849,10 @@ def test_share_group_state_read_with_kafkas_formatter(cli: Cli) -> None:
     cli.create_topic("cli-sharestate", 1)
     group = f"cli-sharestate-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": cli.bootstrap})
+    # confluent-kafka prints a Uuid in standard base64; Kafka's Uuid.toString (hashed for the partition, printed by
+    # the formatter) is URL-safe
     topic_id = str(admin.describe_topics(confluent_kafka.TopicCollection(["cli-sharestate"]))["cli-sharestate"]
-                   .result(10).topic_id)
+                   .result(10).topic_id).replace("+", "-").replace("/", "_")
     partition = kafka_abs(java_string_hash(f"{group}:{topic_id}:0")) % 50
     resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
         ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])

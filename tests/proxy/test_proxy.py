@@ -3,6 +3,7 @@ every request once, replays with no difference, malformed frames, a vanishing up
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import socket
@@ -20,6 +21,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 import fakekafka
 from fakekafka.proxy import Proxy
 from fakekafka.proxy.observe import read_frames
+from fakekafka.proxy.replay import replay
 from fakekafka.recording import read_records
 from wire.protocol import decode_response, encode_request
 
@@ -100,10 +102,9 @@ def test_a_recording_holds_every_request_once_and_replays_without_difference(tmp
         produced = sum(r.records for r in records if r.api == "Produce")
         assert produced == 50
         assert "Produce" in proxy.summary_table()
-    # the same session against a fresh cluster of the same kind answers the same
-    import asyncio
-
-    from fakekafka.proxy.replay import replay
+    # the same session against a fresh cluster of the same kind answers the same (replay is imported with the
+    # module: importing it here, with librdkafka clients being finalised, once met CPython 3.11.7's "AST
+    # constructor recursion depth mismatch" in pytest's assertion rewriting)
     with fakekafka.Cluster(partitions=2) as fresh:
         report = asyncio.run(replay(str(rec), fresh.bootstrap_servers))
         assert report.requests == len(frames) and report.compared > 0
@@ -317,9 +318,6 @@ def test_sasl_passes_through_and_tls_reaches_the_upstream() -> None:
 def test_a_consumer_group_session_replays_without_difference(tmp_path: Path) -> None:
     """JoinGroup hands out member ids the replay must use in its later SyncGroup, Heartbeat, OffsetCommit and
     LeaveGroup: they are remapped, and the answers match."""
-    import asyncio
-
-    from fakekafka.proxy.replay import replay
     rec = tmp_path / "rec"
     with fakekafka.Cluster(partitions=2) as cluster, Proxy(cluster, record=rec, record_frames=True) as proxy:
         _produce(proxy.bootstrap_servers, "grouped", 20)

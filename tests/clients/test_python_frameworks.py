@@ -412,7 +412,8 @@ def test_quixstreams_restores_its_store_from_a_compacted_changelog(kafka: Cluste
                 ConfigEntry("log.cleaner.backoff.ms", "100", incremental_operation=AlterConfigOpType.SET)])
             alter(backoff)
             try:
-                kafka.wait_until(lambda: len(kafka.records(changelog)) < written, timeout=30,
+                # 60 s: on a loaded CI machine Kafka's restarted cleaner took more than 30 s to get to it
+                kafka.wait_until(lambda: len(kafka.records(changelog)) < written, timeout=60,
                                  message="Kafka's cleaner on the changelog")
             finally:
                 alter(ConfigResource(ResourceType.BROKER, node, incremental_configs=[

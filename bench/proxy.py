@@ -2,12 +2,14 @@
 direct connections, in front of Apache Kafka 4.4.0 and fakekafka, in the same run.
 
     python bench/proxy.py [--brokers kafka,fakekafka] [--records N] [--large-records N] [--repeat R]
-                          [--latency-requests N] [--json out.json] [--profile DIR]
+                          [--latency-requests N] [--compare DIR] [--json out.json] [--profile DIR]
 
 Each broker runs as a subprocess (bench/_peers.py), with a `fakekafka proxy` subprocess in front of it (as
 users run it: `fakekafka proxy --upstream HOST:PORT`). Every (repeat, record size, broker) cell creates a
 fresh single-partition topic and measures the direct path and the proxied path one after the other (the
-order alternates between repeats, so a drift in the machine's load hits both alike).
+order alternates between repeats, so a drift in the machine's load hits both alike). `--compare DIR` adds a
+third path, the proxy of another checkout (a worktree of main), in the same cells, each path first in turn:
+an A/B of two proxy versions under the same load.
 
 Throughput: bench/throughput.py's confluent-kafka producer and consumer, unchanged (acks=1, linger.ms=5,
 produce_batch; assign from offset 0), timed the same way; medians over the repeats.
@@ -162,6 +164,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="attach py-spy (pip install py-spy) to the proxy during each proxied phase; raw stacks go "
                          "to DIR and a top-functions table is printed (do not quote a profiled run's figures)")
     ap.add_argument("--profile-top", type=int, default=25)
+    ap.add_argument("--compare", metavar="DIR",
+                    help="also measure the proxy of another checkout (e.g. a worktree of main) as a third path, "
+                         "'base', in the same cells: an A/B of two proxy versions under the same load")
     ap.add_argument("--json", metavar="PATH", help="also write raw samples and medians as JSON")
     args = ap.parse_args(argv)
 
@@ -176,8 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(s) for s in args.sizes.split(",")]
     count = {s: (args.records if s <= 1024 else args.large_records) for s in sizes}
     phases = ("produce", "consume")
+    paths = PATHS + (("base",) if args.compare else ())
     # samples[kind][size][phase][path][metric]
-    samples: dict = {k: {s: {ph: {p: {"seconds": [], "broker_cpu": [], "proxy_cpu": []} for p in PATHS}
+    samples: dict = {k: {s: {ph: {p: {"seconds": [], "broker_cpu": [], "proxy_cpu": []} for p in paths}
                              for ph in phases} for s in sizes} for k in kinds}
     latency: dict = {}
     profiles: dict[str, list[str]] = {}
@@ -185,23 +191,27 @@ def main(argv: list[str] | None = None) -> int:
         os.makedirs(args.profile, exist_ok=True)
     brokers: dict[str, BrokerProcess] = {}
     proxies: dict[str, BrokerProcess] = {}
+    bases: dict[str, BrokerProcess] = {}
     try:
         for kind in kinds:
             brokers[kind] = start_broker(kind)
             proxies[kind] = start_broker("proxy", upstream=brokers[kind].bootstrap)
+            if args.compare:
+                bases[kind] = start_broker("proxy", upstream=brokers[kind].bootstrap, cwd=args.compare)
         for r in range(args.repeat):
             for size in sizes:
                 n = count[size]
                 for kind in kinds:
-                    b, px = brokers[kind], proxies[kind]
+                    b = brokers[kind]
                     line = f"[{r + 1}/{args.repeat}] {kind:9s} {size:>6d} B x {n}:"
-                    for path in (PATHS if r % 2 == 0 else PATHS[::-1]):
+                    for path in paths[r % len(paths):] + paths[:r % len(paths)]:  # each first in turn
+                        px = bases[kind] if path == "base" else proxies[kind]
                         bootstrap = b.bootstrap if path == "direct" else px.bootstrap
                         topic = f"bench-proxy-{size}-{r}-{path}-{uuid.uuid4().hex[:8]}"
                         _create_topic(b.bootstrap, topic, args.timeout)
                         for ph in phases:
                             spy = None
-                            if args.profile and path == "proxy":
+                            if args.profile and path != "direct":
                                 out = os.path.join(args.profile, f"proxy-{kind}-{ph}-{size}-{r}.txt")
                                 profiles.setdefault(f"{kind} {ph} {size} B", []).append(out)
                                 spy = PySpy(px.pid, out)
@@ -233,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
                       flush=True)
                 _delete_topic(b.bootstrap, topic, args.timeout)
     finally:
-        for p in proxies.values():
+        for p in [*proxies.values(), *bases.values()]:
             p.stop()
         for b in brokers.values():
             b.stop(grace=30)
@@ -253,9 +263,9 @@ def main(argv: list[str] | None = None) -> int:
             for size in sizes:
                 n = count[size]
                 cells = samples[kind][size][ph]
-                rate = {p: n / statistics.median(cells[p]["seconds"]) for p in PATHS}
+                rate = {p: n / statistics.median(cells[p]["seconds"]) for p in paths}
                 loss = 1 - rate["proxy"] / rate["direct"]
-                bcpu = {p: statistics.median(cells[p]["broker_cpu"]) for p in PATHS}
+                bcpu = {p: statistics.median(cells[p]["broker_cpu"]) for p in paths}
                 pcpu = statistics.median(cells["proxy"]["proxy_cpu"])
                 us_rec = statistics.median(c * t for c, t in zip(cells["proxy"]["proxy_cpu"],
                                                                  cells["proxy"]["seconds"], strict=True)) / n * 1e6
@@ -265,11 +275,20 @@ def main(argv: list[str] | None = None) -> int:
                 cpus = f"{bcpu['direct'] * 100:>6.0f}/{bcpu['proxy'] * 100:<6.0f}"
                 print(f"{kind:9s} {ph:8s} {label:>7s} | {rates} {loss * 100:>5.1f}% {'ok' if ok else 'MISS':>5s} | "
                       f"{cpus}  {pcpu * 100:>8.0f}% {us_rec:>12.2f}")
+                if args.compare:
+                    base_loss = 1 - rate["base"] / rate["direct"]
+                    base_us = statistics.median(c * t for c, t in zip(cells["base"]["proxy_cpu"],
+                                                                      cells["base"]["seconds"], strict=True)) / n * 1e6
+                    base_cpu = statistics.median(cells["base"]["proxy_cpu"])
+                    print(f"{'':9s} {'  base':8s} {label:>7s} | {'':>12s} {_fmt_rate(rate['base']):>12s} "
+                          f"{base_loss * 100:>5.1f}% {'ok' if base_loss <= GOAL_LOSS else 'MISS':>5s} | "
+                          f"{'':>6s}/{bcpu['base'] * 100:<6.0f}  {base_cpu * 100:>8.0f}% {base_us:>12.2f}")
                 result["throughput"].setdefault(kind, {}).setdefault(str(size), {})[ph] = {
                     **cells, "records_per_s": rate, "loss": loss, "goal_met": ok, "proxy_cpu_us_per_record": us_rec}
     print(f"loss: 1 - proxy rec/s / direct rec/s (goal <= {GOAL_LOSS:.0%}); broker CPU d/p: the broker's CPU use "
           f"direct / through the proxy, proxy CPU: the proxy process's (100 % = one core; {os.cpu_count()} CPUs "
-          "here, shared with the client); proxy us/rec: proxy CPU microseconds per record.")
+          "here, shared with the client); proxy us/rec: proxy CPU microseconds per record."
+          + (f" base: the proxy of {args.compare}, measured in the same cells." if args.compare else ""))
     if latency:
         print()
         hdr = (f"{'broker':9s} {'request':9s} | {'direct p50':>10s} {'p99':>7s} | {'proxy p50':>10s} {'p99':>7s} | "

@@ -23,7 +23,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-__all__ = ["BrokerProcess", "free_port", "kafka_available", "start_broker", "stop_all", "tansu_binary"]
+__all__ = ["BrokerProcess", "free_port", "kafka_available", "start_broker", "stop_all", "tansu_binary",
+           "tcprelay_binary"]
 
 HOST = "127.0.0.1"
 _live: list[BrokerProcess] = []
@@ -44,6 +45,25 @@ def tansu_binary() -> str | None:
     return shutil.which("tansu")
 
 
+def tcprelay_binary() -> str | None:
+    """bench/tcprelay built with `go build` into ~/.cache/fakekafka/bin (again when its source is newer); None
+    without Go or when the build fails (its output on stderr)."""
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tcprelay")
+    out = os.path.expanduser("~/.cache/fakekafka/bin/tcprelay")
+    newest = max(os.path.getmtime(os.path.join(src, f)) for f in os.listdir(src))
+    if os.access(out, os.X_OK) and os.path.getmtime(out) >= newest:
+        return out
+    go = shutil.which("go")
+    if go is None:
+        return None
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    done = subprocess.run([go, "build", "-o", out, "."], cwd=src, capture_output=True, text=True, timeout=300)
+    if done.returncode != 0:
+        print(f"building bench/tcprelay failed:\n{done.stderr}", file=sys.stderr)
+        return None
+    return out
+
+
 @dataclass
 class BrokerProcess:
     kind: str
@@ -54,6 +74,7 @@ class BrokerProcess:
     ready_line_s: float = float("nan")  # spawn -> the broker's "ready" line on stdout
     output: bytearray = field(default_factory=bytearray)
     on_stop: Callable[[], None] | None = None  # stops what the process alone does not (Kafka's data dirs)
+    relay_listener: int | None = None  # the RELAY listener's own port (start_broker's relay_port)
 
     @property
     def bootstrap(self) -> str:
@@ -118,6 +139,11 @@ def _command(kind: str, port: int, wrap: list[str] | None, upstream: str | None 
         cmd = [sys.executable, "-m", "fakekafka", "proxy", "--upstream", upstream, "--listen", f"{HOST}:{port}",
                "--log-level", "warning"]
         ready = b"fakekafka proxy ready:"
+    elif kind == "relay":
+        binary = tcprelay_binary()
+        if binary is None or upstream is None:
+            raise RuntimeError("a relay needs Go (to build bench/tcprelay) and its upstream's address")
+        cmd, ready = [binary, f"{HOST}:{port}", upstream], b"tcprelay ready:"
     elif kind == "fakekafka":
         cmd = [sys.executable, "-m", "fakekafka", "serve", "--host", HOST, "--port", str(port),
                "--log-level", "warning"]
@@ -155,18 +181,31 @@ def _drain(b: BrokerProcess) -> None:
 
 def start_broker(kind: str, *, timeout: float = 20.0, wrap: list[str] | None = None,
                  cwd: str | None = None, upstream: str | None = None,
-                 configs: dict[str, str] | None = None, args: list[str] | None = None) -> BrokerProcess:
-    """Spawns `kind` on a free port and returns once it has printed its ready line and accepts connections.
+                 configs: dict[str, str] | None = None, args: list[str] | None = None,
+                 port: int | None = None, relay_port: int | None = None) -> BrokerProcess:
+    """Spawns `kind` on a free port (or `port`) and returns once it has printed its ready line and accepts
+    connections.
 
-    `kind` "proxy" is `fakekafka proxy` in front of `upstream` (HOST:PORT). `wrap` prefixes the command (e.g.
+    `kind` "proxy" is `fakekafka proxy` in front of `upstream` (HOST:PORT), "relay" bench/tcprelay (a
+    byte-for-byte TCP relay) in front of it. `relay_port`: a fakekafka or kafka broker gets a second
+    plaintext listener, RELAY, which Metadata advertises at that port (`relay_listener` gives its own address,
+    for the relay to forward to). `wrap` prefixes the command (e.g.
     a profiler). `configs`: broker configs by Kafka's names, for fakekafka and kafka (the same settings on
     both); `args` go after fakekafka's own (e.g. `--data-dir DIR`). Raises RuntimeError (after stopping it)
     if the broker exits or is not ready within `timeout` seconds.
     """
     if kind == "kafka":
-        return _start_kafka(timeout, configs)
-    port = free_port()
+        return _start_kafka(timeout, configs, relay_port)
+    port = port or free_port()
     cmd, ready = _command(kind, port, wrap, upstream)
+    relay_listener = None
+    if relay_port is not None:
+        if kind != "fakekafka":
+            raise ValueError(f"a relay listener is for fakekafka and kafka, not {kind}")
+        relay_listener = free_port()
+        cmd += ["--listeners", f"PLAINTEXT://{HOST}:{port},RELAY://{HOST}:{relay_listener}",
+                "--advertised-listeners", f"PLAINTEXT://{HOST}:{port},RELAY://{HOST}:{relay_port}",
+                "--listener-security-protocol-map", "PLAINTEXT:PLAINTEXT,RELAY:PLAINTEXT"]
     if configs:
         if kind != "fakekafka":
             raise ValueError(f"configs are for fakekafka and kafka, not {kind}")
@@ -181,7 +220,7 @@ def start_broker(kind: str, *, timeout: float = 20.0, wrap: list[str] | None = N
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                             start_new_session=True, env=env, cwd=cwd)
-    b = BrokerProcess(kind, port, proc, t0)
+    b = BrokerProcess(kind, port, proc, t0, relay_listener=relay_listener)
     _live.append(b)
     fd = proc.stdout.fileno()  # type: ignore[union-attr]
     os.set_blocking(fd, False)
@@ -214,13 +253,15 @@ def kafka_available() -> bool:
     return kafka_lib() is not None
 
 
-def _start_kafka(timeout: float, configs: dict[str, str] | None = None) -> BrokerProcess:
+def _start_kafka(timeout: float, configs: dict[str, str] | None = None,
+                 relay_port: int | None = None) -> BrokerProcess:
     from fakekafka.apache_kafka import KafkaCluster
-    cluster = KafkaCluster(1, dict(configs or {}), timeout=max(timeout, 120))
+    relay = {"listeners": ("RELAY:PLAINTEXT",), "advertised": {"RELAY": [relay_port]}} if relay_port else {}
+    cluster = KafkaCluster(1, dict(configs or {}), timeout=max(timeout, 120), **relay)  # type: ignore[arg-type]
     t0 = time.perf_counter()
     cluster.start()
     b = BrokerProcess("kafka", int(cluster.bootstrap_servers.rsplit(":", 1)[1]), cluster.procs[0], t0,
-                      on_stop=cluster.stop)
+                      on_stop=cluster.stop, relay_listener=cluster.listener_ports["RELAY"][0] if relay_port else None)
     b.accept_s = b.ready_line_s = time.perf_counter() - t0
     _live.append(b)
     return b

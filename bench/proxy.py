@@ -2,14 +2,17 @@
 direct connections, in front of Apache Kafka 4.4.0 and fakekafka, in the same run.
 
     python bench/proxy.py [--brokers kafka,fakekafka] [--records N] [--large-records N] [--repeat R]
-                          [--latency-requests N] [--compare DIR] [--json out.json] [--profile DIR]
+                          [--latency-requests N] [--compare DIR] [--no-relay] [--json out.json] [--profile DIR]
 
 Each broker runs as a subprocess (bench/_peers.py), with a `fakekafka proxy` subprocess in front of it (as
 users run it: `fakekafka proxy --upstream HOST:PORT`). Every (repeat, record size, broker) cell creates a
 fresh single-partition topic and measures the direct path and the proxied path one after the other (the
 order alternates between repeats, so a drift in the machine's load hits both alike). `--compare DIR` adds a
 third path, the proxy of another checkout (a worktree of main), in the same cells, each path first in turn:
-an A/B of two proxy versions under the same load.
+an A/B of two proxy versions under the same load. The path "relay" (unless `--no-relay`, or without Go) is
+bench/tcprelay in front of the broker's second listener, which Metadata advertises at the relay: a
+byte-for-byte relay in Go that moves bytes with splice(2) and parses nothing, the floor of what one more TCP
+hop costs on this machine, whatever the proxy does.
 
 Throughput: bench/throughput.py's confluent-kafka producer and consumer, unchanged (acks=1, linger.ms=5,
 produce_batch; assign from offset 0), timed the same way; medians over the repeats.
@@ -41,7 +44,7 @@ sys.path.insert(0, HERE)
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from _peers import BrokerProcess, kafka_available, start_broker, stop_all  # noqa: E402
+from _peers import BrokerProcess, free_port, kafka_available, start_broker, stop_all, tcprelay_binary  # noqa: E402
 from throughput import (  # noqa: E402
     PySpy,
     _create_topic,
@@ -167,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--compare", metavar="DIR",
                     help="also measure the proxy of another checkout (e.g. a worktree of main) as a third path, "
                          "'base', in the same cells: an A/B of two proxy versions under the same load")
+    ap.add_argument("--no-relay", action="store_true",
+                    help="leave out the 'relay' path (bench/tcprelay, a byte-for-byte Go relay: the floor of a hop)")
     ap.add_argument("--json", metavar="PATH", help="also write raw samples and medians as JSON")
     args = ap.parse_args(argv)
 
@@ -181,7 +186,11 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(s) for s in args.sizes.split(",")]
     count = {s: (args.records if s <= 1024 else args.large_records) for s in sizes}
     phases = ("produce", "consume")
-    paths = PATHS + (("base",) if args.compare else ())
+    relay = not args.no_relay and tcprelay_binary() is not None
+    if not args.no_relay and not relay:
+        print("no Go to build bench/tcprelay: leaving the relay path out", file=sys.stderr)
+    extra = (("relay",) if relay else ()) + (("base",) if args.compare else ())
+    paths = PATHS + extra
     # samples[kind][size][phase][path][metric]
     samples: dict = {k: {s: {ph: {p: {"seconds": [], "broker_cpu": [], "proxy_cpu": []} for p in paths}
                              for ph in phases} for s in sizes} for k in kinds}
@@ -192,9 +201,14 @@ def main(argv: list[str] | None = None) -> int:
     brokers: dict[str, BrokerProcess] = {}
     proxies: dict[str, BrokerProcess] = {}
     bases: dict[str, BrokerProcess] = {}
+    relays: dict[str, BrokerProcess] = {}
     try:
         for kind in kinds:
-            brokers[kind] = start_broker(kind)
+            relay_port = free_port() if relay else None
+            brokers[kind] = start_broker(kind, relay_port=relay_port)
+            if relay_port is not None:
+                relays[kind] = start_broker("relay", port=relay_port,
+                                            upstream=f"127.0.0.1:{brokers[kind].relay_listener}")
             proxies[kind] = start_broker("proxy", upstream=brokers[kind].bootstrap)
             if args.compare:
                 bases[kind] = start_broker("proxy", upstream=brokers[kind].bootstrap, cwd=args.compare)
@@ -205,13 +219,13 @@ def main(argv: list[str] | None = None) -> int:
                     b = brokers[kind]
                     line = f"[{r + 1}/{args.repeat}] {kind:9s} {size:>6d} B x {n}:"
                     for path in paths[r % len(paths):] + paths[:r % len(paths)]:  # each first in turn
-                        px = bases[kind] if path == "base" else proxies[kind]
+                        px = {"base": bases, "relay": relays}.get(path, proxies)[kind]
                         bootstrap = b.bootstrap if path == "direct" else px.bootstrap
                         topic = f"bench-proxy-{size}-{r}-{path}-{uuid.uuid4().hex[:8]}"
                         _create_topic(b.bootstrap, topic, args.timeout)
                         for ph in phases:
                             spy = None
-                            if args.profile and path != "direct":
+                            if args.profile and path not in ("direct", "relay"):
                                 out = os.path.join(args.profile, f"proxy-{kind}-{ph}-{size}-{r}.txt")
                                 profiles.setdefault(f"{kind} {ph} {size} B", []).append(out)
                                 spy = PySpy(px.pid, out)
@@ -243,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
                       flush=True)
                 _delete_topic(b.bootstrap, topic, args.timeout)
     finally:
-        for p in [*proxies.values(), *bases.values()]:
+        for p in [*proxies.values(), *bases.values(), *relays.values()]:
             p.stop()
         for b in brokers.values():
             b.stop(grace=30)
@@ -275,19 +289,21 @@ def main(argv: list[str] | None = None) -> int:
                 cpus = f"{bcpu['direct'] * 100:>6.0f}/{bcpu['proxy'] * 100:<6.0f}"
                 print(f"{kind:9s} {ph:8s} {label:>7s} | {rates} {loss * 100:>5.1f}% {'ok' if ok else 'MISS':>5s} | "
                       f"{cpus}  {pcpu * 100:>8.0f}% {us_rec:>12.2f}")
-                if args.compare:
-                    base_loss = 1 - rate["base"] / rate["direct"]
-                    base_us = statistics.median(c * t for c, t in zip(cells["base"]["proxy_cpu"],
-                                                                      cells["base"]["seconds"], strict=True)) / n * 1e6
-                    base_cpu = statistics.median(cells["base"]["proxy_cpu"])
-                    print(f"{'':9s} {'  base':8s} {label:>7s} | {'':>12s} {_fmt_rate(rate['base']):>12s} "
-                          f"{base_loss * 100:>5.1f}% {'ok' if base_loss <= GOAL_LOSS else 'MISS':>5s} | "
-                          f"{'':>6s}/{bcpu['base'] * 100:<6.0f}  {base_cpu * 100:>8.0f}% {base_us:>12.2f}")
+                for other in extra:
+                    other_loss = 1 - rate[other] / rate["direct"]
+                    other_us = statistics.median(c * t for c, t in zip(
+                        cells[other]["proxy_cpu"], cells[other]["seconds"], strict=True)) / n * 1e6
+                    other_cpu = statistics.median(cells[other]["proxy_cpu"])
+                    print(f"{'':9s} {'  ' + other:8s} {label:>7s} | {'':>12s} {_fmt_rate(rate[other]):>12s} "
+                          f"{other_loss * 100:>5.1f}% {'ok' if other_loss <= GOAL_LOSS else 'MISS':>5s} | "
+                          f"{'':>6s}/{bcpu[other] * 100:<6.0f}  {other_cpu * 100:>8.0f}% {other_us:>12.2f}")
                 result["throughput"].setdefault(kind, {}).setdefault(str(size), {})[ph] = {
                     **cells, "records_per_s": rate, "loss": loss, "goal_met": ok, "proxy_cpu_us_per_record": us_rec}
     print(f"loss: 1 - proxy rec/s / direct rec/s (goal <= {GOAL_LOSS:.0%}); broker CPU d/p: the broker's CPU use "
           f"direct / through the proxy, proxy CPU: the proxy process's (100 % = one core; {os.cpu_count()} CPUs "
           "here, shared with the client); proxy us/rec: proxy CPU microseconds per record."
+          + (" relay: bench/tcprelay (Go, splice(2), parses nothing) in the same cells, the floor of a hop;"
+             " its CPU columns are the relay's." if relay else "")
           + (f" base: the proxy of {args.compare}, measured in the same cells." if args.compare else ""))
     if latency:
         print()

@@ -108,11 +108,13 @@ class KafkaCluster:
     def __init__(self, brokers: int = 1, configs: dict[str, str | None] | None = None, *, lib: Path | None = None,
                  java: str | None = None, heap: str = "512m", timeout: float = 120.0,
                  listeners: tuple[str, ...] = (), scram_users: dict[str, str] | None = None,
-                 log_dirs: int = 1) -> None:
+                 log_dirs: int = 1, advertised: dict[str, list[int]] | None = None) -> None:
         """`log_dirs`: how many log directories each node has (`log.dirs`: `node-N/dir-K` when several, between
         which AlterReplicaLogDirs moves replicas); `listeners`: more listeners by security protocol
         ("SASL_PLAINTEXT", "SASL_SSL", "SSL"), each named
-        after its protocol, beside PLAINTEXT (their ssl.*, sasl.* and JAAS settings come through `configs`);
+        after its protocol, beside PLAINTEXT (their ssl.*, sasl.* and JAAS settings come through `configs`), or
+        "NAME:PROTOCOL" for a listener of another name; `advertised`: ports Metadata gives for a listener's
+        nodes instead of its own (a relay in front of it, as bench/proxy.py's);
         `scram_users` are written at format time (kafka-storage --add-scram) for SCRAM-SHA-256 and -512."""
         if brokers < 1:
             raise ValueError("brokers must be at least 1")
@@ -147,6 +149,7 @@ class KafkaCluster:
             if value is None:
                 self.configs.pop(name, None)
         self.listeners = listeners
+        self.advertised = dict(advertised or {})
         self.scram_users = dict(scram_users or {})
         self.listener_ports: dict[str, list[int]] = {}
         self.dir: Path | None = None
@@ -185,8 +188,8 @@ class KafkaCluster:
         (self.dir / "log4j2.properties").write_text(LOG4J2)
         ports = _free_ports((2 + len(self.listeners)) * self.brokers)
         self.ports, self.controller_ports = ports[: self.brokers], ports[self.brokers:2 * self.brokers]
-        for k, name in enumerate(self.listeners):
-            self.listener_ports[name] = ports[(2 + k) * self.brokers:(3 + k) * self.brokers]
+        for k, listener in enumerate(self.listeners):
+            self.listener_ports[listener.split(":")[0]] = ports[(2 + k) * self.brokers:(3 + k) * self.brokers]
         voters = ",".join(f"{i + 1}@{HOST}:{p}" for i, p in enumerate(self.controller_ports))
         try:
             props = [self._node_properties(i, voters) for i in range(self.brokers)]
@@ -256,11 +259,12 @@ class KafkaCluster:
             "listeners": f"PLAINTEXT://{HOST}:{self.ports[i]},CONTROLLER://{HOST}:{self.controller_ports[i]}"
                          + "".join(f",{n}://{HOST}:{ports[i]}" for n, ports in self.listener_ports.items()),
             "advertised.listeners": f"PLAINTEXT://{HOST}:{self.ports[i]}"
-                                    + "".join(f",{n}://{HOST}:{ports[i]}" for n, ports in self.listener_ports.items()),
+                                    + "".join(f",{n}://{HOST}:{self.advertised.get(n, ports)[i]}"
+                                              for n, ports in self.listener_ports.items()),
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
-                                              + "".join(f",{n}:{n}" for n in self.listener_ports),
+                                              + "".join(f",{n}" if ":" in n else f",{n}:{n}" for n in self.listeners),
             "controller.quorum.voters": voters,
             "log.dirs": ",".join(map(str, dirs)),
             **self.configs,

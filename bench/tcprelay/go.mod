@@ -1,0 +1,3 @@
+module fakekafka/bench/tcprelay
+
+go 1.22

@@ -195,11 +195,20 @@ CLEANER_BACKOFF = {"log.cleaner.backoff.ms": "100"}
 compaction scenarios (compacted_topic_read_from_earliest) see it clean within a second. Static, so every cell
 sees the same DescribeConfigs (a scenario setting it dynamically would show in the other cells' answers)."""
 
+RETENTION_CHECKS = {"log.initial.task.delay.ms": "0", "log.retention.check.interval.ms": "100"}
+"""Set in both brokers' properties too: retention is checked from the start (Kafka's first check otherwise comes
+30 s after start: log.initial.task.delay.ms, an internal config Kafka then lists among the broker's configs) and
+every 100 ms instead of 5 minutes (log.retention.check.interval.ms, static), so the retention scenario
+(retention_leaves_readable) sees segments deleted within a second."""
+
+BROKER_PROPERTIES = {**CLEANER_BACKOFF, **RETENTION_CHECKS}
+"""Every property both compat brokers are started with beyond their defaults."""
+
 
 def start_fakekafka() -> Target:
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     cmd = [sys.executable, "-m", "fakekafka", "serve", "--host", HOST, "--port", "0", "--no-auto-create-topics",
-           "--log-level", "warning", *(a for k, v in CLEANER_BACKOFF.items() for a in ("--config", f"{k}={v}"))]
+           "--log-level", "warning", *(a for k, v in BROKER_PROPERTIES.items() for a in ("--config", f"{k}={v}"))]
     proc, m = _spawn(cmd, re.compile(rb"bootstrap\.servers=(\S+)"), 30, env=env)
     return Target("fakekafka", m.group(1).decode(), FAST, auto_create=False, stop=lambda: _kill(proc))
 
@@ -227,7 +236,7 @@ def start_kafka(brokers: int = 1) -> Target:
     """Real Kafka: the JVM process from Maven jars when installed, else a testcontainers container."""
     from compat.apache_kafka import KafkaCluster, KafkaUnavailable, kafka_lib
     if kafka_lib() is not None or brokers > 1:
-        cluster = KafkaCluster(brokers, dict(CLEANER_BACKOFF))
+        cluster = KafkaCluster(brokers, dict(BROKER_PROPERTIES))
         try:
             cluster.start()
         except KafkaUnavailable as e:

@@ -207,6 +207,7 @@ class KcatClient(Client):
     def fetch(self, topic: str, partition: int, offset: int, count: int, reset: str = "earliest",
               isolation: str | None = None) -> list[Rec]:
         extra = ["-X", f"isolation.level={isolation}"] if isolation else []
+        reset = {"none": "error"}.get(reset, reset)  # librdkafka's name for Kafka's "none"
         result = self.run("-C", "-t", topic, "-p", str(partition), "-o", str(offset), "-c", str(count), "-e",
                           "-X", f"auto.offset.reset={reset}", *extra, "-f", FMT, *FAST,
                           timeout=self.timing.fetch_s + 10)

@@ -29,7 +29,9 @@ A topic config not set on the topic reports the broker's value for its synonym (
 STATIC_BROKER_CONFIG when the broker was started with it set; min.insync.replicas is a cluster-level
 dynamic config, as on a new Kafka 4.1+ cluster), with the synonym chain in v1+: every layer that has a
 value, the one in force first, as Kafka's ConfigHelper lists them. Broker configs Kafka can change at run
-time are read_only=False. The broker resource "" is the cluster-wide level: only the configs set there.
+time are read_only=False. Kafka's internal broker configs (log.initial.task.delay.ms) are listed only when the
+broker was started with them set, as Kafka lists them. The broker resource "" is the cluster-wide level: only
+the configs set there.
 A resource described without error carries the error message "" (Kafka's).
 Behaviour: configs are listed in name order (Kafka's order is its hash map's). A BROKER_LOGGER resource lists
 the loggers with their effective levels (DYNAMIC_BROKER_LOGGER_CONFIG), a CLIENT_METRICS one its three configs
@@ -55,6 +57,7 @@ from fakekafka.model.config import (
     BROKER_CONFIGS,
     CLIENT_METRICS_CONFIGS,
     GROUP_CONFIGS,
+    INTERNAL_BROKER_CONFIGS,
     TOPIC_CONFIGS,
     ConfigSource,
     ConfigSpec,
@@ -136,11 +139,12 @@ def _broker_configs(ctx: RequestContext, keys: list[str] | None, synonyms: bool,
     out = []
     config = ctx.cluster.config
     own = config.dynamic_brokers.get(ctx.broker.node_id, {})
-    names = set(config.dynamic_defaults) if cluster_level else {*BROKER_CONFIGS, *own}
+    internal = {n for n in INTERNAL_BROKER_CONFIGS if n in config.overrides}  # Kafka lists these only when set
+    names = set(config.dynamic_defaults) if cluster_level else {*BROKER_CONFIGS, *own, *internal}
     for key in sorted(names):
         if keys is not None and key not in keys:
             continue
-        spec = BROKER_CONFIGS.get(key)
+        spec = BROKER_CONFIGS.get(key) or (INTERNAL_BROKER_CONFIGS.get(key) if key in internal else None)
         if spec is None:  # a name Kafka does not know, set dynamically: listed, its value hidden
             source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG if cluster_level else \
                 ConfigSource.DYNAMIC_BROKER_CONFIG

@@ -68,8 +68,9 @@ def kafka_abs(n: int) -> int:
 
 
 RETENTION_INITIAL_DELAY_MS = 30_000
-"""The first retention check comes this long after the cluster starts, then one every
-log.retention.check.interval.ms (Kafka's LogManager schedules it so: InitialTaskDelayMs, then the interval)."""
+"""By default the first retention check comes this long after the cluster starts, then one every
+log.retention.check.interval.ms (Kafka's LogManager schedules it so: log.initial.task.delay.ms, an internal
+broker config whose default this is, then the interval)."""
 
 
 class ApiError(Exception):
@@ -251,7 +252,8 @@ class ClusterState:
         self.storage: DataDir | None = None
         """The data dir the cluster's logs and metadata are kept in (fakekafka/storage.py); None: memory only."""
         self._change_listeners: list[Callable[[object], None]] = []
-        self._next_retention_check = self.clock.now_ms() + RETENTION_INITIAL_DELAY_MS
+        self._next_retention_check = self.clock.now_ms() + int(
+            self.config.value("log.initial.task.delay.ms")[0] or RETENTION_INITIAL_DELAY_MS)
         self._next_cleaner_run: dict[int, int] = {n: self.clock.now_ms() + self._cleaner_backoff(n)
                                                   for n in self.brokers}
         """node id -> when its log cleaner wakes next (it found nothing at start-up and backs off)."""

@@ -15,7 +15,8 @@ from enum import IntEnum
 from fakekafka.model.acl import STANDARD_AUTHORIZER
 
 __all__ = [
-    "AUTHORIZER_CONFIGS", "BROKER_CONFIGS", "CLIENT_METRICS_CONFIGS", "GROUP_CONFIGS", "TOPIC_CONFIGS",
+    "AUTHORIZER_CONFIGS", "BROKER_CONFIGS", "CLIENT_METRICS_CONFIGS", "GROUP_CONFIGS", "INTERNAL_BROKER_CONFIGS",
+    "TOPIC_CONFIGS",
     "BrokerConfig", "ConfigSource", "ConfigSpec", "ConfigType",
     "InvalidConfig", "known_broker_config",
 ]
@@ -281,9 +282,18 @@ AUTHORIZER_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
 """The StandardAuthorizer's own settings: Kafka passes them to the authorizer but does not list them among the
 broker's configs (DescribeConfigs leaves them out), so neither does fakekafka."""
 
+INTERNAL_BROKER_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
+    ConfigSpec("log.initial.task.delay.ms", _T.LONG, "30000", minimum=0),
+)}
+"""Broker configs Kafka defines as internal (ConfigDef.defineInternal, "for testing only"): accepted at start-up
+like any other, and listed by DescribeConfigs only when set (Kafka's ConfigHelper lists the originals a broker was
+started with beside its non-internal values: STATIC_BROKER_CONFIG, read-only, the default as a synonym).
+`log.initial.task.delay.ms`: how long after start LogManager's first retention check comes (then one every
+log.retention.check.interval.ms); the compat brokers set it to 0 so retention is seen within a second."""
+
 
 def _broker_default(name: str) -> str | None:
-    spec = BROKER_CONFIGS.get(name)
+    spec = BROKER_CONFIGS.get(name) or INTERNAL_BROKER_CONFIGS.get(name)
     if spec is not None:
         return spec.default
     # topic synonyms Kafka has at broker level but we don't list separately share the topic default
@@ -338,6 +348,8 @@ def known_broker_config(name: str) -> ConfigSpec | None:
         return BROKER_CONFIGS[name]
     if name in AUTHORIZER_CONFIGS:
         return AUTHORIZER_CONFIGS[name]
+    if name in INTERNAL_BROKER_CONFIGS:
+        return INTERNAL_BROKER_CONFIGS[name]
     for spec in TOPIC_CONFIGS.values():
         if spec.broker_synonym == name:
             return replace(spec, name=name, broker_synonym=None)

@@ -152,3 +152,29 @@ def test_min_insync_and_timestamp_type_take_effect_at_once(raw: RawClient) -> No
                                     ("message.timestamp.type", SET, "LogAppendTime")])]) == [(0, None)]
     answer = produce(-1)
     assert answer.error_code == ErrorCode.NONE and answer.log_append_time_ms > 1000
+
+
+def test_internal_broker_config_listed_only_when_set() -> None:
+    """log.initial.task.delay.ms, internal in Kafka (defineInternal): Kafka 4.4 lists it only when the broker
+    was started with it (a static config, read-only, its default 30000 as a synonym), never when unset."""
+    with fakekafka.Cluster(config={"log.initial.task.delay.ms": "0"}) as c:
+        client = RawClient(c.bootstrap_servers)
+        try:
+            assert _describe(client, BROKER, "1", "log.initial.task.delay.ms") == (
+                "0", 4, [("log.initial.task.delay.ms", "0", 4), ("log.initial.task.delay.ms", "30000", 5)])
+            r = client.request(DESCRIBE, 4, {"include_synonyms": False, "include_documentation": False, "resources": [
+                {"resource_type": BROKER, "resource_name": "1", "configuration_keys": None}]})
+            entry = next(e for e in r.results[0].configs if e.name == "log.initial.task.delay.ms")
+            assert (entry.read_only, entry.config_type, entry.is_sensitive) == (True, 5, False)
+        finally:
+            client.close()
+    with fakekafka.Cluster() as c:
+        client = RawClient(c.bootstrap_servers)
+        try:
+            assert _describe(client, BROKER, "1", "log.initial.task.delay.ms") is None
+            r = client.request(DESCRIBE, 4, {"include_synonyms": False, "include_documentation": False, "resources": [
+                {"resource_type": BROKER, "resource_name": "1", "configuration_keys": None}]})
+            assert r.results[0].error_code == 0 and r.results[0].configs
+            assert "log.initial.task.delay.ms" not in {e.name for e in r.results[0].configs}
+        finally:
+            client.close()

@@ -1,5 +1,5 @@
 """Retention on the cluster's clock: retention.ms and retention.bytes (and their broker synonyms) delete whole
-segments from the log start at the retention checks (30 s after start, then every
+segments from the log start at the retention checks (log.initial.task.delay.ms, 30 s, after start, then every
 log.retention.check.interval.ms), below the high watermark, only where cleanup.policy has "delete"; segments
 roll by segment.bytes and segment.ms as Kafka's LogSegment.shouldRoll decides."""
 
@@ -9,7 +9,7 @@ import pytest
 
 from fakekafka.model.clock import ManualClock
 from fakekafka.model.cluster import RETENTION_INITIAL_DELAY_MS, Broker, ClusterState, Partition
-from fakekafka.model.config import BrokerConfig, ConfigSource
+from fakekafka.model.config import BrokerConfig, ConfigSource, InvalidConfig
 from wire import ErrorCode
 from wire.records import build_batch
 
@@ -166,6 +166,33 @@ def test_broker_synonyms_and_check_interval() -> None:
     assert p.log.log_start_offset == 0
     _advance(c, clock, 1)  # the next check, 1 s later
     assert p.log.log_start_offset == 1
+
+
+def test_initial_task_delay_sets_the_first_check() -> None:
+    """log.initial.task.delay.ms (internal in Kafka, "for testing only") moves the first check: 0 makes it the
+    cluster's first tick, then every log.retention.check.interval.ms."""
+    c, clock = _cluster(**{"log.initial.task.delay.ms": "0", "log.retention.check.interval.ms": "100"})
+    t = c.create_topic("t", 1, configs={"retention.ms": "1000", "segment.ms": "1"})
+    p = t.partitions[0]
+    r = c.append(p, build_batch([{"value": b"old", "timestamp": clock.now_ms() - 2000}]))
+    assert r.error == ErrorCode.NONE
+    _produce(c, p, clock)  # a fresh record in a segment of its own
+    _advance(c, clock, 0)  # the first check, at start
+    assert (p.log.log_start_offset, p.log.log_end_offset) == (1, 2)
+    _advance(c, clock, 900)
+    _produce(c, p, clock)  # offset 2, so offset 1's segment is no longer the active one
+    _advance(c, clock, 100)  # the check 1000 ms in: offset 1 is 1000 ms old, not more
+    assert p.log.log_start_offset == 1
+    _advance(c, clock, 99)
+    assert p.log.log_start_offset == 1  # no check in between
+    _advance(c, clock, 1)  # the next, 100 ms later: 1100 ms old
+    assert p.log.log_start_offset == 2
+
+
+def test_initial_task_delay_refused_below_zero() -> None:
+    with pytest.raises(InvalidConfig, match="Invalid value -1 for configuration log.initial.task.delay.ms: "
+                                            "Value must be at least 0"):
+        BrokerConfig.from_properties({"log.initial.task.delay.ms": "-1"})
 
 
 def test_compacted_and_unreplicated_are_kept() -> None:

@@ -6,7 +6,14 @@ access, which Kafka 4.4 no longer advertises). State lives in fakekafka/model/sh
 The heartbeat and the group APIs go to the group's coordinator (NOT_COORDINATOR elsewhere); ShareFetch and
 ShareAcknowledge to each partition's leader (NOT_LEADER_OR_FOLLOWER with the current leader and its endpoint
 otherwise). A share session is a member's on one broker: epoch 0 opens it (acknowledgements are refused
-then), each later request carries the next epoch, -1 closes it (ShareFetch then only acknowledges).
+then), each later request carries the next epoch, -1 closes it (ShareFetch then only acknowledges); a
+ShareAcknowledge at epoch 0 is INVALID_SHARE_SESSION_EPOCH. Acknowledgements are refused as Kafka 4.4's
+share-partition refuses them, in its words (tests/handlers/test_share_acknowledge.py, compared with Kafka by
+raw requests): INVALID_REQUEST without words for a malformed batch or batches out of order, with words for one
+reaching past the records in flight; nothing done for one wholly below the share-partition start offset;
+INVALID_RECORD_STATE for records not acquired by the member, worded per in-flight batch (the new records one
+fetch acquired) or, once an acknowledgement took part of that batch, per offset; a refusal undoes the
+partition's earlier batches of the same request.
 A ShareFetch with nothing to acquire waits up to max_wait_ms for records (or for released or expired ones).
 The group config share.isolation.level bounds what a share-partition acquires: the high watermark under
 read_uncommitted (the default), the last stable offset under read_committed, where the batches of aborted
@@ -23,6 +30,7 @@ Deliberate differences from Kafka 4.4 (compat/KNOWN_DIFFERENCES.md, "Share group
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from typing import Any
 
 from construct import Container
@@ -149,25 +157,30 @@ def _resolve(ctx: RequestContext, topic_id: uuid.UUID, index: int) -> tuple[str 
 
 
 def _acknowledge(ctx: RequestContext, group_id: str, member_id: str, topic_id: uuid.UUID, index: int,
-                 batches: list[Any]) -> ErrorCode:
-    """Applies a partition's acknowledgement batches; the first error refuses the rest."""
+                 batches: list[Any]) -> tuple[ErrorCode, str | None]:
+    """Applies a partition's acknowledgement batches, all or none: the first refusal undoes the batches before
+    it, as Kafka's share-partition rolls its state back; the code and Kafka's words for it."""
     cluster = ctx.cluster
     name, partition, code = _resolve(ctx, topic_id, index)
     if code != ErrorCode.NONE or partition is None or name is None:
-        return code
+        return code, _message(code)
     sp = cluster.shares.share_partition(group_id, name, index, partition.log.log_start_offset,
                                         partition.log.high_watermark)
+    if any(b.first_offset <= a.last_offset for a, b in zip(batches, batches[1:], strict=False)):
+        return ErrorCode.INVALID_REQUEST, None  # out of order or overlapping: refused before the share-partition
     now = cluster.clock.now_ms()
+    before = {o: replace(r) for o, r in sp.records.items()}
     for b in batches:
         code = sp.acknowledge(member_id, b.first_offset, b.last_offset, list(b.acknowledge_types), now,
                               cluster.shares.lock_ms(group_id), cluster.shares.delivery_limit(group_id))
         if code != ErrorCode.NONE:
-            return code
+            sp.records = before
+            return code, sp.refusal
     # the acknowledged state, through the persister, as Kafka's leader writes it: before the SPSO moves past it
     cluster.share_state.write(sp)
     sp.advance_start(partition.log.log_start_offset)
     cluster.notify(sp)
-    return ErrorCode.NONE
+    return ErrorCode.NONE, None
 
 
 def _session_error(code: ErrorCode, v: int, extra: dict[str, Any]) -> dict[str, Any]:
@@ -193,7 +206,7 @@ def handle_share_fetch(ctx: RequestContext, req: Container) -> Any:
         return _session_error(code, v, lock_field)
     final = req.share_session_epoch == FINAL_EPOCH
     forgotten = {(t.topic_id, p) for t in req.forgotten_topics_data for p in t.partitions}
-    ack_codes: dict[tuple[uuid.UUID, int], ErrorCode] = {}
+    ack_codes: dict[tuple[uuid.UUID, int], tuple[ErrorCode, str | None]] = {}
     for t in req.topics:
         for p in t.partitions:
             key = (t.topic_id, p.partition_index)
@@ -224,9 +237,9 @@ def handle_share_fetch(ctx: RequestContext, req: Container) -> Any:
         for topic_id, index in ([] if final else session.partitions):
             name, partition, code = _resolve(ctx, topic_id, index)
             codes.append((partition, code))
-            ack = ack_codes.get((topic_id, index), ErrorCode.NONE)
+            ack, ack_message = ack_codes.get((topic_id, index), (ErrorCode.NONE, None))
             entry: dict[str, Any] = {"partition_index": index, "error_code": code, "error_message": _message(code),
-                                     "acknowledge_error_code": ack, "acknowledge_error_message": _message(ack),
+                                     "acknowledge_error_code": ack, "acknowledge_error_message": ack_message,
                                      "current_leader": _leader(ctx, partition, code),
                                      "records": b"", "acquired_records": []}
             if code == ErrorCode.NONE and partition is not None and name is not None:
@@ -253,11 +266,11 @@ def handle_share_fetch(ctx: RequestContext, req: Container) -> Any:
             if keep:
                 by_topic.setdefault(topic_id, []).append(entry)
         if final:
-            for (topic_id, index), ack in ack_codes.items():
+            for (topic_id, index), (ack, ack_message) in ack_codes.items():
                 _, partition, _ = _resolve(ctx, topic_id, index)
                 by_topic.setdefault(topic_id, []).append({
                     "partition_index": index, "error_code": ErrorCode.NONE, "error_message": None,
-                    "acknowledge_error_code": ack, "acknowledge_error_message": _message(ack),
+                    "acknowledge_error_code": ack, "acknowledge_error_message": ack_message,
                     "current_leader": _leader(ctx, partition, ack), "records": b"", "acquired_records": []})
         waiting = not timed_out and not total_records and not ack_codes and watched and req.max_wait_ms > 0
         if waiting:
@@ -274,8 +287,10 @@ def handle_share_acknowledge(ctx: RequestContext, req: Container) -> dict[str, A
     cluster = ctx.cluster
     cluster.share_state_topic()
     extra = {"acquisition_lock_timeout_ms": cluster.shares.lock_ms(req.group_id)} if ctx.version >= 2 else {}
-    if req.share_session_epoch == 0 or not req.member_id:
+    if not req.member_id:
         return _session_error(ErrorCode.INVALID_REQUEST, ctx.version, extra)
+    if req.share_session_epoch == 0:  # a ShareAcknowledge cannot open a session (Kafka 4.4's words: none)
+        return _session_error(ErrorCode.INVALID_SHARE_SESSION_EPOCH, ctx.version, extra)
     code, session = cluster.shares.session(ctx.broker.node_id, req.group_id, req.member_id,
                                            req.share_session_epoch)
     if code != ErrorCode.NONE or session is None:
@@ -284,12 +299,12 @@ def handle_share_acknowledge(ctx: RequestContext, req: Container) -> dict[str, A
     codes: list[tuple[Partition | None, ErrorCode]] = []
     for t in req.topics:
         for p in t.partitions:
-            code = _acknowledge(ctx, req.group_id, req.member_id, t.topic_id, p.partition_index,
-                                p.acknowledgement_batches)
+            code, message = _acknowledge(ctx, req.group_id, req.member_id, t.topic_id, p.partition_index,
+                                         p.acknowledgement_batches)
             _, partition, _ = _resolve(ctx, t.topic_id, p.partition_index)
             codes.append((partition, code))
             responses.setdefault(t.topic_id, []).append({
-                "partition_index": p.partition_index, "error_code": code, "error_message": _message(code),
+                "partition_index": p.partition_index, "error_code": code, "error_message": message,
                 "current_leader": _leader(ctx, partition, code)})
     if req.share_session_epoch == FINAL_EPOCH:
         cluster.shares.close_session(session)

@@ -109,6 +109,10 @@ class _InFlight:
     delivery_count: int = 0
     member_id: str | None = None
     deadline: int = 0
+    batch: int = -1
+    """The first offset of the records acquired with it (Kafka's in-flight batch); -1: none known."""
+    split: bool = False
+    """An acknowledgement took part of its in-flight batch (Kafka then tracks the batch's offsets one by one)."""
 
 
 @dataclass
@@ -123,6 +127,8 @@ class SharePartition:
     """SPEO: the first offset never acquired; offsets from it on are AVAILABLE with no delivery."""
     records: dict[int, _InFlight] = field(default_factory=dict)
     """In-flight offsets in [start_offset, end_offset) that have a state."""
+    refusal: str | None = field(default=None, compare=False, repr=False)
+    """Kafka's words for the last acknowledgement refused (acknowledge), None where Kafka gives none."""
 
     def state_of(self, offset: int) -> _InFlight:
         found = self.records.get(offset)
@@ -176,6 +182,7 @@ class SharePartition:
         # then new records, whole batches; transaction markers are acquired like records (the client skips them
         # and acknowledges them as gaps), as Kafka 4.4 does
         spans: list[dict[str, int]] = []
+        batch_start = self.end_offset  # the new records acquired here are one in-flight batch, as in Kafka
         while len(acquired) < max_records and self.end_offset < upper and self.in_flight() < max_locks:
             found = batches(self.end_offset)
             if not found:
@@ -196,7 +203,8 @@ class SharePartition:
                     if dropped:
                         self.records[offset] = _InFlight(RecordState.ARCHIVED)
                     else:
-                        self.records[offset] = _InFlight(RecordState.ACQUIRED, 1, member_id, now + lock_ms)
+                        self.records[offset] = _InFlight(RecordState.ACQUIRED, 1, member_id, now + lock_ms,
+                                                         batch=batch_start)
                         acquired.append((offset, 1))
                 self.end_offset = last + 1
                 progressed = True
@@ -242,22 +250,48 @@ class SharePartition:
 
     def acknowledge(self, member_id: str, first: int, last: int, types: list[int], now: int, lock_ms: int,
                     delivery_limit: int) -> ErrorCode:
-        """Applies one acknowledgement batch (one type for the range, or one per offset); refused whole with
-        INVALID_RECORD_STATE unless every offset is acquired by `member_id` (gaps excepted)."""
+        """Applies one acknowledgement batch (one type for the range, or one per offset), or refuses it whole,
+        as Kafka 4.4's SharePartition does: INVALID_REQUEST for a malformed batch or one reaching past the
+        records in flight, nothing done for one wholly below the SPSO (already acknowledged or archived),
+        INVALID_RECORD_STATE when no record is in flight or an offset asked for (gaps excepted) is not ACQUIRED
+        by `member_id`. `refusal` keeps Kafka's words for the refusal (None where Kafka gives none)."""
+        self.refusal = None
         if last < first or not types or (len(types) != 1 and len(types) != last - first + 1):
-            return ErrorCode.INVALID_REQUEST
+            return ErrorCode.INVALID_REQUEST  # refused by KafkaApis before the share-partition: no words
         if any(t not in AcknowledgeType._value2member_map_ for t in types):
+            return ErrorCode.INVALID_REQUEST
+        if last < self.start_offset:
+            return ErrorCode.NONE
+        if self.start_offset >= self.end_offset:  # nothing in flight
+            self.refusal = "Batch record not found. The request batch offsets are not found in the cache."
+            return ErrorCode.INVALID_RECORD_STATE
+        if first >= self.end_offset:
+            self.refusal = "Batch record not found. The first offset in request is past acquired records."
+            return ErrorCode.INVALID_REQUEST
+        if last >= self.end_offset:
+            self.refusal = "Batch record not found. The last offset in request is past acquired records."
             return ErrorCode.INVALID_REQUEST
 
         def kind(offset: int) -> int:
             return types[0] if len(types) == 1 else types[offset - first]
-        for offset in range(first, last + 1):
-            if kind(offset) == AcknowledgeType.GAP:
+        asked = [o for o in range(max(first, self.start_offset), last + 1) if kind(o) != AcknowledgeType.GAP]
+        for r in (self.state_of(o) for o in asked):
+            if r.state == RecordState.ACQUIRED and r.member_id == member_id:
                 continue
-            r = self.records.get(offset)
-            if r is None or r.state != RecordState.ACQUIRED or r.member_id != member_id:
-                return ErrorCode.INVALID_RECORD_STATE
-        for offset in range(first, last + 1):
+            if r.split:  # Kafka's words for an offset of a batch tracked offset by offset
+                self.refusal = "The offset cannot be acknowledged. The offset is not acquired." \
+                    if r.state != RecordState.ACQUIRED else "Member is not the owner of offset"
+            else:  # for a whole in-flight batch, whose owner is checked first
+                self.refusal = "The batch cannot be acknowledged. The batch is not in the acquired state." \
+                    if r.member_id is None else "Member is not the owner of batch record"
+            return ErrorCode.INVALID_RECORD_STATE
+        parts = {r.batch for o in asked if (r := self.records.get(o)) is not None and r.batch >= 0}
+        for b in parts:  # an acknowledgement of part of an in-flight batch splits it
+            of_batch = [o for o, r in self.records.items() if r.batch == b]
+            if min(of_batch) < first or max(of_batch) > last:
+                for o in of_batch:
+                    self.records[o].split = True
+        for offset in range(max(first, self.start_offset), last + 1):
             t = kind(offset)
             r = self.records.get(offset)
             if t == AcknowledgeType.GAP:

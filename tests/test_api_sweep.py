@@ -719,13 +719,15 @@ def _share_fetch(t: Target, v: int) -> dict[str, Any]:
 
 
 def _share_acknowledge(t: Target, v: int) -> dict[str, Any]:
-    """Offset 0 was never acquired by this member (the share-partition starts at the end): refused."""
+    """An offset past the log end, with nothing in flight (the share-partition starts at the end): refused,
+    INVALID_RECORD_STATE ("not found in the cache"), whether or not Kafka's share coordinator has initialized
+    the share-partition yet (offset 0, below the start of an initialized one, would be nothing to do)."""
     _share_member(t)
     t.send(78, 1, _share_fetch_body(t, 0))
     return {"group_id": SHARE_GROUP, "member_id": SHARE_MEMBER, "share_session_epoch": 1, "is_renew_ack": False,
             "topics": [{"topic_id": t.topic_ids[TOPIC], "partitions": [{"partition_index": 0,
                                                                          "acknowledgement_batches": [
-                {"first_offset": 0, "last_offset": 0, "acknowledge_types": [1]}]}]}]}
+                {"first_offset": 1000, "last_offset": 1000, "acknowledge_types": [1]}]}]}]}
 
 
 def _share_fetch_isolated(level: str) -> Callable[[Target, int], dict[str, Any]]:

@@ -47,6 +47,13 @@ def acks(client: Any, pairs: list[tuple[int, int]] | list[list[int]]) -> list[li
     return [list(p) for p in pairs]
 
 
+T0 = (int(time.time()) - 3600) * 1000
+"""The record time of scenarios that choose their records' timestamps: a whole second an hour before this run (the
+same for every cell of it). Recent, so within every broker's retention: the compat brokers check retention every
+100 ms (compat/brokers.py), and a timestamp days old on a topic with the default retention.ms (7 days) would see
+its segment deleted within a second."""
+
+
 def wait_for(fn: Callable[[], T], timeout: float, interval: float = 0.05) -> tuple[bool, T]:
     """Calls fn until it returns something true or `timeout` passes; (succeeded, last value)."""
     deadline = time.monotonic() + timeout

@@ -7,7 +7,7 @@ import random
 from typing import Any
 
 from compat.clients.base import Client, ClientError, Rec, Unsupported
-from compat.env import Env, acks, outcome_of, rows
+from compat.env import T0, Env, acks, outcome_of, rows
 from compat.scenarios.registry import Outcome, scenario
 
 __all__ = ["CODECS", "SAMPLES", "TIMESTAMPS", "ClientError", "Unsupported"]
@@ -26,7 +26,7 @@ SAMPLES = [
 ]
 """Keys and values null, empty and binary; headers empty-valued, repeated and non-ASCII (order matters)."""
 
-TIMESTAMPS = [1_700_000_000_000 + 1000 * i for i in range(5)]
+TIMESTAMPS = [T0 + 1000 * i for i in range(5)]  # recent: within retention (compat.env.T0)
 
 
 def _codec_records(codec: str) -> list[Rec]:

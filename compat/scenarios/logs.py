@@ -20,11 +20,9 @@ import time
 from typing import Any
 
 from compat.clients.base import Client, Rec, Unsupported
-from compat.env import Env, acks, outcome_of, wait_for
+from compat.env import T0, Env, acks, outcome_of, wait_for
 from compat.scenarios.registry import Outcome, scenario
 from fakekafka.model.cluster import ApiError
-
-T0 = 1_700_000_000_000
 
 
 def _offsets(recs: list[Rec]) -> list[int]:

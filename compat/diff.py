@@ -1,7 +1,7 @@
 """python -m compat diff: differential wire testing. Every compat scenario runs for every client twice, once
 against a reference broker (real Kafka) and once against the broker under test (fakekafka), each time
-through a recording relay (compat/relay.py); then the two request streams are aligned and the responses
-compared field by field, per (API, version).
+through a recording relay (compat/relay.py, on fakekafka's proxy); then the two request streams are aligned
+and the responses compared field by field, per (API, version).
 
     python -m compat diff [--broker kafka --broker fakekafka] [--client NAME ...] [--scenario PATTERN ...]
                           [--jobs N] [--out build/compat-diff]

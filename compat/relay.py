@@ -1,54 +1,51 @@
-"""A recording relay: a loopback listener in front of a Kafka broker that forwards every frame unchanged
-and records what went by, for `python -m compat diff`.
+"""The recording relay of `python -m compat diff`: fakekafka's proxy (fakekafka/proxy/server.py) in front of
+one broker, with what the diff adds on top.
 
     relay = RelayGroup()
-    bootstrap = relay.front("127.0.0.1:9092")   # "127.0.0.1:<relay port>"; give this to the client
+    bootstrap = relay.front("127.0.0.1:9092")   # the proxy's bootstrap listener; give this to the client
     relay.tag = "scenario-a"                     # every request read from now on carries this tag
     ...
     exchanges = relay.close()                    # [Exchange], in the order the requests arrived
 
-Per client connection the relay opens one upstream connection, reads each length-prefixed request frame,
-records it and forwards it; responses are read from upstream, matched to their request by correlation id
-(a Produce with acks=0 gets none: its exchange keeps `response=None`) and forwarded.
+The proxy forwards the frames unchanged and gives every upstream broker a listener, rewriting the broker
+addresses in Metadata, FindCoordinator and DescribeCluster answers, so that a client stays on the relay
+after its first Metadata. On top of it:
 
-So that a client keeps going through the relay after its first Metadata, the broker addresses in Metadata,
-FindCoordinator and DescribeCluster responses are rewritten (with the proxy's own walk,
-fakekafka/proxy/rewrite.py; acks=0 is read as the proxy reads it, fakekafka/proxy/frames.py): each upstream
-broker gets a listener of its own in this group (created the first time an answer names it), and the answer
-names that listener instead. With `caps` (API key -> (min, max) version), ApiVersions answers are narrowed
-to those ranges, so that a client asks the reference broker with the versions the broker under test serves and the two
-request streams can be paired (a newer ApiVersions request is refused here, as a broker without that version
-would), and with `features` (feature name -> the highest level the broker under test finalizes) so are the
-finalized features: a client that saw Kafka's transaction.version 2 where the broker under test finalizes
-less (`fakekafka serve --feature transaction.version=1`, or before it served version 2) speaks transactions
-v2 (KIP-890: partitions added by Produce v12+) over narrowed versions, which Kafka refuses. Only these responses are
-re-encoded (with `wire`); everything else passes as the bytes the broker
-sent. The recorded response is always the broker's original.
+- each request is recorded as it arrives (`ProxyServer.intercept`), tagged with the scenario running then;
+  its answer is filled in when the upstream gives it, the broker's own answer, before any rewriting (none:
+  Produce acks=0, or the connection closed first);
+- with `caps` (API key -> (min, max) version), ApiVersions answers are narrowed to those ranges
+  (`ProxyServer.answer_edits`), so that a client asks the reference broker with the versions the broker under
+  test serves and the two request streams can be paired; a newer ApiVersions request is answered here as a
+  broker without that version would (and marked `answered_by_relay`); with `features` (feature name -> the
+  highest level the broker under test finalizes) so are the finalized features: a client that saw Kafka's
+  transaction.version 2 where the broker under test finalizes less would speak transactions v2 (KIP-890:
+  partitions added by Produce v12+) over narrowed versions, which Kafka refuses;
+- connections the proxy closed for a reason (a malformed frame, an upstream it could not reach) are `errors`.
 
 A group is meant for one client session (one compat lane): its listeners see only that session's
-connections, so the recording is that session's traffic and nothing else. Its event loop runs on a
-thread of its own.
+connections, so the recording is that session's traffic and nothing else. Its proxy runs on a thread of its own.
 """
 
 from __future__ import annotations
 
-import asyncio
 import itertools
-import struct
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from fakekafka.proxy.frames import FrameError, produce_acks, read_request_head
-from fakekafka.proxy.rewrite import rewrite_addresses
-from wire.protocol import DecodeError, decode_request_header, decode_response, encode_response
+from fakekafka.embedded import LoopThread
+from fakekafka.proxy.frames import RequestHead
+from fakekafka.proxy.server import ProxyServer, _Exchange
+from fakekafka.server import RequestRecord
+from wire.protocol import encode_response
 
-__all__ = ["Exchange", "RelayGroup", "REWRITTEN_APIS"]
+__all__ = ["Exchange", "RelayGroup", "cap_versions"]
 
-HOST = "127.0.0.1"
-REWRITTEN_APIS = frozenset({3, 10, 60, 18})  # Metadata, FindCoordinator, DescribeCluster; ApiVersions (caps)
-_HEAD = struct.Struct(">hhi")
+API_VERSIONS = 18
+UNSUPPORTED_VERSION = 35
+_ERROR_EVENTS = ("connection_closed", "upstream_unreachable")
 
 
 @dataclass
@@ -66,16 +63,7 @@ class Exchange:
     response: bytes | None = None
     t_request: float = 0.0
     t_response: float = 0.0
-    upstream: str = ""  # host:port of the broker it went to
     meta: dict[str, Any] = field(default_factory=dict)
-
-
-def _no_response(ex: Exchange) -> bool:
-    """A Produce request with acks=0: the broker sends nothing back."""
-    try:
-        return produce_acks(ex.request, read_request_head(ex.request)) == 0
-    except FrameError:
-        return False
 
 
 def cap_versions(body: Any, caps: dict[int, tuple[int, int]], features: dict[str, int] | None = None) -> bool:
@@ -108,17 +96,8 @@ def cap_versions(body: Any, caps: dict[int, tuple[int, int]], features: dict[str
     return changed
 
 
-async def _read_frame(reader: asyncio.StreamReader) -> bytes | None:
-    try:
-        head = await reader.readexactly(4)
-        (n,) = struct.unpack(">i", head)
-        return await reader.readexactly(n)
-    except (asyncio.IncompleteReadError, ConnectionError):
-        return None
-
-
 class RelayGroup:
-    """The listeners of one session, one per upstream broker, and what went through them."""
+    """A proxy in front of one session's broker, and what went through it."""
 
     def __init__(self, tag: str = "", caps: dict[int, tuple[int, int]] | None = None,
                  features: dict[str, int] | None = None) -> None:
@@ -126,28 +105,29 @@ class RelayGroup:
         self.caps = caps
         self.features = features
         self.exchanges: list[Exchange] = []
-        self._lock = threading.Lock()
-        self._conn_ids = itertools.count(1)
-        self._seq = itertools.count(1)
-        self._listeners: dict[tuple[str, int], asyncio.Future[tuple[str, int]]] = {}
-        self._servers: list[asyncio.AbstractServer] = []
-        self._writers: set[asyncio.StreamWriter] = set()
-        self._tasks: set[asyncio.Task[Any]] = set()
         self.errors: list[str] = []
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, name="compat-relay", daemon=True)
-        self._thread.start()
+        self._lock = threading.Lock()
+        self._conn_ids: dict[str, int] = {}
+        self._seq = itertools.count(1)
+        self._server: ProxyServer | None = None
+        self._thread: LoopThread | None = None
         self._closed = False
 
-    # --- API (any thread but the loop's) ---------------------------------------------------------------
+    # --- API (any thread but the proxy's) ----------------------------------------------------------------
     def front(self, bootstrap: str) -> str:
-        """A bootstrap string naming this group's listeners in front of each address of `bootstrap`."""
-        out = []
-        for addr in bootstrap.split(","):
-            host, port = addr.rsplit(":", 1)
-            h, p = asyncio.run_coroutine_threadsafe(self._listener(host, int(port)), self.loop).result(10)
-            out.append(f"{h}:{p}")
-        return ",".join(out)
+        """Starts the proxy in front of `bootstrap`; returns its bootstrap address, to give to the client."""
+        if self._server is not None:
+            raise RuntimeError("a relay group fronts one broker")
+        server = ProxyServer(bootstrap)
+        server.intercept = self._arrived
+        if self.caps is not None:
+            server.answer_edits[API_VERSIONS] = self._narrow
+        server.add_request_listener(self._answered)
+        server.bind()
+        self._thread = LoopThread("compat-relay").start()
+        self._thread.submit(server.start()).result(10)
+        self._server = server
+        return server.bootstrap_servers
 
     def snapshot(self) -> list[Exchange]:
         with self._lock:
@@ -155,16 +135,15 @@ class RelayGroup:
 
     def close(self) -> list[Exchange]:
         """Stops listening, closes every connection; returns the exchanges in request order."""
-        if not self._closed:
+        if not self._closed and self._thread is not None and self._server is not None:
             self._closed = True
+            server = self._server
+            self.errors += [f"{e.kind}: {e.details}" for e in list(server.events) if e.kind in _ERROR_EVENTS]
             try:
-                asyncio.run_coroutine_threadsafe(self._shutdown(), self.loop).result(10)
+                self._thread.submit(server.stop()).result(30)
             except Exception as e:  # noqa: BLE001 - closing is best effort
                 self.errors.append(f"shutdown: {type(e).__name__}: {e}")
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self._thread.join(10)
-            if not self._thread.is_alive():
-                self.loop.close()
+            self._thread.stop()
         return self.snapshot()
 
     def __enter__(self) -> RelayGroup:
@@ -173,148 +152,37 @@ class RelayGroup:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # --- inside the loop ------------------------------------------------------------------------------
-    async def _listener(self, host: str, port: int) -> tuple[str, int]:
-        key = (host, port)
-        fut = self._listeners.get(key)
-        if fut is None:
-            fut = self.loop.create_future()
-            self._listeners[key] = fut
-            try:
-                server = await asyncio.start_server(
-                    lambda r, w, up=key: self._serve(r, w, up), HOST, 0)
-                self._servers.append(server)
-                fut.set_result(server.sockets[0].getsockname()[:2])
-            except Exception as e:
-                fut.set_exception(e)
-                del self._listeners[key]
-                raise
-        return await asyncio.shield(fut)
-
-    def _mapped(self, host: str, port: int) -> tuple[str, int]:
-        fut = self._listeners.get((host, port))
-        if fut is not None and fut.done() and not fut.exception():
-            return fut.result()
-        raise LookupError((host, port))
-
-    async def _serve(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter,
-                     upstream: tuple[str, int]) -> None:
-        conn = next(self._conn_ids)
-        task = asyncio.current_task()
-        if task is not None:
-            self._tasks.add(task)
-        self._writers.add(client_w)
-        up_w: asyncio.StreamWriter | None = None
-        try:
-            up_r, up_w = await asyncio.open_connection(*upstream)
-            self._writers.add(up_w)
-            pending: dict[int, Exchange] = {}
-            back = asyncio.ensure_future(self._responses(up_r, client_w, pending))
-            self._tasks.add(back)
-            try:
-                while True:
-                    frame = await _read_frame(client_r)
-                    if frame is None:
-                        break
-                    ex = self._record_request(conn, frame, upstream)
-                    refusal = self._refuse(ex)
-                    if refusal is not None:  # answered here: the broker never sees it
-                        client_w.write(len(refusal).to_bytes(4, "big") + refusal)
-                        await client_w.drain()
-                        continue
-                    if ex is not None and not _no_response(ex):
-                        pending[ex.correlation_id] = ex
-                    up_w.write(len(frame).to_bytes(4, "big") + frame)
-                    await up_w.drain()
-                if pending:  # let the broker answer what is in flight (the client may have half-closed)
-                    await asyncio.wait([back], timeout=2)
-            finally:
-                back.cancel()
-                self._tasks.discard(back)
-        except asyncio.CancelledError:
-            pass
-        except (ConnectionError, OSError) as e:
-            self.errors.append(f"connection {conn} to {upstream}: {type(e).__name__}: {e}")
-        finally:
-            for w in (client_w, up_w):
-                if w is not None:
-                    self._writers.discard(w)
-                    w.close()
-            if task is not None:
-                self._tasks.discard(task)
-
-    def _refuse(self, ex: Exchange | None) -> bytes | None:
-        """An ApiVersions request newer than the caps is answered as a broker without that version answers it
-        (UNSUPPORTED_VERSION in v0, with its own ApiVersions range: KIP-511), so the client retries with a
-        version both brokers speak; the exchange is marked `answered_by_relay` and left out of comparisons."""
-        if ex is None or self.caps is None or ex.api_key != 18 or 18 not in self.caps:
-            return None
-        lo, hi = self.caps[18]
-        if ex.api_version <= hi:
-            return None
-        ex.meta["answered_by_relay"] = True
-        body = {"error_code": 35, "api_keys": [{"api_key": 18, "min_version": lo, "max_version": hi}]}
-        ex.response = encode_response(18, 0, ex.correlation_id, body)[4:]
-        return ex.response
-
-    def _record_request(self, conn: int, frame: bytes, upstream: tuple[str, int]) -> Exchange | None:
-        if len(frame) < _HEAD.size:
-            return None
-        api_key, version, corr = _HEAD.unpack_from(frame)
-        client_id = None
-        try:
-            client_id = decode_request_header(frame)[0].client_id
-        except DecodeError:
-            pass
-        ex = Exchange(conn, 0, self.tag, api_key, version, corr, client_id, bytes(frame), None, time.time(),
-                      upstream=f"{upstream[0]}:{upstream[1]}")
+    # --- the proxy's hooks, on its loop -------------------------------------------------------------------
+    def _arrived(self, head: RequestHead, frame: memoryview, connection: str) -> tuple[Exchange, bytes | None]:
+        """Records the request with the tag of now; answers an ApiVersions newer than the caps itself."""
+        conn = self._conn_ids.setdefault(connection, len(self._conn_ids) + 1)
+        ex = Exchange(conn, 0, self.tag, head.api_key, head.api_version, head.correlation_id, head.client_id,
+                      bytes(frame), None, time.time())
         with self._lock:
             ex.seq = next(self._seq)
             self.exchanges.append(ex)
-        return ex
+        return ex, self._refuse(ex)
 
-    async def _responses(self, up_r: asyncio.StreamReader, client_w: asyncio.StreamWriter,
-                         pending: dict[int, Exchange]) -> None:
-        while True:
-            frame = await _read_frame(up_r)
-            if frame is None:
-                client_w.close()
-                return
-            out = frame
-            if len(frame) >= 4:
-                corr = int.from_bytes(frame[:4], "big", signed=True)
-                ex = pending.pop(corr, None)
-                if ex is not None:
-                    ex.response = bytes(frame)
-                    ex.t_response = time.time()
-                    if ex.api_key in REWRITTEN_APIS:
-                        out = await self._rewrite(ex, frame)
-            client_w.write(len(out).to_bytes(4, "big") + out)
-            await client_w.drain()
+    def _refuse(self, ex: Exchange) -> bytes | None:
+        """An ApiVersions request newer than the caps is answered as a broker without that version answers it
+        (UNSUPPORTED_VERSION in v0, with its own ApiVersions range: KIP-511), so the client retries with a
+        version both brokers speak; the exchange is marked `answered_by_relay` and left out of comparisons."""
+        if self.caps is None or ex.api_key != API_VERSIONS or API_VERSIONS not in self.caps:
+            return None
+        lo, hi = self.caps[API_VERSIONS]
+        if ex.api_version <= hi:
+            return None
+        ex.meta["answered_by_relay"] = True
+        body = {"error_code": UNSUPPORTED_VERSION,
+                "api_keys": [{"api_key": API_VERSIONS, "min_version": lo, "max_version": hi}]}
+        return encode_response(API_VERSIONS, 0, ex.correlation_id, body)
 
-    async def _rewrite(self, ex: Exchange, frame: bytes) -> bytes:
-        try:
-            corr, body = decode_response(ex.api_key, ex.api_version, frame)
-        except DecodeError as e:
-            self.errors.append(f"cannot decode {ex.api_key} v{ex.api_version} to rewrite it: {e}")
-            return frame
-        if ex.api_key == 18:
-            if self.caps is None or body.error_code != 0 or not cap_versions(body, self.caps, self.features):
-                return frame
-            return encode_response(ex.api_key, ex.api_version, corr, body)[4:]
-        addresses: set[tuple[str, int]] = set()
-        rewrite_addresses(body, lambda _node, h, p: (addresses.add((h, p)), (h, p))[1])
-        for h, p in addresses:
-            await self._listener(h, p)
-        if not rewrite_addresses(body, lambda _node, h, p: self._mapped(h, p)):
-            return frame
-        return encode_response(ex.api_key, ex.api_version, corr, body)[4:]
+    def _narrow(self, _head: RequestHead, body: Any) -> bool:
+        return body.error_code == 0 and cap_versions(body, self.caps or {}, self.features)
 
-    async def _shutdown(self) -> None:
-        for s in self._servers:
-            s.close()
-        for w in list(self._writers):
-            w.close()
-        for t in list(self._tasks):
-            t.cancel()
-        await asyncio.sleep(0)
+    def _answered(self, _record: RequestRecord, exchange: _Exchange) -> None:
+        """The broker's own answer (or, for a request answered here, the answer sent) goes on the exchange."""
+        ex = exchange.note
+        if isinstance(ex, Exchange):
+            ex.response = exchange.upstream_response_frame or exchange.response_frame
+            ex.t_response = time.time()

@@ -1,7 +1,7 @@
-"""`python -m compat diff` (compat/diff.py, compat/relay.py): the relay, the normaliser and the aligner on
-their own (fakekafka in process, hand-made exchanges: no Kafka needed), then the whole tool over the compat
-scenarios against real Apache Kafka (skipped where its jars are not installed), which fails on a differing
-response field that compat/KNOWN_DIFFERENCES.md does not list under "Wire fields".
+"""`python -m compat diff` (compat/diff.py, compat/relay.py): the relay (on the proxy's hooks), the normaliser
+and the aligner on their own (fakekafka in process, hand-made exchanges: no Kafka needed), then the whole tool
+over the compat scenarios against real Apache Kafka (skipped where its jars are not installed), which fails on a
+differing response field that compat/KNOWN_DIFFERENCES.md does not list under "Wire fields".
 """
 
 from __future__ import annotations
@@ -95,15 +95,17 @@ def test_relay_forwards_records_and_rewrites_addresses() -> None:
                 {18: (0, 3), 3: (0, 12), 0: (3, 9)}
             raw.send(3, 12, {"topics": [{"name": "t"}], "allow_auto_topic_creation": False})
             _, md = raw.receive(3, 12)
-            host, port = front.rsplit(":", 1)
-            assert [(b.host, b.port) for b in md.brokers] == [(host, int(port))]
+            # the broker is named at a listener of the relay's own (the proxy's: one per upstream broker)
+            upstream_port = int(kafka.bootstrap_servers.rsplit(":", 1)[1])
+            assert [b.host for b in md.brokers] == [front.rsplit(":", 1)[0]] and md.brokers[0].port != upstream_port
+            raw.close()
+            raw = Raw(f"{md.brokers[0].host}:{md.brokers[0].port}")
             relay.tag = "second"
             raw.send(0, 9, _produce("t", 0))           # acks=0: no answer
             corr = raw.send(0, 9, _produce("t", 1))
             got, resp = raw.receive(0, 9)
             assert got == corr and resp.responses[0].partition_responses[0].base_offset == 1
             raw.close()
-            time.sleep(0.2)
         finally:
             exchanges = relay.close()
     assert exchanges[0].meta["answered_by_relay"]
@@ -111,9 +113,10 @@ def test_relay_forwards_records_and_rewrites_addresses() -> None:
     assert [(e.tag, e.api_key) for e in exchanges] == [("first", 18), ("first", 3), ("second", 0), ("second", 0)]
     assert exchanges[2].response is None and exchanges[3].response is not None
     assert all(e.client_id == "raw" for e in exchanges)
+    assert [e.conn for e in exchanges] == [1, 1, 2, 2]
     # what is recorded is the broker's own answer, not the rewritten one
     _, md = wire.decode_response(3, 12, exchanges[1].response)
-    assert md.brokers[0].port == int(kafka.bootstrap_servers.rsplit(":", 1)[1])
+    assert md.brokers[0].port == upstream_port
     _, av = wire.decode_response(18, 3, exchanges[0].response)
     assert len(av.api_keys) > 3
     assert not relay.errors

@@ -25,6 +25,10 @@ answer up to its top-level tagged fields, which are held and their node endpoint
 already announced (fakekafka/proxy/stream.py). Other frames are assembled first (a large one received
 straight into its own buffer).
 
+Hooks for a layer on top (compat's recording relay, compat/relay.py): `intercept` sees every request as it
+arrives, may answer it itself and attaches a note that request listeners get with the exchange;
+`answer_edits` edits the decoded answers of chosen APIs (decoded for it only). Unset, they cost a check each.
+
 Backpressure both ways: a client that does not read its answers stops the proxy reading that connection's
 upstream (and, with 64 requests waiting, reading the client); a slow upstream stops the proxy reading the
 client. A malformed frame from either side closes that pair of connections with a log line.
@@ -55,7 +59,7 @@ from fakekafka.server import RequestRecord
 from wire import DecodeError, ErrorCode
 from wire.protocol import decode_response, encode_response, parse_body, request_struct
 
-__all__ = ["ProxyEvent", "ProxyServer", "Upstream"]
+__all__ = ["AnswerEdit", "Intercept", "ProxyEvent", "ProxyServer", "Upstream"]
 
 log = logging.getLogger("fakekafka.proxy")
 _SIZE = struct.Struct(">i")
@@ -69,6 +73,15 @@ _CORK: int | None = getattr(socket, "TCP_CORK", None)
 """Linux's TCP_CORK (None elsewhere: nothing is corked)."""
 BOOTSTRAP = -1
 """The node id faults and records give the bootstrap listener's connections."""
+
+Intercept = Callable[["RequestHead", memoryview, str], tuple[Any, "bytes | None"]]
+"""(request header, request frame without its size prefix, the client connection) -> (note, answer), called
+as each request arrives: the note is given to request listeners with the request's exchange
+(`exchange.note`); an answer (a whole frame, size prefix included) goes to the client instead of forwarding
+the request, and no fault rule is taken for it."""
+AnswerEdit = Callable[["RequestHead", Any], bool]
+"""(request header, the upstream's decoded answer) -> whether it edited the answer in place; an edited answer
+is re-encoded for the client (listeners still see the upstream's own in `exchange.upstream_response_frame`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +128,8 @@ class _Slot:
     """A streamed request's size (`whole` holds its header only)."""
     answer_size: int | None = None
     """A streamed answer's size as sent, size prefix excluded."""
+    note: Any = None
+    """What `ProxyServer.intercept` attached to the request."""
 
     @property
     def frame(self) -> memoryview:
@@ -178,6 +193,11 @@ class ProxyServer:
         self._tasks: set[asyncio.Task[Any]] = set()
         self.software: dict[str, tuple[str | None, str | None]] = {}
         """Client software name and version per connection, from its ApiVersions (recordings only)."""
+        self.intercept: Intercept | None = None
+        """Sees each request as it arrives (see `Intercept`); set, large requests are no longer streamed."""
+        self.answer_edits: dict[int, AnswerEdit] = {}
+        """API key -> an edit of that API's answers (see `AnswerEdit`); those answers are decoded and never
+        streamed."""
 
     # --- lifecycle ------------------------------------------------------------------------------------------
     @property
@@ -327,6 +347,7 @@ class ProxyServer:
         else:
             log.warning("client %s: no upstream reachable for broker %s (%s); closing", pair.peer,
                         pair._node_text(), last_error)
+            self.event("upstream_unreachable", client=pair.peer, broker=listener.node_id, error=str(last_error))
             pair.close(None)
             return
         if pair.closed:  # the client left (or the listener closed) meanwhile
@@ -388,6 +409,11 @@ class _Exchange:
     """Identifies the client connection (peer address and the listener's node) for replays."""
     streamed_sizes: tuple[int | None, int | None] = (None, None)
     """The request's and the answer's sizes when they were passed on while arriving (not held here)."""
+    note: Any = None
+    """What `ProxyServer.intercept` attached to the request."""
+    upstream_view: memoryview | None = None
+    """The answer as the upstream sent it, size prefix excluded; None: the upstream sent none (answered by the
+    proxy, acks=0, or passed on while it arrived)."""
     _request: bytes | None = None
     _response: bytes | None = None
 
@@ -413,6 +439,11 @@ class _Exchange:
         if self._response is None and self.response_views is not None:
             self._response = b"".join(self.response_views)
         return self._response
+
+    @property
+    def upstream_response_frame(self) -> bytes | None:
+        """The upstream's own answer, before any rewriting or edit (None: it sent none)."""
+        return None if self.upstream_view is None else bytes(self.upstream_view)
 
 
 class _Frames:
@@ -801,6 +832,7 @@ class _Pair:
         self.closed = True
         if reason:
             log.info("client %s (broker %s): %s; closing", self.peer, self._node_text(), reason)
+            self.proxy.event("connection_closed", client=self.peer, broker=self.node_id, reason=reason)
         self.client.frames.stopped = True
         for side in (self.client, self.upstream):
             if side is not None and side.transport is not None:
@@ -836,8 +868,11 @@ class _Pair:
         except FrameError as e:
             self.close(f"malformed request: {e}")
             return
+        note = local = None
+        if proxy.intercept is not None:
+            note, local = proxy.intercept(head, frame, self.connection)
         fired: list[Fault] = []
-        if proxy.faults.rules:
+        if proxy.faults.rules and local is None:
             body = None
             if head.body_offset is not None and any(r.topic is not None for r in proxy.faults.rules):
                 stream = io.BytesIO(frame)
@@ -852,6 +887,13 @@ class _Pair:
         self.slots.append(slot)
         if len(self.slots) >= _MAX_IN_FLIGHT:
             self.client.pause("in flight")
+        if note is not None:
+            slot.note = note
+        if local is not None:
+            proxy.requests_answered_locally += 1
+            slot.answer = [local]
+            self._flush()
+            return
         if fired:
             kinds = {f.kind for f in fired}
             if FaultKind.DROP_BEFORE in kinds:
@@ -904,12 +946,12 @@ class _Pair:
 
     def open_request(self, first: memoryview, size: int) -> _Stream | bool | None:
         """A large request (a Produce of big batches) is forwarded while it arrives once its header (and a
-        Produce's acks) is read, when nothing needs its body: no fault rules, no request listeners, nothing
-        held back. None: the header is not complete yet."""
+        Produce's acks) is read, when nothing needs its body: no fault rules, no request listeners, no
+        intercept, nothing held back. None: the header is not complete yet."""
         proxy = self.proxy
         upstream = self.upstream
-        if (proxy.faults.rules or not proxy.streaming or self.holding is not None or self.held
-                or not self.reading or self.closed or upstream is None or upstream.transport is None):
+        if (proxy.faults.rules or not proxy.streaming or proxy.intercept is not None or self.holding is not None
+                or self.held or not self.reading or self.closed or upstream is None or upstream.transport is None):
             return False
         frame = first[4:]
         try:
@@ -967,7 +1009,7 @@ class _Pair:
         head = slot.head
         tail = None
         if head.known:
-            if head.api_key in ALWAYS_DECODED:
+            if head.api_key in ALWAYS_DECODED or head.api_key in self.proxy.answer_edits:
                 return False
             since = MAYBE_ADDRESSES.get(head.api_key)
             if since is not None and head.api_version >= since:
@@ -994,10 +1036,13 @@ class _Pair:
         throttle = max((f.ms for f in slot.faults if f.kind == FaultKind.THROTTLE), default=0)
         if not head.known:
             return [whole]
-        if throttle or may_name_a_broker(head.api_key, head.api_version, whole, proxy._hosts):
+        edit = proxy.answer_edits.get(head.api_key) if proxy.answer_edits else None
+        if throttle or edit is not None or may_name_a_broker(head.api_key, head.api_version, whole, proxy._hosts):
             _, body = decode_response(head.api_key, head.api_version, memoryview(whole)[4:])
             changed = rewrite_addresses(body, proxy._rewrite)
             self._learn(head.api_key, body)
+            if edit is not None and edit(head, body):
+                changed += 1
             if throttle and "throttle_time_ms" in body:
                 body["throttle_time_ms"] = throttle
                 changed += 1
@@ -1040,8 +1085,10 @@ class _Pair:
         views = None
         if answer:  # each buffer is one whole answer frame (never more than one): its size prefix skipped
             views = [memoryview(b)[4:] for b in answer]
+        upstream = None if slot.upstream_frame is None else memoryview(slot.upstream_frame)[4:]
         exchange = _Exchange(slot.head, slot.frame, views, connection=self.connection,
-                             streamed_sizes=(slot.request_size, slot.answer_size))
+                             streamed_sizes=(slot.request_size, slot.answer_size), note=slot.note,
+                             upstream_view=upstream)
         record = exchange_record(self.proxy, exchange, slot, self.node_id, self.peer, self.proxy.software)
         for listener in list(self.proxy._request_listeners):
             try:

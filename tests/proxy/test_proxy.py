@@ -140,6 +140,9 @@ def test_malformed_frames_close_that_connection_only() -> None:
         assert decode_response(18, 0, data)[0] == 5
         for s in (good, bad, bad2):
             s.close()
+        # each closing is an event with its reason (what compat's recording relay reports as its errors)
+        reasons = [e.details["reason"] for e in proxy.events() if e.kind == "connection_closed"]
+        assert len(reasons) == 2 and "malformed request" in reasons[0] and "socket.request.max.bytes" in reasons[1]
 
 
 def test_an_upstream_that_goes_away_closes_the_client_connection() -> None:
@@ -228,6 +231,48 @@ def test_the_command_line_refuses_bad_input_in_words(args: list[str], words: str
     r = subprocess.run([sys.executable, "-m", "fakekafka", "proxy", *args], capture_output=True, text=True, timeout=30,
                        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
     assert r.returncode != 0 and words in r.stderr and "Traceback" not in r.stderr
+
+
+def _answer_of(sock: socket.socket, api_key: int, version: int) -> tuple[int, object]:
+    size = struct.unpack(">i", sock.recv(4))[0]
+    data = b""
+    while len(data) < size:
+        data += sock.recv(size - len(data))
+    return decode_response(api_key, version, data)
+
+
+def test_hooks_answer_note_and_edit_requests_for_a_layer_on_top() -> None:
+    """`intercept` answers a request itself and notes the others; `answer_edits` edits an API's answers;
+    listeners get the note and the upstream's own answer (compat's recording relay is built on these)."""
+    from wire.protocol import encode_response
+    seen: list[tuple[object, bytes | None, bytes | None]] = []
+
+    def intercept(head, frame, connection):  # type: ignore[no-untyped-def]
+        local = encode_response(18, 0, head.correlation_id, {"error_code": 35, "api_keys": []}) \
+            if head.api_key == 18 and head.api_version > 3 else None
+        return f"{head.api_key}/{head.correlation_id}", local
+
+    def edit(head, body) -> bool:  # type: ignore[no-untyped-def]
+        body.api_keys = [k for k in body.api_keys if k.api_key == 18]
+        return True
+
+    with fakekafka.Cluster() as cluster, Proxy(cluster) as proxy:
+        def hook() -> None:
+            proxy.server.intercept = intercept
+            proxy.server.answer_edits[18] = edit
+            proxy.server.add_request_listener(lambda _r, e: seen.append(
+                (e.note, e.response_frame, e.upstream_response_frame)))
+        proxy.call(hook)
+        s = _raw(int(proxy.bootstrap_servers.rsplit(":", 1)[1]))
+        s.sendall(encode_request(18, 4, 1, {"client_software_name": "t", "client_software_version": "1"}))
+        assert _answer_of(s, 18, 0)[1].error_code == 35  # answered by the hook: the upstream serves v4
+        s.sendall(encode_request(18, 3, 2, {"client_software_name": "t", "client_software_version": "1"}))
+        assert [k.api_key for k in _answer_of(s, 18, 3)[1].api_keys] == [18]
+        s.close()
+        assert proxy.server.requests_forwarded == 1 and proxy.server.requests_answered_locally == 1
+    assert [note for note, _, _ in seen] == ["18/1", "18/2"]
+    assert seen[0][2] is None  # no upstream answer for the one answered locally
+    assert len(decode_response(18, 3, seen[1][2])[1].api_keys) > 1  # the upstream's own, unedited
 
 
 def test_faults_are_one_language_for_cluster_and_proxy() -> None:

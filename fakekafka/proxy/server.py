@@ -73,6 +73,10 @@ _CORK: int | None = getattr(socket, "TCP_CORK", None)
 """Linux's TCP_CORK (None elsewhere: nothing is corked)."""
 BOOTSTRAP = -1
 """The node id faults and records give the bootstrap listener's connections."""
+DRAIN_S = 2.0
+"""After a client leaves with requests forwarded and unanswered, how long their answers are still read from
+the upstream for the request listeners (a recording then holds what the upstream answered, as Kafka, which
+applies what it read from a connection gone since)."""
 
 Intercept = Callable[["RequestHead", memoryview, str], tuple[Any, "bytes | None"]]
 """(request header, request frame without its size prefix, the client connection) -> (note, answer), called
@@ -722,7 +726,8 @@ class _ClientSide(_Side):
         task.add_done_callback(pair.proxy._tasks.discard)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.pair.close(None)
+        self.transport = None
+        self.pair.client_lost()
 
     def pause_writing(self) -> None:  # a slow client: stop reading its answers from the upstream
         if self.pair.upstream is not None:
@@ -804,6 +809,8 @@ class _Pair:
         self.reading = True
         """False once a fault dropped the connection before forwarding: nothing more is taken."""
         self.closed = False
+        self.draining: asyncio.TimerHandle | None = None
+        """Set once the client left: the upstream's answers are read for the listeners only, until the last."""
 
     @property
     def node_id(self) -> int:
@@ -840,11 +847,28 @@ class _Pair:
                     side.transport.abort() if reason else side.transport.close()
         if self.holding is not None:
             self.holding.cancel()
+        if self.draining is not None:
+            self.draining.cancel()
         if self.connecting is not None and not self.connecting.done():
             self.connecting.cancel()
         self.listener.pairs.discard(self)
         self.proxy._pairs.discard(self)
         self.proxy.software.pop(self.connection, None)
+
+    def client_lost(self) -> None:
+        """The client closed its connection. With request listeners and answers still to come from the
+        upstream, they are read (up to `DRAIN_S`) for the listeners, then the upstream connection closes."""
+        if self.closed:
+            return
+        upstream = self.upstream
+        if (not self.forwarded or not self.proxy._request_listeners or upstream is None
+                or upstream.transport is None):
+            self.close(None)
+            return
+        self.reading = False
+        self.client.frames.stopped = True
+        upstream.resume("client")
+        self.draining = asyncio.get_running_loop().call_later(DRAIN_S, self.close, None)
 
     def upstream_lost(self) -> None:
         if not self.closed:
@@ -1079,6 +1103,8 @@ class _Pair:
                 self._tell(slot, answer)
         if len(slots) < _MAX_IN_FLIGHT:
             self.client.resume("in flight")
+        if self.draining is not None and not self.forwarded and not self.closed:
+            self.close(None)  # the last answer the client left behind is read
 
     def _tell(self, slot: _Slot, answer: list[Any] | None) -> None:
         from fakekafka.proxy.observe import exchange_record

@@ -275,6 +275,31 @@ def test_hooks_answer_note_and_edit_requests_for_a_layer_on_top() -> None:
     assert len(decode_response(18, 3, seen[1][2])[1].api_keys) > 1  # the upstream's own, unedited
 
 
+def test_an_answer_due_when_the_client_left_still_reaches_the_listeners() -> None:
+    """A consumer closing during its long poll: the upstream applied the request and answers it; the
+    listeners (a recording, compat's relay) get that answer although the client is gone."""
+    with fakekafka.Cluster() as cluster, Proxy(cluster) as proxy:
+        cluster.create_topic("t", 1)
+        seen: list[tuple[int, bytes | None]] = []
+        proxy.call(lambda: proxy.server.add_request_listener(
+            lambda _r, e: seen.append((e.head.api_key, e.response_frame))))
+        s = _raw(int(proxy.bootstrap_servers.rsplit(":", 1)[1]))
+        fetch = {"replica_id": -1, "max_wait_ms": 300, "min_bytes": 1, "max_bytes": 1 << 20, "topics": [
+            {"topic": "t", "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]}
+        s.sendall(encode_request(1, 11, 7, fetch))
+        deadline = time.monotonic() + 5
+        while proxy.server.requests_forwarded == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        s.close()  # before the long poll's answer
+        while not seen and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert [(api, frame is not None) for api, frame in seen] == [(1, True)]
+        assert decode_response(1, 11, seen[0][1])[0] == 7
+        while proxy.server.connection_count and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert proxy.server.connection_count == 0  # the upstream connection closed after that answer
+
+
 def test_faults_are_one_language_for_cluster_and_proxy() -> None:
     """The same methods, the same rule objects, the same descriptions."""
     with fakekafka.Cluster() as cluster, Proxy(cluster) as proxy:

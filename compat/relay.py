@@ -33,13 +33,16 @@ import itertools
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fakekafka.embedded import LoopThread
-from fakekafka.proxy.frames import RequestHead
-from fakekafka.proxy.server import ProxyServer, _Exchange
-from fakekafka.server import RequestRecord
+from fakekafka.proxy.server import ProxyServer
 from wire.protocol import encode_response
+
+if TYPE_CHECKING:
+    from fakekafka.proxy.frames import RequestHead
+    from fakekafka.proxy.server import _Exchange
+    from fakekafka.server import RequestRecord
 
 __all__ = ["Exchange", "RelayGroup", "cap_versions"]
 

@@ -18,7 +18,10 @@ A ShareFetch with nothing to acquire waits up to max_wait_ms for records (or for
 The group config share.isolation.level bounds what a share-partition acquires: the high watermark under
 read_uncommitted (the default), the last stable offset under read_committed, where the batches of aborted
 transactions are sent but archived, not acquired; transaction markers are acquired under both (the clients
-acknowledge them as gaps), as Kafka 4.4 answers.
+acknowledge them as gaps), as Kafka 4.4 answers. share.auto.offset.reset latest starts a share-partition at the
+high watermark under either level (Kafka 4.4 looks the latest offset up read_uncommitted), so records of a
+transaction open at that moment are never delivered, even once committed (tests/clients/
+test_share_groups_confluent.py, on both brokers).
 
 Deliberate differences from Kafka 4.4 (compat/KNOWN_DIFFERENCES.md, "Share groups"):
 - The share-partition state is written to `__share_group_state` synchronously (fakekafka/model/share_state.py),

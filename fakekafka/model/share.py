@@ -16,7 +16,8 @@ Two halves, as in Kafka:
   in flight); ShareAcknowledge (or acknowledgements riding a ShareFetch) ACCEPTs, RELEASEs, REJECTs or RENEWs
   them. A released or expired record is redelivered until its delivery count reaches
   `group.share.delivery.count.limit`, then archived. The SPSO moves past every acknowledged or archived record
-  at its head. Where a partition's SPSO starts is `share.auto.offset.reset` (latest by default).
+  at its head. Where a partition's SPSO starts is `share.auto.offset.reset` (latest by default: the high
+  watermark, not the last stable offset, under either isolation level, as Kafka 4.4).
   `share.isolation.level` read_committed acquires only below the last stable offset and archives the records of
   aborted transactions as the SPEO passes them (sent, not acquired); transaction markers are acquired under
   either level (clients acknowledge them as gaps), as Kafka 4.4 does.

@@ -22,11 +22,12 @@ from fakekafka.handle import ClusterHandle
 pytestmark = pytest.mark.clients
 
 
-def _group(kafka: ClusterHandle, records: int, **group_configs: str) -> tuple[str, str]:
-    """A one-partition topic holding `records` records, and a share group starting at its beginning."""
+def _group(kafka: ClusterHandle, records: int, partitions: int = 1, **group_configs: str) -> tuple[str, str]:
+    """A topic holding `records` records, and a share group starting at its beginning (unless `group_configs`
+    say otherwise)."""
     topic, group = f"cs-{uuid.uuid4().hex[:8]}", f"csg-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
-    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
     configs = {"share.auto.offset.reset": "earliest", **group_configs}
     resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
         ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in configs.items()])
@@ -129,19 +130,20 @@ def test_an_expired_lock_hands_the_records_to_another_consumer(kafka: fakekafka.
         holder.close()
 
 
-def _transactions(kafka: ClusterHandle, topic: str) -> Producer:
-    """Commits c0..c2, aborts a0..a1, commits c3, then leaves o0..o1 in a transaction still open: the producer,
-    whose transaction the test ends."""
+def _transactions(kafka: ClusterHandle, topic: str, partition: int = -1) -> Producer:
+    """Commits c0..c2, aborts a0..a1, commits c3, then leaves o0..o1 in a transaction still open (offsets 0-2,
+    marker 3, 4-5, marker 6, 7, marker 8, 9-10 on one partition): the producer, whose transaction the test
+    ends."""
     producer = Producer({"bootstrap.servers": kafka.bootstrap_servers, "transactional.id": f"tx-{topic}"})
     producer.init_transactions(30)
     for values, commit in ((["c0", "c1", "c2"], True), (["a0", "a1"], False), (["c3"], True)):
         producer.begin_transaction()
         for v in values:
-            producer.produce(topic, v.encode())
+            producer.produce(topic, v.encode(), partition=partition)
         (producer.commit_transaction if commit else producer.abort_transaction)(30)
     producer.begin_transaction()
     for v in ("o0", "o1"):
-        producer.produce(topic, v.encode())
+        producer.produce(topic, v.encode(), partition=partition)
     assert producer.flush(30) == 0
     return producer
 
@@ -168,3 +170,41 @@ def test_the_share_isolation_level_decides_what_a_transactional_topic_delivers(k
     finally:
         consumer.close()
     assert seen == before + (["o0", "o1"] if level == "read_committed" else [])
+
+
+def test_latest_under_read_committed_starts_at_the_high_watermark_not_the_last_stable_offset(
+        kafka: ClusterHandle) -> None:
+    """share.auto.offset.reset=latest starts a new share-partition at the high watermark whatever the group's
+    isolation level (Kafka 4.4 looks the latest offset up read_uncommitted): past a still open transaction, whose
+    records are then never delivered, even once committed; records after the start wait for the last stable
+    offset to pass them."""
+    topic, group = _group(kafka, 0, partitions=2, **{"share.auto.offset.reset": "latest",
+                                                     "share.isolation.level": "read_committed"})
+    transactional = _transactions(kafka, topic, partition=0)  # partition 0: LSO 9, high watermark 11
+    consumer = _consumer(kafka, group, topic, "implicit")
+    plain = Producer({"bootstrap.servers": kafka.bootstrap_servers})
+    seen: list[tuple[int, str]] = []
+
+    def handle(m: Message) -> bool:
+        seen.append((m.partition(), m.value().decode()))
+        return False
+    try:
+        # Partition 1 says when the consumer fetches: a record there arrives only once its share-partitions
+        # (partition 0's too, fetched in the same request) were initialised.
+        deadline = time.monotonic() + 60
+        while not seen and time.monotonic() < deadline:
+            plain.produce(topic, b"ready", partition=1)
+            plain.flush(10)
+            _drain(consumer, handle, lambda: bool(seen), seconds=1)
+        assert seen and all(p == 1 for p, _ in seen)
+        seen.clear()
+        plain.produce(topic, b"n0", partition=0)  # offset 11: above the last stable offset
+        assert plain.flush(10) == 0
+        _drain(consumer, handle, lambda: False, seconds=2)
+        assert seen == []  # held back behind the open transaction
+        transactional.commit_transaction(30)  # marker 12: the last stable offset moves to 13
+        _drain(consumer, handle, lambda: bool(seen), seconds=30)
+        _drain(consumer, handle, lambda: False, seconds=2)
+    finally:
+        consumer.close()
+    assert seen == [(0, "n0")]  # o0, o1 (9, 10) lie below the start

@@ -18,7 +18,7 @@ import pytest
 
 import fakekafka
 
-pytest_plugins = ["pytester"]
+pytest_plugins = ["pytester", "tests.background"]  # the long subprocess runs start early
 
 
 @pytest.fixture

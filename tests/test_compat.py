@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from typing import Any
 import pytest
 
 from compat.brokers import Unavailable, start_kafka, tansu_binary
+from tests import background
 from tests.subproc import run_terminating
 
 pytestmark = [pytest.mark.clients, pytest.mark.timeout(960)]
@@ -38,13 +40,19 @@ GO_NODE_CLIENTS = ("franz-go", "sarama", "kafka-go", "kafkajs", "rdkafka")
 
 
 def _run(*brokers: str, out: Path = OUT, timeout: float = 900,
-         clients: tuple[str, ...] = CURRENT_CLIENTS) -> dict[str, Any]:
+         clients: tuple[str, ...] = CURRENT_CLIENTS) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """One `python -m compat` run; `_report` judges it (this may run in a background job: it prints nothing)."""
     # --quick: the scenarios with a subscribed member are left out on tansu (each join takes seconds there);
     # every lane starts at once (--jobs), so the slow tansu lanes do not queue behind the quick ones. The
     # old clients run in a run of their own, against Kafka and fakekafka only (with tansu: 15 min).
     cmd = [sys.executable, "-m", "compat", *(a for b in brokers for a in ("--broker", b)), "--out", str(out),
            "--quick", "--jobs", "20", *(a for c in clients for a in ("--client", c))]
-    proc = run_terminating(cmd, timeout, cwd=ROOT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    out.with_suffix(".json").unlink(missing_ok=True)  # a report from an earlier run must not pass for this one
+    return run_terminating(cmd, timeout, cwd=ROOT, env=dict(os.environ, PYTHONUNBUFFERED="1")), out
+
+
+def _report(run: tuple[subprocess.CompletedProcess[str], Path]) -> dict[str, Any]:
+    proc, out = run
     print(proc.stdout[-20000:])
     if proc.returncode not in (0, 1) or not out.with_suffix(".json").exists():
         pytest.fail(f"python -m compat exited {proc.returncode}:\n{proc.stderr[-4000:]}")
@@ -64,10 +72,15 @@ def _kafka_available() -> str | None:
     return None
 
 
-@pytest.fixture(scope="module")
-def report() -> dict[str, Any]:
+@background.job("compat-matrix", seconds=121)
+def _matrix(config: pytest.Config) -> tuple[subprocess.CompletedProcess[str], Path]:
     kafka = ["kafka"] if _kafka_available() is None else []
     return _run(*kafka, "fakekafka", *(["tansu"] if tansu_binary() else []))
+
+
+@pytest.fixture(scope="module")
+def report(request: pytest.FixtureRequest) -> dict[str, Any]:
+    return _report(background.result("compat-matrix", request.config))
 
 
 def _cells(report: dict[str, Any], broker: str) -> list[dict[str, Any]]:
@@ -80,6 +93,7 @@ def _unlisted(cells: list[dict[str, Any]]) -> list[str]:
             for c in cells if c["status"] in ("differs", "error") and not c["known"]]
 
 
+@pytest.mark.background("compat-matrix")
 def test_fakekafka_behaves_like_kafka(report: dict[str, Any]) -> None:
     cells = _cells(report, "fakekafka")
     assert cells and report["brokers"]["fakekafka"]["available"]
@@ -93,6 +107,7 @@ def test_fakekafka_behaves_like_kafka(report: dict[str, Any]) -> None:
             assert on_kafka.get((c["scenario"], c["client"])) == "unsupported", (c["scenario"], c["client"])
 
 
+@pytest.mark.background("compat-matrix")
 def test_tansu_differs_only_where_listed(report: dict[str, Any]) -> None:
     if tansu_binary() is None:
         pytest.skip(TANSU_HINT)
@@ -102,10 +117,12 @@ def test_tansu_differs_only_where_listed(report: dict[str, Any]) -> None:
     assert any(c["status"] == "pass" for c in cells)
 
 
+@pytest.mark.background("compat-matrix")
 def test_known_differences_are_current(report: dict[str, Any]) -> None:
     assert not report["stale_known"], report["stale_known"]
 
 
+@pytest.mark.background("compat-matrix")
 def test_real_kafka(report: dict[str, Any]) -> None:
     """Apache Kafka ran in the same run: its own cells match the written expectations, and it was the
     reference for every fakekafka cell it answered."""
@@ -122,14 +139,20 @@ def test_real_kafka(report: dict[str, Any]) -> None:
             assert c["reference"] == "kafka", (c["scenario"], c["client"], c["reference"])
 
 
-def test_old_clients_see_fakekafka_as_kafka() -> None:
-    """The versions users still pin (kafka-clients 3.9 and 2.8, kafka-python 2.0.2, confluent-kafka 1.9.2,
-    aiokafka 0.13.0), every scenario, on Kafka and fakekafka: each fakekafka cell matches what the same client
-    saw on Kafka."""
+@background.job("compat-old-clients", seconds=99)
+def _old_clients(config: pytest.Config) -> tuple[subprocess.CompletedProcess[str], Path]:
     why = _kafka_available()
     if why is not None:
         pytest.skip(why)
-    report = _run("kafka", "fakekafka", out=ROOT / "build" / "compat-ci-old", clients=OLD_CLIENTS)
+    return _run("kafka", "fakekafka", out=ROOT / "build" / "compat-ci-old", clients=OLD_CLIENTS)
+
+
+@pytest.mark.background("compat-old-clients")
+def test_old_clients_see_fakekafka_as_kafka(request: pytest.FixtureRequest) -> None:
+    """The versions users still pin (kafka-clients 3.9 and 2.8, kafka-python 2.0.2, confluent-kafka 1.9.2,
+    aiokafka 0.13.0), every scenario, on Kafka and fakekafka: each fakekafka cell matches what the same client
+    saw on Kafka."""
+    report = _report(background.result("compat-old-clients", request.config))
     fake = _cells(report, "fakekafka")
     assert {c["client"] for c in fake} == set(OLD_CLIENTS)
     for broker in ("kafka", "fakekafka"):
@@ -144,11 +167,8 @@ def test_old_clients_see_fakekafka_as_kafka() -> None:
     assert not report["stale_known"], report["stale_known"]
 
 
-def test_go_and_node_clients_see_fakekafka_as_kafka() -> None:
-    """franz-go (kgo, kadm), sarama, kafka-go, KafkaJS and the rdkafka crate through their compat drivers
-    (compat/clients/go, node, rust), every scenario, on Kafka and fakekafka in a run of their own: each
-    fakekafka cell matches what the same client saw on Kafka, and what is unsupported is the client's limit
-    (unsupported on Kafka too)."""
+@background.job("compat-go-node", seconds=103)
+def _go_node_clients(config: pytest.Config) -> tuple[subprocess.CompletedProcess[str], Path]:
     from compat.clients.toolchains import GO_DRIVERS, BuildError, go_driver, node_modules, rust_driver
     try:
         for name in GO_DRIVERS:
@@ -160,7 +180,16 @@ def test_go_and_node_clients_see_fakekafka_as_kafka() -> None:
     why = _kafka_available()
     if why is not None:
         pytest.skip(why)
-    report = _run("kafka", "fakekafka", out=ROOT / "build" / "compat-ci-go-node", clients=GO_NODE_CLIENTS)
+    return _run("kafka", "fakekafka", out=ROOT / "build" / "compat-ci-go-node", clients=GO_NODE_CLIENTS)
+
+
+@pytest.mark.background("compat-go-node")
+def test_go_and_node_clients_see_fakekafka_as_kafka(request: pytest.FixtureRequest) -> None:
+    """franz-go (kgo, kadm), sarama, kafka-go, KafkaJS and the rdkafka crate through their compat drivers
+    (compat/clients/go, node, rust), every scenario, on Kafka and fakekafka in a run of their own: each
+    fakekafka cell matches what the same client saw on Kafka, and what is unsupported is the client's limit
+    (unsupported on Kafka too)."""
+    report = _report(background.result("compat-go-node", request.config))
     fake = _cells(report, "fakekafka")
     assert {c["client"] for c in fake} == set(GO_NODE_CLIENTS)
     for broker in ("kafka", "fakekafka"):

@@ -33,6 +33,7 @@ from compat.diff import (
 )
 from compat.known import load_known
 from compat.relay import Exchange, RelayGroup
+from tests import background
 from tests.subproc import run_terminating
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -311,13 +312,15 @@ def test_known_wire_fields_table_parses() -> None:
 
 # --- the whole tool against real Kafka ---------------------------------------------------------------------
 
-@pytest.mark.clients
-@pytest.mark.timeout(900)
-def test_diff_against_real_kafka_has_no_unexplained_field() -> None:
+DIFF_OUT = ROOT / "build" / "compat-diff-ci"
+
+
+@background.job("compat-diff", seconds=158)
+def _diff_run(config: pytest.Config) -> subprocess.CompletedProcess[str]:
     from compat.apache_kafka import kafka_lib
     if kafka_lib() is None:
         pytest.skip('real Kafka\'s jars are not installed: run `eval "$(bash .ci/install.sh)"`')
-    out = ROOT / "build" / "compat-diff-ci"
+    out = DIFF_OUT
     # the five clients of the compat matrix; FAKEKAFKA_DIFF_CLIENTS=a,b,... chooses others (the old clients too)
     clients = (os.environ.get("FAKEKAFKA_DIFF_CLIENTS") or "kafka-python,aiokafka,confluent-kafka,kcat,java").split(",")
     cmd = [sys.executable, "-m", "compat", "diff", "--out", str(out), "--jobs", "5",
@@ -325,7 +328,15 @@ def test_diff_against_real_kafka_has_no_unexplained_field() -> None:
            *(a for c in clients for a in ("--client", c))]
     for stale in (out.with_suffix(".json"), out.with_suffix(".md")):
         stale.unlink(missing_ok=True)
-    proc = run_terminating(cmd, 780, cwd=ROOT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    return run_terminating(cmd, 780, cwd=ROOT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+
+
+@pytest.mark.clients
+@pytest.mark.background("compat-diff")
+@pytest.mark.timeout(900)
+def test_diff_against_real_kafka_has_no_unexplained_field(request: pytest.FixtureRequest) -> None:
+    out = DIFF_OUT
+    proc = background.result("compat-diff", request.config)
     print(proc.stdout[-15000:])
     print(proc.stderr[-5000:])
     if not out.with_suffix(".json").exists():

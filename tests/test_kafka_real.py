@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 
 from fakekafka.apache_kafka import INSTALL_HINT, kafka_lib
+from tests import background
+from tests.subproc import run_terminating
 
 pytestmark = pytest.mark.clients  # `-m "not clients"` leaves these out with the other client tests
 
@@ -53,41 +55,50 @@ move and the broker kill (tests/spark/test_faults.py) share a 3-node Kafka, in t
 then one node SIGKILLed; that file's injected errors and latency go through a proxy in front of Kafka."""
 
 
-@pytest.fixture
-def real_kafka(request: pytest.FixtureRequest) -> None:
-    if request.config.getoption("--kafka-real") or request.config.getoption("--fakekafka-bootstrap"):
+def _check_real_kafka(config: pytest.Config) -> None:
+    """Skips unless Apache Kafka can be started here and this run is not itself against a remote cluster."""
+    if config.getoption("--kafka-real") or config.getoption("--fakekafka-bootstrap"):
         pytest.skip("this run is already against a remote cluster")
     if kafka_lib() is None or shutil.which("java") is None:
         pytest.skip(f"Apache Kafka's jars or java are missing: {INSTALL_HINT}")
 
+
+RDKAFKA_LOG = re.compile(r"%\d\|\d+\.\d+\|")
+SUMMARY = re.compile(r"\b(passed|failed|errors?|skipped|no tests ran)\b.* in [\d.]+s\b")
+"""pytest's last line ("1 failed, 182 passed, 13 skipped in 312.67s (0:05:12)")."""
 
 CHILD_DURATIONS = 15
 """The child's slowest tests, shown in the parent's terminal summary (conftest.py), so a CI log shows where the
 child's minutes go too."""
 
 
-def run_against_kafka(paths: list[str], *args: str, node: pytest.Item | None = None) -> str:
-    """Runs `python -m pytest --kafka-real PATHS` and fails with its failures unless every test passed or was
-    skipped; returns its output. With `node`, the child's slowest tests become a report section of that test."""
+def run_child(paths: list[str], *args: str) -> tuple[subprocess.CompletedProcess[str], float]:
+    """Runs `python -m pytest --kafka-real PATHS`; returns how it ended and how long it took. On timeout it gets
+    Ctrl-C, not a kill: pytest then ends the session and stops its Kafka JVMs (their own sessions, which a
+    killed child would leave running)."""
     t0 = time.monotonic()
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-    with subprocess.Popen([sys.executable, "-m", "pytest", "--kafka-real", "-p", "no:cacheprovider", "-q", "-rfEs",
-                           f"--durations={CHILD_DURATIONS}", *args, *paths], cwd=ROOT, env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
-        try:
-            out, _ = proc.communicate(timeout=CHILD_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            # Ctrl-C, not a kill: pytest then ends the session and stops its Kafka JVMs (their own sessions,
-            # which a killed parent would leave running)
-            proc.send_signal(signal.SIGINT)
-            try:
-                out, _ = proc.communicate(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                out, _ = proc.communicate()
-            pytest.fail(f"pytest --kafka-real did not finish in {CHILD_TIMEOUT_S} s:\n{out[-6000:]}", pytrace=False)
-    summary = out.strip().splitlines()[-1] if out.strip() else "(no output)"
-    print(f"pytest --kafka-real {' '.join(paths)}: {summary} ({time.monotonic() - t0:.0f} s)")
+    cmd = [sys.executable, "-m", "pytest", "--kafka-real", "-p", "no:cacheprovider", "-q", "-rfEs",
+           f"--durations={CHILD_DURATIONS}", *args, *paths]
+    try:
+        proc = run_terminating(cmd, CHILD_TIMEOUT_S, stop_signal=signal.SIGINT, merge_stderr=True, cwd=ROOT, env=env)
+    except subprocess.TimeoutExpired as e:
+        out = e.output if isinstance(e.output, str) else ""
+        pytest.fail(f"pytest --kafka-real did not finish in {CHILD_TIMEOUT_S} s:\n{out[-6000:]}", pytrace=False)
+    return proc, time.monotonic() - t0
+
+
+def judge_child(paths: list[str], proc: subprocess.CompletedProcess[str], seconds: float,
+                node: pytest.Item | None = None) -> str:
+    """Fails with the child's failures unless every test passed or was skipped; returns its output. With `node`,
+    the child's slowest tests become a report section of that test."""
+    out = proc.stdout
+    # librdkafka's log lines of clients finalised at the child's exit (reconnecting to a broker already stopped)
+    # can follow pytest's summary and fill the output's end: left out of what the failure shows
+    kept = [line for line in out.splitlines() if not RDKAFKA_LOG.match(line)]
+    summaries = [line for line in kept if SUMMARY.search(line)]
+    summary = summaries[-1].strip("= ") if summaries else (kept[-1] if kept else "(no output)")
+    print(f"pytest --kafka-real {' '.join(paths)}: {summary} ({seconds:.0f} s)")
     slowest = re.search(r"^=+ slowest .*? =+\n(.*?)(?=^=)", out, re.M | re.S)
     if node is not None and slowest:
         node.add_report_section("call", "kafka-real child durations",
@@ -95,19 +106,34 @@ def run_against_kafka(paths: list[str], *args: str, node: pytest.Item | None = N
     if proc.returncode != 0:
         failures = [line for line in out.splitlines() if re.match(r"(FAILED|ERROR) ", line)]
         pytest.fail(f"pytest --kafka-real exited {proc.returncode}: {summary}\n" + "\n".join(failures)
-                    + f"\n--- its output's end ---\n{out[-6000:]}", pytrace=False)
+                    + "\n--- its output's end (librdkafka's log lines left out) ---\n"
+                    + "\n".join(kept)[-6000:], pytrace=False)
     assert re.search(r"\d+ passed", summary), summary
     return out
 
 
+@background.job("kafka-real-clients", seconds=320)
+def _clients_child(config: pytest.Config) -> tuple[subprocess.CompletedProcess[str], float]:
+    _check_real_kafka(config)
+    return run_child(CLIENT_TESTS)
+
+
+@background.job("kafka-real-spark", seconds=115)
+def _spark_child(config: pytest.Config) -> tuple[subprocess.CompletedProcess[str], float]:
+    _check_real_kafka(config)
+    pytest.importorskip("pyspark", reason="needs pyspark: pip install 'fakekafka[spark]'")
+    # the connector only: the stand-in's second route (pyproject's --spark-route) is checked on fakekafka
+    return run_child(SPARK_TESTS, "--spark-route=auto")
+
+
+@pytest.mark.background("kafka-real-clients")
 @pytest.mark.timeout(1800)
-def test_client_tests_pass_against_apache_kafka(real_kafka: None, request: pytest.FixtureRequest) -> None:
-    run_against_kafka(CLIENT_TESTS, node=request.node)
+def test_client_tests_pass_against_apache_kafka(request: pytest.FixtureRequest) -> None:
+    judge_child(CLIENT_TESTS, *background.result("kafka-real-clients", request.config), node=request.node)
 
 
 @pytest.mark.spark
+@pytest.mark.background("kafka-real-spark")
 @pytest.mark.timeout(1800)
-def test_spark_tests_pass_against_apache_kafka(real_kafka: None, request: pytest.FixtureRequest) -> None:
-    pytest.importorskip("pyspark", reason="needs pyspark: pip install 'fakekafka[spark]'")
-    # the connector only: the stand-in's second route (pyproject's --spark-route) is checked on fakekafka
-    run_against_kafka(SPARK_TESTS, "--spark-route=auto", node=request.node)
+def test_spark_tests_pass_against_apache_kafka(request: pytest.FixtureRequest) -> None:
+    judge_child(SPARK_TESTS, *background.result("kafka-real-spark", request.config), node=request.node)

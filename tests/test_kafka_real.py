@@ -38,6 +38,7 @@ CLIENT_TESTS = ["tests/clients/test_kafka_python.py", "tests/clients/test_aiokaf
                 "tests/clients/test_kafka_connect.py",
                 "tests/clients/test_java_consumer_protocol.py", "tests/clients/test_confluent_consumer_protocol.py",
                 "tests/clients/test_java_mixed_groups.py", "tests/test_mixed_groups_wire.py",
+                "tests/test_migration_policies_wire.py",
                 "tests/clients/test_go_node_drivers.py", "tests/clients/test_python_frameworks.py",
                 "tests/clients/test_share_groups.py", "tests/clients/test_share_groups_confluent.py",
                 "tests/clients/test_proxy_clients.py", "tests/clients/test_proxy_compat.py",

@@ -174,7 +174,26 @@ def test_a_classic_member_joins_a_consumer_group_and_its_leaving_peer_downgrades
     assert first.error_code == ErrorCode.MEMBER_ID_REQUIRED
     classic = first.member_id
     joined = _join(raw, group, classic)
-    assert joined.error_code == ErrorCode.NONE
+    assert (joined.error_code, joined.protocol_name, joined.leader, list(joined.members)) == (
+        ErrorCode.NONE, "range", "", [])  # answered by the consumer group: no leader, no barrier
+    gen = joined.generation_id
+    assert raw.request(14, 5, {"group_id": group, "generation_id": gen, "member_id": classic,
+                               "group_instance_id": None, "protocol_type": "consumer", "protocol_name": "range",
+                               "assignments": []}).error_code == ErrorCode.NONE
     assert _heartbeat(raw, group, member, -1).error_code == ErrorCode.NONE  # the last consumer-protocol member
-    assert _group_type(raw, group) == ("classic" if policy == "downgrade" else "consumer")
+    described = raw.request(15, 5, {"groups": [group], "include_authorized_operations": False}).groups[0]
+    modern = raw.request(69, 1, {"group_ids": [group], "include_authorized_operations": False}).groups[0]
+    if policy == "downgrade":  # a classic group again, rebalancing with the classic member
+        assert (_group_type(raw, group), described.group_state, described.protocol_type, len(described.members)) \
+            == ("classic", "PreparingRebalance", "consumer", 1)
+        assert (modern.error_code, modern.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND,
+                                                             f"Group {group} is not a consumer group.")
+    else:  # still a consumer group, of one classic member (DescribeGroups v5 answers it Dead)
+        assert (_group_type(raw, group), described.group_state, modern.error_code,
+                [m.member_type for m in modern.members]) == ("consumer", "Dead", ErrorCode.NONE, [0])
+    assert raw.request(12, 4, {"group_id": group, "generation_id": gen, "member_id": classic,
+                               "group_instance_id": None}).error_code == ErrorCode.REBALANCE_IN_PROGRESS
+    rejoined = _join(raw, group, classic)
+    assert (rejoined.error_code, rejoined.generation_id, rejoined.leader == classic) == (
+        ErrorCode.NONE, gen + 1, policy == "downgrade")
     _leave(raw, group, classic)

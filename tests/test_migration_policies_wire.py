@@ -4,12 +4,14 @@ default (bidirectional: tests/test_mixed_groups_wire.py, tests/clients/test_java
 
 The policy is a static broker config in Kafka 4.4 (not in GroupCoordinatorConfig's reconfigurable set), so under
 --kafka-real each policy gets a one-node Kafka of its own, one after the other (a JVM start each, ~12 s here),
-which runs both scenarios:
+which runs the three scenarios:
 - upgrade: a consumer-protocol member (ConsumerGroupHeartbeat at epoch 0) meets a classic group with a member:
   taken in (upgrade, the group is a consumer group) or refused GROUP_ID_NOT_FOUND with Kafka's words;
 - classic join and downgrade: a classic JoinGroup meets a consumer group with a member: refused
   INCONSISTENT_GROUP_PROTOCOL under disabled, else taken in; when the consumer-protocol member then leaves, the
-  group turns classic only if the policy allows the downgrade.
+  group turns classic only if the policy allows the downgrade;
+- a static consumer-protocol member's return on the classic protocol: the downgrade done at once, kept from, or
+  the JoinGroup refused.
 """
 
 from __future__ import annotations
@@ -95,16 +97,17 @@ def _assignment(partitions: list[int]) -> bytes:
                                               "user_data": None})
 
 
-def _join(raw: RawClient, group: str, member_id: str) -> Any:
+def _join(raw: RawClient, group: str, member_id: str, instance: str | None = None) -> Any:
     return raw.request(11, 5, {"group_id": group, "session_timeout_ms": SESSION_MS,
-                               "rebalance_timeout_ms": SESSION_MS, "member_id": member_id, "group_instance_id": None,
-                               "protocol_type": "consumer",
+                               "rebalance_timeout_ms": SESSION_MS, "member_id": member_id,
+                               "group_instance_id": instance, "protocol_type": "consumer",
                                "protocols": [{"name": "range", "metadata": _subscription()}]})
 
 
-def _heartbeat(raw: RawClient, group: str, member_id: str, epoch: int) -> Any:
-    return raw.request(68, 1, {"group_id": group, "member_id": member_id, "member_epoch": epoch, "instance_id": None,
-                               "rack_id": None, "rebalance_timeout_ms": SESSION_MS if epoch == 0 else -1,
+def _heartbeat(raw: RawClient, group: str, member_id: str, epoch: int, instance: str | None = None) -> Any:
+    return raw.request(68, 1, {"group_id": group, "member_id": member_id, "member_epoch": epoch,
+                               "instance_id": instance, "rack_id": None,
+                               "rebalance_timeout_ms": SESSION_MS if epoch == 0 else -1,
                                "subscribed_topic_names": [TOPIC] if epoch == 0 else None,
                                "server_assignor": None, "topic_partitions": [] if epoch == 0 else None})
 
@@ -197,3 +200,29 @@ def test_a_classic_member_joins_a_consumer_group_and_its_leaving_peer_downgrades
     assert (rejoined.error_code, rejoined.generation_id, rejoined.leader == classic) == (
         ErrorCode.NONE, gen + 1, policy == "downgrade")
     _leave(raw, group, classic)
+
+
+def test_a_static_member_back_on_the_classic_protocol_downgrades_the_group_where_allowed(
+        broker: tuple[str, str], raw: RawClient) -> None:
+    """The static consumer-protocol member leaves for now (epoch -2) and comes back as a classic member under a new
+    member id: the group turns classic at once under downgrade (Kafka 4.4's validateOnlineDowngradeWithReplacedMember),
+    stays a consumer group under upgrade, and the JoinGroup is refused under disabled."""
+    policy = broker[0]
+    group = _group_id(raw)
+    member = uuid.uuid4().hex[:22]
+    assert _heartbeat(raw, group, member, 0, "i1").error_code == ErrorCode.NONE
+    assert _heartbeat(raw, group, member, -2, "i1").error_code == ErrorCode.NONE
+    back = _join(raw, group, "", "i1")
+    described = raw.request(15, 5, {"groups": [group], "include_authorized_operations": False}).groups[0]
+    if policy == "disabled":
+        assert (back.error_code, back.member_id) == (ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "")
+        assert (_group_type(raw, group), described.group_state) == ("consumer", "Dead")
+        return
+    assert back.error_code == ErrorCode.NONE and back.member_id not in ("", member)
+    if policy == "downgrade":
+        assert (_group_type(raw, group), described.group_state, described.protocol_type, len(described.members)) \
+            == ("classic", "Stable", "consumer", 1)
+    else:
+        assert (_group_type(raw, group), described.group_state) == ("consumer", "Dead")
+    raw.request(13, 5, {"group_id": group, "members": [{"member_id": back.member_id, "group_instance_id": "i1",
+                                                        "reason": None}]})

@@ -43,7 +43,7 @@ import fakekafka
 from fakekafka.apache_kafka import KafkaCluster, KafkaUnavailable, kafka_lib
 from fakekafka.client import WireConnection
 from fakekafka.handlers import advertised_versions, handler_for
-from fakekafka.model.config import BROKER_CONFIGS, BrokerConfig
+from fakekafka.model.config import MODELLED_BROKER_CONFIGS, BrokerConfig
 from wire import ErrorCode
 from wire.messages import API_MODULES
 from wire.messages.consumer_protocol_assignment import ConsumerProtocolAssignmentV0
@@ -68,7 +68,7 @@ sweep runs. They were fixed in November 2023 once, and a sweep slower than 30 s 
 P0_RECORDS, P1_RECORDS = 5, 1
 SESSION_TIMEOUT_MS = 600_000  # the group's member must outlive the session, whatever the machine's load
 
-BROKER_KEYS = sorted(set(BROKER_CONFIGS) - {"log.dirs"})
+BROKER_KEYS = sorted(set(MODELLED_BROKER_CONFIGS) - {"log.dirs"})
 """Kafka has hundreds; these are the ones fakekafka models (not log.dirs: each broker's own paths)."""
 
 SUBSCRIPTION = b"\x00\x00" + ConsumerProtocolSubscriptionV0.build({"topics": [TOPIC], "user_data": None})

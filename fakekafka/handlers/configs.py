@@ -19,8 +19,9 @@ coordinators; whether or not the group exists, as Kafka. CLIENT_METRICS resource
 `metrics`, `interval.ms`, `match`) are kept per name with Kafka 4.4's checks, codes and words; one left
 without configs no longer exists. BROKER_LOGGER resources (IncrementalAlterConfigs only, as Kafka) set or
 reset the level of one of fakekafka's Python loggers (model/loggers.py), checked as Kafka's
-ConfigAdminManager checks them. Deliberate differences: a broker config outside model/config.py's
-BROKER_CONFIGS is taken as one Kafka does not know; the loggers are fakekafka's Python loggers, not Kafka's
+ConfigAdminManager checks them. A broker config outside model/config.py's
+BROKER_CONFIGS (Kafka 4.4's own list, generated from its jars) is one Kafka does not know. Deliberate
+differences: the loggers are fakekafka's Python loggers, not Kafka's
 log4j ones (Java class names), and are shared by every broker of the process.
 
 DescribeConfigs: Kafka's topic and broker defaults with their sources.
@@ -38,10 +39,12 @@ the loggers with their effective levels (DYNAMIC_BROKER_LOGGER_CONFIG), a CLIENT
 (DYNAMIC_CLIENT_METRICS_CONFIG or DEFAULT_CONFIG), whether or not it exists. Deliberate differences: a
 cluster on a frozen or custom clock lifts Kafka 4's one-hour limit on future record timestamps
 (log.message.timestamp.after.max.ms, reported as a cluster-wide dynamic config), since its model time is
-not the producers' wall-clock time; a broker resource lists the broker configs modelled here
-(model/config.py's BROKER_CONFIGS: those a client or a test can observe), not Kafka's ~300 (listeners,
-SSL, SASL, quotas, share groups, remote storage, controller settings...: `python -m compat diff` reports
-them as missing, compat/KNOWN_DIFFERENCES.md "Wire fields").
+not the producers' wall-clock time. A broker resource lists every broker config Kafka 4.4 lists (its
+non-internal ConfigDef keys, with Kafka's types, defaults, read_only flags, synonyms and documentation), the
+ones fakekafka has no use for (threads, socket buffers, log flushing, replica fetching, controller settings...)
+at the value they were given, or Kafka's default: a broker that was not given `listeners`,
+`process.roles`, `controller.*` reports Kafka's defaults for them (fakekafka has no controller quorum), where a
+real broker's server.properties sets them (compat/KNOWN_DIFFERENCES.md "Wire fields").
 """
 
 from __future__ import annotations
@@ -132,10 +135,12 @@ def _group_configs(ctx: RequestContext, group_id: str, keys: list[str] | None, s
     return out
 
 
-def _broker_configs(ctx: RequestContext, keys: list[str] | None, synonyms: bool,
-                    cluster_level: bool) -> list[dict[str, Any]]:
+def _broker_configs(ctx: RequestContext, keys: list[str] | None, synonyms: bool, cluster_level: bool,
+                    documentation: bool = False) -> list[dict[str, Any]]:
     """One broker's configs, or (`cluster_level`, the resource named "") only the cluster-wide dynamic ones,
-    each with only that layer in its synonyms, as Kafka describes the cluster default resource."""
+    each with only that layer in its synonyms, as Kafka describes the cluster default resource. Every broker
+    config Kafka lists (model/config.py's BROKER_CONFIGS, generated from Kafka's own definitions), each with
+    Kafka's documentation when asked for it; a password's value hidden (is_sensitive), as Kafka does."""
     out = []
     config = ctx.cluster.config
     own = config.dynamic_brokers.get(ctx.broker.node_id, {})
@@ -160,8 +165,12 @@ def _broker_configs(ctx: RequestContext, keys: list[str] | None, synonyms: bool,
         else:
             layers = config.synonyms(key, ctx.broker.node_id)
         value, source = (layers[0][1], layers[0][2]) if layers else (None, ConfigSource.DEFAULT_CONFIG)
-        chain = [{"name": n, "value": v, "source": s} for n, v, s in layers] if synonyms else []
-        out.append(_entry(key, value, source, spec.type, chain, spec.documentation, read_only=not spec.dynamic))
+        sensitive = spec.type == ConfigType.PASSWORD  # Kafka hides a password's value, its synonyms' too
+        chain = [{"name": n, "value": None if sensitive else v, "source": s} for n, v, s in layers] \
+            if synonyms else []
+        entry = _entry(key, None if sensitive else value, source, spec.type, chain,
+                       spec.documentation if documentation else "", read_only=not spec.dynamic)
+        out.append({**entry, "is_sensitive": sensitive})
     return out
 
 
@@ -236,7 +245,8 @@ def handle_describe_configs(ctx: RequestContext, req: Container) -> dict[str, An
                     f"Unexpected broker id, expected {ctx.broker.node_id} or empty string, but received " \
                     f"{r.resource_name}"
             else:
-                configs = _broker_configs(ctx, keys, synonyms, cluster_level=r.resource_name == "")
+                configs = _broker_configs(ctx, keys, synonyms, cluster_level=r.resource_name == "",
+                                          documentation=bool(req.get("include_documentation", False)))
         elif r.resource_type == BROKER_LOGGER:
             refused = _logger_broker_refused(ctx, r.resource_name)
             if refused is not None:

@@ -13,10 +13,11 @@ from dataclasses import dataclass, field, fields, replace
 from enum import IntEnum
 
 from fakekafka.model.acl import STANDARD_AUTHORIZER
+from fakekafka.model.kafka_broker_configs import BROKER_CONFIG_DEFS, BrokerConfigDef
 
 __all__ = [
     "AUTHORIZER_CONFIGS", "BROKER_CONFIGS", "CLIENT_METRICS_CONFIGS", "GROUP_CONFIGS", "INTERNAL_BROKER_CONFIGS",
-    "TOPIC_CONFIGS",
+    "MODELLED_BROKER_CONFIGS", "TOPIC_CONFIGS",
     "BrokerConfig", "ConfigSource", "ConfigSpec", "ConfigType",
     "InvalidConfig", "known_broker_config",
 ]
@@ -68,6 +69,17 @@ class ConfigSpec:
     read_only=False for these, True for the others."""
     case_insensitive: bool = False
     """`choices` compared ignoring case (Kafka's CaseInsensitiveValidString)."""
+    list_checks: bool = False
+    """A list Kafka's ValidList checks: no element twice, none empty, and (unless `empty_allowed`) not empty."""
+    empty_allowed: bool = True
+    """False: an empty value is refused (a ValidList that must not be empty, Kafka's NonEmptyString)."""
+    entry_form: str = ""
+    """Each list entry must be `{id}@{host}:{port}` ("voters") or `{host}:{port}` ("bootstrap"), as Kafka's
+    controller.quorum.* validators check them."""
+    update_mode: str = "read-only"
+    """How a broker config can change at run time, as Kafka says: read-only, per-broker or cluster-wide."""
+    internal: bool = False
+    """Kafka's internal broker configs: accepted, described only when set."""
 
     def validate(self, value: str | None) -> str | None:
         """`value` if valid, else InvalidConfig with the message Kafka's ConfigDef gives."""
@@ -91,10 +103,19 @@ class ConfigSpec:
                     raise InvalidConfig(shown + f"Value must be at least {self.minimum}")
                 if high:
                     raise InvalidConfig(shown + f"Value must be no more than {self.maximum}")
+        if self.list_checks:
+            self._check_list(value)
+            return value
+        if not self.empty_allowed and value == "":
+            raise InvalidConfig(invalid + "String must be non-empty")
+        if self.type == ConfigType.CLASS and value.strip() not in ("", self.default):
+            # Kafka loads the class and refuses one it can't find; fakekafka runs no Java class, so the
+            # only one it can honour is the default
+            raise InvalidConfig(invalid + f"Class {value.strip()} could not be found.")
         if self.choices:
             parts = [p for p in value.split(",") if p.strip()] if self.type == ConfigType.LIST else [value]
             if self.case_insensitive:  # Kafka's CaseInsensitiveValidString
-                if value.strip().lower() not in self.choices:
+                if value.strip().lower() not in {c.lower() for c in self.choices}:
                     raise InvalidConfig(f"Invalid value {value} for configuration {self.name}: "
                                         f"String must be one of (case insensitive): {', '.join(self.choices)}")
                 return value
@@ -103,6 +124,43 @@ class ConfigSpec:
                     raise InvalidConfig(f"Invalid value {p.strip()} for configuration {self.name}: "
                                         f"String must be one of: {', '.join(self.choices)}")
         return value
+
+    def _check_list(self, value: str) -> None:
+        """Kafka's ValidList (and controller.quorum.*) checks, in its order and words. Kafka splits a list on
+        commas with the blanks around them, keeping empty elements ("a,,b", "a,")."""
+        trimmed = value.strip()
+        parts = re.split(r"\s*,\s*", trimmed) if trimmed else []
+        if not parts and not self.empty_allowed:
+            valid = f"[{', '.join(self.choices)}]" if self.choices else "any non-empty value"
+            raise InvalidConfig(f"Configuration '{self.name}' must not be empty. Valid values include: {valid}")
+        if len(set(parts)) != len(parts):
+            raise InvalidConfig(f"Configuration '{self.name}' values must not be duplicated.")
+        if "" in parts:
+            raise InvalidConfig(f"Configuration '{self.name}' values must not be empty.")
+        for p in parts:
+            if self.choices and p not in self.choices:
+                raise InvalidConfig(f"Invalid value {p} for configuration {self.name}: "
+                                    f"String must be one of: {', '.join(self.choices)}")
+            if self.entry_form:
+                _check_quorum_entry(self.name, p, self.entry_form)
+
+
+def _check_quorum_entry(name: str, entry: str, form: str) -> None:
+    """One controller.quorum.voters (`{id}@{host}:{port}`) or .bootstrap.servers (`{host}:{port}`) entry."""
+    address = entry
+    if form == "voters":
+        voter, at, address = entry.partition("@")
+        if not at:
+            raise InvalidConfig(f"Invalid configuration value for {name}. Each entry should be in the form "
+                                "`{id}@{host}:{port}`.")
+        if not re.fullmatch(r"-?\d+", voter.strip()):
+            raise InvalidConfig(f"Failed to parse voter ID as an integer from {voter}")
+    if not re.fullmatch(r"(\[[0-9a-fA-F:.]+\]|[^:\s]+):\d+", address):
+        if form == "voters":
+            raise InvalidConfig(f"Failed to parse host name from entry {entry} for the configuration {name}. "
+                                "Each entry should be in the form `{id}@{host}:{port}`.")
+        raise InvalidConfig(f"Failed to parse host name from {entry} for the configuration {name}. Each entry "
+                            'should be in the form "{host}:{port}"')
 
 
 _T = ConfigType
@@ -168,84 +226,65 @@ TOPIC_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
     ConfigSpec("unclean.leader.election.enable", _T.BOOLEAN, "false", "unclean.leader.election.enable"),
 )}
 
-BROKER_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
-    ConfigSpec("auto.create.topics.enable", _T.BOOLEAN, "true"),
-    ConfigSpec("broker.id", _T.INT, "-1"),
-    ConfigSpec("node.id", _T.INT, None),
-    ConfigSpec("num.partitions", _T.INT, "1", minimum=1),
-    ConfigSpec("default.replication.factor", _T.INT, "1"),
-    ConfigSpec("message.max.bytes", _T.INT, "1048588", minimum=0, dynamic=True),
-    ConfigSpec("socket.request.max.bytes", _T.INT, "104857600", minimum=1),
-    ConfigSpec("queued.max.request.bytes", _T.LONG, "-1"),
-    ConfigSpec("connections.max.idle.ms", _T.LONG, "600000"),
-    ConfigSpec("max.connections", _T.INT, "2147483647", minimum=0, dynamic=True),
-    ConfigSpec("max.connections.per.ip", _T.INT, "2147483647", minimum=0, dynamic=True),
-    ConfigSpec("max.connections.per.ip.overrides", _T.STRING, "", dynamic=True),
-    ConfigSpec("fetch.max.bytes", _T.INT, "57671680", minimum=0),
-    ConfigSpec("share.coordinator.state.topic.num.partitions", _T.INT, "50", minimum=1),
-    ConfigSpec("share.coordinator.state.topic.replication.factor", _T.SHORT, "3", minimum=1),
-    ConfigSpec("share.coordinator.state.topic.min.isr", _T.SHORT, "2", minimum=1),
-    ConfigSpec("share.coordinator.snapshot.update.records.per.snapshot", _T.INT, "500", minimum=0, maximum=500),
-    ConfigSpec("group.share.session.timeout.ms", _T.INT, "45000", minimum=1),
-    ConfigSpec("group.share.heartbeat.interval.ms", _T.INT, "5000", minimum=1),
-    ConfigSpec("group.share.record.lock.duration.ms", _T.INT, "30000", minimum=1000, maximum=3600000),
-    ConfigSpec("group.share.delivery.count.limit", _T.INT, "5", minimum=2, maximum=10),
-    ConfigSpec("group.share.partition.max.record.locks", _T.INT, "2000", minimum=100, maximum=10000),
-    ConfigSpec("group.share.max.size", _T.INT, "200", minimum=1, maximum=1000),
-    ConfigSpec("group.share.assignment.interval.ms", _T.INT, "1000", minimum=0, dynamic=True),
-    ConfigSpec("max.request.partition.size.limit", _T.INT, "2000", minimum=1),  # DescribeTopicPartitions' page
-    ConfigSpec("offsets.topic.num.partitions", _T.INT, "50", minimum=1),
-    ConfigSpec("offsets.topic.replication.factor", _T.SHORT, "3", minimum=1),
-    ConfigSpec("offsets.retention.minutes", _T.INT, "10080", minimum=1),
-    ConfigSpec("transaction.state.log.num.partitions", _T.INT, "50", minimum=1),
-    ConfigSpec("transaction.state.log.replication.factor", _T.SHORT, "3", minimum=1),
-    ConfigSpec("transaction.max.timeout.ms", _T.INT, "900000", minimum=1),
-    ConfigSpec("transactional.id.expiration.ms", _T.INT, "604800000", minimum=1),
-    ConfigSpec("transaction.partition.verification.enable", _T.BOOLEAN, "true", dynamic=True),
-    ConfigSpec("group.initial.rebalance.delay.ms", _T.INT, "3000", minimum=0),
-    ConfigSpec("group.min.session.timeout.ms", _T.INT, "6000"),
-    ConfigSpec("group.max.session.timeout.ms", _T.INT, "1800000"),
-    ConfigSpec("group.consumer.session.timeout.ms", _T.INT, "45000", minimum=1),
-    ConfigSpec("group.consumer.min.session.timeout.ms", _T.INT, "45000", minimum=1),
-    ConfigSpec("group.consumer.max.session.timeout.ms", _T.INT, "60000", minimum=1),
-    ConfigSpec("group.consumer.heartbeat.interval.ms", _T.INT, "5000", minimum=1),
-    ConfigSpec("group.consumer.min.heartbeat.interval.ms", _T.INT, "5000", minimum=1),
-    ConfigSpec("group.consumer.max.heartbeat.interval.ms", _T.INT, "15000", minimum=1),
-    ConfigSpec("group.consumer.max.size", _T.INT, "2147483647", minimum=1),
-    ConfigSpec("group.consumer.assignors", _T.LIST, "uniform,range"),
-    ConfigSpec("group.consumer.migration.policy", _T.STRING, "bidirectional",
-               choices=("bidirectional", "upgrade", "downgrade", "disabled"), case_insensitive=True),
-    ConfigSpec("group.consumer.assignment.interval.ms", _T.INT, "1000", minimum=0, dynamic=True),
-    ConfigSpec("group.consumer.min.assignment.interval.ms", _T.INT, "0", minimum=0),
-    ConfigSpec("group.consumer.max.assignment.interval.ms", _T.INT, "15000", minimum=0),
-    ConfigSpec("min.insync.replicas", _T.INT, "1", minimum=1, dynamic=True),
-    ConfigSpec("compression.type", _T.STRING, "producer", dynamic=True),
-    ConfigSpec("log.cleanup.policy", _T.LIST, "delete", dynamic=True),
-    # no default of their own (the topic default comes from log.retention.hours, log.roll.hours, ...), so
-    # Kafka lists no synonym for retention.ms, segment.ms, segment.jitter.ms or flush.ms
-    ConfigSpec("log.flush.interval.ms", _T.LONG, None, dynamic=True),
-    ConfigSpec("log.retention.ms", _T.LONG, None, dynamic=True),
-    ConfigSpec("log.roll.ms", _T.LONG, None, dynamic=True),
-    ConfigSpec("log.roll.jitter.ms", _T.LONG, None, dynamic=True),
-    ConfigSpec("log.retention.minutes", _T.INT, None),
-    ConfigSpec("log.retention.hours", _T.INT, "168"),
-    ConfigSpec("log.roll.hours", _T.INT, "168"),
-    ConfigSpec("log.retention.bytes", _T.LONG, "-1", dynamic=True),
-    ConfigSpec("log.segment.bytes", _T.INT, "1073741824", dynamic=True),
-    ConfigSpec("log.message.timestamp.type", _T.STRING, "CreateTime", dynamic=True),
-    ConfigSpec("log.message.timestamp.after.max.ms", _T.LONG, "3600000", dynamic=True),
-    ConfigSpec("unclean.leader.election.enable", _T.BOOLEAN, "false", dynamic=True),
-    ConfigSpec("delete.topic.enable", _T.BOOLEAN, "true"),
-    ConfigSpec("replica.lag.time.max.ms", _T.LONG, "30000"),
-    ConfigSpec("log.retention.check.interval.ms", _T.LONG, "300000", minimum=1),
-    ConfigSpec("log.cleaner.enable", _T.BOOLEAN, "true"),
-    ConfigSpec("log.cleaner.backoff.ms", _T.LONG, "15000", minimum=0, dynamic=True),
-    ConfigSpec("log.dir", _T.LIST, DEFAULT_LOG_DIR),
-    ConfigSpec("log.dirs", _T.LIST, None),
-    ConfigSpec("authorizer.class.name", _T.STRING, ""),
-    ConfigSpec("ssl.principal.mapping.rules", _T.STRING, "DEFAULT"),
-    ConfigSpec("connections.max.reauth.ms", _T.LONG, "0"),
-)}
+def _spec(d: BrokerConfigDef) -> ConfigSpec:
+    """A generated Kafka broker config definition as the spec fakekafka checks and describes it by."""
+    v = d.validator
+    spec = ConfigSpec(d.name, ConfigType[d.type], d.default, documentation=d.documentation or "",
+                      dynamic=d.dynamic, update_mode=d.update_mode, internal=d.internal)
+    if v is None:
+        return spec
+    if v.kind == "Range":
+        return replace(spec, minimum=v.min, maximum=v.max)
+    if v.kind in ("ValidString", "CaseInsensitiveValidString"):
+        return replace(spec, choices=v.strings or (), case_insensitive=v.kind.startswith("Case"))
+    if v.kind == "ValidList":
+        return replace(spec, choices=v.strings or (), list_checks=True, empty_allowed=bool(v.empty_allowed))
+    if v.kind == "NonEmptyString":
+        return replace(spec, empty_allowed=False)
+    if v.kind.startswith("ControllerQuorum"):
+        return replace(spec, list_checks=True, entry_form="voters" if "Voters" in v.kind else "bootstrap")
+    bounds = re.fullmatch(r"\[(-?\d+),\.\.\.,(-?\d+)\] or (-?\d+)", v.text)  # compression.gzip.level's
+    if bounds:
+        low, high, also = map(int, bounds.groups())
+        return replace(spec, minimum=low, maximum=high, also=also)
+    return spec  # NonNullValidator: a value read from text is never null
+
+
+_KAFKA_BROKER_CONFIGS = {d.name: _spec(d) for d in BROKER_CONFIG_DEFS.values()}
+
+BROKER_CONFIGS: dict[str, ConfigSpec] = {n: s for n, s in _KAFKA_BROKER_CONFIGS.items() if not s.internal}
+"""Every broker config Kafka 4.4 lists (its non-internal ConfigDef keys), generated from Kafka's jars into
+model/kafka_broker_configs.py (tools/gen_broker_configs.py): names, types, defaults, validators, documentation
+and which can change at run time. Those fakekafka honours are read by the model (BrokerConfig's fields and
+`value()`); the others are accepted, checked, kept and described as Kafka does."""
+
+MODELLED_BROKER_CONFIGS = (
+    "auto.create.topics.enable", "broker.id", "node.id", "num.partitions", "default.replication.factor",
+    "message.max.bytes", "socket.request.max.bytes", "queued.max.request.bytes", "connections.max.idle.ms",
+    "max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides", "fetch.max.bytes",
+    "share.coordinator.state.topic.num.partitions", "share.coordinator.state.topic.replication.factor",
+    "share.coordinator.state.topic.min.isr", "share.coordinator.snapshot.update.records.per.snapshot",
+    "group.share.session.timeout.ms", "group.share.heartbeat.interval.ms", "group.share.record.lock.duration.ms",
+    "group.share.delivery.count.limit", "group.share.partition.max.record.locks", "group.share.max.size",
+    "group.share.assignment.interval.ms", "max.request.partition.size.limit", "offsets.topic.num.partitions",
+    "offsets.topic.replication.factor", "offsets.retention.minutes", "transaction.state.log.num.partitions",
+    "transaction.state.log.replication.factor", "transaction.max.timeout.ms", "transactional.id.expiration.ms",
+    "transaction.partition.verification.enable", "group.initial.rebalance.delay.ms", "group.min.session.timeout.ms",
+    "group.max.session.timeout.ms", "group.consumer.session.timeout.ms", "group.consumer.min.session.timeout.ms",
+    "group.consumer.max.session.timeout.ms", "group.consumer.heartbeat.interval.ms",
+    "group.consumer.min.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms", "group.consumer.max.size",
+    "group.consumer.assignors", "group.consumer.migration.policy", "group.consumer.assignment.interval.ms",
+    "group.consumer.min.assignment.interval.ms", "group.consumer.max.assignment.interval.ms", "min.insync.replicas",
+    "compression.type", "log.cleanup.policy", "log.flush.interval.ms", "log.retention.ms", "log.roll.ms",
+    "log.roll.jitter.ms", "log.retention.minutes", "log.retention.hours", "log.roll.hours", "log.retention.bytes",
+    "log.segment.bytes", "log.message.timestamp.type", "log.message.timestamp.after.max.ms",
+    "unclean.leader.election.enable", "delete.topic.enable", "replica.lag.time.max.ms",
+    "log.retention.check.interval.ms", "log.cleaner.enable", "log.cleaner.backoff.ms", "log.dir", "log.dirs",
+    "authorizer.class.name", "ssl.principal.mapping.rules", "connections.max.reauth.ms",
+)
+"""The broker configs whose effect clients or tests can observe on fakekafka (beside the topic configs' broker
+synonyms and the listener/security settings BrokerConfig reads): the ones the API sweep compares with Kafka's
+answer value by value."""
 
 CLIENT_METRICS_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
     ConfigSpec("interval.ms", _T.INT, "300000", documentation="Metrics push interval in milliseconds"),
@@ -282,9 +321,7 @@ AUTHORIZER_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
 """The StandardAuthorizer's own settings: Kafka passes them to the authorizer but does not list them among the
 broker's configs (DescribeConfigs leaves them out), so neither does fakekafka."""
 
-INTERNAL_BROKER_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
-    ConfigSpec("log.initial.task.delay.ms", _T.LONG, "30000", minimum=0),
-)}
+INTERNAL_BROKER_CONFIGS: dict[str, ConfigSpec] = {n: s for n, s in _KAFKA_BROKER_CONFIGS.items() if s.internal}
 """Broker configs Kafka defines as internal (ConfigDef.defineInternal, "for testing only"): accepted at start-up
 like any other, and listed by DescribeConfigs only when set (Kafka's ConfigHelper lists the originals a broker was
 started with beside its non-internal values: STATIC_BROKER_CONFIG, read-only, the default as a synonym).
@@ -303,8 +340,9 @@ def _broker_default(name: str) -> str | None:
     return None
 
 
-_FALLBACKS = {"log.retention.ms": ("log.retention.minutes", "log.retention.hours"), "log.roll.ms": ("log.roll.hours",)}
-"""Broker configs whose value, when unset, comes from a coarser one (Kafka's synonyms after the name itself)."""
+_FALLBACKS = {d.name: d.synonyms[1:] for d in BROKER_CONFIG_DEFS.values() if d.synonyms[1:] and d.synonyms[0] == d.name}
+"""Broker configs whose value, when unset, comes from a coarser one (Kafka's synonyms after the name itself:
+log.retention.ms's minutes and hours, log.roll.ms's hours, log.flush.interval.ms's scheduler interval...)."""
 
 _DERIVED = {"retention.ms": (("log.retention.minutes", 60_000), ("log.retention.hours", 3_600_000)),
             "segment.ms": (("log.roll.hours", 3_600_000),)}

@@ -3,10 +3,12 @@ AlterReplicaLogDirs' per-partition codes, and a dir named for a replica before t
 
 from __future__ import annotations
 
+import pytest
+
 from fakekafka.describe import describe_tables
 from fakekafka.model.clock import ManualClock
 from fakekafka.model.cluster import Broker, ClusterState
-from fakekafka.model.config import BrokerConfig
+from fakekafka.model.config import BrokerConfig, InvalidConfig
 from wire import ErrorCode
 
 DIRS = "/data/a,/data/b"
@@ -29,7 +31,9 @@ def test_one_dir_by_default_kafkas_log_dir() -> None:
 
 def test_log_dir_alone_and_log_dirs_winning() -> None:
     assert BrokerConfig.from_properties({"log.dir": "/x"}).log_dirs() == ["/x"]
-    assert BrokerConfig.from_properties({"log.dir": "/x", "log.dirs": " /y , /z,/y"}).log_dirs() == ["/y", "/z"]
+    assert BrokerConfig.from_properties({"log.dir": "/x", "log.dirs": " /y , /z"}).log_dirs() == ["/y", "/z"]
+    with pytest.raises(InvalidConfig, match="^Configuration 'log.dirs' values must not be duplicated.$"):
+        BrokerConfig.from_properties({"log.dirs": "/y,/z,/y"})  # Kafka 4.4's ValidList refuses a dir twice
 
 
 def test_new_replicas_go_to_the_dir_with_fewest_partitions() -> None:

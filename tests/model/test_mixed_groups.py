@@ -317,8 +317,8 @@ def test_the_policy_is_a_broker_config_checked_as_kafka_checks_it() -> None:
     from fakekafka.model.cluster import ClusterState
     from fakekafka.model.config import BrokerConfig, InvalidConfig
     with pytest.raises(InvalidConfig, match="Invalid value sideways for configuration group.consumer.migration.policy: "
-                                            r"String must be one of \(case insensitive\): bidirectional, upgrade, "
-                                            "downgrade, disabled"):
+                                            r"String must be one of \(case insensitive\): DISABLED, DOWNGRADE, "
+                                            "UPGRADE, BIDIRECTIONAL"):  # Kafka 4.4's words
         BrokerConfig.from_properties({"group.consumer.migration.policy": "sideways"})
     state = ClusterState(BrokerConfig.from_properties({"group.consumer.migration.policy": "UPGRADE"}),
                          clock=ManualClock(0))

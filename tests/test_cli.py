@@ -65,7 +65,8 @@ def test_serve_takes_broker_configs_by_kafkas_names(tmp_path: Path) -> None:
     static broker configs and the cluster runs by them."""
     props = tmp_path / "server.properties"
     props.write_text("# a comment\nnum.partitions = 2\nlog.retention.ms: 3600000\n"
-                     "group.min.session.timeout.ms=\\\n  1000\n")
+                     "group.min.session.timeout.ms=\\\n  1000\n"
+                     "num.io.threads=4\nbackground.threads=5\nauto.leader.rebalance.enable=false\n")
     proc, line = _start("--port", "0", "--config-file", str(props), "--config", "num.partitions=3")
     try:
         from kafka import KafkaAdminClient, KafkaProducer
@@ -78,6 +79,9 @@ def test_serve_takes_broker_configs_by_kafkas_names(tmp_path: Path) -> None:
             "3", "STATIC_BROKER_CONFIG")
         assert configs["group.min.session.timeout.ms"]["value"] == "1000"
         assert configs["log.retention.ms"]["value"] == "3600000"
+        for name, value in (("num.io.threads", "4"), ("background.threads", "5"),  # Kafka's, no use here
+                            ("auto.leader.rebalance.enable", "false")):
+            assert (configs[name]["value"], configs[name]["config_source"]) == (value, "STATIC_BROKER_CONFIG")
         admin.close()
         producer = KafkaProducer(bootstrap_servers=bootstrap)
         producer.send("cli-configs", b"x").get(timeout=10)
@@ -95,6 +99,7 @@ def test_serve_takes_broker_configs_by_kafkas_names(tmp_path: Path) -> None:
     (["--config", "log.cleaner.delete.retention.ms=-5"], "Invalid value -5 for configuration "
                                                          "log.cleaner.delete.retention.ms: Value must be at least 0"),
     (["--config", "num.partitions"], "--config num.partitions: expected KEY=VALUE"),
+    (["--config", "num.io.threads=0"], "Invalid value 0 for configuration num.io.threads: Value must be at least 1"),
     (["--config-file", "/nonexistent/server.properties"], "--config-file: cannot read /nonexistent/server.properties"),
 ])
 def test_bad_broker_configs_are_refused_in_kafkas_words(args: list[str], message: str) -> None:

@@ -6,10 +6,11 @@ broker's lib dir, default `$FAKEKAFKA_KAFKA_LIB`, which `.ci/install.sh` resolve
 ConfigDef (`AbstractKafkaConfig.CONFIG_DEF`, what `KafkaConfig` parses server.properties with) and prints
 each key as JSON: its type, its default as DescribeConfigs prints it (`ConfigDef.convertToString`), its
 validator as data (Range bounds, valid strings), importance, documentation (`KafkaConfig.documentationOf`),
-whether it is internal, how it can be updated (`DynamicBrokerConfig.dynamicConfigUpdateModes`: read-only,
-per-broker, cluster-wide; DescribeConfigs says read_only for names outside `ALL_DYNAMIC_CONFIGS`) and its
-synonyms (`DynamicBrokerConfig.brokerConfigSynonyms`). Hand-typing ~380 configs would drift from Kafka;
-this keeps fakekafka's table Kafka's by construction.
+whether it is internal, whether a dynamic update of it needs a listener prefix (`DYNAMIC_SECURITY_CONFIGS`)
+or may at most halve or double it (the thread pools' RECONFIGURABLE_CONFIGS), how it can be updated
+(`DynamicBrokerConfig.dynamicConfigUpdateModes`: read-only, per-broker, cluster-wide; DescribeConfigs says
+read_only for names outside `ALL_DYNAMIC_CONFIGS`) and its synonyms (`DynamicBrokerConfig.brokerConfigSynonyms`).
+Hand-typing ~380 configs would drift from Kafka; this keeps fakekafka's table Kafka's by construction.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import java.lang.reflect.Field;
 import java.util.*;
 import kafka.server.KafkaConfig;
 import org.apache.kafka.common.config.ConfigDef;
+import org.apache.kafka.server.DynamicThreadPool;
 import org.apache.kafka.server.config.AbstractKafkaConfig;
 import org.apache.kafka.server.config.DynamicBrokerConfig;
 
@@ -88,6 +90,10 @@ public class BrokerConfigDump {
             row.put("dynamic", DynamicBrokerConfig.ALL_DYNAMIC_CONFIGS.contains(k.name));
             row.put("update_mode", modes.getOrDefault(k.name, "read-only"));
             row.put("synonyms", DynamicBrokerConfig.brokerConfigSynonyms(k.name, true));
+            row.put("security", DynamicBrokerConfig.DYNAMIC_SECURITY_CONFIGS.contains(k.name));
+            // the broker's thread pools, and the network threads (which its DataPlaneAcceptor checks alike)
+            row.put("thread_count", DynamicThreadPool.RECONFIGURABLE_CONFIGS.contains(k.name)
+                    || k.name.equals("num.network.threads"));
             row.put("validator", validator(k.validator));
             row.put("documentation", KafkaConfig.configDef().configKeys().containsKey(k.name)
                     ? k.documentation : null);
@@ -142,7 +148,9 @@ def render(rows: list[dict], version: str) -> str:
         '"""Every broker config Kafka defines (`AbstractKafkaConfig.CONFIG_DEF`): the data model/config.py turns',
         'into the broker\'s config specs. `default` is the value DescribeConfigs prints for it (None: no default);',
         '`dynamic`: Kafka can change it without a restart (DescribeConfigs\' read_only=False); `update_mode` as',
-        '`kafka-configs` reports it; `synonyms`: the names DescribeConfigs lists as its synonyms, in order."""',
+        '`kafka-configs` reports it; `synonyms`: the names DescribeConfigs lists as its synonyms, in order;',
+        '`security`: dynamically updatable only per listener (with its prefix); `thread_count`: a thread count',
+        'that a dynamic update may at most halve or double."""',
         "",
         "from __future__ import annotations",
         "",
@@ -173,6 +181,8 @@ def render(rows: list[dict], version: str) -> str:
         "    dynamic: bool",
         "    update_mode: str",
         "    synonyms: tuple[str, ...]",
+        "    security: bool",
+        "    thread_count: bool",
         "    validator: Validator | None",
         "    documentation: str | None",
         "",
@@ -183,7 +193,7 @@ def render(rows: list[dict], version: str) -> str:
         out.append(
             f"    BrokerConfigDef({r['name']!r}, {r['type']!r}, {r['default']!r}, {r['required']!r}, "
             f"{r['importance']!r}, {r['internal']!r}, {r['dynamic']!r}, {r['update_mode']!r}, "
-            f"{tuple(r['synonyms'])!r}, {_validator(r['validator'])},\n"
+            f"{tuple(r['synonyms'])!r}, {r['security']!r}, {r['thread_count']!r}, {_validator(r['validator'])},\n"
             f"                    {r['documentation']!r}),")
     out.append(")}")
     return "\n".join(out) + "\n"

@@ -8,7 +8,9 @@ tests/test_api_sweep.py): each resource is validated whole and applied whole or 
 resources or keys, a null SET value, the default topic resource "", another broker's id are INVALID_REQUEST;
 unknown topic configs and bad values INVALID_CONFIG (checked before the topic's existence, as Kafka does);
 APPEND/SUBTRACT work on the current value or else the default, for LIST configs only; broker configs Kafka
-cannot change at run time are refused ("Cannot update these configs dynamically"), broker names it does not
+cannot change at run time are refused ("Cannot update these configs dynamically"), as are keystore settings
+without a listener prefix, per-broker configs at the cluster-wide level and thread counts more than halved or
+doubled (Kafka's DynamicBrokerConfig and DynamicThreadPool checks), broker names it does not
 know are kept and described with their value hidden, as Kafka's; the cluster-level min.insync.replicas can't
 be removed (ELR, KAFKA-16540). AlterConfigs replaces the resource's whole dynamic set. Changes take effect
 at once, since the model reads configs on every use (max.message.bytes, min.insync.replicas,
@@ -62,6 +64,7 @@ from fakekafka.model.config import (
     GROUP_CONFIGS,
     INTERNAL_BROKER_CONFIGS,
     TOPIC_CONFIGS,
+    BrokerConfig,
     ConfigSource,
     ConfigSpec,
     ConfigType,
@@ -328,23 +331,51 @@ def _check_topic(configs: dict[str, str]) -> dict[str, str]:
     return configs
 
 
-def _check_broker(configs: dict[str, str], changed: list[str], cluster_level: bool) -> dict[str, str]:
-    """Kafka's DynamicBrokerConfig checks: static configs can't change at run time, values must parse;
-    names it does not know are kept (a plugin's configs), as Kafka keeps them."""
-    static = [n for n in changed if n in BROKER_CONFIGS and not BROKER_CONFIGS[n].dynamic and n in configs]
-    if static:
-        raise _Refused(ErrorCode.INVALID_REQUEST, f"Cannot update these configs dynamically: [{', '.join(static)}]")
+def _check_broker(configs: dict[str, str], changed: list[str], cluster_level: bool,
+                  current: BrokerConfig, node_id: int) -> dict[str, str]:
+    """Kafka's DynamicBrokerConfig checks, in its order: static configs can't change at run time, keystore and
+    truststore settings only with a listener prefix, values must parse, per-broker configs (listeners, SSL,
+    SASL...) not at the cluster-wide level, a thread count at most halved or doubled from the value in
+    force on the answering broker. Names it does not know are kept (a plugin's configs), as Kafka keeps them."""
+    def refuse_names(names: list[str], words: str) -> None:
+        if names:
+            raise _Refused(ErrorCode.INVALID_REQUEST, f"{words}: [{', '.join(names)}]")
+
+    specs = {n: BROKER_CONFIGS[n] for n in configs if n in BROKER_CONFIGS}
+    refuse_names([n for n in changed if n in specs and not specs[n].dynamic], "Cannot update these configs dynamically")
+    refuse_names([n for n in configs if n in specs and specs[n].security],
+                 "These security configs can be dynamically updated only per-listener using the listener prefix")
     for name, value in configs.items():
-        spec = BROKER_CONFIGS.get(name)
-        if spec is not None:
+        if name in specs:
             try:
-                spec.validate(value)
+                specs[name].validate(value)
             except InvalidConfig as e:
                 raise _Refused(ErrorCode.INVALID_REQUEST, str(e)) from None
+    if cluster_level:
+        refuse_names([n for n in configs if n in specs and specs[n].update_mode == "per-broker"],
+                     "Cannot update these configs at default cluster level, broker id must be specified")
+    for name in changed:
+        if name in configs and name in specs and specs[name].thread_count:
+            _check_thread_count(name, int(configs[name].strip()), int(current.value(name, node_id)[0] or 0))
     if cluster_level and "min.insync.replicas" not in configs:
         raise _Refused(ErrorCode.INVALID_CONFIG,
                        "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")
     return configs
+
+
+def _check_thread_count(name: str, new: int, old: int) -> None:
+    """Kafka's DynamicThreadPool check of a new thread count against the one in force, in its words."""
+    problem = f"Dynamic thread count update validation failed for {name}={new}"
+    if new <= 0:
+        problem += ", value should be at least 1"
+    elif new < old / 2:
+        problem += f", value should be at least half the current value {old}"
+    elif new > old * 2:
+        problem += f", value should not be greater than double the current value {old}"
+    else:
+        return
+    raise _Refused(ErrorCode.INVALID_REQUEST, f"Invalid value org.apache.kafka.common.config.ConfigException: "
+                                              f"{problem} for configuration Invalid dynamic configuration")
 
 
 def _alter(ctx: RequestContext, resource_type: int, name: str, ops: list[tuple[str, int, str | None]], *,
@@ -408,7 +439,7 @@ def _alter(ctx: RequestContext, resource_type: int, name: str, ops: list[tuple[s
         new = _apply(current, ops, topic=False, defaults={k: s.default for k, s in BROKER_CONFIGS.items()})
     else:
         new = _replace(ops)
-    _check_broker(new, [o[0] for o in ops], node is None)
+    _check_broker(new, [o[0] for o in ops], node is None, config, ctx.broker.node_id)
     if not validate_only:
         cluster.set_broker_configs(node, new)
 

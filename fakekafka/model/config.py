@@ -80,6 +80,10 @@ class ConfigSpec:
     """How a broker config can change at run time, as Kafka says: read-only, per-broker or cluster-wide."""
     internal: bool = False
     """Kafka's internal broker configs: accepted, described only when set."""
+    security: bool = False
+    """A keystore/truststore setting Kafka updates at run time only per listener (with the listener's prefix)."""
+    thread_count: bool = False
+    """A thread count a dynamic update may at most halve or double (Kafka's DynamicThreadPool)."""
 
     def validate(self, value: str | None) -> str | None:
         """`value` if valid, else InvalidConfig with the message Kafka's ConfigDef gives."""
@@ -230,7 +234,8 @@ def _spec(d: BrokerConfigDef) -> ConfigSpec:
     """A generated Kafka broker config definition as the spec fakekafka checks and describes it by."""
     v = d.validator
     spec = ConfigSpec(d.name, ConfigType[d.type], d.default, documentation=d.documentation or "",
-                      dynamic=d.dynamic, update_mode=d.update_mode, internal=d.internal)
+                      dynamic=d.dynamic, update_mode=d.update_mode, internal=d.internal, security=d.security,
+                      thread_count=d.thread_count)
     if v is None:
         return spec
     if v.kind == "Range":

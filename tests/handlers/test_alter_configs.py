@@ -116,6 +116,36 @@ def test_broker_levels_and_sources(raw: RawClient) -> None:
         (ErrorCode.INVALID_CONFIG, "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")]
 
 
+_THREADS = "Invalid value org.apache.kafka.common.config.ConfigException: Dynamic thread count update validation " \
+    "failed for {}, value should {} for configuration Invalid dynamic configuration"
+
+
+def test_broker_configs_fakekafka_has_no_use_for_are_checked_as_kafka_checks_them(raw: RawClient) -> None:
+    """Kafka 4.4's answers (each seen from a real broker with the same requests): keystore settings only with
+    a listener prefix, per-broker configs not cluster-wide, thread counts at most halved or doubled."""
+    refused = [
+        ("", "listeners", "PLAINTEXT://127.0.0.1:0",
+         "Cannot update these configs at default cluster level, broker id must be specified: [listeners]"),
+        ("1", "ssl.keystore.password", "pw", "These security configs can be dynamically updated only per-listener "
+                                             "using the listener prefix: [ssl.keystore.password]"),
+        ("1", "num.io.threads", "1", _THREADS.format("num.io.threads=1", "be at least half the current value 8")),
+        ("1", "num.network.threads", "100", _THREADS.format("num.network.threads=100",
+                                                            "not be greater than double the current value 3")),
+        ("1", "num.io.threads", "0", "Invalid value 0 for configuration num.io.threads: Value must be at least 1"),
+        ("1", "auto.leader.rebalance.enable", "false",
+         "Cannot update these configs dynamically: [auto.leader.rebalance.enable]")]
+    for node, name, value, words in refused:
+        assert _inc(raw, [(BROKER, node, [(name, SET, value)])], validate_only=True) == [
+            (ErrorCode.INVALID_REQUEST, words)], name
+    assert _inc(raw, [(BROKER, "", [("background.threads", SET, "12")]),
+                      (BROKER, "1", [("num.io.threads", SET, "6")])]) == [(0, None), (0, None)]
+    assert _describe(raw, BROKER, "1", "num.io.threads") == (
+        "6", 2, [("num.io.threads", "6", 2), ("num.io.threads", "8", 5)])
+    assert _inc(raw, [(BROKER, "1", [("num.io.threads", SET, "13")])]) == [  # against the value now in force
+        (ErrorCode.INVALID_REQUEST, _THREADS.format("num.io.threads=13",
+                                                    "not be greater than double the current value 6"))]
+
+
 def test_legacy_replaces_whole_set(raw: RawClient) -> None:
     assert _inc(raw, [(TOPIC, "t", [("retention.ms", SET, "1000"), ("cleanup.policy", SET, "compact")])]) == \
         [(0, None)]

@@ -3,11 +3,14 @@ background when the session starts, so that their minutes of waiting on brokers,
 the in-process tests instead of following them (a clean-clone CI spent about 15 of its 25 minutes in six such
 runs, using well under both cores through most of them). A pytest plugin (tests/conftest.py loads it).
 
-A test module registers a job (`job`): a function of the pytest config that runs its subprocess and returns
-what the test judges; it prints nothing (printing is the test's, so the output lands in the test's report).
-A test that needs it carries `@pytest.mark.background(NAME)` and takes the result with `result(NAME, config)`.
-After collection (and deselection) those tests move to the end of the run, and their jobs start as the tests
-do, in a thread of their own, one after another, the longest first. A test whose job has not started when it
+A test module registers a job (`job`): a function of the pytest config, called in the main thread before any
+test runs, that checks what the job needs (pytest.skip) and returns the function that runs its subprocess and
+returns what the test judges. That one runs in another thread while tests run, and tests change the process's
+os.environ (monkeypatch), so it reads nothing from it: the command and its env are made beforehand. It prints
+nothing (printing is the test's, so the output lands in the test's report). A test that needs the job carries
+`@pytest.mark.background(NAME)` and takes the result with `result(NAME, config)`. After collection (and
+deselection) those tests move to the end of the run, and their jobs start as the tests do, in a thread of
+their own, one after another, the longest first. A test whose job has not started when it
 runs (the test run alone, under xdist, or at the end of the session, where the main thread has nothing else to
 do) runs the job itself: the tests at the end come in the reverse order of the jobs, so from the end of the
 in-process tests on two jobs run at once, and never more. What a job raised (pytest.skip, pytest.fail, a
@@ -29,9 +32,10 @@ import pytest
 
 __all__ = ["enabled", "job", "result", "timings"]
 
-Job = Callable[[pytest.Config], Any]
+Job = Callable[[pytest.Config], Callable[[], Any]]
 
 _JOBS: dict[str, tuple[Job, float]] = {}
+_PREPARED: dict[str, Callable[[], Any]] = {}
 _FUTURES: dict[str, Future[Any]] = {}
 _CLAIMED: set[str] = set()
 _LOCK = threading.Lock()
@@ -43,8 +47,8 @@ _SELECTED = pytest.StashKey[list[str]]()
 
 
 def job(name: str, seconds: float) -> Callable[[Job], Job]:
-    """Registers `fn(config)` as the job `name`, which takes about `seconds` (a clean-clone CI's figure: the
-    longest start first)."""
+    """Registers `fn(config)`, which returns the function running the job `name` (or skips), as that job, which
+    takes about `seconds` (a clean-clone CI's figure: the longest start first)."""
     def register(fn: Job) -> Job:
         _JOBS[name] = (fn, seconds)
         return fn
@@ -70,7 +74,8 @@ def _claim(name: str, where: str) -> Future[Any] | None:
 
 def _run(name: str, fut: Future[Any], config: pytest.Config) -> None:
     try:
-        fut.set_result(_JOBS[name][0](config))
+        run = _PREPARED.get(name) or _JOBS[name][0](config)  # prepared at the start, or here (run by its test)
+        fut.set_result(run())
     except BaseException as e:  # noqa: BLE001 - pytest's Skipped and Failed are BaseExceptions: the test re-raises
         fut.set_exception(e)
     finally:
@@ -82,6 +87,14 @@ def _start(config: pytest.Config, names: list[str]) -> None:
     with _LOCK:
         for n in names:
             _FUTURES.setdefault(n, Future())
+    for n in names:  # in the main thread, before any test can change os.environ
+        try:
+            _PREPARED[n] = _JOBS[n][0](config)
+        except (Exception, pytest.skip.Exception, pytest.fail.Exception) as e:  # the test re-raises it
+            fut = _claim(n, "not run (its checks raised)")
+            if fut is not None:
+                fut.set_exception(e)
+                _TIMES[n]["end"] = _TIMES[n]["start"]
 
     def worker() -> None:
         for n in names:

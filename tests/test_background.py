@@ -23,12 +23,19 @@ from tests import background
 from tests.subproc import run_terminating
 
 STARTED = threading.Event()
+CHANGED = threading.Event()
 
 
 @background.job("long", seconds=300)
 def _long(config):
-    STARTED.set()
-    return "long done"
+    value = os.environ.get("SEEN_AT_START")  # read before any test runs, in the main thread
+
+    def run():
+        STARTED.set()
+        if background.enabled(config):  # else it runs in its test, after the in-process one
+            assert CHANGED.wait(60), "the in-process test did not run while the job ran"
+        return f"long done, {value}"
+    return run
 
 
 @background.job("skips", seconds=200)
@@ -38,18 +45,20 @@ def _skips(config):
 
 @background.job("fails", seconds=100)
 def _fails(config):
-    pytest.fail("the child failed", pytrace=False)
+    def run():
+        pytest.fail("the child failed", pytrace=False)
+    return run
 
 
 @background.job("hangs", seconds=400)
 def _hangs(config):
     code = "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(600)"
-    return run_terminating([sys.executable, "-c", code, "child.pid"], 600)
+    return lambda: run_terminating([sys.executable, "-c", code, "child.pid"], 600)
 
 
 @pytest.mark.background("long")
 def test_long(request):
-    assert background.result("long", request.config) == "long done"
+    assert background.result("long", request.config) == "long done, as at the start"
 
 
 @pytest.mark.background("skips")
@@ -67,8 +76,10 @@ def test_hangs(request):
     background.result("hangs", request.config)
 
 
-def test_in_process():
+def test_in_process(monkeypatch):
     assert STARTED.wait(60), "the job did not start while the in-process tests ran"
+    monkeypatch.setenv("SEEN_AT_START", "as a test set it")  # os.environ is the process's: the job must not care
+    CHANGED.set()
 
 
 def test_fails_once_the_child_runs():
@@ -83,6 +94,7 @@ def test_fails_once_the_child_runs():
 def inner(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     monkeypatch.delenv("FAKEKAFKA_BACKGROUND", raising=False)
+    monkeypatch.setenv("SEEN_AT_START", "as at the start")
     pytester.makepyfile(test_jobs=JOBS)
     return pytester
 

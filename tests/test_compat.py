@@ -18,6 +18,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,15 +41,20 @@ GO_NODE_CLIENTS = ("franz-go", "sarama", "kafka-go", "kafkajs", "rdkafka")
 
 
 def _run(*brokers: str, out: Path = OUT, timeout: float = 900,
-         clients: tuple[str, ...] = CURRENT_CLIENTS) -> tuple[subprocess.CompletedProcess[str], Path]:
-    """One `python -m compat` run; `_report` judges it (this may run in a background job: it prints nothing)."""
+         clients: tuple[str, ...] = CURRENT_CLIENTS) -> Callable[[], tuple[subprocess.CompletedProcess[str], Path]]:
+    """The function that runs `python -m compat` (its command and env made now: it runs in the background, where
+    os.environ may be a test's); `_report` judges what it returns. It prints nothing."""
     # --quick: the scenarios with a subscribed member are left out on tansu (each join takes seconds there);
     # every lane starts at once (--jobs), so the slow tansu lanes do not queue behind the quick ones. The
     # old clients run in a run of their own, against Kafka and fakekafka only (with tansu: 15 min).
     cmd = [sys.executable, "-m", "compat", *(a for b in brokers for a in ("--broker", b)), "--out", str(out),
            "--quick", "--jobs", "20", *(a for c in clients for a in ("--client", c))]
-    out.with_suffix(".json").unlink(missing_ok=True)  # a report from an earlier run must not pass for this one
-    return run_terminating(cmd, timeout, cwd=ROOT, env=dict(os.environ, PYTHONUNBUFFERED="1")), out
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+
+    def run() -> tuple[subprocess.CompletedProcess[str], Path]:
+        out.with_suffix(".json").unlink(missing_ok=True)  # a report from an earlier run must not pass for this one
+        return run_terminating(cmd, timeout, cwd=ROOT, env=env), out
+    return run
 
 
 def _report(run: tuple[subprocess.CompletedProcess[str], Path]) -> dict[str, Any]:
@@ -73,7 +79,7 @@ def _kafka_available() -> str | None:
 
 
 @background.job("compat-matrix", seconds=121)
-def _matrix(config: pytest.Config) -> tuple[subprocess.CompletedProcess[str], Path]:
+def _matrix(config: pytest.Config) -> Callable[[], tuple[subprocess.CompletedProcess[str], Path]]:
     kafka = ["kafka"] if _kafka_available() is None else []
     return _run(*kafka, "fakekafka", *(["tansu"] if tansu_binary() else []))
 
@@ -140,7 +146,7 @@ def test_real_kafka(report: dict[str, Any]) -> None:
 
 
 @background.job("compat-old-clients", seconds=99)
-def _old_clients(config: pytest.Config) -> tuple[subprocess.CompletedProcess[str], Path]:
+def _old_clients(config: pytest.Config) -> Callable[[], tuple[subprocess.CompletedProcess[str], Path]]:
     why = _kafka_available()
     if why is not None:
         pytest.skip(why)
@@ -168,7 +174,7 @@ def test_old_clients_see_fakekafka_as_kafka(request: pytest.FixtureRequest) -> N
 
 
 @background.job("compat-go-node", seconds=103)
-def _go_node_clients(config: pytest.Config) -> tuple[subprocess.CompletedProcess[str], Path]:
+def _go_node_clients(config: pytest.Config) -> Callable[[], tuple[subprocess.CompletedProcess[str], Path]]:
     from compat.clients.toolchains import GO_DRIVERS, BuildError, go_driver, node_modules, rust_driver
     try:
         for name in GO_DRIVERS:

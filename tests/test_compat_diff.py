@@ -13,6 +13,7 @@ import struct
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -316,7 +317,7 @@ DIFF_OUT = ROOT / "build" / "compat-diff-ci"
 
 
 @background.job("compat-diff", seconds=158)
-def _diff_run(config: pytest.Config) -> subprocess.CompletedProcess[str]:
+def _diff_run(config: pytest.Config) -> Callable[[], subprocess.CompletedProcess[str]]:
     from compat.apache_kafka import kafka_lib
     if kafka_lib() is None:
         pytest.skip('real Kafka\'s jars are not installed: run `eval "$(bash .ci/install.sh)"`')
@@ -326,9 +327,13 @@ def _diff_run(config: pytest.Config) -> subprocess.CompletedProcess[str]:
     cmd = [sys.executable, "-m", "compat", "diff", "--out", str(out), "--jobs", "5",
            "--save", str(out.with_suffix(".pickle")),  # `python -m compat diff --load` it to look again
            *(a for c in clients for a in ("--client", c))]
-    for stale in (out.with_suffix(".json"), out.with_suffix(".md")):
-        stale.unlink(missing_ok=True)
-    return run_terminating(cmd, 780, cwd=ROOT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    env = dict(os.environ, PYTHONUNBUFFERED="1")  # now: the run is in the background, os.environ may be a test's
+
+    def run() -> subprocess.CompletedProcess[str]:
+        for stale in (out.with_suffix(".json"), out.with_suffix(".md")):
+            stale.unlink(missing_ok=True)
+        return run_terminating(cmd, 780, cwd=ROOT, env=env)
+    return run
 
 
 @pytest.mark.clients

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -73,20 +74,25 @@ CHILD_DURATIONS = 15
 child's minutes go too."""
 
 
-def run_child(paths: list[str], *args: str) -> tuple[subprocess.CompletedProcess[str], float]:
-    """Runs `python -m pytest --kafka-real PATHS`; returns how it ended and how long it took. On timeout it gets
-    Ctrl-C, not a kill: pytest then ends the session and stops its Kafka JVMs (their own sessions, which a
-    killed child would leave running)."""
-    t0 = time.monotonic()
+def child(paths: list[str], *args: str) -> Callable[[], tuple[subprocess.CompletedProcess[str], float]]:
+    """The function that runs `python -m pytest --kafka-real PATHS` and returns how it ended and how long it took
+    (its command and env made now: it runs in the background, where os.environ may be a test's). On timeout the
+    child gets Ctrl-C, not a kill: pytest then ends the session and stops its Kafka JVMs (their own sessions,
+    which a killed child would leave running)."""
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     cmd = [sys.executable, "-m", "pytest", "--kafka-real", "-p", "no:cacheprovider", "-q", "-rfEs",
            f"--durations={CHILD_DURATIONS}", *args, *paths]
-    try:
-        proc = run_terminating(cmd, CHILD_TIMEOUT_S, stop_signal=signal.SIGINT, merge_stderr=True, cwd=ROOT, env=env)
-    except subprocess.TimeoutExpired as e:
-        out = e.output if isinstance(e.output, str) else ""
-        pytest.fail(f"pytest --kafka-real did not finish in {CHILD_TIMEOUT_S} s:\n{out[-6000:]}", pytrace=False)
-    return proc, time.monotonic() - t0
+
+    def run() -> tuple[subprocess.CompletedProcess[str], float]:
+        t0 = time.monotonic()
+        try:
+            proc = run_terminating(cmd, CHILD_TIMEOUT_S, stop_signal=signal.SIGINT, merge_stderr=True, cwd=ROOT,
+                                   env=env)
+        except subprocess.TimeoutExpired as e:
+            out = e.output if isinstance(e.output, str) else ""
+            pytest.fail(f"pytest --kafka-real did not finish in {CHILD_TIMEOUT_S} s:\n{out[-6000:]}", pytrace=False)
+        return proc, time.monotonic() - t0
+    return run
 
 
 def judge_child(paths: list[str], proc: subprocess.CompletedProcess[str], seconds: float,
@@ -114,17 +120,17 @@ def judge_child(paths: list[str], proc: subprocess.CompletedProcess[str], second
 
 
 @background.job("kafka-real-clients", seconds=320)
-def _clients_child(config: pytest.Config) -> tuple[subprocess.CompletedProcess[str], float]:
+def _clients_child(config: pytest.Config) -> Callable[[], tuple[subprocess.CompletedProcess[str], float]]:
     _check_real_kafka(config)
-    return run_child(CLIENT_TESTS)
+    return child(CLIENT_TESTS)
 
 
 @background.job("kafka-real-spark", seconds=115)
-def _spark_child(config: pytest.Config) -> tuple[subprocess.CompletedProcess[str], float]:
+def _spark_child(config: pytest.Config) -> Callable[[], tuple[subprocess.CompletedProcess[str], float]]:
     _check_real_kafka(config)
     pytest.importorskip("pyspark", reason="needs pyspark: pip install 'fakekafka[spark]'")
     # the connector only: the stand-in's second route (pyproject's --spark-route) is checked on fakekafka
-    return run_child(SPARK_TESTS, "--spark-route=auto")
+    return child(SPARK_TESTS, "--spark-route=auto")
 
 
 @pytest.mark.background("kafka-real-clients")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 import uuid
 from typing import Any
@@ -32,6 +33,10 @@ PLACEHOLDER = {
 }
 """Fields whose set value is made up per broker or run: a set value becomes the placeholder (an unset one,
 empty, zero, negative or the zero UUID, stays, so "set" versus "unset" still shows)."""
+JAVA_CLIENT_SEQ = re.compile(r"^((?:consumer|producer|share-consumer|adminclient)(?:-.*)?)-\d+$")
+"""A client id the Java client made up ("consumer-GROUP-67"): its number counts the clients made in that JVM
+before, which differs between two lanes' JVMs when a scenario went another way on one broker; the broker only
+echoes it, so the number is left out ("consumer-GROUP-<n>")."""
 NODE_FIELDS = frozenset({"node_id", "leader_id", "broker_id", "controller_id", "preferred_read_replica",
                          "coordinator_id", "replica_id", "leader"})
 NODE_LISTS = frozenset({"replica_nodes", "isr_nodes", "offline_replicas", "eligible_leader_replicas",
@@ -144,6 +149,8 @@ class Normaliser:
                 return PLACEHOLDER[name] if v and v != ZERO_UUID else v
             if isinstance(v, int) and not isinstance(v, bool) and name not in NODE_FIELDS:
                 return PLACEHOLDER[name] if (v != 0 if name == "session_id" else v >= 0) else v
+        if name == "client_id" and isinstance(v, str):
+            return JAVA_CLIENT_SEQ.sub(r"\1-<n>", v)
         if name in NODE_FIELDS and isinstance(v, int) and not isinstance(v, bool):
             return "<node>" if v >= 0 else v
         if name in NODE_LISTS and isinstance(v, list) and all(isinstance(x, int) for x in v):

@@ -176,6 +176,11 @@ def test_normaliser_placeholders_nodes_times_and_session_filter() -> None:
     assert n.value("session_id", 0) == 0 and n.value("session_id", 7) == "<session>"
     assert n.value("log_append_time_ms", now - 5000) == "<now>" and n.value("log_append_time_ms", -1) == -1
     assert n.value("timestamp", 1_700_000_000_000) == 1_700_000_000_000  # a producer-set time is kept
+    # the Java client's made-up client ids count the clients made in that JVM before: the count is left out
+    assert n.value("client_id", "consumer-compat-x-g-67") == n.value("client_id", "consumer-compat-x-g-68") == \
+        "consumer-compat-x-g-<n>"
+    assert n.value("client_id", "producer-12") == "producer-<n>"
+    assert n.value("client_id", "my-app-7") == "my-app-7"  # an id the app chose is compared as it is
     # asked for named topics: nothing is filtered
     kept = Normaliser(now_ms=now, prefix="zzz").response(3, {"topics": [{"name": "a"}]},
                                                          {"topics": [{"name": "a", "partitions": []}]})

@@ -1,9 +1,11 @@
 """Broker and topic configuration with Kafka's defaults, names and types.
 
 DescribeConfigs reports these; CreateTopics validates against `TOPIC_CONFIGS`. A topic config whose
-value was not set on the topic takes the broker's value for its synonym, as in Kafka. The names, defaults,
-synonyms and which broker configs are dynamic (reported read_only=False) are Apache Kafka 4.4's, checked
-field by field against a real broker by tests/test_api_sweep.py.
+value was not set on the topic takes the broker's value for its synonym, as in Kafka. The broker configs are
+every one Apache Kafka 4.4 defines, generated from its jars (model/kafka_broker_configs.py); the topic, group
+and client-metrics ones are written here. Names, defaults, synonyms and which broker configs are dynamic
+(reported read_only=False) are checked field by field against a real broker by tests/test_api_sweep.py and
+`python -m compat diff`.
 """
 
 from __future__ import annotations
@@ -336,13 +338,7 @@ log.retention.check.interval.ms); the compat brokers set it to 0 so retention is
 
 def _broker_default(name: str) -> str | None:
     spec = BROKER_CONFIGS.get(name) or INTERNAL_BROKER_CONFIGS.get(name)
-    if spec is not None:
-        return spec.default
-    # topic synonyms Kafka has at broker level but we don't list separately share the topic default
-    for t in TOPIC_CONFIGS.values():
-        if t.broker_synonym == name:
-            return t.default
-    return None
+    return spec.default if spec is not None else None
 
 
 _FALLBACKS = {d.name: d.synonyms[1:] for d in BROKER_CONFIG_DEFS.values() if d.synonyms[1:] and d.synonyms[0] == d.name}
@@ -385,18 +381,9 @@ _FROM_OVERRIDES = {
 
 
 def known_broker_config(name: str) -> ConfigSpec | None:
-    """The spec of a broker config by Kafka's name: one listed in BROKER_CONFIGS, or a topic config's broker
-    synonym (log.cleaner.delete.retention.ms...), checked as its topic config is."""
-    if name in BROKER_CONFIGS:
-        return BROKER_CONFIGS[name]
-    if name in AUTHORIZER_CONFIGS:
-        return AUTHORIZER_CONFIGS[name]
-    if name in INTERNAL_BROKER_CONFIGS:
-        return INTERNAL_BROKER_CONFIGS[name]
-    for spec in TOPIC_CONFIGS.values():
-        if spec.broker_synonym == name:
-            return replace(spec, name=name, broker_synonym=None)
-    return None
+    """The spec of a broker config by Kafka's name (every topic config's broker synonym is one), or of one of
+    the StandardAuthorizer's settings, or None."""
+    return BROKER_CONFIGS.get(name) or INTERNAL_BROKER_CONFIGS.get(name) or AUTHORIZER_CONFIGS.get(name)
 
 
 @dataclass

@@ -157,6 +157,12 @@ def test_quorum_and_list_values_kafka_takes() -> None:
     assert ok.items() <= BrokerConfig.from_properties(ok).overrides.items()
 
 
+def test_every_topic_configs_broker_synonym_is_a_kafka_broker_config() -> None:
+    from fakekafka.model.config import TOPIC_CONFIGS
+    for spec in TOPIC_CONFIGS.values():
+        assert spec.broker_synonym is None or spec.broker_synonym in BROKER_CONFIGS, spec.name
+
+
 def test_internal_configs_are_accepted_and_listed_only_when_set() -> None:
     assert "log.initial.task.delay.ms" in INTERNAL_BROKER_CONFIGS
     assert "unstable.api.versions.enable" in INTERNAL_BROKER_CONFIGS

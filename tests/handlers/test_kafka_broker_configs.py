@@ -167,3 +167,15 @@ def test_internal_configs_are_accepted_and_listed_only_when_set() -> None:
     assert "log.initial.task.delay.ms" in INTERNAL_BROKER_CONFIGS
     assert "unstable.api.versions.enable" in INTERNAL_BROKER_CONFIGS
     assert BrokerConfig.from_properties({"unstable.api.versions.enable": "false"}).overrides
+
+
+@pytest.mark.fakekafka(config={"num.io.threads": "4", "auto.leader.rebalance.enable": "false"})
+def test_the_pytest_marker_takes_them(kafka: fakekafka.Cluster) -> None:
+    """The marker's `config` (a fakekafka-only setting: skipped under --kafka-real) takes them by name too."""
+    client = RawClient(kafka.bootstrap_servers)
+    r = client.request(DESCRIBE, 4, {"include_synonyms": False, "include_documentation": False, "resources": [
+        {"resource_type": BROKER, "resource_name": "1",
+         "configuration_keys": ["num.io.threads", "auto.leader.rebalance.enable"]}]})
+    client.close()
+    assert sorted((e.name, e.value, e.config_source, e.read_only) for e in r.results[0].configs) == [
+        ("auto.leader.rebalance.enable", "false", STATIC, True), ("num.io.threads", "4", STATIC, False)]

@@ -339,6 +339,16 @@ def static_member_fenced(client: Client, env: Env) -> Outcome:
     def fenced() -> bool:
         errors.extend(e.code for e in old.errors())
         return any("FENCED" in e for e in errors)
+    if client.name == "kafka-python":
+        # kafka-python 3 only logs a heartbeat's FENCED_INSTANCE_ID; its poll() raises it when the member
+        # happens to rejoin afterwards, which it did on an idle machine and not under load (on both brokers,
+        # whose heartbeat answers were the same). Its next call to the coordinator from the application, a
+        # commit, is refused as fenced every time: that is what the scenario asks it once it stopped waiting.
+        if not wait_for(fenced, 5, 0.2)[0]:
+            try:
+                old.commit({(topic, 0): (0, None)})
+            except ClientError as e:
+                errors.append(e.code)
     wait_for(fenced, env.timing.group_s / 2, 0.2)
     return {"new": got, "old_error": next((e for e in errors if "FENCED" in e), errors[0] if errors else None)}
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import socket
 import struct
+import time
+from collections.abc import Callable
 from typing import Any
 
 import wire
@@ -50,3 +52,16 @@ class RawClient:
 
     def close(self) -> None:
         self.sock.close()
+
+
+def eventually(what: str, attempt: Callable[[], Any], timeout: float = 30.0) -> Any:
+    """Calls `attempt` every 0.1 s until it returns something other than None, and returns that; raises
+    AssertionError naming `what` after `timeout` seconds (a fresh Kafka answers some requests before it is ready)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = attempt()
+        if result is not None:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never: {what}")
+        time.sleep(0.1)

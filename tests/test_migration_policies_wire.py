@@ -16,7 +16,6 @@ which runs the three scenarios:
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -26,7 +25,7 @@ import pytest
 import fakekafka
 from fakekafka.model.config import BrokerConfig
 from fakekafka.pytest_plugin import REAL_KAFKA_CONFIGS
-from tests.rawclient import RawClient
+from tests.rawclient import RawClient, eventually
 from wire import ErrorCode
 from wire.messages.consumer_protocol_assignment import VERSIONS as ASSIGNMENT
 from wire.messages.consumer_protocol_subscription import VERSIONS as SUBSCRIPTION
@@ -67,23 +66,12 @@ def raw(broker: tuple[str, str]) -> Iterator[RawClient]:
         client.close()
 
 
-def _eventually(what: str, attempt: Any, timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = attempt()
-        if result is not None:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never: {what}")
-        time.sleep(0.1)
-
-
 def _group_id(raw: RawClient) -> str:
     group = f"policy-{uuid.uuid4().hex[:8]}"
-    _eventually("the group coordinator", lambda: raw.request(10, 4, {"key_type": 0, "coordinator_keys": [group]})
+    eventually("the group coordinator", lambda: raw.request(10, 4, {"key_type": 0, "coordinator_keys": [group]})
                 .coordinators[0].error_code == ErrorCode.NONE or None)
     # a fresh Kafka answers FindCoordinator before its coordinator for this group's partition is loaded
-    _eventually("the group coordinator loaded", lambda: raw.request(15, 5, {
+    eventually("the group coordinator loaded", lambda: raw.request(15, 5, {
         "groups": [group], "include_authorized_operations": False}).groups[0].error_code == ErrorCode.NONE or None)
     return group
 

@@ -5,10 +5,9 @@ group back into a classic group at once (Kafka 4.4's downgrade on a static membe
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
-from tests.rawclient import RawClient
+from tests.rawclient import RawClient, eventually
 from wire import ErrorCode
 from wire.messages.consumer_protocol_assignment import VERSIONS as ASSIGNMENT
 from wire.messages.consumer_protocol_subscription import VERSIONS as SUBSCRIPTION
@@ -29,17 +28,6 @@ def _assignment(partitions: list[int]) -> bytes:
 def _partitions(data: bytes) -> list[int]:
     body = ASSIGNMENT[0].parse(data[2:])
     return sorted(p for t in body.assigned_partitions for p in t.partitions)
-
-
-def _eventually(what: str, attempt: Any, timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = attempt()
-        if result is not None:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never: {what}")
-        time.sleep(0.1)
 
 
 def _join(raw: RawClient, member_id: str, instance: str | None = None) -> Any:
@@ -65,7 +53,7 @@ def _heartbeat(raw: RawClient, epoch: int, owned: list[Any] | None, **fields: An
 def test_static_member_back_on_the_classic_protocol_downgrades_the_group(kafka) -> None:  # noqa: ANN001
     kafka.create_topic(TOPIC, 2)
     raw = RawClient(kafka.bootstrap_servers)
-    _eventually("the group coordinator", lambda: raw.request(10, 4, {"key_type": 0, "coordinator_keys": [GROUP]})
+    eventually("the group coordinator", lambda: raw.request(10, 4, {"key_type": 0, "coordinator_keys": [GROUP]})
                 .coordinators[0].error_code == ErrorCode.NONE or None)
     # a classic group: member A holds both partitions
     first = _join(raw, "")
@@ -91,7 +79,7 @@ def test_static_member_back_on_the_classic_protocol_downgrades_the_group(kafka) 
         owned = [] if r.assignment is None else [p for t in r.assignment.topic_partitions for p in t.partitions]
         return r if len(owned) == 1 else None
 
-    assert _eventually("the static member's partition", static_member_owns_one).member_epoch == gen + 1
+    assert eventually("the static member's partition", static_member_owns_one).member_epoch == gen + 1
     described = raw.request(69, 1, {"group_ids": [GROUP], "include_authorized_operations": False}).groups[0]
     assert (described.group_state, sorted(m.member_type for m in described.members)) == ("Stable", [0, 1])
     # it leaves for now (epoch -2) and comes back as a classic member with a new member id

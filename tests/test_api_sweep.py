@@ -730,6 +730,23 @@ def _share_acknowledge(t: Target, v: int) -> dict[str, Any]:
                 {"first_offset": 1000, "last_offset": 1000, "acknowledge_types": [1]}]}]}]}
 
 
+def _share_assigned(t: Target, heartbeat: dict[str, Any], topic: str, timeout: float = 15.0) -> None:
+    """Heartbeats (ShareGroupHeartbeat v1) until the member is assigned `topic`'s partition 0: Kafka computes a
+    share group's assignment apart from the heartbeat that joined (group.share.assignment.interval.ms), and a
+    ShareFetch of a partition not yet assigned gets no records, UNKNOWN_SERVER_ERROR, after its max_wait_ms."""
+    deadline = time.monotonic() + timeout
+    while True:
+        answer = t.send(76, 1, heartbeat)
+        if answer is not None and answer.assignment is not None and any(
+                tp.topic_id == t.topic_ids[topic] and 0 in tp.partitions for tp in answer.assignment.topic_partitions):
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{heartbeat['member_id']} was not assigned {topic}-0 within {timeout} s")
+        if answer is not None and answer.error_code == 0:
+            heartbeat = {**heartbeat, "member_epoch": answer.member_epoch}
+        time.sleep(0.1)
+
+
 def _share_fetch_isolated(level: str) -> Callable[[Target, int], dict[str, Any]]:
     """ShareFetch of sweep-txn-0 (the EndTxn builders' committed and aborted transactions, with their markers)
     from its start, by a share group whose share.isolation.level is `level`; the fetch waits for the share
@@ -741,8 +758,8 @@ def _share_fetch_isolated(level: str) -> Callable[[Target, int], dict[str, Any]]
             _alter_op("share.isolation.level", level), _alter_op("share.auto.offset.reset", "earliest")]}]}),
              f"IncrementalAlterConfigs {group}")
         member = f"sweep-{level[5:7]}-member-v{v}-000"  # 22 characters: Kafka reads a member id as a Uuid
-        t.send(76, 1, {"group_id": group, "member_id": member, "member_epoch": 0, "rack_id": None,
-                       "subscribed_topic_names": [TXN_TOPIC]})
+        _share_assigned(t, {"group_id": group, "member_id": member, "member_epoch": 0, "rack_id": None,
+                            "subscribed_topic_names": [TXN_TOPIC]}, TXN_TOPIC)
         return {**_share_fetch_body(t, 0), "group_id": group, "member_id": member, "max_wait_ms": 5000,
                 "topics": [{"topic_id": t.topic_ids[TXN_TOPIC], "partitions": [
                     {"partition_index": 0, "partition_max_bytes": 1 << 20, "acknowledgement_batches": []}]}]}

@@ -347,7 +347,9 @@ def test_faust_exactly_once_tables_across_a_killed_worker(kafka: ClusterHandle, 
     changelogs = {"counts": f"{run.app_id}-counts-changelog", "sums": f"{run.app_id}-sums-changelog"}
 
     def start(first: bool) -> PyApp:
-        args = [kafka.bootstrap_servers, run.app_id, run.source, run.sink, "worker", "-l", "info"]
+        # --without-web: faust's worker command turns the web server back on whatever the App says, on 0.0.0.0:6066,
+        # which a second worker (the --kafka-real child's, run beside this session) found taken
+        args = [kafka.bootstrap_servers, run.app_id, run.source, run.sink, "worker", "--without-web", "-l", "info"]
         return PyApp(python, "faust_totals.py", args, tmp_path / f"{'first' if first else 'second'}.stderr")
 
     assert run.crash_after_commit_and_restart(start, ready="Worker ready") == 0

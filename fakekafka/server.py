@@ -40,6 +40,7 @@ from fakekafka.handlers.registry import error_response
 from fakekafka.handlers.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslState
 from fakekafka.model.clock import ManualClock
 from fakekafka.model.cluster import Broker, ClusterState
+from fakekafka.model.log import StorageError
 from fakekafka.security import (
     ListenerSpec,
     certificate_subject,
@@ -525,6 +526,7 @@ class Server:
         costs nothing): each read is parsed, and what is kept copied, before the next one."""
         self._waiters: dict[int, set[asyncio.Future[None]]] = defaultdict(set)
         self._ticker: asyncio.Task[None] | None = None
+        self._tick_failures = 0
         self._peak_stored = 0
         self._trims_due = 0
         self._trimming = False
@@ -855,7 +857,12 @@ class Server:
         clock = self.cluster.clock
         ticks = 0
         while True:
-            self.cluster.tick()
+            try:
+                self.cluster.tick()
+            except Exception:  # a fakekafka bug: said once (each time at debug level); the timeouts keep firing
+                if self._tick_failures < 1 or log.isEnabledFor(logging.DEBUG):
+                    log.exception("the cluster's tick failed; it keeps running")
+                self._tick_failures += 1
             self._expire_idle()
             ticks += 1
             self._return_freed_memory(look_again=ticks % 10 == 0)
@@ -1054,9 +1061,14 @@ class Server:
                 raise _CloseConnection
         except _CloseConnection:
             raise
-        except Exception:
-            log.exception("connection %s: handler for %s v%d failed", peer, request.api_name, version)
-            body = error_response(ctx, request.body, ErrorCode.UNKNOWN_SERVER_ERROR)
+        except Exception as e:
+            storage = isinstance(e, StorageError) or getattr(e, "code", None) == ErrorCode.KAFKA_STORAGE_ERROR
+            if storage:  # the data dir said why, once; a failed log dir's answer, as Kafka's
+                log.debug("connection %s: %s v%d: %s", peer, request.api_name, version, e)
+            else:
+                log.exception("connection %s: handler for %s v%d failed", peer, request.api_name, version)
+            body = error_response(ctx, request.body,
+                                  ErrorCode.KAFKA_STORAGE_ERROR if storage else ErrorCode.UNKNOWN_SERVER_ERROR)
             if body is None:
                 raise _CloseConnection from None
             result = body

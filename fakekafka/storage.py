@@ -13,7 +13,9 @@ credentials, the producer id block) is one JSON file, `DIR/fakekafka-metadata.js
 
 Durability as Kafka's: every batch is written (os.write, into the page cache) before its Produce is answered,
 so a killed process loses nothing acknowledged; fsync only as `flush.messages` / `flush.ms` say (Kafka's
-defaults never fsync per write). On start every segment is read back and checked batch by batch as Kafka's
+defaults never fsync per write). A write that fails (a full disk) is refused with KAFKA_STORAGE_ERROR and taken
+back off its file, so a segment always ends at a whole batch; the failure is logged once per episode.
+On start every segment is read back and checked batch by batch as Kafka's
 LogSegment.recover does (size, magic, CRC, offsets in order); the first bad or torn batch and everything after
 it in the log is cut off. Producer state, open transactions and leader epochs are rebuilt from the batches, as
 Kafka's LogLoader does; the group coordinators load committed offsets and groups from `__consumer_offsets`, and
@@ -43,12 +45,12 @@ from typing import TYPE_CHECKING, Any
 import crc32c
 
 from fakekafka.model.config import DEFAULT_LOG_DIR
-from fakekafka.model.log import EpochEntry, LogSegment, PartitionLog
+from fakekafka.model.log import EpochEntry, LogSegment, PartitionLog, StorageError
 
 if TYPE_CHECKING:
     from fakekafka.model.cluster import ClusterState, Partition, Topic
 
-__all__ = ["DataDir", "DataDirError", "LogFiles", "read_segment"]
+__all__ = ["DataDir", "DataDirError", "LogFiles", "StorageError", "read_segment"]
 
 log = logging.getLogger("fakekafka.storage")
 
@@ -65,6 +67,8 @@ _HEADER = 17  # base offset, length, partition leader epoch, magic: what must be
 _V2_HEADER = 61
 _CRC_START = 21
 _MIN_SIZE = 14  # Kafka's LegacyRecord.RECORD_OVERHEAD_V0: a smaller length is corrupt
+RECOVERED_AFTER = 5.0
+"""Seconds without a failed write before the data dir is said to take writes again."""
 
 
 class DataDirError(ValueError):
@@ -81,10 +85,17 @@ def kafka_uuid(u: uuid.UUID) -> str:
 
 
 def _write_atomically(path: Path, text: str) -> None:
+    """The new file beside the old, renamed over it; a write cut short (a full disk) leaves the old one and
+    takes its half-written copy away (its blocks are what the next write needs)."""
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def read_segment(data: bytes, base_offset: int, next_offset: int) -> tuple[list[bytes], int, str | None]:
@@ -121,7 +132,7 @@ class LogFiles:
     write() straight into the page cache)."""
 
     __slots__ = ("path", "log_dir", "owner", "node_id", "topic", "partition", "_fd", "_active", "flush_messages",
-                 "flush_ms", "_recovery_point", "_last_flush", "start_written")
+                 "flush_ms", "_recovery_point", "_last_flush", "start_written", "failed")
 
     def __init__(self, owner: DataDir, log_dir: Path, node_id: int, topic: str, partition: int) -> None:
         self.log_dir, self.owner, self.node_id, self.topic, self.partition = log_dir, owner, node_id, topic, partition
@@ -133,36 +144,80 @@ class LogFiles:
         self._recovery_point = 0
         self._last_flush = time.monotonic()
         self.start_written = 0
+        self.failed = False
 
     # --- what PartitionLog hands over ----------------------------------------------------------------
     def append(self, data: bytes | bytearray, segment_base: int, next_offset: int) -> None:
         """One stored batch at the end of the segment starting at `segment_base` (a new file when the log
-        rolled); then an fsync if flush.messages or flush.ms asks for one."""
-        if segment_base != self._active:
-            if self._active >= 0:  # a roll; or an empty active segment a follower moved up to the leader's batch
-                old = self.path / segment_name(self._active)
-                with contextlib.suppress(FileNotFoundError):
-                    if old.stat().st_size == 0:
-                        old.unlink()
-            self._close_fd()
-            self._active = segment_base
-        if self._fd < 0:
-            self._open_fd()
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self._fd, view):]
-        if self.flush_messages != _LONG_MAX or self.flush_ms != _LONG_MAX:
-            now = time.monotonic()
-            if next_offset - self._recovery_point >= self.flush_messages or \
-                    (now - self._last_flush) * 1000 >= self.flush_ms:
-                os.fsync(self._fd)
-                self._recovery_point, self._last_flush = next_offset, now
+        rolled); then an fsync if flush.messages or flush.ms asks for one. A write that fails (a full disk) is
+        taken back off the file, so the segment ends at its last whole batch, and raised as a StorageError; if
+        even that fails the replica's files are failed: every later append is refused until a restart, whose
+        recovery cuts the torn tail (Kafka takes the whole log dir offline at any write error)."""
+        if self.failed:
+            raise StorageError(f"{self.path} refuses writes since an earlier one failed and its torn batch could "
+                               "not be taken back off the file")
+        written = 0
+        try:
+            if segment_base != self._active:
+                if self._active >= 0:  # a roll; or an empty active segment a follower moved up to the leader's batch
+                    old = self.path / segment_name(self._active)
+                    with contextlib.suppress(FileNotFoundError):
+                        if old.stat().st_size == 0:
+                            old.unlink()
+                self._close_fd()
+                self._active = segment_base
+            if self._fd < 0:
+                self._open_fd()
+            view = memoryview(data)
+            while view:
+                n = os.write(self._fd, view)
+                written += n
+                view = view[n:]
+            if self.flush_messages != _LONG_MAX or self.flush_ms != _LONG_MAX:
+                now = time.monotonic()
+                if next_offset - self._recovery_point >= self.flush_messages or \
+                        (now - self._last_flush) * 1000 >= self.flush_ms:
+                    os.fsync(self._fd)
+                    self._recovery_point, self._last_flush = next_offset, now
+        except OSError as e:
+            self._take_back(written, e)
+        if self.owner.failing is not None:
+            self.owner.recovered()
+
+    def _take_back(self, written: int, e: OSError) -> None:
+        """After a failed write: the file cut back to where it was before it; the error reported and raised."""
+        if written and self._fd >= 0:
+            try:
+                os.ftruncate(self._fd, os.fstat(self._fd).st_size - written)
+            except OSError as again:
+                self.failed = True
+                log.error("%s: a write failed (%s) and the torn batch could not be taken back off the file (%s): "
+                          "this replica refuses every write until fakekafka is restarted", self.path,
+                          e.strerror or e, again.strerror or again)
+        raise self.owner.write_failed(str(self.path / segment_name(self._active)), e)
+
+    @contextlib.contextmanager
+    def _changing(self) -> Iterator[None]:
+        """Around a change of the files other than an append: if it fails they may no longer say what memory
+        does (a segment half cut, half cleaned), so the replica is failed: nothing is written to it again until a
+        restart, which recovers what the files hold (as Kafka takes a log dir offline at any write error)."""
+        if self.failed:
+            raise StorageError(f"{self.path} refuses writes since an earlier one failed")
+        try:
+            yield
+        except OSError as e:
+            self.failed = True
+            raise self.owner.write_failed(str(self.path), e) from None
 
     def truncate(self, log: PartitionLog, first_dropped: int) -> None:
         """Before the log drops its batches from index `first_dropped` on: the segment holding that batch
         loses their bytes at its end (later segments go in segments_changed)."""
         if first_dropped >= len(log.batches):
             return
+        with self._changing():
+            self._truncate(log, first_dropped)
+
+    def _truncate(self, log: PartitionLog, first_dropped: int) -> None:
         base = log.base_offsets[first_dropped]
         seg_base = max((s.base_offset for s in log.segments if s.base_offset <= base), default=base)
         later = [s.base_offset for s in log.segments if s.base_offset > seg_base]
@@ -178,6 +233,10 @@ class LogFiles:
     def segments_changed(self, log: PartitionLog) -> None:
         """Files of segments the log no longer has go; the active segment's file exists (empty if new: an
         empty log still says where it ends)."""
+        with self._changing():
+            self._segments_changed(log)
+
+    def _segments_changed(self, log: PartitionLog) -> None:
         bases = {s.base_offset for s in log.segments}
         for name in os.listdir(self.path):
             if name.endswith(".log") and name[:-4].isdigit() and int(name[:-4]) not in bases:
@@ -202,17 +261,26 @@ class LogFiles:
         """The log cleaner replaced the first `count` segments: each file is written anew beside the old one
         and renamed over it (Kafka's .cleaned then .swap), then files of segments merged away go, and where the
         round ended is checkpointed."""
+        with self._changing():
+            self._rewrite(log, count)
+        self.owner.cleaned(self, log.cleaner_checkpoint)
+
+    def _rewrite(self, log: PartitionLog, count: int) -> None:
         for i in range(count):
             seg = log.segments[i]
             tmp = self.path / (segment_name(seg.base_offset) + ".cleaned")
-            with open(tmp, "wb") as f:
-                for j in log.segment_batches(i):
-                    f.write(log.batches[j])
+            try:
+                with open(tmp, "wb") as f:
+                    for j in log.segment_batches(i):
+                        f.write(log.batches[j])
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
             if seg.base_offset == self._active:
                 self._close_fd()  # opened again at the next append, on the new file
             os.replace(tmp, self.path / segment_name(seg.base_offset))
-        self.segments_changed(log)
-        self.owner.cleaned(self, log.cleaner_checkpoint)
+        self._segments_changed(log)
 
     # --- files ---------------------------------------------------------------------------------------
     def _open_fd(self) -> None:
@@ -272,6 +340,35 @@ class DataDir:
         """Logs with an open file descriptor, oldest first."""
         self._written = ""
         self._last_save = 0.0
+        self.failing: str | None = None
+        self._failed_at = 0.0
+        """Why the last write to the dir failed (logged once), until a write succeeds again; None: none did."""
+
+    def write_failed(self, what: str, e: OSError) -> StorageError:
+        """A write to `what` failed: logged in words the first time of an episode (a full disk fails every
+        write until room is made: one line, not one per request), then the StorageError to raise."""
+        reason = e.strerror or str(e)
+        self._failed_at = time.monotonic()
+        if self.failing is None:
+            log.error("cannot write to the data dir %s (%s: %s): writes are refused with KAFKA_STORAGE_ERROR, "
+                      "nothing refused is kept, until they succeed again", self.root, what, reason)
+        self.failing = reason
+        return StorageError(f"cannot write {what}: {reason}")
+
+    def recovered(self) -> None:
+        """A write succeeded after failed ones: said once, when none failed for RECOVERED_AFTER seconds (a
+        nearly full disk takes a small write and refuses the next big one: one episode, not a line each)."""
+        if time.monotonic() - self._failed_at >= RECOVERED_AFTER:
+            log.warning("the data dir %s takes writes again (they had failed: %s)", self.root, self.failing)
+            self.failing = None
+
+    @contextlib.contextmanager
+    def writing(self, what: str | os.PathLike[str]) -> Iterator[None]:
+        """Any OSError inside becomes a StorageError (reported once by write_failed)."""
+        try:
+            yield
+        except OSError as e:
+            raise self.write_failed(str(what), e) from None
 
     def broker_dir(self, node_id: int) -> Path:
         """Where broker `node_id`'s log dirs are."""
@@ -475,8 +572,9 @@ class DataDir:
 
     def _write_checkpoint(self, log_dir: Path, name: str) -> None:
         entries = self._checkpoint(log_dir, name)
-        _write_atomically(log_dir / name, "0\n" + f"{len(entries)}\n" +
-                          "".join(f"{t} {p} {o}\n" for (t, p), o in entries.items()))
+        with self.writing(log_dir / name):
+            _write_atomically(log_dir / name, "0\n" + f"{len(entries)}\n" +
+                              "".join(f"{t} {p} {o}\n" for (t, p), o in entries.items()))
 
     def _settle(self, state: ClusterState, partition: Partition) -> int:
         """After loading a partition's replicas: followers share the leader's batch objects where they hold the
@@ -556,9 +654,13 @@ class DataDir:
                 old.close()
             if fresh:
                 shutil.rmtree(path, ignore_errors=True)
-                path.mkdir(parents=True)
-                (path / "partition.metadata").write_text(f"version: 0\ntopic_id: {kafka_uuid(topic.topic_id)}\n",
-                                                         encoding="utf-8")
+                try:
+                    path.mkdir(parents=True)
+                    (path / "partition.metadata").write_text(
+                        f"version: 0\ntopic_id: {kafka_uuid(topic.topic_id)}\n", encoding="utf-8")
+                except OSError as e:  # nothing half made is left behind
+                    shutil.rmtree(path, ignore_errors=True)
+                    raise self.write_failed(str(path / "partition.metadata"), e) from None
             files = LogFiles(self, log_dir, node_id, topic.name, partition.index)
             self.logs[key] = files
             files.start_written = plog.log_start_offset if not fresh else 0
@@ -641,10 +743,12 @@ class DataDir:
         self._write_checkpoint(files.log_dir, CLEANER_CHECKPOINT)
 
     def _forget_start(self, files: LogFiles) -> None:
-        """A replica left this log dir: its checkpointed offsets go too."""
+        """A replica left this log dir: its checkpointed offsets go too (from the file at its next write, if
+        this one fails: reported, and the replica is gone either way)."""
         for name in (LOG_START_CHECKPOINT, CLEANER_CHECKPOINT):
             if self._checkpoint(files.log_dir, name).pop((files.topic, files.partition), None) is not None:
-                self._write_checkpoint(files.log_dir, name)
+                with contextlib.suppress(StorageError):
+                    self._write_checkpoint(files.log_dir, name)
 
     # --- metadata ---------------------------------------------------------------------------------------------
     def snapshot(self, state: ClusterState) -> dict[str, Any]:
@@ -679,7 +783,8 @@ class DataDir:
         self._last_save = time.monotonic()
         if text == self._written and not force:
             return False
-        _write_atomically(self.root / METADATA_FILE, text)
+        with self.writing(self.root / METADATA_FILE):
+            _write_atomically(self.root / METADATA_FILE, text)
         self._written = text
         self._refresh_flush(state)
         return True
@@ -697,16 +802,22 @@ class DataDir:
         """From the cluster's ticker: the metadata once a second (leader and ISR changes made by faults,
         `ctl` or the Python API)."""
         if time.monotonic() - self._last_save >= 1.0:
-            self.save(state)
+            with contextlib.suppress(StorageError):  # reported once; tried again at the next tick
+                self.save(state)
 
     def close(self, state: ClusterState) -> None:
         """A clean stop: metadata written, each active segment flushed to disk (as Kafka flushes at shutdown)
         and closed, the lock released."""
         if self._lock < 0:
             return
-        self.save(state)
+        with contextlib.suppress(StorageError):  # reported; the files are closed and the lock let go anyway
+            self.save(state)
         for files in self.logs.values():
-            files.close(flush=True)
+            try:
+                files.close(flush=True)
+            except OSError as e:
+                self.write_failed(str(files.path), e)
+                files._close_fd()
         os.close(self._lock)
         self._lock = -1
 

@@ -3,10 +3,13 @@ record there once; Kafka's own kafka-dump-log reads the segments; unusable dirs 
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +20,15 @@ from fakekafka.storage import read_segment
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
 
-def _start(data_dir: Path, *args: str) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([sys.executable, "-m", "fakekafka", "serve", "--port", "0", "--data-dir", str(data_dir),
-                             *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def _start(data_dir: Path, *args: str, log: Path | None = None) -> tuple[subprocess.Popen[str], str]:
+    """`serve` on the data dir; its log to `log` if given (a file: a pipe nobody reads would fill)."""
+    with contextlib.ExitStack() as files:
+        stderr = files.enter_context(open(log, "w")) if log is not None else subprocess.PIPE
+        proc = subprocess.Popen([sys.executable, "-m", "fakekafka", "serve", "--port", "0", "--data-dir",
+                                 str(data_dir), *args], stdout=subprocess.PIPE, stderr=stderr, text=True)
     assert proc.stdout is not None
     line = proc.stdout.readline()
-    assert line.startswith("fakekafka ready"), (line, proc.stderr.read() if proc.stderr else "")
+    assert line.startswith("fakekafka ready"), (line, proc.stderr.read() if proc.stderr else log and log.read_text())
     return proc, next(p.split("=", 1)[1] for p in line.split() if p.startswith("bootstrap.servers="))
 
 
@@ -246,3 +252,115 @@ def test_a_share_group_continues_after_a_restart_from_its_persisted_state(tmp_pa
         finally:
             c.close()
         assert sorted(after) == [(b"v3", 2), (b"v4", 2), (b"v5", 2)]
+
+
+@pytest.fixture
+def full_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 2 MiB tmpfs: a filesystem that really fills (ENOSPC mid-write), unmounted afterwards."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(disk)], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs to fill (needs root): {r.stderr.strip() or r.returncode}")
+    try:
+        yield disk
+    finally:
+        if subprocess.run(["umount", str(disk)], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def _fill(path: Path) -> None:
+    """Takes every block still free on the filesystem holding `path`."""
+    with open(path, "wb", buffering=0) as f:
+        chunk = b"\0" * 4096
+        with contextlib.suppress(OSError):
+            while True:
+                f.write(chunk)
+    with open(path, "ab", buffering=0) as f, contextlib.suppress(OSError):
+        while True:
+            f.write(b"\0")
+
+
+def test_a_full_disk_refuses_writes_with_storage_errors_and_loses_nothing_acknowledged(
+        full_disk: Path, tmp_path: Path) -> None:
+    """A real filesystem filling under confluent-kafka's acks=all load on 3 brokers (the followers' writes fail
+    in the cluster's tick): each refused batch is KAFKA_STORAGE_ERROR and leaves nothing in the segments, later
+    batches go after the last whole one; a topic created while the disk is full is refused, not kept in memory
+    only; the tick keeps running (an idle connection is closed);
+    once there is room writes succeed again; after the restart every acknowledged record is there, in order."""
+    from confluent_kafka import KafkaError, KafkaException, Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    import fakekafka
+    data, log = full_disk / "data", tmp_path / "serve.log"
+    reserve = full_disk / "reserve"  # given back at the end: room again
+    reserve.write_bytes(b"\0" * 256 * 1024)
+    proc, bootstrap = _start(data, "--brokers", "3", "--connections-max-idle-ms", "4000",
+                             "--config", "replica.lag.time.max.ms=500", "--config", "offsets.topic.num.partitions=1",
+                             log=log)
+    try:
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic("full", 1, 3)])["full"].result(10)
+        acked: dict[int, bytes] = {}
+        failed: list[KafkaError] = []
+
+        def delivered(err: KafkaError | None, msg: Any) -> None:
+            if err is None:
+                acked[msg.offset()] = msg.value()
+            else:
+                failed.append(err)
+
+        producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "retries": 0, "linger.ms": 5,
+                             "message.timeout.ms": 20000})
+
+        def produce(n: int, start: int, size: int = 600) -> None:
+            for i in range(start, start + n):
+                producer.produce("full", os.urandom(size) + b"%08d" % i, on_delivery=delivered)
+                producer.poll(0)
+            assert producer.flush(30) == 0
+
+        i, after_first = 0, 0
+        while after_first < 200:  # past the first refusal: later batches must not follow a torn one
+            assert i < 20_000, "the 2 MiB disk never filled"
+            produce(50, i)
+            i += 50
+            if failed:
+                after_first += 50
+        assert {e.code() for e in failed} == {KafkaError.KAFKA_STORAGE_ERROR}, failed[:3]
+        assert acked, "nothing was acknowledged before the disk filled"
+        filler = full_disk / "filler"
+        _fill(filler)  # not a block left: a topic's directory and the metadata cannot be written
+        with pytest.raises(KafkaException) as refused:
+            admin.create_topics([NewTopic("late", 1, 1)])["late"].result(10)
+        assert refused.value.args[0].code() == KafkaError.KAFKA_STORAGE_ERROR, refused.value
+        assert "late" not in admin.list_topics(timeout=10).topics
+        before = len(failed)
+        produce(5, i, 10_000)  # more than the slack in a segment's last page
+        i += 5
+        assert len(failed) == before + 5
+        with socket.create_connection(bootstrap.split(",")[0].rsplit(":", 1)) as idle:  # the tick closes it
+            idle.settimeout(20)
+            assert idle.recv(1) == b""
+        filler.unlink()
+        reserve.unlink()
+        ok = len(acked)
+        produce(20, i)
+        assert len(acked) == ok + 20  # room again: writes succeed
+        admin.create_topics([NewTopic("after", 1, 1)])["after"].result(10)
+        p2 = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+        p2.produce("after", b"kept")
+        assert p2.flush(20) == 0
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+    text = log.read_text()
+    assert "Traceback" not in text, text[-3000:]
+    assert text.count("cannot write to the data dir") == 1, text[-3000:]
+    with fakekafka.Cluster(data_dir=data, brokers=3, config={"offsets.topic.num.partitions": "1"}) as cluster:
+        stored = _read_all(cluster.bootstrap_servers, "full", 1)
+        assert "late" not in cluster.state.topics
+        after = _read_all(cluster.bootstrap_servers, "after", 1)
+    missing = {o: v for o, v in acked.items() if stored.get((0, o)) != v}
+    assert not missing, f"{len(missing)} of {len(acked)} acknowledged records lost, e.g. offset {min(missing)}"
+    assert sorted(stored) == [(0, o) for o in sorted(acked)]  # in order, and nothing refused kept
+    assert list(after.values()) == [b"kept"]

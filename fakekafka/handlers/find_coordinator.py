@@ -17,6 +17,7 @@ from construct import Container
 from fakekafka.handlers.authz import authorize
 from fakekafka.handlers.registry import RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
+from fakekafka.model.cluster import ApiError
 from wire import ErrorCode
 
 GROUP, TRANSACTION = 0, 1
@@ -33,7 +34,10 @@ def _coordinator(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]
         return _failed(key, ErrorCode.GROUP_AUTHORIZATION_FAILED, "")
     if key_type == TRANSACTION and not authorize(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
         return _failed(key, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "")
-    b = ctx.cluster.coordinator_for(key) if key_type == GROUP else ctx.cluster.transaction_coordinator_for(key)
+    try:
+        b = ctx.cluster.coordinator_for(key) if key_type == GROUP else ctx.cluster.transaction_coordinator_for(key)
+    except ApiError:  # its internal topic could not be made (a full data dir): Kafka's answer then
+        b = None
     if b is None:
         return _failed(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available.")
     host, port = b.endpoint(ctx.listener)

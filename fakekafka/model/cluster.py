@@ -9,6 +9,7 @@ the files themselves are fakekafka/storage.py's business.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import struct
@@ -25,7 +26,7 @@ from fakekafka.model.config import TOPIC_CONFIGS, BrokerConfig, ConfigSource, In
 from fakekafka.model.consumer_group import ConsumerGroupConfig, ConsumerGroupCoordinator, TopicInfo
 from fakekafka.model.faults import Faults
 from fakekafka.model.group import GroupConfig, GroupCoordinator
-from fakekafka.model.log import EpochEntry, PartitionLog
+from fakekafka.model.log import EpochEntry, PartitionLog, StorageError
 from fakekafka.model.loggers import BrokerLoggers
 from fakekafka.model.offsets_topic import OffsetsTopic
 from fakekafka.model.producers import PartitionProducers, ProducerIds
@@ -313,15 +314,18 @@ class ClusterState:
 
     def tick(self) -> None:
         """Fires every timeout the clock has passed: replication and ISR changes, sessions, rebalances,
-        retention."""
+        retention. A step a storage error stops (a full disk; reported once by the data dir) does not stop the
+        others: they run again at the next tick."""
         for topic in list(self.topics.values()):
             for partition in topic.partitions:
                 if len(partition.replicas) > 1:
                     self.replicate(partition)
-        self.groups.tick()
-        self.consumer_groups.tick()
-        self.shares.tick(self.share_topic)
-        self.transactions.tick()
+        for step in (self.groups.tick, self.consumer_groups.tick, lambda: self.shares.tick(self.share_topic),
+                     self.transactions.tick):
+            try:
+                step()
+            except StorageError:
+                pass
         now = self.clock.now_ms()
         if now >= self._next_retention_check:
             interval = int(self.config.value("log.retention.check.interval.ms")[0] or 300000)
@@ -331,8 +335,8 @@ class ClusterState:
         for node_id, broker in self.brokers.items():
             due = self._next_cleaner_run.setdefault(node_id, now + self._cleaner_backoff(node_id))
             if broker.alive and now >= due:
-                self.run_cleaner(node_id=node_id)
                 self._next_cleaner_run[node_id] = now + self._cleaner_backoff(node_id)
+                self.run_cleaner(node_id=node_id)
         if self.storage is not None:
             self.storage.tick(self)
         self.notify(self.clock)  # requests waiting on a clock deadline look again
@@ -378,32 +382,41 @@ class ClusterState:
             if follower == partition.leader_id or not self._fetching(partition, follower):
                 continue
             flog = partition.logs[follower]
-            flog.truncate_to(flog.divergence_from(leader_log))
-            if flog.log_end_offset < leader_log.log_start_offset:
-                flog.delete_before(leader_log.log_start_offset)  # too far behind: start again at the leader's start
-            i = bisect_left(leader_log.last_offsets, flog.log_end_offset)
-            while i < len(leader_log.batches) and leader_log.appended_at[i] + lag <= now:
-                if segment_configs is None:
-                    segment_configs = self.segment_configs(partition, follower)
-                flog.append_replica(leader_log.batches[i], leader_log.base_offsets[i], leader_log.last_offsets[i],
-                                    leader_log.max_timestamps[i], leader_log.batch_epochs[i], now, **segment_configs)
-                i += 1
+            try:
+                flog.truncate_to(flog.divergence_from(leader_log))
+                if flog.log_end_offset < leader_log.log_start_offset:
+                    flog.delete_before(leader_log.log_start_offset)  # too far behind: start again at the leader's
+                i = bisect_left(leader_log.last_offsets, flog.log_end_offset)
+                while i < len(leader_log.batches) and leader_log.appended_at[i] + lag <= now:
+                    if segment_configs is None:
+                        segment_configs = self.segment_configs(partition, follower)
+                    flog.append_replica(leader_log.batches[i], leader_log.base_offsets[i],
+                                        leader_log.last_offsets[i], leader_log.max_timestamps[i],
+                                        leader_log.batch_epochs[i], now, **segment_configs)
+                    i += 1
+            except StorageError:  # it stays where its files end, falling out of the ISR as a follower that lags
+                pass
             if flog.log_end_offset >= leader_log.log_end_offset:
                 partition.last_caught_up[follower] = now
             flog.high_watermark = min(flog.log_end_offset, leader_log.high_watermark)
-            flog.delete_before(min(leader_log.log_start_offset, flog.high_watermark))
+            with contextlib.suppress(StorageError):
+                flog.delete_before(min(leader_log.log_start_offset, flog.high_watermark))
         self._update_isr(partition, now)
 
     def _update_isr(self, partition: Partition, now: int) -> None:
         leader_log = partition.log
         max_lag = self.config.replica_lag_time_max_ms
+        shrunk = False
         for follower in list(partition.isr):
             if follower == partition.leader_id:
                 continue
             if now - partition.last_caught_up.setdefault(follower, now) > max_lag:
                 partition.isr.remove(follower)
+                shrunk = True
                 self.event("isr_shrink", topic=partition.topic.name, partition=partition.index, replica=follower,
                            isr=list(partition.isr))
+        if shrunk:  # as Kafka's maybeShrinkIsr: the high watermark moves first, so a follower left behind (one
+            self._advance_high_watermark(partition)  # that cannot write) is not taken straight back in below it
         for follower in partition.replicas:
             if follower in partition.isr or follower == partition.leader_id or not self._fetching(partition, follower):
                 continue
@@ -874,9 +887,16 @@ class ClusterState:
         self.topics[name] = topic
         self.topics_by_id[topic.topic_id] = topic
         if self.storage is not None:  # its directories first: a crash before the metadata names it leaves
-            for partition in topic.partitions:  # directories the restart deletes
-                self.storage.attach(partition)
-            self.storage.save(self)
+            try:  # directories the restart deletes
+                for partition in topic.partitions:
+                    self.storage.attach(partition)
+                self.storage.save(self)
+            except StorageError as e:  # not durable, so not made: refused, its directories gone
+                del self.topics[name]
+                del self.topics_by_id[topic.topic_id]
+                self._placement -= 1
+                self.storage.drop_topic(topic)
+                raise ApiError(ErrorCode.KAFKA_STORAGE_ERROR, f"Topic '{name}' was not created: {e}") from None
         self.consumer_groups.metadata_changed()
         return topic
 
@@ -999,7 +1019,12 @@ class ClusterState:
         del self.topics[name]
         del self.topics_by_id[topic.topic_id]
         if self.storage is not None:  # the metadata first: directories it no longer names go at a restart
-            self.storage.save(self)
+            try:
+                self.storage.save(self)
+            except StorageError as e:  # the deletion is not durable: not made
+                self.topics[name] = topic
+                self.topics_by_id[topic.topic_id] = topic
+                raise ApiError(ErrorCode.KAFKA_STORAGE_ERROR, f"Topic '{name}' was not deleted: {e}") from None
             self.storage.drop_topic(topic)
         self.groups.remove_partitions(name)
         self.consumer_groups.remove_partitions(name)
@@ -1035,9 +1060,17 @@ class ClusterState:
             topic.partitions.append(Partition(topic, current + i, replicas, replicas[0]))
         self.place_replicas(topic.partitions[current:])
         if self.storage is not None:
-            for partition in topic.partitions[current:]:
-                self.storage.attach(partition)
-            self.storage.save(self)
+            try:
+                for partition in topic.partitions[current:]:
+                    self.storage.attach(partition)
+                self.storage.save(self)
+            except StorageError as e:  # not durable, so not made
+                for partition in topic.partitions[current:]:
+                    for node_id in list(partition.logs):
+                        self.storage.detach(partition, node_id)
+                del topic.partitions[current:]
+                raise ApiError(ErrorCode.KAFKA_STORAGE_ERROR, f"Partitions of '{name}' were not created: {e}") \
+                    from None
         self.consumer_groups.metadata_changed()
 
     # --- configs -----------------------------------------------------------------------------
@@ -1100,7 +1133,10 @@ class ClusterState:
                                             self.topic_config_int(topic, "retention.bytes", leader))
                 if start <= log.log_start_offset:
                     continue
-                log.delete_before(start)
+                try:
+                    log.delete_before(start)
+                except StorageError:  # reported once; its files keep the segments until a check succeeds
+                    continue
                 self.event("retention", topic=topic.name, partition=partition.index, log_start_offset=start)
                 if len(partition.replicas) > 1:
                     self.replicate(partition)
@@ -1147,7 +1183,10 @@ class ClusterState:
                     to_clean = cleanable(log, now, settings)
                     if to_clean.cleanable_bytes <= 0 or (topic_name is None and not to_clean.due(settings)):
                         continue
-                    clean(log, now, settings, to_clean)
+                    try:
+                        clean(log, now, settings, to_clean)
+                    except StorageError:  # reported once; the replica's files were failed (their old segments
+                        continue          # stay whole)
                     cleaned += 1
                     if holder == partition.leader_id:
                         self.event("compaction", topic=topic.name, partition=partition.index,
@@ -1277,7 +1316,11 @@ class ClusterState:
             if check.error != ErrorCode.NONE:
                 return AppendResult(check.error, message=check.message)
         append_time = now if log_append else None
-        base = log.append(batch, header, partition.leader_epoch, append_time, now, **self.segment_configs(partition))
+        try:
+            base = log.append(batch, header, partition.leader_epoch, append_time, now,
+                              **self.segment_configs(partition))
+        except StorageError as e:  # not stored, in memory or on disk: Kafka's answer for a failed log dir
+            return AppendResult(ErrorCode.KAFKA_STORAGE_ERROR, message=str(e))
         if idempotent:
             partition.producers.record(header, base, append_time if append_time is not None else -1)
         if len(partition.replicas) > 1:

@@ -32,10 +32,15 @@ from typing import Any
 from wire.primitives import varint_at
 from wire.records import BatchHeader, decode_batch, set_base_offset, set_log_append_time
 
-__all__ = ["AbortedTxn", "LogSegment", "PartitionLog", "EpochEntry", "control_type"]
+__all__ = ["AbortedTxn", "LogSegment", "PartitionLog", "EpochEntry", "StorageError", "control_type"]
 
 _TRANSACTIONAL, _CONTROL = 0x10, 0x20
 ABORT, COMMIT = 0, 1
+
+
+class StorageError(Exception):
+    """A write to the data dir failed (a full disk, an I/O error): what it carried was not stored, in memory
+    or on disk, and is refused with KAFKA_STORAGE_ERROR as Kafka refuses a write to a failed log dir."""
 
 
 def control_type(batch: bytes | bytearray) -> int:
@@ -160,9 +165,17 @@ class PartitionLog:
         if seg.size:
             waited = max_timestamp - seg.rolling_timestamp if seg.rolling_timestamp >= 0 else now - seg.created
             if seg.size > segment_bytes - size or waited > segment_ms or seg.indexes_full(segment_index_bytes):
-                seg = LogSegment(base)
-                self.segments.append(seg)
+                seg = LogSegment(base)  # added by _stored, once the batch is in its file
         return seg
+
+    def _stored(self, stored: bytes | bytearray, seg: LogSegment, seg_base: int, last: int) -> None:
+        """The batch into the store before anything in memory changes: a StorageError leaves the log as it was
+        (the store took its bytes back off the file), so nothing after it ever follows a torn batch."""
+        if self.store is not None:
+            self.store.append(stored, seg_base, last + 1)
+        if seg is not self.segments[-1]:
+            self.segments.append(seg)
+        seg.base_offset = seg_base
 
     def segment_batches(self, i: int) -> range:
         """The indexes in the batch lists of segment `i`'s batches."""
@@ -219,16 +232,15 @@ class PartitionLog:
         if log_append_time is not None:
             batch = set_log_append_time(batch, log_append_time)
         stored = set_base_offset(batch, base, leader_epoch)
-        if not self.epochs or self.epochs[-1].epoch != leader_epoch:
-            self.epochs.append(EpochEntry(leader_epoch, base))
         last = base + header.last_offset_delta
-        if header.is_transactional:
-            self._track_txn(stored, base)
         max_timestamp = log_append_time if log_append_time is not None else header.max_timestamp
         seg = self._roll_for(len(stored), max_timestamp, base, now, segment_bytes, segment_ms, segment_index_bytes)
+        self._stored(stored, seg, seg.base_offset, last)
+        if not self.epochs or self.epochs[-1].epoch != leader_epoch:
+            self.epochs.append(EpochEntry(leader_epoch, base))
+        if header.is_transactional:
+            self._track_txn(stored, base)
         seg.add(len(stored), max_timestamp, now, index_interval_bytes)
-        if self.store is not None:
-            self.store.append(stored, seg.base_offset, last + 1)
         self.batches.append(stored)
         self.base_offsets.append(base)
         self.last_offsets.append(last)
@@ -244,15 +256,13 @@ class PartitionLog:
                        segment_index_bytes: int = 10_485_760, index_interval_bytes: int = 4096) -> None:
         """A follower's copy of a batch the leader stored (same bytes, same offsets); it rolls its own
         segments by the same configs, as a Kafka follower does."""
+        seg = self._roll_for(len(stored), max_timestamp, base, now, segment_bytes, segment_ms, segment_index_bytes)
+        # an empty follower log starts where the leader's batches do
+        self._stored(stored, seg, base if seg.size == 0 and seg.base_offset < base else seg.base_offset, last)
         if not self.epochs or self.epochs[-1].epoch != epoch:
             self.epochs.append(EpochEntry(epoch, base))
         self._track_txn(stored, base)
-        if self.segments[-1].size == 0 and self.segments[-1].base_offset < base:
-            self.segments[-1].base_offset = base  # an empty follower log starts where the leader's batches do
-        seg = self._roll_for(len(stored), max_timestamp, base, now, segment_bytes, segment_ms, segment_index_bytes)
         seg.add(len(stored), max_timestamp, now, index_interval_bytes)
-        if self.store is not None:
-            self.store.append(stored, seg.base_offset, last + 1)
         self.batches.append(stored)
         self.base_offsets.append(base)
         self.last_offsets.append(last)

@@ -55,6 +55,20 @@ def test_a_lagging_follower_holds_the_hw_back_then_leaves_the_isr() -> None:
     assert [e.kind for e in c.events] == ["isr_shrink", "isr_expand"]
 
 
+def test_a_follower_left_behind_stays_out_of_the_isr_once_shrunk() -> None:
+    """A follower that fetches but cannot catch up (here slower than replica.lag.time.max.ms; a follower whose
+    writes fail is another) leaves the ISR and stays out: the high watermark moves past it as it leaves, as in
+    Kafka's maybeShrinkIsr, so it is not taken straight back in below it (the ISR flapped every tick)."""
+    c = make(lag_ms=60_000, replica_lag_max=1_000)
+    p = c.create_topic("t", 1, 2).partitions[0]
+    produce(c, p, b"a", acks=1)
+    c.clock.advance(1_001)
+    c.tick()
+    c.tick()
+    assert p.isr == [1] and p.log.high_watermark == 1
+    assert [e.kind for e in c.events] == ["isr_shrink"]
+
+
 def test_replication_lag_follows_the_clock() -> None:
     c = make(lag_ms=500)
     p = c.create_topic("t", 1, 2).partitions[0]

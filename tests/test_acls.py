@@ -275,6 +275,46 @@ def test_confluent_kafka_with_and_without_acls(secured: fakekafka.Cluster) -> No
     assert [r.value for r in secured.records("events")] == [b"x"]
 
 
+def test_confluent_kafka_consumer_protocol_gets_only_topics_it_may_read(secured: fakekafka.Cluster) -> None:
+    """A KIP-848 consumer (group.protocol=consumer) subscribed by regex is assigned only the matching topics its
+    user may describe, and consumes those; subscribed by name to a topic it may not describe, it is refused."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    for topic in ("cf-ok", "cf-secret"):
+        secured.create_topic(topic)
+        secured.produce(topic, topic.encode())
+    secured.create_acls(acl("TOPIC", "cf-ok", "User:alice", "READ"), acl("GROUP", "cf-", "User:alice", "READ",
+                                                                         pattern="PREFIXED"))
+    conf = {"bootstrap.servers": secured.bootstrap_servers_for("SASL_PLAINTEXT"), "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanisms": "PLAIN", "sasl.username": "alice", "sasl.password": USERS["alice"],
+            "group.protocol": "consumer", "auto.offset.reset": "earliest"}
+    consumer = confluent_kafka.Consumer({**conf, "group.id": "cf-regex"})
+    try:
+        consumer.subscribe(["^cf-.*"])
+        got: list[bytes] = []
+        deadline = time.monotonic() + 20
+        while not got and time.monotonic() < deadline:
+            m = consumer.poll(0.5)
+            if m is not None and m.error() is None:
+                got.append(m.value())
+        assert got == [b"cf-ok"]
+        assert {tp.topic for tp in consumer.assignment()} == {"cf-ok"}
+    finally:
+        consumer.close()
+    consumer = confluent_kafka.Consumer({**conf, "group.id": "cf-names"})
+    try:
+        consumer.subscribe(["cf-secret"])
+        errors = []
+        deadline = time.monotonic() + 20
+        while not errors and time.monotonic() < deadline:
+            m = consumer.poll(0.5)
+            if m is not None and m.error() is not None:
+                errors.append(m.error().code())
+            assert m is None or m.error() is not None, m.value()
+        assert errors[:1] == [confluent_kafka.KafkaError.TOPIC_AUTHORIZATION_FAILED]
+    finally:
+        consumer.close()
+
+
 async def test_aiokafka_with_and_without_acls(secured: fakekafka.Cluster) -> None:
     from aiokafka import AIOKafkaProducer
     from aiokafka.errors import TopicAuthorizationFailedError
@@ -805,3 +845,234 @@ def test_each_client_sees_what_apache_kafka_makes_it_see_without_acls(secure_apa
     assert fake["kafka-python"] == "TopicAuthorizationFailedError"
     assert fake["confluent-kafka"] == "TOPIC_AUTHORIZATION_FAILED"
     assert fake["aiokafka"] == "TopicAuthorizationFailedError"
+
+
+# --- the KIP-848 and KIP-932 group APIs under ACLs, against both ---------------------------------------------
+
+GROUP_ACLS = [
+    _creation("TOPIC", "gp-ok", "User:alice", "READ"),
+    _creation("TOPIC", "gp-desc", "User:alice", "DESCRIBE"),
+    _creation("GROUP", "alice-", "User:alice", "READ", "PREFIXED"),
+    _creation("GROUP", "alice-empty", "User:alice", "DELETE"),
+]
+GROUP_TOPICS = ("gp-ok", "gp-desc", "gp-secret")
+"""alice may read gp-ok, only describe gp-desc, nothing on gp-secret; read (so describe) the groups alice-*."""
+
+
+def _member_id() -> str:
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def _group_exchanges(address: str) -> list[Any]:
+    """As alice: each group API of KIP-848 and KIP-932 (and the classic ones those groups reach) asked about
+    groups and topics alice may and may not use, while admin (a super user) shares her groups with a topic
+    she may not see."""
+    out: list[Any] = []
+    admin = _login(address, "admin")
+    assert all(r.error_code == 0 for r in admin.request(CREATE_ACLS, 3, {"creations": GROUP_ACLS}).results)
+    created = admin.request(19, 7, {"timeout_ms": 30_000, "validate_only": False, "topics": [
+        {"name": n, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
+        for n in GROUP_TOPICS]})
+    assert all(t.error_code == 0 for t in created.topics), created
+    _wait(lambda: all(t.error_code == 0 and t.partitions and t.partitions[0].leader_id >= 0 for t in admin.request(
+        3, 12, {"topics": [{"name": n} for n in GROUP_TOPICS], "allow_auto_topic_creation": False}).topics), "topics")
+    ids = {t.name: t.topic_id for t in admin.request(3, 12, {"topics": [{"name": n} for n in GROUP_TOPICS],
+                                                             "allow_auto_topic_creation": False}).topics}
+    names = {v: k for k, v in ids.items()}
+    from wire.records import build_batch
+    for n in GROUP_TOPICS:
+        batch = build_batch([{"key": None, "value": b"v%d" % i, "timestamp": 1_700_000_000_000} for i in range(3)])
+        _wait(lambda n=n, batch=batch: admin.request(0, 11, {"acks": -1, "timeout_ms": 10_000, "transactional_id": None,
+                                                             "topic_data": [{"name": n, "partition_data": [
+                                                                 {"index": 0, "records": batch}]}]})
+              .responses[0].partition_responses[0].error_code == 0, "produce")
+    for g in ("alice-sg", "alice-empty"):
+        r = admin.request(44, 1, {"validate_only": False, "resources": [{"resource_type": 32, "resource_name": g,
+                                                                         "configs": [{"name": "share.auto.offset.reset",
+                                                                                      "config_operation": 0,
+                                                                                      "value": "earliest"}]}]})
+        assert r.responses[0].error_code == 0, r
+    mine = {a["resource_name"] for a in GROUP_ACLS}  # the session's Kafka may hold other tests' ACLs
+    _wait(lambda: len([a for a in _acls_of(admin.request(DESCRIBE_ACLS, 3, _describe_filter()).resources)
+                       if a[1] in mine]) == len(GROUP_ACLS), "ACLs")
+    alice = _login(address, "alice")
+
+    def assigned(assignment: Any) -> list[str]:
+        return sorted(names[t.topic_id] for t in assignment.topic_partitions) if assignment else []
+
+    def cg_heartbeat(raw: RawClient, group: str, member: str, epoch: int, **sub: Any) -> Any:
+        return _settled(lambda: raw.request(68, 1, {
+            "group_id": group, "member_id": member, "member_epoch": epoch, "instance_id": None, "rack_id": None,
+            "rebalance_timeout_ms": 30_000 if epoch == 0 else -1, "subscribed_topic_names": None,
+            "subscribed_topic_regex": None, "server_assignor": None, "topic_partitions": [] if epoch == 0 else None,
+            **sub}))
+
+    def cg_until_assigned(raw: RawClient, group: str, **sub: Any) -> tuple[str, Any]:
+        member = _member_id()
+        r = cg_heartbeat(raw, group, member, 0, **sub)
+        assert r.error_code == 0, r
+        epoch = r.member_epoch
+        deadline = time.monotonic() + 30
+        while not (r.assignment and r.assignment.topic_partitions) and time.monotonic() < deadline:
+            time.sleep(0.2)  # Kafka resolves a regex off the heartbeat
+            r = cg_heartbeat(raw, group, member, epoch)
+            assert r.error_code == 0, r
+            epoch = r.member_epoch
+        return member, r
+
+    # ConsumerGroupHeartbeat
+    r = cg_heartbeat(alice, "bob-g", _member_id(), 0, subscribed_topic_names=["gp-ok"])
+    out.append(("cg heartbeat: group refused", r.error_code, r.error_message, r.member_id, r.member_epoch))
+    r = cg_heartbeat(alice, "alice-cg", _member_id(), 0, subscribed_topic_names=["gp-ok", "gp-secret"])
+    out.append(("cg heartbeat: topic refused", r.error_code, r.error_message, r.member_id, r.member_epoch))
+    r = cg_heartbeat(alice, "alice-cg", _member_id(), 0, subscribed_topic_names=["gp-ok", "gp-desc"])
+    out.append(("cg heartbeat: describable", r.error_code))
+    _, r = cg_until_assigned(alice, "alice-rx", subscribed_topic_regex="gp-.*")
+    out.append(("cg regex: only describable topics", r.error_code, assigned(r.assignment)))
+
+    def cg_describe(raw: RawClient, groups: list[str]) -> list[Any]:
+        d = raw.request(69, 1, {"group_ids": groups, "include_authorized_operations": True})
+        return [(g.group_id, g.error_code, g.error_message, g.group_state, g.authorized_operations,
+                 sorted(assigned(m.assignment) for m in g.members)) for g in d.groups]
+    out.append(("cg describe", cg_describe(alice, ["alice-rx", "bob-g", "alice-none"])))
+    _, r = cg_until_assigned(admin, "alice-rx", subscribed_topic_names=["gp-secret"])
+    _wait(lambda: all(g.group_epoch == g.assignment_epoch and any(
+        "gp-secret" in assigned(m.target_assignment) for m in g.members) for g in admin.request(
+        69, 1, {"group_ids": ["alice-rx"], "include_authorized_operations": False}).groups), "admin's assignment")
+    out.append(("cg describe: a topic hidden", cg_describe(alice, ["alice-rx", "bob-g"])))
+    of = alice.request(9, 9, {"groups": [{"group_id": "alice-rx", "member_id": None, "member_epoch": -1, "topics": [
+        {"name": n, "partition_indexes": [0]} for n in GROUP_TOPICS]}], "require_stable": False})
+    out.append(("cg offset fetch", sorted((g.group_id, g.error_code, sorted(
+        (t.name, p.error_code, p.committed_offset) for t in g.topics for p in t.partitions)) for g in of.groups)))
+
+    # ShareGroupHeartbeat
+    def sg_heartbeat(raw: RawClient, group: str, member: str, epoch: int, topics: list[str] | None) -> Any:
+        return _settled(lambda: raw.request(76, 1, {"group_id": group, "member_id": member, "member_epoch": epoch,
+                                                    "rack_id": None, "subscribed_topic_names": topics}))
+
+    r = sg_heartbeat(alice, "bob-g", _member_id(), 0, ["gp-ok"])
+    out.append(("sg heartbeat: group refused", r.error_code, r.error_message, r.member_id, r.member_epoch))
+    r = sg_heartbeat(alice, "alice-sg", _member_id(), 0, ["gp-ok", "gp-secret"])
+    out.append(("sg heartbeat: topic refused", r.error_code, r.error_message, r.member_id, r.member_epoch))
+    member = _member_id()
+    r = sg_heartbeat(alice, "alice-sg", member, 0, ["gp-ok", "gp-desc"])
+    assert r.error_code == 0, r
+    epoch, deadline = r.member_epoch, time.monotonic() + 30
+    while len(assigned(r.assignment)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)  # Kafka assigns a share group apart from the joining heartbeat
+        r = sg_heartbeat(alice, "alice-sg", member, epoch, None)
+        epoch = r.member_epoch if r.error_code == 0 else epoch
+    out.append(("sg heartbeat: describable topics assigned", r.error_code, assigned(r.assignment)))
+
+    # ShareFetch and ShareAcknowledge
+    def share_fetch(group: str, epoch: int, topics: list[str], acks: dict[str, list[Any]] | None = None) -> Any:
+        return alice.request(78, 1, {
+            "group_id": group, "member_id": member, "share_session_epoch": epoch, "max_wait_ms": 5000, "min_bytes": 1,
+            "max_bytes": 1 << 20, "max_records": 500, "batch_size": 500, "forgotten_topics_data": [],
+            "topics": [{"topic_id": ids[n], "partitions": [{"partition_index": 0, "partition_max_bytes": 1 << 20,
+                                                            "acknowledgement_batches": (acks or {}).get(n, [])}]}
+                       for n in topics]})
+
+    def fetched(f: Any) -> list[Any]:
+        return [f.error_code, f.error_message, sorted(
+            (names[t.topic_id], p.error_code, p.error_message, p.acknowledge_error_code,
+             [(a.first_offset, a.last_offset) for a in p.acquired_records]) for t in f.responses for p in t.partitions)]
+    out.append(("share fetch: group refused", fetched(share_fetch("bob-g", 0, ["gp-ok"]))))
+    out.append(("share fetch", fetched(share_fetch("alice-sg", 0, list(GROUP_TOPICS)))))
+    batch = [{"first_offset": 0, "last_offset": 0, "acknowledge_types": [1]}]
+    f = share_fetch("alice-sg", 1, ["gp-ok", "gp-desc"], {"gp-ok": batch, "gp-desc": batch})
+    out.append(("share fetch: acknowledgements", f.error_code, sorted(
+        (names[t.topic_id], p.error_code, p.acknowledge_error_code, p.acknowledge_error_message)
+        for t in f.responses for p in t.partitions)))
+
+    def share_ack(group: str, epoch: int, topics: list[str]) -> Any:
+        a = alice.request(79, 1, {"group_id": group, "member_id": member, "share_session_epoch": epoch,
+                                  "topics": [{"topic_id": ids[n], "partitions": [
+                                      {"partition_index": 0, "acknowledgement_batches": [
+                                          {"first_offset": 1, "last_offset": 1, "acknowledge_types": [1]}]}]}
+                                      for n in topics]})
+        return [a.error_code, a.error_message, sorted((names[t.topic_id], p.error_code, p.error_message)
+                                                      for t in a.responses for p in t.partitions)]
+    out.append(("share acknowledge: group refused", share_ack("bob-g", 1, ["gp-ok"])))
+    out.append(("share acknowledge", share_ack("alice-sg", 2, ["gp-ok", "gp-desc", "gp-secret"])))
+
+    # ShareGroupDescribe, then admin joins with a topic alice may not see
+    def sg_describe() -> list[Any]:
+        d = alice.request(77, 1, {"group_ids": ["alice-sg", "bob-g", "alice-none"],
+                                  "include_authorized_operations": True})
+        return [(g.group_id, g.error_code, g.error_message, g.group_state, g.authorized_operations,
+                 sorted(sorted((t.topic_name, list(t.partitions)) for t in m.assignment.topic_partitions)
+                        for m in g.members)) for g in d.groups]
+    out.append(("sg describe", sg_describe()))
+    admin_member = _member_id()
+    r = sg_heartbeat(admin, "alice-sg", admin_member, 0, ["gp-secret"])
+    assert r.error_code == 0, r
+    epoch, deadline = r.member_epoch, time.monotonic() + 30
+    while not assigned(r.assignment) and time.monotonic() < deadline:
+        time.sleep(0.2)
+        r = sg_heartbeat(admin, "alice-sg", admin_member, epoch, None)
+        epoch = r.member_epoch if r.error_code == 0 else epoch
+    admin.request(78, 1, {"group_id": "alice-sg", "member_id": admin_member, "share_session_epoch": 0,
+                          "max_wait_ms": 5000, "min_bytes": 1, "max_bytes": 1 << 20, "max_records": 500,
+                          "batch_size": 500, "forgotten_topics_data": [], "topics": [
+                              {"topic_id": ids["gp-secret"], "partitions": [{"partition_index": 0,
+                                                                            "partition_max_bytes": 1 << 20,
+                                                                            "acknowledgement_batches": []}]}]})
+    out.append(("sg describe: a topic hidden", sg_describe()))
+
+    # Describe/Alter/DeleteShareGroupOffsets
+    def describe_offsets(group: str, topics: list[str] | None) -> list[Any]:
+        d = alice.request(90, 1, {"groups": [{"group_id": group, "topics": None if topics is None else [
+            {"topic_name": n, "partitions": [0]} for n in topics]}]})
+        return [(g.group_id, g.error_code, g.error_message, [
+            (t.topic_name, t.topic_id == ZERO_UUID, [(p.partition_index, p.error_code, p.error_message, p.leader_epoch,
+                                                     (p.start_offset, p.lag) if p.error_code else "offsets")
+                                                    for p in t.partitions])
+            for t in g.topics if topics is not None or t.topic_name in ("gp-ok", "gp-secret")]) for g in d.groups]
+    out.append(("describe share offsets: group refused", describe_offsets("bob-g", None)))
+    out.append(("describe share offsets", describe_offsets("alice-sg", ["gp-secret", "gp-ok"])))
+    _wait(lambda: any(t.topic_name == "gp-secret" for g in admin.request(90, 1, {"groups": [
+        {"group_id": "alice-sg", "topics": None}]}).groups for t in g.topics), "admin's share-partition")
+    out.append(("describe share offsets: all", describe_offsets("alice-sg", None)))
+
+    def alter_offsets(group: str, topics: list[str]) -> list[Any]:
+        a = alice.request(91, 0, {"group_id": group, "topics": [
+            {"topic_name": n, "partitions": [{"partition_index": 0, "start_offset": 1}]} for n in topics]})
+        return [a.error_code, a.error_message, [(t.topic_name, t.topic_id == ZERO_UUID, [
+            (p.partition_index, p.error_code, p.error_message) for p in t.partitions]) for t in a.responses]]
+    out.append(("alter share offsets: group refused", alter_offsets("bob-g", ["gp-ok"])))
+    out.append(("alter share offsets", alter_offsets("alice-empty", ["gp-ok", "gp-secret", "gp-nope", "gp-desc"])))
+
+    def delete_offsets(group: str, topics: list[str]) -> list[Any]:
+        d = alice.request(92, 0, {"group_id": group, "topics": [{"topic_name": n} for n in topics]})
+        return [d.error_code, d.error_message, [(t.topic_name, t.topic_id == ZERO_UUID, t.error_code, t.error_message)
+                                                for t in d.responses]]
+    out.append(("delete share offsets: group refused", delete_offsets("bob-g", ["gp-ok"])))
+    out.append(("delete share offsets: no DELETE", delete_offsets("alice-sg", ["gp-ok"])))
+    out.append(("delete share offsets", delete_offsets("alice-empty", ["gp-ok", "gp-secret"])))
+
+    # the classic APIs these groups reach
+    lg = alice.request(16, 5, {"states_filter": [], "types_filter": []})
+    out.append(("list groups", lg.error_code, sorted((g.group_id, g.group_type) for g in lg.groups
+                                                     if g.group_id.startswith(("alice-", "bob-")))))
+    dg = alice.request(15, 6, {"groups": ["alice-rx", "alice-sg", "bob-g"], "include_authorized_operations": True})
+    out.append(("describe groups", [(g.group_id, g.error_code, g.error_message) for g in dg.groups]))
+    dl = alice.request(42, 2, {"groups_names": ["bob-g", "alice-rx", "alice-empty", "bob-g"]})
+    out.append(("delete groups", [(r.group_id, r.error_code) for r in dl.results]))
+    return out
+
+
+def test_group_protocol_apis_under_acls_answered_as_apache_kafka_answers(secure_apache_kafka: Any) -> None:
+    """KIP-848 and KIP-932 groups under ACLs: a member is not assigned (nor shown) topics it may not describe, nor
+    fetches or acknowledges records of topics it may not read, nor uses groups it has no ACL for; the same
+    answers from fakekafka and Apache Kafka 4.4.0."""
+    with fakekafka.Cluster(listeners="PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0", users=USERS,
+                           config={**ACL_CONFIG, "auto.create.topics.enable": "false"}) as c:
+        fake = _group_exchanges(c.bootstrap_servers_for("SASL_PLAINTEXT"))
+    real = _group_exchanges(secure_apache_kafka.bootstrap_servers_for("SASL_PLAINTEXT"))
+    pairs = list(zip(fake, real, strict=True))
+    assert [f for f, r in pairs if f != r] == [r for f, r in pairs if f != r]
+    found = dict((x[0], x[1:]) for x in fake)
+    assert found["cg regex: only describable topics"] == (0, ["gp-desc", "gp-ok"])
+    assert [p[:2] for p in found["share fetch"][0][2]] == [("gp-desc", ErrorCode.TOPIC_AUTHORIZATION_FAILED), (
+        "gp-ok", 0), ("gp-secret", ErrorCode.TOPIC_AUTHORIZATION_FAILED)]

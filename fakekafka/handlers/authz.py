@@ -10,7 +10,7 @@ check passes and `authorized_operations` fields carry every operation the resour
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from fakekafka.handlers.registry import RequestContext
 from fakekafka.model.acl import CLUSTER_NAME, AclOperation, ResourceType, supported_operations
@@ -51,6 +51,16 @@ def authorize(ctx: RequestContext, operation: AclOperation, resource_type: Resou
     if authorizer is None:
         return True
     return authorizer.authorize(principal(ctx), client_address(ctx), operation, resource_type, name)
+
+
+def topic_checker(ctx: RequestContext, operation: AclOperation) -> Callable[[str], bool] | None:
+    """Whether this client may do `operation` on a topic, asked later (a regex resolved when topics change), by
+    its principal and address rather than the request; None without an authorizer."""
+    authorizer = ctx.cluster.authorizer
+    if authorizer is None:
+        return None
+    who, host = principal(ctx), client_address(ctx)
+    return lambda name: authorizer.authorize(who, host, operation, ResourceType.TOPIC, name)
 
 
 def authorize_cluster(ctx: RequestContext, operation: AclOperation) -> bool:

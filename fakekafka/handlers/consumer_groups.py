@@ -6,9 +6,12 @@ sent a full request), its assignment. v1 (KIP-1082) requires the member to make 
 Kafka 4.4 does. ConsumerGroupDescribe v1 adds each member's type (1: consumer protocol, 0: a classic member of
 a mixed group). A joining member (epoch 0) of a classic group with members upgrades it to a consumer group with
 classic members (`fakekafka.model.mixed_groups`) when `group.consumer.migration.policy` allows it (else
-GROUP_ID_NOT_FOUND with Kafka's reason); an empty classic group hands over its id and offsets. With an authorizer, a
-heartbeat needs READ on the group and a describe DESCRIBE (else GROUP_AUTHORIZATION_FAILED); the subscribed
-topics are not checked (Kafka 4.4 also wants DESCRIBE on them).
+GROUP_ID_NOT_FOUND with Kafka's reason); an empty classic group hands over its id and offsets. With an authorizer,
+as Kafka 4.4's KafkaApis: a heartbeat needs READ on the group (else GROUP_AUTHORIZATION_FAILED) and DESCRIBE on
+every topic it names (else TOPIC_AUTHORIZATION_FAILED, before the coordinator), and a regex resolves only to
+topics the member may describe; a describe needs DESCRIBE on the group (the groups refused come first, as
+Kafka lists them) and on every topic its members are assigned or targeted, else the group is
+TOPIC_AUTHORIZATION_FAILED without members.
 
 Deliberate differences from Kafka 4.4 (compat/KNOWN_DIFFERENCES.md, "Consumer groups (KIP-848)"):
 - a regular expression subscription is resolved within the heartbeat (Kafka resolves it asynchronously, so
@@ -25,7 +28,7 @@ from typing import Any
 
 from construct import Container
 
-from fakekafka.handlers.authz import authorized_operations
+from fakekafka.handlers.authz import authorized_operations, filter_authorized, topic_checker
 from fakekafka.handlers.groups import NOT_REQUESTED, java_client_host, may, not_coordinator
 from fakekafka.handlers.registry import RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
@@ -53,6 +56,9 @@ def heartbeat_error_response(ctx: RequestContext, req: Container, code: ErrorCod
 def handle_consumer_group_heartbeat(ctx: RequestContext, req: Container) -> dict[str, Any]:
     if not may(ctx, AclOperation.READ, req.group_id):
         return heartbeat_error_response(ctx, req, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    names = set(req.subscribed_topic_names or ())
+    if names and filter_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, names) != names:
+        return heartbeat_error_response(ctx, req, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     if not_coordinator(ctx, req.group_id):
         return heartbeat_error_response(ctx, req, ErrorCode.NOT_COORDINATOR)
     owned = None if req.topic_partitions is None else [(t.topic_id, list(t.partitions)) for t in req.topic_partitions]
@@ -64,7 +70,8 @@ def handle_consumer_group_heartbeat(ctx: RequestContext, req: Container) -> dict
         subscribed_topic_names=None if req.subscribed_topic_names is None else list(req.subscribed_topic_names),
         subscribed_topic_regex=req.get("subscribed_topic_regex"), server_assignor=req.server_assignor,
         owned=owned, client_id=ctx.request.client_id or "", client_host=java_client_host(ctx.client_host),
-        version=ctx.version), is_classic_group=lambda _: classic)
+        version=ctx.version, may_describe=topic_checker(ctx, AclOperation.DESCRIBE)),
+        is_classic_group=lambda _: classic)
     if result["error_code"] == ErrorCode.NONE and classic == "empty" and req.member_epoch == 0:
         # an empty classic group gives its id (and its committed offsets) to the new consumer group, as Kafka's
         old = cluster.groups.take_empty_group(req.group_id)
@@ -90,18 +97,40 @@ def describe_error_response(ctx: RequestContext, req: Container, code: ErrorCode
         for g in req.group_ids]}
 
 
+def refused_first_and_topics_hidden(ctx: RequestContext, groups: list[dict[str, Any]], refused: list[str],
+                                    empty: dict[str, Any]) -> list[dict[str, Any]]:
+    """A describe's groups as Kafka 4.4's KafkaApis answers them: those refused DESCRIBE first, then the rest;
+    with an authorizer, a group whose members hold or are targeted a topic the client may not describe is
+    TOPIC_AUTHORIZATION_FAILED with no members (Consumer/ShareGroupDescribe)."""
+    out = [{**empty, "group_id": g, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED} for g in refused] + groups
+    if ctx.cluster.authorizer is None:
+        return out
+    def names(g: dict[str, Any]) -> set[str]:
+        return {tp["topic_name"] for m in g["members"] for key in ("assignment", "target_assignment") if key in m
+                for tp in m[key]["topic_partitions"]}
+    wanted = set().union(*(names(g) for g in out))
+    describable = filter_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, wanted)
+    return [g if names(g) <= describable else {
+        **empty, "group_id": g["group_id"], "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+        "error_message": "The group has described topic(s) that the client is not authorized to describe."}
+        for g in out]
+
+
 @handles(69, 0, 1, errors=describe_error_response)
 def handle_consumer_group_describe(ctx: RequestContext, req: Container) -> dict[str, Any]:
     coordinator = ctx.cluster.consumer_groups
     out = []
+    refused = []
+    empty: dict[str, Any] = {"error_code": ErrorCode.NONE, "error_message": None, "group_id": "", "group_state": "",
+                             "group_epoch": 0, "assignment_epoch": 0, "assignor_name": "", "members": [],
+                             "authorized_operations": NOT_REQUESTED}
     for group_id in req.group_ids:
-        entry: dict[str, Any] = {"error_code": ErrorCode.NONE, "error_message": None, "group_id": group_id,
-                                 "group_state": "", "group_epoch": 0, "assignment_epoch": 0, "assignor_name": "",
-                                 "members": [], "authorized_operations": NOT_REQUESTED}
+        entry: dict[str, Any] = {**empty, "group_id": group_id}
         group = coordinator.group(group_id)
         if not may(ctx, AclOperation.DESCRIBE, group_id):
-            entry["error_code"] = ErrorCode.GROUP_AUTHORIZATION_FAILED
-        elif not_coordinator(ctx, group_id):
+            refused.append(group_id)
+            continue
+        if not_coordinator(ctx, group_id):
             entry["error_code"] = ErrorCode.NOT_COORDINATOR
         elif group is None:
             classic = ctx.cluster.groups.group(group_id)
@@ -124,4 +153,4 @@ def handle_consumer_group_describe(ctx: RequestContext, req: Container) -> dict[
             if req.include_authorized_operations:
                 entry["authorized_operations"] = authorized_operations(ctx, ResourceType.GROUP, group_id)
         out.append(entry)
-    return {"throttle_time_ms": 0, "groups": out}
+    return {"throttle_time_ms": 0, "groups": refused_first_and_topics_hidden(ctx, out, refused, empty)}

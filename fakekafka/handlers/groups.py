@@ -7,7 +7,8 @@ members with skip_assignment set (KIP-814, as Kafka 4.4; found by `python -m com
 the old leader id and no members, as Kafka does. DescribeGroups v3+ asked for authorized operations answers those
 the client may do (without an authorizer, all of a group's). With an authorizer: JoinGroup, SyncGroup, Heartbeat
 and LeaveGroup need READ on the group, DescribeGroups DESCRIBE, DeleteGroups DELETE (GROUP_AUTHORIZATION_FAILED
-otherwise, before the coordinator is asked), and ListGroups lists only the groups the client may describe unless it
+otherwise, before the coordinator is asked; as Kafka lists them, DescribeGroups answers the groups refused first and
+DeleteGroups last, each once), and ListGroups lists only the groups the client may describe unless it
 may describe the cluster. DescribeGroups reports each member's current assignment in every state (its subscription
 metadata only when Stable), as Kafka 4.x does. An error a test injects into DescribeGroups or DeleteGroups is
 answered for every group asked about. DescribeGroups v6 (KIP-1043) answers a group nobody uses (or a deleted one)
@@ -189,13 +190,14 @@ def delete_groups_error_response(ctx: RequestContext, req: Container, code: Erro
 @handles(15, 0, 6, errors=describe_groups_error_response)
 def handle_describe_groups(ctx: RequestContext, req: Container) -> dict[str, Any]:
     groups = []
+    refused = []  # listed first, as Kafka's KafkaApis answers them
     for group_id in req.groups:
         entry: dict[str, Any] = {"error_code": ErrorCode.NONE, "group_id": group_id, "group_state": "Dead",
                                  "protocol_type": "", "protocol_data": "", "members": [],
                                  "authorized_operations": NOT_REQUESTED}
         if not may(ctx, AclOperation.DESCRIBE, group_id):
             entry.update(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, group_state="")
-            groups.append(entry)
+            refused.append(entry)
             continue
         if not_coordinator(ctx, group_id):
             entry.update(error_code=ErrorCode.NOT_COORDINATOR, group_state="")
@@ -224,7 +226,7 @@ def handle_describe_groups(ctx: RequestContext, req: Container) -> dict[str, Any
             # not for a group v6 does not find, as Kafka
             entry["authorized_operations"] = authorized_operations(ctx, ResourceType.GROUP, group_id)
         groups.append(entry)
-    return {"throttle_time_ms": 0, "groups": groups}
+    return {"throttle_time_ms": 0, "groups": refused + groups}
 
 
 @handles(16, 0, 5)
@@ -255,10 +257,12 @@ def handle_list_groups(ctx: RequestContext, req: Container) -> dict[str, Any]:
 @handles(42, 0, 3, errors=delete_groups_error_response)
 def handle_delete_groups(ctx: RequestContext, req: Container) -> dict[str, Any]:
     results = []
-    for group_id in req.groups_names:
+    refused = []  # listed last, each group once, as Kafka's KafkaApis answers them
+    for group_id in dict.fromkeys(req.groups_names):
         if not may(ctx, AclOperation.DELETE, group_id):
-            code = ErrorCode.GROUP_AUTHORIZATION_FAILED
-        elif not_coordinator(ctx, group_id):
+            refused.append({"group_id": group_id, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED})
+            continue
+        if not_coordinator(ctx, group_id):
             code = ErrorCode.NOT_COORDINATOR
         elif ctx.cluster.consumer_groups.group(group_id) is not None:
             code = ctx.cluster.consumer_groups.delete_group(group_id)
@@ -267,4 +271,4 @@ def handle_delete_groups(ctx: RequestContext, req: Container) -> dict[str, Any]:
         else:
             code = ctx.cluster.groups.delete_group(group_id)
         results.append({"group_id": group_id, "error_code": code})
-    return {"throttle_time_ms": 0, "results": results}
+    return {"throttle_time_ms": 0, "results": results + refused}

@@ -28,6 +28,15 @@ Deliberate differences from Kafka 4.4 (compat/KNOWN_DIFFERENCES.md, "Share group
   with its InitializeShareGroupState snapshot written at the share-partition's first change, not at the
   assignment; DescribeShareGroupOffsets answers from the share-partition itself.
 - share.auto.offset.reset by_duration is taken as latest.
+
+With an authorizer, as Kafka 4.4's KafkaApis, before anything else: ShareGroupHeartbeat, ShareFetch,
+ShareAcknowledge and AlterShareGroupOffsets need READ on the group, ShareGroupDescribe and
+DescribeShareGroupOffsets DESCRIBE, DeleteShareGroupOffsets DELETE (else GROUP_AUTHORIZATION_FAILED). A heartbeat
+naming a topic the member may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED; ShareFetch and ShareAcknowledge answer
+a partition of a topic it may not READ TOPIC_AUTHORIZATION_FAILED (fetching and acknowledging nothing there);
+Alter/DeleteShareGroupOffsets refuse topics without READ, DescribeShareGroupOffsets those without DESCRIBE (left
+out of a describe of every offset), listed before the others as Kafka lists them; a ShareGroupDescribe hides
+groups assigned topics the client may not describe, as ConsumerGroupDescribe does.
 """
 
 from __future__ import annotations
@@ -38,9 +47,12 @@ from typing import Any
 
 from construct import Container
 
+from fakekafka.handlers.authz import authorize, authorized_operations, filter_authorized
 from fakekafka.handlers.common import leader_check
-from fakekafka.handlers.groups import not_coordinator
+from fakekafka.handlers.consumer_groups import refused_first_and_topics_hidden
+from fakekafka.handlers.groups import may, not_coordinator
 from fakekafka.handlers.registry import Park, RequestContext, handles
+from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.cluster import Partition
 from fakekafka.model.share import ShareGroup
 from wire import ErrorCode
@@ -55,11 +67,25 @@ def _assignment(ctx: RequestContext, assignment: dict[uuid.UUID, list[int]]) -> 
                                                                                        key=lambda kv: str(kv[0]))]}
 
 
+def _named(ctx: RequestContext, assignment: dict[uuid.UUID, list[int]]) -> dict[str, Any]:
+    """A described member's assignment, each topic by id and name."""
+    return {"topic_partitions": [
+        {"topic_id": t, "topic_name": topic.name, "partitions": ps} for t, ps in sorted(
+            assignment.items(), key=lambda kv: str(kv[0])) if (topic := ctx.cluster.topics_by_id.get(t)) is not None]}
+
+
 @handles(76, 1, 1)
 def handle_share_group_heartbeat(ctx: RequestContext, req: Container) -> dict[str, Any]:
     cluster = ctx.cluster
     base = {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None, "member_id": None,
             "member_epoch": 0, "heartbeat_interval_ms": 0, "assignment": None}
+    if not may(ctx, AclOperation.READ, req.group_id):
+        return {**base, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED}
+    if not req.member_id or len(req.member_id) > 36:
+        return {**base, "error_code": ErrorCode.INVALID_REQUEST, "error_message": "Invalid member id in the request."}
+    names = set(req.subscribed_topic_names or ())
+    if names and filter_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, names) != names:
+        return {**base, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
     if not_coordinator(ctx, req.group_id):
         return {**base, "error_code": ErrorCode.NOT_COORDINATOR}
     classic = cluster.groups.group(req.group_id)
@@ -88,10 +114,14 @@ def share_group_describe_error_response(ctx: RequestContext, req: Container, cod
 def handle_share_group_describe(ctx: RequestContext, req: Container) -> dict[str, Any]:
     cluster = ctx.cluster
     groups = []
+    refused = []
     for group_id in req.group_ids:
         empty = {"error_code": ErrorCode.NONE, "error_message": None, "group_id": group_id, "group_state": "",
                  "group_epoch": 0, "assignment_epoch": 0, "assignor_name": "", "members": [],
                  "authorized_operations": -2147483648}
+        if not may(ctx, AclOperation.DESCRIBE, group_id):
+            refused.append(group_id)
+            continue
         if not_coordinator(ctx, group_id):
             groups.append({**empty, "error_code": ErrorCode.NOT_COORDINATOR})
             continue
@@ -105,9 +135,13 @@ def handle_share_group_describe(ctx: RequestContext, req: Container) -> dict[str
                        "members": [{"member_id": m.member_id, "rack_id": m.rack_id, "member_epoch": m.member_epoch,
                                     "client_id": m.client_id, "client_host": m.client_host,
                                     "subscribed_topic_names": sorted(m.subscribed),
-                                    "assignment": _assignment(ctx, m.assignment)}
-                                   for m in group.members.values()]})
-    return {"throttle_time_ms": 0, "groups": groups}
+                                    "assignment": _named(ctx, m.assignment)}
+                                   for m in group.members.values()],
+                       "authorized_operations": authorized_operations(ctx, ResourceType.GROUP, group_id)
+                       if req.include_authorized_operations else -2147483648})
+    return {"throttle_time_ms": 0, "groups": refused_first_and_topics_hidden(ctx, groups, refused, {
+        "error_code": ErrorCode.NONE, "error_message": None, "group_state": "", "group_epoch": 0,
+        "assignment_epoch": 0, "assignor_name": "", "members": [], "authorized_operations": -2147483648})}
 
 
 _LEADERSHIP = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
@@ -124,7 +158,8 @@ def _leader(ctx: RequestContext, partition: Partition | None, code: ErrorCode = 
     return {"leader_id": partition.leader_id, "leader_epoch": partition.leader_epoch}
 
 
-_MESSAGES = {ErrorCode.INVALID_RECORD_STATE: "The record state is invalid. The acknowledgement of delivery could "
+_MESSAGES: dict[ErrorCode, str | None] = {ErrorCode.TOPIC_AUTHORIZATION_FAILED: None,  # Kafka 4.4 gives no words
+             ErrorCode.INVALID_RECORD_STATE: "The record state is invalid. The acknowledgement of delivery could "
                                              "not be completed.",
              ErrorCode.INVALID_REQUEST: "The request is invalid.",
              ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: "This server does not host this topic-partition.",
@@ -150,9 +185,13 @@ def _endpoints(ctx: RequestContext, codes: list[tuple[Partition | None, ErrorCod
 
 
 def _resolve(ctx: RequestContext, topic_id: uuid.UUID, index: int) -> tuple[str | None, Partition | None, ErrorCode]:
+    """A share request's partition: its topic's name, the partition and the code it is answered (READ on the
+    topic is checked before the partition is looked for, as Kafka's KafkaApis does)."""
     topic = ctx.cluster.topics_by_id.get(topic_id)
     if topic is None:
         return None, None, ErrorCode.UNKNOWN_TOPIC_ID
+    if not authorize(ctx, AclOperation.READ, ResourceType.TOPIC, topic.name):
+        return topic.name, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED
     partition = topic.partitions[index] if 0 <= index < len(topic.partitions) else None
     if partition is None:
         return topic.name, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -199,6 +238,8 @@ def handle_share_fetch(ctx: RequestContext, req: Container) -> Any:
     shares = cluster.shares
     lock = shares.lock_ms(req.group_id)
     lock_field = {"acquisition_lock_timeout_ms": lock}
+    if not may(ctx, AclOperation.READ, req.group_id):
+        return _session_error(ErrorCode.GROUP_AUTHORIZATION_FAILED, v, {"acquisition_lock_timeout_ms": 0})
     acks_given = any(p.acknowledgement_batches for t in req.topics for p in t.partitions)
     if req.share_session_epoch == 0 and acks_given:
         return _session_error(ErrorCode.INVALID_REQUEST, v, lock_field)
@@ -290,6 +331,9 @@ def handle_share_acknowledge(ctx: RequestContext, req: Container) -> dict[str, A
     cluster = ctx.cluster
     cluster.share_state_topic()
     extra = {"acquisition_lock_timeout_ms": cluster.shares.lock_ms(req.group_id)} if ctx.version >= 2 else {}
+    if not may(ctx, AclOperation.READ, req.group_id):
+        return _session_error(ErrorCode.GROUP_AUTHORIZATION_FAILED, ctx.version,
+                              {"acquisition_lock_timeout_ms": 0} if ctx.version >= 2 else {})
     if not req.member_id:
         return _session_error(ErrorCode.INVALID_REQUEST, ctx.version, extra)
     if req.share_session_epoch == 0:  # a ShareAcknowledge cannot open a session (Kafka 4.4's words: none)
@@ -333,6 +377,10 @@ def handle_describe_share_group_offsets(ctx: RequestContext, req: Container) -> 
     cluster.share_state_topic()
     out = []
     for g in req.groups:
+        if not may(ctx, AclOperation.DESCRIBE, g.group_id):
+            out.append({"group_id": g.group_id, "topics": [], "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED,
+                        "error_message": None})
+            continue
         if not_coordinator(ctx, g.group_id):
             out.append({"group_id": g.group_id, "topics": [], "error_code": ErrorCode.NOT_COORDINATOR,
                         "error_message": None})
@@ -341,6 +389,12 @@ def handle_describe_share_group_offsets(ctx: RequestContext, req: Container) -> 
         wanted: list[tuple[str, list[int] | None]] = (
             [(t.topic_name, list(t.partitions)) for t in g.topics] if g.topics is not None
             else sorted({(name, None) for name, _ in (group.partitions if group else {})}))
+        describable = filter_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, (n for n, _ in wanted))
+        refused = [{"topic_name": name, "topic_id": ZERO_UUID, "partitions": [
+            {"partition_index": i, "start_offset": -1, "leader_epoch": 0, "lag": -1,
+             "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "error_message": "Topic authorization failed."}
+            for i in indexes or ()]} for name, indexes in wanted if name not in describable and indexes is not None]
+        wanted = [(name, indexes) for name, indexes in wanted if name in describable]
         topics = []
         for name, indexes in wanted:
             topic = cluster.topics.get(name)
@@ -361,7 +415,8 @@ def handle_describe_share_group_offsets(ctx: RequestContext, req: Container) -> 
                 parts.append(entry)
             topics.append({"topic_name": name, "topic_id": topic.topic_id if topic else ZERO_UUID,
                            "partitions": parts})
-        out.append({"group_id": g.group_id, "topics": topics, "error_code": ErrorCode.NONE, "error_message": None})
+        out.append({"group_id": g.group_id, "topics": topics + refused, "error_code": ErrorCode.NONE,
+                    "error_message": None})
     return {"throttle_time_ms": 0, "groups": out}
 
 
@@ -380,15 +435,31 @@ def _group_for_offsets(ctx: RequestContext, group_id: str) -> tuple[ErrorCode, s
 def handle_alter_share_group_offsets(ctx: RequestContext, req: Container) -> dict[str, Any]:
     cluster = ctx.cluster
     cluster.share_state_topic()
+    if not may(ctx, AclOperation.READ, req.group_id):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED,
+                "error_message": "Group authorization failed.", "responses": []}
     code, message = _group_for_offsets(ctx, req.group_id)
     if code == ErrorCode.GROUP_ID_NOT_FOUND:  # Kafka makes an empty share group for offsets set ahead of use
         cluster.shares.groups.setdefault(req.group_id, ShareGroup(req.group_id))
         code, message = ErrorCode.NONE, None
     if code != ErrorCode.NONE:
         return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "responses": []}
-    responses = []
+    refused, responses = [], []
+    for t in req.topics:  # topics refused READ or unknown first, as Kafka's KafkaApis answers them
+        topic = cluster.topics.get(t.topic_name)
+        if not authorize(ctx, AclOperation.READ, ResourceType.TOPIC, t.topic_name):
+            code, words = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed."
+        elif topic is None:
+            code, words = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
+        else:
+            continue
+        refused.append({"topic_name": t.topic_name, "topic_id": topic.topic_id if topic else ZERO_UUID,
+                        "partitions": [{"partition_index": p.partition_index, "error_code": code,
+                                        "error_message": words} for p in t.partitions]})
     for t in req.topics:
         topic = cluster.topics.get(t.topic_name)
+        if topic is None or not authorize(ctx, AclOperation.READ, ResourceType.TOPIC, t.topic_name):
+            continue
         parts = []
         for p in t.partitions:
             partition = topic.partitions[p.partition_index] if topic and 0 <= p.partition_index < len(
@@ -406,21 +477,28 @@ def handle_alter_share_group_offsets(ctx: RequestContext, req: Container) -> dic
             sp.records.clear()
             cluster.share_state.write(sp, state_epoch_bump=True)
             parts.append({"partition_index": p.partition_index, "error_code": ErrorCode.NONE, "error_message": None})
-        responses.append({"topic_name": t.topic_name, "topic_id": topic.topic_id if topic else ZERO_UUID,
-                          "partitions": parts})
-    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None, "responses": responses}
+        responses.append({"topic_name": t.topic_name, "topic_id": topic.topic_id, "partitions": parts})
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
+            "responses": refused + responses}
 
 
 @handles(92, 0, 0)
 def handle_delete_share_group_offsets(ctx: RequestContext, req: Container) -> dict[str, Any]:
     cluster = ctx.cluster
+    if not may(ctx, AclOperation.DELETE, req.group_id):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED,
+                "error_message": "Group authorization failed.", "responses": []}
     code, message = _group_for_offsets(ctx, req.group_id)
     if code != ErrorCode.NONE:
         return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "responses": []}
     group = cluster.shares.describe(req.group_id)
     assert group is not None
-    responses = []
+    readable = filter_authorized(ctx, AclOperation.READ, ResourceType.TOPIC, (t.topic_name for t in req.topics))
+    responses = [{"topic_name": t.topic_name, "topic_id": ZERO_UUID, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                  "error_message": "Topic authorization failed."} for t in req.topics if t.topic_name not in readable]
     for t in req.topics:
+        if t.topic_name not in readable:
+            continue
         topic = cluster.topics.get(t.topic_name)
         if topic is None:
             responses.append({"topic_name": t.topic_name, "topic_id": ZERO_UUID,

@@ -174,6 +174,9 @@ class ConsumerGroup:
     """What the last group epoch was computed from: subscribed topic -> (id, partitions), None if it does not
     exist."""
     resolved_regexes: dict[str, frozenset[str]] = field(default_factory=dict)
+    regex_describable: dict[str, Callable[[str], bool]] = field(default_factory=dict)
+    """regex -> which topics it may resolve to: those the member that last heartbeated with it may DESCRIBE (as
+    Kafka 4.4 resolves a regex with the authorizer and the context of the heartbeat that refreshed it)."""
     offsets: dict[tuple[str, int], OffsetAndMetadata] = field(default_factory=dict)
     pending_txn_offsets: dict[int, dict[tuple[str, int], OffsetAndMetadata]] = field(default_factory=dict)
     empty_since: int | None = None
@@ -298,6 +301,8 @@ class HeartbeatRequest:
     client_id: str = ""
     client_host: str = ""
     version: int = 1
+    may_describe: Callable[[str], bool] | None = None
+    """Whether the member may DESCRIBE a topic (None: every topic, no authorizer): bounds its regex."""
 
 
 class ConsumerGroupCoordinator:
@@ -488,6 +493,8 @@ class ConsumerGroupCoordinator:
             updated.subscribed_topic_names = tuple(r.subscribed_topic_names)
         if r.subscribed_topic_regex is not None:
             updated.subscribed_topic_regex = r.subscribed_topic_regex or None
+        if updated.subscribed_topic_regex and r.may_describe is not None:
+            group.regex_describable[updated.subscribed_topic_regex] = r.may_describe
         is_new = member_id not in group.members
         subscription_changed = (is_new and replaced is None) or (
             updated.subscribed_topic_names != member.subscribed_topic_names
@@ -554,7 +561,8 @@ class ConsumerGroupCoordinator:
         names = set(member.subscribed_topic_names)
         if member.subscribed_topic_regex:
             pattern = compile_regex(member.subscribed_topic_regex)
-            names |= {n for n in topics if not n.startswith("__") and pattern.fullmatch(n)}
+            describable = group.regex_describable.get(member.subscribed_topic_regex, lambda _: True)
+            names |= {n for n in topics if not n.startswith("__") and pattern.fullmatch(n) and describable(n)}
         return frozenset(names)
 
     def _subscription_metadata(self, group: ConsumerGroup) -> dict[str, tuple[uuid.UUID, int] | None]:

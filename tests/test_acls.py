@@ -954,6 +954,9 @@ def _group_exchanges(address: str) -> list[Any]:
     out.append(("sg heartbeat: group refused", r.error_code, r.error_message, r.member_id, r.member_epoch))
     r = sg_heartbeat(alice, "alice-sg", _member_id(), 0, ["gp-ok", "gp-secret"])
     out.append(("sg heartbeat: topic refused", r.error_code, r.error_message, r.member_id, r.member_epoch))
+    for bad in ("", "m" * 37):  # checked after the group's ACL, before the topics'
+        r = sg_heartbeat(alice, "alice-sg", bad, 0, ["gp-secret"])
+        out.append(("sg heartbeat: invalid member id", len(bad), r.error_code, r.error_message))
     member = _member_id()
     r = sg_heartbeat(alice, "alice-sg", member, 0, ["gp-ok", "gp-desc"])
     assert r.error_code == 0, r

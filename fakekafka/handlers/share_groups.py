@@ -81,8 +81,8 @@ def handle_share_group_heartbeat(ctx: RequestContext, req: Container) -> dict[st
             "member_epoch": 0, "heartbeat_interval_ms": 0, "assignment": None}
     if not may(ctx, AclOperation.READ, req.group_id):
         return {**base, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED}
-    if not req.member_id or len(req.member_id) > 36:
-        return {**base, "error_code": ErrorCode.INVALID_REQUEST, "error_message": "Invalid member id in the request."}
+    if not req.member_id or len(req.member_id) > 36:  # Kafka's words for it are not sent
+        return {**base, "error_code": ErrorCode.INVALID_REQUEST}
     names = set(req.subscribed_topic_names or ())
     if names and filter_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, names) != names:
         return {**base, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED}

@@ -135,7 +135,12 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--listener-security-protocol-map", metavar="NAME:PROTOCOL,...",
                        help="listener name -> PLAINTEXT/SSL/SASL_PLAINTEXT/SASL_SSL (Kafka's default if omitted)")
     serve.add_argument("--sasl-enabled-mechanisms", metavar="M,...",
-                       help="of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (default: all three)")
+                       help="of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER (default: PLAIN,SCRAM-SHA-256,"
+                            "SCRAM-SHA-512; Kafka's is GSSAPI, which fakekafka lacks). OAUTHBEARER is offered on a "
+                            "listener only with --config listener.name.<listener>.oauthbearer.sasl.server.callback."
+                            "handler.class=org.apache.kafka.common.security.oauthbearer.internals.unsecured."
+                            "OAuthBearerUnsecuredValidatorCallbackHandler: that validator takes unsigned tokens, "
+                            "any client then logs in as any principal")
     serve.add_argument("--ssl-client-auth", choices=["none", "requested", "required"],
                        help="client certificates (mTLS) on SSL listeners (Kafka's ssl.client.auth; default none)")
     serve.add_argument("--ssl-keystore-location", metavar="PEM", help="the broker's key and certificate chain")

@@ -40,6 +40,7 @@ from fakekafka.handlers.registry import error_response
 from fakekafka.handlers.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslState
 from fakekafka.model.clock import ManualClock
 from fakekafka.model.cluster import Broker, ClusterState
+from fakekafka.model.config import OAUTHBEARER_UNSECURED_VALIDATOR
 from fakekafka.model.log import StorageError
 from fakekafka.security import (
     ListenerSpec,
@@ -502,6 +503,13 @@ class Server:
         self._advertised = ({s.name: s for s in parse_listeners(config.advertised_listeners,
                                                                 config.listener_security_protocol_map)}
                             if config.advertised_listeners else {})
+        listed = {m.strip().upper() for m in config.sasl_enabled_mechanisms.split(",")}
+        for spec in self.listeners:
+            if spec.sasl and "OAUTHBEARER" in listed and config.oauthbearer_validator(spec.name) is None:
+                log.warning("OAUTHBEARER is not enabled on listener %s: no validator is named for it (Kafka's "
+                            "unsecured one takes unsigned tokens for any principal; to take them, set listener.name."
+                            "%s.oauthbearer.sasl.server.callback.handler.class=%s)", spec.name, spec.name.lower(),
+                            OAUTHBEARER_UNSECURED_VALIDATOR)
         self._ssl: dict[str, ssl.SSLContext] = {}
         """TLS context per protocol: ssl.client.auth applies to SSL listeners; SASL_SSL ones ask for no client
         certificate, as Kafka since KIP-684 applies only a listener-prefixed ssl.client.auth to them."""

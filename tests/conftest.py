@@ -32,12 +32,20 @@ SECURE_USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-se
 SECURE_MECHANISMS = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER"
 SECURE_SUPER_USERS = "User:admin;User:ANONYMOUS"
 """ANONYMOUS: Kafka's own brokers and controller talk over the PLAINTEXT listener, so they must be allowed."""
+UNSECURED_OAUTHBEARER = {"listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class":
+                         "org.apache.kafka.common.security.oauthbearer.internals.unsecured."
+                         "OAuthBearerUnsecuredValidatorCallbackHandler"}
+"""The operator's opt-in to unsigned OAUTHBEARER tokens on the SASL_PLAINTEXT listener, by Kafka's config name:
+without it fakekafka does not offer OAUTHBEARER there (issue 26)."""
+NO_OAUTH_MECHANISMS = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
+"""The secure Kafka's NOOAUTH listener's mechanisms: fakekafka's default, OAUTHBEARER not enabled."""
 
 
 @pytest.fixture(scope="session")
 def secure_apache_kafka() -> Iterator[object]:
     """One Apache Kafka 4.4.0 per session with a SASL_PLAINTEXT listener (PLAIN users from JAAS, SCRAM users written at
-    format time: SECURE_USERS; OAUTHBEARER with unsecured tokens) and the StandardAuthorizer
+    format time: SECURE_USERS; OAUTHBEARER with unsecured tokens, its validator named as fakekafka needs it), a
+    NOOAUTH listener (SASL_PLAINTEXT without OAUTHBEARER: NO_OAUTH_MECHANISMS) and the StandardAuthorizer
     (SECURE_SUPER_USERS), shared by the tests that compare SASL, SCRAM credentials and ACLs with fakekafka
     (tests/test_security.py, tests/test_acls.py): one JVM start instead of one per file."""
     from fakekafka.apache_kafka import KafkaCluster, kafka_lib
@@ -48,15 +56,20 @@ def secure_apache_kafka() -> Iterator[object]:
     configs = {
         "authorizer.class.name": STANDARD_AUTHORIZER, "super.users": SECURE_SUPER_USERS,
         "sasl.enabled.mechanisms": SECURE_MECHANISMS,
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config":
-            f"{jaas}.plain.PlainLoginModule required "
-            + " ".join(f'user_{u}="{p}"' for u, p in SECURE_USERS.items()) + ";",
-        **{f"listener.name.sasl_plaintext.{m}.sasl.jaas.config": f"{jaas}.scram.ScramLoginModule required;"
-           for m in ("scram-sha-256", "scram-sha-512")},
-        # the default OAUTHBEARER validator accepts unsecured JWS tokens; the broker's own login needs a subject
+        "listener.name.nooauth.sasl.enabled.mechanisms": NO_OAUTH_MECHANISMS,
+        **{f"listener.name.{listener}.plain.sasl.jaas.config":
+           f"{jaas}.plain.PlainLoginModule required "
+           + " ".join(f'user_{u}="{p}"' for u, p in SECURE_USERS.items()) + ";" for listener in ("sasl_plaintext",
+                                                                                                 "nooauth")},
+        **{f"listener.name.{listener}.{m}.sasl.jaas.config": f"{jaas}.scram.ScramLoginModule required;"
+           for m in ("scram-sha-256", "scram-sha-512") for listener in ("sasl_plaintext", "nooauth")},
+        # the unsecured OAUTHBEARER validator (Kafka's default, named here as fakekafka needs it) accepts unsecured
+        # JWS tokens; the broker's own login needs a subject
         "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config":
-            f'{jaas}.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="admin";'}
-    with KafkaCluster(configs=configs, listeners=("SASL_PLAINTEXT",), scram_users=SECURE_USERS) as kafka:
+            f'{jaas}.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="admin";',
+        **UNSECURED_OAUTHBEARER}
+    with KafkaCluster(configs=configs, listeners=("SASL_PLAINTEXT", "NOOAUTH:SASL_PLAINTEXT"),
+                      scram_users=SECURE_USERS) as kafka:
         yield kafka
 
 

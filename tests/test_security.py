@@ -24,7 +24,7 @@ import pytest
 
 import fakekafka
 from fakekafka.model.cluster import ClusterState
-from fakekafka.model.config import BrokerConfig
+from fakekafka.model.config import OAUTHBEARER_UNSECURED_VALIDATOR, BrokerConfig, InvalidConfig
 from fakekafka.security import parse_listeners, protocol_map
 from fakekafka.server import Server
 from tests.rawclient import RawClient
@@ -225,8 +225,12 @@ def _api_versions_frame() -> bytes:
 
 @pytest.fixture(scope="module")
 def secure() -> Iterator[fakekafka.Cluster]:
+    """SASL_SSL with every mechanism, OAUTHBEARER's unsecured tokens taken as its operator asked."""
     with fakekafka.Cluster(listeners="PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0,SSL://127.0.0.1:0",
-                           ssl_client_auth="requested", users=USERS) as c:
+                           ssl_client_auth="requested", users=USERS,
+                           sasl_enabled_mechanisms="PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
+                           config={"listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class":
+                                   OAUTHBEARER_UNSECURED_VALIDATOR}) as c:
         yield c
 
 
@@ -429,14 +433,20 @@ def test_serve_with_a_sasl_ssl_listener(tmp_path: Path) -> None:
 
 
 def test_java_client_over_sasl_ssl_and_mtls() -> None:
-    """Kafka's own client: PEM truststore/keystore (ssl.*.type=PEM), SASL PLAIN and SCRAM, wrong passwords."""
+    """Kafka's own client: PEM truststore/keystore (ssl.*.type=PEM), SASL PLAIN and SCRAM, wrong passwords; an
+    unsigned OAUTHBEARER token refused by a broker left at its defaults, taken by one whose operator opted in."""
     from tests.javautil import compile_java, run_java
     classes = compile_java(Path(__file__).parent / "clients" / "java" / "SecureClients.java")
     with fakekafka.Cluster(listeners="PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0,SSL://127.0.0.1:0",
-                           ssl_client_auth="required", users=USERS) as c:
+                           ssl_client_auth="required", users=USERS) as c, fakekafka.Cluster(
+            listeners="PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0", sasl_enabled_mechanisms="OAUTHBEARER",
+            config={"listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class":
+                    OAUTHBEARER_UNSECURED_VALIDATOR, "ssl.keystore.location": str(c.config.ssl_keystore_location)}
+    ) as opted_in:
         assert c.pki is not None
         out = run_java(classes, "SecureClients", c.bootstrap_servers_for("SASL_SSL"), c.bootstrap_servers_for("SSL"),
-                       str(c.pki.ca_file), str(c.pki.client_keystore), timeout=180)
+                       str(c.pki.ca_file), str(c.pki.client_keystore), opted_in.bootstrap_servers_for("SASL_SSL"),
+                       timeout=180)
     results = {name: (status, detail) for name, status, detail in
                (line.split("\t", 2) for line in out.stdout.splitlines() if line.count("\t") >= 2)}
     for case in ("produce-PLAIN", "produce-SCRAM-SHA-256", "produce-SCRAM-SHA-512", "produce-mTLS"):
@@ -446,6 +456,11 @@ def test_java_client_over_sasl_ssl_and_mtls() -> None:
     assert results["wrong-password-SCRAM-SHA-512"] == (refused[0], refused[1] + "Authentication failed during "
                                                        "authentication due to invalid credentials with SASL mechanism "
                                                        "SCRAM-SHA-512")
+    assert results["unsigned-OAUTHBEARER-refused"] == (
+        "error", "org.apache.kafka.common.errors.UnsupportedSaslMechanismException: Client SASL mechanism "
+                 "'OAUTHBEARER' not enabled in the server, enabled mechanisms are "
+                 "[PLAIN, SCRAM-SHA-512, SCRAM-SHA-256]")
+    assert results["unsigned-OAUTHBEARER-opted-in"][0] == "ok", results["unsigned-OAUTHBEARER-opted-in"]
 
 
 # --- the same exchanges against Apache Kafka 4.4.0 --------------------------------------------------------------
@@ -479,9 +494,9 @@ def _exchanges(address: str) -> list[tuple[object, ...]]:
 
 def test_sasl_exchanges_answered_as_apache_kafka_answers(secure_apache_kafka: Any) -> None:
     """Against the session's Kafka with a SASL_PLAINTEXT listener (tests/conftest.py), and fakekafka set up alike."""
-    from tests.conftest import SECURE_MECHANISMS, SECURE_USERS
+    from tests.conftest import SECURE_MECHANISMS, SECURE_USERS, UNSECURED_OAUTHBEARER
     with fakekafka.Cluster(listeners="PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0", users=SECURE_USERS,
-                           sasl_enabled_mechanisms=SECURE_MECHANISMS) as c:
+                           sasl_enabled_mechanisms=SECURE_MECHANISMS, config=UNSECURED_OAUTHBEARER) as c:
         fake = _exchanges(c.bootstrap_servers_for("SASL_PLAINTEXT"))
     real = _exchanges(secure_apache_kafka.bootstrap_servers_for("SASL_PLAINTEXT"))
     assert fake == real
@@ -500,7 +515,7 @@ def test_marker_settings_give_the_fixture_a_sasl_ssl_listener(kafka: fakekafka.C
     assert [r.value for r in kafka.records("marker-sasl")] == [b"x"]
 
 
-# --- OAUTHBEARER (unsecured JWS, Kafka's default validator) --------------------------------------------------
+# --- OAUTHBEARER (unsecured JWS, Kafka's default validator, taken when the operator names it) ------------------
 
 def _b64(value: dict[str, Any]) -> str:
     import base64
@@ -604,9 +619,9 @@ def _reauth_exchanges(address: str) -> list[tuple[object, ...]]:
 
 
 def test_reauthentication_as_apache_kafka_does(secure_apache_kafka: Any) -> None:
-    from tests.conftest import SECURE_MECHANISMS, SECURE_USERS
+    from tests.conftest import SECURE_MECHANISMS, SECURE_USERS, UNSECURED_OAUTHBEARER
     with fakekafka.Cluster(listeners="PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0", users=SECURE_USERS,
-                           sasl_enabled_mechanisms=SECURE_MECHANISMS) as c:
+                           sasl_enabled_mechanisms=SECURE_MECHANISMS, config=UNSECURED_OAUTHBEARER) as c:
         fake = _reauth_exchanges(c.bootstrap_servers_for("SASL_PLAINTEXT"))
     real = _reauth_exchanges(secure_apache_kafka.bootstrap_servers_for("SASL_PLAINTEXT"))
     for f, r in zip(fake, real, strict=True):
@@ -615,9 +630,9 @@ def test_reauthentication_as_apache_kafka_does(secure_apache_kafka: Any) -> None
 
 
 def test_oauthbearer_exchanges_answered_as_apache_kafka_answers(secure_apache_kafka: Any) -> None:
-    from tests.conftest import SECURE_MECHANISMS, SECURE_USERS
+    from tests.conftest import SECURE_MECHANISMS, SECURE_USERS, UNSECURED_OAUTHBEARER
     with fakekafka.Cluster(listeners="PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0", users=SECURE_USERS,
-                           sasl_enabled_mechanisms=SECURE_MECHANISMS) as c:
+                           sasl_enabled_mechanisms=SECURE_MECHANISMS, config=UNSECURED_OAUTHBEARER) as c:
         fake = _oauth_exchanges(c.bootstrap_servers_for("SASL_PLAINTEXT"))
     real = _oauth_exchanges(secure_apache_kafka.bootstrap_servers_for("SASL_PLAINTEXT"))
     for f, r in zip(fake, real, strict=True):
@@ -639,4 +654,229 @@ def test_confluent_kafka_oauthbearer_unsecured_jwt(secure: fakekafka.Cluster) ->
     p.flush(15)
     assert delivered == [None]
     assert [r.value for r in secure.records("oauth-topic")] == [b"x"]
+
+
+
+# --- OAUTHBEARER only when the operator asks for it (issue 26) -------------------------------------------------
+
+def test_default_mechanisms_check_a_password() -> None:
+    """fakekafka's default (Kafka's is GSSAPI, which fakekafka lacks): PLAIN and SCRAM, never OAUTHBEARER."""
+    config = BrokerConfig()
+    assert config.sasl_enabled_mechanisms == "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
+    assert config.sasl_mechanisms("SASL_PLAINTEXT") == ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+    listed = BrokerConfig(sasl_enabled_mechanisms="PLAIN,OAUTHBEARER", overrides={
+        "listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class": OAUTHBEARER_UNSECURED_VALIDATOR})
+    assert listed.sasl_mechanisms("SASL_SSL") == ["PLAIN", "OAUTHBEARER"]
+    assert listed.sasl_mechanisms("SASL_PLAINTEXT") == ["PLAIN"]  # named for another listener only
+
+
+def _oauth_handshake(address: str) -> tuple[object, ...]:
+    """An unsecured token naming a super user, as librdkafka's enable.sasl.oauthbearer.unsecure.jwt makes it."""
+    raw = RawClient(address)
+    try:
+        hs = raw.request(SASL_HANDSHAKE, 1, {"mechanism": "OAUTHBEARER"})
+        if hs.error_code:
+            return hs.error_code, list(hs.mechanisms), "closed" if raw.is_closed() else "open"
+        auth = raw.request(SASL_AUTHENTICATE, 2, {"auth_bytes": _bearer("admin", 3600)})
+        return hs.error_code, list(hs.mechanisms), auth.error_code, auth.error_message
+    finally:
+        raw.close()
+
+
+def test_oauthbearer_refused_unless_a_validator_is_named(caplog: pytest.LogCaptureFixture) -> None:
+    """Not listed: refused. Listed with no validator named for the listener: refused too (Kafka would take
+    unsigned tokens there), and said at start. Named: taken."""
+    refused = (ErrorCode.UNSUPPORTED_SASL_MECHANISM, ["PLAIN", "SCRAM-SHA-512", "SCRAM-SHA-256"], "closed")
+    with fakekafka.Cluster(listeners="PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0", users=USERS) as c:
+        assert _oauth_handshake(c.bootstrap_servers_for("SASL_PLAINTEXT")) == refused
+    with caplog.at_level("WARNING", logger="fakekafka.server"), fakekafka.Cluster(
+            listeners="SASL_PLAINTEXT://127.0.0.1:0,OAUTH://127.0.0.1:0",
+            listener_security_protocol_map="SASL_PLAINTEXT:SASL_PLAINTEXT,OAUTH:SASL_PLAINTEXT", users=USERS,
+            sasl_enabled_mechanisms="PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
+            config={"listener.name.oauth.oauthbearer.sasl.server.callback.handler.class":
+                    OAUTHBEARER_UNSECURED_VALIDATOR}) as c:
+        assert _oauth_handshake(c.bootstrap_servers_for("SASL_PLAINTEXT")) == refused
+        assert _oauth_handshake(c.bootstrap_servers_for("OAUTH")) == (
+            0, ["PLAIN", "SCRAM-SHA-512", "SCRAM-SHA-256", "OAUTHBEARER"], 0, "")
+    warnings = [r.getMessage() for r in caplog.records if "OAUTHBEARER" in r.getMessage()]
+    assert len(warnings) == 1 and "not enabled on listener SASL_PLAINTEXT" in warnings[0]
+    assert "listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class=" in warnings[0]
+
+
+@pytest.mark.parametrize(("name", "value", "refusal"), [
+    ("listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class",
+     "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+     "fakekafka validates no signed OAUTHBEARER tokens"),
+    ("listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class", "com.example.Mine",
+     "Class com.example.Mine could not be found."),
+    ("listener.name.sasl_ssl.plain.sasl.server.callback.handler.class", OAUTHBEARER_UNSECURED_VALIDATOR,
+     "could not be found"),
+    ("sasl.server.callback.handler.class", OAUTHBEARER_UNSECURED_VALIDATOR,
+     "only with its listener and mechanism prefixes"),
+    ("listener.name.SASL_SSL.oauthbearer.sasl.server.callback.handler.class", OAUTHBEARER_UNSECURED_VALIDATOR,
+     r"under listener.name.sasl_ssl. \(its name in lower case\)")])
+def test_a_server_callback_handler_fakekafka_cannot_run_is_refused(name: str, value: str, refusal: str) -> None:
+    with pytest.raises(InvalidConfig, match=refusal):
+        BrokerConfig.from_properties({name: value})
+    taken = BrokerConfig.from_properties(
+        {"listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class": OAUTHBEARER_UNSECURED_VALIDATOR})
+    assert taken.oauthbearer_validator("SASL_SSL") == OAUTHBEARER_UNSECURED_VALIDATOR
+
+
+def test_oauthbearer_not_enabled_answered_as_apache_kafka_answers(secure_apache_kafka: Any) -> None:
+    """Kafka's NOOAUTH listener has PLAIN and SCRAM only, as fakekafka's default: the same refusal of an unsigned
+    token for a super user (and the same acceptance where both enable it, by the validator's name)."""
+    from tests.conftest import SECURE_MECHANISMS, SECURE_USERS, UNSECURED_OAUTHBEARER
+    with fakekafka.Cluster(listeners="PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+                           users=SECURE_USERS) as c:
+        fake = _oauth_handshake(c.bootstrap_servers_for("SASL_PLAINTEXT"))
+    real = _oauth_handshake(secure_apache_kafka.bootstrap_servers_for("NOOAUTH"))
+    assert fake == real == (ErrorCode.UNSUPPORTED_SASL_MECHANISM, ["PLAIN", "SCRAM-SHA-512", "SCRAM-SHA-256"],
+                            "closed")
+    with fakekafka.Cluster(listeners="PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0", users=SECURE_USERS,
+                           sasl_enabled_mechanisms=SECURE_MECHANISMS, config=UNSECURED_OAUTHBEARER) as c:
+        fake = _oauth_handshake(c.bootstrap_servers_for("SASL_PLAINTEXT"))
+        described = _described(c.bootstrap_servers, *UNSECURED_OAUTHBEARER)
+    assert fake == _oauth_handshake(secure_apache_kafka.bootstrap_servers_for("SASL_PLAINTEXT"))
+    assert fake[2:] == (0, "")
+    assert described == _described(secure_apache_kafka.bootstrap_servers, *UNSECURED_OAUTHBEARER)
+    assert described[0][:2] == (*UNSECURED_OAUTHBEARER, *UNSECURED_OAUTHBEARER.values())
+
+
+def _described(address: str, name: str) -> list[tuple[object, ...]]:
+    """DescribeConfigs of one broker config, with synonyms and documentation, as a tuple per entry."""
+    raw = RawClient(address)
+    resource = {"resource_type": 4, "resource_name": "1", "configuration_keys": [name]}
+    answer = raw.request(32, 4, {"resources": [resource], "include_synonyms": True, "include_documentation": True})
+    raw.close()
+    return [(e.name, e.value, e.read_only, e.config_source, e.is_sensitive, e.config_type, e.documentation,
+             [(s.name, s.value, s.source) for s in e.synonyms]) for r in answer.results for e in r.configs]
+
+
+class _Serve:
+    """`fakekafka serve` as the issue's operator ran it: PLAIN/SCRAM users, a super user, ACLs."""
+
+    def __init__(self, tmp_path: Path, *extra: str) -> None:
+        from fakekafka.model.acl import STANDARD_AUTHORIZER
+        self.log = tmp_path / f"serve-{len(list(tmp_path.iterdir()))}.log"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "fakekafka", "serve", "--port", "0", "--control-port", "0",
+             "--listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+             "--user", "admin=admin-secret", "--user", "bob=bob-secret",
+             "--config", f"authorizer.class.name={STANDARD_AUTHORIZER}",
+             "--config", "super.users=User:admin;User:ANONYMOUS", *extra],
+            stdout=subprocess.PIPE, stderr=self.log.open("w"), text=True)
+        assert self.proc.stdout is not None
+        lines = [self.proc.stdout.readline() for _ in range(3)]
+        assert lines[2].startswith("fakekafka ready: "), lines
+        self.sasl = lines[1].split("bootstrap.servers=")[1].strip()
+
+    def close(self) -> str:
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.communicate(timeout=10)
+        err = self.log.read_text()
+        assert self.proc.returncode == 0, err
+        return err
+
+
+def _unsigned_admin(bootstrap: str, errors: list[Any]) -> Any:
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    from confluent_kafka.admin import AdminClient
+    return AdminClient({"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT",
+                        "sasl.mechanisms": "OAUTHBEARER", "enable.sasl.oauthbearer.unsecure.jwt": True,
+                        "sasl.oauthbearer.config": "principal=admin", "error_cb": errors.append,
+                        "reconnect.backoff.max.ms": 500, "log_level": 2}), confluent_kafka
+
+
+def test_confluent_kafka_unsigned_token_for_a_super_user_refused_by_serve(tmp_path: Path) -> None:
+    """The issue's attack: librdkafka's unsigned token naming the super user, against `serve` with SASL users
+    and ACLs: refused, the secret topic untouched; the same client gets in once the operator names the
+    unsecured validator (and with it, knowingly, lets anyone be anyone)."""
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        NewTopic,
+        ResourcePatternType,
+        ResourceType,
+    )
+    server = _Serve(tmp_path)
+    try:
+        owner = _admin_over_plain(server.sasl)
+        owner.create_topics([NewTopic("secret", 1)])["secret"].result(15)
+        errors: list[Any] = []
+        attacker, confluent_kafka = _unsigned_admin(server.sasl, errors)
+        with pytest.raises(confluent_kafka.KafkaException):
+            attacker.delete_topics(["secret"], operation_timeout=2, request_timeout=2)["secret"].result(15)
+        allow_all = AclBinding(ResourceType.TOPIC, "*", ResourcePatternType.LITERAL, "User:bob", "*",
+                               AclOperation.ALL, AclPermissionType.ALLOW)
+        with pytest.raises(confluent_kafka.KafkaException):
+            attacker.create_acls([allow_all], request_timeout=2)[allow_all].result(15)
+        attacker.poll(0)  # the error callback
+        assert any("Unsupported SASL mechanism: broker's supported mechanisms: PLAIN,SCRAM-SHA-512,SCRAM-SHA-256"
+                   in e.str() for e in errors), errors
+        assert "secret" in owner.list_topics(timeout=10).topics
+        assert owner.describe_acls(_all_acls(), request_timeout=10).result(15) == []
+    finally:
+        assert "is not enabled on listener" not in server.close()  # not listed: nothing to warn of
+    server = _Serve(tmp_path, "--sasl-enabled-mechanisms", "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER", "--config",
+                    f"listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class="
+                    f"{OAUTHBEARER_UNSECURED_VALIDATOR}")
+    try:
+        attacker, _ = _unsigned_admin(server.sasl, [])
+        assert attacker.list_topics(timeout=10).brokers  # the operator asked for it
+    finally:
+        server.close()
+
+
+def _admin_over_plain(bootstrap: str) -> Any:
+    from confluent_kafka.admin import AdminClient
+    return AdminClient({"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT",
+                        "sasl.mechanisms": "PLAIN", "sasl.username": "admin", "sasl.password": "admin-secret"})
+
+
+def _all_acls() -> Any:
+    from confluent_kafka.admin import (
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
+    return AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
+                            AclPermissionType.ANY)
+
+
+def test_kafka_python_unsigned_token_refused_by_default(caplog: pytest.LogCaptureFixture) -> None:
+    """kafka-python's OAUTHBEARER with a token provider handing out an unsigned token for the super user."""
+    from kafka import KafkaAdminClient
+    from kafka.errors import KafkaError
+    try:
+        from kafka.net.sasl.oauth import AbstractTokenProvider  # kafka-python 3
+    except ImportError:  # kafka-python 2
+        from kafka.sasl.oauth import AbstractTokenProvider  # type: ignore[no-redef]
+
+    class Unsigned(AbstractTokenProvider):  # type: ignore[misc]
+        def token(self) -> str:
+            now = int(time.time())
+            return _jws({"sub": "admin", "exp": now + 3600, "iat": now - 1})
+
+    def admin(address: str) -> Any:
+        return KafkaAdminClient(bootstrap_servers=address, security_protocol="SASL_PLAINTEXT",
+                                sasl_mechanism="OAUTHBEARER", sasl_oauth_token_provider=Unsigned(),
+                                request_timeout_ms=5000, bootstrap_timeout_ms=3000)
+
+    with fakekafka.Cluster(listeners="PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0", users=USERS,
+                           topics={"secret": 1}) as c:
+        with pytest.raises(KafkaError):  # it logs the refusal and gives up bootstrapping
+            admin(c.bootstrap_servers_for("SASL_PLAINTEXT")).delete_topics(["secret"])
+        assert "SaslHandshake failed: UnsupportedSaslMechanismError" in caplog.text
+        assert "secret" in c.topics()
+    with fakekafka.Cluster(listeners="PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0", users=USERS,
+                           sasl_enabled_mechanisms="PLAIN,OAUTHBEARER",
+                           config={"listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class":
+                                   OAUTHBEARER_UNSECURED_VALIDATOR}) as c:
+        client = admin(c.bootstrap_servers_for("SASL_PLAINTEXT"))
+        assert client.list_topics() is not None
+        client.close()
 

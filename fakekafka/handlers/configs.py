@@ -63,6 +63,7 @@ from fakekafka.model.config import (
     CLIENT_METRICS_CONFIGS,
     GROUP_CONFIGS,
     INTERNAL_BROKER_CONFIGS,
+    SERVER_CALLBACK_HANDLER,
     TOPIC_CONFIGS,
     BrokerConfig,
     ConfigSource,
@@ -148,9 +149,15 @@ def _broker_configs(ctx: RequestContext, keys: list[str] | None, synonyms: bool,
     config = ctx.cluster.config
     own = config.dynamic_brokers.get(ctx.broker.node_id, {})
     internal = {n for n in INTERNAL_BROKER_CONFIGS if n in config.overrides}  # Kafka lists these only when set
-    names = set(config.dynamic_defaults) if cluster_level else {*BROKER_CONFIGS, *own, *internal}
+    handlers = {n for n in config.overrides if SERVER_CALLBACK_HANDLER.fullmatch(n)}  # listener-prefixed, as set
+    names = set(config.dynamic_defaults) if cluster_level else {*BROKER_CONFIGS, *own, *internal, *handlers}
     for key in sorted(names):
         if keys is not None and key not in keys:
+            continue
+        if key in handlers:  # Kafka lists a listener's handler as set, with no documentation of its own
+            chain = [{"name": key, "value": config.overrides[key], "source": ConfigSource.STATIC_BROKER_CONFIG}]
+            out.append(_entry(key, config.overrides[key], ConfigSource.STATIC_BROKER_CONFIG, ConfigType.CLASS,
+                              chain if synonyms else [], "", read_only=True))
             continue
         spec = BROKER_CONFIGS.get(key) or (INTERNAL_BROKER_CONFIGS.get(key) if key in internal else None)
         if spec is None:  # a name Kafka does not know, set dynamically: listed, its value hidden

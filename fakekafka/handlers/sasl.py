@@ -8,12 +8,19 @@ message (PLAIN's own, SCRAM's generic one; checked against Kafka 4.4.0 by tests/
 connection is closed after either answer, as Kafka does. On a listener without SASL, or once authenticated for
 good, both answer ILLEGAL_SASL_STATE as Kafka's request handler does.
 
-OAUTHBEARER takes unsecured JWS tokens as Kafka's default validator does (fakekafka/security.py). Re-authentication
-(KIP-368): a session gets a lifetime from connections.max.reauth.ms and an OAUTHBEARER token's expiry, as Kafka's
-SaslServerAuthenticator computes it (session_lifetime_ms); such a session may re-authenticate with a new
-SaslHandshake (at most once a second, the same mechanism and principal, else SASL_AUTHENTICATION_FAILED and the
-connection closed), and once it has ended any other request closes the connection. Token times and session ends
-are wall-clock times (tokens carry them), not the cluster's clock.
+OAUTHBEARER is offered on a listener only when sasl.enabled.mechanisms lists it *and* the operator names Kafka's
+unsecured validator for that listener (`listener.name.<l>.oauthbearer.sasl.server.callback.handler.class=
+org.apache.kafka.common.security.oauthbearer.internals.unsecured.OAuthBearerUnsecuredValidatorCallbackHandler`);
+elsewhere a client asking for it gets UNSUPPORTED_SASL_MECHANISM, as from a Kafka broker that does not enable it.
+Kafka falls back to that validator when OAUTHBEARER is enabled with no handler named; fakekafka does not, since
+the validator takes unsigned tokens naming any principal (super users included). It then validates unsecured JWS
+tokens as that class does (fakekafka/security.py).
+
+Re-authentication (KIP-368): a session gets a lifetime from connections.max.reauth.ms and an OAUTHBEARER token's
+expiry, as Kafka's SaslServerAuthenticator computes it (session_lifetime_ms); such a session may re-authenticate
+with a new SaslHandshake (at most once a second, the same mechanism and principal, else SASL_AUTHENTICATION_FAILED
+and the connection closed), and once it has ended any other request closes the connection. Token times and session
+ends are wall-clock times (tokens carry them), not the cluster's clock.
 """
 
 from __future__ import annotations
@@ -68,10 +75,10 @@ class SaslState:
 
 
 def enabled_mechanisms(ctx: RequestContext) -> list[str]:
-    """sasl.enabled.mechanisms in the order Kafka lists them: its authenticator keeps them as the keys of a Java
+    """The listener's mechanisms (BrokerConfig.sasl_mechanisms: sasl.enabled.mechanisms, OAUTHBEARER only where
+    a validator is named) in the order Kafka lists them: its authenticator keeps them as the keys of a Java
     HashMap, so the answer follows their buckets (PLAIN, SCRAM-SHA-512, SCRAM-SHA-256), not the config's order."""
-    names = list(dict.fromkeys(m.strip().upper() for m in ctx.cluster.config.sasl_enabled_mechanisms.split(",")
-                               if m.strip()))
+    names = ctx.cluster.config.sasl_mechanisms(ctx.listener or "")
 
     def bucket(name: str) -> int:  # HashMap's index for a table of 16 (up to 12 entries)
         h = java_string_hash(name) & 0xFFFFFFFF

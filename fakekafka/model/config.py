@@ -19,7 +19,8 @@ from fakekafka.model.kafka_broker_configs import BROKER_CONFIG_DEFS, BrokerConfi
 
 __all__ = [
     "AUTHORIZER_CONFIGS", "BROKER_CONFIGS", "CLIENT_METRICS_CONFIGS", "GROUP_CONFIGS", "INTERNAL_BROKER_CONFIGS",
-    "MODELLED_BROKER_CONFIGS", "TOPIC_CONFIGS",
+    "MODELLED_BROKER_CONFIGS", "OAUTHBEARER_JWKS_VALIDATOR", "OAUTHBEARER_UNSECURED_VALIDATOR",
+    "SERVER_CALLBACK_HANDLER", "TOPIC_CONFIGS",
     "BrokerConfig", "ConfigSource", "ConfigSpec", "ConfigType",
     "InvalidConfig", "known_broker_config",
 ]
@@ -328,6 +329,44 @@ AUTHORIZER_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
 """The StandardAuthorizer's own settings: Kafka passes them to the authorizer but does not list them among the
 broker's configs (DescribeConfigs leaves them out), so neither does fakekafka."""
 
+OAUTHBEARER_UNSECURED_VALIDATOR = \
+    "org.apache.kafka.common.security.oauthbearer.internals.unsecured.OAuthBearerUnsecuredValidatorCallbackHandler"
+"""Kafka's validator of unsecured (unsigned, `alg: none`) OAUTHBEARER tokens: any client names any principal.
+fakekafka takes such tokens on a listener only when its operator names this class there (SERVER_CALLBACK_HANDLER)."""
+OAUTHBEARER_JWKS_VALIDATOR = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
+"""Kafka's validator of signed tokens (a JWKS from sasl.oauthbearer.jwks.endpoint.url): not in fakekafka."""
+SERVER_CALLBACK_HANDLER = re.compile(r"listener\.name\.(?P<listener>[^.]+)\.(?P<mechanism>[A-Za-z0-9-]+)"
+                                     r"\.sasl\.server\.callback\.handler\.class")
+"""Kafka's name for the SASL server callback handler of one listener's mechanism (Kafka reads it only with both
+prefixes: `listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class`)."""
+
+
+def _check_server_callback_handler(name: str, value: str) -> None:
+    """A listener's SASL server callback handler class, in Kafka's words where it has some: the only one fakekafka
+    runs is Kafka's unsecured OAUTHBEARER validator, named for OAUTHBEARER."""
+    m = SERVER_CALLBACK_HANDLER.fullmatch(name)
+    cls = value.strip()
+    if m is None:  # sasl.server.callback.handler.class without its prefixes: Kafka never reads it
+        if cls:
+            raise InvalidConfig(f"Invalid value {value} for configuration {name}: Kafka reads a server callback "
+                                "handler only with its listener and mechanism prefixes, e.g. listener.name."
+                                "sasl_plaintext.oauthbearer.sasl.server.callback.handler.class")
+        return
+    if m.group("listener") != m.group("listener").lower():  # Kafka looks for the lower-case prefix only
+        raise InvalidConfig(f"Invalid configuration name {name}: Kafka reads a listener's configs under "
+                            f"listener.name.{m.group('listener').lower()}. (its name in lower case)")
+    if not cls:
+        return
+    if m.group("mechanism") == "oauthbearer" and cls == OAUTHBEARER_UNSECURED_VALIDATOR:
+        return
+    if cls == OAUTHBEARER_JWKS_VALIDATOR:
+        raise InvalidConfig(f"Invalid value {value} for configuration {name}: fakekafka validates no signed "
+                            f"OAUTHBEARER tokens (sasl.oauthbearer.jwks.endpoint.url); only unsecured ones, with "
+                            f"{OAUTHBEARER_UNSECURED_VALIDATOR}")
+    raise InvalidConfig(f"Invalid value {value} for configuration {name}: Class {cls} could not be found. (fakekafka "
+                        f"runs no Java class; it has {OAUTHBEARER_UNSECURED_VALIDATOR} for OAUTHBEARER)")
+
+
 INTERNAL_BROKER_CONFIGS: dict[str, ConfigSpec] = {n: s for n, s in _KAFKA_BROKER_CONFIGS.items() if s.internal}
 """Broker configs Kafka defines as internal (ConfigDef.defineInternal, "for testing only"): accepted at start-up
 like any other, and listed by DescribeConfigs only when set (Kafka's ConfigHelper lists the originals a broker was
@@ -418,8 +457,10 @@ class BrokerConfig:
     """What Metadata tells clients connected on each listener (port 0: the bound port); empty: `listeners`."""
     listener_security_protocol_map: str = ""
     """Listener name -> PLAINTEXT/SSL/SASL_PLAINTEXT/SASL_SSL; empty: Kafka's default (each name maps to itself)."""
-    sasl_enabled_mechanisms: str = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER"
-    """Kafka's default is GSSAPI, which fakekafka does not offer: every mechanism it has is on by default."""
+    sasl_enabled_mechanisms: str = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
+    """Kafka's default is GSSAPI, which fakekafka does not offer: its mechanisms that check a password are on by
+    default. OAUTHBEARER only when listed, and then on a listener only when its operator names a validator there
+    (`oauthbearer_validator`), since Kafka's default one takes unsigned tokens for any principal."""
     ssl_client_auth: str = "none"
     ssl_keystore_location: str = ""
     """PEM file with the broker's key and certificate chain (Kafka's ssl.keystore.type=PEM)."""
@@ -511,6 +552,9 @@ class BrokerConfig:
         Kafka only warns of an unknown name and ignores it; here it is refused, since ignoring it silently
         would leave a test running on a setting it did not get."""
         for name, value in properties.items():
+            if SERVER_CALLBACK_HANDLER.fullmatch(name) or name == "sasl.server.callback.handler.class":
+                _check_server_callback_handler(name, value)
+                continue
             spec = known_broker_config(name)
             if spec is None:
                 raise InvalidConfig(f"The configuration '{name}' was supplied but isn't a known config.")
@@ -520,6 +564,24 @@ class BrokerConfig:
                                     f"be found (fakekafka's authorizer is Kafka's {STANDARD_AUTHORIZER})")
         extra = fields.pop("overrides", None) or {}
         return cls(**fields, overrides={**extra, **properties})  # type: ignore[arg-type]
+
+    def sasl_server_callback_handler(self, listener: str, mechanism: str) -> str | None:
+        """`listener.name.<listener>.<mechanism>.sasl.server.callback.handler.class`, as set (None: not set)."""
+        value = self.overrides.get(f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.server.callback."
+                                   "handler.class", "").strip()
+        return value or None
+
+    def oauthbearer_validator(self, listener: str) -> str | None:
+        """The class validating OAUTHBEARER tokens on `listener`, None when its operator named none: then
+        OAUTHBEARER is not enabled there (Kafka would validate with OAUTHBEARER_UNSECURED_VALIDATOR, which takes
+        any unsigned token; fakekafka runs it only when named)."""
+        return self.sasl_server_callback_handler(listener, "OAUTHBEARER")
+
+    def sasl_mechanisms(self, listener: str) -> list[str]:
+        """The mechanisms a SASL listener offers: sasl.enabled.mechanisms (upper-cased, each once, in the
+        config's order) less OAUTHBEARER where no validator is named for the listener."""
+        names = dict.fromkeys(m.strip().upper() for m in self.sasl_enabled_mechanisms.split(",") if m.strip())
+        return [m for m in names if m != "OAUTHBEARER" or self.oauthbearer_validator(listener) is not None]
 
     def log_dirs(self) -> list[str]:
         """Each broker's log directories (`log.dirs`, else `log.dir`, as Kafka reads them): names in the model,

@@ -10,7 +10,7 @@ import org.apache.kafka.common.serialization.StringSerializer;
 /** The Java client over SASL_SSL and mTLS: each case prints "case<TAB>ok<TAB>detail" or "case<TAB>error<TAB>class: message". */
 public class SecureClients {
     public static void main(String[] args) throws Exception {
-        String saslSsl = args[0], ssl = args[1], ca = args[2], clientKeystore = args[3];
+        String saslSsl = args[0], ssl = args[1], ca = args[2], clientKeystore = args[3], oauthSaslSsl = args[4];
         for (String mechanism : new String[] {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}) {
             run("produce-" + mechanism, sasl(saslSsl, ca, mechanism, "alice-secret"));
         }
@@ -20,6 +20,17 @@ public class SecureClients {
         mtls.put("ssl.keystore.type", "PEM");
         mtls.put("ssl.keystore.location", clientKeystore);
         run("produce-mTLS", mtls);
+        // an unsigned token naming any principal: refused unless the broker's operator named the unsecured validator
+        run("unsigned-OAUTHBEARER-refused", unsigned(saslSsl, ca));
+        run("unsigned-OAUTHBEARER-opted-in", unsigned(oauthSaslSsl, ca));
+    }
+
+    static Properties unsigned(String bootstrap, String ca) {
+        Properties p = base(bootstrap, ca, "SASL_SSL");
+        p.put("sasl.mechanism", "OAUTHBEARER");  // the client's default login handler makes an unsecured token
+        p.put("sasl.jaas.config", "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+                + "unsecuredLoginStringClaim_sub=\"admin\";");
+        return p;
     }
 
     static Properties base(String bootstrap, String ca, String protocol) {

@@ -349,10 +349,21 @@ class TestPki:
     """The client's key and certificate in one PEM file (a Java client's ssl.keystore.location)."""
 
 
+def _write_private(path: Path, data: bytes) -> None:
+    """A private key's file, readable by its owner only (0600), an older file of that name too (its bytes are
+    dropped before its mode changes and the key is written)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        os.fchmod(fd, 0o600)
+        f.write(data)
+
+
 def make_test_pki(directory: str | os.PathLike[str], hosts: tuple[str, ...] = ("localhost", "127.0.0.1", "::1"),
                   client_name: str = "client") -> TestPki:
     """Writes a CA, a server certificate valid for `hosts` and a client certificate (CN=`client_name`) under
-    `directory`, keys unencrypted: for tests only. EC P-256 keys, so making them takes milliseconds."""
+    `directory`, keys unencrypted: for tests only. EC P-256 keys, so making them takes milliseconds. The files
+    holding a private key (`*.key`, `*-keystore.pem`) are readable by their owner only (0600); the CA's own key
+    is not written at all."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -406,7 +417,10 @@ def make_test_pki(directory: str | os.PathLike[str], hosts: tuple[str, ...] = ("
              "server-keystore.pem": server_key + server_cert + ca_pem, "client.pem": client_cert,
              "client.key": client_key, "client-keystore.pem": client_key + client_cert + ca_pem}
     for file, data in files.items():
-        (out / file).write_bytes(data)
+        if file.endswith(".key") or file.endswith("-keystore.pem"):
+            _write_private(out / file, data)
+        else:
+            (out / file).write_bytes(data)
     return TestPki(out, out / "ca.pem", out / "server.pem", out / "server.key", out / "server-keystore.pem",
                    out / "client.pem", out / "client.key", out / "client-keystore.pem")
 

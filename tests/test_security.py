@@ -880,3 +880,23 @@ def test_kafka_python_unsigned_token_refused_by_default(caplog: pytest.LogCaptur
         assert client.list_topics() is not None
         client.close()
 
+
+def test_the_throwaway_pki_keeps_its_private_keys_to_its_owner(tmp_path: Path) -> None:
+    """Issue 26: the keys were written world-readable (0644). Certificates stay readable; a key file left by an
+    earlier run is made private too."""
+    from fakekafka.security import make_test_pki
+    (tmp_path / "client.key").write_bytes(b"old")
+    (tmp_path / "client.key").chmod(0o644)
+    pki = make_test_pki(tmp_path)
+    modes = {p.name: p.stat().st_mode & 0o777 for p in tmp_path.iterdir()}
+    assert modes == {"ca.pem": 0o644 & ~_umask(), "server.pem": 0o644 & ~_umask(), "client.pem": 0o644 & ~_umask(),
+                     "server.key": 0o600, "server-keystore.pem": 0o600, "client.key": 0o600,
+                     "client-keystore.pem": 0o600}
+    assert pki.client_key.read_bytes().startswith(b"-----BEGIN PRIVATE KEY-----")
+
+
+def _umask() -> int:
+    import os
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -3,7 +3,7 @@ benchmarks.
 
 Every broker is its own process group on 127.0.0.1, stopped by PID (SIGTERM, then SIGKILL after a grace
 period); `stop_all()` runs at exit for anything still alive. Nothing here waits without a deadline.
-`kafka` is Apache Kafka 4.x as a JVM in KRaft mode (fakekafka.apache_kafka.KafkaCluster, one combined
+`kafka` is Apache Kafka 4.x as a JVM in KRaft mode (fakekafka.testing.apache_kafka.KafkaCluster, one combined
 node, jars from `.ci/install.sh`): its ready time is format + start until Metadata and FindCoordinator
 answer, so it has no separate "ready line".
 """
@@ -249,13 +249,13 @@ def start_broker(kind: str, *, timeout: float = 20.0, wrap: list[str] | None = N
 
 
 def kafka_available() -> bool:
-    from fakekafka.apache_kafka import kafka_lib
+    from fakekafka.testing.apache_kafka import kafka_lib
     return kafka_lib() is not None
 
 
 def _start_kafka(timeout: float, configs: dict[str, str] | None = None,
                  relay_port: int | None = None) -> BrokerProcess:
-    from fakekafka.apache_kafka import KafkaCluster
+    from fakekafka.testing.apache_kafka import KafkaCluster
     relay = {"listeners": ("RELAY:PLAINTEXT",), "advertised": {"RELAY": [relay_port]}} if relay_port else {}
     cluster = KafkaCluster(1, dict(configs or {}), timeout=max(timeout, 120), **relay)  # type: ignore[arg-type]
     t0 = time.perf_counter()

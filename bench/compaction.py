@@ -29,7 +29,7 @@ from _peers import BrokerProcess, kafka_available, start_broker, stop_all  # noq
 from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
-from fakekafka.client import WireConnection  # noqa: E402
+from fakekafka.testing.client import WireConnection  # noqa: E402
 
 VALUE = b"x" * 100
 BROKER_CONFIGS = {"log.cleaner.backoff.ms": "100"}

@@ -32,7 +32,7 @@ from _peers import BrokerProcess, _live, kafka_available, start_broker, stop_all
 
 def _kafka(log_root: str, timeout: float) -> BrokerProcess:
     """A one-broker Apache Kafka whose directory (log.dirs inside it) is made under `log_root`."""
-    from fakekafka.apache_kafka import KafkaCluster
+    from fakekafka.testing.apache_kafka import KafkaCluster
     saved = tempfile.tempdir
     tempfile.tempdir = log_root
     try:

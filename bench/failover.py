@@ -55,7 +55,7 @@ if ROOT not in sys.path:
 
 from _peers import HOST, BrokerProcess  # noqa: E402
 
-from fakekafka.control import send_command  # noqa: E402
+from fakekafka.ops.control import send_command  # noqa: E402
 
 try:
     import confluent_kafka

@@ -50,7 +50,7 @@ if ROOT not in sys.path:
 
 import _peers  # noqa: E402
 
-from fakekafka.embedded import Cluster, LoopThread  # noqa: E402
+from fakekafka.testing.embedded import Cluster, LoopThread  # noqa: E402
 
 GOAL_MEDIAN_MS = 10.0
 GOAL_RATIO = 100.0
@@ -118,7 +118,7 @@ def proc_sample():
 
 
 try:
-    from fakekafka.pytest_plugin import _LOOP
+    from fakekafka.testing.pytest_plugin import _LOOP
 except ImportError:
     _LOOP = None
 
@@ -184,7 +184,7 @@ def pytest_runtest_logfinish(nodeid, location):
         gc.collect()
         sample = proc_sample()
         if state["done"] == state["total"]:
-            from fakekafka.embedded import Cluster
+            from fakekafka.testing.embedded import Cluster
             sample["live_clusters"] = sum(1 for o in gc.get_objects() if isinstance(o, Cluster))
             sample["loop_threads"] = sum(1 for t in threading.enumerate() if t.name == "fakekafka-loop")
         samples["first" if state["done"] == SAMPLE_AT else "last"] = dict(sample, after_test=state["done"])
@@ -309,7 +309,7 @@ def peer_once(kind: str, timeout: float = 30.0) -> tuple[float, float]:
     start until Metadata and FindCoordinator answer (what a test needs before it can use a group), then its
     controlled shutdown."""
     if kind == "kafka":
-        from fakekafka.apache_kafka import KafkaCluster
+        from fakekafka.testing.apache_kafka import KafkaCluster
         t0 = time.perf_counter()
         cluster = KafkaCluster(1).start()
         ready = time.perf_counter() - t0

@@ -5,7 +5,7 @@ one, on fakekafka and on Apache Kafka 4.4, in one run.
                                     [--timeout S] [--json out.json]
 
 Both brokers run as subprocesses on loopback for the whole run (`_peers.py`; `kafka` is the reference launcher,
-fakekafka/apache_kafka.py, with its test settings: group.initial.rebalance.delay.ms 0, KIP-848 heartbeats every
+fakekafka/testing/apache_kafka.py, with its test settings: group.initial.rebalance.delay.ms 0, KIP-848 heartbeats every
 0.5 s and no assignment interval, as fakekafka's defaults). Each broker gets one topic with --partitions
 partitions. A cell is (broker, protocol, N): N confluent-kafka Consumers in this one process, each with its
 own librdkafka threads, join a new group subscribed to the topic: `group.protocol=classic` with the eager

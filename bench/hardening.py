@@ -36,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import wire  # noqa: E402
+from fakekafka import wire  # noqa: E402
 from tests import netfuzz  # noqa: E402
 from tests.rawclient import RawClient  # noqa: E402
 
@@ -123,7 +123,7 @@ def _parked_fetch(topic_id: object) -> bytes:
 
 
 def _topic_id(b: Broker, name: str) -> object:
-    from fakekafka.client import RemoteCluster
+    from fakekafka.testing.client import RemoteCluster
     remote = RemoteCluster(b.bootstrap)
     try:
         remote.create_topic(name, 1)

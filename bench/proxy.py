@@ -55,8 +55,8 @@ from throughput import (  # noqa: E402
     run_produce,
 )
 
-from wire.protocol import encode_request  # noqa: E402
-from wire.records import build_batch  # noqa: E402
+from fakekafka.wire.protocol import encode_request  # noqa: E402
+from fakekafka.wire.records import build_batch  # noqa: E402
 
 GOAL_LOSS = 0.10
 GOAL_ADDED_MS = 0.2

@@ -58,7 +58,7 @@ if ROOT not in sys.path:
 from _peers import kafka_available, start_broker, stop_all  # noqa: E402
 from groups import close_all, create_topic  # noqa: E402
 
-from fakekafka.client import RemoteCluster  # noqa: E402
+from fakekafka.testing.client import RemoteCluster  # noqa: E402
 
 try:
     from confluent_kafka import Consumer, TopicPartition, libversion

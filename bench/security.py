@@ -29,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import fakekafka  # noqa: E402
-from wire.protocol import decode_response, encode_request  # noqa: E402
+from fakekafka.wire.protocol import decode_response, encode_request  # noqa: E402
 
 USER, PASSWORD = "bench", "bench-secret"
 _SIZE = struct.Struct(">i")

@@ -109,7 +109,7 @@ class Target:
 
 def _auto_create(bootstrap: str, topic: str) -> bool:
     """Metadata for `topic` with allow_auto_topic_creation; True if the broker then knows the topic."""
-    from fakekafka.client import WireConnection
+    from fakekafka.testing.client import WireConnection
     host, port = bootstrap.split(",")[0].rsplit(":", 1)
     conn = WireConnection(host, int(port), "compat-probe", 10)
     try:
@@ -290,7 +290,7 @@ def _start_kafka_container() -> Target:
     deadline = time.monotonic() + 120
     while True:
         try:
-            from fakekafka.client import RemoteCluster
+            from fakekafka.testing.client import RemoteCluster
             with RemoteCluster(bootstrap, timeout=5) as rc:
                 rc.topics()
             break
@@ -338,7 +338,7 @@ def start_librdkafka_mock() -> Target:
 
 
 def connect_bootstrap(address: str) -> Target:
-    from fakekafka.client import RemoteCluster
+    from fakekafka.testing.client import RemoteCluster
     try:
         with RemoteCluster(address, timeout=10) as rc:
             rc.topics()

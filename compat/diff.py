@@ -70,7 +70,7 @@ from pathlib import Path
 from typing import Any
 
 from compat.relay import Exchange, RelayGroup
-from fakekafka.wirediff import (  # noqa: F401 - re-exported: compat's tests and tools import them from here
+from fakekafka.observe.wirediff import (  # noqa: F401 - re-exported: compat's tests and tools import them from here
     ABSENT,
     ALL_TOPICS_APIS,
     DROP,
@@ -89,8 +89,8 @@ from fakekafka.wirediff import (  # noqa: F401 - re-exported: compat's tests and
     compare,
     plain,
 )
-from wire.messages import API_MODULES
-from wire.protocol import DecodeError, decode_request, decode_response
+from fakekafka.wire.messages import API_MODULES
+from fakekafka.wire.protocol import DecodeError, decode_request, decode_response
 
 __all__ = ["KnownField", "Normaliser", "align", "compare", "diff_sessions", "load_known_fields", "main",
            "run_diff"]
@@ -622,7 +622,7 @@ class DiffReport:
 def served_versions(bootstrap: str) -> dict[int, tuple[int, int]]:
     """The (min, max) version per API the broker at `bootstrap` advertises, within what `wire` defines: the
     relays narrow both brokers' ApiVersions answers to these, so clients ask both the same way."""
-    from fakekafka.client import WireConnection
+    from fakekafka.testing.client import WireConnection
     host, port = bootstrap.split(",")[0].rsplit(":", 1)
     conn = WireConnection(host, int(port), "compat-diff", 10)
     try:
@@ -640,7 +640,7 @@ def served_versions(bootstrap: str) -> dict[int, tuple[int, int]]:
 def served_features(bootstrap: str) -> dict[str, int]:
     """The features the broker at `bootstrap` finalizes, at their highest level (ApiVersions v3): the relays
     narrow both brokers' answers to these too, so clients pick the same protocols (transactions v1 or v2)."""
-    from fakekafka.client import WireConnection
+    from fakekafka.testing.client import WireConnection
     host, port = bootstrap.split(",")[0].rsplit(":", 1)
     conn = WireConnection(host, int(port), "compat-diff", 10)
     try:

@@ -1,5 +1,5 @@
 """What a scenario gets besides its client: the broker's address, unique names, and a client-independent
-handle on the cluster (fakekafka.client.RemoteCluster, plain wire requests) for setting things up and for
+handle on the cluster (fakekafka.testing.client.RemoteCluster, plain wire requests) for setting things up and for
 reading what the broker holds without trusting the client under test."""
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ class Env:
     # --- the cluster, without the client under test ---------------------------------------------------
     def cluster(self) -> Any:
         if self._cluster is None:
-            from fakekafka.client import RemoteCluster
+            from fakekafka.testing.client import RemoteCluster
             self._cluster = RemoteCluster(self.bootstrap, client_id="compat-setup", timeout=self.timing.op_s)
         return self._cluster
 
@@ -101,7 +101,7 @@ class Env:
         if self.target.direct is None:
             return self.cluster()
         if self._waiter is None:
-            from fakekafka.client import RemoteCluster
+            from fakekafka.testing.client import RemoteCluster
             self._waiter = RemoteCluster(self.target.direct, client_id="compat-setup", timeout=self.timing.op_s)
         return self._waiter
 
@@ -118,7 +118,7 @@ class Env:
         `unrecorded`: written past compat diff's relay (Env.waiter), for writes whose answers are timing (the
         log start offset a Produce answer carries moves when a retention check runs between two writes)."""
         from fakekafka.model.cluster import ApiError
-        from wire import ErrorCode
+        from fakekafka.wire import ErrorCode
         deadline = time.monotonic() + self.timing.op_s
         while True:
             try:
@@ -135,8 +135,8 @@ class Env:
     def produce_batch(self, topic: str, values: list[bytes], timestamps: list[int] | None = None, *,
                       partition: int = 0) -> int:
         """Records in one batch (uncompressed), written over the wire; returns the base offset."""
-        from wire import ErrorCode
-        from wire.records import build_batch
+        from fakekafka.wire import ErrorCode
+        from fakekafka.wire.records import build_batch
         now = int(time.time() * 1000)
         batch = build_batch([{"key": None, "value": v, "headers": [], "timestamp": timestamps[i] if timestamps
                               else now} for i, v in enumerate(values)])

@@ -35,14 +35,14 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from fakekafka.embedded import LoopThread
 from fakekafka.proxy.server import ProxyServer
-from wire.protocol import encode_response
+from fakekafka.testing.embedded import LoopThread
+from fakekafka.wire.protocol import encode_response
 
 if TYPE_CHECKING:
+    from fakekafka.net.server import RequestRecord
     from fakekafka.proxy.frames import RequestHead
     from fakekafka.proxy.server import _Exchange
-    from fakekafka.server import RequestRecord
 
 __all__ = ["Exchange", "RelayGroup", "cap_versions"]
 

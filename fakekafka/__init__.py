@@ -1,12 +1,12 @@
 """fakekafka: a Kafka-compatible broker for tests, in process, over the real wire protocol."""
 
-from fakekafka.embedded import Cluster
 from fakekafka.model.acl import STANDARD_AUTHORIZER, AclBinding, AclBindingFilter
 from fakekafka.model.clock import ManualClock, SystemClock
 from fakekafka.model.cluster import ApiError, Broker, ClusterState
 from fakekafka.model.config import BrokerConfig
+from fakekafka.net.server import Server
 from fakekafka.proxy import Proxy
-from fakekafka.server import Server
+from fakekafka.testing.embedded import Cluster
 
 __all__ = ["STANDARD_AUTHORIZER", "AclBinding", "AclBindingFilter", "ApiError",
            "Broker", "BrokerConfig", "Cluster", "ClusterState", "ManualClock", "Proxy", "Server",

@@ -1,5 +1,5 @@
 import sys
 
-from fakekafka.cli import main
+from fakekafka.ops.cli import main
 
 sys.exit(main())

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from typing import Any, NoReturn, Self
 
-from fakekafka.embedded import Cluster
 from fakekafka.model.config import BrokerConfig
+from fakekafka.testing.embedded import Cluster
 
 __all__ = ["KafkaContainer"]
 

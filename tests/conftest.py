@@ -48,8 +48,8 @@ def secure_apache_kafka() -> Iterator[object]:
     NOOAUTH listener (SASL_PLAINTEXT without OAUTHBEARER: NO_OAUTH_MECHANISMS) and the StandardAuthorizer
     (SECURE_SUPER_USERS), shared by the tests that compare SASL, SCRAM credentials and ACLs with fakekafka
     (tests/test_security.py, tests/test_acls.py): one JVM start instead of one per file."""
-    from fakekafka.apache_kafka import KafkaCluster, kafka_lib
     from fakekafka.model.acl import STANDARD_AUTHORIZER
+    from fakekafka.testing.apache_kafka import KafkaCluster, kafka_lib
     if kafka_lib() is None or shutil.which("java") is None:
         pytest.skip("Apache Kafka's jars or java are missing: run `bash .ci/install.sh`")
     jaas = "org.apache.kafka.common.security"

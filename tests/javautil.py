@@ -54,8 +54,8 @@ from typing import Any, TypeVar
 import pytest
 
 import fakekafka
-from fakekafka.handle import ClusterHandle
-from fakekafka.server import RequestRecord
+from fakekafka.net.server import RequestRecord
+from fakekafka.testing.handle import ClusterHandle
 
 __all__ = ["INSTALL_HINT", "JavaError", "JavaRun", "classpath", "compile_java", "connect_classpath", "run_driver",
            "run_java", "streams_classpath"]

@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import wire
-from fakekafka.client import RemoteCluster
+from fakekafka import wire
+from fakekafka.testing.client import RemoteCluster
 
 __all__ = ["FuzzResult", "fuzz", "mutate", "seed_frames"]
 

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import wire
+from fakekafka import wire
 
 
 class RawClient:

@@ -30,11 +30,11 @@ from fakekafka.model.acl import (
     ResourceType,
 )
 from fakekafka.model.config import InvalidConfig
-from fakekafka.security import ssl_principal_name
+from fakekafka.net.security import ssl_principal_name
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.primitives import ZERO_UUID
 from tests.conftest import SECURE_SUPER_USERS, SECURE_USERS
 from tests.rawclient import RawClient
-from wire import ErrorCode
-from wire.primitives import ZERO_UUID
 
 SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
 DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
@@ -509,7 +509,7 @@ def _exchanges(address: str) -> list[Any]:
         md = raw.request(3, 10, {"topics": [], "include_cluster_authorized_operations": True,
                                  "allow_auto_topic_creation": False})
         out.append((who, "cluster operations", md.cluster_authorized_operations))
-        from wire.records import build_batch
+        from fakekafka.wire.records import build_batch
         batch = build_batch([{"key": None, "value": b"v", "timestamp": 1_700_000_000_000}])
         p = raw.request(0, 11, {"acks": 1, "timeout_ms": 10_000, "transactional_id": None, "topic_data": [
             {"name": n, "partition_data": [{"index": 0, "records": batch}]} for n in (*TOPICS, "nope")]})
@@ -879,7 +879,7 @@ def _group_exchanges(address: str) -> list[Any]:
     ids = {t.name: t.topic_id for t in admin.request(3, 12, {"topics": [{"name": n} for n in GROUP_TOPICS],
                                                              "allow_auto_topic_creation": False}).topics}
     names = {v: k for k, v in ids.items()}
-    from wire.records import build_batch
+    from fakekafka.wire.records import build_batch
     for n in GROUP_TOPICS:
         batch = build_batch([{"key": None, "value": b"v%d" % i, "timestamp": 1_700_000_000_000} for i in range(3)])
         _wait(lambda n=n, batch=batch: admin.request(0, 11, {"acks": -1, "timeout_ms": 10_000, "transactional_id": None,

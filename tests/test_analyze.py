@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 import fakekafka
-from fakekafka.cli import main
-from fakekafka.server import RequestRecord
+from fakekafka.net.server import RequestRecord
+from fakekafka.ops.cli import main
 
 
 def _need_spark() -> None:
@@ -85,7 +85,7 @@ def _drive(directory: Path) -> Traffic:
     import confluent_kafka
     from kafka import KafkaProducer
 
-    from fakekafka.recording import RequestRecorder, record_cluster
+    from fakekafka.observe.recording import RequestRecorder, record_cluster
     seen: list[RequestRecord] = []
     produced = {"an-orders": 60, "an-payments": 20}
     errors: list[str] = []
@@ -303,7 +303,7 @@ def test_plots_are_written_next_to_the_report(analysis: Analysis) -> None:
 
 # --- without Spark ----------------------------------------------------------------------------------------
 def test_html_and_markdown_rendering_escape_what_clients_send() -> None:
-    from fakekafka.analyze import Report, Section
+    from fakekafka.ops.analyze import Report, Section
     report = Report("t", "**3 requests**", [Section("Clients", columns=["client id", "requests"],
                                                     rows=[["a|b<script>", 3], [None, 1.5]],
                                                     images=[("plot", "t-clients.png")])])

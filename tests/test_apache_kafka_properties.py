@@ -1,10 +1,10 @@
-"""The server.properties fakekafka.apache_kafka writes for Kafka's nodes (no JVM: the files only)."""
+"""The server.properties fakekafka.testing.apache_kafka writes for Kafka's nodes (no JVM: the files only)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from fakekafka.apache_kafka import KafkaCluster
+from fakekafka.testing.apache_kafka import KafkaCluster
 
 
 def _properties(cluster: KafkaCluster, ports: dict[str, list[int]], tmp: Path) -> dict[str, str]:

@@ -11,7 +11,7 @@ real request at every version does. Each pair is its own test id in each of:
   responders are version-dependent code too.
 - `test_variant_*`: the same two checks for `VARIANTS`, a few more requests per API (unknown topics, the
   cluster-level config resource, invalid topics...), sent after the whole sweep.
-- `test_same_as_kafka`: where Apache Kafka is installed (`fakekafka.apache_kafka.kafka_lib()`), the same
+- `test_same_as_kafka`: where Apache Kafka is installed (`fakekafka.testing.apache_kafka.kafka_lib()`), the same
   request against one real broker per session, set up with the same topics, records, groups and offsets
   (made over the wire, by the same code), must get the same answer field by field once what legitimately
   differs is normalised (`normalise`). A difference fails unless `KNOWN` lists its path with the reason
@@ -40,17 +40,17 @@ from typing import Any
 import pytest
 
 import fakekafka
-from fakekafka.apache_kafka import KafkaCluster, KafkaUnavailable, kafka_lib
-from fakekafka.client import WireConnection
 from fakekafka.handlers import advertised_versions, handler_for
 from fakekafka.model.config import MODELLED_BROKER_CONFIGS, BrokerConfig
-from wire import ErrorCode
-from wire.messages import API_MODULES
-from wire.messages.consumer_protocol_assignment import ConsumerProtocolAssignmentV0
-from wire.messages.consumer_protocol_subscription import ConsumerProtocolSubscriptionV0
-from wire.primitives import ZERO_UUID, Message, NullableStruct, _Array
-from wire.protocol import request_struct
-from wire.records import build_batch, decode_batch, iter_batches
+from fakekafka.testing.apache_kafka import KafkaCluster, KafkaUnavailable, kafka_lib
+from fakekafka.testing.client import WireConnection
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.messages import API_MODULES
+from fakekafka.wire.messages.consumer_protocol_assignment import ConsumerProtocolAssignmentV0
+from fakekafka.wire.messages.consumer_protocol_subscription import ConsumerProtocolSubscriptionV0
+from fakekafka.wire.primitives import ZERO_UUID, Message, NullableStruct, _Array
+from fakekafka.wire.protocol import request_struct
+from fakekafka.wire.records import build_batch, decode_batch, iter_batches
 
 TOPIC = "sweep"  # 2 partitions: p0 holds 5 records in two batches, p1 one record
 GROUP = "sweep-group"  # Stable, one member (the leader) holding both partitions, offsets committed

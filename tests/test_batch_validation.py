@@ -13,9 +13,9 @@ from collections.abc import Callable
 import crc32c
 import pytest
 
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.records import Compression, _sized, _varint, _varlong, build_batch
 from tests.rawclient import RawClient
-from wire import ErrorCode
-from wire.records import Compression, _sized, _varint, _varlong, build_batch
 
 E = ErrorCode
 

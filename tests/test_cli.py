@@ -390,8 +390,8 @@ def test_status_every_and_sigusr1_print_one_line() -> None:
 
 
 def test_a_commands_events_on_internal_topics_are_counted_not_listed() -> None:
-    from fakekafka.control import _caused
     from fakekafka.model.cluster import Event
+    from fakekafka.ops.control import _caused
     events = [Event(0, "broker_killed", {"broker": 1}),
               *(Event(0, "isr_shrink", {"topic": "__consumer_offsets", "partition": i}) for i in range(50)),
               *(Event(0, "isr_shrink", {"topic": "t", "partition": i, "replica": 1}) for i in range(25))]
@@ -464,7 +464,7 @@ def test_feature_transaction_version_is_what_clients_see(level: int) -> None:
     proc, line = _start("--port", "0", "--feature", f"transaction.version={level}")
     try:
         host, port = _field(line, "bootstrap.servers").rsplit(":", 1)
-        from fakekafka.client import WireConnection
+        from fakekafka.testing.client import WireConnection
         conn = WireConnection(host, int(port), "cli-test", 10)
         try:
             r = conn.request(18, 3, {"client_software_name": "t", "client_software_version": "1"})

@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 
-import wire
 from compat.diff import (
     Decoded,
     KnownField,
@@ -34,6 +33,7 @@ from compat.diff import (
 )
 from compat.known import load_known
 from compat.relay import Exchange, RelayGroup
+from fakekafka import wire
 from tests import background
 from tests.subproc import run_terminating
 
@@ -69,7 +69,7 @@ class Raw:
 
 
 def _produce(topic: str, acks: int) -> dict[str, Any]:
-    from wire.records import build_batch
+    from fakekafka.wire.records import build_batch
     batch = build_batch([{"key": b"k", "value": b"v"}])
     return {"transactional_id": None, "acks": acks, "timeout_ms": 5000,
             "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}]}
@@ -188,7 +188,7 @@ def test_normaliser_placeholders_nodes_times_and_session_filter() -> None:
 
 
 def test_records_are_compared_decoded() -> None:
-    from wire.records import build_batch
+    from fakekafka.wire.records import build_batch
     now = time.time() * 1000
     a = build_batch([{"key": b"k", "value": b"v", "timestamp": int(now)}], base_offset=5)
     b = build_batch([{"key": b"k", "value": b"v", "timestamp": int(now) + 3}], base_offset=5)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from fakekafka.storage import read_segment
+from fakekafka.storage.datadir import read_segment
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
@@ -139,7 +139,7 @@ def test_kafkas_dump_log_reads_a_fakekafka_segment(tmp_path: Path) -> None:
 ])
 def test_unusable_data_dirs_are_refused_in_words(tmp_path: Path, setup: str, said: str,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    from fakekafka.cli import main
+    from fakekafka.ops.cli import main
     target = tmp_path / "d"
     if setup == "file":
         (tmp_path / "f").write_text("")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from fakekafka.cli import _parser
+from fakekafka.ops.cli import _parser
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -16,15 +16,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import wire
+from fakekafka import wire
 from fakekafka.model import validate
 from fakekafka.model.clock import ManualClock
 from fakekafka.model.cluster import ClusterState
 from fakekafka.model.validate import Refused, check_batch, split_produced
+from fakekafka.wire.messages import API_MODULES
+from fakekafka.wire.protocol import parse_body, request_struct
+from fakekafka.wire.records import Compression, build_batch, decode_batch, read_header
 from tests import netfuzz
-from wire.messages import API_MODULES
-from wire.protocol import parse_body, request_struct
-from wire.records import Compression, build_batch, decode_batch, read_header
 
 ROOT = Path(__file__).resolve().parent.parent
 

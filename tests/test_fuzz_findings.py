@@ -8,10 +8,10 @@ import uuid
 
 import pytest
 
-import wire
+from fakekafka import wire
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.records import build_batch
 from tests.rawclient import RawClient
-from wire import ErrorCode
-from wire.records import build_batch
 
 ZERO = uuid.UUID(int=0)
 

@@ -20,7 +20,7 @@ from types import ModuleType
 
 import pytest
 
-from wire.messages import API_MODULES
+from fakekafka.wire.messages import API_MODULES
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMAS = ROOT.parent / "shared" / "kafka-protocol"

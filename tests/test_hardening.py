@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 
 import fakekafka
-import wire
+from fakekafka import wire
 from fakekafka.model import validate
 from fakekafka.model.config import BrokerConfig, InvalidConfig
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.records import Compression, build_batch
 from tests.rawclient import RawClient
-from wire import ErrorCode
-from wire.records import Compression, build_batch
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -307,7 +307,7 @@ def test_a_request_past_the_element_budget_closes_its_connection(broker: fakekaf
                                                                  caplog: pytest.LogCaptureFixture) -> None:
     """0.9 MB of one-letter topic names would become hundreds of MB of objects: past MAX_REQUEST_ELEMENTS the
     request is refused as malformed, before its elements are made."""
-    from fakekafka.server import MAX_REQUEST_ELEMENTS
+    from fakekafka.net.server import MAX_REQUEST_ELEMENTS
     raw = RawClient(broker.bootstrap_servers)
     r = raw.request(3, 1, {"topics": [{"name": "a"}] * 1000})
     assert len(r.topics) == 1000

@@ -22,14 +22,14 @@ from pathlib import Path
 
 import pytest
 
-from fakekafka.handle import ClusterHandle
-from fakekafka.pytest_plugin import cluster_for
+from fakekafka.testing.handle import ClusterHandle
+from fakekafka.testing.pytest_plugin import cluster_for
 from tests.kafkacli import ToolResult, ToolSession, normalise
 
 pytestmark = pytest.mark.clients
 
 LAUNCHER_FLUSH = ",flush.messages=9223372036854775807"
-"""fakekafka/apache_kafka.py starts Kafka with log.flush.interval.messages set (a static broker config that
+"""fakekafka/testing/apache_kafka.py starts Kafka with log.flush.interval.messages set (a static broker config that
 kafka-topics lists as a topic override); fakekafka is not given it, so it is left out of Kafka's text."""
 
 

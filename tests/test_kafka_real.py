@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from fakekafka.apache_kafka import INSTALL_HINT, kafka_lib
+from fakekafka.testing.apache_kafka import INSTALL_HINT, kafka_lib
 from tests import background
 from tests.subproc import run_terminating
 

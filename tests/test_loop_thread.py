@@ -9,7 +9,7 @@ import socket
 import pytest
 
 import fakekafka
-from fakekafka.embedded import LoopThread
+from fakekafka.testing.embedded import LoopThread
 from tests.rawclient import RawClient
 
 
@@ -93,7 +93,7 @@ def test_stop_waits_when_asked(loop_thread: LoopThread) -> None:
 
 
 def test_a_stray_connection_to_a_pooled_listener_is_closed() -> None:
-    from fakekafka.server import ListenerPool
+    from fakekafka.net.server import ListenerPool
 
     async def run() -> bool:
         pool = ListenerPool(size=1)

@@ -24,11 +24,11 @@ import pytest
 
 import fakekafka
 from fakekafka.model.config import BrokerConfig
-from fakekafka.pytest_plugin import REAL_KAFKA_CONFIGS
+from fakekafka.testing.pytest_plugin import REAL_KAFKA_CONFIGS
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.messages.consumer_protocol_assignment import VERSIONS as ASSIGNMENT
+from fakekafka.wire.messages.consumer_protocol_subscription import VERSIONS as SUBSCRIPTION
 from tests.rawclient import RawClient, eventually
-from wire import ErrorCode
-from wire.messages.consumer_protocol_assignment import VERSIONS as ASSIGNMENT
-from wire.messages.consumer_protocol_subscription import VERSIONS as SUBSCRIPTION
 
 TOPIC = "policy-t"
 SESSION_MS = 30_000
@@ -42,7 +42,7 @@ def broker(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
     if request.config.getoption("--fakekafka-bootstrap"):
         pytest.skip("a remote cluster's migration policy is its own (a static broker config)")
     if request.config.getoption("--kafka-real"):
-        from fakekafka.apache_kafka import KafkaCluster
+        from fakekafka.testing.apache_kafka import KafkaCluster
         with KafkaCluster(1, configs={**REAL_KAFKA_CONFIGS, "auto.create.topics.enable": "false",
                                       POLICY: policy}) as real:
             yield policy, real.bootstrap_servers

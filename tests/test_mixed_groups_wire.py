@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.messages.consumer_protocol_assignment import VERSIONS as ASSIGNMENT
+from fakekafka.wire.messages.consumer_protocol_subscription import VERSIONS as SUBSCRIPTION
 from tests.rawclient import RawClient, eventually
-from wire import ErrorCode
-from wire.messages.consumer_protocol_assignment import VERSIONS as ASSIGNMENT
-from wire.messages.consumer_protocol_subscription import VERSIONS as SUBSCRIPTION
 
 GROUP, TOPIC = "mixed-wire", "mixed-wire-t"
 SESSION_MS = 30_000

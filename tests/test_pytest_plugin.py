@@ -266,7 +266,7 @@ def test_users_own_deprecated_call():
 
 
 def _real_kafka_or_skip() -> None:
-    from fakekafka.apache_kafka import INSTALL_HINT, kafka_lib
+    from fakekafka.testing.apache_kafka import INSTALL_HINT, kafka_lib
     if kafka_lib() is None or shutil.which("java") is None:
         pytest.skip(f"Apache Kafka's jars or java are missing: {INSTALL_HINT}")
 
@@ -276,7 +276,7 @@ def test_kafka_real_runs_the_same_tests_against_apache_kafka(pytester: pytest.Py
     (the plugin deletes what the previous one left); tests that need fakekafka are skipped, saying why."""
     _real_kafka_or_skip()
     pytester.makepyfile(USES_KAFKA_PYTHON + '''
-from fakekafka.client import RemoteCluster
+from fakekafka.testing.client import RemoteCluster
 
 
 @pytest.mark.fakekafka(topics={"orders": 3})

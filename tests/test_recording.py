@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 import fakekafka
-from fakekafka.recording import RequestRecorder, hour_partition, read_records, record_cluster, recording_schema
-from fakekafka.server import RequestRecord
+from fakekafka.net.server import RequestRecord
+from fakekafka.observe.recording import RequestRecorder, hour_partition, read_records, record_cluster, recording_schema
 
 ds = pytest.importorskip("pyarrow.dataset")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -157,7 +157,7 @@ def test_without_pyarrow_the_error_names_the_extra(tmp_path: Path, monkeypatch: 
     with pytest.raises(ImportError, match=r"pip install 'fakekafka\[record\]'"):
         RequestRecorder(tmp_path)
     # importing fakekafka (the CLI included) never pulls in pyarrow, pyspark or matplotlib
-    code = ("import sys, fakekafka, fakekafka.cli, fakekafka.recording, fakekafka.analyze; "
+    code = ("import sys, fakekafka, fakekafka.ops.cli, fakekafka.observe.recording, fakekafka.ops.analyze; "
             "print(sorted(m for m in ('pyarrow', 'pyspark', 'matplotlib') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30, check=True)
     assert out.stdout.strip() == "[]"

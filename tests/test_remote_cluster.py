@@ -10,9 +10,9 @@ from collections.abc import Iterator
 import pytest
 from kafka import KafkaConsumer, KafkaProducer
 
-from fakekafka.client import RemoteCluster
-from fakekafka.handle import ClusterHandle
-from wire.records import Compression, read_header
+from fakekafka.testing.client import RemoteCluster
+from fakekafka.testing.handle import ClusterHandle
+from fakekafka.wire.records import Compression, read_header
 
 pytestmark = pytest.mark.clients
 

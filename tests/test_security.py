@@ -25,10 +25,10 @@ import pytest
 import fakekafka
 from fakekafka.model.cluster import ClusterState
 from fakekafka.model.config import OAUTHBEARER_UNSECURED_VALIDATOR, BrokerConfig, InvalidConfig
-from fakekafka.security import parse_listeners, protocol_map
-from fakekafka.server import Server
+from fakekafka.net.security import parse_listeners, protocol_map
+from fakekafka.net.server import Server
+from fakekafka.wire import ErrorCode
 from tests.rawclient import RawClient
-from wire import ErrorCode
 
 SASL_HANDSHAKE, SASL_AUTHENTICATE, METADATA, API_VERSIONS = 17, 36, 3, 18
 USERS = {"alice": "alice-secret", "bob": "bob-secret"}
@@ -216,7 +216,7 @@ def test_mtls_requires_a_client_certificate_from_the_ca() -> None:
 
 
 def _api_versions_frame() -> bytes:
-    import wire
+    from fakekafka import wire
     return wire.encode_request(API_VERSIONS, 3, 1, {"client_software_name": "t", "client_software_version": "1"},
                                client_id="t")
 
@@ -884,7 +884,7 @@ def test_kafka_python_unsigned_token_refused_by_default(caplog: pytest.LogCaptur
 def test_the_throwaway_pki_keeps_its_private_keys_to_its_owner(tmp_path: Path) -> None:
     """Issue 26: the keys were written world-readable (0644). Certificates stay readable; a key file left by an
     earlier run is made private too."""
-    from fakekafka.security import make_test_pki
+    from fakekafka.net.security import make_test_pki
     (tmp_path / "client.key").write_bytes(b"old")
     (tmp_path / "client.key").chmod(0o644)
     pki = make_test_pki(tmp_path)

@@ -10,11 +10,11 @@ from collections.abc import Iterator
 import pytest
 
 import fakekafka
-import wire
+from fakekafka import wire
 from fakekafka.handlers import advertised_versions
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.records import build_batch
 from tests.rawclient import RawClient
-from wire import ErrorCode
-from wire.records import build_batch
 
 
 @pytest.fixture

@@ -7,9 +7,9 @@ import time
 import pytest
 
 import fakekafka
-from fakekafka.server import RequestRecord
-from fakekafka.traffic import count_records, touched
-from wire.records import build_batch
+from fakekafka.net.server import RequestRecord
+from fakekafka.observe.traffic import count_records, touched
+from fakekafka.wire.records import build_batch
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
@@ -80,7 +80,7 @@ def test_listener_sees_topics_records_groups_and_client_software() -> None:
 
 def test_cluster_record_writes_every_request_once_stopped(tmp_path) -> None:
     pytest.importorskip("pyarrow")
-    from fakekafka.recording import read_records
+    from fakekafka.observe.recording import read_records
 
     with fakekafka.Cluster(record=tmp_path) as cluster:
         producer = confluent_kafka.Producer({"bootstrap.servers": cluster.bootstrap_servers, "linger.ms": 20})

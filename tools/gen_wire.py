@@ -345,7 +345,7 @@ def rename_notes(*ms: Merged) -> list[str]:
     return [*lines, ""] if lines else []
 
 
-PREAMBLE = '''from wire.primitives import (  # noqa: F401
+PREAMBLE = '''from fakekafka.wire.primitives import (  # noqa: F401
     Array, Bool, Bytes, CompactArray, CompactBytes, CompactNullableArray, CompactNullableBytes,
     CompactNullableString, CompactString, Field, Float64, Int8, Int16, Int32, Int64, Message,
     NullableArray, NullableBytes, NullableString, NullableStruct, String, Tagged, UInt16, UInt32, Uuid,
@@ -499,7 +499,7 @@ def generate_index(apis: list[tuple[int, str, str, int, int, int | None]], data:
         "def api_module(api_key: int) -> ModuleType:",
         "    mod = _loaded.get(api_key)",
         "    if mod is None:",
-        "        mod = _loaded[api_key] = importlib.import_module(f'wire.messages.{API_MODULES[api_key][1]}')",
+        "        mod = _loaded[api_key] = importlib.import_module(f'.{API_MODULES[api_key][1]}', __name__)",
         "    return mod",
         "",
     ]
@@ -562,7 +562,7 @@ def generate_coordinator(jar: Path, out: Path = COORDINATOR_OUT, topic: str = "_
         "",
         "",
         "def record_module(record_type: int) -> ModuleType:",
-        f"    return importlib.import_module(f'wire.{out.name}.{{RECORD_TYPES[record_type][1]}}')",
+        "    return importlib.import_module(f'.{RECORD_TYPES[record_type][1]}', __name__)",
         "",
     ])
     return files

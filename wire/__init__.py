@@ -1,7 +1,7 @@
 """The Kafka wire protocol, pure: bytes in, containers out, and back. No sockets, no asyncio."""
 
-from wire.error_codes import ErrorCode
-from wire.protocol import (
+from fakekafka.wire.error_codes import ErrorCode
+from fakekafka.wire.protocol import (
     DecodeError,
     Request,
     UnknownApiKey,

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 from construct import ConstructError, Container, FormatField, StreamError
 
 if TYPE_CHECKING:
-    from wire.primitives import Message
+    from fakekafka.wire.primitives import Message
 
-from wire.primitives import UNKNOWN_TAGS
+from fakekafka.wire.primitives import UNKNOWN_TAGS
 
 __all__ = ["compile_message"]
 
@@ -31,7 +31,7 @@ _MISSING = object()
 
 def _fixed_format(subcon: Any) -> str | None:
     """The struct format of a fixed-size big-endian field, or None for anything else."""
-    from wire.primitives import Bool
+    from fakekafka.wire.primitives import Bool
 
     if subcon is Bool:
         return "?"  # parses any non-zero byte as True and builds from truthiness, as _Bool does
@@ -64,7 +64,7 @@ def _runs(msg: Message) -> list[tuple[int, int, str | None]]:
 
 def _default_expr(msg: Message, i: int, ns: dict[str, Any]) -> str:
     """Source for field i's default: a constant when it is immutable, else a call as Field.default_value."""
-    from wire.primitives import STRUCT_DEFAULT
+    from fakekafka.wire.primitives import STRUCT_DEFAULT
 
     d = msg.fields[i].default
     if d is None or isinstance(d, (bool, int, float, str, bytes)):

@@ -493,7 +493,7 @@ class Message(Construct):
     def _compile(self) -> None:
         """Once: a caller may hold this lazy method from before (an array's loop) and call it again."""
         if "_parse" not in self.__dict__:
-            from wire.compiled import compile_message
+            from fakekafka.wire.compiled import compile_message
 
             self._parse, self._build = compile_message(self)  # type: ignore[method-assign]
 

@@ -13,9 +13,9 @@ from typing import Any
 
 from construct import ConstructError, Container
 
-from wire.messages import API_MODULES, api_module
-from wire.messages.request_header import RequestHeaderV0, RequestHeaderV1, RequestHeaderV2
-from wire.messages.response_header import ResponseHeaderV0, ResponseHeaderV1
+from fakekafka.wire.messages import API_MODULES, api_module
+from fakekafka.wire.messages.request_header import RequestHeaderV0, RequestHeaderV1, RequestHeaderV2
+from fakekafka.wire.messages.response_header import ResponseHeaderV0, ResponseHeaderV1
 
 __all__ = [
     "DecodeError", "Request", "UnknownApiKey", "decode_request", "decode_request_header",

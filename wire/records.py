@@ -19,7 +19,7 @@ import cramjam
 import crc32c
 from construct import Int8sb, Int16sb, Int32sb, Int32ub, Int64sb, Struct
 
-from wire.primitives import Varint, Varlong, uvarint_at
+from fakekafka.wire.primitives import Varint, Varlong, uvarint_at
 
 __all__ = [
     "BATCH_OVERHEAD", "BatchHeader", "Compression", "DELETE_HORIZON_FLAG", "InvalidBatch", "Record", "RecordBatch",

@@ -62,7 +62,7 @@ class ClientError(Exception):
 
 def error_name(code: int) -> str:
     """Kafka's name for a numeric error code (`UNKNOWN_ERROR_<n>` for a code wire does not know)."""
-    from wire import ErrorCode
+    from fakekafka.wire import ErrorCode
     try:
         return ErrorCode(code).name
     except ValueError:

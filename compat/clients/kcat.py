@@ -49,7 +49,7 @@ def _error_texts() -> dict[str, str]:
     try:
         from confluent_kafka import KafkaError
 
-        from wire import ErrorCode
+        from fakekafka.wire import ErrorCode
         for code in ErrorCode:
             if code > 0:
                 texts.setdefault(KafkaError(int(code)).str(), code.name)

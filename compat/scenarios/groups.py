@@ -15,7 +15,7 @@ Kafka (group coordinator, classic protocol; KIP-345 static membership; KIP-496 O
   committed offset past the end is stored, and the next reader resets from it (auto.offset.reset).
 
 Scenarios with a subscribed member are `slow`: on a broker whose joins take seconds (tansu) `--quick`
-leaves them out. The harness drives a second, bare member over the wire (fakekafka.client.WireConnection)
+leaves them out. The harness drives a second, bare member over the wire (fakekafka.testing.client.WireConnection)
 where a state has to be held still long enough to be described (a join that was never synced, a
 rebalance waiting for a member that does not rejoin).
 """
@@ -214,7 +214,7 @@ class BareMember:
         self.generation = -1
 
     def _connect(self) -> Any:
-        from fakekafka.client import WireConnection
+        from fakekafka.testing.client import WireConnection
         cluster = self.env.cluster()
         main = cluster._coordinator(self.group)
         host, port = main.sock.getpeername()[:2]
@@ -239,7 +239,7 @@ class BareMember:
 
     def send_join(self) -> None:
         """JoinGroup without waiting for the answer (it comes when the rebalance completes)."""
-        import wire
+        from fakekafka import wire
         first = self.conn.request(11, 5, self._join_body())
         if first.error_code == 79:
             self.member_id = first.member_id

@@ -301,7 +301,7 @@ def retention_leaves_readable(client: Client, env: Env) -> Outcome:
     the active segment too, the log start at the end; retention.bytes of two batches leaves the last two of five;
     a fresh first record keeps the day-old ones after it (their segment's newest timestamp is the fresh one's,
     since nothing rolls for an older timestamp)."""
-    from wire.records import build_batch
+    from fakekafka.wire.records import build_batch
     now = int(time.time() * 1000)
     topics = {k: env.name(k) for k in ("time", "all_old", "size", "behind")}
     one_batch = len(build_batch([{"key": None, "value": b"v0", "headers": [], "timestamp": now}]))

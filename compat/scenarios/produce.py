@@ -87,7 +87,7 @@ def idempotent_producer(client: Client, env: Env) -> Outcome:
     topic = env.name("t")
     env.create_topic(topic)
     sent = client.produce(topic, [Rec(None, b"i%d" % i, [], 0) for i in range(5)], idempotent=True)
-    from wire.records import decode_batch
+    from fakekafka.wire.records import decode_batch
     stored = env.cluster().records(topic, 0)
     headers = [decode_batch(b).header for b in env.cluster().batches(topic, 0)]
     return {"acks": acks(client, sent), "values": [r.value.decode() for r in stored],

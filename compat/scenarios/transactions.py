@@ -168,7 +168,7 @@ def txn_zombie_fenced(client: Client, env: Env) -> Outcome:
 
 def _stable_fetch(env: Env, group: str, topic: str) -> str:
     """OffsetFetch with require_stable over the wire: the partition's error name (or its offset)."""
-    from wire import ErrorCode
+    from fakekafka.wire import ErrorCode
     conn = env.cluster()._coordinator(group)
     r = conn.request(9, 8, {"groups": [{"group_id": group, "topics": [{"name": topic, "partition_indexes": [0]}]}],
                             "require_stable": True})

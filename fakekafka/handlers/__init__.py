@@ -44,7 +44,7 @@ from fakekafka.handlers.registry import (
 )
 from fakekafka.model.acl import AclOperation
 from fakekafka.model.faults import FaultKind
-from wire import ErrorCode
+from fakekafka.wire import ErrorCode
 
 __all__ = ["NO_RESPONSE", "DropConnection", "Park", "RequestContext", "advertised_versions", "dispatch",
            "handler_for"]

@@ -30,7 +30,7 @@ from fakekafka.model.acl import (
     PatternType,
     ResourceType,
 )
-from wire import ErrorCode
+from fakekafka.wire import ErrorCode
 
 DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
 

@@ -26,8 +26,8 @@ from fakekafka.handlers.registry import RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.cluster import ApiError, Topic
 from fakekafka.model.config import TOPIC_CONFIGS
-from wire import ErrorCode
-from wire.primitives import ZERO_UUID
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.primitives import ZERO_UUID
 
 MAX_PARTITIONS_PER_REQUEST = 10_000
 """Kafka's controller refuses a CreateTopics or CreatePartitions request that would make more partitions

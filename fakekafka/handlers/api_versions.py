@@ -28,7 +28,7 @@ from typing import Any
 from construct import Container
 
 from fakekafka.handlers.registry import RequestContext, advertised_versions, handles
-from wire import ErrorCode
+from fakekafka.wire import ErrorCode
 
 API_VERSIONS_KEY = 18
 

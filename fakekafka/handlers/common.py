@@ -9,7 +9,7 @@ from fakekafka.handlers.authz import authorize
 from fakekafka.handlers.registry import RequestContext
 from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.cluster import Broker, Partition
-from wire import ErrorCode
+from fakekafka.wire import ErrorCode
 
 __all__ = ["leader_check", "led_partitions", "merged"]
 

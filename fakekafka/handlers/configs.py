@@ -74,7 +74,7 @@ from fakekafka.model.config import (
     validate_group_config,
 )
 from fakekafka.model.loggers import ROOT_LOGGER, VALID_LEVELS
-from wire import ErrorCode
+from fakekafka.wire import ErrorCode
 
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
 

@@ -33,7 +33,7 @@ from fakekafka.handlers.groups import NOT_REQUESTED, java_client_host, may, not_
 from fakekafka.handlers.registry import RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.consumer_group import HeartbeatRequest
-from wire import ErrorCode
+from fakekafka.wire import ErrorCode
 
 MEMBER_TYPE_CLASSIC = 0
 MEMBER_TYPE_CONSUMER = 1

@@ -20,7 +20,7 @@ from fakekafka.handlers.common import led_partitions, merged
 from fakekafka.handlers.registry import RequestContext, handles
 from fakekafka.model.acl import AclOperation
 from fakekafka.model.cluster import ApiError
-from wire import ErrorCode
+from fakekafka.wire import ErrorCode
 
 
 def delete_records_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:

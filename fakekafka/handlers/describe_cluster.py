@@ -15,7 +15,7 @@ from construct import Container
 from fakekafka.handlers.authz import authorize_cluster, authorized_operations
 from fakekafka.handlers.registry import RequestContext, handles
 from fakekafka.model.acl import CLUSTER_NAME, AclOperation, ResourceType
-from wire import ErrorCode
+from fakekafka.wire import ErrorCode
 
 BROKERS = 1
 

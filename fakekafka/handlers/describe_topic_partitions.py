@@ -32,8 +32,8 @@ from fakekafka.handlers.authz import authorize, authorized_operations
 from fakekafka.handlers.registry import RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.cluster import INTERNAL_TOPICS, ApiError, ClusterState, Topic, validate_topic_name
-from wire import ErrorCode
-from wire.primitives import ZERO_UUID
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.primitives import ZERO_UUID
 
 PARTITION_LIMIT_CONFIG = "max.request.partition.size.limit"
 

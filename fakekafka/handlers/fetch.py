@@ -29,8 +29,8 @@ from fakekafka.handlers.common import leader_check, merged
 from fakekafka.handlers.registry import Park, RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.cluster import Partition
-from wire import ErrorCode
-from wire.primitives import Chunks
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.primitives import Chunks
 
 READ_COMMITTED = 1
 UNKNOWN = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.TOPIC_AUTHORIZATION_FAILED)

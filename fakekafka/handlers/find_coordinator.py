@@ -18,7 +18,7 @@ from fakekafka.handlers.authz import authorize
 from fakekafka.handlers.registry import RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.cluster import ApiError
-from wire import ErrorCode
+from fakekafka.wire import ErrorCode
 
 GROUP, TRANSACTION = 0, 1
 

@@ -37,7 +37,7 @@ from fakekafka.handlers.registry import Park, RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.group import GroupState, Pending
 from fakekafka.model.mixed_groups import classic_heartbeat, classic_join, classic_sync, classic_takes_empty
-from wire import ErrorCode
+from fakekafka.wire import ErrorCode
 
 NOT_REQUESTED = -2147483648
 

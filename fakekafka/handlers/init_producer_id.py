@@ -20,7 +20,7 @@ from fakekafka.handlers.authz import authorize, authorize_by_resource_type, auth
 from fakekafka.handlers.registry import RequestContext, handles
 from fakekafka.handlers.transactions import fenced_for, not_transaction_coordinator
 from fakekafka.model.acl import AclOperation, ResourceType
-from wire import ErrorCode
+from fakekafka.wire import ErrorCode
 
 
 @handles(22, 0, 5)

@@ -17,7 +17,7 @@ from construct import Container
 
 from fakekafka.handlers.registry import RequestContext, handles
 from fakekafka.model.cluster import ApiError
-from wire import ErrorCode
+from fakekafka.wire import ErrorCode
 
 PREFERRED, UNCLEAN = 0, 1
 

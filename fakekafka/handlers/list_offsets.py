@@ -18,7 +18,7 @@ from fakekafka.handlers.common import led_partitions, merged
 from fakekafka.handlers.registry import RequestContext, handles
 from fakekafka.model.acl import AclOperation
 from fakekafka.model.log import PartitionLog
-from wire import ErrorCode
+from fakekafka.wire import ErrorCode
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -1, -2, -3, -4, -5, -6
 SINCE_VERSION = {LATEST: 0, EARLIEST: 0, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9,

@@ -6,7 +6,7 @@ moves replicas between a broker's dirs with AlterReplicaLogDirs when its plan na
 
 Behaviour, as Kafka's KafkaApis and ReplicaManager answer: a broker has the log dirs of `log.dirs` (else
 `log.dir`, Kafka's default "/tmp/kafka-logs"), names in the model (the logs themselves are in memory, and with
-a data dir in files under `DIR/broker-N/<the name, slashes as underscores>/`, fakekafka/storage.py); a new
+a data dir in files under `DIR/broker-N/<the name, slashes as underscores>/`, fakekafka/storage/datadir.py); a new
 replica goes to the dir with the fewest partitions (model/cluster.py's place_replicas, as Kafka's
 LogManager.nextLogDirs). DescribeLogDirs answers one result per dir, in `log.dirs` order, with the broker's
 own replicas in it: a null topic list asks for every replica; otherwise the partitions named that the
@@ -42,7 +42,7 @@ from construct import Container
 from fakekafka.handlers.authz import authorize_cluster
 from fakekafka.handlers.registry import RequestContext, handles
 from fakekafka.model.acl import AclOperation
-from wire import ErrorCode
+from fakekafka.wire import ErrorCode
 
 UNKNOWN_VOLUME_BYTES = -1
 

@@ -28,8 +28,8 @@ from fakekafka.handlers.authz import authorize, authorize_cluster, authorized_op
 from fakekafka.handlers.registry import RequestContext, handles
 from fakekafka.model.acl import CLUSTER_NAME, AclOperation, ResourceType
 from fakekafka.model.cluster import ApiError, ClusterState, Topic, validate_topic_name
-from wire import ErrorCode
-from wire.primitives import ZERO_UUID
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.primitives import ZERO_UUID
 
 AUTHORIZED_OPERATIONS_NOT_REQUESTED = -2147483648
 

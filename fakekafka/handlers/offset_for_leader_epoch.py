@@ -17,7 +17,7 @@ from fakekafka.handlers.authz import authorize, authorize_cluster
 from fakekafka.handlers.common import leader_check
 from fakekafka.handlers.registry import RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
-from wire import ErrorCode
+from fakekafka.wire import ErrorCode
 
 
 def offset_for_leader_epoch_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:

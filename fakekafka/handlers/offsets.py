@@ -27,8 +27,8 @@ from fakekafka.handlers.authz import authorize
 from fakekafka.handlers.groups import may, not_coordinator
 from fakekafka.handlers.registry import RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
-from wire import ErrorCode
-from wire.primitives import ZERO_UUID
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.primitives import ZERO_UUID
 
 BY_ID_FROM = 10
 """OffsetCommit and OffsetFetch name topics by id from v10."""

@@ -34,7 +34,7 @@ from fakekafka.handlers.authz import authorize
 from fakekafka.handlers.registry import NO_RESPONSE, DropConnection, Park, RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.validate import first_batch_refusal, request_refusal
-from wire import ErrorCode
+from fakekafka.wire import ErrorCode
 
 
 def _partition_result(index: int, code: ErrorCode, message: str | None = None, base_offset: int = -1,
@@ -64,7 +64,7 @@ def _timestamp_errors(ctx: RequestContext, topic: Any, records: bytes) -> tuple[
     """A batch refused with INVALID_TIMESTAMP: one record error per record out of range and the message, as
     Kafka's LogValidator gives them (the partition answer also carries the log start offset, as Kafka's
     does for a record validation error; found by `python -m compat diff`)."""
-    from wire.records import decode_batch
+    from fakekafka.wire.records import decode_batch
     cluster = ctx.cluster
     now = cluster.clock.now_ms()
     lo = now - cluster.topic_config_int(topic, "message.timestamp.before.max.ms")

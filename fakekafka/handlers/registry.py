@@ -15,8 +15,8 @@ from typing import Any
 from construct import Container
 
 from fakekafka.model.cluster import Broker, ClusterState
-from wire import ErrorCode, Request
-from wire.messages import API_MODULES
+from fakekafka.wire import ErrorCode, Request
+from fakekafka.wire.messages import API_MODULES
 
 __all__ = [
     "NO_RESPONSE", "DropConnection", "Handler", "Park", "RequestContext", "advertised_versions", "handler_for",
@@ -121,7 +121,7 @@ def error_response(ctx: RequestContext, body: Container, code: ErrorCode) -> dic
     reg = _REGISTRY.get(ctx.request.api_key)
     if reg is not None and reg.error_responder is not None:
         return reg.error_responder(ctx, body, code)
-    from wire.protocol import response_struct
+    from fakekafka.wire.protocol import response_struct
     names = response_struct(ctx.request.api_key, ctx.version).field_names()
     if "error_code" in names:
         return {"error_code": code}

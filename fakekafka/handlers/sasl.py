@@ -14,7 +14,7 @@ org.apache.kafka.common.security.oauthbearer.internals.unsecured.OAuthBearerUnse
 elsewhere a client asking for it gets UNSUPPORTED_SASL_MECHANISM, as from a Kafka broker that does not enable it.
 Kafka falls back to that validator when OAUTHBEARER is enabled with no handler named; fakekafka does not, since
 the validator takes unsigned tokens naming any principal (super users included). It then validates unsecured JWS
-tokens as that class does (fakekafka/security.py).
+tokens as that class does (fakekafka/net/security.py).
 
 Re-authentication (KIP-368): a session gets a lifetime from connections.max.reauth.ms and an OAUTHBEARER token's
 expiry, as Kafka's SaslServerAuthenticator computes it (session_lifetime_ms); such a session may re-authenticate
@@ -33,7 +33,7 @@ from construct import Container
 
 from fakekafka.handlers.registry import DropConnection, RequestContext, handles
 from fakekafka.model.cluster import java_string_hash
-from fakekafka.security import (
+from fakekafka.net.security import (
     SCRAM_MECHANISMS,
     OAuthBearerServer,
     SaslAbort,
@@ -41,7 +41,7 @@ from fakekafka.security import (
     ScramServer,
     plain_authenticate,
 )
-from wire import ErrorCode
+from fakekafka.wire import ErrorCode
 
 SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
 OFFERED = ("PLAIN", *SCRAM_MECHANISMS, "OAUTHBEARER")

@@ -55,8 +55,8 @@ from fakekafka.handlers.registry import Park, RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.cluster import Partition
 from fakekafka.model.share import ShareGroup
-from wire import ErrorCode
-from wire.primitives import Chunks
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.primitives import Chunks
 
 ZERO_UUID = uuid.UUID(int=0)
 FINAL_EPOCH = -1

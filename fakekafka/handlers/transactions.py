@@ -29,8 +29,8 @@ from fakekafka.handlers.registry import RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.cluster import OFFSETS_TOPIC
 from fakekafka.model.transactions import TransactionState
-from wire import ErrorCode
-from wire.primitives import ZERO_UUID
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.primitives import ZERO_UUID
 
 
 def not_transaction_coordinator(ctx: RequestContext, transactional_id: str) -> bool:

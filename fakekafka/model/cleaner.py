@@ -24,7 +24,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
 from fakekafka.model.log import ABORT, COMMIT, LogSegment, PartitionLog, control_type
-from wire.records import decode_batch, delete_horizon, read_header, rebuild_batch
+from fakekafka.wire.records import decode_batch, delete_horizon, read_header, rebuild_batch
 
 __all__ = ["CleanerSettings", "LogToClean", "clean", "cleanable"]
 

@@ -4,7 +4,7 @@ No sockets and no asyncio: the server feeds it requests through the handlers, te
 directly, and every time it reads comes from the injected `Clock`. Change listeners let the server
 wake long-polling fetches without the model knowing about the server. With a data dir (`storage`), the
 logs hand every change to their files and the model tells the data dir of partitions made and dropped;
-the files themselves are fakekafka/storage.py's business.
+the files themselves are fakekafka/storage/datadir.py's business.
 """
 
 from __future__ import annotations
@@ -35,12 +35,12 @@ from fakekafka.model.share_state import ShareStateLog
 from fakekafka.model.transaction_log import TransactionLog
 from fakekafka.model.transactions import TransactionConfig, TransactionCoordinator
 from fakekafka.model.validate import Refused, check_batch, split_produced
-from fakekafka.security import ScramCredentials
-from wire import ErrorCode
-from wire.records import BatchHeader, build_batch, read_header
+from fakekafka.net.security import ScramCredentials
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.records import BatchHeader, build_batch, read_header
 
 if TYPE_CHECKING:
-    from fakekafka.storage import DataDir
+    from fakekafka.storage.datadir import DataDir
 
 __all__ = ["ApiError", "AppendResult", "Broker", "ClusterState", "Event", "Partition", "Topic",
            "validate_topic_name"]
@@ -191,7 +191,7 @@ class AppendResult:
 def _keyless(batch: bytes, partition_name: str, log_start_offset: int) -> AppendResult | None:
     """A compacted topic refuses records without a key (Kafka's LogValidator): INVALID_RECORD with one
     record error per such record, and a message naming the first three; None when every record has one."""
-    from wire.records import decode_batch
+    from fakekafka.wire.records import decode_batch
     text = f"Compacted topic cannot accept message without key in topic partition {partition_name}"
     errors = [(i, text) for i, r in enumerate(decode_batch(batch).records) if r.key is None]
     if not errors:
@@ -251,7 +251,7 @@ class ClusterState:
         self.topics_by_id: dict[uuid.UUID, Topic] = {}
         self.producer_ids = ProducerIds()
         self.storage: DataDir | None = None
-        """The data dir the cluster's logs and metadata are kept in (fakekafka/storage.py); None: memory only."""
+        """The data dir the cluster's logs and metadata are kept in (storage/datadir.py); None: memory only."""
         self._change_listeners: list[Callable[[object], None]] = []
         self._next_retention_check = self.clock.now_ms() + int(
             self.config.value("log.initial.task.delay.ms")[0] or RETENTION_INITIAL_DELAY_MS)

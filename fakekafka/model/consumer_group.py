@@ -44,7 +44,7 @@ from fakekafka.model.group import (
     stage_txn_offsets,
     staged_now,
 )
-from wire import ErrorCode
+from fakekafka.wire import ErrorCode
 
 if TYPE_CHECKING:
     from fakekafka.model.mixed_groups import ClassicProtocol

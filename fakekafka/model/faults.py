@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from wire import ErrorCode
-from wire.messages import API_MODULES
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.messages import API_MODULES
 
 __all__ = ["Fault", "FaultKind", "FaultSteering", "Faults", "api_key_of", "error_code_of", "touched_partitions"]
 

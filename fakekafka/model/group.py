@@ -19,7 +19,7 @@ from enum import Enum
 from typing import Any
 
 from fakekafka.model.clock import Clock
-from wire import ErrorCode
+from fakekafka.wire import ErrorCode
 
 __all__ = [
     "Group", "GroupConfig", "GroupCoordinator", "GroupState", "IllegalStateTransition", "Member",
@@ -183,7 +183,7 @@ class Group:
         """Topics of the members' consumer subscriptions; None if they cannot be read."""
         if self.protocol_type != "consumer" or self.protocol_name is None:
             return None
-        from wire.messages.consumer_protocol_subscription import VERSIONS as SUBSCRIPTION
+        from fakekafka.wire.messages.consumer_protocol_subscription import VERSIONS as SUBSCRIPTION
         topics: set[str] = set()
         for m in self.members.values():
             try:

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from construct import Container
 
 from fakekafka.model.group import Group, GroupCoordinator, GroupState, Member
-from wire import ErrorCode
+from fakekafka.wire import ErrorCode
 
 if TYPE_CHECKING:
     from fakekafka.model.consumer_group import ConsumerGroup, ConsumerGroupCoordinator, ConsumerMember
@@ -76,7 +76,7 @@ def policy_allows(coord: ConsumerGroupCoordinator, direction: str) -> bool:
 
 def parse_subscription(data: bytes) -> Container:
     """A ConsumerProtocol subscription (JoinGroup metadata); ValueError if malformed."""
-    from wire.messages.consumer_protocol_subscription import VERSIONS
+    from fakekafka.wire.messages.consumer_protocol_subscription import VERSIONS
     if len(data) < 2:
         raise ValueError("subscription too short")
     version = int.from_bytes(data[:2], "big", signed=True)
@@ -88,7 +88,7 @@ def parse_subscription(data: bytes) -> Container:
 
 def parse_assignment(data: bytes) -> Container | None:
     """A ConsumerProtocol assignment (SyncGroup's); None for the empty one; ValueError if malformed."""
-    from wire.messages.consumer_protocol_assignment import VERSIONS
+    from fakekafka.wire.messages.consumer_protocol_assignment import VERSIONS
     if not data:
         return None
     if len(data) < 2:
@@ -102,7 +102,7 @@ def parse_assignment(data: bytes) -> Container | None:
 
 def encode_assignment(partitions: dict[str, list[int]], version: int) -> bytes:
     """An assignment in the ConsumerProtocol format at `version` (capped at the latest), topics by name."""
-    from wire.messages.consumer_protocol_assignment import VERSIONS
+    from fakekafka.wire.messages.consumer_protocol_assignment import VERSIONS
     v = min(max(version, 0), LATEST_CONSUMER_PROTOCOL)
     body = VERSIONS[v].build({"assigned_partitions": [{"topic": t, "partitions": sorted(ps)}
                                                       for t, ps in sorted(partitions.items()) if ps],

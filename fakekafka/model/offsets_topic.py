@@ -45,22 +45,22 @@ import crc32c
 from fakekafka.model.consumer_group import ConsumerGroup, ConsumerMember, MemberState
 from fakekafka.model.group import Group, GroupState, Member, OffsetAndMetadata, RecordSink, _join_error
 from fakekafka.model.mixed_groups import ClassicProtocol
-from wire import ErrorCode
-from wire.coordinator import consumer_group_current_member_assignment as current_assignment_rec
-from wire.coordinator import consumer_group_member_metadata as member_rec
-from wire.coordinator import consumer_group_metadata as consumer_group_rec
-from wire.coordinator import consumer_group_target_assignment_member as target_member_rec
-from wire.coordinator import consumer_group_target_assignment_metadata as target_rec
-from wire.coordinator import group_metadata as group_rec
-from wire.coordinator import offset_commit as offset_rec
-from wire.primitives import ZERO_UUID, uvarint_bytes
-from wire.records import decode_batch
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.coordinator import consumer_group_current_member_assignment as current_assignment_rec
+from fakekafka.wire.coordinator import consumer_group_member_metadata as member_rec
+from fakekafka.wire.coordinator import consumer_group_metadata as consumer_group_rec
+from fakekafka.wire.coordinator import consumer_group_target_assignment_member as target_member_rec
+from fakekafka.wire.coordinator import consumer_group_target_assignment_metadata as target_rec
+from fakekafka.wire.coordinator import group_metadata as group_rec
+from fakekafka.wire.coordinator import offset_commit as offset_rec
+from fakekafka.wire.primitives import ZERO_UUID, uvarint_bytes
+from fakekafka.wire.records import decode_batch
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from fakekafka.model.cluster import ClusterState, Partition
-    from wire.records import Record
+    from fakekafka.wire.records import Record
 
 __all__ = ["OffsetsTopic", "offset_commit_key", "offset_commit_value", "decode_record"]
 
@@ -138,7 +138,7 @@ def _value(mod: Any, version: int, **fields: Any) -> bytes:
 def decode_record(key: bytes, value: bytes | None) -> tuple[int, Any, int, Any]:
     """(record type, key fields, value version, value fields or None for a tombstone) of one record, as
     Kafka's CoordinatorRecordSerde reads it. Raises KeyError for a record type Kafka does not know."""
-    from wire.coordinator import RECORD_TYPES, record_module
+    from fakekafka.wire.coordinator import RECORD_TYPES, record_module
     record_type = struct.unpack_from(">h", key)[0]
     if record_type not in RECORD_TYPES:
         raise KeyError(record_type)

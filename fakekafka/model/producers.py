@@ -13,8 +13,8 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from wire import ErrorCode
-from wire.records import BatchHeader, TimestampType, read_header
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.records import BatchHeader, TimestampType, read_header
 
 __all__ = ["ProducerIds", "PartitionProducers", "SequenceCheck"]
 

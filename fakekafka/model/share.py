@@ -36,8 +36,8 @@ from typing import Any
 
 from fakekafka.model.clock import Clock
 from fakekafka.model.log import AbortedTxn
-from wire import ErrorCode
-from wire.records import read_header
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.records import read_header
 
 __all__ = ["AcknowledgeType", "RecordState", "ShareConfig", "ShareCoordinator", "ShareGroup", "ShareMember",
            "SharePartition", "ShareSession"]

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from fakekafka.model.offsets_topic import batch_of, keyed_records
 from fakekafka.model.share import RecordState, SharePartition, _InFlight
-from wire.share_coordinator import share_snapshot, share_update
+from fakekafka.wire.share_coordinator import share_snapshot, share_update
 
 if TYPE_CHECKING:
     from fakekafka.model.cluster import ClusterState, Partition

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from fakekafka.model.offsets_topic import batch_of, keyed_records
 from fakekafka.model.transactions import TransactionMetadata, TransactionState
-from wire.txn_coordinator import transaction_log as txn_rec
+from fakekafka.wire.txn_coordinator import transaction_log as txn_rec
 
 if TYPE_CHECKING:
     from fakekafka.model.cluster import ClusterState, Partition

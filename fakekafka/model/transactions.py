@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from fakekafka.model.clock import Clock
-from wire import ErrorCode
+from fakekafka.wire import ErrorCode
 
 __all__ = ["TransactionCoordinator", "TransactionConfig", "TransactionMetadata", "TransactionState",
            "IllegalTransactionTransition", "EPOCH_EXHAUSTED"]

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 
 import crc32c
 
-from wire import ErrorCode
-from wire.primitives import uvarint_at
-from wire.records import (
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.primitives import uvarint_at
+from fakekafka.wire.records import (
     BATCH_OVERHEAD,
     BatchHeader,
     Compression,

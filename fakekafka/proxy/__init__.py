@@ -17,11 +17,11 @@ import ssl
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from fakekafka.embedded import LoopThread
 from fakekafka.model.faults import Fault, FaultSteering
+from fakekafka.net.server import RequestRecord
 from fakekafka.proxy.observe import FrameRecorder, Summary
 from fakekafka.proxy.server import BOOTSTRAP, ProxyEvent, ProxyServer, Upstream
-from fakekafka.server import RequestRecord
+from fakekafka.testing.embedded import LoopThread
 
 __all__ = ["BOOTSTRAP", "Proxy", "ProxyEvent", "ProxyServer", "Upstream"]
 
@@ -60,7 +60,7 @@ class Proxy(FaultSteering):
         self.frame_recorder: FrameRecorder | None = None
         self.summary: Summary | None = Summary() if summary else None
         if record is not None:
-            from fakekafka.recording import RequestRecorder
+            from fakekafka.observe.recording import RequestRecorder
             recorder = RequestRecorder(record)
             self.recorder = recorder
             self.server.add_request_listener(lambda r, _e: recorder(r))

@@ -19,7 +19,7 @@ log = logging.getLogger("fakekafka.proxy")
 
 
 def _client_ssl(args: argparse.Namespace) -> ssl.SSLContext | None:
-    from fakekafka.security import make_test_pki, server_ssl_context
+    from fakekafka.net.security import make_test_pki, server_ssl_context
     if args.ssl_keystore_location:
         return server_ssl_context(args.ssl_keystore_location, None, "none")
     if args.ssl_dir:
@@ -62,7 +62,7 @@ async def run_proxy(args: argparse.Namespace) -> int:
         print(f"fakekafka proxy: cannot listen on {args.listen}: {why} (choose another with --listen)",
               file=sys.stderr)
         return 1
-    from fakekafka.control import serve_commands
+    from fakekafka.ops.control import serve_commands
     try:
         control = await serve_commands(proxy, PROXY_COMMANDS, lambda: proxy.server.events, host,
                                        args.control_port or 0, unknown=unknown_proxy_command)

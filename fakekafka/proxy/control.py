@@ -1,12 +1,12 @@
 """`fakekafka ctl` against a running `fakekafka proxy`: the fault commands are the fake cluster's own (the same
-entries of `fakekafka.control.COMMANDS`, run on a `Proxy`), a broker is killed by making it unreachable through
+entries of `fakekafka.ops.control.COMMANDS`, run on a `Proxy`), a broker is killed by making it unreachable through
 the proxy, and `describe` shows the upstream brokers, their listeners and the traffic so far."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from fakekafka.control import COMMANDS, Commands, _int
+from fakekafka.ops.control import COMMANDS, Commands, _int
 from fakekafka.proxy import BOOTSTRAP, Proxy
 
 __all__ = ["PROXY_COMMANDS", "unknown_proxy_command"]

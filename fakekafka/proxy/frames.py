@@ -7,9 +7,9 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from wire.messages import API_MODULES
-from wire.primitives import uvarint_at
-from wire.protocol import request_header_version
+from fakekafka.wire.messages import API_MODULES
+from fakekafka.wire.primitives import uvarint_at
+from fakekafka.wire.protocol import request_header_version
 
 __all__ = ["FrameError", "RequestHead", "produce_acks", "read_request_head"]
 

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fakekafka.server import RequestRecord, error_codes_in
-from fakekafka.traffic import touched
-from wire import DecodeError, ErrorCode
-from wire.protocol import decode_response, parse_body, request_struct
+from fakekafka.net.server import RequestRecord, error_codes_in
+from fakekafka.observe.traffic import touched
+from fakekafka.wire import DecodeError, ErrorCode
+from fakekafka.wire.protocol import decode_response, parse_body, request_struct
 
 if TYPE_CHECKING:
     from fakekafka.proxy.server import ProxyServer, _Exchange, _Slot

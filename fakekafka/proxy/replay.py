@@ -7,7 +7,7 @@ went to upstream broker N goes to the target's broker N, as its Metadata names i
 offset from the first as recorded; its requests are sent in order, each once the previous one is answered.
 What a broker makes up is remapped on the way: member ids (JoinGroup), producer ids (InitProducerId) and topic
 ids (Metadata, CreateTopics) the recorded answers gave are replaced in later requests by what the target gave.
-Answers are compared with the normalising diff of `python -m compat diff` (fakekafka/wirediff.py), so made-up
+Answers are compared with the normalising diff of `python -m compat diff` (fakekafka/observe/wirediff.py), so made-up
 ids, hosts and times do not count as differences.
 """
 
@@ -24,10 +24,10 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from fakekafka.observe.wirediff import Normaliser, api_name, canonical, compare, plain
 from fakekafka.proxy.frames import RequestHead, produce_acks, read_request_head
-from fakekafka.wirediff import Normaliser, api_name, canonical, compare, plain
-from wire import DecodeError
-from wire.protocol import decode_response, encode_request, parse_body, request_struct
+from fakekafka.wire import DecodeError
+from fakekafka.wire.protocol import decode_response, encode_request, parse_body, request_struct
 
 __all__ = ["ReplayReport", "replay", "replay_main"]
 

@@ -52,12 +52,12 @@ from typing import Any
 
 from fakekafka.model.cluster import Broker, ClusterState
 from fakekafka.model.faults import Fault, FaultKind, Faults
+from fakekafka.net.server import RequestRecord
 from fakekafka.proxy.frames import PRODUCE, FrameError, RequestHead, produce_acks, read_request_head
 from fakekafka.proxy.rewrite import ALWAYS_DECODED, MAYBE_ADDRESSES, may_name_a_broker, rewrite_addresses
 from fakekafka.proxy.stream import FETCH, FetchTail, rewrite_tail
-from fakekafka.server import RequestRecord
-from wire import DecodeError, ErrorCode
-from wire.protocol import decode_response, encode_response, parse_body, request_struct
+from fakekafka.wire import DecodeError, ErrorCode
+from fakekafka.wire.protocol import decode_response, encode_response, parse_body, request_struct
 
 __all__ = ["AnswerEdit", "Intercept", "ProxyEvent", "ProxyServer", "Upstream"]
 
@@ -381,7 +381,7 @@ class ProxyServer:
         """The whole answer frame reporting `code`, as fakekafka's handler would give it; None when the API
         has no way to say it (or the wire layer does not know it): the connection is closed instead."""
         from fakekafka.handlers import RequestContext, error_response
-        from wire.protocol import Request
+        from fakekafka.wire.protocol import Request
         if head.body_offset is None:
             return None
         stream = io.BytesIO(frame)

@@ -20,7 +20,7 @@ import struct
 from collections.abc import Callable, Generator, Iterable
 
 from fakekafka.proxy.frames import FrameError
-from wire.primitives import uvarint_at, uvarint_bytes
+from fakekafka.wire.primitives import uvarint_at, uvarint_bytes
 
 __all__ = ["FETCH", "PAD_TAG", "FetchTail", "overlong_uvarint", "rewrite_tail"]
 

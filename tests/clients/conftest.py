@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from fakekafka.handle import ClusterHandle
+from fakekafka.testing.handle import ClusterHandle
 
 
 @pytest.fixture

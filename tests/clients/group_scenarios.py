@@ -40,7 +40,7 @@ from typing import Any, TypeVar
 import pytest
 
 import fakekafka
-from fakekafka.embedded import GroupView, MemberView
+from fakekafka.testing.embedded import GroupView, MemberView
 
 __all__ = [
     "HEARTBEAT_MS", "KAFKA_TRANSITIONS", "POLL_S", "SESSION_MS", "SHORT_SESSION_MS", "TIMEOUT", "AsyncMember",

@@ -16,9 +16,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import fakekafka
-from fakekafka.client import RemoteCluster
-from fakekafka.handle import ClusterHandle
-from wire.records import Compression, read_header
+from fakekafka.testing.client import RemoteCluster
+from fakekafka.testing.handle import ClusterHandle
+from fakekafka.wire.records import Compression, read_header
 
 __all__ = [
     "BAD_TOPIC_NAMES", "CODECS", "COMPRESSIBLE", "MANY", "MiB", "SAMPLES", "TIMESTAMPS", "DropProduceResponses",

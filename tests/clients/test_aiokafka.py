@@ -18,8 +18,10 @@ from aiokafka import errors as aerrors
 from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
-from fakekafka.handle import ClusterHandle
 from fakekafka.model.config import ConfigSource
+from fakekafka.testing.handle import ClusterHandle
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.records import Compression
 from tests.clients.scenarios import (
     BAD_TOPIC_NAMES,
     CODECS,
@@ -36,8 +38,6 @@ from tests.clients.scenarios import (
     stored,
     stored_codecs,
 )
-from wire import ErrorCode
-from wire.records import Compression
 
 pytestmark = pytest.mark.clients
 

@@ -26,7 +26,8 @@ from confluent_kafka.admin import (
 )
 
 import fakekafka
-from fakekafka.handle import ClusterHandle
+from fakekafka.testing.handle import ClusterHandle
+from fakekafka.wire.records import DELETE_HORIZON_FLAG, Compression, read_header
 from tests.clients.scenarios import (
     BAD_TOPIC_NAMES,
     CODECS,
@@ -44,7 +45,6 @@ from tests.clients.scenarios import (
     stored_batches,
     stored_codecs,
 )
-from wire.records import DELETE_HORIZON_FLAG, Compression, read_header
 
 pytestmark = pytest.mark.clients
 

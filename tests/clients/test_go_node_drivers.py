@@ -14,8 +14,8 @@ from compat.clients import make_client
 from compat.clients.agent import AgentClient
 from compat.clients.base import ClientError, Rec, Timing, Unsupported
 from compat.clients.toolchains import RUST_DIR
-from fakekafka.handle import ClusterHandle
-from wire import ErrorCode
+from fakekafka.testing.handle import ClusterHandle
+from fakekafka.wire import ErrorCode
 
 pytestmark = pytest.mark.clients
 

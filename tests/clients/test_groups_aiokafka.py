@@ -17,7 +17,7 @@ from aiokafka import errors as aerrors
 from aiokafka.admin import AIOKafkaAdminClient, NewPartitions
 
 import fakekafka
-from fakekafka.handle import ClusterHandle
+from fakekafka.testing.handle import ClusterHandle
 from tests.clients import group_scenarios as gs
 
 pytestmark = pytest.mark.clients

@@ -15,7 +15,7 @@ from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, Ka
 from confluent_kafka.admin import AdminClient, NewPartitions
 
 import fakekafka
-from fakekafka.handle import ClusterHandle
+from fakekafka.testing.handle import ClusterHandle
 from tests.clients import group_scenarios as gs
 
 pytestmark = pytest.mark.clients

@@ -14,7 +14,7 @@ from kafka import errors as kerrors
 from kafka.admin import NewPartitions
 
 import fakekafka
-from fakekafka.handle import ClusterHandle
+from fakekafka.testing.handle import ClusterHandle
 from tests.clients import group_scenarios as gs
 
 pytestmark = pytest.mark.clients

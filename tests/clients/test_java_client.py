@@ -24,13 +24,13 @@ import pytest
 
 import fakekafka
 from compat.clients.java import MAIN, SOURCE, scenario_args
-from fakekafka.client import RemoteCluster
-from fakekafka.handle import ClusterHandle
 from fakekafka.model.config import TOPIC_CONFIGS
-from fakekafka.pytest_plugin import cluster_for
+from fakekafka.testing.client import RemoteCluster
+from fakekafka.testing.handle import ClusterHandle
+from fakekafka.testing.pytest_plugin import cluster_for
+from fakekafka.wire.records import Compression, read_header
 from tests import javautil
 from tests.javautil import JavaRun
-from wire.records import Compression, read_header
 
 pytestmark = pytest.mark.clients
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import fakekafka
-from fakekafka.pytest_plugin import cluster_for
+from fakekafka.testing.pytest_plugin import cluster_for
 from tests import javautil
 from tests.javautil import JavaRun
 

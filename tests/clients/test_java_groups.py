@@ -33,7 +33,7 @@ from typing import Any
 import pytest
 
 import fakekafka
-from fakekafka.embedded import GroupView
+from fakekafka.testing.embedded import GroupView
 from tests import javautil
 from tests.javautil import JavaRun
 

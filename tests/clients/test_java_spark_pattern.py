@@ -26,9 +26,9 @@ import pytest
 
 import fakekafka
 from fakekafka.model.cluster import ClusterState
+from fakekafka.wire.records import build_batch, read_header
 from tests import javautil
 from tests.javautil import JavaRun
-from wire.records import build_batch, read_header
 
 pytestmark = pytest.mark.clients
 

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 import fakekafka
-from fakekafka.pytest_plugin import cluster_for
+from fakekafka.testing.pytest_plugin import cluster_for
 from tests import javautil
 from tests.javautil import JavaRun
 

@@ -52,7 +52,7 @@ from confluent_kafka import Consumer, IsolationLevel, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec
 
 import fakekafka
-from fakekafka.handle import ClusterHandle
+from fakekafka.testing.handle import ClusterHandle
 from tests import javautil
 from tests.rawclient import RawClient
 

@@ -17,7 +17,9 @@ from kafka import errors as kerrors
 from kafka.admin import ConfigResource, ConfigResourceType, OffsetSpec
 
 import fakekafka
-from fakekafka.handle import ClusterHandle
+from fakekafka.testing.handle import ClusterHandle
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.records import Compression
 from tests.clients.scenarios import (
     BAD_TOPIC_NAMES,
     CODECS,
@@ -34,8 +36,6 @@ from tests.clients.scenarios import (
     stored,
     stored_codecs,
 )
-from wire import ErrorCode
-from wire.records import Compression
 
 pytestmark = pytest.mark.clients
 

@@ -15,7 +15,8 @@ from collections.abc import Callable
 
 import pytest
 
-from fakekafka.handle import ClusterHandle
+from fakekafka.testing.handle import ClusterHandle
+from fakekafka.wire.records import Compression
 from tests.clients.scenarios import (
     CODECS,
     MANY,
@@ -26,7 +27,6 @@ from tests.clients.scenarios import (
     stored,
     stored_codecs,
 )
-from wire.records import Compression
 
 pytestmark = pytest.mark.clients
 

@@ -11,8 +11,8 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from fakekafka.handle import ClusterHandle
 from fakekafka.proxy import Proxy
+from fakekafka.testing.handle import ClusterHandle
 
 
 def _topic(prefix: str) -> str:

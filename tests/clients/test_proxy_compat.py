@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from fakekafka.handle import ClusterHandle
+from fakekafka.testing.handle import ClusterHandle
 from tests.subproc import run_terminating
 
 pytestmark = [pytest.mark.clients, pytest.mark.timeout(300)]

@@ -46,7 +46,7 @@ from confluent_kafka import Consumer, IsolationLevel, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
 import fakekafka
-from fakekafka.handle import ClusterHandle
+from fakekafka.testing.handle import ClusterHandle
 from tests import javautil
 from tests.clients.test_kafka_streams import PARTITIONS, CommittedReader, _configs, _latest, _open_transaction
 

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from fakekafka.handle import ClusterHandle
+from fakekafka.testing.handle import ClusterHandle
 
 pytestmark = pytest.mark.clients
 
@@ -306,8 +306,8 @@ def test_confluent_compaction_drops_aborted_data_and_keeps_markers(broker: Clust
         assert admin.incremental_alter_configs([r])[r].result(TIMEOUT) is None
 
     def layout() -> list[tuple[int, int, int, bool]]:
+        from fakekafka.wire.records import read_header
         from tests.clients.scenarios import stored_batches
-        from wire.records import read_header
         return [(h.base_offset, h.last_offset, h.records_count, h.is_control)
                 for h in map(read_header, stored_batches(broker, name))]
 

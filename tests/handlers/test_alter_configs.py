@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 import fakekafka
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.records import build_batch
 from tests.rawclient import RawClient
-from wire import ErrorCode
-from wire.records import build_batch
 
 INCREMENTAL, LEGACY, DESCRIBE, PRODUCE = 44, 33, 32, 0
 TOPIC, BROKER = 2, 4

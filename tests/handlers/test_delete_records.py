@@ -13,10 +13,10 @@ import fakekafka
 from fakekafka.handlers import DropConnection, RequestContext, dispatch
 from fakekafka.model.cluster import ClusterState
 from fakekafka.model.faults import Fault, FaultKind
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.protocol import Request, decode_response, encode_response_chunks, request_struct
+from fakekafka.wire.records import build_batch, decode_batch
 from tests.rawclient import RawClient
-from wire import ErrorCode
-from wire.protocol import Request, decode_response, encode_response_chunks, request_struct
-from wire.records import build_batch, decode_batch
 
 DELETE_RECORDS, FETCH, LIST_OFFSETS = 21, 1, 2
 

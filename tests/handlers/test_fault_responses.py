@@ -17,9 +17,9 @@ from construct import Container
 from fakekafka.handlers import DropConnection, RequestContext, dispatch
 from fakekafka.model.cluster import ClusterState
 from fakekafka.model.faults import Fault, FaultKind, api_key_of
-from wire import ErrorCode
-from wire.protocol import Request, decode_response, encode_response_chunks, request_struct
-from wire.records import build_batch
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.protocol import Request, decode_response, encode_response_chunks, request_struct
+from fakekafka.wire.records import build_batch
 
 CODE = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
 

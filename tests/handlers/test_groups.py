@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import pytest
 
 import fakekafka
+from fakekafka.wire import ErrorCode
 from tests.rawclient import RawClient
-from wire import ErrorCode
 
 
 @pytest.fixture
@@ -247,7 +247,7 @@ def test_offset_delete_of_a_consumer_group_writes_tombstones(raw: RawClient, clu
     """OffsetDelete on a KIP-848 group (served in the handler) writes its tombstones to `__consumer_offsets`."""
     from fakekafka.model.consumer_group import HeartbeatRequest
     from fakekafka.model.offsets_topic import decode_record
-    from wire.records import decode_batch
+    from fakekafka.wire.records import decode_batch
 
     state = cluster.state
 

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 import pytest
 
 import fakekafka
-from fakekafka.cli import _properties_file
 from fakekafka.model.config import BROKER_CONFIGS, INTERNAL_BROKER_CONFIGS, BrokerConfig, ConfigType, InvalidConfig
 from fakekafka.model.kafka_broker_configs import BROKER_CONFIG_DEFS
+from fakekafka.ops.cli import _properties_file
 from tests.rawclient import RawClient
 
 DESCRIBE, BROKER = 32, 4

@@ -8,8 +8,8 @@ import logging
 
 import fakekafka
 from fakekafka.model.config import BrokerConfig
+from fakekafka.wire import ErrorCode
 from tests.rawclient import RawClient
-from wire import ErrorCode
 
 SET, DELETE = 0, 1
 

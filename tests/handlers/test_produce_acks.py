@@ -8,9 +8,9 @@ from collections.abc import Iterator
 import pytest
 
 import fakekafka
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.records import build_batch
 from tests.rawclient import RawClient
-from wire import ErrorCode
-from wire.records import build_batch
 
 
 @pytest.fixture

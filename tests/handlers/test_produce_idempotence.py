@@ -9,8 +9,8 @@ import struct
 from typing import Any
 
 import fakekafka
-from wire import ErrorCode, decode_response, encode_request
-from wire.records import build_batch
+from fakekafka.wire import ErrorCode, decode_response, encode_request
+from fakekafka.wire.records import build_batch
 
 PRODUCE, INIT_PRODUCER_ID = 0, 22
 PRODUCE_V, INIT_V = 9, 4

@@ -6,9 +6,9 @@ from __future__ import annotations
 import time
 
 import fakekafka
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.records import build_batch
 from tests.rawclient import RawClient
-from wire import ErrorCode
-from wire.records import build_batch
 
 
 def _produce(raw: RawClient, topic: str, records: list[dict]) -> object:

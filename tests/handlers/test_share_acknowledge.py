@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 import fakekafka
+from fakekafka.wire import ErrorCode
 from tests.rawclient import RawClient
-from wire import ErrorCode
 
 HEARTBEAT, FETCH, ACK, INCREMENTAL = 76, 78, 79, 44
 GROUP, M1, M2 = "g", "member-one-000000000001", "member-two-000000000002"

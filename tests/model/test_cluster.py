@@ -7,8 +7,8 @@ import pytest
 from fakekafka.model.clock import ManualClock
 from fakekafka.model.cluster import ApiError, Broker, ClusterState
 from fakekafka.model.config import BrokerConfig
-from wire import ErrorCode
-from wire.records import TimestampType, build_batch, decode_batch, read_header
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.records import TimestampType, build_batch, decode_batch, read_header
 
 
 @pytest.fixture

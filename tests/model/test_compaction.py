@@ -9,8 +9,8 @@ import pytest
 from fakekafka.model.clock import ManualClock
 from fakekafka.model.cluster import ApiError, Broker, ClusterState, Partition
 from fakekafka.model.config import BrokerConfig
-from wire import ErrorCode
-from wire.records import DELETE_HORIZON_FLAG, build_batch, decode_batch, read_header
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.records import DELETE_HORIZON_FLAG, build_batch, decode_batch, read_header
 
 SEGMENT_MS = 1000
 
@@ -280,7 +280,7 @@ def test_a_new_leader_keeps_the_producer_sequence_a_cleaned_batch_held() -> None
 
 def test_an_emptied_marker_has_no_type() -> None:
     from fakekafka.model.log import control_type
-    from wire.records import rebuild_batch
+    from fakekafka.wire.records import rebuild_batch
     marker = build_batch([{"key": b"\x00\x00\x00\x01", "value": b"\x00\x00\x00\x00\x00\x00", "timestamp": 1}],
                          producer_id=1, producer_epoch=0, transactional=True, control=True)
     assert control_type(marker) == 1

@@ -18,7 +18,7 @@ from fakekafka.model.consumer_group import (
     MemberState,
     TopicInfo,
 )
-from wire import ErrorCode
+from fakekafka.wire import ErrorCode
 
 T1, T2 = uuid.UUID(int=1), uuid.UUID(int=2)
 S = ConsumerGroupState
@@ -302,8 +302,8 @@ def test_transactional_offsets_wait_for_the_marker(w: World) -> None:
 
 def test_ctl_describe_tables_show_epochs_and_target_against_current() -> None:
     """`fakekafka ctl describe`'s consumer group tables, read from a cluster mid-reconciliation."""
-    from fakekafka.describe import describe_tables
     from fakekafka.model.cluster import ClusterState
+    from fakekafka.ops.describe import describe_tables
     state = ClusterState(clock=ManualClock(0))
     state.create_topic("orders", 2)
     topic_id = state.topics["orders"].topic_id

@@ -25,7 +25,7 @@ from fakekafka.model.consumer_group import (
     HeartbeatRequest,
     TopicInfo,
 )
-from wire import ErrorCode
+from fakekafka.wire import ErrorCode
 
 T1, T2 = uuid.UUID(int=1), uuid.UUID(int=2)
 SESSION, INTERVAL, REBALANCE = 45_000, 5_000, 30_000

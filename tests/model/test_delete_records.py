@@ -8,8 +8,8 @@ from fakekafka.model.clock import ManualClock
 from fakekafka.model.cluster import ApiError, Broker, ClusterState, Partition
 from fakekafka.model.config import BrokerConfig
 from fakekafka.model.log import EpochEntry, PartitionLog
-from wire import ErrorCode
-from wire.records import build_batch, decode_batch, read_header
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.records import build_batch, decode_batch, read_header
 
 
 def _log(sizes: list[int], epoch: int = 0) -> PartitionLog:

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from fakekafka.model.faults import Fault, FaultKind, Faults, api_key_of, touched_partitions
-from wire import ErrorCode
-from wire.protocol import request_struct
-from wire.records import build_batch
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.protocol import request_struct
+from fakekafka.wire.records import build_batch
 
 ORDERS_ID = uuid.UUID("5f0a4c51-3a57-4d0b-8f8b-2d9d2f0d1c01")
 ZERO_ID = uuid.UUID(int=0)

@@ -16,7 +16,7 @@ from fakekafka.model.group import (
     IllegalStateTransition,
     Pending,
 )
-from wire import ErrorCode
+from fakekafka.wire import ErrorCode
 
 S = GroupState
 SESSION, REBALANCE = 10_000, 30_000

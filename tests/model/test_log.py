@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fakekafka.model.log import PartitionLog
-from wire.records import build_batch, decode_batch, read_header
+from fakekafka.wire.records import build_batch, decode_batch, read_header
 
 
 def _append(log: PartitionLog, n: int, ts: int, epoch: int = 0, value: bytes = b"v") -> int:

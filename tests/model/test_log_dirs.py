@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from fakekafka.describe import describe_tables
 from fakekafka.model.clock import ManualClock
 from fakekafka.model.cluster import Broker, ClusterState
 from fakekafka.model.config import BrokerConfig, InvalidConfig
-from wire import ErrorCode
+from fakekafka.ops.describe import describe_tables
+from fakekafka.wire import ErrorCode
 
 DIRS = "/data/a,/data/b"
 

@@ -19,9 +19,9 @@ from fakekafka.model.consumer_group import (
 )
 from fakekafka.model.group import GroupConfig, GroupCoordinator, GroupState, Pending
 from fakekafka.model.mixed_groups import classic_heartbeat, classic_join, classic_sync, encode_assignment
-from wire import ErrorCode
-from wire.messages.consumer_protocol_assignment import VERSIONS as ASSIGNMENT
-from wire.messages.consumer_protocol_subscription import VERSIONS as SUBSCRIPTION
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.messages.consumer_protocol_assignment import VERSIONS as ASSIGNMENT
+from fakekafka.wire.messages.consumer_protocol_subscription import VERSIONS as SUBSCRIPTION
 
 T1 = uuid.UUID(int=1)
 SESSION, REBALANCE = 10_000, 30_000

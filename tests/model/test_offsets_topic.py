@@ -15,9 +15,9 @@ from fakekafka.model.config import BrokerConfig
 from fakekafka.model.consumer_group import HeartbeatRequest, MemberState
 from fakekafka.model.group import GroupState, OffsetAndMetadata, Pending
 from fakekafka.model.offsets_topic import batch_of, decode_record, offset_commit_key, offset_commit_value
-from wire import ErrorCode
-from wire.coordinator import offset_commit
-from wire.records import build_batch, decode_batch
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.coordinator import offset_commit
+from fakekafka.wire.records import build_batch, decode_batch
 
 SESSION = 10_000
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from fakekafka.model.producers import PartitionProducers, ProducerIds
-from wire import ErrorCode
-from wire.records import build_batch, read_header
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.records import build_batch, read_header
 
 
 def _header(pid: int, epoch: int, seq: int, n: int = 1):  # noqa: ANN202

@@ -7,8 +7,8 @@ import pytest
 from fakekafka.model.clock import ManualClock
 from fakekafka.model.cluster import ApiError, Broker, ClusterState, Partition
 from fakekafka.model.config import BrokerConfig
-from wire import ErrorCode
-from wire.records import build_batch, decode_batch
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.records import build_batch, decode_batch
 
 
 def make(lag_ms: int = 0, replica_lag_max: int = 30_000) -> ClusterState:

@@ -10,8 +10,8 @@ import pytest
 from fakekafka.model.clock import ManualClock
 from fakekafka.model.cluster import RETENTION_INITIAL_DELAY_MS, Broker, ClusterState, Partition
 from fakekafka.model.config import BrokerConfig, ConfigSource, InvalidConfig
-from wire import ErrorCode
-from wire.records import build_batch
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.records import build_batch
 
 CHECK = 300_000
 

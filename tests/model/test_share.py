@@ -11,8 +11,8 @@ import pytest
 from fakekafka.model.clock import ManualClock
 from fakekafka.model.log import PartitionLog
 from fakekafka.model.share import RecordState, ShareConfig, ShareCoordinator, SharePartition
-from wire import ErrorCode
-from wire.records import build_batch, decode_batch, read_header
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.records import build_batch, decode_batch, read_header
 
 ACCEPT, RELEASE, REJECT, RENEW, GAP = 1, 2, 3, 4, 0
 TOPIC = uuid.uuid4()
@@ -28,7 +28,7 @@ def _log(*batch_sizes: int) -> tuple[list[bytes], int]:
 
 
 def _reader(batches: list[bytes]):  # noqa: ANN202 - the callable SharePartition.acquire takes
-    from wire.records import read_header
+    from fakekafka.wire.records import read_header
 
     def read(offset: int) -> list[bytes]:
         return [b for b in batches if read_header(b).last_offset >= offset]
@@ -184,8 +184,8 @@ def test_control_batches_are_acquired_for_the_client_to_skip() -> None:
 
 
 def test_ctl_describe_shows_share_groups_and_their_partitions() -> None:
-    from fakekafka.describe import describe_tables
     from fakekafka.model.cluster import ClusterState
+    from fakekafka.ops.describe import describe_tables
     state = ClusterState()
     state.create_topic("orders", 2)
     state.shares.heartbeat("billing", "m1", 0, None, ["orders"], "c", "/h", state.share_topic)

@@ -12,8 +12,8 @@ from fakekafka.model.cluster import SHARE_STATE_TOPIC, Broker, ClusterState, jav
 from fakekafka.model.config import BrokerConfig
 from fakekafka.model.share import AcknowledgeType, RecordState, SharePartition
 from fakekafka.model.share_state import decode_share_record, kafka_uuid
-from fakekafka.storage import DataDir
-from wire.records import build_batch, decode_batch
+from fakekafka.storage.datadir import DataDir
+from fakekafka.wire.records import build_batch, decode_batch
 
 A = AcknowledgeType
 

@@ -1,4 +1,4 @@
-"""The data dir (fakekafka/storage.py): what a restart brings back, and what recovery cuts off after a crash.
+"""The data dir (fakekafka/storage/datadir.py): what a restart brings back, and what recovery cuts off after a crash.
 
 A "crash" here is a state dropped without DataDir.close (its files left as a killed process leaves them: every
 write() done, nothing flushed or saved at the end); a clean stop calls close. The cluster runs on the fake clock.
@@ -16,9 +16,9 @@ from fakekafka.model.acl import AclBinding
 from fakekafka.model.clock import ManualClock
 from fakekafka.model.cluster import Broker, ClusterState, Partition
 from fakekafka.model.config import BrokerConfig
-from fakekafka.storage import METADATA_FILE, DataDir, DataDirError, read_segment, segment_name
-from wire import ErrorCode
-from wire.records import build_batch, decode_batch
+from fakekafka.storage.datadir import METADATA_FILE, DataDir, DataDirError, read_segment, segment_name
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.records import build_batch, decode_batch
 
 AUTHORIZER = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}
 
@@ -330,8 +330,8 @@ def test_a_diverged_follower_truncates_its_file(tmp_path: Path) -> None:
 
 
 def test_at_most_max_open_files_stay_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import fakekafka.storage
-    monkeypatch.setattr(fakekafka.storage, "MAX_OPEN_FILES", 2)
+    import fakekafka.storage.datadir
+    monkeypatch.setattr(fakekafka.storage.datadir, "MAX_OPEN_FILES", 2)
     state = _open(tmp_path)
     t = state.create_topic("t", 5)
     for round_ in range(2):

@@ -10,9 +10,9 @@ from fakekafka.model.cluster import TRANSACTION_STATE_TOPIC, Broker, ClusterStat
 from fakekafka.model.config import BrokerConfig
 from fakekafka.model.transaction_log import STATE, decode_transaction_record
 from fakekafka.model.transactions import TransactionState
-from fakekafka.storage import DataDir
-from wire import ErrorCode
-from wire.records import build_batch, decode_batch
+from fakekafka.storage.datadir import DataDir
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.records import build_batch, decode_batch
 
 S = TransactionState
 

@@ -14,8 +14,8 @@ from fakekafka.model.transactions import (
     TransactionMetadata,
     TransactionState,
 )
-from wire import ErrorCode
-from wire.records import build_batch
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.records import build_batch
 
 S = TransactionState
 

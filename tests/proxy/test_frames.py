@@ -8,7 +8,7 @@ import pytest
 
 from fakekafka.proxy.frames import FrameError, produce_acks, read_request_head
 from fakekafka.proxy.rewrite import may_name_a_broker, rewrite_addresses
-from wire.protocol import decode_request, encode_request
+from fakekafka.wire.protocol import decode_request, encode_request
 
 
 @pytest.mark.parametrize(("api_key", "version", "body"), [

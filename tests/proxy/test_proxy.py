@@ -19,11 +19,11 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import fakekafka
+from fakekafka.observe.recording import read_records
 from fakekafka.proxy import Proxy
 from fakekafka.proxy.observe import read_frames
 from fakekafka.proxy.replay import replay
-from fakekafka.recording import read_records
-from wire.protocol import decode_response, encode_request
+from fakekafka.wire.protocol import decode_response, encode_request
 
 
 def _produce(bootstrap: str, topic: str, n: int, start: int = 0, **config: object) -> None:
@@ -244,7 +244,7 @@ def _answer_of(sock: socket.socket, api_key: int, version: int) -> tuple[int, ob
 def test_hooks_answer_note_and_edit_requests_for_a_layer_on_top() -> None:
     """`intercept` answers a request itself and notes the others; `answer_edits` edits an API's answers;
     listeners get the note and the upstream's own answer (compat's recording relay is built on these)."""
-    from wire.protocol import encode_response
+    from fakekafka.wire.protocol import encode_response
     seen: list[tuple[object, bytes | None, bytes | None]] = []
 
     def intercept(head, frame, connection):  # type: ignore[no-untyped-def]
@@ -322,7 +322,7 @@ def test_an_error_after_applying_on_the_fake_cluster_too() -> None:
 
 
 def test_tls_towards_clients(tmp_path: Path) -> None:
-    from fakekafka.security import make_test_pki, server_ssl_context
+    from fakekafka.net.security import make_test_pki, server_ssl_context
     pki = make_test_pki(tmp_path)
     with fakekafka.Cluster() as cluster, Proxy(cluster, client_ssl=server_ssl_context(
             str(pki.server_keystore), None, "none")) as proxy:

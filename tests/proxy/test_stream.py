@@ -16,9 +16,9 @@ import pytest
 from fakekafka.proxy.frames import FrameError
 from fakekafka.proxy.server import _HIGH_WATER, ProxyServer, _Frames, _Stream
 from fakekafka.proxy.stream import FetchTail, overlong_uvarint, rewrite_tail
-from wire.primitives import uvarint_at
-from wire.protocol import decode_response, encode_request, encode_response
-from wire.records import build_batch
+from fakekafka.wire.primitives import uvarint_at
+from fakekafka.wire.protocol import decode_response, encode_request, encode_response
+from fakekafka.wire.records import build_batch
 
 TOPIC_ID = uuid.UUID(int=7)
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from fakekafka.handle import ClusterHandle
+from fakekafka.testing.handle import ClusterHandle
 
 pytestmark = pytest.mark.spark
 

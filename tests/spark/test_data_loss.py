@@ -14,7 +14,7 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 from pyspark.errors import StreamingQueryException
 
-from fakekafka.handle import ClusterHandle
+from fakekafka.testing.handle import ClusterHandle
 from tests.spark.conftest import ERRORS, checkpoint_offsets, rows, run_available_now, source, standin_differs
 
 pytestmark = pytest.mark.spark

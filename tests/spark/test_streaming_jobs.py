@@ -14,7 +14,7 @@ pytest.importorskip("pyspark", reason="needs pyspark: pip install 'fakekafka[spa
 from confluent_kafka.admin import AdminClient, NewPartitions
 from pyspark.sql import functions as F
 
-from fakekafka.handle import ClusterHandle
+from fakekafka.testing.handle import ClusterHandle
 from tests.spark.conftest import checkpoint_offsets, rows, run_available_now, source
 
 pytestmark = pytest.mark.spark

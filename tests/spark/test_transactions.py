@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("pyspark", reason="needs pyspark: pip install 'fakekafka[spark]'")
 from confluent_kafka import Producer
 
-from fakekafka.handle import ClusterHandle
+from fakekafka.testing.handle import ClusterHandle
 from tests.spark.conftest import checkpoint_offsets, rows, run_available_now, source
 
 pytestmark = [pytest.mark.spark, pytest.mark.spark_both_routes]  # CI: also on the stand-in

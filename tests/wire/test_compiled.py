@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from construct import ConstructError, Container
 
-import wire
+from fakekafka import wire
+from fakekafka.wire.primitives import Message, NullableStruct, _Array
+from fakekafka.wire.protocol import request_struct, response_struct
 from tests.wire.test_messages import PAIRS, sample
-from wire.primitives import Message, NullableStruct, _Array
-from wire.protocol import request_struct, response_struct
 
 
 def _messages(sub: Any, seen: dict[int, Message]) -> None:
@@ -150,8 +150,7 @@ def test_decode_error_names_the_field_path() -> None:
 def test_each_message_is_compiled_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Arrays hold their element's lazy method through a whole loop, and a nested struct field is
     called from its parent's compiled code: neither may compile the message again."""
-    import wire.compiled
-    from wire.primitives import Array, Field, Int32, String
+    from fakekafka.wire.primitives import Array, Field, Int32, String
 
     compiled: list[int] = []
     real = wire.compiled.compile_message

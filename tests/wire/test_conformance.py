@@ -38,9 +38,8 @@ from typing import Any
 import pytest
 from construct import Construct
 
-from tests import javautil
-from wire.messages import API_MODULES
-from wire.primitives import (
+from fakekafka.wire.messages import API_MODULES
+from fakekafka.wire.primitives import (
     UNKNOWN_TAGS,
     ZERO_UUID,
     Bool,
@@ -57,8 +56,9 @@ from wire.primitives import (
     _Array,
     _Sized,
 )
-from wire.protocol import request_struct, response_struct
-from wire.records import Compression, build_batch, decode_batch, iter_batches
+from fakekafka.wire.protocol import request_struct, response_struct
+from fakekafka.wire.records import Compression, build_batch, decode_batch, iter_batches
+from tests import javautil
 
 ROOT = Path(__file__).resolve().parents[2]
 JAVA_SOURCES = (Path(__file__).resolve().parent / "java" / "WireConformance.java",

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from construct import Container
 
-import wire
-from wire.messages import API_MODULES, api_module
-from wire.primitives import (
+from fakekafka import wire
+from fakekafka.wire.messages import API_MODULES, api_module
+from fakekafka.wire.primitives import (
     UNKNOWN_TAGS,
     Bool,
     Message,
@@ -22,7 +22,7 @@ from wire.primitives import (
     _Sized,
     _ZigZag,
 )
-from wire.protocol import request_struct, response_struct
+from fakekafka.wire.protocol import request_struct, response_struct
 
 INT_RANGES = {1: (-128, 127), 2: (-(2**15), 2**15 - 1), 4: (-(2**31), 2**31 - 1), 8: (-(2**63), 2**63 - 1)}
 
@@ -228,7 +228,7 @@ def test_generated_modules_are_lazy_and_complete() -> None:
 
 
 def test_varints_zigzag() -> None:
-    from wire.primitives import Varint, Varlong
+    from fakekafka.wire.primitives import Varint, Varlong
     for n in (0, -1, 1, 63, -64, 64, 2**31 - 1, -(2**31)):
         s = io.BytesIO()
         Varint._build(n, s, None, "")
@@ -240,8 +240,8 @@ def test_varints_zigzag() -> None:
 
 
 def test_a_length_past_any_buffer_is_a_decode_error_that_says_so() -> None:
-    from wire.primitives import CompactNullableBytes, write_uvarint
-    from wire.protocol import parse_body
+    from fakekafka.wire.primitives import CompactNullableBytes, write_uvarint
+    from fakekafka.wire.protocol import parse_body
 
     for claimed in (10, 2**31, 2**62):
         s = io.BytesIO()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wire.primitives import uvarint_at, uvarint_bytes, varint_at
+from fakekafka.wire.primitives import uvarint_at, uvarint_bytes, varint_at
 
 
 @pytest.mark.parametrize("value", [0, 1, 63, 64, 127, 128, 300, 2**31 - 1, 2**63 - 1])

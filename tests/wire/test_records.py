@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from wire.records import (
+from fakekafka.wire.records import (
     Compression,
     InvalidBatch,
     TimestampType,

@@ -2,7 +2,7 @@
 
 """LegacyOffsetCommit: record type 0 of `__consumer_offsets` (key version prefix 0)."""
 
-from wire.primitives import (  # noqa: F401
+from fakekafka.wire.primitives import (  # noqa: F401
     Array, Bool, Bytes, CompactArray, CompactBytes, CompactNullableArray, CompactNullableBytes,
     CompactNullableString, CompactString, Field, Float64, Int8, Int16, Int32, Int64, Message,
     NullableArray, NullableBytes, NullableString, NullableStruct, String, Tagged, TaggedNullableStruct, UInt16, UInt32, Uuid,

@@ -115,5 +115,5 @@ _loaded: dict[int, ModuleType] = {}
 def api_module(api_key: int) -> ModuleType:
     mod = _loaded.get(api_key)
     if mod is None:
-        mod = _loaded[api_key] = importlib.import_module(f'wire.messages.{API_MODULES[api_key][1]}')
+        mod = _loaded[api_key] = importlib.import_module(f'.{API_MODULES[api_key][1]}', __name__)
     return mod

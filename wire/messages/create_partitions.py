@@ -2,7 +2,7 @@
 
 """CreatePartitions (API key 37)."""
 
-from wire.primitives import (  # noqa: F401
+from fakekafka.wire.primitives import (  # noqa: F401
     Array, Bool, Bytes, CompactArray, CompactBytes, CompactNullableArray, CompactNullableBytes,
     CompactNullableString, CompactString, Field, Float64, Int8, Int16, Int32, Int64, Message,
     NullableArray, NullableBytes, NullableString, NullableStruct, String, Tagged, UInt16, UInt32, Uuid,

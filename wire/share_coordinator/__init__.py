@@ -17,4 +17,4 @@ RECORD_TYPES: dict[int, tuple[str, str]] = {
 
 
 def record_module(record_type: int) -> ModuleType:
-    return importlib.import_module(f'wire.share_coordinator.{RECORD_TYPES[record_type][1]}')
+    return importlib.import_module(f'.{RECORD_TYPES[record_type][1]}', __name__)

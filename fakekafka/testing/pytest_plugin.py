@@ -13,7 +13,7 @@ Kafka-compatible broker), so the same tests run against a real Kafka; tests that
 (clock, faults) carry `@pytest.mark.fakekafka_only` and are skipped there, as are tests whose marker asks
 for what only fakekafka has (`clock`, `config`, `racks`, `record`) or for more brokers than the cluster has.
 `--kafka-real` is that route with a cluster the plugin starts itself: Apache Kafka as a JVM
-(`fakekafka.apache_kafka`, KRaft), once per session and per (`brokers`, `auto_create_topics`) the tests ask
+(`fakekafka.testing.apache_kafka`, KRaft), once per session and per (`brokers`, `auto_create_topics`) the tests ask
 for (`brokers=3` gets a shared 3-node cluster), stopped when the session ends.
 As the plugin owns that cluster, it deletes every topic and group after each test, so each test starts on
 an empty cluster as it does on fakekafka. `cluster_for(config)` gives a wider fixture (a module's) the same
@@ -31,15 +31,15 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from fakekafka.embedded import Cluster, LoopThread
-from fakekafka.handle import ClusterHandle
 from fakekafka.model.cluster import ApiError
 from fakekafka.model.config import BrokerConfig
+from fakekafka.testing.embedded import Cluster, LoopThread
+from fakekafka.testing.handle import ClusterHandle
 
 if TYPE_CHECKING:
-    from fakekafka.apache_kafka import KafkaCluster
-    from fakekafka.client import RemoteCluster
     from fakekafka.proxy import Proxy
+    from fakekafka.testing.apache_kafka import KafkaCluster
+    from fakekafka.testing.client import RemoteCluster
 
 __all__ = ["CLIENT_NOISE", "cluster_for", "fakekafka", "fakekafka_cluster", "kafka", "kafka_proxy", "kill_broker"]
 
@@ -104,7 +104,7 @@ class RealKafka:
             pytest.fail(self.failures[key], pytrace=False)
         cluster = self.clusters.get(key)
         if cluster is None:
-            from fakekafka.apache_kafka import KafkaCluster, KafkaUnavailable
+            from fakekafka.testing.apache_kafka import KafkaCluster, KafkaUnavailable
             configs: dict[str, str | None] = {**REAL_KAFKA_CONFIGS,
                                               "auto.create.topics.enable": str(auto_create).lower()}
             try:
@@ -148,7 +148,7 @@ def _check_real_kafka(config: pytest.Config) -> None:
     if config.getoption("--fakekafka-bootstrap"):
         raise pytest.UsageError("--kafka-real and --fakekafka-bootstrap exclude each other: --kafka-real starts "
                                 "the cluster, --fakekafka-bootstrap names one")
-    from fakekafka.apache_kafka import INSTALL_HINT, KAFKA_VERSION, kafka_lib
+    from fakekafka.testing.apache_kafka import INSTALL_HINT, KAFKA_VERSION, kafka_lib
     if kafka_lib() is None:
         raise pytest.UsageError(f"--kafka-real: Apache Kafka {KAFKA_VERSION}'s jars are not installed: "
                                 f"{INSTALL_HINT}, or set FAKEKAFKA_KAFKA_LIB to a directory holding them")
@@ -161,7 +161,7 @@ def _remote_target(config: pytest.Config) -> str | None:
     """What runs in place of an in-process fakekafka: the bootstrap address given, "Apache Kafka" for
     --kafka-real, or None (fakekafka)."""
     if config.getoption("--kafka-real"):
-        from fakekafka.apache_kafka import KAFKA_VERSION
+        from fakekafka.testing.apache_kafka import KAFKA_VERSION
         return f"Apache Kafka {KAFKA_VERSION} (--kafka-real)"
     return config.getoption("--fakekafka-bootstrap")
 
@@ -210,7 +210,7 @@ def _start(settings: dict[str, Any], loop_thread: LoopThread | None) -> Cluster:
 
 def _remote(config: pytest.Config, settings: dict[str, Any]) -> RemoteCluster:
     """A handle on the remote cluster for a test's settings; skips the test when they need fakekafka."""
-    from fakekafka.client import RemoteCluster
+    from fakekafka.testing.client import RemoteCluster
     unknown = set(settings) - _SETTINGS
     if unknown:
         raise TypeError(f"unknown fakekafka setting(s): {', '.join(sorted(unknown))}; "
@@ -253,7 +253,7 @@ def _release(config: pytest.Config, handle: ClusterHandle) -> None:
     if isinstance(handle, Cluster):
         handle.stop(wait=False)  # its ports close on the shared loop before any later cluster's work
         return
-    from fakekafka.client import RemoteCluster
+    from fakekafka.testing.client import RemoteCluster
     assert isinstance(handle, RemoteCluster)
     real = config.stash.get(_REAL, None)
     retired = real.retired.pop(handle.bootstrap_servers, None) if real is not None else None

@@ -7,10 +7,10 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from wire.records import Record
+from fakekafka.wire.records import Record
 
 if TYPE_CHECKING:
-    from fakekafka.embedded import ConsumerGroupView
+    from fakekafka.testing.embedded import ConsumerGroupView
 
 __all__ = ["ClusterHandle"]
 

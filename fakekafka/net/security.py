@@ -21,7 +21,7 @@ import ssl
 from dataclasses import dataclass
 from pathlib import Path
 
-from wire import ErrorCode
+from fakekafka.wire import ErrorCode
 
 __all__ = [
     "DEFAULT_PROTOCOL_MAP", "ListenerSpec", "SaslFailure", "ScramServer", "TestPki", "make_test_pki",

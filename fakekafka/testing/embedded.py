@@ -20,7 +20,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from fakekafka.handle import ClusterHandle
 from fakekafka.model.acl import STANDARD_AUTHORIZER, AclBinding, AclBindingFilter, Authorizer
 from fakekafka.model.clock import Clock, ManualClock
 from fakekafka.model.cluster import ApiError, Broker, ClusterState
@@ -28,13 +27,14 @@ from fakekafka.model.config import BrokerConfig
 from fakekafka.model.faults import Fault, FaultSteering
 from fakekafka.model.group import Group
 from fakekafka.model.transactions import TransactionMetadata
-from fakekafka.security import TestPki, make_test_pki, parse_listeners
-from fakekafka.server import ListenerPool, RequestRecord, Server
-from wire import ErrorCode
-from wire.records import Compression, Record, build_batch, decode_batch
+from fakekafka.net.security import TestPki, make_test_pki, parse_listeners
+from fakekafka.net.server import ListenerPool, RequestRecord, Server
+from fakekafka.testing.handle import ClusterHandle
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.records import Compression, Record, build_batch, decode_batch
 
 if TYPE_CHECKING:
-    from fakekafka.recording import RequestRecorder
+    from fakekafka.observe.recording import RequestRecorder
 
 __all__ = ["Cluster", "ConsumerGroupView", "ConsumerMemberView", "GroupView", "LoopThread", "MemberView",
            "TransactionView"]
@@ -168,7 +168,7 @@ def decode_assignment(data: bytes) -> dict[str, list[int]]:
     """A consumer-protocol assignment (what the leader hands each member) as {topic: [partitions]}."""
     if len(data) < 2:
         return {}
-    from wire.messages.consumer_protocol_assignment import VERSIONS
+    from fakekafka.wire.messages.consumer_protocol_assignment import VERSIONS
     version = int.from_bytes(data[:2], "big", signed=True)
     body = VERSIONS[min(max(version, 0), len(VERSIONS) - 1)].parse(data[2:])
     return {t.topic: sorted(t.partitions) for t in body.assigned_partitions}
@@ -320,7 +320,7 @@ class Cluster(FaultSteering, ClusterHandle):
         `config`'s). An SSL/SASL_SSL listener without ssl.keystore.location gets a throwaway CA and
         certificates (`self.pki`: the CA file and a client certificate for clients). `users` are the
         SASL PLAIN/SCRAM users, name -> password. `data_dir` keeps the logs and metadata in that directory,
-        so a cluster made again on it has them back (fakekafka/storage.py; DataDirError, a ValueError, for a
+        so a cluster made again on it has them back (fakekafka/storage/datadir.py; DataDirError, a ValueError, for a
         directory that cannot be used); without it everything lives in memory only."""
         if clock == "frozen":
             clock = ManualClock()
@@ -359,15 +359,15 @@ class Cluster(FaultSteering, ClusterHandle):
         for user, password in (users or {}).items():
             self.state.add_user(user, password)
         if data_dir is not None:
-            from fakekafka.storage import DataDir
+            from fakekafka.storage.datadir import DataDir
             DataDir(data_dir, self.config.cluster_id, list(self.state.brokers)).load(self.state)
         for name, count in (topics or {}).items():  # before anyone can see the state: no loop needed
             if name not in self.state.topics:  # a data dir may have it already
                 self.state.create_topic(name, count)
         self.server = Server(self.state, host)
         self.recorder: RequestRecorder | None = None
-        if record is not None:  # every request from the first one, as Parquet (fakekafka/recording.py)
-            from fakekafka.recording import RequestRecorder
+        if record is not None:  # every request from the first one, as Parquet (fakekafka/observe/recording.py)
+            from fakekafka.observe.recording import RequestRecorder
             self.recorder = RequestRecorder(record)
             self.server.add_request_listener(self.recorder)
         self._loop: asyncio.AbstractEventLoop | None = None

@@ -1,4 +1,4 @@
-"""`fakekafka analyze DIR`: a PySpark job over a recording (fakekafka/recording.py) that writes a traffic
+"""`fakekafka analyze DIR`: a PySpark job over a recording (fakekafka/observe/recording.py) that writes a traffic
 report — Markdown or HTML with matplotlib plots (PNG files next to it).
 
 Every aggregation runs in Spark (local by default, any `--master` otherwise); only the small results

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from fakekafka import __version__
-from fakekafka.control import COMMANDS, send_command, serve_control
-from fakekafka.describe import status_line
-from fakekafka.embedded import Cluster
 from fakekafka.model.config import BROKER_CONFIGS, BrokerConfig, InvalidConfig
-from fakekafka.storage import DataDirError
+from fakekafka.ops.control import COMMANDS, send_command, serve_control
+from fakekafka.ops.describe import status_line
+from fakekafka.storage.datadir import DataDirError
+from fakekafka.testing.embedded import Cluster
 
 __all__ = ["main"]
 
@@ -383,7 +383,7 @@ async def _serve(args: argparse.Namespace) -> int:
         return 2
     pki = None
     if args.listeners and args.ssl_dir and not args.ssl_keystore_location:
-        from fakekafka.security import make_test_pki
+        from fakekafka.net.security import make_test_pki
         pki = make_test_pki(args.ssl_dir, tuple(dict.fromkeys([args.advertised_host or args.host, "localhost",
                                                                 "127.0.0.1", "::1"])))
         security.update(ssl_keystore_location=str(pki.server_keystore), ssl_truststore_location=str(pki.ca_file))
@@ -407,7 +407,7 @@ async def _serve(args: argparse.Namespace) -> int:
     cluster.server.advertised_host = args.advertised_host
     recorder = None
     if args.record:
-        from fakekafka.recording import record_cluster
+        from fakekafka.observe.recording import record_cluster
         try:
             recorder = record_cluster(cluster, args.record)
         except ImportError as e:
@@ -540,7 +540,7 @@ def _analyze(args: argparse.Namespace) -> int:
     fmt = args.format or ("html" if args.out and Path(args.out).suffix.lower() in (".html", ".htm") else "md")
     out = Path(args.out or f"fakekafka-report.{fmt}")
     try:
-        from fakekafka import analyze
+        from fakekafka.ops import analyze
         analyze.require_dependencies()
     except ImportError as e:
         print(f"fakekafka analyze: {e}", file=sys.stderr)

@@ -15,9 +15,9 @@ import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from fakekafka.describe import describe_tables
-from fakekafka.embedded import Cluster, TransactionView
 from fakekafka.model.cluster import ApiError
+from fakekafka.ops.describe import describe_tables
+from fakekafka.testing.embedded import Cluster, TransactionView
 
 __all__ = ["COMMANDS", "Commands", "format_event", "send_command", "serve_commands", "serve_control"]
 

@@ -13,12 +13,12 @@ import struct
 import uuid
 from typing import Any
 
-import wire
-from fakekafka.embedded import ConsumerGroupView, ConsumerMemberView, GroupView, MemberView, decode_assignment
-from fakekafka.handle import ClusterHandle
+from fakekafka import wire
 from fakekafka.model.cluster import ApiError
-from wire import ErrorCode
-from wire.records import Compression, Record, build_batch, decode_batch, iter_batches
+from fakekafka.testing.embedded import ConsumerGroupView, ConsumerMemberView, GroupView, MemberView, decode_assignment
+from fakekafka.testing.handle import ClusterHandle
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.records import Compression, Record, build_batch, decode_batch, iter_batches
 
 __all__ = ["NeedsFakeKafka", "RemoteCluster", "WireConnection"]
 

@@ -4,7 +4,7 @@
 memory and a writer thread turns them into one Parquet file every `max_records` records or `max_seconds`
 seconds (and on `flush`/`close`), so the server's event loop only pays for a list append and a long
 recording is a few files per hour, not one per request. `fakekafka serve --record DIR` and
-`record_cluster(cluster, DIR)` attach one; `fakekafka analyze DIR` reads them (fakekafka/analyze.py).
+`record_cluster(cluster, DIR)` attach one; `fakekafka analyze DIR` reads them (fakekafka/ops/analyze.py).
 The protocol-aware proxy writes the same format.
 
 Layout (Hive partitioning by the UTC hour of `time`; files appear atomically, written under a dot-name
@@ -54,10 +54,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fakekafka.server import RequestRecord
+from fakekafka.net.server import RequestRecord
 
 if TYPE_CHECKING:
-    from fakekafka.embedded import Cluster
+    from fakekafka.testing.embedded import Cluster
 
 __all__ = ["FORMAT_VERSION", "RECORD_EXTRA", "RequestRecorder", "hour_partition", "read_records",
            "record_cluster", "recording_schema"]

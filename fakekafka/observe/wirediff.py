@@ -16,7 +16,7 @@ import time
 import uuid
 from typing import Any
 
-from wire.messages import API_MODULES
+from fakekafka.wire.messages import API_MODULES
 
 __all__ = ["ABSENT", "DROP", "KEY_FIELDS", "NAMED_ARRAYS", "NODE_FIELDS", "NODE_LISTS", "PLACEHOLDER", "Normaliser",
            "api_name", "canonical", "compare", "plain"]
@@ -100,7 +100,7 @@ class Normaliser:
     def records(self, data: bytes | None) -> Any:
         if data is None:
             return None
-        from wire.records import BATCH_OVERHEAD, decode_batch, read_header
+        from fakekafka.wire.records import BATCH_OVERHEAD, decode_batch, read_header
         out: list[Any] = []
         pos = 0
         while pos + BATCH_OVERHEAD <= len(data):

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-from fakekafka.embedded import ConsumerGroupView, GroupView, TransactionView
 from fakekafka.model.cluster import ClusterState, Partition
 from fakekafka.model.group import OffsetAndMetadata
+from fakekafka.testing.embedded import ConsumerGroupView, GroupView, TransactionView
 
 __all__ = ["SECTIONS", "describe_tables", "render_table", "status_line"]
 

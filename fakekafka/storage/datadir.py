@@ -437,7 +437,7 @@ class DataDir:
     def _load_metadata(self, state: ClusterState, saved: dict[str, Any]) -> None:
         from fakekafka.model.acl import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
         from fakekafka.model.cluster import Partition, Topic
-        from fakekafka.security import _ScramCredential
+        from fakekafka.net.security import _ScramCredential
 
         c = state.config
         c.dynamic_defaults.update(saved.get("dynamic_defaults", {}))

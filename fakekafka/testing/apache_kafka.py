@@ -287,7 +287,7 @@ class KafkaCluster:
                 out.close()
 
     def _wait_ready(self, deadline: float) -> None:
-        from fakekafka.client import WireConnection
+        from fakekafka.testing.client import WireConnection
         last: str = "no answer yet"
         while time.monotonic() < deadline:
             for i, proc in enumerate(self.procs):

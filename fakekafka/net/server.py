@@ -42,18 +42,18 @@ from fakekafka.model.clock import ManualClock
 from fakekafka.model.cluster import Broker, ClusterState
 from fakekafka.model.config import OAUTHBEARER_UNSECURED_VALIDATOR
 from fakekafka.model.log import StorageError
-from fakekafka.security import (
+from fakekafka.net.security import (
     ListenerSpec,
     certificate_subject,
     parse_listeners,
     server_ssl_context,
     ssl_principal_name,
 )
-from fakekafka.traffic import touched
-from wire import DecodeError, ErrorCode, Request, UnknownApiKey, decode_request_header
-from wire.messages import API_MODULES
-from wire.primitives import element_budget
-from wire.protocol import encode_response_chunks, parse_body, request_struct
+from fakekafka.observe.traffic import touched
+from fakekafka.wire import DecodeError, ErrorCode, Request, UnknownApiKey, decode_request_header
+from fakekafka.wire.messages import API_MODULES
+from fakekafka.wire.primitives import element_budget
+from fakekafka.wire.protocol import encode_response_chunks, parse_body, request_struct
 
 __all__ = ["Listener", "ListenerPool", "RequestRecord", "Server", "error_codes_in"]
 

@@ -1,0 +1,1 @@
+"""The network edge: listeners, framing, connections, TLS and SASL; bytes in, handlers' answers out."""

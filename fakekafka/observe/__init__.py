@@ -1,0 +1,1 @@
+"""Observation: recordings of every request, what a request touched, wire answers made comparable."""

@@ -1,0 +1,1 @@
+"""The cluster as pure state with an injectable clock: topics, partition logs, groups, transactions, configs."""

@@ -26,9 +26,11 @@ BIN_DIR=${FAKEKAFKA_BIN:-$HOME/.cache/fakekafka/bin}
 log() { printf '[install] %s\n' "$*" >&2; }
 
 # ---------------------------------------------------------------- apt
-# kcat (bundles librdkafka 2.0.2: an old client to keep working).
+# kcat (bundles librdkafka 2.0.2: an old client to keep working); chromium.
 apt_pkgs=()
 command -v kcat >/dev/null 2>&1 || apt_pkgs+=(kcat)
+# chromium: the documentation site's browser test loads the built pages in it, headless (tests/test_docs_site.py)
+command -v chromium >/dev/null 2>&1 || apt_pkgs+=(chromium)
 if ((${#apt_pkgs[@]})); then
     log "apt-get install ${apt_pkgs[*]}"
     export DEBIAN_FRONTEND=noninteractive

@@ -37,8 +37,8 @@ ROOT = os.path.dirname(HERE)
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from fakekafka.net.server import RequestRecord  # noqa: E402
 from fakekafka.observe.recording import RequestRecorder  # noqa: E402
+from fakekafka.observe.records import RequestRecord  # noqa: E402
 
 TOPICS = {"orders": 12, "payments": 6, "events": 24, "audit": 3}
 BROKERS = (1, 2, 3)

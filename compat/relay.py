@@ -40,7 +40,7 @@ from fakekafka.testing.embedded import LoopThread
 from fakekafka.wire.protocol import encode_response
 
 if TYPE_CHECKING:
-    from fakekafka.net.server import RequestRecord
+    from fakekafka.observe.records import RequestRecord
     from fakekafka.proxy.frames import RequestHead
     from fakekafka.proxy.server import _Exchange
 

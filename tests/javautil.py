@@ -54,7 +54,7 @@ from typing import Any, TypeVar
 import pytest
 
 import fakekafka
-from fakekafka.net.server import RequestRecord
+from fakekafka.observe.records import RequestRecord
 from fakekafka.testing.handle import ClusterHandle
 
 __all__ = ["INSTALL_HINT", "JavaError", "JavaRun", "classpath", "compile_java", "connect_classpath", "run_driver",

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import fakekafka
-from fakekafka.net.server import RequestRecord
+from fakekafka.observe.records import RequestRecord
 from fakekafka.ops.cli import main
 
 

@@ -114,15 +114,15 @@ def test_queued_max_request_bytes_pauses_reading_until_requests_finish(limited: 
     stalled.send_bytes(struct.pack(">i", 900) + b"\x00" * 10)  # 900 counted, as Kafka's pool counts them
     second = RawClient(limited.bootstrap_servers)
     second.send_bytes(struct.pack(">i", 500) + b"\x00" * 10)  # 900 < 1000: may overdraw, like Kafka's pool
-    _wait(lambda: limited.call(lambda: server._queued_bytes[1]) == 1400, "both announcements counted")
+    _wait(lambda: limited.call(lambda: server.pool.queued_bytes[1]) == 1400, "both announcements counted")
     waiting = RawClient(limited.bootstrap_servers)
     waiting.send(18, 3, {"client_software_name": "t", "client_software_version": "1"})
-    _wait(lambda: limited.call(lambda: len(server._starved[1])) == 1, "the third connection waits for the budget")
+    _wait(lambda: limited.call(lambda: len(server.pool.starved[1])) == 1, "the third connection waits for the budget")
     stalled.close()
     second.close()
     _, answer = waiting.receive(18, 3)  # read once the stalled frames' bytes were given back
     assert answer.error_code == ErrorCode.NONE
-    _wait(lambda: limited.call(lambda: server._queued_bytes[1]) == 0, "every counted byte given back")
+    _wait(lambda: limited.call(lambda: server.pool.queued_bytes[1]) == 0, "every counted byte given back")
     waiting.close()
 
 
@@ -149,7 +149,7 @@ def test_max_connections_per_ip_closes_the_one_past_it(limited: fakekafka.Cluste
     third = RawClient(limited.bootstrap_servers)
     assert third.is_closed()  # accepted and closed at once, as Kafka 4.4 does
     first.close()
-    _wait(lambda: limited.call(lambda: limited.server._per_ip[(1, "127.0.0.1")]) == 1, "the slot is free")
+    _wait(lambda: limited.call(lambda: limited.server.quotas.per_ip[(1, "127.0.0.1")]) == 1, "the slot is free")
     fourth = RawClient(limited.bootstrap_servers)
     assert _api_versions(fourth) == ErrorCode.NONE
     second.close()
@@ -162,7 +162,7 @@ def test_max_connections_holds_the_next_one_until_a_slot_frees(limited: fakekafk
     assert _api_versions(first) == _api_versions(second) == ErrorCode.NONE
     third = RawClient(limited.bootstrap_servers)
     third.send(18, 3, {"client_software_name": "t", "client_software_version": "1"})
-    _wait(lambda: limited.call(lambda: len(limited.server._held[1])) == 1, "the third one is held")
+    _wait(lambda: limited.call(lambda: len(limited.server.quotas.held[1])) == 1, "the third one is held")
     first.close()
     _, answer = third.receive(18, 3)  # admitted when the first one closed, as Kafka's acceptor waits
     assert answer.error_code == ErrorCode.NONE
@@ -184,12 +184,12 @@ def test_parked_fetches_end_with_their_connection(broker: fakekafka.Cluster) -> 
     clients = [RawClient(broker.bootstrap_servers) for _ in range(200)]
     for c in clients:
         c.send(1, 16, _fetch_forever(topic_id))
-    _wait(lambda: broker.call(lambda: len(server._waiters.get(id(broker.state.topics["parked"].partitions[0]),
+    _wait(lambda: broker.call(lambda: len(server.purgatory.waiters.get(id(broker.state.topics["parked"].partitions[0]),
                                                                 ())) == 200), "200 parked fetches")
     for c in clients:
         c.close()
-    _wait(lambda: broker.call(lambda: not server._connections and not server._waiters and not server._idle),
-          "every parked fetch ended with its connection")
+    _wait(lambda: broker.call(lambda: not server._connections and not server.purgatory.waiters
+                              and not server.quotas.idle), "every parked fetch ended with its connection")
 
 
 def test_parked_acks_all_produce_ends_with_its_connection() -> None:
@@ -203,9 +203,9 @@ def test_parked_acks_all_produce_ends_with_its_connection() -> None:
         raw.send(0, 9, {"acks": -1, "timeout_ms": 2**31 - 1, "topic_data": [
             {"name": "w", "partition_data": [{"index": 0, "records": build_batch([{"value": b"x"}])}]}]})
         server = cluster.server
-        _wait(lambda: cluster.call(lambda: bool(server._waiters)), "the produce waits for the follower")
+        _wait(lambda: cluster.call(lambda: bool(server.purgatory.waiters)), "the produce waits for the follower")
         raw.close()
-        _wait(lambda: cluster.call(lambda: not server._connections and not server._waiters), "it ended")
+        _wait(lambda: cluster.call(lambda: not server._connections and not server.purgatory.waiters), "it ended")
 
 
 def _join_body(member_id: str) -> dict:
@@ -222,9 +222,9 @@ def test_parked_join_group_ends_with_its_connection(broker: fakekafka.Cluster) -
     other = second.request(11, 5, _join_body("")).member_id
     second.send(11, 5, _join_body(other))
     server = broker.server
-    _wait(lambda: broker.call(lambda: bool(server._waiters)), "the second join waits for the first member")
+    _wait(lambda: broker.call(lambda: bool(server.purgatory.waiters)), "the second join waits for the first member")
     second.close()
-    _wait(lambda: broker.call(lambda: not server._waiters and len(server._connections) == 1), "it ended")
+    _wait(lambda: broker.call(lambda: not server.purgatory.waiters and len(server._connections) == 1), "it ended")
     first.close()
 
 
@@ -307,7 +307,7 @@ def test_a_request_past_the_element_budget_closes_its_connection(broker: fakekaf
                                                                  caplog: pytest.LogCaptureFixture) -> None:
     """0.9 MB of one-letter topic names would become hundreds of MB of objects: past MAX_REQUEST_ELEMENTS the
     request is refused as malformed, before its elements are made."""
-    from fakekafka.net.server import MAX_REQUEST_ELEMENTS
+    from fakekafka.net.requests import MAX_REQUEST_ELEMENTS
     raw = RawClient(broker.bootstrap_servers)
     r = raw.request(3, 1, {"topics": [{"name": "a"}] * 1000})
     assert len(r.topics) == 1000

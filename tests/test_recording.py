@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 import fakekafka
-from fakekafka.net.server import RequestRecord
 from fakekafka.observe.recording import RequestRecorder, hour_partition, read_records, record_cluster, recording_schema
+from fakekafka.observe.records import RequestRecord
 
 ds = pytest.importorskip("pyarrow.dataset")
 pq = pytest.importorskip("pyarrow.parquet")

@@ -7,7 +7,7 @@ import time
 import pytest
 
 import fakekafka
-from fakekafka.net.server import RequestRecord
+from fakekafka.observe.records import RequestRecord
 from fakekafka.observe.traffic import count_records, touched
 from fakekafka.wire.records import build_batch
 

@@ -46,7 +46,7 @@ def unsupported_version_response() -> dict[str, Any]:
 
 @handles(API_VERSIONS_KEY, 0, 5)
 def handle_api_versions(ctx: RequestContext, req: Container) -> dict[str, Any]:
-    ctx.extra["client_software"] = (req.get("client_software_name"), req.get("client_software_version"))
+    ctx.connection.client_software = (req.get("client_software_name"), req.get("client_software_version"))
     cluster_id, node_id = req.get("cluster_id"), req.get("node_id", -1)
     if cluster_id is not None or node_id != -1:
         if cluster_id is None or node_id == -1:

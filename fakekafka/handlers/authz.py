@@ -28,10 +28,10 @@ the operation they need on it, checked before the handler runs (CLUSTER_AUTHORIZ
 
 
 def principal(ctx: RequestContext) -> str:
-    sasl = ctx.extra.get("sasl")
+    sasl = ctx.connection.sasl
     if sasl is not None and sasl.principal is not None:
         return f"User:{sasl.principal}"
-    return ctx.extra.get("ssl_principal", ANONYMOUS)
+    return ctx.connection.ssl_principal or ANONYMOUS
 
 
 def client_address(ctx: RequestContext) -> str:

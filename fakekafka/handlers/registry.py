@@ -14,6 +14,7 @@ from typing import Any
 
 from construct import Container
 
+from fakekafka.handlers.connection import ConnectionState
 from fakekafka.model.cluster import Broker, ClusterState
 from fakekafka.wire import ErrorCode, Request
 from fakekafka.wire.messages import API_MODULES
@@ -30,13 +31,13 @@ class RequestContext:
     broker: Broker
     request: Request
     client_host: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
-    """Per connection: the client's software, the listener it connected to, its SASL state."""
+    connection: ConnectionState = field(default_factory=ConnectionState)
+    """The connection's state across its requests: listener, SASL, principal, client software."""
 
     @property
     def listener(self) -> str | None:
         """The listener name the request came in on (None: the cluster's only, implicit listener)."""
-        return self.extra.get("listener")
+        return self.connection.listener
 
     @property
     def version(self) -> int:

@@ -1,7 +1,7 @@
 """SaslHandshake (key 17, v0-1) and SaslAuthenticate (key 36, v0-2), as Kafka 4.4's SaslServerAuthenticator
 answers them on a SASL_PLAINTEXT or SASL_SSL listener.
 
-The connection's SASL state lives in the per-connection `ctx.extra["sasl"]` (the server creates it on SASL
+The connection's SASL state lives in the per-connection `ctx.connection.sasl` (the server creates it on SASL
 listeners and refuses other requests until it is authenticated). An unsupported mechanism gets
 UNSUPPORTED_SASL_MECHANISM with the enabled list, a wrong password SASL_AUTHENTICATION_FAILED with Kafka's
 message (PLAIN's own, SCRAM's generic one; checked against Kafka 4.4.0 by tests/test_security.py); the
@@ -26,11 +26,11 @@ ends are wall-clock times (tokens carry them), not the cluster's clock.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from construct import Container
 
+from fakekafka.handlers.connection import SaslState
 from fakekafka.handlers.registry import DropConnection, RequestContext, handles
 from fakekafka.model.cluster import java_string_hash
 from fakekafka.net.security import (
@@ -44,34 +44,10 @@ from fakekafka.net.security import (
 from fakekafka.wire import ErrorCode
 
 SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
+__all__ = ["OFFERED", "SASL_AUTHENTICATE", "SASL_HANDSHAKE", "SaslState", "enabled_mechanisms"]
+
 OFFERED = ("PLAIN", *SCRAM_MECHANISMS, "OAUTHBEARER")
 """The mechanisms fakekafka has (GSSAPI is not among them)."""
-
-
-@dataclass
-class SaslState:
-    """One connection's progress through the SASL exchange (and, KIP-368, its re-authentications)."""
-
-    mechanism: str | None = None
-    scram: ScramServer | None = None
-    oauth: OAuthBearerServer | None = None
-    principal: str | None = None
-    expires_at_ms: int | None = None
-    """Wall-clock time the session ends (None: never): past it, any request but a re-authentication closes the
-    connection, as Kafka's SocketServer does."""
-    reauth_from: tuple[str, str] | None = None
-    """(mechanism, principal) of the session being re-authenticated."""
-    pending: str | None = None
-    """The exchange under way (the mechanism chosen by the handshake, until its SaslAuthenticate ends)."""
-    last_reauth_ms: int = 0
-    """When the last re-authentication began: Kafka starts at most one a second (its MIN_REAUTH_INTERVAL)."""
-
-    @property
-    def authenticated(self) -> bool:
-        return self.principal is not None
-
-    def expired(self, now_ms: int) -> bool:
-        return self.expires_at_ms is not None and now_ms >= self.expires_at_ms
 
 
 def enabled_mechanisms(ctx: RequestContext) -> list[str]:
@@ -88,7 +64,7 @@ def enabled_mechanisms(ctx: RequestContext) -> list[str]:
 
 @handles(SASL_HANDSHAKE, 0, 1)
 def handle_sasl_handshake(ctx: RequestContext, req: Container) -> dict[str, Any]:
-    state: SaslState | None = ctx.extra.get("sasl")
+    state = ctx.connection.sasl
     enabled = enabled_mechanisms(ctx)
     now_ms = int(time.time() * 1000)
     if state is None or state.pending is not None or (state.authenticated and (
@@ -101,10 +77,10 @@ def handle_sasl_handshake(ctx: RequestContext, req: Container) -> dict[str, Any]
         state.reauth_from = (state.mechanism, state.principal)
         state.last_reauth_ms = now_ms
     elif mechanism not in enabled or mechanism not in OFFERED:
-        ctx.extra["close_after"] = f"SASL mechanism {mechanism!r} is not enabled"
+        ctx.connection.close_after = f"SASL mechanism {mechanism!r} is not enabled"
         return {"error_code": ErrorCode.UNSUPPORTED_SASL_MECHANISM, "mechanisms": enabled}
     if ctx.version == 0:  # raw tokens follow, outside Kafka framing: not offered (every client today sends v1)
-        ctx.extra["close_after"] = "SaslHandshake v0 (unframed tokens) is not supported by fakekafka"
+        ctx.connection.close_after = "SaslHandshake v0 (unframed tokens) is not supported by fakekafka"
     state.pending = mechanism
     state.scram = ScramServer(mechanism, ctx.cluster.scram) if mechanism in SCRAM_MECHANISMS else None
     state.oauth = OAuthBearerServer() if mechanism == "OAUTHBEARER" else None
@@ -118,14 +94,14 @@ def _authenticate(ctx: RequestContext, body: dict[str, Any], lifetime_ms: int = 
 
 
 def _failed(ctx: RequestContext, state: SaslState, message: str) -> dict[str, Any]:
-    ctx.extra["close_after"] = f"SASL {state.pending} authentication failed: {message}"
+    ctx.connection.close_after = f"SASL {state.pending} authentication failed: {message}"
     return _authenticate(ctx, {"error_code": ErrorCode.SASL_AUTHENTICATION_FAILED, "auth_bytes": b"",
                                "error_message": message})
 
 
 @handles(SASL_AUTHENTICATE, 0, 2)
 def handle_sasl_authenticate(ctx: RequestContext, req: Container) -> Any:
-    state: SaslState | None = ctx.extra.get("sasl")
+    state = ctx.connection.sasl
     if state is None or state.pending is None:  # KafkaApis' answer (the server closes a SASL listener's
         # connection that sends this before its handshake, as Kafka does)
         return _authenticate(ctx, {"error_code": ErrorCode.ILLEGAL_SASL_STATE, "auth_bytes": b"",

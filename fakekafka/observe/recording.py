@@ -54,7 +54,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fakekafka.net.server import RequestRecord
+from fakekafka.observe.records import RequestRecord
 
 if TYPE_CHECKING:
     from fakekafka.testing.embedded import Cluster

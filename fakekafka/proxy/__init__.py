@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from fakekafka.model.faults import Fault, FaultSteering
-from fakekafka.net.server import RequestRecord
+from fakekafka.observe.records import RequestRecord
 from fakekafka.proxy.observe import FrameRecorder, Summary
 from fakekafka.proxy.server import BOOTSTRAP, ProxyEvent, ProxyServer, Upstream
 from fakekafka.testing.embedded import LoopThread

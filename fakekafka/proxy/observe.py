@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fakekafka.net.server import RequestRecord, error_codes_in
+from fakekafka.observe.records import RequestRecord, error_codes_in
 from fakekafka.observe.traffic import touched
 from fakekafka.wire import DecodeError, ErrorCode
 from fakekafka.wire.protocol import decode_response, parse_body, request_struct

@@ -52,7 +52,8 @@ from typing import Any
 
 from fakekafka.model.cluster import Broker, ClusterState
 from fakekafka.model.faults import Fault, FaultKind, Faults
-from fakekafka.net.server import RequestRecord
+from fakekafka.net.framing import GO, STOP, FrameReader, FrameStream
+from fakekafka.observe.records import RequestRecord
 from fakekafka.proxy.frames import PRODUCE, FrameError, RequestHead, produce_acks, read_request_head
 from fakekafka.proxy.rewrite import ALWAYS_DECODED, MAYBE_ADDRESSES, may_name_a_broker, rewrite_addresses
 from fakekafka.proxy.stream import FETCH, FetchTail, rewrite_tail
@@ -62,7 +63,6 @@ from fakekafka.wire.protocol import decode_response, encode_response, parse_body
 __all__ = ["AnswerEdit", "Intercept", "ProxyEvent", "ProxyServer", "Upstream"]
 
 log = logging.getLogger("fakekafka.proxy")
-_SIZE = struct.Struct(">i")
 _CORRELATION = struct.Struct(">i")
 _MAX_IN_FLIGHT = 64
 """Requests read from a client and not yet answered; past it the client is not read (Kafka reads one)."""
@@ -450,145 +450,14 @@ class _Exchange:
         return None if self.upstream_view is None else bytes(self.upstream_view)
 
 
-class _Frames:
-    """Size-prefixed frames out of a BufferedProtocol's reads. A small frame is read through a scratch buffer
-    and copied out; a large one is received straight into its own buffer, allocated up to `upfront` bytes
-    when its size is read and grown with the bytes that arrive past that (so an announced size costs at most
-    `upfront` until its bytes come). Each frame is delivered whole, size prefix included, as a buffer nobody
-    writes to again.
-
-    A frame of `STREAM_MIN` bytes or more is first offered to `open_stream` with its first bytes (`DECIDE`,
-    doubled while it is undecided): it may take the frame as a stream (`_Stream`), which then gets the frame
-    in the pieces it arrives in, scratch views valid for the call only, and nothing is assembled. A side
-    that has streamed reads `STREAM_SCRATCH` bytes at a time from then on (fewer wake-ups per large frame)."""
-
-    SCRATCH = 65536
-    STREAM_SCRATCH = 1048576
-    STREAM_MIN = 65536
-    DECIDE = 1024
-
-    def __init__(self, deliver: Callable[[bytearray], None], refuse: Callable[[int], bool], upfront: int,
-                 open_stream: Callable[[memoryview, int], Any] | None = None) -> None:
-        self.deliver = deliver
-        self.refuse = refuse
-        """Called with each announced size; True: stop (the connection is being closed)."""
-        self.upfront = upfront
-        self.open_stream = open_stream
-        """(the frame's first bytes, its whole size) -> None: undecided, more bytes wanted; False: assemble it
-        whole; a `_Stream`: pass it on as it comes."""
-        self.scratch = bytearray(self.SCRATCH)
-        self.head = bytearray()
-        self.frame: bytearray | None = None
-        self.size = 0
-        self.filled = 0
-        self.direct = False
-        self.stopped = False
-        self.deciding = False
-        self.stream: _Stream | None = None
-        self.remaining = 0
-
-    def get_buffer(self) -> memoryview:
-        frame = self.frame
-        if frame is not None and self.size - self.filled >= self.SCRATCH and not self.deciding:
-            if len(frame) - self.filled < self.SCRATCH:
-                frame.extend(bytes(min(self.size, 2 * len(frame)) - len(frame)))
-            self.direct = True
-            return memoryview(frame)[self.filled:]
-        self.direct = False
-        return memoryview(self.scratch)
-
-    def updated(self, nbytes: int) -> None:
-        if self.direct:
-            self.filled += nbytes
-            if self.filled == self.size:
-                frame, self.frame = self.frame, None
-                self.deliver(frame)  # type: ignore[arg-type]
-            return
-        data = memoryview(self.scratch)[:nbytes]
-        pos = 0
-        start = -1  # where the frame being read began in this read (-1: in an earlier one)
-        while pos < nbytes and not self.stopped:
-            stream = self.stream
-            if stream is not None:
-                take = min(self.remaining, nbytes - pos)
-                self.remaining -= take
-                if self.remaining == 0:
-                    self.stream = None
-                stream.feed(data[pos:pos + take], self.remaining == 0)
-                pos += take
-                continue
-            frame = self.frame
-            if frame is None:
-                start = pos if not self.head else -1
-                need = 4 - len(self.head)
-                self.head += data[pos:pos + need]
-                pos += min(need, nbytes - pos)
-                if len(self.head) < 4:
-                    return
-                (size,) = _SIZE.unpack(self.head)
-                if self.refuse(size):
-                    self.stopped = True
-                    return
-                self.size = 4 + size
-                self.deciding = self.open_stream is not None and self.size >= self.STREAM_MIN
-                first = self.DECIDE if self.deciding else max(self.upfront, 4 + nbytes - pos)
-                frame = self.frame = bytearray(min(self.size, first))
-                frame[:4] = self.head
-                self.head = bytearray()
-                self.filled = 4
-            take = min(self.size - self.filled, nbytes - pos)
-            if self.deciding:  # only the first bytes are copied to decide on: doubled while undecided
-                if self.filled == len(frame):
-                    frame.extend(bytes(len(frame)))
-                take = min(take, len(frame) - self.filled)
-            elif len(frame) < self.filled + take:
-                frame.extend(bytes(self.filled + take - len(frame)))
-            frame[self.filled:self.filled + take] = data[pos:pos + take]
-            self.filled += take
-            pos += take
-            if self.deciding and self._decide(frame, start):
-                if start >= 0:  # the stream takes the frame from its first byte, in one piece with the rest
-                    pos = start
-                continue
-            if self.filled == self.size:
-                self.frame = None
-                self.deliver(frame)
-
-    def _decide(self, frame: bytearray, start: int) -> bool:
-        """Offers the frame read so far to `open_stream`; True when it became a stream. A frame that began
-        in this read (`start` >= 0) is fed to its stream from the read's buffer, from its first byte; one
-        begun earlier gets what was read of it first. (A first piece sent apart cost a client of one
-        partition 40 ms stalls, TCP's delayed acknowledgement, on about every other Fetch.)"""
-        verdict = self.open_stream(memoryview(frame)[:self.filled], self.size)  # type: ignore[misc]
-        if verdict is None and self.filled < self.size:
-            return False
-        self.deciding = False
-        if not verdict:
-            return False
-        self.frame = None
-        if len(self.scratch) < self.STREAM_SCRATCH:  # a connection that streams reads in larger pieces
-            self.scratch = bytearray(self.STREAM_SCRATCH)  # (the read's buffer stays alive in its views)
-        if start >= 0:
-            self.remaining = self.size
-            self.stream = verdict
-            return True
-        self.remaining = self.size - self.filled
-        self.stream = verdict if self.remaining else None
-        verdict.feed(memoryview(frame)[:self.filled], self.remaining == 0)
-        return True
-
-
-class _Stream:
-    """A frame passed on while it arrives (see `_Frames`). What it sends goes through `out`, which holds back
-    the last `HOLD` bytes sent so far until more come or the frame ends: so the frame's last write is never a
-    small one of its own. (A small last segment after a large answer cost a consumer a 40 ms stall, TCP's
+class _Stream(FrameStream):
+    """A frame passed on while it arrives (see fakekafka/net/framing.py). What it sends goes through `out`, which
+    holds back the last `HOLD` bytes sent so far until more come or the frame ends: so the frame's last write is
+    never a small one of its own. (A small last segment after a large answer cost a consumer a 40 ms stall, TCP's
     delayed acknowledgement, on many Fetches from Kafka, whose answers end in a few bytes read apart.)"""
 
     HOLD = 65536
     held_back: bytearray | None = None
-
-    def feed(self, data: memoryview, last: bool) -> None:
-        raise NotImplementedError
 
     def out(self, side: _Side | None, data: memoryview, last: bool) -> None:
         if side is None:
@@ -632,7 +501,8 @@ class _Side(asyncio.BufferedProtocol):
     def __init__(self, pair: _Pair) -> None:
         self.pair = pair
         self.transport: asyncio.Transport | None = None
-        self.frames = _Frames(self._frame, self._refuse, self.UPFRONT, self._open)
+        self.frames = FrameReader(self._frame, self._admit, upfront=self.UPFRONT, keep_prefix=True,
+                                  open_stream=self._open)
         self._pauses: set[str] = set()
         self.tls = False
         self.sock: Any = None
@@ -652,7 +522,7 @@ class _Side(asyncio.BufferedProtocol):
         full segments (a large Produce's reads end mid-frame)."""
         other = self._other()
         sock = other.sock if other is not None and _CORK is not None else None
-        if sock is None or (self.frames.stream is None and nbytes < _Frames.STREAM_MIN):  # no large frame here
+        if sock is None or (self.frames.stream is None and nbytes < FrameReader.STREAM_MIN):  # no large frame here
             self.frames.updated(nbytes)
             return
         with contextlib.suppress(OSError):
@@ -672,6 +542,10 @@ class _Side(asyncio.BufferedProtocol):
 
     def _frame(self, whole: bytearray) -> None:
         raise NotImplementedError
+
+    def _admit(self, size: int) -> int:
+        """GO, or STOP once the pair is closed for the announced size."""
+        return STOP if self._refuse(size) else GO
 
     def _refuse(self, size: int) -> bool:
         raise NotImplementedError
@@ -981,10 +855,10 @@ class _Pair:
         try:
             head = read_request_head(frame)
         except FrameError:
-            return None if len(first) < min(size, _Frames.SCRATCH) else False
+            return None if len(first) < min(size, FrameReader.SCRATCH) else False
         acks = produce_acks(frame, head)
         if acks is None and head.api_key == PRODUCE and head.body_offset is not None and head.api_version >= 3:
-            return None if len(first) < min(size, _Frames.SCRATCH) else False
+            return None if len(first) < min(size, FrameReader.SCRATCH) else False
         slot = _Slot(head, bytes(first[:4 + (head.body_offset or 0)]), time.time(), time.perf_counter(), [],
                      request_size=size - 4)
         self.slots.append(slot)
@@ -1021,8 +895,8 @@ class _Pair:
         needs it whole: no fault on its request, no request listener, not an answer that is decoded for
         its addresses. A Fetch v16+ answer streams up to its tagged fields, which are held
         (fakekafka/proxy/stream.py). None: its correlation id is not read yet."""
-        if len(first) < min(size, _Frames.STREAM_MIN):
-            return None  # the first piece sent is a large one: see `_Frames._decide`
+        if len(first) < min(size, FrameReader.STREAM_MIN):
+            return None  # the first piece sent is a large one: see `FrameReader._decide`
         if self.closed or not self.proxy.streaming or not self.forwarded:
             return False
         slot = self.forwarded[0]
@@ -1182,7 +1056,7 @@ class _AnswerStream(_Stream):
     def _finish(self, data: memoryview, before: int) -> bool:
         """Sends the answer's last piece and its tail, rewritten if it names a broker: in one write when the
         tail is unchanged and all in this piece (the usual case; a separate small last write stalls some
-        clients as the first one does, see `_Frames._decide`)."""
+        clients as the first one does, see `FrameReader._decide`)."""
         pair = self.pair
         if not self.tail.found:  # type: ignore[union-attr]
             pair.close("the upstream's Fetch answer ends inside its partitions")

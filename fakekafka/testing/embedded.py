@@ -28,7 +28,8 @@ from fakekafka.model.faults import Fault, FaultSteering
 from fakekafka.model.group import Group
 from fakekafka.model.transactions import TransactionMetadata
 from fakekafka.net.security import TestPki, make_test_pki, parse_listeners
-from fakekafka.net.server import ListenerPool, RequestRecord, Server
+from fakekafka.net.server import ListenerPool, Server
+from fakekafka.observe.records import RequestRecord
 from fakekafka.testing.handle import ClusterHandle
 from fakekafka.wire import ErrorCode
 from fakekafka.wire.records import Compression, Record, build_batch, decode_batch

@@ -6,6 +6,7 @@ import uuid
 
 import pytest
 
+from fakekafka.net.framing import GO, STOP, WAIT, FrameReader
 from fakekafka.proxy.frames import FrameError, produce_acks, read_request_head
 from fakekafka.proxy.rewrite import may_name_a_broker, rewrite_addresses
 from fakekafka.wire.protocol import decode_request, encode_request
@@ -82,10 +83,10 @@ def _read_through(frames_in: list[bytes], chunk_sizes: list[int], upfront: int) 
     """Feeds the concatenated frames to the proxy's frame reader as a BufferedProtocol would (get_buffer, then
     as many bytes as the socket gave, at most what the buffer holds); returns the frames delivered and the
     sizes of the buffers it offered."""
-    from fakekafka.proxy.server import _Frames
     out: list[bytes] = []
     offered: list[int] = []
-    reader = _Frames(lambda whole: out.append(bytes(whole)), lambda size: size < 0, upfront)
+    reader = FrameReader(lambda whole: out.append(bytes(whole)), lambda size: STOP if size < 0 else GO,
+                         upfront=upfront, keep_prefix=True)
     stream = b"".join(len(f).to_bytes(4, "big") + f for f in frames_in)
     pos, i = 0, 0
     while pos < len(stream):
@@ -113,8 +114,7 @@ def test_a_large_frame_is_received_into_its_own_buffer_which_grows_only_as_bytes
     out, offered = _read_through([big], [1 << 20], upfront=1 << 20)
     assert out == [len(big).to_bytes(4, "big") + big]
     assert max(offered) > 65536  # straight into the frame's buffer, not through the scratch one
-    from fakekafka.proxy.server import _Frames
-    stalled = _Frames(lambda whole: None, lambda size: False, 1 << 20)
+    stalled = FrameReader(lambda whole: None, lambda size: GO, upfront=1 << 20, keep_prefix=True)
     buf = stalled.get_buffer()
     buf[:6] = (100_000_000).to_bytes(4, "big") + b"xy"
     del buf
@@ -122,12 +122,27 @@ def test_a_large_frame_is_received_into_its_own_buffer_which_grows_only_as_bytes
     assert stalled.frame is not None and len(stalled.frame) == 1 << 20
 
 
+def test_a_frame_told_to_wait_is_read_with_what_followed_it_once_resumed() -> None:
+    """The broker's queued.max.request.bytes: a frame whose size is told to WAIT is read, with the bytes that
+    came after it, once `resume_frame` is called; frames without their size prefix."""
+    got: list[bytes] = []
+    verdicts = [GO, WAIT, GO]
+    reader = FrameReader(lambda frame: got.append(bytes(frame)), lambda size: verdicts.pop(0))
+    data = b"".join(len(f).to_bytes(4, "big") + f for f in (b"one", b"two", b""))
+    buf = reader.get_buffer()
+    buf[:len(data)] = data
+    del buf
+    reader.updated(len(data))
+    assert got == [b"one"] and reader.waiting == 3 and reader.partial() is None
+    reader.resume_frame()
+    assert got == [b"one", b"two", b""] and reader.waiting is None
+
+
 def test_a_refused_size_stops_the_reader() -> None:
     out, _ = _read_through([b"ok"], [64], upfront=1024)
     assert out == [b"\x00\x00\x00\x02ok"]
-    from fakekafka.proxy.server import _Frames
     got: list[bytes] = []
-    reader = _Frames(got.append, lambda size: size > 10, 1024)
+    reader = FrameReader(got.append, lambda size: STOP if size > 10 else GO, upfront=1024, keep_prefix=True)
     buf = reader.get_buffer()
     data = (2).to_bytes(4, "big") + b"ok" + (11).to_bytes(4, "big") + b"x" * 11 + (1).to_bytes(4, "big") + b"y"
     buf[:len(data)] = data

@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
+from fakekafka.net.framing import GO, FrameReader
 from fakekafka.proxy.frames import FrameError
-from fakekafka.proxy.server import _HIGH_WATER, ProxyServer, _Frames, _Stream
+from fakekafka.proxy.server import _HIGH_WATER, ProxyServer, _Stream
 from fakekafka.proxy.stream import FetchTail, overlong_uvarint, rewrite_tail
 from fakekafka.wire.primitives import uvarint_at
 from fakekafka.wire.protocol import decode_response, encode_request, encode_response
@@ -129,7 +130,7 @@ class _Collect(_Stream):
             self.out.append(bytes(self.parts))
 
 
-def _reader(out: list[bytes], streamed: list[int]) -> _Frames:
+def _reader(out: list[bytes], streamed: list[int]) -> FrameReader:
     def open_stream(first: memoryview, size: int) -> Any:
         if len(first) < 12:
             return None
@@ -138,13 +139,14 @@ def _reader(out: list[bytes], streamed: list[int]) -> _Frames:
             streamed.append(size)
         return _Collect(out) if stream else False
 
-    frames = _Frames(lambda whole: out.append(bytes(whole)), lambda size: False, 64, open_stream)
+    frames = FrameReader(lambda whole: out.append(bytes(whole)), lambda size: GO, upfront=64, keep_prefix=True,
+                         open_stream=open_stream)
     frames.STREAM_MIN, frames.DECIDE, frames.SCRATCH = 40, 4, 16  # small, so every path is met in a few bytes
     frames.scratch = bytearray(16)
     return frames
 
 
-def _push(frames: _Frames, data: bytes) -> None:
+def _push(frames: FrameReader, data: bytes) -> None:
     while data:
         buffer = frames.get_buffer()
         n = min(len(buffer), len(data))
@@ -294,7 +296,7 @@ async def test_backpressure_both_ways_holds_memory_bounded_while_frames_stream()
         await _until(lambda: "client" in pair.upstream._pauses, "the proxy stops reading the upstream")
         await _until(lambda: upstream.writers[0].transport.get_write_buffer_size() > 0,
                      "the upstream's writes back up")
-        assert pair.client.transport.get_write_buffer_size() <= _HIGH_WATER + _Frames.STREAM_SCRATCH
+        assert pair.client.transport.get_write_buffer_size() <= _HIGH_WATER + FrameReader.STREAM_SCRATCH
         got = await _read_frame(reader)
         assert got[:4] == struct.pack(">i", 9) and got[4:] == answer[8:]
 
@@ -305,7 +307,7 @@ async def test_backpressure_both_ways_holds_memory_bounded_while_frames_stream()
         writer.write(produce)
         await _until(lambda: "upstream" in pair.client._pauses, "the proxy stops reading the client")
         await _until(lambda: writer.transport.get_write_buffer_size() > 0, "the client's writes back up")
-        assert pair.upstream.transport.get_write_buffer_size() <= _HIGH_WATER + _Frames.STREAM_SCRATCH
+        assert pair.upstream.transport.get_write_buffer_size() <= _HIGH_WATER + FrameReader.STREAM_SCRATCH
         upstream.hold(False)
         await _until(lambda: len(upstream.requests) == 2, "the request arrives")
         assert upstream.requests[1] == len(produce) - 4

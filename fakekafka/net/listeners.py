@@ -1,0 +1,94 @@
+"""Listening sockets: bound on a socket of fakekafka's own (never resolved in a thread pool) and, for embedded
+clusters, bound and served ahead of time (`ListenerPool`) so a cluster's start does no socket work."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import socket
+from collections.abc import Callable
+
+__all__ = ["Listener", "ListenerPool", "listen_socket"]
+
+
+class _Refuse(asyncio.Protocol):
+    """What a pooled listener's connection gets before a cluster adopts the listener (nobody knows its
+    port yet, so this is a stray): closed at once."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        transport.abort()  # type: ignore[attr-defined]
+
+
+class Listener:
+    """A listening socket the loop already serves, waiting for a broker to adopt it. Adopting sets the
+    protocol its connections get: a plain attribute, so a cluster takes it over without a syscall or a
+    message to the loop."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.protocol_factory: Callable[[], asyncio.BaseProtocol] | None = None
+        self.server: asyncio.base_events.Server | None = None
+
+    def _protocol(self) -> asyncio.BaseProtocol:
+        factory = self.protocol_factory
+        return _Refuse() if factory is None else factory()
+
+
+class ListenerPool:
+    """Fresh listening sockets bound and served ahead of time by the loop, so a cluster's start does no
+    socket work on the caller's thread. Each is used by one broker and closed with it, never handed to a
+    second cluster (the kernel may give the number out again once it is closed, as for any port-0 bind)."""
+
+    def __init__(self, host: str = "127.0.0.1", size: int = 4) -> None:
+        self.host = host
+        self.size = size
+        self._ready: collections.deque[Listener] = collections.deque()
+        self._closed = False
+
+    @property
+    def ready(self) -> int:
+        return len(self._ready)
+
+    def take(self) -> Listener | None:
+        try:
+            return self._ready.popleft()
+        except IndexError:
+            return None
+
+    async def fill(self) -> None:
+        loop = asyncio.get_running_loop()
+        while not self._closed and len(self._ready) < self.size:
+            sock = listen_socket(self.host, 0)
+            listener = Listener(sock.getsockname()[1])
+            try:
+                listener.server = await loop.create_server(listener._protocol, sock=sock)
+            except BaseException:
+                sock.close()
+                raise
+            self._ready.append(listener)
+
+    async def close(self) -> None:
+        self._closed = True
+        while self._ready:
+            listener = self._ready.popleft()
+            if listener.server is not None:
+                listener.server.close()
+                await listener.server.wait_closed()
+
+
+def listen_socket(host: str, port: int) -> socket.socket:
+    # a socket of our own rather than create_server(host, port): that resolves the host in a thread pool
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                         flags=socket.AI_PASSIVE)[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind(address)
+        sock.listen(128)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock

@@ -20,7 +20,7 @@ from typing import Any
 from construct import Container
 
 from fakekafka.handlers.authz import authorize_cluster, cluster_denied
-from fakekafka.handlers.registry import DropConnection, RequestContext, handles
+from fakekafka.handlers.registry import DropConnection, ErrorContext, RequestContext, handles
 from fakekafka.model.acl import (
     CLUSTER_NAME,
     AclBinding,
@@ -58,7 +58,7 @@ def _filter_unknown(f: AclBindingFilter) -> bool:
     return _unknown(f.resource_type, f.pattern_type, f.operation, f.permission_type)
 
 
-def describe_acls_error_response(ctx: RequestContext, req: Container, code: ErrorCode,
+def describe_acls_error_response(ctx: ErrorContext, req: Container, code: ErrorCode,
                                  message: str | None = None) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "resources": []}
 
@@ -85,7 +85,7 @@ def handle_describe_acls(ctx: RequestContext, req: Container) -> Any:
         for (rt, name, pt), acls in grouped.items()]}
 
 
-def create_acls_error_response(ctx: RequestContext, req: Container, code: ErrorCode,
+def create_acls_error_response(ctx: ErrorContext, req: Container, code: ErrorCode,
                                message: str | None = None) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "results": [{"error_code": code, "error_message": message}
                                                for _ in req.creations]}
@@ -123,7 +123,7 @@ def handle_create_acls(ctx: RequestContext, req: Container) -> Any:
     return {"throttle_time_ms": 0, "results": results}
 
 
-def delete_acls_error_response(ctx: RequestContext, req: Container, code: ErrorCode,
+def delete_acls_error_response(ctx: ErrorContext, req: Container, code: ErrorCode,
                                message: str | None = None) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "filter_results": [
         {"error_code": code, "error_message": message, "matching_acls": []} for _ in req.filters]}

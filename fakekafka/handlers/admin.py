@@ -22,7 +22,7 @@ from typing import Any
 from construct import Container
 
 from fakekafka.handlers.authz import authorize, authorize_cluster
-from fakekafka.handlers.registry import RequestContext, handles
+from fakekafka.handlers.registry import ErrorContext, RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.cluster import ApiError, Topic
 from fakekafka.model.config import TOPIC_CONFIGS
@@ -59,12 +59,12 @@ def _failed(name: str, code: ErrorCode, message: str | None) -> dict[str, Any]:
             "num_partitions": -1, "replication_factor": -1, "configs": []}  # Kafka: [], not null
 
 
-def create_topics_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+def create_topics_error_response(ctx: ErrorContext, req: Container, code: ErrorCode) -> dict[str, Any]:
     """An injected error for every topic of the request (there is no top-level error code)."""
     return {"throttle_time_ms": 0, "topics": [_failed(t.name, code, None) for t in _once(req.topics)]}
 
 
-def delete_topics_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+def delete_topics_error_response(ctx: ErrorContext, req: Container, code: ErrorCode) -> dict[str, Any]:
     wanted = [(t.name, t.topic_id) for t in req.topics] if ctx.version >= 6 else \
         [(name, ZERO_UUID) for name in req.topic_names]
     return {"throttle_time_ms": 0, "responses": [
@@ -72,7 +72,7 @@ def delete_topics_error_response(ctx: RequestContext, req: Container, code: Erro
         for name, topic_id in dict.fromkeys(wanted)]}
 
 
-def create_partitions_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+def create_partitions_error_response(ctx: ErrorContext, req: Container, code: ErrorCode) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "results": [{"name": t.name, "error_code": code, "error_message": None}
                                                for t in _once(req.topics)]}
 

@@ -56,7 +56,7 @@ from typing import Any
 from construct import Container
 
 from fakekafka.handlers.authz import authorize, authorize_cluster
-from fakekafka.handlers.registry import RequestContext, handles
+from fakekafka.handlers.registry import ErrorContext, RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.config import (
     BROKER_CONFIGS,
@@ -227,7 +227,7 @@ def _client_metrics_configs(ctx: RequestContext, name: str, keys: list[str] | No
     return out
 
 
-def describe_configs_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+def describe_configs_error_response(ctx: ErrorContext, req: Container, code: ErrorCode) -> dict[str, Any]:
     """An injected error for every resource asked about (there is no top-level error code)."""
     return {"throttle_time_ms": 0, "results": [
         {"error_code": code, "error_message": None, "resource_type": r.resource_type,
@@ -572,7 +572,7 @@ def _alter_all(ctx: RequestContext, resources: list[Any], *, incremental: bool,
     return out
 
 
-def alter_configs_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+def alter_configs_error_response(ctx: ErrorContext, req: Container, code: ErrorCode) -> dict[str, Any]:
     """An injected error for every resource (there is no top-level error code)."""
     return {"throttle_time_ms": 0, "responses": [
         {"error_code": code, "error_message": None, "resource_type": r.resource_type,

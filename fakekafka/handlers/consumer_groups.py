@@ -30,7 +30,7 @@ from construct import Container
 
 from fakekafka.handlers.authz import authorized_operations, filter_authorized, topic_checker
 from fakekafka.handlers.groups import NOT_REQUESTED, java_client_host, may, not_coordinator
-from fakekafka.handlers.registry import RequestContext, handles
+from fakekafka.handlers.registry import ErrorContext, RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.consumer_group import HeartbeatRequest
 from fakekafka.wire import ErrorCode
@@ -47,7 +47,7 @@ def classic_group_status(ctx: RequestContext, group_id: str) -> str | None:
     return "empty" if not group.members and not group.pending_members else "busy"
 
 
-def heartbeat_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+def heartbeat_error_response(ctx: ErrorContext, req: Container, code: ErrorCode) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "error_code": code, "error_message": None, "member_id": None,
             "member_epoch": 0, "heartbeat_interval_ms": 0, "assignment": None}
 
@@ -90,7 +90,7 @@ def _named(ctx: RequestContext, assignment: dict[Any, frozenset[int]]) -> dict[s
     return {"topic_partitions": parts}
 
 
-def describe_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+def describe_error_response(ctx: ErrorContext, req: Container, code: ErrorCode) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "groups": [
         {"error_code": code, "error_message": None, "group_id": g, "group_state": "", "group_epoch": 0,
          "assignment_epoch": 0, "assignor_name": "", "members": [], "authorized_operations": NOT_REQUESTED}

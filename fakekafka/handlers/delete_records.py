@@ -17,13 +17,13 @@ from typing import Any
 from construct import Container
 
 from fakekafka.handlers.common import led_partitions, merged
-from fakekafka.handlers.registry import RequestContext, handles
+from fakekafka.handlers.registry import ErrorContext, RequestContext, handles
 from fakekafka.model.acl import AclOperation
 from fakekafka.model.cluster import ApiError
 from fakekafka.wire import ErrorCode
 
 
-def delete_records_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+def delete_records_error_response(ctx: ErrorContext, req: Container, code: ErrorCode) -> dict[str, Any]:
     """No top-level error code: every partition asked about carries it."""
     return {"throttle_time_ms": 0, "topics": [
         {"name": t.name, "partitions": [{"partition_index": p.partition_index, "low_watermark": -1, "error_code": code}

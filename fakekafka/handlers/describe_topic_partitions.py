@@ -29,7 +29,7 @@ from typing import Any
 from construct import Container
 
 from fakekafka.handlers.authz import authorize, authorized_operations
-from fakekafka.handlers.registry import RequestContext, handles
+from fakekafka.handlers.registry import ErrorContext, RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.cluster import INTERNAL_TOPICS, ApiError, ClusterState, Topic, validate_topic_name
 from fakekafka.wire import ErrorCode
@@ -38,7 +38,7 @@ from fakekafka.wire.primitives import ZERO_UUID
 PARTITION_LIMIT_CONFIG = "max.request.partition.size.limit"
 
 
-def describe_topic_partitions_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+def describe_topic_partitions_error_response(ctx: ErrorContext, req: Container, code: ErrorCode) -> dict[str, Any]:
     """Kafka's DescribeTopicPartitionsRequest.getErrorResponse: each topic asked about, with the error."""
     return {"throttle_time_ms": 0, "next_cursor": None,
             "topics": [{"error_code": code, "name": t.name, "topic_id": ZERO_UUID, "is_internal": False,

@@ -26,7 +26,7 @@ from construct import Container
 
 from fakekafka.handlers.authz import authorize
 from fakekafka.handlers.common import leader_check, merged
-from fakekafka.handlers.registry import Park, RequestContext, handles
+from fakekafka.handlers.registry import ErrorContext, Park, RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.cluster import Partition
 from fakekafka.wire import ErrorCode
@@ -54,7 +54,7 @@ def _partition_response(index: int, code: ErrorCode, partition: Partition | None
     }
 
 
-def fetch_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+def fetch_error_response(ctx: ErrorContext, req: Container, code: ErrorCode) -> dict[str, Any]:
     """Top-level in v7+; older versions have no top-level error code, so every partition carries it."""
     if ctx.version >= 7:
         return {"throttle_time_ms": 0, "error_code": code, "session_id": 0, "responses": []}

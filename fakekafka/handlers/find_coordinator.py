@@ -15,7 +15,7 @@ from typing import Any
 from construct import Container
 
 from fakekafka.handlers.authz import authorize
-from fakekafka.handlers.registry import RequestContext, handles
+from fakekafka.handlers.registry import ErrorContext, RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.cluster import ApiError
 from fakekafka.wire import ErrorCode
@@ -45,7 +45,7 @@ def _coordinator(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]
             "error_message": "" if ctx.version >= 4 else "NONE"}
 
 
-def find_coordinator_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+def find_coordinator_error_response(ctx: ErrorContext, req: Container, code: ErrorCode) -> dict[str, Any]:
     if ctx.version >= 4:
         return {"throttle_time_ms": 0, "coordinators": [_failed(k, code) for k in req.coordinator_keys]}
     return {"throttle_time_ms": 0, **_failed(req.key, code)}

@@ -33,7 +33,7 @@ from construct import Container
 
 from fakekafka.handlers.authz import authorize, authorize_cluster, authorized_operations
 from fakekafka.handlers.common import not_coordinator_of
-from fakekafka.handlers.registry import Park, RequestContext, handles
+from fakekafka.handlers.registry import ErrorContext, Park, RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.group import GroupState, Pending
 from fakekafka.model.mixed_groups import classic_heartbeat, classic_join, classic_sync, classic_takes_empty
@@ -176,14 +176,14 @@ def handle_leave_group(ctx: RequestContext, req: Container) -> dict[str, Any]:
                         for (mid, iid), code in zip(leaving, codes, strict=False)]}
 
 
-def describe_groups_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+def describe_groups_error_response(ctx: ErrorContext, req: Container, code: ErrorCode) -> dict[str, Any]:
     """An injected error for every group asked about (there is no top-level error code)."""
     return {"throttle_time_ms": 0, "groups": [
         {"error_code": code, "group_id": g, "group_state": "", "protocol_type": "", "protocol_data": "",
          "members": [], "authorized_operations": NOT_REQUESTED} for g in req.groups]}
 
 
-def delete_groups_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+def delete_groups_error_response(ctx: ErrorContext, req: Container, code: ErrorCode) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "results": [{"group_id": g, "error_code": code} for g in req.groups_names]}
 
 

@@ -15,14 +15,14 @@ from typing import Any
 
 from construct import Container
 
-from fakekafka.handlers.registry import RequestContext, handles
+from fakekafka.handlers.registry import ErrorContext, RequestContext, handles
 from fakekafka.model.cluster import ApiError
 from fakekafka.wire import ErrorCode
 
 PREFERRED, UNCLEAN = 0, 1
 
 
-def elect_leaders_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+def elect_leaders_error_response(ctx: ErrorContext, req: Container, code: ErrorCode) -> dict[str, Any]:
     """An injected error: top-level from v1, per partition asked about in v0 (all of them: none)."""
     results = [] if ctx.version >= 1 or req.topic_partitions is None else [
         {"topic": t.topic, "partition_result": [{"partition_id": i, "error_code": code, "error_message": None}

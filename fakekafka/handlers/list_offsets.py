@@ -15,7 +15,7 @@ from typing import Any
 from construct import Container
 
 from fakekafka.handlers.common import led_partitions, merged
-from fakekafka.handlers.registry import RequestContext, handles
+from fakekafka.handlers.registry import ErrorContext, RequestContext, handles
 from fakekafka.model.acl import AclOperation
 from fakekafka.model.log import PartitionLog
 from fakekafka.wire import ErrorCode
@@ -54,7 +54,7 @@ def _lookup(log: PartitionLog, timestamp: int, current_epoch: int,
     return ErrorCode.NONE, found[1], found[0], _epoch_at(log, found[0])
 
 
-def list_offsets_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+def list_offsets_error_response(ctx: ErrorContext, req: Container, code: ErrorCode) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "topics": [
         {"name": t.name, "partitions": [{"partition_index": p.partition_index, "error_code": code, "timestamp": -1,
                                          "offset": -1, "leader_epoch": -1} for p in t.partitions]}

@@ -40,20 +40,20 @@ from typing import Any
 from construct import Container
 
 from fakekafka.handlers.authz import authorize_cluster
-from fakekafka.handlers.registry import RequestContext, handles
+from fakekafka.handlers.registry import ErrorContext, RequestContext, handles
 from fakekafka.model.acl import AclOperation
 from fakekafka.wire import ErrorCode
 
 UNKNOWN_VOLUME_BYTES = -1
 
 
-def describe_log_dirs_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+def describe_log_dirs_error_response(ctx: ErrorContext, req: Container, code: ErrorCode) -> dict[str, Any]:
     """Kafka's DescribeLogDirsRequest.getErrorResponse: the top-level code from v3. v1-2 have no top-level code
     (Kafka's answer is then empty), so the error is said as an offline directory says its own: on the log dir."""
     if ctx.version >= 3:
         return {"throttle_time_ms": 0, "error_code": code, "results": []}
     return {"throttle_time_ms": 0, "error_code": code,
-            "results": [{"error_code": code, "log_dir": d, "topics": []} for d in ctx.cluster.log_dirs()]}
+            "results": [{"error_code": code, "log_dir": d, "topics": []} for d in ctx.facts.log_dirs]}
 
 
 @handles(35, 1, 5, errors=describe_log_dirs_error_response)
@@ -81,7 +81,7 @@ def handle_describe_log_dirs(ctx: RequestContext, req: Container) -> dict[str, A
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "results": results}
 
 
-def alter_replica_log_dirs_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+def alter_replica_log_dirs_error_response(ctx: ErrorContext, req: Container, code: ErrorCode) -> dict[str, Any]:
     """The error for every partition named (the response has no top-level code), as Kafka's getErrorResponse."""
     topics: dict[str, list[int]] = {}
     for d in req.dirs:

@@ -25,9 +25,9 @@ from typing import Any
 from construct import Container
 
 from fakekafka.handlers.authz import authorize, authorize_cluster, authorized_operations
-from fakekafka.handlers.registry import RequestContext, handles
+from fakekafka.handlers.registry import ErrorContext, RequestContext, handles
 from fakekafka.model.acl import CLUSTER_NAME, AclOperation, ResourceType
-from fakekafka.model.cluster import ApiError, ClusterState, Topic, validate_topic_name
+from fakekafka.model.cluster import ApiError, Broker, ClusterState, Topic, validate_topic_name
 from fakekafka.wire import ErrorCode
 from fakekafka.wire.primitives import ZERO_UUID
 
@@ -58,28 +58,32 @@ def _error_topic(name: str | None, code: ErrorCode, topic_id: uuid.UUID = ZERO_U
             "topic_authorized_operations": AUTHORIZED_OPERATIONS_NOT_REQUESTED}
 
 
-def metadata_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+def metadata_error_response(ctx: ErrorContext, req: Container, code: ErrorCode) -> dict[str, Any]:
     """An injected error for every topic asked about (every topic, for all of them) and, from v13, at the top
     level, as Kafka's MetadataRequest.getErrorResponse. The brokers are listed as usual, so the client still
     knows the cluster."""
-    cluster = ctx.cluster
+    facts = ctx.facts
     if req.topics is None or (ctx.version == 0 and not req.topics):
-        wanted = [(t.name, t.topic_id) for t in cluster.topics.values()]
+        wanted = facts.topics
     else:
         wanted = [(e.get("name"), e.get("topic_id", ZERO_UUID)) for e in req.topics]
-    return {**_cluster_part(ctx), "error_code": code,
+    return {**_cluster_fields(facts.brokers, facts.cluster_id, facts.controller_id, ctx.listener), "error_code": code,
             "topics": [_error_topic(name, code, topic_id) for name, topic_id in wanted]}
 
 
 def _cluster_part(ctx: RequestContext) -> dict[str, Any]:
     """The answer but its topics: brokers, cluster id, controller."""
     cluster = ctx.cluster
+    return _cluster_fields(cluster.alive_brokers(), cluster.config.cluster_id, cluster.controller_id, ctx.listener)
+
+
+def _cluster_fields(brokers: list[Broker], cluster_id: str | None, controller_id: int,
+                    listener: str | None) -> dict[str, Any]:
     return {
         "throttle_time_ms": 0,
-        "brokers": [{"node_id": b.node_id, **_address(b.endpoint(ctx.listener)), "rack": b.rack}
-                    for b in cluster.alive_brokers()],
-        "cluster_id": cluster.config.cluster_id,
-        "controller_id": cluster.controller_id,
+        "brokers": [{"node_id": b.node_id, **_address(b.endpoint(listener)), "rack": b.rack} for b in brokers],
+        "cluster_id": cluster_id,
+        "controller_id": controller_id,
         "cluster_authorized_operations": AUTHORIZED_OPERATIONS_NOT_REQUESTED,
     }
 

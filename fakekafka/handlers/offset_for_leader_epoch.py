@@ -15,12 +15,12 @@ from construct import Container
 
 from fakekafka.handlers.authz import authorize, authorize_cluster
 from fakekafka.handlers.common import leader_check
-from fakekafka.handlers.registry import RequestContext, handles
+from fakekafka.handlers.registry import ErrorContext, RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.wire import ErrorCode
 
 
-def offset_for_leader_epoch_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+def offset_for_leader_epoch_error_response(ctx: ErrorContext, req: Container, code: ErrorCode) -> dict[str, Any]:
     """An injected error for every partition asked about (there is no top-level error code)."""
     return {"throttle_time_ms": 0, "topics": [
         {"topic": t.topic, "partitions": [{"error_code": code, "partition": p.partition, "leader_epoch": -1,

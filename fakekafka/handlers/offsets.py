@@ -25,7 +25,7 @@ from construct import Container
 
 from fakekafka.handlers.authz import authorize
 from fakekafka.handlers.groups import may, not_coordinator
-from fakekafka.handlers.registry import RequestContext, handles
+from fakekafka.handlers.registry import ErrorContext, RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.wire import ErrorCode
 from fakekafka.wire.primitives import ZERO_UUID
@@ -48,7 +48,7 @@ def _topic_ref(ctx: RequestContext, name: str) -> dict[str, Any]:
     return {"name": name, "topic_id": topic.topic_id if topic is not None else ZERO_UUID}
 
 
-def offset_commit_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+def offset_commit_error_response(ctx: ErrorContext, req: Container, code: ErrorCode) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "topics": [
         {"name": t.get("name", ""), "topic_id": t.get("topic_id", ZERO_UUID),
          "partitions": [{"partition_index": p.partition_index, "error_code": code} for p in t.partitions]}
@@ -154,7 +154,7 @@ def _fetch_group(ctx: RequestContext, group_id: str, topics: list[Container] | N
     return ErrorCode.NONE, listed + refused + unknown
 
 
-def offset_fetch_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+def offset_fetch_error_response(ctx: ErrorContext, req: Container, code: ErrorCode) -> dict[str, Any]:
     """v8+: per group; v2-7: the top-level code; v1 has none, so each requested partition carries it."""
     if ctx.version >= 8:
         return {"throttle_time_ms": 0, "groups": [{"group_id": g.group_id, "topics": [], "error_code": code}

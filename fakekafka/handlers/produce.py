@@ -31,7 +31,7 @@ from typing import Any
 from construct import Container
 
 from fakekafka.handlers.authz import authorize
-from fakekafka.handlers.registry import NO_RESPONSE, DropConnection, Park, RequestContext, handles
+from fakekafka.handlers.registry import NO_RESPONSE, DropConnection, ErrorContext, Park, RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.validate import first_batch_refusal, request_refusal
 from fakekafka.wire import ErrorCode
@@ -48,12 +48,12 @@ def _transactional(records: bytes | None) -> bool:
     return records is not None and len(records) > 22 and bool(records[22] & 0x10)
 
 
-def _topic_key(ctx: RequestContext, t: Container) -> dict[str, Any]:
+def _topic_key(ctx: RequestContext | ErrorContext, t: Container) -> dict[str, Any]:
     """How a topic is named in the answer: by name, or (v13+) by id."""
     return {"topic_id": t.topic_id} if ctx.version >= 13 else {"name": t.name}
 
 
-def produce_error_response(ctx: RequestContext, req: Container, code: ErrorCode,
+def produce_error_response(ctx: ErrorContext, req: Container, code: ErrorCode,
                            message: str | None = None) -> dict[str, Any]:
     return {"responses": [{**_topic_key(ctx, t), "partition_responses": [_partition_result(p.index, code, message)
                                                                          for p in t.partition_data]}

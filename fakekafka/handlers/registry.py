@@ -8,6 +8,7 @@ implemented ones.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,10 +19,11 @@ from fakekafka.handlers.connection import ConnectionState
 from fakekafka.model.cluster import Broker, ClusterState
 from fakekafka.wire import ErrorCode, Request
 from fakekafka.wire.messages import API_MODULES
+from fakekafka.wire.protocol import response_struct
 
 __all__ = [
-    "NO_RESPONSE", "DropConnection", "Handler", "Park", "RequestContext", "advertised_versions", "handler_for",
-    "handles", "error_response",
+    "NO_RESPONSE", "ClusterFacts", "DropConnection", "ErrorContext", "Handler", "Park", "RequestContext",
+    "advertised_versions", "error_answer", "error_response", "handler_for", "handles",
 ]
 
 
@@ -76,9 +78,49 @@ class DropConnection:
     """Why, for the log, when it is Kafka's behaviour rather than an injected fault."""
 
 
+@dataclass(frozen=True)
+class ClusterFacts:
+    """What an error answer may say of the cluster: Metadata's lists its live brokers, its id and controller (and
+    every topic, when all were asked about); DescribeLogDirs v1-2's its log dirs. The proxy gives its own (the
+    upstream as seen through it), with no model of the cluster behind it."""
+
+    brokers: list[Broker]
+    cluster_id: str | None
+    controller_id: int
+    topics: list[tuple[str, uuid.UUID]] = field(default_factory=list)
+    log_dirs: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, cluster: ClusterState) -> ClusterFacts:
+        return cls(cluster.alive_brokers(), cluster.config.cluster_id, cluster.controller_id,
+                   [(t.name, t.topic_id) for t in cluster.topics.values()], cluster.log_dirs())
+
+
+@dataclass
+class ErrorContext:
+    """What an error answer is built from: the request, the listener it came in on, and the cluster's facts
+    (looked up only by the answers that say something of the cluster)."""
+
+    request: Request
+    listener: str | None
+    cluster: ClusterState | None = None
+    given: ClusterFacts | None = None
+
+    @property
+    def version(self) -> int:
+        return self.request.api_version
+
+    @property
+    def facts(self) -> ClusterFacts:
+        if self.given is None:
+            assert self.cluster is not None
+            self.given = ClusterFacts.of(self.cluster)
+        return self.given
+
+
 Result = Container | dict[str, Any] | Park | _NoResponse | DropConnection
 Handler = Callable[[RequestContext, Container], Result]
-ErrorResponder = Callable[[RequestContext, Container, ErrorCode], dict[str, Any]]
+ErrorResponder = Callable[[ErrorContext, Container, ErrorCode], dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -119,10 +161,14 @@ def advertised_versions() -> dict[int, tuple[int, int]]:
 
 def error_response(ctx: RequestContext, body: Container, code: ErrorCode) -> dict[str, Any] | None:
     """A response that reports `code` for the whole request, or None if the API has no way to say it."""
+    return error_answer(ErrorContext(ctx.request, ctx.listener, ctx.cluster), body, code)
+
+
+def error_answer(ctx: ErrorContext, body: Container, code: ErrorCode) -> dict[str, Any] | None:
+    """`error_response` without a cluster model: the facts the answer may need are `ctx`'s (the proxy's)."""
     reg = _REGISTRY.get(ctx.request.api_key)
     if reg is not None and reg.error_responder is not None:
         return reg.error_responder(ctx, body, code)
-    from fakekafka.wire.protocol import response_struct
     names = response_struct(ctx.request.api_key, ctx.version).field_names()
     if "error_code" in names:
         return {"error_code": code}

@@ -17,14 +17,14 @@ from typing import Any
 from construct import Container
 
 from fakekafka.handlers.authz import authorize_cluster, cluster_denied
-from fakekafka.handlers.registry import RequestContext, handles
+from fakekafka.handlers.registry import ErrorContext, RequestContext, handles
 from fakekafka.model.acl import AclOperation
 from fakekafka.wire import ErrorCode
 
 DESCRIBE_USER_SCRAM_CREDENTIALS, ALTER_USER_SCRAM_CREDENTIALS = 50, 51
 
 
-def describe_error_response(ctx: RequestContext, req: Container, code: ErrorCode,
+def describe_error_response(ctx: ErrorContext, req: Container, code: ErrorCode,
                             message: str | None = None) -> dict[str, Any]:
     """Kafka's: the code at the top and once per user asked about, each result's user left ""."""
     return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "results": [
@@ -54,7 +54,7 @@ def handle_describe_user_scram_credentials(ctx: RequestContext, req: Container) 
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": "", "results": results}
 
 
-def alter_error_response(ctx: RequestContext, req: Container, code: ErrorCode,
+def alter_error_response(ctx: ErrorContext, req: Container, code: ErrorCode,
                          message: str | None = None) -> dict[str, Any]:
     """Kafka's: one result per user named (sorted), each with the code."""
     users = sorted({d.name for d in req.deletions} | {u.name for u in req.upsertions})

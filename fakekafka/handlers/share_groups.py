@@ -51,7 +51,7 @@ from fakekafka.handlers.authz import authorize, authorized_operations, filter_au
 from fakekafka.handlers.common import leader_check
 from fakekafka.handlers.consumer_groups import refused_first_and_topics_hidden
 from fakekafka.handlers.groups import may, not_coordinator
-from fakekafka.handlers.registry import Park, RequestContext, handles
+from fakekafka.handlers.registry import ErrorContext, Park, RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.cluster import Partition
 from fakekafka.model.share import ShareGroup
@@ -103,7 +103,7 @@ def handle_share_group_heartbeat(ctx: RequestContext, req: Container) -> dict[st
             "assignment": _assignment(ctx, member.assignment) if send and member.member_epoch >= 0 else None}
 
 
-def share_group_describe_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+def share_group_describe_error_response(ctx: ErrorContext, req: Container, code: ErrorCode) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "groups": [
         {"error_code": code, "error_message": None, "group_id": g, "group_state": "", "group_epoch": 0,
          "assignment_epoch": 0, "assignor_name": "", "members": [], "authorized_operations": -2147483648}
@@ -365,7 +365,7 @@ def _lag(partition: Partition, sp: Any) -> int:
                - sum(1 for r in sp.records.values() if r.state.name in ("ACKNOWLEDGED", "ARCHIVED")), 0)
 
 
-def describe_share_group_offsets_error_response(ctx: RequestContext, req: Container, code: ErrorCode
+def describe_share_group_offsets_error_response(ctx: ErrorContext, req: Container, code: ErrorCode
                                                 ) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "groups": [{"group_id": g.group_id, "topics": [], "error_code": code,
                                                "error_message": None} for g in req.groups]}

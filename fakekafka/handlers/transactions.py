@@ -25,7 +25,7 @@ from construct import Container
 from fakekafka.handlers.authz import authorize, authorize_cluster, filter_authorized
 from fakekafka.handlers.common import not_coordinator_of
 from fakekafka.handlers.groups import not_coordinator as not_group_coordinator
-from fakekafka.handlers.registry import RequestContext, handles
+from fakekafka.handlers.registry import ErrorContext, RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.cluster import OFFSETS_TOPIC
 from fakekafka.model.transactions import TransactionState
@@ -82,7 +82,7 @@ def _add_one(ctx: RequestContext, transactional_id: str, producer_id: int, epoch
     return dict.fromkeys(wanted, fenced_for(ctx.version, code))
 
 
-def add_partitions_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+def add_partitions_error_response(ctx: ErrorContext, req: Container, code: ErrorCode) -> dict[str, Any]:
     if ctx.version >= 4:
         return {"throttle_time_ms": 0, "error_code": code, "results_by_transaction": []}
     return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": _topic_results(
@@ -146,7 +146,7 @@ def handle_end_txn(ctx: RequestContext, req: Container) -> dict[str, Any]:
 
 
 # --- WriteTxnMarkers ------------------------------------------------------------------------------------
-def write_txn_markers_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+def write_txn_markers_error_response(ctx: ErrorContext, req: Container, code: ErrorCode) -> dict[str, Any]:
     return {"markers": [{"producer_id": m.producer_id, "topics": [
         {"name": t.name, "partitions": [{"partition_index": i, "error_code": code} for i in t.partition_indexes]}
         for t in m.topics]} for m in req.markers]}
@@ -178,7 +178,7 @@ def handle_write_txn_markers(ctx: RequestContext, req: Container) -> dict[str, A
 
 
 # --- TxnOffsetCommit ------------------------------------------------------------------------------------
-def txn_offset_commit_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+def txn_offset_commit_error_response(ctx: ErrorContext, req: Container, code: ErrorCode) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "topics": [
         {"name": t.get("name", ""), "topic_id": t.get("topic_id", ZERO_UUID),
          "partitions": [{"partition_index": p.partition_index, "error_code": code} for p in t.partitions]}
@@ -253,7 +253,7 @@ def handle_txn_offset_commit(ctx: RequestContext, req: Container) -> dict[str, A
 
 
 # --- tooling: DescribeProducers, DescribeTransactions, ListTransactions -------------------------------------
-def describe_producers_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+def describe_producers_error_response(ctx: ErrorContext, req: Container, code: ErrorCode) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "topics": [
         {"name": t.name, "partitions": [{"partition_index": i, "error_code": code, "error_message": None,
                                          "active_producers": []} for i in t.partition_indexes]}
@@ -293,7 +293,7 @@ def handle_describe_producers(ctx: RequestContext, req: Container) -> dict[str, 
     return {"throttle_time_ms": 0, "topics": topics}
 
 
-def describe_transactions_error_response(ctx: RequestContext, req: Container, code: ErrorCode) -> dict[str, Any]:
+def describe_transactions_error_response(ctx: ErrorContext, req: Container, code: ErrorCode) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "transaction_states": [
         {"transactional_id": tid, "error_code": code, "transaction_state": "", "transaction_timeout_ms": 0,
          "transaction_start_time_ms": -1, "producer_id": -1, "producer_epoch": -1, "topics": []}

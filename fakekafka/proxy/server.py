@@ -50,7 +50,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fakekafka.model.cluster import Broker, ClusterState
+from fakekafka.handlers.registry import ClusterFacts, ErrorContext, error_answer
+from fakekafka.model.cluster import Broker
+from fakekafka.model.config import DEFAULT_LOG_DIR, BrokerConfig
 from fakekafka.model.faults import Fault, FaultKind, Faults
 from fakekafka.net.framing import GO, STOP, FrameReader, FrameStream
 from fakekafka.observe.records import RequestRecord
@@ -58,7 +60,7 @@ from fakekafka.proxy.frames import PRODUCE, FrameError, RequestHead, produce_ack
 from fakekafka.proxy.rewrite import ALWAYS_DECODED, MAYBE_ADDRESSES, may_name_a_broker, rewrite_addresses
 from fakekafka.proxy.stream import FETCH, FetchTail, rewrite_tail
 from fakekafka.wire import DecodeError, ErrorCode
-from fakekafka.wire.protocol import decode_response, encode_response, parse_body, request_struct
+from fakekafka.wire.protocol import Request, decode_response, encode_response, parse_body, request_struct
 
 __all__ = ["AnswerEdit", "Intercept", "ProxyEvent", "ProxyServer", "Upstream"]
 
@@ -191,7 +193,7 @@ class ProxyServer:
         self._request_listeners: list[Callable[[RequestRecord, _Exchange], None]] = []
         self._frame_listeners: set[int] = set()
         self._hosts: set[bytes] = {u.host.encode() for u in self.upstreams}
-        self._stand_in: ClusterState | None = None
+        self._facts: ClusterFacts | None = None
         self._started = time.monotonic()
         self._pairs: set[_Pair] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -295,7 +297,7 @@ class ProxyServer:
         listener = _Listener(node_id, sock.getsockname()[1], sock)
         self.listeners[node_id] = listener
         self.event("listener_added", broker=node_id, port=listener.port)
-        self._stand_in = None
+        self._facts = None
         asyncio.get_running_loop().create_task(self._serve(listener))
         return listener
 
@@ -304,7 +306,7 @@ class ProxyServer:
         if self.nodes.get(node_id) != upstream:
             self.nodes[node_id] = upstream
             self._hosts.add(host.encode())
-            self._stand_in = None
+            self._facts = None
         return self.advertised_host, self._listener_for(node_id).port
 
     # --- steering -------------------------------------------------------------------------------------------
@@ -364,24 +366,20 @@ class ProxyServer:
         pair.connected()
 
     # --- answers the proxy makes itself ---------------------------------------------------------------------
-    def stand_in(self) -> ClusterState:
-        """A model of the upstream as seen through the proxy (its brokers at the proxy's listeners, its cluster
-        id), from which the handlers' own error answers are built for errors answered without forwarding."""
-        if self._stand_in is None:
+    def cluster_facts(self) -> ClusterFacts:
+        """The upstream as seen through the proxy (its brokers at the proxy's listeners, its cluster id): what
+        the handlers' error answers say of the cluster for errors answered without forwarding."""
+        if self._facts is None:
             brokers = [Broker(n, self.advertised_host, self.listeners[n].port)
                        for n in sorted(self.nodes) if n in self.listeners and self.listeners[n].reachable]
-            state = ClusterState(brokers=brokers or [Broker(0, self.advertised_host,
-                                                            self.listeners[BOOTSTRAP].port)])
-            if self.cluster_id:
-                state.config.cluster_id = self.cluster_id
-            self._stand_in = state
-        return self._stand_in
+            brokers = brokers or [Broker(0, self.advertised_host, self.listeners[BOOTSTRAP].port)]
+            self._facts = ClusterFacts(brokers, self.cluster_id or BrokerConfig.cluster_id,
+                                       min(b.node_id for b in brokers), [], [DEFAULT_LOG_DIR])
+        return self._facts
 
     def error_answer(self, head: RequestHead, frame: bytes | memoryview, code: ErrorCode) -> bytes | None:
         """The whole answer frame reporting `code`, as fakekafka's handler would give it; None when the API
         has no way to say it (or the wire layer does not know it): the connection is closed instead."""
-        from fakekafka.handlers import RequestContext, error_response
-        from fakekafka.wire.protocol import Request
         if head.body_offset is None:
             return None
         stream = io.BytesIO(frame)
@@ -391,8 +389,7 @@ class ProxyServer:
         except DecodeError:
             return None
         request = Request(head.api_key, head.api_version, head.correlation_id, head.client_id, None, body)
-        answer = error_response(RequestContext(self.stand_in(), self.stand_in().brokers[min(
-            self.stand_in().brokers)], request), body, code)
+        answer = error_answer(ErrorContext(request, None, given=self.cluster_facts()), body, code)
         if answer is None:
             return None
         return encode_response(head.api_key, head.api_version, head.correlation_id, answer)

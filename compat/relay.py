@@ -41,8 +41,8 @@ from fakekafka.wire.protocol import encode_response
 
 if TYPE_CHECKING:
     from fakekafka.observe.records import RequestRecord
+    from fakekafka.proxy.exchange import Exchange
     from fakekafka.proxy.frames import RequestHead
-    from fakekafka.proxy.server import _Exchange
 
 __all__ = ["Exchange", "RelayGroup", "cap_versions"]
 
@@ -183,7 +183,7 @@ class RelayGroup:
     def _narrow(self, _head: RequestHead, body: Any) -> bool:
         return body.error_code == 0 and cap_versions(body, self.caps or {}, self.features)
 
-    def _answered(self, _record: RequestRecord, exchange: _Exchange) -> None:
+    def _answered(self, _record: RequestRecord, exchange: Exchange) -> None:
         """The broker's own answer (or, for a request answered here, the answer sent) goes on the exchange."""
         ex = exchange.note
         if isinstance(ex, Exchange):

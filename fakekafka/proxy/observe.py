@@ -14,17 +14,16 @@ import threading
 import time
 import uuid
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fakekafka.observe.records import RequestRecord, error_codes_in
 from fakekafka.observe.traffic import touched
+from fakekafka.proxy.exchange import Exchange, Slot
 from fakekafka.wire import DecodeError, ErrorCode
 from fakekafka.wire.protocol import decode_response, parse_body, request_struct
-
-if TYPE_CHECKING:
-    from fakekafka.proxy.server import ProxyServer, _Exchange, _Slot
 
 __all__ = ["FRAMES_DIR", "FrameRecorder", "Summary", "exchange_record", "read_frames"]
 
@@ -34,7 +33,7 @@ FRAMES_DIR = "frames"
 """Where, inside a recording directory, the raw frames go (`fakekafka analyze` reads only `hour=*`)."""
 
 
-def decode_exchange(exchange: _Exchange) -> None:
+def decode_exchange(exchange: Exchange) -> None:
     """Fills the exchange's decoded request and response bodies where the wire layer knows the API."""
     head = exchange.head
     if head.body_offset is None:
@@ -52,10 +51,11 @@ def decode_exchange(exchange: _Exchange) -> None:
             exchange.response_body = None
 
 
-def exchange_record(proxy: ProxyServer, exchange: _Exchange, slot: _Slot, node_id: int, peer: str,
+def exchange_record(exchange: Exchange, slot: Slot, node_id: int, peer: str, *, decode: bool,
+                    topic_names: Mapping[uuid.UUID, str],
                     software: dict[str, tuple[str | None, str | None]] | None = None) -> RequestRecord:
-    """The exchange as a `RequestRecord`: decoded (when the proxy decodes answers) for its error codes and what
-    it touched."""
+    """The exchange as a `RequestRecord`: decoded (`decode`: the proxy decodes answers) for its error codes and
+    what it touched (topic ids named by `topic_names`)."""
     head = exchange.head
     latency = (time.perf_counter() - slot.started) * 1000
     codes: set[int] = set()
@@ -63,11 +63,11 @@ def exchange_record(proxy: ProxyServer, exchange: _Exchange, slot: _Slot, node_i
     groups: tuple[str, ...] = ()
     records, generation, member, per_partition = 0, None, None, ()
     name = version = None
-    if proxy.decode_answers:
+    if decode:
         decode_exchange(exchange)
         error_codes_in(exchange.response_body, codes)
         if exchange.request_body is not None:
-            seen = touched(head.api_key, exchange.request_body, exchange.response_body, proxy.topic_names.get)
+            seen = touched(head.api_key, exchange.request_body, exchange.response_body, topic_names.get)
             topics = tuple(sorted(seen.topics))
             groups = tuple(sorted(seen.groups))
             records, generation, member = seen.records, seen.generation_id, seen.member_id
@@ -162,7 +162,7 @@ class FrameRecorder:
         self._sequence: Counter[str] = Counter()
         self._lock = threading.Lock()
 
-    def __call__(self, record: RequestRecord, exchange: _Exchange) -> None:
+    def __call__(self, record: RequestRecord, exchange: Exchange) -> None:
         with self._lock:
             self._sequence[exchange.connection] += 1
             self._rows.append((record.wall_time, exchange.connection, self._sequence[exchange.connection],

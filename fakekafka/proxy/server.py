@@ -56,13 +56,15 @@ from fakekafka.model.config import DEFAULT_LOG_DIR, BrokerConfig
 from fakekafka.model.faults import Fault, FaultKind, Faults
 from fakekafka.net.framing import GO, STOP, FrameReader, FrameStream
 from fakekafka.observe.records import RequestRecord
+from fakekafka.proxy.exchange import PENDING, Exchange, Slot
 from fakekafka.proxy.frames import PRODUCE, FrameError, RequestHead, produce_acks, read_request_head
+from fakekafka.proxy.observe import exchange_record
 from fakekafka.proxy.rewrite import ALWAYS_DECODED, MAYBE_ADDRESSES, may_name_a_broker, rewrite_addresses
 from fakekafka.proxy.stream import FETCH, FetchTail, rewrite_tail
 from fakekafka.wire import DecodeError, ErrorCode
 from fakekafka.wire.protocol import Request, decode_response, encode_response, parse_body, request_struct
 
-__all__ = ["AnswerEdit", "Intercept", "ProxyEvent", "ProxyServer", "Upstream"]
+__all__ = ["AnswerEdit", "Exchange", "Intercept", "ProxyEvent", "ProxyServer", "Upstream"]
 
 log = logging.getLogger("fakekafka.proxy")
 _CORRELATION = struct.Struct(">i")
@@ -113,36 +115,6 @@ class ProxyEvent:
     details: dict[str, Any]
 
 
-_PENDING: Any = object()
-"""A slot's answer before it is known."""
-
-
-@dataclass(slots=True)
-class _Slot:
-    """One request of a client connection, in the order its answer is due."""
-
-    head: RequestHead
-    whole: bytearray | bytes
-    """The request as received, size prefix included (forwarded as it is)."""
-    wall: float
-    started: float
-    faults: list[Fault]
-    answer: Any = _PENDING
-    """The buffers to write (each one whole answer frame), [] for none, None: close the connection instead."""
-    upstream_frame: bytearray | bytes | None = None
-    request_size: int | None = None
-    """A streamed request's size (`whole` holds its header only)."""
-    answer_size: int | None = None
-    """A streamed answer's size as sent, size prefix excluded."""
-    note: Any = None
-    """What `ProxyServer.intercept` attached to the request."""
-
-    @property
-    def frame(self) -> memoryview:
-        """The request without its size prefix."""
-        return memoryview(self.whole)[4:]
-
-
 @dataclass
 class _Listener:
     node_id: int
@@ -190,7 +162,7 @@ class ProxyServer:
         self.upstream_local_addresses: set[str] = set()
         """host:port of every connection the proxy opened to the upstream (a test can check that the upstream
         saw no other client)."""
-        self._request_listeners: list[Callable[[RequestRecord, _Exchange], None]] = []
+        self._request_listeners: list[Callable[[RequestRecord, Exchange], None]] = []
         self._frame_listeners: set[int] = set()
         self._hosts: set[bytes] = {u.host.encode() for u in self.upstreams}
         self._facts: ClusterFacts | None = None
@@ -236,7 +208,7 @@ class ProxyServer:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
 
-    def add_request_listener(self, listener: Callable[[RequestRecord, _Exchange], None], *,
+    def add_request_listener(self, listener: Callable[[RequestRecord, Exchange], None], *,
                              frames: bool = True) -> None:
         """Called with each completed request: the record (as the fake cluster's recordings have) and the raw
         exchange (frames, decoded bodies when `decode_answers`). `frames=False`: the listener reads neither
@@ -246,7 +218,7 @@ class ProxyServer:
         if frames:
             self._frame_listeners.add(id(listener))
 
-    def remove_request_listener(self, listener: Callable[[RequestRecord, _Exchange], None]) -> None:
+    def remove_request_listener(self, listener: Callable[[RequestRecord, Exchange], None]) -> None:
         self._request_listeners.remove(listener)
         self._frame_listeners.discard(id(listener))
 
@@ -393,58 +365,6 @@ class ProxyServer:
         if answer is None:
             return None
         return encode_response(head.api_key, head.api_version, head.correlation_id, answer)
-
-
-@dataclass(slots=True)
-class _Exchange:
-    """One request and its answer as they crossed the proxy, for request listeners. The frames are bytes made
-    on first use: with only the request log listening, a 1 MB Fetch answer is not copied for it."""
-
-    head: RequestHead
-    request_view: memoryview
-    response_views: list[memoryview] | None
-    """The answer as sent to the client (after any rewriting), size prefix excluded; None: none was sent."""
-    request_body: Any = None
-    response_body: Any = None
-    connection: str = ""
-    """Identifies the client connection (peer address and the listener's node) for replays."""
-    streamed_sizes: tuple[int | None, int | None] = (None, None)
-    """The request's and the answer's sizes when they were passed on while arriving (not held here)."""
-    note: Any = None
-    """What `ProxyServer.intercept` attached to the request."""
-    upstream_view: memoryview | None = None
-    """The answer as the upstream sent it, size prefix excluded; None: the upstream sent none (answered by the
-    proxy, acks=0, or passed on while it arrived)."""
-    _request: bytes | None = None
-    _response: bytes | None = None
-
-    @property
-    def request_size(self) -> int:
-        streamed = self.streamed_sizes[0]
-        return len(self.request_view) if streamed is None else streamed
-
-    @property
-    def response_size(self) -> int | None:
-        if self.response_views is None:
-            return self.streamed_sizes[1]
-        return sum(len(v) for v in self.response_views)
-
-    @property
-    def request_frame(self) -> bytes:
-        if self._request is None:
-            self._request = bytes(self.request_view)
-        return self._request
-
-    @property
-    def response_frame(self) -> bytes | None:
-        if self._response is None and self.response_views is not None:
-            self._response = b"".join(self.response_views)
-        return self._response
-
-    @property
-    def upstream_response_frame(self) -> bytes | None:
-        """The upstream's own answer, before any rewriting or edit (None: it sent none)."""
-        return None if self.upstream_view is None else bytes(self.upstream_view)
 
 
 class _Stream(FrameStream):
@@ -670,9 +590,9 @@ class _Pair:
         self.client: _ClientSide = None  # type: ignore[assignment]  # set by _ClientSide
         self.upstream: _UpstreamSide | None = None
         self.connecting: asyncio.Task[None] | None = None
-        self.slots: collections.deque[_Slot] = collections.deque()
+        self.slots: collections.deque[Slot] = collections.deque()
         """Every request read and not yet answered to the client, in order."""
-        self.forwarded: collections.deque[_Slot] = collections.deque()
+        self.forwarded: collections.deque[Slot] = collections.deque()
         """The requests sent upstream whose answers are still to come, in order."""
         self.held: collections.deque[bytearray] = collections.deque()
         """Requests read while a latency fault holds the connection back; taken in order after it."""
@@ -778,7 +698,7 @@ class _Pair:
             for fault in fired:
                 proxy.event("fault", fault=fault.describe(), api=head.api_name, broker=self.node_id,
                             client_id=head.client_id, correlation_id=head.correlation_id)
-        slot = _Slot(head, whole, time.time(), time.perf_counter(), fired)
+        slot = Slot(head, whole, time.time(), time.perf_counter(), fired)
         self.slots.append(slot)
         if len(self.slots) >= _MAX_IN_FLIGHT:
             self.client.pause("in flight")
@@ -814,7 +734,7 @@ class _Pair:
                 return
         self._forward(slot)
 
-    def _release(self, slot: _Slot) -> None:
+    def _release(self, slot: Slot) -> None:
         self.holding = None
         if self.closed:
             return
@@ -824,7 +744,7 @@ class _Pair:
         if self.holding is None:
             self.client.resume("latency")
 
-    def _forward(self, slot: _Slot) -> None:
+    def _forward(self, slot: Slot) -> None:
         upstream = self.upstream
         if upstream is None or upstream.transport is None:
             return
@@ -856,7 +776,7 @@ class _Pair:
         acks = produce_acks(frame, head)
         if acks is None and head.api_key == PRODUCE and head.body_offset is not None and head.api_version >= 3:
             return None if len(first) < min(size, FrameReader.SCRATCH) else False
-        slot = _Slot(head, bytes(first[:4 + (head.body_offset or 0)]), time.time(), time.perf_counter(), [],
+        slot = Slot(head, bytes(first[:4 + (head.body_offset or 0)]), time.time(), time.perf_counter(), [],
                      request_size=size - 4)
         self.slots.append(slot)
         if len(self.slots) >= _MAX_IN_FLIGHT:
@@ -915,7 +835,7 @@ class _Pair:
         self.proxy.frames_streamed += 1
         return _AnswerStream(self, slot, tail, size - 4)
 
-    def _answer(self, slot: _Slot, whole: bytearray) -> list[Any] | None:
+    def _answer(self, slot: Slot, whole: bytearray) -> list[Any] | None:
         """The buffers the client gets for the upstream's answer: as received, or rewritten, or replaced by
         a fault's error or throttle; None: close instead."""
         proxy = self.proxy
@@ -957,7 +877,7 @@ class _Pair:
         """Writes the answers that are due, in request order, up to the first one still to come."""
         slots = self.slots
         listeners = self.proxy._request_listeners
-        while slots and slots[0].answer is not _PENDING and not self.closed:
+        while slots and slots[0].answer is not PENDING and not self.closed:
             slot = slots.popleft()
             answer = slot.answer
             if answer is None:
@@ -977,16 +897,16 @@ class _Pair:
         if self.draining is not None and not self.forwarded and not self.closed:
             self.close(None)  # the last answer the client left behind is read
 
-    def _tell(self, slot: _Slot, answer: list[Any] | None) -> None:
-        from fakekafka.proxy.observe import exchange_record
+    def _tell(self, slot: Slot, answer: list[Any] | None) -> None:
         views = None
         if answer:  # each buffer is one whole answer frame (never more than one): its size prefix skipped
             views = [memoryview(b)[4:] for b in answer]
         upstream = None if slot.upstream_frame is None else memoryview(slot.upstream_frame)[4:]
-        exchange = _Exchange(slot.head, slot.frame, views, connection=self.connection,
+        exchange = Exchange(slot.head, slot.frame, views, connection=self.connection,
                              streamed_sizes=(slot.request_size, slot.answer_size), note=slot.note,
                              upstream_view=upstream)
-        record = exchange_record(self.proxy, exchange, slot, self.node_id, self.peer, self.proxy.software)
+        record = exchange_record(exchange, slot, self.node_id, self.peer, decode=self.proxy.decode_answers,
+                                 topic_names=self.proxy.topic_names, software=self.proxy.software)
         for listener in list(self.proxy._request_listeners):
             try:
                 listener(record, exchange)
@@ -998,7 +918,7 @@ class _Pair:
 class _RequestStream(_Stream):
     """A request forwarded while it arrives (`_Pair.open_request`)."""
 
-    def __init__(self, pair: _Pair, slot: _Slot, no_answer: bool) -> None:
+    def __init__(self, pair: _Pair, slot: Slot, no_answer: bool) -> None:
         self.pair = pair
         self.slot = slot
         self.no_answer = no_answer
@@ -1017,7 +937,7 @@ class _AnswerStream(_Stream):
     """An answer passed to the client while it arrives (`_Pair.open_answer`); a Fetch v16+ answer's tagged
     fields held and rewritten at its end."""
 
-    def __init__(self, pair: _Pair, slot: _Slot, tail: FetchTail | None, size: int) -> None:
+    def __init__(self, pair: _Pair, slot: Slot, tail: FetchTail | None, size: int) -> None:
         self.pair = pair
         self.slot = slot
         self.tail = tail

@@ -161,7 +161,7 @@ jar_has_classes "$CONNECT_DIR" org.apache.kafka.connect.cli.ConnectDistributed \
     || { log "$CONNECT_DIR lacks Kafka Connect's worker or the file connectors"; exit 1; }
 
 # Kafka's command-line tools (compat/kafka/tools-pom.xml: kafka-tools, and kafka_2.13 for kafka-configs), for
-# tests/test_kafka_cli.py and the README's "Use the Kafka CLI you know".
+# tests/integration/test_kafka_cli.py and the README's "Use the Kafka CLI you know".
 TOOLS_VERSION=$(sed -n 's:.*<kafka.tools.version>\(.*\)</kafka.tools.version>.*:\1:p' compat/kafka/tools-pom.xml)
 TOOLS_DIR=${FAKEKAFKA_TOOLS_JARS:-$CACHE/kafka-tools-$TOOLS_VERSION}
 maven_copy compat/kafka/tools-pom.xml "$TOOLS_DIR"
@@ -200,7 +200,7 @@ fi
 # ---------------------------------------------------------------- quixstreams
 # quixstreams 3.28.1 pins confluent-kafka below 2.13, older than the suite's own confluent-kafka tests need
 # (2.12 has no Producer.close()), so it lives in a virtualenv of its own: its app runs as a subprocess
-# (tests/clients/test_python_frameworks.py). faust-streaming is in the test extra (pyproject.toml).
+# (tests/integration/clients/test_python_frameworks.py). faust-streaming is in the test extra (pyproject.toml).
 QUIX_VENV=${FAKEKAFKA_QUIXSTREAMS:-$CACHE/venv-quixstreams}
 QUIX_PKGS=(quixstreams==3.28.1)
 if [[ ! -f $QUIX_VENV/.complete ]]; then

@@ -10,7 +10,7 @@ acknowledgement that arrives after the kill is done (the killed broker's connect
 acknowledgement came from the new leader). Median, min and max over `--runs` runs, after one unrecorded warm-up
 run per cell. Cells:
 
-- Java (kafka-clients, tests/clients/java/ReplicationDriver.java) against `fakekafka serve --brokers 3`, a
+- Java (kafka-clients, tests/integration/clients/java/ReplicationDriver.java) against `fakekafka serve --brokers 3`, a
   subprocess; the kill goes through its control port, the protocol `fakekafka ctl kill-broker` speaks.
 - confluent-kafka (librdkafka) against the same fakekafka, killed the same way.
 - confluent-kafka against librdkafka's mock cluster (3 brokers, in this process, driven through librdkafka's
@@ -64,7 +64,7 @@ try:
 except ImportError:  # pragma: no cover
     sys.exit("bench/failover.py needs confluent-kafka: pip install confluent-kafka")
 
-JAVA_SOURCE = os.path.join(ROOT, "tests", "clients", "java", "ReplicationDriver.java")
+JAVA_SOURCE = os.path.join(ROOT, "tests", "integration", "clients", "java", "ReplicationDriver.java")
 JVM_ARGS = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx512m", "-Dorg.slf4j.simpleLogger.defaultLogLevel=error"]
 FAILOVER_PRODUCER = {"acks": "all", "enable.idempotence": True, "linger.ms": 1, "log_level": 2}
 THROUGHPUT_PRODUCER = {"acks": "all", "linger.ms": 5, "compression.type": "none", "delivery.report.only.error": True,

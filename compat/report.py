@@ -45,7 +45,8 @@ def _summary_lines(report: Report) -> list[str]:
         lines.append(f"wire conformance: {conf['pairs_checked']} pairs checked / {conf['pairs_advertised']} pairs "
                      f"advertised (kafka-clients {', '.join(f'{v}: {n}' for v, n in by.items())})")
     else:
-        lines.append("wire conformance: not run (build/conformance.json is written by tests/wire/test_conformance.py)")
+        lines.append("wire conformance: not run (build/conformance.json is written by "
+                     "tests/conformance/wire/test_conformance.py)")
     if report.quick:
         lines.append("--quick: scenarios with several rebalances left out on brokers with slow group joins")
     return lines

@@ -6,6 +6,17 @@ Kafka jars are missing)."""
 import sys
 from pathlib import Path
 
+import pytest
+
 _REPO = str(Path(__file__).resolve().parents[1])
 if _REPO not in sys.path:
     sys.path.insert(0, _REPO)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The examples are integration tests (real clients against fakekafka): `-m integration` selects them."""
+    here = Path(__file__).resolve().parent
+    for item in items:
+        if item.path.is_relative_to(here):
+            item.add_marker("integration")

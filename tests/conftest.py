@@ -18,7 +18,22 @@ import pytest
 
 import fakekafka
 
+TIERS = {"unit": "unit", "integration": "integration", "conformance": "conformance"}
+"""tests/<folder>: the tier marker its tests carry (pyproject's markers say what each tier is). The examples are
+integration tests too (examples/conftest.py)."""
+
 pytest_plugins = ["pytester", "tests.background"]  # the long subprocess runs start early
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Marks each test with its tier, by folder, before `-m` selects on it."""
+    tests = config.rootpath / "tests"
+    for item in items:
+        if item.path.is_relative_to(tests):
+            tier = TIERS.get(item.path.relative_to(tests).parts[0])
+            if tier is not None:
+                item.add_marker(tier)
 
 
 @pytest.fixture
@@ -47,7 +62,7 @@ def secure_apache_kafka() -> Iterator[object]:
     format time: SECURE_USERS; OAUTHBEARER with unsecured tokens, its validator named as fakekafka needs it), a
     NOOAUTH listener (SASL_PLAINTEXT without OAUTHBEARER: NO_OAUTH_MECHANISMS) and the StandardAuthorizer
     (SECURE_SUPER_USERS), shared by the tests that compare SASL, SCRAM credentials and ACLs with fakekafka
-    (tests/test_security.py, tests/test_acls.py): one JVM start instead of one per file."""
+    (tests/integration/test_security.py, tests/integration/test_acls.py): one JVM start instead of one per file."""
     from fakekafka.model.acl import STANDARD_AUTHORIZER
     from fakekafka.testing.apache_kafka import KafkaCluster, kafka_lib
     if kafka_lib() is None or shutil.which("java") is None:
@@ -82,7 +97,8 @@ def kcat() -> str:
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """Keeps the --kafka-real child runs' durations (tests/test_kafka_real.py) for the terminal summary; reports
+    """Keeps the --kafka-real child runs' durations (tests/conformance/test_kafka_real.py) for the terminal summary;
+    reports
     carry them from xdist workers too."""
     texts = [text for name, text in report.sections if "kafka-real child durations" in name]
     if texts and report.when == "call":
@@ -98,21 +114,22 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write(text if text.endswith("\n") else text + "\n")
 
 
-SPARK_UNIT = ("tests/spark/", "examples/spark_pipeline/")
+SPARK_UNIT = ("tests/integration/spark/", "examples/spark_pipeline/")
 """Test paths that share the session's SparkSession (a JVM of its own): one unit of work under xdist."""
 
-SOLO_TESTS = ("tests/test_kafka_real.py", "tests/test_compat.py")
+SOLO_TESTS = ("tests/conformance/test_kafka_real.py", "tests/conformance/test_compat.py")
 """Modules whose tests share no module fixture between them that matters: each test (the `report` fixture's
 tests of test_compat together) is a unit of its own, so the minutes-long child runs go to both workers."""
 
-LONG_FIRST = ("tests/test_kafka_real.py::test_spark_tests_pass_against_apache_kafka",
-              "tests/test_compat_diff.py",
-              "tests/test_kafka_real.py::test_client_tests_pass_against_apache_kafka",
-              "tests/test_compat.py::report",
-              "tests/test_compat.py::test_old_clients_see_fakekafka_as_kafka",
-              "tests/test_compat.py::test_go_and_node_clients_see_fakekafka_as_kafka",
-              "spark", "tests/test_security.py", "tests/clients/test_python_frameworks.py",
-              "tests/test_analyze.py", "tests/clients/test_java_groups.py", "tests/test_api_sweep.py")
+LONG_FIRST = ("tests/conformance/test_kafka_real.py::test_spark_tests_pass_against_apache_kafka",
+              "tests/conformance/test_compat_diff.py",
+              "tests/conformance/test_kafka_real.py::test_client_tests_pass_against_apache_kafka",
+              "tests/conformance/test_compat.py::report",
+              "tests/conformance/test_compat.py::test_old_clients_see_fakekafka_as_kafka",
+              "tests/conformance/test_compat.py::test_go_and_node_clients_see_fakekafka_as_kafka",
+              "spark", "tests/integration/test_security.py", "tests/integration/clients/test_python_frameworks.py",
+              "tests/integration/test_analyze.py", "tests/integration/clients/test_java_groups.py",
+              "tests/conformance/test_api_sweep.py")
 """Units that take longest (a clean-clone run's --durations, longest first), handed out first; the rest follow in
 collection order."""
 
@@ -124,7 +141,7 @@ def unit_of(nodeid: str) -> str:
         return "spark"
     if path in SOLO_TESTS:
         name = nodeid.split("::", 1)[1].split("[", 1)[0]
-        uses_report = path == "tests/test_compat.py" and name not in (
+        uses_report = path == "tests/conformance/test_compat.py" and name not in (
             "test_old_clients_see_fakekafka_as_kafka", "test_go_and_node_clients_see_fakekafka_as_kafka")
         return f"{path}::report" if uses_report else f"{path}::{name}"
     return path

@@ -22,7 +22,7 @@ missing, so a machine without them reports skips rather than failures:
 
 Get everything with: eval "$(bash .ci/install.sh)" (INSTALL_HINT says so, for skip messages).
 
-For the end-to-end modules in tests/clients/, where one long-lived JVM driver runs every scenario against
+For the end-to-end modules in tests/integration/clients/, where one long-lived JVM driver runs every scenario against
 one broker and each test asserts one scenario's result:
 
     JavaRun                          what a driver run left: results by scenario, the APIs the broker

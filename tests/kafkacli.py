@@ -1,8 +1,9 @@
-"""Kafka's command-line tools, run from their jars in one JVM, for tests/test_kafka_cli.py.
+"""Kafka's command-line tools, run from their jars in one JVM, for tests/integration/test_kafka_cli.py.
 
 bin/kafka-topics.sh and its siblings are thin wrappers: `kafka-run-class.sh MAIN "$@"`. TOOLS maps each
 script's name to that main class (kafka-tools 4.3.1, and kafka_2.13's ConfigCommand; compat/kafka/tools-pom.xml,
-resolved by .ci/install.sh into $FAKEKAFKA_TOOLS_JARS). `ToolSession` starts tests/clients/java/ToolRunner.java
+resolved by .ci/install.sh into $FAKEKAFKA_TOOLS_JARS). `ToolSession` starts
+tests/integration/clients/java/ToolRunner.java
 once and runs any number of tool invocations through it (a JVM start per command would cost about a second
 each); each gives back the tool's exit status, stdout and stderr. `normalise` blanks what differs between two
 brokers for reasons other than behaviour (topic ids, ports, host names, times, rates), so one expected text
@@ -48,7 +49,7 @@ TOOLS = {
 }
 """bin/<name>.sh's main class, as each script names it."""
 
-SOURCE = Path(__file__).resolve().parent / "clients" / "java" / "ToolRunner.java"
+SOURCE = Path(__file__).resolve().parent / "integration" / "clients" / "java" / "ToolRunner.java"
 
 
 def tools_classpath() -> str:

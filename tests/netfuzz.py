@@ -1,6 +1,6 @@
 """A network fuzzer for a running broker: mutated request frames over many connections, with a sentinel
 request after each few so a closed or stuck connection is noticed, and a check that data produced before
-is intact. Used by the bounded CI test (tests/test_fuzz.py) and bench/hardening.py.
+is intact. Used by the bounded CI test (tests/integration/test_fuzz.py) and bench/hardening.py.
 
 The seeds are one valid request per advertised (API, version), built by the API sweep's builders against
 the broker's own state (topic ids, a group member), so mutations reach the handlers, not only the decoder.
@@ -29,7 +29,7 @@ _BOUNDARY = [b"\x00", b"\xff", b"\x7f", b"\x80", b"\x00\x00\x00\x00", b"\xff\xff
 
 def seed_frames(bootstrap: str) -> list[bytes]:
     """A valid request frame (size prefix included) for every (API, version) fakekafka advertises."""
-    from tests.test_api_sweep import BUILDERS, PAIRS, Target, fit_request, set_up
+    from tests.conformance.test_api_sweep import BUILDERS, PAIRS, Target, fit_request, set_up
 
     target = Target("fuzz", bootstrap)
     try:

@@ -4,7 +4,7 @@ The generic `Message._parse_generic`/`_build_generic` walk the field list, forma
 field and go through construct's checks for every integer. What is written here for each message
 instead: runs of fixed-size fields (integers, booleans) read or written with one precompiled
 `struct`, other fields called directly, the path formatted only when an error is raised. Results,
-bytes and errors (type, message, field path) are the generic versions'; `tests/wire` compares them.
+bytes and errors (type, message, field path) are the generic versions'; `tests/unit/wire` compares them.
 
 Error paths: every field gets its parent's path unchanged, and a message that sees a construct error
 inserts its own field's name right after that path on the way up, so the path reads

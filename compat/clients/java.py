@@ -1,7 +1,7 @@
 """Kafka's Java client (kafka-clients), through compat/clients/java/CompatDriver.java: the client's one driver,
 compiled once per source and client version by tests/javautil.py. As the compat agent, one JVM per run serves
-every scenario (a member to be killed gets its own); tests/clients/test_java_client.py runs the same source in
-its scenario mode (`scenario_args`). "java" is the newest client; "java-3.9" and "java-2.8" run the same driver
+every scenario (a member to be killed gets its own); tests/integration/clients/test_java_client.py runs the same source
+in its scenario mode (`scenario_args`). "java" is the newest client; "java-3.9" and "java-2.8" run the same driver
 on the older jars .ci/install.sh puts beside it, since users upgrade slowly and Kafka 4 refuses the oldest
 protocol versions."""
 
@@ -48,7 +48,8 @@ def java_command(version: str | None = None) -> list[str]:
 
 def scenario_args(bootstrap: str, *scenarios: str, timing: Timing | None = None) -> list[str]:
     """The driver's arguments for its scenario mode: run `scenarios` (every one when none is named) against
-    `bootstrap`, one result line each (tests/clients/test_java_client.py reads them with javautil.run_driver)."""
+    `bootstrap`, one result line each (tests/integration/clients/test_java_client.py reads them with
+    javautil.run_driver)."""
     return [bootstrap, json.dumps(dataclasses.asdict(timing or Timing())), "scenarios", *scenarios]
 
 

@@ -9,9 +9,9 @@ UNSUPPORTED_VERSION (see server.py), as Kafka does.
 v5 (KIP-1242): a client names the cluster and node it means to reach, so that after a broker's address is
 reused by another cluster it rebootstraps instead of mixing metadata. As Kafka 4.4 answers: both given
 and either differs, REBOOTSTRAP_REQUIRED; only one of them given, INVALID_REQUEST; both answers carry no
-api_keys and finalized_features_epoch -1 (checked against Kafka by tests/test_api_sweep.py's variants).
+api_keys and finalized_features_epoch -1 (checked against Kafka by tests/conformance/test_api_sweep.py's variants).
 
-Deliberate differences from Kafka 4.4 (tests/test_api_sweep.py, compat/KNOWN_DIFFERENCES.md):
+Deliberate differences from Kafka 4.4 (tests/conformance/test_api_sweep.py, compat/KNOWN_DIFFERENCES.md):
 - api_keys: only the APIs and versions implemented here, a subset of Kafka's ranges (plus Produce v0-2,
   which Kafka lists too, and OffsetForLeaderEpoch v0-1, which Kafka 4 removed).
 - supported_features, finalized_features: only `group.version` (KIP-848 consumer groups), `share.version`

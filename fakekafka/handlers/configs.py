@@ -4,7 +4,7 @@ ListConfigResources (key 74), v0-1.
 Alterations: TOPIC resources (DYNAMIC_TOPIC_CONFIG) and BROKER resources, "" for the cluster-wide dynamic
 default (DYNAMIC_DEFAULT_BROKER_CONFIG) and the answering broker's id for its own (DYNAMIC_BROKER_CONFIG), as
 Kafka 4.4's broker and controller check them, with their codes and words (checked against Kafka by
-tests/test_api_sweep.py): each resource is validated whole and applied whole or not at all; duplicate
+tests/conformance/test_api_sweep.py): each resource is validated whole and applied whole or not at all; duplicate
 resources or keys, a null SET value, the default topic resource "", another broker's id are INVALID_REQUEST;
 unknown topic configs and bad values INVALID_CONFIG (checked before the topic's existence, as Kafka does);
 APPEND/SUBTRACT work on the current value or else the default, for LIST configs only; broker configs Kafka

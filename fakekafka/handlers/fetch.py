@@ -35,7 +35,7 @@ from fakekafka.wire.primitives import Chunks
 READ_COMMITTED = 1
 UNKNOWN = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 """Refused before any log is read: Kafka's answer for these has aborted_transactions [] (its default), not the
-null of a read_uncommitted read (checked against Kafka 4.4 by tests/test_api_sweep.py)."""
+null of a read_uncommitted read (checked against Kafka 4.4 by tests/conformance/test_api_sweep.py)."""
 
 
 def _partition_response(index: int, code: ErrorCode, partition: Partition | None = None,

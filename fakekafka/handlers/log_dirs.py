@@ -17,8 +17,8 @@ max(high watermark - log end offset, 0), 0 here as in a healthy Kafka. v0 is gon
 A client without DESCRIBE on the cluster (ACLs) gets CLUSTER_AUTHORIZATION_FAILED and no results (v1-2
 cannot carry the code: just no results, as from Kafka).
 
-AlterReplicaLogDirs, per partition (Kafka 4.4's codes, compared by tests/test_api_sweep.py): LOG_DIR_NOT_FOUND
-for a path not among the broker's dirs (checked first, by exact name), UNKNOWN_TOPIC_OR_PARTITION,
+AlterReplicaLogDirs, per partition (Kafka 4.4's codes, compared by tests/conformance/test_api_sweep.py):
+LOG_DIR_NOT_FOUND for a path not among the broker's dirs (checked first, by exact name), UNKNOWN_TOPIC_OR_PARTITION,
 REPLICA_NOT_AVAILABLE for a partition the broker holds no replica of (the dir is remembered: the replica is
 made there if it comes, as a reassignment with log dirs needs), NONE otherwise (the same dir: nothing to do).
 Without ALTER on the cluster: CLUSTER_AUTHORIZATION_FAILED for every partition. v0 is gone from Kafka 4

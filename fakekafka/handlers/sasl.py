@@ -4,7 +4,7 @@ answers them on a SASL_PLAINTEXT or SASL_SSL listener.
 The connection's SASL state lives in the per-connection `ctx.connection.sasl` (the server creates it on SASL
 listeners and refuses other requests until it is authenticated). An unsupported mechanism gets
 UNSUPPORTED_SASL_MECHANISM with the enabled list, a wrong password SASL_AUTHENTICATION_FAILED with Kafka's
-message (PLAIN's own, SCRAM's generic one; checked against Kafka 4.4.0 by tests/test_security.py); the
+message (PLAIN's own, SCRAM's generic one; checked against Kafka 4.4.0 by tests/integration/test_security.py); the
 connection is closed after either answer, as Kafka does. On a listener without SASL, or once authenticated for
 good, both answer ILLEGAL_SASL_STATE as Kafka's request handler does.
 

@@ -8,7 +8,7 @@ ShareAcknowledge to each partition's leader (NOT_LEADER_OR_FOLLOWER with the cur
 otherwise). A share session is a member's on one broker: epoch 0 opens it (acknowledgements are refused
 then), each later request carries the next epoch, -1 closes it (ShareFetch then only acknowledges); a
 ShareAcknowledge at epoch 0 is INVALID_SHARE_SESSION_EPOCH. Acknowledgements are refused as Kafka 4.4's
-share-partition refuses them, in its words (tests/handlers/test_share_acknowledge.py, compared with Kafka by
+share-partition refuses them, in its words (tests/unit/handlers/test_share_acknowledge.py, compared with Kafka by
 raw requests): INVALID_REQUEST without words for a malformed batch or batches out of order, with words for one
 reaching past the records in flight; nothing done for one wholly below the share-partition start offset;
 INVALID_RECORD_STATE for records not acquired by the member, worded per in-flight batch (the new records one
@@ -20,7 +20,7 @@ read_uncommitted (the default), the last stable offset under read_committed, whe
 transactions are sent but archived, not acquired; transaction markers are acquired under both (the clients
 acknowledge them as gaps), as Kafka 4.4 answers. share.auto.offset.reset latest starts a share-partition at the
 high watermark under either level (Kafka 4.4 looks the latest offset up read_uncommitted), so records of a
-transaction open at that moment are never delivered, even once committed (tests/clients/
+transaction open at that moment are never delivered, even once committed (tests/integration/clients/
 test_share_groups_confluent.py, on both brokers).
 
 Deliberate differences from Kafka 4.4 (compat/KNOWN_DIFFERENCES.md, "Share groups"):

@@ -190,7 +190,8 @@ def handle_txn_offset_commit(ctx: RequestContext, req: Container) -> dict[str, A
     """v0-4 check (KIP-890 part 1) that AddOffsetsToTxn added the group's `__consumer_offsets` partition:
     INVALID_TXN_STATE if not, TRANSACTION_ABORTABLE from v4. v5+ adds it themselves (KIP-890 part 2: Kafka's
     broker does so whatever the cluster's transaction.version), so a client needs no AddOffsetsToTxn; v6 names
-    topics by id (UNKNOWN_TOPIC_ID for an unknown one). All as Kafka 4.4 answers (tests/test_api_sweep.py)."""
+    topics by id (UNKNOWN_TOPIC_ID for an unknown one). All as Kafka 4.4 answers
+    (tests/conformance/test_api_sweep.py)."""
     cluster = ctx.cluster
     v = ctx.version
     by_id = v >= 6

@@ -23,7 +23,8 @@ Kafka 4.4 lets a group move between the two protocols without stopping it (`grou
 - A classic JoinGroup to a consumer group with members is refused INCONSISTENT_GROUP_PROTOCOL when the policy
   is `disabled`; a classic JoinGroup to an empty consumer group takes over the id (and its offsets), and a
   consumer-protocol member an empty classic group, under every policy.
-Each policy compared with Kafka 4.4 over raw requests (tests/test_migration_policies_wire.py): no difference.
+Each policy compared with Kafka 4.4 over raw requests (tests/integration/test_migration_policies_wire.py): no
+difference.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ bad CRC is CORRUPT_MESSAGE), and LogValidator reads the records (codec ids 5-7 a
 decompress are UNKNOWN_SERVER_ERROR, as Kafka's IllegalArgumentException/KafkaException map; a record
 count that disagrees with the offset range, or records that do not fill the batch exactly, are
 INVALID_RECORD). Every answer here was taken from a real broker with raw frames
-(`tests/test_batch_validation.py`, which also runs with `--kafka-real`). Inner offset deltas are not
+(`tests/unit/test_batch_validation.py`, which also runs with `--kafka-real`). Inner offset deltas are not
 checked: Kafka accepts an uncompressed batch whose deltas skip (and rewrites a compressed one).
 
 Uncompressed batches are walked by record length only (one varint per record: about 0.5 us a record, where

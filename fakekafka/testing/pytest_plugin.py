@@ -60,7 +60,8 @@ auto.create.topics.enable follows the marker."""
 
 REAL_KAFKA_LOG_DIRS = 2
 """--kafka-real's brokers have two log dirs each (JBOD), so AlterReplicaLogDirs and kafka-reassign-partitions with
-log dirs can be compared (tests/test_kafka_cli.py gives its fakekafka two as well); clients do not see it."""
+log dirs can be compared (tests/integration/test_kafka_cli.py gives its fakekafka two as well); clients do not see
+it."""
 
 
 CLIENT_NOISE = (

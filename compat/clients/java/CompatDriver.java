@@ -10,7 +10,7 @@
 //       compat/clients/agent.py. One JVM serves a whole run (every scenario of one broker); a member that a
 //       scenario kills gets a JVM of its own.
 //   java CompatDriver BOOTSTRAP TIMING_JSON scenarios [SCENARIO...]
-//       the end-to-end scenarios of tests/clients/test_java_client.py (all of them when none is named), each
+//       the end-to-end scenarios of tests/integration/clients/test_java_client.py (all of them when none is named), each
 //       against its own topics: one JSON line per scenario on stdout,
 //           {"scenario": NAME, "ok": true, "ms": N, "result": {...}}  or  {"scenario": NAME, "ok": false, "error": TRACE}
 //       then {"done": true}. A scenario that needs the broker changed behind the client's back (a leader epoch
@@ -850,7 +850,7 @@ public final class CompatDriver {
     }
 
     // ------------------------------------------------------------------------------------------ scenarios
-    // tests/clients/test_java_client.py's: each returns what the test asserts, cross-checked against the broker.
+    // tests/integration/clients/test_java_client.py's: each returns what the test asserts, cross-checked against the broker.
 
     private static final long TIMEOUT_S = 15;
     private static final List<String> SCENARIOS = List.of(

@@ -1,5 +1,5 @@
 // Kafka's error names by code, generated from wire.ErrorCode (the project's table of Kafka's errors):
-// tests/clients/test_go_node_drivers.py checks that it is current.
+// tests/integration/clients/test_go_node_drivers.py checks that it is current.
 
 /// Kafka's name for a broker error code (None for a code Kafka does not define).
 pub fn kafka_error_name(code: i32) -> Option<&'static str> {

@@ -1,0 +1,99 @@
+"""RemoteCluster, the handle `--fakekafka-bootstrap` and `--kafka-real` give tests, driven over the wire against
+the test's own cluster: fakekafka here, Apache Kafka under `pytest --kafka-real` (tests/conformance/test_kafka_real.py
+runs this module so too). What it must get right on both: topics usable once created, auto-creation as a
+producer would, stored batches as sent, and emptying a cluster between tests without losing a live group."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from kafka import KafkaConsumer, KafkaProducer
+
+from fakekafka.testing.client import RemoteCluster
+from fakekafka.testing.handle import ClusterHandle
+from fakekafka.wire.records import Compression, read_header
+
+pytestmark = pytest.mark.clients
+
+
+@pytest.fixture
+def remote(kafka: ClusterHandle) -> Iterator[RemoteCluster]:
+    with RemoteCluster(kafka.bootstrap_servers, default_partitions=2) as r:
+        yield r
+
+
+def test_created_topics_are_usable_at_once(remote: RemoteCluster) -> None:
+    remote.create_topic("made")  # default_partitions
+    assert remote.end_offsets("made") == {0: 0, 1: 0}
+    assert remote.produce("made", b"v", partition=1) == (1, 0)
+    remote.create_topic("three", 3)
+    remote.wait_for_topic("three", 3)
+    assert sorted(remote.topics()) == ["made", "three"]
+    remote.delete_topic("made")
+    assert remote.topics() == ["three"]
+
+
+def test_produce_creates_a_topic_where_the_cluster_auto_creates(remote: RemoteCluster) -> None:
+    assert remote.broker_config("auto.create.topics.enable") == "true"
+    assert remote.produce("fresh", b"v", key=b"k") == (0, 0)
+    assert [(r.offset, r.key, r.value) for r in remote.records("fresh")] == [(0, b"k", b"v")]
+
+
+@pytest.mark.fakekafka(auto_create_topics=False)
+def test_produce_to_a_missing_topic_fails_where_it_does_not(remote: RemoteCluster) -> None:
+    assert remote.broker_config("auto.create.topics.enable") == "false"
+    with pytest.raises(Exception, match="UNKNOWN_TOPIC_OR_PARTITION"):
+        remote.produce("missing", b"v")
+    assert remote.topics() == []
+
+
+def test_batches_are_what_the_producer_sent(remote: RemoteCluster) -> None:
+    remote.create_topic("z", 1)
+    producer = KafkaProducer(bootstrap_servers=remote.bootstrap_servers, compression_type="gzip", linger_ms=1000)
+    for i in range(3):
+        producer.send("z", b"fakekafka " * 50 + bytes([i]))
+    producer.flush()
+    producer.close()
+    remote.produce("z", b"plain")
+    assert [read_header(b).compression for b in remote.batches("z")] == [Compression.GZIP, Compression.NONE]
+    assert [r.offset for r in remote.records("z")] == [0, 1, 2, 3]
+
+
+def test_clear_empties_the_cluster_but_a_live_group(request: pytest.FixtureRequest, remote: RemoteCluster) -> None:
+    if request.config.getoption("--fakekafka-bootstrap"):
+        pytest.skip("clear() deletes every topic and group: not on a cluster named by --fakekafka-bootstrap")
+    remote.produce("a", b"1")
+    remote.produce("b", b"2")
+    consumers = {}
+    for group in ("done", "live"):
+        # no auto-commit: closing would commit for a topic clear() deleted, and retry that for 30 s
+        c = consumers[group] = KafkaConsumer("a", group_id=group, bootstrap_servers=remote.bootstrap_servers,
+                                             auto_offset_reset="earliest", enable_auto_commit=False)
+        remote.wait_until(lambda c=c: c.poll(1000), message=f"group {group} consuming")  # long: see the README
+        c.commit()
+    consumers["done"].close()
+    try:
+        assert remote.clear() == ["live"]
+        assert remote.topics() == [] and remote.groups() == ["live"]
+        assert remote.committed("done") == {}
+    finally:
+        consumers["live"].close()
+    assert remote.clear() == [] and remote.groups() == []
+
+
+@pytest.mark.fakekafka(brokers=3)
+def test_move_leader_is_an_operators_reassignment_and_election(remote: RemoteCluster) -> None:
+    """On Kafka the leader moves only through the Admin API (a reassignment putting the replica first, then a
+    preferred election): the handle does that, and every broker names the new leader when it returns."""
+    remote.create_topic("moved", 1, replication_factor=3)
+    state = remote.partition_state("moved", 0)
+    assert sorted(state["replicas"]) == sorted(state["isr"]) and len(state["replicas"]) == 3
+    successor = next(r for r in state["isr"] if r != state["leader"])
+    remote.move_leader("moved", 0, successor)
+    moved = remote.partition_state("moved", 0)
+    assert (moved["leader"], moved["replicas"][0]) == (successor, successor)
+    assert moved["leader_epoch"] > state["leader_epoch"]
+    remote.move_leader("moved", 0, successor)  # already leading: nothing to elect
+    assert remote.produce("moved", b"v") == (0, 0)  # written through the new leader
+    assert [r.value for r in remote.records("moved")] == [b"v"]

@@ -1,0 +1,81 @@
+"""What the fuzzers found where fakekafka answered otherwise than Apache Kafka 4.4.0. Raw frames, so these run
+against real Kafka too (`pytest --kafka-real tests/unit/test_fuzz_findings.py`), where the expectations come from."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+
+from fakekafka import wire
+from fakekafka.wire import ErrorCode
+from fakekafka.wire.records import build_batch
+from tests.rawclient import RawClient
+
+ZERO = uuid.UUID(int=0)
+
+
+def _create(raw: RawClient, name: str) -> tuple[int, str | None]:
+    r = raw.request(19, 5, {"topics": [{"name": name, "num_partitions": 1, "replication_factor": 1,
+                                        "assignments": [], "configs": []}], "timeout_ms": 5000, "validate_only": True})
+    return r.topics[0].error_code, r.topics[0].error_message
+
+
+def test_malformed_utf8_in_a_name_is_answered_not_dropped(kafka) -> None:
+    """Java decodes malformed UTF-8 to U+FFFD: the topic name is invalid, the connection lives on."""
+    raw = RawClient(kafka.bootstrap_servers)
+    frame = wire.encode_request(19, 5, 7, {"topics": [{"name": "QQQQ", "num_partitions": 1, "replication_factor": 1,
+                                                       "assignments": [], "configs": []}],
+                                           "timeout_ms": 5000, "validate_only": True}, client_id="QQQQ")
+    raw.send_bytes(frame.replace(b"QQQQ", b"\xff\xfeab"))
+    _, r = raw.receive(19, 5)
+    assert (r.topics[0].name, r.topics[0].error_code) == ("\ufffd\ufffdab", ErrorCode.INVALID_TOPIC_EXCEPTION)
+    assert r.topics[0].error_message == ("Topic name is invalid: '\ufffd\ufffdab' contains one or more characters "
+                                         "other than ASCII alphanumerics, '.', '_' and '-'")
+    raw.close()
+
+
+@pytest.mark.parametrize(("name", "message"), [
+    ("a b", "Topic name is invalid: 'a b' contains one or more characters other than ASCII alphanumerics, '.', "
+            "'_' and '-'"),
+    ("", "Topic name is invalid: the empty string is not allowed"),
+    ("..", "Topic name is invalid: '..' is not allowed"),
+    ("x" * 250, f"Topic name is invalid: the length of '{'x' * 250}' is longer than the max allowed length 249"),
+])
+def test_invalid_topic_names_in_kafkas_words(kafka, name: str, message: str) -> None:
+    raw = RawClient(kafka.bootstrap_servers)
+    assert _create(raw, name) == (ErrorCode.INVALID_TOPIC_EXCEPTION, message)
+    raw.close()
+
+
+@pytest.mark.parametrize(("version", "name", "topic_id"), [
+    (10, None, ZERO), (11, None, uuid.UUID(int=5)), (10, "named", uuid.UUID(int=5))])
+def test_metadata_v10_11_refuse_ids_and_null_names(kafka, version: int, name: str | None,
+                                                   topic_id: uuid.UUID) -> None:
+    """Found by the network fuzzer: a null name in v10 made an answer that did not encode (a traceback)."""
+    raw = RawClient(kafka.bootstrap_servers)
+    r = raw.request(3, version, {"topics": [{"name": name, "topic_id": topic_id}], "allow_auto_topic_creation": False,
+                                 "include_topic_authorized_operations": False})
+    assert [(t.name, t.error_code) for t in r.topics] == [(name or "", ErrorCode.INVALID_REQUEST)]
+    raw.close()
+
+
+@pytest.mark.parametrize(("topic", "corrupt", "closed"), [("t0", False, False), ("t0", True, True),
+                                                        ("missing", False, True)],
+                         ids=["stored", "corrupt-batch", "unknown-topic"])
+def test_acks0_produce_error_closes_the_connection(kafka, topic: str, corrupt: bool, closed: bool) -> None:
+    """acks=0 has no answer to carry an error, so Kafka closes the connection; a clean one stays open."""
+    kafka.create_topic("t0", 1)
+    kafka.wait_for_topic("t0", 1)
+    batch = bytearray(build_batch([{"value": b"v", "timestamp": int(time.time() * 1000)}]))
+    if corrupt:
+        batch[-1] ^= 1
+    raw = RawClient(kafka.bootstrap_servers)
+    raw.send(0, 9, {"transactional_id": None, "acks": 0, "timeout_ms": 5000, "topic_data": [
+        {"name": topic, "partition_data": [{"index": 0, "records": bytes(batch)}]}]})
+    if closed:
+        assert raw.is_closed()
+    else:
+        assert raw.request(18, 3, {"client_software_name": "t", "client_software_version": "1"}).error_code == 0
+    raw.close()

@@ -117,7 +117,7 @@ class Env:
         moment after metadata names the leader (NOT_LEADER_OR_FOLLOWER; a refused write stores nothing).
         `unrecorded`: written past compat diff's relay (Env.waiter), for writes whose answers are timing (the
         log start offset a Produce answer carries moves when a retention check runs between two writes)."""
-        from fakekafka.model.cluster import ApiError
+        from fakekafka.model.errors import ApiError
         from fakekafka.wire import ErrorCode
         deadline = time.monotonic() + self.timing.op_s
         while True:

@@ -2,8 +2,10 @@
 
 from fakekafka.model.acl import STANDARD_AUTHORIZER, AclBinding, AclBindingFilter
 from fakekafka.model.clock import ManualClock, SystemClock
-from fakekafka.model.cluster import ApiError, Broker, ClusterState
+from fakekafka.model.cluster import ClusterState
 from fakekafka.model.config import BrokerConfig
+from fakekafka.model.errors import ApiError
+from fakekafka.model.metadata import Broker
 from fakekafka.net.server import Server
 from fakekafka.proxy import Proxy
 from fakekafka.testing.embedded import Cluster

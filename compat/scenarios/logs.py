@@ -22,7 +22,7 @@ from typing import Any
 from compat.clients.base import Client, Rec, Unsupported
 from compat.env import T0, Env, acks, outcome_of, wait_for
 from compat.scenarios.registry import Outcome, scenario
-from fakekafka.model.cluster import ApiError
+from fakekafka.model.errors import ApiError
 
 
 def _offsets(recs: list[Rec]) -> list[int]:

@@ -24,8 +24,9 @@ from construct import Container
 from fakekafka.handlers.authz import authorize, authorize_cluster
 from fakekafka.handlers.registry import ErrorContext, RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
-from fakekafka.model.cluster import ApiError, Topic
 from fakekafka.model.config import TOPIC_CONFIGS
+from fakekafka.model.errors import ApiError
+from fakekafka.model.metadata import Topic
 from fakekafka.wire import ErrorCode
 from fakekafka.wire.primitives import ZERO_UUID
 

@@ -8,7 +8,7 @@ from typing import Any
 from fakekafka.handlers.authz import authorize
 from fakekafka.handlers.registry import RequestContext
 from fakekafka.model.acl import AclOperation, ResourceType
-from fakekafka.model.cluster import Broker, Partition
+from fakekafka.model.metadata import Broker, Partition
 from fakekafka.wire import ErrorCode
 
 __all__ = ["leader_check", "led_partitions", "merged"]

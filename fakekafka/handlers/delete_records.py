@@ -19,7 +19,7 @@ from construct import Container
 from fakekafka.handlers.common import led_partitions, merged
 from fakekafka.handlers.registry import ErrorContext, RequestContext, handles
 from fakekafka.model.acl import AclOperation
-from fakekafka.model.cluster import ApiError
+from fakekafka.model.errors import ApiError
 from fakekafka.wire import ErrorCode
 
 

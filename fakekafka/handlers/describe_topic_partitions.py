@@ -31,7 +31,10 @@ from construct import Container
 from fakekafka.handlers.authz import authorize, authorized_operations
 from fakekafka.handlers.registry import ErrorContext, RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
-from fakekafka.model.cluster import INTERNAL_TOPICS, ApiError, ClusterState, Topic, validate_topic_name
+from fakekafka.model.cluster import ClusterState
+from fakekafka.model.errors import ApiError
+from fakekafka.model.internal_topics import INTERNAL_TOPICS
+from fakekafka.model.metadata import Topic, validate_topic_name
 from fakekafka.wire import ErrorCode
 from fakekafka.wire.primitives import ZERO_UUID
 

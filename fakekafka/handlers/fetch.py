@@ -28,7 +28,7 @@ from fakekafka.handlers.authz import authorize
 from fakekafka.handlers.common import leader_check, merged
 from fakekafka.handlers.registry import ErrorContext, Park, RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
-from fakekafka.model.cluster import Partition
+from fakekafka.model.metadata import Partition
 from fakekafka.wire import ErrorCode
 from fakekafka.wire.primitives import Chunks
 

@@ -17,7 +17,7 @@ from construct import Container
 from fakekafka.handlers.authz import authorize
 from fakekafka.handlers.registry import ErrorContext, RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
-from fakekafka.model.cluster import ApiError
+from fakekafka.model.errors import ApiError
 from fakekafka.wire import ErrorCode
 
 GROUP, TRANSACTION = 0, 1

@@ -16,7 +16,7 @@ from typing import Any
 from construct import Container
 
 from fakekafka.handlers.registry import ErrorContext, RequestContext, handles
-from fakekafka.model.cluster import ApiError
+from fakekafka.model.errors import ApiError
 from fakekafka.wire import ErrorCode
 
 PREFERRED, UNCLEAN = 0, 1

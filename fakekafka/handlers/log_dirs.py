@@ -7,7 +7,7 @@ moves replicas between a broker's dirs with AlterReplicaLogDirs when its plan na
 Behaviour, as Kafka's KafkaApis and ReplicaManager answer: a broker has the log dirs of `log.dirs` (else
 `log.dir`, Kafka's default "/tmp/kafka-logs"), names in the model (the logs themselves are in memory, and with
 a data dir in files under `DIR/broker-N/<the name, slashes as underscores>/`, fakekafka/storage/datadir.py); a new
-replica goes to the dir with the fewest partitions (model/cluster.py's place_replicas, as Kafka's
+replica goes to the dir with the fewest partitions (model/log_dirs.py's place_replicas, as Kafka's
 LogManager.nextLogDirs). DescribeLogDirs answers one result per dir, in `log.dirs` order, with the broker's
 own replicas in it: a null topic list asks for every replica; otherwise the partitions named that the
 broker holds (unknown topics and partitions, or ones held by other brokers, are left out without an error),

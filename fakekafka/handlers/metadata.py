@@ -27,7 +27,9 @@ from construct import Container
 from fakekafka.handlers.authz import authorize, authorize_cluster, authorized_operations
 from fakekafka.handlers.registry import ErrorContext, RequestContext, handles
 from fakekafka.model.acl import CLUSTER_NAME, AclOperation, ResourceType
-from fakekafka.model.cluster import ApiError, Broker, ClusterState, Topic, validate_topic_name
+from fakekafka.model.cluster import ClusterState
+from fakekafka.model.errors import ApiError
+from fakekafka.model.metadata import Broker, Topic, validate_topic_name
 from fakekafka.wire import ErrorCode
 from fakekafka.wire.primitives import ZERO_UUID
 

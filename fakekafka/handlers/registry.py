@@ -16,7 +16,8 @@ from typing import Any
 from construct import Container
 
 from fakekafka.handlers.connection import ConnectionState
-from fakekafka.model.cluster import Broker, ClusterState
+from fakekafka.model.cluster import ClusterState
+from fakekafka.model.metadata import Broker
 from fakekafka.wire import ErrorCode, Request
 from fakekafka.wire.messages import API_MODULES
 from fakekafka.wire.protocol import response_struct

@@ -32,7 +32,7 @@ from construct import Container
 
 from fakekafka.handlers.connection import SaslState
 from fakekafka.handlers.registry import DropConnection, RequestContext, handles
-from fakekafka.model.cluster import java_string_hash
+from fakekafka.model.internal_topics import java_string_hash
 from fakekafka.net.security import (
     SCRAM_MECHANISMS,
     OAuthBearerServer,

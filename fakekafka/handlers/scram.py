@@ -1,6 +1,6 @@
 """DescribeUserScramCredentials (key 50) and AlterUserScramCredentials (key 51), v0, as Kafka 4.4 answers them.
 
-The credentials live in `ClusterState.scram` (fakekafka/net/security.py's ScramCredentials); a change is used by the
+The credentials live in `ClusterState.scram` (fakekafka/model/scram.py's ScramCredentials); a change is used by the
 next SCRAM login at once. Describe lists every user for a null or empty list, else each user asked for:
 RESOURCE_NOT_FOUND for one without credentials, DUPLICATE_RESOURCE for one named twice, with Kafka's messages.
 Alter validates as Kafka's controller (one alteration per user and request, known mechanism, a user name, 4096 to

@@ -53,7 +53,7 @@ from fakekafka.handlers.consumer_groups import refused_first_and_topics_hidden
 from fakekafka.handlers.groups import may, not_coordinator
 from fakekafka.handlers.registry import ErrorContext, Park, RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
-from fakekafka.model.cluster import Partition
+from fakekafka.model.metadata import Partition
 from fakekafka.model.share import ShareGroup
 from fakekafka.wire import ErrorCode
 from fakekafka.wire.primitives import Chunks

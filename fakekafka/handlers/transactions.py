@@ -27,7 +27,7 @@ from fakekafka.handlers.common import not_coordinator_of
 from fakekafka.handlers.groups import not_coordinator as not_group_coordinator
 from fakekafka.handlers.registry import ErrorContext, RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
-from fakekafka.model.cluster import OFFSETS_TOPIC
+from fakekafka.model.internal_topics import OFFSETS_TOPIC
 from fakekafka.model.transactions import TransactionState
 from fakekafka.wire import ErrorCode
 from fakekafka.wire.primitives import ZERO_UUID

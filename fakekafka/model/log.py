@@ -17,7 +17,7 @@ log start moves to segment bases as Kafka's does. The batches stay in one flat l
 Fetch bisects); a segment only records where it starts and what Kafka keeps per segment file, so the
 per-batch hot path gains a comparison or two.
 
-With a data dir, each replica log has a `store` (fakekafka/storage/datadir.py's LogFiles) that every change is handed
+With a data dir, each replica log has a `store` (fakekafka/storage/segments.py's LogFiles) that every change is handed
 to before the method returns: appends (written before the produce is answered), truncation, a moved log start,
 the cleaner's rewrite. Without one (the default) it is None and costs one test per appended batch.
 """
@@ -152,7 +152,7 @@ class PartitionLog:
     log_dir: str = ""
     """The broker's log directory holding this replica (one of its `log.dirs`); "" until the cluster places it."""
     store: Any = field(default=None, repr=False, compare=False)
-    """The replica's segment files under a data dir (fakekafka/storage/datadir.py LogFiles), or None: memory only.
+    """The replica's segment files under a data dir (fakekafka/storage/segments.py LogFiles), or None: memory only.
     Every change below is handed to it before it returns, so what a Produce acknowledges is in the file."""
 
     def _roll_for(self, size: int, max_timestamp: int, base: int, now: int,

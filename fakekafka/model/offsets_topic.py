@@ -44,8 +44,10 @@ import crc32c
 
 from fakekafka.model.consumer_group import ConsumerGroup, ConsumerMember, MemberState
 from fakekafka.model.group import Group, GroupState, Member, OffsetAndMetadata, RecordSink, _join_error
+from fakekafka.model.internal_topics import OFFSETS_TOPIC
 from fakekafka.model.mixed_groups import ClassicProtocol
 from fakekafka.wire import ErrorCode
+from fakekafka.wire.coordinator import RECORD_TYPES, record_module
 from fakekafka.wire.coordinator import consumer_group_current_member_assignment as current_assignment_rec
 from fakekafka.wire.coordinator import consumer_group_member_metadata as member_rec
 from fakekafka.wire.coordinator import consumer_group_metadata as consumer_group_rec
@@ -59,7 +61,8 @@ from fakekafka.wire.records import decode_batch
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from fakekafka.model.cluster import ClusterState, Partition
+    from fakekafka.model.metadata import Partition
+    from fakekafka.model.ports import CoordinatorCluster
     from fakekafka.wire.records import Record
 
 __all__ = ["OffsetsTopic", "offset_commit_key", "offset_commit_value", "decode_record"]
@@ -138,7 +141,6 @@ def _value(mod: Any, version: int, **fields: Any) -> bytes:
 def decode_record(key: bytes, value: bytes | None) -> tuple[int, Any, int, Any]:
     """(record type, key fields, value version, value fields or None for a tombstone) of one record, as
     Kafka's CoordinatorRecordSerde reads it. Raises KeyError for a record type Kafka does not know."""
-    from fakekafka.wire.coordinator import RECORD_TYPES, record_module
     record_type = struct.unpack_from(">h", key)[0]
     if record_type not in RECORD_TYPES:
         raise KeyError(record_type)
@@ -165,7 +167,7 @@ def _topic_partitions(a: dict[uuid.UUID, frozenset[int]],
 class OffsetsTopic(RecordSink):
     """The coordinators' records in `__consumer_offsets`, and the coordinators' state loaded back from them."""
 
-    def __init__(self, cluster: ClusterState) -> None:
+    def __init__(self, cluster: CoordinatorCluster) -> None:
         self.cluster = cluster
         self._topic_id_bytes: dict[uuid.UUID, bytes] = {}
         self._encoded: dict[str, dict[tuple[int, str], tuple[Any, bytes, bytes]]] = {}
@@ -182,7 +184,6 @@ class OffsetsTopic(RecordSink):
         if not records:
             return
         c = self.cluster
-        from fakekafka.model.cluster import OFFSETS_TOPIC
         c.coordinator_for(group_id)  # creates the topic on first use, as Kafka does
         partition = c.partition(OFFSETS_TOPIC, c.offsets_partition_for(group_id))
         if partition is None or not partition.online:
@@ -320,7 +321,6 @@ class OffsetsTopic(RecordSink):
     def load_all(self) -> None:
         """Every led partition of `__consumer_offsets` loaded from its leader's log, as each Kafka coordinator
         loads the partitions it leads at start-up (for a cluster whose logs were restored, e.g. from a data dir)."""
-        from fakekafka.model.cluster import OFFSETS_TOPIC
         topic = self.cluster.topics.get(OFFSETS_TOPIC)
         for partition in topic.partitions if topic is not None else ():
             if partition.online:

@@ -66,6 +66,15 @@ class ProducerIds:
         self._next += 1
         return pid
 
+    @property
+    def next_id(self) -> int:
+        """The id the next allocation hands out."""
+        return self._next
+
+    def reserve_below(self, producer_id: int) -> None:
+        """Ids below `producer_id` are taken (seen in logs, or handed out before a restart): none is given again."""
+        self._next = max(self._next, producer_id)
+
 
 class PartitionProducers:
     """Sequence state of every idempotent producer writing to one partition."""

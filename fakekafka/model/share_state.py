@@ -29,17 +29,20 @@ same for one topic partition whose leader moved, as Kafka's new share-partition 
 
 from __future__ import annotations
 
+import base64
 import struct
 import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from fakekafka.model.internal_topics import SHARE_STATE_TOPIC, partition_for
 from fakekafka.model.offsets_topic import batch_of, keyed_records
-from fakekafka.model.share import RecordState, SharePartition, _InFlight
+from fakekafka.model.share import RecordState, ShareGroup, SharePartition, _InFlight
 from fakekafka.wire.share_coordinator import share_snapshot, share_update
 
 if TYPE_CHECKING:
-    from fakekafka.model.cluster import ClusterState, Partition
+    from fakekafka.model.metadata import Partition
+    from fakekafka.model.ports import CoordinatorCluster
 
 __all__ = ["ShareStateLog", "PersistedState", "decode_share_record", "kafka_uuid"]
 
@@ -51,7 +54,6 @@ View = dict[int, tuple[int, int]]
 
 def kafka_uuid(u: uuid.UUID) -> str:
     """Kafka's Uuid.toString: URL-safe base64 without padding."""
-    import base64
     return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")
 
 
@@ -107,7 +109,7 @@ def decode_share_record(key: bytes, value: bytes | None) -> tuple[int, Key, Any]
 class ShareStateLog:
     """The share coordinator's records in `__share_group_state`, and share-partitions loaded back from them."""
 
-    def __init__(self, cluster: ClusterState) -> None:
+    def __init__(self, cluster: CoordinatorCluster) -> None:
         self.cluster = cluster
         self.keys: dict[Key, PersistedState] = {}
 
@@ -117,9 +119,8 @@ class ShareStateLog:
         return int(value) if value not in (None, "") else 500
 
     def partition_for(self, group_id: str, topic_id: uuid.UUID, partition: int) -> int:
-        from fakekafka.model.cluster import java_string_hash, kafka_abs
         topic = self.cluster.share_state_topic()
-        return kafka_abs(java_string_hash(f"{group_id}:{kafka_uuid(topic_id)}:{partition}")) % len(topic.partitions)
+        return partition_for(f"{group_id}:{kafka_uuid(topic_id)}:{partition}", len(topic.partitions))
 
     def _key(self, sp: SharePartition) -> Key | None:
         topic = self.cluster.topics.get(sp.topic)
@@ -128,7 +129,6 @@ class ShareStateLog:
     def _append(self, key: Key, record_type: int, value: bytes | None) -> int:
         """One record at the leader of the key's partition, and its offset; -1 while it has no leader (the write
         fails, as the persister's would, and the state stays in memory only)."""
-        from fakekafka.model.cluster import SHARE_STATE_TOPIC
         c = self.cluster
         partition = c.partition(SHARE_STATE_TOPIC, self.partition_for(*key))
         if partition is None or not partition.online:
@@ -144,7 +144,6 @@ class ShareStateLog:
         """Records no key needs any more (before every live key's last snapshot) deleted, as Kafka's share
         coordinator prunes its partitions with DeleteRecords; here at each snapshot, not on
         `share.coordinator.state.topic.prune.interval.ms`."""
-        from fakekafka.model.cluster import SHARE_STATE_TOPIC
         partition = self.cluster.partition(SHARE_STATE_TOPIC, index)
         if partition is None or not partition.online:
             return
@@ -284,8 +283,6 @@ class ShareStateLog:
     def load_all(self) -> None:
         """Every led partition of `__share_group_state` loaded, and the share-partitions of existing topics
         rebuilt from it, as share-partition leaders initialize from the persister after a restart."""
-        from fakekafka.model.cluster import SHARE_STATE_TOPIC
-        from fakekafka.model.share import ShareGroup
         c = self.cluster
         topic = c.topics.get(SHARE_STATE_TOPIC)
         for partition in topic.partitions if topic is not None else ():

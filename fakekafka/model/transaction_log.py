@@ -21,12 +21,14 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Any
 
+from fakekafka.model.internal_topics import TRANSACTION_STATE_TOPIC
 from fakekafka.model.offsets_topic import batch_of, keyed_records
 from fakekafka.model.transactions import TransactionMetadata, TransactionState
 from fakekafka.wire.txn_coordinator import transaction_log as txn_rec
 
 if TYPE_CHECKING:
-    from fakekafka.model.cluster import ClusterState, Partition
+    from fakekafka.model.metadata import Partition
+    from fakekafka.model.ports import CoordinatorCluster
 
 __all__ = ["TransactionLog", "STATE_CODE", "decode_transaction_record"]
 
@@ -79,7 +81,7 @@ def decode_transaction_record(key: bytes, value: bytes | None) -> tuple[str, Any
 class TransactionLog:
     """The transaction coordinator's records in `__transaction_state`, and its state loaded back from them."""
 
-    def __init__(self, cluster: ClusterState) -> None:
+    def __init__(self, cluster: CoordinatorCluster) -> None:
         self.cluster = cluster
 
     def __call__(self, txn: TransactionMetadata | str) -> None:
@@ -88,7 +90,6 @@ class TransactionLog:
         c = self.cluster
         tid = txn if isinstance(txn, str) else txn.transactional_id
         c.transaction_coordinator_for(tid)  # creates the topic on first use, as Kafka does
-        from fakekafka.model.cluster import TRANSACTION_STATE_TOPIC
         partition = c.partition(TRANSACTION_STATE_TOPIC, c.transaction_partition_for(tid))
         if partition is None or not partition.online:
             return
@@ -98,7 +99,6 @@ class TransactionLog:
 
     def load_all(self) -> None:
         """Every led partition of `__transaction_state` loaded, as each coordinator does at start-up."""
-        from fakekafka.model.cluster import TRANSACTION_STATE_TOPIC
         topic = self.cluster.topics.get(TRANSACTION_STATE_TOPIC)
         for partition in topic.partitions if topic is not None else ():
             if partition.online:
@@ -131,7 +131,6 @@ class TransactionLog:
             loaded[tid] = txn
         # the loaded ids' producer ids are never handed out again (an id that only ran InitProducerId has its
         # producer id nowhere but here)
-        c.producer_ids._next = max([c.producer_ids._next] + [max(t.producer_id, t.next_producer_id) + 1
-                                                             for t in loaded.values()])
+        c.producer_ids.reserve_below(max([0] + [max(t.producer_id, t.next_producer_id) + 1 for t in loaded.values()]))
         index = partition.index
         c.transactions.loaded(loaded, lambda t: c.transaction_partition_for(t) == index)

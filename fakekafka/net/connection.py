@@ -16,7 +16,7 @@ from collections.abc import Coroutine
 from typing import Any, Protocol
 
 from fakekafka.handlers.connection import ConnectionState
-from fakekafka.model.cluster import Broker
+from fakekafka.model.metadata import Broker
 from fakekafka.net.framing import GO, STOP, WAIT, FrameReader
 from fakekafka.net.security import ListenerSpec
 

@@ -18,8 +18,9 @@ from fakekafka.handlers.api_versions import API_VERSIONS_KEY, unsupported_versio
 from fakekafka.handlers.connection import ConnectionState
 from fakekafka.handlers.registry import error_response
 from fakekafka.model.clock import ManualClock
-from fakekafka.model.cluster import Broker, ClusterState
+from fakekafka.model.cluster import ClusterState
 from fakekafka.model.log import StorageError
+from fakekafka.model.metadata import Broker
 from fakekafka.net.authentication import SaslGate, sasl_gate
 from fakekafka.observe.records import error_codes_in
 from fakekafka.wire import DecodeError, ErrorCode, Request, UnknownApiKey, decode_request_header
@@ -174,7 +175,7 @@ class RequestHandler:
             while isinstance(result, Park):
                 result = await self.purgatory.wait(result)
             if key in METADATA_APIS and self.cluster.storage is not None:
-                self.cluster.storage.save(self.cluster)  # before the answer, as Kafka's controller commits first
+                self.cluster.storage.save()  # before the answer, as Kafka's controller commits first
             if isinstance(result, DropConnection):
                 if result.reason is not None:
                     log.info("connection %s: %s v%d: %s; closing, as Kafka does", peer, request.api_name, version,

@@ -31,8 +31,9 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from fakekafka.handlers.connection import ConnectionState, SaslState
-from fakekafka.model.cluster import Broker, ClusterState
+from fakekafka.model.cluster import ClusterState
 from fakekafka.model.config import OAUTHBEARER_UNSECURED_VALIDATOR
+from fakekafka.model.metadata import Broker
 from fakekafka.net.connection import Connection
 from fakekafka.net.listeners import Listener, ListenerPool, listen_socket
 from fakekafka.net.memory import FreedMemory
@@ -322,7 +323,7 @@ class Server:
             await asyncio.gather(*self._connections, return_exceptions=True)
         self._servers.clear()
         if self.cluster.storage is not None:  # once no request can write any more
-            self.cluster.storage.close(self.cluster)
+            self.cluster.storage.close()
         self.cluster.loggers.restore()  # a test's BROKER_LOGGER change ends with its cluster
         try:
             self.cluster.remove_change_listener(self.purgatory.on_change)

@@ -15,7 +15,7 @@ import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from fakekafka.model.cluster import ApiError
+from fakekafka.model.errors import ApiError
 from fakekafka.ops.describe import describe_tables
 from fakekafka.testing.embedded import Cluster, TransactionView
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-from fakekafka.model.cluster import ClusterState, Partition
+from fakekafka.model.cluster import ClusterState
 from fakekafka.model.group import OffsetAndMetadata
+from fakekafka.model.metadata import Partition
 from fakekafka.testing.embedded import ConsumerGroupView, GroupView, TransactionView
 
 __all__ = ["SECTIONS", "describe_tables", "render_table", "status_line"]

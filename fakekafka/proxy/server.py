@@ -51,9 +51,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fakekafka.handlers.registry import ClusterFacts, ErrorContext, error_answer
-from fakekafka.model.cluster import Broker
 from fakekafka.model.config import DEFAULT_LOG_DIR, BrokerConfig
 from fakekafka.model.faults import Fault, FaultKind, Faults
+from fakekafka.model.metadata import Broker
 from fakekafka.net.framing import GO, STOP, FrameReader, FrameStream
 from fakekafka.observe.records import RequestRecord
 from fakekafka.proxy.exchange import PENDING, Exchange, Slot

@@ -14,7 +14,7 @@ import uuid
 from typing import Any
 
 from fakekafka import wire
-from fakekafka.model.cluster import ApiError
+from fakekafka.model.errors import ApiError
 from fakekafka.testing.embedded import ConsumerGroupView, ConsumerMemberView, GroupView, MemberView, decode_assignment
 from fakekafka.testing.handle import ClusterHandle
 from fakekafka.wire import ErrorCode

@@ -22,14 +22,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from fakekafka.model.acl import STANDARD_AUTHORIZER, AclBinding, AclBindingFilter, Authorizer
 from fakekafka.model.clock import Clock, ManualClock
-from fakekafka.model.cluster import ApiError, Broker, ClusterState
+from fakekafka.model.cluster import ClusterState
 from fakekafka.model.config import BrokerConfig
+from fakekafka.model.errors import ApiError
 from fakekafka.model.faults import Fault, FaultSteering
 from fakekafka.model.group import Group
+from fakekafka.model.metadata import Broker
 from fakekafka.model.transactions import TransactionMetadata
 from fakekafka.net.security import TestPki, make_test_pki, parse_listeners
 from fakekafka.net.server import ListenerPool, Server
 from fakekafka.observe.records import RequestRecord
+from fakekafka.storage.datadir import DataDir
 from fakekafka.testing.handle import ClusterHandle
 from fakekafka.wire import ErrorCode
 from fakekafka.wire.records import Compression, Record, build_batch, decode_batch
@@ -359,9 +362,9 @@ class Cluster(FaultSteering, ClusterHandle):
             Broker(node_id + i, host, port + i if port else 0, racks[i] if racks else None) for i in range(brokers)])
         for user, password in (users or {}).items():
             self.state.add_user(user, password)
-        if data_dir is not None:
-            from fakekafka.storage.datadir import DataDir
-            DataDir(data_dir, self.config.cluster_id, list(self.state.brokers)).load(self.state)
+        if data_dir is not None:  # the state writes through its data dir from the moment it has one
+            self.state.storage = storage = DataDir(data_dir, self.config.cluster_id, list(self.state.brokers))
+            storage.load(self.state)
         for name, count in (topics or {}).items():  # before anyone can see the state: no loop needed
             if name not in self.state.topics:  # a data dir may have it already
                 self.state.create_topic(name, count)

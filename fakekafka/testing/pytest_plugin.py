@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from fakekafka.model.cluster import ApiError
 from fakekafka.model.config import BrokerConfig
+from fakekafka.model.errors import ApiError
 from fakekafka.testing.embedded import Cluster, LoopThread
 from fakekafka.testing.handle import ClusterHandle
 

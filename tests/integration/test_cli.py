@@ -390,7 +390,7 @@ def test_status_every_and_sigusr1_print_one_line() -> None:
 
 
 def test_a_commands_events_on_internal_topics_are_counted_not_listed() -> None:
-    from fakekafka.model.cluster import Event
+    from fakekafka.model.events import Event
     from fakekafka.ops.control import _caused
     events = [Event(0, "broker_killed", {"broker": 1}),
               *(Event(0, "isr_shrink", {"topic": "__consumer_offsets", "partition": i}) for i in range(50)),

@@ -697,7 +697,7 @@ def test_transaction_state_read_with_kafkas_formatter(cli: Cli) -> None:
     """What the transaction coordinator wrote to `__transaction_state` for one committed transaction, read back
     with Kafka's TransactionLogMessageFormatter."""
     confluent_kafka = pytest.importorskip("confluent_kafka")
-    from fakekafka.model.cluster import java_string_hash, kafka_abs
+    from fakekafka.model.internal_topics import java_string_hash, kafka_abs
     cli.create_topic("cli-txnlog", 2)
     tid = f"cli-txnlog-{uuid.uuid4().hex[:8]}"
     partition = kafka_abs(java_string_hash(tid)) % 50
@@ -761,7 +761,7 @@ def test_kafka_producer_and_consumer_perf_test(cli: Cli) -> None:
 
 def _offsets_partition(group: str) -> int:
     """The group's `__consumer_offsets` partition (Kafka's: the id's Java hashCode mod the 50 partitions)."""
-    from fakekafka.model.cluster import java_string_hash, kafka_abs
+    from fakekafka.model.internal_topics import java_string_hash, kafka_abs
     return kafka_abs(java_string_hash(group)) % 50
 
 
@@ -845,7 +845,7 @@ def test_share_group_state_read_with_kafkas_formatter(cli: Cli) -> None:
     from confluent_kafka import AcknowledgeType, ShareConsumer
     from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
-    from fakekafka.model.cluster import java_string_hash, kafka_abs
+    from fakekafka.model.internal_topics import java_string_hash, kafka_abs
     cli.create_topic("cli-sharestate", 1)
     group = f"cli-sharestate-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": cli.bootstrap})

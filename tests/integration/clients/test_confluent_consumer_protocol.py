@@ -214,7 +214,7 @@ def test_consume_transform_produce_with_the_member_epoch(kafka: ClusterHandle, m
 def group_records(kafka: ClusterHandle, group: str) -> list[tuple[int, Any, Any]]:
     """The group's records in `__consumer_offsets` (its partition read to its end), decoded in Kafka's schemas:
     (record type, key, value or None for a tombstone)."""
-    from fakekafka.model.cluster import java_string_hash, kafka_abs
+    from fakekafka.model.internal_topics import java_string_hash, kafka_abs
     from fakekafka.model.offsets_topic import decode_record
     tp = TopicPartition("__consumer_offsets", kafka_abs(java_string_hash(group)) % 50, 0)
     reader = Consumer({"bootstrap.servers": kafka.bootstrap_servers, "group.id": f"{group}-reader",

@@ -28,7 +28,7 @@ from kafka import TopicPartition as KpTopicPartition
 from kafka import errors as kerrors
 
 import fakekafka
-from fakekafka.model.cluster import Event
+from fakekafka.model.events import Event
 
 pytestmark = [pytest.mark.clients, pytest.mark.fakekafka_only]
 

@@ -211,7 +211,7 @@ def test_find_coordinator_versions(raw: RawClient, cluster: fakekafka.Cluster) -
 
 
 def test_java_string_hash_places_groups_like_kafka() -> None:
-    from fakekafka.model.cluster import java_string_hash, kafka_abs
+    from fakekafka.model.internal_topics import java_string_hash, kafka_abs
     # values printed by String.hashCode() on OpenJDK 17
     assert java_string_hash("") == 0
     assert java_string_hash("hello") == 99162322

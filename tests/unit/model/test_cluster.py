@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 from fakekafka.model.clock import ManualClock
-from fakekafka.model.cluster import ApiError, Broker, ClusterState
+from fakekafka.model.cluster import ClusterState
 from fakekafka.model.config import BrokerConfig
+from fakekafka.model.errors import ApiError
+from fakekafka.model.metadata import Broker
 from fakekafka.wire import ErrorCode
 from fakekafka.wire.records import TimestampType, build_batch, decode_batch, read_header
 

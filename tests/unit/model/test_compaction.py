@@ -7,8 +7,10 @@ from __future__ import annotations
 import pytest
 
 from fakekafka.model.clock import ManualClock
-from fakekafka.model.cluster import ApiError, Broker, ClusterState, Partition
+from fakekafka.model.cluster import ClusterState
 from fakekafka.model.config import BrokerConfig
+from fakekafka.model.errors import ApiError
+from fakekafka.model.metadata import Broker, Partition
 from fakekafka.wire import ErrorCode
 from fakekafka.wire.records import DELETE_HORIZON_FLAG, build_batch, decode_batch, read_header
 

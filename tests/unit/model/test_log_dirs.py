@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from fakekafka.model.clock import ManualClock
-from fakekafka.model.cluster import Broker, ClusterState
+from fakekafka.model.cluster import ClusterState
 from fakekafka.model.config import BrokerConfig, InvalidConfig
+from fakekafka.model.metadata import Broker
 from fakekafka.ops.describe import describe_tables
 from fakekafka.wire import ErrorCode
 

@@ -331,8 +331,10 @@ def test_upgrade_and_downgrade_write_kafkas_records_and_a_mixed_group_loads_back
     """Upgrade: the classic group's tombstone, then the consumer group's records (its classic member with its
     ClassicMemberMetadata); downgrade: the consumer group's tombstones, then GroupMetadata; a new leader of the
     partition loads a mixed group with its classic member."""
-    from fakekafka.model.cluster import OFFSETS_TOPIC, Broker, ClusterState
+    from fakekafka.model.cluster import ClusterState
     from fakekafka.model.config import BrokerConfig
+    from fakekafka.model.internal_topics import OFFSETS_TOPIC
+    from fakekafka.model.metadata import Broker
     from tests.unit.model.test_offsets_topic import records
     c = ClusterState(BrokerConfig(group_initial_rebalance_delay_ms=0), ManualClock(1_000),
                      [Broker(i, "127.0.0.1", 9000 + i) for i in (1, 2)])

@@ -10,10 +10,12 @@ from typing import Any
 import pytest
 
 from fakekafka.model.clock import ManualClock
-from fakekafka.model.cluster import OFFSETS_TOPIC, Broker, ClusterState, Partition
+from fakekafka.model.cluster import ClusterState
 from fakekafka.model.config import BrokerConfig
 from fakekafka.model.consumer_group import HeartbeatRequest, MemberState
 from fakekafka.model.group import GroupState, OffsetAndMetadata, Pending
+from fakekafka.model.internal_topics import OFFSETS_TOPIC
+from fakekafka.model.metadata import Broker, Partition
 from fakekafka.model.offsets_topic import batch_of, decode_record, offset_commit_key, offset_commit_value
 from fakekafka.wire import ErrorCode
 from fakekafka.wire.coordinator import offset_commit

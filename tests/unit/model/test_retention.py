@@ -8,8 +8,10 @@ from __future__ import annotations
 import pytest
 
 from fakekafka.model.clock import ManualClock
-from fakekafka.model.cluster import RETENTION_INITIAL_DELAY_MS, Broker, ClusterState, Partition
+from fakekafka.model.cluster import ClusterState
 from fakekafka.model.config import BrokerConfig, ConfigSource, InvalidConfig
+from fakekafka.model.log_manager import RETENTION_INITIAL_DELAY_MS
+from fakekafka.model.metadata import Broker, Partition
 from fakekafka.wire import ErrorCode
 from fakekafka.wire.records import build_batch
 

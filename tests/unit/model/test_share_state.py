@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from fakekafka.model.clock import ManualClock
-from fakekafka.model.cluster import SHARE_STATE_TOPIC, Broker, ClusterState, java_string_hash, kafka_abs
+from fakekafka.model.cluster import ClusterState
 from fakekafka.model.config import BrokerConfig
+from fakekafka.model.internal_topics import SHARE_STATE_TOPIC, java_string_hash, kafka_abs
+from fakekafka.model.metadata import Broker
 from fakekafka.model.share import AcknowledgeType, RecordState, SharePartition
 from fakekafka.model.share_state import decode_share_record, kafka_uuid
 from fakekafka.storage.datadir import DataDir
@@ -155,7 +157,8 @@ def test_alter_offsets_writes_a_snapshot_with_the_next_state_epoch_and_delete_a_
 
 def _open(path: Path) -> ClusterState:
     state = ClusterState(BrokerConfig(), ManualClock(1_000_000), [Broker(1, "127.0.0.1", 9092)])
-    DataDir(path, state.config.cluster_id, list(state.brokers)).load(state)
+    state.storage = data_dir = DataDir(path, state.config.cluster_id, list(state.brokers))
+    data_dir.load(state)
     return state
 
 
@@ -170,7 +173,7 @@ def test_a_restart_continues_from_the_persisted_start_offset_with_delivery_count
     _ack(state, sp, "m", 4, 4, A.REJECT)   # archived
     assert _acquire(state, sp, "m", 1) == [{"first_offset": 2, "last_offset": 2, "delivery_count": 2}]
     # at the stop: 2 acquired again (persisted as released), 3 and 5 acquired once (never persisted)
-    state.storage.close(state)  # type: ignore[union-attr]
+    state.storage.close()  # type: ignore[union-attr]
 
     again = _open(tmp_path)
     loaded = again.shares.groups["g"].partitions[("t", 0)]
@@ -186,7 +189,7 @@ def test_a_restart_continues_from_the_persisted_start_offset_with_delivery_count
     _ack(again, loaded, "m2", 2, 3, A.ACCEPT)
     kind, upd = _records(again)[-1]
     assert (kind, upd.snapshot_epoch, upd.start_offset, _batches(upd)) == ("update", 0, 2, [(2, 2, 2, 2), (3, 3, 2, 1)])
-    again.storage.close(again)  # type: ignore[union-attr]
+    again.storage.close()  # type: ignore[union-attr]
 
 
 def test_a_leader_move_of_the_state_partition_loads_the_coordinators_keys() -> None:

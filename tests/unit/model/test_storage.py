@@ -14,8 +14,9 @@ import pytest
 
 from fakekafka.model.acl import AclBinding
 from fakekafka.model.clock import ManualClock
-from fakekafka.model.cluster import Broker, ClusterState, Partition
+from fakekafka.model.cluster import ClusterState
 from fakekafka.model.config import BrokerConfig
+from fakekafka.model.metadata import Broker, Partition
 from fakekafka.storage.datadir import METADATA_FILE, DataDir, DataDirError, read_segment, segment_name
 from fakekafka.wire import ErrorCode
 from fakekafka.wire.records import build_batch, decode_batch
@@ -26,7 +27,8 @@ AUTHORIZER = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.Sta
 def _open(path: Path, brokers: int = 1, **overrides: str) -> ClusterState:
     state = ClusterState(BrokerConfig(overrides=dict(overrides)), ManualClock(1_000_000),
                          [Broker(n, "127.0.0.1", 9091 + n) for n in range(1, brokers + 1)])
-    DataDir(path, state.config.cluster_id, list(state.brokers)).load(state)
+    state.storage = data_dir = DataDir(path, state.config.cluster_id, list(state.brokers))
+    data_dir.load(state)
     return state
 
 
@@ -60,7 +62,7 @@ def test_an_empty_dir_starts_a_fresh_cluster_and_writes_kafkas_layout(tmp_path: 
     assert (d / "broker-1" / "tmp_kafka-logs" / "orders-0" / segment_name(0)).stat().st_size == 0
     data = (d / "broker-1" / "tmp_kafka-logs" / "orders-1" / segment_name(0)).read_bytes()
     assert data == bytes(state.topics["orders"].partitions[1].log.batches[0])  # the stored bytes, as Fetch serves
-    state.storage.close(state)
+    state.storage.close()
 
 
 def test_a_restart_keeps_topics_configs_acls_scram_records_and_log_starts(tmp_path: Path) -> None:
@@ -77,9 +79,9 @@ def test_a_restart_keeps_topics_configs_acls_scram_records_and_log_starts(tmp_pa
     state.delete_records(p0, 2)
     state.create_partitions("orders", 3)
     pid = state.producer_ids.allocate()
-    state.storage.save(state)
+    state.storage.save()
     ids = (topic.topic_id, [p.replicas for p in topic.partitions], state.scram.get("bob", "SCRAM-SHA-256"))
-    state.storage.close(state)
+    state.storage.close()
 
     again = _open(tmp_path, 3, **AUTHORIZER)
     t = again.topics["orders"]
@@ -98,7 +100,7 @@ def test_a_restart_keeps_topics_configs_acls_scram_records_and_log_starts(tmp_pa
         assert all(a is b for a, b in zip(p.logs[r].batches, p.log.batches, strict=True))
     assert again.producer_ids.allocate() > pid
     assert _produce(again, p, b"v5") == 5
-    again.storage.close(again)
+    again.storage.close()
 
 
 def test_a_torn_tail_is_cut_and_the_log_goes_on_from_there(tmp_path: Path) -> None:
@@ -118,7 +120,7 @@ def test_a_torn_tail_is_cut_and_the_log_goes_on_from_there(tmp_path: Path) -> No
     assert seg.stat().st_size == size - len(state.topics["t"].partitions[0].log.batches[2])
     assert _produce(again, p, b"after") == 2
     assert read_segment(seg.read_bytes(), 0, 0)[2] is None
-    again.storage.close(again)
+    again.storage.close()
 
 
 def test_a_corrupt_crc_cuts_the_log_there_and_deletes_later_segments(tmp_path: Path) -> None:
@@ -142,7 +144,7 @@ def test_a_corrupt_crc_cuts_the_log_there_and_deletes_later_segments(tmp_path: P
     assert seg.stat().st_size == second
     assert not (d / segment_name(4)).exists()
     assert p.log.segments[1].size == second
-    again.storage.close(again)
+    again.storage.close()
 
 
 def test_a_segment_of_garbage_and_an_empty_one_after_it(tmp_path: Path) -> None:
@@ -158,7 +160,7 @@ def test_a_segment_of_garbage_and_an_empty_one_after_it(tmp_path: Path) -> None:
     p = again.topics["t"].partitions[0]
     assert (p.log.log_end_offset, _values(p)) == (1, [b"a"])
     assert sorted(os.listdir(d)) == [segment_name(0), "partition.metadata"]
-    again.storage.close(again)
+    again.storage.close()
 
 
 def test_idempotent_retries_and_open_transactions_after_a_crash(tmp_path: Path) -> None:
@@ -180,7 +182,7 @@ def test_idempotent_retries_and_open_transactions_after_a_crash(tmp_path: Path) 
     assert (p.log.last_stable_offset, [a.producer_id for a in p.log.aborted]) == (3, [txn])
     assert p.producers.entries[txn].epoch == 4
     assert any(e.kind == "transaction_aborted_at_start" for e in again.events)
-    again.storage.close(again)
+    again.storage.close()
 
 
 def test_committed_offsets_come_back_from_consumer_offsets(tmp_path: Path) -> None:
@@ -193,7 +195,7 @@ def test_committed_offsets_come_back_from_consumer_offsets(tmp_path: Path) -> No
     again = _open(tmp_path)
     committed = again.groups.fetch_offsets("g", [("t", 0)])[("t", 0)]
     assert committed is not None and (committed.offset, committed.metadata) == (42, "meta")
-    again.storage.close(again)
+    again.storage.close()
 
 
 def test_deleted_topics_retention_and_compaction_change_the_files(tmp_path: Path) -> None:
@@ -228,7 +230,7 @@ def test_deleted_topics_retention_and_compaction_change_the_files(tmp_path: Path
     assert _values(again.topics["c"].partitions[0]) == compacted
     assert again.topics["c"].partitions[0].log.cleaner_checkpoint == p.log.cleaner_checkpoint > 0
     assert again.topics["r"].partitions[0].log.log_start_offset == 3
-    again.storage.close(again)
+    again.storage.close()
 
 
 def test_several_log_dirs_a_moved_replica_and_a_dir_dropped_from_log_dirs(tmp_path: Path) -> None:
@@ -244,13 +246,13 @@ def test_several_log_dirs_a_moved_replica_and_a_dir_dropped_from_log_dirs(tmp_pa
     assert (b / "log-start-offset-checkpoint").read_text() == "0\n1\nt 0 1\n"
     assert not (tmp_path / "broker-1" / "data_a" / "t-0").exists()
     _produce(state, t.partitions[0], b"y")
-    state.storage.close(state)
+    state.storage.close()
 
     again = _open(tmp_path, **{"log.dirs": "/data/b,/data/c"})
     t = again.topics["t"]
     assert [p.log.log_dir for p in t.partitions] == ["/data/b", "/data/b"]
     assert (_values(t.partitions[0]), t.partitions[0].log.log_start_offset) == ([b"w", b"y"], 1)
-    again.storage.close(again)
+    again.storage.close()
     again = _open(tmp_path, **{"log.dirs": "/data/c"})  # /data/b gone from log.dirs: its replicas move to /data/c
     t = again.topics["t"]
     assert [p.log.log_dir for p in t.partitions] == ["/data/c", "/data/c"]
@@ -258,7 +260,7 @@ def test_several_log_dirs_a_moved_replica_and_a_dir_dropped_from_log_dirs(tmp_pa
     c = tmp_path / "broker-1" / "data_c"
     assert sorted(os.listdir(c)) == ["log-start-offset-checkpoint", "meta.properties", "t-0", "t-1"]
     assert (c / "log-start-offset-checkpoint").read_text() == "0\n1\nt 0 1\n"
-    again.storage.close(again)
+    again.storage.close()
 
 
 def test_a_recreated_topic_starts_empty(tmp_path: Path) -> None:
@@ -267,10 +269,10 @@ def test_a_recreated_topic_starts_empty(tmp_path: Path) -> None:
     state.delete_topic("t")
     p = state.create_topic("t", 1).partitions[0]
     _produce(state, p, b"new")
-    state.storage.close(state)
+    state.storage.close()
     again = _open(tmp_path)
     assert _values(again.topics["t"].partitions[0]) == [b"new"]
-    again.storage.close(again)
+    again.storage.close()
 
 
 def test_a_replica_dir_of_another_topic_id_is_not_loaded(tmp_path: Path) -> None:
@@ -282,7 +284,7 @@ def test_a_replica_dir_of_another_topic_id_is_not_loaded(tmp_path: Path) -> None
     again = _open(tmp_path)
     assert _values(again.topics["t"].partitions[0]) == []
     assert "topic_id: AAAA" not in (d / "partition.metadata").read_text()
-    again.storage.close(again)
+    again.storage.close()
 
 
 def test_flush_messages_fsyncs_per_its_count(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -291,15 +293,15 @@ def test_flush_messages_fsyncs_per_its_count(tmp_path: Path, monkeypatch: pytest
     monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd) or real(fd))
     state = _open(tmp_path)
     p = state.create_topic("t", 1, configs={"flush.messages": "2"}).partitions[0]
-    state.storage.save(state)
+    state.storage.save()
     for _ in range(5):
         _produce(state, p, b"x")
     assert len(synced) == 2  # after offsets 1 and 3, none for the default topic of Kafka's defaults
     q = state.create_topic("u", 1).partitions[0]
-    state.storage.save(state)
+    state.storage.save()
     _produce(state, q, b"x")
     assert len(synced) == 2
-    state.storage.close(state)
+    state.storage.close()
 
 
 def test_a_diverged_follower_truncates_its_file(tmp_path: Path) -> None:
@@ -326,7 +328,7 @@ def test_a_diverged_follower_truncates_its_file(tmp_path: Path) -> None:
     q = again.topics["t"].partitions[0]
     assert {r: [decode_batch(b).records[0].value for b in q.logs[r].batches] for r in q.replicas} == \
         {r: [b"a", b"c"] for r in q.replicas}
-    again.storage.close(again)
+    again.storage.close()
 
 
 def test_at_most_max_open_files_stay_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -341,7 +343,7 @@ def test_at_most_max_open_files_stay_open(tmp_path: Path, monkeypatch: pytest.Mo
     _crash(state)
     again = _open(tmp_path)
     assert [_values(p) for p in again.topics["t"].partitions] == [[b"%d-0" % i, b"%d-1" % i] for i in range(5)]
-    again.storage.close(again)
+    again.storage.close()
 
 
 def test_dirs_that_cannot_be_used_are_refused_in_words(tmp_path: Path) -> None:
@@ -353,7 +355,7 @@ def test_dirs_that_cannot_be_used_are_refused_in_words(tmp_path: Path) -> None:
     state = _open(tmp_path / "d")
     with pytest.raises(DataDirError, match="in use by another fakekafka cluster"):
         _open(tmp_path / "d")
-    state.storage.close(state)
+    state.storage.close()
     with pytest.raises(DataDirError, match="holds brokers \\[1\\]"):
         _open(tmp_path / "d", 3)
     meta = tmp_path / "d" / METADATA_FILE

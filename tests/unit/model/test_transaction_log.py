@@ -6,8 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from fakekafka.model.clock import ManualClock
-from fakekafka.model.cluster import TRANSACTION_STATE_TOPIC, Broker, ClusterState, Partition
+from fakekafka.model.cluster import ClusterState
 from fakekafka.model.config import BrokerConfig
+from fakekafka.model.internal_topics import TRANSACTION_STATE_TOPIC
+from fakekafka.model.metadata import Broker, Partition
 from fakekafka.model.transaction_log import STATE, decode_transaction_record
 from fakekafka.model.transactions import TransactionState
 from fakekafka.storage.datadir import DataDir
@@ -101,7 +103,8 @@ def test_a_leader_move_loads_the_ids_and_finishes_a_decided_commit() -> None:
 
 def _open(path: Path) -> ClusterState:
     state = ClusterState(BrokerConfig(), ManualClock(1_000_000), [Broker(1, "127.0.0.1", 9092)])
-    DataDir(path, state.config.cluster_id, list(state.brokers)).load(state)
+    state.storage = data_dir = DataDir(path, state.config.cluster_id, list(state.brokers))
+    data_dir.load(state)
     return state
 
 
@@ -119,7 +122,7 @@ def test_a_restart_keeps_ids_finishes_a_commit_and_times_out_an_open_transaction
     committing = txns.transactions["committing"]
     committing.transition_to(S.PREPARE_COMMIT, state.clock.now_ms())
     state.transaction_log(committing)  # the stop came after the commit was logged, before its marker
-    state.storage.close(state)  # type: ignore[union-attr]
+    state.storage.close()  # type: ignore[union-attr]
 
     again = _open(tmp_path)
     p0, p1 = again.topics["t"].partitions
@@ -136,4 +139,4 @@ def test_a_restart_keeps_ids_finishes_a_commit_and_times_out_an_open_transaction
     # the id keeps its producer id: the next InitProducerId bumps the epoch instead of starting over
     assert again.transactions.init_producer_id("open", 60_000)[1] == pid_o
     assert again.producer_ids.allocate() > max(pid_c, pid_o)  # never handed out twice
-    again.storage.close(again)  # type: ignore[union-attr]
+    again.storage.close()  # type: ignore[union-attr]

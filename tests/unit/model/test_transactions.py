@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from fakekafka.model.clock import ManualClock
-from fakekafka.model.cluster import OFFSETS_TOPIC, Broker, ClusterState
+from fakekafka.model.cluster import ClusterState
+from fakekafka.model.internal_topics import OFFSETS_TOPIC
+from fakekafka.model.metadata import Broker
 from fakekafka.model.transactions import (
     EPOCH_EXHAUSTED,
     VALID_PREVIOUS,

@@ -1,0 +1,35 @@
+"""The broker's own topics and how a key picks its partition of one, as Kafka's coordinators do.
+
+A leaf of the model: the coordinators' logs (offsets_topic, transaction_log, share_state), the handlers and the
+cluster all read these names, so they live apart from any of them.
+"""
+
+from __future__ import annotations
+
+__all__ = ["INTERNAL_TOPICS", "OFFSETS_TOPIC", "SHARE_STATE_TOPIC", "TRANSACTION_STATE_TOPIC", "java_string_hash",
+           "kafka_abs", "partition_for"]
+
+OFFSETS_TOPIC = "__consumer_offsets"
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+SHARE_STATE_TOPIC = "__share_group_state"
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, SHARE_STATE_TOPIC})
+
+
+def java_string_hash(s: str) -> int:
+    """Java's String.hashCode (over UTF-16 code units, int32 overflow)."""
+    h = 0
+    data = s.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def kafka_abs(n: int) -> int:
+    """Kafka's Utils.abs: Math.abs, except that Integer.MIN_VALUE maps to 0."""
+    return 0 if n == -(2**31) else abs(n)
+
+
+def partition_for(key: str, partitions: int) -> int:
+    """The partition of an internal topic a group id or transactional id belongs to (Kafka's
+    Utils.abs(key.hashCode()) % partitions)."""
+    return kafka_abs(java_string_hash(key)) % partitions

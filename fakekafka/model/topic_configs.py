@@ -1,0 +1,59 @@
+"""A topic's configs as a broker sees them: the topic's own, else the broker's dynamic and static defaults.
+
+Read on every use (nothing is cached), so a config change takes effect at once, as in Kafka.
+"""
+
+from __future__ import annotations
+
+from fakekafka.model.cleaner import CleanerSettings
+from fakekafka.model.config import TOPIC_CONFIGS, BrokerConfig, ConfigSource
+from fakekafka.model.metadata import Partition, Topic
+
+__all__ = ["TopicConfigs", "policies"]
+
+
+def policies(value: str | None) -> list[str]:
+    """The policies a `cleanup.policy` value lists ("delete", "compact")."""
+    return [p.strip() for p in (value or "").split(",")]
+
+
+class TopicConfigs:
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+
+    def topic_config(self, topic: Topic, name: str, node_id: int | None = None
+                     ) -> tuple[str | None, ConfigSource, str | None]:
+        """A topic config's value as broker `node_id` sees it (its per-broker dynamic configs count)."""
+        if name in topic.configs:
+            return topic.configs[name], ConfigSource.TOPIC_CONFIG, TOPIC_CONFIGS[name].broker_synonym
+        return self.config.topic_default(name, node_id)
+
+    def topic_config_int(self, topic: Topic, name: str, node_id: int | None = None) -> int:
+        value = self.topic_config(topic, name, node_id)[0]
+        return int(value) if value is not None else 0
+
+    def segment_configs(self, partition: Partition, node_id: int | None = None) -> dict[str, int]:
+        """segment.bytes, segment.ms, segment.index.bytes and index.interval.bytes as the broker holding the
+        replica sees them, for rolling at append."""
+        node = partition.leader_id if node_id is None else node_id
+        topic = partition.topic
+        return {"segment_bytes": self.topic_config_int(topic, "segment.bytes", node),
+                "segment_ms": self.topic_config_int(topic, "segment.ms", node),
+                "segment_index_bytes": self.topic_config_int(topic, "segment.index.bytes", node),
+                "index_interval_bytes": self.topic_config_int(topic, "index.interval.bytes", node)}
+
+    def min_insync_replicas(self, partition: Partition) -> int:
+        return self.topic_config_int(partition.topic, "min.insync.replicas", partition.leader_id)
+
+    def cleaner_settings(self, topic: Topic, node_id: int | None) -> CleanerSettings:
+        """A topic's cleaning configs as broker `node_id` sees them."""
+        ratio = self.topic_config(topic, "min.cleanable.dirty.ratio", node_id)[0]
+        return CleanerSettings(float(ratio) if ratio is not None else 0.5,
+                               self.topic_config_int(topic, "min.compaction.lag.ms", node_id),
+                               self.topic_config_int(topic, "max.compaction.lag.ms", node_id),
+                               self.topic_config_int(topic, "delete.retention.ms", node_id),
+                               self.topic_config_int(topic, "segment.bytes", node_id))
+
+    def unclean_election(self, topic: Topic) -> bool:
+        """Whether the topic lets an out-of-sync replica lead (unclean.leader.election.enable)."""
+        return self.topic_config(topic, "unclean.leader.election.enable")[0] == "true"

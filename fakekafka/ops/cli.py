@@ -20,7 +20,7 @@ from typing import Any
 
 from fakekafka import __version__
 from fakekafka.model.config import BROKER_CONFIGS, BrokerConfig, InvalidConfig
-from fakekafka.ops.control import COMMANDS, send_command, serve_control
+from fakekafka.ops.control import COMMANDS, TOKEN_ENV, control_binding, control_token, send_command, serve_control
 from fakekafka.ops.describe import status_line
 from fakekafka.storage.datadir import DataDirError
 from fakekafka.testing.embedded import Cluster
@@ -152,6 +152,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--control-port", type=_port, default=None,
                        help="port for `fakekafka ctl`; it must be free (default: --port + 100, or a free one "
                             "when that is taken or --port is 0; the ready line prints it)")
+    _control_options(serve, "--host")
     serve.add_argument("--status-every", type=float, metavar="SECONDS",
                        help="print a one-line status (brokers, topics, records, groups, connections, requests) "
                             "every SECONDS; SIGUSR1 prints one at any time")
@@ -189,6 +190,7 @@ def _parser() -> argparse.ArgumentParser:
     proxy.add_argument("--upstream-key", metavar="PEM", help="the key of --upstream-cert")
     proxy.add_argument("--control-port", type=_port, default=None,
                        help="port for `fakekafka ctl` (default: a free one; the ready line prints it)")
+    _control_options(proxy, "--listen's host")
     proxy.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     replay = sub.add_parser("replay", help="resend a recorded client session to a broker and report where the "
                                            "answers differ")
@@ -209,6 +211,8 @@ def _parser() -> argparse.ArgumentParser:
     ctl = sub.add_parser("ctl", help="steer a running `fakekafka serve` or `fakekafka proxy`")
     ctl.add_argument("--control", type=_address, default="127.0.0.1:9192",
                      help="its control address (printed by serve; default 127.0.0.1:9192)")
+    ctl.add_argument("--token-file", metavar="PATH",
+                     help=f"the control port's token (needed from another host; default: ${TOKEN_ENV})")
     ctl_sub = ctl.add_subparsers(dest="ctl_command", required=True)
     for name, (help_text, _) in COMMANDS.items():
         p = ctl_sub.add_parser(name, help=help_text)
@@ -221,6 +225,16 @@ def _parser() -> argparse.ArgumentParser:
             else:
                 p.add_argument("--" + opt.replace("_", "-"), dest=opt, type=int if opt in _CTL_INTS else str)
     return ap
+
+
+def _control_options(parser: argparse.ArgumentParser, default_host: str) -> None:
+    parser.add_argument("--control-host", metavar="HOST",
+                        help=f"address the control port listens on (default: {default_host} when it is a loopback "
+                             "address, else 127.0.0.1). The control port steers everything and sees through ACLs: "
+                             "off loopback, commands from other hosts need its token")
+    parser.add_argument("--control-token-file", metavar="PATH",
+                        help=f"the control port's token, first line (made, 0600, when missing; default: "
+                             f"${TOKEN_ENV}, else a new one printed on stderr when the port is off loopback)")
 
 
 _LIMITS = {
@@ -427,29 +441,37 @@ async def _serve(args: argparse.Namespace) -> int:
 
 async def _open_control(args: argparse.Namespace, cluster: Cluster) -> asyncio.base_events.Server | None:
     """The control port `fakekafka ctl` talks to: --control-port if given (taken: an error naming it), else
-    --port + 100, or a free port when that one is taken (said on stderr; the ready line prints it)."""
+    --port + 100, or a free port when that one is taken (said on stderr; the ready line prints it). It listens on
+    --control-host, by default on loopback only (fakekafka/control.py: who may steer)."""
+    try:
+        host, token, told = control_binding(args.control_host, args.host, args.control_token_file)
+    except (ValueError, OSError) as e:
+        print(f"fakekafka: --control-token-file: {e}", file=sys.stderr)
+        return None
+    if told:
+        print(f"fakekafka: {told}", file=sys.stderr)
     if args.control_port is not None:
         try:
-            return await serve_control(cluster, args.host, args.control_port)
+            return await serve_control(cluster, host, args.control_port, token)
         except OSError as e:
-            print(f"fakekafka: cannot listen on control port {args.host}:{args.control_port} (--control-port): "
+            print(f"fakekafka: cannot listen on control port {host}:{args.control_port} (--control-port): "
                   f"{_reason(e)}", file=sys.stderr)
             return None
     wanted = args.port + 100 if args.port and args.port + 100 <= MAX_PORT else 0
     if wanted:
         try:
-            return await serve_control(cluster, args.host, wanted)
+            return await serve_control(cluster, host, wanted, token)
         except OSError as e:
             taken = e
     try:
-        control = await serve_control(cluster, args.host, 0)
+        control = await serve_control(cluster, host, 0, token)
     except OSError as e:
-        print(f"fakekafka: cannot listen on a control port on {args.host}: {_reason(e)}", file=sys.stderr)
+        print(f"fakekafka: cannot listen on a control port on {host}: {_reason(e)}", file=sys.stderr)
         return None
     if wanted:
         port = control.sockets[0].getsockname()[1]
         print(f"fakekafka: control port {wanted} (--port + 100) is not free ({_reason(taken)}); "
-              f"using {port} instead: `fakekafka ctl --control {args.host}:{port} ...` (choose one with "
+              f"using {port} instead: `fakekafka ctl --control {host}:{port} ...` (choose one with "
               f"--control-port)", file=sys.stderr)
     return control
 
@@ -520,7 +542,12 @@ def _ctl(args: argparse.Namespace) -> int:
     positional, options = _CTL_ARGS[args.ctl_command]
     payload = {k: getattr(args, k) for k in (*positional, *options) if getattr(args, k) is not None}
     try:
-        reply = send_command(args.control, args.ctl_command, payload)
+        token = control_token(args.token_file)
+    except ValueError as e:
+        print(f"fakekafka ctl: --token-file: {e}", file=sys.stderr)
+        return 2
+    try:
+        reply = send_command(args.control, args.ctl_command, payload, token=token)
     except OSError as e:
         print(f"fakekafka ctl: cannot reach {args.control}: {e.strerror or e} (is `fakekafka serve` or "
               "`fakekafka proxy` running? its ready line prints the control address)", file=sys.stderr)

@@ -4,22 +4,34 @@ The serve side listens on a control port (printed at start) and runs each comman
 `fakekafka.Cluster`, the same operations a test calls in process: kill/stop/restart/isolate a broker,
 move a leader, pause replication, inject errors/latency/drops/throttling, advance a frozen clock, and
 read the events and the cluster's state.
+
+Who may steer: the control port answers whoever connects from a loopback address (127.0.0.0/8, ::1), and it
+listens on 127.0.0.1 unless asked otherwise (`--control-host`). Listening elsewhere, it takes a command from any
+other address only with the port's token in that command's line (`"token": ...`), compared in constant time; a
+line without it is answered with an error and the connection closed. The commands see and change everything,
+ACLs or not (`describe` lists every topic and group), so they are the operator's alone.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hmac
+import ipaddress
 import json
 import logging
+import os
+import secrets
 import socket
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from fakekafka.model.errors import ApiError
 from fakekafka.ops.describe import describe_tables
 from fakekafka.testing.embedded import Cluster, TransactionView
 
-__all__ = ["COMMANDS", "Commands", "format_event", "send_command", "serve_commands", "serve_control"]
+__all__ = ["COMMANDS", "LINE_LIMIT", "TOKEN_ENV", "Commands", "control_binding", "control_token", "format_event",
+           "is_loopback", "send_command", "serve_commands", "serve_control"]
 
 log = logging.getLogger("fakekafka.control")
 
@@ -251,12 +263,109 @@ def _error_text(e: Exception) -> str:
 Commands = dict[str, tuple[str, Callable[[Any, dict[str, Any]], Awaitable[Any]]]]
 
 
-async def _handle(target: Any, commands: Commands, events: Callable[[], list[Any]], unknown: Callable[[str], str],
-                  reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+TOKEN_ENV = "FAKEKAFKA_CONTROL_TOKEN"
+"""The environment variable `serve`, `proxy` and `ctl` read a control token from (a token file wins over it)."""
+LINE_LIMIT = 1 << 20
+"""The longest command line taken (1 MiB); a longer one is answered with an error and the connection closed."""
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` (an address, or "localhost") is this machine's loopback: 127.0.0.0/8, ::1, or an IPv4 loopback
+    address mapped into IPv6."""
+    if host == "localhost":
+        return True
     try:
-        while line := await reader.readline():
+        address = ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address.is_loopback
+
+
+def control_token(token_file: str | None, *, create: bool = False) -> str | None:
+    """The control token: the first line of `token_file`, else $FAKEKAFKA_CONTROL_TOKEN, else None. `create`: a
+    token file that does not exist is made with a new random token, readable by its owner only (0600).
+    ValueError in words for an empty or unreadable file."""
+    if token_file:
+        path = Path(token_file)
+        if create and not path.exists():
+            token = secrets.token_urlsafe(32)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(token + "\n")
+            return token
+        try:
+            lines = path.read_text().split("\n")
+        except OSError as e:
+            raise ValueError(f"cannot read the control token file {token_file}: {e.strerror or e}") from None
+        token = lines[0].strip()
+        if not token:
+            raise ValueError(f"the control token file {token_file} is empty")
+        return token
+    return os.environ.get(TOKEN_ENV, "").strip() or None
+
+
+def control_binding(control_host: str | None, host: str, token_file: str | None) -> tuple[str, str | None, str | None]:
+    """Where a control port listens and its token: (address, token, what to tell the operator on stderr or
+    None). `control_host` as asked, else the broker's or proxy's `host` when that is a loopback address, else
+    127.0.0.1. Off loopback the port needs a token: the token file's (made when missing), else
+    $FAKEKAFKA_CONTROL_TOKEN, else a new one, told. ValueError in words for a token file that cannot be used."""
+    address = control_host or (host if is_loopback(host) else "127.0.0.1")
+    token = control_token(token_file, create=True)
+    if is_loopback(address):
+        return address, token, None
+    if token is not None:
+        where = f"the token in {token_file}" if token_file else f"the token in ${TOKEN_ENV}"
+        return address, token, (f"the control port listens on {address}: commands from other hosts need {where} "
+                                f"(`fakekafka ctl --token-file FILE` or ${TOKEN_ENV})")
+    token = secrets.token_urlsafe(32)
+    return address, token, (f"the control port listens on {address}: commands from other hosts need its token "
+                            f"{token} (give it to `fakekafka ctl` in ${TOKEN_ENV} or --token-file; choose one with "
+                            f"--control-token-file or ${TOKEN_ENV})")
+
+
+def _refusal(peer: str, request: Any, token: str | None) -> str | None:
+    """Why a command line from `peer` is not taken (None: it is)."""
+    if is_loopback(peer):
+        return None
+    given = request.get("token") if isinstance(request, dict) else None
+    if token is None:
+        return f"this control port takes commands from this machine only ({peer} is not a loopback address)"
+    if not isinstance(given, str) or not hmac.compare_digest(given.encode(), token.encode()):
+        return (f"this control port needs its token from {peer} (`fakekafka ctl --token-file FILE`, or "
+                f"${TOKEN_ENV}); " + ("the one given is wrong" if given else "none was given"))
+    return None
+
+
+async def _handle(target: Any, commands: Commands, events: Callable[[], list[Any]], unknown: Callable[[str], str],
+                  token: str | None, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    peername = writer.get_extra_info("peername")
+    peer = str(peername[0]) if isinstance(peername, tuple) and peername else ""
+    try:
+        while True:
+            try:
+                line = await reader.readline()
+            except (asyncio.LimitOverrunError, ValueError):  # a line past LINE_LIMIT: answered, then closed
+                writer.write(json.dumps({"ok": False, "error": f"a command line is at most {LINE_LIMIT} bytes"}
+                                        ).encode() + b"\n")
+                await writer.drain()
+                break
+            if not line:
+                break
             try:
                 request = json.loads(line)
+            except ValueError:
+                request = None
+            refused = _refusal(peer, request, token)
+            if refused is not None:
+                log.warning("control: refused a command from %s: %s", peer, refused)
+                writer.write(json.dumps({"ok": False, "error": refused}).encode() + b"\n")
+                await writer.drain()
+                break
+            try:
+                if request is None:
+                    raise ValueError("a command is one line of JSON: {\"command\": ..., \"args\": {...}}")
                 name = request["command"]
                 if name not in commands:
                     raise ValueError(unknown(name))
@@ -276,24 +385,33 @@ async def _handle(target: Any, commands: Commands, events: Callable[[], list[Any
         writer.close()
 
 
-async def serve_control(cluster: Cluster, host: str, port: int) -> asyncio.base_events.Server:
-    return await serve_commands(cluster, COMMANDS, lambda: cluster.state.events, host, port)
+async def serve_control(cluster: Cluster, host: str, port: int, token: str | None = None
+                        ) -> asyncio.base_events.Server:
+    return await serve_commands(cluster, COMMANDS, lambda: cluster.state.events, host, port, token=token)
 
 
 async def serve_commands(target: Any, commands: Commands, events: Callable[[], list[Any]], host: str, port: int,
-                         unknown: Callable[[str], str] | None = None) -> asyncio.base_events.Server:
+                         unknown: Callable[[str], str] | None = None, token: str | None = None
+                         ) -> asyncio.base_events.Server:
     """A control port running `commands` against `target` (a cluster, a proxy); `events` lists what happened,
-    so a reply can add the events its command caused."""
+    so a reply can add the events its command caused. Commands from a loopback address are taken; from any other
+    only with `token` (None: never)."""
     def default_unknown(name: str) -> str:
         return f"unknown command {name!r}; known: {', '.join(commands)}"
     return await asyncio.start_server(lambda r, w: _handle(target, commands, events, unknown or default_unknown,
-                                                           r, w), host, port, reuse_address=True)
+                                                           token, r, w), host, port, reuse_address=True,
+                                      limit=LINE_LIMIT)
 
 
-def send_command(address: str, command: str, args: dict[str, Any], timeout: float = 30.0) -> dict[str, Any]:
+def send_command(address: str, command: str, args: dict[str, Any], timeout: float = 30.0,
+                 token: str | None = None) -> dict[str, Any]:
+    """One command to a control port at HOST:PORT, with the port's token when given (needed from another host)."""
     host, port = address.rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=timeout) as sock:
-        sock.sendall(json.dumps({"command": command, "args": args}).encode() + b"\n")
+    request: dict[str, Any] = {"command": command, "args": args}
+    if token is not None:
+        request["token"] = token
+    with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout) as sock:
+        sock.sendall(json.dumps(request).encode() + b"\n")
         data = b""
         while not data.endswith(b"\n"):
             chunk = sock.recv(65536)

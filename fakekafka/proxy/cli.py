@@ -62,13 +62,21 @@ async def run_proxy(args: argparse.Namespace) -> int:
         print(f"fakekafka proxy: cannot listen on {args.listen}: {why} (choose another with --listen)",
               file=sys.stderr)
         return 1
-    from fakekafka.ops.control import serve_commands
+    from fakekafka.ops.control import control_binding, serve_commands
     try:
-        control = await serve_commands(proxy, PROXY_COMMANDS, lambda: proxy.server.events, host,
-                                       args.control_port or 0, unknown=unknown_proxy_command)
+        control_host, token, told = control_binding(args.control_host, host, args.control_token_file)
+    except (ValueError, OSError) as e:
+        print(f"fakekafka proxy: --control-token-file: {e}", file=sys.stderr)
+        await proxy.server.stop()
+        return 2
+    if told:
+        print(f"fakekafka proxy: {told}", file=sys.stderr)
+    try:
+        control = await serve_commands(proxy, PROXY_COMMANDS, lambda: proxy.server.events, control_host,
+                                       args.control_port or 0, unknown=unknown_proxy_command, token=token)
     except OSError as e:
-        print(f"fakekafka proxy: cannot listen on control port {host}:{args.control_port}: {_upstream_words(e)}",
-              file=sys.stderr)
+        print(f"fakekafka proxy: cannot listen on control port {control_host}:{args.control_port}: "
+              f"{_upstream_words(e)}", file=sys.stderr)
         await proxy.server.stop()
         return 1
     stop = asyncio.Event()

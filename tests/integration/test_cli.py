@@ -475,3 +475,132 @@ def test_feature_transaction_version_is_what_clients_see(level: int) -> None:
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(10) == 0
+
+
+# --- the control port: who may steer (issue 26, item 9) --------------------------------------------------------
+
+def test_control_port_listens_on_loopback_unless_asked(tmp_path: Path) -> None:
+    """`serve --host 0.0.0.0` (as the Dockerfile runs it) used to put the control port there too: anyone who could
+    reach the broker could kill it or read what ACLs hide. It stays on loopback, where `ctl` needs nothing."""
+    proc, line = _start("--host", "0.0.0.0", "--port", "0", "--advertised-host", "127.0.0.1")
+    try:
+        control = _field(line, "control")
+        assert control.startswith("127.0.0.1:"), line
+        r = _ctl(control, "describe")
+        assert r.returncode == 0, r.stderr
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=10)
+    assert proc.returncode == 0 and "token" not in err
+
+
+def test_control_port_off_loopback_tells_or_takes_its_token(tmp_path: Path) -> None:
+    """--control-host elsewhere: a new token told on stderr, or the one in --control-token-file (made 0600 when
+    missing), or $FAKEKAFKA_CONTROL_TOKEN's; this machine's own `ctl` still needs none."""
+    import os
+    env = {k: v for k, v in os.environ.items() if k != "FAKEKAFKA_CONTROL_TOKEN"}
+    proc = subprocess.Popen([sys.executable, "-m", "fakekafka", "serve", "--port", "0", "--control-host", "0.0.0.0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout is not None and proc.stderr is not None
+    told = proc.stderr.readline()
+    line = proc.stdout.readline()
+    try:
+        assert _field(line, "control").startswith("0.0.0.0:")
+        assert re.search(r"the control port listens on 0\.0\.0\.0: commands from other hosts need its token "
+                         r"[-\w]{43} ", told), told
+        port = _field(line, "control").rsplit(":", 1)[1]
+        assert _ctl(f"127.0.0.1:{port}", "describe").returncode == 0
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=10)
+    token_file = tmp_path / "control-token"
+    proc = subprocess.Popen([sys.executable, "-m", "fakekafka", "serve", "--port", "0", "--control-host", "0.0.0.0",
+                             "--control-token-file", str(token_file)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout is not None and proc.stderr is not None
+    told = proc.stderr.readline()
+    line = proc.stdout.readline()
+    try:
+        token = token_file.read_text().strip()
+        assert len(token) == 43 and token_file.stat().st_mode & 0o777 == 0o600
+        assert f"need the token in {token_file}" in told and token not in told
+        port = _field(line, "control").rsplit(":", 1)[1]
+        r = subprocess.run([sys.executable, "-m", "fakekafka", "ctl", "--control", f"127.0.0.1:{port}",
+                            "--token-file", str(token_file), "describe"], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=10)
+    empty = tmp_path / "empty"
+    empty.write_text("\n")
+    r = subprocess.run([sys.executable, "-m", "fakekafka", "serve", "--port", "0", "--control-token-file", str(empty)],
+                       capture_output=True, text=True, timeout=20, env=env)
+    assert r.returncode == 1 and f"the control token file {empty} is empty" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_commands_from_another_host_need_the_token(monkeypatch: pytest.MonkeyPatch,
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    """The port's check, with this test's connections taken for another host's: no token, a wrong one, or a port
+    without one: refused in words and the connection closed; the right one: served."""
+    import asyncio
+
+    import fakekafka
+    from fakekafka.ops import control
+
+    async def run() -> list[dict[str, object]]:
+        async with fakekafka.Cluster(topics={"hidden": 1}) as cluster:
+            with_token = await control.serve_control(cluster, "127.0.0.1", 0, "s3cret")
+            without = await control.serve_control(cluster, "127.0.0.1", 0, None)
+            monkeypatch.setattr(control, "is_loopback", lambda host: False)
+            addresses = [f"127.0.0.1:{s.sockets[0].getsockname()[1]}" for s in (with_token, without)]
+            replies = [await asyncio.to_thread(control.send_command, addresses[0], "describe", {}, 10, token)
+                       for token in (None, "wrong", "s3cret")]
+            replies.append(await asyncio.to_thread(control.send_command, addresses[1], "describe", {}, 10, "s3cret"))
+            for server in (with_token, without):
+                server.close()
+            return replies
+    with caplog.at_level("WARNING", logger="fakekafka.control"):
+        replies = asyncio.run(run())
+    needs = "this control port needs its token from 127.0.0.1 (`fakekafka ctl --token-file FILE`, or " \
+            "$FAKEKAFKA_CONTROL_TOKEN); "
+    assert replies[0] == {"ok": False, "error": needs + "none was given"}
+    assert replies[1] == {"ok": False, "error": needs + "the one given is wrong"}
+    assert replies[2]["ok"] is True and "hidden" in str(replies[2]["result"])
+    assert replies[3] == {"ok": False, "error": "this control port takes commands from this machine only (127.0.0.1 "
+                                                "is not a loopback address)"}
+    assert caplog.text.count("control: refused a command from 127.0.0.1") == 3
+
+
+@pytest.mark.parametrize(("host", "loopback"), [
+    ("127.0.0.1", True), ("127.8.9.10", True), ("::1", True), ("::ffff:127.0.0.1", True), ("localhost", True),
+    ("0.0.0.0", False), ("::", False), ("10.1.2.3", False), ("::ffff:10.0.0.1", False), ("example.org", False)])
+def test_what_counts_as_loopback(host: str, loopback: bool) -> None:
+    from fakekafka.ops.control import is_loopback
+    assert is_loopback(host) is loopback
+
+
+def test_a_control_line_too_long_is_answered_not_a_traceback() -> None:
+    """A line past 64 KiB raised out of the handler (asyncio's default limit); lines up to 1 MiB are read, a
+    longer one is answered and the connection closed."""
+    import json
+    proc, line = _start("--port", "0")
+    try:
+        host, port = _field(line, "control").rsplit(":", 1)
+        for size, words in ((100_000, "unknown command"), (2 << 20, "a command line is at most 1048576 bytes")):
+            with socket.create_connection((host, int(port)), timeout=10) as s:
+                data = b""
+                try:
+                    s.sendall(json.dumps({"command": "x" * size}).encode() + b"\n")
+                    while not data.endswith(b"\n"):
+                        chunk = s.recv(65536)
+                        assert chunk, "closed unanswered"
+                        data += chunk
+                except ConnectionResetError:  # closed with the line's unread end still queued: the answer may
+                    assert size > 1 << 20  # be lost to the reset
+                    continue
+                assert words in json.loads(data)["error"]
+        assert _ctl(f"{host}:{port}", "describe").returncode == 0  # still steering
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=10)
+    assert proc.returncode == 0 and "Traceback" not in err

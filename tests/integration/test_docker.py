@@ -5,6 +5,7 @@ the CLI's own parser. No image is built here: that needs an engine."""
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import subprocess
 from pathlib import Path
@@ -35,7 +36,15 @@ def test_dockerfile_parses_and_serves_fakekafka() -> None:
     assert list(entry.value[:2]) == ["fakekafka", "serve"]
     args = _parser().parse_args([*entry.value[1:], *cmd.value])
     assert (args.host, args.port, args.advertised_host) == ("0.0.0.0", 9092, "localhost")
-    assert "9092" in by["EXPOSE"].value
+    assert list(by["EXPOSE"].value) == ["9092"]  # not the control port: it stays on the container's loopback
+    _control_stays_on_loopback(args)
+
+
+def _control_stays_on_loopback(args: argparse.Namespace) -> None:
+    """Issue 26: the image ran `serve --host 0.0.0.0` and exposed the control port, open to anyone."""
+    from fakekafka.ops.control import control_binding, is_loopback
+    host, _, told = control_binding(args.control_host, args.host, None)
+    assert is_loopback(host) and told is None
 
 
 def test_dockerfile_parser_rejects_what_docker_would() -> None:
@@ -57,6 +66,7 @@ def test_compose_file_follows_the_compose_spec_and_builds_the_dockerfile() -> No
     entry = next(c for c in _instructions() if c.cmd == "ENTRYPOINT").value
     args = _parser().parse_args([*entry[1:], *service["command"]])
     assert f"{args.port}:{args.port}" in service["ports"]
+    _control_stays_on_loopback(args)
 
 
 def test_a_broken_compose_file_is_caught(tmp_path: Path) -> None:

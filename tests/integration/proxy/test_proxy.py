@@ -223,6 +223,33 @@ def test_the_command_line_proxy_is_steered_with_ctl(tmp_path: Path) -> None:
         assert read_records(tmp_path / "rec")
 
 
+def test_the_command_line_proxy_keeps_its_control_port_on_loopback() -> None:
+    """Issue 26: listening for clients on every address put the control port there too. It stays on loopback
+    unless --control-host says otherwise; then it tells the token other hosts need."""
+    with fakekafka.Cluster() as cluster:
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+        env.pop("FAKEKAFKA_CONTROL_TOKEN", None)
+        for extra, host in (([], "127.0.0.1"), (["--control-host", "0.0.0.0"], "0.0.0.0")):
+            proc = subprocess.Popen([sys.executable, "-m", "fakekafka", "proxy", "--upstream",
+                                     cluster.bootstrap_servers, "--listen", "0.0.0.0:0", "--advertised-host",
+                                     "127.0.0.1", *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    env=env)
+            try:
+                assert proc.stdout is not None
+                line = proc.stdout.readline()
+                control = dict(part.split("=", 1) for part in line.split()[3:])["control"]
+                assert control.rsplit(":", 1)[0] == host, line
+                r = subprocess.run([sys.executable, "-m", "fakekafka", "ctl", "--control",
+                                    "127.0.0.1:" + control.rsplit(":", 1)[1], "describe"],
+                                   capture_output=True, text=True, env=env, timeout=30)
+                assert r.returncode == 0, r.stderr
+            finally:
+                proc.send_signal(signal.SIGTERM)
+                _, err = proc.communicate(timeout=30)
+            assert proc.returncode == 0, err
+            assert ("commands from other hosts need its token" in err) == (host == "0.0.0.0"), err
+
+
 @pytest.mark.parametrize(("args", "words"), [
     (["--upstream", "nohost"], "is not HOST:PORT"),
     (["--upstream", "127.0.0.1:1", "--listen", "127.0.0.1:99999"], "is not a port"),

@@ -11,6 +11,7 @@ import errno
 import gc
 import json
 import logging
+import os
 import signal
 import ssl
 import sys
@@ -26,6 +27,10 @@ from fakekafka.storage.datadir import DataDirError
 from fakekafka.testing.embedded import Cluster
 
 __all__ = ["main"]
+
+USERS_ENV = "FAKEKAFKA_USERS"
+"""The environment variable `serve` reads SASL users from, NAME=PASSWORD a line (passwords kept out of `ps`)."""
+
 
 # ctl commands: positional arguments, then options
 _CTL_ARGS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -148,7 +153,11 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--ssl-dir", metavar="DIR",
                        help="where the throwaway CA and certificates go (default: a temporary directory)")
     serve.add_argument("--user", action="append", default=[], metavar="NAME=PASSWORD",
-                       help="a SASL PLAIN/SCRAM user (repeatable)")
+                       help="a SASL PLAIN/SCRAM user (repeatable; the process list shows its password: "
+                            f"--users-file or ${USERS_ENV} do not)")
+    serve.add_argument("--users-file", metavar="PATH",
+                       help="SASL PLAIN/SCRAM users, one NAME=PASSWORD a line (# comments); "
+                            f"${USERS_ENV} holds the same lines; --user wins over both, the variable over the file")
     serve.add_argument("--control-port", type=_port, default=None,
                        help="port for `fakekafka ctl`; it must be free (default: --port + 100, or a free one "
                             "when that is taken or --port is 0; the ready line prints it)")
@@ -391,9 +400,9 @@ async def _serve(args: argparse.Namespace) -> int:
     security = {name: getattr(args, name) for name in (
         "listeners", "advertised_listeners", "listener_security_protocol_map", "sasl_enabled_mechanisms",
         "ssl_client_auth", "ssl_keystore_location", "ssl_truststore_location") if getattr(args, name)}
-    users = dict(u.partition("=")[::2] for u in args.user)
-    if any(not name or not password for name, password in users.items()):
-        print("fakekafka: --user takes NAME=PASSWORD", file=sys.stderr)
+    users = _users(args)
+    if isinstance(users, str):
+        print(f"fakekafka: {users}", file=sys.stderr)
         return 2
     pki = None
     if args.listeners and args.ssl_dir and not args.ssl_keystore_location:
@@ -437,6 +446,43 @@ async def _serve(args: argparse.Namespace) -> int:
             await asyncio.to_thread(recorder.close)
             logging.getLogger("fakekafka").info("recorded %d requests in %d files under %s",
                                                 recorder.records_written, len(recorder.files), args.record)
+
+
+def _user_lines(text: str, where: str) -> dict[str, str] | str:
+    users = {}
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        name, eq, password = line.strip().partition("=")
+        if not eq or not name.strip() or not password:
+            return f"{where} line {n}: expected NAME=PASSWORD"
+        users[name.strip()] = password
+    return users
+
+
+def _users(args: argparse.Namespace) -> dict[str, str] | str:
+    """The SASL users: --users-file's, then $FAKEKAFKA_USERS's, then --user's (a later one of a name wins); an
+    error in words for a malformed entry or an unreadable file."""
+    users: dict[str, str] = {}
+    sources: list[tuple[str, str]] = []
+    if args.users_file:
+        try:
+            sources.append((Path(args.users_file).read_text(), f"--users-file {args.users_file}"))
+        except OSError as e:
+            return f"--users-file: cannot read {args.users_file}: {e.strerror or e}"
+    if os.environ.get(USERS_ENV):
+        sources.append((os.environ[USERS_ENV], f"${USERS_ENV}"))
+    for text, where in sources:
+        found = _user_lines(text, where)
+        if isinstance(found, str):
+            return found
+        users.update(found)
+    for u in args.user:
+        name, eq, password = u.partition("=")
+        if not eq or not name or not password:
+            return "--user takes NAME=PASSWORD"
+        users[name] = password
+    return users
 
 
 async def _open_control(args: argparse.Namespace, cluster: Cluster) -> asyncio.base_events.Server | None:

@@ -900,3 +900,38 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def test_serve_takes_users_from_a_file_or_the_environment(tmp_path: Path) -> None:
+    """Issue 26: `--user NAME=PASSWORD` shows the password to anyone who lists processes. --users-file and
+    $FAKEKAFKA_USERS keep it out of the command line (the variable over the file, --user over both)."""
+    import os
+    users = tmp_path / "users"
+    users.write_text("# SASL users\nalice=from-the-file\ncarol=carol-secret\n")
+    env = {**os.environ, "FAKEKAFKA_USERS": "alice=alice-secret\ndave=dave = secret"}
+    proc = subprocess.Popen([sys.executable, "-m", "fakekafka", "serve", "--port", "0", "--control-port", "0",
+                             "--listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+                             "--users-file", str(users), "--user", "erin=erin-secret"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    assert proc.stdout is not None
+    try:
+        lines = [proc.stdout.readline() for _ in range(3)]
+        assert lines[2].startswith("fakekafka ready: "), lines
+        sasl = lines[1].split("bootstrap.servers=")[1].strip()
+        cmdline = Path(f"/proc/{proc.pid}/cmdline").read_bytes()
+        assert b"carol-secret" not in cmdline and b"alice-secret" not in cmdline
+        for user, password, ok in (("alice", "alice-secret", True), ("alice", "from-the-file", False),
+                                   ("carol", "carol-secret", True), ("dave", "dave = secret", True),
+                                   ("erin", "erin-secret", True)):
+            raw = RawClient(sasl)
+            assert raw.request(SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}).error_code == 0
+            auth = raw.request(SASL_AUTHENTICATE, 2, {"auth_bytes": f"\0{user}\0{password}".encode()})
+            assert (auth.error_code == 0) is ok, (user, password, auth)
+            raw.close()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+    users.write_text("alice\n")
+    r = subprocess.run([sys.executable, "-m", "fakekafka", "serve", "--port", "0", "--users-file", str(users)],
+                       capture_output=True, text=True, timeout=20, env={**os.environ, "FAKEKAFKA_USERS": ""})
+    assert r.returncode == 2 and f"--users-file {users} line 1: expected NAME=PASSWORD" in r.stderr

@@ -169,6 +169,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="debug logs one line per request")
     serve.add_argument("--data-dir", metavar="DIR",
                        help="keep the logs and metadata in DIR so that they survive a restart (default: memory only)")
+    serve.add_argument("--schema-registry", type=_port, nargs="?", const=8081, default=None, metavar="PORT",
+                       help="serve a Confluent-compatible Schema Registry on PORT (default 8081, Confluent's; 0: a "
+                            "free one), kept in the _schemas topic; the line before the ready line prints its URL")
     serve.add_argument("--record", metavar="DIR",
                        help="record every request as Parquet files under DIR (hour=.../part-*.parquet; needs "
                             "pyarrow); read them with `fakekafka analyze DIR`")
@@ -418,7 +421,8 @@ async def _serve(args: argparse.Namespace) -> int:
     try:
         cluster = Cluster(config=config, host=args.host, port=args.port, node_id=args.node_id, brokers=args.brokers,
                           clock="frozen" if args.clock == "frozen" else None, racks=racks, users=users,
-                          data_dir=args.data_dir)
+                          data_dir=args.data_dir,
+                          schema_registry=False if args.schema_registry is None else args.schema_registry)
     except DataDirError as e:
         print(f"fakekafka: --data-dir: {e}", file=sys.stderr)
         return 2
@@ -573,6 +577,8 @@ async def _run_cluster(args: argparse.Namespace, cluster: Cluster) -> int:
     if cluster.pki is not None:
         print(f"fakekafka ssl: ca={cluster.pki.ca_file} client.cert={cluster.pki.client_cert} "
               f"client.key={cluster.pki.client_key}", flush=True)
+    if cluster.schema_registry is not None:
+        print(f"fakekafka schema registry: url={cluster.schema_registry_url}", flush=True)
     print(f"fakekafka ready: bootstrap.servers={cluster.bootstrap_servers} control={control_address}", flush=True)
     gc.freeze()  # what is alive now (modules, declarations) lives for good: full collections skip it
     await stop.wait()

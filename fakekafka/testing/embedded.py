@@ -39,6 +39,7 @@ from fakekafka.wire.records import Compression, Record, build_batch, decode_batc
 
 if TYPE_CHECKING:
     from fakekafka.observe.recording import RequestRecorder
+    from fakekafka.registry import SchemaRegistry
 
 __all__ = ["Cluster", "ConsumerGroupView", "ConsumerMemberView", "GroupView", "LoopThread", "MemberView",
            "TransactionView"]
@@ -319,13 +320,14 @@ class Cluster(FaultSteering, ClusterHandle):
                  listeners: str | None = None, advertised_listeners: str | None = None,
                  listener_security_protocol_map: str | None = None, sasl_enabled_mechanisms: str | None = None,
                  ssl_client_auth: str | None = None, users: dict[str, str] | None = None,
-                 data_dir: str | os.PathLike[str] | None = None) -> None:
+                 data_dir: str | os.PathLike[str] | None = None, schema_registry: bool | int = False) -> None:
         """`listeners` and the settings after it are Kafka's broker configs of the same names (they override
         `config`'s). An SSL/SASL_SSL listener without ssl.keystore.location gets a throwaway CA and
         certificates (`self.pki`: the CA file and a client certificate for clients). `users` are the
         SASL PLAIN/SCRAM users, name -> password. `data_dir` keeps the logs and metadata in that directory,
         so a cluster made again on it has them back (fakekafka/storage/datadir.py; DataDirError, a ValueError, for a
-        directory that cannot be used); without it everything lives in memory only."""
+        directory that cannot be used); without it everything lives in memory only. `schema_registry` (True, or a
+        port) serves a Confluent-compatible Schema Registry beside the brokers (`schema_registry_url`)."""
         if clock == "frozen":
             clock = ManualClock()
         elif isinstance(clock, str):
@@ -378,10 +380,32 @@ class Cluster(FaultSteering, ClusterHandle):
         self._loop_thread: LoopThread | None = None
         self._owns_thread = False
         self._serving: concurrent.futures.Future[None] | None = None
+        self._registry_port = None if schema_registry is False else 0 if schema_registry is True else schema_registry
+        self.schema_registry: SchemaRegistry | None = None
+        """The registry (fakekafka/registry/) while the cluster runs with one: its faults, its server."""
 
     @property
     def bootstrap_servers(self) -> str:
         return self.server.bootstrap_servers
+
+    @property
+    def schema_registry_url(self) -> str:
+        """The Schema Registry's URL (`schema.registry.url`, SchemaRegistryClient's `url`)."""
+        if self.schema_registry is None:
+            raise RuntimeError("this cluster has no schema registry: start it with Cluster(schema_registry=True) "
+                               "(the marker's schema_registry=True, `fakekafka serve --schema-registry`)")
+        return self.schema_registry.url
+
+    def _start_registry(self) -> None:
+        if self._registry_port is not None and self.schema_registry is None:
+            from fakekafka.registry import SchemaRegistry, loop_caller
+            self.schema_registry = SchemaRegistry(self.state, loop_caller(lambda: self._loop), self.server.host,
+                                                  self._registry_port).start()
+
+    def _stop_registry(self) -> None:
+        registry, self.schema_registry = self.schema_registry, None
+        if registry is not None:
+            registry.stop()
 
     def bootstrap_servers_for(self, listener: str) -> str:
         """The brokers' advertised addresses on one listener, by its name ("SASL_SSL", "SSL", ...)."""
@@ -431,6 +455,7 @@ class Cluster(FaultSteering, ClusterHandle):
         if thread.pool is not None and self.server.adopt(thread.pool):
             # every broker got a listener the loop already serves: nothing to send the loop
             self._loop, self._loop_thread, self._owns_thread = thread.loop, thread, owns
+            self._start_registry()
             return self
         try:
             self.server.bind()
@@ -447,6 +472,7 @@ class Cluster(FaultSteering, ClusterHandle):
                 self._loop = self._loop_thread = None
                 thread.stop()
                 raise
+        self._start_registry()
         return self
 
     def stop(self, *, wait: bool = True) -> None:
@@ -456,6 +482,7 @@ class Cluster(FaultSteering, ClusterHandle):
         thread = self._loop_thread
         if thread is None:
             return
+        self._stop_registry()
         self._loop = self._loop_thread = None
         if self.recorder is not None:  # the recording is complete only once the server has stopped
             thread.submit(self.server.stop()).result(30)
@@ -482,9 +509,11 @@ class Cluster(FaultSteering, ClusterHandle):
     async def __aenter__(self) -> Cluster:
         self._loop = asyncio.get_running_loop()
         await self.server.start()
+        self._start_registry()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        await asyncio.to_thread(self._stop_registry)  # its threads may be waiting on this loop
         self._loop = None
         await self.server.stop()
         if self.recorder is not None:

@@ -49,8 +49,8 @@ _SECURITY = ("listeners", "advertised_listeners", "listener_security_protocol_ma
 """Listener, TLS and SASL settings (Kafka's broker config names); the handle's `pki` has the CA and client
 certificate files when a listener is SSL or SASL_SSL."""
 _SETTINGS = {"partitions", "auto_create_topics", "clock", "topics", "brokers", "racks", "config",
-             "group_initial_rebalance_delay_ms", "record", "data_dir", *_SECURITY}
-_FAKE_SETTINGS = ("clock", "config", "racks", "record", "data_dir", *_SECURITY)
+             "group_initial_rebalance_delay_ms", "record", "data_dir", "schema_registry", *_SECURITY}
+_FAKE_SETTINGS = ("clock", "config", "racks", "record", "data_dir", "schema_registry", *_SECURITY)
 """Marker settings only an in-process fakekafka has: a remote cluster's test that asks for one is skipped."""
 
 REAL_KAFKA_CONFIGS: dict[str, str | None] = {"num.partitions": None, "group.initial.rebalance.delay.ms": "0"}
@@ -174,8 +174,9 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("filterwarnings", line)
     config.addinivalue_line(
         "markers", "fakekafka(partitions=1, auto_create_topics=True, clock=None, topics=None, brokers=1, "
-                   "data_dir=None): how the test's fakekafka cluster is set up (topics: {name: partitions}; "
-                   "data_dir: logs and metadata kept there across clusters)")
+                   "data_dir=None, schema_registry=False): how the test's fakekafka cluster is set up (topics: "
+                   "{name: partitions}; data_dir: logs and metadata kept there across clusters; schema_registry: "
+                   "a Schema Registry beside it, at kafka.schema_registry_url)")
     config.addinivalue_line(
         "markers", "fakekafka_only: the test steers the cluster (clock, faults) and is skipped under "
                    "--fakekafka-bootstrap and --kafka-real")
@@ -206,6 +207,7 @@ def _start(settings: dict[str, Any], loop_thread: LoopThread | None) -> Cluster:
     return Cluster(config=config, clock=settings.get("clock"), brokers=settings.get("brokers", 1),
                    racks=settings.get("racks"), topics=settings.get("topics"),
                    record=settings.get("record"), data_dir=settings.get("data_dir"),
+                   schema_registry=settings.get("schema_registry") or False,
                    **{name: settings[name] for name in _SECURITY if name in settings}).start(loop_thread)
 
 

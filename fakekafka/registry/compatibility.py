@@ -1,0 +1,406 @@
+"""Compatibility of a new schema with earlier ones, by each format's rules, in Confluent's levels and words.
+
+BACKWARD: the new schema reads data written with the old one; FORWARD: the old reads the new's; FULL: both. The
+`_TRANSITIVE` levels check against every live version, the others against the latest only (the caller chooses the
+versions). Each check returns the incompatibilities as Confluent's 409 message and `verbose=true` list them.
+
+- Avro: Apache Avro's own reader/writer resolution check (`avro.compatibility`, a port of Java's
+  SchemaCompatibility that Confluent's registry runs), described in Confluent's words per incompatibility type.
+- JSON Schema: Confluent's rules (its JSON Schema diff): a change is compatible when every document the writer's
+  schema accepts is accepted by the reader's. Open and closed content models (`additionalProperties`), properties
+  added or removed, `required`, types (integer widening to number), `enum`, numeric and length bounds, `items`,
+  `anyOf`/`oneOf`/`allOf`, `not`; local `$ref`s and references are followed.
+- Protobuf (from descriptors): a message or enum removed, a field's number reused with another type or kind, a
+  label changed, a field taken out of a oneof, several fields moved into one, the package changed are
+  incompatible; fields added, removed or renamed, and scalar types on the same wire encoding, are compatible
+  (Confluent's Protobuf rules).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from fakekafka.registry.schemas import ParsedSchema
+
+__all__ = ["LEVELS", "check"]
+
+LEVELS = ("NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE")
+
+
+def check(level: str, new: ParsedSchema, old: ParsedSchema) -> list[str]:
+    """The incompatibilities of `new` with `old` under `level` (empty: compatible), each in Confluent's form."""
+    if level == "NONE":
+        return []
+    if new.schema_type != old.schema_type:
+        return [f"{{errorType:'TYPE_MISMATCH', description:'The new schema type {new.schema_type} does not match the "
+                f"old schema type {old.schema_type}'}}"]
+    pairs = []
+    if level.startswith(("BACKWARD", "FULL")):
+        pairs.append((new, old))  # (reader, writer)
+    if level.startswith(("FORWARD", "FULL")):
+        pairs.append((old, new))
+    out: list[str] = []
+    for reader, writer in pairs:
+        if new.schema_type == "AVRO":
+            found = _avro(reader, writer)
+        elif new.schema_type == "JSON":
+            found = _json(reader, writer)
+        else:
+            found = _protobuf(reader, writer)
+        out.extend(f for f in found if f not in out)
+    return out
+
+
+# --- Avro -----------------------------------------------------------------------------------------------------
+_AVRO_WORDS = {
+    "reader_field_missing_default_value": "The field '{info}' at path '{path}' in the new schema has no default value "
+                                          "and is missing in the old schema",
+    "type_mismatch": "The type (path '{path}') of a field in the new schema does not match with the old schema",
+    "missing_enum_symbols": "The new schema is missing enum symbols '{info}' at path '{path}' in the old schema",
+    "name_mismatch": "The name of the schema has changed (path '{path}')",
+    "fixed_size_mismatch": "The size of FIXED type field at path '{path}' in the new schema does not match with the "
+                           "old schema",
+    "missing_union_branch": "The new schema is missing a type inside a union field at path '{path}' in the old schema",
+}
+
+
+def _avro(reader: ParsedSchema, writer: ParsedSchema) -> list[str]:
+    from avro.compatibility import ReaderWriterCompatibilityChecker, SchemaCompatibilityType
+
+    result = ReaderWriterCompatibilityChecker().get_compatibility(reader=reader.parsed, writer=writer.parsed)
+    if result.compatibility is SchemaCompatibilityType.compatible:
+        return []
+    # the library keeps messages and locations as sets: paired by order when there is one of each per type
+    messages, locations = sorted(result.messages), sorted(result.locations)
+    out = []
+    for i, kind in enumerate(result.incompatibilities):
+        info = messages[i] if i < len(messages) else ""
+        info = re.sub(r"(reader|writer) type: (\w+)", lambda m: f"{m[1]} type: {m[2].upper()}", info)
+        path = locations[i] if i < len(locations) else "/"
+        words = _AVRO_WORDS[kind.value].format(info=info, path=path)
+        out.append(f"{{errorType:'{kind.value.upper()}', description:'{words}', additionalInfo:'{info}'}}")
+    return out
+
+
+# --- JSON Schema ----------------------------------------------------------------------------------------------
+_TYPES = ("null", "boolean", "object", "array", "number", "string", "integer")
+
+
+class _Json:
+    """Walks a writer's and a reader's schema side by side, naming every change a writer's document could fail."""
+
+    def __init__(self, reader: ParsedSchema, writer: ParsedSchema) -> None:
+        self.docs = {"reader": (reader.parsed, reader.referenced), "writer": (writer.parsed, writer.referenced)}
+        self.found: list[tuple[str, str]] = []
+        self._seen: set[tuple[int, int]] = set()
+
+    def deref(self, side: str, schema: Any) -> Any:
+        root, referenced = self.docs[side]
+        for _ in range(32):  # a chain of $refs, bounded
+            if not isinstance(schema, dict) or "$ref" not in schema:
+                return schema
+            ref = schema["$ref"]
+            base, _, pointer = ref.partition("#")
+            doc = referenced.get(base, root) if base else root
+            target = doc
+            for part in (p for p in pointer.split("/") if p):
+                part = part.replace("~1", "/").replace("~0", "~")
+                target = target.get(part) if isinstance(target, dict) else None
+            schema = target if target is not None else {}
+        return schema
+
+    def add(self, kind: str, path: str) -> None:
+        if (kind, path) not in self.found:
+            self.found.append((kind, path))
+
+    def compare(self, writer: Any, reader: Any, path: str) -> None:
+        writer, reader = self.deref("writer", writer), self.deref("reader", reader)
+        key = (id(writer), id(reader))
+        if key in self._seen:  # recursive schemas: each pair once
+            return
+        self._seen.add(key)
+        if reader is True or reader == {}:
+            return  # accepts anything
+        if writer is False:
+            return
+        if reader is False:
+            self.add("SCHEMA_REMOVED" if writer is True else "TYPE_NARROWED", path)
+            return
+        if writer is True:
+            writer = {}
+        self._types(writer, reader, path)
+        self._enum(writer, reader, path)
+        self._bounds(writer, reader, path)
+        if "object" in self._type_set(reader) or "properties" in reader or "properties" in writer:
+            self._object(writer, reader, path)
+        if "array" in self._type_set(reader) or "items" in reader:
+            self._array(writer, reader, path)
+        self._combined(writer, reader, path)
+        if "not" in reader or "not" in writer:
+            if "not" not in writer:
+                self.add("NOT_TYPE_EXTENDED", path)
+            elif "not" in reader:
+                inner = _Json.__new__(_Json)
+                inner.docs, inner.found, inner._seen = self.docs, [], set()
+                inner.compare(reader["not"], writer["not"], path + "/not")  # negation flips the direction
+                if inner.found:
+                    self.add("NOT_TYPE_EXTENDED", path)
+
+    @staticmethod
+    def _type_set(schema: dict[str, Any]) -> set[str]:
+        t = schema.get("type")
+        if t is None:
+            return set(_TYPES)
+        return {t} if isinstance(t, str) else set(t)
+
+    def _types(self, writer: dict[str, Any], reader: dict[str, Any], path: str) -> None:
+        if "type" not in reader:
+            return
+        w, r = self._type_set(writer), self._type_set(reader)
+        if "number" in r:
+            r = r | {"integer"}  # an integer is a number: widening integer to number is compatible
+        missing = w - r
+        if not missing:
+            return
+        narrowed = bool(w & r) or (missing == {"number"} and "integer" in r)
+        self.add("TYPE_NARROWED" if narrowed else "TYPE_CHANGED", path)
+
+    def _enum(self, writer: dict[str, Any], reader: dict[str, Any], path: str) -> None:
+        if "enum" in reader:
+            if "enum" not in writer:
+                self.add("ENUM_ARRAY_NARROWED", path)
+            elif any(v not in reader["enum"] for v in writer["enum"]):
+                self.add("ENUM_ARRAY_NARROWED" if set(map(repr, reader["enum"])) < set(map(repr, writer["enum"]))
+                         else "ENUM_ARRAY_CHANGED", path)
+        if "const" in reader and writer.get("const", object()) != reader["const"]:
+            self.add("ENUM_ARRAY_CHANGED", path)
+
+    def _bounds(self, writer: dict[str, Any], reader: dict[str, Any], path: str) -> None:
+        upper = ("maxLength", "maximum", "exclusiveMaximum", "maxItems", "maxProperties")
+        lower = ("minLength", "minimum", "exclusiveMinimum", "minItems", "minProperties")
+        names = {"maxLength": "MAX_LENGTH", "maximum": "MAXIMUM", "exclusiveMaximum": "EXCLUSIVE_MAXIMUM",
+                 "maxItems": "MAX_ITEMS", "maxProperties": "MAX_PROPERTIES", "minLength": "MIN_LENGTH",
+                 "minimum": "MINIMUM", "exclusiveMinimum": "EXCLUSIVE_MINIMUM", "minItems": "MIN_ITEMS",
+                 "minProperties": "MIN_PROPERTIES"}
+        for key in (*upper, *lower):
+            if key not in reader or isinstance(reader[key], bool):
+                continue
+            if key not in writer or isinstance(writer[key], bool):
+                self.add(f"{names[key]}_ADDED", path)
+            elif key in upper and reader[key] < writer[key]:
+                self.add(f"{names[key]}_DECREASED", path)
+            elif key in lower and reader[key] > writer[key]:
+                self.add(f"{names[key]}_INCREASED", path)
+        if "pattern" in reader and writer.get("pattern") != reader["pattern"]:
+            self.add("PATTERN_ADDED" if "pattern" not in writer else "PATTERN_CHANGED", path)
+        if "multipleOf" in reader:
+            w = writer.get("multipleOf")
+            if w is None:
+                self.add("MULTIPLE_OF_ADDED", path)
+            elif w != reader["multipleOf"] and (w / reader["multipleOf"]) % 1:
+                self.add("MULTIPLE_OF_CHANGED", path)
+        if reader.get("uniqueItems") and not writer.get("uniqueItems"):
+            self.add("UNIQUE_ITEMS_ADDED", path)
+
+    def _additional(self, side: str, schema: dict[str, Any]) -> Any:
+        """additionalProperties as a schema (absent: true, an open content model)."""
+        return self.deref(side, schema.get("additionalProperties", True))
+
+    def _covers(self, side: str, schema: dict[str, Any], name: str) -> Any:
+        """The schema a property `name` not listed in `properties` must match (patternProperties, then additional)."""
+        for pattern, sub in schema.get("patternProperties", {}).items():
+            if re.search(pattern, name):
+                return sub
+        return self._additional(side, schema)
+
+    def _object(self, writer: dict[str, Any], reader: dict[str, Any], path: str) -> None:
+        wprops, rprops = writer.get("properties", {}), reader.get("properties", {})
+        wreq, rreq = set(writer.get("required", [])), set(reader.get("required", []))
+        for name, rsub in rprops.items():
+            sub_path = f"{path}/properties/{name}"
+            if name in wprops:
+                self.compare(wprops[name], rsub, sub_path)
+                continue
+            covering = self._covers("writer", writer, name)
+            if covering is False:  # the writer never wrote it: the reader may want it only if not required
+                if name in rreq and "default" not in self.deref("reader", rsub):
+                    self.add("REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL", sub_path)
+            elif covering is True or covering == {}:  # the writer may have written anything under that name
+                if self.deref("reader", rsub) not in (True, {}):
+                    self.add("PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL", sub_path)
+            else:  # a partially open model: its schema for the name must fit the reader's
+                before = len(self.found)
+                self.compare(covering, rsub, sub_path)
+                if len(self.found) > before:
+                    del self.found[before:]
+                    self.add("PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", sub_path)
+        for name, wsub in wprops.items():
+            if name in rprops:
+                continue
+            sub_path = f"{path}/properties/{name}"
+            covering = self._covers("reader", reader, name)
+            if covering is False:
+                self.add("PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL", sub_path)
+            elif not (covering is True or covering == {}):
+                before = len(self.found)
+                self.compare(wsub, covering, sub_path)
+                if len(self.found) > before:
+                    del self.found[before:]
+                    self.add("PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", sub_path)
+        for name in sorted(rreq - wreq):
+            if name in wprops and "default" not in self.deref("reader", rprops.get(name, {})):
+                self.add("REQUIRED_ATTRIBUTE_ADDED", f"{path}/required/{name}")
+        wadd, radd = self._additional("writer", writer), self._additional("reader", reader)
+        if radd is False and wadd is not False:
+            self.add("ADDITIONAL_PROPERTIES_REMOVED", path)
+        elif isinstance(radd, dict) and radd != {} and wadd is not False:
+            if wadd is True or wadd == {}:
+                self.add("ADDITIONAL_PROPERTIES_NARROWED", path)
+            else:
+                self.compare(wadd, radd, f"{path}/additionalProperties")
+
+    def _array(self, writer: dict[str, Any], reader: dict[str, Any], path: str) -> None:
+        ritems, witems = reader.get("items", True), writer.get("items", True)
+        if isinstance(ritems, list) or isinstance(witems, list):
+            rl = ritems if isinstance(ritems, list) else []
+            wl = witems if isinstance(witems, list) else []
+            for i, (w, r) in enumerate(zip(wl, rl, strict=False)):
+                self.compare(w, r, f"{path}/items/{i}")
+            if len(rl) > len(wl):
+                self.add("ITEM_ADDED_TO_OPEN_CONTENT_MODEL", path)
+            elif len(wl) > len(rl) and reader.get("additionalItems", True) is False:
+                self.add("ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL", path)
+            return
+        self.compare(witems, ritems, f"{path}/items")
+
+    def _combined(self, writer: dict[str, Any], reader: dict[str, Any], path: str) -> None:
+        for key in ("anyOf", "oneOf", "allOf"):
+            rsubs, wsubs = reader.get(key), writer.get(key)
+            if rsubs is None and wsubs is None:
+                continue
+            if rsubs is None:
+                if key == "allOf":
+                    continue  # the reader dropped conditions: it accepts more
+                continue
+            if wsubs is None:
+                self.add("COMBINED_TYPE_CHANGED" if key != "allOf" else "PRODUCT_TYPE_EXTENDED", path)
+                continue
+            if key == "allOf":  # a product: the reader may not add conditions
+                if len(rsubs) > len(wsubs):
+                    self.add("PRODUCT_TYPE_EXTENDED", path)
+                    continue
+            elif len(rsubs) < len(wsubs):  # a sum: the reader may not drop alternatives
+                self.add("SUM_TYPE_NARROWED", path)
+                continue
+            # each writer alternative must fit some reader alternative
+            for i, w in enumerate(wsubs):
+                fits = False
+                for r in rsubs:
+                    inner = _Json.__new__(_Json)
+                    inner.docs, inner.found, inner._seen = self.docs, [], set()
+                    inner.compare(w, r, f"{path}/{key}/{i}")
+                    if not inner.found:
+                        fits = True
+                        break
+                if not fits:
+                    self.add("COMBINED_TYPE_SUBSCHEMAS_CHANGED", f"{path}/{key}/{i}")
+
+
+def _json(reader: ParsedSchema, writer: ParsedSchema) -> list[str]:
+    walk = _Json(reader, writer)
+    walk.compare(writer.parsed, reader.parsed, "#")
+    return [f"{{errorType:'{kind}', description:'Found incompatible change: Difference{{jsonPath='{path}', "
+            f"type={kind}}}'}}" for kind, path in walk.found]
+
+
+# --- Protobuf -------------------------------------------------------------------------------------------------
+# scalar types that share a wire encoding and read each other's values (Confluent's compatible scalar groups)
+_WIRE_GROUPS = [{"int32", "uint32", "int64", "uint64", "bool"}, {"sint32", "sint64"}, {"fixed32", "sfixed32"},
+                {"fixed64", "sfixed64"}, {"string", "bytes"}]
+
+
+def _proto_messages(proto: Any) -> Iterator[tuple[str, Any]]:
+    prefix = f".{proto.package}" if proto.package else ""
+
+    def walk(scope: str, messages: Any) -> Iterator[tuple[str, Any]]:
+        for m in messages:
+            name = f"{scope}.{m.name}"
+            yield name, m
+            yield from walk(name, m.nested_type)
+    yield from walk(prefix, proto.message_type)
+
+
+def _proto_enums(proto: Any) -> dict[str, Any]:
+    prefix = f".{proto.package}" if proto.package else ""
+    out = {f"{prefix}.{e.name}": e for e in proto.enum_type}
+    for name, m in _proto_messages(proto):
+        out.update({f"{name}.{e.name}": e for e in m.enum_type})
+    return out
+
+
+def _proto_type(field: Any) -> tuple[str, str]:
+    """(kind, name): ("scalar", "int32"), ("message", ".pkg.Msg") or ("enum", ".pkg.E")."""
+    from google.protobuf.descriptor_pb2 import FieldDescriptorProto as F
+
+    if field.type == F.TYPE_MESSAGE or field.type == F.TYPE_GROUP:
+        return "message", field.type_name
+    if field.type == F.TYPE_ENUM:
+        return "enum", field.type_name
+    return "scalar", F.Type.Name(field.type)[len("TYPE_"):].lower()
+
+
+def _in_oneof(field: Any) -> bool:
+    return field.HasField("oneof_index") and not field.proto3_optional
+
+
+def _protobuf(reader: ParsedSchema, writer: ParsedSchema) -> list[str]:
+    from google.protobuf.descriptor_pb2 import FieldDescriptorProto as F
+
+    found: list[tuple[str, str]] = []
+    r, w = reader.parsed, writer.parsed
+    if r.package != w.package:
+        found.append(("PACKAGE_CHANGED", "#/"))
+    rmsgs, wmsgs = dict(_proto_messages(r)), dict(_proto_messages(w))
+    for name, wm in wmsgs.items():
+        rm = rmsgs.get(name)
+        if rm is None:
+            found.append(("MESSAGE_REMOVED", f"#/{name.lstrip('.')}"))
+            continue
+        rfields = {f.number: f for f in rm.field}
+        for wf in wm.field:
+            rf = rfields.get(wf.number)
+            where = f"#/{name.lstrip('.')}/{wf.number}"
+            if rf is None:
+                continue  # removed: readers skip the unknown number
+            (wkind, wtype), (rkind, rtype) = _proto_type(wf), _proto_type(rf)
+            if wkind != rkind:
+                found.append(("FIELD_KIND_CHANGED", where))
+            elif wkind == "scalar" and wtype != rtype and not any(
+                    wtype in g and rtype in g for g in _WIRE_GROUPS):
+                found.append(("FIELD_SCALAR_KIND_CHANGED", where))
+            elif wkind != "scalar" and wtype.rsplit(".", 1)[-1] != rtype.rsplit(".", 1)[-1]:
+                found.append(("FIELD_NAMED_TYPE_CHANGED", where))
+            if (wf.label == F.LABEL_REPEATED) != (rf.label == F.LABEL_REPEATED):
+                found.append(("FIELD_NUMERIC_LABEL_CHANGED" if wkind == "scalar" else "FIELD_LABEL_CHANGED", where))
+        # oneofs: a field leaving one, or several plain fields moving into one, change what a reader sees set
+        moved: dict[int, int] = {}
+        for wf in wm.field:
+            rf = rfields.get(wf.number)
+            if _in_oneof(wf) and (rf is None or not _in_oneof(rf)):
+                found.append(("ONEOF_FIELD_REMOVED", f"#/{name.lstrip('.')}/{wf.number}"))
+            elif rf is not None and _in_oneof(rf) and not _in_oneof(wf):
+                moved[rf.oneof_index] = moved.get(rf.oneof_index, 0) + 1
+        for index, count in moved.items():
+            if count > 1:
+                found.append(("MULTIPLE_FIELDS_MOVED_TO_ONEOF", f"#/{name.lstrip('.')}/{rm.oneof_decl[index].name}"))
+        for rf in rm.field:
+            if rf.label == F.LABEL_REQUIRED and rf.number not in {f.number for f in wm.field}:
+                found.append(("REQUIRED_FIELD_ADDED", f"#/{name.lstrip('.')}/{rf.number}"))
+    renums = _proto_enums(r)
+    for name in _proto_enums(w):
+        if name not in renums:
+            found.append(("ENUM_REMOVED", f"#/{name.lstrip('.')}"))
+    return [f"{{errorType:'{kind}', description:'Found incompatible change: Difference{{fullPath='{path}', "
+            f"type={kind}}}'}}" for kind, path in found]

@@ -1,0 +1,307 @@
+"""Confluent Schema Registry's REST API over HTTP, on the standard library's ThreadingHTTPServer.
+
+Each request is parsed in its own thread and handed to the model (`model.Registry`) where the cluster's model runs
+(`call`: the cluster's event loop), so registry writes and broker requests never race. Bodies are bounded
+(`MAX_BODY_BYTES`, Confluent's default `schema.max.size`-like limit); every refusal is Confluent's JSON error.
+Faults (`inject_error`, `inject_latency`) apply to the next requests matching a method and path pattern.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, TypeVar
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from fakekafka.registry.errors import RegistryError
+from fakekafka.registry.model import Registry
+
+__all__ = ["MAX_BODY_BYTES", "RegistryFault", "SchemaRegistryServer"]
+
+log = logging.getLogger("fakekafka.registry")
+
+T = TypeVar("T")
+MAX_BODY_BYTES = 16 * 1024 * 1024
+CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
+
+_ID = r"(?P<id>-?\d+)"
+_S = r"(?P<subject>[^/]+)"
+_V = r"(?P<version>[^/]+)"
+Route = tuple[str, re.Pattern[str], str]
+_ROUTES: list[Route] = [(m, re.compile(f"^{p}$"), name) for m, p, name in [
+    ("GET", "/", "root"),
+    ("GET", "/subjects", "subjects"),
+    ("GET", f"/subjects/{_S}/versions", "versions"),
+    ("POST", f"/subjects/{_S}/versions", "register"),
+    ("GET", f"/subjects/{_S}/versions/{_V}", "version"),
+    ("GET", f"/subjects/{_S}/versions/{_V}/schema", "version_schema"),
+    ("GET", f"/subjects/{_S}/versions/{_V}/referencedby", "referenced_by"),
+    ("DELETE", f"/subjects/{_S}/versions/{_V}", "delete_version"),
+    ("POST", f"/subjects/{_S}", "lookup"),
+    ("DELETE", f"/subjects/{_S}", "delete_subject"),
+    ("GET", "/schemas/types", "types"),
+    ("GET", f"/schemas/ids/{_ID}", "schema"),
+    ("GET", f"/schemas/ids/{_ID}/schema", "schema_text"),
+    ("GET", f"/schemas/ids/{_ID}/versions", "schema_versions"),
+    ("GET", f"/schemas/ids/{_ID}/subjects", "schema_subjects"),
+    ("GET", "/config", "get_config"),
+    ("PUT", "/config", "set_config"),
+    ("DELETE", "/config", "delete_config"),
+    ("GET", f"/config/{_S}", "get_config"),
+    ("PUT", f"/config/{_S}", "set_config"),
+    ("DELETE", f"/config/{_S}", "delete_config"),
+    ("GET", "/mode", "get_mode"),
+    ("PUT", "/mode", "set_mode"),
+    ("GET", f"/mode/{_S}", "get_mode"),
+    ("PUT", f"/mode/{_S}", "set_mode"),
+    ("DELETE", f"/mode/{_S}", "delete_mode"),
+    ("POST", f"/compatibility/subjects/{_S}/versions", "compatibility"),
+    ("POST", f"/compatibility/subjects/{_S}/versions/{_V}", "compatibility"),
+]]
+
+
+@dataclass
+class RegistryFault:
+    """The next `count` requests (None: all) whose method and path match get an error or a delay first."""
+
+    method: str | None
+    path: re.Pattern[str]
+    count: int | None
+    status: int = 0
+    error_code: int = 0
+    message: str = ""
+    latency_ms: int = 0
+    fired: int = 0
+
+    def describe(self) -> str:
+        what = f"error {self.status}/{self.error_code}" if self.status else f"latency {self.latency_ms} ms"
+        times = "every" if self.count is None else f"next {self.count}"
+        return f"{what} on {times} {self.method or 'any'} {self.path.pattern} (fired {self.fired})"
+
+
+def _page(items: list[Any], query: dict[str, str]) -> list[Any]:
+    """Confluent's offset/limit paging (limit -1 or absent: all)."""
+    try:
+        offset = max(int(query.get("offset", 0)), 0)
+        limit = int(query.get("limit", -1))
+    except ValueError:
+        raise RegistryError.bad_request("offset and limit are integers") from None
+    items = items[offset:]
+    return items if limit < 0 else items[:limit]
+
+
+class SchemaRegistryServer:
+    """The HTTP server: `start()` binds (port 0: a free one) and serves on a daemon thread; `stop()` ends it."""
+
+    def __init__(self, registry: Callable[[], Registry], call: Callable[[Callable[[], Any]], Any],
+                 host: str = "127.0.0.1", port: int = 0) -> None:
+        """`registry` gives the model and `call(fn)` runs `fn` where the model lives (both used on every request)."""
+        self._registry = registry
+        self._call = call
+        self.host = host
+        self.port = port
+        self.faults: list[RegistryFault] = []
+        self._faults_lock = threading.Lock()
+        self.requests_served = 0
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def start(self) -> SchemaRegistryServer:
+        server = self
+
+        class Handler(_Handler):
+            registry_server = server
+
+        httpd = ThreadingHTTPServer((self.host, self.port), Handler)
+        httpd.daemon_threads = True
+        self._httpd = httpd
+        self.port = httpd.server_address[1]
+        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name=f"fakekafka-registry-{self.port}", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        httpd, thread = self._httpd, self._thread
+        self._httpd = self._thread = None
+        if httpd is not None:
+            httpd.shutdown()
+            httpd.server_close()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(10)
+
+    # --- faults ------------------------------------------------------------------------------------------------
+    def add_fault(self, fault: RegistryFault) -> RegistryFault:
+        with self._faults_lock:
+            self.faults.append(fault)
+        return fault
+
+    def clear_faults(self) -> None:
+        with self._faults_lock:
+            self.faults.clear()
+
+    def _take_faults(self, method: str, path: str) -> list[RegistryFault]:
+        fired = []
+        with self._faults_lock:
+            for fault in list(self.faults):
+                if (fault.method is None or fault.method == method) and fault.path.search(path):
+                    fault.fired += 1
+                    fired.append(fault)
+                    if fault.count is not None:
+                        fault.count -= 1
+                        if fault.count <= 0:
+                            self.faults.remove(fault)
+        return fired
+
+    # --- dispatch ----------------------------------------------------------------------------------------------
+    def handle(self, method: str, raw_path: str, body: Any) -> tuple[int, Any]:
+        """(status, JSON answer) of one request; RegistryError becomes Confluent's error body."""
+        parts = urlsplit(raw_path)
+        path = parts.path.rstrip("/") or "/"
+        query = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+        for fault in self._take_faults(method, path):
+            if fault.latency_ms:
+                time.sleep(fault.latency_ms / 1000)
+            if fault.status:
+                return fault.status, {"error_code": fault.error_code, "message": fault.message}
+        allowed = False
+        for route_method, pattern, name in _ROUTES:
+            match = pattern.match(path)
+            if match is None:
+                continue
+            allowed = True
+            if route_method != method:
+                continue
+            args = {k: unquote(v) for k, v in match.groupdict().items()}
+            try:
+                return 200, self._call(lambda n=name, a=args: self._dispatch(n, a, query, body))
+            except RegistryError as e:
+                return e.status, e.body()
+            except Exception:  # a bug of ours: answered as Confluent answers one, and logged
+                log.exception("schema registry: %s %s failed", method, raw_path)
+                return 500, {"error_code": 500, "message": "Internal Server Error"}
+        if allowed:
+            return 405, {"error_code": 405, "message": "HTTP 405 Method Not Allowed"}
+        return 404, {"error_code": 404, "message": "HTTP 404 Not Found"}
+
+    def _dispatch(self, name: str, args: dict[str, str], query: dict[str, str], body: Any) -> Any:
+        r = self._registry()
+        r.sync()  # records someone else appended to _schemas since the last request
+        subject = args.get("subject")
+        deleted = query.get("deleted", False)
+        if "id" in args:
+            schema_id = int(args["id"])
+        if name == "root":
+            return {}
+        if name == "subjects":
+            return _page(r.list_subjects(deleted, query.get("deletedOnly", query.get("deleted_only", False)),
+                                         query.get("subjectPrefix", "")), query)
+        if name == "versions":
+            return _page(r.list_versions(subject, deleted, query.get("deletedOnly", False)), query)
+        if name == "register":
+            return r.register(subject, body, query.get("normalize", False))
+        if name == "version":
+            return r.get_version(subject, args["version"], deleted)
+        if name == "version_schema":
+            return json.loads(r.get_version(subject, args["version"], deleted)["schema"])
+        if name == "referenced_by":
+            return r.referenced_by(subject, args["version"])
+        if name == "delete_version":
+            return r.delete_version(subject, args["version"], query.get("permanent", False))
+        if name == "lookup":
+            return r.lookup(subject, body, query.get("normalize", False), deleted)
+        if name == "delete_subject":
+            return r.delete_subject(subject, query.get("permanent", False))
+        if name == "types":
+            return r.schema_types()
+        if name == "schema":
+            return r.schema_by_id(schema_id, query.get("subject") or None)
+        if name == "schema_text":
+            return json.loads(r.schema_by_id(schema_id, query.get("subject") or None)["schema"])
+        if name == "schema_versions":
+            return _page(r.schema_versions(schema_id, deleted, query.get("subject") or None), query)
+        if name == "schema_subjects":
+            return _page(r.schema_subjects(schema_id, deleted, query.get("subject") or None), query)
+        if name == "get_config":
+            return r.get_config(subject, query.get("defaultToGlobal", False))
+        if name == "set_config":
+            return r.set_config(subject, body)
+        if name == "delete_config":
+            return r.delete_config(subject)
+        if name == "get_mode":
+            return r.get_mode(subject, query.get("defaultToGlobal", False))
+        if name == "set_mode":
+            return r.set_mode(subject, body, query.get("force", False))
+        if name == "delete_mode":
+            return r.delete_mode(subject)
+        if name == "compatibility":
+            return r.test_compatibility(subject, args.get("version"), body, query.get("verbose", False))
+        raise AssertionError(name)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    registry_server: SchemaRegistryServer
+    protocol_version = "HTTP/1.1"
+    server_version = "fakekafka-schema-registry"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the standard library's name)
+        log.debug("schema registry %s: " + format, self.address_string(), *args)
+
+    def _answer(self, status: int, payload: Any, close: bool = False) -> None:
+        data = json.dumps(payload, separators=(",", ":")).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", CONTENT_TYPE)
+        self.send_header("Content-Length", str(len(data)))
+        if close:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _serve(self, method: str) -> None:
+        length_header = self.headers.get("Content-Length")
+        try:
+            length = int(length_header) if length_header else 0
+        except ValueError:
+            self._answer(400, {"error_code": 400, "message": "Bad Content-Length"}, close=True)
+            return
+        if length < 0 or length > MAX_BODY_BYTES:
+            self._answer(413, {"error_code": 413, "message": f"Request entity larger than {MAX_BODY_BYTES} bytes"},
+                         close=True)
+            return
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            self._answer(411, {"error_code": 411, "message": "Length Required"}, close=True)
+            return
+        raw = self.rfile.read(length) if length else b""
+        body: Any = None
+        if raw:
+            try:
+                body = json.loads(raw)
+            except ValueError as e:
+                self._answer(400, {"error_code": 400, "message": f"Unrecognized JSON body: {e}"})
+                return
+        status, payload = self.registry_server.handle(method, self.path, body)
+        self.registry_server.requests_served += 1
+        self._answer(status, payload)
+
+    def do_GET(self) -> None:  # noqa: N802 (BaseHTTPRequestHandler's names)
+        self._serve("GET")
+
+    def do_POST(self) -> None:  # noqa: N802
+        self._serve("POST")
+
+    def do_PUT(self) -> None:  # noqa: N802
+        self._serve("PUT")
+
+    def do_DELETE(self) -> None:  # noqa: N802
+        self._serve("DELETE")

@@ -1,0 +1,160 @@
+"""Schemas of the three formats a Confluent registry takes, parsed with each format's own library.
+
+Avro with the Apache Avro library (`avro`: the parser whose resolution rules `compatibility.py` runs), JSON Schema
+with `jsonschema` (the schema is checked against its draft's metaschema), Protobuf with `protobuf`'s descriptors.
+A schema's references (other subjects' versions) are resolved before it is parsed: Avro's named types go into one
+`Names`, JSON Schema's `$ref`s to a reference's name resolve to that schema, Protobuf's imports to its file.
+
+Protobuf is taken as a serialized FileDescriptorProto (base64), which is what confluent-kafka's serializers send;
+a `.proto` text needs a parser that the `protobuf` package does not have, so it is refused in words.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from fakekafka.registry.errors import RegistryError
+
+__all__ = ["SCHEMA_TYPES", "ParsedSchema", "Reference", "parse_schema"]
+
+SCHEMA_TYPES = ("AVRO", "JSON", "PROTOBUF")
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A schema's use of another subject's version under a name (an Avro type, a JSON `$ref` URI, a .proto path)."""
+
+    name: str
+    subject: str
+    version: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "subject": self.subject, "version": self.version}
+
+
+@dataclass
+class ParsedSchema:
+    schema_type: str
+    text: str
+    """The schema as stored and answered: compact JSON for Avro and JSON Schema, the base64 descriptor for Protobuf."""
+    references: tuple[Reference, ...]
+    parsed: Any
+    """avro.schema.Schema, the JSON Schema document, or a protobuf FileDescriptorProto."""
+    referenced: dict[str, Any] = field(default_factory=dict)
+    """JSON Schema: each reference's document by its name; Protobuf: each referenced file's descriptor."""
+
+    def normalized(self) -> str:
+        """Confluent's `normalize=true` form: one spelling per schema, so equal schemas look equal."""
+        if self.schema_type == "AVRO":
+            return json.dumps(self.parsed.to_json(), separators=(",", ":"), sort_keys=True)
+        if self.schema_type == "JSON":
+            return json.dumps(self.parsed, separators=(",", ":"), sort_keys=True)
+        return self.text
+
+
+Resolver = Callable[[Reference], "ParsedSchema"]
+"""Finds and parses a referenced subject version (RegistryError when it does not exist)."""
+
+
+def parse_schema(schema_type: str, text: str, references: tuple[Reference, ...], resolve: Resolver) -> ParsedSchema:
+    """Parses a schema as its format's library does; RegistryError 42201 (invalid schema) in words otherwise."""
+    if schema_type == "AVRO":
+        return _parse_avro(text, references, resolve)
+    if schema_type == "JSON":
+        return _parse_json(text, references, resolve)
+    if schema_type == "PROTOBUF":
+        return _parse_protobuf(text, references, resolve)
+    raise RegistryError.invalid_schema(f"Invalid schema type {schema_type}")
+
+
+def _avro_names(references: tuple[Reference, ...], resolve: Resolver, names: Any, seen: set[Reference]) -> None:
+    """Defines every named type of the references (theirs first) in `names`, as Confluent parses references."""
+    import avro.errors
+    import avro.schema
+
+    for ref in references:
+        if ref in seen:
+            continue
+        seen.add(ref)
+        target = resolve(ref)
+        if target.schema_type != "AVRO":
+            raise RegistryError.invalid_schema(f"Invalid schema: reference {ref.name} is a {target.schema_type} schema")
+        _avro_names(target.references, resolve, names, seen)
+        try:
+            avro.schema.make_avsc_object(json.loads(target.text), names)
+        except avro.errors.SchemaParseException:
+            pass  # already defined by another reference: the same type
+
+
+def _parse_avro(text: str, references: tuple[Reference, ...], resolve: Resolver) -> ParsedSchema:
+    import avro.errors
+    import avro.name
+    import avro.schema
+
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        doc = text  # a bare primitive name, e.g. string
+    names = avro.name.Names()
+    _avro_names(references, resolve, names, set())
+    try:
+        parsed = avro.schema.make_avsc_object(doc, names)
+    except (avro.errors.AvroException, TypeError, KeyError, AttributeError) as e:
+        raise RegistryError.invalid_schema(f"Invalid schema {text} with refs {[r.to_json() for r in references]} "
+                                           f"of type AVRO, details: {e}") from None
+    return ParsedSchema("AVRO", json.dumps(doc, separators=(",", ":")), references, parsed)
+
+
+def _parse_json(text: str, references: tuple[Reference, ...], resolve: Resolver) -> ParsedSchema:
+    import jsonschema.exceptions
+    import jsonschema.validators
+
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        raise RegistryError.invalid_schema(f"Invalid schema {text}, details: {e}") from None
+    if not isinstance(doc, (dict, bool)):
+        raise RegistryError.invalid_schema(f"Invalid schema {text}, details: a JSON Schema is an object or a boolean")
+    try:
+        jsonschema.validators.validator_for(doc).check_schema(doc)
+    except jsonschema.exceptions.SchemaError as e:
+        raise RegistryError.invalid_schema(f"Invalid schema {text}, details: {e.message}") from None
+    referenced: dict[str, Any] = {}
+    for ref in references:
+        target = resolve(ref)
+        if target.schema_type != "JSON":
+            raise RegistryError.invalid_schema(f"Invalid schema: reference {ref.name} is a {target.schema_type} schema")
+        referenced[ref.name] = target.parsed
+        referenced.update(target.referenced)
+    return ParsedSchema("JSON", json.dumps(doc, separators=(",", ":")), references, doc, referenced)
+
+
+def _parse_protobuf(text: str, references: tuple[Reference, ...], resolve: Resolver) -> ParsedSchema:
+    from google.protobuf import descriptor_pb2, message
+
+    proto = descriptor_pb2.FileDescriptorProto()
+    try:
+        proto.ParseFromString(base64.b64decode(text, validate=True))
+    except (binascii.Error, ValueError, message.DecodeError):
+        raise RegistryError.invalid_schema(
+            "Invalid schema: fakekafka takes Protobuf schemas as a serialized FileDescriptorProto in base64 (what "
+            "confluent-kafka's serializers send); .proto text is not supported yet") from None
+    if not proto.message_type and not proto.enum_type:
+        raise RegistryError.invalid_schema("Invalid schema: the Protobuf file defines no message or enum")
+    referenced: dict[str, Any] = {}
+    for ref in references:
+        target = resolve(ref)
+        if target.schema_type != "PROTOBUF":
+            raise RegistryError.invalid_schema(f"Invalid schema: reference {ref.name} is a {target.schema_type} schema")
+        referenced[ref.name] = target.parsed
+        referenced.update(target.referenced)
+    missing = [d for d in proto.dependency if d not in referenced and not d.startswith("google/protobuf/")
+               and not d.startswith("confluent/")]
+    if missing:
+        raise RegistryError.invalid_schema(f"Invalid schema: imports without a reference: {', '.join(missing)}")
+    return ParsedSchema("PROTOBUF", text, references, proto, referenced)

@@ -1,0 +1,246 @@
+"""The Schema Registry beside the broker, end to end with confluent-kafka's own SchemaRegistryClient and its
+Avro, JSON Schema and Protobuf serializers: records round-trip through fakekafka's registry and broker, a second
+process reads what the first wrote, Confluent's refusals (409 with the reasons, the delete rules), the `_schemas`
+topic surviving a restart on a data dir, `fakekafka serve --schema-registry`, and injected registry faults."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("fastavro")
+pytest.importorskip("avro")
+pytest.importorskip("authlib")
+pytest.importorskip("cachetools")
+
+from confluent_kafka import Consumer, Producer  # noqa: E402
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient  # noqa: E402
+from confluent_kafka.schema_registry.error import SchemaRegistryError  # noqa: E402
+from confluent_kafka.serialization import MessageField, SerializationContext  # noqa: E402
+
+import fakekafka  # noqa: E402
+
+pytestmark = [pytest.mark.fakekafka_only, pytest.mark.fakekafka(schema_registry=True)]
+
+ORDER = {"type": "record", "name": "Order", "namespace": "shop",
+         "fields": [{"name": "id", "type": "string"}, {"name": "qty", "type": "int"}]}
+
+
+def produce(kafka: Any, topic: str, values: list[bytes]) -> None:
+    p = Producer({"bootstrap.servers": kafka.bootstrap_servers})
+    for v in values:
+        p.produce(topic, v)
+    assert p.flush(10) == 0
+
+
+def consume(kafka: Any, topic: str, count: int) -> list[bytes]:
+    c = Consumer({"bootstrap.servers": kafka.bootstrap_servers, "group.id": f"g-{uuid.uuid4()}",
+                  "auto.offset.reset": "earliest"})
+    c.subscribe([topic])
+    out: list[bytes] = []
+    try:
+        kafka.wait_until(lambda: (m := c.poll(0.5)) is not None and not m.error() and out.append(m.value())
+                         or len(out) >= count, timeout=20)
+    finally:
+        c.close()
+    return out
+
+
+def test_avro_round_trip_and_a_second_process(kafka: Any, tmp_path: Path) -> None:
+    from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+    sr = SchemaRegistryClient({"url": kafka.schema_registry_url})
+    serialize = AvroSerializer(sr, json.dumps(ORDER))
+    ctx = SerializationContext("orders", MessageField.VALUE)
+    produce(kafka, "orders", [serialize({"id": f"o-{i}", "qty": i}, ctx) for i in range(3)])
+    latest = sr.get_latest_version("orders-value")
+    assert (latest.version, latest.schema_id, latest.schema.schema_type) == (1, 1, "AVRO")
+    raw = consume(kafka, "orders", 3)
+    assert raw[0][:5] == b"\x00\x00\x00\x00\x01"  # Confluent's wire format: magic byte, schema id 1
+    deserialize = AvroDeserializer(sr)
+    assert [deserialize(v, ctx) for v in raw] == [{"id": f"o-{i}", "qty": i} for i in range(3)]
+    # another process, with nothing but the two addresses, reads the same records through the registry
+    script = textwrap.dedent(f"""
+        import json, uuid
+        from confluent_kafka import Consumer
+        from confluent_kafka.schema_registry import SchemaRegistryClient
+        from confluent_kafka.schema_registry.avro import AvroDeserializer
+        from confluent_kafka.serialization import MessageField, SerializationContext
+        d = AvroDeserializer(SchemaRegistryClient({{"url": "{kafka.schema_registry_url}"}}))
+        c = Consumer({{"bootstrap.servers": "{kafka.bootstrap_servers}", "group.id": str(uuid.uuid4()),
+                      "auto.offset.reset": "earliest"}})
+        c.subscribe(["orders"])
+        out = []
+        for _ in range(100):
+            m = c.poll(0.5)
+            if m is not None and not m.error():
+                out.append(d(m.value(), SerializationContext("orders", MessageField.VALUE)))
+            if len(out) == 3:
+                break
+        c.close()
+        print(json.dumps(out))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [{"id": f"o-{i}", "qty": i} for i in range(3)]
+
+
+def test_json_schema_round_trip(kafka: Any) -> None:
+    pytest.importorskip("jsonschema")
+    from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
+    schema = json.dumps({"$schema": "http://json-schema.org/draft-07/schema#", "title": "Order", "type": "object",
+                         "properties": {"id": {"type": "string"}, "qty": {"type": "integer"}}, "required": ["id"]})
+    sr = SchemaRegistryClient({"url": kafka.schema_registry_url})
+    ctx = SerializationContext("orders-json", MessageField.VALUE)
+    serialize = JSONSerializer(schema, sr)
+    produce(kafka, "orders-json", [serialize({"id": "o-1", "qty": 2}, ctx)])
+    with pytest.raises(Exception, match="is a required property"):  # the serializer validates against it
+        serialize({"qty": 2}, ctx)
+    [raw] = consume(kafka, "orders-json", 1)
+    assert JSONDeserializer(None, schema_registry_client=sr)(raw, ctx) == {"id": "o-1", "qty": 2}
+    assert sr.get_latest_version("orders-json-value").schema.schema_type == "JSON"
+
+
+def test_protobuf_round_trip(kafka: Any) -> None:
+    from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+    file = descriptor_pb2.FileDescriptorProto(name=f"order_{uuid.uuid4().hex}.proto", package="shop",
+                                              syntax="proto3")
+    m = file.message_type.add(name="Order")
+    m.field.add(name="id", number=1, type=descriptor_pb2.FieldDescriptorProto.TYPE_STRING)
+    m.field.add(name="qty", number=2, type=descriptor_pb2.FieldDescriptorProto.TYPE_INT32)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(file)
+    order = message_factory.GetMessageClass(pool.FindMessageTypeByName("shop.Order"))
+    sr = SchemaRegistryClient({"url": kafka.schema_registry_url})
+    ctx = SerializationContext("orders-pb", MessageField.VALUE)
+    serialize = ProtobufSerializer(order, sr, {"use.deprecated.format": False})
+    produce(kafka, "orders-pb", [serialize(order(id="o-1", qty=3), ctx)])
+    [raw] = consume(kafka, "orders-pb", 1)
+    back = ProtobufDeserializer(order, {"use.deprecated.format": False}, sr)(raw, ctx)
+    assert (back.id, back.qty) == ("o-1", 3)
+    assert sr.get_latest_version("orders-pb-value").schema.schema_type == "PROTOBUF"
+
+
+def test_incompatible_schema_refused_with_confluents_409(kafka: Any) -> None:
+    sr = SchemaRegistryClient({"url": kafka.schema_registry_url})
+    sr.register_schema("orders-value", Schema(json.dumps(ORDER), "AVRO"))
+    widened = {**ORDER, "fields": [*ORDER["fields"], {"name": "note", "type": "string"}]}
+    with pytest.raises(SchemaRegistryError) as refused:
+        sr.register_schema("orders-value", Schema(json.dumps(widened), "AVRO"))
+    assert (refused.value.http_status_code, refused.value.error_code) == (409, 409)
+    assert refused.value.error_message.startswith(
+        'Schema being registered is incompatible with an earlier schema for subject "orders-value", details: '
+        "[{errorType:'READER_FIELD_MISSING_DEFAULT_VALUE', description:'The field 'note' at path '/fields/2' in the "
+        "new schema has no default value and is missing in the old schema', additionalInfo:'note'}")
+    assert not sr.test_compatibility("orders-value", Schema(json.dumps(widened), "AVRO"))
+    sr.set_compatibility("orders-value", "FORWARD")
+    assert sr.get_compatibility("orders-value") == "FORWARD"
+    assert sr.register_schema("orders-value", Schema(json.dumps(widened), "AVRO")) == 2
+    with pytest.raises(SchemaRegistryError) as bad:
+        sr.register_schema("orders-value", Schema('{"type": "record"}', "AVRO"))
+    assert bad.value.error_code == 42201
+
+
+def test_soft_and_hard_deletes(kafka: Any) -> None:
+    sr = SchemaRegistryClient({"url": kafka.schema_registry_url})
+    first = sr.register_schema("s-value", Schema(json.dumps(ORDER), "AVRO"))
+    optional = {**ORDER, "fields": [*ORDER["fields"], {"name": "note", "type": "string", "default": ""}]}
+    sr.register_schema("s-value", Schema(json.dumps(optional), "AVRO"))
+    with pytest.raises(SchemaRegistryError) as refused:
+        sr.delete_subject("s-value", permanent=True)
+    assert (refused.value.error_code, refused.value.error_message) == (
+        40405, "Subject 's-value' was not deleted first before being permanently deleted")
+    assert sr.delete_version("s-value", 1) == 1
+    assert sr.get_versions("s-value") == [2]
+    with pytest.raises(SchemaRegistryError) as hidden:
+        sr.get_version("s-value", 1)
+    assert hidden.value.error_code == 40402
+    assert sr.get_schema(first).schema_str == json.dumps(ORDER, separators=(",", ":"))  # ids stay readable
+    assert sr.delete_subject("s-value") == [2]
+    assert sr.get_subjects() == []
+    with pytest.raises(SchemaRegistryError) as gone:
+        sr.get_latest_version("s-value")
+    assert gone.value.error_code == 40401
+    assert sr.delete_subject("s-value", permanent=True) == [1, 2]
+    tombstones = [r for r in kafka.records("_schemas") if r.value is None]
+    assert {json.loads(r.key)["version"] for r in tombstones} == {1, 2}
+
+
+def test_the_registry_survives_a_restart_on_a_data_dir(tmp_path: Path) -> None:
+    with fakekafka.Cluster(data_dir=tmp_path, schema_registry=True) as cluster:
+        sr = SchemaRegistryClient({"url": cluster.schema_registry_url})
+        schema_id = sr.register_schema("orders-value", Schema(json.dumps(ORDER), "AVRO"))
+        sr.set_compatibility("orders-value", "FULL")
+    with fakekafka.Cluster(data_dir=tmp_path, schema_registry=True) as cluster:
+        sr = SchemaRegistryClient({"url": cluster.schema_registry_url})
+        assert sr.get_schema(schema_id).schema_str == json.dumps(ORDER, separators=(",", ":"))
+        assert sr.get_compatibility("orders-value") == "FULL"
+        assert cluster.topics() == ["_schemas"]
+
+
+def test_registry_faults(kafka: Any) -> None:
+    sr = SchemaRegistryClient({"url": kafka.schema_registry_url, "max.retries": 0})
+    kafka.schema_registry.inject_error("/subjects/.*/versions", status=500, error_code=50001, count=1,
+                                       method="POST")
+    with pytest.raises(SchemaRegistryError) as failed:
+        sr.register_schema("orders-value", Schema(json.dumps(ORDER), "AVRO"))
+    assert (failed.value.http_status_code, failed.value.error_code) == (500, 50001)
+    schema_id = sr.register_schema("orders-value", Schema(json.dumps(ORDER), "AVRO"))  # the fault was used up
+    kafka.schema_registry.inject_error("/schemas/ids/", status=404, error_code=40403, message="Schema not found")
+    fresh = SchemaRegistryClient({"url": kafka.schema_registry_url})
+    with pytest.raises(SchemaRegistryError) as unknown:  # a record whose schema id the registry does not know
+        fresh.get_schema(schema_id)
+    assert unknown.value.error_code == 40403
+    assert fresh.get_schema(schema_id).schema_type == "AVRO"
+    fault = kafka.schema_registry.inject_latency(300, "/schemas/ids/", count=1)
+    import time
+    started = time.monotonic()
+    SchemaRegistryClient({"url": kafka.schema_registry_url}).get_schema(schema_id)
+    assert time.monotonic() - started >= 0.3 and fault.fired == 1
+    with pytest.raises(ValueError, match="count is at least 1"):
+        kafka.schema_registry.inject_error("/", count=0)
+
+
+def test_rest_corner_cases(kafka: Any) -> None:
+    import httpx2 as httpx
+    url = kafka.schema_registry_url
+    with httpx.Client(base_url=url) as http:
+        assert http.get("/subjects/x/versions/0").json()["error_code"] == 42202
+        assert http.get("/nowhere").status_code == 404
+        assert http.put("/subjects").status_code == 405
+        r = http.post("/subjects/x/versions", content=b"{not json", headers={"Content-Type": "application/json"})
+        assert r.status_code == 400
+        r = http.post("/subjects/x/versions", content=b"x" * (17 * 1024 * 1024))
+        assert r.status_code == 413
+        assert http.get("/schemas/types").json() == ["JSON", "PROTOBUF", "AVRO"]
+        assert http.get("/config/nobody").json()["error_code"] == 40408
+        assert http.put("/mode", json={"mode": "READONLY"}).json() == {"mode": "READONLY"}
+        r = http.post("/subjects/x/versions", json={"schema": '"string"'})
+        assert (r.status_code, r.json()["error_code"]) == (422, 42205)
+
+
+def test_serve_schema_registry(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "fakekafka", "serve", "--port", "0", "--schema-registry", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        url = re.fullmatch(r"fakekafka schema registry: url=(\S+)\n", first)
+        assert url, first
+        assert proc.stdout.readline().startswith("fakekafka ready: ")
+        sr = SchemaRegistryClient({"url": url[1]})
+        assert sr.register_schema("t-value", Schema('"string"', "AVRO")) == 1
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    assert proc.returncode == 0

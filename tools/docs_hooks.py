@@ -54,6 +54,8 @@ MARKER_WORDS = {
                                         "fakekafka's 0 forms groups at once).",
     "record": "A directory: every request is recorded there as Parquet (read by `fakekafka analyze`).",
     "data_dir": "A directory: logs and metadata are kept there and come back on a cluster made on it again.",
+    "schema_registry": "True (or a port): a Confluent-compatible Schema Registry beside the cluster, at "
+                       "`kafka.schema_registry_url`, kept in its `_schemas` topic.",
     "listeners": "Kafka's `listeners`, e.g. `\"PLAINTEXT://:0,SASL_SSL://:0\"`.",
     "advertised_listeners": "Kafka's `advertised.listeners`.",
     "listener_security_protocol_map": "Kafka's `listener.security.protocol.map`.",

@@ -48,13 +48,19 @@ class ParsedSchema:
     referenced: dict[str, Any] = field(default_factory=dict)
     """JSON Schema: each reference's document by its name; Protobuf: each referenced file's descriptor."""
 
+    _normalized: str | None = None
+
     def normalized(self) -> str:
-        """Confluent's `normalize=true` form: one spelling per schema, so equal schemas look equal."""
-        if self.schema_type == "AVRO":
-            return json.dumps(self.parsed.to_json(), separators=(",", ":"), sort_keys=True)
-        if self.schema_type == "JSON":
-            return json.dumps(self.parsed, separators=(",", ":"), sort_keys=True)
-        return self.text
+        """Confluent's `normalize=true` form: one spelling per schema, so equal schemas look equal (kept: a
+        register or lookup compares it with every version of the subject)."""
+        if self._normalized is None:
+            if self.schema_type == "AVRO":
+                self._normalized = json.dumps(self.parsed.to_json(), separators=(",", ":"), sort_keys=True)
+            elif self.schema_type == "JSON":
+                self._normalized = json.dumps(self.parsed, separators=(",", ":"), sort_keys=True)
+            else:
+                self._normalized = self.text
+        return self._normalized
 
 
 Resolver = Callable[[Reference], "ParsedSchema"]

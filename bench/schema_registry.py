@@ -1,0 +1,79 @@
+"""Schema Registry figures: register and lookup latency, and Avro serializer throughput through it.
+
+    python bench/schema_registry.py [--requests 2000] [--records 50000]
+
+One `fakekafka.Cluster(schema_registry=True)` in this process (its HTTP server on its own threads, the model on
+the cluster's loop). Each lookup is a fresh `GET /schemas/ids/{id}` and `POST /subjects/{s}` over one keep-alive
+connection (httpx; confluent-kafka's client would answer repeats from its cache), each register a new version
+(compatibility NONE, so the check is not what is measured). Serializer throughput is confluent-kafka's
+AvroSerializer, which asks the registry once and then serializes from its cache: it shows the registry costs a
+serializing application nothing after the first record.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import httpx2 as httpx  # noqa: E402
+from confluent_kafka.schema_registry import SchemaRegistryClient  # noqa: E402
+from confluent_kafka.schema_registry.avro import AvroSerializer  # noqa: E402
+from confluent_kafka.serialization import MessageField, SerializationContext  # noqa: E402
+
+import fakekafka  # noqa: E402
+
+
+def schema(i: int) -> str:
+    return json.dumps({"type": "record", "name": "Order", "fields": [{"name": "id", "type": "string"},
+                                                                      {"name": f"f{i}", "type": "int", "default": 0}]})
+
+
+def timed(n: int, fn) -> list[float]:  # type: ignore[no-untyped-def]
+    out = []
+    for i in range(n):
+        started = time.perf_counter()
+        fn(i)
+        out.append((time.perf_counter() - started) * 1000)
+    return out
+
+
+def line(name: str, ms: list[float]) -> str:
+    ms = sorted(ms)
+    return (f"| {name} | {len(ms) / (sum(ms) / 1000):,.0f}/s | {statistics.median(ms):.3f} | "
+            f"{ms[int(len(ms) * 0.99) - 1]:.3f} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--records", type=int, default=50_000)
+    args = parser.parse_args()
+    with fakekafka.Cluster(schema_registry=True) as cluster, httpx.Client(base_url=cluster.schema_registry_url) as http:
+        http.put("/config", json={"compatibility": "NONE"}).raise_for_status()
+        registers = timed(args.requests, lambda i: http.post("/subjects/orders-value/versions",
+                                                             json={"schema": schema(i)}).raise_for_status())
+        by_id = timed(args.requests, lambda i: http.get(f"/schemas/ids/{i % args.requests + 1}").raise_for_status())
+        lookups = timed(args.requests, lambda i: http.post("/subjects/orders-value",
+                                                           json={"schema": schema(i)}).raise_for_status())
+        serialize = AvroSerializer(SchemaRegistryClient({"url": cluster.schema_registry_url}), schema(0))
+        ctx = SerializationContext("orders", MessageField.VALUE)
+        started = time.perf_counter()
+        for i in range(args.records):
+            serialize({"id": "o-1", "f0": i}, ctx)
+        elapsed = time.perf_counter() - started
+    print("| request | rate (one client, one after another) | median ms | p99 ms |")
+    print("|---|---|---|---|")
+    print(line(f"register a new version (of {args.requests})", registers))
+    print(line("GET /schemas/ids/{id}", by_id))
+    print(line(f"POST /subjects/{{s}} lookup (among {args.requests} versions)", lookups))
+    print(f"\nAvroSerializer through the registry: {args.records / elapsed:,.0f} records/s")
+
+
+if __name__ == "__main__":
+    main()

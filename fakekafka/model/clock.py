@@ -21,10 +21,16 @@ class SystemClock:
 
 
 class ManualClock:
-    """A clock that moves only when told to."""
+    """A clock that moves only when told to.
 
-    def __init__(self, start_ms: int = 1_700_000_000_000) -> None:
-        self._now = start_ms
+    It starts at the wall-clock time of its creation unless given `start_ms`: real clients stamp records with
+    today's time, so retention and timestamp checks on their records follow `advance` from the start.
+    """
+
+    def __init__(self, start_ms: int | None = None) -> None:
+        if start_ms is not None and start_ms < 0:
+            raise ValueError(f"start_ms must be 0 or more, not {start_ms}")
+        self._now = time.time_ns() // 1_000_000 if start_ms is None else start_ms
 
     def now_ms(self) -> int:
         return self._now

@@ -277,6 +277,25 @@ def test_idempotent_retry_is_deduplicated(broker: ClusterHandle, connect: Callab
     assert rows(consume(consumer, len(MANY))) == expected_rows(MANY)
 
 
+@pytest.mark.fakekafka_only  # steers the frozen clock
+@pytest.mark.fakekafka(clock="frozen")
+def test_retention_of_records_stamped_by_the_client(broker: ClusterHandle, connect: Callable[..., Any]) -> None:
+    """The frozen clock starts at the wall-clock time of the cluster's creation: records the client stamps with
+    today's time are past retention.ms once the clock is advanced by two days (with a clock started in the
+    past, they looked like records from the future and stayed)."""
+    assert isinstance(broker, fakekafka.Cluster)
+    broker.create_topic("ret", 1, configs={"retention.ms": "60000"})
+    producer = connect(KafkaProducer)
+    for i in range(3):
+        producer.send("ret", f"v{i}".encode()).get(TIMEOUT)  # CreateTime: the client's wall clock
+    assert broker.end_offsets("ret") == {0: 3}
+    broker.advance_clock(2 * 24 * 3600 * 1000)
+    assert broker.records("ret") == []
+    consumer = connect(KafkaConsumer)
+    tp = TopicPartition("ret", 0)
+    assert consumer.beginning_offsets([tp]) == {tp: 3}
+
+
 @pytest.mark.fakekafka_only  # steers the frozen clock: Kafka's cleaner and delete horizons run on wall time
 @pytest.mark.fakekafka(clock="frozen")
 def test_compacted_topic_on_the_cleaners_clock(broker: ClusterHandle, connect: Callable[..., Any]) -> None:

@@ -31,19 +31,17 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from fakekafka.model.config import BrokerConfig
-from fakekafka.model.errors import ApiError
-from fakekafka.testing.embedded import Cluster, LoopThread
-from fakekafka.testing.handle import ClusterHandle
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported where a fixture or hook needs them: a session that never asks for a cluster
+    # (most of those with fakekafka installed) must not pay for the cluster, the model and the wire layer
     from fakekafka.proxy import Proxy
     from fakekafka.testing.apache_kafka import KafkaCluster
     from fakekafka.testing.client import RemoteCluster
+    from fakekafka.testing.embedded import Cluster, LoopThread
+    from fakekafka.testing.handle import ClusterHandle
 
 __all__ = ["CLIENT_NOISE", "cluster_for", "fakekafka", "fakekafka_cluster", "kafka", "kafka_proxy", "kill_broker"]
 
-_CLUSTERS = pytest.StashKey[list[ClusterHandle]]()
+_CLUSTERS = pytest.StashKey["list[ClusterHandle]"]()
 _SECURITY = ("listeners", "advertised_listeners", "listener_security_protocol_map", "sasl_enabled_mechanisms",
              "ssl_client_auth", "users")
 """Listener, TLS and SASL settings (Kafka's broker config names); the handle's `pki` has the CA and client
@@ -194,6 +192,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def _start(settings: dict[str, Any], loop_thread: LoopThread | None) -> Cluster:
+    from fakekafka.model.config import BrokerConfig
+    from fakekafka.testing.embedded import Cluster
     unknown = set(settings) - _SETTINGS
     if unknown:
         raise TypeError(f"unknown fakekafka setting(s): {', '.join(sorted(unknown))}; "
@@ -213,6 +213,7 @@ def _start(settings: dict[str, Any], loop_thread: LoopThread | None) -> Cluster:
 
 def _remote(config: pytest.Config, settings: dict[str, Any]) -> RemoteCluster:
     """A handle on the remote cluster for a test's settings; skips the test when they need fakekafka."""
+    from fakekafka.model.errors import ApiError
     from fakekafka.testing.client import RemoteCluster
     unknown = set(settings) - _SETTINGS
     if unknown:
@@ -253,6 +254,7 @@ def _remote(config: pytest.Config, settings: dict[str, Any]) -> RemoteCluster:
 def _release(config: pytest.Config, handle: ClusterHandle) -> None:
     """Ends a test's use of a cluster: stops an in-process one; for --kafka-real's own cluster, deletes every
     topic and group the test left (a cluster named by --fakekafka-bootstrap is not ours to empty)."""
+    from fakekafka.testing.embedded import Cluster
     if isinstance(handle, Cluster):
         handle.stop(wait=False)  # its ports close on the shared loop before any later cluster's work
         return
@@ -280,6 +282,7 @@ def cluster_for(config: pytest.Config, /, **settings: Any) -> Iterator[ClusterHa
     tests), chosen as the `kafka` fixture chooses: in-process fakekafka (its own loop thread: it may outlive
     the session's), or a handle on the remote cluster under --fakekafka-bootstrap or --kafka-real. Released on
     exit as the fixture's are (stopped, or, for --kafka-real's cluster, emptied)."""
+    from fakekafka.testing.embedded import Cluster
     if _remote_target(config):
         handle: ClusterHandle = _remote(config, settings)
     else:
@@ -293,7 +296,7 @@ def cluster_for(config: pytest.Config, /, **settings: Any) -> Iterator[ClusterHa
             _release(config, handle)
 
 
-_LOOP = pytest.StashKey[LoopThread]()
+_LOOP = pytest.StashKey["LoopThread"]()
 
 
 def _loop_thread(config: pytest.Config) -> LoopThread:
@@ -303,6 +306,7 @@ def _loop_thread(config: pytest.Config) -> LoopThread:
     not a session fixture: resolving even a cached fixture costs each test about as much as the start."""
     thread = config.stash.get(_LOOP, None)
     if thread is None:
+        from fakekafka.testing.embedded import LoopThread
         thread = config.stash[_LOOP] = LoopThread(listener_pool=8).start()
     return thread
 
@@ -347,7 +351,7 @@ def fakekafka_cluster(request: pytest.FixtureRequest) -> Iterator[Callable[..., 
         request.node.stash[_CLUSTERS].clear()
 
 
-_MAIN = pytest.StashKey[ClusterHandle]()
+_MAIN = pytest.StashKey["ClusterHandle"]()
 
 
 def _test_cluster(request: pytest.FixtureRequest) -> Iterator[ClusterHandle]:
@@ -413,6 +417,7 @@ def kill_broker(request: pytest.FixtureRequest) -> Callable[[int], None]:
     fakekafka's `kill_broker`, or under --kafka-real a SIGKILL of that node's JVM. A --kafka-real cluster with
     a killed node is retired (stopped after the test; the next test asking for one gets a fresh cluster). A
     cluster named by --fakekafka-bootstrap is not ours to crash: the test is skipped."""
+    from fakekafka.testing.embedded import Cluster
     handle = request.getfixturevalue("kafka")
     real = request.config.stash.get(_REAL, None)
     if not isinstance(handle, Cluster) and real is None:

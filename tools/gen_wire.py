@@ -1,4 +1,4 @@
-"""Write `wire/messages/*.py` and `wire/error_codes.py` from Apache Kafka's message schemas.
+"""Write `wire/messages/*.py`, `wire/api_keys.py` and `wire/error_codes.py` from Apache Kafka's message schemas.
 
 Run at development time only (`python tools/gen_wire.py [SCHEMA_DIR] [--kafka-jar JAR]`); the output is
 committed and marked as generated, and the project never reads the schemas at run time. `--check` exits
@@ -19,6 +19,9 @@ per record type, its key and every version of its value. A fourth, the broker's 
 jar (`--txn-coordinator-jar`), declares the records of `__transaction_state` (TransactionLogKey/Value):
 `wire/txn_coordinator/`, generated the same way; a fifth, the kafka-share-coordinator jar
 (`--share-coordinator-jar`), those of `__share_group_state` (ShareSnapshot/ShareUpdate): `wire/share_coordinator/`.
+
+`wire/api_keys.py` names every API key as Kafka's `ApiKeys` enum does (`JOIN_GROUP = 11`: the request
+schema's name, without "Request", in upper snake case), so code says `ApiKey.JOIN_GROUP`, never `11`.
 
 Each API gets one module holding one `Message` declaration per (request/response, version), named
 like `JoinGroupRequestV5`; a version whose layout is identical to the previous one is an alias, so
@@ -476,6 +479,25 @@ def generate_errors(rows: list[tuple[int, str, str, str]], src: str) -> str:
     return "\n".join(out)
 
 
+def api_key_name(name: str) -> str:
+    """Kafka's name for an API in its `ApiKeys` enum: `OffsetForLeaderEpoch` -> `OFFSET_FOR_LEADER_EPOCH`."""
+    return snake(name).upper()
+
+
+def generate_api_keys(apis: list[tuple[int, str, str, int, int, int | None]]) -> str:
+    out = [
+        HEADER.format(src="message schemas"),
+        '"""Kafka\'s API keys by name, as its `ApiKeys` enum spells them: `ApiKey.JOIN_GROUP`, never `11`."""\n',
+        "from enum import IntEnum\n",
+        "__all__ = ['ApiKey']\n",
+        "",
+        "class ApiKey(IntEnum):",
+    ]
+    out += [f"    {api_key_name(name)} = {key}" for key, name, *_ in sorted(apis)]
+    out.append("")
+    return "\n".join(out)
+
+
 def generate_index(apis: list[tuple[int, str, str, int, int, int | None]], data: list[str]) -> str:
     lines = [
         HEADER.format(src="message schemas"),
@@ -603,6 +625,7 @@ def generate(schema_dir: Path, jar: Path) -> dict[Path, str]:
             files[OUT / f"{mod}.py"] = generate_api(m, resp, ident)
             apis.append((ident, name, mod, m.low, m.high, m.flexible_from))
     files[OUT / "__init__.py"] = generate_index(apis, data_modules)
+    files[ROOT / "wire" / "api_keys.py"] = generate_api_keys(apis)
     rows = {code: row for code, *row in errors_from_md(schema_dir / "errors.md")}
     rows.update({code: row for code, *row in errors_from_jar(jar)})
     files[ROOT / "wire" / "error_codes.py"] = generate_errors(

@@ -1,5 +1,6 @@
 """The Kafka wire protocol, pure: bytes in, containers out, and back. No sockets, no asyncio."""
 
+from fakekafka.wire.api_keys import ApiKey
 from fakekafka.wire.error_codes import ErrorCode
 from fakekafka.wire.protocol import (
     DecodeError,
@@ -13,6 +14,6 @@ from fakekafka.wire.protocol import (
 )
 
 __all__ = [
-    "DecodeError", "ErrorCode", "Request", "UnknownApiKey", "decode_request",
+    "ApiKey", "DecodeError", "ErrorCode", "Request", "UnknownApiKey", "decode_request",
     "decode_request_header", "decode_response", "encode_request", "encode_response",
 ]

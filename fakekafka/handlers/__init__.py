@@ -44,7 +44,7 @@ from fakekafka.handlers.registry import (
 )
 from fakekafka.model.acl import AclOperation
 from fakekafka.model.faults import FaultKind
-from fakekafka.wire import ErrorCode
+from fakekafka.wire import ApiKey, ErrorCode
 
 __all__ = ["NO_RESPONSE", "DropConnection", "Park", "RequestContext", "advertised_versions", "dispatch",
            "handler_for"]
@@ -60,8 +60,8 @@ def dispatch(ctx: RequestContext) -> Any:
     assert body is not None
     topics_by_id = ctx.cluster.topics_by_id
     needs = CLUSTER_APIS.get(request.api_key)
-    if needs is not None and not authorize_cluster(ctx, needs) and not (
-            request.api_key == 27 and authorize_cluster(ctx, AclOperation.ALTER)):  # Kafka takes either for markers
+    if needs is not None and not authorize_cluster(ctx, needs) and not (  # Kafka takes either for markers
+            request.api_key == ApiKey.WRITE_TXN_MARKERS and authorize_cluster(ctx, AclOperation.ALTER)):
         refused = error_response(ctx, body, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         return refused if refused is not None else DropConnection(reason="cluster authorization failed")
     fired = ctx.cluster.faults.take(request.api_key, ctx.broker.node_id, request.client_id, body,

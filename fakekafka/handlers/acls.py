@@ -30,9 +30,7 @@ from fakekafka.model.acl import (
     PatternType,
     ResourceType,
 )
-from fakekafka.wire import ErrorCode
-
-DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
+from fakekafka.wire import ApiKey, ErrorCode
 
 
 def _code(kind: type[Any], value: int) -> Any:
@@ -63,7 +61,7 @@ def describe_acls_error_response(ctx: ErrorContext, req: Container, code: ErrorC
     return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "resources": []}
 
 
-@handles(DESCRIBE_ACLS, 1, 3, errors=describe_acls_error_response)
+@handles(ApiKey.DESCRIBE_ACLS, 1, 3, errors=describe_acls_error_response)
 def handle_describe_acls(ctx: RequestContext, req: Container) -> Any:
     acl_filter = _filter(req)
     if _filter_unknown(acl_filter):
@@ -97,7 +95,7 @@ def _binding(c: Container) -> AclBinding:
                       _code(AclOperation, c.operation), _code(AclPermissionType, c.permission_type))
 
 
-@handles(CREATE_ACLS, 1, 3, errors=create_acls_error_response)
+@handles(ApiKey.CREATE_ACLS, 1, 3, errors=create_acls_error_response)
 def handle_create_acls(ctx: RequestContext, req: Container) -> Any:
     bindings = [_binding(c) for c in req.creations]
     if any(_unknown(b.resource_type, b.pattern_type, b.operation, b.permission_type) for b in bindings):
@@ -129,7 +127,7 @@ def delete_acls_error_response(ctx: ErrorContext, req: Container, code: ErrorCod
         {"error_code": code, "error_message": message, "matching_acls": []} for _ in req.filters]}
 
 
-@handles(DELETE_ACLS, 1, 3, errors=delete_acls_error_response)
+@handles(ApiKey.DELETE_ACLS, 1, 3, errors=delete_acls_error_response)
 def handle_delete_acls(ctx: RequestContext, req: Container) -> Any:
     filters = [_filter(f) for f in req.filters]
     if any(_filter_unknown(f) for f in filters):

@@ -27,7 +27,7 @@ from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.config import TOPIC_CONFIGS
 from fakekafka.model.errors import ApiError
 from fakekafka.model.metadata import Topic
-from fakekafka.wire import ErrorCode
+from fakekafka.wire import ApiKey, ErrorCode
 from fakekafka.wire.primitives import ZERO_UUID
 
 MAX_PARTITIONS_PER_REQUEST = 10_000
@@ -78,7 +78,7 @@ def create_partitions_error_response(ctx: ErrorContext, req: Container, code: Er
                                                for t in _once(req.topics)]}
 
 
-@handles(19, 2, 7, errors=create_topics_error_response)
+@handles(ApiKey.CREATE_TOPICS, 2, 7, errors=create_topics_error_response)
 def handle_create_topics(ctx: RequestContext, req: Container) -> dict[str, Any]:
     counts = Counter(t.name for t in req.topics)
     default = ctx.cluster.config.num_partitions
@@ -116,7 +116,7 @@ def handle_create_topics(ctx: RequestContext, req: Container) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "topics": results}
 
 
-@handles(20, 1, 6, errors=delete_topics_error_response)
+@handles(ApiKey.DELETE_TOPICS, 1, 6, errors=delete_topics_error_response)
 def handle_delete_topics(ctx: RequestContext, req: Container) -> dict[str, Any]:
     if ctx.version >= 6:
         wanted = [(t.name, t.topic_id) for t in req.topics]
@@ -160,7 +160,7 @@ def handle_delete_topics(ctx: RequestContext, req: Container) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "responses": results}
 
 
-@handles(37, 0, 3, errors=create_partitions_error_response)
+@handles(ApiKey.CREATE_PARTITIONS, 0, 3, errors=create_partitions_error_response)
 def handle_create_partitions(ctx: RequestContext, req: Container) -> dict[str, Any]:
     counts = Counter(t.name for t in req.topics)
     added = sum(t.count - len(topic.partitions) for t in _once(req.topics)

@@ -28,9 +28,7 @@ from typing import Any
 from construct import Container
 
 from fakekafka.handlers.registry import RequestContext, advertised_versions, handles
-from fakekafka.wire import ErrorCode
-
-API_VERSIONS_KEY = 18
+from fakekafka.wire import ApiKey, ErrorCode
 
 
 def api_keys() -> list[dict[str, int]]:
@@ -39,12 +37,12 @@ def api_keys() -> list[dict[str, int]]:
 
 def unsupported_version_response() -> dict[str, Any]:
     """The v0-layout answer to an ApiVersions version we do not support."""
-    lo, hi = advertised_versions()[API_VERSIONS_KEY]
+    lo, hi = advertised_versions()[ApiKey.API_VERSIONS]
     return {"error_code": ErrorCode.UNSUPPORTED_VERSION,
-            "api_keys": [{"api_key": API_VERSIONS_KEY, "min_version": lo, "max_version": hi}]}
+            "api_keys": [{"api_key": ApiKey.API_VERSIONS, "min_version": lo, "max_version": hi}]}
 
 
-@handles(API_VERSIONS_KEY, 0, 5)
+@handles(ApiKey.API_VERSIONS, 0, 5)
 def handle_api_versions(ctx: RequestContext, req: Container) -> dict[str, Any]:
     ctx.connection.client_software = (req.get("client_software_name"), req.get("client_software_version"))
     cluster_id, node_id = req.get("cluster_id"), req.get("node_id", -1)

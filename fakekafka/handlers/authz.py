@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 
 from fakekafka.handlers.registry import RequestContext
 from fakekafka.model.acl import CLUSTER_NAME, AclOperation, ResourceType, supported_operations
+from fakekafka.wire import ApiKey
 
 __all__ = ["authorize", "authorize_cluster", "authorized_operations", "client_address", "filter_authorized",
            "principal"]
@@ -21,8 +22,9 @@ __all__ = ["authorize", "authorize_cluster", "authorized_operations", "client_ad
 ANONYMOUS = "User:ANONYMOUS"
 
 
-CLUSTER_APIS = {43: AclOperation.ALTER, 45: AclOperation.ALTER, 46: AclOperation.DESCRIBE,
-                27: AclOperation.CLUSTER_ACTION}
+CLUSTER_APIS = {ApiKey.ELECT_LEADERS: AclOperation.ALTER, ApiKey.ALTER_PARTITION_REASSIGNMENTS: AclOperation.ALTER,
+                ApiKey.LIST_PARTITION_REASSIGNMENTS: AclOperation.DESCRIBE,
+                ApiKey.WRITE_TXN_MARKERS: AclOperation.CLUSTER_ACTION}
 """APIs that act on the cluster as a whole (ElectLeaders, Alter/ListPartitionReassignments, WriteTxnMarkers):
 the operation they need on it, checked before the handler runs (CLUSTER_AUTHORIZATION_FAILED)."""
 

@@ -74,7 +74,7 @@ from fakekafka.model.config import (
     validate_group_config,
 )
 from fakekafka.model.loggers import ROOT_LOGGER, VALID_LEVELS
-from fakekafka.wire import ErrorCode
+from fakekafka.wire import ApiKey, ErrorCode
 
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
 
@@ -234,7 +234,7 @@ def describe_configs_error_response(ctx: ErrorContext, req: Container, code: Err
          "resource_name": r.resource_name, "configs": []} for r in req.resources]}
 
 
-@handles(32, 1, 4, errors=describe_configs_error_response)
+@handles(ApiKey.DESCRIBE_CONFIGS, 1, 4, errors=describe_configs_error_response)
 def handle_describe_configs(ctx: RequestContext, req: Container) -> dict[str, Any]:
     results = []
     synonyms = bool(req.get("include_synonyms", False))
@@ -579,14 +579,14 @@ def alter_configs_error_response(ctx: ErrorContext, req: Container, code: ErrorC
          "resource_name": r.resource_name} for r in req.resources]}
 
 
-@handles(44, 0, 1, errors=alter_configs_error_response)
+@handles(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1, errors=alter_configs_error_response)
 def handle_incremental_alter_configs(ctx: RequestContext, req: Container) -> dict[str, Any]:
     """IncrementalAlterConfigs (key 44), v0-1: SET/DELETE/APPEND/SUBTRACT on topic and broker configs."""
     return {"throttle_time_ms": 0, "responses": _alter_all(ctx, req.resources, incremental=True,
                                                            validate_only=req.validate_only)}
 
 
-@handles(33, 0, 2, errors=alter_configs_error_response)
+@handles(ApiKey.ALTER_CONFIGS, 0, 2, errors=alter_configs_error_response)
 def handle_alter_configs(ctx: RequestContext, req: Container) -> dict[str, Any]:
     """AlterConfigs (key 33), v0-2: each resource's whole dynamic config set replaced."""
     return {"throttle_time_ms": 0, "responses": _alter_all(ctx, req.resources, incremental=False,
@@ -597,7 +597,7 @@ LISTED_TYPES = (CLIENT_METRICS, BROKER_LOGGER, BROKER, TOPIC, GROUP)
 """ListConfigResources v1's resource types, in the order Kafka 4.4 lists them."""
 
 
-@handles(74, 0, 1)
+@handles(ApiKey.LIST_CONFIG_RESOURCES, 0, 1)
 def handle_list_config_resources(ctx: RequestContext, req: Container) -> dict[str, Any]:
     """ListConfigResources (key 74, ListClientMetricsResources before Kafka 4.1), v0-1: v0 lists the client
     metrics subscriptions; v1 the config resources of the types asked for (none: every type), as Kafka 4.4:

@@ -33,7 +33,7 @@ from fakekafka.handlers.groups import NOT_REQUESTED, java_client_host, may, not_
 from fakekafka.handlers.registry import ErrorContext, RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.consumer_group import HeartbeatRequest
-from fakekafka.wire import ErrorCode
+from fakekafka.wire import ApiKey, ErrorCode
 
 MEMBER_TYPE_CLASSIC = 0
 MEMBER_TYPE_CONSUMER = 1
@@ -52,7 +52,7 @@ def heartbeat_error_response(ctx: ErrorContext, req: Container, code: ErrorCode)
             "member_epoch": 0, "heartbeat_interval_ms": 0, "assignment": None}
 
 
-@handles(68, 0, 1, errors=heartbeat_error_response)
+@handles(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1, errors=heartbeat_error_response)
 def handle_consumer_group_heartbeat(ctx: RequestContext, req: Container) -> dict[str, Any]:
     if not may(ctx, AclOperation.READ, req.group_id):
         return heartbeat_error_response(ctx, req, ErrorCode.GROUP_AUTHORIZATION_FAILED)
@@ -116,7 +116,7 @@ def refused_first_and_topics_hidden(ctx: RequestContext, groups: list[dict[str, 
         for g in out]
 
 
-@handles(69, 0, 1, errors=describe_error_response)
+@handles(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1, errors=describe_error_response)
 def handle_consumer_group_describe(ctx: RequestContext, req: Container) -> dict[str, Any]:
     coordinator = ctx.cluster.consumer_groups
     out = []

@@ -20,7 +20,7 @@ from fakekafka.handlers.common import led_partitions, merged
 from fakekafka.handlers.registry import ErrorContext, RequestContext, handles
 from fakekafka.model.acl import AclOperation
 from fakekafka.model.errors import ApiError
-from fakekafka.wire import ErrorCode
+from fakekafka.wire import ApiKey, ErrorCode
 
 
 def delete_records_error_response(ctx: ErrorContext, req: Container, code: ErrorCode) -> dict[str, Any]:
@@ -31,7 +31,7 @@ def delete_records_error_response(ctx: ErrorContext, req: Container, code: Error
         for t in req.topics]}
 
 
-@handles(21, 0, 2, errors=delete_records_error_response)
+@handles(ApiKey.DELETE_RECORDS, 0, 2, errors=delete_records_error_response)
 def handle_delete_records(ctx: RequestContext, req: Container) -> dict[str, Any]:
     topics = []
     for name, parts in merged(req.topics):

@@ -15,7 +15,7 @@ from construct import Container
 from fakekafka.handlers.authz import authorize_cluster, authorized_operations
 from fakekafka.handlers.registry import RequestContext, handles
 from fakekafka.model.acl import CLUSTER_NAME, AclOperation, ResourceType
-from fakekafka.wire import ErrorCode
+from fakekafka.wire import ApiKey, ErrorCode
 
 BROKERS = 1
 
@@ -24,7 +24,7 @@ def _address(endpoint: tuple[str, int]) -> dict[str, Any]:
     return {"host": endpoint[0], "port": endpoint[1]}
 
 
-@handles(60, 0, 2)
+@handles(ApiKey.DESCRIBE_CLUSTER, 0, 2)
 def handle_describe_cluster(ctx: RequestContext, req: Container) -> dict[str, Any]:
     cluster = ctx.cluster
     endpoint_type = req.get("endpoint_type", BROKERS)

@@ -35,7 +35,7 @@ from fakekafka.model.cluster import ClusterState
 from fakekafka.model.errors import ApiError
 from fakekafka.model.internal_topics import INTERNAL_TOPICS
 from fakekafka.model.metadata import Topic, validate_topic_name
-from fakekafka.wire import ErrorCode
+from fakekafka.wire import ApiKey, ErrorCode
 from fakekafka.wire.primitives import ZERO_UUID
 
 PARTITION_LIMIT_CONFIG = "max.request.partition.size.limit"
@@ -77,7 +77,7 @@ def _missing(ctx: RequestContext, name: str) -> dict[str, Any]:
             "partitions": [], "topic_authorized_operations": authorized_operations(ctx, ResourceType.TOPIC, name)}
 
 
-@handles(75, 0, 0, errors=describe_topic_partitions_error_response)
+@handles(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, 0, errors=describe_topic_partitions_error_response)
 def handle_describe_topic_partitions(ctx: RequestContext, req: Container) -> dict[str, Any]:
     cluster = ctx.cluster
     cursor = req.cursor

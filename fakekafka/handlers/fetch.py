@@ -29,7 +29,7 @@ from fakekafka.handlers.common import leader_check, merged
 from fakekafka.handlers.registry import ErrorContext, Park, RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.metadata import Partition
-from fakekafka.wire import ErrorCode
+from fakekafka.wire import ApiKey, ErrorCode
 from fakekafka.wire.primitives import Chunks
 
 READ_COMMITTED = 1
@@ -63,7 +63,7 @@ def fetch_error_response(ctx: ErrorContext, req: Container, code: ErrorCode) -> 
         for t in req.topics]}
 
 
-@handles(1, 4, 18, errors=fetch_error_response)
+@handles(ApiKey.FETCH, 4, 18, errors=fetch_error_response)
 def handle_fetch(ctx: RequestContext, req: Container) -> Any:
     v = ctx.version
     cluster = ctx.cluster

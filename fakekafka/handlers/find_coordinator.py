@@ -18,7 +18,7 @@ from fakekafka.handlers.authz import authorize
 from fakekafka.handlers.registry import ErrorContext, RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.errors import ApiError
-from fakekafka.wire import ErrorCode
+from fakekafka.wire import ApiKey, ErrorCode
 
 GROUP, TRANSACTION = 0, 1
 
@@ -51,7 +51,7 @@ def find_coordinator_error_response(ctx: ErrorContext, req: Container, code: Err
     return {"throttle_time_ms": 0, **_failed(req.key, code)}
 
 
-@handles(10, 0, 6, errors=find_coordinator_error_response)
+@handles(ApiKey.FIND_COORDINATOR, 0, 6, errors=find_coordinator_error_response)
 def handle_find_coordinator(ctx: RequestContext, req: Container) -> dict[str, Any]:
     key_type = req.get("key_type", GROUP)
     if ctx.version >= 4:

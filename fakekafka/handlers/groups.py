@@ -37,7 +37,7 @@ from fakekafka.handlers.registry import ErrorContext, Park, RequestContext, hand
 from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.group import GroupState, Pending
 from fakekafka.model.mixed_groups import classic_heartbeat, classic_join, classic_sync, classic_takes_empty
-from fakekafka.wire import ErrorCode
+from fakekafka.wire import ApiKey, ErrorCode
 
 NOT_REQUESTED = -2147483648
 
@@ -81,7 +81,7 @@ def _join_response(ctx: RequestContext, result: dict[str, Any]) -> dict[str, Any
     return out
 
 
-@handles(11, 0, 9)
+@handles(ApiKey.JOIN_GROUP, 0, 9)
 def handle_join_group(ctx: RequestContext, req: Container) -> Any:
     if not may(ctx, AclOperation.READ, req.group_id):
         return _join_response(ctx, {"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "generation_id": -1,
@@ -115,7 +115,7 @@ def handle_join_group(ctx: RequestContext, req: Container) -> Any:
     return _join_response(ctx, result)
 
 
-@handles(14, 0, 5)
+@handles(ApiKey.SYNC_GROUP, 0, 5)
 def handle_sync_group(ctx: RequestContext, req: Container) -> Any:
     def respond(r: dict[str, Any]) -> dict[str, Any]:
         return dict(r, throttle_time_ms=0)
@@ -136,7 +136,7 @@ def handle_sync_group(ctx: RequestContext, req: Container) -> Any:
     return respond(result)
 
 
-@handles(12, 0, 4)
+@handles(ApiKey.HEARTBEAT, 0, 4)
 def handle_heartbeat(ctx: RequestContext, req: Container) -> dict[str, Any]:
     if not may(ctx, AclOperation.READ, req.group_id):
         return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED}
@@ -152,7 +152,7 @@ def handle_heartbeat(ctx: RequestContext, req: Container) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "error_code": code}
 
 
-@handles(13, 0, 5)
+@handles(ApiKey.LEAVE_GROUP, 0, 5)
 def handle_leave_group(ctx: RequestContext, req: Container) -> dict[str, Any]:
     if ctx.version >= 3:
         leaving = [(m.member_id, m.group_instance_id) for m in req.members]
@@ -187,7 +187,7 @@ def delete_groups_error_response(ctx: ErrorContext, req: Container, code: ErrorC
     return {"throttle_time_ms": 0, "results": [{"group_id": g, "error_code": code} for g in req.groups_names]}
 
 
-@handles(15, 0, 6, errors=describe_groups_error_response)
+@handles(ApiKey.DESCRIBE_GROUPS, 0, 6, errors=describe_groups_error_response)
 def handle_describe_groups(ctx: RequestContext, req: Container) -> dict[str, Any]:
     groups = []
     refused = []  # listed first, as Kafka's KafkaApis answers them
@@ -229,7 +229,7 @@ def handle_describe_groups(ctx: RequestContext, req: Container) -> dict[str, Any
     return {"throttle_time_ms": 0, "groups": refused + groups}
 
 
-@handles(16, 0, 5)
+@handles(ApiKey.LIST_GROUPS, 0, 5)
 def handle_list_groups(ctx: RequestContext, req: Container) -> dict[str, Any]:
     states = {s.lower() for s in req.get("states_filter", [])}
     types = {t.lower() for t in req.get("types_filter", [])}
@@ -254,7 +254,7 @@ def handle_list_groups(ctx: RequestContext, req: Container) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "groups": listed}
 
 
-@handles(42, 0, 3, errors=delete_groups_error_response)
+@handles(ApiKey.DELETE_GROUPS, 0, 3, errors=delete_groups_error_response)
 def handle_delete_groups(ctx: RequestContext, req: Container) -> dict[str, Any]:
     results = []
     refused = []  # listed last, each group once, as Kafka's KafkaApis answers them

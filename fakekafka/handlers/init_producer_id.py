@@ -20,10 +20,10 @@ from fakekafka.handlers.authz import authorize, authorize_by_resource_type, auth
 from fakekafka.handlers.registry import RequestContext, handles
 from fakekafka.handlers.transactions import fenced_for, not_transaction_coordinator
 from fakekafka.model.acl import AclOperation, ResourceType
-from fakekafka.wire import ErrorCode
+from fakekafka.wire import ApiKey, ErrorCode
 
 
-@handles(22, 0, 5)
+@handles(ApiKey.INIT_PRODUCER_ID, 0, 5)
 def handle_init_producer_id(ctx: RequestContext, req: Container) -> dict[str, Any]:
     cluster = ctx.cluster
     pid, epoch = req.get("producer_id", -1), req.get("producer_epoch", -1)

@@ -17,7 +17,7 @@ from construct import Container
 
 from fakekafka.handlers.registry import ErrorContext, RequestContext, handles
 from fakekafka.model.errors import ApiError
-from fakekafka.wire import ErrorCode
+from fakekafka.wire import ApiKey, ErrorCode
 
 PREFERRED, UNCLEAN = 0, 1
 
@@ -30,7 +30,7 @@ def elect_leaders_error_response(ctx: ErrorContext, req: Container, code: ErrorC
     return {"throttle_time_ms": 0, "error_code": code, "replica_election_results": results}
 
 
-@handles(43, 0, 2, errors=elect_leaders_error_response)
+@handles(ApiKey.ELECT_LEADERS, 0, 2, errors=elect_leaders_error_response)
 def handle_elect_leaders(ctx: RequestContext, req: Container) -> dict[str, Any]:
     cluster = ctx.cluster
     election = req.get("election_type", PREFERRED)
@@ -59,7 +59,7 @@ def handle_elect_leaders(ctx: RequestContext, req: Container) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "replica_election_results": results}
 
 
-@handles(45, 0, 1)
+@handles(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, 1)
 def handle_alter_partition_reassignments(ctx: RequestContext, req: Container) -> dict[str, Any]:
     allow_rf_change = req.get("allow_replication_factor_change", True)
     responses = []
@@ -78,7 +78,7 @@ def handle_alter_partition_reassignments(ctx: RequestContext, req: Container) ->
             "error_message": None, "responses": responses}
 
 
-@handles(46, 0, 0)
+@handles(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 0)
 def handle_list_partition_reassignments(ctx: RequestContext, req: Container) -> dict[str, Any]:
     cluster = ctx.cluster
     if req.topics is None:

@@ -18,7 +18,7 @@ from fakekafka.handlers.common import led_partitions, merged
 from fakekafka.handlers.registry import ErrorContext, RequestContext, handles
 from fakekafka.model.acl import AclOperation
 from fakekafka.model.log import PartitionLog
-from fakekafka.wire import ErrorCode
+from fakekafka.wire import ApiKey, ErrorCode
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -1, -2, -3, -4, -5, -6
 SINCE_VERSION = {LATEST: 0, EARLIEST: 0, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9,
@@ -61,7 +61,7 @@ def list_offsets_error_response(ctx: ErrorContext, req: Container, code: ErrorCo
         for t in req.topics]}
 
 
-@handles(2, 1, 11, errors=list_offsets_error_response)
+@handles(ApiKey.LIST_OFFSETS, 1, 11, errors=list_offsets_error_response)
 def handle_list_offsets(ctx: RequestContext, req: Container) -> dict[str, Any]:
     v = ctx.version
     topics = []

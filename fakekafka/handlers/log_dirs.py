@@ -42,7 +42,7 @@ from construct import Container
 from fakekafka.handlers.authz import authorize_cluster
 from fakekafka.handlers.registry import ErrorContext, RequestContext, handles
 from fakekafka.model.acl import AclOperation
-from fakekafka.wire import ErrorCode
+from fakekafka.wire import ApiKey, ErrorCode
 
 UNKNOWN_VOLUME_BYTES = -1
 
@@ -56,7 +56,7 @@ def describe_log_dirs_error_response(ctx: ErrorContext, req: Container, code: Er
             "results": [{"error_code": code, "log_dir": d, "topics": []} for d in ctx.facts.log_dirs]}
 
 
-@handles(35, 1, 5, errors=describe_log_dirs_error_response)
+@handles(ApiKey.DESCRIBE_LOG_DIRS, 1, 5, errors=describe_log_dirs_error_response)
 def handle_describe_log_dirs(ctx: RequestContext, req: Container) -> dict[str, Any]:
     cluster, node = ctx.cluster, ctx.broker.node_id
     if not authorize_cluster(ctx, AclOperation.DESCRIBE):  # Kafka: DESCRIBE on the cluster, else nothing
@@ -92,7 +92,7 @@ def alter_replica_log_dirs_error_response(ctx: ErrorContext, req: Container, cod
         for name, parts in topics.items()]}
 
 
-@handles(34, 1, 2, errors=alter_replica_log_dirs_error_response)
+@handles(ApiKey.ALTER_REPLICA_LOG_DIRS, 1, 2, errors=alter_replica_log_dirs_error_response)
 def handle_alter_replica_log_dirs(ctx: RequestContext, req: Container) -> dict[str, Any]:
     if not authorize_cluster(ctx, AclOperation.ALTER):
         return alter_replica_log_dirs_error_response(ctx, req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)

@@ -30,7 +30,7 @@ from fakekafka.model.acl import CLUSTER_NAME, AclOperation, ResourceType
 from fakekafka.model.cluster import ClusterState
 from fakekafka.model.errors import ApiError
 from fakekafka.model.metadata import Broker, Topic, validate_topic_name
-from fakekafka.wire import ErrorCode
+from fakekafka.wire import ApiKey, ErrorCode
 from fakekafka.wire.primitives import ZERO_UUID
 
 AUTHORIZED_OPERATIONS_NOT_REQUESTED = -2147483648
@@ -94,7 +94,7 @@ def _address(endpoint: tuple[str, int]) -> dict[str, Any]:
     return {"host": endpoint[0], "port": endpoint[1]}
 
 
-@handles(3, 0, 13, errors=metadata_error_response)
+@handles(ApiKey.METADATA, 0, 13, errors=metadata_error_response)
 def handle_metadata(ctx: RequestContext, req: Container) -> dict[str, Any]:
     cluster = ctx.cluster
     v = ctx.version

@@ -17,7 +17,7 @@ from fakekafka.handlers.authz import authorize, authorize_cluster
 from fakekafka.handlers.common import leader_check
 from fakekafka.handlers.registry import ErrorContext, RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
-from fakekafka.wire import ErrorCode
+from fakekafka.wire import ApiKey, ErrorCode
 
 
 def offset_for_leader_epoch_error_response(ctx: ErrorContext, req: Container, code: ErrorCode) -> dict[str, Any]:
@@ -27,7 +27,7 @@ def offset_for_leader_epoch_error_response(ctx: ErrorContext, req: Container, co
                                            "end_offset": -1} for p in t.partitions]} for t in req.topics]}
 
 
-@handles(23, 0, 4, errors=offset_for_leader_epoch_error_response)
+@handles(ApiKey.OFFSET_FOR_LEADER_EPOCH, 0, 4, errors=offset_for_leader_epoch_error_response)
 def handle_offset_for_leader_epoch(ctx: RequestContext, req: Container) -> dict[str, Any]:
     topics = []
     replica = authorize_cluster(ctx, AclOperation.CLUSTER_ACTION)  # a follower may ask of any topic

@@ -27,7 +27,7 @@ from fakekafka.handlers.authz import authorize
 from fakekafka.handlers.groups import may, not_coordinator
 from fakekafka.handlers.registry import ErrorContext, RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
-from fakekafka.wire import ErrorCode
+from fakekafka.wire import ApiKey, ErrorCode
 from fakekafka.wire.primitives import ZERO_UUID
 
 BY_ID_FROM = 10
@@ -55,7 +55,7 @@ def offset_commit_error_response(ctx: ErrorContext, req: Container, code: ErrorC
         for t in req.topics]}
 
 
-@handles(8, 2, 10, errors=offset_commit_error_response)
+@handles(ApiKey.OFFSET_COMMIT, 2, 10, errors=offset_commit_error_response)
 def handle_offset_commit(ctx: RequestContext, req: Container) -> dict[str, Any]:
     cluster = ctx.cluster
     if not may(ctx, AclOperation.READ, req.group_id):
@@ -166,7 +166,7 @@ def offset_fetch_error_response(ctx: ErrorContext, req: Container, code: ErrorCo
     return {"throttle_time_ms": 0, "topics": topics, "error_code": code}
 
 
-@handles(9, 1, 10, errors=offset_fetch_error_response)
+@handles(ApiKey.OFFSET_FETCH, 1, 10, errors=offset_fetch_error_response)
 def handle_offset_fetch(ctx: RequestContext, req: Container) -> dict[str, Any]:
     if ctx.version >= 8:
         groups = []
@@ -183,7 +183,7 @@ def handle_offset_fetch(ctx: RequestContext, req: Container) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "topics": topics, "error_code": code}
 
 
-@handles(47, 0, 0)
+@handles(ApiKey.OFFSET_DELETE, 0, 0)
 def handle_offset_delete(ctx: RequestContext, req: Container) -> dict[str, Any]:
     if not may(ctx, AclOperation.DELETE, req.group_id):
         return {"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "throttle_time_ms": 0, "topics": []}

@@ -34,7 +34,7 @@ from fakekafka.handlers.authz import authorize
 from fakekafka.handlers.registry import NO_RESPONSE, DropConnection, ErrorContext, Park, RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.validate import first_batch_refusal, request_refusal
-from fakekafka.wire import ErrorCode
+from fakekafka.wire import ApiKey, ErrorCode
 
 
 def _partition_result(index: int, code: ErrorCode, message: str | None = None, base_offset: int = -1,
@@ -81,7 +81,7 @@ def _timestamp_errors(ctx: RequestContext, topic: Any, records: bytes) -> tuple[
     return errors, "One or more records have been rejected due to invalid timestamp"
 
 
-@handles(0, 3, 13, advertise_from=0, errors=produce_error_response)
+@handles(ApiKey.PRODUCE, 3, 13, advertise_from=0, errors=produce_error_response)
 def handle_produce(ctx: RequestContext, req: Container) -> Any:
     cluster = ctx.cluster
     if req.acks not in (-1, 0, 1):

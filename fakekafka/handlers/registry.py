@@ -18,7 +18,7 @@ from construct import Container
 from fakekafka.handlers.connection import ConnectionState
 from fakekafka.model.cluster import ClusterState
 from fakekafka.model.metadata import Broker
-from fakekafka.wire import ErrorCode, Request
+from fakekafka.wire import ApiKey, ErrorCode, Request
 from fakekafka.wire.messages import API_MODULES
 from fakekafka.wire.protocol import response_struct
 
@@ -126,7 +126,7 @@ ErrorResponder = Callable[[ErrorContext, Container, ErrorCode], dict[str, Any]]
 
 @dataclass(frozen=True)
 class Registered:
-    api_key: int
+    api_key: ApiKey
     min_version: int
     max_version: int
     advertised_min: int
@@ -134,11 +134,13 @@ class Registered:
     error_responder: ErrorResponder | None
 
 
-_REGISTRY: dict[int, Registered] = {}
+_REGISTRY: dict[ApiKey, Registered] = {}
 
 
-def handles(api_key: int, min_version: int, max_version: int, *, advertise_from: int | None = None,
+def handles(api_key: ApiKey, min_version: int, max_version: int, *, advertise_from: int | None = None,
             errors: ErrorResponder | None = None) -> Callable[[Handler], Handler]:
+    if not isinstance(api_key, ApiKey):  # a bare number says nothing to the reader: name the API
+        raise TypeError(f"handles() takes an ApiKey (ApiKey.JOIN_GROUP, not 11), got {api_key!r}")
     spec = API_MODULES.get(api_key)
     if spec is None or not spec[2] <= min_version <= max_version <= spec[3]:
         raise ValueError(f"API {api_key} v{min_version}-{max_version} is not a range Kafka defines")

@@ -41,10 +41,9 @@ from fakekafka.net.security import (
     ScramServer,
     plain_authenticate,
 )
-from fakekafka.wire import ErrorCode
+from fakekafka.wire import ApiKey, ErrorCode
 
-SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
-__all__ = ["OFFERED", "SASL_AUTHENTICATE", "SASL_HANDSHAKE", "SaslState", "enabled_mechanisms"]
+__all__ = ["OFFERED", "SaslState", "enabled_mechanisms"]
 
 OFFERED = ("PLAIN", *SCRAM_MECHANISMS, "OAUTHBEARER")
 """The mechanisms fakekafka has (GSSAPI is not among them)."""
@@ -62,7 +61,7 @@ def enabled_mechanisms(ctx: RequestContext) -> list[str]:
     return sorted(names, key=bucket) if len(names) <= 12 else names
 
 
-@handles(SASL_HANDSHAKE, 0, 1)
+@handles(ApiKey.SASL_HANDSHAKE, 0, 1)
 def handle_sasl_handshake(ctx: RequestContext, req: Container) -> dict[str, Any]:
     state = ctx.connection.sasl
     enabled = enabled_mechanisms(ctx)
@@ -99,7 +98,7 @@ def _failed(ctx: RequestContext, state: SaslState, message: str) -> dict[str, An
                                "error_message": message})
 
 
-@handles(SASL_AUTHENTICATE, 0, 2)
+@handles(ApiKey.SASL_AUTHENTICATE, 0, 2)
 def handle_sasl_authenticate(ctx: RequestContext, req: Container) -> Any:
     state = ctx.connection.sasl
     if state is None or state.pending is None:  # KafkaApis' answer (the server closes a SASL listener's

@@ -19,9 +19,7 @@ from construct import Container
 from fakekafka.handlers.authz import authorize_cluster, cluster_denied
 from fakekafka.handlers.registry import ErrorContext, RequestContext, handles
 from fakekafka.model.acl import AclOperation
-from fakekafka.wire import ErrorCode
-
-DESCRIBE_USER_SCRAM_CREDENTIALS, ALTER_USER_SCRAM_CREDENTIALS = 50, 51
+from fakekafka.wire import ApiKey, ErrorCode
 
 
 def describe_error_response(ctx: ErrorContext, req: Container, code: ErrorCode,
@@ -32,7 +30,7 @@ def describe_error_response(ctx: ErrorContext, req: Container, code: ErrorCode,
         for _ in req.users or []]}
 
 
-@handles(DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0, errors=describe_error_response)
+@handles(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0, errors=describe_error_response)
 def handle_describe_user_scram_credentials(ctx: RequestContext, req: Container) -> dict[str, Any]:
     if not authorize_cluster(ctx, AclOperation.DESCRIBE):
         return describe_error_response(ctx, req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
@@ -62,7 +60,7 @@ def alter_error_response(ctx: ErrorContext, req: Container, code: ErrorCode,
                                                for u in users]}
 
 
-@handles(ALTER_USER_SCRAM_CREDENTIALS, 0, 0, errors=alter_error_response)
+@handles(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0, errors=alter_error_response)
 def handle_alter_user_scram_credentials(ctx: RequestContext, req: Container) -> dict[str, Any]:
     if not authorize_cluster(ctx, AclOperation.ALTER):
         return alter_error_response(ctx, req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED,

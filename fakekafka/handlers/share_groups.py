@@ -55,7 +55,7 @@ from fakekafka.handlers.registry import ErrorContext, Park, RequestContext, hand
 from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.metadata import Partition
 from fakekafka.model.share import ShareGroup
-from fakekafka.wire import ErrorCode
+from fakekafka.wire import ApiKey, ErrorCode
 from fakekafka.wire.primitives import Chunks
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -74,7 +74,7 @@ def _named(ctx: RequestContext, assignment: dict[uuid.UUID, list[int]]) -> dict[
             assignment.items(), key=lambda kv: str(kv[0])) if (topic := ctx.cluster.topics_by_id.get(t)) is not None]}
 
 
-@handles(76, 1, 1)
+@handles(ApiKey.SHARE_GROUP_HEARTBEAT, 1, 1)
 def handle_share_group_heartbeat(ctx: RequestContext, req: Container) -> dict[str, Any]:
     cluster = ctx.cluster
     base = {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None, "member_id": None,
@@ -110,7 +110,7 @@ def share_group_describe_error_response(ctx: ErrorContext, req: Container, code:
         for g in req.group_ids]}
 
 
-@handles(77, 1, 1, errors=share_group_describe_error_response)
+@handles(ApiKey.SHARE_GROUP_DESCRIBE, 1, 1, errors=share_group_describe_error_response)
 def handle_share_group_describe(ctx: RequestContext, req: Container) -> dict[str, Any]:
     cluster = ctx.cluster
     groups = []
@@ -230,7 +230,7 @@ def _session_error(code: ErrorCode, v: int, extra: dict[str, Any]) -> dict[str, 
             "node_endpoints": [], **extra}
 
 
-@handles(78, 1, 2)
+@handles(ApiKey.SHARE_FETCH, 1, 2)
 def handle_share_fetch(ctx: RequestContext, req: Container) -> Any:
     cluster = ctx.cluster
     cluster.share_state_topic()
@@ -326,7 +326,7 @@ def handle_share_fetch(ctx: RequestContext, req: Container) -> Any:
     return build(False)
 
 
-@handles(79, 1, 2)
+@handles(ApiKey.SHARE_ACKNOWLEDGE, 1, 2)
 def handle_share_acknowledge(ctx: RequestContext, req: Container) -> dict[str, Any]:
     cluster = ctx.cluster
     cluster.share_state_topic()
@@ -371,7 +371,7 @@ def describe_share_group_offsets_error_response(ctx: ErrorContext, req: Containe
                                                "error_message": None} for g in req.groups]}
 
 
-@handles(90, 0, 1, errors=describe_share_group_offsets_error_response)
+@handles(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 0, 1, errors=describe_share_group_offsets_error_response)
 def handle_describe_share_group_offsets(ctx: RequestContext, req: Container) -> dict[str, Any]:
     cluster = ctx.cluster
     cluster.share_state_topic()
@@ -431,7 +431,7 @@ def _group_for_offsets(ctx: RequestContext, group_id: str) -> tuple[ErrorCode, s
     return ErrorCode.NONE, None
 
 
-@handles(91, 0, 0)
+@handles(ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, 0)
 def handle_alter_share_group_offsets(ctx: RequestContext, req: Container) -> dict[str, Any]:
     cluster = ctx.cluster
     cluster.share_state_topic()
@@ -482,7 +482,7 @@ def handle_alter_share_group_offsets(ctx: RequestContext, req: Container) -> dic
             "responses": refused + responses}
 
 
-@handles(92, 0, 0)
+@handles(ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, 0)
 def handle_delete_share_group_offsets(ctx: RequestContext, req: Container) -> dict[str, Any]:
     cluster = ctx.cluster
     if not may(ctx, AclOperation.DELETE, req.group_id):

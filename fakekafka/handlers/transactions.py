@@ -29,7 +29,7 @@ from fakekafka.handlers.registry import ErrorContext, RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.internal_topics import OFFSETS_TOPIC
 from fakekafka.model.transactions import TransactionState
-from fakekafka.wire import ErrorCode
+from fakekafka.wire import ApiKey, ErrorCode
 from fakekafka.wire.primitives import ZERO_UUID
 
 
@@ -89,7 +89,7 @@ def add_partitions_error_response(ctx: ErrorContext, req: Container, code: Error
         {(t.name, p): code for t in req.v3_and_below_topics for p in t.partitions})}
 
 
-@handles(24, 0, 5, errors=add_partitions_error_response)
+@handles(ApiKey.ADD_PARTITIONS_TO_TXN, 0, 5, errors=add_partitions_error_response)
 def handle_add_partitions_to_txn(ctx: RequestContext, req: Container) -> dict[str, Any]:
     if ctx.version < 4:
         results = _add_one(ctx, req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
@@ -106,7 +106,7 @@ def handle_add_partitions_to_txn(ctx: RequestContext, req: Container) -> dict[st
 
 
 # --- AddOffsetsToTxn / EndTxn ----------------------------------------------------------------------
-@handles(25, 0, 4)
+@handles(ApiKey.ADD_OFFSETS_TO_TXN, 0, 4)
 def handle_add_offsets_to_txn(ctx: RequestContext, req: Container) -> dict[str, Any]:
     cluster = ctx.cluster
     if not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id):
@@ -124,7 +124,7 @@ def handle_add_offsets_to_txn(ctx: RequestContext, req: Container) -> dict[str, 
     return {"throttle_time_ms": 0, "error_code": fenced_for(ctx.version, code)}
 
 
-@handles(26, 0, 5)
+@handles(ApiKey.END_TXN, 0, 5)
 def handle_end_txn(ctx: RequestContext, req: Container) -> dict[str, Any]:
     """v5 is transactions version 2: the epoch is bumped at every end and the answer carries the producer id
     and epoch for the next transaction."""
@@ -152,7 +152,7 @@ def write_txn_markers_error_response(ctx: ErrorContext, req: Container, code: Er
         for t in m.topics]} for m in req.markers]}
 
 
-@handles(27, 1, 1, errors=write_txn_markers_error_response)
+@handles(ApiKey.WRITE_TXN_MARKERS, 1, 1, errors=write_txn_markers_error_response)
 def handle_write_txn_markers(ctx: RequestContext, req: Container) -> dict[str, Any]:
     """What the coordinator sends partition leaders, and what `kafka-transactions abort` sends to end a hanging
     transaction: each partition this broker leads gets the marker."""
@@ -185,7 +185,7 @@ def txn_offset_commit_error_response(ctx: ErrorContext, req: Container, code: Er
         for t in req.topics]}
 
 
-@handles(28, 0, 6, errors=txn_offset_commit_error_response)
+@handles(ApiKey.TXN_OFFSET_COMMIT, 0, 6, errors=txn_offset_commit_error_response)
 def handle_txn_offset_commit(ctx: RequestContext, req: Container) -> dict[str, Any]:
     """v0-4 check (KIP-890 part 1) that AddOffsetsToTxn added the group's `__consumer_offsets` partition:
     INVALID_TXN_STATE if not, TRANSACTION_ABORTABLE from v4. v5+ adds it themselves (KIP-890 part 2: Kafka's
@@ -261,7 +261,7 @@ def describe_producers_error_response(ctx: ErrorContext, req: Container, code: E
         for t in req.topics]}
 
 
-@handles(61, 0, 0, errors=describe_producers_error_response)
+@handles(ApiKey.DESCRIBE_PRODUCERS, 0, 0, errors=describe_producers_error_response)
 def handle_describe_producers(ctx: RequestContext, req: Container) -> dict[str, Any]:
     cluster = ctx.cluster
     topics = []
@@ -301,7 +301,7 @@ def describe_transactions_error_response(ctx: ErrorContext, req: Container, code
         for tid in req.transactional_ids]}
 
 
-@handles(65, 0, 0, errors=describe_transactions_error_response)
+@handles(ApiKey.DESCRIBE_TRANSACTIONS, 0, 0, errors=describe_transactions_error_response)
 def handle_describe_transactions(ctx: RequestContext, req: Container) -> dict[str, Any]:
     txns = ctx.cluster.transactions
     states = []
@@ -330,7 +330,7 @@ def handle_describe_transactions(ctx: RequestContext, req: Container) -> dict[st
     return {"throttle_time_ms": 0, "transaction_states": states}
 
 
-@handles(66, 0, 2)
+@handles(ApiKey.LIST_TRANSACTIONS, 0, 2)
 def handle_list_transactions(ctx: RequestContext, req: Container) -> dict[str, Any]:
     """The transactions whose coordinator is this broker (a tool asks every broker), filtered as asked. v2's
     transactional_id_pattern (KIP-1152) is a regular expression the whole id must match, as Java's

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import enum
 
-from fakekafka.handlers.api_versions import API_VERSIONS_KEY
 from fakekafka.handlers.connection import SaslState
-from fakekafka.handlers.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE
+from fakekafka.wire import ApiKey
 
 __all__ = ["SaslGate", "sasl_gate"]
 
@@ -31,8 +30,8 @@ def sasl_gate(sasl: SaslState | None, api_key: int, now_ms: int) -> SaslGate:
         return SaslGate.PASS
     if not sasl.authenticated:
         if sasl.mechanism is None:
-            return SaslGate.PASS if api_key in (API_VERSIONS_KEY, SASL_HANDSHAKE) else SaslGate.CLOSE
-        return SaslGate.PASS if api_key == SASL_AUTHENTICATE else SaslGate.ILLEGAL_STATE
-    if api_key not in (SASL_HANDSHAKE, SASL_AUTHENTICATE) and sasl.expired(now_ms):
+            return SaslGate.PASS if api_key in (ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE) else SaslGate.CLOSE
+        return SaslGate.PASS if api_key == ApiKey.SASL_AUTHENTICATE else SaslGate.ILLEGAL_STATE
+    if api_key not in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE) and sasl.expired(now_ms):
         return SaslGate.EXPIRED
     return SaslGate.PASS

@@ -14,7 +14,7 @@ from collections import defaultdict
 from typing import Any
 
 from fakekafka.handlers import NO_RESPONSE, DropConnection, Park, RequestContext, dispatch, handler_for
-from fakekafka.handlers.api_versions import API_VERSIONS_KEY, unsupported_version_response
+from fakekafka.handlers.api_versions import unsupported_version_response
 from fakekafka.handlers.connection import ConnectionState
 from fakekafka.handlers.registry import error_response
 from fakekafka.model.clock import ManualClock
@@ -23,7 +23,7 @@ from fakekafka.model.log import StorageError
 from fakekafka.model.metadata import Broker
 from fakekafka.net.authentication import SaslGate, sasl_gate
 from fakekafka.observe.records import error_codes_in
-from fakekafka.wire import DecodeError, ErrorCode, Request, UnknownApiKey, decode_request_header
+from fakekafka.wire import ApiKey, DecodeError, ErrorCode, Request, UnknownApiKey, decode_request_header
 from fakekafka.wire.messages import API_MODULES
 from fakekafka.wire.primitives import element_budget
 from fakekafka.wire.protocol import encode_response_chunks, parse_body, request_struct
@@ -37,11 +37,14 @@ about 200 bytes of Python objects per element, and its answer more: 0.9 MB of Me
 and 3.5 s. Past it the connection is closed as for a malformed request (fakekafka's own; Kafka has none)."""
 
 METADATA_APIS = frozenset({
-    3,  # Metadata (topics created on demand)
-    10,  # FindCoordinator (the internal topics)
-    19, 20, 21, 22,  # CreateTopics, DeleteTopics, DeleteRecords, InitProducerId (the producer id block)
-    30, 31, 33, 34, 37,  # CreateAcls, DeleteAcls, AlterConfigs, AlterReplicaLogDirs, CreatePartitions
-    43, 44, 45, 51,  # ElectLeaders, IncrementalAlterConfigs, AlterPartitionReassignments, AlterUserScramCredentials
+    ApiKey.METADATA,  # topics created on demand
+    ApiKey.FIND_COORDINATOR,  # the internal topics
+    ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.DELETE_RECORDS,
+    ApiKey.INIT_PRODUCER_ID,  # the producer id block
+    ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS, ApiKey.ALTER_CONFIGS, ApiKey.ALTER_REPLICA_LOG_DIRS,
+    ApiKey.CREATE_PARTITIONS,
+    ApiKey.ELECT_LEADERS, ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
 })
 """Requests that may change what a data dir's metadata file holds: it is written (if changed) before they are
 answered."""
@@ -135,7 +138,7 @@ class RequestHandler:
             log.warning("connection %s: %s (key %d) is not supported by fakekafka; closing", peer, request.api_name,
                         key)
             raise CloseConnection
-        if key == API_VERSIONS_KEY and version > reg.max_version:
+        if key == ApiKey.API_VERSIONS and version > reg.max_version:
             body = unsupported_version_response()
             return request, encode_response_chunks(key, 0, request.correlation_id, body), \
                 error_codes_in(body, set()), body

@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from fakekafka.wire import ApiKey
+
 __all__ = ["Touched", "count_records", "touched"]
 
 _TOPIC_LISTS = ("topics", "topic_data", "responses")
@@ -118,12 +120,12 @@ def touched(api_key: int, request: Any, response: Any,
     """What the request named (topics, partitions, groups), the records it carried (Produce) or got back
     (Fetch), and the group generation and member it ended with."""
     out = Touched(set(), set(), 0)
-    _walk(request, out, name_of_id, count=api_key == 0)
-    if api_key == 1 and isinstance(response, Mapping):
+    _walk(request, out, name_of_id, count=api_key == ApiKey.PRODUCE)
+    if api_key == ApiKey.FETCH and isinstance(response, Mapping):
         fetched = Touched(set(), set(), 0)
         _walk(response, fetched, name_of_id, count=True)
         out.records, out.partition_records = fetched.records, fetched.partition_records
-    if api_key == 10 and isinstance(request, Mapping):  # FindCoordinator names a group as its key (v4+: keys)
+    if api_key == ApiKey.FIND_COORDINATOR and isinstance(request, Mapping):  # it names a group as its key (v4+: keys)
         key_type = request.get("key_type", 0)
         if key_type == 0:
             keys = request.get("coordinator_keys") or ([request["key"]] if request.get("key") else [])

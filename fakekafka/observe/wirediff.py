@@ -16,6 +16,7 @@ import time
 import uuid
 from typing import Any
 
+from fakekafka.wire import ApiKey
 from fakekafka.wire.messages import API_MODULES
 
 __all__ = ["ABSENT", "DROP", "KEY_FIELDS", "NAMED_ARRAYS", "NODE_FIELDS", "NODE_LISTS", "PLACEHOLDER", "Normaliser",
@@ -49,7 +50,7 @@ that is unique among them); otherwise as a list sorted by content."""
 NAMED_ARRAYS = frozenset({"configs", "synonyms", "supported_features", "finalized_features", "api_keys"})
 TIME_WINDOW_MS = 2 * 86_400_000
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
-ALL_TOPICS_APIS = {3: "topics", 16: "groups"}
+ALL_TOPICS_APIS = {ApiKey.METADATA: "topics", ApiKey.LIST_GROUPS: "groups"}
 
 
 def api_name(key: int) -> str:
@@ -175,9 +176,9 @@ class Normaliser:
         field_ = ALL_TOPICS_APIS.get(api_key)
         if field_ is None or self.prefix is None or not isinstance(response.get(field_), list):
             return
-        if api_key == 3 and request is not None and request.get("topics"):
+        if api_key == ApiKey.METADATA and request is not None and request.get("topics"):
             return  # asked for named topics: every one is the session's business
-        name_of = "name" if api_key == 3 else "group_id"
+        name_of = "name" if api_key == ApiKey.METADATA else "group_id"
         response[field_] = [t for t in response[field_] if self.prefix in str(t.get(name_of) or "")]
 
     def request(self, api_key: int, body: dict[str, Any]) -> dict[str, Any]:

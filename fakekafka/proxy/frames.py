@@ -7,6 +7,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from fakekafka.wire import ApiKey
 from fakekafka.wire.messages import API_MODULES
 from fakekafka.wire.primitives import uvarint_at
 from fakekafka.wire.protocol import request_header_version
@@ -15,7 +16,6 @@ __all__ = ["FrameError", "RequestHead", "produce_acks", "read_request_head"]
 
 _HEAD = struct.Struct(">hhi")
 _I16 = struct.Struct(">h")
-PRODUCE = 0
 
 
 class FrameError(ValueError):
@@ -90,7 +90,7 @@ def read_request_head(frame: bytes | memoryview) -> RequestHead:
 def produce_acks(frame: bytes | memoryview, head: RequestHead) -> int | None:
     """A Produce request's acks (0: the broker sends no answer, so none is waited for), read past its
     transactional id; None when it cannot be read (an unknown version: an answer is expected)."""
-    if head.api_key != PRODUCE or head.body_offset is None or head.api_version < 3:
+    if head.api_key != ApiKey.PRODUCE or head.body_offset is None or head.api_version < 3:
         return None
     pos = head.body_offset
     try:

@@ -22,13 +22,12 @@ from typing import Any
 from fakekafka.observe.records import RequestRecord, error_codes_in
 from fakekafka.observe.traffic import touched
 from fakekafka.proxy.exchange import Exchange, Slot
-from fakekafka.wire import DecodeError, ErrorCode
+from fakekafka.wire import ApiKey, DecodeError, ErrorCode
 from fakekafka.wire.protocol import decode_response, parse_body, request_struct
 
 __all__ = ["FRAMES_DIR", "FrameRecorder", "Summary", "exchange_record", "read_frames"]
 
 _KNOWN = frozenset(int(c) for c in ErrorCode)
-API_VERSIONS = 18
 FRAMES_DIR = "frames"
 """Where, inside a recording directory, the raw frames go (`fakekafka analyze` reads only `hour=*`)."""
 
@@ -72,7 +71,7 @@ def exchange_record(exchange: Exchange, slot: Slot, node_id: int, peer: str, *, 
             groups = tuple(sorted(seen.groups))
             records, generation, member = seen.records, seen.generation_id, seen.member_id
             per_partition = tuple(seen.partition_records.get(tp, 0) for tp in topics) if seen.records else ()
-            if head.api_key == API_VERSIONS and exchange.request_body.get("client_software_name"):
+            if head.api_key == ApiKey.API_VERSIONS and exchange.request_body.get("client_software_name"):
                 name = exchange.request_body.get("client_software_name")
                 version = exchange.request_body.get("client_software_version")
                 if software is not None:

@@ -26,13 +26,12 @@ from typing import Any
 
 from fakekafka.observe.wirediff import Normaliser, api_name, canonical, compare, plain
 from fakekafka.proxy.frames import RequestHead, produce_acks, read_request_head
-from fakekafka.wire import DecodeError
+from fakekafka.wire import ApiKey, DecodeError
 from fakekafka.wire.protocol import decode_response, encode_request, parse_body, request_struct
 
 __all__ = ["ReplayReport", "replay", "replay_main"]
 
 _SIZE = struct.Struct(">i")
-JOIN_GROUP, INIT_PRODUCER_ID, METADATA, CREATE_TOPICS = 11, 22, 3, 19
 _MEMBER_FIELDS = frozenset({"member_id", "leader", "memberid"})
 
 
@@ -91,16 +90,16 @@ class _Remap:
     def learn(self, api_key: int, recorded: Any, replayed: Any) -> None:
         if not isinstance(recorded, dict) or not isinstance(replayed, dict):
             return
-        if api_key == JOIN_GROUP:
+        if api_key == ApiKey.JOIN_GROUP:
             for key in ("member_id", "leader"):
                 a, b = recorded.get(key), replayed.get(key)
                 if a and b and a != b:
                     self.members[a] = b
-        elif api_key == INIT_PRODUCER_ID:
+        elif api_key == ApiKey.INIT_PRODUCER_ID:
             a, b = recorded.get("producer_id", -1), replayed.get("producer_id", -1)
             if a >= 0 and b >= 0 and a != b:
                 self.producers[a] = b
-        elif api_key in (METADATA, CREATE_TOPICS):
+        elif api_key in (ApiKey.METADATA, ApiKey.CREATE_TOPICS):
             new = {t.get("name"): t.get("topic_id") for t in replayed.get("topics") or ()}
             for t in recorded.get("topics") or ():
                 a, b = t.get("topic_id"), new.get(t.get("name"))
@@ -160,10 +159,10 @@ async def _broker_addresses(target: str) -> dict[int, str]:
     host, _, port = target.rpartition(":")
     reader, writer = await asyncio.open_connection(host, int(port))
     try:
-        writer.write(encode_request(METADATA, 1, 1, {"topics": []}, client_id="fakekafka-replay"))
+        writer.write(encode_request(ApiKey.METADATA, 1, 1, {"topics": []}, client_id="fakekafka-replay"))
         await writer.drain()
         (size,) = _SIZE.unpack(await reader.readexactly(4))
-        _, body = decode_response(METADATA, 1, await reader.readexactly(size))
+        _, body = decode_response(ApiKey.METADATA, 1, await reader.readexactly(size))
         return {b["node_id"]: f"{b['host']}:{b['port']}" for b in body["brokers"]}
     finally:
         writer.close()

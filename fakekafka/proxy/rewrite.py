@@ -14,11 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from fakekafka.wire import ApiKey
+
 __all__ = ["ALWAYS_DECODED", "MAYBE_ADDRESSES", "may_name_a_broker", "rewrite_addresses"]
 
-METADATA, FIND_COORDINATOR, DESCRIBE_CLUSTER = 3, 10, 60
-ALWAYS_DECODED = frozenset({METADATA, FIND_COORDINATOR, DESCRIBE_CLUSTER})
-MAYBE_ADDRESSES = {0: 10, 1: 16, 78: 0, 79: 0}
+ALWAYS_DECODED = frozenset({ApiKey.METADATA, ApiKey.FIND_COORDINATOR, ApiKey.DESCRIBE_CLUSTER})
+MAYBE_ADDRESSES = {ApiKey.PRODUCE: 10, ApiKey.FETCH: 16, ApiKey.SHARE_FETCH: 0, ApiKey.SHARE_ACKNOWLEDGE: 0}
 """API key -> first version whose response may carry node endpoints."""
 
 Rewriter = Callable[[int, str, int], tuple[str, int]]

@@ -57,11 +57,11 @@ from fakekafka.model.metadata import Broker
 from fakekafka.net.framing import GO, STOP, FrameReader, FrameStream
 from fakekafka.observe.records import RequestRecord
 from fakekafka.proxy.exchange import PENDING, Exchange, Slot
-from fakekafka.proxy.frames import PRODUCE, FrameError, RequestHead, produce_acks, read_request_head
+from fakekafka.proxy.frames import FrameError, RequestHead, produce_acks, read_request_head
 from fakekafka.proxy.observe import exchange_record
 from fakekafka.proxy.rewrite import ALWAYS_DECODED, MAYBE_ADDRESSES, may_name_a_broker, rewrite_addresses
-from fakekafka.proxy.stream import FETCH, FetchTail, rewrite_tail
-from fakekafka.wire import DecodeError, ErrorCode
+from fakekafka.proxy.stream import FetchTail, rewrite_tail
+from fakekafka.wire import ApiKey, DecodeError, ErrorCode
 from fakekafka.wire.protocol import Request, decode_response, encode_response, parse_body, request_struct
 
 __all__ = ["AnswerEdit", "Exchange", "Intercept", "ProxyEvent", "ProxyServer", "Upstream"]
@@ -774,7 +774,7 @@ class _Pair:
         except FrameError:
             return None if len(first) < min(size, FrameReader.SCRATCH) else False
         acks = produce_acks(frame, head)
-        if acks is None and head.api_key == PRODUCE and head.body_offset is not None and head.api_version >= 3:
+        if acks is None and head.api_key == ApiKey.PRODUCE and head.body_offset is not None and head.api_version >= 3:
             return None if len(first) < min(size, FrameReader.SCRATCH) else False
         slot = Slot(head, bytes(first[:4 + (head.body_offset or 0)]), time.time(), time.perf_counter(), [],
                      request_size=size - 4)
@@ -828,7 +828,7 @@ class _Pair:
                 return False
             since = MAYBE_ADDRESSES.get(head.api_key)
             if since is not None and head.api_version >= since:
-                if head.api_key != FETCH:
+                if head.api_key != ApiKey.FETCH:
                     return False
                 tail = FetchTail(head.api_version)
         self.forwarded.popleft()
@@ -866,7 +866,7 @@ class _Pair:
         return [whole]
 
     def _learn(self, api_key: int, body: Any) -> None:
-        if api_key == 3:  # Metadata: the cluster id and the topic ids, for fault rules and recordings
+        if api_key == ApiKey.METADATA:  # the cluster id and the topic ids, for fault rules and recordings
             if body.get("cluster_id"):
                 self.proxy.cluster_id = body["cluster_id"]
             for t in body.get("topics") or ():

@@ -22,9 +22,8 @@ from collections.abc import Callable, Generator, Iterable
 from fakekafka.proxy.frames import FrameError
 from fakekafka.wire.primitives import uvarint_at, uvarint_bytes
 
-__all__ = ["FETCH", "PAD_TAG", "FetchTail", "overlong_uvarint", "rewrite_tail"]
+__all__ = ["PAD_TAG", "FetchTail", "overlong_uvarint", "rewrite_tail"]
 
-FETCH = 1
 FIRST_TAILED = 16
 """The first Fetch version whose answer may carry node endpoints."""
 PAD_TAG = 0x7FFF

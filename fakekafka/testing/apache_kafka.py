@@ -41,6 +41,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from fakekafka.wire import ApiKey
+
 __all__ = ["KAFKA_VERSION", "KafkaCluster", "KafkaUnavailable", "kafka_lib"]
 
 KAFKA_VERSION = "4.4.0"  # kept equal to compat/kafka/pom.xml's kafka.version
@@ -296,11 +298,11 @@ class KafkaCluster:
             try:
                 conn = WireConnection(HOST, self.ports[0], "fakekafka-ready-probe", 5)
                 try:
-                    md = conn.request(3, min(conn.version_for(3), 12), {"topics": []})
+                    md = conn.request(ApiKey.METADATA, min(conn.version_for(ApiKey.METADATA), 12), {"topics": []})
                     if len(md.brokers) < self.brokers:
                         last = f"{len(md.brokers)} of {self.brokers} brokers registered"
                     else:
-                        fc = conn.request(10, 0, {"key": "fakekafka-ready-probe"})
+                        fc = conn.request(ApiKey.FIND_COORDINATOR, 0, {"key": "fakekafka-ready-probe"})
                         if fc.error_code == 0:
                             return
                         last = f"FindCoordinator error {fc.error_code}"

@@ -17,13 +17,16 @@ from fakekafka import wire
 from fakekafka.model.errors import ApiError
 from fakekafka.testing.embedded import ConsumerGroupView, ConsumerMemberView, GroupView, MemberView, decode_assignment
 from fakekafka.testing.handle import ClusterHandle
-from fakekafka.wire import ErrorCode
+from fakekafka.wire import ApiKey, ErrorCode
 from fakekafka.wire.records import Compression, Record, build_batch, decode_batch, iter_batches
 
 __all__ = ["NeedsFakeKafka", "RemoteCluster", "WireConnection"]
 
 # API key: the version we prefer; the broker's ApiVersions may lower it.
-PREFERRED = {0: 9, 1: 12, 2: 7, 3: 12, 9: 8, 10: 4, 15: 5, 16: 4, 18: 3, 19: 7, 20: 6, 32: 4, 42: 2}
+PREFERRED = {ApiKey.PRODUCE: 9, ApiKey.FETCH: 12, ApiKey.LIST_OFFSETS: 7, ApiKey.METADATA: 12,
+             ApiKey.OFFSET_FETCH: 8, ApiKey.FIND_COORDINATOR: 4, ApiKey.DESCRIBE_GROUPS: 5, ApiKey.LIST_GROUPS: 4,
+             ApiKey.API_VERSIONS: 3, ApiKey.CREATE_TOPICS: 7, ApiKey.DELETE_TOPICS: 6, ApiKey.DESCRIBE_CONFIGS: 4,
+             ApiKey.DELETE_GROUPS: 2}
 
 
 class NeedsFakeKafka(RuntimeError):
@@ -36,9 +39,9 @@ class WireConnection:
         self.client_id = client_id
         self.correlation_id = 0
         self.versions: dict[int, tuple[int, int]] = {}
-        r = self.request(18, 3, {"client_software_name": "fakekafka", "client_software_version": "1"})
+        r = self.request(ApiKey.API_VERSIONS, 3, {"client_software_name": "fakekafka", "client_software_version": "1"})
         if r.error_code == ErrorCode.UNSUPPORTED_VERSION:
-            r = self.request(18, 0, {})
+            r = self.request(ApiKey.API_VERSIONS, 0, {})
         self.versions = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
 
     def version_for(self, api_key: int) -> int:
@@ -124,7 +127,7 @@ class RemoteCluster(ClusterHandle):
     def _metadata(self, topics: list[str] | None, *, auto_create: bool = False) -> Any:
         body = {"topics": None if topics is None else [{"name": t} for t in topics],
                 "allow_auto_topic_creation": auto_create}
-        r = self._any().request(3, None, body)
+        r = self._any().request(ApiKey.METADATA, None, body)
         self._brokers = {b.node_id: (b.host, b.port) for b in r.brokers}
         return r
 
@@ -137,11 +140,12 @@ class RemoteCluster(ClusterHandle):
 
     def _coordinator(self, group_id: str) -> WireConnection:
         conn = self._any()
-        v = conn.version_for(10)
+        v = conn.version_for(ApiKey.FIND_COORDINATOR)
         if v >= 4:
-            c = conn.request(10, v, {"key_type": 0, "coordinator_keys": [group_id]}).coordinators[0]
+            c = conn.request(ApiKey.FIND_COORDINATOR, v,
+                             {"key_type": 0, "coordinator_keys": [group_id]}).coordinators[0]
         else:
-            c = conn.request(10, v, {"key": group_id, "key_type": 0})
+            c = conn.request(ApiKey.FIND_COORDINATOR, v, {"key": group_id, "key_type": 0})
         if c.error_code != ErrorCode.NONE:
             raise ApiError(ErrorCode(c.error_code), f"no coordinator for group {group_id!r}")
         return self._connect(c.host, c.port)
@@ -155,7 +159,7 @@ class RemoteCluster(ClusterHandle):
         """Creates the topic and returns once every broker's metadata gives each partition a leader: Kafka
         answers CreateTopics when its controller has committed the topic, before the brokers know it, and a
         produce in that gap fails (fakekafka's topic exists at once)."""
-        r = self._any().request(19, None, {"topics": [{
+        r = self._any().request(ApiKey.CREATE_TOPICS, None, {"topics": [{
             "name": name, "num_partitions": self.default_partitions if partitions == -1 else partitions,
             "replication_factor": replication_factor,
             "assignments": [], "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()]}],
@@ -173,9 +177,9 @@ class RemoteCluster(ClusterHandle):
 
     def _delete_topics(self, names: list[str], *, missing_ok: bool) -> None:
         conn = self._any()
-        v = conn.version_for(20)
+        v = conn.version_for(ApiKey.DELETE_TOPICS)
         body = {"topics": [{"name": n} for n in names]} if v >= 6 else {"topic_names": names}
-        r = conn.request(20, v, {**body, "timeout_ms": int(self.timeout * 1000)})
+        r = conn.request(ApiKey.DELETE_TOPICS, v, {**body, "timeout_ms": int(self.timeout * 1000)})
         for t in r.responses:
             if t.error_code != ErrorCode.NONE and not (
                     missing_ok and t.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
@@ -192,7 +196,7 @@ class RemoteCluster(ClusterHandle):
         while pending:
             for node_id in sorted(pending):
                 body = {"topics": [{"name": n} for n in names], "allow_auto_topic_creation": False}
-                topics = self._broker(node_id).request(3, None, body).topics
+                topics = self._broker(node_id).request(ApiKey.METADATA, None, body).topics
                 known = {t.name for t in topics if t.error_code == ErrorCode.NONE
                          and t.partitions and all(p.leader_id >= 0 for p in t.partitions)}
                 if (known == set(names)) if present else not known:
@@ -229,7 +233,7 @@ class RemoteCluster(ClusterHandle):
 
     def topic_configs(self, topic: str) -> dict[str, str]:
         """The configs set on the topic itself (source DYNAMIC_TOPIC_CONFIG), not its defaults."""
-        r = self._any().request(32, None, {"resources": [
+        r = self._any().request(ApiKey.DESCRIBE_CONFIGS, None, {"resources": [
             {"resource_type": 2, "resource_name": topic, "configuration_keys": None}],
             "include_synonyms": False, "include_documentation": False})
         res = r.results[0]
@@ -241,7 +245,7 @@ class RemoteCluster(ClusterHandle):
         """A broker config's value as the cluster reports it (DescribeConfigs on the first broker)."""
         self._metadata(None)
         node_id = min(self._brokers)
-        r = self._broker(node_id).request(32, None, {"resources": [
+        r = self._broker(node_id).request(ApiKey.DESCRIBE_CONFIGS, None, {"resources": [
             {"resource_type": 4, "resource_name": str(node_id), "configuration_keys": [name]}],
             "include_synonyms": False, "include_documentation": False})
         res = r.results[0]
@@ -267,7 +271,7 @@ class RemoteCluster(ClusterHandle):
         NON_EMPTY_GROUP), and a later test of the same group id would wait for that member."""
         kept = []
         for group_id in self.groups():
-            r = self._coordinator(group_id).request(42, None, {"groups_names": [group_id]})
+            r = self._coordinator(group_id).request(ApiKey.DELETE_GROUPS, None, {"groups_names": [group_id]})
             if any(g.error_code not in (ErrorCode.NONE, ErrorCode.GROUP_ID_NOT_FOUND) for g in r.results):
                 kept.append(group_id)
         topics = self.topics()
@@ -300,8 +304,9 @@ class RemoteCluster(ClusterHandle):
             raise ApiError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"broker {node_id} is not in the ISR of "
                            f"{topic}-{partition} ({state['isr']})")
         replicas = [node_id, *(r for r in state["replicas"] if r != node_id)]
-        r = self._any().request(45, 0, {"timeout_ms": int(self.timeout * 1000), "topics": [
-            {"name": topic, "partitions": [{"partition_index": partition, "replicas": replicas}]}]})
+        r = self._any().request(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, {
+            "timeout_ms": int(self.timeout * 1000), "topics": [
+                {"name": topic, "partitions": [{"partition_index": partition, "replicas": replicas}]}]})
         errors = [(r.error_code, r.error_message)] + [(p.error_code, p.error_message)
                                                        for t in r.responses for p in t.partitions]
         for code, message in errors:
@@ -309,8 +314,9 @@ class RemoteCluster(ClusterHandle):
                 raise ApiError(ErrorCode(code), message)
         deadline = time.monotonic() + self.timeout
         while True:  # the new order is the controller's once committed: until then no election is needed
-            r = self._any().request(43, 2, {"election_type": 0, "timeout_ms": int(self.timeout * 1000),
-                                            "topic_partitions": [{"topic": topic, "partitions": [partition]}]})
+            r = self._any().request(ApiKey.ELECT_LEADERS, 2, {
+                "election_type": 0, "timeout_ms": int(self.timeout * 1000),
+                "topic_partitions": [{"topic": topic, "partitions": [partition]}]})
             code = ErrorCode(r.error_code)
             if code == ErrorCode.NONE:
                 code = ErrorCode(r.replica_election_results[0].partition_result[0].error_code)
@@ -326,7 +332,7 @@ class RemoteCluster(ClusterHandle):
         for broker in sorted(self._brokers):
             while True:
                 body = {"topics": [{"name": topic}], "allow_auto_topic_creation": False}
-                t = self._broker(broker).request(3, None, body).topics[0]
+                t = self._broker(broker).request(ApiKey.METADATA, None, body).topics[0]
                 if any(p.partition_index == partition and p.leader_id == node_id for p in t.partitions):
                     break
                 if time.monotonic() > deadline:
@@ -343,7 +349,7 @@ class RemoteCluster(ClusterHandle):
         batch = build_batch([{"key": key, "value": value, "headers": headers or [], "timestamp": ts}],
                             compression=compression)
         self._auto_create(topic)
-        r = self._leader(topic, index).request(0, None, {"transactional_id": None, "acks": -1,
+        r = self._leader(topic, index).request(ApiKey.PRODUCE, None, {"transactional_id": None, "acks": -1,
                                                          "timeout_ms": int(self.timeout * 1000), "topic_data": [
             {"name": topic, "partition_data": [{"index": index, "records": batch}]}]})
         p = r.responses[0].partition_responses[0]
@@ -374,8 +380,9 @@ class RemoteCluster(ClusterHandle):
         return self._auto_create_enabled
 
     def _list_offset(self, topic: str, partition: int, timestamp: int) -> int:
-        r = self._leader(topic, partition).request(2, None, {"replica_id": -1, "isolation_level": 0, "topics": [
-            {"name": topic, "partitions": [{"partition_index": partition, "timestamp": timestamp}]}]})
+        r = self._leader(topic, partition).request(ApiKey.LIST_OFFSETS, None, {
+            "replica_id": -1, "isolation_level": 0, "topics": [
+                {"name": topic, "partitions": [{"partition_index": partition, "timestamp": timestamp}]}]})
         p = r.topics[0].partitions[0]
         if p.error_code != ErrorCode.NONE:
             raise ApiError(ErrorCode(p.error_code), f"ListOffsets {topic}-{partition}: {ErrorCode(p.error_code).name}")
@@ -392,10 +399,11 @@ class RemoteCluster(ClusterHandle):
         offset, end = self._list_offset(topic, partition, -2), self._list_offset(topic, partition, -1)
         conn = self._leader(topic, partition)
         while offset < end:
-            r = conn.request(1, 12, {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 24,
-                                     "isolation_level": 0, "session_epoch": -1, "topics": [
-                {"topic": topic, "partitions": [{"partition": partition, "fetch_offset": offset,
-                                                 "partition_max_bytes": 1 << 24}]}]})
+            r = conn.request(ApiKey.FETCH, 12, {
+                "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 24,
+                "isolation_level": 0, "session_epoch": -1, "topics": [
+                    {"topic": topic, "partitions": [{"partition": partition, "fetch_offset": offset,
+                                                     "partition_max_bytes": 1 << 24}]}]})
             p = next((q for t in r.responses for q in t.partitions if q.partition_index == partition), None)
             if p is None:  # a broker that leaves the partition out of its answer (tansu does)
                 raise ApiError(ErrorCode.UNKNOWN_SERVER_ERROR,
@@ -429,8 +437,8 @@ class RemoteCluster(ClusterHandle):
         return out
 
     def committed(self, group_id: str) -> dict[tuple[str, int], int]:
-        r = self._coordinator(group_id).request(9, 8, {"groups": [{"group_id": group_id, "topics": None}],
-                                                       "require_stable": False})
+        r = self._coordinator(group_id).request(ApiKey.OFFSET_FETCH, 8, {
+            "groups": [{"group_id": group_id, "topics": None}], "require_stable": False})
         g = r.groups[0]
         return {(t.name, p.partition_index): p.committed_offset for t in g.topics for p in t.partitions
                 if p.committed_offset >= 0}
@@ -438,7 +446,7 @@ class RemoteCluster(ClusterHandle):
     def group(self, group_id: str) -> GroupView | None:
         """The group as DescribeGroups shows it: state, protocol, members and their decoded assignments. The
         generation (-1 here), leader and transition history are the coordinator's own and not on the wire."""
-        g = self._coordinator(group_id).request(15, None, {"groups": [group_id]}).groups[0]
+        g = self._coordinator(group_id).request(ApiKey.DESCRIBE_GROUPS, None, {"groups": [group_id]}).groups[0]
         if g.error_code != ErrorCode.NONE or g.group_state == "Dead":
             return None
         consumer = g.protocol_type == "consumer"
@@ -450,7 +458,8 @@ class RemoteCluster(ClusterHandle):
     def consumer_group(self, group_id: str) -> ConsumerGroupView | None:
         """A KIP-848 consumer group as ConsumerGroupDescribe shows it (member reconciliation states are the
         coordinator's own and not on the wire: "")."""
-        g = self._coordinator(group_id).request(69, None, {"group_ids": [group_id]}).groups[0]
+        g = self._coordinator(group_id).request(ApiKey.CONSUMER_GROUP_DESCRIBE, None,
+                                                {"group_ids": [group_id]}).groups[0]
         if g.error_code != ErrorCode.NONE:
             return None
 
@@ -468,7 +477,7 @@ class RemoteCluster(ClusterHandle):
         self._metadata(None)  # every broker coordinates some groups: ask each
         for node_id in list(self._brokers):
             conn = self._broker(node_id)
-            names.update(x.group_id for x in conn.request(16, None, {"states_filter": []}).groups)
+            names.update(x.group_id for x in conn.request(ApiKey.LIST_GROUPS, None, {"states_filter": []}).groups)
         return sorted(names)
 
     def describe(self, last_requests: int = 0) -> str:

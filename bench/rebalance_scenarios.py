@@ -334,8 +334,8 @@ def main() -> None:
             bootstrap = f"127.0.0.1:{broker.port}"
             client = None
             if driver:
-                from compat.clients import make_client
                 from compat.clients.base import Timing
+                from compat.clients.registry import make_client
                 client = make_client(args.client, bootstrap, Timing(session_timeout_ms=SESSION_MS))
             for scenario in [s for s in scenarios for _ in range(args.repeat)]:
                 for protocol in protocols:

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 from compat.clients.base import Timing, Unsupported
 
 if TYPE_CHECKING:
-    from compat.env import Env
+    from fakekafka.testing.client import RemoteCluster
 
 __all__ = ["KINDS", "PROXY", "Target", "Unavailable", "start_proxy", "start_target", "stop_live_targets",
            "stop_targets", "tansu_binary"]
@@ -85,8 +85,7 @@ class Target:
     def features(self) -> set[str]:
         return {"auto_create_off"} if self.auto_create is False else set()
 
-    def create_topic(self, env: Env, topic: str, partitions: int, configs: dict[str, str] | None) -> None:
-        cluster = env.cluster()
+    def create_topic(self, cluster: RemoteCluster, topic: str, partitions: int, configs: dict[str, str] | None) -> None:
         if self.create_topics:
             cluster.create_topic(topic, partitions, replication_factor=1, configs=configs)
         else:

@@ -13,23 +13,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 from pathlib import Path
 
 from compat.brokers import KINDS
-from compat.clients import CLIENTS
+from compat.clients.base import quiet_client_logs
+from compat.clients.catalog import CLIENT_DOCS, CLIENTS
 from compat.report import markdown, text
 from compat.runner import ROOT, run
 from compat.scenarios import SCENARIOS
 
 __all__ = ["main"]
-
-
-def quiet_client_logs() -> None:
-    """The Python clients log rebalances and retries as warnings; the table says what matters."""
-    for name in ("kafka", "aiokafka"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,7 +44,6 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     quiet_client_logs()
     if args.list_clients:
-        from compat.clients import CLIENT_DOCS
         for name in CLIENTS:
             print(f"{name:24} {CLIENT_DOCS[name]}")
         return 0

@@ -674,7 +674,7 @@ def run_diff(brokers: tuple[str, str] = ("kafka", "fakekafka"), clients: list[st
         return _analyse(c["started"], c["seconds"], c["info"], c["clients"], c["scenarios"], c["run_id"],
                         c["captured"], c["cells"], c["lane_errors"], known)
     from compat.brokers import start_target, stop_targets
-    from compat.clients import CLIENTS
+    from compat.clients.catalog import CLIENTS
     from compat.runner import _lane, select_scenarios
 
     t0 = time.monotonic()
@@ -857,8 +857,8 @@ def markdown(report: DiffReport) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     from compat.brokers import Unavailable
-    from compat.cli import quiet_client_logs
-    from compat.clients import CLIENTS
+    from compat.clients.base import quiet_client_logs
+    from compat.clients.catalog import CLIENTS
     ap = argparse.ArgumentParser(prog="python -m compat diff", description=__doc__.split("\n\n")[0])
     ap.add_argument("--broker", action="append",
                     help="twice: the reference, then the broker under test (default: kafka, fakekafka)")

@@ -107,7 +107,7 @@ class Env:
 
     def create_topic(self, topic: str, partitions: int = 1, configs: dict[str, str] | None = None) -> None:
         """CreateTopics over the wire, then wait until metadata shows every partition led."""
-        self.target.create_topic(self, topic, partitions, configs)
+        self.target.create_topic(self.cluster(), topic, partitions, configs)
 
     def produce(self, topic: str, value: bytes | None, *, partition: int = 0, key: bytes | None = None,
                 headers: list[tuple[str, bytes | None]] | None = None, timestamp: int | None = None,

@@ -33,9 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from compat.brokers import PROXY, Target, Unavailable, start_target, stop_targets
-from compat.clients import CLIENTS, make_client
 from compat.clients.agent import AgentClient
 from compat.clients.base import Client, Unsupported
+from compat.clients.catalog import CLIENTS
+from compat.clients.registry import make_client
 from compat.env import Env
 from compat.known import Known, load_known
 from compat.normalise import diff, normalise

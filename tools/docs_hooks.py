@@ -197,7 +197,7 @@ def gen_compat_scenarios() -> str:
 
 def gen_compat_clients() -> str:
     sys.path.insert(0, str(ROOT))
-    from compat.clients import CLIENT_DOCS, CLIENTS
+    from compat.clients.catalog import CLIENT_DOCS, CLIENTS
     rows = ["| client | how it runs |", "|---|---|"]
     rows += [f"| `{name}` | {CLIENT_DOCS[name]} |" for name in CLIENTS]
     return "\n".join(rows) + "\n"

@@ -22,14 +22,14 @@ member_resume, member_close), each with the method's arguments by name and "m" n
 recs), txn_send_offsets (group, offsets: [[topic, partition, offset]...]), txn_commit, txn_abort, txn_close,
 each with "x" naming the producer. fetch and list_offsets carry "isolation" only when one is asked for, and
 member_open carries "group_protocol" ("consumer": KIP-848) only for a client that can speak it
-(compat.clients.CONSUMER_PROTOCOL_CLIENTS; the others are refused here, with the reason). Then "quit".
+(compat.clients.catalog.CONSUMER_PROTOCOL_CLIENTS; the others are refused here, with the reason). Then "quit".
 compat/clients/java/CompatDriver.java speaks the same, and so do the Go drivers (the protocol in
 compat/clients/go/agent, one main package per client), the Node drivers (compat/clients/node/agent.js) and
 the Rust driver (compat/clients/rust/src/agent.rs). The Go, Node and Rust drivers answer an op they do not
 know as unsupported (kafka-go has no transactional producer: its driver has no txn_ ops), so a new op is a new
 Client method here plus one entry in each driver's op table; the drivers that lack it say so.
 
-`python -m compat.clients.agent CLIENT BOOTSTRAP TIMING_JSON` serves one Python client this way.
+`python -m compat.clients.serve CLIENT BOOTSTRAP TIMING_JSON` serves one Python client this way (serve.py).
 """
 
 from __future__ import annotations
@@ -42,7 +42,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import traceback
 import weakref
 from typing import Any
 
@@ -60,7 +59,7 @@ from compat.clients.base import (
     rec_to_json,
 )
 
-__all__ = ["AgentClient", "kill_live_agents", "serve"]
+__all__ = ["CLIENT_OPS", "ROOT", "AgentClient", "kill_live_agents"]
 
 CLIENT_OPS = ("list_offsets", "create_topic", "partition_count", "delete_topic", "create_partitions",
               "describe_configs", "alter_configs", "delete_records", "describe_group", "list_groups", "delete_group",
@@ -101,7 +100,7 @@ class AgentClient(Client):
 
     @classmethod
     def python(cls, name: str, bootstrap: str, timing: Timing) -> AgentClient:
-        env_cmd = [sys.executable, "-m", "compat.clients.agent", name, bootstrap,
+        env_cmd = [sys.executable, "-m", "compat.clients.serve", name, bootstrap,
                    json.dumps(dataclasses.asdict(timing))]
         return cls(name, bootstrap, timing, env_cmd, cwd=ROOT)
 
@@ -246,7 +245,7 @@ class AgentClient(Client):
     def spawn(self) -> AgentClient:
         """Another agent like this one, for a member that must die alone."""
         return AgentClient(self.name, self.bootstrap, self.timing, self.cmd,
-                           cwd=ROOT if "compat.clients.agent" in self.cmd else None)
+                           cwd=ROOT if "compat.clients.serve" in self.cmd else None)
 
 
 class AgentTxn(TxnProducer):
@@ -326,104 +325,3 @@ class AgentMember(Member):
             raise Unsupported("this member shares its process with others; open it with own_process=True")
         self.agent.kill()
         self.agent.close()
-
-
-# --- the Python side of the protocol -------------------------------------------------------------------
-
-
-def serve(client: Client, inp: Any = None, out: Any = None) -> None:
-    """Answer requests from `inp` with `client` until "quit" or end of input."""
-    inp = inp or sys.stdin
-    out = out or sys.stdout
-    members: dict[str, Member] = {}
-    txns: dict[str, TxnProducer] = {}
-
-    def handle(req: dict[str, Any]) -> Any:
-        op = req.pop("op")
-        req.pop("id", None)
-        if op.startswith("txn_"):
-            return handle_txn(op, req)
-        if op == "produce":
-            req["recs"] = [rec_from_json(r) for r in req["recs"]]
-            return [list(x) for x in client.produce(req.pop("topic"), req.pop("recs"), **req)]
-        if op == "fetch":
-            return [rec_to_json(r) for r in client.fetch(**req)]
-        if op in CLIENT_OPS:
-            return getattr(client, op)(**req)
-        if op == "committed":
-            return {str(p): list(v) for p, v in client.committed(**req).items()}
-        if op == "member_open":
-            mid = f"m{len(members) + 1}"
-            members[mid] = client.member(**req)
-            return mid
-        m = members[req.pop("m")]
-        if op == "member_assignment":
-            return [list(tp) for tp in m.assignment()]
-        if op == "member_take":
-            return [rec_to_json(r) for r in m.take()]
-        if op == "member_errors":
-            return [{"code": e.code, "type": e.type, "message": e.message} for e in m.errors()]
-        if op == "member_commit":
-            return m.commit({(t, p): (o, meta) for t, p, o, meta in req["offsets"]})
-        if op == "member_position":
-            return m.position((req["topic"], req["partition"]))
-        if op == "member_seek":
-            return m.seek((req["topic"], req["partition"]), req["offset"])
-        if op in ("member_pause", "member_resume"):
-            return getattr(m, op[len("member_"):])([(t, p) for t, p in req["tps"]])
-        if op == "member_close":
-            return m.close()
-        raise ValueError(f"unknown op {op!r}")
-
-    def handle_txn(op: str, req: dict[str, Any]) -> Any:
-        if op == "txn_open":
-            xid = f"x{len(txns) + 1}"
-            txns[xid] = client.transactional(req["transactional_id"], timeout_ms=req.get("timeout_ms"))
-            return xid
-        x = txns[req.pop("x")]
-        if op == "txn_send":
-            return [list(a) for a in x.send(req["topic"], [rec_from_json(r) for r in req["recs"]])]
-        if op == "txn_send_offsets":
-            return x.send_offsets(req["group"], {(t, p): o for t, p, o in req["offsets"]})
-        if op in ("txn_begin", "txn_commit", "txn_abort", "txn_close"):
-            return getattr(x, op[len("txn_"):])()
-        raise ValueError(f"unknown op {op!r}")
-
-    for line in inp:
-        req = json.loads(line)
-        rid = req.get("id")
-        if req.get("op") == "quit":
-            for m in [*members.values(), *txns.values()]:
-                try:
-                    m.close()
-                except Exception:  # noqa: BLE001, S110 - closing on the way out
-                    pass
-            out.write(json.dumps({"id": rid, "ok": True, "result": None}) + "\n")
-            out.flush()
-            return
-        try:
-            answer = {"id": rid, "ok": True, "result": handle(req)}
-        except ClientError as e:
-            answer = {"id": rid, "ok": False, "error": {"code": e.code, "type": e.type, "message": e.message}}
-        except Unsupported as e:
-            answer = {"id": rid, "ok": False, "unsupported": str(e)}
-        except Exception as e:  # noqa: BLE001
-            answer = {"id": rid, "ok": False, "harness": "".join(traceback.format_exception(e))[-4000:]}
-        out.write(json.dumps(answer) + "\n")
-        out.flush()
-
-
-def main(argv: list[str]) -> None:
-    from compat.clients import python_client
-    name, bootstrap, timing = argv
-    client = python_client(name, bootstrap, Timing(**json.loads(timing)))
-    real_out = sys.stdout
-    sys.stdout = sys.stderr  # client libraries that print must not corrupt the protocol
-    try:
-        serve(client, sys.stdin, real_out)
-    finally:
-        client.close()
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])

@@ -19,7 +19,6 @@ from aiokafka.structs import OffsetAndMetadata
 from compat.clients.base import (
     TP,
     ClientError,
-    LibraryClient,
     Member,
     MemberOptions,
     PollingMember,
@@ -33,6 +32,7 @@ from compat.clients.base import (
     library_error,
     library_record,
 )
+from compat.clients.library import LibraryClient
 
 __all__ = ["AiokafkaClient"]
 

@@ -16,6 +16,7 @@ Three kinds of failure, kept apart because the table shows them differently:
 from __future__ import annotations
 
 import concurrent.futures
+import logging
 import queue
 import threading
 import time
@@ -23,6 +24,8 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from compat.clients.catalog import CONSUMER_PROTOCOL_REFUSALS
 
 __all__ = [
     "LOCAL_ERRORS", "TP", "Client", "ClientError", "HarnessError", "Member", "MemberOptions", "PollingMember", "Rec",
@@ -380,37 +383,20 @@ class Client:
 
     def refuse_group_protocol(self, group_protocol: str) -> None:
         """Unsupported, with the reason, when this client's members cannot speak `group_protocol`
-        (compat.clients.CONSUMER_PROTOCOL_REFUSALS)."""
+        (compat.clients.catalog.CONSUMER_PROTOCOL_REFUSALS)."""
         if group_protocol == "classic":
             return
-        from compat.clients import CONSUMER_PROTOCOL_REFUSALS
         if group_protocol != "consumer":
             raise Unsupported(f"group.protocol={group_protocol}")
         if self.name in CONSUMER_PROTOCOL_REFUSALS:
             raise Unsupported(f"group.protocol=consumer: {CONSUMER_PROTOCOL_REFUSALS[self.name]}")
 
 
+def quiet_client_logs() -> None:
+    """The Python clients log rebalances and retries as warnings; compat's table says what matters."""
+    for name in ("kafka", "aiokafka"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
 
-class LibraryClient(Client):
-    """A Python client library driven in the harness process: its members poll on threads here, and one
-    that must be killable runs in an agent subprocess with the same library."""
-
-    def member(self, group: str, topic: str, *, assign: list[int] | None = None, offset_reset: str = "earliest",
-               own_process: bool = False, instance_id: str | None = None,
-               session_timeout_ms: int | None = None, group_protocol: str = "classic") -> Member:
-        self.refuse_group_protocol(group_protocol)
-        if own_process:
-            from compat.clients.agent import AgentClient
-            return AgentClient.python(self.name, self.bootstrap, self.timing).member(
-                group, topic, assign=assign, offset_reset=offset_reset, own=True, instance_id=instance_id,
-                session_timeout_ms=session_timeout_ms, group_protocol=group_protocol)
-        return self._member(group, topic, assign, offset_reset,
-                            MemberOptions(instance_id, session_timeout_ms or self.timing.session_timeout_ms,
-                                          group_protocol))
-
-    def _member(self, group: str, topic: str, assign: list[int] | None, offset_reset: str,
-                options: MemberOptions) -> Member:
-        raise NotImplementedError
 
 # --- a member whose client runs on its own polling thread ---------------------------------------------
 

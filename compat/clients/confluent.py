@@ -12,7 +12,6 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, Ne
 from compat.clients.base import (
     TP,
     ClientError,
-    LibraryClient,
     Member,
     MemberOptions,
     PollingMember,
@@ -25,6 +24,7 @@ from compat.clients.base import (
     group_description,
     needs,
 )
+from compat.clients.library import LibraryClient
 
 __all__ = ["ConfluentClient", "kafka_error"]
 

@@ -13,7 +13,6 @@ from kafka.structs import OffsetAndMetadata
 from compat.clients.base import (
     TP,
     ClientError,
-    LibraryClient,
     Member,
     MemberOptions,
     PollingMember,
@@ -28,6 +27,7 @@ from compat.clients.base import (
     library_record,
     needs,
 )
+from compat.clients.library import LibraryClient
 
 __all__ = ["KafkaPythonClient"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from compat.clients import CLIENTS, CONSUMER_PROTOCOL_CLIENTS, CONSUMER_PROTOCOL_REFUSALS
 from compat.clients.base import Client, Timing, Unsupported
+from compat.clients.catalog import CLIENTS, CONSUMER_PROTOCOL_CLIENTS, CONSUMER_PROTOCOL_REFUSALS
 
 
 def test_every_client_is_classified_once() -> None:

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from compat.clients import make_client
 from compat.clients.agent import AgentClient
 from compat.clients.base import ClientError, Rec, Timing, Unsupported
+from compat.clients.registry import make_client
 from compat.clients.toolchains import RUST_DIR
 from fakekafka.testing.handle import ClusterHandle
 from fakekafka.wire import ErrorCode

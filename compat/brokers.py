@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from compat.clients.base import Timing, Unsupported
+from fakekafka.wire import ApiKey
 
 if TYPE_CHECKING:
     from fakekafka.testing.client import RemoteCluster
@@ -112,9 +113,9 @@ def _auto_create(bootstrap: str, topic: str) -> bool:
     host, port = bootstrap.split(",")[0].rsplit(":", 1)
     conn = WireConnection(host, int(port), "compat-probe", 10)
     try:
-        v = min(conn.version_for(3), 12)
+        v = min(conn.version_for(ApiKey.METADATA), 12)
         for _ in range(20):
-            r = conn.request(3, v, {"topics": [{"name": topic}], "allow_auto_topic_creation": True})
+            r = conn.request(ApiKey.METADATA, v, {"topics": [{"name": topic}], "allow_auto_topic_creation": True})
             if any(t.name == topic and t.error_code == 0 for t in r.topics):
                 return True
             if not any(t.error_code == 5 for t in r.topics):  # LEADER_NOT_AVAILABLE: being created

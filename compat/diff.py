@@ -89,6 +89,7 @@ from fakekafka.observe.wirediff import (  # noqa: F401 - re-exported: compat's t
     compare,
     plain,
 )
+from fakekafka.wire import ApiKey
 from fakekafka.wire.messages import API_MODULES
 from fakekafka.wire.protocol import DecodeError, decode_request, decode_response
 
@@ -162,16 +163,19 @@ def _names(body: dict[str, Any] | None, *paths: str) -> list[str]:
 
 
 # Produce v13+ names its topics by id ("<id:NAME>" once normalised)
-WRITES = {0: ("topic", ("topic_data.name", "topic_data.topic_id")), 21: ("topic", ("topics.name",)),
-          19: ("meta", ("topics.name",)), 20: ("meta", ("topics.name", "topic_names")),
-          37: ("meta", ("topics.name",)), 8: ("group", ("group_id",)), 47: ("group", ("group_id",)),
-          42: ("group", ("groups_names",))}
-READS = {1: ("topic", ("topics.topic", "topics.topic_id")), 2: ("topic", ("topics.name",)),
-         3: ("meta", ("topics.name",)), 9: ("group", ("group_id", "groups.group_id"))}
+WRITES = {ApiKey.PRODUCE: ("topic", ("topic_data.name", "topic_data.topic_id")),
+          ApiKey.DELETE_RECORDS: ("topic", ("topics.name",)), ApiKey.CREATE_TOPICS: ("meta", ("topics.name",)),
+          ApiKey.DELETE_TOPICS: ("meta", ("topics.name", "topic_names")),
+          ApiKey.CREATE_PARTITIONS: ("meta", ("topics.name",)), ApiKey.OFFSET_COMMIT: ("group", ("group_id",)),
+          ApiKey.OFFSET_DELETE: ("group", ("group_id",)), ApiKey.DELETE_GROUPS: ("group", ("groups_names",))}
+READS = {ApiKey.FETCH: ("topic", ("topics.topic", "topics.topic_id")), ApiKey.LIST_OFFSETS: ("topic", ("topics.name",)),
+         ApiKey.METADATA: ("meta", ("topics.name",)), ApiKey.OFFSET_FETCH: ("group", ("group_id", "groups.group_id"))}
 
 
-MEMBERSHIP = frozenset({8, 11, 12, 13, 14})  # OffsetCommit, JoinGroup, Heartbeat, LeaveGroup, SyncGroup
-GROUP_APIS = MEMBERSHIP | {15}  # and DescribeGroups: answers that follow the group's history
+MEMBERSHIP = frozenset({ApiKey.OFFSET_COMMIT, ApiKey.JOIN_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP,
+                        ApiKey.SYNC_GROUP})
+GROUP_APIS = MEMBERSHIP | {ApiKey.DESCRIBE_GROUPS}  # answers that follow the group's history
+_JOIN_LEAVE = (ApiKey.JOIN_GROUP, ApiKey.LEAVE_GROUP)
 RACE_S = 0.02
 """A group request sent this close to another member's JoinGroup or LeaveGroup raced it."""
 
@@ -192,12 +196,13 @@ def add_context(decoded: list[Decoded]) -> None:
         w = WRITES.get(d.ex.api_key)
         if w is not None and d.request is not None:
             done = d.ex.t_response if d.ex.response is not None and d.ex.t_response else d.ex.t_request
-            kinds = (w[0], "topic") if d.ex.api_key == 20 else (w[0],)
+            kinds = (w[0], "topic") if d.ex.api_key == ApiKey.DELETE_TOPICS else (w[0],)
             writes += [(done, d.ex.conn, d.ex.t_request, kind, n)
                        for kind in kinds for n in _names(d.request, *w[1])]
     joins = [(d.ex.t_request, d.ex.conn, g,
-              f"{'join' if d.ex.api_key == 11 else 'leave'} {(d.request or {}).get('group_instance_id') or '-'}")
-             for d in decoded if d.ex.api_key in (11, 13) for g in _names(d.request, "group_id")]
+              f"{'join' if d.ex.api_key == ApiKey.JOIN_GROUP else 'leave'} "
+              f"{(d.request or {}).get('group_instance_id') or '-'}")
+             for d in decoded if d.ex.api_key in _JOIN_LEAVE for g in _names(d.request, "group_id")]
     for d in decoded:
         if d.ex.api_key in MEMBERSHIP and d.request is not None and joins:
             group = d.request.get("group_id")
@@ -234,7 +239,7 @@ def topic_names(exchanges: list[Exchange]) -> dict[str, str]:
     """Topic id -> name from the Metadata and CreateTopics answers among `exchanges`."""
     out: dict[str, str] = {}
     for ex in exchanges:
-        if ex.api_key not in (3, 19) or ex.response is None:
+        if ex.api_key not in (ApiKey.METADATA, ApiKey.CREATE_TOPICS) or ex.response is None:
             continue
         try:
             _, body = decode_response(ex.api_key, ex.api_version, ex.response)
@@ -481,17 +486,17 @@ def diff_sessions(sessions: dict[str, tuple[list[Exchange], list[Exchange]]], na
         for (k, _v), (_pairs, only_a, only_b) in aligned.items():
             ga, gb = groups[(k, _v)]
             left = [("a", ga[i]) for i in only_a] + [("b", gb[j]) for j in only_b]
-            if k == 0:
+            if k == ApiKey.PRODUCE:
                 for _, d in left:
                     tainted.update(_names(d.request, "topic_data.name", "topic_data.topic_id"))
-            if k in (11, 13, 14):
+            if k in (ApiKey.JOIN_GROUP, ApiKey.LEAVE_GROUP, ApiKey.SYNC_GROUP):
                 for side, d in left:
                     g = (side, (d.request or {}).get("group_id"))
                     forked[g] = min(forked.get(g, d.ex.t_request), d.ex.t_request)
 
         # JoinGroup/LeaveGroup sends per side: (group, connection, time)
         changes = {side: [((x.request or {}).get("group_id"), x.ex.conn, x.ex.t_request) for x in dd
-                          if x.ex.api_key in (11, 13)] for side, dd in (("a", da), ("b", db))}
+                          if x.ex.api_key in _JOIN_LEAVE] for side, dd in (("a", da), ("b", db))}
 
         def after_fork(d: Decoded, side: str, forked: dict[tuple[str, Any], float] = forked,
                        changes: dict[str, list[tuple[Any, int, float]]] = changes) -> bool:
@@ -536,13 +541,13 @@ def diff_sessions(sessions: dict[str, tuple[list[Exchange], list[Exchange]]], na
                         s.no_response += 1
                     continue
                 ra, rb = a.response, b.response
-                if k == 1 and _has_records(ra) != _has_records(rb):
+                if k == ApiKey.FETCH and _has_records(ra) != _has_records(rb):
                     s.timing += 1  # a long poll answered before the data came on one side, after on the other
                     continue
                 s.compared += 1
-                if k == 3 and (a.request or {}).get("topics") in (None, []) or k == 16:
-                    ra, rb = intersect(ra, rb, "topics" if k == 3 else "groups")  # listings of everything
-                if k == 1:
+                if k == ApiKey.METADATA and (a.request or {}).get("topics") in (None, []) or k == ApiKey.LIST_GROUPS:
+                    ra, rb = intersect(ra, rb, "topics" if k == ApiKey.METADATA else "groups")  # listings of everything
+                if k == ApiKey.FETCH:
                     if any(isinstance(d.request.get("session_epoch"), int) and d.request["session_epoch"] > 0
                            for d in (a, b)):
                         ra, rb = intersect(ra, rb, "responses", "partitions")  # incremental fetch
@@ -644,7 +649,8 @@ def served_features(bootstrap: str) -> dict[str, int]:
     host, port = bootstrap.split(",")[0].rsplit(":", 1)
     conn = WireConnection(host, int(port), "compat-diff", 10)
     try:
-        r = conn.request(18, 3, {"client_software_name": "compat-diff", "client_software_version": "1"})
+        r = conn.request(ApiKey.API_VERSIONS, 3,
+                         {"client_software_name": "compat-diff", "client_software_version": "1"})
         return {f.name: f.max_version_level for f in r.finalized_features or []}
     finally:
         conn.close()

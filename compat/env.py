@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from compat.clients.base import TP, ClientError, Member, Rec, Timing, TxnProducer, Unsupported
+from fakekafka.wire import ApiKey
 
 if TYPE_CHECKING:
     from compat.brokers import Target
@@ -141,7 +142,7 @@ class Env:
         batch = build_batch([{"key": None, "value": v, "headers": [], "timestamp": timestamps[i] if timestamps
                               else now} for i, v in enumerate(values)])
         cluster = self.cluster()
-        r = cluster._leader(topic, partition).request(0, None, {
+        r = cluster._leader(topic, partition).request(ApiKey.PRODUCE, None, {
             "transactional_id": None, "acks": -1, "timeout_ms": int(self.timing.op_s * 1000),
             "topic_data": [{"name": topic, "partition_data": [{"index": partition, "records": batch}]}]})
         p = r.responses[0].partition_responses[0]

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from fakekafka.proxy.server import ProxyServer
 from fakekafka.testing.embedded import LoopThread
+from fakekafka.wire import ApiKey
 from fakekafka.wire.protocol import encode_response
 
 if TYPE_CHECKING:
@@ -46,7 +47,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Exchange", "RelayGroup", "cap_versions"]
 
-API_VERSIONS = 18
 UNSUPPORTED_VERSION = 35
 _ERROR_EVENTS = ("connection_closed", "upstream_unreachable")
 
@@ -124,7 +124,7 @@ class RelayGroup:
         server = ProxyServer(bootstrap)
         server.intercept = self._arrived
         if self.caps is not None:
-            server.answer_edits[API_VERSIONS] = self._narrow
+            server.answer_edits[ApiKey.API_VERSIONS] = self._narrow
         server.add_request_listener(self._answered)
         server.bind()
         self._thread = LoopThread("compat-relay").start()
@@ -170,15 +170,15 @@ class RelayGroup:
         """An ApiVersions request newer than the caps is answered as a broker without that version answers it
         (UNSUPPORTED_VERSION in v0, with its own ApiVersions range: KIP-511), so the client retries with a
         version both brokers speak; the exchange is marked `answered_by_relay` and left out of comparisons."""
-        if self.caps is None or ex.api_key != API_VERSIONS or API_VERSIONS not in self.caps:
+        if self.caps is None or ex.api_key != ApiKey.API_VERSIONS or ApiKey.API_VERSIONS not in self.caps:
             return None
-        lo, hi = self.caps[API_VERSIONS]
+        lo, hi = self.caps[ApiKey.API_VERSIONS]
         if ex.api_version <= hi:
             return None
         ex.meta["answered_by_relay"] = True
         body = {"error_code": UNSUPPORTED_VERSION,
-                "api_keys": [{"api_key": API_VERSIONS, "min_version": lo, "max_version": hi}]}
-        return encode_response(API_VERSIONS, 0, ex.correlation_id, body)
+                "api_keys": [{"api_key": ApiKey.API_VERSIONS, "min_version": lo, "max_version": hi}]}
+        return encode_response(ApiKey.API_VERSIONS, 0, ex.correlation_id, body)
 
     def _narrow(self, _head: RequestHead, body: Any) -> bool:
         return body.error_code == 0 and cap_versions(body, self.caps or {}, self.features)

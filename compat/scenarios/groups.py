@@ -28,6 +28,7 @@ from typing import Any
 from compat.clients.base import Client, ClientError, Member, Unsupported
 from compat.env import Env, outcome_of, wait_for
 from compat.scenarios.registry import Outcome, scenario
+from fakekafka.wire import ApiKey
 
 OK = "ok"
 ASSIGNOR = {"aiokafka": "roundrobin", "aiokafka-0.13.0": "roundrobin", "franz-go": "cooperative-sticky",
@@ -228,10 +229,10 @@ class BareMember:
 
     def join(self) -> Any:
         """JoinGroup until answered (the first answer of v4+ is MEMBER_ID_REQUIRED with the id to use)."""
-        r = self.conn.request(11, 5, self._join_body())
+        r = self.conn.request(ApiKey.JOIN_GROUP, 5, self._join_body())
         if r.error_code == 79:  # MEMBER_ID_REQUIRED
             self.member_id = r.member_id
-            r = self.conn.request(11, 5, self._join_body())
+            r = self.conn.request(ApiKey.JOIN_GROUP, 5, self._join_body())
         if r.error_code:
             raise RuntimeError(f"bare JoinGroup: error {r.error_code}")
         self.generation = r.generation_id
@@ -240,11 +241,11 @@ class BareMember:
     def send_join(self) -> None:
         """JoinGroup without waiting for the answer (it comes when the rebalance completes)."""
         from fakekafka import wire
-        first = self.conn.request(11, 5, self._join_body())
+        first = self.conn.request(ApiKey.JOIN_GROUP, 5, self._join_body())
         if first.error_code == 79:
             self.member_id = first.member_id
         self.conn.correlation_id += 1
-        self.conn.sock.sendall(wire.encode_request(11, 5, self.conn.correlation_id, self._join_body(),
+        self.conn.sock.sendall(wire.encode_request(ApiKey.JOIN_GROUP, 5, self.conn.correlation_id, self._join_body(),
                                                    client_id=self.conn.client_id))
 
     def sync(self, assignment: dict[int, list[int]] | None = None) -> Any:
@@ -252,7 +253,7 @@ class BareMember:
                 "group_instance_id": None,
                 "assignments": [{"member_id": self.member_id,
                                  "assignment": encode_assignment({self.topic: [0]})}]}
-        return self.conn.request(14, 3, body)
+        return self.conn.request(ApiKey.SYNC_GROUP, 3, body)
 
     def close(self) -> None:
         try:

@@ -27,6 +27,7 @@ from typing import Any
 from compat.clients.base import Client, Rec
 from compat.env import Env, acks, outcome_of, rows, wait_for
 from compat.scenarios.registry import Outcome, scenario
+from fakekafka.wire import ApiKey
 
 RC, RU = "read_committed", "read_uncommitted"
 OK = "ok"
@@ -48,7 +49,7 @@ def _ok(fn: Any) -> Any:
 def _offset(env: Env, topic: str, partition: int, isolation_level: int) -> int:
     """ListOffsets latest over the wire, read_uncommitted (0: the high watermark) or read_committed (1: the
     last stable offset)."""
-    r = env.cluster()._leader(topic, partition).request(2, None, {
+    r = env.cluster()._leader(topic, partition).request(ApiKey.LIST_OFFSETS, None, {
         "replica_id": -1, "isolation_level": isolation_level,
         "topics": [{"name": topic, "partitions": [{"partition_index": partition, "timestamp": -1}]}]})
     return r.topics[0].partitions[0].offset
@@ -170,8 +171,9 @@ def _stable_fetch(env: Env, group: str, topic: str) -> str:
     """OffsetFetch with require_stable over the wire: the partition's error name (or its offset)."""
     from fakekafka.wire import ErrorCode
     conn = env.cluster()._coordinator(group)
-    r = conn.request(9, 8, {"groups": [{"group_id": group, "topics": [{"name": topic, "partition_indexes": [0]}]}],
-                            "require_stable": True})
+    r = conn.request(ApiKey.OFFSET_FETCH, 8, {
+        "groups": [{"group_id": group, "topics": [{"name": topic, "partition_indexes": [0]}]}],
+        "require_stable": True})
     g = r.groups[0]
     if g.error_code:
         return ErrorCode(g.error_code).name

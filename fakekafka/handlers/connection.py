@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fakekafka.net.security import OAuthBearerServer, ScramServer
+from fakekafka.handlers.sasl_mechanisms import OAuthBearerServer, ScramServer
 
 __all__ = ["ConnectionState", "SaslState"]
 

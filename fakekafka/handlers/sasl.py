@@ -14,7 +14,7 @@ org.apache.kafka.common.security.oauthbearer.internals.unsecured.OAuthBearerUnse
 elsewhere a client asking for it gets UNSUPPORTED_SASL_MECHANISM, as from a Kafka broker that does not enable it.
 Kafka falls back to that validator when OAUTHBEARER is enabled with no handler named; fakekafka does not, since
 the validator takes unsigned tokens naming any principal (super users included). It then validates unsecured JWS
-tokens as that class does (fakekafka/net/security.py).
+tokens as that class does (fakekafka/handlers/sasl_mechanisms.py).
 
 Re-authentication (KIP-368): a session gets a lifetime from connections.max.reauth.ms and an OAUTHBEARER token's
 expiry, as Kafka's SaslServerAuthenticator computes it (session_lifetime_ms); such a session may re-authenticate
@@ -32,8 +32,7 @@ from construct import Container
 
 from fakekafka.handlers.connection import SaslState
 from fakekafka.handlers.registry import DropConnection, RequestContext, handles
-from fakekafka.model.internal_topics import java_string_hash
-from fakekafka.net.security import (
+from fakekafka.handlers.sasl_mechanisms import (
     SCRAM_MECHANISMS,
     OAuthBearerServer,
     SaslAbort,
@@ -41,6 +40,7 @@ from fakekafka.net.security import (
     ScramServer,
     plain_authenticate,
 )
+from fakekafka.model.internal_topics import java_string_hash
 from fakekafka.wire import ApiKey, ErrorCode
 
 __all__ = ["OFFERED", "SaslState", "enabled_mechanisms"]

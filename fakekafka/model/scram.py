@@ -1,6 +1,6 @@
 """SCRAM users' credentials as the broker keeps them (Kafka's ScramControlManager): cluster state.
 
-The SASL exchange that checks a login against them is the network edge's (fakekafka/net/security.py); the store
+The SASL exchange that checks a login against them is fakekafka/handlers/sasl_mechanisms.py; the store
 itself is changed by AlterUserScramCredentials and saved by the data dir, so it lives in the model.
 """
 

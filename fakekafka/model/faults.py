@@ -66,6 +66,14 @@ class Fault:
     client that retries then repeats a request that took effect, as a timed-out answer makes it do."""
     fired: int = 0
 
+    def __post_init__(self) -> None:
+        if self.count is not None and self.count < 0:  # 0: used up
+            raise ValueError(f"count must be 1 or more, not {self.count}")
+        if self.ms < 0:
+            raise ValueError(f"ms must be 0 or more, not {self.ms}")
+        if self.partition is not None and self.partition < 0:
+            raise ValueError(f"partition must be 0 or more, not {self.partition}")
+
     def matches(self, api_key: int, broker: int, client_id: str | None,
                 touched: set[tuple[str, int | None]]) -> bool:
         if self.count is not None and self.count <= 0:
@@ -133,6 +141,12 @@ class FaultSteering:
     def _fault(self, fault: Fault) -> Fault:
         raise NotImplementedError
 
+    def _new(self, fault: Fault) -> Fault:
+        """`_fault` for a test's new fault: one that applies to no request is a mistake, not a no-op."""
+        if fault.count == 0:
+            raise ValueError("count must be 1 or more, not 0")
+        return self._fault(fault)
+
     def clear_faults(self) -> None:
         raise NotImplementedError
 
@@ -142,13 +156,13 @@ class FaultSteering:
         """The next `count` matching requests of `api` (None: all, until `clear_faults`) are answered with
         `error` instead of being applied, as librdkafka's mock cluster does; with `after=True` they are
         applied first (a proxy forwards them), and the answer is the error all the same."""
-        return self._fault(Fault(FaultKind.ERROR, api_key_of(api), error_code_of(error), count=count, broker=broker,
+        return self._new(Fault(FaultKind.ERROR, api_key_of(api), error_code_of(error), count=count, broker=broker,
                                  topic=topic, partition=partition, client_id=client_id, after=after))
 
     def inject_latency(self, ms: int, api: int | str | None = None, count: int | None = None, *,
                        broker: int | None = None, client_id: str | None = None) -> Fault:
         """Matching requests are answered `ms` later (other connections are not held up)."""
-        return self._fault(Fault(FaultKind.LATENCY, api_key_of(api), ms=ms, count=count, broker=broker,
+        return self._new(Fault(FaultKind.LATENCY, api_key_of(api), ms=ms, count=count, broker=broker,
                                  client_id=client_id))
 
     def drop_connection(self, api: int | str | None = None, *, when: str = "before", count: int | None = 1,
@@ -158,12 +172,12 @@ class FaultSteering:
         kinds = {"before": FaultKind.DROP_BEFORE, "after": FaultKind.DROP_AFTER}
         if when not in kinds:
             raise ValueError("when is 'before' or 'after'")
-        return self._fault(Fault(kinds[when], api_key_of(api), count=count, broker=broker, client_id=client_id))
+        return self._new(Fault(kinds[when], api_key_of(api), count=count, broker=broker, client_id=client_id))
 
     def throttle(self, ms: int, api: int | str | None = None, count: int | None = None, *,
                  broker: int | None = None) -> Fault:
         """Matching responses carry throttle_time_ms = `ms` (clients back off)."""
-        return self._fault(Fault(FaultKind.THROTTLE, api_key_of(api), ms=ms, count=count, broker=broker))
+        return self._new(Fault(FaultKind.THROTTLE, api_key_of(api), ms=ms, count=count, broker=broker))
 
 
 _TOPIC_KEYS = ("name", "topic")

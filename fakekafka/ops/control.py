@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from fakekafka.model.clock import ManualClock
 from fakekafka.model.errors import ApiError
 from fakekafka.ops.describe import describe_tables
 from fakekafka.testing.embedded import Cluster, TransactionView
@@ -128,6 +129,8 @@ def _elect_preferred(c: Cluster, a: dict[str, Any]) -> str:
 
 def _advance(c: Cluster, a: dict[str, Any]) -> str:
     ms = _int(a, "ms")
+    if not isinstance(c.state.clock, ManualClock):  # the handle's words are the Python API's
+        raise ValueError("advance-clock needs a frozen clock: start the broker with `fakekafka serve --clock frozen`")
     return f"clock advanced {ms} ms, now at {c.advance_clock(ms)} ms"
 
 

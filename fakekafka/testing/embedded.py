@@ -33,6 +33,14 @@ from fakekafka.net.security import TestPki, make_test_pki, parse_listeners
 from fakekafka.net.server import ListenerPool, Server
 from fakekafka.observe.records import RequestRecord
 from fakekafka.storage.datadir import DataDir
+from fakekafka.testing.arguments import (
+    check_broker,
+    check_group,
+    check_partition,
+    check_topic,
+    check_transactional_id,
+    listing,
+)
 from fakekafka.testing.handle import ClusterHandle
 from fakekafka.wire import ErrorCode
 from fakekafka.wire.records import Compression, Record, build_batch, decode_batch
@@ -275,14 +283,16 @@ class LoopThread:
         except RuntimeError:
             return False
 
-    def submit(self, coro: Any) -> concurrent.futures.Future[Any]:
-        """Runs a coroutine on the loop; `stop` waits for what is still pending, so nothing is cut short."""
+    def submit(self, coro: Any, *, report: bool = True) -> concurrent.futures.Future[Any]:
+        """Runs a coroutine on the loop; `stop` waits for what is still pending, so nothing is cut short.
+        A failure is logged unless `report` is False: a caller that waits for the result gets the exception
+        itself, and a second traceback in the log would only repeat it."""
         if self.loop is None:
             coro.close()
             raise RuntimeError("the loop thread is not running")
         fut = asyncio.run_coroutine_threadsafe(coro, self.loop)
         self._pending.add(fut)
-        fut.add_done_callback(self._done)
+        fut.add_done_callback(self._done if report else self._pending.discard)
         return fut
 
     def _done(self, fut: concurrent.futures.Future[Any]) -> None:
@@ -528,7 +538,7 @@ class Cluster(FaultSteering, ClusterHandle):
 
         async def wrapper() -> T:
             return fn()
-        return thread.submit(wrapper()).result(30)
+        return thread.submit(wrapper(), report=False).result(30)
     def create_topic(self, name: str, partitions: int = -1, *, replication_factor: int = -1,
                      configs: dict[str, str] | None = None) -> None:
         self.call(lambda: self.state.create_topic(name, partitions, replication_factor, configs=configs))
@@ -544,13 +554,10 @@ class Cluster(FaultSteering, ClusterHandle):
         """Appends one record as a producer would; returns (partition, offset)."""
 
         def append() -> tuple[int, int]:
-            t = self.state.auto_create(topic)
-            if t is None:
-                raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic!r} does not exist")
+            if self.state.auto_create(topic) is None:
+                check_topic(self.state, topic)  # says which topics there are
             index = partition if partition is not None else 0
-            p = self.state.partition(topic, index)
-            if p is None:
-                raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{index} does not exist")
+            p = check_partition(self.state, topic, index)
             ts = self.state.clock.now_ms() if timestamp is None else timestamp
             batch = build_batch([{"key": key, "value": value, "headers": headers or [], "timestamp": ts}],
                                 compression=compression)
@@ -566,10 +573,8 @@ class Cluster(FaultSteering, ClusterHandle):
         remote handle reads them)."""
 
         def read() -> list[tuple[int, int, int, list[bytes]]]:
-            t = self.state.topics.get(topic)
-            if t is None:
-                raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic!r} does not exist")
-            parts = t.partitions if partition is None else [t.partitions[partition]]
+            t = check_topic(self.state, topic)
+            parts = t.partitions if partition is None else [check_partition(self.state, topic, partition)]
             return [(p.index, p.log.log_start_offset, p.log.high_watermark, list(p.log.batches)) for p in parts]
         out: list[Record] = []
         for index, start, end, batches in self.call(read):
@@ -585,7 +590,7 @@ class Cluster(FaultSteering, ClusterHandle):
 
     def end_offsets(self, topic: str) -> dict[int, int]:
         def read() -> dict[int, int]:
-            t = self.state.topics[topic]
+            t = check_topic(self.state, topic)
             return {p.index: p.log.high_watermark for p in t.partitions}
         return self.call(read)
 
@@ -615,18 +620,25 @@ class Cluster(FaultSteering, ClusterHandle):
 
     def force_rebalance(self, group_id: str) -> None:
         """Starts a rebalance now: members learn it from their next heartbeat, as with any rebalance."""
-        self.call(lambda: self.state.groups.force_rebalance(group_id))
+        def rebalance() -> None:
+            check_group(self.state, group_id, classic_only=True)
+            self.state.groups.force_rebalance(group_id)
+        self.call(rebalance)
 
     def expire_member(self, group_id: str, member_id: str) -> None:
         """Acts as if the member's session timed out (a classic or a consumer protocol member)."""
         def expire() -> None:
             if self.state.consumer_groups.group(group_id) is not None:
                 if not self.state.consumer_groups.expire_member(group_id, member_id):
-                    raise KeyError(f"group {group_id!r} has no member {member_id!r}")
+                    members = self.state.consumer_groups.group(group_id).members
+                    raise LookupError(f"group {group_id!r} has no member {member_id!r}; its members are "
+                                      f"{listing(members)}")
                 return
+            check_group(self.state, group_id)
             g = self.state.groups.group(group_id)
-            if g is None or member_id not in g.members:
-                raise KeyError(f"group {group_id!r} has no member {member_id!r}")
+            if member_id not in g.members:
+                raise LookupError(f"group {group_id!r} has no member {member_id!r}; its members are "
+                                  f"{listing(g.members)}")
             g.members[member_id].heartbeat_deadline = self.state.clock.now_ms()
             self.state.tick()
         self.call(expire)
@@ -641,31 +653,37 @@ class Cluster(FaultSteering, ClusterHandle):
 
     def abort_transaction(self, transactional_id: str) -> None:
         """Aborts the id's open transaction as its timeout would: markers written, its producer fenced."""
-        self.call(lambda: self.state.transactions.abort(transactional_id))
+        def abort() -> None:
+            check_transactional_id(self.state, transactional_id)
+            self.state.transactions.abort(transactional_id)
+        self.call(abort)
 
     def expire_transactional_id(self, transactional_id: str) -> None:
         """Forgets an idle transactional id as transactional.id.expiration.ms would."""
-        self.call(lambda: self.state.transactions.expire(transactional_id))
+        def expire() -> None:
+            check_transactional_id(self.state, transactional_id)
+            self.state.transactions.expire(transactional_id)
+        self.call(expire)
 
     def last_stable_offset(self, topic: str, partition: int) -> int:
         def read() -> int:
-            p = self.state.partition(topic, partition)
-            if p is None:
-                raise KeyError(f"{topic}-{partition} does not exist")
-            return p.log.last_stable_offset
+            return check_partition(self.state, topic, partition).log.last_stable_offset
         return self.call(read)
 
     def log_dirs(self, topic: str) -> dict[int, dict[int, str]]:
         """Where each replica of a topic is: partition -> {node id: its log dir} (`log.dirs`; one dir,
         /tmp/kafka-logs, unless configured). AlterReplicaLogDirs or kafka-reassign-partitions move them."""
         return self.call(lambda: {p.index: {n: log.log_dir for n, log in sorted(p.logs.items())}
-                                  for p in self.state.topics[topic].partitions})
+                                  for p in check_topic(self.state, topic).partitions})
 
     def force_compaction(self, topic: str) -> int:
         """Runs the log cleaner on a compacted topic now, whatever its min.cleanable.dirty.ratio (Kafka's
         cleaner would wait for the ratio or max.compaction.lag.ms): the latest record per key of each
         partition's non-active segments stays. Returns how many replica logs were cleaned."""
-        return self.call(lambda: self.state.force_compaction(topic))
+        def compact() -> int:
+            check_topic(self.state, topic)
+            return self.state.force_compaction(topic)
+        return self.call(compact)
 
     def advance_clock(self, ms: int) -> int:
         """Moves a manual clock forward and fires every timeout it passes; returns the new time."""
@@ -686,7 +704,7 @@ class Cluster(FaultSteering, ClusterHandle):
             raise RuntimeError("the cluster is not started")
         if self._loop_thread is None:
             raise RuntimeError("inside `async with`, await the async variant of this call")
-        return self._loop_thread.submit(coro_fn()).result(30)
+        return self._loop_thread.submit(coro_fn(), report=False).result(30)
 
     async def kill_broker_async(self, node_id: int) -> None:
         self.state.kill_broker(node_id)
@@ -702,20 +720,23 @@ class Cluster(FaultSteering, ClusterHandle):
 
     def kill_broker(self, node_id: int) -> None:
         """The broker dies: connections dropped at once, leaders re-elected, the controller moves."""
+        self.call(lambda: check_broker(self.state, node_id))
         self._run(lambda: self.kill_broker_async(node_id))
 
     def stop_broker(self, node_id: int) -> None:
         """A controlled shutdown: leadership moves to other in-sync replicas first, then the broker stops."""
+        self.call(lambda: check_broker(self.state, node_id))
         self._run(lambda: self.stop_broker_async(node_id))
 
     def restart_broker(self, node_id: int) -> None:
         """The broker comes back on its port; its replicas catch up and rejoin the ISR."""
+        self.call(lambda: check_broker(self.state, node_id))
         self._run(lambda: self.restart_broker_async(node_id))
 
     def isolate_broker(self, node_id: int, isolated: bool = True) -> None:
         """Cut the broker off from the others (clients still reach it); `isolated=False` heals it."""
         def apply() -> None:
-            self.state.brokers[node_id].isolated = isolated
+            self.state.brokers[check_broker(self.state, node_id)].isolated = isolated
             self.state.event("broker_isolated" if isolated else "broker_healed", broker=node_id)
             self.state.tick()
         self.call(apply)
@@ -725,6 +746,9 @@ class Cluster(FaultSteering, ClusterHandle):
         """Stops (or, with `paused=False`, resumes) the broker's follower fetches, for one partition,
         a topic or everything it follows."""
         def apply() -> None:
+            check_broker(self.state, node_id)
+            if topic is not None:
+                check_topic(self.state, topic) if partition is None else check_partition(self.state, topic, partition)
             for t in self.state.topics.values():
                 if topic is not None and t.name != topic:
                     continue
@@ -738,20 +762,32 @@ class Cluster(FaultSteering, ClusterHandle):
 
     def shrink_isr(self, topic: str, partition: int, node_id: int) -> None:
         """Takes a follower out of the partition's ISR now; it stays out until `expand_isr`."""
-        self.call(lambda: self.state.shrink_isr(topic, partition, node_id))
+        self._checked(topic, partition, node_id, lambda: self.state.shrink_isr(topic, partition, node_id))
 
     def expand_isr(self, topic: str, partition: int, node_id: int) -> None:
         """Lets the follower fetch again: it rejoins the ISR once caught up."""
-        self.call(lambda: self.state.expand_isr(topic, partition, node_id))
+        self._checked(topic, partition, node_id, lambda: self.state.expand_isr(topic, partition, node_id))
 
     def move_leader(self, topic: str, partition: int, node_id: int) -> None:
-        self.call(lambda: self.state.move_leader(topic, partition, node_id))
+        self._checked(topic, partition, node_id, lambda: self.state.move_leader(topic, partition, node_id))
 
     def elect_preferred_leaders(self) -> int:
         return self.call(self.state.elect_preferred_leaders)
 
+    def _checked(self, topic: str, partition: int, node_id: int, change: Callable[[], None]) -> None:
+        """`change` where the model runs, once the partition and the broker are known to exist."""
+        def apply() -> None:
+            check_partition(self.state, topic, partition)
+            check_broker(self.state, node_id)
+            change()
+        self.call(apply)
+
     def _fault(self, fault: Fault) -> Fault:
-        self.call(lambda: self.state.faults.add(fault))
+        def add() -> None:
+            if fault.broker is not None:
+                check_broker(self.state, fault.broker)
+            self.state.faults.add(fault)
+        self.call(add)
         return fault
 
     def clear_faults(self) -> None:
@@ -760,9 +796,7 @@ class Cluster(FaultSteering, ClusterHandle):
     def partition_state(self, topic: str, partition: int) -> dict[str, Any]:
         """Leader, leader epoch, replicas, ISR, and each replica's log end offset and high watermark."""
         def read() -> dict[str, Any]:
-            p = self.state.partition(topic, partition)
-            if p is None:
-                raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{partition} does not exist")
+            p = check_partition(self.state, topic, partition)
             return {"leader": p.leader_id, "leader_epoch": p.leader_epoch, "replicas": list(p.replicas),
                     "isr": list(p.isr), "high_watermark": p.log.high_watermark,
                     "log_end_offsets": {r: log.log_end_offset for r, log in p.logs.items()}}

@@ -177,13 +177,20 @@ def three_brokers() -> Iterator[str]:
 @pytest.mark.parametrize(("args", "code", "message"), [
     (["kill-broker", "7"], 1, "fakekafka ctl: there is no broker 7; the brokers are 1, 2, 3\n"),
     (["kill-broker", "abc"], 2, "argument broker: invalid int value: 'abc'"),
-    (["partition-state", "nosuch", "0"], 1, "fakekafka ctl: UNKNOWN_TOPIC_OR_PARTITION: nosuch-0 does not exist\n"),
+    (["partition-state", "nosuch", "0"], 1, "fakekafka ctl: UNKNOWN_TOPIC_OR_PARTITION: there is no topic 'nosuch'; "
+                                            "the topics are none\n"),
     (["inject-error", "Produce", "BOGUS"], 1, "fakekafka ctl: unknown error 'BOGUS'; names are Kafka's, e.g. "
                                               "NOT_LEADER_OR_FOLLOWER"),
     (["inject-error", "Bogus", "NOT_LEADER_OR_FOLLOWER"], 1, "fakekafka ctl: unknown API 'Bogus'"),
-    (["shrink-isr", "nosuch", "0", "2"], 1, "UNKNOWN_TOPIC_OR_PARTITION: nosuch-0 does not exist"),
-    (["advance-clock", "10"], 1, "advance_clock needs a cluster started with clock=ManualClock()"),
-    (["force-compaction", "nosuch"], 1, "fakekafka ctl: UNKNOWN_TOPIC_OR_PARTITION: Topic nosuch does not exist\n"),
+    (["shrink-isr", "nosuch", "0", "2"], 1, "UNKNOWN_TOPIC_OR_PARTITION: there is no topic 'nosuch'"),
+    (["advance-clock", "10"], 1, "fakekafka ctl: advance-clock needs a frozen clock: start the broker with "
+                                 "`fakekafka serve --clock frozen`\n"),
+    (["force-compaction", "nosuch"], 1, "fakekafka ctl: UNKNOWN_TOPIC_OR_PARTITION: there is no topic 'nosuch'; "
+                                        "the topics are none\n"),
+    (["inject-error", "Produce", "NOT_LEADER_OR_FOLLOWER", "--count", "-3"], 1,
+     "fakekafka ctl: count must be 1 or more, not -3\n"),
+    (["inject-latency", "-100"], 1, "fakekafka ctl: ms must be 0 or more, not -100\n"),
+    (["throttle", "-5"], 1, "fakekafka ctl: ms must be 0 or more, not -5\n"),
 ])
 def test_ctl_mistakes_are_answered_in_words(three_brokers: str, args: list[str], code: int, message: str) -> None:
     r = _ctl(three_brokers, *args)

@@ -11,19 +11,22 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from fakekafka.chaos import Chaos, Profile, Schedule, Step
     from fakekafka.model.acl import STANDARD_AUTHORIZER, AclBinding, AclBindingFilter
     from fakekafka.model.clock import ManualClock, SystemClock
     from fakekafka.model.cluster import ClusterState
     from fakekafka.model.config import BrokerConfig
     from fakekafka.model.errors import ApiError
+    from fakekafka.model.hooks import Answer, Delay, Drop, Edit, Fail, Hold, Intercepted, Several, Throttle
     from fakekafka.model.metadata import Broker
     from fakekafka.net.server import Server
     from fakekafka.proxy import Proxy
     from fakekafka.testing.embedded import Cluster
 
-__all__ = ["STANDARD_AUTHORIZER", "AclBinding", "AclBindingFilter", "ApiError",
-           "Broker", "BrokerConfig", "Cluster", "ClusterState", "ManualClock", "Proxy", "Server",
-           "SystemClock", "__version__"]
+__all__ = ["STANDARD_AUTHORIZER", "AclBinding", "AclBindingFilter", "Answer", "ApiError",
+           "Broker", "BrokerConfig", "Chaos", "Cluster", "ClusterState", "Delay", "Drop", "Edit", "Fail", "Hold",
+           "Intercepted", "ManualClock", "Profile", "Proxy", "Schedule", "Server", "Several", "Step",
+           "SystemClock", "Throttle", "__version__"]
 __version__ = "0.1.0"
 
 _LAZY = {
@@ -32,6 +35,9 @@ _LAZY = {
     "SystemClock": "fakekafka.model.clock", "ApiError": "fakekafka.model.errors", "Broker": "fakekafka.model.metadata",
     "ClusterState": "fakekafka.model.cluster", "BrokerConfig": "fakekafka.model.config",
     "Server": "fakekafka.net.server", "Proxy": "fakekafka.proxy", "Cluster": "fakekafka.testing.embedded",
+    **dict.fromkeys(("Chaos", "Profile", "Schedule", "Step"), "fakekafka.chaos"),
+    **dict.fromkeys(("Answer", "Delay", "Drop", "Edit", "Fail", "Hold", "Intercepted", "Several", "Throttle"),
+                    "fakekafka.model.hooks"),
 }
 
 

@@ -34,6 +34,7 @@ from fakekafka.model.coordinators import CoordinatorPlacement, consumer_group_co
 from fakekafka.model.events import ClusterEvents, Event
 from fakekafka.model.faults import Faults
 from fakekafka.model.group import GroupConfig, GroupCoordinator
+from fakekafka.model.hooks import Hooks
 from fakekafka.model.internal_topics import INTERNAL_TOPICS, OFFSETS_TOPIC, SHARE_STATE_TOPIC, TRANSACTION_STATE_TOPIC
 from fakekafka.model.leadership import Leadership
 from fakekafka.model.log import StorageError
@@ -80,6 +81,9 @@ class ClusterState:
         """The ACLs and their decisions when `authorizer.class.name` names Kafka's StandardAuthorizer; None
         (Kafka's default): every request is allowed and the ACL APIs answer SECURITY_DISABLED."""
         self.faults = Faults()
+        self.hooks = Hooks()
+        """What intercepts requests as they are dispatched: the fault rules, a test's hooks, chaos."""
+        self.hooks.sources.append(self.faults)
         self.topics: dict[str, Topic] = {}
         self.topics_by_id: dict[uuid.UUID, Topic] = {}
         self.producer_ids = ProducerIds()

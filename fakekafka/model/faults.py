@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from fakekafka.model.hooks import Action, Delay, Drop, Fail, Intercepted, Throttle
 from fakekafka.wire import ErrorCode
 from fakekafka.wire.messages import API_MODULES
 
@@ -90,6 +91,15 @@ class Fault:
                 return False
         return True
 
+    def action(self) -> Action:
+        """The hook action this rule stands for (faults are hooks with a fixed action and a count)."""
+        if self.kind == FaultKind.ERROR:
+            assert self.error is not None
+            return Fail(self.error, after=self.after)
+        if self.kind in (FaultKind.DROP_BEFORE, FaultKind.DROP_AFTER):
+            return Drop(after=self.kind == FaultKind.DROP_AFTER)
+        return Delay(self.ms) if self.kind == FaultKind.LATENCY else Throttle(self.ms)
+
     def describe(self) -> str:
         api = API_MODULES[self.api_key][0] if self.api_key is not None else "any API"
         what = {FaultKind.ERROR: f"error {self.error.name if self.error else '?'}"
@@ -129,6 +139,22 @@ class Faults:
                     rule.count -= 1
                 rule.fired += 1
                 fired.append(rule)
+        self.rules = [r for r in self.rules if r.count is None or r.count > 0]
+        return fired
+
+    # --- as a source of hook actions (model/hooks.py): how the fake cluster applies its fault rules ----------
+    @property
+    def armed(self) -> bool:
+        return bool(self.rules)
+
+    def actions(self, request: Intercepted) -> list[tuple[str, Action]]:
+        fired = []
+        for rule in self.rules:
+            if rule.matches(request.api_key, request.broker, request.client_id, request.touched):
+                if rule.count is not None:
+                    rule.count -= 1
+                rule.fired += 1
+                fired.append((f"fault: {rule.describe()}", rule.action()))
         self.rules = [r for r in self.rules if r.count is None or r.count > 0]
         return fired
 

@@ -41,6 +41,7 @@ from fakekafka.testing.arguments import (
     check_transactional_id,
     listing,
 )
+from fakekafka.testing.chaos import ChaosRun, ChaosSteering, attach_chaos
 from fakekafka.testing.handle import ClusterHandle
 from fakekafka.wire import ErrorCode
 from fakekafka.wire.records import Compression, Record, build_batch, decode_batch
@@ -321,7 +322,7 @@ class LoopThread:
             thread.join(timeout)
 
 
-class Cluster(FaultSteering, ClusterHandle):
+class Cluster(FaultSteering, ChaosSteering, ClusterHandle):
     def __init__(self, *, partitions: int = 1, auto_create_topics: bool = True, host: str = "127.0.0.1",
                  port: int = 0, node_id: int = 1, clock: Clock | str | None = None,
                  config: BrokerConfig | Mapping[str, str] | None = None, group_initial_rebalance_delay_ms: int = 0,
@@ -330,14 +331,17 @@ class Cluster(FaultSteering, ClusterHandle):
                  listeners: str | None = None, advertised_listeners: str | None = None,
                  listener_security_protocol_map: str | None = None, sasl_enabled_mechanisms: str | None = None,
                  ssl_client_auth: str | None = None, users: dict[str, str] | None = None,
-                 data_dir: str | os.PathLike[str] | None = None, schema_registry: bool | int = False) -> None:
+                 data_dir: str | os.PathLike[str] | None = None, schema_registry: bool | int = False,
+                 chaos: Any = None) -> None:
         """`listeners` and the settings after it are Kafka's broker configs of the same names (they override
         `config`'s). An SSL/SASL_SSL listener without ssl.keystore.location gets a throwaway CA and
         certificates (`self.pki`: the CA file and a client certificate for clients). `users` are the
         SASL PLAIN/SCRAM users, name -> password. `data_dir` keeps the logs and metadata in that directory,
         so a cluster made again on it has them back (fakekafka/storage/datadir.py; DataDirError, a ValueError, for a
         directory that cannot be used); without it everything lives in memory only. `schema_registry` (True, or a
-        port) serves a Confluent-compatible Schema Registry beside the brokers (`schema_registry_url`)."""
+        port) serves a Confluent-compatible Schema Registry beside the brokers (`schema_registry_url`). `chaos`:
+        faults drawn from a seed (`fakekafka.Chaos(seed=7, profile="busy")`) or a schedule replayed
+        (`fakekafka.Schedule.load(path)`), with invariants checked (fakekafka/testing/chaos.py)."""
         if clock == "frozen":
             clock = ManualClock()
         elif isinstance(clock, str):
@@ -381,6 +385,8 @@ class Cluster(FaultSteering, ClusterHandle):
             if name not in self.state.topics:  # a data dir may have it already
                 self.state.create_topic(name, count)
         self.server = Server(self.state, host)
+        self.chaos: ChaosRun | None = attach_chaos(self.state, self.server, chaos)
+        """The chaos run (None: no chaos): its applied schedule through `chaos_schedule()`."""
         self.recorder: RequestRecorder | None = None
         if record is not None:  # every request from the first one, as Parquet (fakekafka/observe/recording.py)
             from fakekafka.observe.recording import RequestRecorder

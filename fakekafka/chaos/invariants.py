@@ -1,0 +1,269 @@
+"""What must hold however a run was broken, checked on the cluster's own state and the answers it sent, each
+violation reported with its evidence (offsets, producer ids, sequences).
+
+Built in:
+- acknowledged records are never lost: every batch a Produce with acks=all was answered NONE for is still in
+  its partition at the offset it was given (unless retention or DeleteRecords moved the log start past it, or
+  the topic allows unclean leader election, whose loss is expected);
+- no duplicates from an idempotent producer: no two batches of a partition with one producer id, epoch and
+  sequence;
+- per-partition order: an idempotent producer's sequences grow with the offsets in each partition;
+- read_committed never sees aborted records: every aborted transactional batch a read_committed Fetch returned
+  was listed in its answer's aborted transactions (so the client drops it), and nothing at or past the answer's
+  last stable offset was returned.
+
+An app-level invariant is a callable given a `ChaosView` (the cluster's records): it returns None or True when
+the invariant holds, and False, a message, or raises AssertionError when it does not.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from fakekafka.model.cluster import ClusterState
+from fakekafka.model.hooks import Intercepted
+from fakekafka.model.metadata import Partition
+from fakekafka.wire.records import Record, decode_batch, read_header
+
+__all__ = ["ChaosView", "Ledger", "Violation", "check_invariants"]
+
+_READ_COMMITTED = 1
+
+
+@dataclass(frozen=True)
+class Violation:
+    invariant: str
+    message: str
+    evidence: tuple[str, ...] = ()
+
+    def lines(self) -> list[str]:
+        return [f"{self.invariant}: {self.message}", *(f"  {e}" for e in self.evidence)]
+
+
+@dataclass(frozen=True)
+class _Acked:
+    topic: str
+    partition: int
+    base_offset: int
+    count: int
+    producer_id: int
+    sequence: int
+    client_id: str | None
+
+
+@dataclass(frozen=True)
+class _FetchedTxn:
+    topic: str
+    partition: int
+    base_offset: int
+    producer_id: int
+    aborted_listed: bool
+
+
+@dataclass
+class Ledger:
+    """An observer of the cluster's answers (`Hooks.observers`): what it acknowledged and what read_committed
+    consumers were given."""
+
+    cluster: ClusterState
+    acked: list[_Acked] = field(default_factory=list)
+    fetched: list[_FetchedTxn] = field(default_factory=list)
+    past_lso: list[str] = field(default_factory=list)
+
+    def __call__(self, request: Intercepted, answer: Any, applied: bool) -> None:
+        if answer is None or not applied:
+            return
+        if request.api_key == 0 and request.body.acks == -1:
+            self._produced(request, answer)
+        elif request.api_key == 1 and getattr(request.body, "isolation_level", 0) == _READ_COMMITTED:
+            self._fetched(answer)
+
+    def _name(self, entry: Any) -> str | None:
+        name = (entry.get("name") or entry.get("topic")) if hasattr(entry, "get") else None
+        if name:
+            return name
+        topic_id = entry.get("topic_id") if hasattr(entry, "get") else None
+        t = self.cluster.topics_by_id.get(topic_id) if topic_id is not None else None
+        return t.name if t is not None else None
+
+    def _produced(self, request: Intercepted, answer: Any) -> None:
+        sent: dict[tuple[str, int], bytes] = {}
+        for t in request.body.topic_data:
+            name = self._name(t)
+            for p in t.partition_data:
+                if name is not None and p.records:
+                    sent[(name, p.index)] = bytes(p.records[:61])
+        for t in answer["responses"]:
+            name = self._name(t)
+            for r in t["partition_responses"]:
+                head = sent.get((name, r["index"])) if name is not None else None
+                if head is None or r["error_code"] != 0 or len(head) < 61:
+                    continue
+                h = read_header(head)
+                self.acked.append(_Acked(name, r["index"], r["base_offset"], h.last_offset_delta + 1,  # type: ignore[arg-type]
+                                         h.producer_id, h.base_sequence, request.client_id))
+
+    def _fetched(self, answer: Any) -> None:
+        for t in answer.get("responses", []):
+            name = self._name(t)
+            if name is None:
+                continue
+            for p in t.get("partitions", []):
+                records = p.get("records")
+                if not records:
+                    continue
+                buffers = records if isinstance(records, tuple) else (records,)
+                aborted = {(a["producer_id"], a["first_offset"]) for a in p.get("aborted_transactions") or []}
+                lso = p.get("last_stable_offset", -1)
+                for buf in buffers:
+                    data, pos = memoryview(buf), 0
+                    while len(data) - pos >= 61:
+                        h = read_header(data, pos)
+                        pos += h.size
+                        if lso >= 0 and h.last_offset >= lso and not h.is_control:
+                            self.past_lso.append(f"{name}-{p['partition_index']}: batch {h.base_offset}.."
+                                                 f"{h.last_offset} returned with last stable offset {lso}")
+                        if h.is_transactional and not h.is_control:
+                            listed = any(pid == h.producer_id and first <= h.base_offset for pid, first in aborted)
+                            self.fetched.append(_FetchedTxn(name, p["partition_index"], h.base_offset,
+                                                            h.producer_id, listed))
+
+
+class ChaosView:
+    """The cluster's records for an app-level invariant (read on the cluster's loop: no races with requests)."""
+
+    def __init__(self, cluster: ClusterState) -> None:
+        self.cluster = cluster
+
+    def topics(self) -> list[str]:
+        return sorted(t for t in self.cluster.topics if not t.startswith("__"))
+
+    def records(self, topic: str, *, committed: bool = True) -> list[Record]:
+        """Every record of the topic up to the high watermark, partition by partition in offset order, with
+        `.partition` set; with `committed` (the default) as a read_committed consumer sees them: no aborted
+        records and nothing of a transaction still open."""
+        t = self.cluster.topics.get(topic)
+        if t is None:
+            raise KeyError(f"no topic {topic!r}; topics: {', '.join(self.topics()) or '(none)'}")
+        out: list[Record] = []
+        for p in t.partitions:
+            log = p.log
+            end = log.last_stable_offset if committed else log.high_watermark
+            for batch in list(log.batches):
+                h = read_header(batch)
+                if h.is_control or h.last_offset < log.log_start_offset or h.base_offset >= end:
+                    continue
+                if committed and h.is_transactional and any(
+                        a.producer_id == h.producer_id and a.first_offset <= h.base_offset <= a.last_offset
+                        for a in log.aborted):
+                    continue
+                for r in decode_batch(batch).records:
+                    if log.log_start_offset <= r.offset < end:
+                        r.partition = p.index
+                        out.append(r)
+        return out
+
+    def values(self, topic: str, *, committed: bool = True) -> list[bytes | None]:
+        return [r.value for r in self.records(topic, committed=committed)]
+
+
+def _user_partitions(cluster: ClusterState) -> list[Partition]:
+    return [p for t in cluster.topics.values() if not t.name.startswith("__") for p in t.partitions]
+
+
+def check_invariants(cluster: ClusterState, ledger: Ledger,
+                     app: tuple[Callable[[ChaosView], Any], ...] = ()) -> list[Violation]:
+    """Every violation of the built-in invariants and of `app`'s, with evidence."""
+    out: list[Violation] = []
+    out.extend(_acked_not_lost(cluster, ledger))
+    out.extend(_idempotent(cluster))
+    out.extend(_read_committed(cluster, ledger))
+    view = ChaosView(cluster)
+    for check in app:
+        name = getattr(check, "__name__", repr(check))
+        try:
+            verdict = check(view)
+        except AssertionError as e:
+            out.append(Violation(f"app invariant {name}", str(e) or "assertion failed"))
+            continue
+        if verdict is False:
+            out.append(Violation(f"app invariant {name}", "returned False"))
+        elif isinstance(verdict, str):
+            out.append(Violation(f"app invariant {name}", verdict))
+    return out
+
+
+def _acked_not_lost(cluster: ClusterState, ledger: Ledger) -> list[Violation]:
+    lost: list[str] = []
+    batches: dict[tuple[str, int], dict[int, int]] = {}
+    for a in ledger.acked:
+        p = cluster.partition(a.topic, a.partition)
+        if p is None or cluster.topic_config(p.topic, "unclean.leader.election.enable") == "true":
+            continue  # a deleted topic; or unclean election allowed, whose loss is expected
+        log = p.log
+        if a.base_offset < log.log_start_offset:
+            continue  # retention or DeleteRecords, not a loss
+        if (a.topic, a.partition) not in batches:
+            batches[(a.topic, a.partition)] = {h.base_offset: h.last_offset_delta + 1
+                                               for h in (read_header(b) for b in list(log.batches))}
+        count = batches[(a.topic, a.partition)].get(a.base_offset)
+        if count != a.count or a.base_offset + a.count > log.high_watermark:
+            lost.append(f"{a.topic}-{a.partition} offsets {a.base_offset}..{a.base_offset + a.count - 1} "
+                        f"(producer {a.producer_id}, sequence {a.sequence}, client {a.client_id}) were acknowledged; "
+                        f"the log has {'no batch there' if count is None else f'{count} records there'}, high "
+                        f"watermark {log.high_watermark}")
+    if not lost:
+        return []
+    return [Violation("acknowledged records lost", f"{len(lost)} acknowledged batch(es) (acks=all) are gone",
+                      tuple(lost[:20]))]
+
+
+def _idempotent(cluster: ClusterState) -> list[Violation]:
+    dups: list[str] = []
+    disorder: list[str] = []
+    for p in _user_partitions(cluster):
+        seen: dict[tuple[int, int, int], int] = {}
+        last: dict[tuple[int, int], tuple[int, int]] = defaultdict(lambda: (-1, -1))
+        for b in list(p.log.batches):
+            h = read_header(b)
+            if h.producer_id < 0 or h.base_sequence < 0 or h.is_control:
+                continue
+            key = (h.producer_id, h.producer_epoch, h.base_sequence)
+            where = f"{p.topic.name}-{p.index}"
+            if key in seen:
+                dups.append(f"{where}: producer {h.producer_id} epoch {h.producer_epoch} sequence {h.base_sequence} "
+                            f"at offsets {seen[key]} and {h.base_offset}")
+            seen[key] = h.base_offset
+            prev_seq, prev_offset = last[(h.producer_id, h.producer_epoch)]
+            if prev_seq >= 0 and h.base_sequence <= prev_seq and prev_seq - h.base_sequence < 1 << 30:
+                disorder.append(f"{where}: producer {h.producer_id} sequence {h.base_sequence} at offset "
+                                f"{h.base_offset} follows sequence {prev_seq} at offset {prev_offset}")
+            last[(h.producer_id, h.producer_epoch)] = (h.last_sequence, h.base_offset)
+    out = []
+    if dups:
+        out.append(Violation("duplicates from an idempotent producer", f"{len(dups)} batch(es) written twice",
+                             tuple(dups[:20])))
+    if disorder:
+        out.append(Violation("per-partition order", f"{len(disorder)} batch(es) out of sequence order",
+                             tuple(disorder[:20])))
+    return out
+
+
+def _read_committed(cluster: ClusterState, ledger: Ledger) -> list[Violation]:
+    bad: list[str] = []
+    for f in ledger.fetched:
+        p = cluster.partition(f.topic, f.partition)
+        if p is None or f.aborted_listed:
+            continue
+        if any(a.producer_id == f.producer_id and a.first_offset <= f.base_offset <= a.last_offset
+               for a in p.log.aborted):
+            bad.append(f"{f.topic}-{f.partition}: aborted batch at offset {f.base_offset} (producer "
+                       f"{f.producer_id}) returned without its aborted transaction listed")
+    bad.extend(ledger.past_lso)
+    if not bad:
+        return []
+    return [Violation("read_committed sees only committed records",
+                      f"{len(bad)} batch(es) a read_committed consumer could take as committed", tuple(bad[:20]))]

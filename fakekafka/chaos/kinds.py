@@ -1,0 +1,80 @@
+"""The faults chaos may draw, each with the Kafka mechanism that produces it: a schedule never does what a real
+cluster cannot. Errors are listed per API, only where Kafka's broker answers them, and with whether the request
+took effect first (Kafka appends a Produce before it times out waiting for the ISR; it refuses one for too few
+in-sync replicas before appending)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["ERRORS", "KINDS", "LegalError", "legal_errors"]
+
+
+@dataclass(frozen=True)
+class LegalError:
+    api: str
+    error: str
+    after: bool
+    """The broker applied the request before answering the error."""
+    retriable: bool
+    mechanism: str
+
+
+_COORDINATOR = (
+    ("COORDINATOR_LOAD_IN_PROGRESS", False, True,
+     "the coordinator's __consumer_offsets / __transaction_state partition is still loading after a leader change"),
+    ("NOT_COORDINATOR", False, True,
+     "the coordinator moved: its partition's leadership went to another broker since the client looked it up"),
+)
+
+ERRORS: tuple[LegalError, ...] = (
+    LegalError("Produce", "NOT_LEADER_OR_FOLLOWER", False, True,
+               "leadership moved (election, reassignment, controlled shutdown) before the client's metadata caught up"),
+    LegalError("Produce", "NOT_ENOUGH_REPLICAS", False, True,
+               "the ISR shrank below min.insync.replicas (a follower fell behind), checked before the append"),
+    LegalError("Produce", "NOT_ENOUGH_REPLICAS_AFTER_APPEND", True, True,
+               "the ISR shrank below min.insync.replicas after the leader appended (acks=all)"),
+    LegalError("Produce", "REQUEST_TIMED_OUT", True, True,
+               "acks=all: the leader appended, the followers did not replicate within the request's timeout_ms"),
+    LegalError("Fetch", "NOT_LEADER_OR_FOLLOWER", False, True,
+               "leadership moved before the consumer's metadata caught up"),
+    LegalError("ListOffsets", "NOT_LEADER_OR_FOLLOWER", False, True,
+               "leadership moved before the client's metadata caught up"),
+    LegalError("FindCoordinator", "COORDINATOR_NOT_AVAILABLE", False, True,
+               "the coordinator's internal-topic partition has no live leader for a moment"),
+    *(LegalError(api, error, after, retriable, mechanism) for api in (
+        "JoinGroup", "SyncGroup", "Heartbeat", "OffsetCommit", "OffsetFetch", "ConsumerGroupHeartbeat",
+        "InitProducerId", "AddPartitionsToTxn", "AddOffsetsToTxn", "TxnOffsetCommit", "EndTxn")
+      for error, after, retriable, mechanism in _COORDINATOR),
+    LegalError("OffsetCommit", "COORDINATOR_NOT_AVAILABLE", False, True,
+               "writing the commit to __consumer_offsets timed out (Kafka maps NOT_ENOUGH_REPLICAS and "
+               "REQUEST_TIMED_OUT of that append to COORDINATOR_NOT_AVAILABLE)"),
+    LegalError("InitProducerId", "CONCURRENT_TRANSACTIONS", False, True,
+               "the id's previous transaction is still completing (markers being written)"),
+    LegalError("AddPartitionsToTxn", "CONCURRENT_TRANSACTIONS", False, True,
+               "the producer's previous transaction is still completing (markers being written)"),
+    LegalError("AddOffsetsToTxn", "CONCURRENT_TRANSACTIONS", False, True,
+               "the producer's previous transaction is still completing (markers being written)"),
+    LegalError("OffsetCommit", "REBALANCE_IN_PROGRESS", False, False,
+               "a rebalance started (a member joined or left) after the consumer's last heartbeat"),
+    LegalError("OffsetCommit", "ILLEGAL_GENERATION", False, False,
+               "the group moved to a new generation without this member (its session expired meanwhile)"),
+    LegalError("Heartbeat", "REBALANCE_IN_PROGRESS", False, True,
+               "a rebalance started (a member joined or left): the member must rejoin"),
+)
+
+KINDS = {
+    "error": "an error answer Kafka's broker gives for this API (see each error's mechanism)",
+    "latency": "a slow answer: a busy request queue, a GC pause, a slow disk flush on the broker",
+    "drop_before": "the TCP connection broke before the broker read the request (network fault, broker restart)",
+    "drop_after": "the broker applied the request, then the connection broke before the answer reached the client "
+                  "(the client times out and retries a request that took effect)",
+    "kill": "the broker process crashed (SIGKILL) and was restarted: its connections drop, leaders move to the ISR",
+    "move_leader": "a partition's leadership moved to another in-sync replica (preferred-replica election, "
+                   "reassignment)",
+}
+
+
+def legal_errors(api: str, *, non_retriable: bool) -> list[LegalError]:
+    """The errors chaos may answer `api` with."""
+    return [e for e in ERRORS if e.api == api and (non_retriable or e.retriable)]

@@ -1,0 +1,106 @@
+"""How much chaos: the rate of each fault kind per request, and their ranges. Named profiles, or a JSON file of
+the same fields."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fakekafka.model.faults import api_key_of
+
+__all__ = ["PROFILES", "Profile", "profile_of"]
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Rates are per request of an API chaos may touch (the ones with legal errors, Produce and Fetch first),
+    drawn once per request: at most one fault per request."""
+
+    name: str = "default"
+    error_rate: float = 0.05
+    non_retriable: bool = False
+    """Also errors the client cannot retry (a commit refused for a new generation)."""
+    latency_rate: float = 0.05
+    latency_ms: tuple[int, int] = (5, 50)
+    drop_rate: float = 0.03
+    """Half before the request is applied, half after."""
+    kill_rate: float = 0.0
+    down_ms: tuple[int, int] = (50, 300)
+    move_leader_rate: float = 0.0
+    apis: tuple[str, ...] = ()
+    """Only these APIs (Kafka's names); empty: every API a fault kind applies to."""
+    max_faults: int | None = 20
+    """At most this many faults in a run (None: no limit), so a run ends."""
+    skip_first: int = 0
+    """Requests of each API left alone at the start (the client's first connection, say)."""
+
+    def __post_init__(self) -> None:
+        for name in ("error_rate", "latency_rate", "drop_rate", "kill_rate", "move_leader_rate"):
+            rate = getattr(self, name)
+            if not isinstance(rate, (int, float)) or not 0 <= rate <= 1:
+                raise ValueError(f"chaos profile {self.name!r}: {name} is a rate between 0 and 1, not {rate!r}")
+        if sum(getattr(self, n) for n in ("error_rate", "latency_rate", "drop_rate", "kill_rate",
+                                          "move_leader_rate")) > 1:
+            raise ValueError(f"chaos profile {self.name!r}: the rates add up to more than 1 (one fault per request)")
+        for name in ("latency_ms", "down_ms"):
+            lo, hi = getattr(self, name)
+            if not 0 <= lo <= hi:
+                raise ValueError(f"chaos profile {self.name!r}: {name} is [low, high] milliseconds, not {[lo, hi]}")
+        for api in self.apis:
+            api_key_of(api)  # unknown names in Kafka's words
+
+    @property
+    def quiet(self) -> bool:
+        return not (self.error_rate or self.latency_rate or self.drop_rate or self.kill_rate or self.move_leader_rate)
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], name: str = "file") -> Profile:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"chaos profile {name!r}: unknown field(s) {', '.join(unknown)}; fields: "
+                             f"{', '.join(sorted(known))}")
+        given = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+        return cls(**{"name": name, **given})
+
+
+PROFILES: dict[str, Profile] = {
+    "none": Profile("none", error_rate=0, latency_rate=0, drop_rate=0),
+    "default": Profile("default"),
+    "network": Profile("network", error_rate=0, latency_rate=0.1, latency_ms=(10, 200), drop_rate=0.1),
+    "busy": Profile("busy", error_rate=0.15, latency_rate=0.1, drop_rate=0.08, kill_rate=0.01,
+                    move_leader_rate=0.03, max_faults=40),
+    "harsh": Profile("harsh", error_rate=0.2, non_retriable=True, latency_rate=0.1, drop_rate=0.1, kill_rate=0.02,
+                     move_leader_rate=0.05, max_faults=60),
+}
+"""none: chaos on, nothing drawn (its overhead alone); default: a few retriable errors, small latencies, dropped
+connections; network: latency and dropped connections only; busy: more of everything, broker kills and leader
+moves; harsh: busy with errors clients cannot retry."""
+
+
+def profile_of(given: str | os.PathLike[str] | Profile | None) -> Profile:
+    """A profile by name, from a JSON file, or as given."""
+    if given is None:
+        return PROFILES["default"]
+    if isinstance(given, Profile):
+        return given
+    text = os.fspath(given)
+    if text in PROFILES:
+        return PROFILES[text]
+    path = Path(text)
+    if not path.is_file():
+        raise ValueError(f"unknown chaos profile {text!r}: names are {', '.join(PROFILES)}, or a JSON file's path")
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"chaos profile {text}: not JSON ({e})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"chaos profile {text}: a JSON object of rates is expected")
+    return Profile.from_json(data, name=data.pop("name", path.stem))

@@ -1,0 +1,145 @@
+"""A chaos schedule: the faults a run applied, each at its point of the request sequence (the nth request of an
+API), written out as JSON and replayed exactly: the same steps at the same points."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fakekafka.chaos.kinds import KINDS
+
+__all__ = ["Schedule", "Step"]
+
+_FORMAT = "fakekafka-chaos-schedule/1"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One fault at one request point: the `nth` request (0 first) of `api` the cluster dispatched."""
+
+    api: str
+    nth: int
+    kind: str
+    """One of `fakekafka.chaos.kinds.KINDS`."""
+    error: str | None = None
+    after: bool = False
+    ms: int = 0
+    """latency: the delay; kill: how long the broker stays down."""
+    broker: int | None = None
+    """kill: the broker killed; move_leader: the new leader; otherwise the broker that got the request."""
+    topic: str | None = None
+    partition: int | None = None
+    mechanism: str = ""
+    t_ms: int = field(default=0, compare=False)
+    """When it applied, on the cluster's clock, since the run started (for reading; not part of its identity)."""
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown chaos step kind {self.kind!r}; kinds: {', '.join(KINDS)}")
+        if self.kind == "error" and not self.error:
+            raise ValueError("a chaos error step names its error (Kafka's name, e.g. NOT_LEADER_OR_FOLLOWER)")
+        if self.nth < 0:
+            raise ValueError(f"a chaos step's nth counts requests from 0, not {self.nth}")
+
+    @property
+    def point(self) -> tuple[str, int]:
+        return self.api, self.nth
+
+    def describe(self) -> str:
+        """In words: "t=1.2 s: Produce #3 to orders-3 answered NOT_LEADER_OR_FOLLOWER after append"."""
+        where = ""
+        if self.topic is not None:
+            where = f" to {self.topic}" + (f"-{self.partition}" if self.partition is not None else "")
+        applied = "append" if self.api == "Produce" else "it was applied"
+        what = {
+            "error": f"answered {self.error}" + (f" after {applied}" if self.after else ""),
+            "latency": f"answered {self.ms} ms late",
+            "drop_before": "connection dropped before it was applied",
+            "drop_after": f"connection dropped after {applied}",
+            "kill": f"broker {self.broker} killed, restarted {self.ms} ms later",
+            "move_leader": f"leadership moved to broker {self.broker}",
+        }[self.kind]
+        return f"t={self.t_ms / 1000:.1f} s: {self.api} #{self.nth}{where} {what}"
+
+    def to_json(self) -> dict[str, Any]:
+        defaults = {f.name: f.default for f in dataclasses.fields(self)}
+        return {k: v for k, v in dataclasses.asdict(self).items()
+                if k in ("api", "nth", "kind") or (v is not None and v != defaults[k])}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Step:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"a chaos step has unknown field(s) {', '.join(unknown)}; "
+                             f"fields: {', '.join(sorted(known))}")
+        missing = [k for k in ("api", "nth", "kind") if k not in data]
+        if missing:
+            raise ValueError(f"a chaos step needs {', '.join(missing)}: {data}")
+        return cls(**data)
+
+
+@dataclass
+class Schedule:
+    """Steps in the order they applied; `seed` and `profile` say where they came from (None: made by hand or
+    shrunk)."""
+
+    steps: list[Step] = field(default_factory=list)
+    seed: int | None = None
+    profile: str | None = None
+
+    def __iter__(self) -> Iterator[Step]:
+        return iter(self.steps)
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def key(self) -> list[Step]:
+        """What makes two schedules the same (times left out: they are on the wall clock unless it is frozen)."""
+        return list(self.steps)
+
+    def same_as(self, other: Schedule) -> bool:
+        return self.key() == other.key()
+
+    def subset(self, steps: Iterable[Step]) -> Schedule:
+        return Schedule(list(steps), self.seed, self.profile)
+
+    def lines(self) -> list[str]:
+        return [s.describe() for s in self.steps] or ["(no faults)"]
+
+    def describe(self) -> str:
+        return "; ".join(self.lines())
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": _FORMAT, "seed": self.seed, "profile": self.profile,
+                "steps": [s.to_json() for s in self.steps]}
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        out = Path(path)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(self.to_json(), indent=1) + "\n")
+        return out
+
+    @classmethod
+    def from_json(cls, data: Any) -> Schedule:
+        if not isinstance(data, dict) or data.get("format") != _FORMAT or not isinstance(data.get("steps"), list):
+            raise ValueError(f"not a chaos schedule: a JSON object with format {_FORMAT!r} and a list of steps "
+                             "is expected")
+        return cls([Step.from_json(s) for s in data["steps"]], data.get("seed"), data.get("profile"))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Schedule:
+        """A schedule written by `save` (a chaos run, a shrunk failure), to replay with `chaos=Schedule.load(p)`."""
+        try:
+            text = Path(path).read_text()
+        except OSError as e:
+            raise ValueError(f"cannot read chaos schedule {os.fspath(path)}: {e.strerror}") from None
+        try:
+            return cls.from_json(json.loads(text))
+        except json.JSONDecodeError as e:
+            raise ValueError(f"chaos schedule {os.fspath(path)}: not JSON ({e})") from None

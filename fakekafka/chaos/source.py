@@ -1,0 +1,215 @@
+"""Chaos as a source of hook actions (fakekafka/model/hooks.py): at each request point a seeded generator draws a
+Kafka-legal fault, or a schedule replays one; every fault applied is kept as a step of the applied schedule.
+
+The draw for a request depends only on the seed, the API and the request's place among that API's requests
+(`Intercepted.nth`), so the same client behaviour meets the same faults whatever other APIs' requests interleave.
+Broker kills need the network edge (closing the broker's connections, listening again later): the owner of the
+cluster gives a `BrokerOperator`; without one, chaos draws no kills.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from fakekafka.chaos.kinds import KINDS, legal_errors
+from fakekafka.chaos.profile import Profile, profile_of
+from fakekafka.chaos.schedule import Schedule, Step
+from fakekafka.model.cluster import ClusterState
+from fakekafka.model.hooks import Action, Delay, Drop, Fail, Intercepted
+from fakekafka.wire import ErrorCode
+
+__all__ = ["BrokerOperator", "Chaos", "ChaosSource", "chaos_of"]
+
+_SCOPE = ("Produce", "Fetch", "ListOffsets", "FindCoordinator", "JoinGroup", "SyncGroup", "Heartbeat",
+          "OffsetCommit", "OffsetFetch", "ConsumerGroupHeartbeat", "InitProducerId", "AddPartitionsToTxn",
+          "AddOffsetsToTxn", "TxnOffsetCommit", "EndTxn")
+"""The APIs chaos touches by default: the ones applications' correctness rests on. Metadata and ApiVersions are
+left alone (their number depends on timers, which would make the request points of a run drift)."""
+
+
+class BrokerOperator(Protocol):
+    def kill_broker(self, node_id: int, down_ms: int) -> None:
+        """Kills the broker now (its connections dropped) and restarts it `down_ms` later."""
+        ...
+
+
+@dataclass
+class Chaos:
+    """What a chaos run is: a seed and a profile (`Chaos(seed=7, profile="busy")`), or a schedule to replay
+    (`Chaos(schedule=Schedule.load(path))`). Given to `Cluster(chaos=...)`, the pytest marker's `chaos=`, or
+    `fakekafka serve --chaos-seed`. `invariants` are app-level checks (callables over a `ChaosView`) run with the
+    built-in ones. A seed of None takes one from the command line (`pytest --chaos-seeds`)."""
+
+    seed: int | None = None
+    profile: str | os.PathLike[str] | Profile | None = None
+    schedule: Schedule | None = None
+    invariants: tuple[object, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.seed is not None and (not isinstance(self.seed, int) or isinstance(self.seed, bool)):
+            raise ValueError(f"a chaos seed is an integer, not {self.seed!r}")
+        if self.schedule is not None and not isinstance(self.schedule, Schedule):
+            raise ValueError("chaos schedule= takes a fakekafka.Schedule (Schedule.load(path))")
+        self.profile = profile_of(self.profile)
+        for check in self.invariants:
+            if not callable(check):
+                raise ValueError(f"a chaos invariant is a callable over the cluster's records, not {check!r}")
+
+
+def chaos_of(given: Chaos | Schedule | int | bool | None) -> Chaos | None:
+    """What `Cluster(chaos=...)` takes: a Chaos, a Schedule to replay, or a seed."""
+    if given is None or given is False:
+        return None
+    if isinstance(given, Chaos):
+        return given
+    if isinstance(given, Schedule):
+        return Chaos(schedule=given, profile=given.profile if given.profile in (None, *_profile_names()) else None)
+    if given is True:
+        raise ValueError("chaos=True takes its seeds from the command line (pytest --chaos-seeds N); a cluster "
+                         "made by hand needs chaos=fakekafka.Chaos(seed=N)")
+    if isinstance(given, int):
+        return Chaos(seed=given)
+    raise ValueError(f"chaos= takes fakekafka.Chaos(seed=..., profile=...), a fakekafka.Schedule or a seed, "
+                     f"not {given!r}")
+
+
+def _profile_names() -> tuple[str, ...]:
+    from fakekafka.chaos.profile import PROFILES
+    return tuple(PROFILES)
+
+
+@dataclass
+class ChaosSource:
+    """Draws (or replays) faults for one cluster and keeps the schedule it applied."""
+
+    cluster: ClusterState
+    chaos: Chaos
+    operator: BrokerOperator | None = None
+    applied: Schedule = field(default_factory=Schedule)
+    started_ms: int = 0
+
+    def __post_init__(self) -> None:
+        profile = self.chaos.profile
+        assert isinstance(profile, Profile)
+        self.profile = profile
+        self.applied = Schedule([], self.chaos.seed, profile.name if self.chaos.schedule is None
+                                else self.chaos.schedule.profile)
+        self.started_ms = self.cluster.clock.now_ms()
+        self.replay = None if self.chaos.schedule is None else {s.point: s for s in self.chaos.schedule}
+        self.scope = set(profile.apis or _SCOPE)
+        if self.replay is None and self.chaos.seed is None:
+            raise ValueError("a chaos run needs a seed or a schedule (fakekafka.Chaos(seed=N))")
+
+    @property
+    def armed(self) -> bool:
+        return True
+
+    def actions(self, request: Intercepted) -> list[tuple[str, Action]]:
+        if request.touched and all(t.startswith("__") for t, _ in request.touched):
+            return []  # the brokers' own traffic on internal topics is not the application's
+        if self.replay is not None:
+            step = self.replay.get((request.api, request.nth))
+            step = step if step is not None and self._applicable(step, request) else None
+        else:
+            step = self._draw(request)
+        if step is None:
+            return []
+        action = self._apply(step, request)
+        step = dataclasses.replace(step, t_ms=self.cluster.clock.now_ms() - self.started_ms,
+                                   mechanism=step.mechanism or self._mechanism(step))
+        self.applied.steps.append(step)
+        return [(f"chaos: {step.describe()}", action)] if action is not None else []
+
+    # --- drawing --------------------------------------------------------------------------------------------
+    def _draw(self, request: Intercepted) -> Step | None:
+        p = self.profile
+        if request.api not in self.scope or request.nth < p.skip_first:
+            return None
+        if p.max_faults is not None and len(self.applied) >= p.max_faults:
+            return None
+        rng = random.Random(f"{self.chaos.seed}:{request.api}:{request.nth}")
+        u = rng.random()
+        where = _first_partition(request)
+        topic, partition = where if where else (None, None)
+        base = {"api": request.api, "nth": request.nth, "topic": topic, "partition": partition}
+        errors = legal_errors(request.api, non_retriable=p.non_retriable)
+        for kind, rate in (("error", p.error_rate if errors else 0), ("latency", p.latency_rate),
+                           ("drop", p.drop_rate), ("kill", p.kill_rate if self.operator else 0),
+                           ("move_leader", p.move_leader_rate)):
+            if u >= rate:
+                u -= rate
+                continue
+            if kind == "error":
+                e = errors[rng.randrange(len(errors))]
+                return Step(**base, kind="error", error=e.error, after=e.after, broker=request.broker,
+                            mechanism=e.mechanism)
+            if kind == "latency":
+                return Step(**base, kind="latency", ms=rng.randint(*p.latency_ms), broker=request.broker)
+            if kind == "drop":
+                return Step(**base, kind="drop_after" if rng.random() < 0.5 else "drop_before",
+                            broker=request.broker)
+            if kind == "kill":
+                step = Step(**base, kind="kill", broker=request.broker, ms=rng.randint(*p.down_ms))
+            else:
+                step = self._leader_move(base, where, rng)
+            return step if step is not None and self._applicable(step, request) else None
+        return None
+
+    def _leader_move(self, base: dict[str, object], where: tuple[str, int] | None,
+                     rng: random.Random) -> Step | None:
+        if where is None or where[1] is None:
+            return None
+        p = self.cluster.partition(*where)
+        if p is None:
+            return None
+        others = sorted(r for r in p.isr if r != p.leader_id and self.cluster.brokers[r].alive)
+        if not others:
+            return None
+        return Step(**base, kind="move_leader", broker=others[rng.randrange(len(others))])  # type: ignore[arg-type]
+
+    def _applicable(self, step: Step, request: Intercepted) -> bool:
+        """A step is applied only where Kafka could do it now (a replayed leader move needs its broker in sync)."""
+        if step.kind == "kill":
+            alive = [b for b in self.cluster.brokers.values() if b.alive]
+            return self.operator is not None and step.broker in {b.node_id for b in alive}
+        if step.kind == "move_leader":
+            if step.topic is None or step.partition is None or step.broker is None:
+                return False
+            p = self.cluster.partition(step.topic, step.partition)
+            return p is not None and step.broker in p.isr and step.broker != p.leader_id \
+                and self.cluster.brokers[step.broker].alive
+        return True
+
+    # --- applying -------------------------------------------------------------------------------------------
+    def _apply(self, step: Step, request: Intercepted) -> Action | None:
+        if step.kind == "error":
+            assert step.error is not None
+            return Fail(ErrorCode[step.error], after=step.after)
+        if step.kind == "latency":
+            return Delay(step.ms)
+        if step.kind in ("drop_before", "drop_after"):
+            return Drop(after=step.kind == "drop_after")
+        if step.kind == "kill":
+            assert self.operator is not None and step.broker is not None
+            self.operator.kill_broker(step.broker, step.ms)
+            return Drop() if request.broker == step.broker else None
+        assert step.topic is not None and step.partition is not None and step.broker is not None
+        self.cluster.move_leader(step.topic, step.partition, step.broker)
+        return None  # the request meets the new leadership as Kafka's would (NOT_LEADER_OR_FOLLOWER on the old)
+
+    @staticmethod
+    def _mechanism(step: Step) -> str:
+        if step.kind == "error":
+            for e in legal_errors(step.api, non_retriable=True):
+                if e.error == step.error:
+                    return e.mechanism
+        return KINDS[step.kind]
+
+
+def _first_partition(request: Intercepted) -> tuple[str, int] | None:
+    named = sorted((t, p) for t, p in request.touched if p is not None and not t.startswith("__"))
+    return named[0] if named else None

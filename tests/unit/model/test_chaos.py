@@ -1,0 +1,172 @@
+"""Chaos (fakekafka/chaos) on the model: faults drawn from a seed at request points, the applied schedule
+replayed, profiles and schedules read with errors in words, invariants with evidence, ddmin shrinking."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from construct import Container
+
+from fakekafka.chaos import (
+    ERRORS,
+    Chaos,
+    ChaosSource,
+    Ledger,
+    Schedule,
+    Step,
+    check_invariants,
+    profile_of,
+    shrink,
+)
+from fakekafka.handlers import DropConnection, Park, RequestContext, dispatch
+from fakekafka.model.clock import ManualClock
+from fakekafka.model.cluster import ClusterState
+from fakekafka.wire import ErrorCode, Request
+from fakekafka.wire.protocol import request_struct
+from fakekafka.wire.records import build_batch, read_header
+
+
+def produce(cluster: ClusterState, partition: int, *, pid: int = -1, seq: int = -1) -> Any:
+    struct = request_struct(0, 9)
+    batch = build_batch([{"value": f"v{partition}".encode()}], producer_id=pid, producer_epoch=0 if pid >= 0 else -1,
+                        base_sequence=seq)
+    body = struct.parse(struct.build({"acks": -1, "timeout_ms": 1000, "topic_data": [
+        {"name": "orders", "partition_data": [{"index": partition, "records": batch}]}]}))
+    result = dispatch(RequestContext(cluster, cluster.brokers[1], Request(0, 9, 1, "app", Container(), body)))
+    while isinstance(result, Park):
+        result = result.resume(True)
+    return result
+
+
+def outcome(result: Any) -> str:
+    if isinstance(result, DropConnection):
+        return "dropped after" if result.applied else "dropped before"
+    return ErrorCode(result["responses"][0]["partition_responses"][0]["error_code"]).name
+
+
+def run(chaos: Chaos, requests: int = 60) -> tuple[Schedule, list[str], ClusterState]:
+    cluster = ClusterState(clock=ManualClock())
+    cluster.create_topic("orders", 3, 1)
+    source = ChaosSource(cluster, chaos)
+    cluster.hooks.sources.append(source)
+    seen = [outcome(produce(cluster, i % 3)) for i in range(requests)]
+    return source.applied, seen, cluster
+
+
+def test_the_same_seed_gives_the_same_faults_and_outcomes() -> None:
+    first = run(Chaos(seed=11, profile="busy"))
+    for _ in range(3):
+        again = run(Chaos(seed=11, profile="busy"))
+        assert again[0].same_as(first[0]) and again[1] == first[1]
+    assert len(first[0]) > 3
+    assert not run(Chaos(seed=12, profile="busy"))[0].same_as(first[0])
+
+
+def test_only_legal_errors_are_drawn_with_their_mechanism() -> None:
+    schedule, _, _ = run(Chaos(seed=3, profile="harsh"), requests=200)
+    legal = {(e.api, e.error, e.after) for e in ERRORS}
+    errors = [s for s in schedule if s.kind == "error"]
+    assert errors
+    for s in errors:
+        assert (s.api, s.error, s.after) in legal and s.mechanism
+    assert all(s.kind != "kill" for s in schedule)  # no broker operator given: no kills
+
+
+def test_the_applied_schedule_replays_exactly(tmp_path: Path) -> None:
+    schedule, seen, cluster = run(Chaos(seed=5, profile="busy"))
+    path = schedule.save(tmp_path / "s.json")
+    replayed, seen_again, cluster_again = run(Chaos(schedule=Schedule.load(path)))
+    assert replayed.same_as(schedule) and seen_again == seen
+    assert [p.log.log_end_offset for p in cluster.topics["orders"].partitions] == \
+        [p.log.log_end_offset for p in cluster_again.topics["orders"].partitions]
+
+
+def test_a_step_reads_as_words() -> None:
+    step = Step("Produce", 3, "error", error="NOT_LEADER_OR_FOLLOWER", after=True, topic="orders", partition=3,
+                t_ms=1200)
+    assert step.describe() == "t=1.2 s: Produce #3 to orders-3 answered NOT_LEADER_OR_FOLLOWER after append"
+
+
+def test_profiles_and_schedules_refuse_bad_input_in_words(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="unknown chaos profile 'wild'"):
+        profile_of("wild")
+    bad = tmp_path / "p.json"
+    bad.write_text(json.dumps({"error_rate": 2}))
+    with pytest.raises(ValueError, match="error_rate is a rate between 0 and 1"):
+        profile_of(bad)
+    bad.write_text(json.dumps({"eror_rate": 0.1}))
+    with pytest.raises(ValueError, match="unknown field.*eror_rate"):
+        profile_of(bad)
+    good = tmp_path / "calm.json"
+    good.write_text(json.dumps({"error_rate": 0.5, "latency_rate": 0, "drop_rate": 0, "apis": ["Produce"]}))
+    assert profile_of(good).name == "calm" and profile_of(good).error_rate == 0.5
+    bad.write_text("{}")
+    with pytest.raises(ValueError, match="not a chaos schedule"):
+        Schedule.load(bad)
+    with pytest.raises(ValueError, match="unknown chaos step kind"):
+        Step("Produce", 0, "explode")
+    with pytest.raises(ValueError, match="seed is an integer"):
+        Chaos(seed="7")  # type: ignore[arg-type]
+
+
+def test_acknowledged_records_lost_are_reported_with_evidence() -> None:
+    cluster = ClusterState(clock=ManualClock())
+    cluster.create_topic("orders", 1, 1)
+    ledger = Ledger(cluster)
+    cluster.hooks.observers.append(ledger)
+    for seq in (0, 1, 2):
+        assert outcome(produce(cluster, 0, pid=7, seq=seq)) == "NONE"
+    assert check_invariants(cluster, ledger) == []
+    assert len(ledger.acked) == 3
+    # a batch the broker lost after acknowledging it: the log cut back under the model's feet
+    log = cluster.partition("orders", 0).log
+    log.truncate_to(2)
+    violations = check_invariants(cluster, ledger)
+    assert [v.invariant for v in violations] == ["acknowledged records lost"]
+    assert "orders-0 offsets 2..2" in violations[0].evidence[0]
+
+
+def test_an_app_invariant_is_a_callable_over_the_records() -> None:
+    cluster = ClusterState(clock=ManualClock())
+    cluster.create_topic("orders", 3, 1)
+    ledger = Ledger(cluster)
+    for i in range(4):
+        produce(cluster, i % 3)
+
+    def one_per_partition(view: Any) -> str | None:
+        values = view.values("orders")
+        return None if len(values) == len(set(values)) else f"duplicates: {sorted(values)}"
+    violations = check_invariants(cluster, ledger, (one_per_partition,))
+    assert [v.invariant for v in violations] == ["app invariant one_per_partition"]
+    assert "b'v0', b'v0'" in violations[0].message
+
+
+def test_shrinking_finds_the_steps_that_matter() -> None:
+    steps = [Step("Produce", i, "latency", ms=i + 1) for i in range(16)]
+    culprits = {steps[3], steps[11]}
+    runs: list[int] = []
+
+    def fails(candidate: Schedule) -> bool:
+        runs.append(len(candidate))
+        return culprits <= set(candidate.steps)
+    result = shrink(Schedule(steps, seed=1), fails)
+    assert set(result.schedule.steps) == culprits and not result.exhausted
+    assert result.runs == len(runs) < 40
+
+
+def test_duplicates_and_disorder_from_an_idempotent_producer_are_reported() -> None:
+    """Batches written past the broker's sequence checks (as a broker that lost its producer state would)."""
+    cluster = ClusterState(clock=ManualClock())
+    cluster.create_topic("orders", 1, 1)
+    log = cluster.partition("orders", 0).log
+    for seq in (0, 1, 1, 0):
+        batch = build_batch([{"value": b"x"}], producer_id=9, producer_epoch=0, base_sequence=seq)
+        log.append(batch, read_header(batch), 0)
+    log.high_watermark = log.log_end_offset
+    violations = {v.invariant: v for v in check_invariants(cluster, Ledger(cluster))}
+    assert set(violations) == {"duplicates from an idempotent producer", "per-partition order"}
+    assert violations["duplicates from an idempotent producer"].evidence[0] == \
+        "orders-0: producer 9 epoch 0 sequence 1 at offsets 1 and 2"

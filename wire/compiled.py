@@ -15,14 +15,11 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from construct import ConstructError, Container, FormatField, StreamError
 
-if TYPE_CHECKING:
-    from fakekafka.wire.primitives import Message
-
-from fakekafka.wire.primitives import UNKNOWN_TAGS
+from fakekafka.wire.primitives import STRUCT_DEFAULT, UNKNOWN_TAGS, Bool, Message
 
 __all__ = ["compile_message"]
 
@@ -31,7 +28,6 @@ _MISSING = object()
 
 def _fixed_format(subcon: Any) -> str | None:
     """The struct format of a fixed-size big-endian field, or None for anything else."""
-    from fakekafka.wire.primitives import Bool
 
     if subcon is Bool:
         return "?"  # parses any non-zero byte as True and builds from truthiness, as _Bool does
@@ -64,7 +60,6 @@ def _runs(msg: Message) -> list[tuple[int, int, str | None]]:
 
 def _default_expr(msg: Message, i: int, ns: dict[str, Any]) -> str:
     """Source for field i's default: a constant when it is immutable, else a call as Field.default_value."""
-    from fakekafka.wire.primitives import STRUCT_DEFAULT
 
     d = msg.fields[i].default
     if d is None or isinstance(d, (bool, int, float, str, bytes)):
@@ -157,3 +152,6 @@ def compile_message(msg: Message) -> tuple[Callable[..., Any], Callable[..., Any
     source = "\n".join(p) + "\n\n\n" + "\n".join(b) + "\n"
     exec(compile(source, f"<wire.compiled {', '.join(ns['_names'][:3])}...>", "exec"), ns)  # noqa: S102
     return ns["parse"], ns["build"]
+
+
+Message.compiler = compile_message

@@ -488,14 +488,18 @@ class Message(Construct):
             obj[t.name] = t.default_value()
         return obj
 
-    # The first parse or build of a Message swaps in code specialised for its fields (wire/compiled.py);
-    # the generic versions below are what it must match, and what the tests compare it with.
+    # The first parse or build of a Message swaps in code specialised for its fields (wire/compiled.py, which
+    # installs itself here when the wire package is imported, so the arrow runs one way); the generic versions
+    # below are what it must match, and what the tests compare it with.
+    compiler: Callable[[Message], tuple[Callable[..., Any], Callable[..., Any]]] | None = None
+
     def _compile(self) -> None:
         """Once: a caller may hold this lazy method from before (an array's loop) and call it again."""
         if "_parse" not in self.__dict__:
-            from fakekafka.wire.compiled import compile_message
-
-            self._parse, self._build = compile_message(self)  # type: ignore[method-assign]
+            if Message.compiler is None:
+                self._parse, self._build = self._parse_generic, self._build_generic  # type: ignore[method-assign]
+            else:
+                self._parse, self._build = Message.compiler(self)  # type: ignore[method-assign]
 
     def _parse(self, stream, context, path):  # noqa: ANN001, ANN202
         self._compile()

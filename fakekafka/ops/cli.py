@@ -647,7 +647,7 @@ def main(argv: list[str] | None = None) -> int:
         return replay_main(args)
     if args.command == "proxy":
         logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-        from fakekafka.proxy.cli import run_proxy
+        from fakekafka.ops.proxy_cli import run_proxy
         return asyncio.run(run_proxy(args))
     if args.command == "analyze":
         return _analyze(args)

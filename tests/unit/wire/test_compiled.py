@@ -159,7 +159,7 @@ def test_each_message_is_compiled_once(monkeypatch: pytest.MonkeyPatch) -> None:
         compiled.append(id(msg))
         return real(msg)
 
-    monkeypatch.setattr(wire.compiled, "compile_message", counting)
+    monkeypatch.setattr(Message, "compiler", counting)
     inner = Message(Field("n", Int32, 0))
     nested = Message(Field("s", String, ""), Field("inner", inner, None))
     top = Message(Field("items", Array(nested), list), Field("direct", inner, None))

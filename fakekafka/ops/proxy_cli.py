@@ -10,8 +10,8 @@ import signal
 import ssl
 import sys
 
+from fakekafka.ops.proxy_control import PROXY_COMMANDS, unknown_proxy_command
 from fakekafka.proxy import Proxy
-from fakekafka.proxy.control import PROXY_COMMANDS, unknown_proxy_command
 
 __all__ = ["run_proxy"]
 

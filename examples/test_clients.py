@@ -13,6 +13,8 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from confluent_kafka import Consumer, Producer
 from kafka import KafkaConsumer, KafkaProducer
 
+pytestmark = pytest.mark.kafka_real  # must pass on Apache Kafka too (`pytest --kafka-real -m kafka_real`)
+
 
 def all_consumed(kafka, topic):
     """What a group that consumed all of `topic` has committed: {(topic, partition): end offset}."""

@@ -1,18 +1,11 @@
-"""Shared fixtures: a fresh in-process broker per test (the pytest plugin of a later issue builds on
-`fakekafka.Cluster` the same way), the --kafka-real child runs' slowest tests in the terminal summary, and how
-`pytest -n 2 --dist loadscope` (pytest-xdist) shares the tests out.
-
-Under xdist every test module is one unit of work, so a module's fixtures (a JVM driver, a compat run) start
-once, on one worker; the Spark tests are one unit, sharing one SparkSession. The units that run a subprocess
-for minutes go first, each on its own where they share nothing, so they overlap each other and the many short
-tests instead of ending the run alone.
+"""Shared fixtures: a fresh in-process broker per test (`broker`), the session's secure Apache Kafka, kcat; and
+the tiers: each test carries the marker of its folder (tests/unit, tests/integration, tests/conformance).
 """
 
 from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
@@ -22,7 +15,7 @@ TIERS = {"unit": "unit", "integration": "integration", "conformance": "conforman
 """tests/<folder>: the tier marker its tests carry (pyproject's markers say what each tier is). The examples are
 integration tests too (examples/conftest.py)."""
 
-pytest_plugins = ["pytester", "tests.background"]  # the long subprocess runs start early
+pytest_plugins = ["pytester"]
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -96,89 +89,8 @@ def kcat() -> str:
     return path
 
 
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """Keeps the --kafka-real child runs' durations (tests/conformance/test_kafka_real.py) for the terminal summary;
-    reports
-    carry them from xdist workers too."""
-    texts = [text for name, text in report.sections if "kafka-real child durations" in name]
-    if texts and report.when == "call":
-        _SECTIONS.extend(texts)
-
-
-_SECTIONS: list[str] = []
-
-
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    for text in _SECTIONS:
-        terminalreporter.write_sep("=", "slowest tests of a --kafka-real child run")
-        terminalreporter.write(text if text.endswith("\n") else text + "\n")
-
-
-SPARK_UNIT = ("tests/integration/spark/", "examples/spark_pipeline/")
-"""Test paths that share the session's SparkSession (a JVM of its own): one unit of work under xdist."""
-
-SOLO_TESTS = ("tests/conformance/test_kafka_real.py", "tests/conformance/test_compat.py")
-"""Modules whose tests share no module fixture between them that matters: each test (the `report` fixture's
-tests of test_compat together) is a unit of its own, so the minutes-long child runs go to both workers."""
-
-LONG_FIRST = ("tests/conformance/test_kafka_real.py::test_spark_tests_pass_against_apache_kafka",
-              "tests/conformance/test_compat_diff.py",
-              "tests/conformance/test_kafka_real.py::test_client_tests_pass_against_apache_kafka",
-              "tests/conformance/test_compat.py::report",
-              "tests/conformance/test_compat.py::test_old_clients_see_fakekafka_as_kafka",
-              "tests/conformance/test_compat.py::test_go_and_node_clients_see_fakekafka_as_kafka",
-              "spark", "tests/integration/test_security.py", "tests/integration/clients/test_python_frameworks.py",
-              "tests/integration/test_analyze.py", "tests/integration/clients/test_java_groups.py",
-              "tests/conformance/test_api_sweep.py")
-"""Units that take longest (a clean-clone run's --durations, longest first), handed out first; the rest follow in
-collection order."""
-
-
-def unit_of(nodeid: str) -> str:
-    """The xdist unit of work a test belongs to (see the module docstring)."""
-    path = nodeid.split("::", 1)[0]
-    if path.startswith(SPARK_UNIT):
-        return "spark"
-    if path in SOLO_TESTS:
-        name = nodeid.split("::", 1)[1].split("[", 1)[0]
-        uses_report = path == "tests/conformance/test_compat.py" and name not in (
-            "test_old_clients_see_fakekafka_as_kafka", "test_go_and_node_clients_see_fakekafka_as_kafka")
-        return f"{path}::report" if uses_report else f"{path}::{name}"
-    return path
-
-
-try:
-    from xdist.scheduler import LoadScopeScheduling
-except ImportError:  # xdist is in the test extra; without it there is nothing to schedule
-    LoadScopeScheduling = None
-
-
-if LoadScopeScheduling is not None:
-    class LongFirstScheduling(LoadScopeScheduling):
-        """xdist's loadscope with this suite's units, the long ones first, and a worker given its next unit
-        only when it is down to the one test it holds (so a long unit is not queued behind another)."""
-
-        def _split_scope(self, nodeid: str) -> str:
-            return unit_of(nodeid)
-
-        def _assign_work_unit(self, node: Any) -> None:
-            if not getattr(self, "_ordered", False):
-                rank = {unit: i for i, unit in enumerate(LONG_FIRST)}
-                units = sorted(self.workqueue.items(), key=lambda kv: rank.get(kv[0], len(rank)))
-                self.workqueue.clear()
-                self.workqueue.update(units)
-                self._ordered = True
-            super()._assign_work_unit(node)
-
-        def _reschedule(self, node: Any) -> None:
-            if node.shutting_down or not self.workqueue or self._pending_of(self.assigned_work[node]) <= 1:
-                super()._reschedule(node)
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """`--dist loadscope` (or load, loadfile, loadgroup) uses LongFirstScheduling: a plain `-n N` sends single
-    tests, which would start a module's fixtures on every worker."""
-    if LoadScopeScheduling is None or config.getvalue("dist") not in ("load", "loadscope", "loadfile", "loadgroup"):
-        return None
-    return LongFirstScheduling(config, log)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Stops the children still running (tests/subproc.py), so an interrupted or `-x`-ended session leaves no
+    broker or JVM behind."""
+    from tests.subproc import stop_all
+    stop_all()

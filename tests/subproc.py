@@ -1,5 +1,5 @@
 """Run a child that starts brokers of its own (python -m compat, pytest --kafka-real) with a deadline that lets it
-clean up, and stop those still running when the session ends (tests/background.py runs them in a thread)."""
+clean up, and stop those still running when the session ends (tests/conftest.py)."""
 
 from __future__ import annotations
 

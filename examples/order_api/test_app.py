@@ -12,6 +12,8 @@ from fastapi.testclient import TestClient  # noqa: E402
 
 from order_api.app import TOPIC, create_app  # noqa: E402
 
+pytestmark = pytest.mark.kafka_real  # must pass on Apache Kafka too (`pytest --kafka-real -m kafka_real`)
+
 PARTITIONS = 3
 
 

@@ -7,6 +7,8 @@ import pytest
 
 from order_enricher.service import OrderEnricher, enrich
 
+pytestmark = pytest.mark.kafka_real  # must pass on Apache Kafka too (`pytest --kafka-real -m kafka_real`)
+
 ORDERS = [
     {"id": "o-1", "customer": "alice", "items": [{"sku": "pen", "price": 1.5, "qty": 4}]},
     {"id": "o-2", "customer": "bob", "items": [{"sku": "ink", "price": 7.25, "qty": 2}]},

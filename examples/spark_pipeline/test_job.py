@@ -10,7 +10,7 @@ pytest.importorskip("pyspark", reason="needs pyspark: pip install 'fakekafka[spa
 
 from spark_pipeline.job import TIERS, customer_totals, start
 
-pytestmark = [pytest.mark.spark, pytest.mark.spark_both_routes]  # CI: also on the stand-in
+pytestmark = [pytest.mark.spark, pytest.mark.spark_both_routes, pytest.mark.kafka_real]  # CI: also on the stand-in
 
 ORDERS = [
     {"id": "o-1", "customer": "alice", "items": [{"sku": "pen", "price": 1.5, "qty": 4}]},

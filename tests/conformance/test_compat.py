@@ -5,10 +5,11 @@ fakekafka's and tansu's cells (each scenario's written expectation, Kafka's docu
 reference for Kafka's own cells and where Kafka is not installed); a cell that differs or errors fails
 unless compat/KNOWN_DIFFERENCES.md lists it.
 
-One `python -m compat` run (a subprocess: client libraries, JVMs and brokers stay out of pytest's
-process) serves every test here; its lanes (broker × client) run side by side, so the whole run takes
-about as long as tansu's slowest lane (tansu joins a group only after session.timeout.ms / 2). The table
-goes to build/compat-ci.md. Without Kafka's jars (`.ci/install.sh` resolves them) the run has fakekafka
+One `python -m compat` run per group of clients (a subprocess: client libraries, JVMs and brokers stay out of
+pytest's process), a module-scoped fixture, serves that group's tests, one test per client, so a failure names
+the client; its lanes (broker × client) run side by side, so the whole run takes about as long as tansu's slowest
+lane (tansu joins a group only after session.timeout.ms / 2). The table goes to build/compat-ci.md. Without
+Kafka's jars (`.ci/install.sh` resolves them) the run has fakekafka
 and tansu only, judged against the written expectations, and the real-Kafka test skips.
 """
 
@@ -16,16 +17,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from compat.brokers import Unavailable, start_kafka, tansu_binary
-from tests import background
 from tests.subproc import run_terminating
 
 pytestmark = [pytest.mark.clients, pytest.mark.timeout(960)]
@@ -41,24 +39,15 @@ GO_NODE_CLIENTS = ("franz-go", "sarama", "kafka-go", "kafkajs", "rdkafka")
 
 
 def _run(*brokers: str, out: Path = OUT, timeout: float = 900,
-         clients: tuple[str, ...] = CURRENT_CLIENTS) -> Callable[[], tuple[subprocess.CompletedProcess[str], Path]]:
-    """The function that runs `python -m compat` (its command and env made now: it runs in the background, where
-    os.environ may be a test's); `_report` judges what it returns. It prints nothing."""
+         clients: tuple[str, ...] = CURRENT_CLIENTS) -> dict[str, Any]:
+    """Runs `python -m compat` and returns its report (fails when it did not write one); prints its output."""
     # --quick: the scenarios with a subscribed member are left out on tansu (each join takes seconds there);
     # every lane starts at once (--jobs), so the slow tansu lanes do not queue behind the quick ones. The
     # old clients run in a run of their own, against Kafka and fakekafka only (with tansu: 15 min).
     cmd = [sys.executable, "-m", "compat", *(a for b in brokers for a in ("--broker", b)), "--out", str(out),
            "--quick", "--jobs", "20", *(a for c in clients for a in ("--client", c))]
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-
-    def run() -> tuple[subprocess.CompletedProcess[str], Path]:
-        out.with_suffix(".json").unlink(missing_ok=True)  # a report from an earlier run must not pass for this one
-        return run_terminating(cmd, timeout, cwd=ROOT, env=env), out
-    return run
-
-
-def _report(run: tuple[subprocess.CompletedProcess[str], Path]) -> dict[str, Any]:
-    proc, out = run
+    out.with_suffix(".json").unlink(missing_ok=True)  # a report from an earlier run must not pass for this one
+    proc = run_terminating(cmd, timeout, cwd=ROOT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
     print(proc.stdout[-20000:])
     if proc.returncode not in (0, 1) or not out.with_suffix(".json").exists():
         pytest.fail(f"python -m compat exited {proc.returncode}:\n{proc.stderr[-4000:]}")
@@ -78,19 +67,15 @@ def _kafka_available() -> str | None:
     return None
 
 
-@background.job("compat-matrix", seconds=121)
-def _matrix(config: pytest.Config) -> Callable[[], tuple[subprocess.CompletedProcess[str], Path]]:
+@pytest.fixture(scope="module")
+def report() -> dict[str, Any]:
+    """The current clients on Kafka (where it can start), fakekafka and tansu (where installed)."""
     kafka = ["kafka"] if _kafka_available() is None else []
     return _run(*kafka, "fakekafka", *(["tansu"] if tansu_binary() else []))
 
 
-@pytest.fixture(scope="module")
-def report(request: pytest.FixtureRequest) -> dict[str, Any]:
-    return _report(background.result("compat-matrix", request.config))
-
-
-def _cells(report: dict[str, Any], broker: str) -> list[dict[str, Any]]:
-    return [c for c in report["cells"] if c["broker"] == broker]
+def _cells(report: dict[str, Any], broker: str, client: str | None = None) -> list[dict[str, Any]]:
+    return [c for c in report["cells"] if c["broker"] == broker and client in (None, c["client"])]
 
 
 def _unlisted(cells: list[dict[str, Any]]) -> list[str]:
@@ -99,21 +84,37 @@ def _unlisted(cells: list[dict[str, Any]]) -> list[str]:
             for c in cells if c["status"] in ("differs", "error") and not c["known"]]
 
 
-@pytest.mark.background("compat-matrix")
-def test_fakekafka_behaves_like_kafka(report: dict[str, Any]) -> None:
-    cells = _cells(report, "fakekafka")
+def _judge_against_kafka(report: dict[str, Any], client: str) -> None:
+    """The client's fakekafka cells match what it saw on Kafka: nothing unlisted differs or errs on either broker;
+    what is unsupported is the client's limit (unsupported on Kafka too); Kafka was the reference where it
+    answered."""
+    fake = _cells(report, "fakekafka", client)
+    assert fake, f"no fakekafka cell for {client}"
+    for broker in ("kafka", "fakekafka"):
+        unlisted = _unlisted(_cells(report, broker, client))
+        assert not unlisted, "\n".join(unlisted)
+    on_kafka = {c["scenario"]: c["status"] for c in _cells(report, "kafka", client)}
+    for c in fake:
+        if c["status"] == "unsupported":
+            assert on_kafka.get(c["scenario"]) == "unsupported", (c["scenario"], client)
+        elif on_kafka.get(c["scenario"]) in ("pass", "differs"):
+            assert c["reference"] == "kafka", (c["scenario"], client, c["reference"])
+
+
+@pytest.mark.parametrize("client", CURRENT_CLIENTS)
+def test_fakekafka_behaves_like_kafka(report: dict[str, Any], client: str) -> None:
+    cells = _cells(report, "fakekafka", client)
     assert cells and report["brokers"]["fakekafka"]["available"]
     assert not _unlisted(cells), "\n".join(_unlisted(cells))
     # every cell a client can run passes, or differs only where KNOWN_DIFFERENCES.md says why
     assert {c["status"] for c in cells if not c["known"]} <= {"pass", "unsupported"}
     # what is unsupported is the client's limit, never fakekafka's: Kafka's cell is unsupported too
-    on_kafka = {(c["scenario"], c["client"]): c["status"] for c in _cells(report, "kafka")}
+    on_kafka = {c["scenario"]: c["status"] for c in _cells(report, "kafka", client)}
     for c in cells:
         if c["status"] == "unsupported" and on_kafka:
-            assert on_kafka.get((c["scenario"], c["client"])) == "unsupported", (c["scenario"], c["client"])
+            assert on_kafka.get(c["scenario"]) == "unsupported", (c["scenario"], client)
 
 
-@pytest.mark.background("compat-matrix")
 def test_tansu_differs_only_where_listed(report: dict[str, Any]) -> None:
     if tansu_binary() is None:
         pytest.skip(TANSU_HINT)
@@ -123,12 +124,10 @@ def test_tansu_differs_only_where_listed(report: dict[str, Any]) -> None:
     assert any(c["status"] == "pass" for c in cells)
 
 
-@pytest.mark.background("compat-matrix")
 def test_known_differences_are_current(report: dict[str, Any]) -> None:
     assert not report["stale_known"], report["stale_known"]
 
 
-@pytest.mark.background("compat-matrix")
 def test_real_kafka(report: dict[str, Any]) -> None:
     """Apache Kafka ran in the same run: its own cells match the written expectations, and it was the
     reference for every fakekafka cell it answered."""
@@ -145,36 +144,27 @@ def test_real_kafka(report: dict[str, Any]) -> None:
             assert c["reference"] == "kafka", (c["scenario"], c["client"], c["reference"])
 
 
-@background.job("compat-old-clients", seconds=99)
-def _old_clients(config: pytest.Config) -> Callable[[], tuple[subprocess.CompletedProcess[str], Path]]:
+@pytest.fixture(scope="module")
+def old_clients_report() -> dict[str, Any]:
+    """The versions users still pin (kafka-clients 3.9 and 2.8, kafka-python 2.0.2, confluent-kafka 1.9.2,
+    aiokafka 0.13.0), every scenario, on Kafka and fakekafka, in a run of their own."""
     why = _kafka_available()
     if why is not None:
         pytest.skip(why)
-    return _run("kafka", "fakekafka", out=ROOT / "build" / "compat-ci-old", clients=OLD_CLIENTS)
-
-
-@pytest.mark.background("compat-old-clients")
-def test_old_clients_see_fakekafka_as_kafka(request: pytest.FixtureRequest) -> None:
-    """The versions users still pin (kafka-clients 3.9 and 2.8, kafka-python 2.0.2, confluent-kafka 1.9.2,
-    aiokafka 0.13.0), every scenario, on Kafka and fakekafka: each fakekafka cell matches what the same client
-    saw on Kafka."""
-    report = _report(background.result("compat-old-clients", request.config))
-    fake = _cells(report, "fakekafka")
-    assert {c["client"] for c in fake} == set(OLD_CLIENTS)
-    for broker in ("kafka", "fakekafka"):
-        unlisted = _unlisted(_cells(report, broker))
-        assert not unlisted, "\n".join(unlisted)
-    on_kafka = {(c["scenario"], c["client"]): c["status"] for c in _cells(report, "kafka")}
-    for c in fake:
-        if c["status"] == "unsupported":
-            assert on_kafka.get((c["scenario"], c["client"])) == "unsupported", (c["scenario"], c["client"])
-        elif on_kafka.get((c["scenario"], c["client"])) in ("pass", "differs"):
-            assert c["reference"] == "kafka", (c["scenario"], c["client"], c["reference"])
+    report = _run("kafka", "fakekafka", out=ROOT / "build" / "compat-ci-old", clients=OLD_CLIENTS)
     assert not report["stale_known"], report["stale_known"]
+    return report
 
 
-@background.job("compat-go-node", seconds=103)
-def _go_node_clients(config: pytest.Config) -> Callable[[], tuple[subprocess.CompletedProcess[str], Path]]:
+@pytest.mark.parametrize("client", OLD_CLIENTS)
+def test_old_clients_see_fakekafka_as_kafka(old_clients_report: dict[str, Any], client: str) -> None:
+    _judge_against_kafka(old_clients_report, client)
+
+
+@pytest.fixture(scope="module")
+def go_node_report() -> dict[str, Any]:
+    """franz-go (kgo, kadm), sarama, kafka-go, KafkaJS and the rdkafka crate through their compat drivers
+    (compat/clients/go, node, rust), every scenario, on Kafka and fakekafka in a run of their own."""
     from compat.clients.toolchains import GO_DRIVERS, BuildError, go_driver, node_modules, rust_driver
     try:
         for name in GO_DRIVERS:
@@ -186,27 +176,13 @@ def _go_node_clients(config: pytest.Config) -> Callable[[], tuple[subprocess.Com
     why = _kafka_available()
     if why is not None:
         pytest.skip(why)
-    return _run("kafka", "fakekafka", out=ROOT / "build" / "compat-ci-go-node", clients=GO_NODE_CLIENTS)
-
-
-@pytest.mark.background("compat-go-node")
-def test_go_and_node_clients_see_fakekafka_as_kafka(request: pytest.FixtureRequest) -> None:
-    """franz-go (kgo, kadm), sarama, kafka-go, KafkaJS and the rdkafka crate through their compat drivers
-    (compat/clients/go, node, rust), every scenario, on Kafka and fakekafka in a run of their own: each
-    fakekafka cell matches what the same client saw on Kafka, and what is unsupported is the client's limit
-    (unsupported on Kafka too)."""
-    report = _report(background.result("compat-go-node", request.config))
-    fake = _cells(report, "fakekafka")
-    assert {c["client"] for c in fake} == set(GO_NODE_CLIENTS)
-    for broker in ("kafka", "fakekafka"):
-        unlisted = _unlisted(_cells(report, broker))
-        assert not unlisted, "\n".join(unlisted)
-    on_kafka = {(c["scenario"], c["client"]): c["status"] for c in _cells(report, "kafka")}
-    for c in fake:
-        if c["status"] == "unsupported":
-            assert on_kafka.get((c["scenario"], c["client"])) == "unsupported", (c["scenario"], c["client"])
-        elif on_kafka.get((c["scenario"], c["client"])) in ("pass", "differs"):
-            assert c["reference"] == "kafka", (c["scenario"], c["client"], c["reference"])
-    for client in GO_NODE_CLIENTS:  # the drivers do run: most scenarios pass for each client
-        assert sum(c["status"] == "pass" and c["client"] == client for c in fake) >= 40, client
+    report = _run("kafka", "fakekafka", out=ROOT / "build" / "compat-ci-go-node", clients=GO_NODE_CLIENTS)
     assert not report["stale_known"], report["stale_known"]
+    return report
+
+
+@pytest.mark.parametrize("client", GO_NODE_CLIENTS)
+def test_go_and_node_clients_see_fakekafka_as_kafka(go_node_report: dict[str, Any], client: str) -> None:
+    _judge_against_kafka(go_node_report, client)
+    # the driver does run: most scenarios pass
+    assert sum(c["status"] == "pass" for c in _cells(go_node_report, "fakekafka", client)) >= 40, client

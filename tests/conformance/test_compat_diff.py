@@ -13,7 +13,6 @@ import struct
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +33,6 @@ from compat.diff import (
 from compat.known import load_known
 from compat.relay import Exchange, RelayGroup
 from fakekafka import wire
-from tests import background
 from tests.subproc import run_terminating
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -321,32 +319,22 @@ def test_known_wire_fields_table_parses() -> None:
 DIFF_OUT = ROOT / "build" / "compat-diff-ci"
 
 
-@background.job("compat-diff", seconds=158)
-def _diff_run(config: pytest.Config) -> Callable[[], subprocess.CompletedProcess[str]]:
+@pytest.mark.clients
+@pytest.mark.timeout(900)
+def test_diff_against_real_kafka_has_no_unexplained_field() -> None:
+    """The whole tool, one `python -m compat diff` run over the five clients of the compat matrix."""
     from compat.apache_kafka import kafka_lib
     if kafka_lib() is None:
         pytest.skip('real Kafka\'s jars are not installed: run `eval "$(bash .ci/install.sh)"`')
     out = DIFF_OUT
-    # the five clients of the compat matrix; FAKEKAFKA_DIFF_CLIENTS=a,b,... chooses others (the old clients too)
+    # FAKEKAFKA_DIFF_CLIENTS=a,b,... chooses other clients (the old clients too)
     clients = (os.environ.get("FAKEKAFKA_DIFF_CLIENTS") or "kafka-python,aiokafka,confluent-kafka,kcat,java").split(",")
     cmd = [sys.executable, "-m", "compat", "diff", "--out", str(out), "--jobs", "5",
            "--save", str(out.with_suffix(".pickle")),  # `python -m compat diff --load` it to look again
            *(a for c in clients for a in ("--client", c))]
-    env = dict(os.environ, PYTHONUNBUFFERED="1")  # now: the run is in the background, os.environ may be a test's
-
-    def run() -> subprocess.CompletedProcess[str]:
-        for stale in (out.with_suffix(".json"), out.with_suffix(".md")):
-            stale.unlink(missing_ok=True)
-        return run_terminating(cmd, 780, cwd=ROOT, env=env)
-    return run
-
-
-@pytest.mark.clients
-@pytest.mark.background("compat-diff")
-@pytest.mark.timeout(900)
-def test_diff_against_real_kafka_has_no_unexplained_field(request: pytest.FixtureRequest) -> None:
-    out = DIFF_OUT
-    proc = background.result("compat-diff", request.config)
+    for stale in (out.with_suffix(".json"), out.with_suffix(".md")):
+        stale.unlink(missing_ok=True)
+    proc = run_terminating(cmd, 780, cwd=ROOT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
     print(proc.stdout[-15000:])
     print(proc.stderr[-5000:])
     if not out.with_suffix(".json").exists():

@@ -3,7 +3,7 @@
 Each test runs one tool (bin/kafka-<name>.sh's main class, from the kafka-tools jars; tests/kafkacli.py)
 through its everyday commands and compares what it printed, normalised (topic and member ids, hosts, ports,
 times, rates), with the text written here, which is what the tool printed against Apache Kafka 4.4.0.
-`python -m pytest` runs this module on fakekafka, and tests/conformance/test_kafka_real.py runs it again under
+`python -m pytest` runs this module on fakekafka, and (the kafka-real tier: `-m kafka_real`) runs it again under
 `--kafka-real` against Kafka itself, so both brokers are held to the same text. One JVM runs every tool
 invocation of the module (kafka-tools' Exit procedure is replaced so a tool's exit does not end it); the
 broker is the plugin's module-wide cluster (`cluster_for`), each test with topics and groups of its own.
@@ -26,7 +26,7 @@ from fakekafka.testing.handle import ClusterHandle
 from fakekafka.testing.pytest_plugin import cluster_for
 from tests.kafkacli import ToolResult, ToolSession, normalise
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.kafka_real]
 
 LAUNCHER_FLUSH = ",flush.messages=9223372036854775807"
 """fakekafka/testing/apache_kafka.py starts Kafka with log.flush.interval.messages set (a static broker config that

@@ -31,6 +31,8 @@ from fakekafka.wire.messages.consumer_protocol_assignment import VERSIONS as ASS
 from fakekafka.wire.messages.consumer_protocol_subscription import VERSIONS as SUBSCRIPTION
 from tests.rawclient import RawClient, eventually
 
+pytestmark = pytest.mark.kafka_real  # must pass on Apache Kafka too (`pytest --kafka-real -m kafka_real`)
+
 TOPIC = "policy-t"
 SESSION_MS = 30_000
 POLICY = "group.consumer.migration.policy"

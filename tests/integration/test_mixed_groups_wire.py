@@ -7,10 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from fakekafka.wire import ErrorCode
 from fakekafka.wire.messages.consumer_protocol_assignment import VERSIONS as ASSIGNMENT
 from fakekafka.wire.messages.consumer_protocol_subscription import VERSIONS as SUBSCRIPTION
 from tests.rawclient import RawClient, eventually
+
+pytestmark = pytest.mark.kafka_real  # must pass on Apache Kafka too (`pytest --kafka-real -m kafka_real`)
 
 GROUP, TOPIC = "mixed-wire", "mixed-wire-t"
 SESSION_MS = 30_000

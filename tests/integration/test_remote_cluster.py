@@ -1,5 +1,5 @@
 """RemoteCluster, the handle `--fakekafka-bootstrap` and `--kafka-real` give tests, driven over the wire against
-the test's own cluster: fakekafka here, Apache Kafka under `pytest --kafka-real` (tests/conformance/test_kafka_real.py
+the test's own cluster: fakekafka here, Apache Kafka under `pytest --kafka-real` (the kafka-real tier: `-m kafka_real`)
 runs this module so too). What it must get right on both: topics usable once created, auto-creation as a
 producer would, stored batches as sent, and emptying a cluster between tests without losing a live group."""
 
@@ -14,7 +14,7 @@ from fakekafka.testing.client import RemoteCluster
 from fakekafka.testing.handle import ClusterHandle
 from fakekafka.wire.records import Compression, read_header
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.kafka_real]
 
 
 @pytest.fixture

@@ -39,7 +39,7 @@ from tests.integration.clients.scenarios import (
     stored_codecs,
 )
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.kafka_real]
 
 TIMEOUT = 10.0
 Connect = Callable[..., Awaitable[Any]]

@@ -21,7 +21,7 @@ from confluent_kafka.admin import AdminClient, NewPartitions
 
 from fakekafka.testing.handle import ClusterHandle
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.kafka_real]
 
 TIMEOUT = 30.0
 

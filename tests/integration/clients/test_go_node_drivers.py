@@ -17,7 +17,7 @@ from compat.clients.toolchains import RUST_DIR
 from fakekafka.testing.handle import ClusterHandle
 from fakekafka.wire import ErrorCode
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.kafka_real]
 
 GO_NODE = ("franz-go", "sarama", "kafka-go", "kafkajs", "rdkafka")
 

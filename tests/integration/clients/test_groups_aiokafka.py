@@ -135,6 +135,7 @@ async def test_in_the_brokers_own_loop() -> None:
         assert cluster.group("g").state == "Empty"
 
 
+@pytest.mark.kafka_real
 def test_session_timeout_below_broker_minimum_is_refused(kafka: ClusterHandle) -> None:
     """Below the broker's group.min.session.timeout.ms (6000 ms, Kafka's default) a join is refused: runs on
     the plugin's cluster, so `--kafka-real` checks it against Kafka."""

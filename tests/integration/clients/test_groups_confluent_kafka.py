@@ -144,6 +144,7 @@ def test_cooperative_sticky_member_joins_and_leaves(cluster: fakekafka.Cluster, 
     assert Counter(gs.wait_consumed(members, expected)) == Counter(expected)
 
 
+@pytest.mark.kafka_real
 def test_session_timeout_below_broker_minimum_is_refused(kafka: ClusterHandle) -> None:
     """Below the broker's group.min.session.timeout.ms (6000 ms, Kafka's default) a join is refused: runs on
     the plugin's cluster, so `--kafka-real` checks it against Kafka."""

@@ -110,6 +110,7 @@ def test_admin_list_describe_delete_offsets(cluster: fakekafka.Cluster, client: 
     assert admin.delete_groups(["g"]) == {"g": "GroupIdNotFoundError"}
 
 
+@pytest.mark.kafka_real
 def test_session_timeout_below_broker_minimum_is_refused(kafka: ClusterHandle) -> None:
     """Below the broker's group.min.session.timeout.ms (6000 ms, Kafka's default) a join is refused: runs on
     the plugin's cluster, so `--kafka-real` checks it against Kafka."""

@@ -32,7 +32,7 @@ from fakekafka.wire.records import Compression, read_header
 from tests import javautil
 from tests.javautil import JavaRun
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.kafka_real]
 
 RUN_TIMEOUT_S = 90
 MiB = 1024 * 1024

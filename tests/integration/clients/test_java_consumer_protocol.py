@@ -23,7 +23,7 @@ from fakekafka.testing.pytest_plugin import cluster_for
 from tests import javautil
 from tests.javautil import JavaRun
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.kafka_real]
 
 JAVA_SOURCE = Path(__file__).resolve().parent / "java" / "ConsumerProtocolDriver.java"
 RUN_TIMEOUT_S = 240

@@ -1,5 +1,5 @@
 """End-to-end: the Java client's (kafka-clients 4.4) transactions against the plugin's cluster: fakekafka in the
-ordinary run, Apache Kafka 4.4 under `pytest --kafka-real` (tests/conformance/test_kafka_real.py runs this module so).
+ordinary run, Apache Kafka 4.4 under `pytest --kafka-real` the kafka-real tier, `-m kafka_real`, runs this module so).
 
 One JVM (tests/integration/clients/java/TxnDriver.java) runs four scenarios, the slow one ("timeout", which waits for
 the broker to abort a transaction on its own) in a thread beside the others; each test asserts one scenario's JSON
@@ -31,7 +31,7 @@ from fakekafka.testing.pytest_plugin import cluster_for
 from tests import javautil
 from tests.javautil import JavaRun
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.kafka_real]
 
 JAVA_SOURCE = Path(__file__).resolve().parent / "java" / "TxnDriver.java"
 RUN_TIMEOUT_S = 150

@@ -25,7 +25,7 @@ FileStreamSink connector writes that topic to a file. One test, three worker JVM
   counts.
 
 Runs on the `kafka` fixture: fakekafka here, Apache Kafka under `pytest --kafka-real`
-(tests/conformance/test_kafka_real.py), so
+(the kafka-real tier: `-m kafka_real`), so
 both brokers are held to the same assertions. Never more than two worker JVMs at a time; every wait polls the REST
 API, the files or the topic. Skips (naming .ci/install.sh) without java or Connect's jars. fakekafka does not compact
 (compat/KNOWN_DIFFERENCES.md, "Kafka Connect"); Kafka leaves the active segment alone, so the records this test reads
@@ -57,7 +57,7 @@ from fakekafka.testing.handle import ClusterHandle
 from tests import javautil
 from tests.rawclient import RawClient
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.kafka_real]
 
 WAIT_S = 60.0
 """Each wait's bound (a worker JVM's start, a rebalance, lines reaching the sink): generous for a loaded 2-core

@@ -37,7 +37,7 @@ from tests.integration.clients.scenarios import (
     stored_codecs,
 )
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.kafka_real]
 
 TIMEOUT = 10.0
 UNKNOWN_TOPIC_OR_PARTITION = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION.value

@@ -11,7 +11,7 @@ customer the counts 1, 2, 3, ... and each order's amount added once, nothing mor
 to read_uncommitted only.
 
 Runs on the `kafka` fixture: fakekafka here, Apache Kafka under `pytest --kafka-real`
-(tests/conformance/test_kafka_real.py).
+(the kafka-real tier: `-m kafka_real`).
 Skips (naming .ci/install.sh) without java or the Streams jars.
 """
 
@@ -39,7 +39,7 @@ import fakekafka
 from fakekafka.testing.handle import ClusterHandle
 from tests import javautil
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.kafka_real]
 
 SOURCE = Path(__file__).resolve().parent / "java" / "StreamsTotals.java"
 ORDERS = 600

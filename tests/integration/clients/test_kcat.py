@@ -28,7 +28,7 @@ from tests.integration.clients.scenarios import (
     stored_codecs,
 )
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.kafka_real]
 
 TIMEOUT = 30.0
 FAST = ["-X", "fetch.wait.max.ms=10"]

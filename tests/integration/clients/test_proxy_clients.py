@@ -14,6 +14,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from fakekafka.proxy import Proxy
 from fakekafka.testing.handle import ClusterHandle
 
+pytestmark = pytest.mark.kafka_real  # must pass on Apache Kafka too (`pytest --kafka-real -m kafka_real`)
+
 
 def _topic(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"

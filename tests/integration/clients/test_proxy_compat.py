@@ -3,7 +3,7 @@ subset cheap enough for CI: each client's outcome through the proxy is the same 
 cluster directly, cell by cell.
 
 The cluster is the test's own (`kafka` fixture): in-process fakekafka in the main run, the session's Apache
-Kafka in the --kafka-real child run (tests/conformance/test_kafka_real.py), so no broker is started for this. One
+Kafka in the kafka-real tier (`-m kafka_real`), so no broker is started for this. One
 `python -m compat --broker bootstrap=ADDR --broker proxy:bootstrap=ADDR` subprocess runs both ways in; its
 cells through the proxy are judged against the direct ones (reference `direct`). The whole matrix, on
 fakekafka, Kafka and tansu, is `python -m compat --broker kafka --broker proxy:kafka ...` (README).
@@ -22,7 +22,7 @@ import pytest
 from fakekafka.testing.handle import ClusterHandle
 from tests.subproc import run_terminating
 
-pytestmark = [pytest.mark.clients, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.clients, pytest.mark.timeout(300), pytest.mark.kafka_real]
 
 ROOT = Path(__file__).resolve().parents[3]
 CLIENTS = ("kafka-python", "confluent-kafka", "java")

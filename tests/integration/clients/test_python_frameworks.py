@@ -20,7 +20,7 @@ from the changelog and finishes the input:
 Both run the same way, with the same counts, on fakekafka and on Apache Kafka 4.4.0.
 
 Runs on the `kafka` fixture: fakekafka here, Apache Kafka under `pytest --kafka-real`
-(tests/conformance/test_kafka_real.py).
+(the kafka-real tier: `-m kafka_real`).
 Skips without the framework: faust-streaming is in the test extra, quixstreams in a virtualenv of its own from
 .ci/install.sh ($FAKEKAFKA_QUIXSTREAMS), since it pins confluent-kafka below what the other tests use.
 """
@@ -57,7 +57,7 @@ from tests.integration.clients.test_kafka_streams import (
     _open_transaction,
 )
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.kafka_real]
 
 APPS = Path(__file__).resolve().parent / "pyapps"
 ORDERS = 400

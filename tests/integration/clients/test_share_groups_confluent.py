@@ -19,7 +19,7 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 import fakekafka
 from fakekafka.testing.handle import ClusterHandle
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.kafka_real]
 
 
 def _group(kafka: ClusterHandle, records: int, partitions: int = 1, **group_configs: str) -> tuple[str, str]:

@@ -2,7 +2,7 @@
 consume-transform-produce exactly once across a crash.
 
 Runs on the `kafka` fixture, so the same tests check fakekafka here and Apache Kafka under --kafka-real
-(tests/conformance/test_kafka_real.py): the outcomes and the errors each client reports must be the same on both.
+(the kafka-real tier: `-m kafka_real`): the outcomes and the errors each client reports must be the same on both.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from fakekafka.testing.handle import ClusterHandle
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.kafka_real]
 
 TIMEOUT = 20.0
 

@@ -22,7 +22,7 @@ from pyspark.sql.types import (
 from fakekafka.spark import FORMAT
 from tests.integration.spark.conftest import ERRORS, source, standin_differs
 
-pytestmark = [pytest.mark.spark, pytest.mark.spark_both_routes]  # CI: also on the stand-in
+pytestmark = [pytest.mark.spark, pytest.mark.spark_both_routes, pytest.mark.kafka_real]  # CI: also on the stand-in
 
 KAFKA_SCHEMA = StructType([
     StructField("key", BinaryType()), StructField("value", BinaryType()), StructField("topic", StringType()),

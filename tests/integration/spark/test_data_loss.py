@@ -24,7 +24,7 @@ from tests.integration.spark.conftest import (
     standin_differs,
 )
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.kafka_real]
 
 LOST = r"(?s)Some data may have been lost.*failOnDataLoss"
 """The start of the connector's message (the stand-in's too); the reason after it is worded differently."""

@@ -19,7 +19,7 @@ pytest.importorskip("pyspark", reason="needs pyspark: pip install 'fakekafka[spa
 from fakekafka import Cluster
 from tests.integration.spark.conftest import rows, run_available_now, source
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.kafka_real]
 
 
 def produce(kafka: Cluster, topic: str, count: int, partitions: int, start: int = 0) -> None:

@@ -16,7 +16,8 @@ from pyspark.sql.datasource import DataSource
 from fakekafka.spark import JVM_PROVIDER, kafka_connector_available, kafka_connector_jars, use_fakekafka_kafka_source
 from tests.integration.spark.conftest import source, standin_differs
 
-pytestmark = [pytest.mark.spark, pytest.mark.spark_any_route]  # the route choice itself: checked once
+# the route choice itself: checked once
+pytestmark = [pytest.mark.spark, pytest.mark.spark_any_route, pytest.mark.kafka_real]
 
 NOT_DEPLOYED = "Failed to find data source: kafka. Please deploy|KAFKA_DATA_SOURCE_NOT_ENABLED"
 """Spark's error for format("kafka") without the connector: 4.2's words, and 4.3's error class."""

@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 from fakekafka.spark import FORMAT
 from tests.integration.spark.conftest import source
 
-pytestmark = [pytest.mark.spark, pytest.mark.spark_both_routes]  # CI: also on the stand-in
+pytestmark = [pytest.mark.spark, pytest.mark.spark_both_routes, pytest.mark.kafka_real]  # CI: also on the stand-in
 
 
 def test_topic_key_value_partition_and_headers_columns(spark, kafka):

@@ -13,7 +13,7 @@ from pyspark.errors import PySparkException, StreamingQueryException
 
 from tests.integration.spark.conftest import checkpoint_offsets, rows, run_available_now, source
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.kafka_real]
 
 
 def produce(kafka, topic, count, partitions, start=0):

@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 from fakekafka.testing.handle import ClusterHandle
 from tests.integration.spark.conftest import checkpoint_offsets, rows, run_available_now, source
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.kafka_real]
 
 
 def add_partitions(kafka: ClusterHandle, topic: str, total: int) -> None:

@@ -15,7 +15,7 @@ from confluent_kafka import Producer
 from fakekafka.testing.handle import ClusterHandle
 from tests.integration.spark.conftest import checkpoint_offsets, rows, run_available_now, source
 
-pytestmark = [pytest.mark.spark, pytest.mark.spark_both_routes]  # CI: also on the stand-in
+pytestmark = [pytest.mark.spark, pytest.mark.spark_both_routes, pytest.mark.kafka_real]  # CI: also on the stand-in
 
 TIMEOUT = 30.0
 

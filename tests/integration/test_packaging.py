@@ -1,0 +1,45 @@
+"""The built wheel in a user's project: installed into a fresh virtualenv (no system site packages, its
+dependencies from PyPI) beside a project with a `wire.py` of its own, whose pytest run must pass. The wheel once
+installed a bare top-level `wire` package, and with it fakekafka's pytest plugin broke every such project's run
+("No module named 'wire.records'; 'wire' is not a package"), tests that never touch Kafka included."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def _run(*cmd: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([str(c) for c in cmd], cwd=cwd, capture_output=True, text=True, timeout=540)
+    assert proc.returncode == 0, f"{' '.join(map(str, cmd))} exited {proc.returncode}:\n{proc.stdout[-3000:]}" \
+                                 f"\n{proc.stderr[-3000:]}"
+    return proc
+
+
+def test_the_wheel_leaves_a_projects_own_wire_module_alone(tmp_path: Path) -> None:
+    # built as pip builds it for a user: in isolation, with pyproject's build requirements from PyPI
+    _run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", tmp_path / "dist", ROOT)
+    (wheel,) = (tmp_path / "dist").glob("fakekafka-*.whl")
+    venv = tmp_path / "venv"
+    _run(sys.executable, "-m", "venv", venv)
+    py = venv / "bin" / "python"
+    _run(py, "-m", "pip", "install", "-q", "--disable-pip-version-check", wheel, "pytest")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "wire.py").write_text('def send() -> str:\n    return "the project\'s own wire"\n')
+    (project / "test_wire.py").write_text(
+        "import wire\n\n\ndef test_own_wire():\n    assert wire.send() == \"the project's own wire\"\n")
+    proc = _run(py, "-m", "pytest", "-q", "-p", "no:cacheprovider", cwd=project)
+    assert "1 passed" in proc.stdout, proc.stdout
+    # fakekafka's plugin was loaded in that run, and its wire layer is fakekafka.wire
+    plugins = _run(py, "-m", "pytest", "--trace-config", "-q", "--co", cwd=project).stdout
+    assert "fakekafka.testing.pytest_plugin" in plugins
+    _run(py, "-c", "import fakekafka.wire.records, importlib.util; assert importlib.util.find_spec('wire') is None",
+         cwd=tmp_path)

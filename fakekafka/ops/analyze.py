@@ -8,7 +8,8 @@ read the numbers back.
 
 Definitions the report uses:
 
-- errors: requests whose response carried at least one error code (`error_codes` not empty).
+- errors: requests whose response carried at least one error code (`error_codes` not empty) other than a normal
+  step of the protocol (`PROTOCOL_STEPS`: JoinGroup's MEMBER_ID_REQUIRED, the answer to every first join).
 - latency percentiles: Spark's `percentile_approx` (accuracy 10000: exact below 10000 requests per API).
 - clients: client id plus client software (name and version from ApiVersions v3+; a connection's requests
   before its ApiVersions get the software that connection reported later).
@@ -35,6 +36,10 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["ANALYZE_EXTRA", "Report", "analyze", "load", "require_dependencies", "run", "spark_session"]
+
+PROTOCOL_STEPS = {"JoinGroup": ("MEMBER_ID_REQUIRED",)}
+"""Error codes that are a step of an API's protocol, not a failure: a JoinGroup v4+ without a member id is answered
+MEMBER_ID_REQUIRED with the id to join again with (KIP-394), once per member of every group."""
 
 ANALYZE_EXTRA = "fakekafka[spark]"
 """The pip extra that brings pyspark, pyarrow and matplotlib."""
@@ -199,12 +204,20 @@ def _location(directory: str | os.PathLike[str]) -> str:
 
 
 def load(spark: Any, directory: str | os.PathLike[str]) -> Any:
-    """The recording as a DataFrame, with `sec` (unix seconds, double) and `failed` (0/1) added."""
+    """The recording as a DataFrame, with `sec` (unix seconds, double), `failures` (the error codes that are not
+    `PROTOCOL_STEPS`) and `failed` (0/1: any failure) added."""
     from pyspark.sql import functions as F
+
+    def failure(api: Any, code: Any) -> Any:
+        step = F.lit(False)
+        for name, codes in PROTOCOL_STEPS.items():
+            step = step | ((api == name) & code.isin(*codes))
+        return ~step
     return (spark.read.schema(SPARK_SCHEMA).option("recursiveFileLookup", "true")
             .option("pathGlobFilter", "*.parquet").parquet(_location(directory))
             .withColumn("sec", F.unix_micros("time") / 1e6)
-            .withColumn("failed", F.when(F.size("error_codes") > 0, 1).otherwise(0)))
+            .withColumn("failures", F.filter("error_codes", lambda code: failure(F.col("api"), code)))
+            .withColumn("failed", F.when(F.size("failures") > 0, 1).otherwise(0)))
 
 
 def _per_connection(df: Any) -> Any:
@@ -255,7 +268,7 @@ def _compute(df: Any) -> dict[str, Any]:
     ).orderBy(F.desc("requests"), "api"))
     out["api_time"] = _rows(df.groupBy("bucket", "api").agg(F.count(F.lit(1)).alias("n"),
                                                             F.sum("failed").alias("errors")))
-    out["errors"] = _rows(df.where(F.col("failed") == 1).select("api", F.explode("error_codes").alias("error"))
+    out["errors"] = _rows(df.where(F.col("failed") == 1).select("api", F.explode("failures").alias("error"))
                           .groupBy("api", "error").agg(F.count(F.lit(1)).alias("n"))
                           .orderBy(F.desc("n"), "api", "error"), _MAX_ROWS)
     connections = _per_connection(df).persist()
@@ -275,7 +288,7 @@ def _compute(df: Any) -> dict[str, Any]:
     counts = [F.sum(F.when(F.col("api") == api, 1).otherwise(0)).alias(name) for api, name in _GROUP_APIS.items()]
     out["groups"] = _rows(grouped.groupBy("group").agg(
         F.count(F.lit(1)).alias("requests"), *counts,
-        F.sum(F.when((F.col("api") == "JoinGroup") & (F.col("failed") == 0), 1).otherwise(0)).alias("joins_ok"),
+        F.sum(F.when((F.col("api") == "JoinGroup") & (F.size("error_codes") == 0), 1).otherwise(0)).alias("joins_ok"),
         F.sum("failed").alias("errors"), F.countDistinct("member_id").alias("members"),
         F.countDistinct("generation_id").alias("generations"), F.max("generation_id").alias("last_generation"),
         F.min("sec").alias("first"), F.max("sec").alias("last"),
@@ -329,7 +342,8 @@ def _sections(data: dict[str, Any], images: dict[str, str]) -> tuple[str, list[S
                r["response_bytes"], list(r["versions"])] for r in data["apis"]],
         images=[("requests per API over time", images["requests"])] if "requests" in images else []))
     sections.append(Section(
-        "Errors", text="Requests answered with each error code (a response with several codes counts once per code).",
+        "Errors", text="Requests answered with each error code (a response with several codes counts once per code; "
+                       "JoinGroup's MEMBER_ID_REQUIRED, a step of every first join, is not an error).",
         columns=["api", "error", "requests"], rows=[[r["api"], r["error"], r["n"]] for r in data["errors"]],
         note="" if data["errors"] else "No request was answered with an error."))
     sections.append(Section(

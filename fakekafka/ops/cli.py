@@ -17,7 +17,7 @@ import ssl
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from fakekafka import __version__
 from fakekafka.model.config import BROKER_CONFIGS, BrokerConfig, InvalidConfig
@@ -92,8 +92,17 @@ def _reason(e: OSError) -> str:
     return e.strerror or str(e)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with the mistake first: one line naming it and where the usage is, rather than the whole usage
+    block (26 lines for serve) with the one useful line at its end. Subcommands' parsers are of this class too
+    (add_subparsers makes them of the parent's class)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n({self.prog} --help lists the options)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="fakekafka", description="A Kafka-compatible broker for tests.")
+    ap = _Parser(prog="fakekafka", description="A Kafka-compatible broker for tests.")
     ap.add_argument("--version", action="version", version=f"fakekafka {__version__}")
     sub = ap.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="start an in-memory cluster")
@@ -615,9 +624,20 @@ def _ctl(args: argparse.Namespace) -> int:
     return 0
 
 
+_REPORT_SUFFIXES = {"md": (".md", ".markdown"), "html": (".html", ".htm")}
+_REPORT_NAMES = {"md": "Markdown", "html": "HTML"}
+
+
 def _analyze(args: argparse.Namespace) -> int:
     fmt = args.format or ("html" if args.out and Path(args.out).suffix.lower() in (".html", ".htm") else "md")
     out = Path(args.out or f"fakekafka-report.{fmt}")
+    if out.suffix.lower() not in _REPORT_SUFFIXES[fmt]:  # checked before Spark starts, so nothing is written
+        wanted = " or ".join(_REPORT_SUFFIXES[fmt])
+        other = "html" if fmt == "md" else "md"
+        print(f"fakekafka analyze: --out {out}: the report is {_REPORT_NAMES[fmt]}, written to a {wanted} file "
+              f"(--format {other} writes {_REPORT_NAMES[other]}: {' or '.join(_REPORT_SUFFIXES[other])})",
+              file=sys.stderr)
+        return 2
     try:
         from fakekafka.ops import analyze
         analyze.require_dependencies()
@@ -646,6 +666,9 @@ def main(argv: list[str] | None = None) -> int:
         from fakekafka.proxy.replay import replay_main
         return replay_main(args)
     if args.command == "proxy":
+        if args.record_frames and not args.record:  # the Proxy's own words are the Python API's
+            print("fakekafka proxy: error: --record-frames needs --record DIR", file=sys.stderr)
+            return 2
         logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         from fakekafka.ops.proxy_cli import run_proxy
         return asyncio.run(run_proxy(args))

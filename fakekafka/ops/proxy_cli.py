@@ -6,8 +6,10 @@ import argparse
 import asyncio
 import errno
 import logging
+import os
 import signal
 import ssl
+import struct
 import sys
 
 from fakekafka.ops.proxy_control import PROXY_COMMANDS, unknown_proxy_command
@@ -43,6 +45,53 @@ def _upstream_words(e: BaseException) -> str:
     return getattr(e, "strerror", None) or str(e) or type(e).__name__
 
 
+_PROBE = struct.pack(">hhih", 18, 0, 1, 15) + b"fakekafka-proxy"
+"""ApiVersions v0, correlation id 1: what every Kafka broker answers before authentication."""
+PROBE_TIMEOUT_S = 5.0
+
+
+async def probe_upstream(host: str, port: int, upstream_ssl: ssl.SSLContext | None,
+                         timeout: float = PROBE_TIMEOUT_S) -> str | None:
+    """None when a Kafka broker answers ApiVersions at host:port, else why not, in words: a proxy that says it is
+    ready in front of nothing leaves its clients to time out on their own."""
+    try:
+        async with asyncio.timeout(timeout):
+            reader, writer = await asyncio.open_connection(host, port, ssl=upstream_ssl,
+                                                           server_hostname=host if upstream_ssl else None)
+            try:
+                writer.write(struct.pack(">i", len(_PROBE)) + _PROBE)
+                await writer.drain()
+                size, correlation_id = struct.unpack(">ii", await reader.readexactly(8))
+            finally:
+                writer.close()
+    except TimeoutError:
+        return f"no answer within {timeout:g} s"
+    except asyncio.IncompleteReadError:
+        return "it closed the connection without answering ApiVersions (not a Kafka broker, or TLS expected?)"
+    except ssl.SSLError as e:
+        return f"TLS failed: {e.reason or e}"
+    except OSError as e:
+        return os.strerror(e.errno).lower() if e.errno else _upstream_words(e)
+    if correlation_id != 1 or size < 4:
+        return "it answered, but not as a Kafka broker answers ApiVersions"
+    return None
+
+
+async def _check_upstreams(proxy: Proxy, upstream_ssl: ssl.SSLContext | None) -> bool:
+    """Every upstream address probed; those that fail are named. True when at least one answers (the bootstrap
+    listener uses the first that does)."""
+    upstreams = proxy.server.upstreams
+    failures = await asyncio.gather(*(probe_upstream(u.host, u.port, upstream_ssl) for u in upstreams))
+    failed = [f"{u}: {why}" for u, why in zip(upstreams, failures, strict=True) if why is not None]
+    if len(failed) == len(upstreams):
+        print(f"fakekafka proxy: the upstream does not answer: {'; '.join(failed)} (check --upstream)",
+              file=sys.stderr)
+        return False
+    for line in failed:
+        print(f"fakekafka proxy: upstream {line}; going on with the others", file=sys.stderr)
+    return True
+
+
 async def run_proxy(args: argparse.Namespace) -> int:
     host, _, port = args.listen.rpartition(":")
     try:
@@ -55,6 +104,8 @@ async def run_proxy(args: argparse.Namespace) -> int:
     except ImportError as e:
         print(f"fakekafka proxy: {e}", file=sys.stderr)
         return 2
+    if not await _check_upstreams(proxy, proxy.server.upstream_ssl):
+        return 1
     try:
         await proxy.server.start()
     except OSError as e:

@@ -193,6 +193,11 @@ def _software_by_connection(seen: list[RequestRecord]) -> dict[tuple[int, str], 
     return out
 
 
+def _failures(r: RequestRecord) -> list[str]:
+    """The report's rule, computed here independently: error codes but a first join's MEMBER_ID_REQUIRED."""
+    return [e for e in r.error_codes if not (r.api == "JoinGroup" and e == "MEMBER_ID_REQUIRED")]
+
+
 # --- the checks ----------------------------------------------------------------------------------------
 @pytest.mark.spark
 @pytest.mark.timeout(400)
@@ -211,7 +216,9 @@ def test_requests_errors_and_latency_per_api(traffic: Traffic, analysis: Analysi
     assert f"**{len(seen)} requests**" in analysis.text
     per_api = _by(analysis.tables["Requests per API"], "api")
     assert {api: int(r["requests"]) for api, r in per_api.items()} == collections.Counter(r.api for r in seen)
-    errors = collections.Counter(r.api for r in seen if r.error_codes)
+    # a first JoinGroup's MEMBER_ID_REQUIRED is the protocol's step, not an error
+    assert any(r.api == "JoinGroup" and "MEMBER_ID_REQUIRED" in r.error_codes for r in seen)
+    errors = collections.Counter(r.api for r in seen if _failures(r))
     assert {api: int(r["errors"]) for api, r in per_api.items() if int(r["errors"])} == errors
     assert int(per_api["Produce"]["errors"]) == 2
     for api, row in per_api.items():
@@ -219,7 +226,8 @@ def test_requests_errors_and_latency_per_api(traffic: Traffic, analysis: Analysi
         assert row["versions"] == ", ".join(str(v) for v in sorted({r.version for r in seen if r.api == api}))
 
     codes = {(r["api"], r["error"]): int(r["requests"]) for r in analysis.tables["Errors"]}
-    assert codes == collections.Counter((r.api, e) for r in seen for e in r.error_codes)
+    assert codes == collections.Counter((r.api, e) for r in seen if _failures(r) for e in _failures(r))
+    assert ("JoinGroup", "MEMBER_ID_REQUIRED") not in codes
     assert codes[("Produce", "NOT_LEADER_OR_FOLLOWER")] == 2  # what was injected
 
     latency = _by(analysis.tables["Latency per API"], "api")
@@ -320,6 +328,23 @@ def test_missing_pyspark_is_a_readable_error(tmp_path: Path, monkeypatch: pytest
     assert main(["analyze", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "pip install 'fakekafka[spark]'" in err and "pyspark" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["--out", "r.pdf"], "--out r.pdf: the report is Markdown, written to a .md or .markdown file (--format html "
+                         "writes HTML: .html or .htm)"),
+    (["--out", "r.md", "--format", "html"], "--out r.md: the report is HTML, written to a .html or .htm file"),
+    (["--out", "report"], "--out report: the report is Markdown"),
+])
+def test_an_output_name_it_would_not_write_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                      monkeypatch: pytest.MonkeyPatch, args: list[str],
+                                                      words: str) -> None:
+    """Refused before the recording is read or Spark starts (no pyspark needed), and nothing is written."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setitem(sys.modules, "pyspark", None)
+    assert main(["analyze", str(tmp_path / "nope"), *args]) == 2
+    assert f"fakekafka analyze: {words}" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_missing_recording_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

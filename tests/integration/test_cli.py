@@ -318,6 +318,21 @@ def test_ports_and_numbers_are_checked_before_anything_listens(args: list[str], 
     assert message in r.stderr and "Traceback" not in r.stderr
 
 
+def test_a_usage_mistake_is_one_line_before_anything_else() -> None:
+    """The mistake first and alone (with where the usage is), not after serve's whole usage block."""
+    r = _serve("--port", "70000")
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.splitlines() == [
+        "fakekafka serve: error: argument --port: '70000' is not a port: give a number from 1 to 65535 (0 picks a "
+        "free one)", "(fakekafka serve --help lists the options)"]
+
+
+def test_cli_messages_use_cli_words() -> None:
+    r = subprocess.run([sys.executable, "-m", "fakekafka", "proxy", "--upstream", "127.0.0.1:9", "--record-frames"],
+                       capture_output=True, text=True, timeout=20)
+    assert (r.returncode, r.stdout, r.stderr) == (2, "", "fakekafka proxy: error: --record-frames needs --record DIR\n")
+
+
 def _held_port_after_a_free_one(gap: int) -> tuple[socket.socket, int]:
     """A listening socket on port P + gap where P is free now (for serve --port P)."""
     for _ in range(50):

@@ -10,6 +10,7 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -428,3 +429,46 @@ def test_a_consumer_group_session_replays_without_difference(tmp_path: Path) -> 
         assert groups and fresh.groups() == groups
         for group in groups:  # the replayed commits are the recorded ones
             assert fresh.committed(group) == cluster.committed(group) != {}
+
+
+def test_the_command_line_proxy_checks_its_upstream_before_it_is_ready() -> None:
+    """No "ready" in front of nothing: an upstream that refuses, or accepts and closes without answering
+    ApiVersions, is named with what happened, and the proxy exits; one answering upstream of two is enough."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen()
+    refused = socket.socket()
+    refused.bind(("127.0.0.1", 0))  # bound, not listening: connections are refused
+    closed_port, refused_port = silent.getsockname()[1], refused.getsockname()[1]
+
+    def close_what_arrives() -> None:
+        try:
+            conn, _ = silent.accept()
+            conn.close()
+        except OSError:
+            pass
+    threading.Thread(target=close_what_arrives, daemon=True).start()
+    try:
+        r = subprocess.run([sys.executable, "-m", "fakekafka", "proxy", "--upstream",
+                            f"127.0.0.1:{refused_port},127.0.0.1:{closed_port}", "--listen", "127.0.0.1:0"],
+                           capture_output=True, text=True, timeout=30, env=env)
+    finally:
+        silent.close()
+        refused.close()
+    assert r.returncode == 1 and "ready" not in r.stdout, r.stdout
+    assert r.stderr == (f"fakekafka proxy: the upstream does not answer: 127.0.0.1:{refused_port}: connection "
+                        f"refused; 127.0.0.1:{closed_port}: it closed the connection without answering ApiVersions "
+                        f"(not a Kafka broker, or TLS expected?) (check --upstream)\n")
+
+    with fakekafka.Cluster() as cluster:
+        proc = subprocess.Popen([sys.executable, "-m", "fakekafka", "proxy", "--upstream",
+                                 f"127.0.0.1:{refused_port},{cluster.bootstrap_servers}", "--listen", "127.0.0.1:0"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        try:
+            assert proc.stdout is not None
+            assert proc.stdout.readline().startswith("fakekafka proxy ready: ")
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=30)
+        assert f"upstream 127.0.0.1:{refused_port}: connection refused; going on with the others" in err

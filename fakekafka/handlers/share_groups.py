@@ -245,7 +245,8 @@ def handle_share_fetch(ctx: RequestContext, req: Container) -> Any:
         return _session_error(ErrorCode.INVALID_REQUEST, v, lock_field)
     if not req.member_id:
         return _session_error(ErrorCode.INVALID_REQUEST, v, lock_field)
-    code, session = shares.session(ctx.broker.node_id, req.group_id, req.member_id, req.share_session_epoch)
+    code, session = shares.session(ctx.broker.node_id, req.group_id, req.member_id, req.share_session_epoch,
+                                   id(ctx.connection))
     if code != ErrorCode.NONE or session is None:
         return _session_error(code, v, lock_field)
     final = req.share_session_epoch == FINAL_EPOCH

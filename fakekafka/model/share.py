@@ -346,6 +346,9 @@ class ShareSession:
     epoch: int = 1
     """The epoch its next request must carry."""
     partitions: list[tuple[uuid.UUID, int]] = field(default_factory=list)
+    connection: int | None = None
+    """The connection that opened it: its close ends the session and releases what the member holds, as Kafka's
+    share session cache does on a disconnect."""
 
 
 class ShareCoordinator:
@@ -388,7 +391,9 @@ class ShareCoordinator:
             if group is None or member_id not in group.members:
                 return ErrorCode.UNKNOWN_MEMBER_ID, None, None, False
             member = group.members[member_id]
-            self._remove(group, member_id, "left")
+            # the group's side only: its share sessions and what it acquired in them stay until the session's last
+            # request or the locks pass, so acknowledgements sent after the leave (on close) are taken, as Kafka's
+            self._remove(group, member_id, "left", keep_sessions=True)
             member.member_epoch = -1
             return ErrorCode.NONE, None, member, False
         if group is None:
@@ -464,23 +469,32 @@ class ShareCoordinator:
             group.members[m].assignment = {t: sorted(ps) for t, ps in assignment[m].items()}
         group.assignment_epoch = group.group_epoch
 
-    def _remove(self, group: ShareGroup, member_id: str, why: str) -> None:
+    def _remove(self, group: ShareGroup, member_id: str, why: str, *, keep_sessions: bool = False) -> None:
         group.members.pop(member_id, None)
         group.group_epoch += 1
+        released = 0
+        if not keep_sessions:
+            released = self._release(group, member_id)
+            for key in [k for k, s in self.sessions.items()
+                        if s.group_id == group.group_id and s.member_id == member_id]:
+                del self.sessions[key]
+        self._event("share_member_removed", group=group.group_id, member=member_id, why=why, released=released,
+                    group_epoch=group.group_epoch)
+
+    def _release(self, group: ShareGroup, member_id: str) -> int:
+        """What the member holds in the group's share-partitions, released; how many records."""
         limit = self.delivery_limit(group.group_id)
         released = 0
+        changed = []
         for sp in group.partitions.values():
             count = sp.release_member(member_id, limit)
             if count:
                 released += count
+                changed.append(sp)
                 self.persist(sp)
-        for key in [k for k, s in self.sessions.items() if s.group_id == group.group_id and s.member_id == member_id]:
-            del self.sessions[key]
-        self._event("share_member_removed", group=group.group_id, member=member_id, why=why, released=released,
-                    group_epoch=group.group_epoch)
-        if released:
-            for sp in group.partitions.values():
-                self._notify(sp)
+        for sp in changed:
+            self._notify(sp)
+        return released
 
     # --- share-partitions -----------------------------------------------------------------------------------
     def share_partition(self, group_id: str, topic: str, partition: int, log_start: int, high_watermark: int
@@ -521,13 +535,13 @@ class ShareCoordinator:
         return self._int(group_id, "share.heartbeat.interval.ms", self.config.heartbeat_interval_ms)
 
     # --- sessions -----------------------------------------------------------------------------------------
-    def session(self, broker: int, group_id: str, member_id: str, epoch: int
+    def session(self, broker: int, group_id: str, member_id: str, epoch: int, connection: int | None = None
                 ) -> tuple[ErrorCode, ShareSession | None]:
-        """The share session a request with `epoch` continues (0: a new one, replacing any; -1: the last
-        request of one)."""
+        """The share session a request with `epoch` continues (0: a new one on `connection`, replacing any; -1:
+        the last request of one)."""
         key = (broker, group_id, member_id)
         if epoch == 0:
-            s = self.sessions[key] = ShareSession(group_id, member_id, broker)
+            s = self.sessions[key] = ShareSession(group_id, member_id, broker, connection=connection)
             return ErrorCode.NONE, s
         s = self.sessions.get(key)
         if s is None:
@@ -539,8 +553,20 @@ class ShareCoordinator:
         s.epoch += 1
         return ErrorCode.NONE, s
 
-    def close_session(self, session: ShareSession) -> None:
+    def close_session(self, session: ShareSession) -> int:
+        """The session's last request (epoch -1): it ends, and what its member still holds is released, as
+        Kafka's releaseSession does after the request's acknowledgements; how many records."""
         self.sessions.pop((session.broker, session.group_id, session.member_id), None)
+        group = self.groups.get(session.group_id)
+        if group is None or any(s.group_id == session.group_id and s.member_id == session.member_id
+                                for s in self.sessions.values()):
+            return 0
+        return self._release(group, session.member_id)
+
+    def connection_closed(self, connection: int) -> None:
+        """A client connection closed: the share sessions it opened end, as after their last request."""
+        for session in [s for s in self.sessions.values() if s.connection == connection]:
+            self.close_session(session)
 
     # --- the clock ------------------------------------------------------------------------------------------
     def tick(self, partitions_of: Callable[[str], tuple[uuid.UUID, int] | None] | None = None) -> None:

@@ -223,9 +223,11 @@ class Server:
         return self.pool.reserve(conn, size)
 
     def forget(self, conn: Connection) -> None:
-        """A connection has closed: it leaves the quotas and the memory pool's queue."""
+        """A connection has closed: it leaves the quotas and the memory pool's queue, and the share sessions it
+        opened end."""
         self.pool.forget(conn)
         self.quotas.forget(conn)
+        self.cluster.shares.connection_closed(id(conn.state))
 
     def serve(self, conn: Connection) -> Coroutine[Any, Any, None]:
         return self._serve_connection(conn)

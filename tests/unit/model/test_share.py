@@ -278,3 +278,22 @@ def test_the_group_config_chooses_the_isolation_level() -> None:
     configs: dict[str, dict[str, str]] = {"rc": {"share.isolation.level": "read_committed"}}
     coordinator = ShareCoordinator(ManualClock(), group_config=lambda g: configs.get(g, {}))
     assert (coordinator.read_committed("rc"), coordinator.read_committed("other")) == (True, False)
+
+
+def test_a_leave_keeps_the_share_session_and_what_the_member_holds() -> None:
+    """The leave is the group's side only: the member's session and acquired records stay for its acknowledgements
+    sent on close; the session's last request releases what is still held."""
+    clock = ManualClock()
+    coordinator = ShareCoordinator(clock)
+    partitions = {"t": (TOPIC, 1)}
+    assert coordinator.heartbeat("g", "m1", 0, None, ["t"], "c", "/h", partitions.get)[0] == ErrorCode.NONE
+    _, session = coordinator.session(1, "g", "m1", 0)
+    batches, end = _log(2)
+    sp = coordinator.share_partition("g", "t", 0, 0, 0)
+    sp.acquire("m1", _reader(batches), end, 10, now=clock.now_ms(), lock_ms=60_000, max_locks=2000)
+    assert coordinator.heartbeat("g", "m1", -1, None, None, "c", "/h", partitions.get)[0] == ErrorCode.NONE
+    assert "m1" not in coordinator.groups["g"].members
+    assert sp.state_of(0).state == RecordState.ACQUIRED
+    assert coordinator.session(1, "g", "m1", 1)[0] == ErrorCode.NONE
+    assert session is not None and coordinator.close_session(session) == 2
+    assert sp.state_of(0).state == RecordState.AVAILABLE

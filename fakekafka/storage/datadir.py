@@ -93,13 +93,21 @@ class DataDir(Recovery):
         self.broker_ids = sorted(broker_ids)
         try:
             self.root.mkdir(parents=True, exist_ok=True)
+            made_lock = not (self.root / LOCK_FILE).exists()
             self._lock = os.open(self.root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as e:
             raise DataDirError(f"cannot use {self.root} as a data dir: {e.strerror or e}") from None
+
+        def refuse() -> None:
+            """A refused directory is left as it was: the lock file this made goes with it."""
+            if made_lock:
+                with contextlib.suppress(OSError):
+                    os.unlink(self.root / LOCK_FILE)
+            os.close(self._lock)
         try:
             fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as e:
-            os.close(self._lock)
+            refuse()
             if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
                 raise DataDirError(f"{self.root} is in use by another fakekafka cluster (its {LOCK_FILE} is "
                                    "locked)") from None
@@ -109,7 +117,7 @@ class DataDir(Recovery):
             if not os.access(self.root, os.W_OK):
                 raise DataDirError(f"cannot write to {self.root}: permission denied")
         except BaseException:
-            os.close(self._lock)
+            refuse()
             raise
         self.logs: dict[tuple[int, str, int], LogFiles] = {}
         self._checkpoints: dict[tuple[Path, str], dict[tuple[str, int], int]] = {}

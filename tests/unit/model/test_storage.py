@@ -352,16 +352,20 @@ def test_dirs_that_cannot_be_used_are_refused_in_words(tmp_path: Path) -> None:
     (foreign / "notes.txt").write_text("mine")
     with pytest.raises(DataDirError, match="not a fakekafka data dir"):
         _open(foreign)
+    assert [p.name for p in foreign.iterdir()] == ["notes.txt"]  # nothing written into a refused dir: no .lock
     state = _open(tmp_path / "d")
     with pytest.raises(DataDirError, match="in use by another fakekafka cluster"):
         _open(tmp_path / "d")
+    assert (tmp_path / "d" / ".lock").exists()  # the lock of the cluster using it stays
     state.storage.close()
     with pytest.raises(DataDirError, match="holds brokers \\[1\\]"):
         _open(tmp_path / "d", 3)
     meta = tmp_path / "d" / METADATA_FILE
     meta.write_text(meta.read_text().replace('"format":1', '"format":99'))
+    (tmp_path / "d" / ".lock").unlink()
     with pytest.raises(DataDirError, match="format 99"):
         _open(tmp_path / "d")
+    assert not (tmp_path / "d" / ".lock").exists()
     (tmp_path / "file").write_text("")
     with pytest.raises(DataDirError, match="cannot use"):
         _open(tmp_path / "file")

@@ -36,6 +36,26 @@ LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
 CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
 
 
+def _cut_words(path: Path, topic: str, index: int, node_id: int, size: int, valid: int, problem: str,
+               next_offset: int, later: list[str]) -> str:
+    """What recovery did to a replica's log, in words: Kafka's LogSegment.recover stops at a segment's first
+    invalid batch and truncates the segment there (LogLoader then deletes the segments after it), logging "Found
+    invalid messages in log segment" and "Corruption found in segment"; fakekafka does the same and says what it
+    cost. A segment with no valid batch at all is emptied, as on Kafka: the words say so, and that such a file
+    may not be a Kafka segment at all."""
+    if valid == 0:
+        cut = (f"it holds no valid record batch at all ({problem}), so all its {size} bytes are dropped and it "
+               f"is left empty (if it is not a segment fakekafka or Kafka wrote, it does not belong in the data "
+               f"dir)")
+    else:
+        cut = (f"its batches are valid up to byte {valid}: it is cut there, dropping the {size - valid} bytes "
+               f"after ({problem})")
+    gone = f"; the later segment(s) {', '.join(later)} are deleted" if later else ""
+    return (f"recovering {topic}-{index} on broker {node_id}: segment {path}: {cut}{gone}. The log now ends at offset "
+            f"{next_offset}: records from there on are lost on this replica. This is what Kafka's log recovery "
+            f"does with an invalid batch (it truncates the segment at the first one).")
+
+
 class Recovery:
     """DataDir's loading half: reads what the files hold into the cluster state."""
 
@@ -142,11 +162,11 @@ class Recovery:
             seg.last_modified = mtime
             segments.append(seg)
             if problem is not None:
-                log.warning("recovering %s: cut %d bytes after %s", path, len(data) - valid, problem)
+                later = [n for _, n in files[k + 1:]]
+                log.warning(_cut_words(path, topic, index, node_id, len(data), valid, problem, next_offset, later))
                 os.truncate(path, valid)
-                for _, later in files[k + 1:]:
-                    log.warning("recovering %s: deleted (after the cut in %s)", d / later, name)
-                    os.unlink(d / later)
+                for n in later:
+                    os.unlink(d / n)
                 break
         if segments:
             plog.segments = segments

@@ -6,6 +6,7 @@ write() done, nothing flushed or saved at the end); a clean stop calls close. Th
 
 from __future__ import annotations
 
+import logging
 import os
 import struct
 from pathlib import Path
@@ -120,6 +121,34 @@ def test_a_torn_tail_is_cut_and_the_log_goes_on_from_there(tmp_path: Path) -> No
     assert seg.stat().st_size == size - len(state.topics["t"].partitions[0].log.batches[2])
     assert _produce(again, p, b"after") == 2
     assert read_segment(seg.read_bytes(), 0, 0)[2] is None
+    again.storage.close()
+
+
+def test_a_segment_of_garbage_is_emptied_as_kafka_does_and_said_in_words(tmp_path: Path,
+                                                                      caplog: pytest.LogCaptureFixture) -> None:
+    """Kafka's LogSegment.recover truncates a segment at its first invalid batch, so a segment whose first bytes
+    are garbage is emptied: fakekafka does the same, and its one warning says what was lost and why, in words."""
+    state = _open(tmp_path)
+    p = state.create_topic("t", 1).partitions[0]
+    for i in range(3):
+        _produce(state, p, b"value-%d" % i)
+    _crash(state)
+    seg = tmp_path / "broker-1" / "tmp_kafka-logs" / "t-0" / segment_name(0)
+    garbage = b"this is not a kafka segment\n" * 10
+    seg.write_bytes(garbage)
+    with caplog.at_level(logging.WARNING, logger="fakekafka.storage"):
+        again = _open(tmp_path)
+    p = again.topics["t"].partitions[0]
+    assert _values(p) == [] and p.log.log_end_offset == 0 and seg.stat().st_size == 0
+    [warning] = [r.getMessage() for r in caplog.records if "recovering t-0" in r.getMessage()]
+    assert warning == (
+        f"recovering t-0 on broker 1: segment {seg}: it holds no valid record batch at all (a torn batch at byte 0 "
+        f"({len(garbage)} of {12 + struct.unpack_from('>i', garbage, 8)[0]} bytes)), so all its {len(garbage)} "
+        f"bytes are dropped and it "
+        f"is left empty (if it is not a segment fakekafka or Kafka wrote, it does not belong in the data dir). The "
+        f"log now ends at offset 0: records from there on are lost on this replica. This is what Kafka's log "
+        f"recovery does with an invalid batch (it truncates the segment at the first one).")
+    assert _produce(again, p, b"after") == 0
     again.storage.close()
 
 

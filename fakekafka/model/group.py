@@ -8,17 +8,31 @@ reading checked in `tick()`, so a test with a `ManualClock` decides exactly when
 What Kafka writes to `__consumer_offsets` (commits, GroupMetadata at a group's creation and each completed
 rebalance, tombstones) is reported to `records` (a `RecordSink`; the cluster's `OffsetsTopic` writes it), and
 the state is loaded back from those records when the partition's leadership moves.
+The groups' data (states, members, offsets) lives in `fakekafka.model.group_metadata`, re-exported here.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from enum import Enum
+from collections.abc import Callable
 from typing import Any
 
 from fakekafka.model.clock import Clock
+from fakekafka.model.group_metadata import (
+    VALID_PREVIOUS,
+    Group,
+    GroupConfig,
+    GroupState,
+    IllegalStateTransition,
+    JoinRequest,
+    Member,
+    OffsetAndMetadata,
+    Pending,
+    RecordSink,
+    commit_offsets,
+    join_error,
+)
+from fakekafka.model.group_offsets import ClassicGroupOffsets
 from fakekafka.wire import ErrorCode
 
 __all__ = [
@@ -27,266 +41,10 @@ __all__ = [
 ]
 
 
-class GroupState(Enum):
-    """Kafka's names, as DescribeGroups and ListGroups report them."""
+class GroupCoordinator(ClassicGroupOffsets):
+    """The classic protocol's coordinator: JoinGroup, SyncGroup, Heartbeat and LeaveGroup moving groups through
+    their states; committed offsets and group deletion come with `ClassicGroupOffsets`."""
 
-    EMPTY = "Empty"
-    """No members; offsets may remain. JoinGroup starts a rebalance (after the initial delay); commits
-    with generation -1 are accepted. -> PreparingRebalance on a join; -> Dead on deletion or expiry."""
-    PREPARING_REBALANCE = "PreparingRebalance"
-    """Waiting for every known member to (re)join, or for the rebalance timeout. Heartbeats answer
-    REBALANCE_IN_PROGRESS; SyncGroup too. -> CompletingRebalance when the join completes with members,
-    -> Empty when it completes without any."""
-    COMPLETING_REBALANCE = "CompletingRebalance"
-    """JoinGroup answered for the new generation; waiting for the leader's SyncGroup. Commits answer
-    REBALANCE_IN_PROGRESS. -> Stable on the leader's assignment; -> PreparingRebalance on a change."""
-    STABLE = "Stable"
-    """Assignment handed out; heartbeats keep members alive. -> PreparingRebalance when a member joins,
-    leaves, changes its metadata, the leader rejoins, or a session expires."""
-    DEAD = "Dead"
-    """Deleted or emptied of members and offsets; about to disappear. Requests get
-    COORDINATOR_NOT_AVAILABLE."""
-
-
-VALID_PREVIOUS: dict[GroupState, frozenset[GroupState]] = {
-    GroupState.DEAD: frozenset(GroupState),
-    GroupState.COMPLETING_REBALANCE: frozenset({GroupState.PREPARING_REBALANCE}),
-    GroupState.STABLE: frozenset({GroupState.COMPLETING_REBALANCE}),
-    GroupState.PREPARING_REBALANCE: frozenset({GroupState.STABLE, GroupState.COMPLETING_REBALANCE,
-                                               GroupState.EMPTY}),
-    GroupState.EMPTY: frozenset({GroupState.PREPARING_REBALANCE}),
-}
-
-
-class IllegalStateTransition(AssertionError):
-    """A transition the table forbids: a bug in fakekafka, never a client error."""
-
-
-class Pending:
-    """A response the coordinator will give later; the server parks the request on this object."""
-
-    __slots__ = ("result",)
-
-    def __init__(self) -> None:
-        self.result: dict[str, Any] | None = None
-
-
-@dataclass
-class GroupConfig:
-    min_session_timeout_ms: int = 6_000
-    max_session_timeout_ms: int = 1_800_000
-    initial_rebalance_delay_ms: int = 3_000
-    max_size: int = 2**31 - 1
-    offsets_retention_ms: int = 7 * 24 * 3600 * 1000
-    offset_metadata_max_bytes: int = 4096
-    offsets_retention_check_interval_ms: int = 600_000
-    """How often Kafka sweeps expired offsets and removes Empty groups that have none."""
-    new_member_join_timeout_ms: int = 300_000
-
-
-@dataclass
-class OffsetAndMetadata:
-    offset: int
-    leader_epoch: int
-    metadata: str
-    commit_timestamp: int
-
-
-@dataclass
-class Member:
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    rebalance_timeout_ms: int
-    session_timeout_ms: int
-    protocol_type: str
-    protocols: list[tuple[str, bytes]]
-    assignment: bytes = b""
-    join: Pending | None = None  # awaiting its JoinGroup response
-    sync: Pending | None = None  # awaiting its SyncGroup response
-    heartbeat_deadline: int = 0
-    is_new: bool = False
-
-    def metadata_for(self, protocol: str) -> bytes:
-        for name, metadata in self.protocols:
-            if name == protocol:
-                return metadata
-        raise KeyError(protocol)
-
-    def matches(self, protocols: list[tuple[str, bytes]]) -> bool:
-        return self.protocols == protocols
-
-
-@dataclass
-class Group:
-    group_id: str
-    state: GroupState = GroupState.EMPTY
-    generation_id: int = 0
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    leader_id: str | None = None
-    members: dict[str, Member] = field(default_factory=dict)
-    pending_members: dict[str, int] = field(default_factory=dict)  # member id -> expiry
-    static_members: dict[str, str] = field(default_factory=dict)  # group instance id -> member id
-    offsets: dict[tuple[str, int], OffsetAndMetadata] = field(default_factory=dict)
-    pending_txn_offsets: dict[int, dict[tuple[str, int], OffsetAndMetadata]] = field(default_factory=dict)
-    """producer id -> offsets a TxnOffsetCommit staged; they become `offsets` when its transaction commits."""
-    join_deadline: int | None = None
-    initial_delay_deadline: int | None = None
-    initial_delay_limit: int | None = None
-    new_member_added: bool = False
-    sync_deadline: int | None = None
-    empty_since: int | None = None
-    history: list[tuple[int, GroupState, GroupState, int]] = field(default_factory=list)
-    """(time, from, to, generation) of every transition, for tests to assert on."""
-
-    def transition_to(self, target: GroupState, now: int) -> None:
-        if self.state not in VALID_PREVIOUS[target]:
-            allowed = ", ".join(sorted(s.value for s in VALID_PREVIOUS[target]))
-            raise IllegalStateTransition(f"group {self.group_id} should be in one of [{allowed}] before moving to "
-                                         f"{target.value}, but it is {self.state.value}")
-        self.history.append((now, self.state, target, self.generation_id))
-        self.state = target
-
-    @property
-    def can_rebalance(self) -> bool:
-        return self.state in VALID_PREVIOUS[GroupState.PREPARING_REBALANCE]
-
-    @property
-    def rebalance_timeout_ms(self) -> int:
-        return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
-
-    def has_all_members_joined(self) -> bool:
-        return not self.pending_members and all(m.join is not None for m in self.members.values())
-
-    def candidate_protocols(self) -> set[str]:
-        sets = [{name for name, _ in m.protocols} for m in self.members.values()]
-        return set.intersection(*sets) if sets else set()
-
-    def supports(self, protocol_type: str, protocols: list[tuple[str, bytes]]) -> bool:
-        names = {name for name, _ in protocols}
-        if self.state == GroupState.EMPTY or not self.members:
-            return bool(protocol_type) and bool(names)
-        return self.protocol_type == protocol_type and bool(self.candidate_protocols() & names)
-
-    def select_protocol(self) -> str:
-        """Each member votes for its most preferred protocol that every member supports."""
-        candidates = self.candidate_protocols()
-        votes: dict[str, int] = {}
-        for m in self.members.values():
-            choice = next(name for name, _ in m.protocols if name in candidates)
-            votes[choice] = votes.get(choice, 0) + 1
-        return max(votes, key=lambda p: votes[p])
-
-    def subscribed_topics(self) -> set[str] | None:
-        """Topics of the members' consumer subscriptions; None if they cannot be read."""
-        if self.protocol_type != "consumer" or self.protocol_name is None:
-            return None
-        from fakekafka.wire.messages.consumer_protocol_subscription import VERSIONS as SUBSCRIPTION
-        topics: set[str] = set()
-        for m in self.members.values():
-            try:
-                data = m.metadata_for(self.protocol_name)
-                version = int.from_bytes(data[:2], "big")
-                sub = SUBSCRIPTION[min(version, len(SUBSCRIPTION) - 1)].parse(data[2:])
-            except Exception:  # noqa: BLE001 - a client's opaque bytes; treat as unknown
-                return None
-            topics.update(sub.topics)
-        return topics
-
-
-@dataclass(frozen=True)
-class _JoinRequest:
-    group_id: str
-    member_id: str
-    group_instance_id: str | None
-    require_known_member_id: bool
-    client_id: str
-    client_host: str
-    rebalance_timeout_ms: int
-    session_timeout_ms: int
-    protocol_type: str
-    protocols: list[tuple[str, bytes]]
-    version: int
-
-
-StagedOffsets = dict[int, dict[tuple[str, int], OffsetAndMetadata]]
-"""A group's transactional offsets not yet committed, by producer id."""
-
-
-def stage_txn_offsets(pending: StagedOffsets, producer_id: int,
-                      offsets: dict[tuple[str, int], tuple[int, int, str | None]], max_metadata_bytes: int,
-                      now: int) -> dict[tuple[str, int], ErrorCode]:
-    """TxnOffsetCommit's offsets staged for the producer's transaction (classic and consumer groups alike): each
-    partition's answer, OFFSET_METADATA_TOO_LARGE past `offset.metadata.max.bytes`."""
-    staged = pending.setdefault(producer_id, {})
-    out = {}
-    for tp, (offset, epoch, metadata) in offsets.items():
-        if metadata is not None and len(metadata.encode()) > max_metadata_bytes:
-            out[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-            continue
-        staged[tp] = OffsetAndMetadata(offset, epoch, metadata or "", now)
-        out[tp] = ErrorCode.NONE
-    return out
-
-
-def commit_offsets(committed: dict[tuple[str, int], OffsetAndMetadata],
-                   offsets: dict[tuple[str, int], tuple[int, int, str | None]], max_metadata_bytes: int,
-                   now: int) -> tuple[dict[tuple[str, int], ErrorCode], dict[tuple[str, int], OffsetAndMetadata]]:
-    """OffsetCommit's offsets stored (classic and consumer groups alike): each partition's answer,
-    OFFSET_METADATA_TOO_LARGE past `offset.metadata.max.bytes`, and what was stored (for the group's records)."""
-    out, stored = {}, {}
-    for tp, (offset, epoch, metadata) in offsets.items():
-        if metadata is not None and len(metadata.encode()) > max_metadata_bytes:
-            out[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-            continue
-        committed[tp] = stored[tp] = OffsetAndMetadata(offset, epoch, metadata or "", now)
-        out[tp] = ErrorCode.NONE
-    return out, stored
-
-
-class RecordSink:
-    """Where a coordinator reports the changes Kafka's coordinator writes to `__consumer_offsets` as records
-    (`fakekafka.model.offsets_topic.OffsetsTopic` writes them); this base records nothing, for coordinators
-    used on their own."""
-
-    def offsets(self, group_id: str, changed: dict[tuple[str, int], OffsetAndMetadata | None],
-                producer_id: int = -1, producer_epoch: int = -1) -> None:
-        """Offsets committed (staged for the producer's transaction when `producer_id` >= 0), or deleted (None)."""
-
-    def classic_group(self, group: Group, assignments: bool = True) -> None:
-        """A classic group's metadata at a completed rebalance (or its creation)."""
-
-    def group_removed(self, group_id: str, offsets: Iterable[tuple[str, int]]) -> None:
-        """A classic group deleted or expired, with the offsets it still had."""
-
-    def consumer_group(self, group: Any, group_id: str = "") -> None:
-        """A KIP-848 consumer group changed (None with its id: deleted)."""
-
-
-def staged_now(pending: StagedOffsets, producer_id: int, answers: dict[tuple[str, int], ErrorCode]
-               ) -> dict[tuple[str, int], OffsetAndMetadata | None]:
-    """The offsets a TxnOffsetCommit just staged (its partitions answered NONE), for the transactional records."""
-    staged = pending.get(producer_id, {})
-    return {tp: staged[tp] for tp, code in answers.items() if code == ErrorCode.NONE and tp in staged}
-
-
-def complete_staged_offsets(pending: StagedOffsets, committed: dict[tuple[str, int], OffsetAndMetadata],
-                            producer_id: int, commit: bool, now: int) -> None:
-    """The transaction marker's effect on a group: the producer's staged offsets committed (at `now`) or dropped."""
-    staged = pending.pop(producer_id, {})
-    if commit:
-        for tp, om in staged.items():
-            committed[tp] = OffsetAndMetadata(om.offset, om.leader_epoch, om.metadata, now)
-
-
-def _join_error(member_id: str, code: ErrorCode) -> dict[str, Any]:
-    return {"error_code": code, "generation_id": -1, "protocol_type": None, "protocol_name": None,
-            "leader": "", "member_id": member_id, "members": [], "skip_assignment": False}
-
-
-class GroupCoordinator:
     def __init__(self, clock: Clock, config: GroupConfig | None = None,
                  notify: Callable[[object], None] | None = None) -> None:
         self.clock = clock
@@ -301,7 +59,7 @@ class GroupCoordinator:
     def _now(self) -> int:
         return self.clock.now_ms()
 
-    def _resolve(self, pending: Pending | None, result: dict[str, Any]) -> None:
+    def resolve(self, pending: Pending | None, result: dict[str, Any]) -> None:
         if pending is not None and pending.result is None:
             pending.result = result
             self._notify(pending)
@@ -310,72 +68,52 @@ class GroupCoordinator:
         prefix = group_instance_id or client_id
         return f"{prefix}-{next(self._ids):08d}-fakekafka"
 
-    def _join_result(self, group: Group, member: Member) -> dict[str, Any]:
-        leader = member.member_id == group.leader_id
-        members = []
-        if leader and group.protocol_name is not None:
-            members = [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
-                        "metadata": m.metadata_for(group.protocol_name)} for m in group.members.values()]
-        return {"error_code": ErrorCode.NONE, "generation_id": group.generation_id,
-                "protocol_type": group.protocol_type, "protocol_name": group.protocol_name,
-                "leader": group.leader_id or "", "skip_assignment": False, "member_id": member.member_id,
-                "members": members}
-
-    def _touch(self, member: Member, timeout_ms: int | None = None) -> None:
-        member.heartbeat_deadline = self._now() + (member.session_timeout_ms if timeout_ms is None else timeout_ms)
-
-    def _is_fenced(self, group: Group, member_id: str, group_instance_id: str | None) -> bool:
-        if group_instance_id is None:
-            return False
-        current = group.static_members.get(group_instance_id)
-        return current is not None and current != member_id
-
     def group(self, group_id: str) -> Group | None:
         return self.groups.get(group_id)
 
     # --- JoinGroup ------------------------------------------------------------------------------
-    def join(self, req: _JoinRequest | None = None, **kwargs: Any) -> dict[str, Any] | Pending:
+    def join(self, req: JoinRequest | None = None, **kwargs: Any) -> dict[str, Any] | Pending:
         """JoinGroup: an immediate answer, or a `Pending` resolved when the rebalance completes."""
-        r = req or _JoinRequest(**kwargs)
+        r = req or JoinRequest(**kwargs)
         if not r.group_id:
-            return _join_error(r.member_id, ErrorCode.INVALID_GROUP_ID)
+            return join_error(r.member_id, ErrorCode.INVALID_GROUP_ID)
         if not self.config.min_session_timeout_ms <= r.session_timeout_ms <= self.config.max_session_timeout_ms:
-            return _join_error(r.member_id, ErrorCode.INVALID_SESSION_TIMEOUT)
+            return join_error(r.member_id, ErrorCode.INVALID_SESSION_TIMEOUT)
         group = self.groups.get(r.group_id)
         unknown = r.member_id == ""
         if group is None:
             if not unknown:
-                return _join_error(r.member_id, ErrorCode.UNKNOWN_MEMBER_ID)
+                return join_error(r.member_id, ErrorCode.UNKNOWN_MEMBER_ID)
             group = self.groups[r.group_id] = Group(r.group_id, empty_since=self._now())
             self.records.classic_group(group)  # Kafka records a new group at once, empty at generation 0
         if group.state == GroupState.DEAD:
-            return _join_error(r.member_id, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            return join_error(r.member_id, ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if unknown and len(group.members) >= self.config.max_size:
-            return _join_error("", ErrorCode.GROUP_MAX_SIZE_REACHED)
+            return join_error("", ErrorCode.GROUP_MAX_SIZE_REACHED)
         if not group.supports(r.protocol_type, r.protocols):
-            return _join_error(r.member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+            return join_error(r.member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         result = self._join_unknown(group, r) if unknown else self._join_known(group, r)
         self._maybe_complete_join(group)
         return result
 
-    def _join_unknown(self, group: Group, r: _JoinRequest) -> dict[str, Any] | Pending:
+    def _join_unknown(self, group: Group, r: JoinRequest) -> dict[str, Any] | Pending:
         new_id = self._new_member_id(r.client_id, r.group_instance_id)
         if r.group_instance_id is not None and r.group_instance_id in group.static_members:
             return self._replace_static_member(group, r, new_id)
         if r.require_known_member_id and r.group_instance_id is None:  # static members skip this step
             group.pending_members[new_id] = self._now() + r.session_timeout_ms
-            return _join_error(new_id, ErrorCode.MEMBER_ID_REQUIRED)
+            return join_error(new_id, ErrorCode.MEMBER_ID_REQUIRED)
         return self._add_member_and_rebalance(group, r, new_id)
 
-    def _replace_static_member(self, group: Group, r: _JoinRequest, new_id: str) -> dict[str, Any] | Pending:
+    def _replace_static_member(self, group: Group, r: JoinRequest, new_id: str) -> dict[str, Any] | Pending:
         """A static member restarted: it takes its old place under a new member id, without a rebalance
         while the group is Stable and keeps its protocol (KIP-345); in CompletingRebalance the group
         rebalances again, as Kafka's coordinator does (the leader may be assigning to the old member id)."""
         assert r.group_instance_id is not None
         old_id = group.static_members[r.group_instance_id]
         old = group.members.pop(old_id)
-        self._resolve(old.join, _join_error(old_id, ErrorCode.FENCED_INSTANCE_ID))
-        self._resolve(old.sync, {"error_code": ErrorCode.FENCED_INSTANCE_ID, "assignment": b""})
+        self.resolve(old.join, join_error(old_id, ErrorCode.FENCED_INSTANCE_ID))
+        self.resolve(old.sync, {"error_code": ErrorCode.FENCED_INSTANCE_ID, "assignment": b""})
         old.join = old.sync = None
         old.member_id = new_id
         group.members[new_id] = old
@@ -385,7 +123,7 @@ class GroupCoordinator:
             group.leader_id = new_id
         old.protocols = r.protocols
         old.rebalance_timeout_ms, old.session_timeout_ms = r.rebalance_timeout_ms, r.session_timeout_ms
-        self._touch(old)
+        old.touch(self._now())
         if group.state == GroupState.COMPLETING_REBALANCE or (
                 group.state == GroupState.STABLE and group.select_protocol() != group.protocol_name):
             # as Kafka (GroupMetadataManager): after the join, the leader may be assigning to the old member
@@ -395,7 +133,7 @@ class GroupCoordinator:
             return pending
         if group.state == GroupState.STABLE:
             self.records.classic_group(group)  # the member's new id, as Kafka records it before answering
-            result = self._join_result(group, old)
+            result = group.join_result(old)
             if r.version >= 9:
                 # KIP-814, as Kafka 4.4: a rejoined static leader gets the members and skip_assignment, so
                 # it knows it leads without reassigning the group
@@ -409,29 +147,29 @@ class GroupCoordinator:
         pending = old.join = Pending()
         return pending
 
-    def _join_known(self, group: Group, r: _JoinRequest) -> dict[str, Any] | Pending:
+    def _join_known(self, group: Group, r: JoinRequest) -> dict[str, Any] | Pending:
         if r.member_id in group.pending_members:
             return self._add_member_and_rebalance(group, r, r.member_id)
-        if self._is_fenced(group, r.member_id, r.group_instance_id):
-            return _join_error(r.member_id, ErrorCode.FENCED_INSTANCE_ID)
+        if group.is_fenced(r.member_id, r.group_instance_id):
+            return join_error(r.member_id, ErrorCode.FENCED_INSTANCE_ID)
         member = group.members.get(r.member_id)
         if member is None or (r.group_instance_id is not None and r.group_instance_id not in group.static_members):
-            return _join_error(r.member_id, ErrorCode.UNKNOWN_MEMBER_ID)
+            return join_error(r.member_id, ErrorCode.UNKNOWN_MEMBER_ID)
         if group.state == GroupState.PREPARING_REBALANCE:
             return self._update_member_and_rebalance(group, member, r)
         if group.state == GroupState.COMPLETING_REBALANCE:
             if member.matches(r.protocols):
-                return self._join_result(group, member)
+                return group.join_result(member)
             return self._update_member_and_rebalance(group, member, r)
         if group.state == GroupState.STABLE:
             if member.member_id == group.leader_id or not member.matches(r.protocols):
                 return self._update_member_and_rebalance(group, member, r)
-            result = self._join_result(group, member)
+            result = group.join_result(member)
             result["members"] = []
             return result
-        return _join_error(r.member_id, ErrorCode.UNKNOWN_MEMBER_ID)
+        return join_error(r.member_id, ErrorCode.UNKNOWN_MEMBER_ID)
 
-    def _add_member_and_rebalance(self, group: Group, r: _JoinRequest, member_id: str) -> Pending:
+    def _add_member_and_rebalance(self, group: Group, r: JoinRequest, member_id: str) -> Pending:
         member = Member(member_id, r.group_instance_id, r.client_id, r.client_host, r.rebalance_timeout_ms,
                         r.session_timeout_ms, r.protocol_type, r.protocols, is_new=True)
         if group.state == GroupState.PREPARING_REBALANCE and group.generation_id == 0:
@@ -443,31 +181,31 @@ class GroupCoordinator:
             group.leader_id = member_id
         pending = member.join = Pending()
         # new members cannot heartbeat yet; a long-lost JoinGroup is timed out instead
-        self._touch(member, self.config.new_member_join_timeout_ms)
+        member.touch(self._now(), self.config.new_member_join_timeout_ms)
         if r.group_instance_id is not None:
             group.static_members[r.group_instance_id] = member_id
         group.pending_members.pop(member_id, None)
         self._maybe_prepare_rebalance(group)
         return pending
 
-    def _update_member_and_rebalance(self, group: Group, member: Member, r: _JoinRequest) -> Pending:
+    def _update_member_and_rebalance(self, group: Group, member: Member, r: JoinRequest) -> Pending:
         member.protocols = r.protocols
         member.rebalance_timeout_ms, member.session_timeout_ms = r.rebalance_timeout_ms, r.session_timeout_ms
-        self._resolve(member.join, _join_error(member.member_id, ErrorCode.UNKNOWN_MEMBER_ID))
+        self.resolve(member.join, join_error(member.member_id, ErrorCode.UNKNOWN_MEMBER_ID))
         pending = member.join = Pending()
         self._maybe_prepare_rebalance(group)
         return pending
 
     def _maybe_prepare_rebalance(self, group: Group) -> None:
         if group.can_rebalance:
-            self._prepare_rebalance(group)
+            self.prepare_rebalance(group)
 
-    def _prepare_rebalance(self, group: Group) -> None:
+    def prepare_rebalance(self, group: Group) -> None:
         now = self._now()
         if group.state == GroupState.COMPLETING_REBALANCE:
             for m in group.members.values():
                 m.assignment = b""
-                self._resolve(m.sync, {"error_code": ErrorCode.REBALANCE_IN_PROGRESS, "assignment": b""})
+                self.resolve(m.sync, {"error_code": ErrorCode.REBALANCE_IN_PROGRESS, "assignment": b""})
                 m.sync = None
         group.sync_deadline = None
         delay = self.config.initial_rebalance_delay_ms
@@ -514,8 +252,8 @@ class GroupCoordinator:
             group.sync_deadline = now + group.rebalance_timeout_ms
             for m in group.members.values():
                 pending, m.join = m.join, None
-                self._resolve(pending, self._join_result(group, m))
-                self._touch(m)
+                self.resolve(pending, group.join_result(m))
+                m.touch(self._now())
                 m.is_new = False
         else:
             group.protocol_name = None
@@ -525,8 +263,8 @@ class GroupCoordinator:
             self.records.classic_group(group)
 
     def _remove_member(self, group: Group, member: Member) -> None:
-        self._resolve(member.join, _join_error("", ErrorCode.UNKNOWN_MEMBER_ID))
-        self._resolve(member.sync, {"error_code": ErrorCode.UNKNOWN_MEMBER_ID, "assignment": b""})
+        self.resolve(member.join, join_error("", ErrorCode.UNKNOWN_MEMBER_ID))
+        self.resolve(member.sync, {"error_code": ErrorCode.UNKNOWN_MEMBER_ID, "assignment": b""})
         member.join = member.sync = None
         group.members.pop(member.member_id, None)
         if member.group_instance_id is not None and group.static_members.get(member.group_instance_id) == \
@@ -559,7 +297,7 @@ class GroupCoordinator:
             return error(ErrorCode.UNKNOWN_MEMBER_ID)
         if group.state == GroupState.DEAD:
             return error(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        if self._is_fenced(group, member_id, group_instance_id):
+        if group.is_fenced(member_id, group_instance_id):
             return error(ErrorCode.FENCED_INSTANCE_ID)
         member = group.members.get(member_id)
         if member is None:
@@ -574,8 +312,8 @@ class GroupCoordinator:
         if group.state == GroupState.PREPARING_REBALANCE:
             return error(ErrorCode.REBALANCE_IN_PROGRESS)
         if group.state == GroupState.STABLE:
-            self._touch(member)
-            return self._sync_result(group, member)
+            member.touch(self._now())
+            return group.sync_result(member)
         pending = member.sync = Pending()
         if member_id == group.leader_id:
             now = self._now()
@@ -587,14 +325,9 @@ class GroupCoordinator:
             for m in group.members.values():
                 p, m.sync = m.sync, None
                 if p is not None:
-                    self._resolve(p, self._sync_result(group, m))
-                    self._touch(m)
+                    self.resolve(p, group.sync_result(m))
+                    m.touch(self._now())
         return pending.result if pending.result is not None else pending
-
-    @staticmethod
-    def _sync_result(group: Group, member: Member) -> dict[str, Any]:
-        return {"error_code": ErrorCode.NONE, "assignment": member.assignment,
-                "protocol_type": group.protocol_type, "protocol_name": group.protocol_name}
 
     # --- Heartbeat, LeaveGroup --------------------------------------------------------------------
     def heartbeat(self, group_id: str, generation_id: int, member_id: str,
@@ -606,7 +339,7 @@ class GroupCoordinator:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if group.state == GroupState.DEAD:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if self._is_fenced(group, member_id, group_instance_id):
+        if group.is_fenced(member_id, group_instance_id):
             return ErrorCode.FENCED_INSTANCE_ID
         member = group.members.get(member_id)
         if member is None:
@@ -615,7 +348,7 @@ class GroupCoordinator:
             return ErrorCode.ILLEGAL_GENERATION
         if group.state == GroupState.EMPTY:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        self._touch(member)
+        member.touch(self._now())
         if group.state == GroupState.PREPARING_REBALANCE:
             return ErrorCode.REBALANCE_IN_PROGRESS
         return ErrorCode.NONE
@@ -630,7 +363,7 @@ class GroupCoordinator:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
         results = []
         for member_id, instance_id in members:
-            if member_id and self._is_fenced(group, member_id, instance_id):
+            if member_id and group.is_fenced(member_id, instance_id):
                 results.append(ErrorCode.FENCED_INSTANCE_ID)
             elif member_id in group.pending_members:
                 del group.pending_members[member_id]
@@ -645,140 +378,6 @@ class GroupCoordinator:
                     self._remove_member_and_update(group, member)
                     results.append(ErrorCode.NONE)
         return ErrorCode.NONE, results
-
-    # --- offsets --------------------------------------------------------------------------------
-    def commit(self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
-               offsets: dict[tuple[str, int], tuple[int, int, str | None]]) -> dict[tuple[str, int], ErrorCode]:
-        """offsets: (topic, partition) -> (offset, leader epoch, metadata)."""
-        def all_(code: ErrorCode) -> dict[tuple[str, int], ErrorCode]:
-            return {tp: code for tp in offsets}
-
-        group = self.groups.get(group_id)
-        if group is None:
-            if generation_id >= 0:
-                return all_(ErrorCode.ILLEGAL_GENERATION)
-            group = self.groups[group_id] = Group(group_id, empty_since=self._now())
-        if group.state == GroupState.DEAD:
-            return all_(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        if self._is_fenced(group, member_id, group_instance_id):
-            return all_(ErrorCode.FENCED_INSTANCE_ID)
-        if not (generation_id < 0 and group.state == GroupState.EMPTY):
-            member = group.members.get(member_id)
-            if member is None:
-                return all_(ErrorCode.UNKNOWN_MEMBER_ID)
-            if generation_id != group.generation_id:
-                return all_(ErrorCode.ILLEGAL_GENERATION)
-            if group.state == GroupState.COMPLETING_REBALANCE:
-                return all_(ErrorCode.REBALANCE_IN_PROGRESS)
-            self._touch(member)
-        out, stored = commit_offsets(group.offsets, offsets, self.config.offset_metadata_max_bytes, self._now())
-        self.records.offsets(group_id, stored)
-        return out
-
-    def txn_commit(self, group_id: str, producer_id: int, generation_id: int, member_id: str,
-                   group_instance_id: str | None, offsets: dict[tuple[str, int], tuple[int, int, str | None]],
-                   producer_epoch: int = -1) -> dict[tuple[str, int], ErrorCode]:
-        """TxnOffsetCommit: offsets staged for the producer's transaction, visible once it commits. A producer
-        that names no member (v0-2, or a generation of -1) commits without group checks, as Kafka's."""
-        def all_(code: ErrorCode) -> dict[tuple[str, int], ErrorCode]:
-            return dict.fromkeys(offsets, code)
-
-        group = self.groups.get(group_id)
-        if group is None:
-            if generation_id >= 0:
-                return all_(ErrorCode.ILLEGAL_GENERATION)
-            group = self.groups[group_id] = Group(group_id, empty_since=self._now())
-        if group.state == GroupState.DEAD:
-            return all_(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        if member_id or generation_id >= 0 or group_instance_id is not None:
-            if self._is_fenced(group, member_id, group_instance_id):
-                return all_(ErrorCode.FENCED_INSTANCE_ID)
-            if member_id not in group.members:
-                return all_(ErrorCode.UNKNOWN_MEMBER_ID)
-            if generation_id != group.generation_id:
-                return all_(ErrorCode.ILLEGAL_GENERATION)
-        out = stage_txn_offsets(group.pending_txn_offsets, producer_id, offsets, self.config.offset_metadata_max_bytes,
-                                self._now())
-        self.records.offsets(group_id, staged_now(group.pending_txn_offsets, producer_id, out), producer_id,
-                             producer_epoch)
-        return out
-
-    def complete_txn_offsets(self, producer_id: int, commit: bool, in_partition: Callable[[str], bool]) -> None:
-        """A transaction marker reached a `__consumer_offsets` partition: the producer's staged offsets of the
-        groups that partition holds are committed or dropped."""
-        for group in list(self.groups.values()):
-            if producer_id not in group.pending_txn_offsets or not in_partition(group.group_id):
-                continue
-            complete_staged_offsets(group.pending_txn_offsets, group.offsets, producer_id, commit, self._now())
-            self._maybe_remove_dead(group)
-
-    def has_pending_txn_offset(self, group_id: str, tp: tuple[str, int]) -> bool:
-        group = self.groups.get(group_id)
-        return group is not None and any(tp in staged for staged in group.pending_txn_offsets.values())
-
-    def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None
-                      ) -> dict[tuple[str, int], OffsetAndMetadata | None]:
-        group = self.groups.get(group_id)
-        stored = group.offsets if group is not None else {}
-        if partitions is None:
-            return dict(sorted(stored.items()))
-        return {tp: stored.get(tp) for tp in partitions}
-
-    def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]]
-                       ) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
-        group = self.groups.get(group_id)
-        if group is None or group.state == GroupState.DEAD:
-            return ErrorCode.GROUP_ID_NOT_FOUND, {}
-        if group.state != GroupState.EMPTY and group.protocol_type != "consumer":
-            return ErrorCode.NON_EMPTY_GROUP, {}
-        subscribed = group.subscribed_topics() if group.state != GroupState.EMPTY else set()
-        out = {}
-        for tp in partitions:
-            if subscribed is None or tp[0] in subscribed:
-                out[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
-            else:
-                group.offsets.pop(tp, None)
-                out[tp] = ErrorCode.NONE
-        self.records.offsets(group_id, {tp: None for tp, code in out.items() if code == ErrorCode.NONE})
-        self._maybe_remove_dead(group)
-        return ErrorCode.NONE, out
-
-    def delete_group(self, group_id: str) -> ErrorCode:
-        group = self.groups.get(group_id)
-        if group is None or group.state == GroupState.DEAD:
-            return ErrorCode.GROUP_ID_NOT_FOUND
-        if group.state != GroupState.EMPTY:
-            return ErrorCode.NON_EMPTY_GROUP
-        group.transition_to(GroupState.DEAD, self._now())
-        del self.groups[group_id]
-        self.records.group_removed(group_id, group.offsets)
-        return ErrorCode.NONE
-
-    def take_empty_group(self, group_id: str) -> Group | None:
-        """Removes and returns an Empty group (a KIP-848 consumer group takes its id and offsets over)."""
-        group = self.groups.get(group_id)
-        if group is None or group.members or group.pending_members or group.state != GroupState.EMPTY:
-            return None
-        group.transition_to(GroupState.DEAD, self._now())
-        self.records.group_removed(group_id, ())  # its offsets stay: the consumer group takes them over
-        return self.groups.pop(group_id)
-
-    def remove_partitions(self, topic: str) -> None:
-        """A deleted topic takes its committed offsets with it."""
-        for group in list(self.groups.values()):
-            gone = [tp for tp in group.offsets if tp[0] == topic]
-            for tp in gone:
-                del group.offsets[tp]
-            if gone:
-                self.records.offsets(group.group_id, dict.fromkeys(gone))
-            self._maybe_remove_dead(group)
-
-    def _maybe_remove_dead(self, group: Group) -> None:
-        if group.state == GroupState.EMPTY and not group.offsets and not group.members \
-                and not group.pending_members and not group.pending_txn_offsets:
-            group.transition_to(GroupState.DEAD, self._now())
-            self.groups.pop(group.group_id, None)
-            self.records.group_removed(group.group_id, ())
 
     # --- time -----------------------------------------------------------------------------------
     def tick(self) -> None:
@@ -813,13 +412,7 @@ class GroupCoordinator:
                 if m.join is None and m.sync is None and m.heartbeat_deadline <= now \
                         and m.member_id in group.members:
                     self._remove_member_and_update(group, m)
-            if group.state == GroupState.EMPTY and group.empty_since is not None and group.offsets \
-                    and now - group.empty_since >= self.config.offsets_retention_ms:
-                self.records.offsets(group.group_id, dict.fromkeys(group.offsets))
-                group.offsets.clear()
-            if group.state == GroupState.EMPTY and group.empty_since is not None \
-                    and now - group.empty_since >= self.config.offsets_retention_check_interval_ms:
-                self._maybe_remove_dead(group)
+            self._expire(group, now)
 
     def next_deadline(self) -> int | None:
         """The earliest time `tick` has something to do (for the server's timer)."""
@@ -830,7 +423,5 @@ class GroupCoordinator:
                 if t is not None:
                     times.append(t)
             times.extend(m.heartbeat_deadline for m in g.members.values() if m.join is None and m.sync is None)
-            if g.state == GroupState.EMPTY and g.empty_since is not None:
-                times.append(g.empty_since + (self.config.offsets_retention_ms if g.offsets
-                                              else self.config.offsets_retention_check_interval_ms))
+            times.extend(self._expiry_deadlines(g))
         return min(times, default=None)

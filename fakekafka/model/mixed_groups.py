@@ -30,95 +30,104 @@ difference.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import Any, Protocol
 
 from construct import Container
 
-from fakekafka.model.group import Group, GroupCoordinator, GroupState, Member
+from fakekafka.model.clock import Clock
+from fakekafka.model.consumer_assignment import reconcile
+from fakekafka.model.consumer_group_metadata import (
+    ClassicProtocol,
+    ConsumerGroup,
+    ConsumerGroupConfig,
+    ConsumerMember,
+    HeartbeatError,
+    MemberState,
+    TopicInfo,
+    new_member_id,
+)
+from fakekafka.model.group import GroupCoordinator
+from fakekafka.model.group_metadata import Group, GroupState, Member, RecordSink
 from fakekafka.wire import ErrorCode
-
-if TYPE_CHECKING:
-    from fakekafka.model.consumer_group import ConsumerGroup, ConsumerGroupCoordinator, ConsumerMember
+from fakekafka.wire.messages.consumer_protocol_assignment import VERSIONS as ASSIGNMENT
+from fakekafka.wire.messages.consumer_protocol_subscription import VERSIONS as SUBSCRIPTION
 
 __all__ = [
-    "ClassicProtocol", "classic_heartbeat", "classic_join", "classic_sync", "classic_takes_empty", "downgrade",
-    "encode_assignment",
-    "parse_subscription", "retire_upgraded", "upgraded",
+    "ClassicProtocol", "ConsumerGroups", "classic_heartbeat", "classic_join", "classic_sync", "classic_takes_empty",
+    "downgrade", "encode_assignment", "parse_subscription", "retire_upgraded", "upgraded",
 ]
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 LATEST_CONSUMER_PROTOCOL = 3
 
 
-@dataclass(frozen=True)
-class ClassicProtocol:
-    """What a classic member of a consumer group told JoinGroup: its session timeout and its protocols (the
-    assignor names with the same subscription each), as Kafka keeps them (ClassicMemberMetadata)."""
+class ConsumerGroups(Protocol):
+    """What a mixed group needs of the consumer group coordinator (`ConsumerGroups` is one): its
+    groups, configuration and topics, and the steps every member goes through (stored, assigned)."""
 
-    session_timeout_ms: int
-    protocols: tuple[tuple[str, bytes], ...]
+    clock: Clock
+    config: ConsumerGroupConfig
+    groups: dict[str, ConsumerGroup]
+    records: RecordSink
+    classic: GroupCoordinator | None
 
-    @property
-    def protocol_name(self) -> str:
-        return self.protocols[0][0]
+    def topics(self) -> dict[str, TopicInfo]: ...
 
-    @property
-    def version(self) -> int:
-        """The ConsumerProtocol version the member speaks: its assignment is written in it."""
-        data = self.protocols[0][1]
-        return int.from_bytes(data[:2], "big", signed=True) if len(data) >= 2 else 0
+    def subscription_metadata(self, group: ConsumerGroup) -> dict[str, tuple[uuid.UUID, int] | None]: ...
+
+    def store_member(self, group: ConsumerGroup, member_id: str, member: ConsumerMember, bump: str | None
+                     ) -> None: ...
+
+    def maybe_assign(self, group: ConsumerGroup) -> None: ...
 
 
-def policy_allows(coord: ConsumerGroupCoordinator, direction: str) -> bool:
+def policy_allows(coord: ConsumerGroups, direction: str) -> bool:
     policy = coord.config.migration_policy.lower()
     return policy == "bidirectional" or policy == direction
 
 
 def parse_subscription(data: bytes) -> Container:
     """A ConsumerProtocol subscription (JoinGroup metadata); ValueError if malformed."""
-    from fakekafka.wire.messages.consumer_protocol_subscription import VERSIONS
     if len(data) < 2:
         raise ValueError("subscription too short")
     version = int.from_bytes(data[:2], "big", signed=True)
     try:
-        return VERSIONS[min(max(version, 0), len(VERSIONS) - 1)].parse(data[2:])
+        return SUBSCRIPTION[min(max(version, 0), len(SUBSCRIPTION) - 1)].parse(data[2:])
     except Exception as e:  # noqa: BLE001 - a client's bytes: any failure to parse is a malformed protocol
         raise ValueError(str(e)) from None
 
 
 def parse_assignment(data: bytes) -> Container | None:
     """A ConsumerProtocol assignment (SyncGroup's); None for the empty one; ValueError if malformed."""
-    from fakekafka.wire.messages.consumer_protocol_assignment import VERSIONS
     if not data:
         return None
     if len(data) < 2:
         raise ValueError("assignment too short")
     version = int.from_bytes(data[:2], "big", signed=True)
     try:
-        return VERSIONS[min(max(version, 0), len(VERSIONS) - 1)].parse(data[2:])
+        return ASSIGNMENT[min(max(version, 0), len(ASSIGNMENT) - 1)].parse(data[2:])
     except Exception as e:  # noqa: BLE001
         raise ValueError(str(e)) from None
 
 
 def encode_assignment(partitions: dict[str, list[int]], version: int) -> bytes:
     """An assignment in the ConsumerProtocol format at `version` (capped at the latest), topics by name."""
-    from fakekafka.wire.messages.consumer_protocol_assignment import VERSIONS
     v = min(max(version, 0), LATEST_CONSUMER_PROTOCOL)
-    body = VERSIONS[v].build({"assigned_partitions": [{"topic": t, "partitions": sorted(ps)}
+    body = ASSIGNMENT[v].build({"assigned_partitions": [{"topic": t, "partitions": sorted(ps)}
                                                       for t, ps in sorted(partitions.items()) if ps],
                               "user_data": None})
     return v.to_bytes(2, "big") + body
 
 
-def _by_name(coord: ConsumerGroupCoordinator, assignment: dict[uuid.UUID, frozenset[int]]) -> dict[str, list[int]]:
-    names = {info.topic_id: name for name, info in coord._topics().items()}
+def _by_name(coord: ConsumerGroups, assignment: dict[uuid.UUID, frozenset[int]]) -> dict[str, list[int]]:
+    names = {info.topic_id: name for name, info in coord.topics().items()}
     return {names[t]: sorted(ps) for t, ps in assignment.items() if t in names and ps}
 
 
-def _by_id(coord: ConsumerGroupCoordinator, topics: list[Any]) -> dict[uuid.UUID, frozenset[int]]:
+def _by_id(coord: ConsumerGroups, topics: list[Any]) -> dict[uuid.UUID, frozenset[int]]:
     """ConsumerProtocol (topic, partitions) entries as topic id -> partitions; unknown topics dropped."""
-    infos = coord._topics()
+    infos = coord.topics()
     out: dict[uuid.UUID, frozenset[int]] = {}
     for t in topics:
         info = infos.get(t.topic)
@@ -128,11 +137,10 @@ def _by_id(coord: ConsumerGroupCoordinator, topics: list[Any]) -> dict[uuid.UUID
 
 
 # --- upgrade --------------------------------------------------------------------------------------
-def upgraded(coord: ConsumerGroupCoordinator, classic: GroupCoordinator, group_id: str) -> ConsumerGroup:
+def upgraded(coord: ConsumerGroups, classic: GroupCoordinator, group_id: str) -> ConsumerGroup:
     """The consumer group a classic group with members becomes (not yet registered: the heartbeat that asked
     registers it, and `retire_upgraded` removes the classic group then), or HeartbeatError GROUP_ID_NOT_FOUND
     with Kafka 4.4's words when it may not be upgraded."""
-    from fakekafka.model.consumer_group import ConsumerGroup, ConsumerMember, HeartbeatError, MemberState
 
     def refuse(why: str) -> HeartbeatError:
         return HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND,
@@ -175,7 +183,7 @@ def upgraded(coord: ConsumerGroupCoordinator, classic: GroupCoordinator, group_i
             group.static_members[m.group_instance_id] = m.member_id
     group.offsets = old.offsets
     group.pending_txn_offsets = old.pending_txn_offsets
-    group.subscription_metadata = coord._subscription_metadata(group)
+    group.subscription_metadata = coord.subscription_metadata(group)
     group.history.append((now, "upgraded from a classic group", group.group_epoch, group.assignment_epoch))
     return group
 
@@ -188,17 +196,17 @@ def retire_upgraded(classic: GroupCoordinator, group_id: str) -> None:
         return
     classic.records.group_removed(group_id, ())  # its offsets stay with the consumer group
     for m in old.members.values():
-        classic._resolve(m.join, {"error_code": ErrorCode.REBALANCE_IN_PROGRESS, "generation_id": -1,
+        classic.resolve(m.join, {"error_code": ErrorCode.REBALANCE_IN_PROGRESS, "generation_id": -1,
                                   "protocol_type": None, "protocol_name": None, "leader": "",
                                   "member_id": m.member_id, "members": [], "skip_assignment": False})
-        classic._resolve(m.sync, {"error_code": ErrorCode.REBALANCE_IN_PROGRESS, "assignment": b""})
+        classic.resolve(m.sync, {"error_code": ErrorCode.REBALANCE_IN_PROGRESS, "assignment": b""})
         m.join = m.sync = None
     old.history.append((classic.clock.now_ms(), old.state, GroupState.DEAD, old.generation_id))
     old.state = GroupState.DEAD
 
 
 # --- downgrade ------------------------------------------------------------------------------------
-def downgrade(coord: ConsumerGroupCoordinator, classic: GroupCoordinator, group: ConsumerGroup,
+def downgrade(coord: ConsumerGroups, classic: GroupCoordinator, group: ConsumerGroup,
               leaving: set[str], rebalance: bool = True) -> bool:
     """Turns the consumer group into a classic group without the members `leaving` if only classic members
     remain and the policy allows it (Kafka 4.4's validateOnlineDowngradeWithFencedMembers and
@@ -226,7 +234,7 @@ def downgrade(coord: ConsumerGroupCoordinator, classic: GroupCoordinator, group:
         assert m.classic is not None
         target = group.target.get(m.member_id, {})
         new.members[m.member_id].assignment = encode_assignment(_by_name(coord, target), m.classic.version)
-        classic._touch(new.members[m.member_id])
+        new.members[m.member_id].touch(classic.clock.now_ms())
     new.offsets = group.offsets
     new.pending_txn_offsets = group.pending_txn_offsets
     del coord.groups[group.group_id]
@@ -235,7 +243,7 @@ def downgrade(coord: ConsumerGroupCoordinator, classic: GroupCoordinator, group:
     classic.groups[group.group_id] = new
     classic.records.classic_group(new)
     if rebalance:
-        classic._prepare_rebalance(new)  # "Downgrade group from consumer to classic": every member rejoins
+        classic.prepare_rebalance(new)  # "Downgrade group from consumer to classic": every member rejoins
     return True
 
 
@@ -256,14 +264,13 @@ def _supports(group: ConsumerGroup, protocol_type: str, protocols: list[tuple[st
     return any(all(name in {n for n, _ in c.protocols} for c in classic) for name in names)
 
 
-def classic_join(coord: ConsumerGroupCoordinator, group: ConsumerGroup, *, member_id: str,
+def classic_join(coord: ConsumerGroups, group: ConsumerGroup, *, member_id: str,
                  group_instance_id: str | None, require_known_member_id: bool, client_id: str, client_host: str,
                  session_timeout_ms: int, rebalance_timeout_ms: int, protocol_type: str,
                  protocols: list[tuple[str, bytes]], min_session_timeout_ms: int = 6_000,
                  max_session_timeout_ms: int = 1_800_000) -> dict[str, Any]:
     """JoinGroup from a classic member to a consumer group (Kafka 4.4's classicGroupJoinToConsumerGroup),
     answered at once."""
-    from fakekafka.model.consumer_group import ConsumerMember, new_member_id
     if not min_session_timeout_ms <= session_timeout_ms <= max_session_timeout_ms:
         return _join_error(member_id, ErrorCode.INVALID_SESSION_TIMEOUT)
     if coord.config.migration_policy.lower() == "disabled":
@@ -317,7 +324,7 @@ def classic_join(coord: ConsumerGroupCoordinator, group: ConsumerGroup, *, membe
     changed = (is_new and replaced is None) or updated.subscribed_topic_names != member.subscribed_topic_names \
         or (member.subscribed_topic_regex is not None)
     updated.subscribed_topic_regex = None
-    coord._store_member(group, mid, updated, (
+    coord.store_member(group, mid, updated, (
         "classic member joined" if is_new else "classic member's subscription changed") if changed else None)
     # a classic static member taking the place of the last consumer-protocol member downgrades the group (Kafka
     # 4.4's validateOnlineDowngradeWithReplacedMember); with a target assignment behind the group epoch ("stale
@@ -327,10 +334,10 @@ def classic_join(coord: ConsumerGroupCoordinator, group: ConsumerGroup, *, membe
         and len(group.members) <= coord.classic.config.max_size
     stale = group.assignment_epoch < group.group_epoch
     if not downgrading:
-        coord._maybe_assign(group)
+        coord.maybe_assign(group)
     owned = [(tid, sorted(ps)) for tid, ps in _by_id(coord, subscription.get("owned_partitions") or []).items()]
     if not (downgrading and stale):
-        updated = coord._reconcile(group, updated, owned)
+        updated = reconcile(group, updated, owned, now)
     updated.session_deadline = now + session_timeout_ms
     updated.sync_deadline = now + max(updated.rebalance_timeout_ms, 0)
     group.members[mid] = updated
@@ -358,12 +365,11 @@ def _classic_member(group: ConsumerGroup, member_id: str, group_instance_id: str
     return member, ErrorCode.NONE
 
 
-def classic_sync(coord: ConsumerGroupCoordinator, group: ConsumerGroup, generation_id: int, member_id: str,
+def classic_sync(coord: ConsumerGroups, group: ConsumerGroup, generation_id: int, member_id: str,
                  group_instance_id: str | None, protocol_type: str | None, protocol_name: str | None
                  ) -> dict[str, Any]:
     """SyncGroup from a classic member of a consumer group: its current assignment, encoded in the
     ConsumerProtocol version it speaks (Kafka 4.4's classicGroupSyncToConsumerGroup)."""
-    from fakekafka.model.consumer_group import MemberState
 
     def error(code: ErrorCode) -> dict[str, Any]:
         return {"error_code": code, "assignment": b"", "protocol_type": None, "protocol_name": None}
@@ -388,11 +394,10 @@ def classic_sync(coord: ConsumerGroupCoordinator, group: ConsumerGroup, generati
             "assignment": encode_assignment(_by_name(coord, member.assigned), member.classic.version)}
 
 
-def classic_heartbeat(coord: ConsumerGroupCoordinator, group: ConsumerGroup, generation_id: int, member_id: str,
+def classic_heartbeat(coord: ConsumerGroups, group: ConsumerGroup, generation_id: int, member_id: str,
                       group_instance_id: str | None) -> ErrorCode:
     """Heartbeat from a classic member of a consumer group: REBALANCE_IN_PROGRESS when it should rejoin (the
     group epoch moved past it, it must revoke partitions, or partitions it waits for are free now)."""
-    from fakekafka.model.consumer_group import MemberState
     member, code = _classic_member(group, member_id, group_instance_id)
     if member is None:
         return code
@@ -412,7 +417,7 @@ def classic_heartbeat(coord: ConsumerGroupCoordinator, group: ConsumerGroup, gen
     return ErrorCode.NONE
 
 
-def classic_takes_empty(coord: ConsumerGroupCoordinator, classic: GroupCoordinator, group_id: str) -> None:
+def classic_takes_empty(coord: ConsumerGroups, classic: GroupCoordinator, group_id: str) -> None:
     """A classic JoinGroup for an empty consumer group: the consumer group goes, its committed offsets stay with
     the classic group that takes the id (Kafka 4.4's maybeDeleteEmptyConsumerGroup)."""
     old = coord.groups.get(group_id)

@@ -42,10 +42,9 @@ from typing import TYPE_CHECKING, Any
 
 import crc32c
 
-from fakekafka.model.consumer_group import ConsumerGroup, ConsumerMember, MemberState
-from fakekafka.model.group import Group, GroupState, Member, OffsetAndMetadata, RecordSink, _join_error
+from fakekafka.model.consumer_group_metadata import ClassicProtocol, ConsumerGroup, ConsumerMember, MemberState
+from fakekafka.model.group_metadata import Group, GroupState, Member, OffsetAndMetadata, RecordSink, join_error
 from fakekafka.model.internal_topics import OFFSETS_TOPIC
-from fakekafka.model.mixed_groups import ClassicProtocol
 from fakekafka.wire import ErrorCode
 from fakekafka.wire.coordinator import RECORD_TYPES, record_module
 from fakekafka.wire.coordinator import consumer_group_current_member_assignment as current_assignment_rec
@@ -378,8 +377,8 @@ class OffsetsTopic(RecordSink):
             old = groups.groups.pop(gid, None)
             for m in old.members.values() if old is not None else ():
                 # requests the old coordinator parked are answered as Kafka's unloading coordinator answers them
-                groups._resolve(m.join, _join_error(m.member_id, ErrorCode.NOT_COORDINATOR))
-                groups._resolve(m.sync, {"error_code": ErrorCode.NOT_COORDINATOR, "assignment": b""})
+                groups.resolve(m.join, join_error(m.member_id, ErrorCode.NOT_COORDINATOR))
+                groups.resolve(m.sync, {"error_code": ErrorCode.NOT_COORDINATOR, "assignment": b""})
             consumer_groups.groups.pop(gid, None)
             self._written.pop(gid, None)
             self._encoded.pop(gid, None)
@@ -473,6 +472,6 @@ class OffsetsTopic(RecordSink):
                                     strict=True)}
         if not group.members:
             group.empty_since = now
-        group.subscription_metadata = coordinator._subscription_metadata(group)
+        group.subscription_metadata = coordinator.subscription_metadata(group)
         return group
 

@@ -1,0 +1,202 @@
+"""Who gets which partitions in a KIP-848 consumer group: the target assignment and the way to it. Pure.
+
+As in Kafka's group coordinator: the members' subscriptions (names and regular expressions) resolved against
+the topics; the server-side assignors (`uniform`, `range`) computing the **target assignment**
+(TargetAssignmentBuilder); and **reconciliation** (CurrentAssignmentBuilder), moving one member a step closer to
+its target: partitions it must give up are revoked first, and partitions another member still owns are held
+back until it releases them.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import replace
+
+from fakekafka.model.consumer_group_metadata import (
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    Assignment,
+    ConsumerGroup,
+    ConsumerMember,
+    MemberState,
+    TopicInfo,
+    compile_regex,
+)
+
+__all__ = ["ASSIGNORS", "member_topics", "reconcile", "subscription_metadata", "target_assignment"]
+
+# --- assignors ------------------------------------------------------------------------------------
+AssignorInput = dict[str, tuple[str | None, frozenset[uuid.UUID]]]
+"""member id -> (instance id, subscribed topic ids)."""
+
+
+def _range_assign(members: AssignorInput, partitions: dict[uuid.UUID, int],
+                  current: dict[str, Assignment]) -> dict[str, Assignment]:
+    """Kafka's server-side `range`: per topic, its subscribers in order (static members by instance id
+    first, then by member id) get consecutive ranges, the first ones one partition more."""
+    order = sorted(members, key=lambda m: (members[m][0] is None, members[m][0] or m))
+    out: dict[str, Assignment] = {m: {} for m in members}
+    for topic_id in sorted(partitions, key=str):
+        subs = [m for m in order if topic_id in members[m][1]]
+        if not subs:
+            continue
+        n = partitions[topic_id]
+        quota, extra = divmod(n, len(subs))
+        start = 0
+        for m in subs:
+            count = quota + (1 if extra > 0 else 0)
+            extra -= 1
+            if count:
+                out[m][topic_id] = frozenset(range(start, start + count))
+            start += count
+    return out
+
+
+def _uniform_assign(members: AssignorInput, partitions: dict[uuid.UUID, int],
+                    current: dict[str, Assignment]) -> dict[str, Assignment]:
+    """Kafka's server-side `uniform`: partitions spread so that two members subscribed to a topic hold as
+    many partitions as each other, give or take one, each keeping as many of its current target
+    partitions as it can (sticky), so a rebalance moves few partitions."""
+    order = sorted(members)
+    subscribers = {t: [m for m in order if t in members[m][1]] for t in sorted(partitions, key=str)}
+    counts = dict.fromkeys(order, 0)
+    owner: dict[tuple[uuid.UUID, int], str] = {}
+    # sticky: a partition stays with its current owner while that member is subscribed to its topic, so a
+    # member leaving moves only its own partitions and one joining only what it needs (the balance below)
+    for m, a in current.items():
+        for t, ps in a.items():
+            if m in members and t in members[m][1] and t in partitions:
+                for p in ps:
+                    if p < partitions[t]:
+                        owner[(t, p)] = m
+                        counts[m] += 1
+    for t, subs in subscribers.items():  # the others (new partitions, a departed member's) to the least loaded
+        for p in range(partitions[t]):
+            if subs and (t, p) not in owner:
+                m = min(subs, key=lambda x: (counts[x], x))
+                owner[(t, p)] = m
+                counts[m] += 1
+    moved = True
+    while moved:  # balance: no subscriber of a topic holds two more partitions than another
+        moved = False
+        # members in order, each over its share giving up its highest partitions first (what Kafka 4.4 did in
+        # the scenarios: members joining a 6-partition topic one by one end with 0,1 / 3,4 / 2,5)
+        for tp, m in sorted(owner.items(), key=lambda kv: (kv[1], str(kv[0][0]), -kv[0][1])):
+            low = min(subscribers[tp[0]], key=lambda x: (counts[x], x))
+            if owner[tp] == m and counts[m] - counts[low] >= 2:
+                owner[tp] = low
+                counts[m] -= 1
+                counts[low] += 1
+                moved = True
+    out: dict[str, Assignment] = {m: {} for m in order}
+    for (t, p), m in owner.items():
+        out[m][t] = out[m].get(t, frozenset()) | {p}
+    return out
+
+
+ASSIGNORS: dict[str, Callable[[AssignorInput, dict[uuid.UUID, int], dict[str, Assignment]],
+                              dict[str, Assignment]]] = {"uniform": _uniform_assign, "range": _range_assign}
+
+# --- subscriptions and the target assignment --------------------------------------------------------
+def member_topics(group: ConsumerGroup, member: ConsumerMember, topics: dict[str, TopicInfo]) -> frozenset[str]:
+    """The topic names a member subscribes to: by name, and those its regular expression matches (internal
+    topics never; with an authorizer, only those the member that last heartbeated with it may DESCRIBE)."""
+    names = set(member.subscribed_topic_names)
+    if member.subscribed_topic_regex:
+        pattern = compile_regex(member.subscribed_topic_regex)
+        describable = group.regex_describable.get(member.subscribed_topic_regex, lambda _: True)
+        names |= {n for n in topics if not n.startswith("__") and pattern.fullmatch(n) and describable(n)}
+    return frozenset(names)
+
+
+def subscription_metadata(group: ConsumerGroup, topics: dict[str, TopicInfo]
+                          ) -> dict[str, tuple[uuid.UUID, int] | None]:
+    """What a group epoch depends on: each subscribed topic -> (id, partitions), None if it does not exist."""
+    wanted: set[str] = set()
+    for m in group.members.values():
+        wanted |= member_topics(group, m, topics)
+    return {n: (topics[n].topic_id, topics[n].partitions) if n in topics else None for n in sorted(wanted)}
+
+
+def target_assignment(group: ConsumerGroup, topics: dict[str, TopicInfo], default_assignor: str
+                      ) -> dict[str, Assignment]:
+    """The group's next target assignment: member id -> its partitions, by the assignor most members prefer."""
+    inputs: AssignorInput = {}
+    for m in group.members.values():
+        ids = frozenset(topics[n].topic_id for n in member_topics(group, m, topics) if n in topics)
+        inputs[m.member_id] = (m.instance_id, ids)
+    partitions = {info.topic_id: info.partitions for info in topics.values()
+                  if any(info.topic_id in ids for _, ids in inputs.values())}
+    assignor = ASSIGNORS[group.preferred_assignor(default_assignor)]
+    return assignor(inputs, partitions, group.target) if inputs else {}
+
+
+# --- reconciliation (CurrentAssignmentBuilder) ----------------------------------------------------
+def reconcile(group: ConsumerGroup, member: ConsumerMember, owned: list[tuple[uuid.UUID, list[int]]] | None,
+              now: int) -> ConsumerMember:
+    """The member one step closer to its target assignment (Kafka's CurrentAssignmentBuilder): `owned` is
+    what it reported (None: not reported); a new rebalance deadline when it must revoke partitions."""
+    target_epoch = group.assignment_epoch
+    if member.is_reconciled_to(target_epoch) or member.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        return member
+    target = group.target.get(member.member_id, {})
+
+    def owns_any(revoking: Assignment) -> bool:
+        if owned is None:
+            return True
+        return any(p in revoking.get(t, frozenset()) for t, ps in owned for p in ps)
+
+    if member.state == MemberState.STABLE:
+        if member.member_epoch == target_epoch:
+            return member
+        nxt = _next_state(group, member, member.member_epoch, target, target_epoch, owns_any)
+    elif member.state == MemberState.UNREVOKED_PARTITIONS:
+        if owns_any(member.pending_revocation):
+            return member
+        nxt = _next_state(group, member, member.member_epoch + 1, target, target_epoch, owns_any)
+    else:
+        nxt = _next_state(group, member, member.member_epoch, target, target_epoch, owns_any)
+    if nxt.state == MemberState.UNREVOKED_PARTITIONS:
+        if member.state != MemberState.UNREVOKED_PARTITIONS or member.member_epoch != nxt.member_epoch \
+                or nxt.rebalance_deadline is None:
+            nxt.rebalance_deadline = now + max(nxt.rebalance_timeout_ms, 0)
+            nxt.rebalance_epoch = nxt.member_epoch
+    else:
+        nxt.rebalance_deadline = None
+    return nxt
+
+
+def _next_state(group: ConsumerGroup, member: ConsumerMember, epoch: int, target: Assignment, target_epoch: int,
+                owns_any: Callable[[Assignment], bool]) -> ConsumerMember:
+    unreleased = False
+    assigned: Assignment = {}
+    revoking: Assignment = {}
+    pending: Assignment = {}
+    for t in set(target) | set(member.assigned):
+        want = target.get(t, frozenset())
+        have = member.assigned.get(t, frozenset())
+        keep = have & want
+        gone = have - keep
+        add = {p for p in want - keep if group.partition_owner_epoch(t, p, member.member_id) == -1}
+        if len(add) < len(want - keep):
+            unreleased = True
+        if keep:
+            assigned[t] = keep
+        if gone:
+            revoking[t] = gone
+        if add:
+            pending[t] = frozenset(add)
+    if revoking and owns_any(revoking):
+        return _with_epoch(member, epoch, MemberState.UNREVOKED_PARTITIONS, assigned, revoking)
+    if pending:
+        for t, ps in pending.items():
+            assigned[t] = assigned.get(t, frozenset()) | ps
+    state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
+    return _with_epoch(member, target_epoch, state, assigned, {})
+
+
+def _with_epoch(member: ConsumerMember, epoch: int, state: MemberState, assigned: Assignment,
+                revoking: Assignment) -> ConsumerMember:
+    previous = member.member_epoch if epoch != member.member_epoch else member.previous_member_epoch
+    return replace(member, member_epoch=epoch, previous_member_epoch=previous, state=state,
+                   assigned=assigned, pending_revocation=revoking)

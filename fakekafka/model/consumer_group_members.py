@@ -1,0 +1,252 @@
+"""Members in and out of KIP-848 consumer groups, and the epochs that follow. Pure state.
+
+What both protocols' requests build on (ConsumerGroupHeartbeat in `fakekafka.model.consumer_group`, the classic
+JoinGroup/SyncGroup/Heartbeat of a mixed group in `fakekafka.model.mixed_groups`): a member is stored and the
+group epoch bumped when what the assignment depends on changed (its subscription, the subscribed topics); a new
+target assignment follows (at once, or once `group.consumer.assignment.interval.ms` has passed); a member that
+leaves, is removed by LeaveGroup or misses its session or rebalance timeout is fenced, and a group left with
+only classic members goes back to being a classic group. Empty groups lose their offsets after the retention
+time and then go.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+
+from fakekafka.model.clock import Clock
+from fakekafka.model.consumer_assignment import subscription_metadata, target_assignment
+from fakekafka.model.consumer_group_metadata import (
+    ConsumerGroup,
+    ConsumerGroupConfig,
+    ConsumerMember,
+    MemberState,
+    TopicInfo,
+)
+from fakekafka.model.group import GroupCoordinator
+from fakekafka.model.group_metadata import RecordSink
+from fakekafka.model.mixed_groups import downgrade
+from fakekafka.wire import ErrorCode
+
+__all__ = ["ConsumerGroupMembers"]
+
+
+class ConsumerGroupMembers:
+    """Members in and out of consumer groups and the epochs that follow: a member stored bumps the group epoch
+    when what the assignment depends on changed, a new target assignment is computed for it, members are fenced
+    (left, expired, timed out) and the timers fire. `topics()` gives the cluster's topics by name (the metadata
+    image the assignment is computed from); `group_config(group_id)` a group's dynamic configs
+    (`consumer.session.timeout.ms`, `consumer.heartbeat.interval.ms`)."""
+
+    def __init__(self, clock: Clock, config: ConsumerGroupConfig | None = None,
+                 topics: Callable[[], dict[str, TopicInfo]] | None = None,
+                 group_config: Callable[[str], dict[str, str]] | None = None,
+                 notify: Callable[[object], None] | None = None, classic: GroupCoordinator | None = None) -> None:
+        self.clock = clock
+        self.config = config or ConsumerGroupConfig()
+        self.classic = classic
+        """The classic coordinator beside this one: a classic group is upgraded from it, downgraded into it."""
+        self.groups: dict[str, ConsumerGroup] = {}
+        self._topics = topics or dict
+        self._group_config = group_config or (lambda _: {})
+        self._notify = notify or (lambda _: None)
+        self.records = RecordSink()
+        """Told each change Kafka writes to `__consumer_offsets` (the cluster's `OffsetsTopic`)."""
+
+    def _now(self) -> int:
+        return self.clock.now_ms()
+
+    def topics(self) -> dict[str, TopicInfo]:
+        """The cluster's topics by name, as the assignment sees them."""
+        return self._topics()
+
+    def group(self, group_id: str) -> ConsumerGroup | None:
+        return self.groups.get(group_id)
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        return int(self._group_config(group_id).get("consumer.session.timeout.ms", self.config.session_timeout_ms))
+
+    def assignment_interval_ms(self, group_id: str) -> int:
+        return int(self._group_config(group_id).get("consumer.assignment.interval.ms",
+                                                    self.config.assignment_interval_ms))
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        return int(self._group_config(group_id).get("consumer.heartbeat.interval.ms",
+                                                    self.config.heartbeat_interval_ms))
+
+
+    def store_member(self, group: ConsumerGroup, member_id: str, member: ConsumerMember, bump: str | None) -> None:
+        """The member stored (with its static id) and the group epoch bumped as Kafka 4.4 counts: once when its
+        subscription changed (`bump` says why), once more when the group's topics (by name, existing or not) or
+        their partitions changed (a new group's first member with a subscription lands at epoch 2)."""
+        group.members[member_id] = member
+        if member.instance_id is not None:
+            group.static_members[member.instance_id] = member_id
+        group.empty_since = None
+        if bump:
+            self._bump(group, bump)
+        metadata = self.subscription_metadata(group)
+        if metadata != group.subscription_metadata:
+            group.subscription_metadata = metadata
+            self._bump(group, "subscribed topics changed")
+
+    def _bump(self, group: ConsumerGroup, why: str) -> None:
+        group.group_epoch += 1
+        group.history.append((self._now(), why, group.group_epoch, group.assignment_epoch))
+
+
+    # --- subscriptions and the target assignment ----------------------------------------------------
+    def subscription_metadata(self, group: ConsumerGroup) -> dict[str, tuple[uuid.UUID, int] | None]:
+        return subscription_metadata(group, self._topics())
+
+    def metadata_changed(self) -> None:
+        """Topics were created, deleted or grew partitions: each group whose subscribed topics changed gets a
+        new group epoch (Kafka notices the new metadata image at the group's next heartbeat; here at once,
+        so that describe shows it too)."""
+        for group in self.groups.values():
+            if not group.members:
+                continue
+            metadata = self.subscription_metadata(group)
+            if metadata != group.subscription_metadata:
+                group.subscription_metadata = metadata
+                self._bump(group, "metadata changed")
+
+    # --- target assignment ----------------------------------------------------------------------------
+    def maybe_assign(self, group: ConsumerGroup) -> None:
+        if group.group_epoch <= group.assignment_epoch:
+            return
+        now = self._now()
+        interval = self.assignment_interval_ms(group.group_id)
+        if interval > 0 and group.last_assignment_ms is not None and now < group.last_assignment_ms + interval:
+            group.assignment_due = group.last_assignment_ms + interval
+            return
+        self._assign(group)
+
+    def _assign(self, group: ConsumerGroup) -> None:
+        group.target = target_assignment(group, self._topics(), self.config.assignors[0])
+        group.assignment_epoch = group.group_epoch
+        group.last_assignment_ms = self._now()
+        group.assignment_due = None
+        group.history.append((self._now(), "target assignment", group.group_epoch, group.assignment_epoch))
+
+    def fence(self, group: ConsumerGroup, member: ConsumerMember, why: str) -> None:
+        """Removes the member; the others get a new target assignment (a new group epoch). If only classic
+        members would be left, the group goes back to being a classic group instead (a downgrade, as Kafka's)."""
+        if self._maybe_downgrade(group, {member.member_id}):
+            return
+        group.members.pop(member.member_id, None)
+        group.target.pop(member.member_id, None)
+        if member.instance_id is not None and group.static_members.get(member.instance_id) == member.member_id:
+            del group.static_members[member.instance_id]
+        group.subscription_metadata = self.subscription_metadata(group)
+        self._bump(group, why)
+        if not group.members:
+            self._emptied(group)
+
+    def _emptied(self, group: ConsumerGroup) -> None:
+        """The last member left: the (empty) target assignment is at the new group epoch at once, not computed by
+        an assignor (Kafka 4.4 writes it with assignment timestamp 0; ConsumerGroupDescribe shows the epoch)."""
+        now = self._now()
+        group.empty_since = now
+        group.target = {}
+        group.assignment_epoch = group.group_epoch
+        group.last_assignment_ms = group.assignment_due = None
+        group.history.append((now, "target assignment", group.group_epoch, group.assignment_epoch))
+
+    def leave_group(self, group: ConsumerGroup, members: list[tuple[str, str | None]]
+                    ) -> list[tuple[str, str | None, ErrorCode]]:
+        """LeaveGroup (the classic API) on a consumer group, as Kafka 4.4 serves it (an admin removing members):
+        each (member id, instance id) removed, or UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID; one new group epoch
+        for all of them."""
+        out: list[tuple[str, str | None, ErrorCode]] = []
+        removed: list[ConsumerMember] = []
+        for member_id, instance_id in members:
+            if instance_id is None:
+                member = group.members.get(member_id)
+            else:
+                current = group.static_members.get(instance_id)
+                member = group.members.get(current) if current is not None else None
+                if member is not None and member_id and member_id != member.member_id:
+                    out.append((member_id, instance_id, ErrorCode.FENCED_INSTANCE_ID))
+                    continue
+            if member is None or member in removed:
+                out.append((member_id, instance_id, ErrorCode.UNKNOWN_MEMBER_ID))
+                continue
+            removed.append(member)
+            out.append((member.member_id, instance_id, ErrorCode.NONE))
+        if removed and self._maybe_downgrade(group, {m.member_id for m in removed}):
+            return out
+        for member in removed:
+            group.members.pop(member.member_id, None)
+            group.target.pop(member.member_id, None)
+            if member.instance_id is not None and group.static_members.get(member.instance_id) == member.member_id:
+                del group.static_members[member.instance_id]
+        if removed:
+            group.subscription_metadata = self.subscription_metadata(group)
+            self._bump(group, "members removed (LeaveGroup)")
+            if not group.members:
+                self._emptied(group)
+            self.records.consumer_group(group)
+        return out
+
+    def _maybe_downgrade(self, group: ConsumerGroup, leaving: set[str]) -> bool:
+        """Whether the group became a classic group as the members `leaving` go (Kafka 4.4's online downgrade:
+        only classic members left, `group.consumer.migration.policy` allows it)."""
+        if self.classic is None:
+            return False
+        return downgrade(self, self.classic, group, leaving)
+
+    def expire_member(self, group_id: str, member_id: str) -> bool:
+        group = self.groups.get(group_id)
+        member = group.members.get(member_id) if group else None
+        if group is None or member is None:
+            return False
+        self.fence(group, member, "session expired")
+        self.records.consumer_group(group)
+        return True
+
+    # --- time ---------------------------------------------------------------------------------------
+    def tick(self) -> None:
+        now = self._now()
+        for group in list(self.groups.values()):
+            if group.assignment_due is not None and group.assignment_due <= now:
+                self._assign(group)
+            for m in list(group.members.values()):
+                if self.groups.get(group.group_id) is not group:
+                    break  # downgraded to a classic group
+                if m.member_id not in group.members:
+                    continue
+                if m.session_deadline is not None and m.session_deadline <= now:
+                    self.fence(group, m, "session expired")
+                elif m.join_deadline is not None and m.join_deadline <= now:
+                    self.fence(group, m, "the classic member failed to join within the rebalance timeout")
+                elif m.sync_deadline is not None and m.sync_deadline <= now:
+                    self.fence(group, m, "the classic member failed to sync within the rebalance timeout")
+                elif m.rebalance_deadline is not None and m.rebalance_deadline <= now \
+                        and m.member_epoch == m.rebalance_epoch and m.state == MemberState.UNREVOKED_PARTITIONS:
+                    self.fence(group, m, "rebalance timeout")
+            if self.groups.get(group.group_id) is not group:
+                continue
+            if not group.members and group.empty_since is not None:
+                if group.offsets and now - group.empty_since >= self.config.offsets_retention_ms:
+                    self.records.offsets(group.group_id, dict.fromkeys(group.offsets))
+                    group.offsets.clear()
+                if not group.offsets and not group.pending_txn_offsets \
+                        and now - group.empty_since >= self.config.offsets_retention_check_interval_ms:
+                    del self.groups[group.group_id]
+                    self.records.consumer_group(None, group.group_id)
+                    continue
+            self.records.consumer_group(group)
+
+    def next_deadline(self) -> int | None:
+        times: list[int] = []
+        for g in self.groups.values():
+            if g.assignment_due is not None:
+                times.append(g.assignment_due)
+            for m in g.members.values():
+                times += [t for t in (m.session_deadline, m.rebalance_deadline, m.join_deadline, m.sync_deadline)
+                          if t is not None]
+            if not g.members and g.empty_since is not None:
+                times.append(g.empty_since + (self.config.offsets_retention_ms if g.offsets
+                                              else self.config.offsets_retention_check_interval_ms))
+        return min(times, default=None)

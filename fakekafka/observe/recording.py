@@ -52,12 +52,10 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
+from fakekafka.net.server import Server
 from fakekafka.observe.records import RequestRecord
-
-if TYPE_CHECKING:
-    from fakekafka.testing.embedded import Cluster
 
 __all__ = ["FORMAT_VERSION", "RECORD_EXTRA", "RequestRecorder", "hour_partition", "read_records",
            "record_cluster", "recording_schema"]
@@ -70,7 +68,7 @@ RECORD_EXTRA = "fakekafka[record]"
 
 
 def _pyarrow() -> tuple[Any, Any]:
-    try:
+    try:  # here, not at the top: pyarrow is a heavy optional dependency (the `record` extra)
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError as e:
@@ -289,7 +287,19 @@ class RequestRecorder:
             self._error = e
 
 
-def record_cluster(cluster: Cluster, directory: str | os.PathLike[str], **options: Any) -> RequestRecorder:
+T = TypeVar("T")
+
+
+class RecordableCluster(Protocol):
+    """What `record_cluster` needs of a cluster (`fakekafka.Cluster` is one): its server, and a way to run a
+    function where that server runs."""
+
+    server: Server
+
+    def call(self, fn: Callable[[], T]) -> T: ...
+
+
+def record_cluster(cluster: RecordableCluster, directory: str | os.PathLike[str], **options: Any) -> RequestRecorder:
     """Records every request `cluster` serves from now on; `close()` the recorder to detach and finish the files.
 
     Attaching and detaching run on the cluster's loop (`cluster.call`), as listeners must be changed there.
@@ -315,7 +325,7 @@ def read_records(directory: str | os.PathLike[str]) -> list[RequestRecord]:
     """A recording read back as `RequestRecord`s in time order: for tests and small recordings (use Spark,
     pyarrow.dataset or DuckDB on large ones)."""
     _pyarrow()
-    import pyarrow.dataset as ds
+    import pyarrow.dataset as ds  # optional and heavy: only when a recording is read back
     files = [str(p) for p in _parquet_files(Path(directory))]
     if not files:
         return []

@@ -8,147 +8,38 @@ as a client does; what only an in-process fakekafka can do (the clock, faults) r
 
 from __future__ import annotations
 
-import socket
-import struct
+import time
 import uuid
 from typing import Any
 
-from fakekafka import wire
 from fakekafka.model.errors import ApiError
-from fakekafka.testing.embedded import ConsumerGroupView, ConsumerMemberView, GroupView, MemberView, decode_assignment
 from fakekafka.testing.handle import ClusterHandle
+from fakekafka.testing.views import ConsumerGroupView, ConsumerMemberView, GroupView, MemberView, decode_assignment
+from fakekafka.testing.wire_connection import Brokers, WireConnection
 from fakekafka.wire import ApiKey, ErrorCode
 from fakekafka.wire.records import Compression, Record, build_batch, decode_batch, iter_batches
 
 __all__ = ["NeedsFakeKafka", "RemoteCluster", "WireConnection"]
 
-# API key: the version we prefer; the broker's ApiVersions may lower it.
-PREFERRED = {ApiKey.PRODUCE: 9, ApiKey.FETCH: 12, ApiKey.LIST_OFFSETS: 7, ApiKey.METADATA: 12,
-             ApiKey.OFFSET_FETCH: 8, ApiKey.FIND_COORDINATOR: 4, ApiKey.DESCRIBE_GROUPS: 5, ApiKey.LIST_GROUPS: 4,
-             ApiKey.API_VERSIONS: 3, ApiKey.CREATE_TOPICS: 7, ApiKey.DELETE_TOPICS: 6, ApiKey.DESCRIBE_CONFIGS: 4,
-             ApiKey.DELETE_GROUPS: 2}
-
-
 class NeedsFakeKafka(RuntimeError):
     """The operation steers the cluster itself (clock, faults), which a remote cluster cannot do."""
 
 
-class WireConnection:
-    def __init__(self, host: str, port: int, client_id: str, timeout: float) -> None:
-        self.sock = socket.create_connection((host, port), timeout=timeout)
-        self.client_id = client_id
-        self.correlation_id = 0
-        self.versions: dict[int, tuple[int, int]] = {}
-        r = self.request(ApiKey.API_VERSIONS, 3, {"client_software_name": "fakekafka", "client_software_version": "1"})
-        if r.error_code == ErrorCode.UNSUPPORTED_VERSION:
-            r = self.request(ApiKey.API_VERSIONS, 0, {})
-        self.versions = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
-
-    def version_for(self, api_key: int) -> int:
-        lo, hi = self.versions.get(api_key, (0, -1))
-        want = min(PREFERRED.get(api_key, hi), hi)
-        if want < lo:
-            raise ApiError(ErrorCode.UNSUPPORTED_VERSION, f"broker supports API {api_key} v{lo}-{hi} only")
-        return want
-
-    def _read(self, n: int) -> bytes:
-        buf = bytearray()
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            if not chunk:
-                raise ConnectionError("the broker closed the connection")
-            buf += chunk
-        return bytes(buf)
-
-    def request(self, api_key: int, version: int | None, body: dict[str, Any]) -> Any:
-        v = self.version_for(api_key) if version is None else version
-        self.correlation_id += 1
-        self.sock.sendall(wire.encode_request(api_key, v, self.correlation_id, body, client_id=self.client_id))
-        (size,) = struct.unpack(">i", self._read(4))
-        corr, response = wire.decode_response(api_key, v, self._read(size))
-        if corr != self.correlation_id:
-            raise ConnectionError(f"response for correlation id {corr}, expected {self.correlation_id}")
-        response["_version"] = v
-        return response
-
-    def close(self) -> None:
-        self.sock.close()
-
-
-class RemoteCluster(ClusterHandle):
+class RemoteCluster(Brokers, ClusterHandle):
     """A handle on a cluster reached over the network (a real Kafka, another fakekafka, tansu...)."""
 
     def __init__(self, bootstrap_servers: str, client_id: str = "fakekafka-pytest", timeout: float = 15.0, *,
                  default_partitions: int = -1) -> None:
-        self.bootstrap_servers = bootstrap_servers
-        self.client_id = client_id
-        self.timeout = timeout
+        super().__init__(bootstrap_servers, client_id, timeout)
         self.default_partitions = default_partitions
         """What `create_topic` asks for when given no count (the marker's `partitions`); -1 is the broker's."""
-        self._connections: dict[tuple[str, int], WireConnection] = {}
-        self._brokers: dict[int, tuple[str, int]] = {}
         self._auto_create_enabled: bool | None = None
-
-    def close(self) -> None:
-        for c in self._connections.values():
-            c.close()
-        self._connections.clear()
 
     def __enter__(self) -> RemoteCluster:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    # --- plumbing -------------------------------------------------------------------------------
-    def _connect(self, host: str, port: int) -> WireConnection:
-        conn = self._connections.get((host, port))
-        if conn is None:
-            conn = self._connections[(host, port)] = WireConnection(host, port, self.client_id, self.timeout)
-        return conn
-
-    def _any(self) -> WireConnection:
-        if self._connections:
-            return next(iter(self._connections.values()))
-        errors = []
-        for address in self.bootstrap_servers.split(","):
-            host, port = address.strip().rsplit(":", 1)
-            try:
-                return self._connect(host, int(port))
-            except OSError as e:
-                errors.append(f"{address}: {e}")
-        raise ConnectionError(f"no bootstrap server reachable: {'; '.join(errors)}")
-
-    def _broker(self, node_id: int) -> WireConnection:
-        if node_id not in self._brokers:
-            self._metadata(None)
-        return self._connect(*self._brokers[node_id])
-
-    def _metadata(self, topics: list[str] | None, *, auto_create: bool = False) -> Any:
-        body = {"topics": None if topics is None else [{"name": t} for t in topics],
-                "allow_auto_topic_creation": auto_create}
-        r = self._any().request(ApiKey.METADATA, None, body)
-        self._brokers = {b.node_id: (b.host, b.port) for b in r.brokers}
-        return r
-
-    def _topic(self, topic: str) -> Any:
-        for t in self._metadata([topic]).topics:
-            if t.error_code != ErrorCode.NONE:
-                raise ApiError(ErrorCode(t.error_code), f"topic {topic!r}: {ErrorCode(t.error_code).name}")
-            return t
-        raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, topic)
-
-    def _coordinator(self, group_id: str) -> WireConnection:
-        conn = self._any()
-        v = conn.version_for(ApiKey.FIND_COORDINATOR)
-        if v >= 4:
-            c = conn.request(ApiKey.FIND_COORDINATOR, v,
-                             {"key_type": 0, "coordinator_keys": [group_id]}).coordinators[0]
-        else:
-            c = conn.request(ApiKey.FIND_COORDINATOR, v, {"key": group_id, "key_type": 0})
-        if c.error_code != ErrorCode.NONE:
-            raise ApiError(ErrorCode(c.error_code), f"no coordinator for group {group_id!r}")
-        return self._connect(c.host, c.port)
 
     # --- the handle -----------------------------------------------------------------------------
     def topics(self) -> list[str]:
@@ -189,7 +80,6 @@ class RemoteCluster(ClusterHandle):
     def _await_metadata(self, names: list[str], *, present: bool) -> None:
         """Waits until every broker's Metadata has each topic with a leader for every partition (present) or
         does not list it (not present)."""
-        import time
         deadline = time.monotonic() + self.timeout
         self._metadata(None)
         pending = set(self._brokers)
@@ -213,7 +103,6 @@ class RemoteCluster(ClusterHandle):
     def _await_leaders(self, topic: str) -> None:
         """Waits until each partition's leader answers ListOffsets: a Kafka broker lists a new partition's
         leader in Metadata a moment before its replica manager takes the leadership (NOT_LEADER_OR_FOLLOWER)."""
-        import time
         deadline = time.monotonic() + self.timeout
         for p in self._topic(topic).partitions:
             while True:
@@ -279,12 +168,6 @@ class RemoteCluster(ClusterHandle):
             self._delete_topics(topics, missing_ok=True)
         return kept
 
-    def _leader(self, topic: str, partition: int) -> WireConnection:
-        for p in self._topic(topic).partitions:
-            if p.partition_index == partition:
-                return self._broker(p.leader_id)
-        raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{partition} does not exist")
-
     def partition_state(self, topic: str, partition: int) -> dict[str, Any]:
         """Leader, leader epoch, replicas and ISR as Metadata shows them (a remote cluster's log end offsets and
         high watermarks are not on the wire, so, unlike the in-process cluster's, they are left out)."""
@@ -298,7 +181,6 @@ class RemoteCluster(ClusterHandle):
         """Makes `node_id` (a replica in the ISR) the partition's leader as an operator does on Kafka: a
         reassignment to the same replicas with `node_id` first (AlterPartitionReassignments), then a preferred
         leader election (ElectLeaders); returns once every broker's Metadata names it."""
-        import time
         state = self.partition_state(topic, partition)
         if node_id not in state["isr"]:
             raise ApiError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"broker {node_id} is not in the ISR of "
@@ -343,7 +225,6 @@ class RemoteCluster(ClusterHandle):
     def produce(self, topic: str, value: bytes | None, *, key: bytes | None = None,
                 headers: list[tuple[str, bytes | None]] | None = None, partition: int | None = None,
                 timestamp: int | None = None, compression: Compression = Compression.NONE) -> tuple[int, int]:
-        import time
         index = partition or 0
         ts = int(time.time() * 1000) if timestamp is None else timestamp
         batch = build_batch([{"key": key, "value": value, "headers": headers or [], "timestamp": ts}],

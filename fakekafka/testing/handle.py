@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
+from fakekafka.testing.views import ConsumerGroupView
 from fakekafka.wire.records import Record
-
-if TYPE_CHECKING:
-    from fakekafka.testing.embedded import ConsumerGroupView
 
 __all__ = ["ClusterHandle"]
 

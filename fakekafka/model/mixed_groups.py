@@ -48,7 +48,7 @@ from fakekafka.model.consumer_group_metadata import (
     new_member_id,
 )
 from fakekafka.model.group import GroupCoordinator
-from fakekafka.model.group_metadata import Group, GroupState, Member, RecordSink
+from fakekafka.model.group_metadata import Group, GroupState, Member, RecordSink, join_error
 from fakekafka.wire import ErrorCode
 from fakekafka.wire.messages.consumer_protocol_assignment import VERSIONS as ASSIGNMENT
 from fakekafka.wire.messages.consumer_protocol_subscription import VERSIONS as SUBSCRIPTION
@@ -248,11 +248,6 @@ def downgrade(coord: ConsumerGroups, classic: GroupCoordinator, group: ConsumerG
 
 
 # --- the classic protocol's requests to a consumer group ------------------------------------------
-def _join_error(member_id: str, code: ErrorCode) -> dict[str, Any]:
-    return {"error_code": code, "generation_id": -1, "protocol_type": None, "protocol_name": None,
-            "leader": "", "member_id": member_id, "members": [], "skip_assignment": False}
-
-
 def _supports(group: ConsumerGroup, protocol_type: str, protocols: list[tuple[str, bytes]]) -> bool:
     """Kafka's supportsClassicProtocols: the `consumer` type, and a protocol every classic member has."""
     if protocol_type != CONSUMER_PROTOCOL_TYPE:
@@ -272,21 +267,21 @@ def classic_join(coord: ConsumerGroups, group: ConsumerGroup, *, member_id: str,
     """JoinGroup from a classic member to a consumer group (Kafka 4.4's classicGroupJoinToConsumerGroup),
     answered at once."""
     if not min_session_timeout_ms <= session_timeout_ms <= max_session_timeout_ms:
-        return _join_error(member_id, ErrorCode.INVALID_SESSION_TIMEOUT)
+        return join_error(member_id, ErrorCode.INVALID_SESSION_TIMEOUT)
     if coord.config.migration_policy.lower() == "disabled":
-        return _join_error(member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+        return join_error(member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
     unknown = member_id == ""
     mid = new_member_id() if unknown else member_id
     if mid not in group.members and len(group.members) >= coord.config.max_size:
-        return _join_error(mid if not unknown else "", ErrorCode.GROUP_MAX_SIZE_REACHED)
+        return join_error(mid if not unknown else "", ErrorCode.GROUP_MAX_SIZE_REACHED)
     if not _supports(group, protocol_type, protocols):
-        return _join_error(member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+        return join_error(member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
     if unknown and require_known_member_id and group_instance_id is None:
-        return _join_error(mid, ErrorCode.MEMBER_ID_REQUIRED)
+        return join_error(mid, ErrorCode.MEMBER_ID_REQUIRED)
     try:
         subscription = parse_subscription(protocols[0][1])
     except ValueError:
-        return _join_error(member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+        return join_error(member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
     now = coord.clock.now_ms()
     replaced: ConsumerMember | None = None
     if group_instance_id is None:
@@ -302,9 +297,9 @@ def classic_join(coord: ConsumerGroups, group: ConsumerGroup, *, member_id: str,
                 member = replace(existing, member_id=mid, member_epoch=0, previous_member_epoch=0,
                                  rebalance_deadline=None)
         elif existing is None:
-            return _join_error(member_id, ErrorCode.UNKNOWN_MEMBER_ID)
+            return join_error(member_id, ErrorCode.UNKNOWN_MEMBER_ID)
         elif existing.member_id != mid:
-            return _join_error(member_id, ErrorCode.FENCED_INSTANCE_ID)
+            return join_error(member_id, ErrorCode.FENCED_INSTANCE_ID)
         else:
             member = existing
     if replaced is not None:

@@ -54,7 +54,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from fakekafka.net.server import Server
 from fakekafka.observe.records import RequestRecord
 
 __all__ = ["FORMAT_VERSION", "RECORD_EXTRA", "RequestRecorder", "hour_partition", "read_records",
@@ -290,11 +289,20 @@ class RequestRecorder:
 T = TypeVar("T")
 
 
+class RequestSource(Protocol):
+    """A server that tells listeners of every request it serves (`fakekafka.net.server.Server` is one)."""
+
+    def add_request_listener(self, listener: Callable[[RequestRecord], None]) -> None: ...
+
+    def remove_request_listener(self, listener: Callable[[RequestRecord], None]) -> None: ...
+
+
 class RecordableCluster(Protocol):
     """What `record_cluster` needs of a cluster (`fakekafka.Cluster` is one): its server, and a way to run a
     function where that server runs."""
 
-    server: Server
+    @property
+    def server(self) -> RequestSource: ...
 
     def call(self, fn: Callable[[], T]) -> T: ...
 

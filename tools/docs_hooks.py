@@ -56,6 +56,9 @@ MARKER_WORDS = {
     "data_dir": "A directory: logs and metadata are kept there and come back on a cluster made on it again.",
     "schema_registry": "True (or a port): a Confluent-compatible Schema Registry beside the cluster, at "
                        "`kafka.schema_registry_url`, kept in its `_schemas` topic.",
+    "chaos": "`True` (seeds from `--chaos-seeds`), `fakekafka.Chaos(seed=..., profile=..., invariants=...)` or a "
+             "`fakekafka.Schedule` to replay: faults drawn at request points, invariants checked after the test, "
+             "a failing schedule shrunk ([Chaos you can replay](cookbook/chaos.md)).",
     "listeners": "Kafka's `listeners`, e.g. `\"PLAINTEXT://:0,SASL_SSL://:0\"`.",
     "advertised_listeners": "Kafka's `advertised.listeners`.",
     "listener_security_protocol_map": "Kafka's `listener.security.protocol.map`.",
@@ -164,7 +167,14 @@ class _OptionRecorder:
 def gen_pytest_options() -> str:
     from fakekafka.testing import pytest_plugin
     recorder = _OptionRecorder()
-    pytest_plugin.pytest_addoption(recorder)  # type: ignore[arg-type]
+    registered: list[Any] = []
+
+    class Plugins:  # the plugin registers its chaos options' plugin: their options are listed after its own
+        def register(self, plugin: Any, name: str | None = None) -> None:
+            registered.append(plugin)
+    pytest_plugin.pytest_addoption(recorder, Plugins())  # type: ignore[arg-type]
+    for plugin in registered:
+        plugin.pytest_addoption(recorder)
     rows = ["| option | what it does |", "|---|---|"]
     for names, kwargs in recorder.options:
         metavar = f"={kwargs['metavar']}" if kwargs.get("metavar") else ""

@@ -47,8 +47,8 @@ _SECURITY = ("listeners", "advertised_listeners", "listener_security_protocol_ma
 """Listener, TLS and SASL settings (Kafka's broker config names); the handle's `pki` has the CA and client
 certificate files when a listener is SSL or SASL_SSL."""
 _SETTINGS = {"partitions", "auto_create_topics", "clock", "topics", "brokers", "racks", "config",
-             "group_initial_rebalance_delay_ms", "record", "data_dir", "schema_registry", *_SECURITY}
-_FAKE_SETTINGS = ("clock", "config", "racks", "record", "data_dir", "schema_registry", *_SECURITY)
+             "group_initial_rebalance_delay_ms", "record", "data_dir", "schema_registry", "chaos", *_SECURITY}
+_FAKE_SETTINGS = ("clock", "config", "racks", "record", "data_dir", "schema_registry", "chaos", *_SECURITY)
 """Marker settings only an in-process fakekafka has: a remote cluster's test that asks for one is skipped."""
 
 REAL_KAFKA_CONFIGS: dict[str, str | None] = {"num.partitions": None, "group.initial.rebalance.delay.ms": "0"}
@@ -73,7 +73,9 @@ CLIENT_NOISE = (
 plugin (ini-level: a -W or @pytest.mark.filterwarnings of the user's still wins)."""
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    from fakekafka.testing import chaos_pytest
+    pluginmanager.register(chaos_pytest, "fakekafka-chaos")  # --chaos-seeds and the chaos marker's runs
     group = parser.getgroup("fakekafka")
     group.addoption("--fakekafka-bootstrap", metavar="HOST:PORT", default=None,
                     help="run the fakekafka/kafka fixtures against this Kafka-compatible cluster instead of an "
@@ -207,7 +209,7 @@ def _start(settings: dict[str, Any], loop_thread: LoopThread | None) -> Cluster:
     return Cluster(config=config, clock=settings.get("clock"), brokers=settings.get("brokers", 1),
                    racks=settings.get("racks"), topics=settings.get("topics"),
                    record=settings.get("record"), data_dir=settings.get("data_dir"),
-                   schema_registry=settings.get("schema_registry") or False,
+                   schema_registry=settings.get("schema_registry") or False, chaos=settings.get("chaos"),
                    **{name: settings[name] for name in _SECURITY if name in settings}).start(loop_thread)
 
 
@@ -366,6 +368,9 @@ def _test_cluster(request: pytest.FixtureRequest) -> Iterator[ClusterHandle]:
     if marker is not None and marker.args:
         raise TypeError("the fakekafka marker takes keyword arguments only, e.g. "
                         "@pytest.mark.fakekafka(topics={'orders': 6})")
+    if settings.get("chaos") not in (None, False):
+        from fakekafka.testing.chaos_pytest import chaos_for
+        settings["chaos"] = chaos_for(request, settings["chaos"])
     remote = bool(_remote_target(request.config))
     handle = _remote(request.config, settings) if remote else _start(settings, _loop_thread(request.config))
     stash = request.node.stash

@@ -4,6 +4,9 @@ times in a row for a kafka-python and a confluent-kafka application; a schedule 
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -98,3 +101,53 @@ def test_chaos_refuses_bad_settings_in_words() -> None:
         Cluster(chaos=Chaos(seed=1, profile="stormy"))
     with Cluster() as c, pytest.raises(RuntimeError, match="runs without chaos"):
         c.chaos_schedule()
+
+
+def _serve(*args: str) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen([sys.executable, "-m", "fakekafka", "serve", "--port", "0", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    return proc, proc.stdout.readline()
+
+
+def _run_served(args: list[str]) -> str:
+    proc, line = _serve(*args)
+    try:
+        assert line.startswith("fakekafka ready: bootstrap.servers="), line
+        bootstrap = line.split("bootstrap.servers=")[1].split()[0]
+        from kafka.admin import KafkaAdminClient, NewTopic
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+        admin.create_topics([NewTopic("orders", 3, 1)])
+        admin.close()
+
+        class Served:
+            bootstrap_servers = bootstrap
+        kafka_python_app(Served(), idempotent=False)  # type: ignore[arg-type]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err
+    return err
+
+
+def test_serve_draws_chaos_from_a_seed_and_replays_the_schedule_it_wrote(tmp_path: Path) -> None:
+    first = tmp_path / "first.json"
+    err = _run_served(["--chaos-seed", "9", "--chaos-profile", "busy", "--chaos-out", str(first)])
+    schedule = Schedule.load(first)
+    assert schedule.seed == 9 and schedule.profile == "busy" and len(schedule) > 0
+    assert f"fault(s) applied, written to {first}" in err
+    again = tmp_path / "again.json"
+    _run_served(["--chaos-schedule", str(first), "--chaos-out", str(again)])
+    assert Schedule.load(again).same_as(schedule)
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["--chaos-seed", "1", "--chaos-profile", "wild"], "--chaos-profile: unknown chaos profile 'wild'"),
+    (["--chaos-schedule", "/nonexistent.json"], "--chaos-schedule: cannot read chaos schedule /nonexistent.json"),
+    (["--chaos-seed", "1", "--chaos-schedule", "x.json"], "give one of them"),
+    (["--chaos-out", "x.json"], "need --chaos-seed N or --chaos-schedule FILE"),
+])
+def test_serve_refuses_bad_chaos_options_in_words(args: list[str], words: str) -> None:
+    proc = subprocess.run([sys.executable, "-m", "fakekafka", "serve", "--port", "0", *args], capture_output=True,
+                          text=True, timeout=20)
+    assert proc.returncode == 2 and words in proc.stderr and "Traceback" not in proc.stderr

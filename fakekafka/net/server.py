@@ -343,15 +343,20 @@ class Server:
             self._connections.add(task)
             task.add_done_callback(self._connections.discard)
         state = conn.state
-        if conn.listener is not None:
-            if conn.listener.sasl:
-                state.sasl = SaslState()
-            elif conn.listener.tls:
-                try:
-                    state.ssl_principal = self._ssl_principal(conn)
-                except ValueError as e:  # Kafka fails the TLS authentication: the client sees the close
-                    log.warning("connection %s: %s; closing, as Kafka does", conn.peer, e)
-                    state.refused = True
+        try:
+            if conn.listener is not None:
+                if conn.listener.sasl:
+                    state.sasl = SaslState()
+                elif conn.listener.tls:
+                    try:
+                        state.ssl_principal = self._ssl_principal(conn)
+                    except ValueError as e:  # Kafka fails the TLS authentication: the client sees the close
+                        log.warning("connection %s: %s; closing, as Kafka does", conn.peer, e)
+                        state.refused = True
+        except Exception:  # a fakekafka bug in the set-up: said once, and the client sees a close, not silence
+            log.exception("connection %s on listener %s: its set-up failed; closing it", conn.peer,
+                          conn.listener.name if conn.listener is not None else "?")
+            state.refused = True
         try:
             while not state.refused:
                 frame = await conn.next_frame()

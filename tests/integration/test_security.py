@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import signal
 import socket
 import ssl
@@ -935,3 +936,34 @@ def test_serve_takes_users_from_a_file_or_the_environment(tmp_path: Path) -> Non
     r = subprocess.run([sys.executable, "-m", "fakekafka", "serve", "--port", "0", "--users-file", str(users)],
                        capture_output=True, text=True, timeout=20, env={**os.environ, "FAKEKAFKA_USERS": ""})
     assert r.returncode == 2 and f"--users-file {users} line 1: expected NAME=PASSWORD" in r.stderr
+
+
+def test_a_failing_connection_set_up_closes_the_connection_and_is_logged_once(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """An exception while a connection is set up (reading an mTLS client's certificate needs `cryptography`; a
+    plain install once lacked it) closes that connection at once and is logged once: the client sees a close,
+    not silence until its request timeout."""
+    import fakekafka.net.server
+
+    def missing(der: bytes) -> str:
+        raise ModuleNotFoundError("No module named 'cryptography'")
+    monkeypatch.setattr(fakekafka.net.server, "certificate_subject", missing)
+    with fakekafka.Cluster(listeners="SSL://127.0.0.1:0", ssl_client_auth="required") as c, \
+            caplog.at_level(logging.ERROR, logger="fakekafka.server"):
+        assert c.pki is not None
+        ctx = ssl.create_default_context(cafile=str(c.pki.ca_file))
+        ctx.load_cert_chain(str(c.pki.client_cert), str(c.pki.client_key))
+        with _tls_connect(c.bootstrap_servers_for("SSL"), ctx) as sock:
+            sock.settimeout(10)  # a close comes at once; this only bounds the test if it does not
+            sock.sendall(_api_versions_frame())
+            assert sock.recv(4) == b""
+        failures = [r for r in caplog.records if "set-up failed" in r.getMessage()]
+        assert len(failures) == 1 and failures[0].exc_info is not None
+        assert "its set-up failed; closing it" in failures[0].getMessage()
+        assert all("Task exception" not in r.getMessage() for r in caplog.records)
+
+
+def test_cryptography_is_a_dependency_of_a_plain_install() -> None:
+    """TLS listeners need it (the throwaway PKI, an mTLS client's subject): declared, not left to chance."""
+    from importlib.metadata import requires
+    assert any(r.split(";")[0].replace(" ", "").startswith("cryptography") for r in requires("fakekafka") or [])

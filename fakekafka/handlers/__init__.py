@@ -17,6 +17,7 @@ from fakekafka.handlers import (  # noqa: F401  (imported to register their hand
     consumer_groups,
     delete_records,
     describe_cluster,
+    describe_quorum,
     describe_topic_partitions,
     fetch,
     find_coordinator,

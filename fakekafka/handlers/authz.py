@@ -24,8 +24,10 @@ ANONYMOUS = "User:ANONYMOUS"
 
 CLUSTER_APIS = {ApiKey.ELECT_LEADERS: AclOperation.ALTER, ApiKey.ALTER_PARTITION_REASSIGNMENTS: AclOperation.ALTER,
                 ApiKey.LIST_PARTITION_REASSIGNMENTS: AclOperation.DESCRIBE,
+                ApiKey.DESCRIBE_QUORUM: AclOperation.DESCRIBE,
                 ApiKey.WRITE_TXN_MARKERS: AclOperation.CLUSTER_ACTION}
-"""APIs that act on the cluster as a whole (ElectLeaders, Alter/ListPartitionReassignments, WriteTxnMarkers):
+"""APIs that act on the cluster as a whole (ElectLeaders, Alter/ListPartitionReassignments, WriteTxnMarkers,
+DescribeQuorum):
 the operation they need on it, checked before the handler runs (CLUSTER_AUTHORIZATION_FAILED)."""
 
 

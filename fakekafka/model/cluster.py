@@ -107,7 +107,7 @@ class ClusterState:
                                      back_online=lambda: self.transactions.retry_pending_markers())
         self.topic_registry = TopicRegistry(c, self.brokers, self.topics, self.topics_by_id,
                                             self.log_directories.place_replicas,
-                                            metadata_changed=lambda: self.consumer_groups.metadata_changed(),
+                                            metadata_changed=self._topics_changed,
                                             topic_deleted=self._topic_deleted)
         self.log_manager = LogManager(c, self.clock, self.brokers, self.topics, self.observers, self.topic_configs,
                                       self.replication)
@@ -277,7 +277,12 @@ class ClusterState:
             self.groups.complete_txn_offsets(producer_id, commit, here)
             self.consumer_groups.complete_txn_offsets(producer_id, commit, here)
 
+    def _topics_changed(self) -> None:
+        self.observers.metadata_changed()
+        self.consumer_groups.metadata_changed()
+
     def _topic_deleted(self, name: str) -> None:
+        self.observers.metadata_changed()
         self.groups.remove_partitions(name)
         self.consumer_groups.remove_partitions(name)
         self.consumer_groups.metadata_changed()

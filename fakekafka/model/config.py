@@ -617,6 +617,8 @@ class BrokerConfig:
             chain.append((name, self.dynamic_defaults[name], ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG))
         if name in self.overrides:
             chain.append((name, self.overrides[name], ConfigSource.STATIC_BROKER_CONFIG))
+        elif (attr := _STATIC_FIELDS.get(name)) is not None and getattr(self, attr) != _FIELD_DEFAULTS[attr]:
+            chain.append((name, str(getattr(self, attr)), ConfigSource.STATIC_BROKER_CONFIG))
         default = _broker_default(name)
         if default is not None:
             chain.append((name, default, ConfigSource.DEFAULT_CONFIG))
@@ -644,6 +646,16 @@ class BrokerConfig:
 
 
 _FIELD_DEFAULTS = {f.name: f.default for f in fields(BrokerConfig)}
+
+_STATIC_FIELDS = {"listeners": "listeners", "advertised.listeners": "advertised_listeners",
+                  "listener.security.protocol.map": "listener_security_protocol_map",
+                  "sasl.enabled.mechanisms": "sasl_enabled_mechanisms", "ssl.client.auth": "ssl_client_auth",
+                  "ssl.keystore.location": "ssl_keystore_location",
+                  "ssl.truststore.location": "ssl_truststore_location"}
+"""Broker configs the cluster's own arguments set (`Cluster(advertised_listeners=...)`, `serve --listeners`) as
+fields rather than by name: described as set (STATIC_BROKER_CONFIG), as Kafka describes its server.properties,
+when they differ from the field's default. Read from the fields when described, so a config copied with
+another value (dataclasses.replace) is described with the value in force."""
 
 
 GROUP_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (

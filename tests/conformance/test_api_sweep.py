@@ -547,6 +547,10 @@ def _describe_cluster(t: Target, v: int) -> dict[str, Any]:
     return {"include_cluster_authorized_operations": False, "endpoint_type": 1}
 
 
+def _describe_quorum(t: Target, v: int) -> dict[str, Any]:
+    return {"topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]}
+
+
 # --- transactions: each builder makes its own transactional id (and its state) first -----------------------
 RETRY_TXN = (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE,
              ErrorCode.CONCURRENT_TRANSACTIONS)
@@ -792,7 +796,8 @@ BUILDERS: dict[int, Callable[[Target, int], dict[str, Any]]] = {
     17: _sasl_handshake, 18: _api_versions, 19: _create_topics, 20: _delete_topics,
     21: _delete_records, 22: _init_producer_id, 23: _offset_for_leader_epoch, 32: _describe_configs,
     37: _create_partitions, 42: _delete_groups, 43: _elect_leaders, 45: _alter_partition_reassignments,
-    46: _list_partition_reassignments, 47: _offset_delete, 60: _describe_cluster, 24: _add_partitions_to_txn,
+    46: _list_partition_reassignments, 47: _offset_delete, 60: _describe_cluster, 55: _describe_quorum,
+    24: _add_partitions_to_txn,
     25: _add_offsets_to_txn, 26: _end_txn, 27: _write_txn_markers, 28: _txn_offset_commit, 61: _describe_producers,
     65: _describe_transactions, 66: _list_transactions, 33: _alter_configs, 44: _incremental_alter_configs,
     36: _sasl_authenticate, 29: _acl_filter, 30: _create_acls, 31: _delete_acls,
@@ -859,6 +864,12 @@ def _broker_resource(keys: list[str] | None) -> Callable[[Target, int], dict[str
 VARIANTS: dict[str, tuple[int, list[int], Callable[[Target, int], dict[str, Any]]]] = {
     # name: (API key, versions, builder); requests that answered differently from Kafka once, and edges
     "all-topics": (3, [1, 12], lambda t, v: {"topics": None, "allow_auto_topic_creation": False}),
+    # DescribeQuorum describes only a request for exactly its one partition: any other is refused on each
+    "quorum-mixed": (55, [0, 2], lambda t, v: {"topics": [
+        {"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}, {"partition_index": 1}]},
+        {"topic_name": TOPIC, "partitions": [{"partition_index": 0}]}]}),
+    "quorum-other-topic": (55, [2], lambda t, v: {"topics": [{"topic_name": TOPIC,
+                                                               "partitions": [{"partition_index": 0}]}]}),
     # without an authorizer Kafka answers every operation the resource type has, unknown topics included
     "authorized-operations": (3, [8, 10, 12], lambda t, v: {
         "topics": [{"name": TOPIC}, {"name": "nope"}], "allow_auto_topic_creation": False,
@@ -1248,12 +1259,19 @@ SHARE_INIT_WHY = ("Kafka 4.4 initializes a share group's partitions in its share
                   "before it assigns them: a new member's first heartbeat is answered with member epoch 2 and an "
                   "empty assignment, the partitions come with a later heartbeat. fakekafka's share-partitions need "
                   "no initialization: the first heartbeat is answered with epoch 1 and the assignment")
+QUORUM_WHY = ("the end of the metadata log: Kafka's counts its records (several per change, a NoOp every "
+              "metadata.max.idle.interval.ms); fakekafka's counts the cluster's metadata changes")
 LOGGERS_WHY = ("Kafka's broker loggers are its log4j loggers, Java class names (kafka.server.KafkaApis, ...); "
                "fakekafka's are its Python loggers (fakekafka.server, fakekafka.events, ...): only `root` is in both")
 KNOWN: dict[int | tuple[int, str], list[tuple[str, str]]] = {
     18: [("/api_keys*", "fakekafka advertises only the APIs and versions it implements, each answered for real "
                         "state by this sweep; every one of them is in Kafka's ranges or in EXPECTED"),
          ("/supported_features*", FEATURES_WHY), ("/finalized_features*", FEATURES_WHY)],
+    55: [("/topics[[]*]/partitions[[]*]/high_watermark", QUORUM_WHY),
+         ("/topics[[]*]/partitions[[]*]/current_voters[[]*]/log_end_offset", QUORUM_WHY),
+         ("/topics[[]*]/partitions[[]*]/current_voters[[]*]/last_*_timestamp", "the time of the answer"),
+         ("/nodes[[]*]/listeners[[]*]/*", "Kafka's voter lists its CONTROLLER listener; fakekafka has no controller "
+                                          "listener and lists the broker's own")],
     76: [("/member_epoch", SHARE_INIT_WHY), ("/assignment/topic_partitions", SHARE_INIT_WHY)],
     77: [("/groups[[]*]/group_epoch", SHARE_INIT_WHY), ("/groups[[]*]/assignment_epoch", SHARE_INIT_WHY),
          ("/groups[[]*]/members[[]*]/member_epoch", SHARE_INIT_WHY),

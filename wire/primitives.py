@@ -230,6 +230,10 @@ class _Sized(Construct):
             if length == -1 and self.nullable:
                 return None
             raise WireError(f"length {length} is not allowed here", path=path)
+        if self.text and length > 0x7FFF:
+            # Kafka's generated readers refuse any string over 32767 bytes, compact ones too, so every id fits
+            # every version's (int16-prefixed) string and the internal topics' records
+            raise WireError(f"string field had invalid length {length}", path=path)
         # at most what is left, however large `length` claims to be (a compact length can exceed what read() takes)
         data = stream.read(length) if length <= 0x7FFFFFFF else b""
         if len(data) != length:
@@ -265,11 +269,11 @@ class _Sized(Construct):
         return obj
 
     def _write_length(self, n: int, stream: Any, path: str) -> None:
+        if self.text and n > 0x7FFF:
+            raise WireError(f"string of {n} bytes is too long", path=path)
         if self.compact:
             write_uvarint(n + 1, stream, path)
         elif self.text:
-            if n > 0x7FFF:
-                raise WireError(f"string of {n} bytes is too long", path=path)
             stream_write(stream, _pack_i16(n), 2, path)
         else:
             stream_write(stream, _pack_i32(n), 4, path)

@@ -3,6 +3,7 @@ against real Kafka too (`pytest --kafka-real tests/unit/test_fuzz_findings.py`),
 
 from __future__ import annotations
 
+import struct
 import time
 import uuid
 
@@ -10,8 +11,9 @@ import pytest
 
 from fakekafka import wire
 from fakekafka.wire import ErrorCode
+from fakekafka.wire.primitives import uvarint_bytes
 from fakekafka.wire.records import build_batch
-from tests.rawclient import RawClient
+from tests.rawclient import RawClient, eventually
 
 ZERO = uuid.UUID(int=0)
 
@@ -78,4 +80,62 @@ def test_acks0_produce_error_closes_the_connection(kafka, topic: str, corrupt: b
         assert raw.is_closed()
     else:
         assert raw.request(18, 3, {"client_software_name": "t", "client_software_version": "1"}).error_code == 0
+    raw.close()
+
+
+def _consumer_heartbeat(group_id: str, member_id: str, epoch: int = 0) -> dict:
+    return {"group_id": group_id, "member_id": member_id, "member_epoch": epoch, "instance_id": None,
+            "rack_id": None, "rebalance_timeout_ms": 30000, "subscribed_topic_names": ["t"],
+            "subscribed_topic_regex": None, "server_assignor": None, "topic_partitions": []}
+
+
+def _listed(kafka, version: int) -> list[int]:
+    raw = RawClient(kafka.bootstrap_servers)
+    r = raw.request(16, version, {"states_filter": [], "types_filter": []})
+    raw.close()
+    return sorted(len(g.group_id) for g in r.groups)
+
+
+def _oversized(api_key: int, version: int, body: dict, field: str, length: int) -> bytes:
+    """A frame whose compact string `field` is `length` bytes: the wire layer builds no such string (as Kafka's
+    does not), so it is built around a placeholder whose bytes and length prefix are then swapped."""
+    placeholder = f"PLACEHOLDER-{length}"
+    frame = wire.encode_request(api_key, version, 1, {**body, field: placeholder}, client_id="raw")
+    small = uvarint_bytes(len(placeholder) + 1) + placeholder.encode()
+    assert frame.count(small) == 1
+    out = frame[4:].replace(small, uvarint_bytes(length + 1) + b"x" * length)
+    return struct.pack(">i", len(out)) + out
+
+
+@pytest.mark.parametrize(("api_key", "version", "body", "field", "length"), [
+    (68, 1, _consumer_heartbeat("g", "m"), "group_id", 40_000),
+    (68, 1, _consumer_heartbeat("g", "m"), "member_id", 32_768),
+    (22, 4, {"transactional_id": "t", "transaction_timeout_ms": 60000, "producer_id": -1, "producer_epoch": -1},
+     "transactional_id", 1 << 20),
+], ids=["group-id", "member-id", "transactional-id"])
+def test_a_string_over_32767_bytes_closes_the_connection_and_changes_nothing(kafka, api_key: int, version: int,
+                                                                             body: dict, field: str,
+                                                                             length: int) -> None:
+    """Kafka's readers refuse any string over 32767 bytes, compact ones too: the request is malformed, the
+    connection closed, nothing kept. A 40,000-byte group id used to stay (after UNKNOWN_SERVER_ERROR) and made
+    every later ListGroups v0-v2 close its connection, its id not fitting their strings."""
+    before = _listed(kafka, 0)
+    raw = RawClient(kafka.bootstrap_servers)
+    raw.send_bytes(_oversized(api_key, version, body, field, length))
+    assert raw.is_closed()
+    raw.close()
+    for version in (0, 2, 5):
+        assert _listed(kafka, version) == before
+
+
+def test_a_32767_byte_group_id_is_taken_and_listed_by_every_listgroups(kafka) -> None:
+    raw = RawClient(kafka.bootstrap_servers)
+    group, member = "g" * 32767, "m" * 22
+    # a fresh Kafka answers NOT_COORDINATOR until the group's offsets partition is loaded
+    r = eventually("the heartbeat is answered", lambda: (
+        r if (r := raw.request(68, 1, _consumer_heartbeat(group, member))).error_code != ErrorCode.NOT_COORDINATOR
+        else None))
+    assert r.error_code == ErrorCode.NONE
+    assert all(32767 in _listed(kafka, version) for version in (0, 2, 5))
+    assert raw.request(68, 1, _consumer_heartbeat(group, member, epoch=-1)).error_code == ErrorCode.NONE
     raw.close()

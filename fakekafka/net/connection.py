@@ -29,6 +29,21 @@ _IOV_MAX = 1024  # buffers per sendmsg(): Linux's UIO_MAXIOV
 _TRANSPORT_JOINS = sys.version_info < (3, 12)
 
 
+def _take(chunks: list[Any], limit: int) -> tuple[list[Any], list[Any]]:
+    """(the first `limit` bytes of `chunks`, the rest), splitting the buffer that straddles the limit."""
+    total = 0
+    for i, c in enumerate(chunks):
+        n = len(c)
+        if total + n >= limit:
+            cut = limit - total
+            if cut == n:
+                return chunks[:i + 1], chunks[i + 1:]
+            view = memoryview(c)
+            return [*chunks[:i], view[:cut]], [view[cut:], *chunks[i + 1:]]
+        total += n
+    return chunks, []
+
+
 class ConnectionOwner(Protocol):
     """What a connection needs of the server that accepted it."""
 
@@ -52,6 +67,8 @@ class Connection(asyncio.BufferedProtocol):
     """A broker's client connection (see the module's docstring)."""
 
     _MAX_QUEUED = 64
+    WRITE_PIECE = 1 << 20
+    """Bytes of an answer handed to the transport at a time (see `write`)."""
 
     def __init__(self, owner: ConnectionOwner, broker: Broker, listener: ListenerSpec | None = None) -> None:
         self.owner = owner
@@ -177,15 +194,23 @@ class Connection(asyncio.BufferedProtocol):
         return frame
 
     async def write(self, chunks: list[Any]) -> None:
+        """Sends an answer, handing the transport at most `WRITE_PIECE` bytes at a time and waiting for it to
+        drain before the next piece: a client that does not read holds its answer's views of the stored batches,
+        not a copy of them (Python 3.11's transport joins what it is given; TLS encrypts it all at once). The
+        connection's next request is read only after this returns, so what it holds unsent stays bounded."""
         if self.closed or self.transport is None:
             raise ConnectionError("connection closed")
         self.owner.touch(self)
-        if self._sock is not None and not self.transport.get_write_buffer_size():
-            chunks = self._send_now(chunks)
-            if not chunks:
-                return
-        self.transport.writelines(chunks)
-        await self._can_write.wait()
+        while chunks:
+            if self.closed:
+                raise ConnectionError("connection closed")
+            if self._sock is not None and not self.transport.get_write_buffer_size():
+                chunks = self._send_now(chunks)
+                if not chunks:
+                    return
+            piece, chunks = _take(chunks, self.WRITE_PIECE)
+            self.transport.writelines(piece)
+            await self._can_write.wait()
 
     def _send_now(self, chunks: list[Any]) -> list[Any]:
         """Sends what the socket takes straight from the response's buffers (stored batches are not copied

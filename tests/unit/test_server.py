@@ -14,7 +14,7 @@ from fakekafka import wire
 from fakekafka.handlers import advertised_versions
 from fakekafka.wire import ErrorCode
 from fakekafka.wire.records import build_batch
-from tests.rawclient import RawClient
+from tests.rawclient import RawClient, eventually
 
 
 @pytest.fixture
@@ -142,6 +142,42 @@ def test_large_fetches_to_a_slow_reader_arrive_whole_and_in_order(broker: fakeka
         assert raw.receive(18, 0)[0] == sent[-1]
     finally:
         raw.close()
+
+
+def test_a_reader_that_never_reads_holds_a_bounded_part_of_its_answer_unsent(broker: fakekafka.Cluster) -> None:
+    """A 20 MB Fetch answer to a client that reads nothing: the transport is given a piece at a time, so the
+    connection holds at most about one piece unsent (Python 3.11's transport copied the whole answer, 60 MB per
+    slow reader); its pipelined requests wait unread behind it."""
+    import os
+    import socket
+
+    from fakekafka.net.connection import Connection
+
+    broker.create_topic("huge", 1)
+    producer = RawClient(broker.bootstrap_servers)
+    for _ in range(22):
+        r = producer.request(0, 9, _produce_body("huge", os.urandom(900_000)))
+        assert r.responses[0].partition_responses[0].error_code == 0
+    producer.close()
+    topic_id = broker.call(lambda: broker.state.topics["huge"].topic_id)
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    host, port = broker.bootstrap_servers.split(",")[0].rsplit(":", 1)
+    sock.connect((host, int(port)))
+    fetch = {"max_wait_ms": 0, "min_bytes": 0, "max_bytes": 64 << 20, "session_epoch": -1,
+             "topics": [{"topic_id": topic_id, "partitions": [{"partition": 0, "fetch_offset": 0,
+                                                               "partition_max_bytes": 64 << 20}]}]}
+    for corr in range(4):
+        sock.sendall(wire.encode_request(1, 16, corr, fetch, client_id="slow"))
+
+    def stuck() -> Connection | None:
+        conns = [c for c in broker.server.quotas.of_broker(1) if c.in_request]
+        return conns[0] if conns and not conns[0]._can_write.is_set() else None
+
+    conn = eventually("the answer waits for the reader", lambda: broker.call(stuck))
+    unsent = broker.call(lambda: conn.transport.get_write_buffer_size())
+    assert 0 < unsent <= 2 << 20  # a piece (1 MiB) and what the transport had left
+    sock.close()
 
 
 def test_fetch_errors(broker: fakekafka.Cluster, raw: RawClient) -> None:

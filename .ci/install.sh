@@ -99,10 +99,10 @@ EOF
 }
 
 # ---------------------------------------------------------------- Maven: Kafka itself and its Java client
-# Apache Kafka's broker (compat/kafka/pom.xml) and the Java client in the versions the matrix runs
+# Apache Kafka's broker (fakekafka/testing/kafka-pom.xml, the pom `fakekafka kafka install` uses) and the Java client in the versions the matrix runs
 # (compat/kafka/clients-pom.xml), resolved from Maven Central into the cache; ~/.m2 keeps the downloads,
 # so a second run copies nothing it has. Each directory is complete or absent (built aside, then moved).
-KAFKA_VERSION=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' compat/kafka/pom.xml)
+KAFKA_VERSION=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' fakekafka/testing/kafka-pom.xml)
 CLIENT_VERSIONS=(4.4.0 3.9.1 2.8.2)   # the newest first: it is $FAKEKAFKA_JARS
 CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/fakekafka
 KAFKA_LIB=${FAKEKAFKA_KAFKA_LIB:-$CACHE/kafka-$KAFKA_VERSION/lib}
@@ -128,7 +128,7 @@ if ((${#apt_need[@]})); then
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${apt_need[@]}" >/dev/null
 fi
-maven_copy compat/kafka/pom.xml "$KAFKA_LIB"
+maven_copy fakekafka/testing/kafka-pom.xml "$KAFKA_LIB"
 for v in "${CLIENT_VERSIONS[@]}"; do
     dest=$CACHE/kafka-clients-$v
     [[ $v == "${CLIENT_VERSIONS[0]}" ]] && dest=$JARS_DIR

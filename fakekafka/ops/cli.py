@@ -24,6 +24,7 @@ from fakekafka.model.config import BROKER_CONFIGS, BrokerConfig, InvalidConfig
 from fakekafka.ops.control import COMMANDS, TOKEN_ENV, control_binding, control_token, send_command, serve_control
 from fakekafka.ops.describe import status_line
 from fakekafka.storage.datadir import DataDirError
+from fakekafka.testing.apache_kafka import KAFKA_VERSION
 from fakekafka.testing.embedded import Cluster
 
 __all__ = ["main"]
@@ -238,6 +239,15 @@ def _parser() -> argparse.ArgumentParser:
     analyze.add_argument("--master", help="Spark master URL (default: local[*], Spark on this machine)")
     analyze.add_argument("--format", choices=["md", "html"], default=None,
                          help="md (default) or html; inferred from --out's suffix when not given")
+    kafka = sub.add_parser("kafka", help="real Apache Kafka for --kafka-real and fakekafka.testing.apache_kafka")
+    kafka_sub = kafka.add_subparsers(dest="kafka_command", required=True)
+    install = kafka_sub.add_parser(
+        "install", help="resolve Apache Kafka's jars from Maven Central with Maven (mvn on PATH) into "
+                        "~/.cache/fakekafka/kafka-VERSION/lib ($XDG_CACHE_HOME if set), where --kafka-real looks")
+    install.add_argument("--version", default=KAFKA_VERSION,
+                         help=f"the Apache Kafka version (default {KAFKA_VERSION}, the one --kafka-real runs)")
+    install.add_argument("--lib", metavar="DIR", help="install into DIR instead (then FAKEKAFKA_KAFKA_LIB=DIR)")
+    install.add_argument("--force", action="store_true", help="resolve again even if the jars are there")
     ctl = sub.add_parser("ctl", help="steer a running `fakekafka serve` or `fakekafka proxy`")
     ctl.add_argument("--control", type=_address, default="127.0.0.1:9192",
                      help="its control address (printed by serve; default 127.0.0.1:9192)")
@@ -716,6 +726,9 @@ def main(argv: list[str] | None = None) -> int:
         logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         from fakekafka.ops.proxy_cli import run_proxy
         return asyncio.run(run_proxy(args))
+    if args.command == "kafka":
+        from fakekafka.ops.kafka_install import install_main
+        return install_main(args.version, args.lib, args.force)
     if args.command == "analyze":
         return _analyze(args)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -1,7 +1,8 @@
 """Real Apache Kafka on this machine, as the JVM program it is: no container, no Docker.
 
-`.ci/install.sh` resolves the broker's jars from Maven Central (compat/kafka/pom.xml) into
-$FAKEKAFKA_KAFKA_LIB (default ~/.cache/fakekafka/kafka-<version>/lib). `KafkaCluster` then runs it in KRaft
+`fakekafka kafka install` (and `.ci/install.sh`) resolves the broker's jars from Maven Central with Maven (the
+pom shipped beside this module, kafka-pom.xml) into ~/.cache/fakekafka/kafka-<version>/lib, or the directory
+$FAKEKAFKA_KAFKA_LIB names. `KafkaCluster` then runs it in KRaft
 mode the way Kafka's own scripts do (bin/kafka-storage.sh and bin/kafka-server-start.sh are thin wrappers
 over these two main classes):
 
@@ -43,11 +44,11 @@ from typing import Any
 
 from fakekafka.wire import ApiKey
 
-__all__ = ["KAFKA_VERSION", "KafkaCluster", "KafkaUnavailable", "kafka_lib"]
+__all__ = ["INSTALL_HINT", "KAFKA_VERSION", "KafkaCluster", "KafkaUnavailable", "cache_lib", "kafka_lib"]
 
-KAFKA_VERSION = "4.4.0"  # kept equal to compat/kafka/pom.xml's kafka.version
+KAFKA_VERSION = "4.4.0"  # kept equal to kafka-pom.xml's kafka.version (a unit test checks)
 HOST = "127.0.0.1"
-INSTALL_HINT = 'run `eval "$(bash .ci/install.sh)"` (resolves Apache Kafka\'s jars from Maven Central)'
+INSTALL_HINT = "run `fakekafka kafka install` (resolves Apache Kafka's jars from Maven Central with Maven)"
 
 # A JVM per node on a 2-core machine: a small heap and the serial collector are plenty for tests.
 JVM_ARGS = ("-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-Djava.awt.headless=true",
@@ -80,11 +81,16 @@ class KafkaUnavailable(RuntimeError):
     """Real Kafka cannot be started here (the message says what is missing or what it printed)."""
 
 
+def cache_lib(version: str = KAFKA_VERSION) -> Path:
+    """Where `fakekafka kafka install` puts a version's jars and where `kafka_lib` looks:
+    $XDG_CACHE_HOME (default ~/.cache)/fakekafka/kafka-VERSION/lib."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "fakekafka" / f"kafka-{version}" / "lib"
+
+
 def kafka_lib() -> Path | None:
-    """The directory of Kafka's jars ($FAKEKAFKA_KAFKA_LIB, else the install script's cache), or None."""
+    """The directory of Kafka's jars ($FAKEKAFKA_KAFKA_LIB, else the user's cache), or None."""
     env = os.environ.get("FAKEKAFKA_KAFKA_LIB")
-    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "fakekafka"
-    for d in ([Path(env)] if env else []) + [base / f"kafka-{KAFKA_VERSION}" / "lib"]:
+    for d in ([Path(env)] if env else []) + [cache_lib()]:
         if glob.glob(str(d / "kafka_2.13-*.jar")):
             return d
     return None

@@ -81,7 +81,7 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
                     help="run the fakekafka/kafka fixtures against this Kafka-compatible cluster instead of an "
                          "in-process fakekafka")
     group.addoption("--kafka-real", action="store_true", default=False,
-                    help="start Apache Kafka (a JVM, KRaft; its jars from `.ci/install.sh` or "
+                    help="start Apache Kafka (a JVM, KRaft; its jars from `fakekafka kafka install` or "
                          "$FAKEKAFKA_KAFKA_LIB) once for the session and run the fakekafka/kafka fixtures against "
                          "it; tests marked fakekafka_only are skipped")
 

@@ -5,8 +5,10 @@ installed a bare top-level `wire` package, and with it fakekafka's pytest plugin
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -43,3 +45,19 @@ def test_the_wheel_leaves_a_projects_own_wire_module_alone(tmp_path: Path) -> No
     assert "fakekafka.testing.pytest_plugin" in plugins
     _run(py, "-c", "import fakekafka.wire.records, importlib.util; assert importlib.util.find_spec('wire') is None",
          cwd=tmp_path)
+
+
+def test_the_wheel_installs_real_kafka_for_kafka_real(tmp_path: Path) -> None:
+    """`fakekafka kafka install` from the installed wheel (no checkout, no .ci/install.sh): the pom ships in the
+    package, and Maven resolves Kafka's jars with it."""
+    if shutil.which("mvn") is None:
+        pytest.skip("needs Maven (apt-get install maven)")
+    _run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", tmp_path / "dist", ROOT)
+    (wheel,) = (tmp_path / "dist").glob("fakekafka-*.whl")
+    assert "fakekafka/testing/kafka-pom.xml" in zipfile.ZipFile(wheel).namelist()
+    venv = tmp_path / "venv"
+    _run(sys.executable, "-m", "venv", "--system-site-packages", venv)  # the dependencies as installed here
+    _run(venv / "bin" / "python", "-m", "pip", "install", "-q", "--no-deps", "--disable-pip-version-check", wheel)
+    out = _run(venv / "bin" / "fakekafka", "kafka", "install", "--lib", tmp_path / "kafka-lib", cwd=tmp_path).stdout
+    assert out.startswith("fakekafka kafka install: Apache Kafka 4.4.0 installed in ")
+    assert (tmp_path / "kafka-lib" / "kafka_2.13-4.4.0.jar").exists()

@@ -340,7 +340,8 @@ def test_kafka_real_without_kafka_says_what_to_install(pytester: pytest.Pytester
     pytester.makepyfile("def test_never_runs(kafka):\n    pass\n")
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--kafka-real")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--kafka-real: Apache Kafka 4.* jars are not installed: run*install.sh*"])
+    result.stderr.fnmatch_lines(["*--kafka-real: Apache Kafka 4.* jars are not installed: run `fakekafka kafka "
+                                 "install`*"])
 
 
 def test_marker_data_dir_keeps_a_topic_for_the_next_test(pytester: pytest.Pytester,

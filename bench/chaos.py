@@ -26,8 +26,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fakekafka import Chaos, Cluster  # noqa: E402
-from fakekafka.testing.chaos import explore  # noqa: E402
-from fakekafka.testing.embedded import LoopThread  # noqa: E402
+from fakekafka.net.loop_thread import LoopThread  # noqa: E402
+from fakekafka.testing.chaos_explore import explore  # noqa: E402
 
 SETTINGS: dict[str, Chaos | None] = {"off": None, "on, profile none": Chaos(seed=1, profile="none"),
                                      "on, profile busy": Chaos(seed=1, profile="busy")}

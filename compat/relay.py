@@ -35,8 +35,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from fakekafka.net.loop_thread import LoopThread
 from fakekafka.proxy.server import ProxyServer
-from fakekafka.testing.embedded import LoopThread
 from fakekafka.wire import ApiKey
 from fakekafka.wire.protocol import encode_response
 

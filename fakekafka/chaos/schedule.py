@@ -51,7 +51,7 @@ class Step:
         return self.api, self.nth
 
     def describe(self) -> str:
-        """In words: "t=1.2 s: Produce #3 to orders-3 answered NOT_LEADER_OR_FOLLOWER after append"."""
+        """In words: "t=1.2 s: Produce request 3 to orders-3 answered NOT_LEADER_OR_FOLLOWER after append"."""
         where = ""
         if self.topic is not None:
             where = f" to {self.topic}" + (f"-{self.partition}" if self.partition is not None else "")
@@ -64,7 +64,7 @@ class Step:
             "kill": f"broker {self.broker} killed, restarted {self.ms} ms later",
             "move_leader": f"leadership moved to broker {self.broker}",
         }[self.kind]
-        return f"t={self.t_ms / 1000:.1f} s: {self.api} #{self.nth}{where} {what}"
+        return f"t={self.t_ms / 1000:.1f} s: {self.api} request {self.nth}{where} {what}"
 
     def to_json(self) -> dict[str, Any]:
         defaults = {f.name: f.default for f in dataclasses.fields(self)}

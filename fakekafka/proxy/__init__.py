@@ -18,10 +18,10 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from fakekafka.model.faults import Fault, FaultSteering
+from fakekafka.net.loop_thread import LoopThread
 from fakekafka.observe.records import RequestRecord
 from fakekafka.proxy.observe import FrameRecorder, Summary
 from fakekafka.proxy.server import BOOTSTRAP, ProxyEvent, ProxyServer, Upstream
-from fakekafka.testing.embedded import LoopThread
 
 __all__ = ["BOOTSTRAP", "Proxy", "ProxyEvent", "ProxyServer", "Upstream"]
 

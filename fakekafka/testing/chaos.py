@@ -7,10 +7,7 @@ cluster: the server's loop (every read goes through `call`), broker kills on the
 
 from __future__ import annotations
 
-import os
-import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from fakekafka.chaos import (
@@ -18,11 +15,9 @@ from fakekafka.chaos import (
     ChaosSource,
     Ledger,
     Schedule,
-    ShrinkResult,
     Violation,
     chaos_of,
     check_invariants,
-    shrink,
 )
 from fakekafka.model.cluster import ClusterState
 from fakekafka.model.faults import api_key_of
@@ -31,9 +26,9 @@ from fakekafka.net.operator import ServerOperator
 from fakekafka.net.server import Server
 
 if TYPE_CHECKING:
-    from fakekafka.testing.embedded import Cluster
+    pass
 
-__all__ = ["ChaosFailure", "ChaosRun", "ChaosSteering", "Exploration", "Outcome", "explore", "run_once"]
+__all__ = ["ChaosFailure", "ChaosRun", "ChaosSteering", "attach_chaos"]
 
 T = TypeVar("T")
 
@@ -129,101 +124,3 @@ class ChaosSteering:
 def attach_chaos(state: ClusterState, server: Server, given: Any) -> ChaosRun | None:
     chaos = chaos_of(given)
     return None if chaos is None else ChaosRun(state, server, chaos)
-
-
-# --- exploring an application under many seeds -------------------------------------------------------------------
-@dataclass
-class Outcome:
-    """One run: what the application raised (None: returned), the violations, the schedule applied."""
-
-    chaos: Chaos
-    schedule: Schedule
-    violations: list[Violation]
-    error: str | None
-    seconds: float
-
-    @property
-    def failed(self) -> bool:
-        return bool(self.violations) or self.error is not None
-
-    def signature(self) -> tuple[str, ...]:
-        """How it failed, to tell "fails the same way" when shrinking and replaying."""
-        if self.error is not None:
-            return ("error", self.error.split(":", 1)[0])
-        return tuple(sorted(v.invariant for v in self.violations))
-
-    def report(self) -> str:
-        lines = [f"seed {self.chaos.seed}: " + ("fails" if self.failed else "passes")]
-        if self.error is not None:
-            lines.append(f"  the application raised {self.error}")
-        lines.extend(f"  {line}" for v in self.violations for line in v.lines())
-        return "\n".join(lines)
-
-
-@dataclass
-class Exploration:
-    """What `explore` found: every seed's outcome, and for the first failure its shrunk schedule."""
-
-    outcomes: list[Outcome] = field(default_factory=list)
-    failure: Outcome | None = None
-    shrunk: ShrinkResult | None = None
-    replay: Outcome | None = None
-    """The shrunk schedule replayed once more: it fails the same way."""
-
-    def report(self) -> str:
-        if self.failure is None:
-            return f"{len(self.outcomes)} seeds, no failure"
-        lines = [f"seed {self.failure.chaos.seed} fails (after {len(self.outcomes)} seeds):",
-                 self.failure.report()]
-        if self.shrunk is not None:
-            lines.append(f"shrunk in {self.shrunk.runs} runs from {len(self.failure.schedule)} to "
-                         f"{len(self.shrunk.schedule)} step(s):")
-            lines.extend(f"  {line}" for line in self.shrunk.schedule.lines())
-        return "\n".join(lines)
-
-
-def run_once(app: Callable[[Cluster], Any], chaos: Chaos, **cluster: Any) -> Outcome:
-    """Runs `app(cluster)` on a fresh cluster under `chaos`, then checks the invariants."""
-    from fakekafka.testing.embedded import Cluster
-    started = time.perf_counter()
-    error = None
-    with Cluster(chaos=chaos, **cluster) as c:
-        try:
-            app(c)
-        except Exception as e:  # noqa: BLE001 - the application's failure is the outcome
-            error = f"{type(e).__name__}: {e}"
-        violations = c.check_invariants()
-        schedule = c.chaos_schedule()
-    return Outcome(chaos, schedule, violations, error, time.perf_counter() - started)
-
-
-def explore(app: Callable[[Cluster], Any], seeds: Iterable[int], *, profile: Any = None,
-            invariants: Iterable[Callable[..., Any]] = (), shrink_runs: int = 64,
-            save_dir: str | os.PathLike[str] | None = None, **cluster: Any) -> Exploration:
-    """Runs `app` under each seed until one fails; that one's schedule is shrunk (delta debugging: rerun with
-    subsets while it fails the same way) and the result replayed. `save_dir` keeps the failing and the shrunk
-    schedules as JSON. `cluster` are `Cluster`'s settings for every run."""
-    found = Exploration()
-    checks = tuple(invariants)
-    for seed in seeds:
-        outcome = run_once(app, Chaos(seed=seed, profile=profile, invariants=checks), **cluster)
-        found.outcomes.append(outcome)
-        if outcome.failed:
-            found.failure = outcome
-            break
-    if found.failure is None:
-        return found
-    failure = found.failure
-    wanted = failure.signature()
-
-    def fails(candidate: Schedule) -> bool:
-        again = run_once(app, Chaos(schedule=candidate, profile=profile, invariants=checks), **cluster)
-        return again.failed and again.signature() == wanted
-
-    found.shrunk = shrink(failure.schedule, fails, max_runs=shrink_runs)
-    found.replay = run_once(app, Chaos(schedule=found.shrunk.schedule, profile=profile, invariants=checks),
-                            **cluster)
-    if save_dir is not None:
-        failure.schedule.save(os.path.join(save_dir, f"seed-{failure.chaos.seed}.json"))
-        found.shrunk.schedule.save(os.path.join(save_dir, f"seed-{failure.chaos.seed}-shrunk.json"))
-    return found

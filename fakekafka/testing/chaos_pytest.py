@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from fakekafka.testing.stash import CLUSTERS
+
 if TYPE_CHECKING:
     from fakekafka.chaos import Schedule
     from fakekafka.testing.embedded import Cluster
@@ -104,8 +106,7 @@ def chaos_for(request: pytest.FixtureRequest, given: Any) -> Any:
 
 
 def _chaos_cluster(item: pytest.Item) -> Cluster | None:
-    from fakekafka.testing.pytest_plugin import _CLUSTERS
-    for handle in item.stash.get(_CLUSTERS, []):
+    for handle in item.stash.get(CLUSTERS, []):
         if getattr(handle, "chaos", None) is not None:
             return handle  # type: ignore[return-value]
     return None

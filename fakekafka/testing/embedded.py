@@ -22,6 +22,7 @@ from fakekafka.model.cluster import ClusterState
 from fakekafka.model.config import BrokerConfig
 from fakekafka.model.errors import ApiError
 from fakekafka.model.metadata import Broker
+from fakekafka.net.loop_thread import LoopThread
 from fakekafka.net.security import TestPki, make_test_pki, parse_listeners
 from fakekafka.net.server import Server
 from fakekafka.observe.recording import RequestRecorder
@@ -33,7 +34,6 @@ from fakekafka.testing.arguments import (
 )
 from fakekafka.testing.chaos import ChaosRun, ChaosSteering, attach_chaos
 from fakekafka.testing.handle import ClusterHandle
-from fakekafka.testing.loop import LoopThread
 from fakekafka.testing.snapshots import ClusterSnapshots
 from fakekafka.testing.steering import ClusterSteering
 from fakekafka.testing.views import (

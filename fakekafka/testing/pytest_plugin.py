@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from fakekafka.testing.stash import CLUSTERS
+
 if TYPE_CHECKING:  # imported where a fixture or hook needs them: a session that never asks for a cluster
     # (most of those with fakekafka installed) must not pay for the cluster, the model and the wire layer
     from fakekafka.proxy import Proxy
@@ -41,7 +43,6 @@ if TYPE_CHECKING:  # imported where a fixture or hook needs them: a session that
 
 __all__ = ["CLIENT_NOISE", "cluster_for", "fakekafka", "fakekafka_cluster", "kafka", "kafka_proxy", "kill_broker"]
 
-_CLUSTERS = pytest.StashKey["list[ClusterHandle]"]()
 _SECURITY = ("listeners", "advertised_listeners", "listener_security_protocol_map", "sasl_enabled_mechanisms",
              "ssl_client_auth", "users")
 """Listener, TLS and SASL settings (Kafka's broker config names); the handle's `pki` has the CA and client
@@ -308,7 +309,7 @@ def _loop_thread(config: pytest.Config) -> LoopThread:
     not a session fixture: resolving even a cached fixture costs each test about as much as the start."""
     thread = config.stash.get(_LOOP, None)
     if thread is None:
-        from fakekafka.testing.embedded import LoopThread
+        from fakekafka.net.loop_thread import LoopThread
         thread = config.stash[_LOOP] = LoopThread(listener_pool=8).start()
     return thread
 
@@ -334,13 +335,13 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 def fakekafka_cluster(request: pytest.FixtureRequest) -> Iterator[Callable[..., ClusterHandle]]:
     """A factory of clusters, each stopped when the test ends."""
     made: list[ClusterHandle] = []
-    request.node.stash.setdefault(_CLUSTERS, []).extend([])  # make the report hook see this test's list
+    request.node.stash.setdefault(CLUSTERS, []).extend([])  # make the report hook see this test's list
     remote = bool(_remote_target(request.config))
 
     def make(**settings: Any) -> ClusterHandle:
         handle = _remote(request.config, settings) if remote else _start(settings, _loop_thread(request.config))
         made.append(handle)
-        request.node.stash[_CLUSTERS].append(handle)
+        request.node.stash[CLUSTERS].append(handle)
         return handle
 
     yield make
@@ -350,7 +351,7 @@ def fakekafka_cluster(request: pytest.FixtureRequest) -> Iterator[Callable[..., 
     finally:
         # pytest keeps every item, stash included, until the session ends; the report hook needs the handles
         # only for setup/call reports, so drop them here or every test's stopped cluster stays in memory
-        request.node.stash[_CLUSTERS].clear()
+        request.node.stash[CLUSTERS].clear()
 
 
 _MAIN = pytest.StashKey["ClusterHandle"]()
@@ -375,7 +376,7 @@ def _test_cluster(request: pytest.FixtureRequest) -> Iterator[ClusterHandle]:
     handle = _remote(request.config, settings) if remote else _start(settings, _loop_thread(request.config))
     stash = request.node.stash
     stash[_MAIN] = handle
-    stash.setdefault(_CLUSTERS, []).append(handle)
+    stash.setdefault(CLUSTERS, []).append(handle)
     try:
         yield handle
     finally:
@@ -383,7 +384,7 @@ def _test_cluster(request: pytest.FixtureRequest) -> Iterator[ClusterHandle]:
             _release(request.config, handle)
         finally:
             del stash[_MAIN]
-            stash[_CLUSTERS].clear()  # see fakekafka_cluster: the stash lives as long as the session
+            stash[CLUSTERS].clear()  # see fakekafka_cluster: the stash lives as long as the session
 
 
 @pytest.fixture
@@ -444,7 +445,7 @@ def kill_broker(request: pytest.FixtureRequest) -> Callable[[int], None]:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
     report = yield
     if report.failed and call.when in ("call", "setup"):
-        for i, handle in enumerate(item.stash.get(_CLUSTERS, [])):
+        for i, handle in enumerate(item.stash.get(CLUSTERS, [])):
             try:
                 text = handle.describe()
             except Exception as e:  # noqa: BLE001 - a report must not hide the test's own failure

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from fakekafka.model.clock import ManualClock
 from fakekafka.model.cluster import ClusterState
 from fakekafka.model.faults import Fault, FaultSteering
+from fakekafka.net.loop_thread import LoopThread
 from fakekafka.net.server import Server
 from fakekafka.testing.arguments import (
     check_broker,
@@ -24,7 +25,6 @@ from fakekafka.testing.arguments import (
     check_transactional_id,
     listing,
 )
-from fakekafka.testing.loop import LoopThread
 
 __all__ = ["ClusterSteering"]
 

@@ -9,7 +9,7 @@ import socket
 import pytest
 
 import fakekafka
-from fakekafka.testing.embedded import LoopThread
+from fakekafka.net.loop_thread import LoopThread
 from tests.rawclient import RawClient
 
 

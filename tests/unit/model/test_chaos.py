@@ -87,7 +87,7 @@ def test_the_applied_schedule_replays_exactly(tmp_path: Path) -> None:
 def test_a_step_reads_as_words() -> None:
     step = Step("Produce", 3, "error", error="NOT_LEADER_OR_FOLLOWER", after=True, topic="orders", partition=3,
                 t_ms=1200)
-    assert step.describe() == "t=1.2 s: Produce #3 to orders-3 answered NOT_LEADER_OR_FOLLOWER after append"
+    assert step.describe() == "t=1.2 s: Produce request 3 to orders-3 answered NOT_LEADER_OR_FOLLOWER after append"
 
 
 def test_profiles_and_schedules_refuse_bad_input_in_words(tmp_path: Path) -> None:

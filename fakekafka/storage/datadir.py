@@ -3,7 +3,8 @@
 Memory stays where everything is served from; the files are written beside it. Each log dir of each broker
 (`log.dirs`: names in the model, the same on every broker, Kafka's default "/tmp/kafka-logs") is
 `DIR/broker-N/<the name, slashes as underscores>/`, laid out as Kafka lays out a log dir: `meta.properties`,
-`log-start-offset-checkpoint` and `cleaner-offset-checkpoint` (written when they change), and a directory per
+`log-start-offset-checkpoint`, `cleaner-offset-checkpoint` and `recovery-point-offset-checkpoint` (written when
+they change), and a directory per
 partition replica `topic-N/` with `partition.metadata` (the topic id) and one `<base offset, 20 digits>.log`
 file per segment holding the record batches exactly as stored (the bytes Fetch serves), so Kafka's
 `kafka-dump-log` reads them. What Kafka keeps in its metadata log (topics with their ids, partitions, replica
@@ -11,18 +12,21 @@ assignments and log dirs, leaders, leader epochs and ISRs, topic, dynamic broker
 credentials, the producer id block) is one JSON file, `DIR/fakekafka-metadata.json`, replaced atomically
 (write, then rename).
 
-Durability as Kafka's: every batch is written (os.write, into the page cache) before its Produce is answered,
-so a killed process loses nothing acknowledged; fsync only as `flush.messages` / `flush.ms` say (Kafka's
-defaults never fsync per write). A write that fails (a full disk) is refused with KAFKA_STORAGE_ERROR and taken
-back off its file, so a segment always ends at a whole batch; the failure is logged once per episode.
-On start every segment is read back and checked batch by batch as Kafka's
-LogSegment.recover does (size, magic, CRC, offsets in order); the first bad or torn batch and everything after
-it in the log is cut off. Producer state, open transactions and leader epochs are rebuilt from the batches, as
-Kafka's LogLoader does; the group coordinators load committed offsets and groups from `__consumer_offsets`, and
-the transaction coordinator its transactional ids from `__transaction_state`, as Kafka's do (a commit decided
-but not yet marked everywhere is finished at start; an open transaction is aborted at its timeout), and the
-share groups their share-partitions from `__share_group_state` (the persisted start offset and delivery counts;
-records acquired at the stop come back available). Not kept: share groups' members (they rejoin).
+Durability as Kafka's: every batch is written (os.write, into the page cache) before its Produce is answered, so a
+killed process loses nothing acknowledged; fsync only as `flush.messages` / `flush.ms` say (Kafka's defaults never
+fsync per write). A write that fails (a full disk) is refused with KAFKA_STORAGE_ERROR and taken back off its file,
+so a segment always ends at a whole batch; the failure is logged once per episode. A segment is fsynced when the log
+rolls past it, and the log's recovery point (Kafka's `recovery-point-offset-checkpoint`) moves to the new segment; a
+clean stop flushes everything and writes Kafka's `.kafka_cleanshutdown` into each log dir. On start every segment is
+read back and checked batch by batch as Kafka's LogSegment.recover does (size, magic, CRC, offsets in order), but
+only the segments from the one holding the recovery point on are recovered, as Kafka's LogLoader does: there the
+first bad or torn batch and everything after it in the log is cut off; a corrupt segment below it is reported and
+kept as it is. Producer state, open transactions and leader epochs are rebuilt from the batches, as Kafka's
+LogLoader does; the group coordinators load committed offsets and groups from `__consumer_offsets`, and the
+transaction coordinator its transactional ids from `__transaction_state`, as Kafka's do (a commit decided but not
+yet marked everywhere is finished at start; an open transaction is aborted at its timeout), and the share groups
+their share-partitions from `__share_group_state` (the persisted start offset and delivery counts; records acquired
+at the stop come back available). Not kept: share groups' members (they rejoin).
 """
 
 from __future__ import annotations
@@ -44,7 +48,13 @@ from typing import TYPE_CHECKING, Any
 from fakekafka.model.config import DEFAULT_LOG_DIR
 from fakekafka.model.log import StorageError
 from fakekafka.model.metadata import Partition, Topic
-from fakekafka.storage.recovery import CLEANER_CHECKPOINT, LOG_START_CHECKPOINT, Recovery
+from fakekafka.storage.recovery import (
+    CLEAN_SHUTDOWN_FILE,
+    CLEANER_CHECKPOINT,
+    LOG_START_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    Recovery,
+)
 from fakekafka.storage.segments import _LONG_MAX, LogFiles, kafka_uuid, read_segment, segment_name, topic_id_in
 
 if TYPE_CHECKING:
@@ -123,6 +133,10 @@ class DataDir(Recovery):
         self._checkpoints: dict[tuple[Path, str], dict[tuple[str, int], int]] = {}
         """Kafka's per-log-dir offset checkpoints (log start, cleaner): (log dir, file) -> (topic, partition) ->
         offset, read from the file the first time it is needed."""
+        self.clean_dirs: set[Path] = set()
+        """Log dirs that held Kafka's clean shutdown marker when loaded: their logs are not recovered."""
+        self._points_due: set[Path] = set()
+        """Log dirs whose recovery-point-offset-checkpoint is behind memory (written at the next tick)."""
         self._open_files: dict[LogFiles, None] = {}
         """Logs with an open file descriptor, oldest first."""
         self._state: ClusterState | None = None
@@ -216,6 +230,11 @@ class DataDir(Recovery):
                     _write_atomically(d / "meta.properties",
                                       f"#\nnode.id={node_id}\ndirectory.id={kafka_uuid(uuid.uuid4())}\nversion=1\n"
                                       f"cluster.id={self.cluster_id}\n")
+        for node_id in self.broker_ids:
+            for name in state.log_dirs():
+                d = self.log_dir_path(node_id, name)
+                if (d / CLEAN_SHUTDOWN_FILE).exists():
+                    self.clean_dirs.add(d)
         if self.saved is not None:
             self._load_metadata(state, self.saved)
         for node_id in self.broker_ids:  # replicas the metadata does not know (a deletion cut short) go
@@ -228,6 +247,11 @@ class DataDir(Recovery):
         for topic in state.topics.values():
             for partition in topic.partitions:
                 self.attach(partition)
+        for d in self.clean_dirs:  # from here on a crash is an unclean stop again (Kafka deletes it once loaded)
+            with self.writing(d / CLEAN_SHUTDOWN_FILE):
+                os.unlink(d / CLEAN_SHUTDOWN_FILE)
+        self.clean_dirs.clear()
+        self._write_points()
         self.save(force=True)
         if self.saved is not None:
             self._after_load(state)
@@ -281,6 +305,12 @@ class DataDir(Recovery):
             files = LogFiles(self, log_dir, node_id, topic.name, partition.index)
             self.logs[key] = files
             files.start_written = plog.log_start_offset if not fresh else 0
+            points = self._checkpoint(log_dir, RECOVERY_POINT_CHECKPOINT)
+            files.recovery_point = 0 if fresh else plog.log_end_offset if log_dir in self.clean_dirs else \
+                min(points.get(key[1:], 0), plog.log_end_offset)  # as Kafka's LogLoader sets it after loading
+            if points.get(key[1:], 0) != files.recovery_point:  # an offset of 0 is what no entry says
+                points[key[1:]] = files.recovery_point
+                self._points_due.add(log_dir)
             if fresh and plog.batches:  # a replica made with data (none today; kept exact)
                 for i in range(len(plog.segments)):
                     for j in plog.segment_batches(i):
@@ -316,6 +346,7 @@ class DataDir(Recovery):
         files.log_dir, files.path, files.start_written = new_dir, new_path, 0
         files.segments_changed(plog)
         self.log_start_moved(files, plog.log_start_offset)
+        self.recovery_point_moved(files, now=True)
         if plog.cleaner_checkpoint >= 0:
             self.cleaned(files, plog.cleaner_checkpoint)
 
@@ -351,10 +382,27 @@ class DataDir(Recovery):
         self._checkpoint(files.log_dir, CLEANER_CHECKPOINT)[(files.topic, files.partition)] = offset
         self._write_checkpoint(files.log_dir, CLEANER_CHECKPOINT)
 
+    def recovery_point_moved(self, files: LogFiles, *, now: bool) -> None:
+        """A replica's recovery point moved: into Kafka's recovery-point-offset-checkpoint at once (`now`: a roll
+        or a truncation) or at the next tick (an fsync of flush.messages / flush.ms). The checkpoint is only ever
+        behind what was fsynced, never ahead: a write that fails leaves it behind (more is recovered after a
+        crash), is reported once and tried again at the next tick."""
+        self._checkpoint(files.log_dir, RECOVERY_POINT_CHECKPOINT)[(files.topic, files.partition)] = \
+            files.recovery_point
+        self._points_due.add(files.log_dir)
+        if now:
+            self._write_points()
+
+    def _write_points(self) -> None:
+        for log_dir in list(self._points_due):
+            with contextlib.suppress(StorageError):
+                self._write_checkpoint(log_dir, RECOVERY_POINT_CHECKPOINT)
+                self._points_due.discard(log_dir)
+
     def _forget_start(self, files: LogFiles) -> None:
         """A replica left this log dir: its checkpointed offsets go too (from the file at its next write, if
         this one fails: reported, and the replica is gone either way)."""
-        for name in (LOG_START_CHECKPOINT, CLEANER_CHECKPOINT):
+        for name in (LOG_START_CHECKPOINT, CLEANER_CHECKPOINT, RECOVERY_POINT_CHECKPOINT):
             if self._checkpoint(files.log_dir, name).pop((files.topic, files.partition), None) is not None:
                 with contextlib.suppress(StorageError):
                     self._write_checkpoint(files.log_dir, name)
@@ -415,21 +463,46 @@ class DataDir(Recovery):
         if time.monotonic() - self._last_save >= 1.0:
             with contextlib.suppress(StorageError):  # reported once; tried again at the next tick
                 self.save()
+        if self._points_due:
+            self._write_points()
 
     def close(self) -> None:
         """A clean stop: metadata written, each active segment flushed to disk (as Kafka flushes at shutdown)
-        and closed, the lock released."""
+        and closed, each log's recovery point moved to its end and checkpointed, and Kafka's clean shutdown
+        marker written into each log dir whose logs all flushed (the next start recovers none of them), the
+        lock released."""
         if self._lock < 0:
             return
         if self._state is not None:
             with contextlib.suppress(StorageError):  # reported; the files are closed and the lock let go anyway
                 self.save()
-        for files in self.logs.values():
+        unflushed: set[Path] = set()
+        for (node_id, name, index), files in self.logs.items():
+            if files.failed:  # a torn batch left in its file: the next start must recover it
+                unflushed.add(files.log_dir)
             try:
                 files.close(flush=True)
             except OSError as e:
                 self.write_failed(str(files.path), e)
                 files._close_fd()
+                unflushed.add(files.log_dir)
+                continue
+            topic = self._state.topics.get(name) if self._state is not None else None
+            plog = topic.partitions[index].logs.get(node_id) if topic and index < len(topic.partitions) else None
+            if plog is None:
+                unflushed.add(files.log_dir)
+            elif plog.log_end_offset != files.recovery_point:
+                files.recovery_point = plog.log_end_offset
+                self._checkpoint(files.log_dir, RECOVERY_POINT_CHECKPOINT)[(name, index)] = files.recovery_point
+                self._points_due.add(files.log_dir)
+        self._write_points()
+        if self._state is not None:
+            for node_id in self.broker_ids:
+                for log_dir in self._state.log_dirs():
+                    d = self.log_dir_path(node_id, log_dir)
+                    if d not in unflushed and d not in self._points_due and d.is_dir():
+                        with contextlib.suppress(StorageError), self.writing(d / CLEAN_SHUTDOWN_FILE):
+                            (d / CLEAN_SHUTDOWN_FILE).write_bytes(b"")
         os.close(self._lock)
         self._lock = -1
 

@@ -23,17 +23,37 @@ from fakekafka.model.metadata import Partition, Topic
 from fakekafka.model.producers import PartitionProducers
 from fakekafka.model.scram import ScramCredential
 from fakekafka.model.transactions import TransactionState
-from fakekafka.storage.segments import kafka_uuid, read_segment, topic_id_in
+from fakekafka.storage.segments import _LONG_MAX, kafka_uuid, read_segment, topic_id_in
 
 if TYPE_CHECKING:
     from fakekafka.model.cluster import ClusterState
 
-__all__ = ["CLEANER_CHECKPOINT", "LOG_START_CHECKPOINT", "Recovery"]
+__all__ = ["CLEANER_CHECKPOINT", "CLEAN_SHUTDOWN_FILE", "LOG_START_CHECKPOINT", "RECOVERY_POINT_CHECKPOINT", "Recovery"]
 
 log = logging.getLogger("fakekafka.storage")
 
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
 CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+"""Written into each log dir at a clean stop, deleted once loaded (Kafka's LogLoader.CLEAN_SHUTDOWN_FILE)."""
+
+
+def _kept_words(path: Path, topic: str, index: int, node_id: int, why: str, bad_crcs: list[str], size: int,
+                valid: int, problem: str | None) -> str:
+    """What recovery says of a corrupt segment it does not recover (below the recovery point, or after a clean
+    stop): Kafka's LogLoader leaves such segments as they are, so fakekafka keeps every byte and says where the
+    damage is."""
+    parts = []
+    if bad_crcs:
+        parts.append(f"{'; '.join(bad_crcs)}: kept as stored, so a client that fetches it gets a corrupt-record "
+                     f"error, as from Kafka")
+    if problem is not None:
+        parts.append(f"{problem}: the {size - valid} bytes from byte {valid} on are kept in the file but cannot be "
+                     f"framed into batches, so they are not served (fetches go on at the next segment)")
+    return (f"recovering {topic}-{index} on broker {node_id}: segment {path} is corrupt: {'; and '.join(parts)}. "
+            f"It is {why}, so, as Kafka's log recovery does, it is not recovered: nothing in it or after it is cut "
+            f"or deleted, the later segments are served as they are and new records go on after the log's end.")
 
 
 def _cut_words(path: Path, topic: str, index: int, node_id: int, size: int, valid: int, problem: str,
@@ -61,6 +81,7 @@ class Recovery:
 
     if TYPE_CHECKING:  # what DataDir provides
         log_dir_path: Callable[[int, str], Path]
+        clean_dirs: set[Path]
         _checkpoint: Callable[[Path, str], dict[tuple[str, int], int]]
         _write_checkpoint: Callable[[Path, str], None]
 
@@ -111,7 +132,7 @@ class Recovery:
             log.warning("log dir %s is no longer in log.dirs: %s moves to %s", saved, old, new)
             shutil.rmtree(new, ignore_errors=True)
             os.replace(old, new)
-            for name in (LOG_START_CHECKPOINT, CLEANER_CHECKPOINT):  # its checkpointed offsets go along
+            for name in (LOG_START_CHECKPOINT, CLEANER_CHECKPOINT, RECOVERY_POINT_CHECKPOINT):  # offsets go along
                 offset = self._checkpoint(old.parent, name).get((topic, index))
                 if offset is not None:
                     self._checkpoint(new.parent, name)[(topic, index)] = offset
@@ -120,8 +141,10 @@ class Recovery:
 
     def _load_log(self, state: ClusterState, node_id: int, log_dir: str, topic: str, index: int) -> PartitionLog:
         """One replica's log from its segment files, recovered as Kafka's LogLoader recovers a log after an
-        unclean shutdown: each segment checked batch by batch; at the first bad batch that segment is cut
-        there and every later segment deleted."""
+        unclean shutdown: the segments from the one holding the recovery point on (none after a clean stop)
+        are checked batch by batch; at the first bad batch that segment is cut there and every later segment
+        deleted. Every segment is read (memory serves them), and a corrupt one below the recovery point is
+        reported and kept as it is."""
         d = self.log_dir_path(node_id, log_dir) / f"{topic}-{index}"
         plog = PartitionLog(log_dir=log_dir)
         topic_id = kafka_uuid(state.topics[topic].topic_id)
@@ -138,10 +161,26 @@ class Recovery:
         wall = isinstance(state.clock, SystemClock)
         next_offset = 0
         interval = state.topic_config_int(state.topics[topic], "index.interval.bytes", node_id)
+        checkpoints = self.log_dir_path(node_id, log_dir)
+        clean = checkpoints in self.clean_dirs
+        point = self._checkpoint(checkpoints, RECOVERY_POINT_CHECKPOINT).get((topic, index), 0)
+        # Kafka's LogLoader.recoverLog: the unflushed segments are those from the one holding the recovery point on;
+        # after a clean stop none on Kafka, the active one here (new records go after its last whole batch)
+        unflushed = len(files) - 1 if clean else max([k for k, (b, _) in enumerate(files) if b <= point], default=0)
         for k, (base, name) in enumerate(files):
             path = d / name
             data = path.read_bytes()
-            batches, valid, problem = read_segment(data, base, next_offset)
+            if k < unflushed:
+                bad: list[str] = []
+                batches, valid, problem = read_segment(data, base, next_offset, below=files[k + 1][0]
+                                                       if k + 1 < len(files) else _LONG_MAX, bad_crcs=bad)
+                if bad or problem is not None:
+                    why = "from before a clean stop" if clean else f"below the recovery point {point} (it was " \
+                        "fsynced when the log rolled past it)"
+                    log.error(_kept_words(path, topic, index, node_id, why, bad, len(data), valid, problem))
+                problem = None
+            else:
+                batches, valid, problem = read_segment(data, base, next_offset)
             seg = LogSegment(base)
             mtime = int(path.stat().st_mtime * 1000) if wall else now
             for b in batches:
@@ -172,7 +211,6 @@ class Recovery:
             plog.segments = segments
             plog.log_end_offset = max(next_offset, segments[-1].base_offset)
             plog.log_start_offset = segments[0].base_offset
-        checkpoints = self.log_dir_path(node_id, log_dir)
         start = self._checkpoint(checkpoints, LOG_START_CHECKPOINT).get((topic, index), 0)
         if start > plog.log_start_offset:
             plog.delete_before(start)

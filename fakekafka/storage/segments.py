@@ -54,11 +54,14 @@ def topic_id_in(path: Path) -> str | None:
     return None
 
 
-def read_segment(data: bytes, base_offset: int, next_offset: int) -> tuple[list[bytes], int, str | None]:
+def read_segment(data: bytes, base_offset: int, next_offset: int, *, below: int = _LONG_MAX,
+                 bad_crcs: list[str] | None = None) -> tuple[list[bytes], int, str | None]:
     """The valid batches at the start of a segment file's bytes, how many bytes they take, and why reading
     stopped early (None: the whole file is valid). A batch is valid as Kafka's recovery checks it: a length
     of at least the smallest record, all its bytes there (else the tail was torn by a crash), magic 2, its CRC,
-    and offsets at or above the segment's base and after the previous batch's."""
+    and offsets at or above the segment's base and after the previous batch's, and below `below` (the next
+    segment's base). Given `bad_crcs`, a batch whose only fault is its CRC is kept and read past, and said
+    there (a flushed segment: the bytes stay as they are, a client checks the CRC as it does on Kafka)."""
     out: list[bytes] = []
     pos, end = 0, len(data)
     while pos < end:
@@ -72,10 +75,13 @@ def read_segment(data: bytes, base_offset: int, next_offset: int) -> tuple[list[
         if data[pos + 16] != 2 or length + 12 < _V2_HEADER:
             return out, pos, f"a batch of magic {data[pos + 16]} at byte {pos}"
         batch = data[pos:pos + 12 + length]
-        if crc32c.crc32c(memoryview(batch)[_CRC_START:]) != struct.unpack_from(">I", batch, 17)[0]:
-            return out, pos, f"a CRC mismatch in the batch at byte {pos} (offset {offset})"
         last = offset + struct.unpack_from(">i", batch, 23)[0]
-        if offset < max(base_offset, next_offset) or last < offset:
+        if crc32c.crc32c(memoryview(batch)[_CRC_START:]) != struct.unpack_from(">I", batch, 17)[0]:
+            crc = f"a CRC mismatch in the batch at byte {pos} (offset {offset})"
+            if bad_crcs is None or offset < max(base_offset, next_offset) or not offset <= last < below:
+                return out, pos, crc
+            bad_crcs.append(crc)
+        if offset < max(base_offset, next_offset) or last < offset or last >= below:
             return out, pos, f"offsets {offset}-{last} out of order at byte {pos}"
         next_offset = last + 1
         out.append(batch)
@@ -94,6 +100,7 @@ class FilesOwner(Protocol):
     def closed(self, files: LogFiles) -> None: ...
     def log_start_moved(self, files: LogFiles, start: int) -> None: ...
     def cleaned(self, files: LogFiles, offset: int) -> None: ...
+    def recovery_point_moved(self, files: LogFiles, *, now: bool) -> None: ...
 
 
 class LogFiles:
@@ -101,7 +108,7 @@ class LogFiles:
     write() straight into the page cache)."""
 
     __slots__ = ("path", "log_dir", "owner", "node_id", "topic", "partition", "_fd", "_active", "flush_messages",
-                 "flush_ms", "_recovery_point", "_last_flush", "start_written", "failed")
+                 "flush_ms", "recovery_point", "_last_flush", "start_written", "failed")
 
     def __init__(self, owner: FilesOwner, log_dir: Path, node_id: int, topic: str, partition: int) -> None:
         self.log_dir, self.owner, self.node_id, self.topic, self.partition = log_dir, owner, node_id, topic, partition
@@ -110,7 +117,10 @@ class LogFiles:
         self._active = -1
         self.flush_messages = _LONG_MAX
         self.flush_ms = _LONG_MAX
-        self._recovery_point = 0
+        self.recovery_point = 0
+        """Kafka's recovery point: every offset below it is in a file that was fsynced (a rolled segment, or as
+        flush.messages / flush.ms asked), so a restart after a crash recovers only the segments from the one
+        holding it on; checkpointed in the log dir's recovery-point-offset-checkpoint."""
         self._last_flush = time.monotonic()
         self.start_written = 0
         self.failed = False
@@ -118,7 +128,9 @@ class LogFiles:
     # --- what PartitionLog hands over ----------------------------------------------------------------
     def append(self, data: bytes | bytearray, segment_base: int, next_offset: int) -> None:
         """One stored batch at the end of the segment starting at `segment_base` (a new file when the log
-        rolled); then an fsync if flush.messages or flush.ms asks for one. A write that fails (a full disk) is
+        rolled: the old one is fsynced first and the recovery point moves to the new one's base, checkpointed
+        at once, as Kafka flushes a segment when it rolls); then an fsync if flush.messages or flush.ms asks for
+        one. A write that fails (a full disk) is
         taken back off the file, so the segment ends at its last whole batch, and raised as a StorageError; if
         even that fails the replica's files are failed: every later append is refused until a restart, whose
         recovery cuts the torn tail (Kafka takes the whole log dir offline at any write error)."""
@@ -129,10 +141,7 @@ class LogFiles:
         try:
             if segment_base != self._active:
                 if self._active >= 0:  # a roll; or an empty active segment a follower moved up to the leader's batch
-                    old = self.path / segment_name(self._active)
-                    with contextlib.suppress(FileNotFoundError):
-                        if old.stat().st_size == 0:
-                            old.unlink()
+                    self._roll(segment_base)
                 self._close_fd()
                 self._active = segment_base
             if self._fd < 0:
@@ -144,14 +153,37 @@ class LogFiles:
                 view = view[n:]
             if self.flush_messages != _LONG_MAX or self.flush_ms != _LONG_MAX:
                 now = time.monotonic()
-                if next_offset - self._recovery_point >= self.flush_messages or \
+                if next_offset - self.recovery_point >= self.flush_messages or \
                         (now - self._last_flush) * 1000 >= self.flush_ms:
                     os.fsync(self._fd)
-                    self._recovery_point, self._last_flush = next_offset, now
+                    self.recovery_point, self._last_flush = next_offset, now
+                    self.owner.recovery_point_moved(self, now=False)
         except OSError as e:
             self._take_back(written, e)
         if self.owner.failing is not None:
             self.owner.recovered()
+
+    def _roll(self, new_base: int) -> None:
+        """The active segment is done: fsynced (an empty one, left by a follower moved up, deleted instead),
+        and the recovery point moved to the new segment's base and checkpointed (Kafka's flush at roll)."""
+        old = self.path / segment_name(self._active)
+        try:
+            if old.stat().st_size == 0:
+                old.unlink()
+                return
+        except FileNotFoundError:
+            return
+        if self._fd >= 0:
+            os.fsync(self._fd)
+        else:  # closed past MAX_OPEN_FILES
+            fd = os.open(old, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        if new_base > self.recovery_point:
+            self.recovery_point = new_base
+            self.owner.recovery_point_moved(self, now=True)
 
     def _take_back(self, written: int, e: OSError) -> None:
         """After a failed write: the file cut back to where it was before it; the error reported and raised."""
@@ -187,16 +219,15 @@ class LogFiles:
             self._truncate(log, first_dropped)
 
     def _truncate(self, log: PartitionLog, first_dropped: int) -> None:
+        """The segment's file keeps the bytes of its batches before `first_dropped` (counted from memory: a
+        flushed segment whose recovery found bytes it could not frame holds more than memory, and those go too)."""
         base = log.base_offsets[first_dropped]
         seg_base = max((s.base_offset for s in log.segments if s.base_offset <= base), default=base)
-        later = [s.base_offset for s in log.segments if s.base_offset > seg_base]
-        end = len(log.batches)
-        if later:
-            end = bisect_left(log.base_offsets, later[0])
-        dropped = sum(len(log.batches[j]) for j in range(first_dropped, end))
+        start = bisect_left(log.base_offsets, seg_base)
+        kept = sum(len(log.batches[j]) for j in range(start, first_dropped))
         path = self.path / segment_name(seg_base)
         with contextlib.suppress(FileNotFoundError):
-            os.truncate(path, max(0, path.stat().st_size - dropped))
+            os.truncate(path, kept)
 
     def segments_changed(self, log: PartitionLog) -> None:
         """Files of segments the log no longer has go; the active segment's file exists (empty if new: an
@@ -217,7 +248,9 @@ class LogFiles:
             self._close_fd()
             self._active = active
             os.close(os.open(self.path / segment_name(active), os.O_WRONLY | os.O_CREAT, 0o644))
-        self._recovery_point = min(self._recovery_point, log.log_end_offset)
+        if self.recovery_point > log.log_end_offset:  # truncated below it, as Kafka's truncateTo moves it
+            self.recovery_point = log.log_end_offset
+            self.owner.recovery_point_moved(self, now=True)
 
     def start_moved(self, log: PartitionLog) -> None:
         """The log start moved (DeleteRecords, retention, a follower following): whole segments below it go
@@ -241,6 +274,8 @@ class LogFiles:
                 with open(tmp, "wb") as f:
                     for j in log.segment_batches(i):
                         f.write(log.batches[j])
+                    f.flush()
+                    os.fsync(f.fileno())  # a cleaned segment is below the recovery point: flushed before the swap
             except OSError:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)

@@ -115,6 +115,68 @@ def test_kill_9_under_acks_all_load_loses_nothing_acknowledged(tmp_path: Path,
         assert read_segment(seg.read_bytes(), int(seg.stem), 0)[2] is None, seg
 
 
+def test_a_flipped_byte_in_an_old_segment_keeps_every_later_segment(tmp_path: Path,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    """A byte flipped in a rolled (fsynced) segment, and the active one's tail torn by a kill -9: the restart
+    recovers only past the recovery point, as Kafka's, so every other acknowledged record is read back by a real
+    client, the corrupt one is said in words and kept as stored, and new records get new offsets."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    import fakekafka
+    data = tmp_path / "data"
+    proc, bootstrap = _start(data)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic("seg", 1, 1, config={"segment.bytes": "1048576"})])["seg"].result(10)
+    acked: dict[int, bytes] = {}
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+                         "linger.ms": 5, "batch.num.messages": 20})
+    for i in range(1000):
+        producer.produce("seg", value=b"." * 5000 + b"value-%08d" % i, on_delivery=lambda err, msg: err is None
+                         and acked.__setitem__(msg.offset(), msg.value()))
+    assert producer.flush(30) == 0 and len(acked) == 1000
+    proc.kill()
+    proc.communicate(timeout=20)
+    d = data / "broker-1" / "tmp_kafka-logs" / "seg-0"
+    segments = sorted(d.glob("*.log"))
+    assert len(segments) >= 5
+    old = segments[0].read_bytes()
+    batches = read_segment(old, 0, 0)[0]
+    at = len(batches[0]) + len(batches[1]) - 2  # a digit of the last value of the segment's second batch
+    corrupt = {int.from_bytes(batches[1][:8], "big") + int.from_bytes(batches[1][23:27], "big")}
+    with open(segments[0], "r+b") as f:
+        f.seek(at)
+        f.write(bytes([old[at] ^ 0x01]))
+        f.seek(0, os.SEEK_END)
+    with open(segments[-1], "ab") as f:  # a write cut short by the kill
+        f.write(old[:150])
+
+    with caplog.at_level("WARNING", "fakekafka.storage"), fakekafka.Cluster(data_dir=data) as cluster:
+        c = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "g", "check.crcs": False,
+                      "enable.auto.commit": False})
+        c.assign([TopicPartition("seg", 0, 0)])
+        got: dict[int, bytes] = {}
+        deadline = time.monotonic() + 30
+        while len(got) < 1000:
+            assert time.monotonic() < deadline, len(got)
+            msg = c.poll(0.2)
+            if msg is not None:
+                assert msg.error() is None, msg.error()
+                got[msg.offset()] = msg.value()
+        c.close()
+        more = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+        offsets: list[int] = []
+        for i in range(5):
+            more.produce("seg", value=b"after-%d" % i, on_delivery=lambda err, msg: offsets.append(msg.offset()))
+        assert more.flush(10) == 0
+    assert {o for o in acked if got[o] != acked[o]} == corrupt  # the one flipped value, served as stored
+    assert got.keys() == acked.keys()
+    assert sorted(offsets) == list(range(1000, 1005))  # after the last acknowledged one: none used again
+    assert f"segment {segments[0]} is corrupt: a CRC mismatch" in caplog.text
+    assert f"segment {segments[-1]}: its batches are valid up to byte" in caplog.text
+    assert all(s.exists() for s in segments)
+
+
 def test_kafkas_dump_log_reads_a_fakekafka_segment(tmp_path: Path) -> None:
     import fakekafka
     from tests.javautil import _tool

@@ -152,20 +152,88 @@ def test_a_segment_of_garbage_is_emptied_as_kafka_does_and_said_in_words(tmp_pat
     again.storage.close()
 
 
-def test_a_corrupt_crc_cuts_the_log_there_and_deletes_later_segments(tmp_path: Path) -> None:
+def _three_segments(tmp_path: Path) -> tuple[ClusterState, Partition, Path]:
+    """Six batches of 400 KB, two a segment: segments 0, 2 and 4, the first two rolled (fsynced)."""
     state = _open(tmp_path, **{"log.segment.bytes": "1048576"})
     p = state.create_topic("t", 1, configs={"segment.bytes": "1048576"}).partitions[0]
-    big = b"x" * 400_000
-    for _ in range(6):  # two batches a segment
-        _produce(state, p, big)
+    for i in range(6):
+        _produce(state, p, b"%d" % i * 400_000)
     assert [s.base_offset for s in p.log.segments] == [0, 2, 4]
+    return state, p, tmp_path / "broker-1" / "tmp_kafka-logs" / "t-0"
+
+
+def _flip(path: Path, at: int, mask: int = 0xFF) -> None:
+    with open(path, "r+b") as f:
+        f.seek(at)
+        b = f.read(1)[0]
+        f.seek(at)
+        f.write(bytes([b ^ mask]))
+
+
+def test_a_roll_fsyncs_the_segment_and_checkpoints_the_recovery_point(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    synced: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+    state, p, d = _three_segments(tmp_path)
+    assert len(synced) == 2  # one per roll, nothing per write (flush.messages is Kafka's default)
+    assert (d.parent / "recovery-point-offset-checkpoint").read_text() == "0\n1\nt 0 4\n"
+    state.storage.close()  # a clean stop: the recovery point is the log end, and Kafka's marker is written
+    assert (d.parent / "recovery-point-offset-checkpoint").read_text() == "0\n1\nt 0 6\n"
+    assert (d.parent / ".kafka_cleanshutdown").exists()
+    again = _open(tmp_path)
+    assert not (d.parent / ".kafka_cleanshutdown").exists()  # deleted once loaded: a crash now is unclean
+    assert again.storage.logs[(1, "t", 0)].recovery_point == 6
+    again.storage.close()
+
+
+def test_a_corrupt_old_segment_is_reported_and_kept_and_the_later_ones_served(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Below the recovery point Kafka's LogLoader recovers nothing: a flipped byte in a rolled segment is an
+    error to report, not a reason to cut it or delete the intact segments after it (it deleted 870 of 1,000
+    acknowledged records, and new records then took their offsets)."""
+    state, p, d = _three_segments(tmp_path)
+    first = len(p.log.batches[0])
     _crash(state)
-    d = tmp_path / "broker-1" / "tmp_kafka-logs" / "t-0"
+    _flip(d / segment_name(2), first + 100)  # in the records of offset 3: its CRC no longer matches
+    _flip(d / segment_name(0), first + 8, 0x40)  # the length of offset 1: the segment cannot be framed past it
+    sizes = {n: (d / n).stat().st_size for n in os.listdir(d)}
+    with open(d / segment_name(4), "ab") as f:  # and the active segment's tail torn by the crash
+        f.write(p.log.batches[5][:300])
+    with caplog.at_level(logging.WARNING, logger="fakekafka.storage"):
+        again = _open(tmp_path)
+    p = again.topics["t"].partitions[0]
+    assert [s.base_offset for s in p.log.segments] == [0, 2, 4] and p.log.log_end_offset == 6
+    assert {n: (d / n).stat().st_size for n in os.listdir(d)} == sizes  # every byte kept but the torn tail
+    values = [v[:1] if v else v for v in _values(p)]
+    assert values == [b"0", b"2", b"3", b"4", b"5"]  # offset 1 cannot be found; offset 3 served as stored
+    assert decode_batch(p.log.batches[2]).records[0].offset == 3
+    words = [r.getMessage() for r in caplog.records if "recovering t-0" in r.getMessage()]
+    assert len(words) == 3, words
+    assert words[0].startswith(f"recovering t-0 on broker 1: segment {d / segment_name(0)} is corrupt: a torn batch "
+                               f"at byte {first} ")
+    assert f"the {sizes[segment_name(0)] - first} bytes from byte {first} on are kept in the file" in words[0]
+    assert "below the recovery point 4" in words[0] and "nothing in it or after it is cut or deleted" in words[0]
+    assert words[1].startswith(f"recovering t-0 on broker 1: segment {d / segment_name(2)} is corrupt: a CRC "
+                               f"mismatch in the batch at byte {first} (offset 3): kept as stored")
+    assert words[2].startswith(f"recovering t-0 on broker 1: segment {d / segment_name(4)}: its batches are valid "
+                               f"up to byte {sizes[segment_name(4)]}")
+    assert _produce(again, p, b"after") == 6  # no offset handed out before is used again
+    again.storage.close()
+    third = _open(tmp_path)  # a clean stop: nothing recovered, the same log again
+    assert third.topics["t"].partitions[0].log.log_end_offset == 7
+    third.storage.close()
+
+
+def test_past_the_recovery_point_a_corrupt_crc_cuts_the_log_and_deletes_later_segments(tmp_path: Path) -> None:
+    """Without a recovery point (an older data dir; or a crash between a roll and its checkpoint) every
+    segment is unflushed, and Kafka's recovery cuts at the first invalid batch and deletes the segments after."""
+    state, p, d = _three_segments(tmp_path)
+    _crash(state)
+    (d.parent / "recovery-point-offset-checkpoint").unlink()
     seg = d / segment_name(2)
-    data = bytearray(seg.read_bytes())
-    second = 12 + struct.unpack_from(">i", data, 8)[0]
-    data[second + 100] ^= 0xFF  # a flipped bit in the second batch's records
-    seg.write_bytes(bytes(data))
+    second = len(p.log.batches[2])
+    _flip(seg, second + 100)
 
     again = _open(tmp_path)
     p = again.topics["t"].partitions[0]
@@ -271,7 +339,8 @@ def test_several_log_dirs_a_moved_replica_and_a_dir_dropped_from_log_dirs(tmp_pa
     state.delete_records(t.partitions[0], 1)
     assert state.alter_replica_log_dir(1, "t", 0, "/data/b") == ErrorCode.NONE
     b = tmp_path / "broker-1" / "data_b"
-    assert sorted(os.listdir(b)) == ["log-start-offset-checkpoint", "meta.properties", "t-0", "t-1"]
+    assert sorted(os.listdir(b)) == ["log-start-offset-checkpoint", "meta.properties",
+                               "recovery-point-offset-checkpoint", "t-0", "t-1"]
     assert (b / "log-start-offset-checkpoint").read_text() == "0\n1\nt 0 1\n"
     assert not (tmp_path / "broker-1" / "data_a" / "t-0").exists()
     _produce(state, t.partitions[0], b"y")
@@ -287,7 +356,8 @@ def test_several_log_dirs_a_moved_replica_and_a_dir_dropped_from_log_dirs(tmp_pa
     assert [p.log.log_dir for p in t.partitions] == ["/data/c", "/data/c"]
     assert (_values(t.partitions[0]), t.partitions[0].log.log_start_offset) == ([b"w", b"y"], 1)
     c = tmp_path / "broker-1" / "data_c"
-    assert sorted(os.listdir(c)) == ["log-start-offset-checkpoint", "meta.properties", "t-0", "t-1"]
+    assert sorted(os.listdir(c)) == ["log-start-offset-checkpoint", "meta.properties",
+                               "recovery-point-offset-checkpoint", "t-0", "t-1"]
     assert (c / "log-start-offset-checkpoint").read_text() == "0\n1\nt 0 1\n"
     again.storage.close()
 

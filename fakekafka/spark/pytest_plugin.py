@@ -1,6 +1,8 @@
 """pytest plugin for Spark jobs (entry point `fakekafka_spark`): the `spark` fixture and the `spark` marker.
 
-`spark` is one local SparkSession for the whole test session (Spark takes seconds to start). Its format("kafka")
+`spark` is one local SparkSession for the whole test session (Spark takes seconds to start), checked before each
+test and started again when it stopped answering (its JVM died, a timeout cut a py4j call), so a test that breaks
+it fails alone; the restarts and their causes are printed in the terminal summary. Its format("kafka")
 is Spark's own connector when the connector's jars are found (`.ci/install.sh` resolves them into its cache;
 see `kafka_connector_jars`), else fakekafka's stand-in; the route taken is printed in the terminal summary and
 added to the report of every failed Spark test, so a run says which connector it checked. Tests that use it
@@ -27,6 +29,8 @@ __all__ = ["spark", "spark_route"]
 _ROUTE = pytest.StashKey[str]()
 _CHOSEN = pytest.StashKey[str]()
 """The route the session chose ("jvm" or "python"), before any per-test switch to the stand-in."""
+_RESTARTS = pytest.StashKey[list[str]]()
+"""Why the session's SparkSession was started again, one entry per restart (with the test that found it broken)."""
 _ROUTES = {"auto": (), "both": ("connector", "standin"), "marked": ("connector", "standin"), "standin": ("standin",)}
 
 
@@ -71,29 +75,135 @@ def _describe(route: str, detail: str) -> str:
     return f"format('kafka') ran through fakekafka's stand-in (Python data source), not Spark's connector: {detail}"
 
 
+class _SparkHolder:
+    """The session's SparkSession, checked before each test and started again when it no longer answers (its JVM
+    died, its py4j connection was cut mid-call by a timeout, its SparkContext was stopped), so one broken test
+    does not take every later Spark test with it."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.session: Any = None
+        self.restarts = config.stash.setdefault(_RESTARTS, [])
+
+    def get(self, test: str) -> Any:
+        if self.session is not None:
+            why = _why_broken(self.session)
+            if why is None:
+                return self.session
+            self.restarts.append(f"before {test}: {why}")
+            self.session = None
+            if why != _STOPPED:  # a stopped SparkContext leaves its JVM healthy: the new one starts there
+                _discard()
+        self.session = self._start()
+        return self.session
+
+    def _start(self) -> Any:
+        from fakekafka.spark.route import choose_kafka_route, register
+        from fakekafka.spark.session import local_spark_session
+        try:
+            session = local_spark_session("fakekafka-tests")
+            route, detail = choose_kafka_route(session)
+            if route == "jvm":
+                register(session)
+        except BaseException:  # a start cut off by a timeout too: the next test starts from scratch
+            _discard()
+            raise
+        stash = self.config.stash
+        stash[_CHOSEN] = route
+        stash[_ROUTE] = _describe(route, detail)
+        if route == "jvm" and self.config.getoption("--spark-route") != "auto":
+            stash[_ROUTE] += "; the [standin] tests through fakekafka's stand-in (--spark-route)"
+        return session
+
+    def stop(self) -> None:
+        if self.session is not None:
+            if _why_broken(self.session) is None:
+                self.session.stop()
+            else:
+                _discard()
+            self.session = None
+
+
+_STOPPED = "its SparkContext was stopped"
+
+
+def _why_broken(session: Any) -> str | None:
+    """Why this SparkSession cannot run the next test, or None: its JVM exited, the py4j gateway does not echo
+    a fresh value (connection refused, or an answer left over from a call a timeout interrupted), or its
+    SparkContext is stopped."""
+    import secrets
+    sc = session.sparkContext
+    proc = getattr(sc._gateway, "proc", None)
+    if proc is not None and proc.poll() is not None:
+        return f"the Spark JVM (pid {proc.pid}) exited with {proc.returncode}"
+    client = getattr(sc._gateway, "_gateway_client", None)
+    if hasattr(client, "get_thread_connection"):  # PySpark's pinned threads: one py4j connection per thread
+        connection = client.get_thread_connection()
+        if connection is not None and connection.socket is not None and connection not in client.deque:
+            # taken from the pool for a call and never given back: the call was cut off (a test's timeout), its
+            # answer is still to come and the JVM may still be running the job
+            return "a py4j call into its JVM was cut off (a timeout?) and its job may still be running"
+    nonce = secrets.randbelow(1 << 30) + 1
+    try:
+        echoed = sc._jvm.java.lang.Math.abs(-nonce)
+        if echoed != nonce:
+            return f"the py4j gateway answered {echoed!r} to a call echoing {nonce!r} (a call was interrupted)"
+        if sc._jsc is None or sc._jsc.sc().isStopped():
+            return _STOPPED
+    except Exception as e:  # noqa: BLE001 - py4j raises its own errors, socket errors and TypeErrors when broken
+        return f"the py4j gateway failed: {type(e).__name__}: {e}"
+    return None
+
+
+def _discard() -> None:
+    """Ends a broken (or half-started) SparkSession without asking its JVM: kills the JVM, closes the gateway and
+    clears PySpark's globals, so the next `local_spark_session` launches a new JVM instead of reusing the dead
+    one."""
+    import contextlib
+
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession, SQLContext
+    sc = SparkContext._active_spark_context
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+    if proc is not None and proc.poll() is None:
+        proc.kill()
+        proc.wait(timeout=30)
+    with contextlib.suppress(Exception):
+        gateway.shutdown()
+    if sc is not None:
+        with contextlib.suppress(Exception):
+            sc._accumulatorServer.shutdown()
+        sc._jsc = None
+    with SparkContext._lock:
+        SparkContext._active_spark_context = None
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+    SparkSession._instantiatedSession = None
+    SparkSession._activeSession = None
+    SQLContext._instantiatedContext = None
+
+
 @pytest.fixture(scope="session")
-def spark(request: pytest.FixtureRequest) -> Iterator[Any]:
-    """A local SparkSession (local[2], no UI, 2 shuffle partitions, errors-only logs) on which format("kafka")
-    is Spark's Kafka connector if its jars are found, else fakekafka's stand-in. The stand-in is registered as
-    format("fakekafka") either way."""
+def _spark_holder(request: pytest.FixtureRequest) -> Iterator[_SparkHolder]:
     from fakekafka.spark.session import missing_requirements
     reason = missing_requirements()
     if reason:
         pytest.skip(reason)
-    from fakekafka.spark.route import choose_kafka_route, register
-    from fakekafka.spark.session import local_spark_session
-    session = local_spark_session("fakekafka-tests")
+    holder = _SparkHolder(request.config)
     try:
-        route, detail = choose_kafka_route(session)
-        if route == "jvm":
-            register(session)
-        request.config.stash[_CHOSEN] = route
-        request.config.stash[_ROUTE] = _describe(route, detail)
-        if route == "jvm" and request.config.getoption("--spark-route") != "auto":
-            request.config.stash[_ROUTE] += "; the [standin] tests through fakekafka's stand-in (--spark-route)"
-        yield session
+        yield holder
     finally:
-        session.stop()
+        holder.stop()
+
+
+@pytest.fixture
+def spark(request: pytest.FixtureRequest, _spark_holder: _SparkHolder) -> Any:
+    """A local SparkSession (local[2], no UI, 2 shuffle partitions, errors-only logs) on which format("kafka")
+    is Spark's Kafka connector if its jars are found, else fakekafka's stand-in. The stand-in is registered as
+    format("fakekafka") either way. One session serves the whole test session; it is checked before each test
+    and started again if it stopped answering (a dead JVM, a call cut by a timeout)."""
+    return _spark_holder.get(request.node.nodeid)
 
 
 @pytest.fixture(autouse=True)
@@ -138,3 +248,5 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     route = config.stash.get(_ROUTE, None)
     if route is not None:
         terminalreporter.write_line(f"spark: {route}")
+    for restart in config.stash.get(_RESTARTS, []):
+        terminalreporter.write_line(f"spark: the SparkSession was started again {restart}")

@@ -4,6 +4,7 @@ the tiers: each test carries the marker of its folder (tests/unit, tests/integra
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Iterator
 
@@ -89,8 +90,72 @@ def kcat() -> str:
     return path
 
 
+REFUSED = re.compile(r"Connect to ipv[46]#\[?[0-9a-f.:]+\]?:(\d+) failed: Connection refused")
+"""librdkafka's log line for a refused connection: a client still trying a broker whose port is closed."""
+_stopped_by: dict[int, str] = {}
+"""Port of a fakekafka broker stopped during a test -> that test's id (forgotten when a cluster binds it again)."""
+_leaks: dict[tuple[str, int], str] = {}
+"""(test that stopped the cluster, port) -> the first later test during which a client still connected to it."""
+_current_test: str | None = None
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _cluster_ports() -> Iterator[None]:
+    """Keeps which test stopped the fakekafka cluster on each port (Cluster.start/stop), for the open-client
+    check (pytest_runtest_logreport)."""
+    def ports(cluster: fakekafka.Cluster) -> list[int]:
+        return [port for b in cluster.state.brokers.values() for _, port in [(b.host, b.port), *b.endpoints.values()]
+                if port]
+
+    def start(self: fakekafka.Cluster, *args: object, **kwargs: object) -> fakekafka.Cluster:
+        started = real_start(self, *args, **kwargs)
+        for port in ports(self):
+            _stopped_by.pop(port, None)
+        return started
+
+    def stop(self: fakekafka.Cluster, *args: object, **kwargs: object) -> None:
+        if _current_test is not None and self._loop_thread is not None:
+            _stopped_by.update(dict.fromkeys(ports(self), _current_test))
+        real_stop(self, *args, **kwargs)
+
+    real_start, real_stop = fakekafka.Cluster.start, fakekafka.Cluster.stop
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(fakekafka.Cluster, "start", start)
+        mp.setattr(fakekafka.Cluster, "stop", stop)
+        yield
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[object]:
+    global _current_test
+    _current_test = item.nodeid
+    try:
+        return (yield)
+    finally:
+        _current_test = None
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Every client a test opens, it closes: a librdkafka client still connecting to a fakekafka cluster that an
+    earlier test stopped (its "Connect to ... failed: Connection refused" lines in this test's output) was left
+    open by that test; the session fails naming it (pytest_sessionfinish)."""
+    for match in REFUSED.finditer(report.capstderr + report.capstdout):
+        port = int(match[1])
+        owner = _stopped_by.get(port)
+        if owner is not None and owner != report.nodeid:
+            _leaks.setdefault((owner, port), report.nodeid)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for (owner, port), seen in sorted(_leaks.items()):
+        terminalreporter.write_line(f"open client: {owner} left a Kafka client open; it still connected to its "
+                                    f"stopped cluster (port {port}) during {seen}", red=True)
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Stops the children still running (tests/subproc.py), so an interrupted or `-x`-ended session leaves no
-    broker or JVM behind."""
+    broker or JVM behind; fails the session when a test left a client open (pytest_runtest_logreport)."""
     from tests.subproc import stop_all
     stop_all()
+    if _leaks and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -124,11 +124,17 @@ def test_confluent_zombie_is_fenced(broker: ClusterHandle, topic: str) -> None:
     zombie.produce(topic, b"zombie", partition=0)
     zombie.flush(TIMEOUT)
     successor = _txn_producer(bs, tid)  # aborts the zombie's open transaction
-    successor.begin_transaction()
-    successor.produce(topic, b"successor", partition=1)
-    successor.commit_transaction(TIMEOUT)
+    try:
+        successor.begin_transaction()
+        successor.produce(topic, b"successor", partition=1)
+        successor.commit_transaction(TIMEOUT)
+    finally:
+        successor.close()
     with pytest.raises(KafkaException) as raised:
         zombie.commit_transaction(TIMEOUT)
+    # `raised` keeps this frame alive past the test (a cycle through its traceback): the zombie is let go here, or
+    # it would outlive the test's cluster (it cannot be closed: its abort fails, fenced)
+    del zombie
     error = raised.value.args[0]
     assert error.fatal() and error.code() == KafkaError._FENCED, error
     assert _read(bs, topic, "read_committed", 1) == ["successor"]

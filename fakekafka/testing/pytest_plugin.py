@@ -99,12 +99,22 @@ class RealKafka:
         self.retired: dict[str, KafkaCluster] = {}
         """Clusters a test killed a node of, by bootstrap address: stopped when that test releases them."""
         self.started: list[tuple[tuple[int, bool], KafkaCluster]] = []
+        self.restarts: list[str] = []
+        """Why a cluster was started again (a node's JVM had died), for the terminal summary."""
 
     def bootstrap(self, brokers: int, auto_create: bool) -> str:
         key = (brokers, auto_create)
         if key in self.failures:
             pytest.fail(self.failures[key], pytrace=False)
         cluster = self.clusters.get(key)
+        dead = [] if cluster is None else [p for p in cluster.procs if p.poll() is not None]
+        if cluster is not None and dead:
+            # a node's JVM died (killed by a timeout, the OOM killer): this test and the next get a new cluster
+            self.restarts.append(f"{_describe(key)}: node JVM pid {dead[0].pid} exited with {dead[0].returncode}; "
+                                 f"its log: {cluster.log(cluster.procs.index(dead[0]) + 1, tail=300)!r}")
+            del self.clusters[key]
+            cluster.stop(graceful=False)
+            cluster = None
         if cluster is None:
             from fakekafka.testing.apache_kafka import KafkaCluster, KafkaUnavailable
             configs: dict[str, str | None] = {**REAL_KAFKA_CONFIGS,
@@ -329,6 +339,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     for key, cluster in real.started if real is not None else []:
         terminalreporter.write_line(f"--kafka-real: Apache Kafka ({_describe(key)}) at {cluster.bootstrap_servers}, "
                                     f"started in {cluster.start_seconds} s")
+    for restart in real.restarts if real is not None else []:
+        terminalreporter.write_line(f"--kafka-real: started again, a node had died: {restart}")
 
 
 @pytest.fixture

@@ -367,3 +367,40 @@ def test_second(kafka):
 ''')
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)
+
+
+def test_kafka_real_starts_a_cluster_again_when_a_node_died(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A --kafka-real cluster whose node JVM died is not handed to the next test: a new one is started, and the
+    summary says which process died (stand-in clusters: no JVM needed)."""
+    import importlib
+    import subprocess
+    import sys
+
+    from fakekafka.testing.pytest_plugin import RealKafka
+
+    class Stub:
+        made = 0
+
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            Stub.made += 1
+            self.procs = [subprocess.Popen([sys.executable, "-c", "pass"])]
+            self.procs[0].wait()
+            self.bootstrap_servers, self.stopped = f"127.0.0.1:{Stub.made}", False
+
+        def start(self) -> Stub:
+            return self
+
+        def stop(self, *, graceful: bool = True) -> None:
+            self.stopped = True
+
+        def log(self, node_id: int = 1, tail: int = 4000) -> str:
+            return "node log"
+
+    # the module RealKafka imports from (pytester's in-process runs may have left another copy as the attribute)
+    monkeypatch.setattr(importlib.import_module("fakekafka.testing.apache_kafka"), "KafkaCluster", Stub)
+    real = RealKafka()
+    assert real.bootstrap(1, True) == "127.0.0.1:1"
+    first = real.clusters[(1, True)]
+    assert real.bootstrap(1, True) == "127.0.0.1:2" and first.stopped  # its one node had exited
+    pid = first.procs[0].pid
+    assert real.restarts == [f"1 node: node JVM pid {pid} exited with 0; its log: 'node log'"]

@@ -49,6 +49,8 @@ class FrameReader:
     `deliver` gets each whole frame, with its size prefix when `keep_prefix` (the proxy forwards frames as
     received), without it otherwise. `scratch`: a read buffer to share between readers (each read is parsed,
     and what is kept copied, before the next one), filled on first use; by default the reader has its own.
+    `stream_scratch`: the same for the larger buffer a reader that has streamed reads into (shared, the proxy's
+    connections cost no buffer of their own while idle).
 
     A frame of `STREAM_MIN` bytes or more is first offered to `open_stream` with its first bytes (`DECIDE`,
     doubled while it is undecided): it may take the frame as a `FrameStream`. A reader that has streamed reads
@@ -61,7 +63,8 @@ class FrameReader:
 
     def __init__(self, deliver: Callable[[bytearray], None], admit: Callable[[int], int], *, upfront: int = 0,
                  keep_prefix: bool = False, scratch: bytearray | None = None,
-                 open_stream: Callable[[memoryview, int], Any] | None = None) -> None:
+                 open_stream: Callable[[memoryview, int], Any] | None = None,
+                 stream_scratch: bytearray | None = None) -> None:
         self.deliver = deliver
         self.admit = admit
         """Called with each announced size: GO, STOP or WAIT."""
@@ -71,6 +74,7 @@ class FrameReader:
         """(the frame's first bytes, its whole size) -> None: undecided, more bytes wanted; False: assemble it
         whole; a `FrameStream`: pass it on as it comes."""
         self.scratch = bytearray(self.SCRATCH) if scratch is None else scratch
+        self.stream_scratch = stream_scratch
         self.head = bytearray()
         self.frame: bytearray | None = None
         self.size = 0
@@ -213,7 +217,12 @@ class FrameReader:
             return False
         self.frame = None
         if len(self.scratch) < self.STREAM_SCRATCH:  # a connection that streams reads in larger pieces
-            self.scratch = bytearray(self.STREAM_SCRATCH)  # (the read's buffer stays alive in its views)
+            shared = self.stream_scratch  # (the read's buffer stays alive in its views)
+            if shared is None:
+                shared = bytearray(self.STREAM_SCRATCH)
+            elif not shared:
+                shared.extend(bytes(self.STREAM_SCRATCH))
+            self.scratch = shared
         if start >= 0:
             self.remaining = self.size
             self.stream = verdict

@@ -20,12 +20,13 @@ client can be told to rebootstrap), as the error responder here does.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Generator
 from typing import Any
 
 from construct import Container
 
 from fakekafka.handlers.authz import authorize, authorize_cluster, authorized_operations
-from fakekafka.handlers.registry import ErrorContext, RequestContext, handles
+from fakekafka.handlers.registry import TURN_WORK, ErrorContext, RequestContext, handles, in_turns
 from fakekafka.model.acl import CLUSTER_NAME, AclOperation, ResourceType
 from fakekafka.model.cluster import ClusterState
 from fakekafka.model.errors import ApiError
@@ -94,8 +95,17 @@ def _address(endpoint: tuple[str, int]) -> dict[str, Any]:
     return {"host": endpoint[0], "port": endpoint[1]}
 
 
+CREATE_WORK = 8
+"""A topic auto-created costs about this many topics looked up (`in_turns`' units)."""
+
+
 @handles(ApiKey.METADATA, 0, 13, errors=metadata_error_response)
-def handle_metadata(ctx: RequestContext, req: Container) -> dict[str, Any]:
+def handle_metadata(ctx: RequestContext, req: Container) -> Any:
+    """Answered in turns of the event loop (`in_turns`): one naming 100,000 new topics does not stop the broker."""
+    return in_turns(_metadata(ctx, req))
+
+
+def _metadata(ctx: RequestContext, req: Container) -> Generator[int, None, dict[str, Any]]:
     cluster = ctx.cluster
     v = ctx.version
     requested = req.topics
@@ -110,10 +120,13 @@ def handle_metadata(ctx: RequestContext, req: Container) -> dict[str, Any]:
     refused_create: list[dict[str, Any]] = []
     refused_describe: list[dict[str, Any]] = []
     if requested is None or (v == 0 and not requested):  # all topics: those it may not describe left out
-        topics = [topic_metadata(cluster, t) for t in cluster.topics.values()
-                  if authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t.name)]
+        for t in list(cluster.topics.values()):  # as they were when asked (others may change them between turns)
+            if authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t.name):
+                topics.append(topic_metadata(cluster, t))
+            yield 1
     else:
         for entry in requested:
+            yield 1
             name = entry.get("name")
             topic_id = entry.get("topic_id", ZERO_UUID)
             if name is None or topic_id != ZERO_UUID:  # by id: the Java client leaves the name "", not null
@@ -133,6 +146,8 @@ def handle_metadata(ctx: RequestContext, req: Container) -> dict[str, Any]:
                         or authorize(ctx, AclOperation.CREATE, ResourceType.TOPIC, name)):
                     refused_create.append(_error_topic(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
                     continue
+                # with a data dir each topic made writes the whole metadata file: one a turn
+                yield CREATE_WORK if cluster.storage is None else TURN_WORK
                 try:
                     validate_topic_name(name)
                     t = cluster.auto_create(name)

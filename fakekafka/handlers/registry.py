@@ -9,7 +9,7 @@ implemented ones.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +24,7 @@ from fakekafka.wire.protocol import response_struct
 
 __all__ = [
     "NO_RESPONSE", "ClusterFacts", "DropConnection", "ErrorContext", "Handler", "Park", "RequestContext",
-    "advertised_versions", "error_answer", "error_response", "handler_for", "handles",
+    "TURN_WORK", "advertised_versions", "error_answer", "error_response", "handler_for", "handles", "in_turns",
 ]
 
 
@@ -68,6 +68,25 @@ class Park:
     clock_deadline: int | None = None
     """A deadline on the cluster's clock (model time, e.g. a Produce's timeout_ms); with a frozen clock it
     passes only when the test advances the clock."""
+
+
+TURN_WORK = 2048
+"""Units of work (about 5-10 µs each: a topic looked up is one, a topic or partition made is more) a request does
+in one turn of the event loop before it lets the other connections' requests run."""
+
+
+def in_turns(steps: Generator[int, None, Any]) -> Any:
+    """Runs a handler written as a generator that yields the units of work it has just done: past `TURN_WORK`
+    units the answer is a Park of 0 ms, which the server resumes at the event loop's next turn, so a request that
+    makes or lists 100,000 topics shares the loop with every other client and with the broker's stop. A request
+    under `TURN_WORK` units is answered in one go."""
+    done = 0
+    try:
+        while done < TURN_WORK:
+            done += next(steps)
+    except StopIteration as finished:
+        return finished.value
+    return Park(0, [], lambda _timed_out: in_turns(steps))
 
 
 @dataclass

@@ -26,6 +26,12 @@ class Replication:
         self.events, self.configs = events, configs
         self.isr_changed = isr_changed
         """Called after each ISR update (a reassignment completes once its new replicas are all in sync)."""
+        self._watched: dict[int, Partition] = {}
+        """Replicated partitions `tick` visits, by id: those with something to do (a follower behind, one in the ISR
+        not fetching). The rest are quiet, their followers caught up, until the leader's log grows (`replicate`
+        watches it then) or the cluster changes (`_look_again`): idle ticks cost nothing per partition."""
+        self._seen: tuple[int, int] = (-1, -1)
+        """(metadata changes, events) when every replicated partition was last looked at."""
 
     def fetching(self, partition: Partition, follower: int) -> bool:
         """Whether `follower` is fetching from the partition's leader right now."""
@@ -67,6 +73,50 @@ class Replication:
             with contextlib.suppress(StorageError):
                 flog.delete_before(min(leader_log.log_start_offset, flog.high_watermark))
         self._update_isr(partition, now)
+        if self._quiet(partition):
+            self._watched.pop(id(partition), None)
+        else:
+            self._watched[id(partition)] = partition
+
+    def _quiet(self, partition: Partition) -> bool:
+        """Nothing for a tick to do until the leader's log or the cluster changes: every follower fetching is in
+        the ISR with the leader's log (its start and high watermark followed), every one not fetching is out."""
+        if not partition.online:
+            return True  # until an election, an event
+        leader_log = partition.log
+        for follower in partition.replicas:
+            if follower == partition.leader_id:
+                continue
+            if not self.fetching(partition, follower):
+                if follower in partition.isr:
+                    return False  # leaves the ISR after replica.lag.time.max.ms
+                continue
+            flog = partition.logs[follower]
+            if (follower not in partition.isr or flog.log_end_offset != leader_log.log_end_offset
+                    or (flog.batches and flog.batches[-1] is not leader_log.batches[-1])
+                    or flog.high_watermark != min(flog.log_end_offset, leader_log.high_watermark)
+                    or flog.log_start_offset < min(leader_log.log_start_offset, flog.high_watermark)):
+                return False
+        return True
+
+    def _look_again(self) -> None:
+        """After any event or metadata change (a broker killed, isolated or back, leaders, reassignments,
+        configs, topics made) every replicated partition is watched again. A quiet one's followers in the ISR
+        were fetching and caught up until the first of those changes: that is when they were last caught up."""
+        events = self.events.events
+        seen = (self.events.metadata_changes, len(events))
+        if seen == self._seen:
+            return
+        since = events[self._seen[1]].time_ms if 0 <= self._seen[1] < len(events) else self.clock.now_ms()
+        self._seen = seen
+        for topic in self.topics.values():
+            for p in topic.partitions:
+                if len(p.replicas) < 2 or id(p) in self._watched:
+                    continue
+                for f in p.isr:
+                    if f != p.leader_id and p.last_caught_up.get(f, since) < since:
+                        p.last_caught_up[f] = since
+                self._watched[id(p)] = p
 
     def replicate_or_advance(self, partition: Partition) -> None:
         """After the leader's log grew: followers fetch, or with no follower the high watermark moves at once."""
@@ -114,29 +164,31 @@ class Replication:
         """When `tick` next has replication work: a lagging batch due, or an ISR member about to expire."""
         lag, max_lag = self.config.replication_lag_ms, self.config.replica_lag_time_max_ms
         times: list[int] = []
-        for topic in self.topics.values():
-            for p in topic.partitions:
-                if len(p.replicas) < 2 or not p.online:
+        self._look_again()
+        for p in self._watched.values():
+            if len(p.replicas) < 2 or not p.online:
+                continue
+            leader_log = p.log
+            for f in p.replicas:
+                if f == p.leader_id:
                     continue
-                leader_log = p.log
-                for f in p.replicas:
-                    if f == p.leader_id:
-                        continue
-                    flog = p.logs[f]
-                    if self.fetching(p, f) and flog.log_end_offset < leader_log.log_end_offset:
-                        i = bisect_left(leader_log.last_offsets, flog.log_end_offset)
-                        if i < len(leader_log.appended_at):
-                            times.append(leader_log.appended_at[i] + lag)
-                    if f in p.isr:
-                        times.append(p.last_caught_up.get(f, self.clock.now_ms()) + max_lag + 1)
+                flog = p.logs[f]
+                if self.fetching(p, f) and flog.log_end_offset < leader_log.log_end_offset:
+                    i = bisect_left(leader_log.last_offsets, flog.log_end_offset)
+                    if i < len(leader_log.appended_at):
+                        times.append(leader_log.appended_at[i] + lag)
+                if f in p.isr:
+                    times.append(p.last_caught_up.get(f, self.clock.now_ms()) + max_lag + 1)
         return min(times, default=None)
 
     def tick(self) -> None:
-        """A round of follower fetches on every replicated partition."""
-        for topic in list(self.topics.values()):
-            for partition in topic.partitions:
-                if len(partition.replicas) > 1:
-                    self.replicate(partition)
+        """A round of follower fetches on every watched partition (the others are quiet)."""
+        self._look_again()
+        for partition in list(self._watched.values()):
+            if self.topics.get(partition.topic.name) is not partition.topic or len(partition.replicas) < 2:
+                self._watched.pop(id(partition), None)  # deleted, or no follower left
+                continue
+            self.replicate(partition)
 
     def shrink_isr(self, topic: str, index: int, replica: int) -> None:
         """Takes a follower out of the ISR now (and stops its fetching, or it would rejoin at once)."""

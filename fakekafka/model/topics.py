@@ -31,6 +31,19 @@ class TopicRegistry:
         self.placement = 0
         """Where round-robin replica placement starts next (it moves by one per topic, as Kafka spreads
         leaders); kept by the data dir."""
+        self._indexed = -1
+        """len(topics) when the two indexes below were last made or kept up to date (-1: never): topics added
+        around the registry (a data dir's recovery) make them again, so a create costs the same at any size."""
+        self._by_collision: dict[str, str] = {}
+        """A name with '.' as '_' -> the topic's name (Kafka refuses names that collide so)."""
+        self._held = 0
+        """Partitions of the non-internal topics (held to `max_partitions`)."""
+
+    def _indexes(self) -> None:
+        if self._indexed != len(self.topics):
+            self._by_collision = {name.replace(".", "_"): name for name in self.topics}
+            self._held = sum(len(t.partitions) for t in self.topics.values() if not t.is_internal)
+            self._indexed = len(self.topics)
 
     def partition(self, topic: str, index: int) -> Partition | None:
         return find_partition(self.topics, topic, index)
@@ -50,11 +63,12 @@ class TopicRegistry:
         validate_topic_name(name)
         if name in self.topics:
             raise ApiError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        self._indexes()
         collision = name.replace(".", "_")
-        for existing in self.topics:
-            if existing.replace(".", "_") == collision:
-                raise ApiError(ErrorCode.INVALID_TOPIC_EXCEPTION,
-                               f"Topic '{name}' collides with existing topic: {existing}")
+        existing = self._by_collision.get(collision)
+        if existing is not None and existing in self.topics:
+            raise ApiError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                           f"Topic '{name}' collides with existing topic: {existing}")
         if assignments:
             if num_partitions != -1 or replication_factor != -1:
                 raise ApiError(ErrorCode.INVALID_REQUEST,
@@ -104,6 +118,10 @@ class TopicRegistry:
                 self.placement -= 1
                 self.storage.drop_topic(topic)
                 raise ApiError(ErrorCode.KAFKA_STORAGE_ERROR, f"Topic '{name}' was not created: {e}") from None
+        self._by_collision[collision] = name
+        if not topic.is_internal:
+            self._held += len(topic.partitions)
+        self._indexed = len(self.topics)
         self.metadata_changed()
         return topic
 
@@ -114,7 +132,8 @@ class TopicRegistry:
         if name in INTERNAL_TOPICS:
             return
         limit = self.config.max_partitions
-        held = sum(len(t.partitions) for t in self.topics.values() if not t.is_internal)
+        self._indexes()
+        held = self._held
         if held + added > limit:
             raise ApiError(ErrorCode.POLICY_VIOLATION,
                            f"Adding {added} partition(s) would exceed the cluster's limit of {limit} partitions "
@@ -166,6 +185,7 @@ class TopicRegistry:
             raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
         if topic.is_internal:
             raise ApiError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, f"Internal topic {name} cannot be deleted.")
+        self._indexes()
         del self.topics[name]
         del self.topics_by_id[topic.topic_id]
         if self.storage is not None:  # the metadata first: directories it no longer names go at a restart
@@ -176,6 +196,11 @@ class TopicRegistry:
                 self.topics_by_id[topic.topic_id] = topic
                 raise ApiError(ErrorCode.KAFKA_STORAGE_ERROR, f"Topic '{name}' was not deleted: {e}") from None
             self.storage.drop_topic(topic)
+        if self._by_collision.get(name.replace(".", "_")) == name:
+            del self._by_collision[name.replace(".", "_")]
+        if not topic.is_internal:
+            self._held -= len(topic.partitions)
+        self._indexed = len(self.topics)
         self.topic_deleted(name)
         return topic
 
@@ -218,4 +243,6 @@ class TopicRegistry:
                 del topic.partitions[current:]
                 raise ApiError(ErrorCode.KAFKA_STORAGE_ERROR, f"Partitions of '{name}' were not created: {e}") \
                     from None
+        if not topic.is_internal:
+            self._held += added
         self.metadata_changed()

@@ -48,6 +48,21 @@ class FreedMemory:
         self._peak_stored = 0
         self._trims_due = 0
         self._trimming = False
+        self._changed = True
+        """Whether the model changed since the last look (a partition appended to, or anything but the clock):
+        an idle broker does not add up every partition's bytes ten times a second."""
+        self._seen = (-1, -1)
+        cluster.add_change_listener(self._on_change)
+
+    def close(self) -> None:
+        try:
+            self.cluster.remove_change_listener(self._on_change)
+        except ValueError:
+            pass
+
+    def _on_change(self, obj: object) -> None:
+        if obj is not self.cluster.clock:
+            self._changed = True
 
     def _stored_bytes(self) -> int:
         return sum(log.size_bytes for t in self.cluster.topics.values() for p in t.partitions
@@ -56,6 +71,11 @@ class FreedMemory:
     def look(self, *, look_again: bool) -> None:
         """Once stored bytes fell `TRIM_AFTER_FREED_BYTES` below their peak: a collection and a trim now and
         at the next two looks with `look_again` (what freed it may still be referenced now)."""
+        observers = self.cluster.observers
+        seen = (observers.metadata_changes, len(observers.events))  # topics deleted, retention, compaction
+        if not self._changed and seen == self._seen and not self._trims_due:
+            return
+        self._changed, self._seen = False, seen
         stored = self._stored_bytes()
         if self._peak_stored - stored >= TRIM_AFTER_FREED_BYTES:
             self._peak_stored = stored

@@ -48,6 +48,19 @@ METADATA_APIS = frozenset({
 })
 """Requests that may change what a data dir's metadata file holds: it is written (if changed) before they are
 answered."""
+_CREATE_ONLY_APIS = frozenset({ApiKey.METADATA, ApiKey.FIND_COORDINATOR})
+"""Of those, the ones whose only change is a topic made (which counts as a metadata change): written only then,
+so a Metadata request does not serialise every partition's metadata to find nothing changed."""
+
+
+LARGE_ANSWER = 2000
+"""An answer with a list this long at its top (topics, say) is encoded in a worker thread: 100,000 topics of
+Metadata take seconds to encode, which the event loop would otherwise spend on nothing else (the answer is the
+request's own, so the thread shares nothing with the model)."""
+
+
+def _large(result: Any) -> bool:
+    return isinstance(result, dict) and any(isinstance(v, list) and len(v) > LARGE_ANSWER for v in result.values())
 
 
 class CloseConnection(Exception):
@@ -68,7 +81,11 @@ class Purgatory:
         """Futures of parked requests by the id of the key they wait on."""
 
     async def wait(self, park: Park) -> Any:
-        """The parked request's answer, once `park.resume` gives one."""
+        """The parked request's answer, once `park.resume` gives one. A Park of 0 ms on nothing (a large request
+        between its turns, `handlers.registry.in_turns`) is resumed after one turn of the event loop."""
+        if park.wait_ms == 0 and not park.keys and park.clock_deadline is None:
+            await asyncio.sleep(0)
+            return park.resume(True)
         loop = asyncio.get_running_loop()
         clock = self.cluster.clock
         frozen = isinstance(clock, ManualClock)
@@ -174,10 +191,12 @@ class RequestHandler:
                 raise CloseConnection
             return self._answer(request, body)
         try:
+            changes = self.cluster.observers.metadata_changes
             result = dispatch(ctx)
             while isinstance(result, Park):
                 result = await self.purgatory.wait(result)
-            if key in METADATA_APIS and self.cluster.storage is not None:
+            if key in METADATA_APIS and self.cluster.storage is not None and (
+                    key not in _CREATE_ONLY_APIS or self.cluster.observers.metadata_changes != changes):
                 self.cluster.storage.save()  # before the answer, as Kafka's controller commits first
             if isinstance(result, DropConnection):
                 if result.reason is not None:
@@ -203,7 +222,11 @@ class RequestHandler:
         if result is NO_RESPONSE:
             return request, None, set(), None
         try:
-            chunks = encode_response_chunks(key, version, request.correlation_id, result)
+            if _large(result):  # encoded off the event loop: other connections are served meanwhile
+                chunks = await asyncio.get_running_loop().run_in_executor(
+                    None, encode_response_chunks, key, version, request.correlation_id, result)
+            else:
+                chunks = encode_response_chunks(key, version, request.correlation_id, result)
         except Exception:  # a fakekafka bug: logged with its traceback; the connection closes, as Kafka's does
             log.exception("connection %s: the answer to %s v%d does not encode; closing", peer, request.api_name,
                           version)

@@ -331,6 +331,7 @@ class Server:
             self.cluster.remove_change_listener(self.purgatory.on_change)
         except ValueError:
             pass
+        self._memory.close()
 
     async def serve_forever(self) -> None:
         await asyncio.gather(*(s.serve_forever() for s in self._servers.values()))

@@ -227,3 +227,28 @@ def test_fetch_v3_is_refused_per_partition(raw: RawClient) -> None:
     r = raw.request(1, 3, {"max_wait_ms": 0, "topics": [{"topic": "t", "partitions": [
         {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 100}]}]})
     assert r.responses[0].partitions[0].error_code == ErrorCode.UNSUPPORTED_VERSION
+
+
+def test_a_metadata_naming_20000_new_topics_lets_other_clients_in_between(broker: fakekafka.Cluster) -> None:
+    """Auto-creation in turns of the event loop: another client is answered while the big request is half done
+    (its first topic made, its last not yet), where it used to wait for all of it."""
+    import uuid
+
+    names = [f"wedge-{i}" for i in range(20_000)]
+    big = RawClient(broker.bootstrap_servers, timeout=120)
+    big.send(3, 12, {"topics": [{"name": n, "topic_id": uuid.UUID(int=0)} for n in names],
+                     "allow_auto_topic_creation": True, "include_topic_authorized_operations": False})
+    other = RawClient(broker.bootstrap_servers, timeout=120)
+
+    def made(name: str) -> bool:
+        r = other.request(3, 12, {"topics": [{"name": name, "topic_id": uuid.UUID(int=0)}],
+                                  "allow_auto_topic_creation": False, "include_topic_authorized_operations": False})
+        return r.topics[0].error_code == ErrorCode.NONE
+
+    eventually("the big request has begun", lambda: made(names[0]) or None, timeout=120)
+    assert not made(names[-1])
+    _, r = big.receive(3, 12)
+    assert [t.error_code for t in r.topics] == [ErrorCode.NONE] * len(names)
+    assert made(names[-1])
+    big.close()
+    other.close()

@@ -277,3 +277,31 @@ def test_controlled_shutdown_moves_leadership_first() -> None:
     c.stop_broker(1)
     assert (p.leader_id, p.leader_epoch, p.isr) == (2, 1, [2, 3])
     assert [e.kind for e in c.events][:2] == ["leader_elected", "broker_killed"]
+
+
+def test_idle_ticks_visit_no_partition_and_a_broker_cut_off_still_leaves_the_isrs(monkeypatch) -> None:
+    """The tick visits only partitions with work: with every follower caught up, none, however many there are
+    (it visited every replicated partition ten times a second). Followers caught up stay in the ISR as time
+    passes; one cut off leaves every ISR replica.lag.time.max.ms after it was cut off."""
+    c = make(replica_lag_max=10_000)
+    partitions = [p for i in range(40) for p in c.create_topic(f"t{i}", 2, 3).partitions]
+    for p in partitions:
+        produce(c, p)
+    c.tick()
+    visited: list[Partition] = []
+    replicate = c.replication.replicate
+    monkeypatch.setattr(c.replication, "replicate", lambda p: (visited.append(p), replicate(p))[1])
+    for _ in range(30):
+        c.clock.advance(1000)
+        c.tick()
+    assert visited == []
+    assert all(sorted(p.isr) == [1, 2, 3] for p in partitions)
+    c.brokers[3].isolated = True  # as isolate_broker does
+    c.event("broker_isolated", broker=3)
+    c.clock.advance(10_000)
+    c.tick()
+    assert all(sorted(p.isr) == [1, 2, 3] for p in partitions)
+    c.clock.advance(1)
+    c.tick()
+    # cut off, 3 leaves the others' ISRs, and its own partitions' followers leave theirs
+    assert all(sorted(p.isr) == ([3] if p.leader_id == 3 else [1, 2]) for p in partitions)

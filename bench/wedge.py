@@ -1,8 +1,9 @@
 """Whether one client's big request stalls the others, and what many partitions cost an idle broker: fakekafka
 beside Apache Kafka 4.4.0, in the same run.
 
-    python bench/wedge.py [--names 100000] [--kafka-names 10000] [--creates 7] [--topics-per-create 4000]
-                          [--idle-seconds 10] [--broker fakekafka --broker kafka] [--json out.json]
+    python bench/wedge.py [--names 100000] [--kafka-names 10000] [--creates 7] [--kafka-creates 2]
+                          [--topics-per-create 4000] [--idle-seconds 10] [--broker fakekafka --broker kafka]
+                          [--data-dir] [--json out.json]
 
 For each broker (a fresh process each, from bench/_peers.py: `fakekafka serve`, Kafka as a KRaft JVM), while
 one client's request runs, another client sends Metadata for no topic again and again, and its latencies
@@ -10,10 +11,11 @@ one client's request runs, another client sends Metadata for no topic again and 
 
 - metadata: one Metadata v12 naming `--names` new topics, auto-creation on (Kafka's default; 10,000 names on
   Kafka by default: 100,000 partitions exceed its JVM's default memory map count on this machine).
-- create: `--creates` CreateTopics of `--topics-per-create` one-partition topics each, one after another.
+- create: `--creates` CreateTopics of `--topics-per-create` one-partition topics each, one after another (2 on
+  Kafka by default: each partition holds a file open, and this machine allows a process 20,000).
 - idle: then nothing for `--idle-seconds`: the broker's CPU (% of one core) with all those partitions.
-- data dir (fakekafka only; Kafka always has one): the same create, then another client's Metadata latency,
-  with `--data-dir`.
+- data dir (`--data-dir`; fakekafka only, Kafka always has one): 5 CreateTopics of 1,000 topics with a data dir
+  (each topic made still writes the whole metadata file), then another client's Metadata latency.
 - stop: a Metadata naming `--names` new topics sent, then SIGTERM: seconds until the process has exited.
 
 Every process started here is stopped by its PID.
@@ -152,22 +154,26 @@ def main() -> int:
     ap.add_argument("--names", type=int, default=100_000, help="new topic names in one Metadata (default 100000)")
     ap.add_argument("--kafka-names", type=int, default=10_000, help="the same on Kafka (default 10000)")
     ap.add_argument("--creates", type=int, default=7, help="CreateTopics requests (default 7)")
+    ap.add_argument("--kafka-creates", type=int, default=2, help="the same on Kafka (default 2)")
     ap.add_argument("--topics-per-create", type=int, default=4000, help="topics per CreateTopics (default 4000)")
     ap.add_argument("--idle-seconds", type=float, default=10.0, help="idle CPU measured over (default 10)")
+    ap.add_argument("--data-dir", action="store_true",
+                    help="also the data-dir section (minutes: each topic made writes the whole metadata file)")
     ap.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = ap.parse_args()
     brokers = args.broker or ["fakekafka", *(["kafka"] if kafka_available() else [])]
     rows = []
     for kind in brokers:
         names = args.kafka_names if kind == "kafka" else args.names
-        print(f"{kind}: Metadata of {names} new names, {args.creates} x CreateTopics of {args.topics_per_create}, "
+        creates = args.kafka_creates if kind == "kafka" else args.creates
+        print(f"{kind}: Metadata of {names} new names, {creates} x CreateTopics of {args.topics_per_create}, "
               "idle, stop ...", flush=True)
-        rows.append(run(kind, names, args.creates, args.topics_per_create, args.idle_seconds))
+        rows.append(run(kind, names, creates, args.topics_per_create, args.idle_seconds))
         print(json.dumps(rows[-1]), flush=True)
     dd = None
-    if "fakekafka" in brokers:
+    if "fakekafka" in brokers and args.data_dir:
         print("fakekafka --data-dir: the creates, then another client's Metadata ...", flush=True)
-        dd = data_dir(args.topics_per_create, 5)
+        dd = data_dir(1000, 5)  # each topic made writes the whole metadata file
         print(json.dumps(dd), flush=True)
     print()
     print(f"{'broker':<10} {'names':>7} {'Metadata s':>10} {'other p50/max ms':>17} {'creates s (first..last)':>24} "

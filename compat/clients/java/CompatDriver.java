@@ -1195,8 +1195,12 @@ public final class CompatDriver {
                     futures.add(p.send(new ProducerRecord<>(topic, part, utf8("k" + part),
                                                             utf8(part + ":" + round))));
                 }
+                // each round acknowledged before the next is sent: on Kafka, a new partition's first batch can be
+                // refused while its log is still being made and the next round's batch, already in flight, then
+                // arrives first (OUT_OF_ORDER_SEQUENCE_NUMBER, after which the idempotent producer retried until
+                // its delivery timeout: one run in three)
+                p.flush();
             }
-            p.flush();
             for (Future<RecordMetadata> f : futures) {
                 f.get(60, TimeUnit.SECONDS);
             }

@@ -92,11 +92,13 @@ def kcat() -> str:
 
 REFUSED = re.compile(r"Connect to ipv[46]#\[?[0-9a-f.:]+\]?:(\d+) failed: Connection refused")
 """librdkafka's log line for a refused connection: a client still trying a broker whose port is closed."""
-_stopped_by: dict[int, str] = {}
-"""Port of a fakekafka broker stopped during a test -> that test's id (forgotten when a cluster binds it again)."""
+_stopped_by: dict[int, tuple[str, int]] = {}
+"""Port of a fakekafka broker stopped during a test -> that test's id and place in the run (forgotten when a cluster
+binds it again)."""
 _leaks: dict[tuple[str, int], str] = {}
 """(test that stopped the cluster, port) -> the first later test during which a client still connected to it."""
 _current_test: str | None = None
+_tests_run = 0
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -115,7 +117,7 @@ def _cluster_ports() -> Iterator[None]:
 
     def stop(self: fakekafka.Cluster, *args: object, **kwargs: object) -> None:
         if _current_test is not None and self._loop_thread is not None:
-            _stopped_by.update(dict.fromkeys(ports(self), _current_test))
+            _stopped_by.update(dict.fromkeys(ports(self), (_current_test, _tests_run)))
         real_stop(self, *args, **kwargs)
 
     real_start, real_stop = fakekafka.Cluster.start, fakekafka.Cluster.stop
@@ -127,8 +129,9 @@ def _cluster_ports() -> Iterator[None]:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Iterator[object]:
-    global _current_test
+    global _current_test, _tests_run
     _current_test = item.nodeid
+    _tests_run += 1
     try:
         return (yield)
     finally:
@@ -138,11 +141,13 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[object]:
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """Every client a test opens, it closes: a librdkafka client still connecting to a fakekafka cluster that an
     earlier test stopped (its "Connect to ... failed: Connection refused" lines in this test's output) was left
-    open by that test; the session fails naming it (pytest_sessionfinish)."""
+    open by that test; the session fails naming it (pytest_sessionfinish). Only the test right after counts: a
+    client left open retries at once (within its reconnect backoff), while a later test's own broker in a
+    subprocess may be given the same port by the OS and its own clients' refusals (a restart) are no leak."""
     for match in REFUSED.finditer(report.capstderr + report.capstdout):
         port = int(match[1])
-        owner = _stopped_by.get(port)
-        if owner is not None and owner != report.nodeid:
+        owner, at = _stopped_by.get(port, (None, 0))
+        if owner is not None and owner != report.nodeid and _tests_run == at + 1:
             _leaks.setdefault((owner, port), report.nodeid)
 
 

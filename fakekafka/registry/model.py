@@ -26,12 +26,11 @@ from typing import Any, Protocol
 from fakekafka.registry import compatibility
 from fakekafka.registry.errors import RegistryError
 from fakekafka.registry.schemas import SCHEMA_TYPES, ParsedSchema, Reference, parse_schema
+from fakekafka.registry.settings import MODES, RegistrySettings, dumps, flag
 
 __all__ = ["MODES", "MemoryLog", "Registry", "SchemaLog"]
 
-MODES = ("READWRITE", "READONLY", "READONLY_OVERRIDE", "IMPORT")
 MAX_VERSION = 2**31 - 1
-DEFAULT_COMPATIBILITY = "BACKWARD"
 
 class SchemaLog(Protocol):
     """Where the records live: appended in order, read back from an offset."""
@@ -67,17 +66,10 @@ class _Schema:
     text: str
     references: tuple[Reference, ...]
 
-def _dumps(obj: Any) -> bytes:
-    return json.dumps(obj, separators=(",", ":")).encode()
-
 def schema_key(subject: str, version: int) -> bytes:
-    return _dumps({"keytype": "SCHEMA", "subject": subject, "version": version, "magic": 1})
+    return dumps({"keytype": "SCHEMA", "subject": subject, "version": version, "magic": 1})
 
-def _flag(value: str | bool | None) -> bool:
-    """A query flag as Confluent's JAX-RS reads it: true in any case (confluent-kafka sends `True`)."""
-    return value is True or (isinstance(value, str) and value.lower() == "true")
-
-class Registry:
+class Registry(RegistrySettings):
     """Subjects, versions, global ids, compatibility configs and modes: Confluent Schema Registry's model."""
 
     def __init__(self, log: SchemaLog) -> None:
@@ -217,14 +209,14 @@ class Registry:
         return {"subject": v.subject, "version": v.version, "id": v.schema_id, **self._schema_json(v.schema_id)}
 
     def list_subjects(self, deleted: Any = False, deleted_only: Any = False, prefix: str = "") -> list[str]:
-        only = _flag(deleted_only)
-        with_deleted = _flag(deleted) or only
+        only = flag(deleted_only)
+        with_deleted = flag(deleted) or only
         return sorted(s for s, versions in self.subjects.items() if s.startswith(prefix or "") and any(
             (v.deleted if only else (with_deleted or not v.deleted)) for v in versions.values()))
 
     def list_versions(self, subject: str, deleted: Any = False, deleted_only: Any = False) -> list[int]:
-        only = _flag(deleted_only)
-        versions = self._versions(subject, _flag(deleted) or only)
+        only = flag(deleted_only)
+        versions = self._versions(subject, flag(deleted) or only)
         if only:
             versions = [v for v in versions if v.deleted]
         if not versions:
@@ -232,7 +224,7 @@ class Registry:
         return [v.version for v in versions]
 
     def get_version(self, subject: str, version: str | int, deleted: Any = False) -> dict[str, Any]:
-        return self._version_json(self._version(subject, version, _flag(deleted)))
+        return self._version_json(self._version(subject, version, flag(deleted)))
 
     def referenced_by(self, subject: str, version: str | int) -> list[int]:
         v = self._version(subject, version)
@@ -250,76 +242,13 @@ class Registry:
                         ) -> list[dict[str, Any]]:
         if schema_id not in self.schemas:
             raise RegistryError.schema_not_found()
-        with_deleted = _flag(deleted)
+        with_deleted = flag(deleted)
         return [{"subject": v.subject, "version": v.version}
                 for s in sorted(self.subjects) if not subject or s == subject
                 for v in self._versions(s, with_deleted) if v.schema_id == schema_id]
 
     def schema_subjects(self, schema_id: int, deleted: Any = False, subject: str | None = None) -> list[str]:
         return list(dict.fromkeys(v["subject"] for v in self.schema_versions(schema_id, deleted, subject)))
-
-    # --- configs and modes -----------------------------------------------------------------------------------
-    def compatibility(self, subject: str | None) -> str:
-        return self.configs.get(subject) or self.configs.get(None) or DEFAULT_COMPATIBILITY
-
-    def get_config(self, subject: str | None = None, default_to_global: Any = False) -> dict[str, str]:
-        if subject is None:
-            return {"compatibilityLevel": self.configs.get(None, DEFAULT_COMPATIBILITY)}
-        if subject in self.configs:
-            return {"compatibilityLevel": self.configs[subject]}
-        if _flag(default_to_global):
-            return {"compatibilityLevel": self.compatibility(None)}
-        raise RegistryError.subject_compatibility_not_configured(subject)
-
-    def set_config(self, subject: str | None, body: Any) -> dict[str, str]:
-        level = body.get("compatibility", body.get("compatibilityLevel")) if isinstance(body, dict) else None
-        if not isinstance(level, str) or level.upper() not in compatibility.LEVELS:
-            raise RegistryError.invalid_compatibility_level()
-        self._check_writable(subject)
-        self._write([(_dumps({"keytype": "CONFIG", "subject": subject, "magic": 0}),
-                      _dumps({"compatibilityLevel": level.upper()}))])
-        return {"compatibility": level.upper()}
-
-    def delete_config(self, subject: str | None) -> dict[str, str]:
-        if subject is not None and subject not in self.configs and subject not in self.subjects:
-            raise RegistryError.subject_not_found(subject)
-        previous = self.compatibility(subject)
-        self._check_writable(subject)
-        if subject in self.configs:
-            self._write([(_dumps({"keytype": "CONFIG", "subject": subject, "magic": 0}), None)])
-        return {"compatibilityLevel": previous}
-
-    def mode(self, subject: str | None) -> str:
-        return self.modes.get(subject) or self.modes.get(None) or "READWRITE"
-
-    def get_mode(self, subject: str | None = None, default_to_global: Any = False) -> dict[str, str]:
-        if subject is None or subject in self.modes:
-            return {"mode": self.mode(subject)}
-        if _flag(default_to_global):
-            return {"mode": self.mode(None)}
-        raise RegistryError.subject_mode_not_configured(subject)
-
-    def set_mode(self, subject: str | None, body: Any, force: Any = False) -> dict[str, str]:
-        mode = body.get("mode") if isinstance(body, dict) else None
-        if not isinstance(mode, str) or mode.upper() not in MODES:
-            raise RegistryError.invalid_mode(mode)
-        mode = mode.upper()
-        if mode == "IMPORT" and not _flag(force) and (
-                self.list_subjects() if subject is None else self._versions(subject)):
-            raise RegistryError.operation_not_permitted("Cannot import since found existing subjects")
-        self._write([(_dumps({"keytype": "MODE", "subject": subject, "magic": 0}), _dumps({"mode": mode}))])
-        return {"mode": mode}
-
-    def delete_mode(self, subject: str) -> dict[str, str]:
-        if subject not in self.modes:
-            raise RegistryError.subject_not_found(subject)
-        previous = self.modes[subject]
-        self._write([(_dumps({"keytype": "MODE", "subject": subject, "magic": 0}), None)])
-        return {"mode": previous}
-
-    def _check_writable(self, subject: str | None) -> None:
-        if self.mode(subject) in ("READONLY", "READONLY_OVERRIDE"):
-            raise RegistryError.operation_not_permitted(f"Subject {subject} is in read-only mode")
 
     # --- schemas ---------------------------------------------------------------------------------------------
     def _request(self, body: Any, normalize: bool = False) -> ParsedSchema:
@@ -347,11 +276,11 @@ class Registry:
 
     def lookup(self, subject: str, body: Any, normalize: Any = False, deleted: Any = False) -> dict[str, Any]:
         """POST /subjects/{subject}: the version of `subject` holding this schema."""
-        with_deleted = _flag(deleted)
+        with_deleted = flag(deleted)
         versions = self._versions(subject, with_deleted)
         if not versions:
             raise RegistryError.subject_not_found(subject)
-        schema = self._request(body, _flag(normalize))
+        schema = self._request(body, flag(normalize))
         for v in reversed(versions):
             if self._same(schema, self.parsed(v.schema_id)):
                 return self._version_json(v)
@@ -382,7 +311,7 @@ class Registry:
         mode = self.mode(subject)
         if mode in ("READONLY", "READONLY_OVERRIDE"):
             raise RegistryError.operation_not_permitted(f"Subject {subject} is in read-only mode")
-        schema = self._request(body, _flag(normalize))
+        schema = self._request(body, flag(normalize))
         wanted_id, wanted_version = body.get("id"), body.get("version")
         if (wanted_id is not None or wanted_version is not None) and mode != "IMPORT" and wanted_id not in (None, -1):
             raise RegistryError.operation_not_permitted(f"Subject {subject} is not in import mode")
@@ -419,7 +348,7 @@ class Registry:
         if schema.references:
             value["references"] = [r.to_json() for r in schema.references]
         value.update(schema=schema.text, deleted=False)
-        self._write([(schema_key(subject, version), _dumps(value))])
+        self._write([(schema_key(subject, version), dumps(value))])
         self._parsed.setdefault(schema_id, schema)
         return {"id": schema_id}
 
@@ -436,7 +365,7 @@ class Registry:
                 raise RegistryError.subject_not_found(subject)
             found = self.incompatibilities(subject, schema, [self._version(subject, number)])
         out: dict[str, Any] = {"is_compatible": not found}
-        if _flag(verbose):
+        if flag(verbose):
             out["messages"] = found
         return out
 
@@ -457,31 +386,31 @@ class Registry:
         if not every:
             raise RegistryError.subject_not_found(subject)
         live = [v for v in every if not v.deleted]
-        if _flag(permanent):
+        if flag(permanent):
             if live:
                 raise RegistryError.subject_not_soft_deleted(subject)
             for v in every:
                 self._check_unreferenced(subject, v.version)
             records: list[tuple[bytes, bytes | None]] = [(schema_key(subject, v.version), None) for v in every]
             if subject in self.configs:
-                records.append((_dumps({"keytype": "CONFIG", "subject": subject, "magic": 0}), None))
+                records.append((dumps({"keytype": "CONFIG", "subject": subject, "magic": 0}), None))
             if subject in self.modes:
-                records.append((_dumps({"keytype": "MODE", "subject": subject, "magic": 0}), None))
+                records.append((dumps({"keytype": "MODE", "subject": subject, "magic": 0}), None))
             self._write(records)
             return [v.version for v in every]
         if not live:
             raise RegistryError.subject_soft_deleted(subject)
         for v in live:
             self._check_unreferenced(subject, v.version)
-        self._write([(_dumps({"keytype": "DELETE_SUBJECT", "subject": subject, "magic": 0}),
-                      _dumps({"subject": subject, "version": live[-1].version}))])
+        self._write([(dumps({"keytype": "DELETE_SUBJECT", "subject": subject, "magic": 0}),
+                      dumps({"subject": subject, "version": live[-1].version}))])
         return [v.version for v in live]
 
     def delete_version(self, subject: str, version: str | int, permanent: Any = False) -> int:
         """DELETE /subjects/{subject}/versions/{version}: soft, or permanent once soft-deleted."""
         self._check_writable(subject)
         number = self.parse_version(version)
-        hard = _flag(permanent)
+        hard = flag(permanent)
         every = self._versions(subject, deleted=True)
         if not every:
             raise RegistryError.subject_not_found(subject)
@@ -505,7 +434,7 @@ class Registry:
         else:
             value = {"subject": subject, "version": v.version, "id": v.schema_id,
                      **{k: x for k, x in self._schema_json(v.schema_id).items()}, "deleted": True}
-            self._write([(schema_key(subject, v.version), _dumps(value))])
+            self._write([(schema_key(subject, v.version), dumps(value))])
         return v.version
 
     def schema_types(self) -> list[str]:

@@ -9,6 +9,7 @@ back until it releases them.
 
 from __future__ import annotations
 
+import heapq
 import uuid
 from collections.abc import Callable
 from dataclasses import replace
@@ -70,28 +71,54 @@ def _uniform_assign(members: AssignorInput, partitions: dict[uuid.UUID, int],
                     if p < partitions[t]:
                         owner[(t, p)] = m
                         counts[m] += 1
+    # the least loaded subscriber of a topic, (count, member id) first, from a heap per set of subscribers (topics
+    # usually share theirs): entries whose count is stale are dropped as they surface, so each pick is O(log n)
+    heaps: dict[tuple[str, ...], list[tuple[int, str]]] = {}
+    heap_of: dict[uuid.UUID, list[tuple[int, str]]] = {}
+    member_heaps: dict[str, list[list[tuple[int, str]]]] = {m: [] for m in order}
+    for t, subs in subscribers.items():
+        key = tuple(subs)
+        if key not in heaps:
+            heaps[key] = [(counts[m], m) for m in subs]
+            heapq.heapify(heaps[key])
+            for m in subs:
+                member_heaps[m].append(heaps[key])
+        heap_of[t] = heaps[key]
+
+    def least(t: uuid.UUID) -> str:
+        heap = heap_of[t]
+        while heap[0][0] != counts[heap[0][1]]:
+            heapq.heappop(heap)
+        return heap[0][1]
+
+    def count(m: str, delta: int) -> None:
+        counts[m] += delta
+        for heap in member_heaps[m]:  # one heap per distinct set of subscribers: few
+            heapq.heappush(heap, (counts[m], m))
+
     for t, subs in subscribers.items():  # the others (new partitions, a departed member's) to the least loaded
         for p in range(partitions[t]):
             if subs and (t, p) not in owner:
-                m = min(subs, key=lambda x: (counts[x], x))
+                m = least(t)
                 owner[(t, p)] = m
-                counts[m] += 1
+                count(m, 1)
+    names = {t: str(t) for t in partitions}
     moved = True
     while moved:  # balance: no subscriber of a topic holds two more partitions than another
         moved = False
         # members in order, each over its share giving up its highest partitions first (what Kafka 4.4 did in
         # the scenarios: members joining a 6-partition topic one by one end with 0,1 / 3,4 / 2,5)
-        for tp, m in sorted(owner.items(), key=lambda kv: (kv[1], str(kv[0][0]), -kv[0][1])):
-            low = min(subscribers[tp[0]], key=lambda x: (counts[x], x))
+        for tp, m in sorted(owner.items(), key=lambda kv: (kv[1], names[kv[0][0]], -kv[0][1])):
+            low = least(tp[0])
             if owner[tp] == m and counts[m] - counts[low] >= 2:
                 owner[tp] = low
-                counts[m] -= 1
-                counts[low] += 1
+                count(m, -1)
+                count(low, 1)
                 moved = True
-    out: dict[str, Assignment] = {m: {} for m in order}
+    held: dict[str, dict[uuid.UUID, set[int]]] = {m: {} for m in order}
     for (t, p), m in owner.items():
-        out[m][t] = out[m].get(t, frozenset()) | {p}
-    return out
+        held[m].setdefault(t, set()).add(p)
+    return {m: {t: frozenset(ps) for t, ps in a.items()} for m, a in held.items()}
 
 
 ASSIGNORS: dict[str, Callable[[AssignorInput, dict[uuid.UUID, int], dict[str, Assignment]],
@@ -113,8 +140,12 @@ def subscription_metadata(group: ConsumerGroup, topics: dict[str, TopicInfo]
                           ) -> dict[str, tuple[uuid.UUID, int] | None]:
     """What a group epoch depends on: each subscribed topic -> (id, partitions), None if it does not exist."""
     wanted: set[str] = set()
+    seen: set[tuple[tuple[str, ...], str | None]] = set()
     for m in group.members.values():
-        wanted |= member_topics(group, m, topics)
+        subscription = (m.subscribed_topic_names, m.subscribed_topic_regex)
+        if subscription not in seen:  # members mostly share theirs
+            seen.add(subscription)
+            wanted |= member_topics(group, m, topics)
     return {n: (topics[n].topic_id, topics[n].partitions) if n in topics else None for n in sorted(wanted)}
 
 
@@ -122,11 +153,16 @@ def target_assignment(group: ConsumerGroup, topics: dict[str, TopicInfo], defaul
                       ) -> dict[str, Assignment]:
     """The group's next target assignment: member id -> its partitions, by the assignor most members prefer."""
     inputs: AssignorInput = {}
+    resolved: dict[tuple[tuple[str, ...], str | None], frozenset[uuid.UUID]] = {}
     for m in group.members.values():
-        ids = frozenset(topics[n].topic_id for n in member_topics(group, m, topics) if n in topics)
+        subscription = (m.subscribed_topic_names, m.subscribed_topic_regex)
+        ids = resolved.get(subscription)
+        if ids is None:  # members mostly share their subscription: resolved once
+            ids = resolved[subscription] = frozenset(
+                topics[n].topic_id for n in member_topics(group, m, topics) if n in topics)
         inputs[m.member_id] = (m.instance_id, ids)
-    partitions = {info.topic_id: info.partitions for info in topics.values()
-                  if any(info.topic_id in ids for _, ids in inputs.values())}
+    wanted = frozenset().union(*resolved.values())
+    partitions = {info.topic_id: info.partitions for info in topics.values() if info.topic_id in wanted}
     assignor = ASSIGNORS[group.preferred_assignor(default_assignor)]
     return assignor(inputs, partitions, group.target) if inputs else {}
 

@@ -70,6 +70,9 @@ class ConsumerGroupCoordinator(ConsumerGroupMembers, ConsumerGroupOffsets):
         member_epoch, heartbeat_interval_ms, assignment). `is_classic_group(group_id)` says whether the id
         is taken by a classic group: None if not, "empty" or "busy"."""
         r = req or HeartbeatRequest(**kwargs)
+        known = self.groups.get(r.group_id)
+        # the members this heartbeat may change: its own, and the static member it replaces
+        touched = {r.member_id, known.static_members.get(r.instance_id) if known and r.instance_id else None}
         try:
             validate_heartbeat(r, self.config.assignors)
             if r.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
@@ -81,7 +84,8 @@ class ConsumerGroupCoordinator(ConsumerGroupMembers, ConsumerGroupOffsets):
                     "heartbeat_interval_ms": 0, "assignment": None}
         group = self.groups.get(r.group_id)
         if group is not None:
-            self.records.consumer_group(group)
+            self.records.consumer_group(group, members=(touched | {out["member_id"]}) - {None, ""}
+                                        if group is known else None)
         return out
 
     def _group_or_error(self, group_id: str) -> ConsumerGroup:
@@ -185,7 +189,8 @@ class ConsumerGroupCoordinator(ConsumerGroupMembers, ConsumerGroupOffsets):
         updated = reconcile(group, updated, r.owned, now)
         group.members[member_id] = updated
         updated.session_deadline = now + self.session_timeout_ms(group.group_id)
-        full = joining or (r.rebalance_timeout_ms != -1 and r.subscribed_topic_names is not None
+        full = joining or (r.rebalance_timeout_ms != -1 and (r.subscribed_topic_names is not None
+                                                              or r.subscribed_topic_regex is not None)
                            and r.owned is not None)
         out: dict[str, Any] = {"error_code": ErrorCode.NONE, "error_message": None, "member_id": member_id,
                                "member_epoch": updated.member_epoch,
@@ -223,6 +228,7 @@ class ConsumerGroupCoordinator(ConsumerGroupMembers, ConsumerGroupOffsets):
             member.member_epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH
             member.pending_revocation = {}
             member.rebalance_deadline = None
+            group.members[member.member_id] = member  # its owned partitions indexed again
             out["member_id"] = member.member_id
             return out
         self.fence(group, member, "static member left")

@@ -52,6 +52,8 @@ class ConsumerGroupMembers:
         self._notify = notify or (lambda _: None)
         self.records = RecordSink()
         """Told each change Kafka writes to `__consumer_offsets` (the cluster's `OffsetsTopic`)."""
+        self._unrecorded: set[str] = set()
+        """Groups changed outside a request (new topics' epochs): their records are written at the next tick."""
 
     def _now(self) -> int:
         return self.clock.now_ms()
@@ -85,6 +87,8 @@ class ConsumerGroupMembers:
         group.empty_since = None
         if bump:
             self._bump(group, bump)
+        elif not member.subscribed_topic_regex:
+            return  # the group subscribes to the same names: new topics bumped it already (metadata_changed)
         metadata = self.subscription_metadata(group)
         if metadata != group.subscription_metadata:
             group.subscription_metadata = metadata
@@ -110,6 +114,7 @@ class ConsumerGroupMembers:
             if metadata != group.subscription_metadata:
                 group.subscription_metadata = metadata
                 self._bump(group, "metadata changed")
+                self._unrecorded.add(group.group_id)
 
     # --- target assignment ----------------------------------------------------------------------------
     def maybe_assign(self, group: ConsumerGroup) -> None:
@@ -209,14 +214,21 @@ class ConsumerGroupMembers:
     def tick(self) -> None:
         now = self._now()
         for group in list(self.groups.values()):
+            # what changed is written: what the timers did, a new topic's epoch, and a mixed group's classic
+            # members (their JoinGroup, SyncGroup and Heartbeat write nothing themselves)
+            changed = group.group_id in self._unrecorded
+            self._unrecorded.discard(group.group_id)
             if group.assignment_due is not None and group.assignment_due <= now:
                 self._assign(group)
+                changed = True
             for m in list(group.members.values()):
                 if self.groups.get(group.group_id) is not group:
                     break  # downgraded to a classic group
                 if m.member_id not in group.members:
                     continue
+                changed = changed or m.classic is not None
                 if m.session_deadline is not None and m.session_deadline <= now:
+                    changed = True
                     self.fence(group, m, "session expired")
                 elif m.join_deadline is not None and m.join_deadline <= now:
                     self.fence(group, m, "the classic member failed to join within the rebalance timeout")
@@ -225,6 +237,7 @@ class ConsumerGroupMembers:
                 elif m.rebalance_deadline is not None and m.rebalance_deadline <= now \
                         and m.member_epoch == m.rebalance_epoch and m.state == MemberState.UNREVOKED_PARTITIONS:
                     self.fence(group, m, "rebalance timeout")
+                    changed = True
             if self.groups.get(group.group_id) is not group:
                 continue
             if not group.members and group.empty_since is not None:
@@ -236,7 +249,8 @@ class ConsumerGroupMembers:
                     del self.groups[group.group_id]
                     self.records.consumer_group(None, group.group_id)
                     continue
-            self.records.consumer_group(group)
+            if changed:
+                self.records.consumer_group(group)
 
     def next_deadline(self) -> int | None:
         times: list[int] = []

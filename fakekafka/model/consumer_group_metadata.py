@@ -21,6 +21,7 @@ from fakekafka.wire import ErrorCode
 __all__ = [
     "Assignment", "ClassicProtocol", "ConsumerGroup", "ConsumerGroupConfig", "ConsumerGroupState", "ConsumerMember",
     "HeartbeatError", "HeartbeatRequest", "LEAVE_GROUP_MEMBER_EPOCH", "LEAVE_GROUP_STATIC_MEMBER_EPOCH", "MemberState",
+    "Members",
     "TopicInfo", "check_member_epoch", "compile_regex", "new_member_id", "validate_heartbeat",
 ]
 
@@ -148,12 +149,66 @@ class ConsumerMember:
         return out
 
 
+class Members(dict[str, ConsumerMember]):
+    """A group's members by id, with who owns each partition (assigned or still to be revoked) kept beside them, as
+    Kafka's ConsumerGroup keeps its partition epochs: reconciling a member looks up the owners of its partitions
+    instead of walking the group. A member changed in place is stored again (`members[id] = member`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.owners: dict[tuple[uuid.UUID, int], dict[str, None]] = {}
+        """(topic id, partition) -> the ids of the members that own it (one, but for a moment in a mixed group)."""
+        self._indexed: dict[str, list[tuple[uuid.UUID, int]]] = {}
+
+    def _unindex(self, member_id: str) -> None:
+        for tp in self._indexed.pop(member_id, ()):
+            ids = self.owners.get(tp)
+            if ids is not None:
+                ids.pop(member_id, None)
+                if not ids:
+                    del self.owners[tp]
+
+    def _index(self, member: ConsumerMember) -> None:
+        tps = [(t, p) for a in (member.assigned, member.pending_revocation) for t, ps in a.items() for p in ps]
+        self._indexed[member.member_id] = tps
+        for tp in tps:
+            self.owners.setdefault(tp, {})[member.member_id] = None
+
+    def __setitem__(self, member_id: str, member: ConsumerMember) -> None:
+        self._unindex(member_id)
+        super().__setitem__(member_id, member)
+        self._index(member)
+
+    def __delitem__(self, member_id: str) -> None:
+        super().__delitem__(member_id)
+        self._unindex(member_id)
+
+    def pop(self, member_id: str, *default: ConsumerMember | None) -> ConsumerMember | None:  # type: ignore[override]
+        if member_id in self:
+            self._unindex(member_id)
+        return super().pop(member_id, *default)
+
+    def setdefault(self, member_id: str, member: ConsumerMember) -> ConsumerMember:  # type: ignore[override]
+        if member_id not in self:
+            self[member_id] = member
+        return self[member_id]
+
+    def clear(self) -> None:
+        super().clear()
+        self.owners.clear()
+        self._indexed.clear()
+
+    def update(self, *args: object, **kwargs: object) -> None:  # type: ignore[override]
+        for k, v in dict(*args, **kwargs).items():  # type: ignore[arg-type]
+            self[k] = v
+
+
 @dataclass
 class ConsumerGroup:
     group_id: str
     group_epoch: int = 0
     assignment_epoch: int = 0
-    members: dict[str, ConsumerMember] = field(default_factory=dict)
+    members: Members = field(default_factory=Members)
     static_members: dict[str, str] = field(default_factory=dict)
     """instance id -> member id."""
     target: dict[str, Assignment] = field(default_factory=dict)
@@ -190,9 +245,9 @@ class ConsumerGroup:
 
     def partition_owner_epoch(self, topic_id: uuid.UUID, partition: int, exclude: str) -> int:
         """The epoch of the member (other than `exclude`) that still owns the partition, or -1."""
-        for m in self.members.values():
-            if m.member_id != exclude and partition in m.owned().get(topic_id, frozenset()):
-                return m.member_epoch
+        for member_id in self.members.owners.get((topic_id, partition), ()):
+            if member_id != exclude:
+                return self.members[member_id].member_epoch
         return -1
 
 

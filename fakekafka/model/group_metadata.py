@@ -285,8 +285,9 @@ class RecordSink:
     def group_removed(self, group_id: str, offsets: Iterable[tuple[str, int]]) -> None:
         """A classic group deleted or expired, with the offsets it still had."""
 
-    def consumer_group(self, group: Any, group_id: str = "") -> None:
-        """A KIP-848 consumer group changed (None with its id: deleted)."""
+    def consumer_group(self, group: Any, group_id: str = "", members: Any = None) -> None:
+        """A KIP-848 consumer group changed (None with its id: deleted); `members`: the ids of the only members
+        that may have changed (None: any of them)."""
 
 
 def staged_now(pending: StagedOffsets, producer_id: int, answers: dict[tuple[str, int], ErrorCode]

@@ -175,6 +175,9 @@ class OffsetsTopic(RecordSink):
         """KIP-848 group id -> (record type, member id) -> (what the record was made from, key, value)."""
         self._written: dict[str, dict[bytes, bytes]] = {}
         """KIP-848 group id -> its records as last written (key -> value): what the next change is a diff to."""
+        self._target_stamp: dict[str, tuple[int, int | None, int, int]] = {}
+        """KIP-848 group id -> (assignment epoch, timestamp, identity and size of the target) as last written: when
+        it moves, every target member's record is looked at again."""
 
     # --- writing -----------------------------------------------------------------------------------------
     def _append(self, group_id: str, records: Records, producer_id: int = -1, producer_epoch: int = -1) -> None:
@@ -231,45 +234,74 @@ class OffsetsTopic(RecordSink):
         records.append((_key(group_rec, group=group_id), None))
         self._append(group_id, records)
 
-    def _consumer_group_records(self, group: ConsumerGroup) -> dict[bytes, bytes]:
-        """Every record the group's state calls for (key -> value). A heartbeat changes one member at most, so each
-        member's records are encoded again only when what they hold changed (cached per group)."""
+    def _consumer_group_changes(self, group: ConsumerGroup, members: Iterable[str] | None) -> Records:
+        """The records that differ from what was last written for the group (tombstones first, members' records
+        before the group's own), in Kafka's order: member metadata, group epoch, target members, target metadata,
+        current assignments. Only the `members` named are looked at (all when None), and every target member when
+        the target assignment was recomputed: a heartbeat costs what it changed, not the group's size. Each
+        record is encoded again only when what it holds changed."""
         gid = group.group_id
-        before = self._encoded.get(gid, {})
-        cache: dict[tuple[int, str], tuple[Any, bytes, bytes]] = {}
+        written = self._written.setdefault(gid, {})
+        encoded = self._encoded.setdefault(gid, {})
+        epochs_of = self._assignment_epochs.setdefault(gid, {})
+        stamp = (group.assignment_epoch, group.last_assignment_ms, id(group.target), len(group.target))
+        all_targets = members is None or self._target_stamp.get(gid) != stamp
+        self._target_stamp[gid] = stamp
+        if members is None:
+            ids = dict.fromkeys(group.members)
+            ids.update(dict.fromkeys(mid for _, mid in encoded))
+        else:
+            ids = dict.fromkeys(sorted(members))
+        gone: list[bytes] = []
+        changed: dict[int, list[tuple[bytes, bytes]]] = {MEMBER: [], TARGET_MEMBER: [], CURRENT: []}
 
-        def record(record_type: int, member_id: str, fingerprint: Any, encode: Any) -> tuple[bytes, bytes]:
-            hit = before.get((record_type, member_id))
-            if hit is None or hit[0] != fingerprint:
-                key, value = encode()
-                hit = (fingerprint, key, value)
-            cache[(record_type, member_id)] = hit
-            return hit[1], hit[2]
+        def record(record_type: int, member_id: str, fingerprint: Any, encode: Any) -> None:
+            hit = encoded.get((record_type, member_id))
+            if hit is not None and hit[0] == fingerprint:
+                return
+            key, value = encode()
+            encoded[(record_type, member_id)] = (fingerprint, key, value)
+            if written.get(key) != value:
+                changed[record_type].append((key, value))
 
-        out: dict[bytes, bytes] = {}
-        for m in group.members.values():
-            k, v = record(MEMBER, m.member_id, (m.instance_id, m.rack_id, m.client_id, m.client_host,
-                                                m.subscribed_topic_names, m.subscribed_topic_regex,
-                                                m.rebalance_timeout_ms, m.server_assignor, m.classic),
-                          lambda m=m: (_key(member_rec, group_id=gid, member_id=m.member_id), self._member_metadata(m)))
-            out[k] = v
-        out[_key(consumer_group_rec, group_id=gid)] = _value(consumer_group_rec, 0, epoch=group.group_epoch)
-        for member_id, a in group.target.items():
-            k, v = record(TARGET_MEMBER, member_id, frozenset(a.items()), lambda member_id=member_id, a=a: (
-                _key(target_member_rec, group_id=gid, member_id=member_id),
+        def drop(record_type: int, member_id: str) -> None:
+            hit = encoded.pop((record_type, member_id), None)
+            key = hit[1] if hit is not None else _key(record_module(record_type), group_id=gid, member_id=member_id)
+            if written.get(key) is not None:
+                gone.append(key)
+
+        for mid in ids:
+            m = group.members.get(mid)
+            if m is None:
+                drop(MEMBER, mid)
+                drop(CURRENT, mid)
+                epochs_of.pop(mid, None)
+                continue
+            record(MEMBER, mid, (m.instance_id, m.rack_id, m.client_id, m.client_host, m.subscribed_topic_names,
+                                 m.subscribed_topic_regex, m.rebalance_timeout_ms, m.server_assignor, m.classic),
+                   lambda m=m: (_key(member_rec, group_id=gid, member_id=m.member_id), self._member_metadata(m)))
+        targets = group.target if all_targets else {mid: group.target[mid] for mid in ids if mid in group.target}
+        if all_targets:
+            for record_type, mid in [k for k in encoded if k[0] == TARGET_MEMBER and k[1] not in group.target]:
+                drop(record_type, mid)
+        else:
+            for mid in ids:
+                if mid not in group.target:
+                    drop(TARGET_MEMBER, mid)
+        for mid, a in targets.items():
+            record(TARGET_MEMBER, mid, frozenset(a.items()), lambda mid=mid, a=a: (
+                _key(target_member_rec, group_id=gid, member_id=mid),
                 _value(target_member_rec, 0, topic_partitions=_topic_partitions(a))))
-            out[k] = v
-        out[_key(target_rec, group_id=gid)] = _value(target_rec, 0, assignment_epoch=group.assignment_epoch,
-                                                     assignment_timestamp=group.last_assignment_ms or 0)
-        epochs_before = self._assignment_epochs.get(gid, {})
-        epochs_now: dict[str, dict[tuple[uuid.UUID, int], int]] = {}
-        for m in group.members.values():
-            had = epochs_now[m.member_id] = epochs_before.get(m.member_id, {})
+        for mid in ids:
+            m = group.members.get(mid)
+            if m is None:
+                continue
+            had = epochs_of.get(mid, {})
 
             def current(m: ConsumerMember = m, had: dict[tuple[uuid.UUID, int], int] = had) -> tuple[bytes, bytes]:
                 # the epoch each assigned partition came to the member at (kept while the member keeps it)
-                epochs = epochs_now[m.member_id] = {(t, p): had.get((t, p), m.member_epoch)
-                                                    for t, ps in m.assigned.items() for p in ps}
+                epochs = epochs_of[m.member_id] = {(t, p): had.get((t, p), m.member_epoch)
+                                                   for t, ps in m.assigned.items() for p in ps}
                 return (_key(current_assignment_rec, group_id=gid, member_id=m.member_id),
                         _value(current_assignment_rec, 0, member_epoch=m.member_epoch,
                                previous_member_epoch=m.previous_member_epoch, state=MEMBER_STATE_CODE[m.state],
@@ -277,11 +309,27 @@ class OffsetsTopic(RecordSink):
                                partitions_pending_revocation=_topic_partitions(m.pending_revocation)))
 
             held = (frozenset(m.assigned.items()), frozenset(m.pending_revocation.items()))
-            k, v = record(CURRENT, m.member_id, (m.member_epoch, m.previous_member_epoch, m.state, held), current)
-            out[k] = v
-        self._encoded[gid] = cache
-        self._assignment_epochs[gid] = epochs_now
-        return out
+            record(CURRENT, mid, (m.member_epoch, m.previous_member_epoch, m.state, held), current)
+        gone.sort(key=lambda k: -struct.unpack_from(">h", k)[0])  # current assignment ... target members
+        records: Records = [(k, None) for k in gone]
+        records += changed[MEMBER]
+        key = _key(consumer_group_rec, group_id=gid)
+        value = _value(consumer_group_rec, 0, epoch=group.group_epoch)
+        if written.get(key) != value:
+            records.append((key, value))
+        records += changed[TARGET_MEMBER]
+        key = _key(target_rec, group_id=gid)
+        value = _value(target_rec, 0, assignment_epoch=group.assignment_epoch,
+                       assignment_timestamp=group.last_assignment_ms or 0)
+        if written.get(key) != value:
+            records.append((key, value))
+        records += changed[CURRENT]
+        for k, v in records:
+            if v is None:
+                written.pop(k, None)
+            else:
+                written[k] = v
+        return records
 
     @staticmethod
     def _member_metadata(m: ConsumerMember) -> bytes:
@@ -294,27 +342,23 @@ class OffsetsTopic(RecordSink):
                       rebalance_timeout_ms=m.rebalance_timeout_ms, server_assignor=m.server_assignor,
                       **classic)  # Kafka 4.4 writes "" for no regex, and the null marker for a consumer member
 
-    def consumer_group(self, group: ConsumerGroup | None, group_id: str = "") -> None:
+    def consumer_group(self, group: ConsumerGroup | None, group_id: str = "",
+                       members: Iterable[str] | None = None) -> None:
         """The records a KIP-848 group's change calls for: new or changed ones, tombstones for what went (every
         record when the group is None: it was deleted), in Kafka's order (tombstones of members' records before
-        the group's own, before what changed)."""
+        the group's own, before what changed). `members`: the ids of the only members that may have changed
+        (None: any of them)."""
         gid = group.group_id if group is not None else group_id
-        before = self._written.get(gid, {})
-        now = self._consumer_group_records(group) if group is not None else {}
-        if now == before:
-            return
-        gone = [k for k in before if k not in now]
-        gone.sort(key=lambda k: -struct.unpack_from(">h", k)[0])  # current assignment ... group epoch last
-        records: Records = [(k, None) for k in gone]
-        records += [(k, v) for k, v in now.items() if before.get(k) != v]
         if group is None:
-            self._written.pop(gid, None)
-            self._encoded.pop(gid, None)
-            self._assignment_epochs.pop(gid, None)
-            self._assignment_epochs.pop(gid, None)
-        else:
-            self._written[gid] = now
-        self._append(gid, records)
+            before = self._written.pop(gid, {})
+            gone = sorted(before, key=lambda k: -struct.unpack_from(">h", k)[0])  # current assignment ... group epoch
+            for state in (self._encoded, self._assignment_epochs, self._target_stamp):
+                state.pop(gid, None)
+            self._append(gid, [(k, None) for k in gone])
+            return
+        if gid not in self._target_stamp:
+            members = None  # nothing written yet, or just loaded: every record
+        self._append(gid, self._consumer_group_changes(group, members))
 
     # --- loading -----------------------------------------------------------------------------------------
     def load_all(self) -> None:
@@ -383,6 +427,7 @@ class OffsetsTopic(RecordSink):
             self._written.pop(gid, None)
             self._encoded.pop(gid, None)
             self._assignment_epochs.pop(gid, None)
+            self._target_stamp.pop(gid, None)
         now = c.clock.now_ms()
         for gid, records in consumer.items():
             if not any(rt == CONSUMER_GROUP for rt, *_ in records.values()):
@@ -466,6 +511,7 @@ class OffsetsTopic(RecordSink):
                 m.state = MEMBER_STATE.get(v.state, MemberState.STABLE)
                 m.assigned = assignment(v.assigned_partitions)
                 m.pending_revocation = assignment(v.partitions_pending_revocation)
+                group.members[k.member_id] = m  # its owned partitions indexed again
                 self._assignment_epochs.setdefault(gid, {})[k.member_id] = {
                     (tp.topic_id, p): e for tp in v.assigned_partitions
                     for p, e in zip(tp.partitions, tp.assignment_epochs or [m.member_epoch] * len(tp.partitions),

@@ -1,0 +1,123 @@
+"""Big consumer groups and many small ones, with a load generator that is not the limit: franz-go members
+(`bench/groupload`, built with `go build` into ~/.cache/fakekafka/bin) on fakekafka and on Apache Kafka 4.4 in one
+run.
+
+    python bench/group_scale.py [--cells 1x500,1000x2] [--protocols consumer,classic] [--brokers fakekafka,kafka]
+                                [--timeout S] [--json out.json]
+
+A cell is (broker, protocol, G groups x M members). Each broker runs as a subprocess on loopback for the whole run
+(`_peers.py`; Kafka with the reference launcher's test settings: no initial rebalance delay, no assignment
+interval, as fakekafka's defaults). Each cell gets a new topic of max(2M, 4) partitions, created before the clock,
+and new groups; G x M franz-go clients (one process, goroutines) subscribe to it, with the KIP-848 protocol
+(`ServerSideBalancer`: the broker's `uniform` assignor) or the classic one (cooperative-sticky). The clock runs from
+the clients' start until every member holds at least one partition and no partition is held twice in a group;
+broker CPU is read from /proc over the same time. One run each: single samples.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from _peers import kafka_available, start_broker, stop_all  # noqa: E402
+from groups import create_topic  # noqa: E402
+
+
+def groupload_binary() -> str:
+    """bench/groupload built into ~/.cache/fakekafka/bin (again when its source is newer)."""
+    src = os.path.join(HERE, "groupload")
+    out = os.path.expanduser("~/.cache/fakekafka/bin/groupload")
+    newest = max(os.path.getmtime(os.path.join(src, f)) for f in os.listdir(src))
+    if os.access(out, os.X_OK) and os.path.getmtime(out) >= newest:
+        return out
+    go = shutil.which("go")
+    if go is None:
+        sys.exit("bench/group_scale.py needs Go to build bench/groupload (eval \"$(bash .ci/install.sh)\")")
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    done = subprocess.run([go, "build", "-o", out, "."], cwd=src, capture_output=True, text=True, timeout=300)
+    if done.returncode != 0:
+        sys.exit(f"building bench/groupload failed:\n{done.stderr}")
+    return out
+
+
+def run_cell(binary: str, broker, groups: int, members: int, protocol: str, timeout: float) -> dict:
+    topic = f"bench-scale-{uuid.uuid4().hex[:8]}"
+    partitions = max(2 * members, 4)
+    create_topic(broker.bootstrap, topic, partitions, 60)
+    cpu0 = broker.cpu_seconds()
+    done = subprocess.run([binary, "-brokers", broker.bootstrap, "-topic", topic, "-groups", str(groups),
+                           "-members", str(members), "-protocol", protocol, "-prefix", topic,
+                           "-timeout", f"{timeout}s"], capture_output=True, text=True, timeout=timeout + 300)
+    cpu = broker.cpu_seconds() - cpu0  # includes the members leaving, after the clock stopped
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
+    if not lines:
+        raise RuntimeError(f"groupload failed ({done.returncode}): {done.stderr[-2000:]}")
+    cell = json.loads(lines[-1])
+    cell.update(broker=broker.kind, partitions=partitions, cpu_s=cpu)
+    return cell
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cells", default="1x500,1000x2", help="GROUPSxMEMBERS, comma-separated")
+    ap.add_argument("--protocols", default="consumer")
+    ap.add_argument("--brokers", default="fakekafka,kafka")
+    ap.add_argument("--timeout", type=float, default=120.0)
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    cells = [tuple(int(x) for x in c.split("x")) for c in args.cells.split(",") if c]
+    protocols = [p for p in args.protocols.split(",") if p]
+    brokers = [b for b in args.brokers.split(",") if b]
+    if "kafka" in brokers and not kafka_available():
+        print("Apache Kafka is not installed (eval \"$(bash .ci/install.sh)\"): fakekafka only", file=sys.stderr)
+        brokers.remove("kafka")
+    binary = groupload_binary()
+    rows = []
+    try:
+        for kind in brokers:
+            broker = start_broker(kind, timeout=120)
+            for groups, members in cells:
+                for protocol in protocols:
+                    t0 = time.perf_counter()
+                    cell = run_cell(binary, broker, groups, members, protocol, args.timeout)
+                    rows.append(cell)
+                    took = "never" if cell["seconds"] is None else f"{cell['seconds']:.2f} s"
+                    print(f"  {kind:9} {protocol:8} {groups}x{members}: {took}, {cell['assigned']}/{cell['of']} "
+                          f"assigned, broker CPU {cell['cpu_s']:.1f} s (cell {time.perf_counter() - t0:.0f} s)",
+                          file=sys.stderr)
+            broker.stop()
+    finally:
+        stop_all()
+    print(f"\nTime until every member holds a partition (franz-go; timeout {args.timeout:.0f} s; broker CPU "
+          "including the members leaving)\n")
+    header = ["cell", *(f"{b} {p}" for b in brokers for p in protocols)]
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for groups, members in cells:
+        out = []
+        for b in brokers:
+            for p in protocols:
+                r = next(r for r in rows if (r["broker"], r["protocol"], r["groups"], r["members"])
+                         == (b, p, groups, members))
+                took = (f"never ({r['assigned']}/{r['of']})" if r["seconds"] is None else f"{r['seconds']:.1f} s")
+                out.append(f"{took}, {r['cpu_s']:.1f} s CPU")
+        print(f"| {groups} x {members} | " + " | ".join(out) + " |")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,132 @@
+// groupload: G consumer groups of M franz-go members each join one topic; it prints, as one JSON line, how long
+// until every member holds at least one partition and every group's members hold each partition at most once.
+// The client is not the limit: franz-go runs the group protocol in goroutines, thousands of members in one process.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+type member struct {
+	mu   sync.Mutex
+	held map[int32]bool
+}
+
+func main() {
+	brokers := flag.String("brokers", "127.0.0.1:9092", "bootstrap servers")
+	topic := flag.String("topic", "", "the topic every group subscribes to (created beforehand)")
+	groups := flag.Int("groups", 1, "groups")
+	members := flag.Int("members", 2, "members per group")
+	protocol := flag.String("protocol", "consumer", "consumer (KIP-848, the broker's uniform assignor) or classic (cooperative-sticky)")
+	prefix := flag.String("prefix", "groupload", "group id prefix")
+	timeout := flag.Duration("timeout", 120*time.Second, "give up after")
+	flag.Parse()
+	if *topic == "" {
+		fmt.Fprintln(os.Stderr, "-topic is required")
+		os.Exit(2)
+	}
+	n := *groups * *members
+	ms := make([]*member, n)
+	clients := make([]*kgo.Client, n)
+	var assigned atomic.Int64
+	for i := range ms {
+		m := &member{held: map[int32]bool{}}
+		ms[i] = m
+		update := func(ps map[string][]int32, add bool) {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			before := len(m.held) > 0
+			for _, p := range ps[*topic] {
+				if add {
+					m.held[p] = true
+				} else {
+					delete(m.held, p)
+				}
+			}
+			after := len(m.held) > 0
+			if after && !before {
+				assigned.Add(1)
+			} else if before && !after {
+				assigned.Add(-1)
+			}
+		}
+		opts := []kgo.Opt{
+			kgo.SeedBrokers(strings.Split(*brokers, ",")...),
+			kgo.ConsumerGroup(fmt.Sprintf("%s-%d", *prefix, i / *members)),
+			kgo.ConsumeTopics(*topic),
+			kgo.DisableAutoCommit(),
+			kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) { update(ps, true) }),
+			kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) { update(ps, false) }),
+			kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) { update(ps, false) }),
+		}
+		if *protocol == "consumer" {
+			opts = append(opts, kgo.ServerSideBalancer(), kgo.Balancers(kgo.CooperativeStickyBalancer()))
+		} else {
+			opts = append(opts, kgo.Balancers(kgo.CooperativeStickyBalancer()))
+		}
+		cl, err := kgo.NewClient(opts...)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		clients[i] = cl
+	}
+	t0 := time.Now()
+	for _, cl := range clients { // polling makes each client join; records are not the point
+		go func(cl *kgo.Client) {
+			for {
+				fs := cl.PollRecords(context.Background(), 1000)
+				if fs.IsClientClosed() {
+					return
+				}
+			}
+		}(cl)
+	}
+	done := func() bool {
+		if assigned.Load() != int64(n) {
+			return false
+		}
+		for g := 0; g < *groups; g++ { // no partition held twice within a group
+			seen := map[int32]bool{}
+			for _, m := range ms[g**members : (g+1)**members] {
+				m.mu.Lock()
+				for p := range m.held {
+					if seen[p] {
+						m.mu.Unlock()
+						return false
+					}
+					seen[p] = true
+				}
+				m.mu.Unlock()
+			}
+		}
+		return true
+	}
+	var seconds any
+	for time.Since(t0) < *timeout {
+		if done() {
+			seconds = time.Since(t0).Seconds()
+			break
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	out, _ := json.Marshal(map[string]any{"groups": *groups, "members": *members, "protocol": *protocol,
+		"seconds": seconds, "assigned": assigned.Load(), "of": n})
+	fmt.Println(string(out))
+	var wg sync.WaitGroup // closing leaves the groups; not timed
+	for _, cl := range clients {
+		wg.Add(1)
+		go func(cl *kgo.Client) { defer wg.Done(); cl.Close() }(cl)
+	}
+	wg.Wait()
+}

@@ -1,0 +1,112 @@
+"""What a KIP-848 heartbeat costs as the group grows, counted on a manual clock (no timings): a heartbeat that
+changes nothing walks no member list, computes no target assignment and writes no record; a join computes the
+target once and writes its own records and the target members that changed, not the whole group's."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from fakekafka.model import consumer_assignment
+from fakekafka.model.clock import ManualClock
+from fakekafka.model.cluster import ClusterState
+from fakekafka.model.config import BrokerConfig
+from fakekafka.model.consumer_group import HeartbeatRequest
+from fakekafka.model.consumer_group_metadata import ConsumerGroupState, Members
+from fakekafka.model.internal_topics import OFFSETS_TOPIC
+from fakekafka.model.metadata import Broker
+from fakekafka.wire import ErrorCode
+
+
+class Client:
+    """A member as a client runs it: it reports what the last assignment it was given holds."""
+
+    def __init__(self, c: ClusterState, group: str, member_id: str) -> None:
+        self.c, self.group, self.member_id = c, group, member_id
+        self.epoch = 0
+        self.owned: dict[uuid.UUID, list[int]] = {}
+
+    def heartbeat(self) -> dict[str, Any]:
+        joining = self.epoch == 0
+        r = self.c.consumer_groups.heartbeat(HeartbeatRequest(
+            group_id=self.group, member_id=self.member_id, member_epoch=self.epoch,
+            rebalance_timeout_ms=30_000 if joining else -1, subscribed_topic_names=["t"] if joining else None,
+            owned=list(self.owned.items())))
+        assert r["error_code"] == ErrorCode.NONE, r
+        self.epoch = r["member_epoch"]
+        if r["assignment"] is not None:
+            self.owned = {t["topic_id"]: t["partitions"] for t in r["assignment"]["topic_partitions"]}
+        return r
+
+
+def stable_group(n: int, partitions: int) -> tuple[ClusterState, list[Client]]:
+    c = ClusterState(BrokerConfig(), ManualClock(1_000), [Broker(1, "127.0.0.1", 9001)])
+    c.create_topic("t", partitions, 1)
+    clients = [Client(c, "g", f"m{i:04}") for i in range(n)]
+    for cl in clients:
+        cl.heartbeat()
+    for _ in range(10):
+        for cl in clients:
+            cl.heartbeat()
+        if c.consumer_groups.groups["g"].state == ConsumerGroupState.STABLE:
+            break
+    assert c.consumer_groups.groups["g"].state == ConsumerGroupState.STABLE
+    assert sorted(p for cl in clients for ps in cl.owned.values() for p in ps) == list(range(partitions))
+    return c, clients
+
+
+class CountingMembers(Members):
+    """A group's members that count the walks over all of them."""
+
+    walks = 0
+
+    def values(self) -> Any:
+        CountingMembers.walks += 1
+        return super().values()
+
+    def items(self) -> Any:
+        CountingMembers.walks += 1
+        return super().items()
+
+    def __iter__(self) -> Any:
+        CountingMembers.walks += 1
+        return super().__iter__()
+
+
+def log_end(c: ClusterState, group: str) -> int:
+    p = c.partition(OFFSETS_TOPIC, c.offsets_partition_for(group))
+    assert p is not None
+    return p.log.log_end_offset
+
+
+@pytest.mark.parametrize("n", [10, 200])
+def test_a_steady_heartbeat_walks_no_member_list_and_writes_nothing(n: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    c, clients = stable_group(n, 2 * n)
+    group = c.consumer_groups.groups["g"]
+    counting = CountingMembers()
+    for mid, m in dict.items(group.members):
+        counting[mid] = m
+    group.members = counting
+    calls: list[int] = []
+    real = consumer_assignment.ASSIGNORS["uniform"]
+    monkeypatch.setitem(consumer_assignment.ASSIGNORS, "uniform", lambda *a: calls.append(1) or real(*a))
+    end = log_end(c, "g")
+    CountingMembers.walks = 0
+    r = clients[n // 2].heartbeat()
+    assert (r["error_code"], r["assignment"]) == (ErrorCode.NONE, None)
+    assert (CountingMembers.walks, calls, log_end(c, "g")) == (0, [], end)
+
+
+def test_a_join_computes_the_target_once_and_writes_only_what_changed(monkeypatch: pytest.MonkeyPatch) -> None:
+    c, clients = stable_group(100, 200)
+    calls: list[int] = []
+    real = consumer_assignment.ASSIGNORS["uniform"]
+    monkeypatch.setitem(consumer_assignment.ASSIGNORS, "uniform", lambda *a: calls.append(1) or real(*a))
+    end = log_end(c, "g")
+    Client(c, "g", "new").heartbeat()
+    assert len(calls) == 1
+    # its member metadata, the group epoch, the target members that changed (the new one's and those of the
+    # members that give it partitions), the target metadata and its current assignment: not the 100 others'
+    assert 5 < log_end(c, "g") - end < 10

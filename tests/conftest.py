@@ -50,19 +50,12 @@ NO_OAUTH_MECHANISMS = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
 """The secure Kafka's NOOAUTH listener's mechanisms: fakekafka's default, OAUTHBEARER not enabled."""
 
 
-@pytest.fixture(scope="session")
-def secure_apache_kafka() -> Iterator[object]:
-    """One Apache Kafka 4.4.0 per session with a SASL_PLAINTEXT listener (PLAIN users from JAAS, SCRAM users written at
-    format time: SECURE_USERS; OAUTHBEARER with unsecured tokens, its validator named as fakekafka needs it), a
-    NOOAUTH listener (SASL_PLAINTEXT without OAUTHBEARER: NO_OAUTH_MECHANISMS) and the StandardAuthorizer
-    (SECURE_SUPER_USERS), shared by the tests that compare SASL, SCRAM credentials and ACLs with fakekafka
-    (tests/integration/test_security.py, tests/integration/test_acls.py): one JVM start instead of one per file."""
+def secure_configs() -> dict[str, str]:
+    """The secure Kafka's server.properties lines (secure_apache_kafka): SASL users and mechanisms per listener by
+    Kafka's listener-prefixed configs (PLAIN users from JAAS), the StandardAuthorizer; fakekafka takes the same."""
     from fakekafka.model.acl import STANDARD_AUTHORIZER
-    from fakekafka.testing.apache_kafka import KafkaCluster, kafka_lib
-    if kafka_lib() is None or shutil.which("java") is None:
-        pytest.skip("Apache Kafka's jars or java are missing: run `bash .ci/install.sh`")
     jaas = "org.apache.kafka.common.security"
-    configs = {
+    return {
         "authorizer.class.name": STANDARD_AUTHORIZER, "super.users": SECURE_SUPER_USERS,
         "sasl.enabled.mechanisms": SECURE_MECHANISMS,
         "listener.name.nooauth.sasl.enabled.mechanisms": NO_OAUTH_MECHANISMS,
@@ -77,6 +70,19 @@ def secure_apache_kafka() -> Iterator[object]:
         "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config":
             f'{jaas}.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="admin";',
         **UNSECURED_OAUTHBEARER}
+
+
+@pytest.fixture(scope="session")
+def secure_apache_kafka() -> Iterator[object]:
+    """One Apache Kafka 4.4.0 per session with a SASL_PLAINTEXT listener (PLAIN users from JAAS, SCRAM users written at
+    format time: SECURE_USERS; OAUTHBEARER with unsecured tokens, its validator named as fakekafka needs it), a
+    NOOAUTH listener (SASL_PLAINTEXT without OAUTHBEARER: NO_OAUTH_MECHANISMS) and the StandardAuthorizer
+    (SECURE_SUPER_USERS), shared by the tests that compare SASL, SCRAM credentials and ACLs with fakekafka
+    (tests/integration/test_security.py, tests/integration/test_acls.py): one JVM start instead of one per file."""
+    from fakekafka.testing.apache_kafka import KafkaCluster, kafka_lib
+    if kafka_lib() is None or shutil.which("java") is None:
+        pytest.skip("Apache Kafka's jars or java are missing: run `bash .ci/install.sh`")
+    configs = secure_configs()
     with KafkaCluster(configs=configs, listeners=("SASL_PLAINTEXT", "NOOAUTH:SASL_PLAINTEXT"),
                       scram_users=SECURE_USERS) as kafka:
         yield kafka

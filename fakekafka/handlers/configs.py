@@ -63,7 +63,8 @@ from fakekafka.model.config import (
     CLIENT_METRICS_CONFIGS,
     GROUP_CONFIGS,
     INTERNAL_BROKER_CONFIGS,
-    SERVER_CALLBACK_HANDLER,
+    LISTENER_CONFIG,
+    LISTENER_MECHANISM_CONFIGS,
     TOPIC_CONFIGS,
     BrokerConfig,
     ConfigSource,
@@ -149,15 +150,13 @@ def _broker_configs(ctx: RequestContext, keys: list[str] | None, synonyms: bool,
     config = ctx.cluster.config
     own = config.dynamic_brokers.get(ctx.broker.node_id, {})
     internal = {n for n in INTERNAL_BROKER_CONFIGS if n in config.overrides}  # Kafka lists these only when set
-    handlers = {n for n in config.overrides if SERVER_CALLBACK_HANDLER.fullmatch(n)}  # listener-prefixed, as set
-    names = set(config.dynamic_defaults) if cluster_level else {*BROKER_CONFIGS, *own, *internal, *handlers}
+    prefixed = {n for n in config.overrides if LISTENER_CONFIG.fullmatch(n)}  # listener-prefixed, as set
+    names = set(config.dynamic_defaults) if cluster_level else {*BROKER_CONFIGS, *own, *internal, *prefixed}
     for key in sorted(names):
         if keys is not None and key not in keys:
             continue
-        if key in handlers:  # Kafka lists a listener's handler as set, with no documentation of its own
-            chain = [{"name": key, "value": config.overrides[key], "source": ConfigSource.STATIC_BROKER_CONFIG}]
-            out.append(_entry(key, config.overrides[key], ConfigSource.STATIC_BROKER_CONFIG, ConfigType.CLASS,
-                              chain if synonyms else [], "", read_only=True))
+        if key in prefixed:
+            out.append(_listener_config(config, key, ctx.broker.node_id, synonyms))
             continue
         spec = BROKER_CONFIGS.get(key) or (INTERNAL_BROKER_CONFIGS.get(key) if key in internal else None)
         if spec is None:  # a name Kafka does not know, set dynamically: listed, its value hidden
@@ -182,6 +181,27 @@ def _broker_configs(ctx: RequestContext, keys: list[str] | None, synonyms: bool,
                        spec.documentation if documentation else "", read_only=not spec.dynamic)
         out.append({**entry, "is_sensitive": sensitive})
     return out
+
+
+def _listener_config(config: BrokerConfig, key: str, node_id: int, synonyms: bool) -> dict[str, Any]:
+    """A listener-prefixed config as Kafka lists one set in server.properties: its value (null if its type is
+    PASSWORD: a JAAS line, a key password), STATIC_BROKER_CONFIG, read-only, no documentation of its own, the type
+    and, after itself, the synonyms of the config it prefixes (`sasl.jaas.config` for a mechanism's
+    `listener.name.<l>.<mechanism>.sasl.jaas.config`)."""
+    m = LISTENER_CONFIG.fullmatch(key)
+    assert m is not None
+    base = m.group("config")
+    mechanism_base = base.partition(".")[2]
+    if mechanism_base in LISTENER_MECHANISM_CONFIGS:
+        base = mechanism_base
+    spec = BROKER_CONFIGS.get(base)
+    config_type = spec.type if spec is not None else ConfigType.UNKNOWN
+    sensitive = config_type == ConfigType.PASSWORD
+    value = None if sensitive else config.overrides[key]
+    layers = [(key, config.overrides[key], ConfigSource.STATIC_BROKER_CONFIG), *config.synonyms(base, node_id)]
+    chain = [{"name": n, "value": None if sensitive else v, "source": s} for n, v, s in layers] if synonyms else []
+    return {**_entry(key, value, ConfigSource.STATIC_BROKER_CONFIG, config_type, chain, "", read_only=True),
+            "is_sensitive": sensitive}
 
 
 def _logger_broker_refused(ctx: RequestContext, name: str) -> str | None:

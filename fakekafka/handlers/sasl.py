@@ -16,6 +16,11 @@ Kafka falls back to that validator when OAUTHBEARER is enabled with no handler n
 the validator takes unsigned tokens naming any principal (super users included). It then validates unsecured JWS
 tokens as that class does (fakekafka/handlers/sasl_mechanisms.py).
 
+PLAIN checks the users of the listener's JAAS line when it has one (`listener.name.<l>.plain.sasl.jaas.config=
+org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="...";`, its `user_<name>` options, as
+Kafka's PlainServerCallbackHandler), else the cluster's users (`Cluster(users=...)`, `serve --user`). SCRAM checks the
+cluster's SCRAM credentials (the same users, and AlterUserScramCredentials'), whatever the JAAS line.
+
 Re-authentication (KIP-368): a session gets a lifetime from connections.max.reauth.ms and an OAUTHBEARER token's
 expiry, as Kafka's SaslServerAuthenticator computes it (session_lifetime_ms); such a session may re-authenticate
 with a new SaslHandshake (at most once a second, the same mechanism and principal, else SASL_AUTHENTICATION_FAILED
@@ -123,7 +128,8 @@ def handle_sasl_authenticate(ctx: RequestContext, req: Container) -> Any:
             if state.oauth.token is not None:
                 principal, credential_expires = state.oauth.token.principal, state.oauth.token.lifetime_ms
         else:
-            principal, reply = plain_authenticate(token, ctx.cluster.sasl_users), b""
+            users = ctx.cluster.config.plain_users(ctx.listener or "")  # the listener's JAAS line's users
+            principal, reply = plain_authenticate(token, ctx.cluster.sasl_users if users is None else users), b""
     except SaslAbort as e:
         return DropConnection(reason=str(e))
     except SaslFailure as e:

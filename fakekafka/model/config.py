@@ -15,12 +15,13 @@ from dataclasses import dataclass, field, fields, replace
 from enum import IntEnum
 
 from fakekafka.model.acl import STANDARD_AUTHORIZER
+from fakekafka.model.jaas import JaasEntry, JaasError, server_jaas_entry
 from fakekafka.model.kafka_broker_configs import BROKER_CONFIG_DEFS, BrokerConfigDef
 
 __all__ = [
     "AUTHORIZER_CONFIGS", "BROKER_CONFIGS", "CLIENT_METRICS_CONFIGS", "GROUP_CONFIGS", "INTERNAL_BROKER_CONFIGS",
     "MODELLED_BROKER_CONFIGS", "OAUTHBEARER_JWKS_VALIDATOR", "OAUTHBEARER_UNSECURED_VALIDATOR",
-    "SERVER_CALLBACK_HANDLER", "TOPIC_CONFIGS",
+    "LISTENER_CONFIG", "LISTENER_MECHANISM_CONFIGS", "PLAIN_LOGIN_MODULE", "SERVER_CALLBACK_HANDLER", "TOPIC_CONFIGS",
     "BrokerConfig", "ConfigSource", "ConfigSpec", "ConfigType",
     "InvalidConfig", "known_broker_config",
 ]
@@ -367,6 +368,88 @@ def _check_server_callback_handler(name: str, value: str) -> None:
                         f"runs no Java class; it has {OAUTHBEARER_UNSECURED_VALIDATOR} for OAUTHBEARER)")
 
 
+LISTENER_CONFIG = re.compile(r"listener\.name\.(?P<listener>[^.]*)\.(?P<config>.+)")
+"""A listener-prefixed broker config, as Kafka reads them (DynamicBrokerConfig's ListenerConfigRegex):
+`listener.name.<listener in lower case>.<config>`, or for a SASL mechanism's own settings (LISTENER_MECHANISM_CONFIGS)
+`listener.name.<listener>.<mechanism in lower case>.<config>`."""
+
+LISTENER_MECHANISM_CONFIGS = ("sasl.jaas.config", "sasl.login.callback.handler.class", "sasl.login.class",
+                              "sasl.server.callback.handler.class", "connections.max.reauth.ms")
+"""The configs Kafka reads per listener *and* SASL mechanism (DynamicBrokerConfig.ListenerMechanismConfigs)."""
+
+LISTENER_APPLIED = ("sasl.enabled.mechanisms", "ssl.client.auth", "ssl.keystore.location", "ssl.truststore.location",
+                    "ssl.key.password", "ssl.principal.mapping.rules")
+"""The listener-prefixed configs fakekafka applies to their listener (BrokerConfig.listener_value), beside the
+mechanism-prefixed JAAS lines and server callback handlers."""
+
+PLAIN_LOGIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+"""The login module whose `user_<name>="<password>"` options are a listener's PLAIN users (Kafka's
+PlainServerCallbackHandler reads them from this module's entry only)."""
+LOGIN_MODULES = {
+    PLAIN_LOGIN_MODULE: "PLAIN",
+    "org.apache.kafka.common.security.scram.ScramLoginModule": "SCRAM-SHA-256/512",
+    "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule": "OAUTHBEARER",
+}
+"""Kafka's login modules for the mechanisms fakekafka offers (Kafka does not tie a module to a mechanism)."""
+_JAAS_MECHANISMS = ("plain", "scram-sha-256", "scram-sha-512", "oauthbearer")
+
+
+def _check_jaas_config(name: str, mechanism: str, value: str) -> None:
+    """A listener's and mechanism's sasl.jaas.config, parsed as Kafka's JaasContext.loadServerContext does
+    (one login module); refused in Kafka's words when malformed, in fakekafka's when it names what fakekafka
+    does not have. The value (a password) is not repeated."""
+    if mechanism == "gssapi":
+        raise InvalidConfig(f"Invalid value [hidden] for configuration {name}: fakekafka does not offer GSSAPI "
+                            f"(Kerberos); its mechanisms are PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER")
+    if mechanism not in _JAAS_MECHANISMS:
+        raise InvalidConfig(f"Invalid configuration name {name}: {mechanism} is not a SASL mechanism fakekafka "
+                            f"offers ({', '.join(_JAAS_MECHANISMS)}; Kafka reads the mechanism in lower case)")
+    try:
+        entry = server_jaas_entry(value)
+    except JaasError as e:
+        raise InvalidConfig(f"Invalid value [hidden] for configuration {name}: {e}") from None
+    if entry.login_module not in LOGIN_MODULES:
+        raise InvalidConfig(f"Invalid value [hidden] for configuration {name}: No LoginModule found for "
+                            f"{entry.login_module} (fakekafka runs no Java class; it has "
+                            f"{', '.join(LOGIN_MODULES)})")
+
+
+def _check_listener_config(name: str, value: str) -> None:
+    """A listener-prefixed broker config: the mechanism-prefixed ones fakekafka reads, the listener settings it
+    applies per listener (LISTENER_APPLIED) and the ones it does not model anyway (accepted as their unprefixed
+    names are); InvalidConfig for an unknown name, an upper-case listener name (Kafka never reads it), or a
+    setting fakekafka applies only to every listener at once."""
+    m = LISTENER_CONFIG.fullmatch(name)
+    assert m is not None
+    listener, config = m.group("listener"), m.group("config")
+    if listener != listener.lower():
+        raise InvalidConfig(f"Invalid configuration name {name}: Kafka reads a listener's configs under "
+                            f"listener.name.{listener.lower()}. (its name in lower case)")
+    mechanism, _, base = config.partition(".")
+    if base in LISTENER_MECHANISM_CONFIGS:
+        if base == "sasl.server.callback.handler.class":
+            _check_server_callback_handler(name, value)
+        elif base == "sasl.jaas.config":
+            _check_jaas_config(name, mechanism, value)
+        elif base == "connections.max.reauth.ms":
+            raise InvalidConfig(f"Invalid configuration name {name}: fakekafka applies connections.max.reauth.ms to "
+                                "every listener and mechanism; set it without prefixes")
+        elif value.strip():
+            raise InvalidConfig(f"Invalid value {value} for configuration {name}: Class {value.strip()} could not "
+                                "be found. (fakekafka runs no Java class)")
+        return
+    if config in LISTENER_MECHANISM_CONFIGS:  # Kafka reads these per listener only with a mechanism too
+        raise InvalidConfig(f"Invalid configuration name {name}: Kafka reads {config} of a listener only with a "
+                            f"SASL mechanism prefix too, e.g. listener.name.{listener}.plain.{config}")
+    spec = known_broker_config(config)
+    if spec is None:
+        raise InvalidConfig(f"The configuration '{name}' was supplied but isn't a known config.")
+    if config not in LISTENER_APPLIED and (config in _FROM_OVERRIDES or config in MODELLED_BROKER_CONFIGS):
+        raise InvalidConfig(f"Invalid configuration name {name}: fakekafka applies {config} to every listener; "
+                            "set it without the listener prefix")
+    spec.validate(value)
+
+
 INTERNAL_BROKER_CONFIGS: dict[str, ConfigSpec] = {n: s for n, s in _KAFKA_BROKER_CONFIGS.items() if s.internal}
 """Broker configs Kafka defines as internal (ConfigDef.defineInternal, "for testing only"): accepted at start-up
 like any other, and listed by DescribeConfigs only when set (Kafka's ConfigHelper lists the originals a broker was
@@ -552,9 +635,16 @@ class BrokerConfig:
         Kafka only warns of an unknown name and ignores it; here it is refused, since ignoring it silently
         would leave a test running on a setting it did not get."""
         for name, value in properties.items():
-            if SERVER_CALLBACK_HANDLER.fullmatch(name) or name == "sasl.server.callback.handler.class":
+            if LISTENER_CONFIG.fullmatch(name):
+                _check_listener_config(name, value)
+                continue
+            if name == "sasl.server.callback.handler.class":
                 _check_server_callback_handler(name, value)
                 continue
+            if name == "sasl.jaas.config" and value.strip():  # Kafka ignores it, with a warning
+                raise InvalidConfig(f"Invalid value [hidden] for configuration {name}: Kafka reads a broker's JAAS "
+                                    "config only with its listener and mechanism prefixes, e.g. listener.name."
+                                    "sasl_plaintext.plain.sasl.jaas.config")
             spec = known_broker_config(name)
             if spec is None:
                 raise InvalidConfig(f"The configuration '{name}' was supplied but isn't a known config.")
@@ -577,11 +667,46 @@ class BrokerConfig:
         any unsigned token; fakekafka runs it only when named)."""
         return self.sasl_server_callback_handler(listener, "OAUTHBEARER")
 
+    def listener_value(self, listener: str, name: str) -> str | None:
+        """`listener.name.<listener>.<name>` as set (Kafka reads the listener's name in lower case), else None."""
+        return self.overrides.get(f"listener.name.{listener.lower()}.{name}")
+
     def sasl_mechanisms(self, listener: str) -> list[str]:
-        """The mechanisms a SASL listener offers: sasl.enabled.mechanisms (upper-cased, each once, in the
-        config's order) less OAUTHBEARER where no validator is named for the listener."""
-        names = dict.fromkeys(m.strip().upper() for m in self.sasl_enabled_mechanisms.split(",") if m.strip())
+        """The mechanisms a SASL listener offers: its listener.name.<l>.sasl.enabled.mechanisms, else
+        sasl.enabled.mechanisms (upper-cased, each once, in the config's order), less OAUTHBEARER where no
+        validator is named for the listener."""
+        listed = self.listener_value(listener, "sasl.enabled.mechanisms")
+        listed = self.sasl_enabled_mechanisms if listed is None else listed
+        names = dict.fromkeys(m.strip().upper() for m in listed.split(",") if m.strip())
         return [m for m in names if m != "OAUTHBEARER" or self.oauthbearer_validator(listener) is not None]
+
+    def jaas_entry(self, listener: str, mechanism: str) -> JaasEntry | None:
+        """The login module of `listener.name.<listener>.<mechanism>.sasl.jaas.config`, None when not set."""
+        value = self.listener_value(listener, f"{mechanism.lower()}.sasl.jaas.config")
+        return server_jaas_entry(value) if value is not None else None
+
+    def plain_users(self, listener: str) -> dict[str, str] | None:
+        """A listener's PLAIN users from its JAAS line, as Kafka's PlainServerCallbackHandler reads them: the
+        `user_<name>` options of its PlainLoginModule. None when the listener has no PLAIN JAAS line (then the
+        cluster's users, `Cluster(users=...)` / `serve --user`, log in with PLAIN there)."""
+        entry = self.jaas_entry(listener, "PLAIN")
+        if entry is None:
+            return None
+        if entry.login_module != PLAIN_LOGIN_MODULE:
+            return {}
+        return {k[len("user_"):]: v for k, v in entry.options.items() if k.startswith("user_")}
+
+    def listener_ssl(self, listener: str, protocol: str) -> tuple[str, str, str, str]:
+        """(keystore, truststore, client auth, key password) of a TLS listener: each its listener-prefixed setting
+        if set, else the broker's. ssl.client.auth without the prefix applies to SSL listeners only: a SASL_SSL
+        listener asks for a client certificate only when its own prefixed setting says so (KIP-684)."""
+        def get(name: str, default: str) -> str:
+            value = self.listener_value(listener, name)
+            return default if value is None else value.strip()
+        return (get("ssl.keystore.location", self.ssl_keystore_location),
+                get("ssl.truststore.location", self.ssl_truststore_location),
+                get("ssl.client.auth", self.ssl_client_auth if protocol == "SSL" else "none"),
+                get("ssl.key.password", self.ssl_key_password))
 
     def log_dirs(self) -> list[str]:
         """Each broker's log directories (`log.dirs`, else `log.dir`, as Kafka reads them): names in the model,

@@ -81,14 +81,17 @@ class Server:
                             "%s.oauthbearer.sasl.server.callback.handler.class=%s)", spec.name, spec.name.lower(),
                             OAUTHBEARER_UNSECURED_VALIDATOR)
         self._ssl: dict[str, ssl.SSLContext] = {}
-        """TLS context per protocol: ssl.client.auth applies to SSL listeners; SASL_SSL ones ask for no client
-        certificate, as Kafka since KIP-684 applies only a listener-prefixed ssl.client.auth to them."""
-        for protocol in sorted({spec.protocol for spec in self.listeners if spec.tls}):
-            if not config.ssl_keystore_location:
-                raise ValueError("an SSL or SASL_SSL listener needs ssl.keystore.location (PEM key and certificate)")
-            self._ssl[protocol] = server_ssl_context(
-                config.ssl_keystore_location, config.ssl_truststore_location or None,
-                config.ssl_client_auth if protocol == "SSL" else "none", config.ssl_key_password or None)
+        """TLS context per listener, from its listener.name.<l>.ssl.* settings or else the broker's
+        (BrokerConfig.listener_ssl): ssl.client.auth applies to SSL listeners; SASL_SSL ones ask for no client
+        certificate unless their own prefixed ssl.client.auth says so (KIP-684)."""
+        for spec in self.listeners:
+            if not spec.tls:
+                continue
+            keystore, truststore, client_auth, key_password = config.listener_ssl(spec.name, spec.protocol)
+            if not keystore:
+                raise ValueError(f"the {spec.protocol} listener {spec.name} needs ssl.keystore.location (PEM key and "
+                                 f"certificate), or listener.name.{spec.name.lower()}.ssl.keystore.location")
+            self._ssl[spec.name] = server_ssl_context(keystore, truststore or None, client_auth, key_password or None)
         self._connections: set[asyncio.Task[None]] = set()
         self.quotas = ConnectionQuotas(cluster)
         self.pool = RequestMemoryPool(cluster)
@@ -272,7 +275,7 @@ class Server:
             sock = self._sockets.pop(key, None) or self._listen(broker, spec)
             try:
                 self._servers[key] = await loop.create_server(self._factory(broker, spec), sock=sock,
-                                                              ssl=self._ssl.get(spec.protocol))
+                                                              ssl=self._ssl.get(spec.name))
             except BaseException:
                 sock.close()
                 raise
@@ -408,7 +411,9 @@ class Server:
         der = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
         if not der:
             return "User:ANONYMOUS"
-        rules = self.cluster.config.value("ssl.principal.mapping.rules")[0] or "DEFAULT"
+        config = self.cluster.config
+        rules = (conn.listener is not None and config.listener_value(conn.listener.name, "ssl.principal.mapping.rules")
+                 or config.value("ssl.principal.mapping.rules")[0] or "DEFAULT")
         return "User:" + ssl_principal_name(certificate_subject(der), rules)
 
     def _tell_listeners(self, record: RequestRecord, request: Request, result: Any, frame: bytes,

@@ -967,3 +967,168 @@ def test_cryptography_is_a_dependency_of_a_plain_install() -> None:
     """TLS listeners need it (the throwaway PKI, an mTLS client's subject): declared, not left to chance."""
     from importlib.metadata import requires
     assert any(r.split(";")[0].replace(" ", "").startswith("cryptography") for r in requires("fakekafka") or [])
+
+
+# --- listener-prefixed configs: users from JAAS, mechanisms and TLS per listener -------------------------------
+
+_PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+_SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+
+
+def test_serve_takes_a_server_properties_with_jaas_users_per_listener(tmp_path: Path) -> None:
+    """A real server.properties with SASL: each listener's PLAIN users from its JAAS line, its own mechanisms; real
+    clients log in where their user is declared, and nowhere else."""
+    from confluent_kafka import KafkaError, Producer
+    from kafka import KafkaProducer
+    from kafka.errors import KafkaError as PythonKafkaError
+    properties = tmp_path / "server.properties"
+    properties.write_text(f"""\
+listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,PARTNERS://127.0.0.1:0
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,PARTNERS:SASL_PLAINTEXT
+sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256
+listener.name.partners.sasl.enabled.mechanisms=PLAIN
+listener.name.sasl_plaintext.plain.sasl.jaas.config={_PLAIN_MODULE} required \\
+    username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";
+listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config={_SCRAM_MODULE} required;
+listener.name.partners.plain.sasl.jaas.config={_PLAIN_MODULE} required user_carol="carol-secret";
+""")
+    proc = subprocess.Popen([sys.executable, "-m", "fakekafka", "serve", "--port", "0", "--control-port", "0",
+                             "--config-file", str(properties)],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdout is not None
+    try:
+        lines = [proc.stdout.readline() for _ in range(4)]
+        assert lines[3].startswith("fakekafka ready: "), lines
+        sasl, partners = (line.split("bootstrap.servers=")[1].strip() for line in lines[1:3])
+        producer = KafkaProducer(bootstrap_servers=sasl, security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
+                                 sasl_plain_username="alice", sasl_plain_password="alice-secret")
+        assert producer.send("jaas", b"alice").get(timeout=10).offset == 0
+        producer.close()
+        with pytest.raises(PythonKafkaError):  # alice is not a user of PARTNERS
+            KafkaProducer(bootstrap_servers=partners, security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
+                          sasl_plain_username="alice", sasl_plain_password="alice-secret", max_block_ms=3000)
+
+        def confluent(bootstrap: str, user: str, password: str, mechanism: str = "PLAIN") -> list[KafkaError]:
+            errors: list[KafkaError] = []
+            producer = Producer({"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT",
+                                 "sasl.mechanism": mechanism, "sasl.username": user, "sasl.password": password,
+                                 "error_cb": errors.append})
+            producer.produce("jaas", user.encode())
+            producer.flush(10)
+            return errors
+        assert confluent(partners, "carol", "carol-secret") == []
+        wrong = confluent(partners, "carol", "wrong")
+        assert wrong and wrong[0].code() == KafkaError._AUTHENTICATION
+        assert "Authentication failed: Invalid username or password" in wrong[0].str()
+        other = confluent(sasl, "carol", "carol-secret")  # carol is PARTNERS' user only
+        assert other and other[0].code() == KafkaError._AUTHENTICATION
+        scram = confluent(partners, "carol", "carol-secret", "SCRAM-SHA-256")  # PARTNERS offers PLAIN only
+        assert scram and "SCRAM-SHA-256" in scram[0].str() and "PLAIN" in scram[0].str()
+        consumed = _consumed_values(lines[0].split("bootstrap.servers=")[1].strip(), "jaas", 2)
+        assert consumed == [b"alice", b"carol"]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+    properties.write_text(f"listener.name.sasl_plaintext.plain.sasl.jaas.config={_PLAIN_MODULE} required "
+                          'user_alice="alice-secret"\n')
+    r = subprocess.run([sys.executable, "-m", "fakekafka", "serve", "--port", "0", "--config-file", str(properties)],
+                       capture_output=True, text=True, timeout=20)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert ("configuration listener.name.sasl_plaintext.plain.sasl.jaas.config: JAAS config entry not terminated by "
+            "semi-colon") in r.stderr and "alice-secret" not in r.stderr
+
+
+def _consumed_values(bootstrap: str, topic: str, count: int) -> list[bytes]:
+    from kafka import KafkaConsumer
+    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
+                             consumer_timeout_ms=10000)
+    values = []
+    for record in consumer:
+        values.append(record.value)
+        if len(values) == count:
+            break
+    consumer.close()
+    return values
+
+
+def test_tls_settings_per_listener() -> None:
+    """listener.name.<l>.ssl.client.auth asks that listener's clients for a certificate, SASL_SSL ones too; the other
+    listeners keep the broker's setting."""
+    with fakekafka.Cluster(listeners="SSL://127.0.0.1:0,MTLS://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
+                           listener_security_protocol_map="SSL:SSL,MTLS:SSL,SASL_SSL:SASL_SSL", users=USERS,
+                           config={"listener.name.mtls.ssl.client.auth": "required",
+                                   "listener.name.sasl_ssl.ssl.client.auth": "required"}) as c:
+        assert c.pki is not None
+        anonymous = ssl.create_default_context(cafile=str(c.pki.ca_file))
+        with _tls_connect(c.bootstrap_servers_for("SSL"), anonymous) as sock:
+            sock.sendall(_api_versions_frame())
+            assert len(sock.recv(4)) == 4
+        for listener in ("MTLS", "SASL_SSL"):
+            with pytest.raises((ssl.SSLError, ConnectionError)):
+                with _tls_connect(c.bootstrap_servers_for(listener), anonymous) as sock:
+                    sock.sendall(_api_versions_frame())
+                    if not sock.recv(4):
+                        raise ConnectionError("closed")
+            ctx = ssl.create_default_context(cafile=str(c.pki.ca_file))
+            ctx.load_cert_chain(str(c.pki.client_cert), str(c.pki.client_key))
+            with _tls_connect(c.bootstrap_servers_for(listener), ctx) as sock:
+                sock.sendall(_api_versions_frame())
+                assert len(sock.recv(4)) == 4
+
+
+def _listener_view(address: str, users: list[tuple[str, str]]) -> list[object]:
+    """What a client sees of one SASL listener: the mechanisms it offers (asking for GSSAPI, which neither broker
+    enables), and each PLAIN login's answer."""
+    raw = RawClient(address)
+    hs = raw.request(SASL_HANDSHAKE, 1, {"mechanism": "GSSAPI"})
+    out: list[object] = [(hs.error_code, list(hs.mechanisms))]
+    raw.close()
+    for user, password in users:
+        raw = RawClient(address)
+        raw.request(SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})
+        auth = raw.request(SASL_AUTHENTICATE, 2, {"auth_bytes": f"\0{user}\0{password}".encode()})
+        out.append((user, password, auth.error_code, auth.error_message))
+        raw.close()
+    return out
+
+
+def test_jaas_users_and_listener_configs_as_apache_kafka_takes_them(secure_apache_kafka: Any) -> None:
+    """fakekafka started with the secure Kafka's own server.properties lines (tests/conftest.py: PLAIN users from
+    JAAS on each listener, NOOAUTH's own sasl.enabled.mechanisms): the same mechanisms per listener, the same
+    logins and refusals, the same DescribeConfigs of the listener-prefixed configs (JAAS lines hidden)."""
+    from kafka import KafkaProducer
+
+    from tests.conftest import SECURE_USERS, secure_configs
+    configs = secure_configs()
+    logins = [("alice", "alice-secret"), ("alice", "wrong"), ("nobody", "alice-secret")]
+    prefixed = sorted(n for n in configs if n.startswith("listener.name."))
+
+    def seen(kafka: Any) -> list[object]:
+        from kafka.admin import KafkaAdminClient, NewTopic
+        admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers)  # Kafka's auto-create is off
+        admin.create_topics([NewTopic(f"jaas-{n}", 1, 1) for n in ("SASL_PLAINTEXT", "NOOAUTH")])
+        admin.close()
+        out: list[object] = []
+        for listener in ("SASL_PLAINTEXT", "NOOAUTH"):
+            out.append(_listener_view(kafka.bootstrap_servers_for(listener), logins))
+            producer = KafkaProducer(bootstrap_servers=kafka.bootstrap_servers_for(listener),
+                                     security_protocol="SASL_PLAINTEXT", sasl_mechanism="SCRAM-SHA-256",
+                                     sasl_plain_username="admin", sasl_plain_password="admin-secret")
+            out.append(producer.send(f"jaas-{listener}", b"x").get(timeout=15).offset)
+            producer.close()
+        out += [_described(kafka.bootstrap_servers, name) for name in prefixed]
+        return out
+    # SCRAM users are the cluster's (Kafka: kafka-storage format --add-scram); PLAIN users come from the JAAS lines
+    with fakekafka.Cluster(listeners="PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,NOOAUTH://127.0.0.1:0",
+                           listener_security_protocol_map="PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,"
+                                                          "NOOAUTH:SASL_PLAINTEXT",
+                           users={u: p for u, p in SECURE_USERS.items() if u != "alice"}, config=configs) as c:
+        fake = seen(c)
+    real = seen(secure_apache_kafka)
+    assert fake == real
+    assert fake[0][0] == (ErrorCode.UNSUPPORTED_SASL_MECHANISM,  # type: ignore[index]
+                          ["PLAIN", "SCRAM-SHA-512", "SCRAM-SHA-256", "OAUTHBEARER"])
+    assert fake[2][0] == (ErrorCode.UNSUPPORTED_SASL_MECHANISM, ["PLAIN", "SCRAM-SHA-512", "SCRAM-SHA-256"])  # type: ignore[index]
+    assert fake[0][1][2] == 0 and fake[0][2][2] == ErrorCode.SASL_AUTHENTICATION_FAILED  # type: ignore[index]
+    jaas = next(d for d in fake[4:] if "plain.sasl.jaas.config" in d[0][0])  # type: ignore[index]
+    assert jaas[0][1:5] == (None, True, 4, True)  # hidden, read-only, STATIC_BROKER_CONFIG, sensitive

@@ -54,7 +54,16 @@ from fakekafka.storage.recovery import (
     RECOVERY_POINT_CHECKPOINT,
     Recovery,
 )
-from fakekafka.storage.segments import _LONG_MAX, LogFiles, kafka_uuid, read_segment, segment_name, topic_id_in
+from fakekafka.storage.segments import (
+    _LONG_MAX,
+    SET_ASIDE_SUFFIXES,
+    LogFiles,
+    kafka_uuid,
+    read_segment,
+    segment_name,
+    set_aside,
+    topic_id_in,
+)
 
 if TYPE_CHECKING:
     from fakekafka.model.cluster import ClusterState
@@ -223,13 +232,14 @@ class DataDir(Recovery, OffsetCheckpoints):
                     self.clean_dirs.add(d)
         if self.saved is not None:
             self._load_metadata(state, self.saved)
-        for node_id in self.broker_ids:  # replicas the metadata does not know (a deletion cut short) go
-            for name in state.log_dirs():
+        for node_id in self.broker_ids:  # replicas the metadata does not know (a deletion cut short, a stale
+            for name in state.log_dirs():  # metadata file) are set aside as Kafka's strays, never deleted
                 known = {f"{t.name}-{p.index}" for t in state.topics.values() for p in t.partitions
                          if node_id in p.logs and p.logs[node_id].log_dir == name}
                 for entry in self.log_dir_path(node_id, name).iterdir():
-                    if entry.is_dir() and entry.name not in known:
-                        shutil.rmtree(entry, ignore_errors=True)
+                    if entry.is_dir() and entry.name not in known and not entry.name.endswith(SET_ASIDE_SUFFIXES):
+                        with self.writing(entry):
+                            set_aside(entry, f"a replica directory {METADATA_FILE} does not name")
         for topic in state.topics.values():
             for partition in topic.partitions:
                 self.attach(partition)
@@ -260,6 +270,9 @@ class DataDir(Recovery, OffsetCheckpoints):
                 topic_id_in(path) != kafka_uuid(topic.topic_id)
             if old is not None:
                 old.close()
+            if fresh and old is None and topic_id_in(path) is not None:  # another topic's data: kept aside
+                with self.writing(path):
+                    set_aside(path, f"it holds topic id {topic_id_in(path)}, not {kafka_uuid(topic.topic_id)}")
             if fresh:
                 shutil.rmtree(path, ignore_errors=True)
                 try:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import logging
 import os
-import shutil
 import struct
 import uuid
 from collections.abc import Callable
@@ -23,7 +22,7 @@ from fakekafka.model.metadata import Partition, Topic
 from fakekafka.model.producers import PartitionProducers
 from fakekafka.model.scram import ScramCredential
 from fakekafka.model.transactions import TransactionState
-from fakekafka.storage.segments import _LONG_MAX, kafka_uuid, read_segment, topic_id_in
+from fakekafka.storage.segments import _LONG_MAX, kafka_uuid, read_segment, set_aside, topic_id_in
 
 if TYPE_CHECKING:
     from fakekafka.model.cluster import ClusterState
@@ -130,7 +129,8 @@ class Recovery:
         if old is not None and old.is_dir():
             new = self.log_dir_path(node_id, dirs[0]) / f"{topic}-{index}"
             log.warning("log dir %s is no longer in log.dirs: %s moves to %s", saved, old, new)
-            shutil.rmtree(new, ignore_errors=True)
+            if new.is_dir():  # a stray of the same name there: kept aside, not overwritten
+                set_aside(new, f"{old} moves here")
             os.replace(old, new)
             for name in (LOG_START_CHECKPOINT, CLEANER_CHECKPOINT, RECOVERY_POINT_CHECKPOINT):  # offsets go along
                 offset = self._checkpoint(old.parent, name).get((topic, index))
@@ -148,9 +148,8 @@ class Recovery:
         d = self.log_dir_path(node_id, log_dir) / f"{topic}-{index}"
         plog = PartitionLog(log_dir=log_dir)
         topic_id = kafka_uuid(state.topics[topic].topic_id)
-        if d.is_dir() and topic_id_in(d) not in (None, topic_id):  # an earlier topic of that name's
-            log.warning("%s holds topic id %s, not %s: deleted", d, topic_id_in(d), topic_id)
-            shutil.rmtree(d)
+        if d.is_dir() and topic_id_in(d) not in (None, topic_id):  # an earlier topic of that name's: kept aside
+            set_aside(d, f"it holds topic id {topic_id_in(d)}, not {topic_id}")
         files = sorted((int(n[:-4]), n) for n in os.listdir(d) if n.endswith(".log") and n[:-4].isdigit()) \
             if d.is_dir() else []
         for name in os.listdir(d) if d.is_dir() else []:  # writes cut short (a cleaning, a metadata rename)

@@ -25,7 +25,8 @@ import crc32c
 
 from fakekafka.model.log import PartitionLog, StorageError
 
-__all__ = ["FilesOwner", "LogFiles", "kafka_uuid", "read_segment", "segment_name", "topic_id_in"]
+__all__ = ["SET_ASIDE_SUFFIXES", "FilesOwner", "LogFiles", "kafka_uuid", "read_segment", "segment_name", "set_aside",
+           "topic_id_in"]
 
 log = logging.getLogger("fakekafka.storage")
 
@@ -43,6 +44,27 @@ def segment_name(base_offset: int) -> str:
 def kafka_uuid(u: uuid.UUID) -> str:
     """Kafka's Uuid.toString: URL-safe base64 without padding."""
     return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")
+
+
+STRAY_SUFFIX = "-stray"
+SET_ASIDE_SUFFIXES = (STRAY_SUFFIX, "-delete", "-future")
+"""Kafka's suffixes of replica directories that are not a live log (LocalLog's): left as they are at a start."""
+
+
+def set_aside(path: Path, why: str) -> Path:
+    """Renames a replica directory the metadata does not name (or names under another topic id) as Kafka renames
+    a stray log in KRaft mode (LogManager, LocalLog.logStrayDirName): `topic-N.<random id>-stray`, its name capped
+    at 255 characters, with a warning saying where it went. Nothing in it is deleted: a stale metadata file
+    must not cost the data it does not name."""
+    topic, _, index = path.name.rpartition("-")
+    suffix = f"-{index}.{uuid.uuid4().hex}{STRAY_SUFFIX}" if topic and index.isdigit() else \
+        f".{uuid.uuid4().hex}{STRAY_SUFFIX}"
+    head = topic if topic and index.isdigit() else path.name
+    target = path.with_name(head[:max(0, 255 - len(suffix))] + suffix)
+    os.replace(path, target)
+    log.warning("%s: %s; marked stray and renamed to %s (as Kafka does; nothing in it deleted: remove it when "
+                "it is not needed)", path, why, target)
+    return target
 
 
 def topic_id_in(path: Path) -> str | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import struct
 from pathlib import Path
 
@@ -383,6 +384,9 @@ def test_a_replica_dir_of_another_topic_id_is_not_loaded(tmp_path: Path) -> None
     again = _open(tmp_path)
     assert _values(again.topics["t"].partitions[0]) == []
     assert "topic_id: AAAA" not in (d / "partition.metadata").read_text()
+    stray, = d.parent.glob("t-0.*-stray")  # the other topic's data set aside, as Kafka does, not deleted
+    assert "topic_id: AAAA" in (stray / "partition.metadata").read_text()
+    assert (stray / segment_name(0)).stat().st_size > 0
     again.storage.close()
 
 
@@ -468,3 +472,34 @@ def test_dirs_that_cannot_be_used_are_refused_in_words(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("")
     with pytest.raises(DataDirError, match="cannot use"):
         _open(tmp_path / "file")
+
+
+def test_a_stale_metadata_file_sets_unnamed_replica_dirs_aside_as_kafkas_strays(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    state = _open(tmp_path)
+    _produce(state, state.create_topic("kept", 1).partitions[0], b"k")
+    stale = (tmp_path / METADATA_FILE).read_bytes()
+    _produce(state, state.create_topic("later", 2).partitions[1], b"precious")
+    _crash(state)
+    (tmp_path / METADATA_FILE).write_bytes(stale)  # a metadata file from before "later" was made
+    logs = tmp_path / "broker-1" / "tmp_kafka-logs"
+    segment = (logs / "later-1" / segment_name(0)).read_bytes()
+
+    with caplog.at_level(logging.WARNING, logger="fakekafka.storage"):
+        again = _open(tmp_path)
+    assert set(again.topics) == {"kept"}
+    assert not (logs / "later-1").exists()
+    strays = sorted(p.name for p in logs.iterdir() if p.name.startswith("later-"))
+    assert [s.rsplit(".", 1)[0] for s in strays] == ["later-0", "later-1"]
+    assert all(re.fullmatch(r"later-\d\.[0-9a-f]{32}-stray", s) for s in strays)
+    assert (logs / strays[1] / segment_name(0)).read_bytes() == segment  # nothing deleted
+    said = [r.getMessage() for r in caplog.records if "stray" in r.getMessage()]
+    assert len(said) == 2 and all(METADATA_FILE in m for m in said)
+    again.storage.close()
+
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="fakekafka.storage"):
+        third = _open(tmp_path)  # strays stay as they are, said no more
+    assert sorted(p.name for p in logs.iterdir() if p.name.startswith("later-")) == strays
+    assert not [r for r in caplog.records if "stray" in r.getMessage()]
+    third.storage.close()

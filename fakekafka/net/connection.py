@@ -95,6 +95,11 @@ class Connection(asyncio.BufferedProtocol):
         self.admitted = False
         self.counted_ip = False
 
+    @property
+    def quota_node(self) -> int:
+        """What the connection quotas count it per: its broker."""
+        return self.broker.node_id
+
     # protocol callbacks ------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)

@@ -13,48 +13,77 @@ import collections
 import logging
 import socket
 from collections import defaultdict
+from typing import Protocol
 
+from fakekafka.model.clock import Clock
 from fakekafka.model.cluster import ClusterState
+from fakekafka.model.config import BrokerConfig
 from fakekafka.net.connection import Connection
 
-__all__ = ["HELD_BACKLOG", "ConnectionQuotas", "RequestMemoryPool"]
+__all__ = ["HELD_BACKLOG", "ConnectionQuotas", "Limited", "LimitsSource", "RequestMemoryPool"]
 
 log = logging.getLogger("fakekafka.server")
 HELD_BACKLOG = 128
 """Connections past max.connections kept waiting per broker (the listen backlog's size); more are closed."""
 
 
+class LimitsSource(Protocol):
+    """Where the limits and the time come from: a cluster's state (the broker), or the proxy."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+    @property
+    def clock(self) -> Clock: ...
+
+
+class Limited(Protocol):
+    """A connection as the quotas see it: the broker's `Connection`, or the proxy's client connection."""
+
+    quota_node: int
+    """What its connections are counted per (the broker's node id; the proxy counts all its own as one)."""
+    ip: str
+    peer: str
+    closed: bool
+    admitted: bool
+    counted_ip: bool
+    last_active: int
+
+    def pause(self, reason: str) -> None: ...
+    def start(self) -> None: ...
+    def close(self, *, abort: bool = False) -> None: ...
+
+
 class ConnectionQuotas:
-    """Which connections a broker serves: counted per broker and per client address, held past
+    """Which connections a broker (or the proxy) serves: counted per broker and per client address, held past
     max.connections, closed when idle."""
 
-    def __init__(self, cluster: ClusterState) -> None:
+    def __init__(self, cluster: LimitsSource) -> None:
         self.cluster = cluster
         self.stopped = False
         """Set when the server stops: new connections are closed, held ones never admitted."""
-        self.by_broker: dict[int, set[Connection]] = defaultdict(set)
+        self.by_broker: dict[int, set[Limited]] = defaultdict(set)
         """Each broker's admitted connections."""
-        self.held: dict[int, collections.deque[Connection]] = defaultdict(collections.deque)
+        self.held: dict[int, collections.deque[Limited]] = defaultdict(collections.deque)
         """Connections past max.connections, not read until one of the broker's others closes."""
         self.per_ip: collections.Counter[tuple[int, str]] = collections.Counter()
         self._ip_overrides: tuple[str, dict[str, int]] = ("", {})
-        self.idle: collections.OrderedDict[Connection, None] = collections.OrderedDict()
+        self.idle: collections.OrderedDict[Limited, None] = collections.OrderedDict()
         """Every open connection, least recently active first (connections.max.idle.ms)."""
 
     @property
     def count(self) -> int:
         return sum(len(conns) for conns in self.by_broker.values())
 
-    def of_broker(self, node_id: int) -> list[Connection]:
+    def of_broker(self, node_id: int) -> list[Limited]:
         """The broker's connections, admitted and held."""
         return [*self.by_broker.get(node_id, ()), *self.held.get(node_id, ())]
 
-    def accept(self, conn: Connection) -> None:
+    def accept(self, conn: Limited) -> None:
         """max.connections.per.ip: closed at once past it, as Kafka closes it; max.connections: held unread
         until another connection of the broker closes, as Kafka's acceptor waits for a slot (past a
         listen backlog's worth of held ones, closed)."""
         config = self.cluster.config
-        node = conn.broker.node_id
+        node = conn.quota_node
         key = (node, conn.ip)
         per_ip = self.ip_limit(conn.ip)
         if self.stopped or self.per_ip[key] >= per_ip:
@@ -77,8 +106,8 @@ class ConnectionQuotas:
             return
         self._admit(conn)
 
-    def _admit(self, conn: Connection) -> None:
-        self.by_broker[conn.broker.node_id].add(conn)
+    def _admit(self, conn: Limited) -> None:
+        self.by_broker[conn.quota_node].add(conn)
         conn.start()
 
     def ip_limit(self, ip: str) -> int:
@@ -101,10 +130,10 @@ class ConnectionQuotas:
             self._ip_overrides = (raw, resolved)
         return self._ip_overrides[1].get(ip, config.max_connections_per_ip)
 
-    def forget(self, conn: Connection) -> None:
+    def forget(self, conn: Limited) -> None:
         """A connection has closed: its slot, its address's count and its place in the queues go; a held
         connection takes the slot."""
-        node = conn.broker.node_id
+        node = conn.quota_node
         self.idle.pop(conn, None)
         if conn.counted_ip:
             conn.counted_ip = False
@@ -122,7 +151,7 @@ class ConnectionQuotas:
             while held and len(self.by_broker[node]) < limit and not self.stopped:
                 self._admit(held.popleft())
 
-    def touch(self, conn: Connection) -> None:
+    def touch(self, conn: Limited) -> None:
         conn.last_active = self.cluster.clock.now_ms()
         idle = self.idle
         if conn in idle:

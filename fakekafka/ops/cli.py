@@ -219,6 +219,18 @@ def _parser() -> argparse.ArgumentParser:
     proxy.add_argument("--upstream-cert", metavar="PEM", help="a client certificate (and key, or --upstream-key) "
                                                              "for an upstream that wants mTLS")
     proxy.add_argument("--upstream-key", metavar="PEM", help="the key of --upstream-cert")
+    for name in ("max.connections", "max.connections.per.ip", "connections.max.idle.ms", "socket.request.max.bytes"):
+        proxy.add_argument("--" + name.replace(".", "-"), metavar="N",
+                           help=f"{name}, the broker's config, for the proxy's own client connections (all its "
+                                "listeners together): " + _PROXY_LIMITS[name])
+    proxy.add_argument("--max-connections-per-ip-overrides", metavar="HOST:N,...",
+                       help="per-address exceptions to --max-connections-per-ip (Kafka's format)")
+    proxy.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                       help="one of those limits by Kafka's name, e.g. max.connections=100 (repeatable; wins over "
+                            "the flags)")
+    proxy.add_argument("--max-brokers", type=int, default=1000, metavar="N",
+                       help="upstream brokers the proxy binds a listener for (default 1000); answers naming more "
+                            "get BROKER_NOT_AVAILABLE")
     proxy.add_argument("--control-port", type=_port, default=None,
                        help="port for `fakekafka ctl` (default: a free one; the ready line prints it)")
     _control_options(proxy, "--listen's host")
@@ -289,6 +301,12 @@ _LIMITS = {
                       "POLICY_VIOLATION (fakekafka's own, KIP-578's name; default 2147483647)",
 }
 """Broker limits `serve` takes by Kafka's names (--max-connections sets max.connections)."""
+_PROXY_LIMITS = {
+    "max.connections": "more wait unread until one closes (default 2147483647)",
+    "max.connections.per.ip": "more from one address are closed at once (default 2147483647)",
+    "connections.max.idle.ms": "a connection idle this long is closed (default 600000)",
+    "socket.request.max.bytes": "a larger request closes its connection (default 104857600)",
+}
 
 
 def _limits(args: argparse.Namespace) -> dict[str, int | str] | str:

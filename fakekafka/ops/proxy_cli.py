@@ -14,6 +14,7 @@ import sys
 
 from fakekafka.ops.proxy_control import PROXY_COMMANDS, unknown_proxy_command
 from fakekafka.proxy import Proxy
+from fakekafka.proxy.server import PROXY_CONFIGS, proxy_config
 
 __all__ = ["run_proxy"]
 
@@ -92,12 +93,36 @@ async def _check_upstreams(proxy: Proxy, upstream_ssl: ssl.SSLContext | None) ->
     return True
 
 
+def _limits(args: argparse.Namespace) -> dict[str, str] | str:
+    """The proxy's connection limits by Kafka's names, from the flags then --config, or what is wrong."""
+    props: dict[str, str] = {}
+    for name in PROXY_CONFIGS:
+        value = getattr(args, name.replace(".", "_"), None)
+        if value is not None:
+            props[name] = str(value)
+    for item in args.config:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            return f"--config {item}: expected KEY=VALUE"
+        props[name.strip()] = value.strip()
+    try:
+        proxy_config(props)
+    except ValueError as e:
+        return str(e)
+    return props
+
+
 async def run_proxy(args: argparse.Namespace) -> int:
     host, _, port = args.listen.rpartition(":")
+    limits = _limits(args)
+    if isinstance(limits, str):
+        print(f"fakekafka proxy: {limits}", file=sys.stderr)
+        return 2
     try:
         proxy = Proxy(args.upstream, host=host, port=int(port), advertised_host=args.advertised_host,
                       record=args.record, record_frames=args.record_frames, summary=args.summary,
-                      client_ssl=_client_ssl(args), upstream_ssl=_upstream_ssl(args))
+                      client_ssl=_client_ssl(args), upstream_ssl=_upstream_ssl(args), config=limits,
+                      max_brokers=args.max_brokers)
     except (ValueError, OSError, ssl.SSLError) as e:
         print(f"fakekafka proxy: {_upstream_words(e)}", file=sys.stderr)
         return 2

@@ -21,7 +21,7 @@ from fakekafka.model.faults import Fault, FaultSteering
 from fakekafka.net.loop_thread import LoopThread
 from fakekafka.observe.records import RequestRecord
 from fakekafka.proxy.observe import FrameRecorder, Summary
-from fakekafka.proxy.server import BOOTSTRAP, ProxyEvent, ProxyServer, Upstream
+from fakekafka.proxy.server import BOOTSTRAP, MAX_BROKERS, ProxyEvent, ProxyServer, Upstream, proxy_config
 
 __all__ = ["BOOTSTRAP", "Proxy", "ProxyEvent", "ProxyServer", "Upstream"]
 
@@ -45,15 +45,24 @@ class Proxy(FaultSteering):
     `record=DIR` writes the fake cluster's Parquet recording (what `fakekafka analyze` reads), `record_frames`
     adds every exchange's raw frames under DIR/frames (what `fakekafka replay` resends), `summary=True` keeps
     per-API counts, latencies and errors (`summary_table()`). `client_ssl`/`upstream_ssl` are TLS contexts for
-    the clients' side and the upstream's side; SASL passes through untouched."""
+    the clients' side and the upstream's side; SASL passes through untouched.
+
+    `config` takes the broker's connection limits by Kafka's names, applied to the proxy's own client connections
+    (all its listeners counted together, as one broker's): `max.connections` (more wait unread, as Kafka's
+    acceptor waits for a slot), `max.connections.per.ip` and `max.connections.per.ip.overrides` (more are
+    closed at once), `connections.max.idle.ms` (default 600000: idle ones are closed), `socket.request.max.bytes`.
+    `max_brokers` bounds the upstream brokers the proxy binds a listener for (fakekafka's own, default 1000):
+    answers naming more get BROKER_NOT_AVAILABLE."""
 
     def __init__(self, upstream: Any, *, host: str = "127.0.0.1", port: int = 0, advertised_host: str | None = None,
                  record: str | os.PathLike[str] | None = None, record_frames: bool = False, summary: bool = False,
                  client_ssl: ssl.SSLContext | None = None, upstream_ssl: ssl.SSLContext | None = None,
-                 keep_requests: int = 10_000) -> None:
+                 keep_requests: int = 10_000, config: dict[str, str] | None = None,
+                 max_brokers: int = MAX_BROKERS) -> None:
         decode = record is not None or summary
         self.server = ProxyServer(_upstream_text(upstream), host, port, advertised_host=advertised_host,
-                                  client_ssl=client_ssl, upstream_ssl=upstream_ssl, decode_answers=decode)
+                                  client_ssl=client_ssl, upstream_ssl=upstream_ssl, decode_answers=decode,
+                                  config=proxy_config(config), max_brokers=max_brokers)
         self.request_log: collections.deque[RequestRecord] = collections.deque(maxlen=keep_requests)
         self.server.add_request_listener(lambda record, _exchange: self.request_log.append(record), frames=False)
         self.recorder = None

@@ -51,10 +51,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fakekafka.handlers.registry import ClusterFacts, ErrorContext, error_answer
+from fakekafka.model.clock import SystemClock
 from fakekafka.model.config import DEFAULT_LOG_DIR, BrokerConfig
 from fakekafka.model.faults import Fault, FaultKind, Faults
 from fakekafka.model.metadata import Broker
 from fakekafka.net.framing import GO, STOP, FrameReader, FrameStream
+from fakekafka.net.quotas import ConnectionQuotas
 from fakekafka.observe.records import RequestRecord
 from fakekafka.proxy.exchange import PENDING, Exchange, Slot
 from fakekafka.proxy.frames import FrameError, RequestHead, produce_acks, read_request_head
@@ -64,7 +66,8 @@ from fakekafka.proxy.stream import FetchTail, rewrite_tail
 from fakekafka.wire import ApiKey, DecodeError, ErrorCode
 from fakekafka.wire.protocol import Request, decode_response, encode_response, parse_body, request_struct
 
-__all__ = ["AnswerEdit", "Exchange", "Intercept", "ProxyEvent", "ProxyServer", "Upstream"]
+__all__ = ["MAX_BROKERS", "PROXY_CONFIGS", "AnswerEdit", "Exchange", "Intercept", "ProxyEvent", "ProxyServer",
+           "TooManyBrokers", "Upstream", "proxy_config"]
 
 log = logging.getLogger("fakekafka.proxy")
 _CORRELATION = struct.Struct(">i")
@@ -76,6 +79,9 @@ one (a slow client stops the proxy reading its upstream, a slow upstream stops i
 _CORK: int | None = getattr(socket, "TCP_CORK", None)
 """Linux's TCP_CORK (None elsewhere: nothing is corked)."""
 BOOTSTRAP = -1
+MAX_BROKERS = 1000
+"""Upstream brokers the proxy binds a listener for (fakekafka's own bound, `max_brokers`): an upstream naming
+more gets BROKER_NOT_AVAILABLE in the answers naming the others, and one ERROR line."""
 """The node id faults and records give the bootstrap listener's connections."""
 DRAIN_S = 2.0
 """After a client leaves with requests forwarded and unanswered, how long their answers are still read from
@@ -125,13 +131,37 @@ class _Listener:
     reachable: bool = True
 
 
+PROXY_CONFIGS = ("max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides",
+                 "connections.max.idle.ms", "socket.request.max.bytes")
+"""The broker configs the proxy applies to its own client connections, by Kafka's names."""
+
+
+def proxy_config(properties: dict[str, str] | None) -> BrokerConfig:
+    """The proxy's limits from broker settings by Kafka's names (`PROXY_CONFIGS`), each checked as the broker
+    checks it; ValueError in words for another name or a value Kafka refuses."""
+    properties = dict(properties or {})
+    other = sorted(set(properties) - set(PROXY_CONFIGS))
+    if other:
+        raise ValueError(f"the proxy takes only the broker configs {', '.join(PROXY_CONFIGS)}; not "
+                         f"{', '.join(other)}")
+    try:
+        return BrokerConfig.from_properties({k: str(v) for k, v in properties.items()})
+    except ValueError as e:
+        raise ValueError(str(e)) from None
+
+
+class TooManyBrokers(Exception):
+    """An answer names a broker past `max_brokers`: no listener is bound for it."""
+
+
 class ProxyServer:
     """A Kafka proxy in front of `upstreams` (bootstrap addresses of any Kafka-compatible cluster)."""
 
     def __init__(self, upstreams: list[Upstream] | list[str] | str, host: str = "127.0.0.1", port: int = 0, *,
                  advertised_host: str | None = None, client_ssl: ssl.SSLContext | None = None,
-                 upstream_ssl: ssl.SSLContext | None = None, max_request_bytes: int = 104857600,
-                 decode_answers: bool = False) -> None:
+                 upstream_ssl: ssl.SSLContext | None = None, max_request_bytes: int | None = None,
+                 decode_answers: bool = False, max_brokers: int = MAX_BROKERS,
+                 config: BrokerConfig | None = None) -> None:
         if isinstance(upstreams, str):
             upstreams = upstreams.split(",")
         self.upstreams = [u if isinstance(u, Upstream) else Upstream.parse(u) for u in upstreams]
@@ -142,8 +172,22 @@ class ProxyServer:
         self.advertised_host = advertised_host or host
         self.client_ssl = client_ssl
         self.upstream_ssl = upstream_ssl
-        self.max_request_bytes = max_request_bytes
+        self.config = config or BrokerConfig()
+        """The broker limits the proxy applies to its own client connections, by Kafka's names: max.connections,
+        max.connections.per.ip (and its overrides), connections.max.idle.ms, socket.request.max.bytes."""
+        self.clock = SystemClock()
+        self.max_request_bytes = self.config.socket_request_max_bytes if max_request_bytes is None \
+            else max_request_bytes
+        self.quotas = ConnectionQuotas(self)
+        """The broker's own connection quotas (fakekafka/net/quotas.py), the proxy counted as one broker: all its
+        listeners' client connections together, as Kafka counts a broker's across its listeners."""
+        self._ticker: asyncio.Task[None] | None = None
         self.decode_answers = decode_answers
+        if max_brokers < 1:
+            raise ValueError(f"max_brokers (--max-brokers) must be at least 1, not {max_brokers}")
+        self.max_brokers = max_brokers
+        """Upstream brokers that get a listener; an answer naming one more is refused (see `MAX_BROKERS`)."""
+        self.brokers_refused = 0
         """Decode every answer (its error codes and what it touched) for request listeners: recordings and the
         summary. Off, only the answers that name brokers are decoded."""
         self.faults = Faults()
@@ -197,11 +241,24 @@ class ProxyServer:
         self.bind()
         for listener in self.listeners.values():
             await self._serve(listener)
+        if self._ticker is None:
+            self._ticker = asyncio.get_running_loop().create_task(self._tick_loop())
+
+    async def _tick_loop(self) -> None:
+        """Closes client connections idle for connections.max.idle.ms (looked at a fifth of that apart, at most
+        a second)."""
+        while True:
+            self.quotas.expire_idle()
+            await asyncio.sleep(min(1.0, max(0.01, self.config.connections_max_idle_ms / 5000)))
 
     async def stop(self) -> None:
         """Closes the listeners and every connection, and waits for the upstream connections being opened (a
         task left pending when the loop stops would be finalised later, at a random point of another thread's
         work)."""
+        self.quotas.stopped = True
+        if self._ticker is not None:
+            self._ticker.cancel()
+            self._ticker = None
         for listener in self.listeners.values():
             await self._close_listener(listener)
         for pair in list(self._pairs):
@@ -264,6 +321,14 @@ class ProxyServer:
         found = self.listeners.get(node_id)
         if found is not None:
             return found
+        if len(self.listeners) - (BOOTSTRAP in self.listeners) >= self.max_brokers:
+            self.brokers_refused += 1
+            if self.brokers_refused == 1:
+                log.error("the upstream names more than %d brokers (broker %d is one more): the proxy binds no "
+                          "listener for them and answers BROKER_NOT_AVAILABLE where an answer names one (raise the "
+                          "bound with --max-brokers / Proxy(max_brokers=N))", self.max_brokers, node_id)
+                self.event("too_many_brokers", broker=node_id, max_brokers=self.max_brokers)
+            raise TooManyBrokers(node_id)
         sock = None
         base = self.listeners[BOOTSTRAP].port if self.port else 0
         if base and base + 1 + node_id < 65536:
@@ -279,12 +344,13 @@ class ProxyServer:
         return listener
 
     def _rewrite(self, node_id: int, host: str, port: int) -> tuple[str, int]:
+        listener = self._listener_for(node_id)  # first: a broker refused a listener is not remembered either
         upstream = Upstream(host, port)
         if self.nodes.get(node_id) != upstream:
             self.nodes[node_id] = upstream
             self._hosts.add(host.encode())
             self._facts = None
-        return self.advertised_host, self._listener_for(node_id).port
+        return self.advertised_host, listener.port
 
     # --- steering -------------------------------------------------------------------------------------------
     async def kill_broker(self, node_id: int) -> None:
@@ -513,14 +579,13 @@ class _ClientSide(_Side):
         self.tls = pair.proxy.client_ssl is not None
         peer = transport.get_extra_info("peername")
         pair.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        pair.ip = str(peer[0]) if isinstance(peer, tuple) else pair.peer
         if not pair.listener.reachable:
             transport.close()
             return
         self.pause("connecting")
         pair.register()
-        task = pair.connecting = asyncio.get_running_loop().create_task(pair.proxy._connect(pair))
-        pair.proxy._tasks.add(task)
-        task.add_done_callback(pair.proxy._tasks.discard)
+        pair.proxy.quotas.accept(pair)  # closed (per address), held (max.connections) or started
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.transport = None
@@ -608,6 +673,25 @@ class _Pair:
         self.closed = False
         self.draining: asyncio.TimerHandle | None = None
         """Set once the client left: the upstream's answers are read for the listeners only, until the last."""
+        self.ip = "?"
+        self.admitted = False
+        self.counted_ip = False
+        self.last_active = 0
+        """What the connection quotas keep of it (`fakekafka.net.quotas.Limited`)."""
+
+    quota_node = 0
+    """The proxy's client connections are counted together, as one broker's."""
+
+    def pause(self, reason: str) -> None:
+        self.client.pause(reason)
+
+    def start(self) -> None:
+        """Admitted by the quotas: its upstream connection is opened, then its requests flow."""
+        self.admitted = True
+        self.client.resume("held")
+        task = self.connecting = asyncio.get_running_loop().create_task(self.proxy._connect(self))
+        self.proxy._tasks.add(task)
+        task.add_done_callback(self.proxy._tasks.discard)
 
     @property
     def node_id(self) -> int:
@@ -628,12 +712,13 @@ class _Pair:
         """The upstream connection is up: the client's requests flow."""
         self.client.resume("connecting")
 
-    def close(self, reason: str | None) -> None:
-        """Closes both connections: at once with a reason (a malformed frame, the proxy stopping), else after
-        what was already written to them is sent."""
+    def close(self, reason: str | None = None, *, abort: bool = False) -> None:
+        """Closes both connections: at once with a reason (a malformed frame, the proxy stopping) or `abort` (the
+        connection quotas, which said why), else after what was already written to them is sent."""
         if self.closed:
             return
         self.closed = True
+        self.proxy.quotas.forget(self)
         if reason:
             log.info("client %s (broker %s): %s; closing", self.peer, self._node_text(), reason)
             self.proxy.event("connection_closed", client=self.peer, broker=self.node_id, reason=reason)
@@ -641,7 +726,7 @@ class _Pair:
         for side in (self.client, self.upstream):
             if side is not None and side.transport is not None:
                 with contextlib.suppress(Exception):
-                    side.transport.abort() if reason else side.transport.close()
+                    side.transport.abort() if reason or abort else side.transport.close()
         if self.holding is not None:
             self.holding.cancel()
         if self.draining is not None:
@@ -675,6 +760,7 @@ class _Pair:
     def request(self, whole: bytearray) -> None:
         if not self.reading or self.closed:
             return
+        self.proxy.quotas.touch(self)
         if self.holding is not None:
             self.held.append(whole)
             return
@@ -860,7 +946,11 @@ class _Pair:
         edit = proxy.answer_edits.get(head.api_key) if proxy.answer_edits else None
         if throttle or edit is not None or may_name_a_broker(head.api_key, head.api_version, whole, proxy._hosts):
             _, body = decode_response(head.api_key, head.api_version, memoryview(whole)[4:])
-            changed = rewrite_addresses(body, proxy._rewrite)
+            try:
+                changed = rewrite_addresses(body, proxy._rewrite)
+            except TooManyBrokers:  # said once by _listener_for
+                answer = proxy.error_answer(head, slot.frame, ErrorCode.BROKER_NOT_AVAILABLE)
+                return [answer] if answer is not None else None
             self._learn(head.api_key, body)
             if edit is not None and edit(head, body):
                 changed += 1
@@ -896,6 +986,7 @@ class _Pair:
                 return
             if answer:
                 self.client.write(answer)
+                self.proxy.quotas.touch(self)
             if listeners:
                 self._tell(slot, answer)
         if len(slots) < _MAX_IN_FLIGHT:
@@ -992,6 +1083,9 @@ class _AnswerStream(_Stream):
             rewritten, note = rewrite_tail(held, proxy._hosts, proxy._rewrite)
         except FrameError as e:
             pair.close(f"the upstream's answer does not decode: {e}")
+            return False
+        except TooManyBrokers as e:  # half of the answer is sent already: the connection can only close
+            pair.close(f"the upstream's answer names broker {e.args[0]}, past max_brokers={proxy.max_brokers}")
             return False
         if note:
             log.info("client %s (broker %s): %s v%d: %s", pair.peer, pair._node_text(), self.slot.head.api_name,

@@ -14,6 +14,8 @@ A page asks for a generated part with an HTML comment on a line of its own, `<!-
 - `compat-scenarios`, `compat-clients`: the compatibility suite's scenarios and clients (`python -m compat --list`,
   `--list-clients`).
 - `compat-table`: the table of the last `python -m compat` run when `build/compat.md` exists.
+- `registry-compat-table`: the schema registry's compatibility verdicts, from `tests/unit/registry/
+  test_compatibility.py`'s table (each row one of its tests).
 - `include PATH`: a file of the repository (compat/KNOWN_DIFFERENCES.md, bench/README.md, CONTRIBUTING.md), its
   first heading dropped and the others moved one level down.
 
@@ -236,6 +238,12 @@ def _shift(text: str, *, keep_first: bool = False) -> str:
     return "\n".join(out) + "\n"
 
 
+def gen_registry_compat_table() -> str:
+    """The schema registry's compatibility verdicts, from the table its tests run."""
+    from tests.unit.registry.test_compatibility import markdown
+    return markdown() + "\n"
+
+
 def gen_include(path: str) -> str:
     return _shift((ROOT / path).read_text())
 
@@ -244,6 +252,7 @@ GENERATORS = {
     "cli": gen_cli, "marker": gen_marker, "fixtures": gen_fixtures, "pytest-options": gen_pytest_options,
     "frozen-clock": gen_frozen_clock, "compat-scenarios": gen_compat_scenarios,
     "compat-clients": gen_compat_clients, "compat-table": gen_compat_table, "include": gen_include,
+    "registry-compat-table": gen_registry_compat_table,
 }
 
 DIRECTIVE = re.compile(r"^<!-- gen: ([\w-]+)(?: (\S+))? -->$", re.MULTILINE)

@@ -10,16 +10,12 @@ versions). Each check returns the incompatibilities as Confluent's 409 message a
   schema accepts is accepted by the reader's. Open and closed content models (`additionalProperties`), properties
   added or removed, `required`, types (integer widening to number), `enum`, numeric and length bounds, `items`,
   `anyOf`/`oneOf`/`allOf`, `not`; local `$ref`s and references are followed.
-- Protobuf (from descriptors): a message or enum removed, a field's number reused with another type or kind, a
-  label changed, a field taken out of a oneof, several fields moved into one, the package changed are
-  incompatible; fields added, removed or renamed, and scalar types on the same wire encoding, are compatible
-  (Confluent's Protobuf rules).
+- Protobuf (from descriptors, `protobuf_rules`): Confluent's rules as its own diff examples give them.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 from fakekafka.registry.schemas import ParsedSchema
@@ -316,91 +312,10 @@ def _json(reader: ParsedSchema, writer: ParsedSchema) -> list[str]:
 
 
 # --- Protobuf -------------------------------------------------------------------------------------------------
-# scalar types that share a wire encoding and read each other's values (Confluent's compatible scalar groups)
-_WIRE_GROUPS = [{"int32", "uint32", "int64", "uint64", "bool"}, {"sint32", "sint64"}, {"fixed32", "sfixed32"},
-                {"fixed64", "sfixed64"}, {"string", "bytes"}]
-
-
-def _proto_messages(proto: Any) -> Iterator[tuple[str, Any]]:
-    prefix = f".{proto.package}" if proto.package else ""
-
-    def walk(scope: str, messages: Any) -> Iterator[tuple[str, Any]]:
-        for m in messages:
-            name = f"{scope}.{m.name}"
-            yield name, m
-            yield from walk(name, m.nested_type)
-    yield from walk(prefix, proto.message_type)
-
-
-def _proto_enums(proto: Any) -> dict[str, Any]:
-    prefix = f".{proto.package}" if proto.package else ""
-    out = {f"{prefix}.{e.name}": e for e in proto.enum_type}
-    for name, m in _proto_messages(proto):
-        out.update({f"{name}.{e.name}": e for e in m.enum_type})
-    return out
-
-
-def _proto_type(field: Any) -> tuple[str, str]:
-    """(kind, name): ("scalar", "int32"), ("message", ".pkg.Msg") or ("enum", ".pkg.E")."""
-    from google.protobuf.descriptor_pb2 import FieldDescriptorProto as F
-
-    if field.type == F.TYPE_MESSAGE or field.type == F.TYPE_GROUP:
-        return "message", field.type_name
-    if field.type == F.TYPE_ENUM:
-        return "enum", field.type_name
-    return "scalar", F.Type.Name(field.type)[len("TYPE_"):].lower()
-
-
-def _in_oneof(field: Any) -> bool:
-    return field.HasField("oneof_index") and not field.proto3_optional
-
-
 def _protobuf(reader: ParsedSchema, writer: ParsedSchema) -> list[str]:
-    from google.protobuf.descriptor_pb2 import FieldDescriptorProto as F
+    from fakekafka.registry.protobuf_rules import incompatibilities
 
-    found: list[tuple[str, str]] = []
-    r, w = reader.parsed, writer.parsed
-    if r.package != w.package:
-        found.append(("PACKAGE_CHANGED", "#/"))
-    rmsgs, wmsgs = dict(_proto_messages(r)), dict(_proto_messages(w))
-    for name, wm in wmsgs.items():
-        rm = rmsgs.get(name)
-        if rm is None:
-            found.append(("MESSAGE_REMOVED", f"#/{name.lstrip('.')}"))
-            continue
-        rfields = {f.number: f for f in rm.field}
-        for wf in wm.field:
-            rf = rfields.get(wf.number)
-            where = f"#/{name.lstrip('.')}/{wf.number}"
-            if rf is None:
-                continue  # removed: readers skip the unknown number
-            (wkind, wtype), (rkind, rtype) = _proto_type(wf), _proto_type(rf)
-            if wkind != rkind:
-                found.append(("FIELD_KIND_CHANGED", where))
-            elif wkind == "scalar" and wtype != rtype and not any(
-                    wtype in g and rtype in g for g in _WIRE_GROUPS):
-                found.append(("FIELD_SCALAR_KIND_CHANGED", where))
-            elif wkind != "scalar" and wtype.rsplit(".", 1)[-1] != rtype.rsplit(".", 1)[-1]:
-                found.append(("FIELD_NAMED_TYPE_CHANGED", where))
-            if (wf.label == F.LABEL_REPEATED) != (rf.label == F.LABEL_REPEATED):
-                found.append(("FIELD_NUMERIC_LABEL_CHANGED" if wkind == "scalar" else "FIELD_LABEL_CHANGED", where))
-        # oneofs: a field leaving one, or several plain fields moving into one, change what a reader sees set
-        moved: dict[int, int] = {}
-        for wf in wm.field:
-            rf = rfields.get(wf.number)
-            if _in_oneof(wf) and (rf is None or not _in_oneof(rf)):
-                found.append(("ONEOF_FIELD_REMOVED", f"#/{name.lstrip('.')}/{wf.number}"))
-            elif rf is not None and _in_oneof(rf) and not _in_oneof(wf):
-                moved[rf.oneof_index] = moved.get(rf.oneof_index, 0) + 1
-        for index, count in moved.items():
-            if count > 1:
-                found.append(("MULTIPLE_FIELDS_MOVED_TO_ONEOF", f"#/{name.lstrip('.')}/{rm.oneof_decl[index].name}"))
-        for rf in rm.field:
-            if rf.label == F.LABEL_REQUIRED and rf.number not in {f.number for f in wm.field}:
-                found.append(("REQUIRED_FIELD_ADDED", f"#/{name.lstrip('.')}/{rf.number}"))
-    renums = _proto_enums(r)
-    for name in _proto_enums(w):
-        if name not in renums:
-            found.append(("ENUM_REMOVED", f"#/{name.lstrip('.')}"))
+    # Confluent diffs the writer's schema (the original) against the reader's (the update)
+    found = incompatibilities(writer.parsed, writer.referenced, reader.parsed, reader.referenced)
     return [f"{{errorType:'{kind}', description:'Found incompatible change: Difference{{fullPath='{path}', "
             f"type={kind}}}'}}" for kind, path in found]

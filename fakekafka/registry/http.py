@@ -211,9 +211,9 @@ class SchemaRegistryServer:
         if name == "register":
             return r.register(subject, body, query.get("normalize", False))
         if name == "version":
-            return r.get_version(subject, args["version"], deleted)
+            return r.get_version(subject, args["version"], deleted, query.get("format") or None)
         if name == "version_schema":
-            return json.loads(r.get_version(subject, args["version"], deleted)["schema"])
+            return _bare(r.get_version(subject, args["version"], deleted, query.get("format") or None))
         if name == "referenced_by":
             return r.referenced_by(subject, args["version"])
         if name == "delete_version":
@@ -225,9 +225,9 @@ class SchemaRegistryServer:
         if name == "types":
             return r.schema_types()
         if name == "schema":
-            return r.schema_by_id(schema_id, query.get("subject") or None)
+            return r.schema_by_id(schema_id, query.get("subject") or None, query.get("format") or None)
         if name == "schema_text":
-            return json.loads(r.schema_by_id(schema_id, query.get("subject") or None)["schema"])
+            return _bare(r.schema_by_id(schema_id, query.get("subject") or None, query.get("format") or None))
         if name == "schema_versions":
             return _page(r.schema_versions(schema_id, deleted, query.get("subject") or None), query)
         if name == "schema_subjects":
@@ -249,6 +249,17 @@ class SchemaRegistryServer:
         raise AssertionError(name)
 
 
+class RawText(str):
+    """An answer sent as it is, not as JSON: a Protobuf schema's text from `.../schema`."""
+
+
+def _bare(schema: dict[str, Any]) -> Any:
+    """The `.../schema` endpoints: the schema itself, a JSON document for Avro and JSON Schema, text for Protobuf."""
+    if schema.get("schemaType") == "PROTOBUF":
+        return RawText(schema["schema"])
+    return json.loads(schema["schema"])
+
+
 class _Handler(BaseHTTPRequestHandler):
     registry_server: SchemaRegistryServer
     protocol_version = "HTTP/1.1"
@@ -259,7 +270,7 @@ class _Handler(BaseHTTPRequestHandler):
         log.debug("schema registry %s: " + format, self.address_string(), *args)
 
     def _answer(self, status: int, payload: Any, close: bool = False) -> None:
-        data = json.dumps(payload, separators=(",", ":")).encode()
+        data = payload.encode() if isinstance(payload, RawText) else json.dumps(payload, separators=(",", ":")).encode()
         self.send_response(status)
         self.send_header("Content-Type", CONTENT_TYPE)
         self.send_header("Content-Length", str(len(data)))

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from fakekafka.registry import compatibility
 from fakekafka.registry.errors import RegistryError
-from fakekafka.registry.schemas import SCHEMA_TYPES, ParsedSchema, Reference, parse_schema
+from fakekafka.registry.schemas import SCHEMA_TYPES, ParsedSchema, Reference, parse_schema, serialized
 from fakekafka.registry.settings import MODES, RegistrySettings, dumps, flag
 
 __all__ = ["MODES", "MemoryLog", "Registry", "SchemaLog"]
@@ -195,18 +195,19 @@ class Registry(RegistrySettings):
                 return v
         raise RegistryError.version_not_found(number)
 
-    def _schema_json(self, schema_id: int) -> dict[str, Any]:
+    def _schema_json(self, schema_id: int, fmt: str | None = None) -> dict[str, Any]:
         s = self.schemas[schema_id]
         out: dict[str, Any] = {}
         if s.schema_type != "AVRO":
             out["schemaType"] = s.schema_type
         if s.references:
             out["references"] = [r.to_json() for r in s.references]
-        out["schema"] = s.text
+        out["schema"] = serialized(self.parsed(schema_id)) if fmt == "serialized" else s.text
         return out
 
-    def _version_json(self, v: _Version) -> dict[str, Any]:
-        return {"subject": v.subject, "version": v.version, "id": v.schema_id, **self._schema_json(v.schema_id)}
+    def _version_json(self, v: _Version, fmt: str | None = None) -> dict[str, Any]:
+        return {"subject": v.subject, "version": v.version, "id": v.schema_id,
+                **self._schema_json(v.schema_id, fmt)}
 
     def list_subjects(self, deleted: Any = False, deleted_only: Any = False, prefix: str = "") -> list[str]:
         only = flag(deleted_only)
@@ -223,8 +224,10 @@ class Registry(RegistrySettings):
             raise RegistryError.subject_not_found(subject)
         return [v.version for v in versions]
 
-    def get_version(self, subject: str, version: str | int, deleted: Any = False) -> dict[str, Any]:
-        return self._version_json(self._version(subject, version, flag(deleted)))
+    def get_version(self, subject: str, version: str | int, deleted: Any = False, fmt: str | None = None
+                    ) -> dict[str, Any]:
+        """`fmt="serialized"`: a Protobuf schema as a base64 FileDescriptorProto."""
+        return self._version_json(self._version(subject, version, flag(deleted)), fmt)
 
     def referenced_by(self, subject: str, version: str | int) -> list[int]:
         v = self._version(subject, version)
@@ -232,11 +235,11 @@ class Registry(RegistrySettings):
                        if not u.deleted and any(r.subject == subject and r.version == v.version
                                                 for r in self.schemas[u.schema_id].references)})
 
-    def schema_by_id(self, schema_id: int, subject: str | None = None) -> dict[str, Any]:
+    def schema_by_id(self, schema_id: int, subject: str | None = None, fmt: str | None = None) -> dict[str, Any]:
         if schema_id not in self.schemas or (subject and not any(
                 v.schema_id == schema_id for v in self.subjects.get(subject, {}).values())):
             raise RegistryError.schema_not_found()
-        return self._schema_json(schema_id)
+        return self._schema_json(schema_id, fmt)
 
     def schema_versions(self, schema_id: int, deleted: Any = False, subject: str | None = None
                         ) -> list[dict[str, Any]]:
@@ -265,7 +268,7 @@ class Registry(RegistrySettings):
                 raise RegistryError.invalid_schema(f"Invalid reference {r}: it needs a name, a subject and a version")
             refs.append(Reference(r["name"], r["subject"], self.parse_version(r.get("version", -1))))
         parsed = parse_schema(schema_type, body["schema"], tuple(refs), self._resolve)
-        if normalize:
+        if normalize and parsed.schema_type != "PROTOBUF":  # Protobuf's normal form is its descriptor: text kept
             parsed.text = parsed.normalized()
         return parsed
 

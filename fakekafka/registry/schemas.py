@@ -5,8 +5,8 @@ with `jsonschema` (the schema is checked against its draft's metaschema), Protob
 A schema's references (other subjects' versions) are resolved before it is parsed: Avro's named types go into one
 `Names`, JSON Schema's `$ref`s to a reference's name resolve to that schema, Protobuf's imports to its file.
 
-Protobuf is taken as a serialized FileDescriptorProto (base64), which is what confluent-kafka's serializers send;
-a `.proto` text needs a parser that the `protobuf` package does not have, so it is refused in words.
+Protobuf is taken as `.proto` text (what the Java serializers and most tools send), compiled by protoc
+(`protobuf.py`), or as a serialized FileDescriptorProto in base64 (what confluent-kafka's serializers send).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 from fakekafka.registry.errors import RegistryError
 
-__all__ = ["SCHEMA_TYPES", "ParsedSchema", "Reference", "parse_schema"]
+__all__ = ["SCHEMA_TYPES", "ParsedSchema", "Reference", "parse_schema", "serialized"]
 
 SCHEMA_TYPES = ("AVRO", "JSON", "PROTOBUF")
 
@@ -59,7 +59,7 @@ class ParsedSchema:
             elif self.schema_type == "JSON":
                 self._normalized = json.dumps(self.parsed, separators=(",", ":"), sort_keys=True)
             else:
-                self._normalized = self.text
+                self._normalized = _canonical_proto(self.parsed)
         return self._normalized
 
 
@@ -143,24 +143,55 @@ def _parse_json(text: str, references: tuple[Reference, ...], resolve: Resolver)
 def _parse_protobuf(text: str, references: tuple[Reference, ...], resolve: Resolver) -> ParsedSchema:
     from google.protobuf import descriptor_pb2, message
 
-    proto = descriptor_pb2.FileDescriptorProto()
-    try:
-        proto.ParseFromString(base64.b64decode(text, validate=True))
-    except (binascii.Error, ValueError, message.DecodeError):
-        raise RegistryError.invalid_schema(
-            "Invalid schema: fakekafka takes Protobuf schemas as a serialized FileDescriptorProto in base64 (what "
-            "confluent-kafka's serializers send); .proto text is not supported yet") from None
-    if not proto.message_type and not proto.enum_type:
-        raise RegistryError.invalid_schema("Invalid schema: the Protobuf file defines no message or enum")
     referenced: dict[str, Any] = {}
+    direct: dict[str, Any] = {}
     for ref in references:
         target = resolve(ref)
         if target.schema_type != "PROTOBUF":
             raise RegistryError.invalid_schema(f"Invalid schema: reference {ref.name} is a {target.schema_type} schema")
-        referenced[ref.name] = target.parsed
+        referenced[ref.name] = direct[ref.name] = target.parsed
         referenced.update(target.referenced)
+    proto = descriptor_pb2.FileDescriptorProto()
+    try:
+        proto.ParseFromString(base64.b64decode(text, validate=True))
+        if not proto.name and not proto.message_type and not proto.enum_type:
+            raise ValueError("not a descriptor")
+    except (binascii.Error, ValueError, message.DecodeError):
+        # .proto text, as the Java serializers and most tools send it: compiled by protoc against the references
+        from fakekafka.registry.protobuf import compile_proto
+
+        proto = compile_proto(text, referenced)
+    if not proto.message_type and not proto.enum_type:
+        raise RegistryError.invalid_schema("Invalid schema: the Protobuf file defines no message or enum")
     missing = [d for d in proto.dependency if d not in referenced and not d.startswith("google/protobuf/")
                and not d.startswith("confluent/")]
     if missing:
         raise RegistryError.invalid_schema(f"Invalid schema: imports without a reference: {', '.join(missing)}")
     return ParsedSchema("PROTOBUF", text, references, proto, referenced)
+
+
+def serialized(schema: ParsedSchema) -> str:
+    """`format=serialized`: a Protobuf schema as a base64 FileDescriptorProto (what confluent-kafka's Protobuf
+    serdes ask for, whichever form was registered); other formats as stored."""
+    if schema.schema_type != "PROTOBUF":
+        return schema.text
+    return base64.b64encode(schema.parsed.SerializeToString(deterministic=True)).decode("ascii")
+
+
+def _canonical_proto(proto: Any) -> str:
+    """A descriptor with what does not change its meaning left out (file name, comments and positions, json names
+    protoc fills in), so the same file registered as text and as a descriptor compares equal."""
+    canon = type(proto)()
+    canon.CopyFrom(proto)
+    canon.ClearField("name")
+    canon.ClearField("source_code_info")
+
+    def strip(messages: Any) -> None:
+        for m in messages:
+            for f in list(m.field) + list(m.extension):
+                f.ClearField("json_name")
+            strip(m.nested_type)
+    strip(canon.message_type)
+    for f in canon.extension:
+        f.ClearField("json_name")
+    return base64.b64encode(canon.SerializeToString(deterministic=True)).decode("ascii")

@@ -130,6 +130,63 @@ def test_protobuf_round_trip(kafka: Any) -> None:
     assert sr.get_latest_version("orders-pb-value").schema.schema_type == "PROTOBUF"
 
 
+MONEY_PROTO = 'syntax = "proto3";\npackage common;\nmessage Money { int64 cents = 1; string currency = 2; }\n'
+ORDER_PROTO = ('syntax = "proto3";\npackage shop;\nimport "common/money.proto";\n\n'
+               '// registered as the Java serializer registers it: .proto text with a reference per import\n'
+               'message Order {\n  string id = 1;\n  common.Money total = 2;\n  map<string, int32> lines = 3;\n}\n')
+
+
+def test_proto_text_with_a_reference_read_by_confluent_kafkas_protobuf_serdes(kafka: Any) -> None:
+    """A `.proto` text schema with an import (what the Java serdes register) is served to confluent-kafka's Protobuf
+    serializer and deserializer as the descriptors they ask for (`format=serialized`), references included."""
+    pytest.importorskip("grpc_tools")
+    from confluent_kafka.schema_registry import SchemaReference
+    from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
+    from google.protobuf import descriptor_pool, message_factory
+    from google.protobuf.descriptor_pb2 import FileDescriptorProto
+    sr = SchemaRegistryClient({"url": kafka.schema_registry_url})
+    money = sr.register_schema("common/money.proto", Schema(MONEY_PROTO, "PROTOBUF"))
+    order_id = sr.register_schema("orders-proto-value", Schema(ORDER_PROTO, "PROTOBUF", [
+        SchemaReference("common/money.proto", "common/money.proto", 1)]))
+    assert money != order_id
+    got = sr.get_schema(order_id)
+    assert got.schema_str == ORDER_PROTO and [r.name for r in got.references] == ["common/money.proto"]
+    # the classes a Python service would generate from the same files
+    pool = descriptor_pool.DescriptorPool()
+    for text_name, fmt_subject in (("common/money.proto", "common/money.proto"), ("shop.proto", "orders-proto-value")):
+        fd = FileDescriptorProto()
+        fd.ParseFromString(__import__("base64").b64decode(
+            sr.get_latest_version(fmt_subject, fmt="serialized").schema.schema_str))
+        fd.name = text_name
+        if text_name == "shop.proto":
+            del fd.dependency[:]
+            fd.dependency.append("common/money.proto")
+        pool.Add(fd)
+    order = message_factory.GetMessageClass(pool.FindMessageTypeByName("shop.Order"))
+    money_cls = message_factory.GetMessageClass(pool.FindMessageTypeByName("common.Money"))
+    ctx = SerializationContext("orders-proto", MessageField.VALUE)
+    serialize = ProtobufSerializer(order, sr, {"use.deprecated.format": False, "auto.register.schemas": False,
+                                               "use.latest.version": True})
+    value = order(id="o-1", total=money_cls(cents=1250, currency="EUR"))
+    value.lines["sku-1"] = 2
+    raw = serialize(value, ctx)
+    assert int.from_bytes(raw[1:5], "big") == order_id  # written with the text schema's id
+    produce(kafka, "orders-proto", [raw])
+    [back_raw] = consume(kafka, "orders-proto", 1)
+    # a consumer's own client (sr's cache keeps the id's text answer from the get_schema above)
+    reader = SchemaRegistryClient({"url": kafka.schema_registry_url})
+    back = ProtobufDeserializer(order, {"use.deprecated.format": False}, reader)(back_raw, ctx)
+    assert (back.id, back.total.cents, dict(back.lines)) == ("o-1", 1250, {"sku-1": 2})
+    # an incompatible edit of the text is refused with Confluent's difference
+    with pytest.raises(SchemaRegistryError) as refused:
+        sr.register_schema("orders-proto-value", Schema(ORDER_PROTO.replace("string id = 1", "int32 id = 1"),
+                                                        "PROTOBUF", got.references))
+    assert refused.value.http_status_code == 409 and "FIELD_SCALAR_KIND_CHANGED" in refused.value.error_message
+    with pytest.raises(SchemaRegistryError) as invalid:
+        sr.register_schema("orders-proto-value", Schema("syntax = \"proto3\"; message M { strin a = 1; }", "PROTOBUF"))
+    assert invalid.value.error_code == 42201 and '"strin" is not defined' in invalid.value.error_message
+
+
 def test_incompatible_schema_refused_with_confluents_409(kafka: Any) -> None:
     sr = SchemaRegistryClient({"url": kafka.schema_registry_url})
     sr.register_schema("orders-value", Schema(json.dumps(ORDER), "AVRO"))

@@ -5,6 +5,7 @@ shipped (retries on, idempotence off: a retried send after a lost answer writes 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from kafka import KafkaProducer
 
@@ -15,27 +16,38 @@ def _producer(bootstrap: str, *, idempotent: bool) -> KafkaProducer:
                          enable_idempotence=idempotent)
 
 
-def _place(bootstrap: str, order_ids: list[int], *, idempotent: bool) -> None:
+def _place(bootstrap: str, order_ids: list[int], *, idempotent: bool, topic: str) -> None:
     producer = _producer(bootstrap, idempotent=idempotent)
     try:
         for order_id in order_ids:
             value = json.dumps({"order_id": order_id, "amount_cents": 1000 + order_id}).encode()
-            producer.send("orders", key=str(order_id).encode(), value=value).get(timeout=20)
+            producer.send(topic, key=str(order_id).encode(), value=value).get(timeout=20)
     finally:
         producer.close()
 
 
-def place_orders(bootstrap: str, order_ids: list[int]) -> None:
+def place_orders(bootstrap: str, order_ids: list[int], topic: str = "orders") -> None:
     """The planted bug: idempotence is off, so a send retried after a dropped answer is written again."""
-    _place(bootstrap, order_ids, idempotent=False)
+    _place(bootstrap, order_ids, idempotent=False, topic=topic)
 
 
-def place_orders_fixed(bootstrap: str, order_ids: list[int]) -> None:
-    _place(bootstrap, order_ids, idempotent=True)
+def place_orders_fixed(bootstrap: str, order_ids: list[int], topic: str = "orders") -> None:
+    _place(bootstrap, order_ids, idempotent=True, topic=topic)
+
+
+def _orders_once(view: object, topic: str) -> str | None:
+    ids = [json.loads(v)["order_id"] for v in view.values(topic)]  # type: ignore[attr-defined]
+    twice = sorted({i for i in ids if ids.count(i) > 1})
+    return f"orders published more than once: {twice}" if twice else None
 
 
 def each_order_once(view: object) -> str | None:
     """The app's invariant, over the cluster's records: every order is published exactly once."""
-    ids = [json.loads(v)["order_id"] for v in view.values("orders")]  # type: ignore[attr-defined]
-    twice = sorted({i for i in ids if ids.count(i) > 1})
-    return f"orders published more than once: {twice}" if twice else None
+    return _orders_once(view, "orders")
+
+
+def each_order_once_in(topic: str) -> Callable[[object], str | None]:
+    """`each_order_once` on another topic (a run per topic on a shared cluster)."""
+    def each_order_once(view: object) -> str | None:
+        return _orders_once(view, topic)
+    return each_order_once

@@ -14,21 +14,27 @@ Built in:
 
 An app-level invariant is a callable given a `ChaosView` (the cluster's records): it returns None or True when
 the invariant holds, and False, a message, or raises AssertionError when it does not.
+
+The logs are read through `Logs`: the model's own (`ModelLogs`) on the fake cluster, or a cluster's logs read over
+the wire (`fakekafka.testing.chaos_proxy.RemoteLogs`) behind the proxy, where the read_committed check (it needs
+the aborted-transaction index) is left out.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
+from fakekafka.chaos.schedule import Schedule
 from fakekafka.model.cluster import ClusterState
 from fakekafka.model.hooks import Intercepted
 from fakekafka.model.metadata import Partition
 from fakekafka.wire.records import Record, decode_batch, read_header
 
-__all__ = ["ChaosView", "Ledger", "Violation", "check_invariants"]
+__all__ = ["ChaosFailure", "ChaosView", "Ledger", "Logs", "ModelLogs", "Violation", "check_invariants"]
 
 _READ_COMMITTED = 1
 
@@ -63,15 +69,69 @@ class _FetchedTxn:
     aborted_listed: bool
 
 
+class ChaosFailure(AssertionError):
+    """An invariant did not hold under chaos: the violations with their evidence, and the schedule applied."""
+
+    def __init__(self, violations: list[Violation], schedule: Schedule) -> None:
+        self.violations = violations
+        self.schedule = schedule
+        lines = [line for v in violations for line in v.lines()]
+        seed = f" (seed {schedule.seed})" if schedule.seed is not None else ""
+        super().__init__("\n".join([f"chaos{seed}: {len(violations)} invariant(s) violated", *lines,
+                                    "schedule applied:", *(f"  {s}" for s in schedule.lines())]))
+
+
+class Logs(Protocol):
+    """The partition logs the built-in invariants read."""
+
+    def partitions(self) -> list[tuple[str, int]]:
+        """The applications' partitions (no internal topic)."""
+        ...
+
+    def batches(self, topic: str, partition: int) -> list[bytes]:
+        """The partition's stored batches below its high watermark, in offset order."""
+        ...
+
+    def bounds(self, topic: str, partition: int) -> tuple[int, int] | None:
+        """(log start, high watermark); None: no such partition (its topic was deleted)."""
+        ...
+
+    def unclean_allowed(self, topic: str) -> bool: ...
+
+
+class ModelLogs:
+    """The fake cluster's logs, read in the model (on the cluster's loop)."""
+
+    def __init__(self, cluster: ClusterState) -> None:
+        self.cluster = cluster
+
+    def partitions(self) -> list[tuple[str, int]]:
+        return [(p.topic.name, p.index) for p in _user_partitions(self.cluster)]
+
+    def batches(self, topic: str, partition: int) -> list[bytes]:
+        p = self.cluster.partition(topic, partition)
+        return [] if p is None else list(p.log.batches)
+
+    def bounds(self, topic: str, partition: int) -> tuple[int, int] | None:
+        p = self.cluster.partition(topic, partition)
+        return None if p is None else (p.log.log_start_offset, p.log.high_watermark)
+
+    def unclean_allowed(self, topic: str) -> bool:
+        t = self.cluster.topics.get(topic)
+        return t is not None and self.cluster.topic_config(t, "unclean.leader.election.enable") == "true"
+
+
 @dataclass
 class Ledger:
     """An observer of the cluster's answers (`Hooks.observers`): what it acknowledged and what read_committed
-    consumers were given."""
+    consumers were given. Topic ids are named by the cluster's own topics, or by `topic_name` (the proxy's
+    names learned from Metadata answers)."""
 
-    cluster: ClusterState
+    cluster: ClusterState | None = None
     acked: list[_Acked] = field(default_factory=list)
     fetched: list[_FetchedTxn] = field(default_factory=list)
     past_lso: list[str] = field(default_factory=list)
+    topic_name: Callable[[uuid.UUID], str | None] | None = None
 
     def __call__(self, request: Intercepted, answer: Any, applied: bool) -> None:
         if answer is None or not applied:
@@ -86,7 +146,11 @@ class Ledger:
         if name:
             return name
         topic_id = entry.get("topic_id") if hasattr(entry, "get") else None
-        t = self.cluster.topics_by_id.get(topic_id) if topic_id is not None else None
+        if topic_id is None:
+            return None
+        if self.topic_name is not None:
+            return self.topic_name(topic_id)
+        t = self.cluster.topics_by_id.get(topic_id) if self.cluster is not None else None
         return t.name if t is not None else None
 
     def _produced(self, request: Intercepted, answer: Any) -> None:
@@ -135,53 +199,73 @@ class Ledger:
 class ChaosView:
     """The cluster's records for an app-level invariant (read on the cluster's loop: no races with requests)."""
 
-    def __init__(self, cluster: ClusterState) -> None:
-        self.cluster = cluster
+    def __init__(self, cluster: ClusterState | Logs) -> None:
+        self.logs: Logs = ModelLogs(cluster) if isinstance(cluster, ClusterState) else cluster
 
     def topics(self) -> list[str]:
-        return sorted(t for t in self.cluster.topics if not t.startswith("__"))
+        return sorted({t for t, _ in self.logs.partitions()})
 
     def records(self, topic: str, *, committed: bool = True) -> list[Record]:
         """Every record of the topic up to the high watermark, partition by partition in offset order, with
         `.partition` set; with `committed` (the default) as a read_committed consumer sees them: no aborted
-        records and nothing of a transaction still open."""
-        t = self.cluster.topics.get(topic)
-        if t is None:
+        records and nothing of a transaction still open (told by the transaction markers in the log)."""
+        indexes = sorted(p for t, p in self.logs.partitions() if t == topic)
+        if not indexes:
             raise KeyError(f"no topic {topic!r}; topics: {', '.join(self.topics()) or '(none)'}")
         out: list[Record] = []
-        for p in t.partitions:
-            log = p.log
-            end = log.last_stable_offset if committed else log.high_watermark
-            for batch in list(log.batches):
+        for index in indexes:
+            bounds = self.logs.bounds(topic, index)
+            if bounds is None:
+                continue
+            start, end = bounds
+            kept: list[Record] = []
+            open_txns: dict[int, list[Record]] = defaultdict(list)
+            for batch in self.logs.batches(topic, index):
                 h = read_header(batch)
-                if h.is_control or h.last_offset < log.log_start_offset or h.base_offset >= end:
+                if h.last_offset < start or h.base_offset >= end:
                     continue
-                if committed and h.is_transactional and any(
-                        a.producer_id == h.producer_id and a.first_offset <= h.base_offset <= a.last_offset
-                        for a in log.aborted):
-                    continue
-                for r in decode_batch(batch).records:
-                    if log.log_start_offset <= r.offset < end:
-                        r.partition = p.index
-                        out.append(r)
+                records = [r for r in decode_batch(batch).records if start <= r.offset < end]
+                if h.is_control:
+                    ended = open_txns.pop(h.producer_id, [])
+                    commit = bool(records) and _control_type(records[0]) == _COMMIT
+                    if commit or not committed:
+                        kept.extend(ended)
+                elif h.is_transactional and committed:
+                    open_txns[h.producer_id].extend(records)
+                else:
+                    kept.extend(records)
+            for r in kept:
+                r.partition = index
+            out.extend(sorted(kept, key=lambda r: r.offset))
         return out
 
     def values(self, topic: str, *, committed: bool = True) -> list[bytes | None]:
         return [r.value for r in self.records(topic, committed=committed)]
 
 
+_COMMIT = 1
+
+
+def _control_type(record: Record) -> int:
+    """A transaction marker's type (0 abort, 1 commit) from its key: version int16, type int16."""
+    key = record.key or b""
+    return int.from_bytes(key[2:4], "big", signed=True) if len(key) >= 4 else -1
+
+
 def _user_partitions(cluster: ClusterState) -> list[Partition]:
     return [p for t in cluster.topics.values() if not t.name.startswith("__") for p in t.partitions]
 
 
-def check_invariants(cluster: ClusterState, ledger: Ledger,
+def check_invariants(cluster: ClusterState | Logs, ledger: Ledger,
                      app: tuple[Callable[[ChaosView], Any], ...] = ()) -> list[Violation]:
     """Every violation of the built-in invariants and of `app`'s, with evidence."""
+    logs: Logs = ModelLogs(cluster) if isinstance(cluster, ClusterState) else cluster
     out: list[Violation] = []
-    out.extend(_acked_not_lost(cluster, ledger))
-    out.extend(_idempotent(cluster))
-    out.extend(_read_committed(cluster, ledger))
-    view = ChaosView(cluster)
+    out.extend(_acked_not_lost(logs, ledger))
+    out.extend(_idempotent(logs))
+    if isinstance(cluster, ClusterState):
+        out.extend(_read_committed(cluster, ledger))
+    view = ChaosView(logs)
     for check in app:
         name = getattr(check, "__name__", repr(check))
         try:
@@ -196,43 +280,43 @@ def check_invariants(cluster: ClusterState, ledger: Ledger,
     return out
 
 
-def _acked_not_lost(cluster: ClusterState, ledger: Ledger) -> list[Violation]:
+def _acked_not_lost(logs: Logs, ledger: Ledger) -> list[Violation]:
     lost: list[str] = []
     batches: dict[tuple[str, int], dict[int, int]] = {}
     for a in ledger.acked:
-        p = cluster.partition(a.topic, a.partition)
-        if p is None or cluster.topic_config(p.topic, "unclean.leader.election.enable") == "true":
+        bounds = logs.bounds(a.topic, a.partition)
+        if bounds is None or logs.unclean_allowed(a.topic):
             continue  # a deleted topic; or unclean election allowed, whose loss is expected
-        log = p.log
-        if a.base_offset < log.log_start_offset:
+        log_start, high_watermark = bounds
+        if a.base_offset < log_start:
             continue  # retention or DeleteRecords, not a loss
         if (a.topic, a.partition) not in batches:
-            batches[(a.topic, a.partition)] = {h.base_offset: h.last_offset_delta + 1
-                                               for h in (read_header(b) for b in list(log.batches))}
+            batches[(a.topic, a.partition)] = {h.base_offset: h.last_offset_delta + 1 for h in (
+                read_header(b) for b in logs.batches(a.topic, a.partition))}
         count = batches[(a.topic, a.partition)].get(a.base_offset)
-        if count != a.count or a.base_offset + a.count > log.high_watermark:
+        if count != a.count or a.base_offset + a.count > high_watermark:
             lost.append(f"{a.topic}-{a.partition} offsets {a.base_offset}..{a.base_offset + a.count - 1} "
                         f"(producer {a.producer_id}, sequence {a.sequence}, client {a.client_id}) were acknowledged; "
                         f"the log has {'no batch there' if count is None else f'{count} records there'}, high "
-                        f"watermark {log.high_watermark}")
+                        f"watermark {high_watermark}")
     if not lost:
         return []
     return [Violation("acknowledged records lost", f"{len(lost)} acknowledged batch(es) (acks=all) are gone",
                       tuple(lost[:20]))]
 
 
-def _idempotent(cluster: ClusterState) -> list[Violation]:
+def _idempotent(logs: Logs) -> list[Violation]:
     dups: list[str] = []
     disorder: list[str] = []
-    for p in _user_partitions(cluster):
+    for topic, index in logs.partitions():
         seen: dict[tuple[int, int, int], int] = {}
         last: dict[tuple[int, int], tuple[int, int]] = defaultdict(lambda: (-1, -1))
-        for b in list(p.log.batches):
+        for b in logs.batches(topic, index):
             h = read_header(b)
             if h.producer_id < 0 or h.base_sequence < 0 or h.is_control:
                 continue
             key = (h.producer_id, h.producer_epoch, h.base_sequence)
-            where = f"{p.topic.name}-{p.index}"
+            where = f"{topic}-{index}"
             if key in seen:
                 dups.append(f"{where}: producer {h.producer_id} epoch {h.producer_epoch} sequence {h.base_sequence} "
                             f"at offsets {seen[key]} and {h.base_offset}")

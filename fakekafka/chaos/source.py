@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -84,13 +85,16 @@ def _profile_names() -> tuple[str, ...]:
 
 @dataclass
 class ChaosSource:
-    """Draws (or replays) faults for one cluster and keeps the schedule it applied."""
+    """Draws (or replays) faults for one cluster and keeps the schedule it applied. Without a cluster (the proxy
+    in front of a real one) it draws only what a proxy can do: errors, latency and dropped connections, on
+    `now_ms`'s clock."""
 
-    cluster: ClusterState
+    cluster: ClusterState | None
     chaos: Chaos
     operator: BrokerOperator | None = None
     applied: Schedule = field(default_factory=Schedule)
     started_ms: int = 0
+    now_ms: Callable[[], int] | None = None
 
     def __post_init__(self) -> None:
         profile = self.chaos.profile
@@ -98,7 +102,11 @@ class ChaosSource:
         self.profile = profile
         self.applied = Schedule([], self.chaos.seed, profile.name if self.chaos.schedule is None
                                 else self.chaos.schedule.profile)
-        self.started_ms = self.cluster.clock.now_ms()
+        if self.now_ms is None:
+            if self.cluster is None:
+                raise ValueError("chaos without a cluster needs a clock (now_ms)")
+            self.now_ms = self.cluster.clock.now_ms
+        self.started_ms = self.now_ms()
         self.replay = None if self.chaos.schedule is None else {s.point: s for s in self.chaos.schedule}
         self.scope = set(profile.apis or _SCOPE)
         if self.replay is None and self.chaos.seed is None:
@@ -119,7 +127,7 @@ class ChaosSource:
         if step is None:
             return []
         action = self._apply(step, request)
-        step = dataclasses.replace(step, t_ms=self.cluster.clock.now_ms() - self.started_ms,
+        step = dataclasses.replace(step, t_ms=self.now_ms() - self.started_ms,  # type: ignore[misc]
                                    mechanism=step.mechanism or self._mechanism(step))
         self.applied.steps.append(step)
         return [(f"chaos: {step.describe()}", action)] if action is not None else []
@@ -138,7 +146,7 @@ class ChaosSource:
         base = {"api": request.api, "nth": request.nth, "topic": topic, "partition": partition}
         errors = legal_errors(request.api, non_retriable=p.non_retriable)
         for kind, rate in (("error", p.error_rate if errors else 0), ("latency", p.latency_rate),
-                           ("drop", p.drop_rate), ("kill", p.kill_rate if self.operator else 0),
+                           ("drop", p.drop_rate), ("kill", p.kill_rate if self.operator and self.cluster else 0),
                            ("move_leader", p.move_leader_rate)):
             if u >= rate:
                 u -= rate
@@ -161,7 +169,7 @@ class ChaosSource:
 
     def _leader_move(self, base: dict[str, object], where: tuple[str, int] | None,
                      rng: random.Random) -> Step | None:
-        if where is None or where[1] is None:
+        if where is None or where[1] is None or self.cluster is None:
             return None
         p = self.cluster.partition(*where)
         if p is None:
@@ -173,10 +181,14 @@ class ChaosSource:
 
     def _applicable(self, step: Step, request: Intercepted) -> bool:
         """A step is applied only where Kafka could do it now (a replayed leader move needs its broker in sync)."""
+        if step.kind in ("kill", "move_leader") and self.cluster is None:
+            return False  # a proxy kills no broker and moves no leader
         if step.kind == "kill":
+            assert self.cluster is not None
             alive = [b for b in self.cluster.brokers.values() if b.alive]
             return self.operator is not None and step.broker in {b.node_id for b in alive}
         if step.kind == "move_leader":
+            assert self.cluster is not None
             if step.topic is None or step.partition is None or step.broker is None:
                 return False
             p = self.cluster.partition(step.topic, step.partition)
@@ -198,6 +210,7 @@ class ChaosSource:
             self.operator.kill_broker(step.broker, step.ms)
             return Drop() if request.broker == step.broker else None
         assert step.topic is not None and step.partition is not None and step.broker is not None
+        assert self.cluster is not None
         self.cluster.move_leader(step.topic, step.partition, step.broker)
         return None  # the request meets the new leadership as Kafka's would (NOT_LEADER_OR_FOLLOWER on the old)
 

@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from fakekafka.model.hooks import Action, Delay, Drop, Fail, Intercepted, Throttle
+from fakekafka.model.hooks import Action, Delay, Drop, Fail, Hook, Intercepted, Throttle
 from fakekafka.wire import ErrorCode
 from fakekafka.wire.messages import API_MODULES
 
-__all__ = ["Fault", "FaultKind", "FaultSteering", "Faults", "api_key_of", "error_code_of", "touched_partitions"]
+__all__ = ["Fault", "FaultKind", "FaultSteering", "Faults", "api_key_of", "error_code_of", "hook_of",
+           "touched_partitions"]
 
 _NAMES = {name.lower(): key for key, (name, *_rest) in API_MODULES.items()}
 
@@ -40,6 +41,20 @@ def error_code_of(error: ErrorCode | int | str) -> ErrorCode:
     except (KeyError, ValueError):
         raise ValueError(f"unknown error {error!r}; names are Kafka's, e.g. NOT_LEADER_OR_FOLLOWER, "
                          f"REQUEST_TIMED_OUT, or a code number") from None
+
+
+def hook_of(api: int | str | None, fn: Callable[[Intercepted], Action | None] | Action, *, keep: bool = False,
+            broker: int | None = None, topic: str | None = None, partition: int | None = None,
+            client_id: str | None = None) -> Hook:
+    """What `intercept` adds (on the fake cluster and on the proxy): `fn` decides, or is the action itself."""
+    if isinstance(fn, Action):
+        def decide(_request: Intercepted, action: Action = fn) -> Action:
+            return action
+    elif callable(fn):
+        decide = fn
+    else:
+        raise TypeError(f"intercept takes a function of the request or an action (fakekafka.Fail(...)), not {fn!r}")
+    return Hook(decide, api_key_of(api), broker, client_id, topic, partition, keep)
 
 
 class FaultKind(Enum):

@@ -21,6 +21,7 @@ from typing import Any, NoReturn
 
 from fakekafka import __version__
 from fakekafka.model.config import BROKER_CONFIGS, BrokerConfig, InvalidConfig
+from fakekafka.ops.chaos_args import add_chaos_options, chaos_done, chaos_from_args
 from fakekafka.ops.control import COMMANDS, TOKEN_ENV, control_binding, control_token, send_command, serve_control
 from fakekafka.ops.describe import status_line
 from fakekafka.storage.datadir import DataDirError
@@ -182,15 +183,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--schema-registry", type=_port, nargs="?", const=8081, default=None, metavar="PORT",
                        help="serve a Confluent-compatible Schema Registry on PORT (default 8081, Confluent's; 0: a "
                             "free one), kept in the _schemas topic; the line before the ready line prints its URL")
-    serve.add_argument("--chaos-seed", type=int, metavar="N",
-                       help="draw Kafka-legal faults (errors, latency, dropped connections...) from this seed at "
-                            "each request point; the same seed and client behaviour give the same faults")
-    serve.add_argument("--chaos-profile", metavar="NAME|FILE",
-                       help="how much chaos: none, default, network, busy, harsh, or a JSON file of rates")
-    serve.add_argument("--chaos-schedule", metavar="FILE",
-                       help="replay a chaos schedule (a file --chaos-out or a failing pytest chaos run wrote)")
-    serve.add_argument("--chaos-out", metavar="FILE",
-                       help="write the chaos schedule applied to this file (JSON) when the server stops")
+    add_chaos_options(serve, "errors, latency, dropped connections, broker kills, leader moves...")
     serve.add_argument("--record", metavar="DIR",
                        help="record every request as Parquet files under DIR (hour=.../part-*.parquet; needs "
                             "pyarrow); read them with `fakekafka analyze DIR`")
@@ -231,6 +224,8 @@ def _parser() -> argparse.ArgumentParser:
     proxy.add_argument("--max-brokers", type=int, default=1000, metavar="N",
                        help="upstream brokers the proxy binds a listener for (default 1000); answers naming more "
                             "get BROKER_NOT_AVAILABLE")
+    add_chaos_options(proxy, "errors answered by the proxy or after forwarding, latency, connections dropped "
+                             "before or after forwarding")
     proxy.add_argument("--control-port", type=_port, default=None,
                        help="port for `fakekafka ctl` (default: a free one; the ready line prints it)")
     _control_options(proxy, "--listen's host")
@@ -464,7 +459,7 @@ async def _serve(args: argparse.Namespace) -> int:
     if racks is not None and len(racks) != args.brokers:
         print(f"fakekafka: --racks names {len(racks)} racks for {args.brokers} brokers", file=sys.stderr)
         return 2
-    chaos = _chaos(args)
+    chaos = chaos_from_args(args)
     if isinstance(chaos, str):
         print(f"fakekafka: {chaos}", file=sys.stderr)
         return 2
@@ -497,8 +492,8 @@ async def _serve(args: argparse.Namespace) -> int:
     try:
         return await _run_cluster(args, cluster)
     finally:
-        if cluster.chaos is not None:
-            _chaos_done(args, cluster)
+        if cluster.chaos is not None:  # the loop has stopped: nothing changes the schedule any more
+            chaos_done(args, cluster.chaos.applied(), "fakekafka")
         if recorder is not None:
             await asyncio.to_thread(recorder.close)
             logging.getLogger("fakekafka").info("recorded %d requests in %d files under %s",
@@ -540,34 +535,6 @@ def _users(args: argparse.Namespace) -> dict[str, str] | str:
             return "--user takes NAME=PASSWORD"
         users[name] = password
     return users
-
-
-def _chaos(args: argparse.Namespace) -> object:
-    """`--chaos-*` as `Cluster(chaos=...)` takes it, or what is wrong with them in words."""
-    from fakekafka.chaos import Chaos, Schedule
-    if args.chaos_seed is None and args.chaos_schedule is None:
-        if args.chaos_profile or args.chaos_out:
-            return "--chaos-profile and --chaos-out need --chaos-seed N or --chaos-schedule FILE"
-        return None
-    if args.chaos_seed is not None and args.chaos_schedule is not None:
-        return "--chaos-seed draws a schedule, --chaos-schedule replays one: give one of them"
-    try:
-        schedule = Schedule.load(args.chaos_schedule) if args.chaos_schedule else None
-        return Chaos(seed=args.chaos_seed, profile=args.chaos_profile, schedule=schedule)
-    except ValueError as e:
-        return f"--chaos-{'schedule' if args.chaos_schedule else 'profile'}: {e}"
-
-
-def _chaos_done(args: argparse.Namespace, cluster: Cluster) -> None:
-    assert cluster.chaos is not None
-    applied = cluster.chaos.applied()  # the loop has stopped: nothing changes it any more
-    where = ""
-    if args.chaos_out:
-        try:
-            where = f", written to {applied.save(args.chaos_out)}"
-        except OSError as e:
-            where = f"; cannot write {args.chaos_out}: {e.strerror or e}"
-    logging.getLogger("fakekafka").info("chaos: %d fault(s) applied%s", len(applied), where)
 
 
 async def _open_control(args: argparse.Namespace, cluster: Cluster) -> asyncio.base_events.Server | None:

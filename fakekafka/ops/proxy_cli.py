@@ -12,6 +12,7 @@ import ssl
 import struct
 import sys
 
+from fakekafka.ops.chaos_args import chaos_done, chaos_from_args
 from fakekafka.ops.proxy_control import PROXY_COMMANDS, unknown_proxy_command
 from fakekafka.proxy import Proxy
 from fakekafka.proxy.server import PROXY_CONFIGS, proxy_config
@@ -118,11 +119,15 @@ async def run_proxy(args: argparse.Namespace) -> int:
     if isinstance(limits, str):
         print(f"fakekafka proxy: {limits}", file=sys.stderr)
         return 2
+    chaos = chaos_from_args(args)
+    if isinstance(chaos, str):
+        print(f"fakekafka proxy: {chaos}", file=sys.stderr)
+        return 2
     try:
         proxy = Proxy(args.upstream, host=host, port=int(port), advertised_host=args.advertised_host,
                       record=args.record, record_frames=args.record_frames, summary=args.summary,
                       client_ssl=_client_ssl(args), upstream_ssl=_upstream_ssl(args), config=limits,
-                      max_brokers=args.max_brokers)
+                      max_brokers=args.max_brokers, chaos=chaos)
     except (ValueError, OSError, ssl.SSLError) as e:
         print(f"fakekafka proxy: {_upstream_words(e)}", file=sys.stderr)
         return 2
@@ -167,6 +172,8 @@ async def run_proxy(args: argparse.Namespace) -> int:
     log.info("shutting down")
     control.close()
     await proxy.server.stop()
+    if proxy.chaos is not None:
+        chaos_done(args, proxy.chaos.applied(), "fakekafka.proxy")
     if proxy.frame_recorder is not None:
         await asyncio.to_thread(proxy.frame_recorder.close)
     if proxy.recorder is not None:

@@ -5,6 +5,11 @@ fault methods as `fakekafka.Cluster`, recording in the same format.
         producer = Producer({"bootstrap.servers": proxy.bootstrap_servers})
         proxy.inject_error("Produce", "NOT_LEADER_OR_FOLLOWER", count=2)
         proxy.kill_broker(2)                                          # unreachable through the proxy
+        proxy.intercept("Produce", fakekafka.Drop(after=True))        # the same hooks as Cluster.intercept
+
+    with fakekafka.Proxy(kafka, chaos=fakekafka.Chaos(seed=7, profile="network")) as proxy:
+        run_the_app(proxy.bootstrap_servers)
+        proxy.assert_invariants()                                     # the upstream's logs checked
 
 The asyncio side is `fakekafka.proxy.server.ProxyServer`; `fakekafka proxy` is the command line.
 """
@@ -17,9 +22,12 @@ import ssl
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from fakekafka.model.faults import Fault, FaultSteering
+from fakekafka.chaos import ChaosFailure, Schedule, Violation
+from fakekafka.model.faults import Fault, FaultSteering, hook_of
+from fakekafka.model.hooks import Action, Hook, Intercepted
 from fakekafka.net.loop_thread import LoopThread
 from fakekafka.observe.records import RequestRecord
+from fakekafka.proxy.chaos import ProxyChaos, attach_proxy_chaos
 from fakekafka.proxy.observe import FrameRecorder, Summary
 from fakekafka.proxy.server import BOOTSTRAP, MAX_BROKERS, ProxyEvent, ProxyServer, Upstream, proxy_config
 
@@ -45,7 +53,9 @@ class Proxy(FaultSteering):
     `record=DIR` writes the fake cluster's Parquet recording (what `fakekafka analyze` reads), `record_frames`
     adds every exchange's raw frames under DIR/frames (what `fakekafka replay` resends), `summary=True` keeps
     per-API counts, latencies and errors (`summary_table()`). `client_ssl`/`upstream_ssl` are TLS contexts for
-    the clients' side and the upstream's side; SASL passes through untouched.
+    the clients' side and the upstream's side; SASL passes through untouched. `chaos=` (a `fakekafka.Chaos`, a
+    `Schedule` to replay, or a seed) draws faults on the requests crossing it, as `Cluster(chaos=...)` does, of
+    the kinds a proxy can produce (errors, latency, dropped connections); `intercept` adds hooks.
 
     `config` takes the broker's connection limits by Kafka's names, applied to the proxy's own client connections
     (all its listeners counted together, as one broker's): `max.connections` (more wait unread, as Kafka's
@@ -58,11 +68,12 @@ class Proxy(FaultSteering):
                  record: str | os.PathLike[str] | None = None, record_frames: bool = False, summary: bool = False,
                  client_ssl: ssl.SSLContext | None = None, upstream_ssl: ssl.SSLContext | None = None,
                  keep_requests: int = 10_000, config: dict[str, str] | None = None,
-                 max_brokers: int = MAX_BROKERS) -> None:
+                 max_brokers: int = MAX_BROKERS, chaos: Any = None) -> None:
         decode = record is not None or summary
         self.server = ProxyServer(_upstream_text(upstream), host, port, advertised_host=advertised_host,
                                   client_ssl=client_ssl, upstream_ssl=upstream_ssl, decode_answers=decode,
                                   config=proxy_config(config), max_brokers=max_brokers)
+        self.chaos: ProxyChaos | None = attach_proxy_chaos(self.server, chaos)
         self.request_log: collections.deque[RequestRecord] = collections.deque(maxlen=keep_requests)
         self.server.add_request_listener(lambda record, _exchange: self.request_log.append(record), frames=False)
         self.recorder = None
@@ -143,6 +154,43 @@ class Proxy(FaultSteering):
 
     def clear_faults(self) -> None:
         self.call(self.server.faults.clear)
+
+    # --- hooks and chaos: the fake cluster's language (fakekafka/model/hooks.py) --------------------------------
+    def intercept(self, api: int | str | None, fn: Callable[[Intercepted], Action | None] | Action, *,
+                  keep: bool = False, broker: int | None = None, topic: str | None = None,
+                  partition: int | None = None, client_id: str | None = None) -> Hook:
+        """As `Cluster.intercept`: the next matching request crossing the proxy is handed to `fn`, which returns
+        what happens to it (`Fail(...)`: answered by the proxy; `Fail(..., after=True)`: forwarded, the answer
+        replaced; `Drop()`/`Drop(after=True)`; `Answer({...})`; `Edit(fn)`; `Delay(ms)`; `Throttle(ms)`;
+        `Hold(until)`) or None to let it through. `broker` is the upstream node id (-1: the bootstrap listener)."""
+        hook = hook_of(api, fn, keep=keep, broker=broker, topic=topic, partition=partition, client_id=client_id)
+        return self.call(lambda: self.server.hooks.add(hook))
+
+    def remove_hooks(self) -> None:
+        """Removes every hook added with `intercept`."""
+        self.call(self.server.hooks.clear)
+
+    def chaos_schedule(self) -> Schedule:
+        """The chaos schedule applied so far (`Schedule.save` writes it; `Proxy(chaos=schedule)` replays it)."""
+        run = self._chaos_run()
+        return self.call(run.applied)
+
+    def check_invariants(self) -> list[Violation]:
+        """The built-in invariants and the chaos run's app-level ones, checked on the upstream's logs (read from
+        the upstream directly, not through the proxy's faults); each violation with its evidence."""
+        run = self._chaos_run()
+        return run.violations(",".join(map(str, self.server.upstreams)))
+
+    def assert_invariants(self) -> None:
+        """Raises `fakekafka.chaos.ChaosFailure` (an AssertionError) naming every violation and the schedule."""
+        violations = self.check_invariants()
+        if violations:
+            raise ChaosFailure(violations, self.chaos_schedule())
+
+    def _chaos_run(self) -> ProxyChaos:
+        if self.chaos is None:
+            raise RuntimeError("this proxy runs without chaos: Proxy(upstream, chaos=fakekafka.Chaos(seed=N))")
+        return self.chaos
 
     def kill_broker(self, node_id: int) -> None:
         """Makes the upstream broker unreachable through the proxy (its listener closes, connections drop);

@@ -4,10 +4,12 @@ get once it is answered (fakekafka/proxy/observe.py turns it into a `RequestReco
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fakekafka.model.faults import Fault
 from fakekafka.proxy.frames import RequestHead
+
+if TYPE_CHECKING:
+    from fakekafka.proxy.hooks import Plan
 
 __all__ = ["PENDING", "Exchange", "Slot"]
 
@@ -24,7 +26,8 @@ class Slot:
     """The request as received, size prefix included (forwarded as it is)."""
     wall: float
     started: float
-    faults: list[Fault]
+    plan: Plan | None
+    """What the hooks, fault rules and chaos decided for it (None: nothing, and nobody observes it)."""
     answer: Any = PENDING
     """The buffers to write (each one whole answer frame), [] for none, None: close the connection instead."""
     upstream_frame: bytearray | bytes | None = None

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from fakekafka.chaos import (
     Chaos,
+    ChaosFailure,
     ChaosSource,
     Ledger,
     Schedule,
@@ -20,7 +21,7 @@ from fakekafka.chaos import (
     check_invariants,
 )
 from fakekafka.model.cluster import ClusterState
-from fakekafka.model.faults import api_key_of
+from fakekafka.model.faults import hook_of
 from fakekafka.model.hooks import Action, Hook, Intercepted
 from fakekafka.net.operator import ServerOperator
 from fakekafka.net.server import Server
@@ -57,18 +58,6 @@ class ChaosRun:
         return check_invariants(self.state, self.ledger, tuple(self.chaos.invariants))  # type: ignore[arg-type]
 
 
-class ChaosFailure(AssertionError):
-    """An invariant did not hold under chaos: the violations with their evidence, and the schedule applied."""
-
-    def __init__(self, violations: list[Violation], schedule: Schedule) -> None:
-        self.violations = violations
-        self.schedule = schedule
-        lines = [line for v in violations for line in v.lines()]
-        seed = f" (seed {schedule.seed})" if schedule.seed is not None else ""
-        super().__init__("\n".join([f"chaos{seed}: {len(violations)} invariant(s) violated", *lines,
-                                    "schedule applied:", *(f"  {s}" for s in schedule.lines())]))
-
-
 class ChaosSteering:
     """`Cluster`'s hook and chaos methods (it provides `call`, `state` and `chaos`)."""
 
@@ -86,11 +75,7 @@ class ChaosSteering:
         None to let it through and wait for the next. An action uses the hook up unless `keep=True` (until
         `hook.remove()`). `fn` may be an action itself, for every matching request alike. Returns the hook: its
         `fired` and `seen` say what it caught."""
-        decide = fn if callable(fn) and not isinstance(fn, Action) else (lambda _r, action=fn: action)
-        if not isinstance(fn, Action) and not callable(fn):
-            raise TypeError(f"intercept takes a function of the request or an action (fakekafka.Fail(...)), "
-                            f"not {fn!r}")
-        hook = Hook(decide, api_key_of(api), broker, client_id, topic, partition, keep)  # type: ignore[arg-type]
+        hook = hook_of(api, fn, keep=keep, broker=broker, topic=topic, partition=partition, client_id=client_id)
         return self.call(lambda: self.state.hooks.add(hook))
 
     def remove_hooks(self) -> None:

@@ -1,7 +1,8 @@
 """Blocking Kafka wire connections: one broker (`WireConnection`), or a cluster's brokers (`Brokers`).
 
-What `RemoteCluster`, the API sweep and the compat tools talk to a cluster with: requests built and parsed by
-`fakekafka.wire` at the version both sides support (ApiVersions first), one at a time, over a plain socket.
+What `RemoteCluster`, the proxy's chaos invariants, the API sweep and the compat tools talk to a cluster
+with: requests built and parsed by `fakekafka.wire` at the version both sides support (ApiVersions first), one at
+a time, over a plain socket.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 from fakekafka import wire
 from fakekafka.model.errors import ApiError
 from fakekafka.wire import ApiKey, ErrorCode
+from fakekafka.wire.records import decode_batch, iter_batches
 
 __all__ = ["PREFERRED", "Brokers", "WireConnection"]
 
@@ -139,3 +141,41 @@ class Brokers:
             if p.partition_index == partition:
                 return self._broker(p.leader_id)
         raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{partition} does not exist")
+
+    def _list_offset(self, topic: str, partition: int, timestamp: int) -> int:
+        r = self._leader(topic, partition).request(ApiKey.LIST_OFFSETS, None, {
+            "replica_id": -1, "isolation_level": 0, "topics": [
+                {"name": topic, "partitions": [{"partition_index": partition, "timestamp": timestamp}]}]})
+        p = r.topics[0].partitions[0]
+        if p.error_code != ErrorCode.NONE:
+            raise ApiError(ErrorCode(p.error_code), f"ListOffsets {topic}-{partition}: {ErrorCode(p.error_code).name}")
+        return p.offset
+
+    def batches(self, topic: str, partition: int = 0) -> list[bytes]:
+        """The partition's record batches from its log start to its high watermark, as the broker stores
+        them (compression and all), control batches included: what a test reads a stored codec from."""
+        out: list[bytes] = []
+        offset, end = self._list_offset(topic, partition, -2), self._list_offset(topic, partition, -1)
+        conn = self._leader(topic, partition)
+        while offset < end:
+            r = conn.request(ApiKey.FETCH, 12, {
+                "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 24,
+                "isolation_level": 0, "session_epoch": -1, "topics": [
+                    {"topic": topic, "partitions": [{"partition": partition, "fetch_offset": offset,
+                                                     "partition_max_bytes": 1 << 24}]}]})
+            p = next((q for t in r.responses for q in t.partitions if q.partition_index == partition), None)
+            if p is None:  # a broker that leaves the partition out of its answer (tansu does)
+                raise ApiError(ErrorCode.UNKNOWN_SERVER_ERROR,
+                               f"Fetch {topic}-{partition} at {offset}: the answer has no such partition")
+            if p.error_code != ErrorCode.NONE:
+                raise ApiError(ErrorCode(p.error_code),
+                               f"Fetch {topic}-{partition} at {offset}: {ErrorCode(p.error_code).name}")
+            fetched = iter_batches(p.records or b"", validate=False)
+            if not fetched:
+                break
+            for _, batch in fetched:
+                last = decode_batch(batch).header.last_offset
+                if last >= offset:  # a fetch may start with the batch holding `offset`, seen already
+                    out.append(batch)
+                offset = max(offset, last + 1)
+        return out

@@ -50,8 +50,11 @@ _CTL_ARGS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "force-compaction": (("topic",), ()),
     "partition-state": (("topic", "partition"), ()), "events": ((), ()), "describe": ((), ()),
     "abort-transaction": (("transactional_id",), ()), "expire-transactional-id": (("transactional_id",), ()),
+    "registry-inject-error": ((), ("path", "method", "status", "error_code", "message", "count")),
+    "registry-inject-latency": (("ms",), ("path", "method", "count")),
+    "registry-unknown-schema-id": ((), ("id", "count")),
 }
-_CTL_INTS = {"broker", "partition", "ms", "count"}
+_CTL_INTS = {"broker", "partition", "ms", "count", "status", "error_code", "id"}
 _CTL_FLAGS = {"after"}
 MAX_PORT = 65535
 

@@ -173,7 +173,38 @@ def _abort_transaction(c: Cluster, a: dict[str, Any]) -> str:
 
 def _clear(c: Cluster, a: dict[str, Any]) -> str:
     c.clear_faults()
+    if c.schema_registry is not None:
+        c.schema_registry.clear_faults()
     return "every injected fault removed"
+
+
+def _registry(c: Cluster) -> Any:
+    if c.schema_registry is None:
+        raise ValueError("this cluster has no schema registry: start it with `fakekafka serve --schema-registry`")
+    return c.schema_registry
+
+
+def _registry_error(c: Cluster, a: dict[str, Any]) -> str:
+    status = _int(a, "status", 500)
+    if not 400 <= status <= 599:
+        raise ValueError(f"--status is an HTTP error status from 400 to 599, not {status}")
+    default_code = 50001 if status == 500 else status  # Confluent answers a bare status for what it has no code
+    kwargs: dict[str, Any] = {}
+    if a.get("message"):
+        kwargs["message"] = a["message"]
+    return "injected: registry " + _registry(c).inject_error(
+        a.get("path") or "", status, _int(a, "error_code", default_code), count=_int(a, "count", 1),
+        method=a.get("method"), **kwargs).describe()
+
+
+def _registry_latency(c: Cluster, a: dict[str, Any]) -> str:
+    return "injected: registry " + _registry(c).inject_latency(
+        _int(a, "ms"), a.get("path") or "", _int(a, "count", None), method=a.get("method")).describe()
+
+
+def _registry_unknown_id(c: Cluster, a: dict[str, Any]) -> str:
+    return "injected: registry " + _registry(c).unknown_schema_id(_int(a, "id", None), _int(a, "count", None)
+                                                                  ).describe()
 
 
 COMMANDS: dict[str, tuple[str, Callable[[Cluster, dict[str, Any]], Awaitable[Any]]]] = {
@@ -212,7 +243,14 @@ COMMANDS: dict[str, tuple[str, Callable[[Cluster, dict[str, Any]], Awaitable[Any
     "throttle": ("MS [--api API] [--count N]",
                  _sync(lambda c, a: "injected: " + c.throttle(_int(a, "ms"), a.get("api"),
                                                               _int(a, "count", None)).describe())),
-    "clear-faults": ("remove every injected fault", _sync(_clear)),
+    "clear-faults": ("remove every injected fault (the schema registry's too)", _sync(_clear)),
+    "registry-inject-error": ("[--path REGEX] [--method M] [--status S] [--error-code C] [--message TEXT] "
+                              "[--count N]: the schema registry answers the next N matching requests with the "
+                              "error (default 500 with Confluent's 50001)", _sync(_registry_error)),
+    "registry-inject-latency": ("MS [--path REGEX] [--method M] [--count N]: the schema registry answers matching "
+                                "requests MS late (default: every one)", _sync(_registry_latency)),
+    "registry-unknown-schema-id": ("[--id ID] [--count N]: the schema registry answers reads of the id (default: "
+                                   "every id) 404 with 40403, as if never registered", _sync(_registry_unknown_id)),
     "abort-transaction": ("TRANSACTIONAL_ID: abort its open transaction as its timeout would (the producer is "
                           "fenced)", _sync(_abort_transaction)),
     "expire-transactional-id": ("TRANSACTIONAL_ID: forget an idle one (no open transaction), as "

@@ -79,6 +79,16 @@ class SchemaRegistry:
             raise ValueError(f"latency is a positive number of milliseconds, not {ms}")
         return self.server.add_fault(RegistryFault(_method(method), _pattern(path), _count(count), latency_ms=ms))
 
+    def unknown_schema_id(self, schema_id: int | None = None, count: int | None = None) -> RegistryFault:
+        """The next `count` reads (None: all) of schema id `schema_id` (None: of every id) by `/schemas/ids/...` are
+        answered 404 with 40403, as if the id had never been registered: what a consumer meets when a record names
+        a schema its registry does not have (another registry's, or one hard-deleted)."""
+        if schema_id is not None and (isinstance(schema_id, bool) or not isinstance(schema_id, int) or schema_id < 0):
+            raise ValueError(f"a schema id is a number from 0, not {schema_id!r}")
+        ids = r"\d+" if schema_id is None else str(schema_id)
+        return self.server.add_fault(RegistryFault("GET", _pattern(rf"^/schemas/ids/{ids}(/|$)"), _count(count),
+                                                   status=404, error_code=40403, message="Schema not found"))
+
     def clear_faults(self) -> None:
         self.server.clear_faults()
 

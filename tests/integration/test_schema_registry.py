@@ -285,7 +285,7 @@ def test_rest_corner_cases(kafka: Any) -> None:
         assert (r.status_code, r.json()["error_code"]) == (422, 42205)
 
 
-def test_serve_schema_registry(tmp_path: Path) -> None:
+def test_serve_schema_registry_and_ctl_registry_faults(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "fakekafka", "serve", "--port", "0", "--schema-registry", "0"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
@@ -294,9 +294,36 @@ def test_serve_schema_registry(tmp_path: Path) -> None:
         first = proc.stdout.readline()
         url = re.fullmatch(r"fakekafka schema registry: url=(\S+)\n", first)
         assert url, first
-        assert proc.stdout.readline().startswith("fakekafka ready: ")
-        sr = SchemaRegistryClient({"url": url[1]})
+        ready = proc.stdout.readline()
+        control = re.search(r"control=(\S+)", ready)
+        assert ready.startswith("fakekafka ready: ") and control, ready
+        sr = SchemaRegistryClient({"url": url[1], "max.retries": 0})
         assert sr.register_schema("t-value", Schema('"string"', "AVRO")) == 1
+
+        from fakekafka.ops.control import send_command
+
+        def ctl(command: str, **args: Any) -> dict[str, Any]:  # what `fakekafka ctl` sends, without its start-up
+            return send_command(control[1], command, args)
+        # the broker's fault language, for the registry: errors, an unknown schema id, latency, clear-faults
+        done = subprocess.run([sys.executable, "-m", "fakekafka", "ctl", "--control", control[1],
+                               "registry-inject-error", "--path", "/subjects/.*/versions", "--method", "POST",
+                               "--status", "503"], capture_output=True, text=True, timeout=60, env=env)
+        assert done.returncode == 0 and "injected: registry error 503/503 on next 1 POST" in done.stdout, done
+        with pytest.raises(SchemaRegistryError) as failed:
+            sr.register_schema("u-value", Schema('"int"', "AVRO"))
+        assert (failed.value.http_status_code, failed.value.error_code) == (503, 503)
+        assert sr.register_schema("u-value", Schema('"int"', "AVRO")) == 2  # used up
+        assert ctl("registry-unknown-schema-id", id=1)["ok"]
+        with pytest.raises(SchemaRegistryError) as unknown:
+            SchemaRegistryClient({"url": url[1]}).get_schema(1)
+        assert unknown.value.error_code == 40403
+        assert SchemaRegistryClient({"url": url[1]}).get_schema(2).schema_str == '"int"'  # only id 1 forgotten
+        done = ctl("registry-inject-latency", ms=250, path="^/config$")
+        assert "latency 250 ms on every any ^/config$" in done["result"], done
+        assert ctl("clear-faults")["ok"]
+        assert SchemaRegistryClient({"url": url[1]}).get_schema(1).schema_str == '"string"'  # cleared
+        assert ctl("registry-inject-error", status=200) == {
+            "ok": False, "error": "--status is an HTTP error status from 400 to 599, not 200"}
     finally:
         proc.terminate()
         proc.wait(10)

@@ -3,7 +3,7 @@ beside Apache Kafka 4.4.0, in the same run.
 
     python bench/wedge.py [--names 100000] [--kafka-names 10000] [--creates 7] [--kafka-creates 2]
                           [--topics-per-create 4000] [--idle-seconds 10] [--broker fakekafka --broker kafka]
-                          [--data-dir] [--json out.json]
+                          [--data-dir | --data-dir-only] [--json out.json]
 
 For each broker (a fresh process each, from bench/_peers.py: `fakekafka serve`, Kafka as a KRaft JVM), while
 one client's request runs, another client sends Metadata for no topic again and again, and its latencies
@@ -14,8 +14,11 @@ one client's request runs, another client sends Metadata for no topic again and 
 - create: `--creates` CreateTopics of `--topics-per-create` one-partition topics each, one after another (2 on
   Kafka by default: each partition holds a file open, and this machine allows a process 20,000).
 - idle: then nothing for `--idle-seconds`: the broker's CPU (% of one core) with all those partitions.
-- data dir (`--data-dir`; fakekafka only, Kafka always has one): 5 CreateTopics of 1,000 topics with a data dir
-  (each topic made still writes the whole metadata file), then another client's Metadata latency.
+- data dir (`--data-dir`, or `--data-dir-only` for this section alone): `--creates` CreateTopics of
+  `--topics-per-create` topics with fakekafka's `--data-dir` (each topic made appends its own record to the metadata
+  journal), another client's Metadata meanwhile, then a fresh broker on a fresh data dir gets one more CreateTopics
+  and SIGTERM while it runs; Kafka (which always has its log dir on disk) does the same in the same run with
+  `--kafka-creates` of them.
 - stop: a Metadata naming `--names` new topics sent, then SIGTERM: seconds until the process has exited.
 
 Every process started here is stopped by its PID.
@@ -129,22 +132,35 @@ def run(kind: str, names: int, creates: int, per_create: int, idle_seconds: floa
     return out
 
 
-def data_dir(per_create: int, creates: int) -> dict[str, object]:
+def data_dir(kind: str, per_create: int, creates: int) -> dict[str, object]:
+    """Many topics made with the logs on disk: fakekafka with --data-dir, Kafka as it always runs."""
     with tempfile.TemporaryDirectory(prefix="fakekafka-wedge-") as d:
-        b = _start("fakekafka", ["--data-dir", d])
+        extra = ["--data-dir", d] if kind == "fakekafka" else None
+        b = _start(kind, extra)
         try:
             raw = RawClient(b.bootstrap, timeout=600)
-            t = time.perf_counter()
-            for k in range(creates):
-                _create(raw, [f"d{k}-{i}" for i in range(per_create)])
-            created = time.perf_counter() - t
             watcher = Watcher(b.bootstrap)
-            time.sleep(3)
+            times = [_create(raw, [f"d{k}-{i}" for i in range(per_create)]) for k in range(creates)]
             other = watcher.stop()
             raw.close()
-            return {"partitions": per_create * creates, "create_s": round(created, 2), "metadata_other": other}
         finally:
             b.stop(grace=120)
+    with tempfile.TemporaryDirectory(prefix="fakekafka-wedge-") as d:
+        b = _start(kind, ["--data-dir", d] if kind == "fakekafka" else None)
+        try:
+            raw = RawClient(b.bootstrap, timeout=600)
+            raw.send(19, 7, {"topics": [{"name": f"s{i}", "num_partitions": 1, "replication_factor": 1,
+                                         "assignments": [], "configs": []} for i in range(per_create)],
+                             "timeout_ms": 120_000, "validate_only": False})
+            time.sleep(0.5)  # the request is being worked on
+            t = time.perf_counter()
+            b.stop(grace=120)
+            stop_s = time.perf_counter() - t
+            raw.close()
+        finally:
+            b.stop()
+    return {"broker": kind, "partitions": per_create * creates, "create_s": [round(t, 2) for t in times],
+            "metadata_other": other, "stop_s": round(stop_s, 2)}
 
 
 def main() -> int:
@@ -157,37 +173,44 @@ def main() -> int:
     ap.add_argument("--kafka-creates", type=int, default=2, help="the same on Kafka (default 2)")
     ap.add_argument("--topics-per-create", type=int, default=4000, help="topics per CreateTopics (default 4000)")
     ap.add_argument("--idle-seconds", type=float, default=10.0, help="idle CPU measured over (default 10)")
-    ap.add_argument("--data-dir", action="store_true",
-                    help="also the data-dir section (minutes: each topic made writes the whole metadata file)")
+    ap.add_argument("--data-dir", action="store_true", help="also the data-dir section")
+    ap.add_argument("--data-dir-only", action="store_true", help="the data-dir section alone")
     ap.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = ap.parse_args()
     brokers = args.broker or ["fakekafka", *(["kafka"] if kafka_available() else [])]
     rows = []
-    for kind in brokers:
+    for kind in [] if args.data_dir_only else brokers:
         names = args.kafka_names if kind == "kafka" else args.names
         creates = args.kafka_creates if kind == "kafka" else args.creates
         print(f"{kind}: Metadata of {names} new names, {creates} x CreateTopics of {args.topics_per_create}, "
               "idle, stop ...", flush=True)
         rows.append(run(kind, names, creates, args.topics_per_create, args.idle_seconds))
         print(json.dumps(rows[-1]), flush=True)
-    dd = None
-    if "fakekafka" in brokers and args.data_dir:
-        print("fakekafka --data-dir: the creates, then another client's Metadata ...", flush=True)
-        dd = data_dir(1000, 5)  # each topic made writes the whole metadata file
-        print(json.dumps(dd), flush=True)
+    dd = []
+    for kind in brokers if args.data_dir or args.data_dir_only else []:
+        creates = args.kafka_creates if kind == "kafka" else args.creates
+        print(f"{kind} with its logs on disk: {creates} x CreateTopics of {args.topics_per_create}, another "
+              "client's Metadata meanwhile, then SIGTERM during one ...", flush=True)
+        dd.append(data_dir(kind, args.topics_per_create, creates))
+        print(json.dumps(dd[-1]), flush=True)
     print()
-    print(f"{'broker':<10} {'names':>7} {'Metadata s':>10} {'other p50/max ms':>17} {'creates s (first..last)':>24} "
-          f"{'other p50/max ms':>17} {'partitions':>10} {'idle CPU %':>10} {'stop s':>7}")
+    if rows:
+        print(f"{'broker':<10} {'names':>7} {'Metadata s':>10} {'other p50/max ms':>17} "
+              f"{'creates s (first..last)':>24} {'other p50/max ms':>17} {'partitions':>10} {'idle CPU %':>10} "
+              f"{'stop s':>7}")
     for r in rows:
         m, c = r["metadata_other"], r["create_other"]
         cs = r["create_s"]
         print(f"{r['broker']:<10} {r['names']:>7} {r['metadata_s']:>10} {m['p50_ms']:>8}/{m['max_ms']:<8} "
               f"{f'{cs[0]}..{cs[-1]} (sum {round(sum(cs), 1)})':>24} {c['p50_ms']:>8}/{c['max_ms']:<8} "
               f"{r['partitions']:>10} {r['idle_cpu_pct']:>10} {r['stop_s']:>7}")
-    if dd is not None:
-        m = dd["metadata_other"]
-        print(f"fakekafka --data-dir, {dd['partitions']} partitions (created in {dd['create_s']} s): another "
-              f"client's Metadata p50 {m['p50_ms']} ms, max {m['max_ms']} ms")
+    if dd:
+        print(f"{'on disk':<10} {'creates s (first..last)':>28} {'other p50/max ms':>17} {'partitions':>10} "
+              f"{'SIGTERM mid-create s':>21}")
+    for r in dd:
+        m, cs = r["metadata_other"], r["create_s"]
+        print(f"{r['broker']:<10} {f'{cs[0]}..{cs[-1]} (sum {round(sum(cs), 1)})':>28} "
+              f"{m['p50_ms']:>8}/{m['max_ms']:<8} {r['partitions']:>10} {r['stop_s']:>21}")
     if args.json:
         Path(args.json).write_text(json.dumps({"brokers": rows, "data_dir": dd}, indent=2))
     return 0

@@ -9,6 +9,7 @@ to; ClusterState is one, and those modules need not import it back.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -41,8 +42,10 @@ class ClusterStorage(Protocol):
     def drop_topic(self, topic: Topic) -> None:
         """A deleted topic's files go."""
 
-    def save(self, *, force: bool = False) -> bool:
-        """The metadata written if it changed (or `force`); whether it wrote."""
+    def save(self, *, force: bool = False, topics: Iterable[str] | None = None) -> bool:
+        """The metadata written if it changed (or `force`); whether it wrote. `topics`: only those topics can
+        have changed (made, deleted, given partitions), so the write costs what they changed; the model says so
+        once per such change, which is one of its metadata changes."""
 
     def tick(self) -> None:
         """Called from the cluster's tick: periodic writes."""

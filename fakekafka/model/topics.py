@@ -111,7 +111,7 @@ class TopicRegistry:
             try:  # directories the restart deletes
                 for partition in topic.partitions:
                     self.storage.attach(partition)
-                self.storage.save()
+                self.storage.save(topics=(name,))
             except StorageError as e:  # not durable, so not made: refused, its directories gone
                 del self.topics[name]
                 del self.topics_by_id[topic.topic_id]
@@ -190,7 +190,7 @@ class TopicRegistry:
         del self.topics_by_id[topic.topic_id]
         if self.storage is not None:  # the metadata first: directories it no longer names go at a restart
             try:
-                self.storage.save()
+                self.storage.save(topics=(name,))
             except StorageError as e:  # the deletion is not durable: not made
                 self.topics[name] = topic
                 self.topics_by_id[topic.topic_id] = topic
@@ -235,7 +235,7 @@ class TopicRegistry:
             try:
                 for partition in topic.partitions[current:]:
                     self.storage.attach(partition)
-                self.storage.save()
+                self.storage.save(topics=(name,))
             except StorageError as e:  # not durable, so not made
                 for partition in topic.partitions[current:]:
                     for node_id in list(partition.logs):

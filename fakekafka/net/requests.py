@@ -48,9 +48,11 @@ METADATA_APIS = frozenset({
 })
 """Requests that may change what a data dir's metadata file holds: it is written (if changed) before they are
 answered."""
-_CREATE_ONLY_APIS = frozenset({ApiKey.METADATA, ApiKey.FIND_COORDINATOR})
-"""Of those, the ones whose only change is a topic made (which counts as a metadata change): written only then,
-so a Metadata request does not serialise every partition's metadata to find nothing changed."""
+_CREATE_ONLY_APIS = frozenset({ApiKey.METADATA, ApiKey.FIND_COORDINATOR, ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS,
+                               ApiKey.CREATE_PARTITIONS})
+"""Of those, the ones whose only changes are topics made, deleted or grown, which the model writes to the data dir
+itself, topic by topic, as it makes them (a change costs what it changes): nothing more is written for them, so a
+request does not serialise every partition's metadata to find nothing else changed."""
 
 
 LARGE_ANSWER = 2000
@@ -191,12 +193,10 @@ class RequestHandler:
                 raise CloseConnection
             return self._answer(request, body)
         try:
-            changes = self.cluster.observers.metadata_changes
             result = dispatch(ctx)
             while isinstance(result, Park):
                 result = await self.purgatory.wait(result)
-            if key in METADATA_APIS and self.cluster.storage is not None and (
-                    key not in _CREATE_ONLY_APIS or self.cluster.observers.metadata_changes != changes):
+            if key in METADATA_APIS and key not in _CREATE_ONLY_APIS and self.cluster.storage is not None:
                 self.cluster.storage.save()  # before the answer, as Kafka's controller commits first
             if isinstance(result, DropConnection):
                 if result.reason is not None:

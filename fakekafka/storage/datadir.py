@@ -9,8 +9,10 @@ partition replica `topic-N/` with `partition.metadata` (the topic id) and one `<
 file per segment holding the record batches exactly as stored (the bytes Fetch serves), so Kafka's
 `kafka-dump-log` reads them. What Kafka keeps in its metadata log (topics with their ids, partitions, replica
 assignments and log dirs, leaders, leader epochs and ISRs, topic, dynamic broker and group configs, ACLs, SCRAM
-credentials, the producer id block) is one JSON file, `DIR/fakekafka-metadata.json`, replaced atomically
-(write, then rename).
+credentials, the producer id block) is a JSON snapshot, `DIR/fakekafka-metadata.json` (replaced atomically: write,
+then rename), and a journal of the changes since, `DIR/fakekafka-metadata.log` (storage/journal.py): a topic made
+appends its own record, not the whole metadata again, and the journal is folded into a new snapshot when it has
+grown past the snapshot's size.
 
 Durability as Kafka's: every batch is written (os.write, into the page cache) before its Produce is answered, so a
 killed process loses nothing acknowledged; fsync only as `flush.messages` / `flush.ms` say (Kafka's defaults never
@@ -31,7 +33,6 @@ at the stop come back available). Not kept: share groups' members (they rejoin).
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import errno
 import fcntl
@@ -41,7 +42,7 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +50,14 @@ from fakekafka.model.config import DEFAULT_LOG_DIR
 from fakekafka.model.log import StorageError
 from fakekafka.model.metadata import Partition, Topic
 from fakekafka.storage.checkpoints import OffsetCheckpoints, write_atomically
+from fakekafka.storage.journal import (
+    FORMAT_VERSION,
+    JOURNAL_FILE,
+    METADATA_FILE,
+    MetadataFiles,
+    MetadataJournal,
+    replay,
+)
 from fakekafka.storage.recovery import (
     CLEAN_SHUTDOWN_FILE,
     RECOVERY_POINT_CHECKPOINT,
@@ -72,8 +81,6 @@ __all__ = ["METADATA_FILE", "DataDir", "DataDirError", "LogFiles", "StorageError
 
 log = logging.getLogger("fakekafka.storage")
 
-FORMAT_VERSION = 1
-METADATA_FILE = "fakekafka-metadata.json"
 LOCK_FILE = ".lock"
 MAX_OPEN_FILES = 1000
 """Active segments kept open at once (Kafka keeps every log's open; thousands of replicas would pass a
@@ -86,7 +93,7 @@ class DataDirError(ValueError):
     """A data dir that cannot be used, in words for the CLI."""
 
 
-class DataDir(Recovery, OffsetCheckpoints):
+class DataDir(MetadataFiles, Recovery, OffsetCheckpoints):
     """The data dir of one cluster: opened (and locked) before the cluster serves, loaded into its state. It
     implements the model's `ports.ClusterStorage`; the cluster's owner gives it to the state (`state.storage`)
     and then loads it."""
@@ -134,7 +141,15 @@ class DataDir(Recovery, OffsetCheckpoints):
         self._open_files: dict[LogFiles, None] = {}
         """Logs with an open file descriptor, oldest first."""
         self._state: ClusterState | None = None
-        self._written = ""
+        self.journal = MetadataJournal(self.root / JOURNAL_FILE)
+        self.journal.generation = self.saved.get("journal", 0) if self.saved else 0
+        self._section_texts: dict[str, str] = {}
+        self._topic_texts: dict[str, str] = {}
+        """What the snapshot and journal hold, as written: each cluster-wide section's and each topic's JSON."""
+        self._snapshot_size = 0
+        self._model_saved = 0
+        """Changes the model saved itself, topic by topic (`save(topics=...)`): each one of its metadata changes,
+        which the tick then need not look for."""
         self._last_save = 0.0
         self._tick_seen: tuple[int, int] | None = None
         self.failing: str | None = None
@@ -186,7 +201,8 @@ class DataDir(Recovery, OffsetCheckpoints):
     def _read_metadata(self) -> dict[str, Any] | None:
         path = self.root / METADATA_FILE
         if not path.exists():
-            others = [p.name for p in self.root.iterdir() if p.name not in (LOCK_FILE, METADATA_FILE + ".tmp")]
+            others = [p.name for p in self.root.iterdir()
+                      if p.name not in (LOCK_FILE, METADATA_FILE + ".tmp", JOURNAL_FILE + ".tmp")]
             if others:
                 raise DataDirError(f"{self.root} is not empty and holds no {METADATA_FILE}: not a fakekafka data "
                                    f"dir (it has {', '.join(sorted(others)[:5])}); give an empty or new directory")
@@ -205,6 +221,10 @@ class DataDir(Recovery, OffsetCheckpoints):
         if sorted(saved.get("brokers", [])) != self.broker_ids:
             raise DataDirError(f"the data dir {self.root} holds brokers {sorted(saved.get('brokers', []))}; this "
                                f"cluster has brokers {self.broker_ids} (give the same --brokers and --node-id)")
+        try:
+            saved, _ = replay(saved, self.root / JOURNAL_FILE)
+        except (OSError, ValueError) as e:
+            raise DataDirError(f"cannot read the data dir's metadata journal: {e}") from None
         return saved
 
     # --- opening ----------------------------------------------------------------------------------------
@@ -344,50 +364,16 @@ class DataDir(Recovery, OffsetCheckpoints):
         self._open_files.pop(files, None)
 
     # --- metadata ---------------------------------------------------------------------------------------------
-    def snapshot(self) -> dict[str, Any]:
-        state = self.state
-        c = state.config
-        acls = [[a.resource_type.name, a.resource_name, a.pattern_type.name, a.principal, a.host, a.operation.name,
-                 a.permission_type.name] for a in state.authorizer.acls] if state.authorizer is not None else []
-        scram = [[user, mechanism, base64.b64encode(cr.salt).decode(), base64.b64encode(cr.stored_key).decode(),
-                  base64.b64encode(cr.server_key).decode(), cr.iterations]
-                 for (user, mechanism), cr in state.scram.items()]
-        return {
-            "format": FORMAT_VERSION, "cluster_id": self.cluster_id, "brokers": self.broker_ids,
-            "producer_id_block": state.producer_ids.next_id, "placement": state.topic_registry.placement,
-            "dynamic_defaults": c.dynamic_defaults,
-            "dynamic_brokers": {str(k): v for k, v in c.dynamic_brokers.items()},
-            "group_configs": state.group_configs, "acls": acls, "scram": scram,
-            "topics": [{"name": t.name, "id": str(t.topic_id), "internal": t.is_internal, "configs": t.configs,
-                        "partitions": [{"replicas": p.replicas, "leader": p.leader_id, "leader_epoch": p.leader_epoch,
-                                        "dirs": {str(r): log.log_dir for r, log in p.logs.items()},
-                                        "isr": p.isr, "adding": p.adding, "removing": p.removing,
-                                        "reassigned_from": p.reassigned_from} for p in t.partitions]}
-                       for t in state.topics.values()],
-        }
-
-    def save(self, *, force: bool = False) -> bool:
-        """Writes the metadata if it changed since the last write (atomically: a new file renamed over the
-        old). Called after every request that may change it, and from the ticker; returns whether it wrote.
-        The producer id block is saved 1000 ids ahead, as Kafka's controller hands out blocks, so an
-        InitProducerId writes the file once per thousand."""
-        snap = self.snapshot()
-        snap["producer_id_block"] = (self.state.producer_ids.next_id // 1000 + 1) * 1000
-        text = json.dumps(snap, separators=(",", ":"), sort_keys=True)
-        self._last_save = time.monotonic()
-        if text == self._written and not force:
-            return False
-        with self.writing(self.root / METADATA_FILE):
-            write_atomically(self.root / METADATA_FILE, text)
-        self._written = text
-        self._refresh_flush()
-        return True
-
-    def _refresh_flush(self) -> None:
+    def _refresh_flush(self, names: Iterable[str] | None = None) -> None:
         """Each log's flush.messages and flush.ms as its broker sees them (read again at every metadata write:
-        a config change is one)."""
+        a config change is one): every log's, or the named topics' only."""
         state = self.state
-        for (node_id, name, _), files in self.logs.items():
+        if names is None:
+            items: Iterable[tuple[tuple[int, str, int], LogFiles]] = self.logs.items()
+        else:
+            items = [((n, name, p.index), self.logs[(n, name, p.index)]) for name in names if name in state.topics
+                     for p in state.topics[name].partitions for n in p.logs if (n, name, p.index) in self.logs]
+        for (node_id, name, _), files in items:
             topic = state.topics.get(name)
             if topic is not None:
                 files.flush_messages = state.topic_config_int(topic, "flush.messages", node_id) or _LONG_MAX
@@ -397,7 +383,7 @@ class DataDir(Recovery, OffsetCheckpoints):
         """From the cluster's ticker: the metadata once a second (leader and ISR changes made by faults,
         `ctl` or the Python API), when the cluster has changed since: an event or a metadata change (serialising
         20,000 partitions' metadata to find it unchanged took a second of every second)."""
-        seen = (self.state.observers.metadata_changes, len(self.state.observers.events))
+        seen = (self.state.observers.metadata_changes - self._model_saved, len(self.state.observers.events))
         if time.monotonic() - self._last_save >= 1.0 and seen != self._tick_seen:
             with contextlib.suppress(StorageError):  # reported once; tried again at the next tick
                 self.save()
@@ -442,6 +428,7 @@ class DataDir(Recovery, OffsetCheckpoints):
                     if d not in unflushed and d not in self._points_due and d.is_dir():
                         with contextlib.suppress(StorageError), self.writing(d / CLEAN_SHUTDOWN_FILE):
                             (d / CLEAN_SHUTDOWN_FILE).write_bytes(b"")
+        self.journal.close()
         os.close(self._lock)
         self._lock = -1
 

@@ -426,3 +426,43 @@ def test_a_full_disk_refuses_writes_with_storage_errors_and_loses_nothing_acknow
     assert not missing, f"{len(missing)} of {len(acked)} acknowledged records lost, e.g. offset {min(missing)}"
     assert sorted(stored) == [(0, o) for o in sorted(acked)]  # in order, and nothing refused kept
     assert list(after.values()) == [b"kept"]
+
+
+def test_kill_9_during_a_mass_creation_keeps_every_topic_acknowledged(tmp_path: Path) -> None:
+    """CreateTopics of 300 topics each, back to back, until kill -9: every topic an answer acknowledged comes back
+    with its id (each topic made is its own record in the metadata journal, written before the answer)."""
+    import threading
+    import uuid
+
+    import fakekafka
+    from tests.rawclient import RawClient
+    data = tmp_path / "data"
+    proc, bootstrap = _start(data)
+    raw = RawClient(bootstrap, timeout=60)
+    acked: dict[str, uuid.UUID] = {}
+    stop = threading.Event()
+
+    def create() -> None:
+        k = 0
+        with contextlib.suppress(ConnectionError, OSError):
+            while not stop.is_set():
+                r = raw.request(19, 7, {"topics": [{"name": f"m{k}-{i}", "num_partitions": 1, "replication_factor": 1,
+                                                    "assignments": [], "configs": []} for i in range(300)],
+                                        "timeout_ms": 60_000, "validate_only": False})
+                acked.update((t.name, t.topic_id) for t in r.topics if t.error_code == 0)
+                k += 1
+    thread = threading.Thread(target=create, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 120
+    while len(acked) < 1500:  # several requests in: the next one is being made when the kill comes
+        assert time.monotonic() < deadline and thread.is_alive(), len(acked)
+        time.sleep(0.01)
+    proc.kill()
+    proc.communicate(timeout=20)
+    stop.set()
+    thread.join(60)
+    raw.close()
+    with fakekafka.Cluster(data_dir=data) as cluster:
+        made = {name: t.topic_id for name, t in cluster.state.topics.items()}
+    missing = {n for n, tid in acked.items() if made.get(n) != tid}
+    assert not missing, f"{len(missing)} acknowledged topics lost, e.g. {sorted(missing)[:3]}"

@@ -6,9 +6,11 @@ write() done, nothing flushed or saved at the end); a clean stop calls close. Th
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
+import shutil
 import struct
 from pathlib import Path
 
@@ -18,8 +20,10 @@ from fakekafka.model.acl import AclBinding
 from fakekafka.model.clock import ManualClock
 from fakekafka.model.cluster import ClusterState
 from fakekafka.model.config import BrokerConfig
+from fakekafka.model.errors import ApiError
 from fakekafka.model.metadata import Broker, Partition
 from fakekafka.storage.datadir import METADATA_FILE, DataDir, DataDirError, read_segment, segment_name
+from fakekafka.storage.journal import JOURNAL_FILE
 from fakekafka.wire import ErrorCode
 from fakekafka.wire.records import build_batch, decode_batch
 
@@ -478,10 +482,11 @@ def test_a_stale_metadata_file_sets_unnamed_replica_dirs_aside_as_kafkas_strays(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     state = _open(tmp_path)
     _produce(state, state.create_topic("kept", 1).partitions[0], b"k")
-    stale = (tmp_path / METADATA_FILE).read_bytes()
+    stale = {name: (tmp_path / name).read_bytes() for name in (METADATA_FILE, JOURNAL_FILE)}
     _produce(state, state.create_topic("later", 2).partitions[1], b"precious")
     _crash(state)
-    (tmp_path / METADATA_FILE).write_bytes(stale)  # a metadata file from before "later" was made
+    for name, data in stale.items():  # the metadata from before "later" was made
+        (tmp_path / name).write_bytes(data)
     logs = tmp_path / "broker-1" / "tmp_kafka-logs"
     segment = (logs / "later-1" / segment_name(0)).read_bytes()
 
@@ -503,3 +508,138 @@ def test_a_stale_metadata_file_sets_unnamed_replica_dirs_aside_as_kafkas_strays(
     assert sorted(p.name for p in logs.iterdir() if p.name.startswith("later-")) == strays
     assert not [r for r in caplog.records if "stray" in r.getMessage()]
     third.storage.close()
+
+
+def _metadata_of(state: ClusterState) -> tuple[object, ...]:
+    return (sorted((t.name, str(t.topic_id), tuple(tuple(p.replicas) for p in t.partitions), tuple(
+        sorted(t.configs.items()))) for t in state.topics.values()), sorted(state.config.dynamic_defaults.items()))
+
+
+def test_a_topic_made_appends_its_own_record_not_the_whole_metadata(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each topic made rewrote the whole metadata file (making thousands was quadratic); now it appends its own
+    record to the journal, and the snapshot is written again only when the journal outgrows it."""
+    import fakekafka.storage.journal as datadir
+    state = _open(tmp_path)
+    snapshots: list[int] = []
+    write = datadir.write_atomically
+    monkeypatch.setattr(datadir, "write_atomically",
+                        lambda path, text: (snapshots.append(len(text)), write(path, text))[1])
+    journal = tmp_path / JOURNAL_FILE
+    grown = []
+    for i in range(400):
+        before = journal.stat().st_size
+        state.create_topic(f"t{i}", 2)
+        grown.append(journal.stat().st_size - before)
+    assert snapshots == []  # no snapshot rewritten while 400 topics were made
+    assert max(grown) < 600 and max(grown[-50:]) <= max(grown[:50]) + 10  # the topic's own record, whatever the size
+    state.delete_topic("t7")
+    state.create_partitions("t8", 3)
+    state.set_broker_configs(None, {**state.config.dynamic_defaults, "log.retention.check.interval.ms": "5000"})
+    state.storage.save()  # an admin change: the tick or the request writes it
+    assert snapshots == []
+    expected = _metadata_of(state)
+    _crash(state)
+    again = _open(tmp_path)
+    assert _metadata_of(again) == expected
+    assert "t7" not in again.topics and len(again.topics["t8"].partitions) == 3
+    again.storage.close()
+
+
+def test_the_journal_is_folded_into_a_snapshot_once_it_outgrows_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import fakekafka.storage.journal as journal
+    monkeypatch.setattr(journal, "COMPACT_AFTER", 4096)
+    state = _open(tmp_path)
+    for i in range(200):
+        state.create_topic(f"t{i}", 1)
+        if i % 3 == 0:
+            state.delete_topic(f"t{i}")
+    assert (tmp_path / JOURNAL_FILE).stat().st_size <= max(4096, (tmp_path / METADATA_FILE).stat().st_size) + 600
+    generation = json.loads((tmp_path / METADATA_FILE).read_text())["journal"]
+    assert generation > 3  # folded several times
+    expected = _metadata_of(state)
+    _crash(state)
+    again = _open(tmp_path)
+    assert _metadata_of(again) == expected
+    again.storage.close()
+
+
+def test_a_crash_at_any_point_of_the_journal_leaves_a_loadable_dir(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The journal cut at every line end and inside every line (a write the process did not finish): the dir
+    loads, with the topics of the whole lines before the cut."""
+    state = _open(tmp_path / "d")
+    journal = tmp_path / "d" / JOURNAL_FILE
+    ends = [journal.stat().st_size]
+    for i in range(12):
+        state.create_topic(f"t{i}", 1)
+        ends.append(journal.stat().st_size)
+    _crash(state)
+    full = journal.read_bytes()
+    for k, end in enumerate(ends):
+        for cut in {end, end - 1, (end + ends[k - 1]) // 2 if k else end}:
+            d = tmp_path / f"cut{cut}"
+            shutil.copytree(tmp_path / "d", d)
+            os.unlink(d / ".lock")
+            (d / JOURNAL_FILE).write_bytes(full[:cut])
+            made = sum(1 for e in ends[1:] if e <= cut)
+            with caplog.at_level(logging.WARNING, logger="fakekafka.storage"):
+                again = _open(d)
+            assert sorted(again.topics) == sorted(f"t{i}" for i in range(made)), cut
+            again.storage.close()
+            shutil.rmtree(d)
+    assert any("cut short" in r.getMessage() for r in caplog.records)
+
+
+def test_a_fold_cut_short_and_a_full_disk_leave_the_metadata_whole(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    import fakekafka.storage.journal as journal_module
+    state = _open(tmp_path)
+    state.create_topic("before", 1)
+    # a fold whose new snapshot is renamed in but whose new journal is never started (the process died there)
+    monkeypatch.setattr(journal_module.MetadataJournal, "reset",
+                        lambda self, generation: (_ for _ in ()).throw(OSError(errno.ENOSPC, "No space left")))
+    with pytest.raises(Exception, match="No space left"):
+        state.storage.save(force=True)
+    monkeypatch.undo()
+    header = json.loads((tmp_path / JOURNAL_FILE).read_bytes().split(b"\n")[0])
+    assert json.loads((tmp_path / METADATA_FILE).read_text())["journal"] == header["generation"] + 1
+    expected = _metadata_of(state)
+    _crash(state)  # the old journal (of the previous snapshot) is still there: it is not applied again
+    again = _open(tmp_path)
+    assert _metadata_of(again) == expected
+    # a full disk in the middle of a journal write: the topic is refused, the journal ends at a whole line
+    real_write = os.write
+
+    def half(fd: int, data: object) -> int:
+        if fd == again.storage.journal.fd:
+            real_write(fd, bytes(data)[:10])  # type: ignore[call-overload]
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)  # type: ignore[arg-type]
+    monkeypatch.setattr(journal_module.os, "write", half)
+    with pytest.raises(ApiError) as refused:
+        again.create_topic("lost", 1)
+    assert refused.value.code == ErrorCode.KAFKA_STORAGE_ERROR and "lost" not in again.topics
+    monkeypatch.undo()
+    assert (tmp_path / JOURNAL_FILE).read_bytes().endswith(b"\n")
+    again.create_topic("after", 1)
+    expected = _metadata_of(again)
+    _crash(again)
+    third = _open(tmp_path)
+    assert _metadata_of(third) == expected and "lost" not in third.topics
+    third.storage.close()
+
+
+def test_a_damaged_journal_line_is_refused_in_words(tmp_path: Path) -> None:
+    state = _open(tmp_path)
+    state.create_topic("a", 1)
+    state.create_topic("b", 1)
+    _crash(state)
+    lines = (tmp_path / JOURNAL_FILE).read_bytes().split(b"\n")
+    lines[1] = lines[1][:5] + b"#" + lines[1][6:]
+    (tmp_path / JOURNAL_FILE).write_bytes(b"\n".join(lines))
+    with pytest.raises(DataDirError, match="is damaged .*move it aside"):
+        _open(tmp_path)

@@ -36,7 +36,7 @@ __all__ = [
     "Varint", "Varlong", "String", "NullableString", "CompactString", "CompactNullableString",
     "Bytes", "NullableBytes", "CompactBytes", "CompactNullableBytes", "Array", "NullableArray",
     "CompactArray", "CompactNullableArray", "NullableStruct", "TaggedNullableStruct", "Field", "Tagged", "Message",
-    "UNKNOWN_TAGS", "ZERO_UUID", "STRUCT_DEFAULT", "WireError", "Chunks", "element_budget",
+    "UNKNOWN_TAGS", "ZERO_UUID", "STRUCT_DEFAULT", "WireError", "Chunks", "Encoded", "element_budget",
 ]
 
 Int8 = Int8sb
@@ -243,6 +243,9 @@ class _Sized(Construct):
         return data.decode("utf-8", errors="replace") if self.text else data
 
     def _build(self, obj, stream, context, path):  # noqa: ANN001, ANN202
+        if obj.__class__ is Encoded:  # the whole array, count included
+            stream_write(stream, obj, len(obj), path)
+            return obj
         if obj is None:
             if not self.nullable:
                 raise WireError("null given for a non-nullable field", path=path)
@@ -290,6 +293,11 @@ Bytes = _Sized(text=False, compact=False, nullable=False)
 NullableBytes = _Sized(text=False, compact=False, nullable=True)
 CompactBytes = _Sized(text=False, compact=True, nullable=False)
 CompactNullableBytes = _Sized(text=False, compact=True, nullable=True)
+
+
+class Encoded(bytes):
+    """An array, or an element of one, already encoded for the message version being built (a part a handler
+    keeps between answers, such as a topic's entry in Metadata): written as it is."""
 
 
 class Chunks(tuple):
@@ -361,7 +369,10 @@ class _Array(Construct):
             stream_write(stream, _pack_i32(len(obj)), 4, path)
         build = self.subcon._build
         for item in obj:
-            build(item, stream, context, path)
+            if item.__class__ is Encoded:
+                stream_write(stream, item, len(item), path)
+            else:
+                build(item, stream, context, path)
         return obj
 
     def _sizeof(self, context, path):  # noqa: ANN001, ANN202

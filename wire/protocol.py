@@ -16,11 +16,12 @@ from construct import ConstructError, Container
 from fakekafka.wire.messages import API_MODULES, api_module
 from fakekafka.wire.messages.request_header import RequestHeaderV0, RequestHeaderV1, RequestHeaderV2
 from fakekafka.wire.messages.response_header import ResponseHeaderV0, ResponseHeaderV1
+from fakekafka.wire.primitives import Encoded
 
 __all__ = [
     "DecodeError", "Request", "UnknownApiKey", "decode_request", "decode_request_header",
     "encode_request", "encode_response", "decode_response", "is_flexible", "request_struct",
-    "response_struct", "parse_body", "encode_response_chunks",
+    "response_struct", "parse_body", "encode_response_chunks", "response_part", "encode_part",
 ]
 
 API_VERSIONS_KEY = 18
@@ -78,6 +79,28 @@ def request_struct(api_key: int, version: int) -> Any:
 def response_struct(api_key: int, version: int) -> Any:
     _check_version(api_key, version)
     return api_module(api_key).RESPONSE[version - API_MODULES[api_key][2]]
+
+
+def response_part(api_key: int, version: int, *path: str) -> Any:
+    """The declaration of a part of a response: `path` names fields from the top, each an array of structs
+    or a struct; the part is the struct the last one holds (METADATA, 12, "topics": a topic's entry; ...,
+    "topics", "partitions": a partition's entry)."""
+    part = response_struct(api_key, version)
+    for i, name in enumerate(path):
+        fields = [*part.fields, *part.tagged.values()]
+        field = next((f for f in fields if f.name == name), None)
+        if field is None:
+            raise KeyError(f"{API_MODULES[api_key][0]}ResponseV{version} has no {' -> '.join(path[:i + 1])}")
+        part = field.subcon.subcon  # the array's (or the nullable struct's) element
+    return part
+
+
+def encode_part(part: Any, value: Any) -> Encoded:
+    """`value` encoded as `part` (from `response_part`), to be given in its place in a response body: the
+    encoder writes an `Encoded` value as it is, so a part that does not change is encoded once."""
+    stream = io.BytesIO()
+    _build(part, value, stream, "part")
+    return Encoded(stream.getvalue())
 
 
 @dataclass(slots=True)

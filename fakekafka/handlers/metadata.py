@@ -15,11 +15,18 @@ client may not DESCRIBE is left out of an all-topics answer and answered TOPIC_A
 topic; those come after the others, as in Kafka's answer.
 v13 (KIP-1102) adds a top-level error code: Kafka sets it only in an error answer to the whole request (so a
 client can be told to rebootstrap), as the error responder here does.
+
+A topic's entry is encoded once per version and reused (`TopicParts`) until the cluster's metadata changes
+(topics made or deleted, partitions added, leaders, ISRs, replicas, brokers: every change counts in
+`metadata_changes`): a Metadata for all of 10,000 partitions then costs a lookup per topic, not a dict and an
+encoding per partition. Entries with an error, answers asked for authorized operations and requests a hook,
+fault or chaos sees (they may read or edit the answer) are built as dicts, as before.
 """
 
 from __future__ import annotations
 
 import uuid
+import weakref
 from collections.abc import Generator
 from typing import Any
 
@@ -32,7 +39,8 @@ from fakekafka.model.cluster import ClusterState
 from fakekafka.model.errors import ApiError
 from fakekafka.model.metadata import Broker, Topic, validate_topic_name
 from fakekafka.wire import ApiKey, ErrorCode
-from fakekafka.wire.primitives import ZERO_UUID
+from fakekafka.wire.primitives import ZERO_UUID, Encoded
+from fakekafka.wire.protocol import encode_part, response_part
 
 AUTHORIZED_OPERATIONS_NOT_REQUESTED = -2147483648
 
@@ -54,6 +62,54 @@ def topic_metadata(cluster: ClusterState, topic: Topic) -> dict[str, Any]:
         } for p in topic.partitions],
         "topic_authorized_operations": AUTHORIZED_OPERATIONS_NOT_REQUESTED,
     }
+
+
+class TopicParts:
+    """One cluster's topic entries as encoded for each Metadata version asked for, valid while the cluster's
+    `metadata_changes` count stays where it was when they were made."""
+
+    def __init__(self) -> None:
+        self.stamp = -1
+        self.entries: dict[tuple[str, int], tuple[Topic, int, Encoded]] = {}
+        self.encoded = 0
+        """Entries encoded so far (what the tests count)."""
+
+    def entry(self, cluster: ClusterState, topic: Topic, version: int) -> Encoded | dict[str, Any]:
+        """The topic's entry for `version`: encoded (made now or before), or a dict when it carries an error."""
+        stamp = cluster.observers.metadata_changes
+        if stamp != self.stamp:
+            self.entries.clear()
+            self.stamp = stamp
+        key = (topic.name, version)
+        kept = self.entries.get(key)
+        if kept is not None and kept[0] is topic and kept[1] == len(topic.partitions):
+            return kept[2]
+        entry = topic_metadata(cluster, topic)
+        if any(p["error_code"] for p in entry["partitions"]):
+            return entry  # its error codes stay visible to the request log
+        encoded = encode_part(_topic_part(version), entry)
+        self.entries[key] = (topic, len(topic.partitions), encoded)
+        self.encoded += 1
+        return encoded
+
+
+_parts: weakref.WeakKeyDictionary[ClusterState, TopicParts] = weakref.WeakKeyDictionary()
+_topic_parts: dict[int, Any] = {}
+
+
+def _topic_part(version: int) -> Any:
+    part = _topic_parts.get(version)
+    if part is None:
+        part = _topic_parts[version] = response_part(ApiKey.METADATA, version, "topics")
+    return part
+
+
+def topic_parts(cluster: ClusterState) -> TopicParts:
+    """The cluster's kept topic entries."""
+    parts = _parts.get(cluster)
+    if parts is None:
+        parts = _parts[cluster] = TopicParts()
+    return parts
 
 
 def _error_topic(name: str | None, code: ErrorCode, topic_id: uuid.UUID = ZERO_UUID) -> dict[str, Any]:
@@ -119,10 +175,18 @@ def _metadata(ctx: RequestContext, req: Container) -> Generator[int, None, dict[
                                                  for e in requested]}
     refused_create: list[dict[str, Any]] = []
     refused_describe: list[dict[str, Any]] = []
+    if req.get("include_topic_authorized_operations") or cluster.hooks.active:
+        def topic_entry(t: Topic) -> Any:  # a dict: filled in below, or seen by a hook
+            return topic_metadata(cluster, t)
+    else:
+        parts = topic_parts(cluster)
+
+        def topic_entry(t: Topic) -> Any:
+            return parts.entry(cluster, t, v)
     if requested is None or (v == 0 and not requested):  # all topics: those it may not describe left out
         for t in list(cluster.topics.values()):  # as they were when asked (others may change them between turns)
             if authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t.name):
-                topics.append(topic_metadata(cluster, t))
+                topics.append(topic_entry(t))
             yield 1
     else:
         for entry in requested:
@@ -134,8 +198,7 @@ def _metadata(ctx: RequestContext, req: Container) -> Generator[int, None, dict[
                 if t is not None and not authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t.name):
                     refused_describe.append(_error_topic(None, ErrorCode.TOPIC_AUTHORIZATION_FAILED, topic_id))
                     continue
-                topics.append(topic_metadata(cluster, t) if t
-                              else _error_topic(None, ErrorCode.UNKNOWN_TOPIC_ID, topic_id))
+                topics.append(topic_entry(t) if t else _error_topic(None, ErrorCode.UNKNOWN_TOPIC_ID, topic_id))
                 continue
             if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name):  # existence not disclosed
                 refused_describe.append(_error_topic(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
@@ -162,7 +225,7 @@ def _metadata(ctx: RequestContext, req: Container) -> Generator[int, None, dict[
                     code = e.code
                 topics.append(_error_topic(name, code))
                 continue
-            topics.append(topic_metadata(cluster, t))
+            topics.append(topic_entry(t))
     if req.get("include_topic_authorized_operations"):
         for t in topics:
             t["topic_authorized_operations"] = authorized_operations(ctx, ResourceType.TOPIC, t["name"])

@@ -182,7 +182,8 @@ def _drain(b: BrokerProcess) -> None:
 def start_broker(kind: str, *, timeout: float = 20.0, wrap: list[str] | None = None,
                  cwd: str | None = None, upstream: str | None = None,
                  configs: dict[str, str] | None = None, args: list[str] | None = None,
-                 port: int | None = None, relay_port: int | None = None) -> BrokerProcess:
+                 port: int | None = None, relay_port: int | None = None,
+                 stock_jvm: bool = False) -> BrokerProcess:
     """Spawns `kind` on a free port (or `port`) and returns once it has printed its ready line and accepts
     connections.
 
@@ -192,10 +193,11 @@ def start_broker(kind: str, *, timeout: float = 20.0, wrap: list[str] | None = N
     for the relay to forward to). `wrap` prefixes the command (e.g.
     a profiler). `configs`: broker configs by Kafka's names, for fakekafka and kafka (the same settings on
     both); `args` go after fakekafka's own (e.g. `--data-dir DIR`). Raises RuntimeError (after stopping it)
-    if the broker exits or is not ready within `timeout` seconds.
+    if the broker exits or is not ready within `timeout` seconds. `stock_jvm`: Kafka with its own scripts'
+    JVM settings (1 GiB heap, G1) rather than the test launcher's 512 MiB serial-collector heap.
     """
     if kind == "kafka":
-        return _start_kafka(timeout, configs, relay_port)
+        return _start_kafka(timeout, configs, relay_port, stock_jvm)
     port = port or free_port()
     cmd, ready = _command(kind, port, wrap, upstream)
     relay_listener = None
@@ -254,10 +256,11 @@ def kafka_available() -> bool:
 
 
 def _start_kafka(timeout: float, configs: dict[str, str] | None = None,
-                 relay_port: int | None = None) -> BrokerProcess:
+                 relay_port: int | None = None, stock_jvm: bool = False) -> BrokerProcess:
     from fakekafka.testing.apache_kafka import KafkaCluster
     relay = {"listeners": ("RELAY:PLAINTEXT",), "advertised": {"RELAY": [relay_port]}} if relay_port else {}
-    cluster = KafkaCluster(1, dict(configs or {}), timeout=max(timeout, 120), **relay)  # type: ignore[arg-type]
+    cluster = KafkaCluster(1, dict(configs or {}), timeout=max(timeout, 120), stock_jvm=stock_jvm,
+                           **relay)  # type: ignore[arg-type]
     t0 = time.perf_counter()
     cluster.start()
     b = BrokerProcess("kafka", int(cluster.bootstrap_servers.rsplit(":", 1)[1]), cluster.procs[0], t0,

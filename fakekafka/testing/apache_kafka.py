@@ -53,6 +53,11 @@ INSTALL_HINT = "run `fakekafka kafka install` (resolves Apache Kafka's jars from
 # A JVM per node on a 2-core machine: a small heap and the serial collector are plenty for tests.
 JVM_ARGS = ("-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-Djava.awt.headless=true",
             "-Dfile.encoding=UTF-8")
+# What Kafka's own scripts start a broker with (kafka-server-start.sh's KAFKA_HEAP_OPTS, kafka-run-class.sh's
+# KAFKA_JVM_PERFORMANCE_OPTS): what a benchmark against Kafka should measure.
+STOCK_JVM_ARGS = ("-Xms1G", "-Xmx1G", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+                  "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
+                  "-Djava.awt.headless=true", "-Dfile.encoding=UTF-8")
 
 LOG4J2 = """\
 status = error
@@ -116,14 +121,17 @@ class KafkaCluster:
     def __init__(self, brokers: int = 1, configs: dict[str, str | None] | None = None, *, lib: Path | None = None,
                  java: str | None = None, heap: str = "512m", timeout: float = 120.0,
                  listeners: tuple[str, ...] = (), scram_users: dict[str, str] | None = None,
-                 log_dirs: int = 1, advertised: dict[str, list[int]] | None = None) -> None:
+                 log_dirs: int = 1, advertised: dict[str, list[int]] | None = None,
+                 stock_jvm: bool = False) -> None:
         """`log_dirs`: how many log directories each node has (`log.dirs`: `node-N/dir-K` when several, between
         which AlterReplicaLogDirs moves replicas); `listeners`: more listeners by security protocol
         ("SASL_PLAINTEXT", "SASL_SSL", "SSL"), each named
         after its protocol, beside PLAINTEXT (their ssl.*, sasl.* and JAAS settings come through `configs`), or
         "NAME:PROTOCOL" for a listener of another name; `advertised`: ports Metadata gives for a listener's
         nodes instead of its own (a relay in front of it, as bench/proxy.py's);
-        `scram_users` are written at format time (kafka-storage --add-scram) for SCRAM-SHA-256 and -512."""
+        `scram_users` are written at format time (kafka-storage --add-scram) for SCRAM-SHA-256 and -512;
+        `stock_jvm`: the brokers run with Kafka's own JVM settings (1 GiB heap, G1) instead of the small test heap
+        (the tools it runs, such as the storage format, keep the small one)."""
         if brokers < 1:
             raise ValueError("brokers must be at least 1")
         self.brokers = brokers
@@ -131,6 +139,7 @@ class KafkaCluster:
         self.lib = lib or kafka_lib()
         self.java = java or shutil.which("java")
         self.heap = heap
+        self.stock_jvm = stock_jvm
         self.timeout = timeout
         rf = str(min(3, brokers))
         self.configs: dict[str, str] = {
@@ -214,7 +223,7 @@ class KafkaCluster:
             for i, p in enumerate(props):
                 log = self.dir / f"node-{i + 1}.log"
                 self._logs.append(log)
-                self.procs.append(self._java("kafka.Kafka", str(p), log=log))
+                self.procs.append(self._java("kafka.Kafka", str(p), log=log, stock=self.stock_jvm))
             self._wait_ready(t0 + self.timeout)
         except BaseException:
             self.stop()
@@ -281,9 +290,11 @@ class KafkaCluster:
         path.write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
         return path
 
-    def _java(self, main: str, *args: str, log: Path | None = None) -> subprocess.Popen[bytes]:
+    def _java(self, main: str, *args: str, log: Path | None = None,
+              stock: bool = False) -> subprocess.Popen[bytes]:
         assert self.dir is not None and self.java is not None and self.lib is not None
-        cmd = [self.java, *JVM_ARGS, f"-Xmx{self.heap}",
+        jvm = STOCK_JVM_ARGS if stock else (*JVM_ARGS, f"-Xmx{self.heap}")
+        cmd = [self.java, *jvm,
                f"-Dlog4j2.configurationFile={self.dir / 'log4j2.properties'}",
                "-cp", str(self.lib / "*"), main, *args]
         out: Any = open(log, "wb") if log is not None else subprocess.PIPE  # noqa: SIM115 - the child owns it

@@ -77,6 +77,29 @@ def go_driver(name: str) -> Path:
     return binary
 
 
+def go_program(directory: Path) -> Path:
+    """A Go program of its own module (a test's feature program, e.g. tests/integration/clients/go_registry), built
+    once per source hash into the same cache as the drivers."""
+    sources = [directory / "go.mod", directory / "go.sum", *directory.glob("*.go")]
+    base = Path(os.environ.get("FAKEKAFKA_GO_CLIENTS") or CACHE / "go-clients")
+    binary = base / f"{directory.name}-{_digest(sources, directory)}"
+    if binary.exists():
+        return binary
+    go = shutil.which("go")
+    if go is None:
+        raise BuildError(f"go not found: {directory.name} is built with the Go toolchain "
+                         '(eval "$(bash .ci/install.sh)")')
+    base.mkdir(parents=True, exist_ok=True)
+    tmp = base / f".{binary.name}.{os.getpid()}"
+    proc = subprocess.run([go, "build", "-trimpath", "-o", str(tmp), "."], cwd=directory, capture_output=True,
+                          text=True, env={**os.environ, "GOFLAGS": "-buildvcs=false -mod=readonly"}, check=False)
+    if proc.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        raise BuildError(f"go build in {directory} failed:\n{proc.stderr[-3000:]}")
+    tmp.replace(binary)
+    return binary
+
+
 def node_modules() -> Path:
     """The node_modules directory for compat/clients/node (npm ci'd now if the lock file changed)."""
     files = [NODE_DIR / "package.json", NODE_DIR / "package-lock.json"]

@@ -93,6 +93,34 @@ def test_avro_round_trip_and_a_second_process(kafka: Any, tmp_path: Path) -> Non
     assert json.loads(done.stdout) == [{"id": f"o-{i}", "qty": i} for i in range(3)]
 
 
+@pytest.mark.timeout(900)  # the first run builds the Go program (franz-go, its sr package, hamba/avro)
+def test_a_go_service_reads_and_writes_through_the_registry(kafka: Any) -> None:
+    """A Go program (franz-go's schema registry client, hamba/avro) reads the records a Python producer wrote with
+    confluent-kafka's AvroSerializer, each writer schema found by its id, and writes one that Python reads back."""
+    import shutil
+
+    from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+
+    from compat.clients.toolchains import go_program
+    if shutil.which("go") is None:
+        pytest.skip('go not found: the Go program is built with the Go toolchain (eval "$(bash .ci/install.sh)")')
+    binary = go_program(Path(__file__).parent / "clients" / "go_registry")
+    sr = SchemaRegistryClient({"url": kafka.schema_registry_url})
+    ctx = SerializationContext("orders-to-go", MessageField.VALUE)
+    serialize = AvroSerializer(sr, json.dumps(ORDER))
+    produce(kafka, "orders-to-go", [serialize({"id": f"o-{i}", "qty": i}, ctx) for i in (1, 2)])
+    schema_id = sr.get_latest_version("orders-to-go-value").schema_id
+    done = subprocess.run([str(binary), kafka.bootstrap_servers, kafka.schema_registry_url, "orders-to-go", "2",
+                           "orders-from-go"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert lines == [{"schema_id": schema_id, "value": {"id": "o-1", "qty": 1}},
+                     {"schema_id": schema_id, "value": {"id": "o-2", "qty": 2}}, {"produced": schema_id}]
+    [raw] = consume(kafka, "orders-from-go", 1)
+    back = AvroDeserializer(sr)(raw, SerializationContext("orders-from-go", MessageField.VALUE))
+    assert back == {"id": "go-1", "qty": 7}
+
+
 def test_json_schema_round_trip(kafka: Any) -> None:
     pytest.importorskip("jsonschema")
     from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer

@@ -165,3 +165,12 @@ def test_state_is_rebuilt_from_the_records() -> None:
     log.records.append((b"not json", b"{"))  # a stranger's record on _schemas: skipped, as Confluent skips it
     again.sync()
     assert again.list_subjects() == ["s"]
+
+
+def test_a_schema_id_is_found_whatever_subject_the_reader_names() -> None:
+    """`GET /schemas/ids/{id}?subject=S`: the subject names a context, not an owner (a deserializer asks with its
+    own topic's subject for an id another subject registered, e.g. a record written by another service)."""
+    r = Registry(MemoryLog())
+    schema_id = r.register("orders-value", record())["id"]
+    assert r.schema_by_id(schema_id, "elsewhere-value") == r.schema_by_id(schema_id)
+    assert refused(r.schema_by_id, schema_id + 1, "orders-value").error_code == 40403

@@ -33,6 +33,7 @@ from fakekafka.handlers import (  # noqa: F401  (imported to register their hand
     sasl,
     scram,
     share_groups,
+    streams_groups,
     transactions,
 )
 from fakekafka.handlers.authz import CLUSTER_APIS, authorize_cluster

@@ -15,8 +15,8 @@ Deliberate differences from Kafka 4.4 (tests/conformance/test_api_sweep.py, comp
 - api_keys: only the APIs and versions implemented here, a subset of Kafka's ranges (plus Produce v0-2,
   which Kafka lists too, and OffsetForLeaderEpoch v0-1, which Kafka 4 removed).
 - supported_features, finalized_features: only `group.version` (KIP-848 consumer groups), `share.version`
-  (KIP-932 share groups) and `transaction.version`. The other feature-gated protocol (streams groups) is not
-  served, and clients choose protocols from these;
+  (KIP-932 share groups), `streams.version` (KIP-1071 streams groups) and `transaction.version`, from which
+  clients choose protocols;
   metadata.version, kraft.version and the like describe a KRaft quorum fakekafka does not have.
   finalized_features_epoch is 1 (Kafka's is its metadata offset).
 """
@@ -62,18 +62,25 @@ GROUP_VERSION = 1
 SHARE_VERSION = 2
 """`share.version` 2: share groups (KIP-932) with ShareFetch/ShareAcknowledge v2, finalized on a new Kafka 4.4
 cluster."""
+STREAMS_VERSION = 1
+"""`streams.version` 1: streams groups (KIP-1071, StreamsGroupHeartbeat), finalized on a new Kafka 4.4 cluster;
+Kafka Streams applications find it to use `group.protocol=streams`."""
 
 
 def features(transaction_version: int) -> dict[str, Any]:
     """The features fakekafka gates protocols on, as Kafka lists them: `group.version` supported 0-1 and
-    finalized at 1, `share.version` supported 0-2 and finalized at 2, `transaction.version` supported 0-2 and
+    finalized at 1, `share.version` supported 0-2 and finalized at 2, `streams.version` supported 0-1 and
+    finalized at 1, `transaction.version` supported 0-2 and
     finalized at the cluster's level (a level of 0 is not listed, as Kafka leaves out features at 0)."""
     out: dict[str, Any] = {"supported_features": [
         {"name": "group.version", "min_version": 0, "max_version": GROUP_VERSION},
         {"name": "share.version", "min_version": 0, "max_version": SHARE_VERSION},
+        {"name": "streams.version", "min_version": 0, "max_version": STREAMS_VERSION},
         {"name": "transaction.version", "min_version": 0, "max_version": TRANSACTION_VERSION_MAX}]}
     finalized = [{"name": "group.version", "min_version_level": GROUP_VERSION, "max_version_level": GROUP_VERSION},
-                 {"name": "share.version", "min_version_level": SHARE_VERSION, "max_version_level": SHARE_VERSION}]
+                 {"name": "share.version", "min_version_level": SHARE_VERSION, "max_version_level": SHARE_VERSION},
+                 {"name": "streams.version", "min_version_level": STREAMS_VERSION,
+                  "max_version_level": STREAMS_VERSION}]
     if transaction_version > 0:
         finalized.append({"name": "transaction.version", "min_version_level": transaction_version,
                           "max_version_level": transaction_version})

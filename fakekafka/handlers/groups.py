@@ -42,6 +42,16 @@ from fakekafka.wire import ApiKey, ErrorCode
 NOT_REQUESTED = -2147483648
 
 
+def epoch_group(cluster: Any, group_id: str) -> tuple[Any, Any]:
+    """(coordinator, group) of the consumer group (KIP-848) or streams group (KIP-1071) with the id, whose members
+    commit and fetch offsets at their member epoch; (None, None) if there is none."""
+    for coordinator in (cluster.consumer_groups, cluster.streams_groups):
+        group = coordinator.group(group_id)
+        if group is not None:
+            return coordinator, group
+    return None, None
+
+
 def may(ctx: RequestContext, operation: AclOperation, group_id: str) -> bool:
     """Whether the client may do `operation` on the group (always, without an authorizer)."""
     return authorize(ctx, operation, ResourceType.GROUP, group_id)

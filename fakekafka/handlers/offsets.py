@@ -24,7 +24,7 @@ from typing import Any
 from construct import Container
 
 from fakekafka.handlers.authz import authorize
-from fakekafka.handlers.groups import may, not_coordinator
+from fakekafka.handlers.groups import epoch_group, may, not_coordinator
 from fakekafka.handlers.registry import ErrorContext, RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.wire import ApiKey, ErrorCode
@@ -77,11 +77,11 @@ def handle_offset_commit(ctx: RequestContext, req: Container) -> dict[str, Any]:
                 known[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 wanted[tp] = (p.committed_offset, p.get("committed_leader_epoch", -1), p.committed_metadata)
-    consumer_group = cluster.consumer_groups.group(req.group_id)
+    coordinator, consumer_group = epoch_group(cluster, req.group_id)
     if not_coordinator(ctx, req.group_id):
         codes = {tp: ErrorCode.NOT_COORDINATOR for tp in wanted}
     elif consumer_group is not None:
-        codes = cluster.consumer_groups.commit(consumer_group, req.member_id, req.generation_id_or_member_epoch,
+        codes = coordinator.commit(consumer_group, req.member_id, req.generation_id_or_member_epoch,
                                                ctx.version, wanted)
     elif wanted:
         codes = cluster.groups.commit(req.group_id, req.generation_id_or_member_epoch, req.member_id,
@@ -105,9 +105,9 @@ def _fetch_group(ctx: RequestContext, group_id: str, topics: list[Container] | N
         return ErrorCode.GROUP_AUTHORIZATION_FAILED, []
     if not_coordinator(ctx, group_id):
         return ErrorCode.NOT_COORDINATOR, []
-    consumer_group = ctx.cluster.consumer_groups.group(group_id)
-    if consumer_group is not None:  # KIP-848: a member fetches at its current epoch (v9+)
-        code = ctx.cluster.consumer_groups.validate_fetch(consumer_group, *member)
+    coordinator, consumer_group = epoch_group(ctx.cluster, group_id)
+    if consumer_group is not None:  # KIP-848 and streams groups: a member fetches at its current epoch (v9+)
+        code = coordinator.validate_fetch(consumer_group, *member)
         if code != ErrorCode.NONE:
             return code, []
     unknown: list[dict[str, Any]] = []
@@ -134,7 +134,7 @@ def _fetch_group(ctx: RequestContext, group_id: str, topics: list[Container] | N
         found = ctx.cluster.groups.fetch_offsets(group_id, partitions)
     by_topic: dict[str, list[dict[str, Any]]] = {}
     for (topic, index), om in found.items():
-        pending = ctx.cluster.consumer_groups.has_pending_txn_offset if consumer_group is not None \
+        pending = coordinator.has_pending_txn_offset if consumer_group is not None \
             else ctx.cluster.groups.has_pending_txn_offset
         if require_stable and pending(group_id, (topic, index)):
             by_topic.setdefault(topic, []).append({
@@ -190,10 +190,9 @@ def handle_offset_delete(ctx: RequestContext, req: Container) -> dict[str, Any]:
     if not_coordinator(ctx, req.group_id):
         return {"error_code": ErrorCode.NOT_COORDINATOR, "throttle_time_ms": 0, "topics": []}
     partitions = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
-    consumer_group = ctx.cluster.consumer_groups.group(req.group_id)
+    coordinator, consumer_group = epoch_group(ctx.cluster, req.group_id)
     if consumer_group is not None:
-        subscribed = ctx.cluster.consumer_groups.subscribed_topics(consumer_group) if consumer_group.members \
-            else set()
+        subscribed = coordinator.subscribed_topics(consumer_group) if consumer_group.members else set()
         top, codes = ErrorCode.NONE, {}
         for tp in partitions:
             if tp[0] in subscribed:
@@ -201,7 +200,7 @@ def handle_offset_delete(ctx: RequestContext, req: Container) -> dict[str, Any]:
             else:
                 consumer_group.offsets.pop(tp, None)
                 codes[tp] = ErrorCode.NONE
-        ctx.cluster.consumer_groups.records.offsets(
+        coordinator.records.offsets(
             req.group_id, {tp: None for tp, code in codes.items() if code == ErrorCode.NONE})
     else:
         top, codes = ctx.cluster.groups.delete_offsets(req.group_id, partitions)

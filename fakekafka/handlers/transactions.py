@@ -24,6 +24,7 @@ from construct import Container
 
 from fakekafka.handlers.authz import authorize, authorize_cluster, filter_authorized
 from fakekafka.handlers.common import not_coordinator_of
+from fakekafka.handlers.groups import epoch_group
 from fakekafka.handlers.groups import not_coordinator as not_group_coordinator
 from fakekafka.handlers.registry import ErrorContext, RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
@@ -233,11 +234,11 @@ def handle_txn_offset_commit(ctx: RequestContext, req: Container) -> dict[str, A
                 top = ErrorCode.INVALID_PRODUCER_EPOCH
             elif verified != ErrorCode.NONE:
                 top = verified
-        consumer_group = cluster.consumer_groups.group(req.group_id)
+        coordinator, consumer_group = epoch_group(cluster, req.group_id)
         if top != ErrorCode.NONE:
             committed = dict.fromkeys(wanted, top)
-        elif consumer_group is not None:  # KIP-848: the member and its epoch, when the producer names them
-            committed = cluster.consumer_groups.txn_commit(
+        elif consumer_group is not None:  # KIP-848/1071: the member and its epoch, when the producer names them
+            committed = coordinator.txn_commit(
                 consumer_group, req.producer_id, req.get("member_id", ""),
                 req.get("generation_id_or_member_epoch", -1), wanted, req.producer_epoch)
         else:

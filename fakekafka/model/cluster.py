@@ -30,7 +30,12 @@ from fakekafka.model.append import Appender
 from fakekafka.model.clock import Clock, SystemClock
 from fakekafka.model.config import BrokerConfig
 from fakekafka.model.consumer_group import ConsumerGroupCoordinator, TopicInfo
-from fakekafka.model.coordinators import CoordinatorPlacement, consumer_group_config, share_config
+from fakekafka.model.coordinators import (
+    CoordinatorPlacement,
+    consumer_group_config,
+    share_config,
+    streams_group_config,
+)
 from fakekafka.model.events import ClusterEvents, Event
 from fakekafka.model.faults import Faults
 from fakekafka.model.group import GroupConfig, GroupCoordinator
@@ -49,6 +54,7 @@ from fakekafka.model.replication import Replication
 from fakekafka.model.scram import ScramCredentials
 from fakekafka.model.share import ShareCoordinator
 from fakekafka.model.share_state import ShareStateLog
+from fakekafka.model.streams_group import StreamsGroupCoordinator
 from fakekafka.model.topic_configs import TopicConfigs
 from fakekafka.model.topics import TopicRegistry
 from fakekafka.model.transaction_log import TransactionLog
@@ -123,9 +129,12 @@ class ClusterState:
         self.consumer_groups = ConsumerGroupCoordinator(
             self.clock, consumer_group_config(c), topics=self._topic_infos,
             group_config=lambda g: self.group_configs.get(g, {}), classic=self.groups)
+        self.streams_groups = StreamsGroupCoordinator(
+            self.clock, streams_group_config(c), topics=lambda: {n: len(t.partitions) for n, t in self.topics.items()},
+            group_config=lambda g: self.group_configs.get(g, {}))
         self.offsets_topic = OffsetsTopic(self)
         """Where the coordinators' records go (`__consumer_offsets`), and whence they are loaded."""
-        self.groups.records = self.consumer_groups.records = self.offsets_topic
+        self.groups.records = self.consumer_groups.records = self.streams_groups.records = self.offsets_topic
         self.shares = ShareCoordinator(self.clock, share_config(c), notify=self.observers.notify,
                                        event=self.observers.event, group_config=lambda g: self.group_configs.get(g, {}))
         self.share_state = ShareStateLog(self)
@@ -206,7 +215,8 @@ class ClusterState:
         retention. A step a storage error stops (a full disk; reported once by the data dir) does not stop the
         others: they run again at the next tick."""
         self.replication.tick()
-        for step in (self.groups.tick, self.consumer_groups.tick, lambda: self.shares.tick(self.share_topic),
+        for step in (self.groups.tick, self.consumer_groups.tick, self.streams_groups.tick,
+                     lambda: self.shares.tick(self.share_topic),
                      self.transactions.tick):
             try:
                 step()
@@ -219,6 +229,7 @@ class ClusterState:
 
     def next_deadline(self) -> int | None:
         times = [t for t in (self.groups.next_deadline(), self.consumer_groups.next_deadline(),
+                             self.streams_groups.next_deadline(),
                              self.replication.next_deadline(), self.transactions.next_deadline(),
                              self.shares.next_deadline()) if t is not None]
         return min(times, default=None)
@@ -248,6 +259,7 @@ class ClusterState:
             self.config.dynamic_brokers[node_id] = dict(configs)
         self.log_manager.broker_configs_changed(before)
         self.consumer_groups.config = consumer_group_config(self.config)  # group.consumer.assignment.interval.ms
+        self.streams_groups.config = streams_group_config(self.config)
         self.event("broker_configs", node=node_id, configs=dict(configs))
 
     # --- hooks: what the coordinators do when the parts change ---------------------------------------------
@@ -276,14 +288,18 @@ class ClusterState:
                 return self.offsets_partition_for(group_id) == index
             self.groups.complete_txn_offsets(producer_id, commit, here)
             self.consumer_groups.complete_txn_offsets(producer_id, commit, here)
+            self.streams_groups.complete_txn_offsets(producer_id, commit, here)
 
     def _topics_changed(self) -> None:
         self.observers.metadata_changed()
         self.consumer_groups.metadata_changed()
+        self.streams_groups.metadata_changed()
 
     def _topic_deleted(self, name: str) -> None:
         self.observers.metadata_changed()
         self.groups.remove_partitions(name)
         self.consumer_groups.remove_partitions(name)
         self.consumer_groups.metadata_changed()
+        self.streams_groups.remove_partitions(name)
+        self.streams_groups.metadata_changed()
         self.shares.forget_topic(name)

@@ -11,6 +11,7 @@ from fakekafka.model.consumer_group import ConsumerGroupConfig
 from fakekafka.model.internal_topics import OFFSETS_TOPIC, SHARE_STATE_TOPIC, TRANSACTION_STATE_TOPIC, partition_for
 from fakekafka.model.metadata import Broker, Topic
 from fakekafka.model.share import ShareConfig
+from fakekafka.model.streams_group_metadata import StreamsGroupConfig
 
 __all__ = ["CoordinatorPlacement", "consumer_group_config", "share_config"]
 
@@ -89,6 +90,21 @@ def consumer_group_config(c: BrokerConfig) -> ConsumerGroupConfig:
         assignment_interval_ms=int(value("group.consumer.assignment.interval.ms")),
         offsets_retention_ms=c.offsets_retention_minutes * 60_000,
         migration_policy=value("group.consumer.migration.policy").strip().lower())
+
+
+def streams_group_config(c: BrokerConfig) -> StreamsGroupConfig:
+    """The streams group coordinator's settings from the broker's `group.streams.*` configs."""
+    def get(name: str) -> int:
+        value = c.value(f"group.streams.{name}")[0]
+        assert value is not None, name
+        return int(value)
+    return StreamsGroupConfig(
+        session_timeout_ms=get("session.timeout.ms"), heartbeat_interval_ms=get("heartbeat.interval.ms"),
+        num_standby_replicas=get("num.standby.replicas"),
+        initial_rebalance_delay_ms=get("initial.rebalance.delay.ms"),
+        assignment_interval_ms=get("assignment.interval.ms"), task_offset_interval_ms=get("task.offset.interval.ms"),
+        acceptable_recovery_lag=get("acceptable.recovery.lag"), max_size=get("max.size"),
+        offsets_retention_ms=c.offsets_retention_minutes * 60_000)
 
 
 def share_config(c: BrokerConfig) -> ShareConfig:

@@ -710,6 +710,25 @@ def _share_group_describe(t: Target, v: int) -> dict[str, Any]:
     return {"group_ids": [SHARE_GROUP, "sweep-no-such-share-group"], "include_authorized_operations": False}
 
 
+STREAMS_TOPOLOGY = {"epoch": 0, "subtopologies": [
+    {"subtopology_id": "0", "source_topics": [TOPIC], "source_topic_regex": [], "state_changelog_topics": [],
+     "repartition_sink_topics": [], "repartition_source_topics": [], "copartition_groups": []}]}
+
+
+def _streams_group_heartbeat(t: Target, v: int) -> dict[str, Any]:
+    """A member joining a streams group of its own (per version) with a one-subtopology topology."""
+    return {"group_id": f"sweep-sg-v{v}", "member_id": "sweep-sg-member", "member_epoch": 0,
+            "endpoint_information_epoch": 0, "instance_id": None, "rack_id": None, "rebalance_timeout_ms": 30000,
+            "topology": STREAMS_TOPOLOGY, "active_tasks": [], "standby_tasks": [], "warmup_tasks": [],
+            "process_id": "sweep-process", "user_endpoint": None, "client_tags": None, "task_offsets": None,
+            "task_end_offsets": None, "shutdown_application": False}
+
+
+def _streams_group_describe(t: Target, v: int) -> dict[str, Any]:
+    t.send(88, v, _streams_group_heartbeat(t, v))
+    return {"group_ids": [f"sweep-sg-v{v}", "sweep-no-such-streams-group"], "include_authorized_operations": False}
+
+
 def _share_fetch_body(t: Target, epoch: int, acks: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     return {"group_id": SHARE_GROUP, "member_id": SHARE_MEMBER, "share_session_epoch": epoch, "max_wait_ms": 0,
             "min_bytes": 1, "max_bytes": 1 << 20, "max_records": 500, "batch_size": 500, "share_acquire_mode": 0,
@@ -789,6 +808,7 @@ def _delete_share_group_offsets(t: Target, v: int) -> dict[str, Any]:
 
 BUILDERS: dict[int, Callable[[Target, int], dict[str, Any]]] = {
     76: _share_group_heartbeat, 77: _share_group_describe, 78: _share_fetch, 79: _share_acknowledge,
+    88: _streams_group_heartbeat, 89: _streams_group_describe,
     90: _describe_share_group_offsets, 91: _alter_share_group_offsets, 92: _delete_share_group_offsets,
     0: _produce, 1: _fetch, 2: _list_offsets, 3: _metadata, 8: _offset_commit, 9: _offset_fetch,
     10: _find_coordinator, 11: _join_group, 12: _heartbeat, 13: _leave_group, 14: _sync_group,
@@ -1248,11 +1268,12 @@ ListGroups, DescribeConfigs' configs, Metadata's topics, DeleteTopics' results, 
 ConsumerGroupDescribe, by their made-up member ids) in its hash maps' order, which no client relies on. Items
 without the key keep their order."""
 
-FEATURES_WHY = ("fakekafka lists three features: `group.version` (supported 0-1, finalized at 1: KIP-848 consumer "
-                "groups), `share.version` (supported 0-2, finalized at 2: KIP-932 share groups) and "
+FEATURES_WHY = ("fakekafka lists four features: `group.version` (supported 0-1, finalized at 1: KIP-848 consumer "
+                "groups), `share.version` (supported 0-2, finalized at 2: KIP-932 share groups), `streams.version` "
+                "(supported 0-1, finalized at 1: KIP-1071 streams groups) and "
                 "`transaction.version` (supported 0-2, finalized at 2 as a new Kafka 4.x cluster, or at "
                 "the level `serve --feature` / BrokerConfig(transaction_version=) sets), from which clients choose "
-                "protocols. The other feature-gated protocol (streams groups) is not served, and "
+                "protocols; "
                 "metadata.version, kraft.version and the like describe a KRaft quorum fakekafka does not have; "
                 "finalized_features_epoch is 1 (Kafka's is its metadata offset)")
 SHARE_INIT_WHY = ("Kafka 4.4 initializes a share group's partitions in its share coordinator (an asynchronous write) "

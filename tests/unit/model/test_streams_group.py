@@ -1,0 +1,148 @@
+"""Streams groups (KIP-1071) on the fake clock: the topology configured against the topics, the epochs and
+statuses Kafka 4.4.0 answers with (checked with raw heartbeats against it), the sticky task assignor,
+revocation before reassignment, fencing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from fakekafka.model.clock import ManualClock
+from fakekafka.model.streams_assignment import MemberSpec, Tasks, assign
+from fakekafka.model.streams_group import StreamsGroupConfig, StreamsGroupCoordinator, StreamsHeartbeat
+from fakekafka.model.streams_topology import InternalTopic, Status, Subtopology, Topology, configure
+from fakekafka.wire import ErrorCode
+
+TOPOLOGY = Topology(0, (
+    Subtopology("0", source_topics=("in",), repartition_sink_topics=("app-rep",)),
+    Subtopology("1", state_changelog_topics=(InternalTopic("app-store-changelog"),),
+                repartition_source_topics=(InternalTopic("app-rep", configs=(("cleanup.policy", "delete"),)),))))
+
+
+class World:
+    def __init__(self, **config: Any) -> None:
+        self.clock = ManualClock(0)
+        self.topics: dict[str, int] = {"in": 3}
+        self.coordinator = StreamsGroupCoordinator(self.clock, StreamsGroupConfig(**config), topics=lambda: self.topics)
+
+    def heartbeat(self, member: str, epoch: int, **kw: Any) -> dict[str, Any]:
+        if epoch == 0:
+            kw.setdefault("topology", TOPOLOGY)
+            kw.setdefault("active", {})
+            kw.setdefault("standby", {})
+            kw.setdefault("warmup", {})
+            kw.setdefault("rebalance_timeout_ms", 30_000)
+        kw.setdefault("process_id", f"p-{member}")
+        return self.coordinator.heartbeat(StreamsHeartbeat("app", member, epoch, **kw))
+
+
+def test_topology_configured_against_the_topics() -> None:
+    c = configure(TOPOLOGY, {})
+    assert c.status == [(Status.MISSING_SOURCE_TOPICS, "Source topics in are missing.")]
+    c = configure(TOPOLOGY, {"in": 4})
+    assert c.status == [(Status.MISSING_INTERNAL_TOPICS, "Internal topics are missing: app-rep, app-store-changelog")]
+    assert sorted((t.name, n) for t, n in c.to_create) == [("app-rep", 4), ("app-store-changelog", 4)]
+    c = configure(TOPOLOGY, {"in": 4, "app-rep": 4, "app-store-changelog": 4})
+    assert c.ready and c.partitions == {"0": 4, "1": 4}
+    c = configure(TOPOLOGY, {"in": 4, "app-rep": 4, "app-store-changelog": 2})
+    assert c.status[0][0] == Status.INCORRECTLY_PARTITIONED_TOPICS
+
+
+def test_join_waits_for_internal_topics_then_gets_every_task() -> None:
+    w = World(initial_rebalance_delay_ms=0)
+    r = w.heartbeat("m1", 0)
+    # as Kafka 4.4.0: the first assignment (after the initial delay) bumps the epoch again; no topics yet
+    assert (r["member_epoch"], r["active_tasks"]) == (2, [])
+    assert r["status"] == [{"status_code": Status.MISSING_INTERNAL_TOPICS,
+                            "status_detail": "Internal topics are missing: app-rep, app-store-changelog"}]
+    assert w.coordinator.group("app").state.value == "NotReady"
+    w.topics.update({"app-rep": 3, "app-store-changelog": 3})
+    w.clock.advance(1000)
+    r = w.heartbeat("m1", 2)
+    assert r["member_epoch"] == 3 and r["status"] == []
+    assert r["active_tasks"] == [{"subtopology_id": "0", "partitions": [0, 1, 2]},
+                                 {"subtopology_id": "1", "partitions": [0, 1, 2]}]
+    assert "active_tasks" not in w.heartbeat("m1", 3)  # unchanged: null on the wire
+    assert w.coordinator.group("app").state.value == "Stable"
+
+
+def test_initial_delay_and_assignment_interval_are_reported() -> None:
+    w = World(initial_rebalance_delay_ms=2000)
+    w.topics.update({"app-rep": 3, "app-store-changelog": 3})
+    r = w.heartbeat("m1", 0)
+    assert r["member_epoch"] == 1 and r["status"][0]["status_code"] == Status.ASSIGNMENT_DELAYED
+    w.clock.advance(2000)
+    r = w.heartbeat("m1", 1)
+    assert r["member_epoch"] == 2 and len(r["active_tasks"]) == 2
+    r2 = w.heartbeat("m2", 0)  # within the assignment interval: epoch of the current assignment, no tasks
+    assert (r2["member_epoch"], r2["active_tasks"]) == (2, [])
+    assert r2["status"] == [{"status_code": Status.ASSIGNMENT_DELAYED,
+                             "status_detail": "Assignment delayed due to the configured assignment interval."}]
+
+
+def test_tasks_move_only_after_revocation() -> None:
+    w = World(initial_rebalance_delay_ms=0, assignment_interval_ms=0)
+    w.topics.update({"app-rep": 3, "app-store-changelog": 3})
+    e1 = w.heartbeat("m1", 0)["member_epoch"]
+    e2 = w.heartbeat("m2", 0)["member_epoch"]
+    assert e2 == e1 + 1
+    r1 = w.heartbeat("m1", e1)  # must give up tasks: same epoch, fewer tasks
+    assert r1["member_epoch"] == e1
+    kept = {(t["subtopology_id"], p) for t in r1["active_tasks"] for p in t["partitions"]}
+    assert 0 < len(kept) < 6
+    r2 = w.heartbeat("m2", e2)  # what m2 wants is still m1's: withheld
+    assert r2.get("active_tasks", []) == []
+    owned = {s: frozenset(p for (t, p) in kept if t == s) for s in ("0", "1")}
+    r1 = w.heartbeat("m1", e1, active=owned, standby={}, warmup={})
+    assert r1["member_epoch"] == e2
+    r2 = w.heartbeat("m2", e2)
+    got = {(t["subtopology_id"], p) for t in r2["active_tasks"] for p in t["partitions"]}
+    assert got and not got & kept and len(got | kept) == 6
+
+
+def test_errors_as_kafka_words_them() -> None:
+    w = World()
+    assert w.heartbeat("", 0)["error_message"] == "MemberId can't be empty."
+    r = w.heartbeat("m1", 0, active=None)
+    assert (r["error_code"], r["error_message"]) == (ErrorCode.INVALID_REQUEST,
+                                                     "ActiveTasks must be empty when (re-)joining.")
+    e = w.heartbeat("m1", 0)["member_epoch"]
+    r = w.heartbeat("m1", e + 5)
+    assert r["error_code"] == ErrorCode.FENCED_MEMBER_EPOCH
+    assert r["error_message"] == (f"The streams group member has a greater member epoch ({e + 5}) than the one "
+                                  f"known by the group coordinator ({e}). The member must abandon all its "
+                                  "partitions and rejoin.")
+    r = w.heartbeat("m3", 1)
+    assert (r["error_code"], r["error_message"]) == (ErrorCode.UNKNOWN_MEMBER_ID,
+                                                     "Member m3 is not a member of group app.")
+    assert w.heartbeat("m1", 1, topology=TOPOLOGY)["error_message"] == \
+        "Topology can only be provided when (re-)joining."
+    r = w.coordinator.heartbeat(StreamsHeartbeat("cg", "m", 0, topology=TOPOLOGY, active={}, standby={}, warmup={},
+                                                 rebalance_timeout_ms=1), lambda g: "consumer")
+    assert (r["error_code"], r["error_message"]) == (ErrorCode.GROUP_ID_NOT_FOUND, "Group cg is not a streams group.")
+
+
+def test_session_expiry_fences_and_leave_empties() -> None:
+    w = World(initial_rebalance_delay_ms=0, session_timeout_ms=45_000)
+    w.heartbeat("m1", 0)
+    e = w.heartbeat("m2", 0)["member_epoch"]
+    w.clock.advance(45_000)
+    w.coordinator.tick()
+    group = w.coordinator.group("app")
+    assert not group.members and group.state.value == "Empty"
+    assert group.group_epoch == group.assignment_epoch > e
+    assert w.heartbeat("m1", 2)["error_code"] == ErrorCode.UNKNOWN_MEMBER_ID
+
+
+@pytest.mark.parametrize("standby", [0, 1])
+def test_sticky_assignor_balances_keeps_and_places_standbys_elsewhere(standby: int) -> None:
+    first = assign({"a": MemberSpec("pa", Tasks()), "b": MemberSpec("pb", Tasks())}, {"0": 4}, standby)
+    assert sorted(len(t.active.get("0", ())) for t in first.values()) == [2, 2]
+    again = assign({"a": MemberSpec("pa", first["a"]), "b": MemberSpec("pb", first["b"]),
+                    "c": MemberSpec("pc", Tasks())}, {"0": 4}, standby)
+    for m in ("a", "b"):
+        assert again[m].active["0"] <= first[m].active["0"]  # nobody takes another's task while it may keep it
+    for t in again.values():
+        assert not set(t.standby.get("0", ())) & set(t.active.get("0", ()))
+    assert sum(len(t.standby.get("0", ())) for t in again.values()) == 4 * standby

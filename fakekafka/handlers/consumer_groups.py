@@ -61,6 +61,9 @@ def handle_consumer_group_heartbeat(ctx: RequestContext, req: Container) -> dict
         return heartbeat_error_response(ctx, req, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     if not_coordinator(ctx, req.group_id):
         return heartbeat_error_response(ctx, req, ErrorCode.NOT_COORDINATOR)
+    if ctx.cluster.streams_groups.group(req.group_id) is not None:
+        return {**heartbeat_error_response(ctx, req, ErrorCode.GROUP_ID_NOT_FOUND),
+                "error_message": f"Group {req.group_id} is not a consumer group."}
     owned = None if req.topic_partitions is None else [(t.topic_id, list(t.partitions)) for t in req.topic_partitions]
     cluster = ctx.cluster
     classic = classic_group_status(ctx, req.group_id)
@@ -135,7 +138,8 @@ def handle_consumer_group_describe(ctx: RequestContext, req: Container) -> dict[
         elif group is None:
             classic = ctx.cluster.groups.group(group_id)
             entry["error_code"] = ErrorCode.GROUP_ID_NOT_FOUND
-            entry["error_message"] = f"Group {group_id} is not a consumer group." if classic is not None \
+            other = classic is not None or ctx.cluster.streams_groups.group(group_id) is not None
+            entry["error_message"] = f"Group {group_id} is not a consumer group." if other \
                 else f"Group {group_id} not found."
         else:
             entry.update(group_state=group.state.value, group_epoch=group.group_epoch,

@@ -215,8 +215,10 @@ def handle_describe_groups(ctx: RequestContext, req: Container) -> dict[str, Any
             continue
         group = ctx.cluster.groups.group(group_id)
         if group is None and (ctx.cluster.consumer_groups.group(group_id) is not None
+                              or ctx.cluster.streams_groups.group(group_id) is not None
                               or ctx.cluster.shares.describe(group_id) is not None):
-            # a KIP-848 consumer group is not a classic group: Kafka 4.4 answers so from v6, Dead before
+            # a KIP-848 consumer group (or a streams group) is not a classic group: Kafka 4.4 answers so from v6,
+            # Dead before
             if ctx.version >= 6:
                 entry.update(error_code=ErrorCode.GROUP_ID_NOT_FOUND, error_message=f"Group {group_id} is not a "
                                                                                    "classic group.")
@@ -250,6 +252,7 @@ def handle_list_groups(ctx: RequestContext, req: Container) -> dict[str, Any]:
     found += [(g.group_id, "consumer", g.state.value, "consumer")
               for g in ctx.cluster.consumer_groups.groups.values()]
     found += [(g.group_id, "share", g.state, "share") for g in ctx.cluster.shares.groups.values()]
+    found += [(g.group_id, "streams", g.state.value, "streams") for g in ctx.cluster.streams_groups.groups.values()]
     for group_id, protocol_type, state, group_type in found:
         if not_coordinator(ctx, group_id):
             continue
@@ -276,6 +279,8 @@ def handle_delete_groups(ctx: RequestContext, req: Container) -> dict[str, Any]:
             code = ErrorCode.NOT_COORDINATOR
         elif ctx.cluster.consumer_groups.group(group_id) is not None:
             code = ctx.cluster.consumer_groups.delete_group(group_id)
+        elif ctx.cluster.streams_groups.group(group_id) is not None:
+            code = ctx.cluster.streams_groups.delete_group(group_id)
         elif ctx.cluster.shares.describe(group_id) is not None:
             code = ctx.cluster.shares.delete_group(group_id)
         else:

@@ -89,8 +89,8 @@ def handle_streams_group_heartbeat(ctx: RequestContext, req: Container) -> dict[
     out = cluster.streams_groups.heartbeat(r, lambda g: _other_group_kind(ctx, g))
     if out["error_code"] == ErrorCode.NONE:
         _create_internal_topics(ctx, req.group_id, out)
-    if ctx.version == 0:
-        out["acceptable_recovery_lag_legacy"] = out.pop("acceptable_recovery_lag", 0)
+    if ctx.version == 0:  # Kafka 4.4.0 answers v0's (int32) field with 0
+        out.pop("acceptable_recovery_lag", None)
     return {"throttle_time_ms": 0, **out}
 
 

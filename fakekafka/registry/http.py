@@ -183,6 +183,8 @@ class SchemaRegistryServer:
             if route_method != method:
                 continue
             args = {k: unquote(v) for k, v in match.groupdict().items()}
+            if name in ("register", "lookup", "compatibility"):
+                self._compile_here(body)
             try:
                 return 200, self._call(lambda n=name, a=args: self._dispatch(n, a, query, body))
             except RegistryError as e:
@@ -193,6 +195,20 @@ class SchemaRegistryServer:
         if allowed:
             return 405, {"error_code": 405, "message": "HTTP 405 Method Not Allowed"}
         return 404, {"error_code": 404, "message": "HTTP 404 Not Found"}
+
+    def _compile_here(self, body: Any) -> None:
+        """A `.proto` text is compiled (protoc, a child process) on this HTTP thread, not on the cluster's loop
+        where the request then runs: its imports are read there, the compiled file is kept for the request."""
+        try:
+            source = self._call(lambda: self._registry().protobuf_source(body))
+        except RegistryError:
+            return
+        if source is not None:
+            from fakekafka.registry.protobuf import compile_proto
+            try:
+                compile_proto(*source)
+            except RegistryError:
+                pass  # kept too: the request answers it
 
     def _dispatch(self, name: str, args: dict[str, str], query: dict[str, str], body: Any) -> Any:
         r = self._registry()

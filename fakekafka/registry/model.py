@@ -25,7 +25,15 @@ from typing import Any, Protocol
 
 from fakekafka.registry import compatibility
 from fakekafka.registry.errors import RegistryError
-from fakekafka.registry.schemas import SCHEMA_TYPES, ParsedSchema, Reference, parse_schema, serialized
+from fakekafka.registry.schemas import (
+    SCHEMA_TYPES,
+    ParsedSchema,
+    Reference,
+    parse_schema,
+    protobuf_descriptor,
+    protobuf_imports,
+    serialized,
+)
 from fakekafka.registry.settings import MODES, RegistrySettings, dumps, flag
 
 __all__ = ["MODES", "MemoryLog", "Registry", "SchemaLog"]
@@ -272,6 +280,21 @@ class Registry(RegistrySettings):
         if normalize and parsed.schema_type != "PROTOBUF":  # Protobuf's normal form is its descriptor: text kept
             parsed.text = parsed.normalized()
         return parsed
+
+    def protobuf_source(self, body: Any) -> tuple[str, dict[str, Any]] | None:
+        """A request's `.proto` text and its imports' descriptors (None: not a Protobuf text, or refused), for the
+        HTTP thread to compile before the request runs here."""
+        if not isinstance(body, dict) or body.get("schemaType") != "PROTOBUF" or not isinstance(body.get("schema"),
+                                                                                                   str):
+            return None
+        if protobuf_descriptor(body["schema"]) is not None:
+            return None
+        try:
+            refs = tuple(Reference(r["name"], r["subject"], self.parse_version(r.get("version", -1)))
+                         for r in body.get("references") or [])
+            return body["schema"], protobuf_imports(refs, self._resolve)
+        except (RegistryError, KeyError, TypeError):
+            return None  # the request itself answers what is wrong with it
 
     @staticmethod
     def _same(a: ParsedSchema, b: ParsedSchema) -> bool:

@@ -5,7 +5,8 @@ A registered `.proto` file is written to a scratch folder and compiled by `pytho
 imports resolved from the references' descriptors (given to protoc as a descriptor set under each reference's
 name), Google's well-known types and, when confluent-kafka is installed, Confluent's own `confluent/*.proto`.
 protoc's own error lines become the 42201 message. A compiled file is kept by its text and its imports' descriptors,
-so a schema is compiled once per process (protoc runs in a child process: about 0.1 s).
+so a schema is compiled once per process (protoc runs in a child process: about 0.1 s), and the HTTP server
+compiles a request's file on its own thread first (`warm`), never on the cluster's loop.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ __all__ = ["MAIN_FILE", "compile_proto"]
 MAIN_FILE = "schema.proto"
 """The name a registered `.proto` text is compiled under (imports name the references, never this file)."""
 
-_CACHE: dict[tuple[str, tuple[tuple[str, bytes], ...]], bytes] = {}
+_CACHE: dict[tuple[str, tuple[tuple[str, bytes], ...]], bytes | RegistryError] = {}
+"""Compiled files, and refusals (so an invalid file is not compiled twice), by text and imports."""
 _CACHE_LOCK = threading.Lock()
 _CACHE_LIMIT = 1024
 _TIMEOUT_S = 60
@@ -54,11 +56,16 @@ def compile_proto(text: str, imports: dict[str, Any]) -> Any:
     with _CACHE_LOCK:
         cached = _CACHE.get(key)
     if cached is None:
-        cached = _run_protoc(text, imports)
+        try:
+            cached = _run_protoc(text, imports)
+        except RegistryError as e:
+            cached = e
         with _CACHE_LOCK:
             if len(_CACHE) >= _CACHE_LIMIT:
                 _CACHE.pop(next(iter(_CACHE)))
             _CACHE[key] = cached
+    if isinstance(cached, RegistryError):
+        raise RegistryError(cached.status, cached.error_code, cached.message)
     out = descriptor_pb2.FileDescriptorProto()
     out.ParseFromString(cached)
     return out

@@ -20,7 +20,8 @@ from typing import Any
 
 from fakekafka.registry.errors import RegistryError
 
-__all__ = ["SCHEMA_TYPES", "ParsedSchema", "Reference", "parse_schema", "serialized"]
+__all__ = ["SCHEMA_TYPES", "ParsedSchema", "Reference", "parse_schema", "protobuf_descriptor", "protobuf_imports",
+           "serialized"]
 
 SCHEMA_TYPES = ("AVRO", "JSON", "PROTOBUF")
 
@@ -140,23 +141,34 @@ def _parse_json(text: str, references: tuple[Reference, ...], resolve: Resolver)
     return ParsedSchema("JSON", json.dumps(doc, separators=(",", ":")), references, doc, referenced)
 
 
-def _parse_protobuf(text: str, references: tuple[Reference, ...], resolve: Resolver) -> ParsedSchema:
-    from google.protobuf import descriptor_pb2, message
-
+def protobuf_imports(references: tuple[Reference, ...], resolve: Resolver) -> dict[str, Any]:
+    """The descriptors a Protobuf schema's imports resolve to, by import path (the references', theirs too)."""
     referenced: dict[str, Any] = {}
-    direct: dict[str, Any] = {}
     for ref in references:
         target = resolve(ref)
         if target.schema_type != "PROTOBUF":
             raise RegistryError.invalid_schema(f"Invalid schema: reference {ref.name} is a {target.schema_type} schema")
-        referenced[ref.name] = direct[ref.name] = target.parsed
+        referenced[ref.name] = target.parsed
         referenced.update(target.referenced)
+    return referenced
+
+
+def protobuf_descriptor(text: str) -> Any | None:
+    """The FileDescriptorProto a base64 text holds, or None when the text is `.proto` source."""
+    from google.protobuf import descriptor_pb2, message
+
     proto = descriptor_pb2.FileDescriptorProto()
     try:
         proto.ParseFromString(base64.b64decode(text, validate=True))
-        if not proto.name and not proto.message_type and not proto.enum_type:
-            raise ValueError("not a descriptor")
     except (binascii.Error, ValueError, message.DecodeError):
+        return None
+    return proto if proto.name or proto.message_type or proto.enum_type else None
+
+
+def _parse_protobuf(text: str, references: tuple[Reference, ...], resolve: Resolver) -> ParsedSchema:
+    referenced = protobuf_imports(references, resolve)
+    proto = protobuf_descriptor(text)
+    if proto is None:
         # .proto text, as the Java serializers and most tools send it: compiled by protoc against the references
         from fakekafka.registry.protobuf import compile_proto
 

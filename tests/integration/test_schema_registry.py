@@ -215,6 +215,34 @@ def test_proto_text_with_a_reference_read_by_confluent_kafkas_protobuf_serdes(ka
     assert invalid.value.error_code == 42201 and '"strin" is not defined' in invalid.value.error_message
 
 
+def test_protoc_runs_off_the_clusters_loop(kafka: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """protoc (a child process) compiles a registered `.proto` on the HTTP thread: the broker's requests never wait
+    for it. An invalid file is compiled once, its refusal kept."""
+    pytest.importorskip("grpc_tools")
+    import asyncio
+
+    from fakekafka.registry import protobuf
+    runs: list[bool] = []
+    real = protobuf._run_protoc
+
+    def watched(text: str, imports: dict[str, Any]) -> bytes:
+        try:
+            asyncio.get_running_loop()
+            runs.append(True)  # on an event loop: the cluster's
+        except RuntimeError:
+            runs.append(False)
+        return real(text, imports)
+    monkeypatch.setattr(protobuf, "_run_protoc", watched)
+    sr = SchemaRegistryClient({"url": kafka.schema_registry_url})
+    unique = uuid.uuid4().hex
+    text = f'syntax = "proto3";\npackage p{unique};\nmessage M {{ string a = 1; }}\n'
+    schema_id = sr.register_schema(f"off-loop-{unique}", Schema(text, "PROTOBUF"))
+    assert sr.lookup_schema(f"off-loop-{unique}", Schema(text, "PROTOBUF")).schema_id == schema_id
+    with pytest.raises(SchemaRegistryError):
+        sr.register_schema(f"off-loop-{unique}", Schema(text.replace("string", "strin"), "PROTOBUF"))
+    assert runs == [False, False]  # the valid file once, the invalid once, neither on the loop
+
+
 def test_incompatible_schema_refused_with_confluents_409(kafka: Any) -> None:
     sr = SchemaRegistryClient({"url": kafka.schema_registry_url})
     sr.register_schema("orders-value", Schema(json.dumps(ORDER), "AVRO"))

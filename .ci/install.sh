@@ -6,6 +6,7 @@
 #   FAKEKAFKA_JARS       Kafka's Java client jars, newest (default ~/.cache/fakekafka/kafka-clients-4.4.0;
 #                        older ones beside it: kafka-clients-3.9.1, kafka-clients-2.8.2)
 #   FAKEKAFKA_KAFKA_LIB  Apache Kafka's broker jars (default ~/.cache/fakekafka/kafka-4.4.0/lib)
+#   FAKEKAFKA_KAFKA39_LIB Apache Kafka 3.9.1's, the --kafka-version 3.9 reference (default ~/.cache/fakekafka/kafka-3.9.1/lib)
 #   FAKEKAFKA_STREAMS_JARS Kafka Streams and its dependencies (default ~/.cache/fakekafka/kafka-streams-4.3.1)
 #   FAKEKAFKA_CONNECT_JARS Kafka Connect's worker and file connectors (default ~/.cache/fakekafka/kafka-connect-4.3.1)
 #   FAKEKAFKA_TOOLS_JARS Kafka's command-line tools (default ~/.cache/fakekafka/kafka-tools-4.3.1)
@@ -103,7 +104,8 @@ EOF
 # (compat/kafka/clients-pom.xml), resolved from Maven Central into the cache; ~/.m2 keeps the downloads,
 # so a second run copies nothing it has. Each directory is complete or absent (built aside, then moved).
 KAFKA_VERSION=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' fakekafka/testing/kafka-pom.xml)
-CLIENT_VERSIONS=(4.4.0 3.9.1 2.8.2)   # the newest first: it is $FAKEKAFKA_JARS
+CLIENT_VERSIONS=(4.4.0 3.9.1 3.7.2 2.8.2)   # the newest first: it is $FAKEKAFKA_JARS (3.7.2: its schemas only,
+# for tools/gen_wire.py --releases)
 CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/fakekafka
 KAFKA_LIB=${FAKEKAFKA_KAFKA_LIB:-$CACHE/kafka-$KAFKA_VERSION/lib}
 JARS_DIR=${FAKEKAFKA_JARS:-$CACHE/kafka-clients-${CLIENT_VERSIONS[0]}}
@@ -129,6 +131,10 @@ if ((${#apt_need[@]})); then
     apt-get install -y -qq --no-install-recommends "${apt_need[@]}" >/dev/null
 fi
 maven_copy fakekafka/testing/kafka-pom.xml "$KAFKA_LIB"
+# Apache Kafka 3.9.1 (KRaft) too: the reference broker of --kafka-version 3.9 (compat's kafka-3.9, the conformance tests)
+OLD_KAFKA_VERSION=3.9.1
+OLD_KAFKA_LIB=${FAKEKAFKA_KAFKA39_LIB:-$CACHE/kafka-$OLD_KAFKA_VERSION/lib}
+maven_copy fakekafka/testing/kafka-pom.xml "$OLD_KAFKA_LIB" -Dkafka.version=$OLD_KAFKA_VERSION
 for v in "${CLIENT_VERSIONS[@]}"; do
     dest=$CACHE/kafka-clients-$v
     [[ $v == "${CLIENT_VERSIONS[0]}" ]] && dest=$JARS_DIR
@@ -146,6 +152,8 @@ NEEDED_CLASSES=(
 jar_has_classes "$JARS_DIR" "${NEEDED_CLASSES[@]}" || { log "$JARS_DIR lacks a needed class"; exit 1; }
 jar_has_classes "$KAFKA_LIB" kafka.Kafka kafka.tools.StorageTool \
     || { log "$KAFKA_LIB lacks Kafka's main classes"; exit 1; }
+jar_has_classes "$OLD_KAFKA_LIB" kafka.Kafka kafka.tools.StorageTool \
+    || { log "$OLD_KAFKA_LIB lacks Kafka's main classes"; exit 1; }
 # Kafka Streams with its own client and RocksDB (compat/kafka/streams-pom.xml), for the exactly-once app test.
 STREAMS_VERSION=$(sed -n 's:.*<kafka.streams.version>\(.*\)</kafka.streams.version>.*:\1:p' compat/kafka/streams-pom.xml)
 STREAMS_DIR=${FAKEKAFKA_STREAMS_JARS:-$CACHE/kafka-streams-$STREAMS_VERSION}
@@ -246,6 +254,7 @@ fi
 printf 'FAKEKAFKA_JARS=%q\n' "$JARS_DIR"
 printf 'FAKEKAFKA_BIN=%q\n' "$BIN_DIR"
 printf 'FAKEKAFKA_KAFKA_LIB=%q\n' "$KAFKA_LIB"
+printf 'FAKEKAFKA_KAFKA39_LIB=%q\n' "$OLD_KAFKA_LIB"
 printf 'FAKEKAFKA_OLD_CLIENTS=%q\n' "$OLD_VENV"
 printf 'FAKEKAFKA_QUIXSTREAMS=%q\n' "$QUIX_VENV"
 printf 'FAKEKAFKA_CLASSPATH=%q\n' "$JARS_DIR/*"

@@ -9,6 +9,9 @@ cluster) or reached at an address (bootstrap=HOST:PORT).
                        (compat/apache_kafka.py; `.ci/install.sh` resolves them), auto-create off; where the
                        jars are missing and Docker is reachable, apache/kafka through testcontainers
     kafka-3            the same with three nodes (each broker and controller), replication factor 3
+    kafka-3.9          Apache Kafka 3.9.1 (KRaft, one node) from its Maven jars (.ci/install.sh resolves them):
+                       the reference of fakekafka-3.9
+    fakekafka-3.9      `fakekafka serve --kafka-version 3.9`, judged against kafka-3.9 when the run has it
     librdkafka-mock    the mock cluster inside librdkafka (confluent-kafka): only librdkafka clients can
                        talk to it; no CreateTopics (topics appear with 4 partitions when first asked for)
     bootstrap=H:P      any running cluster; whether it auto-creates topics is probed once
@@ -50,7 +53,12 @@ __all__ = ["KINDS", "PROXY", "Target", "Unavailable", "start_proxy", "start_targ
 HOST = "127.0.0.1"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KAFKA_IMAGE = "apache/kafka:3.9.0"
-KINDS = ("fakekafka", "tansu", "kafka", "kafka-3", "librdkafka-mock", "bootstrap=HOST:PORT", "proxy:KIND")
+KINDS = ("fakekafka", "tansu", "kafka", "kafka-3", "kafka-3.9", "fakekafka-3.9", "librdkafka-mock",
+         "bootstrap=HOST:PORT", "proxy:KIND")
+REFERENCES = {"fakekafka-3.9": "kafka-3.9"}
+"""A broker judged against another real Kafka than `kafka` (4.4): fakekafka standing in for an older release."""
+REAL_KAFKAS = ("kafka", "kafka-3.9")
+"""The reference Kafkas: their cells are judged against the written expectations (kafka-3 against kafka's)."""
 PROXY = "proxy:"
 
 FAST = Timing(op_s=15, fetch_s=10, group_s=30, session_timeout_ms=6000, heartbeat_ms=500, metadata_ms=2000)
@@ -211,12 +219,15 @@ BROKER_PROPERTIES = {**CLEANER_BACKOFF, **RETENTION_CHECKS, **UNMODELLED}
 """Every property both compat brokers are started with beyond their defaults."""
 
 
-def start_fakekafka() -> Target:
+def start_fakekafka(kafka_version: str | None = None) -> Target:
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     cmd = [sys.executable, "-m", "fakekafka", "serve", "--host", HOST, "--port", "0", "--no-auto-create-topics",
-           "--log-level", "warning", *(a for k, v in BROKER_PROPERTIES.items() for a in ("--config", f"{k}={v}"))]
+           "--log-level", "warning", *(a for k, v in BROKER_PROPERTIES.items() for a in ("--config", f"{k}={v}")),
+           *(("--kafka-version", kafka_version) if kafka_version else ())]
     proc, m = _spawn(cmd, re.compile(rb"bootstrap\.servers=(\S+)"), 30, env=env)
-    return Target("fakekafka", m.group(1).decode(), FAST, auto_create=False, stop=lambda: _kill(proc))
+    return Target("fakekafka" + (f"-{kafka_version}" if kafka_version else ""), m.group(1).decode(), FAST,
+                  auto_create=False, stop=lambda: _kill(proc),
+                  note=f"--kafka-version {kafka_version}" if kafka_version else "")
 
 
 def start_tansu() -> Target:
@@ -236,6 +247,19 @@ def start_tansu() -> Target:
                   note="session.timeout.ms=10000 (tansu answers JoinGroup after half of it)",
                   clients=clients,
                   stop=lambda: _kill(proc))
+
+
+def start_older_kafka() -> Target:
+    """Apache Kafka 3.9.1 (KRaft, one node): the JVM process from its Maven jars."""
+    from compat.apache_kafka import OLDER_KAFKA, KafkaCluster, KafkaUnavailable
+    cluster = KafkaCluster(1, dict(BROKER_PROPERTIES), version=OLDER_KAFKA)
+    try:
+        cluster.start()
+    except KafkaUnavailable as e:
+        raise Unavailable(str(e)) from None
+    return Target("kafka-3.9", cluster.bootstrap_servers, dataclasses.replace(FAST, group_s=60), auto_create=False,
+                  note=f"Apache Kafka {OLDER_KAFKA} (JVM, KRaft, 1 node), ready in {cluster.start_seconds} s",
+                  stop=cluster.stop)
 
 
 def start_kafka(brokers: int = 1) -> Target:
@@ -394,7 +418,8 @@ def start_target(spec: str, running: dict[str, Target] | None = None) -> Target:
     if spec.startswith("bootstrap="):
         return connect_bootstrap(spec.split("=", 1)[1])
     starters = {"fakekafka": start_fakekafka, "tansu": start_tansu, "kafka": start_kafka,
-                "kafka-3": lambda: start_kafka(3), "librdkafka-mock": start_librdkafka_mock}
+                "kafka-3": lambda: start_kafka(3), "librdkafka-mock": start_librdkafka_mock,
+                "kafka-3.9": start_older_kafka, "fakekafka-3.9": lambda: start_fakekafka("3.9")}
     if spec not in starters:
         raise ValueError(f"unknown broker {spec!r}: choose from {', '.join(KINDS)}")
     return _live(starters[spec]())

@@ -14,7 +14,8 @@ A cell's status:
 
 The reference for (scenario, client) is that client's outcome on real Kafka when the run included a
 `kafka` broker that produced one (compared with exception type names kept), else the scenario's written
-expectation (compared without them). Kafka's own cells are judged against the written expectation.
+expectation (compared without them); `fakekafka-3.9`'s is the outcome on `kafka-3.9` (Kafka 3.9.1) likewise.
+The real Kafkas' own cells are judged against the written expectation.
 A cell through a proxy (`proxy:KIND`) is judged against the same client's cell on KIND directly when the
 run had it (reference `direct`: the proxy must change nothing a client can see, an unsupported cell
 included); without it, as KIND's cells are, and KIND's rows in KNOWN_DIFFERENCES.md excuse it too.
@@ -32,7 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compat.brokers import PROXY, Target, Unavailable, start_target, stop_targets
+from compat.brokers import PROXY, REAL_KAFKAS, REFERENCES, Target, Unavailable, start_target, stop_targets
 from compat.clients.agent import AgentClient
 from compat.clients.base import Client, Unsupported
 from compat.clients.catalog import CLIENTS
@@ -174,12 +175,14 @@ def _judge(cells: list[Cell], known: list[Known]) -> list[str]:
         if c.status != "done":
             continue
         scenario = SCENARIOS[c.scenario]
-        kafka = by_key.get((c.scenario, c.client, "kafka"))
+        plain = c.broker[len(PROXY):] if c.broker.startswith(PROXY) else c.broker
+        reference = REFERENCES.get(plain, "kafka")
+        kafka = by_key.get((c.scenario, c.client, reference))
         if direct is not None and direct.status in ("pass", "differs", "done"):
             c.reference = "direct"  # the same client on the same broker without the proxy
             want, got = direct.outcome, c.outcome
-        elif c.broker != "kafka" and kafka is not None and kafka.status in ("pass", "differs", "done"):
-            c.reference = "kafka"
+        elif c.broker not in REAL_KAFKAS and kafka is not None and kafka.status in ("pass", "differs", "done"):
+            c.reference = reference
             want = kafka.outcome
             got = c.outcome
         else:

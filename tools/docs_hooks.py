@@ -16,6 +16,7 @@ A page asks for a generated part with an HTML comment on a line of its own, `<!-
 - `compat-table`: the table of the last `python -m compat` run when `build/compat.md` exists.
 - `registry-compat-table`: the schema registry's compatibility verdicts, from `tests/unit/registry/
   test_compatibility.py`'s table (each row one of its tests).
+- `kafka-versions`: per API, the versions advertised as each release `--kafka-version` knows.
 - `include PATH`: a file of the repository (compat/KNOWN_DIFFERENCES.md, bench/README.md, CONTRIBUTING.md), its
   first heading dropped and the others moved one level down.
 
@@ -67,6 +68,9 @@ MARKER_WORDS = {
     "sasl_enabled_mechanisms": "Kafka's `sasl.enabled.mechanisms`, e.g. `\"PLAIN,SCRAM-SHA-256\"`.",
     "ssl_client_auth": "Kafka's `ssl.client.auth`: `\"required\"` for mTLS.",
     "users": "SASL users, `{name: password}` (PLAIN and SCRAM).",
+    "kafka_version": "An older Kafka release to stand in for, `\"3.9\"`, `\"3.7\"` or `\"2.8\"`: ApiVersions capped "
+                     "to its ranges, its features ([Older Kafka versions](cookbook/older-kafka.md)); an in-process "
+                     "fakekafka only.",
 }
 
 
@@ -248,11 +252,30 @@ def gen_include(path: str) -> str:
     return _shift((ROOT / path).read_text())
 
 
+def gen_kafka_versions() -> str:
+    """Per API, the versions fakekafka advertises as each release it stands in for (`--kafka-version`), from
+    `advertised_versions` with that release's ranges (fakekafka.wire.releases, generated from its schemas)."""
+    from fakekafka.handlers import advertised_versions
+    from fakekafka.model.releases import CURRENT, KNOWN_VERSIONS, kafka_release
+    from fakekafka.wire import ApiKey
+    columns = {v: advertised_versions(kafka_release(v)) for v in KNOWN_VERSIONS}
+    out = ["| API | " + " | ".join(f"{v}{' (default)' if v == CURRENT else ''}" for v in columns) + " |",
+           "|---|" + "---|" * len(columns)]
+    for key in sorted(set().union(*columns.values())):
+        row = []
+        for c in columns.values():
+            lo, hi = c.get(key, (None, None))
+            row.append("—" if lo is None else (str(lo) if lo == hi else f"{lo}-{hi}"))
+        out.append(f"| {ApiKey(key).name} | " + " | ".join(row) + " |")
+    return "\n".join(out) + "\n"
+
+
 GENERATORS = {
     "cli": gen_cli, "marker": gen_marker, "fixtures": gen_fixtures, "pytest-options": gen_pytest_options,
     "frozen-clock": gen_frozen_clock, "compat-scenarios": gen_compat_scenarios,
     "compat-clients": gen_compat_clients, "compat-table": gen_compat_table, "include": gen_include,
     "registry-compat-table": gen_registry_compat_table,
+    "kafka-versions": gen_kafka_versions,
 }
 
 DIRECTIVE = re.compile(r"^<!-- gen: ([\w-]+)(?: (\S+))? -->$", re.MULTILINE)

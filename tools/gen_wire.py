@@ -99,7 +99,9 @@ class Source:
             props = z.read("kafka/kafka-version.properties").decode() if "kafka/kafka-version.properties" in names \
                 else ""
             version = re.search(r"^version=(.+)$", props, re.M) or re.search(r"-(\d+\.\d+\.\d+)\.jar$", jar.name)
-            schemas = {Path(n).name: json.loads(strip_comments(z.read(n).decode()))
+            # the first JSON value of each, as Kafka's generator (Jackson) reads it: 2.8.2's DescribeProducersRequest
+            # has stray closing brackets after its object
+            schemas = {Path(n).name: json.JSONDecoder().raw_decode(strip_comments(z.read(n).decode()).strip())[0]
                        for n in sorted(z.namelist()) if re.fullmatch(r"common/message/[^/]+\.json", n)}
         return cls(f"Kafka {version.group(1) if version else '?'}'s {jar.name}", schemas)
 
@@ -661,6 +663,106 @@ def default_share_coordinator_jar() -> Path:
     return jars[-1] if jars else lib / "kafka-share-coordinator-4.4.0.jar"
 
 
+RELEASES_OUT = ROOT / "wire" / "releases.py"
+RELEASE_CLIENTS = ("2.8.2", "3.7.2", "3.9.1")
+"""The older Kafka releases `--kafka-version` knows, by the kafka-clients jar whose schemas give their ranges."""
+KRAFT_FROM = (3, 3)
+"""From this release on the ranges are a KRaft broker's (`"listeners": [... "broker" ...]`, KRaft production-ready
+since 3.3); before it, a ZooKeeper broker's (`"zkBroker"`)."""
+
+
+def default_release_jar(version: str) -> Path:
+    """A release's kafka-clients jar: `~/.cache/fakekafka/kafka-clients-V/` (`.ci/install.sh`), else Maven's cache."""
+    for d in (Path(os.environ.get("FAKEKAFKA_JARS") or DEFAULT_JAR_DIR).parent / f"kafka-clients-{version}",
+              Path.home() / ".m2" / "repository" / "org" / "apache" / "kafka" / "kafka-clients" / version):
+        if (d / f"kafka-clients-{version}.jar").is_file():
+            return d / f"kafka-clients-{version}.jar"
+    return DEFAULT_JAR_DIR.parent / f"kafka-clients-{version}" / f"kafka-clients-{version}.jar"
+
+
+def release_ranges(src: Source, version: str) -> tuple[str, dict[int, tuple[int, int]]]:
+    """The (API key -> versions) a broker of that release advertises, as its `ApiVersionManager` does: the APIs
+    whose schema lists the broker's listener (ZooKeeper's or KRaft's), every valid version but a last one marked
+    `latestVersionUnstable` (advertised only with unstable.api.versions.enable). The telemetry APIs are left out:
+    a broker advertises them only with a metrics reporter configured."""
+    major, minor = (int(x) for x in version.split(".")[:2])
+    listener = "broker" if (major, minor) >= KRAFT_FROM else "zkBroker"
+    out: dict[int, tuple[int, int]] = {}
+    for schema in src.schemas.values():
+        if schema.get("type") != "request" or listener not in schema.get("listeners", []):
+            continue
+        valid = Versions.parse(schema["validVersions"])
+        assert valid.high is not None, schema["name"]
+        hi = valid.high - (1 if schema.get("latestVersionUnstable") else 0)
+        name = api_key_name(schema["name"].removesuffix("Request"))
+        if hi >= valid.low and name not in ("GET_TELEMETRY_SUBSCRIPTIONS", "PUSH_TELEMETRY"):
+            out[schema["apiKey"]] = (valid.low, hi)
+    return listener, out
+
+
+def generate_releases(jars: dict[str, Path]) -> str:
+    """`wire/releases.py`: per older release (major.minor), its full version, its broker kind and the ranges."""
+    names = {key: name for name, key in API_KEY_NAMES().items()}  # today's names (ListClientMetricsResources
+    # is ListConfigResources since 4.1)
+    lines = [HEADER.format(src="kafka-clients jars of " + ", ".join(sorted(jars))),
+             '"""What a broker of each older Kafka release advertises in ApiVersions, read from that release\'s own',
+             "message schemas by `tools/gen_wire.py --releases` (its `release_ranges`): the APIs whose schema lists",
+             "the broker (a ZooKeeper broker before 3.3, KRaft from it), with every stable version. `--kafka-version`",
+             'caps fakekafka\'s ranges to these. APIs fakekafka\'s wire layer does not name are left out."""\n',
+             "from fakekafka.wire.api_keys import ApiKey\n",
+             "__all__ = ['RELEASES', 'Release']\n",
+             "",
+             "class Release:",
+             '    """One release: `version` (the patch release whose schemas were read), `broker` ("zkBroker" or',
+             '    "broker", KRaft) and `apis`, each API key\'s (lowest, highest) version."""\n',
+             "    def __init__(self, version: str, broker: str, apis: dict[ApiKey, tuple[int, int]]) -> None:",
+             "        self.version, self.broker, self.apis = version, broker, apis",
+             "",
+             "",
+             "RELEASES: dict[str, Release] = {"]
+    for version in sorted(jars, key=lambda v: tuple(int(x) for x in v.split("."))):
+        listener, apis = release_ranges(Source.from_jar(jars[version]), version)
+        lines.append(f"    {'.'.join(version.split('.')[:2])!r}: Release({version!r}, {listener!r}, {{")
+        for key, (lo, hi) in sorted(apis.items()):
+            if key in names:
+                lines.append(f"        ApiKey.{names[key]}: ({lo}, {hi}),")
+        lines.append("    }),")
+    lines += ["}", ""]
+    return "\n".join(lines)
+
+
+def API_KEY_NAMES() -> dict[str, int]:  # noqa: N802 - read from the committed api_keys.py, which the main run makes
+    text = (ROOT / "wire" / "api_keys.py").read_text()
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^    (\w+) = (\d+)$", text, re.M)}
+
+
+def releases_main(args: argparse.Namespace) -> int:
+    jars = {}
+    for spec in args.release_jar or [f"{v}={default_release_jar(v)}" for v in RELEASE_CLIENTS]:
+        version, sep, path = spec.partition("=")
+        if not sep or not re.fullmatch(r"\d+\.\d+\.\d+", version):
+            print(f"gen_wire: --release-jar {spec}: expected VERSION=JAR, e.g. 3.9.1=kafka-clients-3.9.1.jar",
+                  file=sys.stderr)
+            return 2
+        if not Path(path).is_file():
+            print(f"gen_wire: no kafka-clients {version} jar at {path} (bash .ci/install.sh resolves it; or "
+                  f"mvn dependency:get -Dartifact=org.apache.kafka:kafka-clients:{version})", file=sys.stderr)
+            return 2
+        jars[version] = Path(path)
+    text = generate_releases(jars)
+    current = RELEASES_OUT.read_text() if RELEASES_OUT.exists() else None
+    if args.check:
+        if current != text:
+            print(f"gen_wire: {RELEASES_OUT.relative_to(ROOT)} is out of date; run python tools/gen_wire.py "
+                  f"--releases")
+            return 1
+        return 0
+    if current != text:
+        RELEASES_OUT.write_text(text)
+    print(f"gen_wire: {RELEASES_OUT.relative_to(ROOT)} {'written' if current != text else 'already current'}")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("schema_dir", nargs="?", default=str(ROOT.parent / "shared" / "kafka-protocol"),
@@ -678,7 +780,15 @@ def main() -> int:
                     help="kafka-share-coordinator jar whose coordinator-key/value schemas declare the "
                          "__share_group_state records (default: %(default)s)")
     ap.add_argument("--check", action="store_true", help="fail if the committed output differs")
+    ap.add_argument("--releases", action="store_true",
+                    help="write (with --check: check) only wire/releases.py, the older releases' ApiVersions "
+                         "ranges, from their kafka-clients jars")
+    ap.add_argument("--release-jar", action="append", metavar="VERSION=JAR",
+                    help="an older release's kafka-clients jar (default: " + ", ".join(RELEASE_CLIENTS) +
+                         " from ~/.cache/fakekafka/kafka-clients-V or ~/.m2)")
     args = ap.parse_args()
+    if args.releases:
+        return releases_main(args)
     schema_dir = Path(args.schema_dir)
     jar = Path(args.kafka_jar)
     if not (schema_dir / "message").is_dir():

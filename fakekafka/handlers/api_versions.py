@@ -28,16 +28,18 @@ from typing import Any
 from construct import Container
 
 from fakekafka.handlers.registry import RequestContext, advertised_versions, handles
+from fakekafka.model.releases import KafkaRelease
 from fakekafka.wire import ApiKey, ErrorCode
 
 
-def api_keys() -> list[dict[str, int]]:
-    return [{"api_key": k, "min_version": lo, "max_version": hi} for k, (lo, hi) in advertised_versions().items()]
+def api_keys(release: KafkaRelease | None = None) -> list[dict[str, int]]:
+    return [{"api_key": k, "min_version": lo, "max_version": hi}
+            for k, (lo, hi) in advertised_versions(release).items()]
 
 
-def unsupported_version_response() -> dict[str, Any]:
-    """The v0-layout answer to an ApiVersions version we do not support."""
-    lo, hi = advertised_versions()[ApiKey.API_VERSIONS]
+def unsupported_version_response(release: KafkaRelease | None = None) -> dict[str, Any]:
+    """The v0-layout answer to an ApiVersions version we (or the older release stood in for) do not support."""
+    lo, hi = advertised_versions(release)[ApiKey.API_VERSIONS]
     return {"error_code": ErrorCode.UNSUPPORTED_VERSION,
             "api_keys": [{"api_key": ApiKey.API_VERSIONS, "min_version": lo, "max_version": hi}]}
 
@@ -51,8 +53,10 @@ def handle_api_versions(ctx: RequestContext, req: Container) -> dict[str, Any]:
             return {"error_code": ErrorCode.INVALID_REQUEST, "api_keys": [], "throttle_time_ms": 0}
         if cluster_id != ctx.cluster.config.cluster_id or node_id != ctx.broker.node_id:
             return {"error_code": ErrorCode.REBOOTSTRAP_REQUIRED, "api_keys": [], "throttle_time_ms": 0}
-    return {"error_code": ErrorCode.NONE, "api_keys": api_keys(), "throttle_time_ms": 0,
-            **(features(ctx.cluster.config.transaction_version) if ctx.version >= 3 else {})}
+    release = ctx.cluster.config.release
+    return {"error_code": ErrorCode.NONE, "api_keys": api_keys(release), "throttle_time_ms": 0,
+            **((features(ctx.cluster.config.transaction_version) if release is None else release_features(release))
+               if ctx.version >= 3 else {})}
 
 
 TRANSACTION_VERSION_MAX = 2
@@ -87,3 +91,17 @@ def features(transaction_version: int) -> dict[str, Any]:
     out["finalized_features_epoch"] = 1
     out["finalized_features"] = finalized
     return out
+
+
+def release_features(release: KafkaRelease) -> dict[str, Any]:
+    """An older release's features, as a new cluster of it lists them: a KRaft release (3.x) its metadata.version,
+    supported from 1 (3.0-IV1) and finalized at the release's level, and nothing else (group.version,
+    transaction.version and share.version are not production-ready before 4.0, so not listed, as Kafka 3.9.1
+    answers); a ZooKeeper broker (2.8) none, and epoch -1."""
+    if release.metadata_version is None:
+        return {"supported_features": [], "finalized_features_epoch": -1, "finalized_features": []}
+    level = release.metadata_version
+    return {"supported_features": [{"name": "metadata.version", "min_version": 1, "max_version": level}],
+            "finalized_features_epoch": 1,
+            "finalized_features": [{"name": "metadata.version", "min_version_level": level,
+                                    "max_version_level": level}]}

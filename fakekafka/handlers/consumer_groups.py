@@ -47,6 +47,13 @@ def classic_group_status(ctx: RequestContext, group_id: str) -> str | None:
     return "empty" if not group.members and not group.pending_members else "busy"
 
 
+def consumer_protocol_enabled(ctx: RequestContext) -> bool:
+    """False on an older release whose default `group.coordinator.rebalance.protocols` (classic) leaves the consumer
+    protocol off: Kafka 3.7-3.9 advertise ConsumerGroupHeartbeat/Describe but answer them UNSUPPORTED_VERSION."""
+    release = ctx.cluster.config.release
+    return release is None or release.consumer_protocol
+
+
 def heartbeat_error_response(ctx: ErrorContext, req: Container, code: ErrorCode) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "error_code": code, "error_message": None, "member_id": None,
             "member_epoch": 0, "heartbeat_interval_ms": 0, "assignment": None}
@@ -54,6 +61,8 @@ def heartbeat_error_response(ctx: ErrorContext, req: Container, code: ErrorCode)
 
 @handles(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1, errors=heartbeat_error_response)
 def handle_consumer_group_heartbeat(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    if not consumer_protocol_enabled(ctx):
+        return heartbeat_error_response(ctx, req, ErrorCode.UNSUPPORTED_VERSION)
     if not may(ctx, AclOperation.READ, req.group_id):
         return heartbeat_error_response(ctx, req, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     names = set(req.subscribed_topic_names or ())
@@ -121,6 +130,8 @@ def refused_first_and_topics_hidden(ctx: RequestContext, groups: list[dict[str, 
 
 @handles(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1, errors=describe_error_response)
 def handle_consumer_group_describe(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    if not consumer_protocol_enabled(ctx):
+        return describe_error_response(ctx, req, ErrorCode.UNSUPPORTED_VERSION)
     coordinator = ctx.cluster.consumer_groups
     out = []
     refused = []

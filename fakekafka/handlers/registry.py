@@ -18,6 +18,7 @@ from construct import Container
 from fakekafka.handlers.connection import ConnectionState
 from fakekafka.model.cluster import ClusterState
 from fakekafka.model.metadata import Broker
+from fakekafka.model.releases import KafkaRelease
 from fakekafka.wire import ApiKey, ErrorCode, Request
 from fakekafka.wire.messages import API_MODULES
 from fakekafka.wire.protocol import response_struct
@@ -177,8 +178,13 @@ def handler_for(api_key: int) -> Registered | None:
     return _REGISTRY.get(api_key)
 
 
-def advertised_versions() -> dict[int, tuple[int, int]]:
-    return {k: (r.advertised_min, r.max_version) for k, r in sorted(_REGISTRY.items())}
+def advertised_versions(release: KafkaRelease | None = None) -> dict[int, tuple[int, int]]:
+    """Each served API's advertised range; with an older `release`, capped to its ranges (an API it lacks left
+    out)."""
+    out = {k: (r.advertised_min, r.max_version) for k, r in sorted(_REGISTRY.items())}
+    if release is None:
+        return out
+    return {k: capped for k, (lo, hi) in out.items() if (capped := release.caps(k, lo, hi)) is not None}
 
 
 def error_response(ctx: RequestContext, body: Container, code: ErrorCode) -> dict[str, Any] | None:

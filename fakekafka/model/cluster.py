@@ -74,6 +74,10 @@ class ClusterState:
             # Kafka 4's one-hour limit on future timestamps would refuse every wall-clock record, so such a
             # cluster runs as if its operator had lifted the limit cluster-wide (a dynamic config in Kafka).
             self.config.dynamic_defaults.setdefault(lifted, str(2**63 - 1))
+        if self.config.release is not None and lifted not in self.config.overrides:
+            # before 4.0 Kafka's default was Long.MAX_VALUE (KIP-1030 made it one hour): an older release's cluster
+            # takes records with any future timestamp (reported as a cluster-wide dynamic config, not DEFAULT_CONFIG)
+            self.config.dynamic_defaults.setdefault(lifted, str(2**63 - 1))
         self.brokers: dict[int, Broker] = {b.node_id: b for b in (brokers or [Broker(1, "127.0.0.1", 9092)])}
         self.sasl_users: dict[str, str] = {}
         """SASL PLAIN and SCRAM users: name -> password (Cluster(users=...))."""

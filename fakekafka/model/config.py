@@ -17,6 +17,7 @@ from enum import IntEnum
 from fakekafka.model.acl import STANDARD_AUTHORIZER
 from fakekafka.model.jaas import JaasEntry, JaasError, server_jaas_entry
 from fakekafka.model.kafka_broker_configs import BROKER_CONFIG_DEFS, BrokerConfigDef
+from fakekafka.model.releases import KafkaRelease, UnknownKafkaVersion, kafka_release
 
 __all__ = [
     "AUTHORIZER_CONFIGS", "BROKER_CONFIGS", "CLIENT_METRICS_CONFIGS", "GROUP_CONFIGS", "INTERNAL_BROKER_CONFIGS",
@@ -566,6 +567,10 @@ class BrokerConfig:
     """The `transaction.version` feature level the cluster finalizes (Kafka 4.x formats new clusters at 2, and
     `kafka-storage format --feature transaction.version=1` makes one at 1): at 2 clients run KIP-890 part 2
     transactions (an epoch bump per transaction, partitions added by Produce v12), at 1 or 0 version 1."""
+    kafka_version: str | None = None
+    """The older Kafka release the cluster stands in for ("3.9", "2.8", ...; None: Kafka 4.4, which fakekafka
+    follows): ApiVersions capped to that release's ranges, its features (no KIP-848 consumer groups or share
+    groups, `transaction.version` not finalized before 4.0) (fakekafka/model/releases.py)."""
     cluster_id: str = "fakekafka-cluster-0001"
     group_initial_rebalance_delay_ms: int = 0
     """Kafka's default is 3000; a test double answers at once unless asked to wait."""
@@ -592,7 +597,19 @@ class BrokerConfig:
     dynamic_brokers: dict[int, dict[str, str]] = field(default_factory=dict)
     """Per-broker dynamic configs (DYNAMIC_BROKER_CONFIG, above every other layer), by node id."""
 
+    @property
+    def release(self) -> KafkaRelease | None:
+        """The older release `kafka_version` names (None: Kafka 4.4)."""
+        return kafka_release(self.kafka_version)
+
     def __post_init__(self) -> None:
+        try:
+            release = kafka_release(self.kafka_version)
+        except UnknownKafkaVersion as e:
+            raise InvalidConfig(f"kafka version: {e}") from None
+        if release is not None:
+            self.kafka_version = release.name
+            self.transaction_version = 0  # not finalized before 4.0 (TV_1 needs metadata.version 4.0-IV2)
         explicit = {
             "num.partitions": (self.num_partitions, 1),
             "auto.create.topics.enable": (self.auto_create_topics, True),

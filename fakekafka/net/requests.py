@@ -157,10 +157,18 @@ class RequestHandler:
             log.warning("connection %s: %s (key %d) is not supported by fakekafka; closing", peer, request.api_name,
                         key)
             raise CloseConnection
-        if key == ApiKey.API_VERSIONS and version > reg.max_version:
-            body = unsupported_version_response()
+        release = self.cluster.config.release
+        if key == ApiKey.API_VERSIONS and (version > reg.max_version or (
+                release is not None and not release.allows(key, version))):
+            body = unsupported_version_response(release)
             return request, encode_response_chunks(key, 0, request.correlation_id, body), \
                 error_codes_in(body, set()), body
+        if release is not None and not release.allows(key, version):
+            # an API or version the older release does not have: its broker closes the connection (SocketServer's
+            # "Received request api key ... which is not enabled")
+            log.warning("connection %s: %s v%d is not enabled on Kafka %s; closing, as Kafka does", peer,
+                        request.api_name, version, release.version)
+            raise CloseConnection
         if version > API_MODULES[key][3]:
             log.warning("connection %s: %s v%d is newer than any Kafka defines; closing", peer, request.api_name,
                         version)

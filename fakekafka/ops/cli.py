@@ -21,6 +21,7 @@ from typing import Any, NoReturn
 
 from fakekafka import __version__
 from fakekafka.model.config import BROKER_CONFIGS, BrokerConfig, InvalidConfig
+from fakekafka.model.releases import UnknownKafkaVersion, kafka_release, known_versions
 from fakekafka.ops.chaos_args import add_chaos_options, chaos_done, chaos_from_args
 from fakekafka.ops.control import COMMANDS, TOKEN_ENV, control_binding, control_token, send_command, serve_control
 from fakekafka.ops.describe import status_line
@@ -135,6 +136,10 @@ def _parser() -> argparse.ArgumentParser:
                        help="how long followers take to copy a batch (default 0)")
     for name, what in _LIMITS.items():
         serve.add_argument("--" + name.replace(".", "-"), type=int, metavar="N", help=what)
+    serve.add_argument("--kafka-version", metavar="X.Y",
+                       help="stand in for an older Kafka release: " + known_versions() + "; ApiVersions capped to "
+                            "its ranges, its features (no KIP-848 consumer groups, share groups or transaction.version "
+                            "before 4.0)")
     serve.add_argument("--feature", action="append", default=[], metavar="NAME=LEVEL",
                        help="a feature level, as `kafka-storage format --feature`: transaction.version=0..2 "
                             "(default 2, as a new Kafka 4.x cluster; 1 for transactions version 1)")
@@ -434,6 +439,17 @@ async def _serve(args: argparse.Namespace) -> int:
     if isinstance(features, str):
         print(f"fakekafka: --feature {features}", file=sys.stderr)
         return 2
+    try:
+        release = kafka_release(args.kafka_version)
+    except UnknownKafkaVersion as e:
+        print(f"fakekafka: --kafka-version: {e}", file=sys.stderr)
+        return 2
+    if release is not None:
+        if features:
+            print(f"fakekafka: --feature: Kafka {release.name} finalizes no transaction.version (it is not "
+                  f"production-ready before 4.0); leave --feature out with --kafka-version {release.name}",
+                  file=sys.stderr)
+            return 2
     limits.update(features)
     props = _broker_properties(args)
     if isinstance(props, str):
@@ -443,7 +459,7 @@ async def _serve(args: argparse.Namespace) -> int:
         props, num_partitions=args.partitions, auto_create_topics=not args.no_auto_create_topics,
         default_replication_factor=args.replication_factor, cluster_id=args.cluster_id,
         group_initial_rebalance_delay_ms=args.group_initial_rebalance_delay_ms,
-        replication_lag_ms=args.replication_lag_ms, **limits)
+        replication_lag_ms=args.replication_lag_ms, kafka_version=None if release is None else release.name, **limits)
     security = {name: getattr(args, name) for name in (
         "listeners", "advertised_listeners", "listener_security_protocol_map", "sasl_enabled_mechanisms",
         "ssl_client_auth", "ssl_keystore_location", "ssl_truststore_location") if getattr(args, name)}

@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fakekafka.testing.apache_kafka import KAFKA_VERSION, cache_lib
+from fakekafka.testing.apache_kafka import KAFKA_VERSION, cache_lib, lib_env
 
 __all__ = ["install_kafka"]
 
@@ -82,5 +82,5 @@ def install_main(version: str, lib: str | None, force: bool) -> int:
     print(f"fakekafka kafka install: Apache Kafka {version} {'installed' if installed else 'is installed already'} "
           f"in {dest} ({jars} jars)")
     if version != KAFKA_VERSION or lib:  # --kafka-real looks for the default version in the cache
-        print(f"use it with FAKEKAFKA_KAFKA_LIB={dest}")
+        print(f"use it with {lib_env(version)}={dest}")
     return 0

@@ -44,7 +44,8 @@ from typing import Any
 
 from fakekafka.wire import ApiKey
 
-__all__ = ["INSTALL_HINT", "KAFKA_VERSION", "KafkaCluster", "KafkaUnavailable", "cache_lib", "kafka_lib"]
+__all__ = ["INSTALL_HINT", "KAFKA_VERSION", "OLDER_KAFKA", "KafkaCluster", "KafkaUnavailable", "cache_lib",
+           "kafka_lib", "lib_env"]
 
 KAFKA_VERSION = "4.4.0"  # kept equal to kafka-pom.xml's kafka.version (a unit test checks)
 HOST = "127.0.0.1"
@@ -92,10 +93,25 @@ def cache_lib(version: str = KAFKA_VERSION) -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "fakekafka" / f"kafka-{version}" / "lib"
 
 
-def kafka_lib() -> Path | None:
-    """The directory of Kafka's jars ($FAKEKAFKA_KAFKA_LIB, else the user's cache), or None."""
-    env = os.environ.get("FAKEKAFKA_KAFKA_LIB")
-    for d in ([Path(env)] if env else []) + [cache_lib()]:
+OLDER_KAFKA = "3.9.1"
+"""The older release that runs as a reference broker (`--kafka-version 3.9`'s): `.ci/install.sh` resolves its jars
+into ~/.cache/fakekafka/kafka-3.9.1/lib ($FAKEKAFKA_KAFKA39_LIB)."""
+
+
+def lib_env(version: str) -> str:
+    """The environment variable naming a version's jar directory: FAKEKAFKA_KAFKA_LIB for the one fakekafka follows,
+    FAKEKAFKA_KAFKA39_LIB for 3.9.x and so on."""
+    if version == KAFKA_VERSION:
+        return "FAKEKAFKA_KAFKA_LIB"
+    major, minor = version.split(".")[:2]
+    return f"FAKEKAFKA_KAFKA{major}{minor}_LIB"
+
+
+def kafka_lib(version: str = KAFKA_VERSION) -> Path | None:
+    """The directory of Kafka's jars ($FAKEKAFKA_KAFKA_LIB, or $FAKEKAFKA_KAFKA39_LIB for 3.9.1, else the user's
+    cache), or None."""
+    env = os.environ.get(lib_env(version))
+    for d in ([Path(env)] if env else []) + [cache_lib(version)]:
         if glob.glob(str(d / "kafka_2.13-*.jar")):
             return d
     return None
@@ -122,7 +138,7 @@ class KafkaCluster:
                  java: str | None = None, heap: str = "512m", timeout: float = 120.0,
                  listeners: tuple[str, ...] = (), scram_users: dict[str, str] | None = None,
                  log_dirs: int = 1, advertised: dict[str, list[int]] | None = None,
-                 stock_jvm: bool = False) -> None:
+                 stock_jvm: bool = False, version: str = KAFKA_VERSION) -> None:
         """`log_dirs`: how many log directories each node has (`log.dirs`: `node-N/dir-K` when several, between
         which AlterReplicaLogDirs moves replicas); `listeners`: more listeners by security protocol
         ("SASL_PLAINTEXT", "SASL_SSL", "SSL"), each named
@@ -131,12 +147,15 @@ class KafkaCluster:
         nodes instead of its own (a relay in front of it, as bench/proxy.py's);
         `scram_users` are written at format time (kafka-storage --add-scram) for SCRAM-SHA-256 and -512;
         `stock_jvm`: the brokers run with Kafka's own JVM settings (1 GiB heap, G1) instead of the small test heap
-        (the tools it runs, such as the storage format, keep the small one)."""
+        (the tools it runs, such as the storage format, keep the small one). `version`: which Kafka (its jars from
+        `kafka_lib(version)`), e.g. OLDER_KAFKA; configs an older release does not know are only warned of in its
+        log."""
         if brokers < 1:
             raise ValueError("brokers must be at least 1")
         self.brokers = brokers
         self.log_dirs = log_dirs
-        self.lib = lib or kafka_lib()
+        self.version = version
+        self.lib = lib or kafka_lib(version)
         self.java = java or shutil.which("java")
         self.heap = heap
         self.stock_jvm = stock_jvm
@@ -197,7 +216,9 @@ class KafkaCluster:
 
     def start(self) -> KafkaCluster:
         if self.lib is None:
-            raise KafkaUnavailable(f"Apache Kafka {KAFKA_VERSION}'s jars are not installed: {INSTALL_HINT}")
+            hint = INSTALL_HINT if self.version == KAFKA_VERSION else (
+                f"run `fakekafka kafka install --version {self.version}` or .ci/install.sh")
+            raise KafkaUnavailable(f"Apache Kafka {self.version}'s jars are not installed: {hint}")
         if self.java is None:
             raise KafkaUnavailable(f"java is not on PATH: {INSTALL_HINT}")
         t0 = time.monotonic()

@@ -67,7 +67,7 @@ class Cluster(ClusterSteering, ChaosSteering, ClusterSnapshots, ClusterHandle):
                  listener_security_protocol_map: str | None = None, sasl_enabled_mechanisms: str | None = None,
                  ssl_client_auth: str | None = None, users: dict[str, str] | None = None,
                  data_dir: str | os.PathLike[str] | None = None, schema_registry: bool | int = False,
-                 chaos: Any = None) -> None:
+                 chaos: Any = None, kafka_version: str | None = None) -> None:
         """`listeners` and the settings after it are Kafka's broker configs of the same names (they override
         `config`'s). An SSL/SASL_SSL listener without ssl.keystore.location gets a throwaway CA and
         certificates (`self.pki`: the CA file and a client certificate for clients). `users` are the
@@ -76,7 +76,9 @@ class Cluster(ClusterSteering, ChaosSteering, ClusterSnapshots, ClusterHandle):
         directory that cannot be used); without it everything lives in memory only. `schema_registry` (True, or a
         port) serves a Confluent-compatible Schema Registry beside the brokers (`schema_registry_url`). `chaos`:
         faults drawn from a seed (`fakekafka.Chaos(seed=7, profile="busy")`) or a schedule replayed
-        (`fakekafka.Schedule.load(path)`), with invariants checked (fakekafka/testing/chaos.py)."""
+        (`fakekafka.Schedule.load(path)`), with invariants checked (fakekafka/testing/chaos.py). `kafka_version`:
+        an older Kafka release to stand in for ("3.9", "3.7", "2.8"): ApiVersions capped to its ranges, its features
+        (fakekafka/model/releases.py); a version fakekafka does not know is a ValueError naming those it knows."""
         if clock == "frozen":
             clock = ManualClock()
         elif isinstance(clock, str):
@@ -92,6 +94,8 @@ class Cluster(ClusterSteering, ChaosSteering, ClusterSnapshots, ClusterHandle):
             ("listener_security_protocol_map", listener_security_protocol_map),
             ("sasl_enabled_mechanisms", sasl_enabled_mechanisms), ("ssl_client_auth", ssl_client_auth))
             if value is not None}
+        if kafka_version is not None:
+            security["kafka_version"] = kafka_version
         if security:
             self.config = dataclasses.replace(self.config, **security)
         self.pki: TestPki | None = None

@@ -48,8 +48,10 @@ _SECURITY = ("listeners", "advertised_listeners", "listener_security_protocol_ma
 """Listener, TLS and SASL settings (Kafka's broker config names); the handle's `pki` has the CA and client
 certificate files when a listener is SSL or SASL_SSL."""
 _SETTINGS = {"partitions", "auto_create_topics", "clock", "topics", "brokers", "racks", "config",
-             "group_initial_rebalance_delay_ms", "record", "data_dir", "schema_registry", "chaos", *_SECURITY}
-_FAKE_SETTINGS = ("clock", "config", "racks", "record", "data_dir", "schema_registry", "chaos", *_SECURITY)
+             "group_initial_rebalance_delay_ms", "record", "data_dir", "schema_registry", "chaos", "kafka_version",
+             *_SECURITY}
+_FAKE_SETTINGS = ("clock", "config", "racks", "record", "data_dir", "schema_registry", "chaos", "kafka_version",
+                  *_SECURITY)
 """Marker settings only an in-process fakekafka has: a remote cluster's test that asks for one is skipped."""
 
 REAL_KAFKA_CONFIGS: dict[str, str | None] = {"num.partitions": None, "group.initial.rebalance.delay.ms": "0"}
@@ -221,6 +223,7 @@ def _start(settings: dict[str, Any], loop_thread: LoopThread | None) -> Cluster:
                    racks=settings.get("racks"), topics=settings.get("topics"),
                    record=settings.get("record"), data_dir=settings.get("data_dir"),
                    schema_registry=settings.get("schema_registry") or False, chaos=settings.get("chaos"),
+                   kafka_version=settings.get("kafka_version"),
                    **{name: settings[name] for name in _SECURITY if name in settings}).start(loop_thread)
 
 

@@ -55,7 +55,8 @@ def handle_api_versions(ctx: RequestContext, req: Container) -> dict[str, Any]:
             return {"error_code": ErrorCode.REBOOTSTRAP_REQUIRED, "api_keys": [], "throttle_time_ms": 0}
     release = ctx.cluster.config.release
     return {"error_code": ErrorCode.NONE, "api_keys": api_keys(release), "throttle_time_ms": 0,
-            **((features(ctx.cluster.config.transaction_version) if release is None else release_features(release))
+            **((features(ctx.cluster.config.transaction_version) if release is None else
+                release_features(release, ctx.version))
                if ctx.version >= 3 else {})}
 
 
@@ -93,15 +94,18 @@ def features(transaction_version: int) -> dict[str, Any]:
     return out
 
 
-def release_features(release: KafkaRelease) -> dict[str, Any]:
+def release_features(release: KafkaRelease, version: int) -> dict[str, Any]:
     """An older release's features, as a new cluster of it lists them: a KRaft release (3.x) its metadata.version,
     supported from 1 (3.0-IV1) and finalized at the release's level, and nothing else (group.version,
     transaction.version and share.version are not production-ready before 4.0, so not listed, as Kafka 3.9.1
-    answers); a ZooKeeper broker (2.8) none, and epoch -1."""
+    answers); from 3.9, `kraft.version` supported 0-1 too, listed to v4+ requests only (KIP-1022: older clients
+    cannot read a minimum of 0) and finalized at 0, so not listed; a ZooKeeper broker (2.8) none, and epoch -1."""
     if release.metadata_version is None:
         return {"supported_features": [], "finalized_features_epoch": -1, "finalized_features": []}
     level = release.metadata_version
-    return {"supported_features": [{"name": "metadata.version", "min_version": 1, "max_version": level}],
+    kraft = [{"name": "kraft.version", "min_version": 0, "max_version": 1}] if (
+        release.kraft_version_feature and version >= 4) else []
+    return {"supported_features": [*kraft, {"name": "metadata.version", "min_version": 1, "max_version": level}],
             "finalized_features_epoch": 1,
             "finalized_features": [{"name": "metadata.version", "min_version_level": level,
                                     "max_version_level": level}]}

@@ -10,7 +10,8 @@ and LeaveGroup need READ on the group, DescribeGroups DESCRIBE, DeleteGroups DEL
 otherwise, before the coordinator is asked; as Kafka lists them, DescribeGroups answers the groups refused first and
 DeleteGroups last, each once), and ListGroups lists only the groups the client may describe unless it
 may describe the cluster. DescribeGroups reports each member's current assignment in every state (its subscription
-metadata only when Stable), as Kafka 4.x does. An error a test injects into DescribeGroups or DeleteGroups is
+metadata only when Stable), as Kafka 4.x does (as an older release, `--kafka-version`, only when Stable). An error
+a test injects into DescribeGroups or DeleteGroups is
 answered for every group asked about. DescribeGroups v6 (KIP-1043) answers a group nobody uses (or a deleted one)
 GROUP_ID_NOT_FOUND with Kafka's message, state still Dead; before v6 it is state Dead without an error.
 DeleteGroups v3 adds a per-group error message, which Kafka leaves null.
@@ -226,13 +227,15 @@ def handle_describe_groups(ctx: RequestContext, req: Container) -> dict[str, Any
             entry.update(error_code=ErrorCode.GROUP_ID_NOT_FOUND, error_message=f"Group {group_id} not found.")
         elif group is not None:
             stable = group.state == GroupState.STABLE
+            # before 4.0 (the old group coordinator's summaryNoMetadata) outside Stable the assignment is left out too
+            assigned = stable or ctx.cluster.config.release is None
             entry.update(group_state=group.state.value, protocol_type=group.protocol_type or "",
                          protocol_data=(group.protocol_name or "") if stable else "")
             entry["members"] = [{
                 "member_id": m.member_id, "group_instance_id": m.group_instance_id, "client_id": m.client_id,
                 "client_host": m.client_host,
                 "member_metadata": m.metadata_for(group.protocol_name) if stable and group.protocol_name else b"",
-                "member_assignment": m.assignment,  # Kafka 4.x keeps it outside Stable too (no metadata there)
+                "member_assignment": m.assignment if assigned else b"",  # Kafka 4.x keeps it outside Stable too
             } for m in group.members.values()]
         if req.get("include_authorized_operations") and entry["error_code"] == ErrorCode.NONE:
             # not for a group v6 does not find, as Kafka

@@ -643,7 +643,8 @@ class BrokerConfig:
             if value != default and name not in self.overrides:
                 self.overrides[name] = str(value).lower() if isinstance(value, bool) else str(value)
         self.ip_overrides()  # a malformed value is refused here, not at the first connection
-        self.dynamic_defaults.setdefault("min.insync.replicas", self.overrides.get("min.insync.replicas", "1"))
+        if release is None:  # ELR's cluster-level min.insync.replicas came with Kafka 4.1 (KAFKA-16540)
+            self.dynamic_defaults.setdefault("min.insync.replicas", self.overrides.get("min.insync.replicas", "1"))
 
     @classmethod
     def from_properties(cls, properties: dict[str, str], **fields: object) -> BrokerConfig:

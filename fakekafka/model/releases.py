@@ -36,6 +36,8 @@ class KafkaRelease:
     """The `metadata.version` level a new cluster of this release is formatted at (None: ZooKeeper era)."""
     consumer_protocol: bool = False
     """Whether the KIP-848 consumer group protocol is on by default (4.0 on)."""
+    kraft_version_feature: bool = False
+    """Whether it has the `kraft.version` feature (KIP-853, 3.9 on)."""
 
     def caps(self, api_key: int, lo: int, hi: int) -> tuple[int, int] | None:
         """fakekafka's range (lo, hi) for an API, capped to this release's, or None when it does not advertise it."""
@@ -54,8 +56,8 @@ METADATA_VERSIONS = {"3.7": 19, "3.9": 21}
 """The latest production `metadata.version` of each KRaft release (MetadataVersion 3.7-IV4 and 3.9-IV0), which a new
 cluster is formatted at; a Kafka 3.9.1 broker lists it supported 1-21 and finalized at 21."""
 
-_RELEASES = {name: KafkaRelease(name, r.version, r.broker == "zkBroker", r.apis, METADATA_VERSIONS.get(name))
-             for name, r in RELEASES.items()}
+_RELEASES = {name: KafkaRelease(name, r.version, r.broker == "zkBroker", r.apis, METADATA_VERSIONS.get(name),
+                                kraft_version_feature=name == "3.9") for name, r in RELEASES.items()}
 
 KNOWN_VERSIONS = (*_RELEASES, CURRENT)
 

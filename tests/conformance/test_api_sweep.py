@@ -176,8 +176,10 @@ def join(t: Target, group: str, version: int = 5) -> tuple[str, int]:
     return must(r, f"JoinGroup {group}").member_id, r.generation_id
 
 
-def set_up(t: Target) -> None:
-    """The state every request refers to, made over the wire so fakekafka and Kafka get it the same way."""
+def set_up(t: Target, *, kip848: bool = True) -> None:
+    """The state every request refers to, made over the wire so fakekafka and Kafka get it the same way. Without
+    `kip848` (an older release: Kafka 3.9 has no GROUP configs and its consumer protocol is off) no group configs
+    and no KIP-848 member."""
     must(t.send(19, 7, {"timeout_ms": 30_000, "validate_only": False, "topics": [
         {"name": name, "num_partitions": n, "replication_factor": 1, "assignments": [], "configs": []}
         for name, n in SETUP_TOPICS.items()]}), "CreateTopics")
@@ -215,6 +217,18 @@ def set_up(t: Target) -> None:
     commit(t, GROUP, t.generation_id, t.member_id)
     for group in (SIMPLE_GROUP, EMPTY_CLASSIC, *SETUP_GROUPS):
         commit(t, group, -1, "")
+    if kip848:
+        set_up_kip848(t)
+    deadline = time.monotonic() + 30
+    while True:  # an idempotent producer's first step; a new Kafka is still fetching its block of ids
+        r = t.send(22, 0, {"transactional_id": None, "transaction_timeout_ms": 60_000})
+        if r.error_code != ErrorCode.COORDINATOR_LOAD_IN_PROGRESS or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    must(r, "InitProducerId")
+
+
+def set_up_kip848(t: Target) -> None:
     # the consumer groups' members must outlive the sweep, whatever the machine's load
     group_configs = {**{g: ("consumer.session.timeout.ms", str(SESSION_TIMEOUT_MS))
                         for g in (CONSUMER_GROUP, EMPTY_CLASSIC, *per_version_names("sweep-cgh", 68))},
@@ -232,13 +246,6 @@ def set_up(t: Target) -> None:
             raise AssertionError(f"the group configs never showed: {r}")
         time.sleep(0.05)
     t.cg_epoch = consumer_group_member(t, CONSUMER_GROUP, CG_MEMBER)
-    deadline = time.monotonic() + 30
-    while True:  # an idempotent producer's first step; a new Kafka is still fetching its block of ids
-        r = t.send(22, 0, {"transactional_id": None, "transaction_timeout_ms": 60_000})
-        if r.error_code != ErrorCode.COORDINATOR_LOAD_IN_PROGRESS or time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
-    must(r, "InitProducerId")
 
 
 def cg_join_body(group: str, member: str, **fields: Any) -> dict[str, Any]:

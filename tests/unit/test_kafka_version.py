@@ -105,8 +105,10 @@ def test_api_versions_lists_39s_features(kafka39: fakekafka.Cluster) -> None:
         assert [(f.name, f.min_version, f.max_version) for f in r.supported_features] == [("metadata.version", 1, 21)]
         assert [(f.name, f.min_version_level, f.max_version_level) for f in r.finalized_features] == [
             ("metadata.version", 21, 21)]
-        too_new = raw.request(ApiKey.API_VERSIONS, 4, {"client_software_name": "raw", "client_software_version": "1"})
-        assert too_new.error_code == ErrorCode.NONE
+        v4 = raw.request(ApiKey.API_VERSIONS, 4, {"client_software_name": "raw", "client_software_version": "1"})
+        assert v4.error_code == ErrorCode.NONE  # KIP-1022: a feature supported from 0 only to v4+, as Kafka 3.9.1
+        assert [(f.name, f.min_version, f.max_version) for f in v4.supported_features] == [
+            ("kraft.version", 0, 1), ("metadata.version", 1, 21)]
     finally:
         raw.close()
 

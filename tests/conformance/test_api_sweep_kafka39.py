@@ -1,0 +1,142 @@
+"""The API sweep against Apache Kafka 3.9.1: fakekafka `--kafka-version 3.9` beside the real release.
+
+The same requests as tests/conformance/test_api_sweep.py (its builders, set-up, normalising and comparison), to
+one shared Kafka 3.9.1 (KRaft, one node; `.ci/install.sh` resolves its jars) and one fakekafka standing in for
+3.9, set up the same way less the KIP-848 state (3.9 has no GROUP configs and its consumer protocol is off). One
+test per API, its versions together, so a second reference broker costs about a minute: the ranges and features
+ApiVersions advertises, then each (API, version) both advertise, field by field. A difference fails unless
+`KNOWN_39` (or the 4.4 sweep's `KNOWN`) lists its path with the reason, as compat/KNOWN_DIFFERENCES.md does.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Iterator
+
+import pytest
+
+import fakekafka
+from fakekafka.handlers import advertised_versions, handler_for
+from fakekafka.model.config import BrokerConfig
+from fakekafka.model.releases import kafka_release
+from fakekafka.testing.apache_kafka import OLDER_KAFKA, KafkaCluster, KafkaUnavailable, kafka_lib
+from fakekafka.wire import ApiKey
+from fakekafka.wire.messages import API_MODULES
+from tests.conformance import test_api_sweep as sweep
+
+pytestmark = [pytest.mark.xdist_group("kafka-3.9.1"),  # one Kafka 3.9.1 for the module, in one worker
+              pytest.mark.timeout(600)]  # the first test starts it and sets both brokers up
+
+RELEASE = kafka_release("3.9")
+assert RELEASE is not None
+APIS = advertised_versions(RELEASE)
+
+NOT_SERVED = {ApiKey.CREATE_DELEGATION_TOKEN, ApiKey.RENEW_DELEGATION_TOKEN, ApiKey.EXPIRE_DELEGATION_TOKEN,
+              ApiKey.DESCRIBE_DELEGATION_TOKEN, ApiKey.DESCRIBE_CLIENT_QUOTAS, ApiKey.ALTER_CLIENT_QUOTAS,
+              ApiKey.UPDATE_FEATURES, ApiKey.UNREGISTER_BROKER, ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER}
+"""What Kafka 3.9.1 advertises that fakekafka serves for no release (as for Kafka 4.4, docs/status.md)."""
+
+OLD_VERSIONS_WHY = ("fakekafka serves none of the versions Kafka 4.0 removed (KIP-896) below its lowest: Fetch v0-3, "
+                    "ListOffsets v0, OffsetCommit v0-1, OffsetFetch v0, CreateTopics v0-1, DeleteTopics v0, the ACL, "
+                    "config and log-dir APIs' v0, WriteTxnMarkers v0; a 3.9 broker still does (no client of the last "
+                    "five years sends them)")
+
+CONFIGS_WHY = ("config names and defaults stay Kafka 4.4's: 3.9's topics also have message.downconversion.enable, "
+               "message.format.version (3.0-IV1) and message.timestamp.difference.max.ms, not 4.4's "
+               "errors.deadletterqueue.group.enable, max.decompressed.message.bytes and remote.copy.lag.*; "
+               "message.timestamp.after.max.ms is unlimited on both, a cluster-wide dynamic config on fakekafka, the "
+               "default on 3.9; its broker defaults differ too (group.coordinator.rebalance.protocols classic, "
+               "num.recovery.threads.per.data.dir 1, ...)")
+KNOWN_39: dict[int | tuple[int, str], list[tuple[str, str]]] = {
+    ApiKey.API_VERSIONS: [("/finalized_features_epoch", "Kafka's is its metadata log's offset; fakekafka's is 1")],
+    ApiKey.CREATE_TOPICS: [("/topics[[]*]/configs", CONFIGS_WHY)],
+    ApiKey.DESCRIBE_CONFIGS: [("/results[[]*]/configs", CONFIGS_WHY)],
+}
+"""Differences from Kafka 3.9.1 beyond the 4.4 sweep's KNOWN (API key -> [(path pattern, reason)])."""
+
+
+WIDTH = int(os.environ.get("FAKEKAFKA_SWEEP_WIDTH", "200"))
+"""How much of a differing value a failure shows."""
+
+
+def known_reason(api_key: int, path: str) -> str | None:
+    for pattern, why in KNOWN_39.get(api_key, []):
+        if sweep.fnmatch.fnmatchcase(path, pattern):
+            return why
+    for pattern, why in sweep.KNOWN.get(api_key, []):
+        if api_key == ApiKey.API_VERSIONS and "features" in pattern:
+            continue  # as 3.9 fakekafka lists 3.9's features: compared
+        if sweep.fnmatch.fnmatchcase(path, pattern):
+            return why
+    return None
+
+
+@pytest.fixture(scope="module")
+def fake39() -> Iterator[sweep.Target]:
+    config = BrokerConfig(auto_create_topics=False, group_initial_rebalance_delay_ms=0,
+                          overrides=dict(KafkaCluster().configs), kafka_version="3.9")
+    with fakekafka.Cluster(config=config) as cluster:
+        target = sweep.Target("fakekafka-3.9", cluster.bootstrap_servers)
+        sweep.set_up(target, kip848=False)
+        yield target
+        target.close()
+
+
+@pytest.fixture(scope="module")
+def kafka39() -> Iterator[sweep.Target]:
+    if kafka_lib(OLDER_KAFKA) is None:
+        pytest.skip(f"Apache Kafka {OLDER_KAFKA} is not installed: run `eval \"$(bash .ci/install.sh)\"` (or "
+                    f"`fakekafka kafka install --version {OLDER_KAFKA}`)")
+    first_failure = None
+    for _ in range(2):  # once more if the start or set-up fails: a port taken meanwhile on a shared machine
+        cluster = KafkaCluster(brokers=1, version=OLDER_KAFKA, timeout=240)
+        try:
+            cluster.start()
+            target = sweep.Target("kafka-3.9", cluster.bootstrap_servers)
+            sweep.set_up(target, kip848=False)
+        except (KafkaUnavailable, AssertionError, OSError) as e:
+            cluster.stop()
+            if first_failure is not None:
+                raise AssertionError(f"Kafka {OLDER_KAFKA} failed twice; first: {first_failure!r}") from e
+            first_failure = e
+            warnings.warn(f"starting or setting up Kafka {OLDER_KAFKA} failed, trying once more: {e!r}", stacklevel=1)
+            continue
+        try:
+            yield target
+        finally:
+            target.close()
+            cluster.stop()
+        return
+
+
+def test_advertised_ranges_are_kafka_391s(fake39: sweep.Target, kafka39: sweep.Target) -> None:
+    """Every API fakekafka advertises as 3.9 is Kafka 3.9.1's, up to the same highest version; its lowest is
+    Kafka 3.9.1's or fakekafka's own (OLD_VERSIONS_WHY); what Kafka 3.9.1 has beside them is NOT_SERVED."""
+    ours, theirs = fake39.versions, kafka39.versions
+    assert ours == APIS
+    wrong = {ApiKey(k).name: (ours[k], theirs.get(k)) for k in ours
+             if k not in theirs or ours[k][1] != theirs[k][1] or ours[k][0] < theirs[k][0]}
+    assert not wrong, f"(fakekafka as 3.9, Kafka 3.9.1): {wrong}"
+    assert {ApiKey(k) for k in theirs.keys() - ours.keys()} == NOT_SERVED
+
+
+@pytest.mark.parametrize("api_key", list(APIS), ids=[API_MODULES[k][0] for k in APIS])
+def test_same_as_kafka_391(fake39: sweep.Target, kafka39: sweep.Target, api_key: int) -> None:
+    """Each version of the API both advertise, sent to both, compared field by field after normalising."""
+    lo, hi = APIS[api_key]
+    reg = handler_for(api_key)
+    assert reg is not None
+    lo = max(lo, kafka39.versions[api_key][0], reg.min_version)  # Produce v0-2: advertised, refused (OLD_VERSIONS_WHY)
+    problems = []
+    for version in range(lo, hi + 1):
+        ours, theirs = fake39.answer(api_key, version), kafka39.answer(api_key, version)
+        if theirs.response is None or ours.response is None:
+            if (theirs.response is None) != (ours.response is None):
+                who = "Kafka 3.9.1" if theirs.response is None else "fakekafka"
+                problems.append(f"v{version}: {who} closed the connection, the other answered")
+            continue
+        for path, got, want in sweep.differences(sweep.normalise(ours.response), sweep.normalise(theirs.response)):
+            if known_reason(api_key, path) is None:
+                problems.append(f"v{version} {path}: {got!r:.{WIDTH}} vs {want!r:.{WIDTH}}")
+    assert not problems, "fields that differ from Kafka 3.9.1's answer (fakekafka, Kafka):\n  " + "\n  ".join(problems)

@@ -499,6 +499,36 @@ def test_feature_transaction_version_is_what_clients_see(level: int) -> None:
         assert proc.wait(10) == 0
 
 
+@pytest.mark.parametrize(("args", "said"), [
+    (["--kafka-version", "3.5"], "fakekafka does not know Kafka 3.5; it knows 2.8, 3.7, 3.9 and 4.4 (the default)"),
+    (["--kafka-version", "latest"], "'latest' is not a Kafka version"),
+    (["--kafka-version", "3.9", "--feature", "transaction.version=2"], "Kafka 3.9 finalizes no transaction.version"),
+])
+def test_bad_kafka_version_is_refused_in_words(args: list[str], said: str) -> None:
+    proc = subprocess.run([sys.executable, "-m", "fakekafka", "serve", "--port", "0", *args],
+                          capture_output=True, text=True, timeout=20)
+    assert proc.returncode == 2 and said in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_kafka_version_is_what_clients_see() -> None:
+    proc, line = _start("--port", "0", "--kafka-version", "2.8")
+    try:
+        host, port = _field(line, "bootstrap.servers").rsplit(":", 1)
+        from fakekafka.testing.client import WireConnection
+        from fakekafka.wire import ApiKey
+        conn = WireConnection(host, int(port), "cli-test", 10)
+        try:  # a 2.8 broker's ApiVersions: v0-3, no features; no KIP-848 API at all
+            assert conn.versions[ApiKey.API_VERSIONS] == (0, 3) and conn.versions[ApiKey.METADATA] == (0, 11)
+            assert ApiKey.CONSUMER_GROUP_HEARTBEAT not in conn.versions
+            r = conn.request(ApiKey.API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"})
+            assert list(r.finalized_features) == [] and r.finalized_features_epoch == -1
+        finally:
+            conn.close()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+
+
 # --- the control port: who may steer (issue 26, item 9) --------------------------------------------------------
 
 def test_control_port_listens_on_loopback_unless_asked(tmp_path: Path) -> None:

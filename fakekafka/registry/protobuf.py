@@ -1,12 +1,13 @@
 """Protobuf schemas as `.proto` text, compiled by protoc itself (the one `grpcio-tools` ships) into the
 FileDescriptorProto the compatibility rules read.
 
-A registered `.proto` file is written to a scratch folder and compiled by `python -m grpc_tools.protoc`, its
+A registered `.proto` file is written to a scratch folder and compiled by protoc (grpcio-tools), its
 imports resolved from the references' descriptors (given to protoc as a descriptor set under each reference's
 name), Google's well-known types and, when confluent-kafka is installed, Confluent's own `confluent/*.proto`.
-protoc's own error lines become the 42201 message. A compiled file is kept by its text and its imports' descriptors,
-so a schema is compiled once per process (protoc runs in a child process: about 0.1 s), and the HTTP server
-compiles a request's file on its own thread first (`warm`), never on the cluster's loop.
+protoc's own error lines become the 42201 message. A compiled file is kept by its text and its imports'
+descriptors, so a schema is compiled once per process: protoc runs in this process (grpcio-tools' extension, a
+few ms; a refused file is compiled again in a child process for protoc's words, which in-process go to fd 2), on
+the HTTP thread first (`SchemaRegistryServer._compile_here`), never on the cluster's loop.
 """
 
 from __future__ import annotations
@@ -71,6 +72,19 @@ def compile_proto(text: str, imports: dict[str, Any]) -> Any:
     return out
 
 
+_PROTOC_LOCK = threading.Lock()
+
+
+def _protoc_here(args: list[str], scratch: str) -> int:
+    """protoc in this process (grpcio-tools' extension, a few ms); `.` in `args` is the scratch folder (this process's
+    working directory is not changed: other threads use it)."""
+    from grpc_tools import _protoc_compiler
+
+    args = [f"--proto_path={scratch}" if a == "--proto_path=." else a for a in args]
+    with _PROTOC_LOCK:
+        return int(_protoc_compiler.run_main([b"protoc", *(a.encode() for a in args)]))
+
+
 def _run_protoc(text: str, imports: dict[str, Any]) -> bytes:
     from google.protobuf import descriptor_pb2
 
@@ -100,11 +114,16 @@ def _run_protoc(text: str, imports: dict[str, Any]) -> bytes:
                 f.write(given.SerializeToString())
             # protoc reads imports from --descriptor_set_in before the paths; the main file comes from the folder
             args.insert(3, f"--descriptor_set_in={set_path}")
-        try:
-            done = subprocess.run(args, capture_output=True, text=True, timeout=_TIMEOUT_S, cwd=scratch, check=False)
-        except subprocess.TimeoutExpired:
-            raise RegistryError.invalid_schema(f"Invalid schema: protoc did not finish in {_TIMEOUT_S} s") from None
-        if done.returncode != 0 or not os.path.exists(out_path):
+        if _protoc_here(args[3:], scratch) != 0 or not os.path.exists(out_path):
+            # refused: compiled again in a child process, for protoc's words (in this process they go to fd 2)
+            try:
+                done = subprocess.run(args, capture_output=True, text=True, timeout=_TIMEOUT_S, cwd=scratch,
+                                      check=False)
+            except subprocess.TimeoutExpired:
+                raise RegistryError.invalid_schema(f"Invalid schema: protoc did not finish in {_TIMEOUT_S} s") from None
+        else:
+            done = None
+        if done is not None and (done.returncode != 0 or not os.path.exists(out_path)):
             words = "; ".join(line.strip() for line in (done.stderr or done.stdout).splitlines() if line.strip())
             raise RegistryError.invalid_schema(f"Invalid schema {text!r}, details: {words or 'protoc failed'}")
         result = descriptor_pb2.FileDescriptorSet()

@@ -13,6 +13,7 @@ from fakekafka.handlers import (  # noqa: F401  (imported to register their hand
     acls,
     admin,
     api_versions,
+    client_quotas,
     configs,
     consumer_groups,
     delete_records,

@@ -27,6 +27,7 @@ import uuid
 
 from fakekafka.model.acl import Authorizer
 from fakekafka.model.append import Appender
+from fakekafka.model.client_quotas import ClientQuotas
 from fakekafka.model.clock import Clock, SystemClock
 from fakekafka.model.config import BrokerConfig
 from fakekafka.model.consumer_group import ConsumerGroupCoordinator, TopicInfo
@@ -101,6 +102,9 @@ class ClusterState:
         """GROUP resources' dynamic configs (IncrementalAlterConfigs): group id -> name -> value."""
         self.client_metrics: dict[str, dict[str, str]] = {}
         """CLIENT_METRICS resources (KIP-714 subscriptions): name -> `metrics`, `interval.ms`, `match`."""
+        self.client_quotas = ClientQuotas(lambda: (int(c.value("quota.window.num")[0] or 11),
+                                                   int(c.value("quota.window.size.seconds")[0] or 1)))
+        """Client quotas (AlterClientQuotas) and the broker's rates for them."""
         self.loggers = BrokerLoggers()
         """BROKER_LOGGER resources: fakekafka's Python loggers and the levels changed through them."""
         self._storage: ClusterStorage | None = None

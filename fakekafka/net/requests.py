@@ -44,7 +44,7 @@ METADATA_APIS = frozenset({
     ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS, ApiKey.ALTER_CONFIGS, ApiKey.ALTER_REPLICA_LOG_DIRS,
     ApiKey.CREATE_PARTITIONS,
     ApiKey.ELECT_LEADERS, ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ALTER_PARTITION_REASSIGNMENTS,
-    ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS, ApiKey.ALTER_CLIENT_QUOTAS,
 })
 """Requests that may change what a data dir's metadata file holds: it is written (if changed) before they are
 answered."""

@@ -174,7 +174,9 @@ class MetadataFiles:
         return {"producer_id_block": (state.producer_ids.next_id // 1000 + 1) * 1000,
                 "placement": state.topic_registry.placement, "dynamic_defaults": c.dynamic_defaults,
                 "dynamic_brokers": {str(k): v for k, v in c.dynamic_brokers.items()},
-                "group_configs": state.group_configs, "acls": acls, "scram": scram}
+                "group_configs": state.group_configs, "acls": acls, "scram": scram,
+                "client_quotas": [[[list(p) for p in entity], values]
+                                  for entity, values in state.client_quotas.entries.items()]}
 
     @staticmethod
     def _topic(t: Topic) -> dict[str, Any]:

@@ -99,6 +99,8 @@ class Recovery:
         for user, mechanism, salt, stored, server, iterations in saved.get("scram", []):
             state.scram.restore(user, mechanism, ScramCredential(
                 base64.b64decode(salt), base64.b64decode(stored), base64.b64decode(server), iterations))
+        for entity, values in saved.get("client_quotas", []):
+            state.client_quotas.restore(tuple((t, n) for t, n in entity), values)
         max_pid = -1
         for t in saved.get("topics", []):
             topic = Topic(t["name"], uuid.UUID(t["id"]), [], dict(t["configs"]), is_internal=t["internal"])

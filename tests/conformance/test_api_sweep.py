@@ -439,6 +439,19 @@ def _alter_user_scram_credentials(t: Target, v: int) -> dict[str, Any]:
         {"name": "sweep-user", "mechanism": 2, "iterations": 4096, "salt": b"salt", "salted_password": b"x" * 64}]}
 
 
+def _describe_client_quotas(t: Target, v: int) -> dict[str, Any]:
+    return {"components": [{"entity_type": "user", "match_type": 0, "match": "sweep-nobody"}], "strict": False}
+
+
+def _alter_client_quotas(t: Target, v: int) -> dict[str, Any]:
+    """validate_only, so the answer does not wait on Kafka's broker learning the change."""
+    return {"validate_only": True, "entries": [
+        {"entity": [{"entity_type": "user", "entity_name": "sweep-user"}],
+         "ops": [{"key": "producer_byte_rate", "value": 1024.0, "remove": False}]},
+        {"entity": [{"entity_type": "client-id", "entity_name": None}],
+         "ops": [{"key": "producer_byte_rate", "value": 0.5, "remove": False}]}]}
+
+
 def _create_topics(t: Target, v: int) -> dict[str, Any]:
     return {"timeout_ms": 30_000, "validate_only": False, "topics": [
         {"name": f"sweep-create-v{v}", "num_partitions": 2, "replication_factor": 1, "assignments": [],
@@ -829,6 +842,7 @@ BUILDERS: dict[int, Callable[[Target, int], dict[str, Any]]] = {
     65: _describe_transactions, 66: _list_transactions, 33: _alter_configs, 44: _incremental_alter_configs,
     36: _sasl_authenticate, 29: _acl_filter, 30: _create_acls, 31: _delete_acls,
     50: _describe_user_scram_credentials, 51: _alter_user_scram_credentials,
+    48: _describe_client_quotas, 49: _alter_client_quotas,
     68: _consumer_group_heartbeat, 69: _consumer_group_describe, 75: _describe_topic_partitions, 35: _describe_log_dirs,
     34: _alter_replica_log_dirs, 74: _list_config_resources,
 }

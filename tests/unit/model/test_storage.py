@@ -71,7 +71,7 @@ def test_an_empty_dir_starts_a_fresh_cluster_and_writes_kafkas_layout(tmp_path: 
     state.storage.close()
 
 
-def test_a_restart_keeps_topics_configs_acls_scram_records_and_log_starts(tmp_path: Path) -> None:
+def test_a_restart_keeps_topics_configs_acls_scram_quotas_records_and_log_starts(tmp_path: Path) -> None:
     state = _open(tmp_path, 3, **AUTHORIZER)
     topic = state.create_topic("orders", 2, 3, configs={"retention.ms": "1234", "cleanup.policy": "delete"})
     state.set_broker_configs(None, {**state.config.dynamic_defaults, "log.retention.check.interval.ms": "5000"})
@@ -79,6 +79,8 @@ def test_a_restart_keeps_topics_configs_acls_scram_records_and_log_starts(tmp_pa
     assert state.authorizer is not None
     state.authorizer.create([AclBinding.of("TOPIC", "orders", "User:alice", "READ")])
     state.scram.set_password("bob", "secret")
+    state.client_quotas.alter([([("user", "bob"), ("client-id", None)], [("producer_byte_rate", 1024.0, False)]),
+                               ([("ip", None)], [("connection_creation_rate", 5.0, False)])])
     p0 = topic.partitions[0]
     for i in range(5):
         _produce(state, p0, b"v%d" % i)
@@ -98,6 +100,8 @@ def test_a_restart_keeps_topics_configs_acls_scram_records_and_log_starts(tmp_pa
     assert again.config.value("log.retention.check.interval.ms")[0] == "5000"
     assert again.config.value("log.cleaner.backoff.ms", 2)[0] == "777"
     assert again.authorizer is not None and again.authorizer.acls == state.authorizer.acls
+    assert again.client_quotas.entries == {(("client-id", None), ("user", "bob")): {"producer_byte_rate": 1024.0},
+                                           (("ip", None),): {"connection_creation_rate": 5.0}}
     p = t.partitions[0]
     assert (p.log.log_start_offset, p.log.log_end_offset, p.log.high_watermark) == (2, 5, 5)
     assert _values(p) == [b"v2", b"v3", b"v4"]

@@ -8,7 +8,6 @@ reached (the connection waits to be admitted). What it needs of the server is `C
 from __future__ import annotations
 
 import asyncio
-import collections
 import logging
 import socket
 import sys
@@ -81,12 +80,13 @@ class Connection(asyncio.BufferedProtocol):
         self.transport: asyncio.Transport | None = None
         self.task: asyncio.Task[None] | None = None
         self.frames = FrameReader(self._deliver, self._admit, scratch=owner.scratch)
-        self._queue: collections.deque[bytearray] = collections.deque()
+        self._queue: list[bytearray] = []  # at most _MAX_QUEUED: a list is 56 bytes where a deque is 760
         self._wakeup: asyncio.Future[None] | None = None
         self.closed = False
         self._paused: set[str] = set()
-        self._can_write = asyncio.Event()
-        self._can_write.set()
+        self._writable = True
+        self._drained: asyncio.Future[None] | None = None
+        """Made only while an answer waits for the transport to drain (an Event per connection cost 760 bytes)."""
         self._sock: socket.socket | None = None
         self.reserved = 0
         """Bytes of this connection's frames counted against queued.max.request.bytes (announced sizes)."""
@@ -171,16 +171,19 @@ class Connection(asyncio.BufferedProtocol):
         self.closed = True
         self.frames.stop()
         self.owner.forget(self)
-        self._can_write.set()
+        self.resume_writing()
         self._wake()
         if self.in_request and self.task is not None and not self.task.done():
             self.task.cancel()  # a parked request ends with its connection (and lets go of its memory)
 
     def pause_writing(self) -> None:
-        self._can_write.clear()
+        self._writable = False
 
     def resume_writing(self) -> None:
-        self._can_write.set()
+        self._writable = True
+        drained = self._drained
+        if drained is not None and not drained.done():
+            drained.set_result(None)
 
     # used by the connection's task -----------------------------------------------------------------
     def _wake(self) -> None:
@@ -193,7 +196,7 @@ class Connection(asyncio.BufferedProtocol):
                 return None
             self._wakeup = asyncio.get_running_loop().create_future()
             await self._wakeup
-        frame = self._queue.popleft()
+        frame = self._queue.pop(0)
         if len(self._queue) < self._MAX_QUEUED // 2:
             self.resume("queue")
         return frame
@@ -215,7 +218,10 @@ class Connection(asyncio.BufferedProtocol):
                     return
             piece, chunks = _take(chunks, self.WRITE_PIECE)
             self.transport.writelines(piece)
-            await self._can_write.wait()
+            while not self._writable:
+                self._drained = asyncio.get_running_loop().create_future()
+                await self._drained
+            self._drained = None
 
     def _send_now(self, chunks: list[Any]) -> list[Any]:
         """Sends what the socket takes straight from the response's buffers (stored batches are not copied

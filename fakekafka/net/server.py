@@ -397,6 +397,9 @@ class Server:
                     log.debug("broker=%d client=%s id=%s %s v%d corr=%d %.2fms%s", conn.broker.node_id, conn.peer,
                               request.client_id, request.api_name, request.api_version, request.correlation_id,
                               latency, f" errors={sorted(codes)}" if codes else "")
+                # waiting for the next request, a connection holds nothing of this one: not its frame (a Produce's
+                # batches), the decoded request or the answer (ApiVersions' is about 11 KB of Python objects)
+                del frame, request, response, codes, result, record
         except (ConnectionError, asyncio.CancelledError):
             pass
         finally:

@@ -172,7 +172,7 @@ def test_a_reader_that_never_reads_holds_a_bounded_part_of_its_answer_unsent(bro
 
     def stuck() -> Connection | None:
         conns = [c for c in broker.server.quotas.of_broker(1) if c.in_request]
-        return conns[0] if conns and not conns[0]._can_write.is_set() else None
+        return conns[0] if conns and not conns[0]._writable else None
 
     conn = eventually("the answer waits for the reader", lambda: broker.call(stuck))
     unsent = broker.call(lambda: conn.transport.get_write_buffer_size())

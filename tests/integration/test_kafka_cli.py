@@ -24,7 +24,9 @@ import pytest
 
 from fakekafka.testing.handle import ClusterHandle
 from fakekafka.testing.pytest_plugin import cluster_for
+from fakekafka.wire import ApiKey
 from tests.kafkacli import ToolResult, ToolSession, normalise
+from tests.rawclient import RawClient
 
 pytestmark = [pytest.mark.clients, pytest.mark.kafka_real]
 
@@ -333,6 +335,54 @@ def test_kafka_consumer_groups(cli: Cli) -> None:
         Error: Deletion of some consumer groups failed:
         * Group 'cli-g' could not be deleted due to: org.apache.kafka.common.errors.GroupIdNotFoundException: The group id does not exist.""")  # noqa: E501
     assert "cli-g" not in cli.out("kafka-consumer-groups", "--list").splitlines()
+
+
+def test_kafka_streams_groups(cli: Cli) -> None:
+    """kafka-streams-groups on a streams group whose one member (raw StreamsGroupHeartbeats, KIP-1071) holds both
+    tasks of a one-subtopology topology with a changelog: list, state, members and offsets, as Kafka 4.4.0
+    prints them."""
+    group = f"cli-sg-{uuid.uuid4().hex[:6]}"
+    topic = f"{group}-in"
+    cli.create_topic(topic, 2)
+    client = RawClient(cli.bootstrap)
+    join = {"group_id": group, "member_id": "member-1", "member_epoch": 0, "endpoint_information_epoch": 0,
+            "instance_id": None, "rack_id": None, "rebalance_timeout_ms": 30000,
+            "topology": {"epoch": 0, "subtopologies": [{
+                "subtopology_id": "0", "source_topics": [topic], "source_topic_regex": [],
+                "state_changelog_topics": [{"name": f"{group}-store-changelog", "partitions": 0,
+                                            "replication_factor": 0, "topic_configs": []}],
+                "repartition_sink_topics": [], "repartition_source_topics": [], "copartition_groups": []}]},
+            "active_tasks": [], "standby_tasks": [], "warmup_tasks": [], "process_id": "process-1",
+            "user_endpoint": None, "client_tags": None, "task_offsets": None, "task_end_offsets": None,
+            "shutdown_application": False}
+    try:
+        r = client.request(ApiKey.STREAMS_GROUP_HEARTBEAT, 1, join)
+        deadline = time.monotonic() + 30
+        while not r.active_tasks:  # the internal topic created, the initial delay over: the tasks come
+            assert r.error_code == 0 and time.monotonic() < deadline, r
+            time.sleep(0.5)
+            r = client.request(ApiKey.STREAMS_GROUP_HEARTBEAT, 1, {
+                **join, "member_epoch": r.member_epoch, "topology": None, "active_tasks": None,
+                "standby_tasks": None, "warmup_tasks": None})
+        assert group in cli.out("kafka-streams-groups", "--list").splitlines()
+        assert cli.out("kafka-streams-groups", "--describe", "--group", group, "--state", "--verbose") == lines(f"""
+            GROUP COORDINATOR (ID) STATE GROUP-EPOCH TARGET-ASSIGNMENT-EPOCH #MEMBERS
+            {group} <bootstrap> (1) Stable 3 3 1""")
+        header = ("GROUP TARGET-ASSIGNMENT-EPOCH TOPOLOGY-EPOCH MEMBER MEMBER-PROTOCOL MEMBER-EPOCH PROCESS CLIENT-ID "
+                  "ASSIGNMENTS")
+        assert cli.out("kafka-streams-groups", "--describe", "--group", group, "--members", "--verbose") == lines(f"""
+            {header}
+            {group} 3 0 member-1 streams 3 process-1 raw ACTIVE: 0:[0,1]; TARGET-ACTIVE: 0:[0,1];""")
+        assert cli.out("kafka-streams-groups", "--describe", "--group", group, "--offsets", "--verbose") == lines(f"""
+            GROUP TOPIC PARTITION CURRENT-OFFSET LEADER-EPOCH LOG-END-OFFSET OFFSET-LAG
+            {group} {topic} 0 - - 0 0
+            {group} {topic} 1 - - 0 0""")
+        left = client.request(ApiKey.STREAMS_GROUP_HEARTBEAT, 1, {
+            **join, "member_epoch": -1, "topology": None, "active_tasks": None, "standby_tasks": None,
+            "warmup_tasks": None})
+        assert left.error_code == 0
+    finally:
+        client.close()
 
 
 def test_kafka_configs(cli: Cli) -> None:

@@ -13,7 +13,8 @@ application's topology. The coordinator:
   rack, client tags), the topology changes, or a topic it reads or keeps changes (created, deleted, grown);
 - computes the **target assignment** with the sticky task assignor (`fakekafka.model.streams_assignment`) when
   the group epoch is ahead of the assignment epoch: a new group's first one after
-  `group.streams.initial.rebalance.delay.ms` (its end bumps the epoch), later ones at most every
+  `group.streams.initial.rebalance.delay.ms` (a new group is Assigning meanwhile, its members at the epoch
+  before with no tasks), later ones at most every
   `group.streams.assignment.interval.ms`; meanwhile the status says ASSIGNMENT_DELAYED;
 - moves each member to its target one step at a time: active tasks it must lose are revoked first, tasks another
   member still holds are withheld until released;
@@ -149,6 +150,11 @@ class StreamsGroupCoordinator(ConsumerGroupOffsets):
         if was_empty:
             group.empty_since = None
             if group.assignment_epoch == 0:
+                # a new group, as Kafka 4.4: an empty target at this epoch, and the epoch bumped for the first
+                # real assignment, computed once the initial delay is over (the group Assigning meanwhile)
+                group.target = {m: Tasks() for m in group.members}
+                group.assignment_epoch = group.group_epoch
+                group.group_epoch += 1
                 group.initial_due = now + self.setting(group.group_id, "initial.rebalance.delay.ms")
         self._refresh_metadata(group)
         delayed = self.maybe_assign(group)
@@ -245,13 +251,9 @@ class StreamsGroupCoordinator(ConsumerGroupOffsets):
         now = self.clock.now_ms()
         if group.initial_due is not None:
             if now < group.initial_due:
-                if group.assignment_epoch < group.group_epoch:
-                    group.target = {m: Tasks() for m in group.members}
-                    group.assignment_epoch = group.group_epoch
                 return DELAYED_INITIAL
             group.initial_due = None
-            group.group_epoch += 1
-        elif group.group_epoch <= group.assignment_epoch:
+        if group.group_epoch <= group.assignment_epoch:
             return None
         elif group.last_assignment_ms is not None and \
                 now < group.last_assignment_ms + self.setting(group.group_id, "assignment.interval.ms"):

@@ -72,6 +72,8 @@ def test_initial_delay_and_assignment_interval_are_reported() -> None:
     w.topics.update({"app-rep": 3, "app-store-changelog": 3})
     r = w.heartbeat("m1", 0)
     assert r["member_epoch"] == 1 and r["status"][0]["status_code"] == Status.ASSIGNMENT_DELAYED
+    group = w.coordinator.group("app")  # as Kafka 4.4.0 describes it: the epoch bumped for the first assignment
+    assert (group.state.value, group.group_epoch, group.assignment_epoch) == ("Assigning", 2, 1)
     w.clock.advance(2000)
     r = w.heartbeat("m1", 1)
     assert r["member_epoch"] == 2 and len(r["active_tasks"]) == 2

@@ -69,8 +69,8 @@ MARKER_WORDS = {
     "ssl_client_auth": "Kafka's `ssl.client.auth`: `\"required\"` for mTLS.",
     "users": "SASL users, `{name: password}` (PLAIN and SCRAM).",
     "kafka_version": "An older Kafka release to stand in for, `\"3.9\"`, `\"3.7\"` or `\"2.8\"`: ApiVersions capped "
-                     "to its ranges, its features ([Older Kafka versions](cookbook/older-kafka.md)); an in-process "
-                     "fakekafka only.",
+                     "to its ranges, its features ([Older Kafka versions](cookbook/older-kafka.md)); under "
+                     "`--kafka-real`, `\"3.9\"` runs on Apache Kafka 3.9.1 (the others are skipped).",
 }
 
 

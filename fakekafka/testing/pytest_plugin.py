@@ -50,8 +50,7 @@ certificate files when a listener is SSL or SASL_SSL."""
 _SETTINGS = {"partitions", "auto_create_topics", "clock", "topics", "brokers", "racks", "config",
              "group_initial_rebalance_delay_ms", "record", "data_dir", "schema_registry", "chaos", "kafka_version",
              *_SECURITY}
-_FAKE_SETTINGS = ("clock", "config", "racks", "record", "data_dir", "schema_registry", "chaos", "kafka_version",
-                  *_SECURITY)
+_FAKE_SETTINGS = ("clock", "config", "racks", "record", "data_dir", "schema_registry", "chaos", *_SECURITY)
 """Marker settings only an in-process fakekafka has: a remote cluster's test that asks for one is skipped."""
 
 REAL_KAFKA_CONFIGS: dict[str, str | None] = {"num.partitions": None, "group.initial.rebalance.delay.ms": "0"}
@@ -96,16 +95,17 @@ class RealKafka:
     with the same message, instead of trying again."""
 
     def __init__(self) -> None:
-        self.clusters: dict[tuple[int, bool], KafkaCluster] = {}
-        self.failures: dict[tuple[int, bool], str] = {}
+        self.clusters: dict[_Key, KafkaCluster] = {}
+        self.failures: dict[_Key, str] = {}
         self.retired: dict[str, KafkaCluster] = {}
         """Clusters a test killed a node of, by bootstrap address: stopped when that test releases them."""
-        self.started: list[tuple[tuple[int, bool], KafkaCluster]] = []
+        self.started: list[tuple[_Key, KafkaCluster]] = []
         self.restarts: list[str] = []
         """Why a cluster was started again (a node's JVM had died), for the terminal summary."""
 
-    def bootstrap(self, brokers: int, auto_create: bool) -> str:
-        key = (brokers, auto_create)
+    def bootstrap(self, brokers: int, auto_create: bool, version: str | None = None) -> str:
+        """A cluster's bootstrap servers; `version`: an older Kafka than the one --kafka-real runs (OLDER_KAFKA)."""
+        key = (brokers, auto_create, version)
         if key in self.failures:
             pytest.fail(self.failures[key], pytrace=False)
         cluster = self.clusters.get(key)
@@ -122,7 +122,8 @@ class RealKafka:
             configs: dict[str, str | None] = {**REAL_KAFKA_CONFIGS,
                                               "auto.create.topics.enable": str(auto_create).lower()}
             try:
-                cluster = KafkaCluster(brokers, configs=configs, log_dirs=REAL_KAFKA_LOG_DIRS).start()
+                cluster = KafkaCluster(brokers, configs=configs, log_dirs=REAL_KAFKA_LOG_DIRS,
+                                       **({"version": version} if version else {})).start()
             except KafkaUnavailable as e:
                 self.failures[key] = f"--kafka-real: Apache Kafka ({_describe(key)}) did not start: {e}"
                 pytest.fail(self.failures[key], pytrace=False)
@@ -152,9 +153,14 @@ class RealKafka:
 _REAL = pytest.StashKey[RealKafka]()
 
 
-def _describe(key: tuple[int, bool]) -> str:
-    brokers, auto_create = key
-    return f"{brokers} node{'s' if brokers > 1 else ''}{'' if auto_create else ', auto-create off'}"
+_Key = tuple[int, bool, str | None]
+"""A --kafka-real cluster's kind: brokers, auto-create, the older Kafka version it runs (None: the current one)."""
+
+
+def _describe(key: _Key) -> str:
+    brokers, auto_create, version = key
+    return (f"{brokers} node{'s' if brokers > 1 else ''}{'' if auto_create else ', auto-create off'}"
+            f"{f', Kafka {version}' if version else ''}")
 
 
 def _check_real_kafka(config: pytest.Config) -> None:
@@ -241,8 +247,9 @@ def _remote(config: pytest.Config, settings: dict[str, Any]) -> RemoteCluster:
                     f"{_remote_target(config)})")
     brokers, auto_create = settings.get("brokers", 1), settings.get("auto_create_topics", True)
     real = config.stash.get(_REAL, None)
+    older = _older_kafka(settings.get("kafka_version"), real is not None, _remote_target(config))
     if real is not None:
-        bootstrap = real.bootstrap(brokers, auto_create)
+        bootstrap = real.bootstrap(brokers, auto_create, older)
     else:
         bootstrap = config.getoption("--fakekafka-bootstrap")
     remote = RemoteCluster(bootstrap, default_partitions=settings.get("partitions", -1))
@@ -265,6 +272,27 @@ def _remote(config: pytest.Config, settings: dict[str, Any]) -> RemoteCluster:
         if name not in existing:
             remote.create_topic(name, partitions)
     return remote
+
+
+def _older_kafka(kafka_version: str | None, real: bool, target: str | None) -> str | None:
+    """The older Kafka a remote test's `kafka_version` asks for: under --kafka-real, Kafka 3.9.1 for "3.9" (skipped
+    where its jars are missing, and for a release with no reference broker here); None for the current one. A
+    cluster named by --fakekafka-bootstrap is whatever version it is: such a test is skipped there."""
+    from fakekafka.model.releases import kafka_release
+    release = kafka_release(kafka_version)
+    if release is None:
+        return None
+    if not real:
+        pytest.skip(f"the fakekafka marker's kafka_version={kafka_version!r} needs an in-process fakekafka or "
+                    f"--kafka-real (running against {target})")
+    from fakekafka.testing.apache_kafka import OLDER_KAFKA, kafka_lib
+    if not OLDER_KAFKA.startswith(release.name + "."):
+        pytest.skip(f"kafka_version={kafka_version!r}: --kafka-real has no Apache Kafka {release.name} to run "
+                    f"(it runs {OLDER_KAFKA} for 3.9)")
+    if kafka_lib(OLDER_KAFKA) is None:
+        pytest.skip(f"kafka_version={kafka_version!r}: Apache Kafka {OLDER_KAFKA}'s jars are not installed (run "
+                    f"`fakekafka kafka install --version {OLDER_KAFKA}`)")
+    return OLDER_KAFKA
 
 
 def _release(config: pytest.Config, handle: ClusterHandle) -> None:

@@ -265,10 +265,61 @@ def test_users_own_deprecated_call():
     assert "kafka/protocol" not in result.stdout.str()
 
 
+def _kafka_libs() -> dict[str, str]:
+    from fakekafka.testing.apache_kafka import KAFKA_VERSION, OLDER_KAFKA, kafka_lib, lib_env
+    return {lib_env(v): str(lib) for v in (KAFKA_VERSION, OLDER_KAFKA) if (lib := kafka_lib(v)) is not None}
+
+
+KAFKA_LIBS = _kafka_libs()
+"""Kafka 4.4.0's and 3.9.1's jars, found at import under the real HOME (pytester's is a temporary one)."""
+
+
 def _real_kafka_or_skip() -> None:
     from fakekafka.testing.apache_kafka import INSTALL_HINT, kafka_lib
     if kafka_lib() is None or shutil.which("java") is None:
         pytest.skip(f"Apache Kafka's jars or java are missing: {INSTALL_HINT}")
+
+
+def test_kafka_version_runs_on_kafka_391_under_kafka_real(pytester: pytest.Pytester,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same test, marked kafka_version="3.9", on fakekafka standing in for 3.9 and (--kafka-real) on Apache Kafka
+    3.9.1 itself: the same ApiVersions ranges a client sees, the consumer protocol refused the same way; 2.8 has no
+    broker to run here and is skipped, saying why."""
+    from fakekafka.testing.apache_kafka import OLDER_KAFKA
+    if len(KAFKA_LIBS) < 2 or shutil.which("java") is None:
+        pytest.skip(f"Apache Kafka 4.4.0's or {OLDER_KAFKA}'s jars or java are missing: run .ci/install.sh")
+    for name, lib in KAFKA_LIBS.items():
+        monkeypatch.setenv(name, lib)
+    pytester.makepyfile('''
+import pytest
+from fakekafka.testing.client import WireConnection
+from fakekafka.wire import ApiKey, ErrorCode
+
+
+@pytest.mark.fakekafka(kafka_version="3.9")
+def test_as_39(kafka):
+    host, port = kafka.bootstrap_servers.split(",")[0].rsplit(":", 1)
+    conn = WireConnection(host, int(port), "t", 30)
+    try:
+        assert conn.versions[ApiKey.API_VERSIONS] == (0, 4) and conn.versions[ApiKey.PRODUCE][1] == 11
+        assert ApiKey.SHARE_GROUP_HEARTBEAT not in conn.versions
+        hb = conn.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, {
+            "group_id": "g", "member_id": "", "member_epoch": 0, "rebalance_timeout_ms": 30000,
+            "subscribed_topic_names": ["t"], "server_assignor": None, "topic_partitions": []})
+        assert hb.error_code == ErrorCode.UNSUPPORTED_VERSION
+    finally:
+        conn.close()
+
+
+@pytest.mark.fakekafka(kafka_version="2.8")
+def test_as_28(kafka):
+    pass
+''')
+    local = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    local.assert_outcomes(passed=2)
+    real = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--kafka-real", "-rs")
+    real.assert_outcomes(passed=1, skipped=1)
+    real.stdout.fnmatch_lines(["*--kafka-real has no Apache Kafka 2.8 to run*"])
 
 
 def test_kafka_real_runs_the_same_tests_against_apache_kafka(pytester: pytest.Pytester) -> None:

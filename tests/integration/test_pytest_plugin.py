@@ -451,7 +451,7 @@ def test_kafka_real_starts_a_cluster_again_when_a_node_died(monkeypatch: pytest.
     monkeypatch.setattr(importlib.import_module("fakekafka.testing.apache_kafka"), "KafkaCluster", Stub)
     real = RealKafka()
     assert real.bootstrap(1, True) == "127.0.0.1:1"
-    first = real.clusters[(1, True)]
+    first = real.clusters[(1, True, None)]
     assert real.bootstrap(1, True) == "127.0.0.1:2" and first.stopped  # its one node had exited
     pid = first.procs[0].pid
     assert real.restarts == [f"1 node: node JVM pid {pid} exited with 0; its log: 'node log'"]

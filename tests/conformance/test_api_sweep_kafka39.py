@@ -33,7 +33,7 @@ assert RELEASE is not None
 APIS = advertised_versions(RELEASE)
 
 NOT_SERVED = {ApiKey.CREATE_DELEGATION_TOKEN, ApiKey.RENEW_DELEGATION_TOKEN, ApiKey.EXPIRE_DELEGATION_TOKEN,
-              ApiKey.DESCRIBE_DELEGATION_TOKEN, ApiKey.DESCRIBE_CLIENT_QUOTAS, ApiKey.ALTER_CLIENT_QUOTAS,
+              ApiKey.DESCRIBE_DELEGATION_TOKEN,
               ApiKey.UPDATE_FEATURES, ApiKey.UNREGISTER_BROKER, ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER}
 """What Kafka 3.9.1 advertises that fakekafka serves for no release (as for Kafka 4.4, docs/status.md)."""
 

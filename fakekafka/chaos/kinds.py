@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["ERRORS", "KINDS", "LegalError", "legal_errors"]
+__all__ = ["CLUSTER_KINDS", "ERRORS", "KINDS", "LegalError", "legal_errors"]
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,21 @@ KINDS = {
     "move_leader": "a partition's leadership moved to another in-sync replica (preferred-replica election, "
                    "reassignment)",
 }
+
+CLUSTER_KINDS = {
+    "rebalance": "a member joined or left the group, so its coordinator started a rebalance: the members learn it "
+                 "from their next heartbeat or commit (REBALANCE_IN_PROGRESS) and rejoin",
+    "session_expiry": "the member's session.timeout.ms passed without a heartbeat reaching the coordinator (a GC "
+                      "pause, a stalled poll loop): it is removed from the group and must rejoin",
+    "move_coordinator": "the leadership of the group's __consumer_offsets partition (or the transactional id's "
+                        "__transaction_state partition) moved to another in-sync replica, and the coordinator "
+                        "with it: the old one answers NOT_COORDINATOR",
+    "isr_shrink": "a follower stopped fetching for longer than replica.lag.time.max.ms and fell out of the ISR: "
+                  "acks=all waits for fewer replicas, and below min.insync.replicas writes are refused",
+    "isr_expand": "a follower that fell out of the ISR fetches again and rejoins it once caught up",
+}
+"""The cluster's own events chaos draws on the fake cluster (fakekafka/chaos/cluster_events.py)."""
+KINDS.update(CLUSTER_KINDS)
 
 
 def legal_errors(api: str, *, non_retriable: bool) -> list[LegalError]:

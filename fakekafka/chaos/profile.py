@@ -14,6 +14,9 @@ from fakekafka.model.faults import api_key_of
 
 __all__ = ["PROFILES", "Profile", "profile_of"]
 
+_RATES = ("error_rate", "latency_rate", "drop_rate", "kill_rate", "move_leader_rate", "rebalance_rate",
+          "session_expiry_rate", "coordinator_move_rate", "isr_rate")
+
 
 @dataclass(frozen=True)
 class Profile:
@@ -31,6 +34,15 @@ class Profile:
     kill_rate: float = 0.0
     down_ms: tuple[int, int] = (50, 300)
     move_leader_rate: float = 0.0
+    rebalance_rate: float = 0.0
+    """A classic group's rebalance started (a member joined or left), drawn on its members' group requests."""
+    session_expiry_rate: float = 0.0
+    """The member sending a group request expired (its session timed out)."""
+    coordinator_move_rate: float = 0.0
+    """The group's or transactional id's coordinator moved (its internal partition's leadership; several brokers)."""
+    isr_rate: float = 0.0
+    """Half: a follower of the partition falls out of the ISR; half: one chaos took out fetches again (several
+    brokers)."""
     apis: tuple[str, ...] = ()
     """Only these APIs (Kafka's names); empty: every API a fault kind applies to."""
     max_faults: int | None = 20
@@ -39,12 +51,11 @@ class Profile:
     """Requests of each API left alone at the start (the client's first connection, say)."""
 
     def __post_init__(self) -> None:
-        for name in ("error_rate", "latency_rate", "drop_rate", "kill_rate", "move_leader_rate"):
+        for name in _RATES:
             rate = getattr(self, name)
             if not isinstance(rate, (int, float)) or not 0 <= rate <= 1:
                 raise ValueError(f"chaos profile {self.name!r}: {name} is a rate between 0 and 1, not {rate!r}")
-        if sum(getattr(self, n) for n in ("error_rate", "latency_rate", "drop_rate", "kill_rate",
-                                          "move_leader_rate")) > 1:
+        if sum(getattr(self, n) for n in _RATES) > 1:
             raise ValueError(f"chaos profile {self.name!r}: the rates add up to more than 1 (one fault per request)")
         for name in ("latency_ms", "down_ms"):
             lo, hi = getattr(self, name)
@@ -55,7 +66,7 @@ class Profile:
 
     @property
     def quiet(self) -> bool:
-        return not (self.error_rate or self.latency_rate or self.drop_rate or self.kill_rate or self.move_leader_rate)
+        return not any(getattr(self, n) for n in _RATES)
 
     def to_json(self) -> dict[str, Any]:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
@@ -79,10 +90,13 @@ PROFILES: dict[str, Profile] = {
                     move_leader_rate=0.03, max_faults=40),
     "harsh": Profile("harsh", error_rate=0.2, non_retriable=True, latency_rate=0.1, drop_rate=0.1, kill_rate=0.02,
                      move_leader_rate=0.05, max_faults=60),
+    "cluster": Profile("cluster", error_rate=0.03, latency_rate=0.02, drop_rate=0.02, rebalance_rate=0.05,
+                       session_expiry_rate=0.03, coordinator_move_rate=0.04, isr_rate=0.06, max_faults=30),
 }
 """none: chaos on, nothing drawn (its overhead alone); default: a few retriable errors, small latencies, dropped
 connections; network: latency and dropped connections only; busy: more of everything, broker kills and leader
-moves; harsh: busy with errors clients cannot retry."""
+moves; harsh: busy with errors clients cannot retry; cluster: the cluster's own events (rebalances, session
+expiries, coordinator moves, ISR shrink and expand) with a few errors and drops."""
 
 
 def profile_of(given: str | os.PathLike[str] | Profile | None) -> Profile:

@@ -34,6 +34,10 @@ class Step:
     """kill: the broker killed; move_leader: the new leader; otherwise the broker that got the request."""
     topic: str | None = None
     partition: int | None = None
+    group: str | None = None
+    """rebalance, session_expiry: the group; move_coordinator: the group or transactional id."""
+    member: str | None = None
+    """session_expiry: the member expired."""
     mechanism: str = ""
     t_ms: int = field(default=0, compare=False)
     """When it applied, on the cluster's clock, since the run started (for reading; not part of its identity)."""
@@ -63,6 +67,11 @@ class Step:
             "drop_after": f"connection dropped after {applied}",
             "kill": f"broker {self.broker} killed, restarted {self.ms} ms later",
             "move_leader": f"leadership moved to broker {self.broker}",
+            "rebalance": f"group {self.group} rebalanced (a member joined or left)",
+            "session_expiry": f"member {self.member} of group {self.group} expired (session timeout)",
+            "move_coordinator": f"coordinator of {self.group} moved to broker {self.broker}",
+            "isr_shrink": f"broker {self.broker} fell out of the ISR",
+            "isr_expand": f"broker {self.broker} fetches again (rejoins the ISR once caught up)",
         }[self.kind]
         return f"t={self.t_ms / 1000:.1f} s: {self.api} request {self.nth}{where} {what}"
 

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from fakekafka.chaos.kinds import KINDS, legal_errors
+from fakekafka.chaos.cluster_events import apply_event, draw_event, event_applicable
+from fakekafka.chaos.kinds import CLUSTER_KINDS, KINDS, legal_errors
 from fakekafka.chaos.profile import Profile, profile_of
 from fakekafka.chaos.schedule import Schedule, Step
 from fakekafka.model.cluster import ClusterState
@@ -109,6 +110,8 @@ class ChaosSource:
         self.started_ms = self.now_ms()
         self.replay = None if self.chaos.schedule is None else {s.point: s for s in self.chaos.schedule}
         self.scope = set(profile.apis or _SCOPE)
+        self.shrunk: set[tuple[str, int, int]] = set()
+        """Followers chaos took out of an ISR (an isr_expand lets one fetch again)."""
         if self.replay is None and self.chaos.seed is None:
             raise ValueError("a chaos run needs a seed or a schedule (fakekafka.Chaos(seed=N))")
 
@@ -147,7 +150,10 @@ class ChaosSource:
         errors = legal_errors(request.api, non_retriable=p.non_retriable)
         for kind, rate in (("error", p.error_rate if errors else 0), ("latency", p.latency_rate),
                            ("drop", p.drop_rate), ("kill", p.kill_rate if self.operator and self.cluster else 0),
-                           ("move_leader", p.move_leader_rate)):
+                           ("move_leader", p.move_leader_rate),
+                           *((k, r if self.cluster is not None else 0) for k, r in (
+                               ("rebalance", p.rebalance_rate), ("session_expiry", p.session_expiry_rate),
+                               ("move_coordinator", p.coordinator_move_rate), ("isr", p.isr_rate)))):
             if u >= rate:
                 u -= rate
                 continue
@@ -162,8 +168,13 @@ class ChaosSource:
                             broker=request.broker)
             if kind == "kill":
                 step = Step(**base, kind="kill", broker=request.broker, ms=rng.randint(*p.down_ms))
-            else:
+            elif kind == "move_leader":
                 step = self._leader_move(base, where, rng)
+            else:
+                assert self.cluster is not None
+                if kind == "isr":
+                    kind = "isr_shrink" if rng.random() < 0.5 else "isr_expand"
+                step = draw_event(self.cluster, request, kind, rng, self.shrunk, base)
             return step if step is not None and self._applicable(step, request) else None
         return None
 
@@ -181,8 +192,11 @@ class ChaosSource:
 
     def _applicable(self, step: Step, request: Intercepted) -> bool:
         """A step is applied only where Kafka could do it now (a replayed leader move needs its broker in sync)."""
-        if step.kind in ("kill", "move_leader") and self.cluster is None:
-            return False  # a proxy kills no broker and moves no leader
+        if step.kind in ("kill", "move_leader", *CLUSTER_KINDS) and self.cluster is None:
+            return False  # a proxy kills no broker, moves no leader and changes no group or ISR
+        if step.kind in CLUSTER_KINDS:
+            assert self.cluster is not None
+            return event_applicable(self.cluster, step)
         if step.kind == "kill":
             assert self.cluster is not None
             alive = [b for b in self.cluster.brokers.values() if b.alive]
@@ -205,6 +219,10 @@ class ChaosSource:
             return Delay(step.ms)
         if step.kind in ("drop_before", "drop_after"):
             return Drop(after=step.kind == "drop_after")
+        if step.kind in CLUSTER_KINDS:
+            assert self.cluster is not None
+            apply_event(self.cluster, step, self.shrunk)
+            return None  # the request meets the changed cluster, as Kafka's would
         if step.kind == "kill":
             assert self.operator is not None and step.broker is not None
             self.operator.kill_broker(step.broker, step.ms)

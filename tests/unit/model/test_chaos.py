@@ -170,3 +170,47 @@ def test_duplicates_and_disorder_from_an_idempotent_producer_are_reported() -> N
     assert set(violations) == {"duplicates from an idempotent producer", "per-partition order"}
     assert violations["duplicates from an idempotent producer"].evidence[0] == \
         "orders-0: producer 9 epoch 0 sequence 1 at offsets 1 and 2"
+
+
+def test_cluster_events_apply_only_where_kafka_could_and_never_through_a_proxy() -> None:
+    from fakekafka.chaos import Chaos, ChaosSource, Schedule, Step
+    from fakekafka.model.hooks import Intercepted
+    from fakekafka.model.internal_topics import OFFSETS_TOPIC
+    from fakekafka.model.metadata import Broker
+    cluster = ClusterState(clock=ManualClock(), brokers=[Broker(i, "127.0.0.1", 9000 + i) for i in (1, 2, 3)])
+    cluster.create_topic("events", 1, 3)
+    p = cluster.partition("events", 0)
+    follower = next(r for r in p.replicas if r != p.leader_id)
+    cluster.coordinator_for("g")  # creates __consumer_offsets
+    offsets = cluster.partition(OFFSETS_TOPIC, cluster.offsets_partition_for("g"))
+    other = next(r for r in offsets.isr if r != offsets.leader_id)
+    steps = [Step("Produce", 0, "isr_shrink", topic="events", partition=0, broker=follower),
+             Step("Produce", 1, "isr_shrink", topic="events", partition=0, broker=p.leader_id),  # not a follower
+             Step("Heartbeat", 0, "rebalance", group="g"),  # no such group: left out
+             Step("OffsetCommit", 0, "move_coordinator", topic=OFFSETS_TOPIC, partition=offsets.index, broker=other,
+                  group="g"),
+             Step("Produce", 2, "isr_expand", topic="events", partition=0, broker=follower)]
+    source = ChaosSource(cluster, Chaos(schedule=Schedule(steps)))
+
+    def request(api_key: int, nth: int) -> Intercepted:
+        return Intercepted(api_key, 0, p.leader_id, "c", nth, None, {("events", 0)}, 0, nth)
+    source.actions(request(0, 0))
+    assert follower not in p.isr and follower in p.paused
+    source.actions(request(0, 1))
+    source.actions(request(12, 0))
+    source.actions(request(8, 0))
+    assert offsets.leader_id == other
+    source.actions(request(0, 2))
+    assert follower not in p.paused
+    assert [s.kind for s in source.applied] == ["isr_shrink", "move_coordinator", "isr_expand"]
+    assert "fell out of the ISR" in source.applied.steps[0].describe()
+    assert "replica.lag.time.max.ms" in source.applied.steps[0].mechanism
+    # a proxy (no cluster) draws and replays none of them
+    proxied = ChaosSource(None, Chaos(schedule=Schedule(steps)), now_ms=lambda: 0)
+    for api_key, nth in ((0, 0), (12, 0), (8, 0), (0, 2)):
+        assert proxied.actions(request(api_key, nth)) == []
+    assert len(proxied.applied) == 0
+    drawn = ChaosSource(None, Chaos(seed=3, profile="cluster"), now_ms=lambda: 0)
+    for nth in range(200):
+        drawn.actions(request(12, nth))
+    assert {s.kind for s in drawn.applied} <= {"error", "latency", "drop_before", "drop_after"}

@@ -8,6 +8,10 @@ Built in:
 - no duplicates from an idempotent producer: no two batches of a partition with one producer id, epoch and
   sequence;
 - per-partition order: an idempotent producer's sequences grow with the offsets in each partition;
+- each partition is owned by at most one member of a generation: no two members of a classic group were given the
+  same partition in one generation's SyncGroup answers (a client-side assignor's bug);
+- committed offsets never go back: a commit the coordinator accepted for a group's partition is not below the one
+  before it (an app that seeks back and commits on purpose names it in `Chaos(skip=...)`);
 - read_committed never sees aborted records: every aborted transactional batch a read_committed Fetch returned
   was listed in its answer's aborted transactions (so the client drops it), and nothing at or past the answer's
   last stable offset was returned.
@@ -32,9 +36,11 @@ from fakekafka.chaos.schedule import Schedule
 from fakekafka.model.cluster import ClusterState
 from fakekafka.model.hooks import Intercepted
 from fakekafka.model.metadata import Partition
+from fakekafka.model.mixed_groups import parse_assignment
+from fakekafka.wire import ApiKey
 from fakekafka.wire.records import Record, decode_batch, read_header
 
-__all__ = ["ChaosFailure", "ChaosView", "Ledger", "Logs", "ModelLogs", "Violation", "check_invariants"]
+__all__ = ["BUILT_IN", "ChaosFailure", "ChaosView", "Ledger", "Logs", "ModelLogs", "Violation", "check_invariants"]
 
 _READ_COMMITTED = 1
 
@@ -132,14 +138,63 @@ class Ledger:
     fetched: list[_FetchedTxn] = field(default_factory=list)
     past_lso: list[str] = field(default_factory=list)
     topic_name: Callable[[uuid.UUID], str | None] | None = None
+    owners: dict[tuple[str, int], dict[tuple[str, int], str]] = field(default_factory=dict)
+    """(group, generation) -> (topic, partition) -> the first member given it in that generation."""
+    owned_twice: list[str] = field(default_factory=list)
+    commits: dict[tuple[str, str, int], tuple[int, str]] = field(default_factory=dict)
+    """(group, topic, partition) -> (the last accepted committed offset, who committed it)."""
+    rewound: list[str] = field(default_factory=list)
 
     def __call__(self, request: Intercepted, answer: Any, applied: bool) -> None:
         if answer is None or not applied:
             return
-        if request.api_key == 0 and request.body.acks == -1:
+        if request.api_key == ApiKey.PRODUCE and request.body.acks == -1:
             self._produced(request, answer)
-        elif request.api_key == 1 and getattr(request.body, "isolation_level", 0) == _READ_COMMITTED:
+        elif request.api_key == ApiKey.FETCH and getattr(request.body, "isolation_level", 0) == _READ_COMMITTED:
             self._fetched(answer)
+        elif request.api_key == ApiKey.SYNC_GROUP and hasattr(answer, "get"):
+            self._synced(request, answer)
+        elif request.api_key == ApiKey.OFFSET_COMMIT and hasattr(answer, "get"):
+            self._committed(request, answer)
+
+    def _synced(self, request: Intercepted, answer: Any) -> None:
+        body = request.body
+        if answer.get("error_code", 0) != 0 or body.get("protocol_type") not in (None, "consumer"):
+            return
+        try:
+            assignment = parse_assignment(bytes(answer.get("assignment") or b""))
+        except ValueError:
+            return
+        if assignment is None:
+            return
+        owners = self.owners.setdefault((body.group_id, body.generation_id), {})
+        member = body.member_id
+        for t in assignment.assigned_partitions:
+            for partition in t.partitions:
+                first = owners.setdefault((t.topic, partition), member)
+                if first != member:
+                    self.owned_twice.append(f"group {body.group_id} generation {body.generation_id}: {t.topic}-"
+                                            f"{partition} given to {first} and to {member}")
+
+    def _committed(self, request: Intercepted, answer: Any) -> None:
+        body = request.body
+        member = body.get("member_id") or "(no member)"
+        generation = body.get("generation_id_or_member_epoch", body.get("generation_id", -1))
+        asked = {(self._name(t), p.partition_index): p.committed_offset
+                 for t in body.topics for p in t.partitions}
+        for t in answer.get("topics") or ():
+            name = self._name(t)
+            for p in t.get("partitions") or ():
+                key = (name, p["partition_index"])
+                if p["error_code"] != 0 or name is None or key not in asked:
+                    continue
+                offset = asked[key]
+                who = f"member {member} (generation {generation}, client {request.client_id})"
+                before = self.commits.get((body.group_id, *key))  # type: ignore[arg-type]
+                if before is not None and offset < before[0]:
+                    self.rewound.append(f"group {body.group_id}: {name}-{key[1]} committed {offset} by {who} after "
+                                        f"{before[0]} by {before[1]}")
+                self.commits[(body.group_id, *key)] = (offset, who)  # type: ignore[index]
 
     def _name(self, entry: Any) -> str | None:
         name = (entry.get("name") or entry.get("topic")) if hasattr(entry, "get") else None
@@ -256,15 +311,30 @@ def _user_partitions(cluster: ClusterState) -> list[Partition]:
     return [p for t in cluster.topics.values() if not t.name.startswith("__") for p in t.partitions]
 
 
+BUILT_IN = ("acknowledged records lost", "duplicates from an idempotent producer", "per-partition order",
+            "one owner per partition per generation", "committed offsets never go back",
+            "read_committed sees only committed records")
+"""The built-in invariants' names (what `Chaos(skip=...)` takes)."""
+
+
 def check_invariants(cluster: ClusterState | Logs, ledger: Ledger,
-                     app: tuple[Callable[[ChaosView], Any], ...] = ()) -> list[Violation]:
-    """Every violation of the built-in invariants and of `app`'s, with evidence."""
+                     app: tuple[Callable[[ChaosView], Any], ...] = (), skip: tuple[str, ...] = ()) -> list[Violation]:
+    """Every violation of the built-in invariants (but those named in `skip`) and of `app`'s, with evidence."""
     logs: Logs = ModelLogs(cluster) if isinstance(cluster, ClusterState) else cluster
     out: list[Violation] = []
     out.extend(_acked_not_lost(logs, ledger))
     out.extend(_idempotent(logs))
+    if ledger.owned_twice:
+        out.append(Violation("one owner per partition per generation",
+                             f"{len(ledger.owned_twice)} partition(s) assigned to two members of one generation",
+                             tuple(ledger.owned_twice[:20])))
+    if ledger.rewound:
+        out.append(Violation("committed offsets never go back",
+                             f"{len(ledger.rewound)} accepted commit(s) below the group's previous one",
+                             tuple(ledger.rewound[:20])))
     if isinstance(cluster, ClusterState):
         out.extend(_read_committed(cluster, ledger))
+    out = [v for v in out if v.invariant not in skip]
     view = ChaosView(logs)
     for check in app:
         name = getattr(check, "__name__", repr(check))

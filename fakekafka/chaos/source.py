@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from fakekafka.chaos.cluster_events import apply_event, draw_event, event_applicable
+from fakekafka.chaos.invariants import BUILT_IN
 from fakekafka.chaos.kinds import CLUSTER_KINDS, KINDS, legal_errors
 from fakekafka.chaos.profile import Profile, profile_of
 from fakekafka.chaos.schedule import Schedule, Step
@@ -50,6 +51,9 @@ class Chaos:
     profile: str | os.PathLike[str] | Profile | None = None
     schedule: Schedule | None = None
     invariants: tuple[object, ...] = ()
+    skip: tuple[str, ...] = ()
+    """Built-in invariants not to check, by name (`fakekafka.chaos.invariants.BUILT_IN`): an app that seeks back
+    and commits on purpose skips "committed offsets never go back"."""
 
     def __post_init__(self) -> None:
         if self.seed is not None and (not isinstance(self.seed, int) or isinstance(self.seed, bool)):
@@ -57,6 +61,10 @@ class Chaos:
         if self.schedule is not None and not isinstance(self.schedule, Schedule):
             raise ValueError("chaos schedule= takes a fakekafka.Schedule (Schedule.load(path))")
         self.profile = profile_of(self.profile)
+        unknown = [n for n in self.skip if n not in BUILT_IN]
+        if unknown:
+            raise ValueError(f"chaos skip= names built-in invariants; {', '.join(map(repr, unknown))} is not one of "
+                             f"{', '.join(map(repr, BUILT_IN))}")
         for check in self.invariants:
             if not callable(check):
                 raise ValueError(f"a chaos invariant is a callable over the cluster's records, not {check!r}")

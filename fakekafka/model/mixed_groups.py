@@ -55,7 +55,7 @@ from fakekafka.wire.messages.consumer_protocol_subscription import VERSIONS as S
 
 __all__ = [
     "ClassicProtocol", "ConsumerGroups", "classic_heartbeat", "classic_join", "classic_sync", "classic_takes_empty",
-    "downgrade", "encode_assignment", "parse_subscription", "retire_upgraded", "upgraded",
+    "downgrade", "encode_assignment", "parse_assignment", "parse_subscription", "retire_upgraded", "upgraded",
 ]
 
 CONSUMER_PROTOCOL_TYPE = "consumer"

@@ -77,7 +77,8 @@ class ProxyChaos:
         the proxy's loop, with a snapshot of the ledger)."""
         logs = UpstreamLogs(bootstrap_servers)
         try:
-            return check_invariants(logs, self.ledger, tuple(self.chaos.invariants))  # type: ignore[arg-type]
+            return check_invariants(logs, self.ledger, tuple(self.chaos.invariants),  # type: ignore[arg-type]
+                                    self.chaos.skip)  # type: ignore[arg-type]
         finally:
             logs.close()
 

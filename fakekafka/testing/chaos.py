@@ -55,7 +55,8 @@ class ChaosRun:
 
     def violations(self) -> list[Violation]:
         """(call on the cluster's loop)"""
-        return check_invariants(self.state, self.ledger, tuple(self.chaos.invariants))  # type: ignore[arg-type]
+        return check_invariants(self.state, self.ledger, tuple(self.chaos.invariants),  # type: ignore[arg-type]
+                                self.chaos.skip)
 
 
 class ChaosSteering:

@@ -214,3 +214,42 @@ def test_cluster_events_apply_only_where_kafka_could_and_never_through_a_proxy()
     for nth in range(200):
         drawn.actions(request(12, nth))
     assert {s.kind for s in drawn.applied} <= {"error", "latency", "drop_before", "drop_after"}
+
+
+def test_one_owner_per_generation_and_commits_never_going_back_are_checked_from_the_answers() -> None:
+    from fakekafka.chaos import Chaos
+    from fakekafka.model.hooks import Intercepted
+    from fakekafka.model.mixed_groups import encode_assignment
+    from fakekafka.wire import ApiKey
+    cluster = ClusterState(clock=ManualClock())
+    ledger = Ledger(cluster)
+
+    def sync(member: str, generation: int, partitions: list[int]) -> None:
+        body = Container(group_id="g", generation_id=generation, member_id=member, protocol_type="consumer")
+        ledger(Intercepted(ApiKey.SYNC_GROUP, 5, 1, member, 0, body, set(), 0, 0),
+               {"error_code": 0, "assignment": encode_assignment({"t": partitions}, 0)}, True)
+
+    def commit(offset: int, error: int = 0) -> None:
+        body = Container(group_id="g", member_id="m", generation_id_or_member_epoch=3, topics=[
+            Container(name="t", partitions=[Container(partition_index=0, committed_offset=offset)])])
+        ledger(Intercepted(ApiKey.OFFSET_COMMIT, 9, 1, "app", 0, body, {("t", 0)}, 0, 0),
+               {"topics": [{"name": "t", "partitions": [{"partition_index": 0, "error_code": error}]}]}, True)
+    sync("a", 1, [0, 1])
+    sync("b", 1, [2])
+    sync("a", 2, [1])
+    sync("b", 2, [0, 2])  # a new generation may move partitions: not a violation
+    commit(10)
+    commit(12)
+    commit(4, error=int(ErrorCode.ILLEGAL_GENERATION))  # refused: not a commit
+    assert check_invariants(cluster, ledger) == []
+    sync("c", 2, [1])  # two members of generation 2 own t-1
+    commit(5)  # accepted below 12
+    violations = {v.invariant: v for v in check_invariants(cluster, ledger)}
+    assert set(violations) == {"one owner per partition per generation", "committed offsets never go back"}
+    assert "t-1 given to a and to c" in violations["one owner per partition per generation"].evidence[0]
+    assert "t-0 committed 5 by member m" in violations["committed offsets never go back"].evidence[0]
+    assert "after 12" in violations["committed offsets never go back"].evidence[0]
+    skipped = check_invariants(cluster, ledger, skip=("committed offsets never go back",))
+    assert [v.invariant for v in skipped] == ["one owner per partition per generation"]
+    with pytest.raises(ValueError, match="not one of"):
+        Chaos(seed=1, skip=("commits go forward",))

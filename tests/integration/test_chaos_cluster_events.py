@@ -99,11 +99,13 @@ def test_a_rebalance_a_session_expiry_and_a_coordinator_move_replay_alone() -> N
     request point (librdkafka's member ids are the same run after run); the consumer still reads everything."""
     for kind in ("move_coordinator", "session_expiry", "rebalance"):
         step = None
-        for seed in range(1, 30):
+        for seed in range(1, 40):
             with Cluster(brokers=3, chaos=Chaos(seed=seed, profile="cluster")) as c:
                 c.create_topic("events", 3, replication_factor=3)
                 produce_and_consume(c)
-                step = next((s for s in c.chaos_schedule() if s.kind == kind), None)
+                # a Heartbeat's place among Heartbeats follows the client's heartbeat timer, so a step there may
+                # meet another moment of the group in the replay: the test replays steps at other requests
+                step = next((s for s in c.chaos_schedule() if s.kind == kind and s.api != "Heartbeat"), None)
             if step is not None:
                 break
         assert step is not None, kind

@@ -1,7 +1,9 @@
 """The cluster's own events as chaos steps (fakekafka/chaos/cluster_events.py) against real clients: a
 confluent-kafka producer and consumer group on three brokers under the `cluster` profile meet rebalances,
 session expiries, coordinator moves and ISR shrinks and expands; every record produced is consumed and the
-invariants hold. Each kind is also replayed alone from a schedule and seen to act as Kafka's mechanism does."""
+invariants hold. The ISR steps are replayed from a hand-written schedule against confluent-kafka and franz-go.
+(A consumer group's run is not replayed step for step here: its Fetch and Heartbeat requests follow the client's
+timers, so their request points drift between runs.)"""
 
 from __future__ import annotations
 
@@ -92,29 +94,6 @@ def test_an_isr_shrink_below_min_insync_refuses_acks_all_writes_until_it_expands
         isr = c.call(lambda: list(c.state.partition("events", 0).isr))
         assert followers[0] in isr and followers[1] not in isr
         assert c.check_invariants() == []
-
-
-def test_a_rebalance_a_session_expiry_and_a_coordinator_move_replay_alone() -> None:
-    """Drawn from a seed, each kind replays alone from a schedule of that one step and acts again at the same
-    request point (librdkafka's member ids are the same run after run); the consumer still reads everything."""
-    for kind in ("move_coordinator", "session_expiry", "rebalance"):
-        step = None
-        for seed in range(1, 40):
-            with Cluster(brokers=3, chaos=Chaos(seed=seed, profile="cluster")) as c:
-                c.create_topic("events", 3, replication_factor=3)
-                produce_and_consume(c)
-                # a Heartbeat's place among Heartbeats follows the client's heartbeat timer, so a step there may
-                # meet another moment of the group in the replay: the test replays steps at other requests
-                step = next((s for s in c.chaos_schedule() if s.kind == kind and s.api != "Heartbeat"), None)
-            if step is not None:
-                break
-        assert step is not None, kind
-        with Cluster(brokers=3, chaos=Schedule([step])) as c:
-            c.create_topic("events", 3, replication_factor=3)
-            seen = produce_and_consume(c)
-            assert {f"event-{i}".encode() for i in range(RECORDS)} <= set(seen)
-            applied = c.chaos_schedule()
-            assert applied.same_as(Schedule([step])), (kind, applied.lines())  # met at the same request point
 
 
 @pytest.mark.clients

@@ -47,7 +47,7 @@ def _other_group_kind(ctx: RequestContext, group_id: str) -> str | None:
     if ctx.cluster.consumer_groups.group(group_id) is not None:
         return "consumer"
     classic = ctx.cluster.groups.group(group_id)
-    if classic is not None and (classic.members or classic.pending_members or classic.offsets):
+    if classic is not None and (classic.members or classic.pending_members):
         return "classic"
     if group_id in ctx.cluster.shares.groups:
         return "share"
@@ -88,6 +88,13 @@ def handle_streams_group_heartbeat(ctx: RequestContext, req: Container) -> dict[
         uses_regex=req.topology is not None and any(s.source_topic_regex for s in req.topology.subtopologies))
     out = cluster.streams_groups.heartbeat(r, lambda g: _other_group_kind(ctx, g))
     if out["error_code"] == ErrorCode.NONE:
+        if req.member_epoch == 0:
+            # an empty classic group (its committed offsets alone, as a restart with a data dir loads a streams
+            # group's) gives its id and offsets to the streams group, as to a consumer group
+            old = cluster.groups.take_empty_group(req.group_id)
+            group = cluster.streams_groups.group(req.group_id)
+            if old is not None and group is not None:
+                group.offsets = {**old.offsets, **group.offsets}
         _create_internal_topics(ctx, req.group_id, out)
     if ctx.version == 0:  # Kafka 4.4.0 answers v0's (int32) field with 0
         out.pop("acceptable_recovery_lag", None)

@@ -1,5 +1,6 @@
 """A chaos schedule: the faults a run applied, each at its point of the request sequence (the nth request of an
-API), written out as JSON and replayed exactly: the same steps at the same points."""
+API), written out as JSON (or YAML: a path ending .yaml or .yml, with PyYAML) and replayed exactly: the same steps at
+the same points."""
 
 from __future__ import annotations
 
@@ -129,26 +130,51 @@ class Schedule:
                 "steps": [s.to_json() for s in self.steps]}
 
     def save(self, path: str | os.PathLike[str]) -> Path:
+        """Written as JSON, or as YAML when the path ends .yaml or .yml (needs PyYAML)."""
         out = Path(path)
+        if _is_yaml(out):
+            text = _yaml(out).safe_dump(self.to_json(), sort_keys=False, allow_unicode=True)
+        else:
+            text = json.dumps(self.to_json(), indent=1) + "\n"
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(self.to_json(), indent=1) + "\n")
+        out.write_text(text)
         return out
 
     @classmethod
     def from_json(cls, data: Any) -> Schedule:
         if not isinstance(data, dict) or data.get("format") != _FORMAT or not isinstance(data.get("steps"), list):
-            raise ValueError(f"not a chaos schedule: a JSON object with format {_FORMAT!r} and a list of steps "
+            raise ValueError(f"not a chaos schedule: an object with format {_FORMAT!r} and a list of steps "
                              "is expected")
         return cls([Step.from_json(s) for s in data["steps"]], data.get("seed"), data.get("profile"))
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Schedule:
-        """A schedule written by `save` (a chaos run, a shrunk failure), to replay with `chaos=Schedule.load(p)`."""
+        """A schedule written by `save` (a chaos run, a shrunk failure), to replay with `chaos=Schedule.load(p)`;
+        JSON, or YAML for a path ending .yaml or .yml (with PyYAML)."""
         try:
             text = Path(path).read_text()
         except OSError as e:
             raise ValueError(f"cannot read chaos schedule {os.fspath(path)}: {e.strerror}") from None
+        if _is_yaml(Path(path)):
+            yaml = _yaml(Path(path))
+            try:
+                return cls.from_json(yaml.safe_load(text))
+            except yaml.YAMLError as e:
+                raise ValueError(f"chaos schedule {os.fspath(path)}: not YAML ({e})") from None
         try:
             return cls.from_json(json.loads(text))
         except json.JSONDecodeError as e:
             raise ValueError(f"chaos schedule {os.fspath(path)}: not JSON ({e})") from None
+
+
+def _is_yaml(path: Path) -> bool:
+    return path.suffix.lower() in (".yaml", ".yml")
+
+
+def _yaml(path: Path) -> Any:
+    try:
+        import yaml
+    except ImportError:
+        raise ValueError(f"chaos schedule {path}: YAML schedules need PyYAML (pip install 'fakekafka[yaml]'), or "
+                         "give a .json path") from None
+    return yaml

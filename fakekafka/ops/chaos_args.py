@@ -20,7 +20,8 @@ def add_chaos_options(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument("--chaos-schedule", metavar="FILE",
                         help="replay a chaos schedule (a file --chaos-out or a failing pytest chaos run wrote)")
     parser.add_argument("--chaos-out", metavar="FILE",
-                        help="write the chaos schedule applied to this file (JSON) when it stops")
+                        help="write the chaos schedule applied to this file when it stops (JSON; YAML for a "
+                             ".yaml or .yml path)")
 
 
 def chaos_from_args(args: argparse.Namespace) -> Chaos | str | None:

@@ -253,3 +253,20 @@ def test_one_owner_per_generation_and_commits_never_going_back_are_checked_from_
     assert [v.invariant for v in skipped] == ["one owner per partition per generation"]
     with pytest.raises(ValueError, match="not one of"):
         Chaos(seed=1, skip=("commits go forward",))
+
+
+def test_a_schedule_saves_and_loads_as_yaml_too(tmp_path: Path) -> None:
+    from fakekafka.chaos import Schedule, Step
+    schedule = Schedule([Step("Produce", 3, "drop_after", topic="orders", partition=1, broker=1),
+                         Step("Heartbeat", 2, "session_expiry", group="g", member="m-1")], seed=7, profile="cluster")
+    for name in ("run.yaml", "run.yml"):
+        path = schedule.save(tmp_path / name)
+        assert path.read_text().startswith("format: fakekafka-chaos-schedule/1")
+        again = Schedule.load(path)
+        assert again.same_as(schedule) and again.seed == 7 and again.profile == "cluster"
+    (tmp_path / "bad.yaml").write_text("steps: [unclosed")
+    with pytest.raises(ValueError, match="not YAML"):
+        Schedule.load(tmp_path / "bad.yaml")
+    (tmp_path / "other.yml").write_text("just: text")
+    with pytest.raises(ValueError, match="not a chaos schedule"):
+        Schedule.load(tmp_path / "other.yml")

@@ -21,13 +21,38 @@ pytest_plugins = ["pytester"]
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Marks each test with its tier, by folder, before `-m` selects on it."""
+    """Marks each test with its tier, by folder, before `-m` selects on it, and with the xdist group of the costly
+    fixture it shares (shared_fixture_group)."""
     tests = config.rootpath / "tests"
     for item in items:
         if item.path.is_relative_to(tests):
             tier = TIERS.get(item.path.relative_to(tests).parts[0])
             if tier is not None:
                 item.add_marker(tier)
+        group = shared_fixture_group(item)
+        if group is not None and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+def shared_fixture_group(item: pytest.Item) -> str | None:
+    """Under `pytest -n N --dist loadgroup` (.ci/test), the tests that share a module- or session-scoped fixture of
+    this suite (a JVM, an Apache Kafka, a recorded run) go to one worker, so it starts once rather than once per
+    worker: the group is the session fixture's name, else the module's path. Tests without one spread freely."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return None
+    module_group = None
+    for name, defs in info.name2fixturedefs.items():
+        fixture = defs[-1]
+        if not fixture.baseid.startswith(("tests", "examples")) or name == "_cluster_ports":
+            continue
+        if fixture.scope == "session":
+            # a session fixture of one test module keeps that module together (its tests may build on each
+            # other's state there); one of a conftest is shared by its users wherever they are
+            return fixture.baseid if fixture.baseid.endswith(".py") else name
+        if fixture.scope in ("module", "package", "class"):
+            module_group = item.nodeid.split("::")[0]
+    return module_group
 
 
 @pytest.fixture
@@ -157,6 +182,14 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
             _leaks.setdefault((owner, port), report.nodeid)
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: object, error: object) -> None:
+    """Under xdist, each worker checks its own tests (pytest_runtest_logreport) and hands what it found to the
+    controller (pytest_sessionfinish), which reports it and fails the session."""
+    for (owner, port), seen in getattr(node, "workeroutput", {}).get("open_clients", []):
+        _leaks.setdefault((owner, port), seen)
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     for (owner, port), seen in sorted(_leaks.items()):
         terminalreporter.write_line(f"open client: {owner} left a Kafka client open; it still connected to its "
@@ -168,5 +201,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     broker or JVM behind; fails the session when a test left a client open (pytest_runtest_logreport)."""
     from tests.subproc import stop_all
     stop_all()
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["open_clients"] = [[list(key), seen] for key, seen in _leaks.items()]
+        return
     if _leaks and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

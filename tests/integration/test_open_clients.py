@@ -8,7 +8,9 @@ import pytest
 pytest.importorskip("confluent_kafka")
 
 
-def test_a_client_left_open_fails_the_session_naming_its_test(pytester, monkeypatch, request):
+@pytest.mark.parametrize("workers", [[], ["-n", "1"]], ids=["serial", "xdist"])
+def test_a_client_left_open_fails_the_session_naming_its_test(pytester, monkeypatch, request, workers):
+    """Also under xdist (as .ci/test runs the tiers), where a worker finds it and the controller reports it."""
     monkeypatch.setenv("PYTHONPATH", str(request.config.rootpath))
     pytester.makepyfile(test_leak="""
         import sys
@@ -39,7 +41,7 @@ def test_a_client_left_open_fails_the_session_naming_its_test(pytester, monkeypa
         def test_closes_it():
             left_open.pop().close()
     """)
-    result = pytester.runpytest_subprocess("-p", "tests.conftest", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess("-p", "tests.conftest", "-p", "no:cacheprovider", *workers)
     result.assert_outcomes(passed=3)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["open client: test_leak.py::test_leaves_a_consumer_open left a Kafka client open; "

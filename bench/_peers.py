@@ -276,3 +276,11 @@ def stop_all() -> None:
 
 
 atexit.register(stop_all)
+
+
+def _terminated(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)  # atexit's stop_all then stops the brokers (a plain SIGTERM would orphan them)
+
+
+if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+    signal.signal(signal.SIGTERM, _terminated)

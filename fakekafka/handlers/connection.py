@@ -51,5 +51,8 @@ class ConnectionState:
     """(name, version) from the connection's ApiVersions v3+."""
     close_after: str | None = None
     """Set by a handler: the connection is closed after this answer, for this reason (as Kafka does)."""
+    throttle_ms: int = 0
+    """Set by a handler: the connection is muted this long after the answer (a client quota's throttle, as
+    Kafka's quota managers mute the channel); the network edge resets it."""
     refused: bool = False
     """The connection's authentication failed before any request: it is closed unread."""

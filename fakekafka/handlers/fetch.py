@@ -27,7 +27,9 @@ from construct import Container
 from fakekafka.handlers.authz import authorize
 from fakekafka.handlers.common import leader_check, merged
 from fakekafka.handlers.registry import ErrorContext, Park, RequestContext, handles
+from fakekafka.handlers.throttling import fetch_allowance, record_bytes, unrecord_bytes
 from fakekafka.model.acl import AclOperation, ResourceType
+from fakekafka.model.client_quotas import QuotaType
 from fakekafka.model.metadata import Partition
 from fakekafka.wire import ApiKey, ErrorCode
 from fakekafka.wire.primitives import Chunks
@@ -74,6 +76,8 @@ def handle_fetch(ctx: RequestContext, req: Container) -> Any:
             return fetch_error_response(ctx, req, ErrorCode.INVALID_FETCH_SESSION_EPOCH)
     read_committed = req.isolation_level == READ_COMMITTED
     max_bytes = min(req.max_bytes if req.max_bytes > 0 else 0x7FFFFFFF, cluster.config.fetch_max_bytes)
+    if (allowance := fetch_allowance(ctx)) is not None:  # no more than the consumer's quota window holds
+        max_bytes = min(max_bytes, allowance)
 
     # resolve once; the log itself is re-read when a parked fetch resumes
     # a topic named twice is one entry, a partition asked for twice is fetched once (Kafka's map, last entry)
@@ -145,7 +149,11 @@ def handle_fetch(ctx: RequestContext, req: Container) -> Any:
                                                    aborted))
             responses.append({key: name_or_id, "partitions": results})
         if final or errors or total >= req.min_bytes or req.max_wait_ms <= 0 or not watched:
-            return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": 0, "responses": responses}
+            response = {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": 0, "responses": responses}
+            if record_bytes(ctx, QuotaType.FETCH, total, response):  # over its quota: answered empty, not counted
+                unrecord_bytes(ctx, QuotaType.FETCH, total)
+                response["responses"] = []
+            return response
         return Park(req.max_wait_ms, watched, build)
 
     return build(False)

@@ -32,7 +32,9 @@ from construct import Container
 
 from fakekafka.handlers.authz import authorize
 from fakekafka.handlers.registry import NO_RESPONSE, DropConnection, ErrorContext, Park, RequestContext, handles
+from fakekafka.handlers.throttling import record_bytes
 from fakekafka.model.acl import AclOperation, ResourceType
+from fakekafka.model.client_quotas import QuotaType
 from fakekafka.model.validate import first_batch_refusal, request_refusal
 from fakekafka.wire import ApiKey, ErrorCode
 
@@ -137,11 +139,12 @@ def handle_produce(ctx: RequestContext, req: Container) -> Any:
                 end = partition.log.batch_end(r.base_offset)
                 waiting.append((partition, end, result))
         responses.append({**_topic_key(ctx, t), "partition_responses": results})
+    response = {"responses": responses, "throttle_time_ms": 0}
+    record_bytes(ctx, QuotaType.PRODUCE, ctx.request_bytes, response)  # acks=0 too: its channel is muted
     if req.acks == 0:  # no answer to carry an error: Kafka closes the connection so the client notices
         failed = sorted({ErrorCode(r["error_code"]).name for t in responses for r in t["partition_responses"]
                          if r["error_code"] != ErrorCode.NONE})
         return DropConnection(applied=True, reason=f"acks=0 and {', '.join(failed)}") if failed else NO_RESPONSE
-    response = {"responses": responses, "throttle_time_ms": 0}
     if not waiting:
         return response
     node_id = ctx.broker.node_id

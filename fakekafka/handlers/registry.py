@@ -37,6 +37,8 @@ class RequestContext:
     client_host: str = ""
     connection: ConnectionState = field(default_factory=ConnectionState)
     """The connection's state across its requests: listener, SASL, principal, client software."""
+    request_bytes: int = 0
+    """The request's size on the wire, header included, size prefix not (Kafka's request.sizeInBytes)."""
 
     @property
     def listener(self) -> str | None:

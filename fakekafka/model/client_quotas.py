@@ -355,7 +355,8 @@ class ClientQuotas:
     def record(self, quota_type: str, user: str, client_id: str, value: float, now: int) -> int:
         """Counts `value` (bytes, or request-thread percentage) for the client and answers the throttle time in
         ms it has earned (0: within its quota), as Kafka's ClientQuotaManager.recordAndGetThrottleTimeMs:
-        (rate - quota) / quota of the window the rate spans."""
+        (rate - quota) / quota of the window the rate spans, at most the windows kept (one window for
+        request_percentage)."""
         if not self.enabled(quota_type):
             return 0
         tags = self.sensor_tags(quota_type, user, client_id)
@@ -367,7 +368,11 @@ class ClientQuotas:
         rate = sensor.measure(now)
         if rate <= bound:
             return 0
-        return int(round((rate - bound) / bound * sensor.window_size_ms(now)))
+        ms = int(round((rate - bound) / bound * sensor.window_size_ms(now)))
+        # bounded, as Kafka 4.4 bounds it: the request quota by one window, the byte rates by the whole span
+        # (Kafka 4.4.0 measured: never more than quota.window.num x quota.window.size.seconds)
+        cap = sensor.window_ms if quota_type == QuotaType.REQUEST else sensor.samples * sensor.window_ms
+        return min(ms, cap)
 
     def unrecord(self, quota_type: str, user: str, client_id: str, value: float, now: int) -> None:
         """Takes back a value recorded for a request answered empty because throttled (Kafka's

@@ -17,6 +17,7 @@ from fakekafka.handlers import NO_RESPONSE, DropConnection, Park, RequestContext
 from fakekafka.handlers.api_versions import unsupported_version_response
 from fakekafka.handlers.connection import ConnectionState
 from fakekafka.handlers.registry import error_response
+from fakekafka.handlers.throttling import record_request_time
 from fakekafka.model.clock import ManualClock
 from fakekafka.model.cluster import ClusterState
 from fakekafka.model.log import StorageError
@@ -180,7 +181,7 @@ class RequestHandler:
         except DecodeError as e:
             log.warning("connection %s: malformed request: %s; closing", peer, e)
             raise CloseConnection from None
-        ctx = RequestContext(self.cluster, broker, request, peer, state)
+        ctx = RequestContext(self.cluster, broker, request, peer, state, request_bytes=len(frame))
         gate = sasl_gate(state.sasl, key, int(time.time() * 1000)) if state.sasl is not None else SaslGate.PASS
         if gate is SaslGate.CLOSE:
             log.warning("connection %s: %s during SASL handshake; closing, as Kafka does", peer, request.api_name)
@@ -201,7 +202,9 @@ class RequestHandler:
                 raise CloseConnection
             return self._answer(request, body)
         try:
+            started = time.perf_counter_ns()
             result = dispatch(ctx)
+            handling_ns = time.perf_counter_ns() - started
             while isinstance(result, Park):
                 result = await self.purgatory.wait(result)
             if key in METADATA_APIS and key not in _CREATE_ONLY_APIS and self.cluster.storage is not None:
@@ -229,6 +232,7 @@ class RequestHandler:
             result = body
         if result is NO_RESPONSE:
             return request, None, set(), None
+        record_request_time(ctx, handling_ns, result)  # request_percentage: the handler's time, as Kafka's
         try:
             if _large(result):  # encoded off the event loop: other connections are served meanwhile
                 chunks = await asyncio.get_running_loop().run_in_executor(

@@ -378,6 +378,8 @@ class Server:
                 if response is not None:
                     await conn.write(response)
                 conn.in_request = False
+                if state.throttle_ms > 0:  # over a client quota: the channel is muted, as Kafka's quota managers do
+                    await self._mute(conn, state)
                 closing, state.close_after = state.close_after, None
                 if closing is not None:
                     log.info("connection %s: %s; closing after the answer, as Kafka does", conn.peer, closing)
@@ -406,6 +408,16 @@ class Server:
             conn.in_request = False
             conn.close()
             self.pool.release(conn, conn.reserved)
+
+    async def _mute(self, conn: Connection, state: ConnectionState) -> None:
+        """No request of the connection is read for its throttle time (the answer has gone out; the client
+        knows the time from its throttle_time_ms)."""
+        ms, state.throttle_ms = state.throttle_ms, 0
+        conn.pause("throttle")
+        try:
+            await asyncio.sleep(ms / 1000)
+        finally:
+            conn.resume("throttle")
 
     def _ssl_principal(self, conn: Connection) -> str:
         """An SSL listener's client as Kafka's default principal builder names it: `User:` and its certificate's

@@ -953,3 +953,45 @@ def test_share_group_state_read_with_kafkas_formatter(cli: Cli) -> None:
         {{"key":{{"type":0,"data":{{{key},"value":{{"version":0,"data":{{"snapshotEpoch":0,"stateEpoch":<n>,"leaderEpoch":0,"startOffset":-1,"createTimestamp":<n>,"writeTimestamp":<n>,"stateBatches":[]}}}}}}
         {{"key":{{"type":1,"data":{{{key},"value":{{"version":0,"data":{{"snapshotEpoch":0,"leaderEpoch":0,"startOffset":0,"deliveryCompleteCount":3,"stateBatches":[{first}]}}}}}}
         {{"key":{{"type":1,"data":{{{key},"value":{{"version":0,"data":{{"snapshotEpoch":0,"leaderEpoch":0,"startOffset":1,"deliveryCompleteCount":3,"stateBatches":[{batch(1, 2, 2)}]}}}}}}""")  # noqa: E501
+
+
+def test_kafka_configs_client_quotas(cli: Cli) -> None:
+    """Quotas of users and client ids through kafka-configs (AlterClientQuotas, DescribeClientQuotas). Each name is
+    the test's own, and what it sets it removes (the kafka-real cluster is shared; Kafka's broker learns a change a
+    moment after the tool's answer, so a describe waits for it)."""
+    tag = uuid.uuid4().hex[:6]
+    user, client = f"cli-user-{tag}", f"cli-client-{tag}"
+
+    def configs(*args: str, status: int = 0) -> str:
+        return cli.out("kafka-configs", *args, status=status)
+
+    def described(args: tuple[str, ...], expected: str) -> None:
+        deadline = time.monotonic() + 15
+        while (text := configs("--describe", *args)) != expected and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert text == expected
+
+    users, clients = ("--entity-type", "users", "--entity-name", user), ("--entity-type", "clients", "--entity-name",
+                                                                          client)
+    assert configs("--alter", *users, "--add-config", "producer_byte_rate=1024,consumer_byte_rate=2048") == \
+        f"Completed updating config for user {user}."
+    assert configs("--alter", *clients, "--add-config", "request_percentage=12.5") == \
+        f"Completed updating config for client {client}."
+    assert configs("--alter", *users, "--entity-type", "clients", "--entity-name", client,
+                   "--add-config", "producer_byte_rate=512") == f"Completed updating config for user {user}."
+    described(users, f"Quota configs for user-principal '{user}' are consumer_byte_rate=2048.0, "
+                     "producer_byte_rate=1024.0")
+    described(clients, f"Quota configs for client-id '{client}' are request_percentage=12.5")
+    described((*users, "--entity-type", "clients", "--entity-name", client),
+              f"Quota configs for user-principal '{user}', client-id '{client}' are producer_byte_rate=512.0")
+    bad = configs("--alter", *users, "--add-config", "producer_byte_rate=1.5", status=1)
+    assert split(bad)[1][1:2] == ["java.util.concurrent.ExecutionException: "
+                                  "org.apache.kafka.common.errors.InvalidRequestException: "
+                                  "producer_byte_rate cannot be a fractional value."]
+    assert configs("--alter", *users, "--delete-config", "producer_byte_rate,consumer_byte_rate") == \
+        f"Completed updating config for user {user}."
+    assert configs("--alter", *clients, "--delete-config", "request_percentage") == \
+        f"Completed updating config for client {client}."
+    assert configs("--alter", *users, "--entity-type", "clients", "--entity-name", client,
+                   "--delete-config", "producer_byte_rate") == f"Completed updating config for user {user}."
+    described(clients, "")  # nothing left to describe: the tool prints nothing

@@ -55,6 +55,14 @@ def test_the_window_follows_quota_window_settings() -> None:
     assert q.max_value_in_window(PRODUCE, "alice", "c") == 400  # quota x (samples - 1) x seconds
     assert q.record(PRODUCE, "alice", "c", 400, 0) == 0
     assert q.record(PRODUCE, "alice", "c", 400, 0) == 4_000
+    # far over: bounded by the windows kept (3 x 2 s), as Kafka 4.4's
+    assert q.record(PRODUCE, "alice", "c", 40_000, 0) == 6_000
+
+
+def test_the_request_quota_throttles_for_at_most_one_window() -> None:
+    q = _quotas()
+    _set(q, 1.0, ("client-id", "c"), key=QuotaType.REQUEST)
+    assert q.record(QuotaType.REQUEST, "u", "c", 500.0, 0) == 1_000
 
 
 @pytest.mark.parametrize(("set_at", "tags"), [

@@ -62,7 +62,7 @@ __all__ = ["INSTALL_HINT", "JavaError", "JavaRun", "classpath", "compile_java", 
 
 INSTALL_HINT = 'run `eval "$(bash .ci/install.sh)"` to install javac and the Kafka client jars'
 _CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "fakekafka"
-CLIENT_VERSIONS = ("4.4.0", "3.9.1", "2.8.2")  # .ci/install.sh's, newest first
+CLIENT_VERSIONS = ("4.4.0", "3.9.1", "3.7.2", "2.8.2")  # .ci/install.sh's, newest first
 CLIENT_VERSION = CLIENT_VERSIONS[0]
 STREAMS_VERSION = "4.3.1"
 """compat/kafka/streams-pom.xml's kafka-streams (4.4.0 is not on Maven Central)."""

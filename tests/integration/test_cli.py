@@ -493,7 +493,7 @@ def test_feature_transaction_version_is_what_clients_see(level: int) -> None:
         finally:
             conn.close()
         assert [(f.name, f.max_version_level) for f in r.finalized_features] == [
-            ("group.version", 1), ("share.version", 2), ("transaction.version", level)]
+            ("group.version", 1), ("share.version", 2), ("streams.version", 1), ("transaction.version", level)]
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(10) == 0

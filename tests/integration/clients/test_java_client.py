@@ -46,7 +46,8 @@ def _serve(cluster: fakekafka.Cluster, request: dict[str, Any]) -> str:
         def bump() -> int:
             p = cluster.state.partition(request["topic"], request["partition"])
             assert p is not None
-            p.leader_epoch += 1   # what a leader election does to the partition
+            p.leader_epoch += 1   # what a leader election does to the partition (one broker: no other leader to
+            cluster.state.observers.metadata_changed()  # move to), and a metadata change, as elections count it
             return p.leader_epoch
         return str(cluster.call(bump))
     raise AssertionError(f"unknown request from the Java driver: {request}")

@@ -181,6 +181,7 @@ def go_node_report() -> dict[str, Any]:
     return report
 
 
+@pytest.mark.xdist_group("compat-go-node")  # a run of its own: beside the module's other two, not after them
 @pytest.mark.parametrize("client", GO_NODE_CLIENTS)
 def test_go_and_node_clients_see_fakekafka_as_kafka(go_node_report: dict[str, Any], client: str) -> None:
     _judge_against_kafka(go_node_report, client)

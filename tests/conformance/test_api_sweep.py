@@ -1452,19 +1452,25 @@ def faulty() -> Iterator[tuple[Target, fakekafka.Cluster]]:
 def real_kafka() -> Iterator[Target]:
     if kafka_lib() is None:
         pytest.skip("Apache Kafka is not installed: run `eval \"$(bash .ci/install.sh)\"`")
+    yield from started_kafka("kafka", "Kafka", lambda: KafkaCluster(brokers=1))
+
+
+def started_kafka(name: str, label: str, make: Callable[[], KafkaCluster], **set_up_args: Any) -> Iterator[Target]:
+    """A started Apache Kafka set up for the sweep (set_up), as a fixture yields it; started once more if the start
+    or set-up fails (a port taken meanwhile on a shared machine), stopped after."""
     first_failure = None
-    for _ in range(2):  # once more if the start or set-up fails: a port taken meanwhile on a shared machine
-        cluster = KafkaCluster(brokers=1)
+    for _ in range(2):
+        cluster = make()
         try:
             cluster.start()
-            target = Target("kafka", cluster.bootstrap_servers)
-            set_up(target)
+            target = Target(name, cluster.bootstrap_servers)
+            set_up(target, **set_up_args)
         except (KafkaUnavailable, AssertionError, OSError) as e:
             cluster.stop()
             if first_failure is not None:
-                raise AssertionError(f"Kafka failed twice; first: {first_failure!r}") from e
+                raise AssertionError(f"{label} failed twice; first: {first_failure!r}") from e
             first_failure = e
-            warnings.warn(f"starting or setting up Kafka failed, trying once more: {e!r}", stacklevel=1)
+            warnings.warn(f"starting or setting up {label} failed, trying once more: {e!r}", stacklevel=1)
             continue
         try:
             yield target

@@ -11,7 +11,6 @@ ApiVersions advertises, then each (API, version) both advertise, field by field.
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Iterator
 
 import pytest
@@ -20,7 +19,7 @@ import fakekafka
 from fakekafka.handlers import advertised_versions, handler_for
 from fakekafka.model.config import BrokerConfig
 from fakekafka.model.releases import kafka_release
-from fakekafka.testing.apache_kafka import OLDER_KAFKA, KafkaCluster, KafkaUnavailable, kafka_lib
+from fakekafka.testing.apache_kafka import OLDER_KAFKA, KafkaCluster, kafka_lib
 from fakekafka.wire import ApiKey
 from fakekafka.wire.messages import API_MODULES
 from tests.conformance import test_api_sweep as sweep
@@ -88,26 +87,8 @@ def kafka39() -> Iterator[sweep.Target]:
     if kafka_lib(OLDER_KAFKA) is None:
         pytest.skip(f"Apache Kafka {OLDER_KAFKA} is not installed: run `eval \"$(bash .ci/install.sh)\"` (or "
                     f"`fakekafka kafka install --version {OLDER_KAFKA}`)")
-    first_failure = None
-    for _ in range(2):  # once more if the start or set-up fails: a port taken meanwhile on a shared machine
-        cluster = KafkaCluster(brokers=1, version=OLDER_KAFKA, timeout=240)
-        try:
-            cluster.start()
-            target = sweep.Target("kafka-3.9", cluster.bootstrap_servers)
-            sweep.set_up(target, kip848=False)
-        except (KafkaUnavailable, AssertionError, OSError) as e:
-            cluster.stop()
-            if first_failure is not None:
-                raise AssertionError(f"Kafka {OLDER_KAFKA} failed twice; first: {first_failure!r}") from e
-            first_failure = e
-            warnings.warn(f"starting or setting up Kafka {OLDER_KAFKA} failed, trying once more: {e!r}", stacklevel=1)
-            continue
-        try:
-            yield target
-        finally:
-            target.close()
-            cluster.stop()
-        return
+    yield from sweep.started_kafka("kafka-3.9", f"Kafka {OLDER_KAFKA}",
+                                   lambda: KafkaCluster(brokers=1, version=OLDER_KAFKA, timeout=240), kip848=False)
 
 
 def test_advertised_ranges_are_kafka_391s(fake39: sweep.Target, kafka39: sweep.Target) -> None:

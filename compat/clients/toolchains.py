@@ -58,44 +58,33 @@ def _go_sources(name: str) -> list[Path]:
 
 def go_driver(name: str) -> Path:
     """The built Go driver `name` (built now if its sources changed since the last build)."""
-    base = Path(os.environ.get("FAKEKAFKA_GO_CLIENTS") or CACHE / "go-clients")
-    binary = base / f"{name}-{_digest(_go_sources(name), GO_DIR)}"
-    if binary.exists():
-        return binary
-    go = shutil.which("go")
-    if go is None:
-        raise BuildError(f"go not found: the {name} driver is built with the Go toolchain "
-                         '(eval "$(bash .ci/install.sh)")')
-    base.mkdir(parents=True, exist_ok=True)
-    tmp = base / f".{binary.name}.{os.getpid()}"
-    proc = subprocess.run([go, "build", "-trimpath", "-o", str(tmp), f"./{name}"], cwd=GO_DIR, capture_output=True,
-                          text=True, env={**os.environ, "GOFLAGS": "-buildvcs=false -mod=readonly"}, check=False)
-    if proc.returncode != 0:
-        tmp.unlink(missing_ok=True)
-        raise BuildError(f"go build ./{name} failed:\n{proc.stderr[-3000:]}")
-    tmp.replace(binary)
-    return binary
+    return _go_build(GO_DIR, f"./{name}", name, _go_sources(name), f"the {name} driver", f"go build ./{name}")
 
 
 def go_program(directory: Path) -> Path:
     """A Go program of its own module (a test's feature program, e.g. tests/integration/clients/go_registry), built
     once per source hash into the same cache as the drivers."""
     sources = [directory / "go.mod", directory / "go.sum", *directory.glob("*.go")]
+    return _go_build(directory, ".", directory.name, sources, directory.name, f"go build in {directory}")
+
+
+def _go_build(module: Path, package: str, name: str, sources: list[Path], what: str, command: str) -> Path:
+    """`go build` of `package` in `module` into the Go cache, named by its sources' digest: reused while they are
+    unchanged, built into a temporary name and renamed in (so concurrent builds never see half a binary)."""
     base = Path(os.environ.get("FAKEKAFKA_GO_CLIENTS") or CACHE / "go-clients")
-    binary = base / f"{directory.name}-{_digest(sources, directory)}"
+    binary = base / f"{name}-{_digest(sources, module)}"
     if binary.exists():
         return binary
     go = shutil.which("go")
     if go is None:
-        raise BuildError(f"go not found: {directory.name} is built with the Go toolchain "
-                         '(eval "$(bash .ci/install.sh)")')
+        raise BuildError(f"go not found: {what} is built with the Go toolchain (eval \"$(bash .ci/install.sh)\")")
     base.mkdir(parents=True, exist_ok=True)
     tmp = base / f".{binary.name}.{os.getpid()}"
-    proc = subprocess.run([go, "build", "-trimpath", "-o", str(tmp), "."], cwd=directory, capture_output=True,
+    proc = subprocess.run([go, "build", "-trimpath", "-o", str(tmp), package], cwd=module, capture_output=True,
                           text=True, env={**os.environ, "GOFLAGS": "-buildvcs=false -mod=readonly"}, check=False)
     if proc.returncode != 0:
         tmp.unlink(missing_ok=True)
-        raise BuildError(f"go build in {directory} failed:\n{proc.stderr[-3000:]}")
+        raise BuildError(f"{command} failed:\n{proc.stderr[-3000:]}")
     tmp.replace(binary)
     return binary
 

@@ -17,19 +17,12 @@ Skips (naming .ci/install.sh) without java or the Streams jars.
 
 from __future__ import annotations
 
-import json
-import os
-import queue
 import random
-import signal
-import subprocess
-import threading
 import time
 import uuid
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, IsolationLevel, Producer, TopicPartition
@@ -38,6 +31,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec
 import fakekafka
 from fakekafka.testing.handle import ClusterHandle
 from tests import javautil
+from tests.integration.clients.streams_app import StreamsApp
 
 pytestmark = [pytest.mark.clients, pytest.mark.kafka_real]
 
@@ -50,76 +44,6 @@ FREEZE_AFTER = ORDERS * 3 // 4
 WAIT_S = 60.0
 """Each wait's bound (JVM start-up, the group's rebalance after the old member's 6 s session expires,
 restoring the store): generous for a loaded 2-core machine, never reached when things work."""
-
-
-class StreamsApp:
-    """One JVM of the application: its JSON events read on a thread, stopped through stdin or killed."""
-
-    def __init__(self, classes: Path, cp: str, args: list[str], stderr_path: Path) -> None:
-        java = javautil._tool("java")
-        self.stderr_path = stderr_path
-        self._stderr = stderr_path.open("w", encoding="utf-8")
-        self.proc = subprocess.Popen(
-            [java, *javautil.driver_jvm_args(), "-cp", os.pathsep.join([str(classes), cp]), "StreamsTotals", *args],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True, encoding="utf-8")
-        self.events: queue.Queue[dict[str, Any]] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                self.events.put(json.loads(line))
-            except ValueError:
-                self.events.put({"event": "stray", "line": line.rstrip("\n")})
-        self.events.put({"event": "exit"})
-
-    def stderr(self) -> str:
-        if not self._stderr.closed:
-            self._stderr.flush()
-        return self.stderr_path.read_text(encoding="utf-8")[-6000:]
-
-    def wait_for(self, event: str, timeout: float = WAIT_S) -> dict[str, Any]:
-        """The next event named `event`; fails the test on the application's error, its exit or the timeout."""
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                e = self.events.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                pytest.fail(f"no {event!r} from the Streams app in {timeout:.0f} s; its stderr:\n{self.stderr()}")
-            if e["event"] == event:
-                return e
-            if e["event"] in ("error", "exit"):
-                pytest.fail(f"the Streams app ended while waiting for {event!r}: {e}\nits stderr:\n{self.stderr()}")
-
-    def check_alive(self) -> None:
-        """Fails the test if the application reported an error or exited (drains the events seen so far)."""
-        while not self.events.empty():
-            e = self.events.get_nowait()
-            if e["event"] in ("error", "exit"):
-                pytest.fail(f"the Streams app ended: {e}\nits stderr:\n{self.stderr()}")
-
-    def kill(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(30)
-        self._stderr.close()
-
-    def stop(self) -> int:
-        """Closes the application cleanly (a "stop" line) and returns its exit code."""
-        assert self.proc.stdin is not None
-        try:
-            self.proc.stdin.write("stop\n")
-            self.proc.stdin.flush()
-        except BrokenPipeError:  # it has exited already: its code says how
-            pass
-        try:
-            code = self.proc.wait(60)
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-                self.proc.wait()
-            self._stderr.close()
-        return code
 
 
 class CommittedReader:
@@ -202,12 +126,12 @@ def test_exactly_once_v2_across_a_killed_instance(kafka: ClusterHandle, tmp_path
         try:
             # the first instance: half of the orders committed, then frozen inside a transaction after them
             produce(orders[:ORDERS // 2])
-            first = StreamsApp(classes, cp, [*args, str(FREEZE_AFTER)], tmp_path / "first.stderr")
+            first = StreamsApp("StreamsTotals", classes, cp, [*args, str(FREEZE_AFTER)], tmp_path / "first.stderr")
             try:
                 reader.pump(lambda: len(reader.records) >= ORDERS // 2, also=first.check_alive)
                 phases["first half committed"] = time.monotonic() - t0
                 produce(orders[ORDERS // 2:])
-                assert first.wait_for("frozen")["written"] == FREEZE_AFTER
+                assert first.wait_for("frozen", WAIT_S)["written"] == FREEZE_AFTER
                 # its open transaction has updates on the output topic (sent by the producer's own thread)
                 kafka.wait_until(lambda: _open_transaction(admin, sink), timeout=WAIT_S)
                 stable = _latest(admin, sink, IsolationLevel.READ_COMMITTED)
@@ -219,7 +143,7 @@ def test_exactly_once_v2_across_a_killed_instance(kafka: ClusterHandle, tmp_path
             assert ORDERS // 2 <= committed_at_kill < FREEZE_AFTER
 
             # the second instance: fences the first, restores the store from the changelog, finishes the input
-            second = StreamsApp(classes, cp, [*args, "0"], tmp_path / "second.stderr")
+            second = StreamsApp("StreamsTotals", classes, cp, [*args, "0"], tmp_path / "second.stderr")
             try:
                 reader.pump(lambda: len(reader.records) >= ORDERS, also=second.check_alive)
                 phases["all committed"] = time.monotonic() - t0

@@ -16,22 +16,17 @@ Streams jars.
 
 from __future__ import annotations
 
-import json
-import os
-import queue
-import subprocess
-import threading
 import time
 import uuid
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from fakekafka.testing.handle import ClusterHandle
 from tests import javautil
+from tests.integration.clients.streams_app import StreamsApp
 
 pytestmark = [pytest.mark.clients, pytest.mark.kafka_real]
 
@@ -44,63 +39,7 @@ WAIT_S = 120.0
 loaded 2-core machine; never reached when things work."""
 
 
-class StreamsInstance:
-    """One JVM of the application: its JSON events read on a thread, stopped through stdin."""
-
-    def __init__(self, classes: Path, cp: str, args: list[str], stderr_path: Path) -> None:
-        self.stderr_path = stderr_path
-        self._stderr = stderr_path.open("w", encoding="utf-8")
-        self.proc = subprocess.Popen(
-            [javautil._tool("java"), *javautil.driver_jvm_args(), "-cp", os.pathsep.join([str(classes), cp]),
-             "StreamsGroupCount", *args],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True, encoding="utf-8")
-        self.events: queue.Queue[dict[str, Any]] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                self.events.put(json.loads(line))
-            except ValueError:
-                self.events.put({"event": "stray", "line": line.rstrip("\n")})
-        self.events.put({"event": "exit"})
-
-    def stderr(self) -> str:
-        if not self._stderr.closed:
-            self._stderr.flush()
-        return self.stderr_path.read_text(encoding="utf-8")[-6000:]
-
-    def wait_running(self) -> None:
-        deadline = time.monotonic() + WAIT_S
-        while True:
-            try:
-                e = self.events.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                pytest.fail(f"the Streams app was not RUNNING in {WAIT_S:.0f} s; its stderr:\n{self.stderr()}")
-            if e.get("state") == "RUNNING":
-                return
-            if e["event"] in ("error", "exit"):
-                pytest.fail(f"the Streams app ended: {e}\nits stderr:\n{self.stderr()}")
-
-    def stop(self) -> int:
-        assert self.proc.stdin is not None
-        try:
-            self.proc.stdin.write("stop\n")
-            self.proc.stdin.flush()
-        except BrokenPipeError:
-            pass
-        try:
-            code = self.proc.wait(60)
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-                self.proc.wait()
-            self._stderr.close()
-        return code
-
-
-def _read_until(consumer: Consumer, records: list[tuple[str, int]], total: int, apps: list[StreamsInstance]) -> None:
+def _read_until(consumer: Consumer, records: list[tuple[str, int]], total: int, apps: list[StreamsApp]) -> None:
     deadline = time.monotonic() + WAIT_S
     while len(records) < total:
         if time.monotonic() > deadline:
@@ -135,16 +74,17 @@ def test_two_instances_one_restarted_count_each_word_once(kafka: ClusterHandle, 
     reader.assign([TopicPartition(sink, p, 0) for p in range(PARTITIONS)])
     records: list[tuple[str, int]] = []
 
-    def start(name: str) -> StreamsInstance:
-        return StreamsInstance(classes, cp, [kafka.bootstrap_servers, app_id, str(tmp_path / f"state-{name}"),
-                                             source, sink], tmp_path / f"{name}-{time.monotonic_ns()}.stderr")
+    def start(name: str) -> StreamsApp:
+        return StreamsApp("StreamsGroupCount", classes, cp,
+                          [kafka.bootstrap_servers, app_id, str(tmp_path / f"state-{name}"), source, sink],
+                          tmp_path / f"{name}-{time.monotonic_ns()}.stderr")
 
-    apps: list[StreamsInstance] = []
+    apps: list[StreamsApp] = []
     try:
         a, b = start("a"), start("b")
         apps += [a, b]
-        a.wait_running()
-        b.wait_running()
+        a.wait_running(WAIT_S)
+        b.wait_running(WAIT_S)
         produce(0)
         _read_until(reader, records, PER_PHASE, apps)
         assert b.stop() == 0
@@ -153,7 +93,7 @@ def test_two_instances_one_restarted_count_each_word_once(kafka: ClusterHandle, 
         _read_until(reader, records, 2 * PER_PHASE, apps)
         b = start("b")
         apps.append(b)
-        b.wait_running()
+        b.wait_running(WAIT_S)
         produce(2)
         _read_until(reader, records, 3 * PER_PHASE, apps)
     finally:

@@ -45,23 +45,37 @@ def tansu_binary() -> str | None:
     return shutil.which("tansu")
 
 
-def tcprelay_binary() -> str | None:
-    """bench/tcprelay built with `go build` into ~/.cache/fakekafka/bin (again when its source is newer); None
-    without Go or when the build fails (its output on stderr)."""
-    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tcprelay")
-    out = os.path.expanduser("~/.cache/fakekafka/bin/tcprelay")
+class GoMissing(RuntimeError):
+    """No `go` on PATH to build a bench tool with."""
+
+
+def go_tool(name: str) -> str:
+    """bench/<name> built with `go build` into ~/.cache/fakekafka/bin (again when its source is newer); raises
+    GoMissing without Go and RuntimeError (with the build's output) when the build fails."""
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), name)
+    out = os.path.expanduser(f"~/.cache/fakekafka/bin/{name}")
     newest = max(os.path.getmtime(os.path.join(src, f)) for f in os.listdir(src))
     if os.access(out, os.X_OK) and os.path.getmtime(out) >= newest:
         return out
     go = shutil.which("go")
     if go is None:
-        return None
+        raise GoMissing(name)
     os.makedirs(os.path.dirname(out), exist_ok=True)
     done = subprocess.run([go, "build", "-o", out, "."], cwd=src, capture_output=True, text=True, timeout=300)
     if done.returncode != 0:
-        print(f"building bench/tcprelay failed:\n{done.stderr}", file=sys.stderr)
-        return None
+        raise RuntimeError(f"building bench/{name} failed:\n{done.stderr}")
     return out
+
+
+def tcprelay_binary() -> str | None:
+    """bench/tcprelay (go_tool); None without Go or when the build fails (its output on stderr)."""
+    try:
+        return go_tool("tcprelay")
+    except GoMissing:
+        return None
+    except RuntimeError as e:
+        print(e, file=sys.stderr)
+        return None
 
 
 @dataclass

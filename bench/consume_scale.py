@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -31,7 +30,7 @@ sys.path.insert(0, HERE)
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from _peers import kafka_available, start_broker, stop_all  # noqa: E402
+from _peers import GoMissing, go_tool, kafka_available, start_broker, stop_all  # noqa: E402
 from confluent_kafka.admin import AdminClient  # noqa: E402
 from groups import create_topic  # noqa: E402
 
@@ -41,19 +40,12 @@ DEFAULT_BYTES = {100: 100_000_000, 1024: 300_000_000, 10240: 400_000_000, 102400
 
 def recload_binary() -> str:
     """bench/recload built into ~/.cache/fakekafka/bin (again when its source is newer)."""
-    src = os.path.join(HERE, "recload")
-    out = os.path.expanduser("~/.cache/fakekafka/bin/recload")
-    newest = max(os.path.getmtime(os.path.join(src, f)) for f in os.listdir(src))
-    if os.access(out, os.X_OK) and os.path.getmtime(out) >= newest:
-        return out
-    go = shutil.which("go")
-    if go is None:
+    try:
+        return go_tool("recload")
+    except GoMissing:
         sys.exit("bench/consume_scale.py needs Go to build bench/recload (eval \"$(bash .ci/install.sh)\")")
-    os.makedirs(os.path.dirname(out), exist_ok=True)
-    done = subprocess.run([go, "build", "-o", out, "."], cwd=src, capture_output=True, text=True, timeout=300)
-    if done.returncode != 0:
-        sys.exit(f"building bench/recload failed:\n{done.stderr}")
-    return out
+    except RuntimeError as e:
+        sys.exit(str(e))
 
 
 def recload(binary: str, broker, *args: str, timeout: float, profile: str | None = None) -> dict:

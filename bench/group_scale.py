@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -31,25 +30,18 @@ sys.path.insert(0, HERE)
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from _peers import kafka_available, start_broker, stop_all  # noqa: E402
+from _peers import GoMissing, go_tool, kafka_available, start_broker, stop_all  # noqa: E402
 from groups import create_topic  # noqa: E402
 
 
 def groupload_binary() -> str:
     """bench/groupload built into ~/.cache/fakekafka/bin (again when its source is newer)."""
-    src = os.path.join(HERE, "groupload")
-    out = os.path.expanduser("~/.cache/fakekafka/bin/groupload")
-    newest = max(os.path.getmtime(os.path.join(src, f)) for f in os.listdir(src))
-    if os.access(out, os.X_OK) and os.path.getmtime(out) >= newest:
-        return out
-    go = shutil.which("go")
-    if go is None:
+    try:
+        return go_tool("groupload")
+    except GoMissing:
         sys.exit("bench/group_scale.py needs Go to build bench/groupload (eval \"$(bash .ci/install.sh)\")")
-    os.makedirs(os.path.dirname(out), exist_ok=True)
-    done = subprocess.run([go, "build", "-o", out, "."], cwd=src, capture_output=True, text=True, timeout=300)
-    if done.returncode != 0:
-        sys.exit(f"building bench/groupload failed:\n{done.stderr}")
-    return out
+    except RuntimeError as e:
+        sys.exit(str(e))
 
 
 def run_cell(binary: str, broker, groups: int, members: int, protocol: str, timeout: float) -> dict:

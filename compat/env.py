@@ -188,6 +188,21 @@ class Env:
         wait_for(settled, self.timing.group_s, 0.1)
         return now()
 
+    def commit(self, member: Member, offsets: dict[TP, tuple[int, str | None]]) -> None:
+        """Commits as an application does: a commit refused with REBALANCE_IN_PROGRESS (kafka-python refuses one
+        itself while its member rejoins, e.g. when it learns a new topic's partitions, until its polling thread
+        completes the join) is made again; the refusal is raised when it lasts half the group timeout."""
+        def committed() -> bool:
+            try:
+                member.commit(offsets)
+            except ClientError as e:
+                if e.code != "REBALANCE_IN_PROGRESS":
+                    raise
+                return False
+            return True
+        if not wait_for(committed, self.timing.group_s / 2, 0.5)[0]:
+            member.commit(offsets)
+
     def receive(self, member: Member, count: int, timeout: float | None = None) -> tuple[list[Rec], list[str]]:
         """Records from a member until `count` arrived (or the group timeout); plus the errors it saw."""
         got: list[Rec] = []

@@ -158,7 +158,7 @@ def commit_and_resume(client: Client, env: Env) -> Outcome:
         env.produce(topic, b"r%d" % i)
     a = env.member(client, group, topic)
     first, errors = env.receive(a, 6)
-    a.commit({(topic, 0): (3, None)})
+    env.commit(a, {(topic, 0): (3, None)})
     a.close()
     committed = {str(p): o for p, (o, _) in client.committed(group, topic, 1).items()}
     b = env.member(client, group, topic)

@@ -1292,6 +1292,10 @@ public final class CompatDriver {
         createTopic(topic, 2, null);
         out.put("increase", outcome(() -> await(admin().createPartitions(
                 Map.of(topic, NewPartitions.increaseTo(5))).all())));
+        if ("ok".equals(out.get("increase"))) {
+            // Kafka answers CreatePartitions before its metadata cache has the new partitions, as for CreateTopics
+            awaitLeaders(topic, 5);
+        }
         out.put("partitions", describeByName(topic).get(topic)
                 .partitions().size());
         out.put("decrease", outcome(() -> await(admin().createPartitions(

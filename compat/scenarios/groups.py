@@ -494,6 +494,9 @@ def pause_resume(client: Client, env: Env) -> Outcome:
     m = env.member(client, group, topic, assign=[0])
     first, _ = env.receive(m, 2, timeout=env.timing.fetch_s)
     m.pause([(topic, 0)])
+    # a client may pause from its next Fetch on (sarama): the records come after the Fetch in flight at the pause
+    # has ended, which its long poll bounds (fetch max wait: 100 ms to 500 ms in the drivers)
+    time.sleep(1.0)
     env.produce(topic, b"p2")
     env.produce(topic, b"p3")
     time.sleep(1.5)

@@ -289,6 +289,9 @@ class RecordSink:
         """A KIP-848 consumer group changed (None with its id: deleted); `members`: the ids of the only members
         that may have changed (None: any of them)."""
 
+    def streams_group(self, group: Any, group_id: str = "") -> None:
+        """A streams group (KIP-1071) changed (None with its id: deleted)."""
+
 
 def staged_now(pending: StagedOffsets, producer_id: int, answers: dict[tuple[str, int], ErrorCode]
                ) -> dict[tuple[str, int], OffsetAndMetadata | None]:

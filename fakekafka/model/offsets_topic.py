@@ -18,6 +18,8 @@ of the group's partition, where followers replicate them and the log cleaner com
   ConsumerGroupTargetAssignmentMember (7) and ConsumerGroupCurrentMemberAssignment (8), all v0, and their
   tombstones when members leave or the group goes. They are written from the difference between the group and
   what was last written for it, so a heartbeat that changes nothing writes nothing.
+- For streams groups (KIP-1071), the StreamsGroup* records (`fakekafka.model.streams_group_records`), written
+  likewise from the difference with what was last written.
 
 `load(partition)` is the other way, as Kafka's coordinator loads a partition when it becomes its leader: the
 groups of that partition are rebuilt from the new leader's replica of the log (what was not replicated to it is
@@ -25,10 +27,10 @@ lost, as with Kafka), open transactions' offsets staged again; requests parked o
 answered NOT_COORDINATOR. Loading is instant, so there is no COORDINATOR_LOAD_IN_PROGRESS. `load_all()` loads
 every partition, as coordinators do at start-up (for a cluster whose logs are restored).
 
-Not written (fakekafka has no such state, or Kafka's value is not modelled): share-group and streams-group
-records, ConsumerGroupRegularExpression (16), ConsumerGroupPartitionMetadata (4, which Kafka 4.4 no longer
-writes) and ConsumerGroupMetadata's MetadataHash (left 0). The current assignment's AssignmentEpochs (the member
-epoch each partition came at) are kept here, beside the coordinator's state, from one record to the next. A mixed
+Not written (fakekafka has no such state, or Kafka's value is not modelled): share-group records,
+ConsumerGroupRegularExpression (16), ConsumerGroupPartitionMetadata (4, which Kafka 4.4 no longer writes) and
+ConsumerGroupMetadata's MetadataHash (left 0). The current assignment's AssignmentEpochs (the member epoch each
+partition came at) are kept here, beside the coordinator's state, from one record to the next. A mixed
 group's classic members carry their ClassicMemberMetadata; its upgrade writes the classic group's tombstone then
 the consumer group's records, its downgrade the consumer group's tombstones then the GroupMetadata, as Kafka's.
 """
@@ -45,6 +47,11 @@ import crc32c
 from fakekafka.model.consumer_group_metadata import ClassicProtocol, ConsumerGroup, ConsumerMember, MemberState
 from fakekafka.model.group_metadata import Group, GroupState, Member, OffsetAndMetadata, RecordSink, join_error
 from fakekafka.model.internal_topics import OFFSETS_TOPIC
+from fakekafka.model.streams_group_records import RECORD_TYPES as STREAMS_RECORD_TYPES
+from fakekafka.model.streams_group_records import TOMBSTONE_ORDER as STREAMS_TOMBSTONE_ORDER
+from fakekafka.model.streams_group_records import load as load_streams_group
+from fakekafka.model.streams_group_records import record_type as streams_record_type
+from fakekafka.model.streams_group_records import records as streams_group_records
 from fakekafka.wire import ErrorCode
 from fakekafka.wire.coordinator import RECORD_TYPES, record_module
 from fakekafka.wire.coordinator import consumer_group_current_member_assignment as current_assignment_rec
@@ -178,6 +185,8 @@ class OffsetsTopic(RecordSink):
         self._target_stamp: dict[str, tuple[int, int | None, int, int]] = {}
         """KIP-848 group id -> (assignment epoch, timestamp, identity and size of the target) as last written: when
         it moves, every target member's record is looked at again."""
+        self._streams_written: dict[str, dict[bytes, bytes]] = {}
+        """Streams group id -> its records as last written (key -> value)."""
 
     # --- writing -----------------------------------------------------------------------------------------
     def _append(self, group_id: str, records: Records, producer_id: int = -1, producer_epoch: int = -1) -> None:
@@ -360,6 +369,21 @@ class OffsetsTopic(RecordSink):
             members = None  # nothing written yet, or just loaded: every record
         self._append(gid, self._consumer_group_changes(group, members))
 
+    def streams_group(self, group: Any, group_id: str = "") -> None:
+        """The records a streams group's change calls for: tombstones for what went (every record when the group
+        is None: it was deleted), then what is new or changed, in Kafka's order."""
+        gid = group.group_id if group is not None else group_id
+        before = self._streams_written.pop(gid, {})
+        now: dict[bytes, bytes] = {}
+        if group is not None:
+            standby = self.cluster.streams_groups.setting(gid, "num.standby.replicas")
+            now = self._streams_written[gid] = streams_group_records(group, standby)
+        gone = sorted((k for k in before if k not in now),
+                      key=lambda k: STREAMS_TOMBSTONE_ORDER[streams_record_type(k)])
+        out: Records = [(k, None) for k in gone]
+        out += [(k, v) for k, v in now.items() if before.get(k) != v]
+        self._append(gid, out)
+
     # --- loading -----------------------------------------------------------------------------------------
     def load_all(self) -> None:
         """Every led partition of `__consumer_offsets` loaded from its leader's log, as each Kafka coordinator
@@ -377,6 +401,8 @@ class OffsetsTopic(RecordSink):
         offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
         classic: dict[str, Any] = {}
         consumer: dict[str, dict[bytes, tuple[int, Any, Any, bytes]]] = {}
+        streams: dict[str, dict[bytes, tuple[int, Any, Any]]] = {}
+        raw_streams: dict[str, dict[bytes, bytes]] = {}
         staged: dict[int, list[tuple[str, tuple[str, int], OffsetAndMetadata]]] = {}
         for batch in partition.log.batches:
             rb = decode_batch(bytes(batch))
@@ -415,8 +441,16 @@ class OffsetsTopic(RecordSink):
                         records.pop(r.key, None)
                     else:
                         records[r.key] = (record_type, k, v, r.value)  # type: ignore[assignment]
-        groups, consumer_groups = c.groups, c.consumer_groups
-        mine = [g for g in set(groups.groups) | set(consumer_groups.groups) if c.offsets_partition_for(g) == index]
+                elif record_type in STREAMS_RECORD_TYPES:
+                    if v is None:
+                        streams.get(k.group_id, {}).pop(r.key, None)
+                        raw_streams.get(k.group_id, {}).pop(r.key, None)
+                    else:
+                        streams.setdefault(k.group_id, {})[r.key] = (record_type, k, v)
+                        raw_streams.setdefault(k.group_id, {})[r.key] = r.value
+        groups, consumer_groups, streams_groups = c.groups, c.consumer_groups, c.streams_groups
+        mine = [g for g in set(groups.groups) | set(consumer_groups.groups) | set(streams_groups.groups)
+                if c.offsets_partition_for(g) == index]
         for gid in mine:
             old = groups.groups.pop(gid, None)
             for m in old.members.values() if old is not None else ():
@@ -424,6 +458,8 @@ class OffsetsTopic(RecordSink):
                 groups.resolve(m.join, join_error(m.member_id, ErrorCode.NOT_COORDINATOR))
                 groups.resolve(m.sync, {"error_code": ErrorCode.NOT_COORDINATOR, "assignment": b""})
             consumer_groups.groups.pop(gid, None)
+            streams_groups.groups.pop(gid, None)
+            self._streams_written.pop(gid, None)
             self._written.pop(gid, None)
             self._encoded.pop(gid, None)
             self._assignment_epochs.pop(gid, None)
@@ -434,6 +470,14 @@ class OffsetsTopic(RecordSink):
                 continue
             consumer_groups.groups[gid] = self._load_consumer_group(gid, records, offsets.pop(gid, {}), now)
             self._written[gid] = {key: raw for key, (_, _, _, raw) in records.items()}
+        for gid, found in streams.items():
+            session = streams_groups.setting(gid, "session.timeout.ms")
+            group = load_streams_group(gid, found, offsets.get(gid, {}), now, session)
+            if group is None:
+                continue
+            offsets.pop(gid, None)
+            streams_groups.loaded(group)
+            self._streams_written[gid] = dict(raw_streams[gid])
         for gid, v in classic.items():
             if v is None and gid not in offsets:
                 continue
@@ -443,11 +487,11 @@ class OffsetsTopic(RecordSink):
                 groups.groups[gid] = Group(gid, offsets=om, empty_since=now)
         for producer_id, entries in staged.items():
             for gid, tp, om in entries:
-                group = consumer_groups.groups.get(gid) or groups.groups.get(gid)
+                group = consumer_groups.groups.get(gid) or streams_groups.groups.get(gid) or groups.groups.get(gid)
                 if group is None:
                     group = groups.groups[gid] = Group(gid, empty_since=now)
                 group.pending_txn_offsets.setdefault(producer_id, {})[tp] = om
-        c.event("offsets_loaded", partition=index, groups=len(classic) + len(consumer))
+        c.event("offsets_loaded", partition=index, groups=len(classic) + len(consumer) + len(streams))
 
     def _load_classic_group(self, gid: str, v: Any, offsets: dict[tuple[str, int], OffsetAndMetadata],
                             now: int) -> Group:

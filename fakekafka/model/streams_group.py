@@ -22,8 +22,8 @@ application's topology. The coordinator:
   timeout. A static member (instance id) that leaves with epoch -2 keeps its tasks until its session expires.
 
 Committed offsets go through `ConsumerGroupOffsets` (members commit at their current epoch, as in consumer
-groups). The streams group's own records (StreamsGroup* in `__consumer_offsets`) are not written yet: a broker
-restarted with a data dir has the group's offsets, not its members or topology (docs/status.md).
+groups). Each change of a group is reported to the `RecordSink` (`records.streams_group`), which writes the
+StreamsGroup* records to `__consumer_offsets`; a group loaded back from them comes in through `loaded`.
 """
 
 from __future__ import annotations
@@ -86,8 +86,13 @@ class StreamsGroupCoordinator(ConsumerGroupOffsets):
         try:
             validate_heartbeat(r)
             if r.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
-                return self._leave(r)
-            return self._heartbeat(r, taken(r.group_id))
+                out = self._leave(r)
+            else:
+                out = self._heartbeat(r, taken(r.group_id))
+            group = self.groups.get(r.group_id)
+            if group is not None:
+                self.records.streams_group(group)
+            return out
         except StreamsHeartbeatError as e:
             return {"error_code": e.code, "error_message": e.message, "member_id": "", "member_epoch": 0,
                     "heartbeat_interval_ms": 0}
@@ -243,6 +248,13 @@ class StreamsGroupCoordinator(ConsumerGroupOffsets):
         group.configured = configure(group.topology, topics)
         return True
 
+    def loaded(self, group: StreamsGroup) -> None:
+        """A group loaded back from `__consumer_offsets`: its topology configured against the topics as they are
+        (an epoch bump, at its next heartbeat, if they changed meanwhile is left to that heartbeat)."""
+        self.groups[group.group_id] = group
+        if group.topology is not None:
+            self._refresh_metadata(group)
+
     def metadata_changed(self) -> None:
         """Topics changed: as Kafka compares the metadata hash at the next heartbeat, each group looks then."""
 
@@ -364,12 +376,17 @@ class StreamsGroupCoordinator(ConsumerGroupOffsets):
     def tick(self) -> None:
         now = self.clock.now_ms()
         for group in list(self.groups.values()):
+            changed = False
             for member in list(group.members.values()):
                 if (member.session_deadline is not None and now >= member.session_deadline) or (
                         member.rebalance_deadline is not None and now >= member.rebalance_deadline):
                     self.fence(group, member)
+                    changed = True
             if group.members and group.initial_due is not None and now >= group.initial_due:
                 self.maybe_assign(group)
+                changed = True
+            if changed:
+                self.records.streams_group(group)
 
     def next_deadline(self) -> int | None:
         times = [t for g in self.groups.values() for t in (
@@ -385,6 +402,7 @@ class StreamsGroupCoordinator(ConsumerGroupOffsets):
             return ErrorCode.NON_EMPTY_GROUP
         del self.groups[group_id]
         self.records.offsets(group_id, dict.fromkeys(group.offsets))
+        self.records.streams_group(None, group_id)
         return ErrorCode.NONE
 
     def remove_partitions(self, topic: str) -> None:

@@ -1,6 +1,6 @@
-"""A streams group's committed offsets across a restart with a data dir (fakekafka only: Kafka keeps the whole
-streams group in `__consumer_offsets`; fakekafka keeps its offsets, so the application's members join a new
-streams group that starts from them, docs/status.md)."""
+"""A streams group across a restart with a data dir: as Kafka's coordinator, fakekafka keeps the whole group in
+`__consumer_offsets` (its StreamsGroup* records and its offsets), so after the restart the group has its topology,
+members and their tasks, and a member carries on at its epoch."""
 
 from __future__ import annotations
 
@@ -36,6 +36,44 @@ def _fetched(client: RawClient, group: str, topic: str) -> int:
                                                             "topics": [{"name": topic, "partition_indexes": [0]}]}],
                                                "require_stable": False})
     return r.groups[0].topics[0].partitions[0].committed_offset
+
+
+def _described(client: RawClient, group: str) -> Any:
+    r = client.request(ApiKey.STREAMS_GROUP_DESCRIBE, 1, {"group_ids": [group], "include_authorized_operations": False})
+    return r.groups[0]
+
+
+def test_the_group_its_members_and_offsets_survive(tmp_path: Path) -> None:
+    group, topic = "sg-restart", "sg-restart-in"
+    with fakekafka.Cluster(data_dir=tmp_path, topics={topic: 1},
+                           config={"group.streams.initial.rebalance.delay.ms": "0"}) as cluster:
+        client = RawClient(cluster.bootstrap_servers)
+        try:
+            r = client.request(ApiKey.STREAMS_GROUP_HEARTBEAT, 1, _join(group, topic))
+            assert r.error_code == ErrorCode.NONE
+            epoch = r.member_epoch
+            assert [(t.subtopology_id, t.partitions) for t in r.active_tasks] == [("0", [0])]
+            assert _commit(client, group, topic, epoch) == ErrorCode.NONE
+            before = _described(client, group)
+        finally:
+            client.close()
+    with fakekafka.Cluster(data_dir=tmp_path) as cluster:
+        client = RawClient(cluster.bootstrap_servers)
+        try:
+            after = _described(client, group)
+            assert (after.error_code, after.group_state, after.group_epoch, after.assignment_epoch,
+                    after.topology, [(m.member_id, m.member_epoch, m.process_id, m.assignment)
+                                     for m in after.members]) == \
+                (ErrorCode.NONE, before.group_state, before.group_epoch, before.assignment_epoch, before.topology,
+                 [(m.member_id, m.member_epoch, m.process_id, m.assignment) for m in before.members])
+            assert _fetched(client, group, topic) == 7
+            r = client.request(ApiKey.STREAMS_GROUP_HEARTBEAT, 1, {
+                **_join(group, topic), "member_epoch": epoch, "topology": None, "rebalance_timeout_ms": -1,
+                "active_tasks": [{"subtopology_id": "0", "partitions": [0]}]})
+            assert (r.error_code, r.error_message, r.member_epoch) == (ErrorCode.NONE, None, epoch)
+            assert _commit(client, group, topic, epoch) == ErrorCode.NONE
+        finally:
+            client.close()
 
 
 def test_offsets_survive_and_the_members_rejoin(tmp_path: Path) -> None:

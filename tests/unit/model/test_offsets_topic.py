@@ -17,6 +17,8 @@ from fakekafka.model.group import GroupState, OffsetAndMetadata, Pending
 from fakekafka.model.internal_topics import OFFSETS_TOPIC
 from fakekafka.model.metadata import Broker, Partition
 from fakekafka.model.offsets_topic import batch_of, decode_record, offset_commit_key, offset_commit_value
+from fakekafka.model.streams_group import StreamsHeartbeat
+from fakekafka.model.streams_topology import InternalTopic, Subtopology, Topology
 from fakekafka.wire import ErrorCode
 from fakekafka.wire.coordinator import offset_commit
 from fakekafka.wire.records import build_batch, decode_batch
@@ -331,3 +333,91 @@ def test_assignment_epochs_say_when_each_partition_came() -> None:
         [(sorted(m1.assigned[tid]), [2])]
     assert [(a.partitions, a.assignment_epochs) for a in latest["m2"].assigned_partitions] == \
         [(sorted(m2.assigned[tid]), [3])]
+
+
+def streams_hb(c: ClusterState, member: str, epoch: int, **kw: Any) -> dict[str, Any]:
+    if epoch == 0:
+        kw.update(topology=Topology(1, (
+            Subtopology("0", source_topics=("t",), repartition_sink_topics=("app-rep",)),
+            Subtopology("1", state_changelog_topics=(InternalTopic("app-store-changelog", configs=(("a", "b"),)),),
+                        repartition_source_topics=(InternalTopic("app-rep"),)))),
+                  active={}, standby={}, warmup={}, rebalance_timeout_ms=30_000, instance_id=f"i-{member}",
+                  user_endpoint=("localhost", 8080), client_tags={"zone": "z1"})
+    return c.streams_groups.heartbeat(StreamsHeartbeat("sg", member, epoch, process_id=f"p-{member}",
+                                                       client_id="cid", client_host="/127.0.0.1", **kw))
+
+
+def test_streams_group_records_follow_the_group_and_load_back() -> None:
+    c = make()
+    c.config.group_streams_initial_rebalance_delay_ms = 0
+    c.streams_groups.config.initial_rebalance_delay_ms = 0
+    c.create_topic("app-rep", 2, 1)
+    c.create_topic("app-store-changelog", 2, 1)
+    p = offsets_partition(c, "sg")
+    r = streams_hb(c, "m1", 0)
+    assert r["error_code"] == ErrorCode.NONE and r["member_epoch"] == 2
+    assert [t for t, *_ in records(p)] == [19, 23, 17, 21, 20, 22]  # Kafka's order within the heartbeat's batch
+    by_type = {t: (k, v) for t, k, _, v in records(p)}
+    member = by_type[19][1]
+    assert (member.instance_id, member.client_id, member.process_id, member.user_endpoint.port,
+            [(t.key, t.value) for t in member.client_tags], member.topology_epoch) == \
+        ("i-m1", "cid", "p-m1", 8080, [("zone", "z1")], 1)
+    topology = by_type[23][1]
+    assert (topology.epoch, [s.subtopology_id for s in topology.subtopologies],
+            topology.subtopologies[1].state_changelog_topics[0].topic_configs[0].value) == (1, ["0", "1"], "b")
+    assert (by_type[17][1].epoch, by_type[17][1].validated_topology_epoch, by_type[20][1].assignment_epoch) == \
+        (2, 1, 2)
+    current = by_type[22][1]
+    assert (current.member_epoch, [(a.subtopology_id, a.partitions) for a in current.active_tasks]) == \
+        (2, [("0", [0, 1]), ("1", [0, 1])])
+    n = len(records(p))
+    owned = {"0": frozenset({0, 1}), "1": frozenset({0, 1})}
+    assert streams_hb(c, "m1", 2, active=owned, standby={}, warmup={})["error_code"] == ErrorCode.NONE
+    assert len(records(p)) == n  # nothing changed: nothing written
+    c.clock.advance(c.streams_groups.config.assignment_interval_ms)
+    r = streams_hb(c, "m2", 0)
+    assert [t for t, *_ in records(p)[n:]] == [19, 17, 21, 21, 20, 22]  # m2 joins: a new target for both
+    before = c.streams_groups.groups["sg"]
+    c.streams_groups.groups.clear()
+    c.offsets_topic.load(p)  # a new coordinator's load rebuilds the same group
+    g = c.streams_groups.groups["sg"]
+    assert (g.group_epoch, g.assignment_epoch, g.topology, g.target, g.static_members, g.state) == \
+        (before.group_epoch, before.assignment_epoch, before.topology, before.target, before.static_members,
+         before.state)
+    for mid, m in before.members.items():
+        loaded = g.members[mid]
+        assert (loaded.member_epoch, loaded.state, loaded.assigned, loaded.pending_revocation, loaded.process_id,
+                loaded.user_endpoint, loaded.client_tags, loaded.instance_id) == \
+            (m.member_epoch, m.state, m.assigned, m.pending_revocation, m.process_id, m.user_endpoint,
+             m.client_tags, m.instance_id)
+    n = len(records(p))
+    assert streams_hb(c, "m2", r["member_epoch"], active={}, standby={}, warmup={})["error_code"] == ErrorCode.NONE
+    assert streams_hb(c, "m1", -1)["error_code"] == ErrorCode.NONE
+    assert streams_hb(c, "m2", -1)["error_code"] == ErrorCode.NONE
+    assert c.streams_groups.delete_group("sg") == ErrorCode.NONE
+    tail = records(p)[n:]
+    assert [(t, v is None) for t, _, _, v in tail] == [
+        (22, False),  # m2 reconciled
+        (22, True), (21, True), (19, True), (17, False),  # m1 leaves: its records go, the group epoch moves
+        (22, True), (21, True), (19, True), (17, False), (20, False),  # m2 too: the empty target at the epoch
+        (20, True), (17, True), (23, True)]  # the group deleted: its own records
+    c.offsets_topic.load(p)
+    assert "sg" not in c.streams_groups.groups and "sg" not in c.groups.groups
+
+
+def test_a_streams_members_session_restarts_at_the_load_and_expires_without_heartbeats() -> None:
+    c = make()
+    p = offsets_partition(c, "sg")
+    assert streams_hb(c, "m1", 0)["error_code"] == ErrorCode.NONE
+    c.clock.advance(40_000)
+    c.streams_groups.groups.clear()
+    c.offsets_topic.load_all()
+    assert list(c.streams_groups.groups["sg"].members) == ["m1"]
+    c.clock.advance(c.streams_groups.config.session_timeout_ms - 1)
+    c.tick()
+    assert list(c.streams_groups.groups["sg"].members) == ["m1"]  # the session was restarted at the load
+    c.clock.advance(1)
+    c.tick()
+    assert c.streams_groups.groups["sg"].members == {}
+    assert [(t, v is None) for t, _, _, v in records(p)][-5:] == [
+        (22, True), (21, True), (19, True), (17, False), (20, False)]  # fenced: as a member leaving

@@ -399,6 +399,11 @@ def test_quixstreams_restores_its_store_from_a_compacted_changelog(kafka: Cluste
     def alter(resource: ConfigResource) -> None:
         assert run.admin.incremental_alter_configs([resource])[resource].result(30) is None
 
+    def configs(topic: str) -> dict[str, str | None]:
+        resource = ConfigResource(ResourceType.TOPIC, topic)
+        entries = run.admin.describe_configs([resource])[resource].result(30)
+        return {name: entry.value for name, entry in entries.items()}
+
     try:
         run.produce(run.orders[:ORDERS // 2])
         first = start(True)
@@ -407,6 +412,10 @@ def test_quixstreams_restores_its_store_from_a_compacted_changelog(kafka: Cluste
             alter(ConfigResource(ResourceType.TOPIC, changelog, incremental_configs=[
                 ConfigEntry("segment.ms", "100", incremental_operation=AlterConfigOpType.SET),
                 ConfigEntry("min.cleanable.dirty.ratio", "0.01", incremental_operation=AlterConfigOpType.SET)]))
+            # Kafka applies a topic's new configs once its broker has read them from the metadata log: until then
+            # an append does not roll the segment (on a loaded machine the second half was all written before)
+            kafka.wait_until(lambda: configs(changelog).get("segment.ms") == "100", timeout=WAIT_S,
+                             message="the changelog's segment.ms in the broker's own configs")
             time.sleep(0.2)  # a time gap, not a wait: the next changelog write is segment.ms after the last
             run.produce(run.orders[ORDERS // 2:])
             kafka.wait_until(lambda: first.check_alive() or run.inputs_committed() == ORDERS, timeout=WAIT_S)

@@ -57,20 +57,39 @@ def _uniform_assign(members: AssignorInput, partitions: dict[uuid.UUID, int],
                     current: dict[str, Assignment]) -> dict[str, Assignment]:
     """Kafka's server-side `uniform`: partitions spread so that two members subscribed to a topic hold as
     many partitions as each other, give or take one, each keeping as many of its current target
-    partitions as it can (sticky), so a rebalance moves few partitions."""
+    partitions as it can (sticky), so a rebalance moves few partitions.
+
+    It runs at every group epoch (each join or leave), so it costs O(partitions + members) with small constants:
+    owners kept in a list per topic (no per-partition hashing of topic ids), and the balance passes look only at
+    the members over their share instead of sorting every partition."""
     order = sorted(members)
-    subscribers = {t: [m for m in order if t in members[m][1]] for t in sorted(partitions, key=str)}
+    topic_order = sorted(partitions, key=str)
+    subscribers = {t: [m for m in order if t in members[m][1]] for t in topic_order}
     counts = dict.fromkeys(order, 0)
-    owner: dict[tuple[uuid.UUID, int], str] = {}
+    owner: dict[uuid.UUID, list[str | None]] = {t: [None] * partitions[t] for t in topic_order}
+    held: dict[str, dict[uuid.UUID, set[int]]] = {m: {} for m in order}
     # sticky: a partition stays with its current owner while that member is subscribed to its topic, so a
     # member leaving moves only its own partitions and one joining only what it needs (the balance below)
     for m, a in current.items():
+        if m not in members:
+            continue
+        subscribed = members[m][1]
         for t, ps in a.items():
-            if m in members and t in members[m][1] and t in partitions:
+            if t in subscribed and t in partitions:
+                slots, n = owner[t], partitions[t]
+                mine = None
                 for p in ps:
-                    if p < partitions[t]:
-                        owner[(t, p)] = m
-                        counts[m] += 1
+                    if p < n:
+                        was = slots[p]
+                        if was is not None and was != m:  # claimed twice: the last claim holds it
+                            held[was][t].discard(p)
+                            counts[was] -= 1
+                        slots[p] = m
+                        if mine is None:
+                            mine = held[m].setdefault(t, set())
+                        mine.add(p)
+                if mine:
+                    counts[m] += len(mine)
     # the least loaded subscriber of a topic, (count, member id) first, from a heap per set of subscribers (topics
     # usually share theirs): entries whose count is stale are dropped as they surface, so each pick is O(log n)
     heaps: dict[tuple[str, ...], list[tuple[int, str]]] = {}
@@ -97,28 +116,42 @@ def _uniform_assign(members: AssignorInput, partitions: dict[uuid.UUID, int],
             heapq.heappush(heap, (counts[m], m))
 
     for t, subs in subscribers.items():  # the others (new partitions, a departed member's) to the least loaded
-        for p in range(partitions[t]):
-            if subs and (t, p) not in owner:
+        if not subs:
+            continue
+        slots = owner[t]
+        for p, m in enumerate(slots):
+            if m is None:
                 m = least(t)
-                owner[(t, p)] = m
+                slots[p] = m
+                held[m].setdefault(t, set()).add(p)
                 count(m, 1)
     names = {t: str(t) for t in partitions}
     moved = True
     while moved:  # balance: no subscriber of a topic holds two more partitions than another
         moved = False
         # members in order, each over its share giving up its highest partitions first (what Kafka 4.4 did in
-        # the scenarios: members joining a 6-partition topic one by one end with 0,1 / 3,4 / 2,5)
-        for tp, m in sorted(owner.items(), key=lambda kv: (kv[1], names[kv[0][0]], -kv[0][1])):
-            low = least(tp[0])
-            if owner[tp] == m and counts[m] - counts[low] >= 2:
-                owner[tp] = low
-                count(m, -1)
-                count(low, 1)
-                moved = True
-    held: dict[str, dict[uuid.UUID, set[int]]] = {m: {} for m in order}
-    for (t, p), m in owner.items():
-        held[m].setdefault(t, set()).add(p)
-    return {m: {t: frozenset(ps) for t, ps in a.items()} for m, a in held.items()}
+        # the scenarios: members joining a 6-partition topic one by one end with 0,1 / 3,4 / 2,5). A pass
+        # considers what each member held when it began; only the member itself gives its partitions away, and
+        # a failed check stays failed until that member moves one, so a topic's remaining partitions are skipped
+        gained: dict[str, set[tuple[uuid.UUID, int]]] = {}
+        for m in order:
+            a = held[m]
+            for t in sorted(a, key=names.__getitem__) if len(a) > 1 else list(a):
+                if counts[m] - counts[least(t)] < 2:
+                    continue
+                got = gained.get(m, ())
+                for p in sorted((p for p in a[t] if (t, p) not in got), reverse=True):
+                    low = least(t)
+                    if counts[m] - counts[low] < 2:
+                        break
+                    owner[t][p] = low
+                    a[t].discard(p)
+                    held[low].setdefault(t, set()).add(p)
+                    gained.setdefault(low, set()).add((t, p))
+                    count(m, -1)
+                    count(low, 1)
+                    moved = True
+    return {m: {t: frozenset(ps) for t, ps in a.items() if ps} for m, a in held.items()}
 
 
 ASSIGNORS: dict[str, Callable[[AssignorInput, dict[uuid.UUID, int], dict[str, Assignment]],

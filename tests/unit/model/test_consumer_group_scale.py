@@ -110,3 +110,51 @@ def test_a_join_computes_the_target_once_and_writes_only_what_changed(monkeypatc
     # its member metadata, the group epoch, the target members that changed (the new one's and those of the
     # members that give it partitions), the target metadata and its current assignment: not the 100 others'
     assert 5 < log_end(c, "g") - end < 10
+
+
+def test_the_uniform_assignor_sorts_what_a_join_moves_not_every_partition(monkeypatch: pytest.MonkeyPatch) -> None:
+    """It runs at every group epoch: a join into a balanced 500-member group orders the members once and the
+    partitions of the members over their share, not all 1,000 partitions (quadratic over the joins)."""
+    t = uuid.uuid4()
+    members = {f"m{i:04}": (None, frozenset([t])) for i in range(500)}
+    balanced = consumer_assignment.ASSIGNORS["uniform"](members, {t: 1000}, {})
+    assert {len(a[t]) for a in balanced.values()} == {2}
+    sorted_items: list[int] = []
+
+    def counting_sorted(items: Any, **kw: Any) -> list[Any]:
+        out = sorted(items, **kw)
+        sorted_items.append(len(out))
+        return out
+
+    monkeypatch.setattr(consumer_assignment, "sorted", counting_sorted, raising=False)
+    joined = consumer_assignment.ASSIGNORS["uniform"]({**members, "new": (None, frozenset([t]))}, {t: 1000}, balanced)
+    assert len(joined["new"][t]) == 1  # 1,000 over 501: one member gives it one partition, the others keep theirs
+    assert sum(joined[m] != balanced[m] for m in members) == 1
+    assert sum(sorted_items) <= len(members) + 1 + 10
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_uniform_assignor_is_complete_balanced_and_sticky(seed: int) -> None:
+    """Random groups (members with different subscriptions, topics growing and shrinking, members coming and
+    going): every partition of a subscribed topic goes to one subscriber, and no subscriber of a topic holds two
+    more partitions than another (stickiness: the join test above)."""
+    import random
+
+    rng = random.Random(seed)
+    assign = consumer_assignment.ASSIGNORS["uniform"]
+    topics = [uuid.UUID(int=rng.getrandbits(128)) for _ in range(rng.randint(1, 4))]
+    current: dict[str, dict[uuid.UUID, frozenset[int]]] = {}
+    for _ in range(6):
+        partitions = {t: rng.randint(0, 12) for t in topics}
+        ids = [f"m{i}" for i in rng.sample(range(20), rng.randint(1, 8))]
+        members = {m: (None, frozenset(t for t in topics if rng.random() < 0.7)) for m in ids}
+        out = assign(members, partitions, current)
+        held = {m: sum(len(ps) for ps in a.values()) for m, a in out.items()}
+        for t, n in partitions.items():
+            subs = [m for m in members if t in members[m][1]]
+            owners = sorted(p for m in subs for p in out[m].get(t, ()))
+            assert owners == (list(range(n)) if subs else []), (t, owners)
+            for m in subs:
+                if out[m].get(t):
+                    assert held[m] - min(held[s] for s in subs) < 2
+        current = out

@@ -16,6 +16,7 @@ from fakekafka.model.cluster import ClusterState
 from fakekafka.model.group import OffsetAndMetadata
 from fakekafka.model.metadata import Partition
 from fakekafka.testing.embedded import ConsumerGroupView, GroupView, TransactionView
+from fakekafka.testing.views import StreamsGroupView
 
 __all__ = ["SECTIONS", "describe_tables", "render_table", "status_line"]
 
@@ -127,6 +128,35 @@ def _consumer_group_members(state: ClusterState) -> Rows:
     return ("GROUP", "MEMBER", "CLIENT ID", "INSTANCE ID", "PROTOCOL", "EPOCH", "STATE", "ASSIGNMENT", "TARGET"), rows
 
 
+def _streams_groups(state: ClusterState) -> Rows:
+    """KIP-1071 groups (group.protocol=streams): the epochs, the topology's and the number of tasks."""
+    rows: list[Sequence[object]] = []
+    for group_id in sorted(state.streams_groups.groups):
+        g = state.streams_groups.groups[group_id]
+        tasks = sum(g.configured.partitions.values()) if g.configured is not None else 0
+        rows.append((group_id, g.state.value, g.group_epoch, g.assignment_epoch,
+                     None if g.topology is None else g.topology.epoch, tasks, len(g.members), len(g.offsets),
+                     _lag(state, g.offsets)))
+    return ("GROUP", "STATE", "GROUP EPOCH", "ASSIGNMENT EPOCH", "TOPOLOGY EPOCH", "TASKS", "MEMBERS", "COMMITTED",
+            "LAG"), rows
+
+
+def _streams_group_members(state: ClusterState) -> Rows:
+    """Each KIP-1071 member: its process, epoch and reconciliation state, the tasks it owns and its target."""
+    def text(t: dict[str, dict[str, list[int]]]) -> str | None:
+        return "; ".join(f"{role} {s}:{','.join(map(str, ps))}" for role, ts in t.items()
+                         for s, ps in ts.items()) or None
+
+    rows: list[Sequence[object]] = []
+    for group_id in sorted(state.streams_groups.groups):
+        view = StreamsGroupView.of(state.streams_groups.groups[group_id])
+        assert view is not None
+        for m in view.members:
+            rows.append((group_id, m.member_id, m.client_id, m.process_id, m.member_epoch, m.state, text(m.tasks),
+                         text(m.target_tasks)))
+    return ("GROUP", "MEMBER", "CLIENT ID", "PROCESS", "EPOCH", "STATE", "TASKS", "TARGET"), rows
+
+
 def _share_groups(state: ClusterState) -> Rows:
     """KIP-932 share groups: epochs and members with the partitions the simple assignor gave each."""
     names = {t.topic_id: t.name for t in state.topics.values()}
@@ -172,6 +202,8 @@ SECTIONS: list[tuple[str, Callable[[ClusterState], Rows]]] = [
     ("group members", _members),
     ("consumer groups", _consumer_groups),
     ("consumer group members", _consumer_group_members),
+    ("streams groups", _streams_groups),
+    ("streams group members", _streams_group_members),
     ("share groups", _share_groups),
     ("share partitions", _share_partitions),
     ("transactions", _transactions),
@@ -219,7 +251,8 @@ def status_line(state: ClusterState, *, uptime_s: float, connections: int, reque
     partitions = sum(len(t.partitions) for t in topics)
     records, size = _held([p for t in topics for p in t.partitions])
     states = Counter([*(g.state.value for g in state.groups.groups.values()),
-                      *(g.state.value for g in state.consumer_groups.groups.values())])
+                      *(g.state.value for g in state.consumer_groups.groups.values()),
+                      *(g.state.value for g in state.streams_groups.groups.values())])
     groups = _count(sum(states.values()), "group")
     if states:
         groups += " (" + ", ".join(f"{n} {s}" for s, n in sorted(states.items())) + ")"

@@ -15,7 +15,14 @@ from typing import Any
 from fakekafka.model.errors import ApiError
 from fakekafka.net.wire_client import Brokers, WireConnection
 from fakekafka.testing.handle import ClusterHandle
-from fakekafka.testing.views import ConsumerGroupView, ConsumerMemberView, GroupView, MemberView, decode_assignment
+from fakekafka.testing.views import (
+    ConsumerGroupView,
+    ConsumerMemberView,
+    GroupView,
+    MemberView,
+    StreamsGroupView,
+    decode_assignment,
+)
 from fakekafka.wire import ApiKey, ErrorCode
 from fakekafka.wire.records import Compression, Record, build_batch, decode_batch
 
@@ -315,6 +322,13 @@ class RemoteCluster(Brokers, ClusterHandle):
                                named(m.assignment), named(m.target_assignment),
                                "classic" if m.get("member_type", 1) == 0 else "consumer") for m in g.members])
 
+    def streams_group(self, group_id: str) -> StreamsGroupView | None:
+        """A KIP-1071 streams group as StreamsGroupDescribe shows it (member reconciliation states are the
+        coordinator's own and not on the wire: "")."""
+        g = self._coordinator(group_id).request(ApiKey.STREAMS_GROUP_DESCRIBE, None,
+                                                {"group_ids": [group_id]}).groups[0]
+        return StreamsGroupView.described(g) if g.error_code == ErrorCode.NONE else None
+
     def groups(self) -> list[str]:
         names: set[str] = set()
         self._metadata(None)  # every broker coordinates some groups: ask each
@@ -333,6 +347,8 @@ class RemoteCluster(Brokers, ClusterHandle):
                 view = self.group(group_id)
                 if view is not None:
                     lines.append(f"  {group_id}: {view.state}, members {[m.member_id for m in view.members]}")
+                elif (streams := self.streams_group(group_id)) is not None:
+                    lines.extend(streams.lines())
         except (OSError, ApiError) as e:
             lines.append(f"  (could not read the cluster: {e})")
         return "\n".join(lines)

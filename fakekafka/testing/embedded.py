@@ -41,6 +41,8 @@ from fakekafka.testing.views import (
     ConsumerMemberView,
     GroupView,
     MemberView,
+    StreamsGroupView,
+    StreamsMemberView,
     TransactionView,
     decode_assignment,
 )
@@ -48,7 +50,7 @@ from fakekafka.wire import ErrorCode
 from fakekafka.wire.records import Compression, Record, build_batch, decode_batch
 
 __all__ = ["Cluster", "ConsumerGroupView", "ConsumerMemberView", "GroupView", "LoopThread", "MemberView",
-           "TransactionView", "decode_assignment"]
+           "StreamsGroupView", "StreamsMemberView", "TransactionView", "decode_assignment"]
 
 T = TypeVar("T")
 

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from fakekafka.testing.views import ConsumerGroupView
+from fakekafka.testing.views import ConsumerGroupView, StreamsGroupView
 from fakekafka.wire.records import Record
 
 __all__ = ["ClusterHandle"]
@@ -31,6 +31,10 @@ class ClusterHandle:
 
     def consumer_group(self, group_id: str) -> ConsumerGroupView | None:
         """A KIP-848 consumer group (group.protocol=consumer): epochs, members, current and target assignments."""
+        raise NotImplementedError
+
+    def streams_group(self, group_id: str) -> StreamsGroupView | None:
+        """A KIP-1071 streams group (group.protocol=streams): epochs, topology, members with their tasks."""
         raise NotImplementedError
 
     def describe(self, last_requests: int = 20) -> str:

@@ -16,7 +16,7 @@ from fakekafka.testing.arguments import (
     check_partition,
     check_topic,
 )
-from fakekafka.testing.views import ConsumerGroupView, GroupView, TransactionView
+from fakekafka.testing.views import ConsumerGroupView, GroupView, StreamsGroupView, TransactionView
 
 __all__ = ["ClusterSnapshots"]
 
@@ -42,14 +42,21 @@ class ClusterSnapshots:
         assignor, members with their epochs, reconciliation states, current and target assignments."""
         return self.call(lambda: ConsumerGroupView.of(self.state.consumer_groups.describe(group_id)))
 
+    def streams_group(self, group_id: str) -> StreamsGroupView | None:
+        """A snapshot of a KIP-1071 streams group (group.protocol=streams): state, group and assignment epochs,
+        topology, members with their epochs, reconciliation states, tasks and target tasks."""
+        return self.call(lambda: StreamsGroupView.of(self.state.streams_groups.group(group_id)))
+
     def groups(self) -> list[str]:
-        """Every group id, classic and consumer protocol."""
-        return self.call(lambda: sorted({*self.state.groups.groups, *self.state.consumer_groups.groups}))
+        """Every group id, classic, consumer and streams protocol."""
+        return self.call(lambda: sorted({*self.state.groups.groups, *self.state.consumer_groups.groups,
+                                         *self.state.streams_groups.groups}))
 
     def committed(self, group_id: str) -> dict[tuple[str, int], int]:
         """The group's committed offsets: {(topic, partition): offset}."""
         def read() -> dict[tuple[str, int], int]:
-            g = self.state.groups.group(group_id) or self.state.consumer_groups.group(group_id)
+            g = self.state.groups.group(group_id) or self.state.consumer_groups.group(group_id) \
+                or self.state.streams_groups.group(group_id)
             return {tp: om.offset for tp, om in sorted(g.offsets.items())} if g else {}
         return self.call(read)
 
@@ -112,6 +119,12 @@ class ClusterSnapshots:
                 assert cview is not None
                 groups.extend(cview.lines())
                 for (topic, index), om in sorted(cg.offsets.items()):
+                    groups.append(f"    committed {topic}-{index}: {om.offset}")
+            for sg in self.state.streams_groups.groups.values():
+                sview = StreamsGroupView.of(sg)
+                assert sview is not None
+                groups.extend(sview.lines())
+                for (topic, index), om in sorted(sg.offsets.items()):
                     groups.append(f"    committed {topic}-{index}: {om.offset}")
             txns = [TransactionView.of(t).line() for t in self.state.transactions.transactions.values()]
             return topics, groups, txns, list(self.server.request_log)[-last_requests:]

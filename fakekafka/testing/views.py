@@ -1,7 +1,8 @@
 """Snapshots of a cluster's groups and transactions, the same from `Cluster` (in process) and `RemoteCluster`.
 
 Frozen dataclasses a test can compare and print: a classic group with its members' decoded assignments, a KIP-848
-consumer group with each member's epoch, current and target assignment, a transactional id with its history.
+consumer group with each member's epoch, current and target assignment, a KIP-1071 streams group with each
+member's tasks, a transactional id with its history.
 """
 
 from __future__ import annotations
@@ -10,11 +11,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from fakekafka.model.group import Group
+from fakekafka.model.streams_assignment import Tasks, TaskSet
+from fakekafka.model.streams_group_metadata import StreamsGroup
 from fakekafka.model.transactions import TransactionMetadata
 from fakekafka.wire.messages.consumer_protocol_assignment import VERSIONS
 
-__all__ = ["ConsumerGroupView", "ConsumerMemberView", "GroupView", "MemberView", "TransactionView",
-           "decode_assignment"]
+__all__ = ["ConsumerGroupView", "ConsumerMemberView", "GroupView", "MemberView", "StreamsGroupView",
+           "StreamsMemberView", "TransactionView", "decode_assignment"]
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,93 @@ class ConsumerGroupView:
             kind = " classic protocol" if m.protocol == "classic" else ""
             out.append(f"    {m.member_id} ({m.client_id}, {m.client_host}{kind}) epoch {m.member_epoch} {m.state}: "
                        f"{m.assignment}{target}")
+        return out
+
+
+Tasks_ = dict[str, dict[str, list[int]]]
+"""{"active"|"standby"|"warmup": {subtopology id: [partitions]}}."""
+
+
+def _tasks(t: Tasks) -> Tasks_:
+    def one(ts: TaskSet) -> dict[str, list[int]]:
+        return {s: sorted(ps) for s, ps in sorted(ts.items()) if ps}
+    return {"active": one(t.active), "standby": one(t.standby), "warmup": one(t.warmup)}
+
+
+def _wire_tasks(a: Any) -> Tasks_:
+    def one(ts: list[Any]) -> dict[str, list[int]]:
+        return {t.subtopology_id: sorted(t.partitions) for t in sorted(ts, key=lambda t: t.subtopology_id)
+                if t.partitions}
+    return {"active": one(a.active_tasks), "standby": one(a.standby_tasks), "warmup": one(a.warmup_tasks)}
+
+
+@dataclass(frozen=True)
+class StreamsMemberView:
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    client_host: str
+    process_id: str
+    member_epoch: int
+    state: str
+    """STABLE, UNREVOKED_TASKS or UNRELEASED_TASKS (the coordinator's reconciliation state; "" remote)."""
+    tasks: Tasks_
+    """What the member owns now: {"active"|"standby"|"warmup": {subtopology id: [partitions]}}."""
+    target_tasks: Tasks_
+    """What the task assignor wants it to own at the assignment epoch."""
+
+
+@dataclass(frozen=True)
+class StreamsGroupView:
+    """A KIP-1071 streams group (group.protocol=streams): epochs, the topology's subtopologies, and each member's
+    tasks next to its target."""
+
+    group_id: str
+    state: str
+    group_epoch: int
+    assignment_epoch: int
+    topology_epoch: int | None
+    """None before a member sent the topology."""
+    subtopologies: dict[str, list[str]]
+    """subtopology id -> the topics it reads (source and repartition source topics)."""
+    members: list[StreamsMemberView]
+
+    @classmethod
+    def of(cls, group: StreamsGroup | None) -> StreamsGroupView | None:
+        if group is None:
+            return None
+        t = group.topology
+        return cls(group.group_id, group.state.value, group.group_epoch, group.assignment_epoch,
+                   None if t is None else t.epoch,
+                   {} if t is None else {s.subtopology_id: [*s.source_topics,
+                                                            *(r.name for r in s.repartition_source_topics)]
+                                         for s in t.subtopologies},
+                   [StreamsMemberView(m.member_id, m.instance_id, m.client_id, m.client_host, m.process_id,
+                                      m.member_epoch, m.state.value, _tasks(m.assigned),
+                                      _tasks(group.target.get(m.member_id, Tasks())))
+                    for m in group.members.values()])
+
+    @classmethod
+    def described(cls, g: Any) -> StreamsGroupView:
+        """From a StreamsGroupDescribe response's group (a remote cluster)."""
+        t = g.topology
+        return cls(g.group_id, g.group_state, g.group_epoch, g.assignment_epoch, None if t is None else t.epoch,
+                   {} if t is None else {s.subtopology_id: [*s.source_topics,
+                                                            *(r.name for r in s.repartition_source_topics)]
+                                         for s in t.subtopologies},
+                   [StreamsMemberView(m.member_id, m.instance_id, m.client_id, m.client_host, m.process_id,
+                                      m.member_epoch, "", _wire_tasks(m.assignment),
+                                      _wire_tasks(m.target_assignment)) for m in g.members])
+
+    def lines(self) -> list[str]:
+        """For reports: the group, then one line per member with its epoch, tasks and target tasks."""
+        topology = "no topology" if self.topology_epoch is None else f"topology epoch {self.topology_epoch}"
+        out = [f"  {self.group_id}: {self.state} (streams protocol), group epoch {self.group_epoch}, "
+               f"assignment epoch {self.assignment_epoch}, {topology}"]
+        for m in self.members:
+            target = "" if m.target_tasks == m.tasks else f", target {m.target_tasks}"
+            out.append(f"    {m.member_id} ({m.client_id}, {m.client_host}, process {m.process_id}) epoch "
+                       f"{m.member_epoch} {m.state}: {m.tasks}{target}")
         return out
 
 

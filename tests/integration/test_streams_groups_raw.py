@@ -12,7 +12,7 @@ import pytest
 
 from fakekafka.testing.handle import ClusterHandle
 from fakekafka.wire import ApiKey, ErrorCode
-from tests.rawclient import RawClient
+from tests.rawclient import RawClient, eventually
 
 pytestmark = pytest.mark.kafka_real
 
@@ -33,11 +33,24 @@ def test_streams_group_beside_the_other_group_apis(kafka: ClusterHandle) -> None
     missing = f"{group}-no-such-topic"
     client = RawClient(kafka.bootstrap_servers)
     try:
+        # a fresh Kafka answers FindCoordinator, then NOT_COORDINATOR until the group's partition is loaded
+        eventually("the group coordinator", lambda: client.request(ApiKey.FIND_COORDINATOR, 4, {
+            "key_type": 0, "coordinator_keys": [group]}).coordinators[0].error_code == ErrorCode.NONE or None)
+        eventually("the group coordinator loaded", lambda: client.request(ApiKey.DESCRIBE_GROUPS, 5, {
+            "groups": [group], "include_authorized_operations": False}).groups[0].error_code == ErrorCode.NONE or None)
         r = client.request(ApiKey.STREAMS_GROUP_HEARTBEAT, 1, _join(group, "m1", missing))
         assert r.error_code == ErrorCode.NONE
         assert r.member_epoch > 0 and r.active_tasks == []
         assert {"status_code": 1, "status_detail": f"Source topics {missing} are missing."} in \
                [{"status_code": s.status_code, "status_detail": s.status_detail} for s in r.status]
+        view = kafka.streams_group(group)  # the handle's snapshot, the same on both brokers but for member states
+        assert view is not None
+        assert (view.state, view.group_epoch, view.topology_epoch, view.subtopologies) == \
+            ("NotReady", r.member_epoch + 1, 0, {"0": [missing]})  # the new group's first assignment is pending
+        assert [(m.member_id, m.member_epoch, m.process_id, m.tasks, m.target_tasks) for m in view.members] == \
+            [("m1", r.member_epoch, "p1", {"active": {}, "standby": {}, "warmup": {}},
+              {"active": {}, "standby": {}, "warmup": {}})]
+        assert group in kafka.groups() and f"{group}: NotReady (streams protocol)" in kafka.describe()
         listed = client.request(ApiKey.LIST_GROUPS, 5, {"states_filter": [], "types_filter": ["streams"]})
         mine = [g for g in listed.groups if g.group_id == group]
         assert [(g.protocol_type, g.group_state, g.group_type) for g in mine] == [("streams", "NotReady", "streams")]
@@ -70,5 +83,6 @@ def test_streams_group_beside_the_other_group_apis(kafka: ClusterHandle) -> None
                                                                  "include_authorized_operations": False})
         assert (gone.groups[0].error_code, gone.groups[0].error_message) == (ErrorCode.GROUP_ID_NOT_FOUND,
                                                                              f"Group {group} not found.")
+        assert kafka.streams_group(group) is None
     finally:
         client.close()

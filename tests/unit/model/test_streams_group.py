@@ -148,3 +148,38 @@ def test_sticky_assignor_balances_keeps_and_places_standbys_elsewhere(standby: i
     for t in again.values():
         assert not set(t.standby.get("0", ())) & set(t.active.get("0", ()))
     assert sum(len(t.standby.get("0", ())) for t in again.values()) == 4 * standby
+
+
+def test_ctl_describe_tables_and_the_handles_view_show_streams_groups() -> None:
+    """`fakekafka ctl describe`'s streams group tables and the pytest handle's view, read mid-reconciliation."""
+    from fakekafka.model.cluster import ClusterState
+    from fakekafka.ops.describe import describe_tables, status_line
+    from fakekafka.testing.views import StreamsGroupView
+
+    state = ClusterState(clock=ManualClock(0))
+    state.streams_groups.config.initial_rebalance_delay_ms = 0
+    for name, n in (("in", 2), ("app-rep", 2), ("app-store-changelog", 2)):
+        state.create_topic(name, n)
+    joined = {}
+    for member in ("a", "b"):
+        state.clock.advance(state.streams_groups.config.assignment_interval_ms)
+        joined[member] = state.streams_groups.heartbeat(StreamsHeartbeat(
+            "app", member, 0, topology=TOPOLOGY, active={}, standby={}, warmup={}, rebalance_timeout_ms=30_000,
+            process_id=f"p-{member}", client_id=f"client-{member}"))
+    out = describe_tables(state).splitlines()
+    groups = out.index("STREAMS GROUPS")
+    assert out[groups + 1].split() == ["GROUP", "STATE", "GROUP", "EPOCH", "ASSIGNMENT", "EPOCH", "TOPOLOGY", "EPOCH",
+                                       "TASKS", "MEMBERS", "COMMITTED", "LAG"]
+    assert out[groups + 2].split() == ["app", "Reconciling", "3", "3", "0", "4", "2", "0", "0"]
+    members = out.index("STREAMS GROUP MEMBERS")
+    rows = {r.split()[1]: r for r in out[members + 2:members + 4]}
+    # a still has every task at epoch 2 (half to give up at its next heartbeat); b waits at epoch 3 for them
+    assert rows["a"].split()[2:6] == ["client-a", "p-a", "2", "STABLE"]
+    assert "active 0:0,1; active 1:0,1" in rows["a"]
+    assert rows["b"].split()[2:6] == ["client-b", "p-b", "3", "UNRELEASED_TASKS"]
+    view = StreamsGroupView.of(state.streams_groups.group("app"))
+    assert view is not None and (view.state, view.topology_epoch, view.subtopologies) == \
+        ("Reconciling", 0, {"0": ["in"], "1": ["app-rep"]})
+    a = next(m for m in view.members if m.member_id == "a")
+    assert a.tasks["active"] == {"0": [0, 1], "1": [0, 1]} and a.target_tasks != a.tasks
+    assert "1 Reconciling" in status_line(state, uptime_s=1, connections=0, requests=0)

@@ -19,6 +19,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -337,14 +338,9 @@ def test_kafka_consumer_groups(cli: Cli) -> None:
     assert "cli-g" not in cli.out("kafka-consumer-groups", "--list").splitlines()
 
 
-def test_kafka_streams_groups(cli: Cli) -> None:
-    """kafka-streams-groups on a streams group whose one member (raw StreamsGroupHeartbeats, KIP-1071) holds both
-    tasks of a one-subtopology topology with a changelog: list, state, members and offsets, as Kafka 4.4.0
-    prints them."""
-    group = f"cli-sg-{uuid.uuid4().hex[:6]}"
-    topic = f"{group}-in"
-    cli.create_topic(topic, 2)
-    client = RawClient(cli.bootstrap)
+def _streams_member(client: RawClient, group: str, topic: str) -> tuple[dict[str, Any], int]:
+    """One member (raw StreamsGroupHeartbeats) of a one-subtopology topology reading `topic`, with a changelog,
+    heartbeating until it holds its tasks: its join request and member epoch."""
     join = {"group_id": group, "member_id": "member-1", "member_epoch": 0, "endpoint_information_epoch": 0,
             "instance_id": None, "rack_id": None, "rebalance_timeout_ms": 30000,
             "topology": {"epoch": 0, "subtopologies": [{
@@ -355,15 +351,27 @@ def test_kafka_streams_groups(cli: Cli) -> None:
             "active_tasks": [], "standby_tasks": [], "warmup_tasks": [], "process_id": "process-1",
             "user_endpoint": None, "client_tags": None, "task_offsets": None, "task_end_offsets": None,
             "shutdown_application": False}
+    r = client.request(ApiKey.STREAMS_GROUP_HEARTBEAT, 1, join)
+    deadline = time.monotonic() + 30
+    while not r.active_tasks:  # the internal topic created, the initial delay over: the tasks come
+        assert r.error_code == 0 and time.monotonic() < deadline, r
+        time.sleep(0.5)
+        r = client.request(ApiKey.STREAMS_GROUP_HEARTBEAT, 1, {
+            **join, "member_epoch": r.member_epoch, "topology": None, "active_tasks": None,
+            "standby_tasks": None, "warmup_tasks": None})
+    return join, r.member_epoch
+
+
+def test_kafka_streams_groups(cli: Cli) -> None:
+    """kafka-streams-groups on a streams group whose one member (raw StreamsGroupHeartbeats, KIP-1071) holds both
+    tasks of a one-subtopology topology with a changelog: list, state, members and offsets, as Kafka 4.4.0
+    prints them."""
+    group = f"cli-sg-{uuid.uuid4().hex[:6]}"
+    topic = f"{group}-in"
+    cli.create_topic(topic, 2)
+    client = RawClient(cli.bootstrap)
     try:
-        r = client.request(ApiKey.STREAMS_GROUP_HEARTBEAT, 1, join)
-        deadline = time.monotonic() + 30
-        while not r.active_tasks:  # the internal topic created, the initial delay over: the tasks come
-            assert r.error_code == 0 and time.monotonic() < deadline, r
-            time.sleep(0.5)
-            r = client.request(ApiKey.STREAMS_GROUP_HEARTBEAT, 1, {
-                **join, "member_epoch": r.member_epoch, "topology": None, "active_tasks": None,
-                "standby_tasks": None, "warmup_tasks": None})
+        join, _ = _streams_member(client, group, topic)
         assert group in cli.out("kafka-streams-groups", "--list").splitlines()
         assert cli.out("kafka-streams-groups", "--describe", "--group", group, "--state", "--verbose") == lines(f"""
             GROUP COORDINATOR (ID) STATE GROUP-EPOCH TARGET-ASSIGNMENT-EPOCH #MEMBERS
@@ -382,6 +390,72 @@ def test_kafka_streams_groups(cli: Cli) -> None:
             **join, "member_epoch": -1, "topology": None, "active_tasks": None, "standby_tasks": None,
             "warmup_tasks": None})
         assert left.error_code == 0
+    finally:
+        client.close()
+
+
+def test_kafka_streams_groups_reset_delete_offsets_and_delete(cli: Cli) -> None:
+    """kafka-streams-groups' --reset-offsets (refused while the group has members; --dry-run, then --execute,
+    which also deletes the group's internal topics), --delete-offsets and --delete, as Kafka 4.4.0 prints them."""
+    group = f"cli-sgr-{uuid.uuid4().hex[:6]}"
+    topic, changelog = f"{group}-in", f"{group}-store-changelog"
+    cli.create_topic(topic, 2)
+    client = RawClient(cli.bootstrap)
+    try:
+        join, epoch = _streams_member(client, group, topic)
+        committed = client.request(ApiKey.OFFSET_COMMIT, 9, {
+            "group_id": group, "generation_id_or_member_epoch": epoch, "member_id": "member-1",
+            "group_instance_id": None, "topics": [{"name": topic, "partitions": [
+                {"partition_index": p, "committed_offset": 5 + p, "committed_leader_epoch": -1,
+                 "committed_metadata": ""} for p in (0, 1)]}]})
+        assert [p.error_code for p in committed.topics[0].partitions] == [0, 0]
+        # while the member is there: each command refused, in Kafka's words
+        reset = ("--reset-offsets", "--group", group, "--all-input-topics", "--to-earliest")
+        assert cli.out("kafka-streams-groups", *reset, "--dry-run") == lines(f"""
+            Error: Assignments can only be reset if the group '{group}' is inactive, but the current state is Stable.
+
+            GROUP TOPIC PARTITION NEW-OFFSET""")
+        assert cli.out("kafka-streams-groups", "--delete", "--group", group) == lines(f"""
+            Error: Deletion of some streams groups failed:
+            * Group '{group}' could not be deleted due to: org.apache.kafka.common.errors.GroupNotEmptyException: Streams group '{group}' is not EMPTY.""")  # noqa: E501
+        subscribed = ("Error: org.apache.kafka.common.errors.GroupSubscribedToTopicException: Deleting offsets of a "
+                      "topic is forbidden while the consumer group is actively subscribed to it.")
+        assert cli.out("kafka-streams-groups", "--delete-offsets", "--group", group, "--input-topic", topic) == \
+            lines(f"""
+            Error: Encountered some partition-level error, see the follow-up details.
+
+            TOPIC PARTITION STATUS
+            {topic} 0 {subscribed}
+            {topic} 1 {subscribed}""")
+        left = client.request(ApiKey.STREAMS_GROUP_HEARTBEAT, 1, {
+            **join, "member_epoch": -1, "topology": None, "active_tasks": None, "standby_tasks": None,
+            "warmup_tasks": None})
+        assert left.error_code == 0
+        # the group empty: a dry run changes nothing, --execute resets, --delete-offsets and --delete go through
+        head, *rows = cli.out("kafka-streams-groups", *reset, "--dry-run").splitlines()
+        assert [head, *sorted(rows)] == [  # Kafka lists the partitions in its hash map's order
+            "GROUP TOPIC PARTITION NEW-OFFSET", f"{group} {topic} 0 0", f"{group} {topic} 1 0"]
+        assert cli.cluster.committed(group) == {(topic, 0): 5, (topic, 1): 6}
+        assert cli.out("kafka-streams-groups", "--reset-offsets", "--group", group, "--input-topic", f"{topic}:1",
+                       "--to-offset", "0", "--execute") == lines(f"""
+            GROUP TOPIC PARTITION NEW-OFFSET
+            {group} {topic} 1 0""")
+        assert cli.cluster.committed(group) == {(topic, 0): 5, (topic, 1): 0}
+        assert changelog in cli.out("kafka-topics", "--list").splitlines()  # kept by both brokers' tools
+        assert cli.out("kafka-streams-groups", "--delete-offsets", "--group", group, "--input-topic", topic) == \
+            lines(f"""
+            Request succeeded for deleting offsets from group {group}.
+
+            TOPIC PARTITION STATUS
+            {topic} 0 Successful
+            {topic} 1 Successful""")
+        assert cli.cluster.committed(group) == {}
+        assert cli.out("kafka-streams-groups", "--delete", "--group", group) == \
+            f"Deletion of requested streams groups ('{group}') was successful."
+        assert cli.out("kafka-streams-groups", "--delete", "--group", group) == lines(f"""
+            Error: Deletion of some streams groups failed:
+            * Group '{group}' could not be deleted due to: java.lang.IllegalArgumentException: Group '{group}' does not exist or is not a streams group.""")  # noqa: E501
+        assert group not in cli.out("kafka-streams-groups", "--list").splitlines()
     finally:
         client.close()
 

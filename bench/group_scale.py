@@ -3,15 +3,16 @@
 run.
 
     python bench/group_scale.py [--cells 1x500,1000x2] [--protocols consumer,classic] [--brokers fakekafka,kafka]
-                                [--timeout S] [--json out.json]
+                                [--repeat N] [--timeout S] [--json out.json]
 
-A cell is (broker, protocol, G groups x M members). Each broker runs as a subprocess on loopback for the whole run
-(`_peers.py`; Kafka with the reference launcher's test settings: no initial rebalance delay, no assignment
-interval, as fakekafka's defaults). Each cell gets a new topic of max(2M, 4) partitions, created before the clock,
-and new groups; G x M franz-go clients (one process, goroutines) subscribe to it, with the KIP-848 protocol
-(`ServerSideBalancer`: the broker's `uniform` assignor) or the classic one (cooperative-sticky). The clock runs from
-the clients' start until every member holds at least one partition and no partition is held twice in a group;
-broker CPU is read from /proc over the same time. One run each: single samples.
+A cell is (broker, protocol, G groups x M members). Both brokers run as subprocesses on loopback for the whole run
+(`_peers.py`; Kafka on its stock JVM (1 GiB heap, G1) with the reference launcher's test settings: no initial
+rebalance delay, no assignment interval, as fakekafka's defaults), and the cells alternate between them, `--repeat`
+times, so both see the same load of a shared machine. Each cell gets a new topic of max(2M, 4) partitions, created
+before the clock, and new groups; G x M franz-go clients (one process, goroutines) subscribe to it, with the KIP-848
+protocol (`ServerSideBalancer`: the broker's `uniform` assignor) or the classic one (cooperative-sticky). The clock
+runs from the clients' start until every member holds at least one partition and no partition is held twice in a
+group; broker CPU is read from /proc over the same time. The table gives the median of the repeats and their range.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -67,6 +69,7 @@ def main() -> None:
     ap.add_argument("--protocols", default="consumer")
     ap.add_argument("--brokers", default="fakekafka,kafka")
     ap.add_argument("--timeout", type=float, default=120.0)
+    ap.add_argument("--repeat", type=int, default=1, help="runs of every cell, interleaved (default 1)")
     ap.add_argument("--json")
     args = ap.parse_args()
     cells = [tuple(int(x) for x in c.split("x")) for c in args.cells.split(",") if c]
@@ -78,22 +81,22 @@ def main() -> None:
     binary = groupload_binary()
     rows = []
     try:
-        for kind in brokers:
-            broker = start_broker(kind, timeout=120)
+        running = {kind: start_broker(kind, timeout=120, stock_jvm=kind == "kafka") for kind in brokers}
+        for r in range(args.repeat):
             for groups, members in cells:
                 for protocol in protocols:
-                    t0 = time.perf_counter()
-                    cell = run_cell(binary, broker, groups, members, protocol, args.timeout)
-                    rows.append(cell)
-                    took = "never" if cell["seconds"] is None else f"{cell['seconds']:.2f} s"
-                    print(f"  {kind:9} {protocol:8} {groups}x{members}: {took}, {cell['assigned']}/{cell['of']} "
-                          f"assigned, broker CPU {cell['cpu_s']:.1f} s (cell {time.perf_counter() - t0:.0f} s)",
-                          file=sys.stderr)
-            broker.stop()
+                    for kind in (brokers if r % 2 == 0 else brokers[::-1]):
+                        t0 = time.perf_counter()
+                        cell = run_cell(binary, running[kind], groups, members, protocol, args.timeout)
+                        rows.append(cell)
+                        took = "never" if cell["seconds"] is None else f"{cell['seconds']:.2f} s"
+                        print(f"  {kind:9} {protocol:8} {groups}x{members}: {took}, {cell['assigned']}/{cell['of']} "
+                              f"assigned, broker CPU {cell['cpu_s']:.1f} s (cell {time.perf_counter() - t0:.0f} s)",
+                              file=sys.stderr)
     finally:
         stop_all()
     print(f"\nTime until every member holds a partition (franz-go; timeout {args.timeout:.0f} s; broker CPU "
-          "including the members leaving)\n")
+          f"including the members leaving; median of {args.repeat} interleaved runs, range in brackets)\n")
     header = ["cell", *(f"{b} {p}" for b in brokers for p in protocols)]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
@@ -101,14 +104,26 @@ def main() -> None:
         out = []
         for b in brokers:
             for p in protocols:
-                r = next(r for r in rows if (r["broker"], r["protocol"], r["groups"], r["members"])
-                         == (b, p, groups, members))
-                took = (f"never ({r['assigned']}/{r['of']})" if r["seconds"] is None else f"{r['seconds']:.1f} s")
-                out.append(f"{took}, {r['cpu_s']:.1f} s CPU")
+                runs = [r for r in rows if (r["broker"], r["protocol"], r["groups"], r["members"])
+                        == (b, p, groups, members)]
+                out.append(summarize(runs))
         print(f"| {groups} x {members} | " + " | ".join(out) + " |")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
+
+
+def summarize(runs: list[dict]) -> str:
+    """Median time and CPU of a cell's runs, with their range; runs that never became stable are counted."""
+    stable = [r["seconds"] for r in runs if r["seconds"] is not None]
+    cpu = [r["cpu_s"] for r in runs]
+    never = len(runs) - len(stable)
+    if not stable:
+        worst = min(runs, key=lambda r: r["assigned"])
+        return f"never ({worst['assigned']}/{worst['of']}), {statistics.median(cpu):.1f} s CPU"
+    spread = f" [{min(stable):.1f}-{max(stable):.1f}]" if len(stable) > 1 else ""
+    text = f"{statistics.median(stable):.1f} s{spread}, {statistics.median(cpu):.1f} s CPU"
+    return text + (f", never stable in {never} of {len(runs)}" if never else "")
 
 
 if __name__ == "__main__":

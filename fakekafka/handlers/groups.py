@@ -27,6 +27,7 @@ members are left, the group is downgraded to a classic group and rebalances.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from typing import Any
 
@@ -71,9 +72,10 @@ def wait_for(pending: Pending, finish: Any) -> Any:
     return resume(False)
 
 
+@functools.lru_cache(maxsize=4096)
 def java_client_host(peer: str) -> str:
     """The client's address as Kafka reports it (Java's InetAddress.toString(), no reverse lookup):
-    "/127.0.0.1", "/0:0:0:0:0:0:0:1"; `peer` is "host:port"."""
+    "/127.0.0.1", "/0:0:0:0:0:0:0:1"; `peer` is "host:port". Cached: every KIP-848 heartbeat asks."""
     host = peer.rsplit(":", 1)[0].strip("[]")
     bare, percent, scope = host.partition("%")
     try:

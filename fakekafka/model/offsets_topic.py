@@ -37,6 +37,7 @@ the consumer group's records, its downgrade the consumer group's tombstones then
 
 from __future__ import annotations
 
+import functools
 import struct
 import uuid
 from collections.abc import Iterable
@@ -137,7 +138,13 @@ def keyed_records(partition: Partition) -> Iterator[Record]:
 
 
 def _key(mod: Any, **fields: Any) -> bytes:
-    return _I16(mod.RECORD_TYPE) + mod.KEY.build(fields)
+    return _cached_key(mod, tuple(fields.items()))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _cached_key(mod: Any, fields: tuple[tuple[str, Any], ...]) -> bytes:
+    """A record key encoded once: a group's heartbeats write the same few keys again and again."""
+    return _I16(mod.RECORD_TYPE) + mod.KEY.build(dict(fields))
 
 
 def _value(mod: Any, version: int, **fields: Any) -> bytes:

@@ -147,6 +147,13 @@ def _cached_key(mod: Any, fields: tuple[tuple[str, Any], ...]) -> bytes:
     return _I16(mod.RECORD_TYPE) + mod.KEY.build(dict(fields))
 
 
+@functools.lru_cache(maxsize=4096)
+def _scalar_value(mod: Any, fields: tuple[tuple[str, int], ...]) -> bytes:
+    """A version-0 value of numbers only (a group's epoch, its target's epoch) encoded once: every heartbeat
+    compares the group's own records with what was last written."""
+    return _value(mod, 0, **dict(fields))
+
+
 def _value(mod: Any, version: int, **fields: Any) -> bytes:
     return _I16(version) + mod.VALUES[version].build(fields)
 
@@ -330,13 +337,13 @@ class OffsetsTopic(RecordSink):
         records: Records = [(k, None) for k in gone]
         records += changed[MEMBER]
         key = _key(consumer_group_rec, group_id=gid)
-        value = _value(consumer_group_rec, 0, epoch=group.group_epoch)
+        value = _scalar_value(consumer_group_rec, (("epoch", group.group_epoch),))
         if written.get(key) != value:
             records.append((key, value))
         records += changed[TARGET_MEMBER]
         key = _key(target_rec, group_id=gid)
-        value = _value(target_rec, 0, assignment_epoch=group.assignment_epoch,
-                       assignment_timestamp=group.last_assignment_ms or 0)
+        value = _scalar_value(target_rec, (("assignment_epoch", group.assignment_epoch),
+                                           ("assignment_timestamp", group.last_assignment_ms or 0)))
         if written.get(key) != value:
             records.append((key, value))
         records += changed[CURRENT]

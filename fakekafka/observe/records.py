@@ -40,13 +40,16 @@ class RequestRecord:
 
 
 def error_codes_in(result: Any, found: set[int]) -> set[int]:
-    """Every non-zero `error_code` in a decoded answer, added to `found`."""
+    """Every non-zero `error_code` in a decoded answer, added to `found`. A Kafka array holds one kind of
+    element, so an array whose first element is not a struct (partition numbers, ids) is not walked: every
+    answer passes through here."""
     if isinstance(result, dict):
         for key, value in result.items():
             if key == "error_code":
                 if value:
                     found.add(int(value))
-            elif isinstance(value, (dict, list)):
+            elif isinstance(value, dict) or (isinstance(value, list) and value
+                                             and isinstance(value[0], (dict, list))):
                 error_codes_in(value, found)
     elif isinstance(result, list):
         for item in result:

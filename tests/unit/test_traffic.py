@@ -7,7 +7,7 @@ import time
 import pytest
 
 import fakekafka
-from fakekafka.observe.records import RequestRecord
+from fakekafka.observe.records import RequestRecord, error_codes_in
 from fakekafka.observe.traffic import count_records, touched
 from fakekafka.wire.records import build_batch
 
@@ -21,6 +21,13 @@ def test_count_records_reads_batch_headers() -> None:
     assert count_records((bytes(one), bytes(two))) == 4
     assert count_records(b"") == 0
     assert count_records(b"\x00" * 10) == 0
+
+
+def test_error_codes_in_finds_nested_codes_and_skips_arrays_of_numbers() -> None:
+    answer = {"error_code": 0, "assignment": {"topic_partitions": [{"topic_id": "x", "partitions": [0, 1, 2]}]},
+              "topics": [{"error_code": 3, "partitions": [{"error_code": 0}, {"error_code": 6}]}], "empty": [],
+              "nested": [[{"error_code": 15}]]}
+    assert error_codes_in(answer, set()) == {3, 6, 15}
 
 
 def test_touched_names_groups_of_offset_fetch_v8_and_find_coordinator_keys() -> None:

@@ -3,7 +3,7 @@
 run.
 
     python bench/group_scale.py [--cells 1x500,1000x2] [--protocols consumer,classic] [--brokers fakekafka,kafka]
-                                [--repeat N] [--timeout S] [--json out.json]
+                                [--repeat N] [--timeout S] [--json out.json] [--plot out.svg]
 
 A cell is (broker, protocol, G groups x M members). Both brokers run as subprocesses on loopback for the whole run
 (`_peers.py`; Kafka on its stock JVM (1 GiB heap, G1) with the reference launcher's test settings: no initial
@@ -13,6 +13,10 @@ before the clock, and new groups; G x M franz-go clients (one process, goroutine
 protocol (`ServerSideBalancer`: the broker's `uniform` assignor) or the classic one (cooperative-sticky). The clock
 runs from the clients' start until every member holds at least one partition and no partition is held twice in a
 group; broker CPU is read from /proc over the same time. The table gives the median of the repeats and their range.
+
+`--plot` draws the scale curves (matplotlib: `pip install -e '.[bench]'`): time to stable against the group's size for
+the cells of one group, and against the number of groups for the cells of 2-member groups, one line per broker and
+protocol with each run's point, so the spread shows.
 """
 
 from __future__ import annotations
@@ -59,7 +63,7 @@ def run_cell(binary: str, broker, groups: int, members: int, protocol: str, time
     if not lines:
         raise RuntimeError(f"groupload failed ({done.returncode}): {done.stderr[-2000:]}")
     cell = json.loads(lines[-1])
-    cell.update(broker=broker.kind, partitions=partitions, cpu_s=cpu)
+    cell.update(broker=broker.kind, partitions=partitions, cpu_s=cpu, timeout=timeout)
     return cell
 
 
@@ -71,7 +75,10 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--repeat", type=int, default=1, help="runs of every cell, interleaved (default 1)")
     ap.add_argument("--json")
+    ap.add_argument("--plot", help="an SVG/PNG of the scale curves (needs matplotlib)")
     args = ap.parse_args()
+    if args.plot:
+        import matplotlib  # noqa: F401  (before the run: a missing matplotlib should not cost a run)
     cells = [tuple(int(x) for x in c.split("x")) for c in args.cells.split(",") if c]
     protocols = [p for p in args.protocols.split(",") if p]
     brokers = [b for b in args.brokers.split(",") if b]
@@ -111,6 +118,50 @@ def main() -> None:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
+    if args.plot:
+        plot(rows, args.plot)
+
+
+def plot(rows: list[dict], path: str) -> None:
+    """Two panels: one group of M members (x: M), G groups of 2 (x: G); a line through each (broker, protocol)'s
+    medians, every run a dot; runs never stable drawn at the timeout, hollow."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [("members of one group", lambda r: r["groups"] == 1, "members"),
+              ("groups of 2 members", lambda r: r["members"] == 2, "groups")]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    styles = {"fakekafka": "tab:blue", "kafka": "tab:orange"}
+    for ax, (title, keep, x) in zip(axes, panels, strict=True):
+        series: dict[tuple[str, str], dict[int, list[dict]]] = {}
+        for r in rows:
+            if keep(r):
+                series.setdefault((r["broker"], r["protocol"]), {}).setdefault(r[x], []).append(r)
+        for (broker, protocol), by_x in sorted(series.items()):
+            label = f"{'Apache Kafka 4.4.0' if broker == 'kafka' else broker} {protocol}"
+            line = "-" if protocol == "consumer" else "--"
+            xs = sorted(by_x)
+            medians = [statistics.median(r["seconds"] if r["seconds"] is not None else r["timeout"]
+                                         for r in by_x[v]) for v in xs]
+            ax.plot(xs, medians, line, color=styles.get(broker), label=label, marker="o", markersize=3)
+            for v in xs:
+                for r in by_x[v]:
+                    never = r["seconds"] is None
+                    ax.plot([v], [r["timeout"] if never else r["seconds"]], "o", markersize=4, alpha=0.5,
+                            markerfacecolor="none" if never else styles.get(broker),
+                            markeredgecolor=styles.get(broker))
+        ax.set_xscale("log")
+        ax.set_ylim(bottom=0)
+        ax.set_xlabel(title)
+        ax.set_ylabel("seconds until every member holds a partition")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle("franz-go members, fakekafka and Apache Kafka 4.4.0 in one run, interleaved", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path)
+    print(f"plot: {path}", file=sys.stderr)
 
 
 def summarize(runs: list[dict]) -> str:

@@ -75,6 +75,9 @@ class ConsumerGroupCoordinator(ConsumerGroupMembers, ConsumerGroupOffsets):
         touched = {r.member_id, known.static_members.get(r.instance_id) if known and r.instance_id else None}
         try:
             validate_heartbeat(r, self.config.assignors)
+            steady = self._steady_heartbeat(r)
+            if steady is not None:
+                return steady
             if r.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
                 out = self._leave(r)
             else:
@@ -87,6 +90,30 @@ class ConsumerGroupCoordinator(ConsumerGroupMembers, ConsumerGroupOffsets):
             self.records.consumer_group(group, members=(touched | {out["member_id"]}) - {None, ""}
                                         if group is known else None)
         return out
+
+    def _steady_heartbeat(self, r: HeartbeatRequest) -> dict[str, Any] | None:
+        """The answer to a heartbeat that changes nothing (its member is stable at the group's epoch, with its
+        target, and the request repeats what the member is), or None: most heartbeats of a big group are these,
+        and the full path (storing the member, reconciling it, diffing its records) gives the same answer."""
+        group = self.groups.get(r.group_id)
+        member = group.members.get(r.member_id) if group is not None and r.member_epoch > 0 else None
+        if (member is None or r.instance_id is not None or r.subscribed_topic_regex is not None
+                or member.member_epoch != r.member_epoch or member.state != MemberState.STABLE
+                or member.classic is not None or member.subscribed_topic_regex is not None
+                or not member.member_epoch == group.assignment_epoch == group.group_epoch
+                or r.client_id != member.client_id or r.client_host != member.client_host
+                or r.rack_id not in (None, member.rack_id)
+                or r.rebalance_timeout_ms not in (-1, member.rebalance_timeout_ms)
+                or r.server_assignor not in (None, member.server_assignor)
+                or (r.subscribed_topic_names is not None
+                    and tuple(r.subscribed_topic_names) != member.subscribed_topic_names)):
+            return None
+        member.session_deadline = self._now() + self.session_timeout_ms(group.group_id)
+        full = r.rebalance_timeout_ms != -1 and r.subscribed_topic_names is not None and r.owned is not None
+        return {"error_code": ErrorCode.NONE, "error_message": None, "member_id": member.member_id,
+                "member_epoch": member.member_epoch,
+                "heartbeat_interval_ms": self.heartbeat_interval_ms(group.group_id),
+                "assignment": _assignment(member.assigned) if full else None}
 
     def _group_or_error(self, group_id: str) -> ConsumerGroup:
         group = self.groups.get(group_id)
@@ -197,9 +224,7 @@ class ConsumerGroupCoordinator(ConsumerGroupMembers, ConsumerGroupOffsets):
                                "heartbeat_interval_ms": self.heartbeat_interval_ms(group.group_id),
                                "assignment": None}
         if full or before != updated.assigned:
-            out["assignment"] = {"topic_partitions": [
-                {"topic_id": t, "partitions": sorted(ps)}
-                for t, ps in sorted(updated.assigned.items(), key=lambda kv: str(kv[0])) if ps]}
+            out["assignment"] = _assignment(updated.assigned)
         return out
 
 
@@ -260,3 +285,9 @@ class ConsumerGroupCoordinator(ConsumerGroupMembers, ConsumerGroupOffsets):
                     "target_assignment": named(group.target.get(m.member_id, {}))}
                     for m in group.members.values()},
                 "offsets": {f"{t}-{p}": om.offset for (t, p), om in sorted(group.offsets.items())}}
+
+
+def _assignment(assigned: Assignment) -> dict[str, Any]:
+    """A heartbeat answer's assignment: topics by id, partitions in order."""
+    return {"topic_partitions": [{"topic_id": t, "partitions": sorted(ps)}
+                                 for t, ps in sorted(assigned.items(), key=lambda kv: str(kv[0])) if ps]}

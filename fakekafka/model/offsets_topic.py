@@ -484,6 +484,10 @@ class OffsetsTopic(RecordSink):
                 continue
             consumer_groups.groups[gid] = self._load_consumer_group(gid, records, offsets.pop(gid, {}), now)
             self._written[gid] = {key: raw for key, (_, _, _, raw) in records.items()}
+            # the members' records as written (fingerprints unknown: encoded again at their next change), so a
+            # member that goes before its next heartbeat still gets its tombstones
+            self._encoded[gid] = {(rt, k.member_id): (None, key, raw) for key, (rt, k, _, raw) in records.items()
+                                  if rt in (MEMBER, TARGET_MEMBER, CURRENT)}
         for gid, found in streams.items():
             session = streams_groups.setting(gid, "session.timeout.ms")
             group = load_streams_group(gid, found, offsets.get(gid, {}), now, session)

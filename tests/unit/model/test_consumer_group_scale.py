@@ -158,3 +158,55 @@ def test_the_uniform_assignor_is_complete_balanced_and_sticky(seed: int) -> None
                 if out[m].get(t):
                     assert held[m] - min(held[s] for s in subs) < 2
         current = out
+
+
+def scripted_run(monkeypatch: pytest.MonkeyPatch, steady_path: bool) -> tuple[list[str], str, int]:
+    """Joins, steady heartbeats, a new member, a rack change and a leave, on the fake clock: every answer, the
+    group's description and its __consumer_offsets log end."""
+    from fakekafka.model.consumer_group import ConsumerGroupCoordinator
+
+    if not steady_path:
+        monkeypatch.setattr(ConsumerGroupCoordinator, "_steady_heartbeat", lambda self, r: None)
+    c, clients = stable_group(20, 40)
+    answers: list[Any] = []
+    for _ in range(3):
+        for cl in clients:
+            answers.append(cl.heartbeat())
+        c.clock.advance(500)
+    late = Client(c, "g", "late")
+    answers.append(late.heartbeat())
+    for _ in range(3):
+        for cl in [*clients, late]:
+            answers.append(cl.heartbeat())
+    answers.append(c.consumer_groups.heartbeat(HeartbeatRequest(
+        group_id="g", member_id=clients[0].member_id, member_epoch=clients[0].epoch, rack_id="rack-b")))
+    answers.append(c.consumer_groups.heartbeat(HeartbeatRequest(
+        group_id="g", member_id=clients[1].member_id, member_epoch=-1)))
+    for cl in clients[2:]:
+        answers.append(cl.heartbeat())
+    topic_id = str(c.topics["t"].topic_id)  # new in each run: named
+    return [repr(a).replace(topic_id, "t") for a in answers], repr(c.consumer_groups.describe("g")).replace(
+        topic_id, "t"), log_end(c, "g")
+
+
+def test_the_steady_heartbeat_answers_as_the_full_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Heartbeats that change nothing skip storing and reconciling their member: the answers, the group and the
+    records it wrote are the same as when every heartbeat takes the full path."""
+    fast = scripted_run(monkeypatch, True)
+    monkeypatch.undo()
+    assert fast == scripted_run(monkeypatch, False)
+
+
+def test_a_steady_heartbeat_stores_no_member(monkeypatch: pytest.MonkeyPatch) -> None:
+    c, clients = stable_group(50, 100)
+    stored: list[str] = []
+    real = type(c.consumer_groups).store_member
+    monkeypatch.setattr(type(c.consumer_groups), "store_member",
+                        lambda self, g, mid, m, bump: stored.append(mid) or real(self, g, mid, m, bump))
+    for cl in clients:
+        cl.heartbeat()
+    assert stored == []
+    before = c.consumer_groups.groups["g"].members[clients[0].member_id].session_deadline
+    c.clock.advance(1_000)
+    clients[0].heartbeat()
+    assert c.consumer_groups.groups["g"].members[clients[0].member_id].session_deadline == before + 1_000

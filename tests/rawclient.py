@@ -12,14 +12,15 @@ from fakekafka import wire
 
 
 class RawClient:
-    def __init__(self, bootstrap: str, timeout: float = 10.0) -> None:
+    def __init__(self, bootstrap: str, timeout: float = 10.0, client_id: str = "raw") -> None:
+        self.client_id = client_id
         host, port = bootstrap.split(",")[0].rsplit(":", 1)
         self.sock = socket.create_connection((host, int(port)), timeout=timeout)
         self.correlation_id = 0
 
     def send(self, api_key: int, version: int, body: dict[str, Any]) -> int:
         self.correlation_id += 1
-        self.sock.sendall(wire.encode_request(api_key, version, self.correlation_id, body, client_id="raw"))
+        self.sock.sendall(wire.encode_request(api_key, version, self.correlation_id, body, client_id=self.client_id))
         return self.correlation_id
 
     def send_bytes(self, data: bytes) -> None:

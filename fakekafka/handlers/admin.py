@@ -9,7 +9,9 @@ A request that would make more than 10000 partitions is refused for all its topi
 With an authorizer, CreateTopics needs CREATE on the cluster or the topic (TOPIC_AUTHORIZATION_FAILED,
 "Authorization failed.") and shows a created topic's configs only with DESCRIBE_CONFIGS on it (else
 topic_config_error_code TOPIC_AUTHORIZATION_FAILED and no configs), DeleteTopics DELETE (and DESCRIBE to name a
-topic given by id), CreatePartitions ALTER, as Kafka's.
+topic given by id), CreatePartitions ALTER, as Kafka's. A client's `controller_mutation_rate` counts the
+partitions each valid topic would make, add or delete (validate_only too, as Kafka's controller): see
+fakekafka/handlers/throttling.py's MutationQuota.
 Deliberate difference: a test can cap the cluster's partitions (BrokerConfig.max_partitions, KIP-578's name;
 Kafka has no such limit): past it a topic is refused with POLICY_VIOLATION (internal topics are exempt).
 """
@@ -24,6 +26,7 @@ from construct import Container
 
 from fakekafka.handlers.authz import authorize, authorize_cluster
 from fakekafka.handlers.registry import TURN_WORK, ErrorContext, RequestContext, handles, in_turns
+from fakekafka.handlers.throttling import MutationQuota
 from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.config import TOPIC_CONFIGS
 from fakekafka.model.errors import ApiError
@@ -92,6 +95,7 @@ def _create_topics(ctx: RequestContext, req: Container) -> Generator[int, None, 
                 for t in _once(req.topics) if counts[t.name] == 1)
     records = sum(1 + len(t.configs) for t in _once(req.topics) if counts[t.name] == 1) + total
     results = []
+    quota = MutationQuota(ctx, strict_since=6)
     any_topic = authorize_cluster(ctx, AclOperation.CREATE)
     for t in _once(req.topics):
         if counts[t.name] > 1:
@@ -113,7 +117,8 @@ def _create_topics(ctx: RequestContext, req: Container) -> Generator[int, None, 
         yield 8 + max(t.num_partitions, len(t.assignments), 1) if ctx.cluster.storage is None else TURN_WORK
         try:
             topic = ctx.cluster.create_topic(t.name, t.num_partitions, t.replication_factor, assignments,
-                                             {c.name: c.value for c in t.configs}, validate_only=req.validate_only)
+                                             {c.name: c.value for c in t.configs}, validate_only=req.validate_only,
+                                             admit=quota.admit)
         except ApiError as e:
             results.append(_failed(t.name, e.code, e.message))
             continue
@@ -121,7 +126,7 @@ def _create_topics(ctx: RequestContext, req: Container) -> Generator[int, None, 
         if not authorize(ctx, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, t.name):  # created, configs
             created.update(configs=[], topic_config_error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)  # not shown
         results.append(created)
-    return {"throttle_time_ms": 0, "topics": results}
+    return quota.answer({"throttle_time_ms": 0, "topics": results})
 
 
 @handles(ApiKey.DELETE_TOPICS, 1, 6, errors=delete_topics_error_response)
@@ -132,6 +137,7 @@ def handle_delete_topics(ctx: RequestContext, req: Container) -> dict[str, Any]:
         wanted = [(name, ZERO_UUID) for name in req.topic_names]
     counts = Counter(wanted)
     results = []
+    quota = MutationQuota(ctx, strict_since=5)
     for name, topic_id in dict.fromkeys(wanted):  # a topic named (or an id given) twice is answered once
         if counts[(name, topic_id)] > 1:
             results.append({"name": name, "topic_id": topic_id, "error_code": ErrorCode.INVALID_REQUEST,
@@ -159,13 +165,13 @@ def handle_delete_topics(ctx: RequestContext, req: Container) -> dict[str, Any]:
                             "error_message": "Topic authorization failed."})
             continue
         try:
-            topic = ctx.cluster.delete_topic(name)
+            topic = ctx.cluster.delete_topic(name, admit=quota.admit)
         except ApiError as e:
             results.append({"name": name, "topic_id": topic_id, "error_code": e.code, "error_message": e.message})
             continue
         results.append({"name": name, "topic_id": topic.topic_id, "error_code": ErrorCode.NONE,
                         "error_message": None})
-    return {"throttle_time_ms": 0, "responses": results}
+    return quota.answer({"throttle_time_ms": 0, "responses": results})
 
 
 @handles(ApiKey.CREATE_PARTITIONS, 0, 3, errors=create_partitions_error_response)
@@ -174,6 +180,7 @@ def handle_create_partitions(ctx: RequestContext, req: Container) -> dict[str, A
     added = sum(t.count - len(topic.partitions) for t in _once(req.topics)
                 if counts[t.name] == 1 and (topic := ctx.cluster.topics.get(t.name)) is not None)
     results = []
+    quota = MutationQuota(ctx, strict_since=3)
     for t in _once(req.topics):
         if counts[t.name] > 1:
             results.append({"name": t.name, "error_code": ErrorCode.INVALID_REQUEST,
@@ -189,9 +196,10 @@ def handle_create_partitions(ctx: RequestContext, req: Container) -> dict[str, A
             continue
         assignments = [list(a.broker_ids) for a in t.assignments] if t.assignments is not None else None
         try:
-            ctx.cluster.create_partitions(t.name, t.count, assignments, validate_only=req.validate_only)
+            ctx.cluster.create_partitions(t.name, t.count, assignments, validate_only=req.validate_only,
+                                         admit=quota.admit)
         except ApiError as e:
             results.append({"name": t.name, "error_code": e.code, "error_message": e.message})
             continue
         results.append({"name": t.name, "error_code": ErrorCode.NONE, "error_message": None})
-    return {"throttle_time_ms": 0, "results": results}
+    return quota.answer({"throttle_time_ms": 0, "results": results})

@@ -16,8 +16,10 @@ from typing import Any
 from fakekafka.handlers.authz import principal
 from fakekafka.handlers.registry import RequestContext
 from fakekafka.model.client_quotas import QuotaType
+from fakekafka.model.errors import ApiError
+from fakekafka.wire import ErrorCode
 
-__all__ = ["fetch_allowance", "record_bytes", "record_request_time", "unrecord_bytes"]
+__all__ = ["MutationQuota", "fetch_allowance", "record_bytes", "record_request_time", "unrecord_bytes"]
 
 _NANOS_TO_PERCENTAGE = 100.0 / 1e9
 """Handling time in ns as a percentage of one thread's second (Kafka's ClientRequestQuotaManager)."""
@@ -68,3 +70,30 @@ def record_request_time(ctx: RequestContext, nanos: int, result: Any) -> int:
     user, client_id = _who(ctx)
     ms = quotas.record(QuotaType.REQUEST, user, client_id, nanos * _NANOS_TO_PERCENTAGE, ctx.cluster.clock.now_ms())
     return _throttled(ctx, result if isinstance(result, dict) and "throttle_time_ms" in result else None, ms)
+
+
+class MutationQuota:
+    """One CreateTopics, CreatePartitions or DeleteTopics request's controller mutation quota (Kafka's
+    ControllerMutationQuotaManager.newQuotaFor): strict from `strict_since` (refused with THROTTLING_QUOTA_EXCEEDED
+    while the client's token bucket is empty), permissive before (admitted, throttled)."""
+
+    def __init__(self, ctx: RequestContext, strict_since: int) -> None:
+        self._ctx = ctx
+        self._strict = ctx.version >= strict_since
+        self.throttle_ms = 0
+
+    def admit(self, partitions: int) -> None:
+        """Counts a mutation of `partitions`; raises THROTTLING_QUOTA_EXCEEDED when the strict quota refuses it."""
+        ctx = self._ctx
+        admitted, ms = ctx.cluster.client_quotas.record_mutation(*_who(ctx), partitions, ctx.cluster.clock.now_ms(),
+                                                                 strict=self._strict)
+        if ms:
+            self.throttle_ms = ms
+        if not admitted:
+            raise ApiError(ErrorCode.THROTTLING_QUOTA_EXCEEDED)  # no message: Kafka 4.4.0 measured
+
+    def answer(self, result: dict[str, Any]) -> dict[str, Any]:
+        """The answer with the throttle time earned, the connection muted for it (as Kafka's
+        sendResponseMaybeThrottleWithControllerQuota)."""
+        _throttled(self._ctx, result, self.throttle_ms)
+        return result

@@ -41,6 +41,7 @@ class QuotaType:
     PRODUCE = "producer_byte_rate"
     FETCH = "consumer_byte_rate"
     REQUEST = "request_percentage"
+    CONTROLLER_MUTATION = "controller_mutation_rate"
 
 
 class ClientQuotaError(Exception):
@@ -172,6 +173,33 @@ class WindowedRate:
         return sum(s.value for s in self._samples) / (size / 1000.0)
 
 
+@dataclass
+class TokenBucket:
+    """Kafka's TokenBucket stat (the controller mutation quota): `quota` tokens a second flow in, up to a burst of
+    quota x samples x window seconds; a mutation takes one token a partition. A new bucket is full (Kafka's first
+    refill spans the whole epoch)."""
+
+    samples: int
+    window_ms: int
+    tokens: float | None = None
+    last_ms: int = 0
+    last_used_ms: int = 0
+
+    def measure(self, quota: float, now: int) -> float:
+        burst = self.samples * self.window_ms / 1000.0 * quota
+        if self.tokens is None:
+            self.tokens = burst
+        else:
+            self.tokens = min(burst, self.tokens + quota * (now - self.last_ms) / 1000.0)
+        self.last_ms = self.last_used_ms = now
+        return self.tokens
+
+    def record(self, quota: float, permits: float, now: int) -> float:
+        """Takes `permits` tokens: the tokens left (below 0: the quota is violated)."""
+        self.tokens = self.measure(quota, now) - permits
+        return self.tokens
+
+
 SENSOR_EXPIRY_MS = 3_600_000
 """A sensor unused this long is dropped (Kafka's quota sensors expire after an hour of inactivity)."""
 
@@ -179,10 +207,14 @@ SENSOR_EXPIRY_MS = 3_600_000
 class ClientQuotas:
     """The quotas set (entity -> key -> value) and the broker's rates for them (see the module's docstring)."""
 
-    def __init__(self, window_settings: Callable[[], tuple[int, int]]) -> None:
+    def __init__(self, window_settings: Callable[[], tuple[int, int]],
+                 controller_window_settings: Callable[[], tuple[int, int]] | None = None) -> None:
         self.entries: dict[QuotaEntity, dict[str, float]] = {}
         self._window_settings = window_settings
         """() -> (quota.window.num, quota.window.size.seconds)."""
+        self._controller_window_settings = controller_window_settings or (lambda: (11, 1))
+        """() -> (controller.quota.window.num, controller.quota.window.size.seconds)."""
+        self._buckets: dict[tuple[str, str], TokenBucket] = {}
         self._sensors: dict[tuple[str, str, str], WindowedRate] = {}
         self.changes = 0
         """Bumped by every alteration that changed a value (what a data dir's metadata write looks at)."""
@@ -390,3 +422,32 @@ class ClientQuotas:
             return None
         samples, seconds = self._window_settings()
         return bound * (samples - 1) * seconds
+
+    def record_mutation(self, user: str, client_id: str, permits: int, now: int, *, strict: bool
+                        ) -> tuple[bool, int]:
+        """A controller mutation of `permits` partitions (topics created or deleted, partitions added), as Kafka's
+        Strict/PermissiveControllerMutationQuota: (admitted, throttle ms). Strict (CreateTopics v6+, DeleteTopics
+        v5+, CreatePartitions v3+): refused while the bucket is below zero, with the time it takes to refill to
+        zero; the mutation that takes it below zero is admitted. Permissive (older versions): always admitted,
+        with that time when it took the bucket below zero. Unlimited without a `controller_mutation_rate`."""
+        kind = QuotaType.CONTROLLER_MUTATION
+        if not self.enabled(kind):
+            return True, 0
+        tags = self.sensor_tags(kind, user, client_id)
+        bound = self.limit(kind, tags)
+        if bound is None:
+            return True, 0
+        samples, seconds = self._controller_window_settings()
+        bucket = self._buckets.get(tags)
+        if bucket is None or (bucket.samples, bucket.window_ms) != (samples, seconds * 1000):
+            if len(self._buckets) >= 1000:
+                for old in [k for k, b in self._buckets.items() if now - b.last_used_ms >= SENSOR_EXPIRY_MS]:
+                    del self._buckets[old]
+            bucket = self._buckets[tags] = TokenBucket(samples, seconds * 1000)
+        def wait(tokens: float) -> int:
+            return int(round(-tokens / bound * 1000)) if tokens < 0 else 0
+
+        if strict and bucket.measure(bound, now) < 0:
+            return False, wait(bucket.measure(bound, now))
+        left = bucket.record(bound, permits, now)
+        return True, 0 if strict else wait(left)

@@ -102,8 +102,10 @@ class ClusterState:
         """GROUP resources' dynamic configs (IncrementalAlterConfigs): group id -> name -> value."""
         self.client_metrics: dict[str, dict[str, str]] = {}
         """CLIENT_METRICS resources (KIP-714 subscriptions): name -> `metrics`, `interval.ms`, `match`."""
-        self.client_quotas = ClientQuotas(lambda: (int(c.value("quota.window.num")[0] or 11),
-                                                   int(c.value("quota.window.size.seconds")[0] or 1)))
+        self.client_quotas = ClientQuotas(
+            lambda: (int(c.value("quota.window.num")[0] or 11), int(c.value("quota.window.size.seconds")[0] or 1)),
+            lambda: (int(c.value("controller.quota.window.num")[0] or 11),
+                     int(c.value("controller.quota.window.size.seconds")[0] or 1)))
         """Client quotas (AlterClientQuotas) and the broker's rates for them."""
         self.loggers = BrokerLoggers()
         """BROKER_LOGGER resources: fakekafka's Python loggers and the levels changed through them."""

@@ -59,7 +59,9 @@ class TopicRegistry:
 
     def create_topic(self, name: str, num_partitions: int = -1, replication_factor: int = -1,
                      assignments: dict[int, list[int]] | None = None, configs: dict[str, str | None] | None = None,
-                     *, validate_only: bool = False) -> Topic:
+                     *, validate_only: bool = False, admit: Callable[[int], None] | None = None) -> Topic:
+        """`admit` is asked for the partitions once the topic is valid (the controller mutation quota: it raises
+        THROTTLING_QUOTA_EXCEEDED), before anything is made; validate_only asks it too, as Kafka's controller."""
         validate_topic_name(name)
         if name in self.topics:
             raise ApiError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
@@ -99,6 +101,8 @@ class TopicRegistry:
             self._check_partition_ceiling(name, num_partitions)
             replica_lists = self._assign(num_partitions, replication_factor)
         clean = self._validate_configs(configs or {})
+        if admit is not None:
+            admit(len(replica_lists))
         topic = Topic(name, uuid.uuid4(), [], clean, is_internal=name in INTERNAL_TOPICS)
         topic.partitions = [Partition(topic, i, r, r[0]) for i, r in enumerate(replica_lists)]
         if validate_only:
@@ -179,12 +183,15 @@ class TopicRegistry:
             return topic
         return self.create_topic(name)
 
-    def delete_topic(self, name: str) -> Topic:
+    def delete_topic(self, name: str, admit: Callable[[int], None] | None = None) -> Topic:
+        """`admit`: as create_topic's, asked for the topic's partitions."""
         topic = self.topics.get(name)
         if topic is None:
             raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
         if topic.is_internal:
             raise ApiError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, f"Internal topic {name} cannot be deleted.")
+        if admit is not None:
+            admit(len(topic.partitions))
         self._indexes()
         del self.topics[name]
         del self.topics_by_id[topic.topic_id]
@@ -205,7 +212,8 @@ class TopicRegistry:
         return topic
 
     def create_partitions(self, name: str, count: int, assignments: list[list[int]] | None = None,
-                          *, validate_only: bool = False) -> None:
+                          *, validate_only: bool = False, admit: Callable[[int], None] | None = None) -> None:
+        """`admit`: as create_topic's, asked for the partitions added."""
         topic = self.topics.get(name)
         if topic is None:
             raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)  # no message, as Kafka's controller
@@ -222,6 +230,9 @@ class TopicRegistry:
                 raise ApiError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                f"Attempted to add {added} additional partition(s), but only {len(assignments)} "
                                "assignment(s) were specified.")
+        if admit is not None:
+            admit(added)
+        if assignments is not None:
             self._check_assignment(assignments + [topic.partitions[0].replicas])
             replica_lists = assignments
         else:

@@ -119,3 +119,37 @@ def test_validate_only_and_removal() -> None:
     _set(q, 5, ("user", "a"))
     assert q.alter([([("user", "a")], [(PRODUCE, 0.0, True)])]) == [([("user", "a")], None)]
     assert q.entries == {} and not q.enabled(PRODUCE)
+
+
+MUTATION = QuotaType.CONTROLLER_MUTATION
+
+
+def test_the_strict_mutation_quota_admits_until_the_bucket_is_below_zero_then_refuses() -> None:
+    q = _quotas()
+    assert q.record_mutation("alice", "c", 100, 0, strict=True) == (True, 0)  # no quota: unlimited
+    _set(q, 2.0, ("client-id", "c"), key=MUTATION)
+    now = 1_000_000
+    # a new bucket is full: 2 tokens a second x 11 windows of 1 s = 22
+    assert q.record_mutation("alice", "c", 20, now, strict=True) == (True, 0)
+    assert q.record_mutation("alice", "c", 6, now, strict=True) == (True, 0)  # 2 left: admitted, 4 below zero
+    assert q.record_mutation("alice", "c", 1, now, strict=True) == (False, 2000)  # 4 tokens at 2/s
+    assert q.record_mutation("alice", "c", 1, now + 1500, strict=True) == (False, 500)  # refused: not taken
+    assert q.record_mutation("alice", "c", 1, now + 2000, strict=True) == (True, 0)
+    assert q.record_mutation("bob", "d", 1000, now, strict=True) == (True, 0)  # another client: no quota
+
+
+def test_the_permissive_mutation_quota_admits_and_throttles() -> None:
+    q = _quotas()
+    _set(q, 10.0, ("user", "alice"), key=MUTATION)
+    now = 5_000_000
+    assert q.record_mutation("alice", "x", 110, now, strict=False) == (True, 0)  # burst 110
+    assert q.record_mutation("alice", "y", 25, now, strict=False) == (True, 2500)  # the user's bucket, shared
+    assert q.record_mutation("alice", "x", 5, now + 1000, strict=False) == (True, 2000)
+
+
+def test_the_mutation_bucket_follows_controller_quota_window_settings() -> None:
+    q = ClientQuotas(lambda: (11, 1), lambda: (2, 3))
+    _set(q, 1.0, ("client-id", None), key=MUTATION)
+    assert q.record_mutation("u", "c", 6, 0, strict=True) == (True, 0)  # burst 2 x 3 s x 1/s = 6
+    assert q.record_mutation("u", "c", 1, 0, strict=True) == (True, 0)
+    assert q.record_mutation("u", "c", 1, 0, strict=True) == (False, 1000)

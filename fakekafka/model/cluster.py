@@ -54,6 +54,7 @@ from fakekafka.model.producers import ProducerIds
 from fakekafka.model.replication import Replication
 from fakekafka.model.scram import ScramCredentials
 from fakekafka.model.share import ShareCoordinator
+from fakekafka.model.share_dlq import ShareDeadLetters
 from fakekafka.model.share_state import ShareStateLog
 from fakekafka.model.streams_group import StreamsGroupCoordinator
 from fakekafka.model.topic_configs import TopicConfigs
@@ -150,6 +151,8 @@ class ClusterState:
         self.share_state = ShareStateLog(self)
         """Where share-partitions' persisted state goes (`__share_group_state`), and whence it is loaded."""
         self.shares.persist = self.share_state.write
+        self.share_dead_letters = ShareDeadLetters(self, lambda name: self.config.value(name)[0])
+        """Where archived share-group records go when the group names a dead-letter topic (KIP-1191)."""
         self.shares.forget = self.share_state.delete_share_partition
         self.transactions = TransactionCoordinator(
             self.clock, TransactionConfig(max_timeout_ms=c.transaction_max_timeout_ms,

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from fakekafka.model.metadata import Broker, Partition, Topic
     from fakekafka.model.producers import ProducerIds
     from fakekafka.model.share import ShareCoordinator
+    from fakekafka.model.share_dlq import ShareDeadLetters
     from fakekafka.model.transactions import TransactionCoordinator
 
 __all__ = ["ClusterStorage", "CoordinatorCluster"]
@@ -73,6 +74,8 @@ class CoordinatorCluster(Protocol):
     def consumer_groups(self) -> ConsumerGroupCoordinator: ...
     @property
     def shares(self) -> ShareCoordinator: ...
+    @property
+    def share_dead_letters(self) -> ShareDeadLetters: ...
     @property
     def transactions(self) -> TransactionCoordinator: ...
 

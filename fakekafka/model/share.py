@@ -39,7 +39,8 @@ from fakekafka.model.log import AbortedTxn
 from fakekafka.wire import ErrorCode
 from fakekafka.wire.records import read_header
 
-__all__ = ["AcknowledgeType", "RecordState", "ShareConfig", "ShareCoordinator", "ShareGroup", "ShareMember",
+__all__ = ["CLIENT_REJECT", "DELIVERY_COUNT_EXCEEDED", "AcknowledgeType", "DeadLetter", "RecordState",
+           "ShareConfig", "ShareCoordinator", "ShareGroup", "ShareMember",
            "SharePartition", "ShareSession"]
 
 
@@ -104,6 +105,20 @@ class ShareGroup:
 
 
 
+CLIENT_REJECT = "Offset rejected by client."
+DELIVERY_COUNT_EXCEEDED = "Offset delivery count exceeded the threshold."
+"""Kafka 4.4's causes of a dead letter (ShareGroupDLQManager), written as its `__dlq.errors.message` header."""
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """One archived record bound for the group's dead-letter queue: its offset, delivery count and cause."""
+
+    offset: int
+    delivery_count: int
+    cause: str
+
+
 @dataclass
 class _InFlight:
     state: RecordState
@@ -130,6 +145,20 @@ class SharePartition:
     """In-flight offsets in [start_offset, end_offset) that have a state."""
     refusal: str | None = field(default=None, compare=False, repr=False)
     """Kafka's words for the last acknowledgement refused (acknowledge), None where Kafka gives none."""
+    dead_letters: list[DeadLetter] = field(default_factory=list, compare=False, repr=False)
+    """Records archived since the last drain for a reason Kafka 4.4 routes to the group's dead-letter queue
+    (KIP-1191): rejected by a client, or out of delivery attempts. `model/share_dlq.py` drains it."""
+
+    def _archive(self, offset: int, r: _InFlight, cause: str) -> None:
+        r.state, r.member_id = RecordState.ARCHIVED, None
+        self.dead_letters.append(DeadLetter(offset, r.delivery_count, cause))
+
+    def _give_back(self, offset: int, r: _InFlight, delivery_limit: int) -> None:
+        """A released or expired record: AVAILABLE again, or archived once out of delivery attempts."""
+        if r.delivery_count >= delivery_limit:
+            self._archive(offset, r, DELIVERY_COUNT_EXCEEDED)
+        else:
+            r.state, r.member_id = RecordState.AVAILABLE, None
 
     def state_of(self, offset: int) -> _InFlight:
         found = self.records.get(offset)
@@ -303,10 +332,9 @@ class SharePartition:
             if t == AcknowledgeType.ACCEPT:
                 r.state, r.member_id = RecordState.ACKNOWLEDGED, None
             elif t == AcknowledgeType.REJECT:
-                r.state, r.member_id = RecordState.ARCHIVED, None
+                self._archive(offset, r, CLIENT_REJECT)
             elif t == AcknowledgeType.RELEASE:
-                r.state = RecordState.ARCHIVED if r.delivery_count >= delivery_limit else RecordState.AVAILABLE
-                r.member_id = None
+                self._give_back(offset, r, delivery_limit)
             elif t == AcknowledgeType.RENEW:
                 r.deadline = now + lock_ms
         return ErrorCode.NONE
@@ -314,20 +342,18 @@ class SharePartition:
     def expire(self, now: int, delivery_limit: int) -> int:
         """Records whose lock passed go back to AVAILABLE (ARCHIVED at the delivery limit); how many."""
         expired = 0
-        for r in self.records.values():
+        for offset, r in self.records.items():
             if r.state == RecordState.ACQUIRED and r.deadline <= now:
-                r.state = RecordState.ARCHIVED if r.delivery_count >= delivery_limit else RecordState.AVAILABLE
-                r.member_id = None
+                self._give_back(offset, r, delivery_limit)
                 expired += 1
         return expired
 
     def release_member(self, member_id: str, delivery_limit: int) -> int:
         """What a member held, released (it left, or its session ended)."""
         released = 0
-        for r in self.records.values():
+        for offset, r in self.records.items():
             if r.state == RecordState.ACQUIRED and r.member_id == member_id:
-                r.state = RecordState.ARCHIVED if r.delivery_count >= delivery_limit else RecordState.AVAILABLE
-                r.member_id = None
+                self._give_back(offset, r, delivery_limit)
                 released += 1
         return released
 

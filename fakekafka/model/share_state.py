@@ -176,6 +176,8 @@ class ShareStateLog:
         """The share-partition's state written if it changed: a ShareSnapshot first and every
         `records_per_snapshot` updates (or with a new state epoch), a ShareUpdate of the changed batches
         between."""
+        if sp.dead_letters:  # written before the state that archives them, as Kafka's leader does
+            self.cluster.share_dead_letters.route(sp)
         key = self._key(sp)
         if key is None:
             return

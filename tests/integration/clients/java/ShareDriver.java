@@ -37,6 +37,7 @@ public class ShareDriver {
                     case "admin": out = adminScenario(); break;
                     case "read_committed": out = isolation("read_committed"); break;
                     case "read_uncommitted": out = isolation("read_uncommitted"); break;
+                    case "dlq": out = dlq(); break;
                     default: throw new IllegalArgumentException("unknown scenario " + scenario);
                 }
             } catch (Exception e) {
@@ -144,6 +145,60 @@ public class ShareDriver {
                 for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(300))) after.add(r.value());
         }
         return "\"before\":" + q(String.join(",", before)) + ",\"after\":" + q(String.join(",", after));
+    }
+
+    /** KIP-1191 dead-letter queue: with the group configs errors.deadletterqueue.topic.name and
+     * share.delivery.count.limit=2, k0 is rejected and k1 released until archived; what lands in the DLQ topic
+     * (one line per record: key, value, headers in order), read with a plain consumer. */
+    static String dlq() throws Exception {
+        String group = prefix + "-g-dlq";
+        String dlqTopic = "dlq." + prefix + "-dlq";
+        admin.createTopics(List.of(new NewTopic(dlqTopic, 1, (short) 1)
+            .configs(Map.of("errors.deadletterqueue.group.enable", "true")))).all().get(30, TimeUnit.SECONDS);
+        var resource = new org.apache.kafka.common.config.ConfigResource(
+            org.apache.kafka.common.config.ConfigResource.Type.GROUP, group);
+        admin.incrementalAlterConfigs(Map.of(resource, List.of(
+            new AlterConfigOp(new ConfigEntry("errors.deadletterqueue.topic.name", dlqTopic), AlterConfigOp.OpType.SET),
+            new AlterConfigOp(new ConfigEntry("share.delivery.count.limit", "2"), AlterConfigOp.OpType.SET))))
+            .all().get(30, TimeUnit.SECONDS);
+        String topic = setUp("dlq", 1, 2, group);
+        int deliveries = 0;
+        try (KafkaShareConsumer<String, String> c = consumer(group, "explicit")) {
+            c.subscribe(List.of(topic));
+            long deadline = System.currentTimeMillis() + 30000;
+            while (deliveries < 3 && System.currentTimeMillis() < deadline) {
+                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(300))) {
+                    deliveries++;
+                    c.acknowledge(r, r.key().equals("k0") ? AcknowledgeType.REJECT : AcknowledgeType.RELEASE);
+                }
+                c.commitSync();
+            }
+            long until = System.currentTimeMillis() + 2000;  // nothing comes back
+            while (System.currentTimeMillis() < until) deliveries += c.poll(Duration.ofMillis(300)).count();
+        }
+        Properties cp = new Properties();
+        cp.put("bootstrap.servers", bootstrap);
+        cp.put("key.deserializer", StringDeserializer.class.getName());
+        cp.put("value.deserializer", StringDeserializer.class.getName());
+        List<String> letters = new ArrayList<>();
+        try (KafkaConsumer<String, String> c = new KafkaConsumer<>(cp)) {
+            TopicPartition tp = new TopicPartition(dlqTopic, 0);
+            c.assign(List.of(tp));
+            c.seekToBeginning(List.of(tp));
+            long deadline = System.currentTimeMillis() + 30000;
+            while (letters.size() < 2 && System.currentTimeMillis() < deadline) {
+                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(300))) {
+                    StringBuilder b = new StringBuilder(r.key() + "/" + r.value() + "/" + r.timestampType());
+                    for (var h : r.headers()) b.append("|").append(h.key()).append("=")
+                        .append(h.value() == null ? "null" : new String(h.value(), java.nio.charset.StandardCharsets.UTF_8));
+                    letters.add(b.toString());
+                }
+            }
+        }
+        Collections.sort(letters);
+        StringBuilder out = new StringBuilder("[");
+        for (String l : letters) out.append(out.length() > 1 ? "," : "").append(q(l));
+        return "\"deliveries\":" + deliveries + ",\"letters\":" + out + "]";
     }
 
     /** Implicit acknowledgement: every record delivered once, the start offset moves past them. */

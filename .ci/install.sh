@@ -11,6 +11,7 @@
 #   FAKEKAFKA_CONNECT_JARS Kafka Connect's worker and file connectors (default ~/.cache/fakekafka/kafka-connect-4.3.1)
 #   FAKEKAFKA_TOOLS_JARS Kafka's command-line tools (default ~/.cache/fakekafka/kafka-tools-4.3.1)
 #   FAKEKAFKA_SPARK_JARS Spark's Kafka connector for the pinned pyspark (default ~/.cache/fakekafka/spark-kafka-4.2.0)
+#   FAKEKAFKA_SPARK_AVRO_JARS spark-avro for it (default ~/.cache/fakekafka/spark-avro-4.2.0)
 #   FAKEKAFKA_BIN        reference broker binaries (default ~/.cache/fakekafka/bin)
 #   FAKEKAFKA_GO_CLIENTS the Go client drivers, built (default ~/.cache/fakekafka/go-clients)
 #   FAKEKAFKA_NODE_MODULES the Node client drivers' packages (default ~/.cache/fakekafka/node-clients)
@@ -183,6 +184,12 @@ maven_copy compat/kafka/spark-pom.xml "$SPARK_JARS"
 jar_has_classes "$SPARK_JARS" org.apache.spark.sql.kafka010.KafkaSourceProvider \
     org.apache.kafka.clients.consumer.KafkaConsumer org.apache.commons.pool2.ObjectPool \
     || { log "$SPARK_JARS lacks Spark's Kafka connector or its dependencies"; exit 1; }
+# spark-avro (from_avro, to_avro) for the same pyspark, alone (compat/kafka/spark-avro-pom.xml): the Schema
+# Registry's Spark test adds it to the shared session.
+SPARK_AVRO_JARS=${FAKEKAFKA_SPARK_AVRO_JARS:-$CACHE/spark-avro-$SPARK_VERSION}
+maven_copy compat/kafka/spark-avro-pom.xml "$SPARK_AVRO_JARS"
+jar_has_classes "$SPARK_AVRO_JARS" org.apache.spark.sql.avro.AvroDataToCatalyst \
+    || { log "$SPARK_AVRO_JARS lacks spark-avro"; exit 1; }
 
 # ---------------------------------------------------------------- old Python clients
 # Versions users still pin, in a virtualenv of their own (compat's kafka-python-2.0.2, confluent-kafka-1.9.2
@@ -260,6 +267,7 @@ printf 'FAKEKAFKA_QUIXSTREAMS=%q\n' "$QUIX_VENV"
 printf 'FAKEKAFKA_CLASSPATH=%q\n' "$JARS_DIR/*"
 printf 'FAKEKAFKA_STREAMS_JARS=%q\n' "$STREAMS_DIR"
 printf 'FAKEKAFKA_SPARK_JARS=%q\n' "$SPARK_JARS"
+printf 'FAKEKAFKA_SPARK_AVRO_JARS=%q\n' "$SPARK_AVRO_JARS"
 printf 'FAKEKAFKA_CONNECT_JARS=%q\n' "$CONNECT_DIR"
 printf 'FAKEKAFKA_TOOLS_JARS=%q\n' "$TOOLS_DIR"
 if [[ -n $driver_env ]]; then printf '%s\n' "$driver_env"; fi

@@ -9,12 +9,17 @@ Built in:
   sequence;
 - per-partition order: an idempotent producer's sequences grow with the offsets in each partition;
 - each partition is owned by at most one member of a generation: no two members of a classic group were given the
-  same partition in one generation's SyncGroup answers (a client-side assignor's bug);
+  same partition in one generation's SyncGroup answers (a client-side assignor's bug); no partition of a KIP-848
+  group given by a ConsumerGroupHeartbeat answer to one member while another live member still holds it (was given
+  it, or reported owning it, and has not reported releasing it);
 - committed offsets never go back: a commit the coordinator accepted for a group's partition is not below the one
   before it (an app that seeks back and commits on purpose names it in `Chaos(skip=...)`);
 - read_committed never sees aborted records: every aborted transactional batch a read_committed Fetch returned
   was listed in its answer's aborted transactions (so the client drops it), and nothing at or past the answer's
   last stable offset was returned.
+
+`exactly_once(source, sink)` builds the app-level invariant of a consume-transform-produce loop: every record of
+the source topic has its output exactly once among the sink's committed records.
 
 An app-level invariant is a callable given a `ChaosView` (the cluster's records): it returns None or True when
 the invariant holds, and False, a message, or raises AssertionError when it does not.
@@ -37,10 +42,11 @@ from fakekafka.model.cluster import ClusterState
 from fakekafka.model.hooks import Intercepted
 from fakekafka.model.metadata import Partition
 from fakekafka.model.mixed_groups import parse_assignment
-from fakekafka.wire import ApiKey
+from fakekafka.wire import ApiKey, ErrorCode
 from fakekafka.wire.records import Record, decode_batch, read_header
 
-__all__ = ["BUILT_IN", "ChaosFailure", "ChaosView", "Ledger", "Logs", "ModelLogs", "Violation", "check_invariants"]
+__all__ = ["BUILT_IN", "ChaosFailure", "ChaosView", "Ledger", "Logs", "ModelLogs", "Violation", "check_invariants",
+           "exactly_once"]
 
 _READ_COMMITTED = 1
 
@@ -144,6 +150,8 @@ class Ledger:
     commits: dict[tuple[str, str, int], tuple[int, str]] = field(default_factory=dict)
     """(group, topic, partition) -> (the last accepted committed offset, who committed it)."""
     rewound: list[str] = field(default_factory=list)
+    held: dict[str, dict[str, tuple[set[tuple[str, int]], set[tuple[str, int]]]]] = field(default_factory=dict)
+    """KIP-848 group -> member -> (the partitions its last assignment gave it, those it last reported owning)."""
 
     def __call__(self, request: Intercepted, answer: Any, applied: bool) -> None:
         if answer is None or not applied:
@@ -156,6 +164,52 @@ class Ledger:
             self._synced(request, answer)
         elif request.api_key == ApiKey.OFFSET_COMMIT and hasattr(answer, "get"):
             self._committed(request, answer)
+        elif request.api_key == ApiKey.CONSUMER_GROUP_HEARTBEAT and hasattr(answer, "get"):
+            self._heartbeat(request, answer)
+
+    def _partitions(self, topics: Any) -> set[tuple[str, int]]:
+        return {(name, p) for t in topics for name in (self._name(t),) if name is not None for p in t["partitions"]}
+
+    def _heartbeat(self, request: Intercepted, answer: Any) -> None:
+        """KIP-848: the coordinator gives a member a partition only once its previous owner released it; a member
+        holds what it was given and what it reports owning until its heartbeat reports it released."""
+        body = request.body
+        members = self.held.setdefault(body.group_id, {})
+        member = answer.get("member_id") or body.member_id
+        if answer.get("error_code", 0) in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH):
+            members.pop(body.member_id, None)  # fenced: the coordinator has taken its partitions back
+            return
+        if answer.get("error_code", 0) != 0:
+            return
+        if body.member_epoch < 0:  # leaving (-1) or a static member leaving (-2)
+            members.pop(member, None)
+            return
+        given, owned = members.setdefault(member, (set(), set()))
+        if body.get("topic_partitions") is not None:
+            owned.clear()
+            owned.update(self._partitions(body.topic_partitions))
+        assignment = answer.get("assignment")
+        if assignment is None:
+            return
+        new = self._partitions(assignment["topic_partitions"]) - given - owned
+        given.clear()
+        given.update(self._partitions(assignment["topic_partitions"]))
+        for other, (other_given, other_owned) in list(members.items()):
+            if other == member or not new & (other_given | other_owned):
+                continue
+            if not self._live(body.group_id, other):
+                del members[other]  # its session expired on the coordinator: its partitions were taken back
+                continue
+            for topic, partition in sorted(new & (other_given | other_owned)):
+                self.owned_twice.append(f"group {body.group_id} (KIP-848): {topic}-{partition} given to {member} "
+                                        f"(epoch {answer.get('member_epoch')}) while {other} still held it")
+
+    def _live(self, group_id: str, member: str) -> bool:
+        """Whether a member is still in its group (on the fake cluster; behind the proxy it is taken as live)."""
+        if self.cluster is None:
+            return True
+        group = self.cluster.consumer_groups.group(group_id)
+        return group is not None and member in group.members
 
     def _synced(self, request: Intercepted, answer: Any) -> None:
         body = request.body
@@ -301,6 +355,38 @@ class ChaosView:
 _COMMIT = 1
 
 
+def exactly_once(source: str, sink: str, *, output_of: Callable[[Record], bytes | None] | None = None,
+                 input_of: Callable[[Record], bytes | None] | None = None) -> Callable[[ChaosView], str | None]:
+    """The invariant of a consume-transform-produce loop: every record of `source` has its output exactly once
+    among `sink`'s committed records (read_committed), and nothing else is there. Records are matched by
+    `input_of(source record)` == `output_of(sink record)` (by default both the record's key; an app that keeps
+    the input's identity elsewhere says where)."""
+    take_in = input_of or (lambda r: r.key)
+    take_out = output_of or (lambda r: r.key)
+
+    def check(view: ChaosView) -> str | None:
+        inputs = [take_in(r) for r in view.records(source, committed=True)]
+        counts: dict[bytes | None, int] = defaultdict(int)
+        for r in view.records(sink, committed=True):
+            counts[take_out(r)] += 1
+        wanted = set(inputs)
+        lost = [k for k in inputs if counts.get(k, 0) == 0]
+        twice = sorted((k for k, n in counts.items() if n > 1 and k in wanted), key=repr)
+        stray = sorted((k for k in counts if k not in wanted), key=repr)
+        problems = []
+        if lost:
+            problems.append(f"{len(lost)} input(s) with no committed output (first: {lost[:5]})")
+        if twice:
+            problems.append(f"{len(twice)} input(s) with their output committed more than once "
+                            f"(first: {[(k, counts[k]) for k in twice[:5]]})")
+        if stray:
+            problems.append(f"{len(stray)} committed output(s) of no input (first: {stray[:5]})")
+        return f"{source} -> {sink}: " + "; ".join(problems) if problems else None
+
+    check.__name__ = f"exactly_once({source} -> {sink})"
+    return check
+
+
 def _control_type(record: Record) -> int:
     """A transaction marker's type (0 abort, 1 commit) from its key: version int16, type int16."""
     key = record.key or b""
@@ -326,7 +412,7 @@ def check_invariants(cluster: ClusterState | Logs, ledger: Ledger,
     out.extend(_idempotent(logs))
     if ledger.owned_twice:
         out.append(Violation("one owner per partition per generation",
-                             f"{len(ledger.owned_twice)} partition(s) assigned to two members of one generation",
+                             f"{len(ledger.owned_twice)} partition(s) assigned to two members at once",
                              tuple(ledger.owned_twice[:20])))
     if ledger.rewound:
         out.append(Violation("committed offsets never go back",

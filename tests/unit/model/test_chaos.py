@@ -270,3 +270,91 @@ def test_a_schedule_saves_and_loads_as_yaml_too(tmp_path: Path) -> None:
     (tmp_path / "other.yml").write_text("just: text")
     with pytest.raises(ValueError, match="not a chaos schedule"):
         Schedule.load(tmp_path / "other.yml")
+
+
+def test_one_owner_per_partition_is_checked_for_kip848_groups_from_the_heartbeat_answers() -> None:
+    from fakekafka.model.hooks import Intercepted
+    from fakekafka.wire import ApiKey
+    cluster = ClusterState(clock=ManualClock())
+    ledger = Ledger(None)
+
+    def heartbeat(member: str, epoch: int, owned: list[int] | None, given: list[int] | None,
+                  error: int = 0) -> None:
+        body = Container(group_id="g", member_id=member, member_epoch=epoch, topic_partitions=None if owned is None
+                         else [Container(topic_name="t", name="t", partitions=owned)])
+        answer = {"error_code": error, "member_id": member, "member_epoch": epoch + 1, "assignment": None
+                  if given is None else {"topic_partitions": [{"name": "t", "partitions": given}]}}
+        ledger(Intercepted(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, 1, member, 0, body, set(), 0, 0), answer, True)
+    heartbeat("a", 0, [], [0, 1])
+    heartbeat("a", 1, [0, 1], None)
+    heartbeat("b", 0, [], [])  # b joins: nothing until a releases t-1
+    heartbeat("a", 1, [0, 1], [0])  # a is told to give up t-1 ...
+    heartbeat("a", 2, [0], None)  # ... and reports it released
+    heartbeat("b", 2, [], [1])  # so b may have it
+    heartbeat("b", 3, [1], None, error=int(ErrorCode.FENCED_MEMBER_EPOCH))  # b fenced: its partitions go back
+    heartbeat("c", 0, [], [1])
+    heartbeat("c", 1, [1], None)
+    heartbeat("c", -1, [1], None)  # c leaves
+    heartbeat("d", 0, [], [1])
+    assert check_invariants(cluster, ledger) == []
+    heartbeat("e", 0, [], [0])  # a still holds t-0
+    violations = check_invariants(cluster, ledger)
+    assert [v.invariant for v in violations] == ["one owner per partition per generation"]
+    assert "t-0 given to e (epoch 1) while a still held it" in violations[0].evidence[0]
+
+
+def test_a_kip848_member_whose_session_expired_on_the_fake_cluster_holds_nothing() -> None:
+    from fakekafka.model.hooks import Intercepted
+    from fakekafka.wire import ApiKey
+    cluster = ClusterState(clock=ManualClock())
+    ledger = Ledger(cluster)  # on the fake cluster the group's live members are known: "a" is in no group
+    for member in ("a", "b"):
+        body = Container(group_id="g", member_id=member, member_epoch=0, topic_partitions=[])
+        ledger(Intercepted(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, 1, member, 0, body, set(), 0, 0),
+               {"error_code": 0, "member_id": member, "member_epoch": 1,
+                "assignment": {"topic_partitions": [{"name": "t", "partitions": [0]}]}}, True)
+    assert ledger.owned_twice == []
+
+
+class _Logs:
+    """Partition logs for ChaosView in a unit test: topic -> batches of one partition."""
+
+    def __init__(self, topics: dict[str, list[bytes]]) -> None:
+        self.topics = topics
+
+    def partitions(self) -> list[tuple[str, int]]:
+        return [(t, 0) for t in self.topics]
+
+    def batches(self, topic: str, partition: int) -> list[bytes]:
+        return self.topics[topic]
+
+    def bounds(self, topic: str, partition: int) -> tuple[int, int] | None:
+        last = read_header(self.topics[topic][-1]) if self.topics[topic] else None
+        return 0, 0 if last is None else last.last_offset + 1
+
+    def unclean_allowed(self, topic: str) -> bool:
+        return False
+
+
+def _txn(keys: list[bytes], offset: int, pid: int, commit: bool) -> list[bytes]:
+    data = build_batch([{"key": k, "value": b"out"} for k in keys], base_offset=offset, producer_id=pid,
+                       producer_epoch=0, base_sequence=0, transactional=True)
+    marker = build_batch([{"key": (0).to_bytes(2, "big") + int(commit).to_bytes(2, "big"), "value": b""}],
+                         base_offset=offset + len(keys), producer_id=pid, producer_epoch=0, transactional=True,
+                         control=True)
+    return [data, marker]
+
+
+def test_exactly_once_reads_the_sink_as_read_committed_and_names_lost_twice_and_stray_outputs() -> None:
+    from fakekafka.chaos import ChaosView, exactly_once
+    source = [build_batch([{"key": k, "value": b"in"} for k in (b"1", b"2", b"3")])]
+    check = exactly_once("in", "out")
+    good = _txn([b"1", b"2"], 0, 7, commit=True) + _txn([b"2", b"3"], 3, 7, commit=False) + _txn([b"3"], 6, 7, True)
+    assert check(ChaosView(_Logs({"in": source, "out": good}))) is None  # the aborted duplicate is not seen
+    bad = _txn([b"1", b"2"], 0, 7, commit=True) + _txn([b"2", b"9"], 3, 8, commit=True)
+    verdict = check(ChaosView(_Logs({"in": source, "out": bad})))
+    assert verdict is not None
+    assert "1 input(s) with no committed output (first: [b'3'])" in verdict
+    assert "(b'2', 2)" in verdict and "output(s) of no input (first: [b'9'])" in verdict
+    violations = check_invariants(_Logs({"in": source, "out": bad}), Ledger(None), app=(check,))
+    assert [v.invariant for v in violations] == ["app invariant exactly_once(in -> out)"]

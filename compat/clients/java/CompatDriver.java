@@ -59,6 +59,11 @@ import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.common.errors.ThrottlingQuotaExceededException;
+import org.apache.kafka.common.quota.ClientQuotaAlteration;
+import org.apache.kafka.common.quota.ClientQuotaEntity;
+import org.apache.kafka.common.quota.ClientQuotaFilter;
+import org.apache.kafka.common.quota.ClientQuotaFilterComponent;
 import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
@@ -855,8 +860,8 @@ public final class CompatDriver {
     private static final long TIMEOUT_S = 15;
     private static final List<String> SCENARIOS = List.of(
             "roundtrip", "compression", "large", "partitions100", "admin_create", "admin_delete",
-            "admin_partitions", "admin_describe", "admin_configs", "admin_alter_configs", "admin_list_offsets",
-            "consumer_offsets", "read_committed", "validation");
+            "admin_partitions", "admin_describe", "admin_configs", "admin_alter_configs", "admin_client_quotas",
+            "admin_list_offsets", "consumer_offsets", "read_committed", "validation");
 
     /** Runs each scenario named, printing its result line, then {"done": true}. */
     private static void runScenarios(List<String> names) throws Exception {
@@ -890,6 +895,7 @@ public final class CompatDriver {
             case "admin_describe": return adminDescribe();
             case "admin_configs": return adminConfigs();
             case "admin_alter_configs": return adminAlterConfigs();
+            case "admin_client_quotas": return adminClientQuotas();
             case "admin_list_offsets": return adminListOffsets();
             case "consumer_offsets": return consumerOffsets();
             case "read_committed": return readCommitted();
@@ -1409,6 +1415,82 @@ public final class CompatDriver {
                 != ConfigEntry.ConfigSource.DYNAMIC_BROKER_CONFIG && "-1".equals(c.get("retention.bytes").value()));
         return map("topic", configJson(after), "subtracted", configJson(subtracted), "refused", refused, "unknown_topic", unknownTopic,
                    "static", staticConfig, "restored", configJson(restored));
+    }
+
+    /** The Admin's alterClientQuotas/describeClientQuotas on the scenario's own client id (quotas set, one
+     *  removed, Kafka's exceptions for an unknown key and a key of the wrong entity type), then its
+     *  controller_mutation_rate met by an Admin of that client id whose createTopics does not retry a quota
+     *  violation: ThrottlingQuotaExceededException with a throttle time. Everything set is removed at the end. */
+    private static Object adminClientQuotas() throws Exception {
+        String id = "java-quota-" + Long.toHexString(System.nanoTime());
+        ClientQuotaEntity entity = new ClientQuotaEntity(Map.of(ClientQuotaEntity.CLIENT_ID, id));
+        ClientQuotaFilter filter = ClientQuotaFilter.containsOnly(
+                List.of(ClientQuotaFilterComponent.ofEntity(ClientQuotaEntity.CLIENT_ID, id)));
+        await(admin().alterClientQuotas(List.of(new ClientQuotaAlteration(entity, List.of(
+                new ClientQuotaAlteration.Op("producer_byte_rate", 1048576.0),
+                new ClientQuotaAlteration.Op("controller_mutation_rate", 1.0))))).all());
+        Map<String, Double> set = quotasWhen(filter, entity, q -> q.size() == 2);
+        await(admin().alterClientQuotas(List.of(new ClientQuotaAlteration(entity, List.of(
+                new ClientQuotaAlteration.Op("producer_byte_rate", null))))).all());
+        Map<String, Double> removed = quotasWhen(filter, entity, q -> q.size() == 1);
+        String unknownKey = outcome(() -> await(admin().alterClientQuotas(List.of(new ClientQuotaAlteration(entity,
+                List.of(new ClientQuotaAlteration.Op("no_such_quota", 1.0))))).all()));
+        String wrongEntity = outcome(() -> await(admin().alterClientQuotas(List.of(new ClientQuotaAlteration(
+                new ClientQuotaEntity(Map.of(ClientQuotaEntity.IP, "127.0.0.9")),
+                List.of(new ClientQuotaAlteration.Op("producer_byte_rate", 1.0))))).all()));
+        Properties p = new Properties();
+        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(AdminClientConfig.CLIENT_ID_CONFIG, id);
+        p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, (int) opMs());
+        p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, (int) opMs());
+        Map<String, Object> throttled = new LinkedHashMap<>();
+        List<String> made = new ArrayList<>();
+        try (Admin mutator = Admin.create(p)) {
+            // 1 partition a second, a burst of 11: 11-partition topics until one is refused (Kafka's controller
+            // learns the quota a moment after the answer)
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(TIMEOUT_S);
+            while (throttled.isEmpty() && System.nanoTime() < deadline) {
+                String name = id + "-" + made.size();
+                try {
+                    await(mutator.createTopics(List.of(new NewTopic(name, 11, (short) 1)),
+                            new CreateTopicsOptions().retryOnQuotaViolation(false)).all());
+                    made.add(name);
+                } catch (Exception e) {
+                    Throwable cause = e;
+                    while ((cause instanceof ExecutionException || cause instanceof CompletionException)
+                            && cause.getCause() != null) {
+                        cause = cause.getCause();
+                    }
+                    throttled.put("error", errorName(e));
+                    if (cause instanceof ThrottlingQuotaExceededException) {
+                        throttled.put("throttle_time_ms", ((ThrottlingQuotaExceededException) cause).throttleTimeMs());
+                    }
+                }
+            }
+        }
+        await(admin().alterClientQuotas(List.of(new ClientQuotaAlteration(entity, List.of(
+                new ClientQuotaAlteration.Op("controller_mutation_rate", null))))).all());
+        Map<String, Double> cleared = quotasWhen(filter, entity, Map::isEmpty);
+        if (!made.isEmpty()) {
+            await(admin().deleteTopics(made).all());
+        }
+        return map("set", new TreeMap<>(set), "removed", new TreeMap<>(removed), "unknown_key", unknownKey,
+                   "wrong_entity", wrongEntity, "topics_made", made.size(), "throttled", throttled,
+                   "cleared", cleared);
+    }
+
+    /** The entity's quotas once `ready` holds (Kafka's broker learns them from the controller a moment after the
+     *  answer), or as they are after TIMEOUT_S. */
+    private static Map<String, Double> quotasWhen(ClientQuotaFilter filter, ClientQuotaEntity entity,
+            java.util.function.Predicate<Map<String, Double>> ready) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(TIMEOUT_S);
+        while (true) {
+            Map<String, Double> q = await(admin().describeClientQuotas(filter).entities()).getOrDefault(entity, Map.of());
+            if (ready.test(q) || System.nanoTime() > deadline) {
+                return q;
+            }
+            Thread.sleep(50);
+        }
     }
 
     /** The resource's configs once `ready` holds (Kafka's brokers apply an alteration a moment after they

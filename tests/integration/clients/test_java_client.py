@@ -54,8 +54,8 @@ def _serve(cluster: fakekafka.Cluster, request: dict[str, Any]) -> str:
 
 
 SCENARIOS = ["roundtrip", "compression", "large", "partitions100", "admin_create", "admin_delete", "admin_partitions",
-             "admin_describe", "admin_configs", "admin_alter_configs", "admin_list_offsets", "consumer_offsets",
-             "read_committed", "validation"]
+             "admin_describe", "admin_configs", "admin_alter_configs", "admin_client_quotas", "admin_list_offsets",
+             "consumer_offsets", "read_committed", "validation"]
 STEERED = {"validation"}
 """Scenarios that change the broker behind the client's back: fakekafka only."""
 
@@ -283,6 +283,20 @@ def test_admin_incremental_alter_configs(java: JavaRun) -> None:
     assert r["static"] == "InvalidRequestException"
     assert (r["restored"]["retention.bytes"]["value"], r["restored"]["retention.bytes"]["source"]) == (
         "-1", "DEFAULT_CONFIG")
+
+
+def test_admin_client_quotas(java: JavaRun) -> None:
+    """The Java Admin's alterClientQuotas and describeClientQuotas (set, one removed, Kafka's exceptions), and its
+    createTopics meeting `controller_mutation_rate` without retrying: ThrottlingQuotaExceededException."""
+    r = java.result("admin_client_quotas")
+    assert r["set"] == {"controller_mutation_rate": 1.0, "producer_byte_rate": 1048576.0}
+    assert r["removed"] == {"controller_mutation_rate": 1.0}
+    assert r["unknown_key"] == "InvalidRequestException"
+    assert r["wrong_entity"] == "InvalidRequestException"
+    assert r["topics_made"] >= 1  # the burst: 11 partitions
+    assert r["throttled"]["error"] == "ThrottlingQuotaExceededException"
+    assert 0 < r["throttled"]["throttle_time_ms"] <= 11_000 * max(r["topics_made"], 1)
+    assert r["cleared"] == {}
 
 
 def test_admin_describe_configs(java: JavaRun) -> None:

@@ -13,7 +13,8 @@ with AlterShareGroupOffsets, as an operator would, so records produced before th
 - read_committed / read_uncommitted: the group config share.isolation.level (IncrementalAlterConfigs on the
   GROUP) over a transactional producer's committed, aborted and still open transactions;
 - dlq: KIP-1191's dead-letter queue: a record rejected and one released until out of delivery attempts land in
-  the group's DLQ topic with Kafka's `__dlq.errors.*` headers, no key or value.
+  the group's DLQ topic with Kafka's `__dlq.errors.*` headers, no key or value; dlq_copy: the same with
+  `errors.deadletterqueue.copy.record.enable`, the original key and value copied (not its headers).
 The share-partition start offset the admin client lists afterwards is checked on fakekafka only: Kafka 4.4's
 share coordinator had not persisted the advanced offset 15 s after the consumer closed (it answered 0), see
 compat/KNOWN_DIFFERENCES.md ("Share groups").
@@ -34,7 +35,8 @@ from tests.javautil import JavaRun
 pytestmark = [pytest.mark.clients, pytest.mark.kafka_real]
 
 JAVA_SOURCE = Path(__file__).resolve().parent / "java" / "ShareDriver.java"
-SCENARIOS = ["deliver", "release", "reject", "limit", "shared", "admin", "read_committed", "read_uncommitted", "dlq"]
+SCENARIOS = ["deliver", "release", "reject", "limit", "shared", "admin", "read_committed", "read_uncommitted", "dlq",
+             "dlq_copy"]
 
 
 @pytest.fixture(scope="module")
@@ -101,13 +103,16 @@ def test_read_uncommitted_delivers_aborted_and_open_records_too(java: JavaRun) -
     assert (r["before"], r["after"]) == ("c0,c1,c2,a0,a1,c3,o0,o1", "")
 
 
-def test_rejected_and_exhausted_records_land_in_the_dead_letter_topic_with_kafkas_headers(java: JavaRun) -> None:
-    r = java.result("dlq")
+@pytest.mark.parametrize(("scenario", "k0", "k1"), [("dlq", "null/null", "null/null"), ("dlq_copy", "k0/v0", "k1/v1")])
+def test_rejected_and_exhausted_records_land_in_the_dead_letter_topic_with_kafkas_headers(
+        java: JavaRun, scenario: str, k0: str, k1: str) -> None:
+    r = java.result(scenario)
     assert r["deliveries"] == 3  # k0 once (rejected), k1 twice (released at the delivery count limit, 2)
-    common = "__dlq.errors.topic=share-dlq|__dlq.errors.partition=0"
+    common = f"__dlq.errors.topic=share-{scenario}|__dlq.errors.partition=0"
+    group = f"__dlq.errors.group=share-g-{scenario}"
     assert r["letters"] == [
-        f"null/null/CreateTime|{common}|__dlq.errors.offset=0|__dlq.errors.group=share-g-dlq"
+        f"{k0}/CreateTime|{common}|__dlq.errors.offset=0|{group}"
         "|__dlq.errors.delivery.count=1|__dlq.errors.message=Offset rejected by client.",
-        f"null/null/CreateTime|{common}|__dlq.errors.offset=1|__dlq.errors.group=share-g-dlq"
+        f"{k1}/CreateTime|{common}|__dlq.errors.offset=1|{group}"
         "|__dlq.errors.delivery.count=2|__dlq.errors.message=Offset delivery count exceeded the threshold.",
     ]

@@ -37,7 +37,8 @@ public class ShareDriver {
                     case "admin": out = adminScenario(); break;
                     case "read_committed": out = isolation("read_committed"); break;
                     case "read_uncommitted": out = isolation("read_uncommitted"); break;
-                    case "dlq": out = dlq(); break;
+                    case "dlq": out = dlq("dlq", false); break;
+                    case "dlq_copy": out = dlq("dlq_copy", true); break;
                     default: throw new IllegalArgumentException("unknown scenario " + scenario);
                 }
             } catch (Exception e) {
@@ -148,20 +149,23 @@ public class ShareDriver {
     }
 
     /** KIP-1191 dead-letter queue: with the group configs errors.deadletterqueue.topic.name and
-     * share.delivery.count.limit=2, k0 is rejected and k1 released until archived; what lands in the DLQ topic
-     * (one line per record: key, value, headers in order), read with a plain consumer. */
-    static String dlq() throws Exception {
-        String group = prefix + "-g-dlq";
-        String dlqTopic = "dlq." + prefix + "-dlq";
+     * share.delivery.count.limit=2 (and errors.deadletterqueue.copy.record.enable if `copy`), k0 is rejected and
+     * k1 released until archived; what lands in the DLQ topic (one line per record: key, value, timestamp type,
+     * headers in order), read with a plain consumer. */
+    static String dlq(String name, boolean copy) throws Exception {
+        String group = prefix + "-g-" + name;
+        String dlqTopic = "dlq." + prefix + "-" + name;
         admin.createTopics(List.of(new NewTopic(dlqTopic, 1, (short) 1)
             .configs(Map.of("errors.deadletterqueue.group.enable", "true")))).all().get(30, TimeUnit.SECONDS);
         var resource = new org.apache.kafka.common.config.ConfigResource(
             org.apache.kafka.common.config.ConfigResource.Type.GROUP, group);
         admin.incrementalAlterConfigs(Map.of(resource, List.of(
             new AlterConfigOp(new ConfigEntry("errors.deadletterqueue.topic.name", dlqTopic), AlterConfigOp.OpType.SET),
-            new AlterConfigOp(new ConfigEntry("share.delivery.count.limit", "2"), AlterConfigOp.OpType.SET))))
+            new AlterConfigOp(new ConfigEntry("share.delivery.count.limit", "2"), AlterConfigOp.OpType.SET),
+            new AlterConfigOp(new ConfigEntry("errors.deadletterqueue.copy.record.enable", String.valueOf(copy)),
+                AlterConfigOp.OpType.SET))))
             .all().get(30, TimeUnit.SECONDS);
-        String topic = setUp("dlq", 1, 2, group);
+        String topic = setUp(name, 1, 2, group);
         int deliveries = 0;
         try (KafkaShareConsumer<String, String> c = consumer(group, "explicit")) {
             c.subscribe(List.of(topic));

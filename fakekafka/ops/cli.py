@@ -229,6 +229,11 @@ def _parser() -> argparse.ArgumentParser:
     proxy.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                        help="one of those limits by Kafka's name, e.g. max.connections=100 (repeatable; wins over "
                             "the flags)")
+    proxy.add_argument("--schema-registry-upstream", metavar="URL",
+                       help="a Schema Registry (Confluent's REST API) to forward too: served at "
+                            "--schema-registry-listen, with the registry's faults from the Python API")
+    proxy.add_argument("--schema-registry-listen", type=_listen_address, default="127.0.0.1:18081",
+                       help="where the forwarded registry listens (default 127.0.0.1:18081; port 0 picks a free one)")
     proxy.add_argument("--max-brokers", type=int, default=1000, metavar="N",
                        help="upstream brokers the proxy binds a listener for (default 1000); answers naming more "
                             "get BROKER_NOT_AVAILABLE")

@@ -11,11 +11,15 @@ import signal
 import ssl
 import struct
 import sys
+from typing import TYPE_CHECKING
 
 from fakekafka.ops.chaos_args import chaos_done, chaos_from_args
 from fakekafka.ops.proxy_control import PROXY_COMMANDS, unknown_proxy_command
 from fakekafka.proxy import Proxy
 from fakekafka.proxy.server import PROXY_CONFIGS, proxy_config
+
+if TYPE_CHECKING:
+    from fakekafka.proxy.registry import RegistryProxy
 
 __all__ = ["run_proxy"]
 
@@ -113,6 +117,21 @@ def _limits(args: argparse.Namespace) -> dict[str, str] | str:
     return props
 
 
+def _start_registry_proxy(args: argparse.Namespace) -> RegistryProxy | str | None:
+    """The forwarded Schema Registry of --schema-registry-upstream, started; or why it cannot be; or None."""
+    if not args.schema_registry_upstream:
+        return None
+    from fakekafka.proxy.registry import RegistryProxy
+    host, _, port = args.schema_registry_listen.rpartition(":")
+    try:
+        return RegistryProxy(args.schema_registry_upstream, host=host, port=int(port)).start()
+    except ValueError as e:
+        return f"--schema-registry-upstream: {e}"
+    except OSError as e:
+        why = "the address is already in use" if e.errno == errno.EADDRINUSE else str(e)
+        return f"cannot listen on {args.schema_registry_listen}: {why} (choose another with --schema-registry-listen)"
+
+
 async def run_proxy(args: argparse.Namespace) -> int:
     host, _, port = args.listen.rpartition(":")
     limits = _limits(args)
@@ -143,12 +162,19 @@ async def run_proxy(args: argparse.Namespace) -> int:
         print(f"fakekafka proxy: cannot listen on {args.listen}: {why} (choose another with --listen)",
               file=sys.stderr)
         return 1
+    registry = _start_registry_proxy(args)
+    if isinstance(registry, str):
+        print(f"fakekafka proxy: {registry}", file=sys.stderr)
+        await proxy.server.stop()
+        return 1
     from fakekafka.ops.control import control_binding, serve_commands
     try:
         control_host, token, told = control_binding(args.control_host, host, args.control_token_file)
     except (ValueError, OSError) as e:
         print(f"fakekafka proxy: --control-token-file: {e}", file=sys.stderr)
         await proxy.server.stop()
+        if registry is not None:
+            registry.stop()
         return 2
     if told:
         print(f"fakekafka proxy: {told}", file=sys.stderr)
@@ -159,6 +185,8 @@ async def run_proxy(args: argparse.Namespace) -> int:
         print(f"fakekafka proxy: cannot listen on control port {control_host}:{args.control_port}: "
               f"{_upstream_words(e)}", file=sys.stderr)
         await proxy.server.stop()
+        if registry is not None:
+            registry.stop()
         return 1
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -166,12 +194,16 @@ async def run_proxy(args: argparse.Namespace) -> int:
         loop.add_signal_handler(sig, stop.set)
     control_address = "{}:{}".format(*control.sockets[0].getsockname()[:2])
     upstream = ",".join(map(str, proxy.server.upstreams))
+    if registry is not None:
+        print(f"fakekafka proxy schema registry: url={registry.url} upstream={registry.upstream}", flush=True)
     print(f"fakekafka proxy ready: bootstrap.servers={proxy.bootstrap_servers} upstream={upstream} "
           f"control={control_address}", flush=True)
     await stop.wait()
     log.info("shutting down")
     control.close()
     await proxy.server.stop()
+    if registry is not None:
+        await asyncio.to_thread(registry.stop)
     if proxy.chaos is not None:
         chaos_done(args, proxy.chaos.applied(), "fakekafka.proxy")
     if proxy.frame_recorder is not None:

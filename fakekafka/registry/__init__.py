@@ -19,10 +19,48 @@ from fakekafka.registry.http import RegistryFault, SchemaRegistryServer
 from fakekafka.registry.model import Registry
 from fakekafka.registry.store import SCHEMAS_TOPIC, TopicLog
 
-__all__ = ["SCHEMAS_TOPIC", "RegistryError", "RegistryFault", "SchemaRegistry", "loop_caller"]
+__all__ = ["SCHEMAS_TOPIC", "RegistryError", "RegistryFault", "RegistryFaults", "SchemaRegistry", "loop_caller"]
 
 
-class SchemaRegistry:
+class RegistryFaults:
+    """The registry's fault language, on whatever serves its REST API (`server`): the registry beside a cluster,
+    or the proxy's forwarder in front of another registry."""
+
+    server: SchemaRegistryServer
+
+    def inject_error(self, path: str = "", status: int = 500, error_code: int = 50001,
+                     message: str = "Error while talking to the Kafka store (injected)", count: int | None = 1, *,
+                     method: str | None = None) -> RegistryFault:
+        """The next `count` requests (None: all) whose path matches the regular expression `path` ("" matches every
+        path; e.g. `/schemas/ids/`) and method (None: any) are answered `status` with Confluent's `error_code`."""
+        return self.server.add_fault(RegistryFault(_method(method), _pattern(path), _count(count), status=status,
+                                                   error_code=error_code, message=message))
+
+    def inject_latency(self, ms: int, path: str = "", count: int | None = None, *,
+                       method: str | None = None) -> RegistryFault:
+        """The next `count` matching requests (None: all) are answered `ms` milliseconds late."""
+        if ms < 0:
+            raise ValueError(f"latency is a positive number of milliseconds, not {ms}")
+        return self.server.add_fault(RegistryFault(_method(method), _pattern(path), _count(count), latency_ms=ms))
+
+    def unknown_schema_id(self, schema_id: int | None = None, count: int | None = None) -> RegistryFault:
+        """The next `count` reads (None: all) of schema id `schema_id` (None: of every id) by `/schemas/ids/...` are
+        answered 404 with 40403, as if the id had never been registered: what a consumer meets when a record names
+        a schema its registry does not have (another registry's, or one hard-deleted)."""
+        if schema_id is not None and (isinstance(schema_id, bool) or not isinstance(schema_id, int) or schema_id < 0):
+            raise ValueError(f"a schema id is a number from 0, not {schema_id!r}")
+        ids = r"\d+" if schema_id is None else str(schema_id)
+        return self.server.add_fault(RegistryFault("GET", _pattern(rf"^/schemas/ids/{ids}(/|$)"), _count(count),
+                                                   status=404, error_code=40403, message="Schema not found"))
+
+    def clear_faults(self) -> None:
+        self.server.clear_faults()
+
+    def faults(self) -> list[RegistryFault]:
+        return list(self.server.faults)
+
+
+class SchemaRegistry(RegistryFaults):
     """The registry of one cluster: its model on the cluster's `_schemas` topic and its HTTP server.
 
     `call(fn)` runs `fn` where the cluster's model runs; every request goes through it."""
@@ -62,39 +100,6 @@ class SchemaRegistry:
     @property
     def url(self) -> str:
         return self.server.url
-
-    # --- faults: the broker's fault language, by HTTP method and path ---------------------------------------------
-    def inject_error(self, path: str = "", status: int = 500, error_code: int = 50001,
-                     message: str = "Error while talking to the Kafka store (injected)", count: int | None = 1, *,
-                     method: str | None = None) -> RegistryFault:
-        """The next `count` requests (None: all) whose path matches the regular expression `path` ("" matches every
-        path; e.g. `/schemas/ids/`) and method (None: any) are answered `status` with Confluent's `error_code`."""
-        return self.server.add_fault(RegistryFault(_method(method), _pattern(path), _count(count), status=status,
-                                                   error_code=error_code, message=message))
-
-    def inject_latency(self, ms: int, path: str = "", count: int | None = None, *,
-                       method: str | None = None) -> RegistryFault:
-        """The next `count` matching requests (None: all) are answered `ms` milliseconds late."""
-        if ms < 0:
-            raise ValueError(f"latency is a positive number of milliseconds, not {ms}")
-        return self.server.add_fault(RegistryFault(_method(method), _pattern(path), _count(count), latency_ms=ms))
-
-    def unknown_schema_id(self, schema_id: int | None = None, count: int | None = None) -> RegistryFault:
-        """The next `count` reads (None: all) of schema id `schema_id` (None: of every id) by `/schemas/ids/...` are
-        answered 404 with 40403, as if the id had never been registered: what a consumer meets when a record names
-        a schema its registry does not have (another registry's, or one hard-deleted)."""
-        if schema_id is not None and (isinstance(schema_id, bool) or not isinstance(schema_id, int) or schema_id < 0):
-            raise ValueError(f"a schema id is a number from 0, not {schema_id!r}")
-        ids = r"\d+" if schema_id is None else str(schema_id)
-        return self.server.add_fault(RegistryFault("GET", _pattern(rf"^/schemas/ids/{ids}(/|$)"), _count(count),
-                                                   status=404, error_code=40403, message="Schema not found"))
-
-    def clear_faults(self) -> None:
-        self.server.clear_faults()
-
-    def faults(self) -> list[RegistryFault]:
-        return list(self.server.faults)
-
 
 def _method(method: str | None) -> str | None:
     if method is not None and method.upper() not in ("GET", "POST", "PUT", "DELETE"):

@@ -370,6 +370,7 @@ class StreamsGroupCoordinator(ConsumerGroupOffsets):
             group.shutdown_requested = False
             group.target = {}
             group.assignment_epoch = group.group_epoch
+            group.last_assignment_ms = None  # Kafka 4.4 writes the empty group's target at timestamp 0
         else:
             self.maybe_assign(group)
 

@@ -40,8 +40,10 @@ RECORD_TYPES = frozenset({GROUP, MEMBER, TARGET, TARGET_MEMBER, CURRENT, TOPOLOG
 TOMBSTONE_ORDER = {CURRENT: 0, TARGET_MEMBER: 1, TARGET: 2, MEMBER: 3, GROUP: 4, TOPOLOGY: 5}
 """Tombstones in Kafka's order: a member's current assignment, then its target, then its metadata; the group's
 own records last."""
-MEMBER_STATE_CODE = {MemberState.STABLE: 0, MemberState.UNREVOKED_TASKS: 1, MemberState.UNRELEASED_TASKS: 2,
-                     MemberState.UNKNOWN: 127}
+MEMBER_STATE_CODE = {MemberState.UNKNOWN: 0, MemberState.STABLE: 1, MemberState.UNREVOKED_TASKS: 2,
+                     MemberState.UNRELEASED_TASKS: 3}
+"""The state byte of the current assignment record: Kafka 4.4.0 writes 1 for a stable member (read back from its
+log); the others follow its streams MemberState's order (not seen in Kafka's records here)."""
 MEMBER_STATE = {v: k for k, v in MEMBER_STATE_CODE.items()}
 _I16 = struct.Struct(">h").pack
 
@@ -95,17 +97,18 @@ def records(group: StreamsGroup, num_standby_replicas: int) -> dict[bytes, bytes
         out[_key(member_rec, group_id=gid, member_id=mid)] = _value(member_rec, **_member(m))
     if group.topology is not None:
         out[_key(topology_rec, group_id=gid)] = _value(topology_rec, **_topology(group.topology))
-    validated = group.topology.epoch if group.topology is not None and group.configured is not None else -1
-    configs = [{"key": "num.standby.replicas", "value": str(num_standby_replicas)}] \
-        if group.last_assignment_ms is not None else []
+    ready = group.topology is not None and group.configured is not None and group.configured.ready
+    configs = [{"key": "num.standby.replicas", "value": str(num_standby_replicas)}]
     out[_key(group_rec, group_id=gid)] = _value(group_rec, epoch=group.group_epoch, metadata_hash=0,
-                                                validated_topology_epoch=validated, last_assignment_configs=configs)
-    for mid, t in group.target.items():
-        out[_key(target_member_rec, group_id=gid, member_id=mid)] = _value(
-            target_member_rec, active_tasks=_tasks(t.active), standby_tasks=_tasks(t.standby),
-            warmup_tasks=_tasks(t.warmup))
-    out[_key(target_rec, group_id=gid)] = _value(target_rec, assignment_epoch=group.assignment_epoch,
-                                                 assignment_timestamp=group.last_assignment_ms or 0)
+                                                validated_topology_epoch=group.topology.epoch if ready else -1,
+                                                last_assignment_configs=configs)
+    if group.initial_due is None:  # a new group's empty first target is not written, as Kafka 4.4's is not
+        for mid, t in group.target.items():
+            out[_key(target_member_rec, group_id=gid, member_id=mid)] = _value(
+                target_member_rec, active_tasks=_tasks(t.active), standby_tasks=_tasks(t.standby),
+                warmup_tasks=_tasks(t.warmup))
+        out[_key(target_rec, group_id=gid)] = _value(target_rec, assignment_epoch=group.assignment_epoch,
+                                                     assignment_timestamp=group.last_assignment_ms or 0)
     for mid, m in group.members.items():
         out[_key(current_rec, group_id=gid, member_id=mid)] = _value(
             current_rec, member_epoch=m.member_epoch, previous_member_epoch=m.previous_member_epoch,

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from fakekafka.model.offsets_topic import decode_record
 from fakekafka.testing.handle import ClusterHandle
 from fakekafka.testing.pytest_plugin import cluster_for
 from fakekafka.wire import ApiKey
@@ -1069,3 +1070,46 @@ def test_kafka_configs_client_quotas(cli: Cli) -> None:
     assert configs("--alter", *users, "--entity-type", "clients", "--entity-name", client,
                    "--delete-config", "producer_byte_rate") == f"Completed updating config for user {user}."
     described(clients, "")  # nothing left to describe: the tool prints nothing
+
+
+def test_streams_group_records_in_consumer_offsets(cli: Cli) -> None:
+    """The records a streams group's coordinator writes to `__consumer_offsets` (read through the handle and decoded
+    with Kafka's schemas) as a member joins before its internal topic exists, gets its tasks, leaves, and the
+    group is deleted with kafka-streams-groups: the same records, in the same batches' order, on both brokers."""
+    group = f"cli-sgl-{uuid.uuid4().hex[:6]}"
+    topic = f"{group}-in"
+    partition = _offsets_partition(group)
+    cli.create_topic(topic, 2)
+    client = RawClient(cli.bootstrap)
+    try:
+        before = len(cli.cluster.records("__consumer_offsets", partition))
+        join, _ = _streams_member(client, group, topic)
+        left = client.request(ApiKey.STREAMS_GROUP_HEARTBEAT, 1, {
+            **join, "member_epoch": -1, "topology": None, "active_tasks": None, "standby_tasks": None,
+            "warmup_tasks": None})
+        assert left.error_code == 0
+        assert cli.out("kafka-streams-groups", "--delete", "--group", group) == \
+            f"Deletion of requested streams groups ('{group}') was successful."
+    finally:
+        client.close()
+    written = []
+    for r in cli.cluster.records("__consumer_offsets", partition)[before:]:
+        record_type, key, _, value = decode_record(r.key, r.value)
+        if key.get("group_id") != group:
+            continue
+        fields = {} if value is None else {n: value[n] for n in ("epoch", "validated_topology_epoch", "member_epoch",
+                                                                 "state", "assignment_epoch") if n in value}
+        written.append((record_type, value is None, fields))
+    assert written == [
+        # the join: member, topology, group epoch 2 (topology not yet validated: its changelog is missing), the
+        # member at epoch 1 with no tasks; no target while the initial rebalance delay runs
+        (19, False, {}), (23, False, {"epoch": 0}), (17, False, {"epoch": 2, "validated_topology_epoch": -1}),
+        (22, False, {"member_epoch": 1, "state": 1}),
+        # the first assignment: group epoch 3, the target, the member at epoch 3 with its tasks
+        (17, False, {"epoch": 3, "validated_topology_epoch": 0}), (21, False, {}),
+        (20, False, {"assignment_epoch": 3}), (22, False, {"member_epoch": 3, "state": 1}),
+        # the member leaves: its records go, the group epoch moves, the empty target at it
+        (22, True, {}), (21, True, {}), (19, True, {}), (17, False, {"epoch": 4, "validated_topology_epoch": 0}),
+        (20, False, {"assignment_epoch": 4}),
+        # kafka-streams-groups --delete
+        (20, True, {}), (17, True, {}), (23, True, {})]

@@ -42,6 +42,7 @@ class QuotaType:
     FETCH = "consumer_byte_rate"
     REQUEST = "request_percentage"
     CONTROLLER_MUTATION = "controller_mutation_rate"
+    CONNECTION_CREATION = "connection_creation_rate"
 
 
 class ClientQuotaError(Exception):
@@ -451,3 +452,20 @@ class ClientQuotas:
             return False, wait(bucket.measure(bound, now))
         left = bucket.record(bound, permits, now)
         return True, 0 if strict else wait(left)
+
+    def record_connection(self, ip: str, now: int) -> int:
+        """A new connection from `ip`, counted against its `connection_creation_rate` (the address's own, else the
+        ip default), as Kafka's ConnectionQuotas.recordIpConnectionMaybeThrottle: the throttle time in ms it earns
+        (0: admitted). Kafka's windowed rate over quota.window.num windows; a throttle is at most one window. The
+        connection is counted even when throttled, as Kafka's sensor counts it."""
+        bound = self._get(QuotaType.CONNECTION_CREATION, (IP, ip))
+        if bound is None:
+            bound = self._get(QuotaType.CONNECTION_CREATION, (IP, None))
+        if bound is None:
+            return 0
+        sensor = self._sensor(QuotaType.CONNECTION_CREATION, (ip, ""), now)
+        sensor.record(1.0, now)
+        rate = sensor.measure(now)
+        if rate <= bound:
+            return 0
+        return min(int(round((rate - bound) / bound * sensor.window_size_ms(now))), sensor.window_ms)

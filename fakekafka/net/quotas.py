@@ -9,6 +9,7 @@ kernel's listen backlog).
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import logging
 import socket
@@ -85,6 +86,8 @@ class ConnectionQuotas:
         config = self.cluster.config
         node = conn.quota_node
         key = (node, conn.ip)
+        if not self.stopped and self._throttled(conn):
+            return
         per_ip = self.ip_limit(conn.ip)
         if self.stopped or self.per_ip[key] >= per_ip:
             if not self.stopped:
@@ -105,6 +108,21 @@ class ConnectionQuotas:
             self.held[node].append(conn)
             return
         self._admit(conn)
+
+    def _throttled(self, conn: Limited) -> bool:
+        """connection_creation_rate (ip entities): a connection over its address's rate is not read and is closed
+        once its throttle time is over, as Kafka's acceptor delays closing a throttled socket (it is counted
+        neither per address nor per broker). The proxy has no client quotas."""
+        quotas = getattr(self.cluster, "client_quotas", None)
+        if quotas is None:
+            return False
+        ms = quotas.record_connection(conn.ip, self.cluster.clock.now_ms())
+        if ms <= 0:
+            return False
+        log.info("connection %s: over connection_creation_rate from %s; closing in %d ms", conn.peer, conn.ip, ms)
+        conn.pause("throttled")
+        asyncio.get_running_loop().call_later(ms / 1000, lambda: conn.closed or conn.close(abort=True))
+        return True
 
     def _admit(self, conn: Limited) -> None:
         self.by_broker[conn.quota_node].add(conn)

@@ -153,3 +153,16 @@ def test_the_mutation_bucket_follows_controller_quota_window_settings() -> None:
     assert q.record_mutation("u", "c", 6, 0, strict=True) == (True, 0)  # burst 2 x 3 s x 1/s = 6
     assert q.record_mutation("u", "c", 1, 0, strict=True) == (True, 0)
     assert q.record_mutation("u", "c", 1, 0, strict=True) == (False, 1000)
+
+
+def test_connection_creation_rate_throttles_an_address_over_it() -> None:
+    q = _quotas(samples=2, seconds=1)
+    assert q.record_connection("10.0.0.1", 0) == 0  # no quota
+    _set(q, 2.0, ("ip", "10.0.0.1"), key=QuotaType.CONNECTION_CREATION)
+    _set(q, 100.0, ("ip", None), key=QuotaType.CONNECTION_CREATION)
+    now = 1_000_000
+    assert q.record_connection("10.0.0.1", now) == 0
+    assert q.record_connection("10.0.0.1", now) == 0  # 2 in the (1 s minimum) span: at the rate
+    assert q.record_connection("10.0.0.1", now) == 500  # 3/s: (3 - 2) / 2 of a second
+    assert q.record_connection("10.0.0.1", now) == 1000  # bounded by one window
+    assert all(q.record_connection("10.0.0.2", now) == 0 for _ in range(50))  # the default's 100/s

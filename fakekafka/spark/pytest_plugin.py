@@ -65,8 +65,25 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if "spark" in getattr(item, "fixturenames", ()) and item.get_closest_marker("spark") is None:
+        if "spark" not in getattr(item, "fixturenames", ()):
+            continue
+        if item.get_closest_marker("spark") is None:
             item.add_marker(pytest.mark.spark)
+        _time_the_test_only(item)
+
+
+def _time_the_test_only(item: pytest.Item) -> None:
+    """pytest-timeout's limit for a Spark test counts the test, not the fixtures (func_only): starting the shared
+    SparkSession, or starting it again after an earlier test broke it, is not charged to whichever test comes
+    next. Otherwise a restart slowed by a loaded machine runs that test out of time, its cut-off py4j call
+    breaks the session again, and one timeout becomes a run of them. A test's own timeout marker keeps its
+    value (and its own func_only, if it says one)."""
+    marker = item.get_closest_marker("timeout")
+    if marker is not None and "func_only" in marker.kwargs:
+        return
+    args = marker.args if marker is not None else ()
+    kwargs = {**(marker.kwargs if marker is not None else {}), "func_only": True}
+    item.add_marker(pytest.mark.timeout(*args, **kwargs), append=False)
 
 
 def _describe(route: str, detail: str) -> str:

@@ -82,6 +82,7 @@ def main() -> None:
             serialize({"id": "o-1", "f0": i}, ctx)
         elapsed = time.perf_counter() - started
         proto_elapsed = _protobuf_serializer(cluster.schema_registry_url, args.records)
+        direct, proxied = _through_the_proxy(cluster.schema_registry_url, args.requests, http)
     print("| request | rate (one client, one after another) | median ms | p99 ms |")
     print("|---|---|---|---|")
     print(line(f"register a new version (of {args.requests})", registers))
@@ -89,10 +90,29 @@ def main() -> None:
     print(line(f"POST /subjects/{{s}} lookup (among {args.requests} versions)", lookups))
     print(line(f"register a new .proto text version (of {n}; protoc each)", proto_registers))
     print(line(f"POST /subjects/{{s}} lookup of a .proto text (among {n} versions)", proto_lookups))
+    print(line("GET /schemas/ids/{id} (interleaved with the next row)", direct))
+    print(line("GET /schemas/ids/{id} through the proxy's RegistryProxy", proxied))
     avro_rate, proto_rate = args.records / elapsed, args.records / proto_elapsed
     print(f"\nAvroSerializer through the registry: {avro_rate:,.0f} records/s")
     print(f"ProtobufSerializer through the registry: {proto_rate:,.0f} records/s ({proto_rate / avro_rate:.2f}x "
           "Avro's, same run)")
+    print(f"The proxy's forwarding: {statistics.median(proxied) / statistics.median(direct):.2f}x the direct "
+          "median (same run, requests alternating)")
+
+
+def _through_the_proxy(url: str, requests: int, direct: httpx.Client) -> tuple[list[float], list[float]]:
+    """GET /schemas/ids/{id} straight to the registry and through `RegistryProxy`, alternating request by request
+    so both see the same machine load."""
+    from fakekafka.proxy.registry import RegistryProxy
+    with RegistryProxy(url) as proxy, httpx.Client(base_url=proxy.url) as through:
+        straight: list[float] = []
+        forwarded: list[float] = []
+        for i in range(requests):
+            for client, out in ((direct, straight), (through, forwarded)):
+                started = time.perf_counter()
+                client.get(f"/schemas/ids/{i % requests + 1}").raise_for_status()
+                out.append((time.perf_counter() - started) * 1000)
+    return straight, forwarded
 
 
 def _protobuf_serializer(url: str, records: int) -> float:

@@ -268,8 +268,11 @@ def test_confluent_kafka_with_and_without_acls(secured: fakekafka.Cluster) -> No
     for user in ("alice", "bob"):
         p = confluent_kafka.Producer({**conf, "sasl.username": user, "sasl.password": USERS[user],
                                       "message.timeout.ms": 5000})
-        p.produce("events", b"x", on_delivery=lambda err, msg, user=user: results.__setitem__(user, err))
-        p.flush(15)
+        try:
+            p.produce("events", b"x", on_delivery=lambda err, msg, user=user: results.__setitem__(user, err))
+            p.flush(15)
+        finally:
+            p.close()
     assert results["alice"] is None
     assert results["bob"].code() == confluent_kafka.KafkaError.TOPIC_AUTHORIZATION_FAILED
     assert [r.value for r in secured.records("events")] == [b"x"]
@@ -805,8 +808,11 @@ def _client_outcomes(bootstrap: str, admin_conf: dict[str, str], kcat: str | Non
     errors: list[Any] = []
     ck = Producer({"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "PLAIN",
                    "sasl.username": "bob", "sasl.password": USERS["bob"], "message.timeout.ms": 10000})
-    ck.produce(topic, b"x", on_delivery=lambda err, _m: errors.append(err))
-    ck.flush(20)
+    try:
+        ck.produce(topic, b"x", on_delivery=lambda err, _m: errors.append(err))
+        ck.flush(20)
+    finally:
+        ck.close()
     out["confluent-kafka"] = errors[0].name() if errors and errors[0] is not None else "ok"
 
     async def aio() -> str:

@@ -794,6 +794,10 @@ def _client_outcomes(bootstrap: str, admin_conf: dict[str, str], kcat: str | Non
     deadline = time.monotonic() + 30
     while topic not in admin.list_topics(timeout=10).topics and time.monotonic() < deadline:
         time.sleep(0.1)  # Kafka's metadata has the topic a moment after CreateTopics answers
+    # confluent-kafka's AdminClient has no close(): it ends when dropped. Dropped here, not with this frame,
+    # which kafka-python's refused send keeps alive until a garbage collection (its exception's traceback, held
+    # by the producer's future, holds this frame), so its librdkafka handle outlived the cluster
+    del admin
     out: dict[str, str] = {}
     sasl = {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN", "sasl_plain_username": "bob",
             "sasl_plain_password": USERS["bob"]}

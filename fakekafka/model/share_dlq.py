@@ -133,30 +133,19 @@ class ShareDeadLetters:
         letters, sp.dead_letters = sp.dead_letters, []
         if not letters:
             return 0
+
+        def dropped(why: str) -> int:
+            self.cluster.event("share_dlq_dropped", group=sp.group_id, topic=sp.topic, partition=sp.partition,
+                               records=len(letters), why=why)
+            return 0
+
         topic, why = self.topic_for(sp.group_id)
         if topic is None:
-            if why and "is not configured" not in why:
-                self.cluster.event(
-                    "share_dlq_dropped",
-                    group=sp.group_id,
-                    topic=sp.topic,
-                    partition=sp.partition,
-                    records=len(letters),
-                    why=why,
-                )
-            return 0
+            return dropped(why) if why and "is not configured" not in why else 0
         index = sp.partition % len(topic.partitions)
         partition = self.cluster.partition(topic.name, index)
         if partition is None or not partition.online:
-            self.cluster.event(
-                "share_dlq_dropped",
-                group=sp.group_id,
-                topic=sp.topic,
-                partition=sp.partition,
-                records=len(letters),
-                why=f"DLQ topic partition {topic.name}-{index} has no leader.",
-            )
-            return 0
+            return dropped(f"DLQ topic partition {topic.name}-{index} has no leader.")
         copy = (self.cluster.group_configs.get(sp.group_id, {}).get(COPY_RECORD) or "false").lower() == "true"
         now = self.cluster.clock.now_ms()
         records = [

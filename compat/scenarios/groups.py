@@ -334,7 +334,11 @@ def static_member_rejoin(client: Client, env: Env) -> Outcome:
     return {"before": before, "after": after, "instances": got or (last[0] if isinstance(last, tuple) else last)}
 
 
-# aiokafka logs the fencing and stops fetching, but getmany() raises nothing.
+# aiokafka heartbeats with Heartbeat v1, which carries no group.instance.id: both brokers answer the replaced
+# member UNKNOWN_MEMBER_ID, it rejoins as the static member and takes the slot back, and the two members take it in
+# turns (seen in aiokafka's log on both brokers). A JoinGroup that meets the other's pending join or sync fences
+# it (FENCED_INSTANCE_ID, which aiokafka has no class for: a bare KafkaError "UnknownError()"): whether that happens
+# within the wait is the two clients' timing, not the broker's, so those are left out of `old_error`.
 @scenario("static_member_fenced", lambda client: {"new": [[0]], "old_refused": True} if client.name == "kafka-python"
           else {"new": [[0]], "old_error": None if _aiokafka(client) else "FENCED_INSTANCE_ID"},
           slow=True, uses=("group",))
@@ -370,6 +374,13 @@ def static_member_fenced(client: Client, env: Env) -> Outcome:
         if not wait_for(fenced, 5, 0.2)[0]:
             wait_for(commit_refused, env.timing.group_s / 2, 0.5)
         return {"new": got, "old_refused": fenced() or "REBALANCE_IN_PROGRESS" in errors}
+    if _aiokafka(client):
+        seen: list[str] = []
+        deadline = time.monotonic() + env.timing.group_s / 2
+        while time.monotonic() < deadline and not seen:
+            seen.extend(e.code for e in old.errors() if "UnknownError" not in e.message)
+            time.sleep(0.2)
+        return {"new": got, "old_error": seen[0] if seen else None}
     wait_for(fenced, env.timing.group_s / 2, 0.2)
     return {"new": got, "old_error": next((e for e in errors if "FENCED" in e), errors[0] if errors else None)}
 

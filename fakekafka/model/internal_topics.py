@@ -6,6 +6,8 @@ cluster all read these names, so they live apart from any of them.
 
 from __future__ import annotations
 
+import functools
+
 __all__ = ["INTERNAL_TOPICS", "OFFSETS_TOPIC", "SHARE_STATE_TOPIC", "TRANSACTION_STATE_TOPIC", "java_string_hash",
            "kafka_abs", "partition_for"]
 
@@ -15,8 +17,10 @@ SHARE_STATE_TOPIC = "__share_group_state"
 INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, SHARE_STATE_TOPIC})
 
 
+@functools.lru_cache(maxsize=65_536)
 def java_string_hash(s: str) -> int:
-    """Java's String.hashCode (over UTF-16 code units, int32 overflow)."""
+    """Java's String.hashCode (over UTF-16 code units, int32 overflow). Cached: every group request asks for its
+    group id's coordinator (a 1,000-group profile spent 2.7 % of the broker's time here)."""
     h = 0
     data = s.encode("utf-16-be")
     for i in range(0, len(data), 2):

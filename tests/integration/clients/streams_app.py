@@ -25,9 +25,20 @@ class StreamsApp:
         self.stderr_path = stderr_path
         self._stderr = stderr_path.open("w", encoding="utf-8")
         self.proc = subprocess.Popen(
-            [javautil._tool("java"), *javautil.driver_jvm_args(), "-cp", os.pathsep.join([str(classes), cp]), main,
-             *args],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True, encoding="utf-8")
+            [
+                javautil._tool("java"),
+                *javautil.driver_jvm_args(),
+                "-cp",
+                os.pathsep.join([str(classes), cp]),
+                main,
+                *args,
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            text=True,
+            encoding="utf-8",
+        )
         self.events: queue.Queue[dict[str, Any]] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 

@@ -51,8 +51,14 @@ class CommittedReader:
 
     def __init__(self, bootstrap: str, topic: str) -> None:
         self.topic = topic
-        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{uuid.uuid4().hex[:6]}",
-                                  "isolation.level": "read_committed", "enable.auto.commit": False})
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"reader-{uuid.uuid4().hex[:6]}",
+                "isolation.level": "read_committed",
+                "enable.auto.commit": False,
+            }
+        )
         self.consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
         self.records: list[tuple[int, int, str, str]] = []
         """(partition, offset, key, value) in the order read."""
@@ -79,8 +85,11 @@ class CommittedReader:
 
 def _latest(admin: AdminClient, topic: str, isolation: IsolationLevel) -> dict[int, int]:
     """ListOffsets latest under `isolation`: the high watermark, or the last stable offset for read_committed."""
-    futures = admin.list_offsets({TopicPartition(topic, p): OffsetSpec.latest() for p in range(PARTITIONS)},
-                                 isolation_level=isolation, request_timeout=30)
+    futures = admin.list_offsets(
+        {TopicPartition(topic, p): OffsetSpec.latest() for p in range(PARTITIONS)},
+        isolation_level=isolation,
+        request_timeout=30,
+    )
     return {tp.partition: f.result().offset for tp, f in futures.items()}
 
 
@@ -125,12 +134,12 @@ def test_exactly_once_v2_across_a_killed_instance(kafka: ClusterHandle, tmp_path
     with javautil._watch(kafka) as watch:  # fakekafka's warnings and the APIs it served (nothing seen on Kafka)
         try:
             # the first instance: half of the orders committed, then frozen inside a transaction after them
-            produce(orders[:ORDERS // 2])
+            produce(orders[: ORDERS // 2])
             first = StreamsApp("StreamsTotals", classes, cp, [*args, str(FREEZE_AFTER)], tmp_path / "first.stderr")
             try:
                 reader.pump(lambda: len(reader.records) >= ORDERS // 2, also=first.check_alive)
                 phases["first half committed"] = time.monotonic() - t0
-                produce(orders[ORDERS // 2:])
+                produce(orders[ORDERS // 2 :])
                 assert first.wait_for("frozen", WAIT_S)["written"] == FREEZE_AFTER
                 # its open transaction has updates on the output topic (sent by the producer's own thread)
                 kafka.wait_until(lambda: _open_transaction(admin, sink), timeout=WAIT_S)
@@ -171,7 +180,7 @@ def test_exactly_once_v2_across_a_killed_instance(kafka: ClusterHandle, tmp_path
         sums = [s for _, s in totals]
         assert counts == list(range(1, len(amounts[customer]) + 1)), customer
         added = Counter(b - a for a, b in zip([0, *sums], sums, strict=False))
-        assert added == Counter(amounts[customer]), customer   # every order's amount once, no other
+        assert added == Counter(amounts[customer]), customer  # every order's amount once, no other
     if isinstance(kafka, fakekafka.Cluster):  # the coordinator's side, which Kafka does not show over the wire
         assert {"InitProducerId", "TxnOffsetCommit", "EndTxn"} <= set(watch.api_calls)
         # transactions version 2 (fakekafka's default, as Kafka 4.4's): Produce v12 adds partitions itself
@@ -191,12 +200,17 @@ def test_exactly_once_v2_across_a_killed_instance(kafka: ClusterHandle, tmp_path
     # the internal topics are as Streams asked for them
     changelog, repartition = f"{app_id}-totals-changelog", f"{app_id}-by-customer-repartition"
     assert _configs(admin, changelog, "cleanup.policy") == {"cleanup.policy": "compact"}
-    assert _configs(admin, repartition, "cleanup.policy", "retention.ms") == {"cleanup.policy": "delete",
-                                                                              "retention.ms": "-1"}
+    assert _configs(admin, repartition, "cleanup.policy", "retention.ms") == {
+        "cleanup.policy": "delete",
+        "retention.ms": "-1",
+    }
     assert kafka.end_offsets(changelog).keys() == kafka.end_offsets(repartition).keys() == set(range(PARTITIONS))
     # Streams deleted the repartition records it had consumed and committed (DeleteRecords)
-    purged = admin.list_offsets({TopicPartition(repartition, p): OffsetSpec.earliest() for p in range(PARTITIONS)},
-                                request_timeout=30)
+    purged = admin.list_offsets(
+        {TopicPartition(repartition, p): OffsetSpec.earliest() for p in range(PARTITIONS)}, request_timeout=30
+    )
     assert sum(f.result().offset for f in purged.values()) > 0
-    print(f"Kafka Streams exactly_once_v2: {ORDERS} orders, {committed_at_kill} updates committed when killed; "
-          + ", ".join(f"{name} at {t:.1f} s" for name, t in phases.items()))
+    print(
+        f"Kafka Streams exactly_once_v2: {ORDERS} orders, {committed_at_kill} updates committed when killed; "
+        + ", ".join(f"{name} at {t:.1f} s" for name, t in phases.items())
+    )

@@ -69,15 +69,25 @@ def test_two_instances_one_restarted_count_each_word_once(kafka: ClusterHandle, 
             producer.produce(source, key=f"{phase}-{i}", value=word)
         assert producer.flush(30) == 0
 
-    reader = Consumer({"bootstrap.servers": kafka.bootstrap_servers, "group.id": f"reader-{app_id}",
-                       "isolation.level": "read_committed", "enable.auto.commit": False})
+    reader = Consumer(
+        {
+            "bootstrap.servers": kafka.bootstrap_servers,
+            "group.id": f"reader-{app_id}",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+        }
+    )
     reader.assign([TopicPartition(sink, p, 0) for p in range(PARTITIONS)])
     records: list[tuple[str, int]] = []
 
     def start(name: str) -> StreamsApp:
-        return StreamsApp("StreamsGroupCount", classes, cp,
-                          [kafka.bootstrap_servers, app_id, str(tmp_path / f"state-{name}"), source, sink],
-                          tmp_path / f"{name}-{time.monotonic_ns()}.stderr")
+        return StreamsApp(
+            "StreamsGroupCount",
+            classes,
+            cp,
+            [kafka.bootstrap_servers, app_id, str(tmp_path / f"state-{name}"), source, sink],
+            tmp_path / f"{name}-{time.monotonic_ns()}.stderr",
+        )
 
     apps: list[StreamsApp] = []
     try:

@@ -62,8 +62,9 @@ def test_three_instances_one_killed_and_restarted_join_each_count_once(kafka: Cl
         kafka.create_topic(topic, PARTITIONS)
         kafka.wait_for_topic(topic, PARTITIONS)
     # Java's partitioner (murmur2), as the application's repartition topic: customers copartitioned with the counts
-    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers, "enable.idempotence": True,
-                         "partitioner": "murmur2_random"})
+    producer = Producer(
+        {"bootstrap.servers": kafka.bootstrap_servers, "enable.idempotence": True, "partitioner": "murmur2_random"}
+    )
     for c in range(CUSTOMERS):
         producer.produce(customers, key=f"c{c}", value=f"Name{c}")
     assert producer.flush(30) == 0
@@ -76,15 +77,25 @@ def test_three_instances_one_killed_and_restarted_join_each_count_once(kafka: Cl
             producer.produce(orders, key=f"{phase}-{i}", value=customer)
         assert producer.flush(30) == 0
 
-    reader = Consumer({"bootstrap.servers": kafka.bootstrap_servers, "group.id": f"reader-{app_id}",
-                       "isolation.level": "read_committed", "enable.auto.commit": False})
+    reader = Consumer(
+        {
+            "bootstrap.servers": kafka.bootstrap_servers,
+            "group.id": f"reader-{app_id}",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+        }
+    )
     reader.assign([TopicPartition(sink, p, 0) for p in range(PARTITIONS)])
     records: list[tuple[str, str]] = []
 
     def start(name: str) -> StreamsApp:
-        return StreamsApp("StreamsGroupJoin", classes, cp,
-                          [kafka.bootstrap_servers, app_id, str(tmp_path / f"state-{name}"), orders, customers, sink],
-                          tmp_path / f"{name}-{time.monotonic_ns()}.stderr")
+        return StreamsApp(
+            "StreamsGroupJoin",
+            classes,
+            cp,
+            [kafka.bootstrap_servers, app_id, str(tmp_path / f"state-{name}"), orders, customers, sink],
+            tmp_path / f"{name}-{time.monotonic_ns()}.stderr",
+        )
 
     apps: list[StreamsApp] = []
     try:
@@ -106,5 +117,6 @@ def test_three_instances_one_killed_and_restarted_join_each_count_once(kafka: Cl
     joined: dict[str, list[str]] = defaultdict(list)
     for customer, value in records:
         joined[customer].append(value)
-    assert {c: sorted(vs, key=lambda v: int(v.split(":")[1])) for c, vs in joined.items()} == \
-        {c: [f"Name{c[1:]}:{k}" for k in range(1, n + 1)] for c, n in sent.items()}
+    assert {c: sorted(vs, key=lambda v: int(v.split(":")[1])) for c, vs in joined.items()} == {
+        c: [f"Name{c[1:]}:{k}" for k in range(1, n + 1)] for c, n in sent.items()
+    }

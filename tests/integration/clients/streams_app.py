@@ -17,6 +17,15 @@ import pytest
 
 from tests import javautil
 
+JAVA = Path(__file__).resolve().parent / "java"
+
+
+def compile_app(main: str) -> tuple[Path, str]:
+    """The classes of `main` (java/MAIN.java, compiled with the StreamsTestApp class it uses) and the Kafka Streams
+    classpath they run with."""
+    cp = javautil.streams_classpath()
+    return javautil.compile_java(JAVA / f"{main}.java", JAVA / "StreamsTestApp.java", cp=cp), cp
+
 
 class StreamsApp:
     """`main` (a class of `classes`) run with `args`; its stderr kept in `stderr_path`."""

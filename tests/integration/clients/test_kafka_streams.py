@@ -31,11 +31,10 @@ from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec
 import fakekafka
 from fakekafka.testing.handle import ClusterHandle
 from tests import javautil
-from tests.integration.clients.streams_app import StreamsApp
+from tests.integration.clients.streams_app import StreamsApp, compile_app
 
 pytestmark = [pytest.mark.clients, pytest.mark.kafka_real]
 
-SOURCE = Path(__file__).resolve().parent / "java" / "StreamsTotals.java"
 ORDERS = 600
 CUSTOMERS = 7
 PARTITIONS = 3
@@ -110,8 +109,7 @@ def _configs(admin: AdminClient, topic: str, *names: str) -> dict[str, str]:
 
 @pytest.mark.timeout(300)
 def test_exactly_once_v2_across_a_killed_instance(kafka: ClusterHandle, tmp_path: Path) -> None:
-    cp = javautil.streams_classpath()
-    classes = javautil.compile_java(SOURCE, cp=cp)
+    classes, cp = compile_app("StreamsTotals")
     app_id = f"totals-{uuid.uuid4().hex[:8]}"
     source, sink = f"{app_id}-orders", f"{app_id}-out"
     for topic in (source, sink):

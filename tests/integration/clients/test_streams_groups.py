@@ -25,12 +25,10 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from fakekafka.testing.handle import ClusterHandle
-from tests import javautil
-from tests.integration.clients.streams_app import StreamsApp
+from tests.integration.clients.streams_app import StreamsApp, compile_app
 
 pytestmark = [pytest.mark.clients, pytest.mark.kafka_real]
 
-SOURCE = Path(__file__).resolve().parent / "java" / "StreamsGroupCount.java"
 PARTITIONS = 3
 WORDS = 7
 PER_PHASE = 60
@@ -52,8 +50,7 @@ def _read_until(consumer: Consumer, records: list[tuple[str, int]], total: int, 
 
 @pytest.mark.timeout(600)
 def test_two_instances_one_restarted_count_each_word_once(kafka: ClusterHandle, tmp_path: Path) -> None:
-    cp = javautil.streams_classpath()
-    classes = javautil.compile_java(SOURCE, cp=cp)
+    classes, cp = compile_app("StreamsGroupCount")
     app_id = f"words-{uuid.uuid4().hex[:8]}"
     source, sink = f"{app_id}-in", f"{app_id}-out"
     for topic in (source, sink):

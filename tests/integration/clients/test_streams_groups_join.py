@@ -25,12 +25,10 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from fakekafka.testing.handle import ClusterHandle
-from tests import javautil
-from tests.integration.clients.streams_app import StreamsApp
+from tests.integration.clients.streams_app import StreamsApp, compile_app
 
 pytestmark = [pytest.mark.clients, pytest.mark.kafka_real]
 
-SOURCE = Path(__file__).resolve().parent / "java" / "StreamsGroupJoin.java"
 PARTITIONS = 3
 CUSTOMERS = 5
 PER_PHASE = 30
@@ -54,8 +52,7 @@ def _read_until(consumer: Consumer, records: list[tuple[str, str]], total: int, 
 
 @pytest.mark.timeout(600)
 def test_three_instances_one_killed_and_restarted_join_each_count_once(kafka: ClusterHandle, tmp_path: Path) -> None:
-    cp = javautil.streams_classpath()
-    classes = javautil.compile_java(SOURCE, cp=cp)
+    classes, cp = compile_app("StreamsGroupJoin")
     app_id = f"orders-{uuid.uuid4().hex[:8]}"
     orders, customers, sink = f"{app_id}-orders", f"{app_id}-customers", f"{app_id}-out"
     for topic in (orders, customers, sink):

@@ -7,96 +7,29 @@
 // topic), counts per word in a RocksDB store (its changelog topic) and writes every update to OUTPUT, under
 // exactly_once_v2 with the record cache off: per word, the committed output counts 1, 2, 3, ... once each.
 //
-// Stdout, one JSON line each: {"event": "state", "state": S} on every KafkaStreams state change,
-// {"event": "error", "error": TRACE} from the uncaught-exception handler, {"event": "closed", "clean": B}. A line
-// "stop" or the end of stdin closes the application, leaving the group.
+// Its configuration, events on stdout and stop on stdin: StreamsTestApp.
 
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.io.PrintWriter;
-import java.io.StringWriter;
-import java.nio.charset.StandardCharsets;
-import java.time.Duration;
 import java.util.Properties;
 import org.apache.kafka.common.serialization.Serdes;
-import org.apache.kafka.common.utils.Bytes;
-import org.apache.kafka.streams.CloseOptions;
-import org.apache.kafka.streams.CloseOptions.GroupMembershipOperation;
-import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
-import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
-import org.apache.kafka.streams.kstream.Consumed;
-import org.apache.kafka.streams.kstream.Grouped;
-import org.apache.kafka.streams.kstream.Materialized;
-import org.apache.kafka.streams.kstream.Produced;
-import org.apache.kafka.streams.state.KeyValueStore;
 
 public final class StreamsGroupCount {
-    private static final Object OUT = new Object();
-
-    private static void emit(String json) {
-        synchronized (OUT) {
-            System.out.println(json);
-            System.out.flush();
-        }
-    }
-
-    private static String quote(String s) {
-        StringBuilder b = new StringBuilder("\"");
-        for (char c : s.toCharArray()) {
-            switch (c) {
-                case '"': b.append("\\\""); break;
-                case '\\': b.append("\\\\"); break;
-                case '\n': b.append("\\n"); break;
-                case '\t': b.append("\\t"); break;
-                default:
-                    if (c < 0x20) b.append(String.format("\\u%04x", (int) c)); else b.append(c);
-            }
-        }
-        return b.append('"').toString();
-    }
-
     public static void main(String[] args) throws Exception {
-        String bootstrap = args[0], applicationId = args[1], stateDir = args[2], input = args[3], output = args[4];
+        String input = args[3], output = args[4];
 
-        Properties props = new Properties();
-        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        props.put(StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
-        props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
+        Properties props = StreamsTestApp.config(args);
         props.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, "streams");
-        props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
-        props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
-        props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 100);
 
         StreamsBuilder builder = new StreamsBuilder();
-        builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+        builder.stream(input, StreamsTestApp.consumed())
                 .selectKey((id, word) -> word)
-                .groupByKey(Grouped.with("by-word", Serdes.String(), Serdes.String()))
-                .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("counts")
-                        .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()))
+                .groupByKey(StreamsTestApp.grouped("by-word"))
+                .count(StreamsTestApp.store("counts", Serdes.Long()))
                 .toStream()
                 .mapValues(Object::toString)
-                .to(output, Produced.with(Serdes.String(), Serdes.String()));
+                .to(output, StreamsTestApp.produced());
 
-        KafkaStreams streams = new KafkaStreams(builder.build(), props);
-        streams.setStateListener((now, before) -> emit("{\"event\": \"state\", \"state\": " + quote(now.name()) + "}"));
-        streams.setUncaughtExceptionHandler(e -> {
-            StringWriter trace = new StringWriter();
-            e.printStackTrace(new PrintWriter(trace));
-            emit("{\"event\": \"error\", \"error\": " + quote(trace.toString()) + "}");
-            return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
-        });
-        streams.start();
-
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        String line;
-        while ((line = in.readLine()) != null && !line.trim().equals("stop")) {
-            // nothing else is asked of the application
-        }
-        boolean closed = streams.close(CloseOptions.groupMembershipOperation(GroupMembershipOperation.LEAVE_GROUP)
-                .withTimeout(Duration.ofSeconds(30)));
-        emit("{\"event\": \"closed\", \"clean\": " + closed + "}");
-        System.exit(closed ? 0 : 1);
+        StreamsTestApp.run(builder, props);
     }
 }

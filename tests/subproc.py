@@ -25,8 +25,14 @@ def _stop(proc: subprocess.Popen[str], sig: int, grace: float) -> tuple[str, str
         return proc.communicate()
 
 
-def run_terminating(cmd: list[str], timeout: float, grace: float = 60, stop_signal: int = signal.SIGTERM,
-                    merge_stderr: bool = False, **kw: Any) -> subprocess.CompletedProcess[str]:
+def run_terminating(
+    cmd: list[str],
+    timeout: float,
+    grace: float = 60,
+    stop_signal: int = signal.SIGTERM,
+    merge_stderr: bool = False,
+    **kw: Any,
+) -> subprocess.CompletedProcess[str]:
     """subprocess.run(cmd, capture_output=True, text=True) that on timeout sends `stop_signal` first (compat stops
     its brokers and client agents on SIGTERM, pytest ends its session on SIGINT: they run in sessions of their own,
     which SIGKILL would leave behind), SIGKILL only after `grace` seconds, and then raises

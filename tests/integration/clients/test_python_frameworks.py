@@ -91,8 +91,14 @@ class PyApp:
     def __init__(self, python: str, script: str, args: list[str], stderr_path: Path) -> None:
         self.stderr_path = stderr_path
         self._stderr = stderr_path.open("w", encoding="utf-8")
-        self.proc = subprocess.Popen([python, str(APPS / script), *args], stdout=subprocess.PIPE,
-                                     stderr=self._stderr, stdin=subprocess.DEVNULL, text=True, encoding="utf-8")
+        self.proc = subprocess.Popen(
+            [python, str(APPS / script), *args],
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            encoding="utf-8",
+        )
         self.events: queue.Queue[dict[str, Any]] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -164,8 +170,9 @@ class Run:
             kafka.wait_for_topic(topic, PARTITIONS)
         rng = random.Random(19)
         self.orders = [(f"o{i}", f"c{rng.randrange(CUSTOMERS)}", rng.randint(1, 1000)) for i in range(ORDERS)]
-        self.producer = Producer({"bootstrap.servers": kafka.bootstrap_servers, "enable.idempotence": True,
-                                  "partitioner": "murmur2_random"})
+        self.producer = Producer(
+            {"bootstrap.servers": kafka.bootstrap_servers, "enable.idempotence": True, "partitioner": "murmur2_random"}
+        )
         self.admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
         self.reader = CommittedReader(kafka.bootstrap_servers, self.sink)
         self.phases: dict[str, float] = {}
@@ -189,18 +196,20 @@ class Run:
         # fakekafka's warnings and the APIs it served (nothing seen on Kafka)
         with javautil._watch(self.kafka) as self.watch:
             try:
-                self.produce(self.orders[:ORDERS // 2])
+                self.produce(self.orders[: ORDERS // 2])
                 first = start(True)
                 try:
-                    self.kafka.wait_until(lambda: first.check_alive() or self.inputs_committed() == ORDERS // 2,
-                                          timeout=WAIT_S)
+                    self.kafka.wait_until(
+                        lambda: first.check_alive() or self.inputs_committed() == ORDERS // 2, timeout=WAIT_S
+                    )
                     self.phases["first half committed"] = time.monotonic() - t0
-                    self.produce(self.orders[ORDERS // 2:])
+                    self.produce(self.orders[ORDERS // 2 :])
                     self.processed_at_kill = first.wait_for("frozen")["processed"]
                     assert self.processed_at_kill >= FREEZE_AFTER
                     # every update sent is on the broker, and the open transaction has records there
-                    self.kafka.wait_until(lambda: len(self.kafka.records(self.sink)) == self.processed_at_kill,
-                                          timeout=WAIT_S)
+                    self.kafka.wait_until(
+                        lambda: len(self.kafka.records(self.sink)) == self.processed_at_kill, timeout=WAIT_S
+                    )
                     self.kafka.wait_until(lambda: _open_transaction(self.admin, open_on), timeout=WAIT_S)
                     self.committed_at_kill = self.inputs_committed()
                 finally:
@@ -211,8 +220,9 @@ class Run:
                 second = start(False)
                 try:
                     self.reader.pump(done, timeout=WAIT_S, also=second.check_alive)
-                    self.kafka.wait_until(lambda: second.check_alive() or self.inputs_committed() == ORDERS,
-                                          timeout=WAIT_S)
+                    self.kafka.wait_until(
+                        lambda: second.check_alive() or self.inputs_committed() == ORDERS, timeout=WAIT_S
+                    )
                     self.phases["all committed"] = time.monotonic() - t0
                 finally:
                     code = second.stop()
@@ -229,11 +239,12 @@ class Run:
         t0 = time.monotonic()
         with javautil._watch(self.kafka) as self.watch:
             try:
-                self.produce(self.orders[:ORDERS // 2])
+                self.produce(self.orders[: ORDERS // 2])
                 first = start(True)
                 try:
-                    self.kafka.wait_until(lambda: first.check_alive() or self.inputs_committed() == ORDERS // 2,
-                                          timeout=WAIT_S)
+                    self.kafka.wait_until(
+                        lambda: first.check_alive() or self.inputs_committed() == ORDERS // 2, timeout=WAIT_S
+                    )
                     self.reader.pump(lambda: len(self.reader.records) >= ORDERS // 2, also=first.check_alive)
                     self.processed_at_kill = self.committed_at_kill = self.inputs_committed()
                 finally:
@@ -243,10 +254,11 @@ class Run:
                 try:
                     second.wait_for_log(ready)
                     self.phases["restored"] = time.monotonic() - t0
-                    self.produce(self.orders[ORDERS // 2:])
+                    self.produce(self.orders[ORDERS // 2 :])
                     self.reader.pump(lambda: len(self.reader.records) >= ORDERS, also=second.check_alive)
-                    self.kafka.wait_until(lambda: second.check_alive() or self.inputs_committed() == ORDERS,
-                                          timeout=WAIT_S)
+                    self.kafka.wait_until(
+                        lambda: second.check_alive() or self.inputs_committed() == ORDERS, timeout=WAIT_S
+                    )
                     self.phases["all committed"] = time.monotonic() - t0
                 finally:
                     code = second.stop()
@@ -291,14 +303,22 @@ class Run:
     def committed_changelog(self, topic: str) -> dict[bytes, bytes]:
         """The last value per key of `topic` as read_committed sees it (what a restore loads)."""
         ends = _latest(self.admin, topic, IsolationLevel.READ_COMMITTED)
-        consumer = Consumer({"bootstrap.servers": self.kafka.bootstrap_servers, "group.id": f"cl-{uuid.uuid4().hex}",
-                             "isolation.level": "read_committed", "enable.auto.commit": False})
+        consumer = Consumer(
+            {
+                "bootstrap.servers": self.kafka.bootstrap_servers,
+                "group.id": f"cl-{uuid.uuid4().hex}",
+                "isolation.level": "read_committed",
+                "enable.auto.commit": False,
+            }
+        )
         consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
         latest: dict[bytes, bytes] = {}
         deadline = time.monotonic() + WAIT_S
         try:
-            while not all(tp.offset >= ends[tp.partition]
-                          for tp in consumer.position([TopicPartition(topic, p) for p in range(PARTITIONS)])):
+            while not all(
+                tp.offset >= ends[tp.partition]
+                for tp in consumer.position([TopicPartition(topic, p) for p in range(PARTITIONS)])
+            ):
                 assert time.monotonic() < deadline, f"{topic}: read_committed did not reach {ends}"
                 for m in consumer.consume(500, 0.2):
                     if m.error() is None:
@@ -308,8 +328,10 @@ class Run:
         return latest
 
     def report(self, name: str) -> None:
-        print(f"{name}: {ORDERS} orders, {self.processed_at_kill} processed and {self.committed_at_kill} committed "
-              "when killed; " + ", ".join(f"{phase} at {t:.1f} s" for phase, t in self.phases.items()))
+        print(
+            f"{name}: {ORDERS} orders, {self.processed_at_kill} processed and {self.committed_at_kill} committed "
+            "when killed; " + ", ".join(f"{phase} at {t:.1f} s" for phase, t in self.phases.items())
+        )
 
 
 @pytest.mark.timeout(300)
@@ -319,8 +341,14 @@ def test_quixstreams_exactly_once_across_a_killed_instance(kafka: ClusterHandle,
 
     def start(first: bool) -> PyApp:
         state_dir = tmp_path / ("state-first" if first else "state-second")  # the second starts with no state
-        args = [kafka.bootstrap_servers, run.app_id, str(state_dir), run.source, run.sink,
-                str(FREEZE_AFTER if first else 0)]
+        args = [
+            kafka.bootstrap_servers,
+            run.app_id,
+            str(state_dir),
+            run.source,
+            run.sink,
+            str(FREEZE_AFTER if first else 0),
+        ]
         return PyApp(python, "quix_totals.py", args, tmp_path / f"{'first' if first else 'second'}.stderr")
 
     assert run.kill_and_restart(start, open_on=run.sink, done=lambda: len(run.reader.records) >= ORDERS) == 0
@@ -335,15 +363,20 @@ def test_quixstreams_exactly_once_across_a_killed_instance(kafka: ClusterHandle,
     changelog = f"changelog__{run.app_id}--{run.source}--default"
     assert _configs(run.admin, changelog, "cleanup.policy") == {"cleanup.policy": "compact"}
     stored = {k: json.loads(v) for k, v in run.committed_changelog(changelog).items()}
-    assert stored == {f'{c}|"{field}"'.encode(): value for c, updates in outputs.items()
-                      for field, value in zip(("count", "total"), updates[-1], strict=True)}  # key|json(state key)
+    assert stored == {
+        f'{c}|"{field}"'.encode(): value
+        for c, updates in outputs.items()
+        for field, value in zip(("count", "total"), updates[-1], strict=True)
+    }  # key|json(state key)
     if isinstance(kafka, fakekafka.Cluster):  # the coordinator's side, which Kafka does not show over the wire
         assert {"InitProducerId", "AddPartitionsToTxn", "TxnOffsetCommit", "EndTxn"} <= set(run.watch.api_calls)
         # two transactional ids, one per process: the killed one's open transaction was ended by its timeout
         # (its producer fenced, as Kafka does), the second one's committed and closed
         txns = {t: kafka.transaction(t) for t in kafka.transactions()}
         assert sorted((v.state, ("Ongoing", "PrepareEpochFence") in v.transitions) for v in txns.values()) == [
-            ("CompleteAbort", True), ("CompleteCommit", False)], txns
+            ("CompleteAbort", True),
+            ("CompleteCommit", False),
+        ], txns
     run.report("quixstreams exactly-once")
 
 
@@ -372,7 +405,8 @@ def test_faust_exactly_once_tables_across_a_killed_worker(kafka: ClusterHandle, 
         assert stored == {c: updates[-1][index] for c, updates in outputs.items()}, table
     if isinstance(kafka, fakekafka.Cluster):  # the coordinator's side, which Kafka does not show over the wire
         assert {"InitProducerId", "AddPartitionsToTxn", "AddOffsetsToTxn", "TxnOffsetCommit", "EndTxn"} <= set(
-            run.watch.api_calls)
+            run.watch.api_calls
+        )
         # one transactional id per input partition ({app}-{topic group}-{partition}), taken over by the second
         # worker (a new epoch) and committed
         txns = {t: kafka.transaction(t) for t in kafka.transactions() if t.startswith(f"{run.app_id}-1-")}
@@ -393,8 +427,12 @@ def test_quixstreams_restores_its_store_from_a_compacted_changelog(kafka: Cluste
 
     def start(first: bool) -> PyApp:
         state_dir = tmp_path / ("state-first" if first else "state-second")  # the second starts with no state
-        return PyApp(python, "quix_totals.py", [kafka.bootstrap_servers, run.app_id, str(state_dir), run.source,
-                                                run.sink, "0"], tmp_path / f"{'first' if first else 'second'}.stderr")
+        return PyApp(
+            python,
+            "quix_totals.py",
+            [kafka.bootstrap_servers, run.app_id, str(state_dir), run.source, run.sink, "0"],
+            tmp_path / f"{'first' if first else 'second'}.stderr",
+        )
 
     def alter(resource: ConfigResource) -> None:
         assert run.admin.incremental_alter_configs([resource])[resource].result(30) is None
@@ -405,19 +443,29 @@ def test_quixstreams_restores_its_store_from_a_compacted_changelog(kafka: Cluste
         return {name: entry.value for name, entry in entries.items()}
 
     try:
-        run.produce(run.orders[:ORDERS // 2])
+        run.produce(run.orders[: ORDERS // 2])
         first = start(True)
         try:
             kafka.wait_until(lambda: first.check_alive() or run.inputs_committed() == ORDERS // 2, timeout=WAIT_S)
-            alter(ConfigResource(ResourceType.TOPIC, changelog, incremental_configs=[
-                ConfigEntry("segment.ms", "100", incremental_operation=AlterConfigOpType.SET),
-                ConfigEntry("min.cleanable.dirty.ratio", "0.01", incremental_operation=AlterConfigOpType.SET)]))
+            alter(
+                ConfigResource(
+                    ResourceType.TOPIC,
+                    changelog,
+                    incremental_configs=[
+                        ConfigEntry("segment.ms", "100", incremental_operation=AlterConfigOpType.SET),
+                        ConfigEntry("min.cleanable.dirty.ratio", "0.01", incremental_operation=AlterConfigOpType.SET),
+                    ],
+                )
+            )
             # Kafka applies a topic's new configs once its broker has read them from the metadata log: until then
             # an append does not roll the segment (on a loaded machine the second half was all written before)
-            kafka.wait_until(lambda: configs(changelog).get("segment.ms") == "100", timeout=WAIT_S,
-                             message="the changelog's segment.ms in the broker's own configs")
+            kafka.wait_until(
+                lambda: configs(changelog).get("segment.ms") == "100",
+                timeout=WAIT_S,
+                message="the changelog's segment.ms in the broker's own configs",
+            )
             time.sleep(0.2)  # a time gap, not a wait: the next changelog write is segment.ms after the last
-            run.produce(run.orders[ORDERS // 2:])
+            run.produce(run.orders[ORDERS // 2 :])
             kafka.wait_until(lambda: first.check_alive() or run.inputs_committed() == ORDERS, timeout=WAIT_S)
         finally:
             assert first.stop() == 0  # it leaves the group: the second joins without waiting out its session
@@ -426,16 +474,31 @@ def test_quixstreams_restores_its_store_from_a_compacted_changelog(kafka: Cluste
             assert kafka.force_compaction(changelog) > 0
         else:
             node = str(run.admin.describe_cluster().result(30).controller.id)
-            backoff = ConfigResource(ResourceType.BROKER, node, incremental_configs=[
-                ConfigEntry("log.cleaner.backoff.ms", "100", incremental_operation=AlterConfigOpType.SET)])
+            backoff = ConfigResource(
+                ResourceType.BROKER,
+                node,
+                incremental_configs=[
+                    ConfigEntry("log.cleaner.backoff.ms", "100", incremental_operation=AlterConfigOpType.SET)
+                ],
+            )
             alter(backoff)
             try:
                 # 60 s: on a loaded CI machine Kafka's restarted cleaner took more than 30 s to get to it
-                kafka.wait_until(lambda: len(kafka.records(changelog)) < written, timeout=60,
-                                 message="Kafka's cleaner on the changelog")
+                kafka.wait_until(
+                    lambda: len(kafka.records(changelog)) < written,
+                    timeout=60,
+                    message="Kafka's cleaner on the changelog",
+                )
             finally:
-                alter(ConfigResource(ResourceType.BROKER, node, incremental_configs=[
-                    ConfigEntry("log.cleaner.backoff.ms", None, incremental_operation=AlterConfigOpType.DELETE)]))
+                alter(
+                    ConfigResource(
+                        ResourceType.BROKER,
+                        node,
+                        incremental_configs=[
+                            ConfigEntry("log.cleaner.backoff.ms", None, incremental_operation=AlterConfigOpType.DELETE)
+                        ],
+                    )
+                )
         kept = len(kafka.records(changelog))
         assert kept < written
         run.reader.pump(lambda: len(run.reader.records) >= ORDERS)

@@ -3,12 +3,9 @@ on a thread, stopped through stdin or killed. Shared by the classic-protocol and
 
 from __future__ import annotations
 
-import json
 import os
 import queue
-import signal
 import subprocess
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -16,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests import javautil
+from tests.subproc import EventChild
 
 JAVA = Path(__file__).resolve().parent / "java"
 
@@ -27,43 +25,19 @@ def compile_app(main: str) -> tuple[Path, str]:
     return javautil.compile_java(JAVA / f"{main}.java", JAVA / "StreamsTestApp.java", cp=cp), cp
 
 
-class StreamsApp:
-    """`main` (a class of `classes`) run with `args`; its stderr kept in `stderr_path`."""
+class StreamsApp(EventChild):
+    """`main` (a class of `classes`) run with `args`; its stderr kept in `stderr_path`; stopped by a "stop" line."""
 
     def __init__(self, main: str, classes: Path, cp: str, args: list[str], stderr_path: Path) -> None:
-        self.stderr_path = stderr_path
-        self._stderr = stderr_path.open("w", encoding="utf-8")
-        self.proc = subprocess.Popen(
-            [
-                javautil._tool("java"),
-                *javautil.driver_jvm_args(),
-                "-cp",
-                os.pathsep.join([str(classes), cp]),
-                main,
-                *args,
-            ],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-            text=True,
-            encoding="utf-8",
-        )
-        self.events: queue.Queue[dict[str, Any]] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                self.events.put(json.loads(line))
-            except ValueError:
-                self.events.put({"event": "stray", "line": line.rstrip("\n")})
-        self.events.put({"event": "exit"})
-
-    def stderr(self) -> str:
-        if not self._stderr.closed:
-            self._stderr.flush()
-        return self.stderr_path.read_text(encoding="utf-8")[-6000:]
+        cmd = [
+            javautil._tool("java"),
+            *javautil.driver_jvm_args(),
+            "-cp",
+            os.pathsep.join([str(classes), cp]),
+            main,
+            *args,
+        ]
+        super().__init__(cmd, stderr_path, stdin=subprocess.PIPE, keep_stray=True)
 
     def wait_for(self, event: str, timeout: float) -> dict[str, Any]:
         """The next event named `event`; fails the test on the application's error, its exit or the timeout."""
@@ -98,24 +72,11 @@ class StreamsApp:
             if e["event"] in ("error", "exit"):
                 pytest.fail(f"the Streams app ended: {e}\nits stderr:\n{self.stderr()}")
 
-    def kill(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(30)
-        self._stderr.close()
-
-    def stop(self) -> int:
-        """Closes the application cleanly (a "stop" line) and returns its exit code."""
+    def _ask_to_stop(self) -> None:
+        """A "stop" line: the application closes cleanly, leaving the group."""
         assert self.proc.stdin is not None
         try:
             self.proc.stdin.write("stop\n")
             self.proc.stdin.flush()
         except BrokenPipeError:  # it has exited already: its code says how
             pass
-        try:
-            code = self.proc.wait(60)
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-                self.proc.wait()
-            self._stderr.close()
-        return code

@@ -31,10 +31,8 @@ import json
 import os
 import queue
 import random
-import signal
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from collections import Counter, defaultdict
@@ -56,6 +54,7 @@ from tests.integration.clients.test_kafka_streams import (
     _latest,
     _open_transaction,
 )
+from tests.subproc import EventChild
 
 pytestmark = [pytest.mark.clients, pytest.mark.kafka_real]
 
@@ -84,37 +83,12 @@ def _python_with(module: str, venv_var: str | None = None) -> str:
     return python
 
 
-class PyApp:
-    """One process of an app: its JSON events read on a thread, stopped with SIGTERM (as a supervisor would)
-    or killed."""
+class PyApp(EventChild):
+    """One process of an app: its JSON events read on a thread, stopped with SIGTERM (which both frameworks take as
+    "commit what is done and leave the group", as from a supervisor) or killed."""
 
     def __init__(self, python: str, script: str, args: list[str], stderr_path: Path) -> None:
-        self.stderr_path = stderr_path
-        self._stderr = stderr_path.open("w", encoding="utf-8")
-        self.proc = subprocess.Popen(
-            [python, str(APPS / script), *args],
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            encoding="utf-8",
-        )
-        self.events: queue.Queue[dict[str, Any]] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                self.events.put(json.loads(line))
-            except ValueError:  # the frameworks' own prints
-                pass
-        self.events.put({"event": "exit"})
-
-    def stderr(self) -> str:
-        if not self._stderr.closed:
-            self._stderr.flush()
-        return self.stderr_path.read_text(encoding="utf-8")[-6000:]
+        super().__init__([python, str(APPS / script), *args], stderr_path)
 
     def wait_for(self, event: str, timeout: float = WAIT_S) -> dict[str, Any]:
         """The next event named `event`; fails the test on the app's exit or the timeout."""
@@ -138,23 +112,6 @@ class PyApp:
     def check_alive(self) -> None:
         if self.proc.poll() is not None:
             pytest.fail(f"{self.proc.args[1]} exited with {self.proc.returncode}; its stderr:\n{self.stderr()}")
-
-    def kill(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(30)
-        self._stderr.close()
-
-    def stop(self) -> int:
-        """SIGTERM, which both frameworks take as "commit what is done and leave the group"; the exit code."""
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            code = self.proc.wait(60)
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-                self.proc.wait()
-            self._stderr.close()
-        return code
 
 
 class Run:

@@ -54,6 +54,31 @@ class RawClient:
     def close(self) -> None:
         self.sock.close()
 
+    def __enter__(self) -> RawClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def request_once(
+    bootstrap: str, api_key: int, version: int, body: dict[str, Any], client_id: str = "raw", timeout: float = 10.0
+) -> Any:
+    """One request on a connection of its own, closed once answered (a throttled connection is muted for the
+    throttle time, so each request of a quota test goes on a new one)."""
+    with RawClient(bootstrap, timeout=timeout, client_id=client_id) as raw:
+        return raw.request(api_key, version, body)
+
+
+def alter_client_quota(raw: RawClient, entity_type: str, entity_name: str, key: str, value: float | None) -> Any:
+    """AlterClientQuotas v1 setting quota `key` of one entity (`entity_type` "user", "client-id" or "ip") to
+    `value`, or removing it (None); the response."""
+    entity = [{"entity_type": entity_type, "entity_name": entity_name}]
+    ops = [{"key": key, "value": value or 0.0, "remove": value is None}]
+    return raw.request(
+        wire.ApiKey.ALTER_CLIENT_QUOTAS, 1, {"validate_only": False, "entries": [{"entity": entity, "ops": ops}]}
+    )
+
 
 def eventually(what: str, attempt: Callable[[], Any], timeout: float = 30.0) -> Any:
     """Calls `attempt` every 0.1 s until it returns something other than None, and returns that; raises

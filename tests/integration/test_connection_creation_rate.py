@@ -10,7 +10,7 @@ import time
 
 import fakekafka
 from fakekafka.wire import ApiKey, ErrorCode
-from tests.rawclient import RawClient
+from tests.rawclient import RawClient, alter_client_quota
 
 VERSIONS = {"client_software_name": "t", "client_software_version": "1"}
 
@@ -18,38 +18,23 @@ VERSIONS = {"client_software_name": "t", "client_software_version": "1"}
 def _versions(bootstrap: str) -> tuple[str, float]:
     """What a new connection's ApiVersions gets: "answered", or "closed" (and after how long)."""
     started = time.monotonic()
-    raw = RawClient(bootstrap, timeout=30)
-    try:
-        raw.request(ApiKey.API_VERSIONS, 3, VERSIONS)
-        return "answered", time.monotonic() - started
-    except ConnectionError:
-        return "closed", time.monotonic() - started
-    finally:
-        raw.close()
+    with RawClient(bootstrap, timeout=30) as raw:
+        try:
+            raw.request(ApiKey.API_VERSIONS, 3, VERSIONS)
+            return "answered", time.monotonic() - started
+        except ConnectionError:
+            return "closed", time.monotonic() - started
 
 
 def test_a_connection_over_the_rate_is_left_unread_then_closed() -> None:
-    with fakekafka.Cluster(clock="frozen", config={"quota.window.num": "2"}) as c:
-        raw = RawClient(c.bootstrap_servers)
-        try:
-            r = raw.request(
-                ApiKey.ALTER_CLIENT_QUOTAS,
-                1,
-                {
-                    "validate_only": False,
-                    "entries": [
-                        {
-                            "entity": [{"entity_type": "ip", "entity_name": "127.0.0.1"}],
-                            "ops": [{"key": "connection_creation_rate", "value": 2.0, "remove": False}],
-                        }
-                    ],
-                },
-            )
-            assert r.entries[0].error_code == ErrorCode.NONE
-            first, second, third = (_versions(c.bootstrap_servers) for _ in range(3))
-            assert (first[0], second[0], third[0]) == ("answered", "answered", "closed")
-            assert third[1] >= 0.4  # held unread for its throttle time (500 ms) before the close
-            # a connection made before is not affected
-            assert raw.request(ApiKey.API_VERSIONS, 3, VERSIONS).error_code == ErrorCode.NONE
-        finally:
-            raw.close()
+    with (
+        fakekafka.Cluster(clock="frozen", config={"quota.window.num": "2"}) as c,
+        RawClient(c.bootstrap_servers) as raw,
+    ):
+        r = alter_client_quota(raw, "ip", "127.0.0.1", "connection_creation_rate", 2.0)
+        assert r.entries[0].error_code == ErrorCode.NONE
+        first, second, third = (_versions(c.bootstrap_servers) for _ in range(3))
+        assert (first[0], second[0], third[0]) == ("answered", "answered", "closed")
+        assert third[1] >= 0.4  # held unread for its throttle time (500 ms) before the close
+        # a connection made before is not affected
+        assert raw.request(ApiKey.API_VERSIONS, 3, VERSIONS).error_code == ErrorCode.NONE

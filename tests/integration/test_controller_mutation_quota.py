@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from fakekafka.wire import ApiKey, ErrorCode
-from tests.rawclient import RawClient, eventually
+from tests.rawclient import RawClient, alter_client_quota, eventually, request_once
 
 pytestmark = pytest.mark.kafka_real
 
@@ -23,32 +23,13 @@ RATE = 1.0
 
 
 def _quota(kafka: Any, client_id: str, value: float | None) -> None:
-    raw = RawClient(kafka.bootstrap_servers)
-    try:
-        r = raw.request(
-            ApiKey.ALTER_CLIENT_QUOTAS,
-            1,
-            {
-                "validate_only": False,
-                "entries": [
-                    {
-                        "entity": [{"entity_type": "client-id", "entity_name": client_id}],
-                        "ops": [{"key": "controller_mutation_rate", "value": value or 0.0, "remove": value is None}],
-                    }
-                ],
-            },
-        )
-        assert r.entries[0].error_code == ErrorCode.NONE, r
-    finally:
-        raw.close()
+    with RawClient(kafka.bootstrap_servers) as raw:
+        r = alter_client_quota(raw, "client-id", client_id, "controller_mutation_rate", value)
+    assert r.entries[0].error_code == ErrorCode.NONE, r
 
 
 def _request(kafka: Any, client_id: str, api_key: int, version: int, body: dict[str, Any]) -> Any:
-    raw = RawClient(kafka.bootstrap_servers, client_id=client_id)
-    try:
-        return raw.request(api_key, version, body)
-    finally:
-        raw.close()
+    return request_once(kafka.bootstrap_servers, api_key, version, body, client_id=client_id)
 
 
 def _create(kafka: Any, client_id: str, name: str, partitions: int, version: int = 7) -> Any:

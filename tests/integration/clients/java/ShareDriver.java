@@ -73,23 +73,34 @@ public class ShareDriver {
                 Thread.sleep(250);
             }
         }
-        Properties pp = new Properties();
-        pp.put("bootstrap.servers", bootstrap);
-        pp.put("key.serializer", StringSerializer.class.getName());
-        pp.put("value.serializer", StringSerializer.class.getName());
-        try (KafkaProducer<String, String> producer = new KafkaProducer<>(pp)) {
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(producerConfig())) {
             for (int i = 0; i < n; i++) producer.send(new ProducerRecord<>(topic, "k" + i, "v" + i));
             producer.flush();
         }
         return topic;
     }
 
+    /** The broker, and String keys and values through `serde` ("serializer" or "deserializer") `type`: what
+     * every client here starts from. */
+    static Properties clientConfig(String serde, Class<?> type) {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        p.put("key." + serde, type.getName());
+        p.put("value." + serde, type.getName());
+        return p;
+    }
+
+    static Properties consumerConfig() {
+        return clientConfig("deserializer", StringDeserializer.class);
+    }
+
+    static Properties producerConfig() {
+        return clientConfig("serializer", StringSerializer.class);
+    }
+
     static KafkaShareConsumer<String, String> consumer(String group, String mode) {
-        Properties cp = new Properties();
-        cp.put("bootstrap.servers", bootstrap);
+        Properties cp = consumerConfig();
         cp.put("group.id", group);
-        cp.put("key.deserializer", StringDeserializer.class.getName());
-        cp.put("value.deserializer", StringDeserializer.class.getName());
         cp.put("share.acknowledgement.mode", mode);
         return new KafkaShareConsumer<>(cp);
     }
@@ -112,10 +123,7 @@ public class ShareDriver {
         admin.incrementalAlterConfigs(Map.of(resource, List.of(new AlterConfigOp(
             new ConfigEntry("share.isolation.level", level), AlterConfigOp.OpType.SET))))
             .all().get(30, TimeUnit.SECONDS);
-        Properties pp = new Properties();
-        pp.put("bootstrap.servers", bootstrap);
-        pp.put("key.serializer", StringSerializer.class.getName());
-        pp.put("value.serializer", StringSerializer.class.getName());
+        Properties pp = producerConfig();
         pp.put("transactional.id", prefix + "-tx-" + level);
         List<String> before = new ArrayList<>();
         List<String> after = new ArrayList<>();
@@ -180,12 +188,8 @@ public class ShareDriver {
             long until = System.currentTimeMillis() + 2000;  // nothing comes back
             while (System.currentTimeMillis() < until) deliveries += c.poll(Duration.ofMillis(300)).count();
         }
-        Properties cp = new Properties();
-        cp.put("bootstrap.servers", bootstrap);
-        cp.put("key.deserializer", StringDeserializer.class.getName());
-        cp.put("value.deserializer", StringDeserializer.class.getName());
         List<String> letters = new ArrayList<>();
-        try (KafkaConsumer<String, String> c = new KafkaConsumer<>(cp)) {
+        try (KafkaConsumer<String, String> c = new KafkaConsumer<>(consumerConfig())) {
             TopicPartition tp = new TopicPartition(dlqTopic, 0);
             c.assign(List.of(tp));
             c.seekToBeginning(List.of(tp));

@@ -71,6 +71,10 @@ MARKER_WORDS = {
     "kafka_version": "An older Kafka release to stand in for, `\"3.9\"`, `\"3.7\"` or `\"2.8\"`: ApiVersions capped "
                      "to its ranges, its features ([Older Kafka versions](cookbook/older-kafka.md)); under "
                      "`--kafka-real`, `\"3.9\"` runs on Apache Kafka 3.9.1 (the others are skipped).",
+    "client_telemetry": "True: KIP-714 client telemetry on (GetTelemetrySubscriptions/PushTelemetry advertised, as "
+                        "Kafka with a telemetry reporter in `metric.reporters`); the metrics clients push are read "
+                        "with `kafka.client_metrics()` "
+                        "([Client telemetry](cookbook/faults-and-clock.md#client-telemetry-kip-714)).",
 }
 
 

@@ -35,6 +35,7 @@ from fakekafka.handlers import (  # noqa: F401  (imported to register their hand
     scram,
     share_groups,
     streams_groups,
+    telemetry,
     transactions,
 )
 from fakekafka.handlers.authz import CLUSTER_APIS, authorize_cluster

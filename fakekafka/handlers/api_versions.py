@@ -28,13 +28,14 @@ from typing import Any
 from construct import Container
 
 from fakekafka.handlers.registry import RequestContext, advertised_versions, handles
+from fakekafka.model.config import BrokerConfig
 from fakekafka.model.releases import KafkaRelease
 from fakekafka.wire import ApiKey, ErrorCode
 
 
-def api_keys(release: KafkaRelease | None = None) -> list[dict[str, int]]:
+def api_keys(release: KafkaRelease | None = None, config: BrokerConfig | None = None) -> list[dict[str, int]]:
     return [{"api_key": k, "min_version": lo, "max_version": hi}
-            for k, (lo, hi) in advertised_versions(release).items()]
+            for k, (lo, hi) in advertised_versions(release, config).items()]
 
 
 def unsupported_version_response(release: KafkaRelease | None = None) -> dict[str, Any]:
@@ -54,7 +55,8 @@ def handle_api_versions(ctx: RequestContext, req: Container) -> dict[str, Any]:
         if cluster_id != ctx.cluster.config.cluster_id or node_id != ctx.broker.node_id:
             return {"error_code": ErrorCode.REBOOTSTRAP_REQUIRED, "api_keys": [], "throttle_time_ms": 0}
     release = ctx.cluster.config.release
-    return {"error_code": ErrorCode.NONE, "api_keys": api_keys(release), "throttle_time_ms": 0,
+    return {"error_code": ErrorCode.NONE, "api_keys": api_keys(release, ctx.cluster.config),
+            "throttle_time_ms": 0,
             **((features(ctx.cluster.config.transaction_version) if release is None else
                 release_features(release, ctx.version))
                if ctx.version >= 3 else {})}

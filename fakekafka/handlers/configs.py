@@ -557,8 +557,9 @@ def _alter_client_metrics(ctx: RequestContext, name: str, ops: list[tuple[str, i
         return
     if new:
         ctx.cluster.client_metrics[name] = new
-    else:
-        ctx.cluster.client_metrics.pop(name, None)
+        ctx.cluster.client_telemetry.subscriptions_changed()  # clients learn it at their next request
+    elif ctx.cluster.client_metrics.pop(name, None) is not None:
+        ctx.cluster.client_telemetry.subscriptions_changed()
 
 
 def _replace(ops: list[tuple[str, int, str | None]]) -> dict[str, str]:

@@ -17,6 +17,7 @@ from construct import Container
 
 from fakekafka.handlers.connection import ConnectionState
 from fakekafka.model.cluster import ClusterState
+from fakekafka.model.config import BrokerConfig
 from fakekafka.model.metadata import Broker
 from fakekafka.model.releases import KafkaRelease
 from fakekafka.wire import ApiKey, ErrorCode, Request
@@ -154,13 +155,20 @@ class Registered:
     advertised_min: int
     handler: Handler
     error_responder: ErrorResponder | None
+    enabled: Callable[[BrokerConfig], bool] | None = None
+    """Whether a cluster of this config serves the API (None: always); one that does not neither advertises it
+    nor answers it, as Kafka's ApiVersionManager leaves out an API it has not enabled."""
+
+    def enabled_on(self, config: BrokerConfig) -> bool:
+        return self.enabled is None or self.enabled(config)
 
 
 _REGISTRY: dict[ApiKey, Registered] = {}
 
 
 def handles(api_key: ApiKey, min_version: int, max_version: int, *, advertise_from: int | None = None,
-            errors: ErrorResponder | None = None) -> Callable[[Handler], Handler]:
+            errors: ErrorResponder | None = None,
+            enabled: Callable[[BrokerConfig], bool] | None = None) -> Callable[[Handler], Handler]:
     if not isinstance(api_key, ApiKey):  # a bare number says nothing to the reader: name the API
         raise TypeError(f"handles() takes an ApiKey (ApiKey.JOIN_GROUP, not 11), got {api_key!r}")
     spec = API_MODULES.get(api_key)
@@ -171,7 +179,8 @@ def handles(api_key: ApiKey, min_version: int, max_version: int, *, advertise_fr
 
     def register(fn: Handler) -> Handler:
         _REGISTRY[api_key] = Registered(api_key, min_version, max_version,
-                                        min_version if advertise_from is None else advertise_from, fn, errors)
+                                        min_version if advertise_from is None else advertise_from, fn, errors,
+                                        enabled)
         return fn
     return register
 
@@ -180,10 +189,12 @@ def handler_for(api_key: int) -> Registered | None:
     return _REGISTRY.get(api_key)
 
 
-def advertised_versions(release: KafkaRelease | None = None) -> dict[int, tuple[int, int]]:
+def advertised_versions(release: KafkaRelease | None = None,
+                        config: BrokerConfig | None = None) -> dict[int, tuple[int, int]]:
     """Each served API's advertised range; with an older `release`, capped to its ranges (an API it lacks left
-    out)."""
-    out = {k: (r.advertised_min, r.max_version) for k, r in sorted(_REGISTRY.items())}
+    out). An API served only when switched on (client telemetry) is listed when `config` switches it on."""
+    out = {k: (r.advertised_min, r.max_version) for k, r in sorted(_REGISTRY.items())
+           if r.enabled is None or (config is not None and r.enabled(config))}
     if release is None:
         return out
     return {k: capped for k, (lo, hi) in out.items() if (capped := release.caps(k, lo, hi)) is not None}

@@ -28,6 +28,7 @@ import uuid
 from fakekafka.model.acl import Authorizer
 from fakekafka.model.append import Appender
 from fakekafka.model.client_quotas import ClientQuotas
+from fakekafka.model.client_telemetry import ClientTelemetry
 from fakekafka.model.clock import Clock, SystemClock
 from fakekafka.model.config import BrokerConfig
 from fakekafka.model.consumer_group import ConsumerGroupCoordinator, TopicInfo
@@ -103,6 +104,9 @@ class ClusterState:
         """GROUP resources' dynamic configs (IncrementalAlterConfigs): group id -> name -> value."""
         self.client_metrics: dict[str, dict[str, str]] = {}
         """CLIENT_METRICS resources (KIP-714 subscriptions): name -> `metrics`, `interval.ms`, `match`."""
+        self.client_telemetry = ClientTelemetry(self.clock, lambda: self.client_metrics,
+                                                lambda: int(c.value("telemetry.max.bytes")[0] or 1048576))
+        """Client telemetry (KIP-714) answered from those subscriptions; served only with `client_telemetry` on."""
         self.client_quotas = ClientQuotas(
             lambda: (int(c.value("quota.window.num")[0] or 11), int(c.value("quota.window.size.seconds")[0] or 1)),
             lambda: (int(c.value("controller.quota.window.num")[0] or 11),

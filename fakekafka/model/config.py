@@ -17,12 +17,14 @@ from enum import IntEnum
 from fakekafka.model.acl import STANDARD_AUTHORIZER
 from fakekafka.model.jaas import JaasEntry, JaasError, server_jaas_entry
 from fakekafka.model.kafka_broker_configs import BROKER_CONFIG_DEFS, BrokerConfigDef
+from fakekafka.model.otlp import OtlpMissing, require_otlp
 from fakekafka.model.releases import KafkaRelease, UnknownKafkaVersion, kafka_release
 
 __all__ = [
     "AUTHORIZER_CONFIGS", "BROKER_CONFIGS", "CLIENT_METRICS_CONFIGS", "GROUP_CONFIGS", "INTERNAL_BROKER_CONFIGS",
     "MODELLED_BROKER_CONFIGS", "OAUTHBEARER_JWKS_VALIDATOR", "OAUTHBEARER_UNSECURED_VALIDATOR",
     "LISTENER_CONFIG", "LISTENER_MECHANISM_CONFIGS", "PLAIN_LOGIN_MODULE", "SERVER_CALLBACK_HANDLER", "TOPIC_CONFIGS",
+    "JMX_REPORTER", "TELEMETRY_RECEIVER",
     "BrokerConfig", "ConfigSource", "ConfigSpec", "ConfigType",
     "InvalidConfig", "known_broker_config",
 ]
@@ -503,6 +505,13 @@ _FROM_OVERRIDES = {
 --config, a marker's or `Cluster(config={...})`) also sets."""
 
 
+JMX_REPORTER = "org.apache.kafka.common.metrics.JmxReporter"
+"""`metric.reporters`' default."""
+TELEMETRY_RECEIVER = "fakekafka.ClientTelemetryReceiver"
+"""The `metric.reporters` entry that turns client telemetry on (Kafka's is any reporter class implementing
+ClientTelemetry or ClientTelemetryExporterProvider; fakekafka runs no Java class, its receiver has this name)."""
+
+
 def known_broker_config(name: str) -> ConfigSpec | None:
     """The spec of a broker config by Kafka's name (every topic config's broker synonym is one), or of one of
     the StandardAuthorizer's settings, or None."""
@@ -572,6 +581,11 @@ class BrokerConfig:
     follows): ApiVersions capped to that release's ranges, its features (no KIP-848 consumer groups or share
     groups, `transaction.version` not finalized before 4.0) (fakekafka/model/releases.py)."""
     cluster_id: str = "fakekafka-cluster-0001"
+    client_telemetry: bool = False
+    """KIP-714 client telemetry: the brokers advertise and serve GetTelemetrySubscriptions and PushTelemetry,
+    and keep what clients push (`Cluster.client_metrics()`). Kafka does so only when `metric.reporters` names a
+    reporter that receives client telemetry; here that is `fakekafka.ClientTelemetryReceiver` (this field turns it
+    on by adding it there). Off by default, as on Kafka."""
     group_initial_rebalance_delay_ms: int = 0
     """Kafka's default is 3000; a test double answers at once unless asked to wait."""
     group_min_session_timeout_ms: int = 6000
@@ -642,6 +656,16 @@ class BrokerConfig:
         for name, (value, default) in explicit.items():
             if value != default and name not in self.overrides:
                 self.overrides[name] = str(value).lower() if isinstance(value, bool) else str(value)
+        reporters = [r.strip() for r in self.overrides.get("metric.reporters", "").split(",") if r.strip()]
+        if TELEMETRY_RECEIVER in reporters:
+            self.client_telemetry = True
+        if self.client_telemetry:
+            try:
+                require_otlp()
+            except OtlpMissing as e:
+                raise InvalidConfig(str(e)) from None
+        if self.client_telemetry and TELEMETRY_RECEIVER not in reporters:  # described as on a Kafka started so
+            self.overrides["metric.reporters"] = ",".join([*(reporters or [JMX_REPORTER]), TELEMETRY_RECEIVER])
         self.ip_overrides()  # a malformed value is refused here, not at the first connection
         if release is None:  # ELR's cluster-level min.insync.replicas came with Kafka 4.1 (KAFKA-16540)
             self.dynamic_defaults.setdefault("min.insync.replicas", self.overrides.get("min.insync.replicas", "1"))

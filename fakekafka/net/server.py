@@ -231,6 +231,7 @@ class Server:
         self.pool.forget(conn)
         self.quotas.forget(conn)
         self.cluster.shares.connection_closed(id(conn.state))
+        self.cluster.client_telemetry.connection_closed(conn.broker.node_id, id(conn.state))
 
     def serve(self, conn: Connection) -> Coroutine[Any, Any, None]:
         return self._serve_connection(conn)

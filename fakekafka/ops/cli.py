@@ -50,6 +50,7 @@ _CTL_ARGS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "throttle": (("ms",), ("api", "count")), "clear-faults": ((), ()), "advance-clock": (("ms",), ()),
     "force-compaction": (("topic",), ()),
     "partition-state": (("topic", "partition"), ()), "events": ((), ()), "describe": ((), ()),
+    "client-metrics": ((), ("client_id",)),
     "abort-transaction": (("transactional_id",), ()), "expire-transactional-id": (("transactional_id",), ()),
     "registry-inject-error": ((), ("path", "method", "status", "error_code", "message", "count")),
     "registry-inject-latency": (("ms",), ("path", "method", "count")),
@@ -140,6 +141,11 @@ def _parser() -> argparse.ArgumentParser:
                        help="stand in for an older Kafka release: " + known_versions() + "; ApiVersions capped to "
                             "its ranges, its features (no KIP-848 consumer groups, share groups or transaction.version "
                             "before 4.0)")
+    serve.add_argument("--client-telemetry", action="store_true",
+                       help="KIP-714 client telemetry: advertise and serve GetTelemetrySubscriptions/PushTelemetry "
+                            "(as Kafka with a telemetry reporter in metric.reporters; same as --config "
+                            "metric.reporters=fakekafka.ClientTelemetryReceiver); `ctl client-metrics` reads what "
+                            "clients push")
     serve.add_argument("--feature", action="append", default=[], metavar="NAME=LEVEL",
                        help="a feature level, as `kafka-storage format --feature`: transaction.version=0..2 "
                             "(default 2, as a new Kafka 4.x cluster; 1 for transactions version 1)")
@@ -460,11 +466,16 @@ async def _serve(args: argparse.Namespace) -> int:
     if isinstance(props, str):
         print(f"fakekafka: {props}", file=sys.stderr)
         return 2
-    config = BrokerConfig.from_properties(
-        props, num_partitions=args.partitions, auto_create_topics=not args.no_auto_create_topics,
-        default_replication_factor=args.replication_factor, cluster_id=args.cluster_id,
-        group_initial_rebalance_delay_ms=args.group_initial_rebalance_delay_ms,
-        replication_lag_ms=args.replication_lag_ms, kafka_version=None if release is None else release.name, **limits)
+    try:
+        config = BrokerConfig.from_properties(
+            props, num_partitions=args.partitions, auto_create_topics=not args.no_auto_create_topics,
+            default_replication_factor=args.replication_factor, cluster_id=args.cluster_id,
+            group_initial_rebalance_delay_ms=args.group_initial_rebalance_delay_ms,
+            replication_lag_ms=args.replication_lag_ms, kafka_version=None if release is None else release.name,
+            client_telemetry=args.client_telemetry, **limits)
+    except InvalidConfig as e:  # --client-telemetry without opentelemetry-proto installed
+        print(f"fakekafka: {e}", file=sys.stderr)
+        return 2
     security = {name: getattr(args, name) for name in (
         "listeners", "advertised_listeners", "listener_security_protocol_map", "sasl_enabled_mechanisms",
         "ssl_client_auth", "ssl_keystore_location", "ssl_truststore_location") if getattr(args, name)}

@@ -15,6 +15,7 @@ ACLs or not (`describe` lists every topic and group), so they are the operator's
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hmac
 import ipaddress
 import json
@@ -88,6 +89,19 @@ def _sync(fn: Callable[[Cluster, dict[str, Any]], Any]) -> Callable[[Cluster, di
 
 def _events(c: Cluster, a: dict[str, Any]) -> Any:
     return [{"time_ms": e.time_ms, "kind": e.kind, **{k: v for k, v in e.details.items()}} for e in c.events()]
+
+
+def _client_metrics(c: Cluster, a: dict[str, Any]) -> Any:
+    """The pushes clients made (KIP-714), decoded, as JSON: who, when, and each metric point."""
+    try:
+        pushes = c.client_metrics(a.get("client_id"))
+    except RuntimeError as e:
+        raise ValueError(str(e).replace("Cluster(client_telemetry=True) (the marker's client_telemetry=True, "
+                                        "`fakekafka serve --client-telemetry`)",
+                                        "`fakekafka serve --client-telemetry`")) from None
+    return [{**{k: v for k, v in dataclasses.asdict(p).items() if k != "metrics"},
+             "client_instance_id": str(p.client_instance_id),
+             "metrics": [dataclasses.asdict(m) for m in p.metrics]} for p in pushes]
 
 
 def _isolate(c: Cluster, a: dict[str, Any], isolated: bool) -> str:
@@ -261,6 +275,8 @@ COMMANDS: dict[str, tuple[str, Callable[[Cluster, dict[str, Any]], Awaitable[Any
     "partition-state": ("TOPIC PARTITION: leader, epoch, replicas, ISR, offsets (JSON)",
                         _sync(lambda c, a: c.partition_state(a["topic"], _int(a, "partition")))),
     "events": ("every fault and state change so far (JSON)", _sync(_events)),
+    "client-metrics": ("[--client-id C]: the metrics clients pushed (KIP-714 client telemetry, `serve "
+                       "--client-telemetry`), decoded, one entry per push (JSON)", _sync(_client_metrics)),
     "describe": ("topics, partitions, groups, their members and transactions, as tables",
                  _sync(lambda c, a: describe_tables(c.state))),
 }

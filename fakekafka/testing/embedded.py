@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from fakekafka.model.acl import STANDARD_AUTHORIZER, AclBinding, AclBindingFilter, Authorizer
+from fakekafka.model.client_telemetry import TelemetryPush
 from fakekafka.model.clock import Clock, ManualClock
 from fakekafka.model.cluster import ClusterState
 from fakekafka.model.config import BrokerConfig
@@ -69,7 +70,7 @@ class Cluster(ClusterSteering, ChaosSteering, ClusterSnapshots, ClusterHandle):
                  listener_security_protocol_map: str | None = None, sasl_enabled_mechanisms: str | None = None,
                  ssl_client_auth: str | None = None, users: dict[str, str] | None = None,
                  data_dir: str | os.PathLike[str] | None = None, schema_registry: bool | int = False,
-                 chaos: Any = None, kafka_version: str | None = None) -> None:
+                 chaos: Any = None, kafka_version: str | None = None, client_telemetry: bool = False) -> None:
         """`listeners` and the settings after it are Kafka's broker configs of the same names (they override
         `config`'s). An SSL/SASL_SSL listener without ssl.keystore.location gets a throwaway CA and
         certificates (`self.pki`: the CA file and a client certificate for clients). `users` are the
@@ -80,7 +81,9 @@ class Cluster(ClusterSteering, ChaosSteering, ClusterSnapshots, ClusterHandle):
         faults drawn from a seed (`fakekafka.Chaos(seed=7, profile="busy")`) or a schedule replayed
         (`fakekafka.Schedule.load(path)`), with invariants checked (fakekafka/testing/chaos.py). `kafka_version`:
         an older Kafka release to stand in for ("3.9", "3.7", "2.8"): ApiVersions capped to its ranges, its features
-        (fakekafka/model/releases.py); a version fakekafka does not know is a ValueError naming those it knows."""
+        (fakekafka/model/releases.py); a version fakekafka does not know is a ValueError naming those it knows.
+        `client_telemetry`: KIP-714 client telemetry on (as Kafka with a reporter receiving it in `metric.reporters`):
+        clients that push metrics do, and `client_metrics()` reads them."""
         if clock == "frozen":
             clock = ManualClock()
         elif isinstance(clock, str):
@@ -98,6 +101,8 @@ class Cluster(ClusterSteering, ChaosSteering, ClusterSnapshots, ClusterHandle):
             if value is not None}
         if kafka_version is not None:
             security["kafka_version"] = kafka_version
+        if client_telemetry:
+            security["client_telemetry"] = True
         if security:
             self.config = dataclasses.replace(self.config, **security)
         self.pki: TestPki | None = None
@@ -191,6 +196,16 @@ class Cluster(ClusterSteering, ChaosSteering, ClusterSnapshots, ClusterHandle):
     def delete_acls(self, acl_filter: AclBindingFilter | None = None) -> list[AclBinding]:
         """Removes the ACLs the filter matches (all by default) and returns them."""
         return self.call(lambda: self._authorizer().delete(acl_filter or AclBindingFilter()))
+
+    def client_metrics(self, client_id: str | None = None) -> list[TelemetryPush]:
+        """The metrics clients pushed (KIP-714), decoded, one entry per accepted push, oldest first (of
+        `client_id`'s clients only, if given); needs client telemetry on (`Cluster(client_telemetry=True)`)."""
+        if not self.config.client_telemetry:
+            raise RuntimeError("client telemetry is off on this cluster, so clients push no metrics: start it with "
+                               "Cluster(client_telemetry=True) (the marker's client_telemetry=True, `fakekafka serve "
+                               "--client-telemetry`)")
+        return self.call(lambda: [p for p in self.state.client_telemetry.pushes
+                                  if client_id is None or p.client_id == client_id])
 
     def _authorizer(self) -> Authorizer:
         if self.state.authorizer is None:

@@ -40,6 +40,12 @@ class ClusterHandle:
     def describe(self, last_requests: int = 20) -> str:
         raise NotImplementedError
 
+    def client_metrics(self, client_id: str | None = None) -> list[Any]:
+        """The metrics clients pushed (KIP-714 client telemetry), decoded, one `TelemetryPush` per push, oldest
+        first; on an in-process fakekafka with client telemetry on (the marker's `client_telemetry=True`)."""
+        raise RuntimeError("the metrics clients push are kept by an in-process fakekafka's telemetry receiver; a "
+                           "remote cluster's receiver (a metrics reporter of its own) cannot be read from here")
+
     def topics(self) -> list[str]:
         raise NotImplementedError
 

@@ -49,8 +49,9 @@ _SECURITY = ("listeners", "advertised_listeners", "listener_security_protocol_ma
 certificate files when a listener is SSL or SASL_SSL."""
 _SETTINGS = {"partitions", "auto_create_topics", "clock", "topics", "brokers", "racks", "config",
              "group_initial_rebalance_delay_ms", "record", "data_dir", "schema_registry", "chaos", "kafka_version",
-             *_SECURITY}
-_FAKE_SETTINGS = ("clock", "config", "racks", "record", "data_dir", "schema_registry", "chaos", *_SECURITY)
+             "client_telemetry", *_SECURITY}
+_FAKE_SETTINGS = ("clock", "config", "racks", "record", "data_dir", "schema_registry", "chaos", "client_telemetry",
+                  *_SECURITY)
 """Marker settings only an in-process fakekafka has: a remote cluster's test that asks for one is skipped."""
 
 REAL_KAFKA_CONFIGS: dict[str, str | None] = {"num.partitions": None, "group.initial.rebalance.delay.ms": "0"}
@@ -230,6 +231,7 @@ def _start(settings: dict[str, Any], loop_thread: LoopThread | None) -> Cluster:
                    record=settings.get("record"), data_dir=settings.get("data_dir"),
                    schema_registry=settings.get("schema_registry") or False, chaos=settings.get("chaos"),
                    kafka_version=settings.get("kafka_version"),
+                   client_telemetry=bool(settings.get("client_telemetry")),
                    **{name: settings[name] for name in _SECURITY if name in settings}).start(loop_thread)
 
 

@@ -374,13 +374,16 @@ class _Member(PollingMember):
             group_id=self.group, auto_offset_reset=self.offset_reset, session_timeout_ms=session,
             heartbeat_interval_ms=min(t.heartbeat_ms, max(1, session // 3)), **extra)
         if self.assign is None:
-            # Metadata first: a member that joins before it knows the topic's partitions must rejoin at once,
-            # and kafka-python 3.0.12 now and then loses the end of that second join (SyncGroup answered
-            # without error, the consumer never leaves REBALANCING, stops heartbeating and is expired; seen
-            # in about 1 of 25 runs on fakekafka, a client race, not a broker answer). Apps that call
-            # partitions_for_topic first never see it.
-            self.consumer.partitions_for_topic(self.topic)
+            # Subscribed, then metadata: kafka-python builds the snapshot its leader assigns from only on a metadata
+            # update made after the subscription (partitions_for_topic before subscribe left it empty), and a first
+            # join from an empty snapshot is followed by a second one at the next update. kafka-python 3.0.12 can
+            # lose the end of that second join: when poll() times out while it is in flight, the leader's own
+            # assignment has already made need_rejoin() false, so no later poll awaits it and the member stays
+            # REBALANCING, refusing commits, until it is closed (its debug log, 3 of 45 loaded runs on fakekafka;
+            # the client's code, so Kafka too). topics() asks for metadata after the subscription exists: one
+            # join, from the topic's partitions.
             self.consumer.subscribe([self.topic])
+            self.consumer.topics()
         else:
             self.consumer.assign([TopicPartition(self.topic, p) for p in self.assign])
 

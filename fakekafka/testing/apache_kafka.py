@@ -138,7 +138,7 @@ class KafkaCluster:
                  java: str | None = None, heap: str = "512m", timeout: float = 120.0,
                  listeners: tuple[str, ...] = (), scram_users: dict[str, str] | None = None,
                  log_dirs: int = 1, advertised: dict[str, list[int]] | None = None,
-                 stock_jvm: bool = False, version: str = KAFKA_VERSION) -> None:
+                 stock_jvm: bool = False, version: str = KAFKA_VERSION, classpath: tuple[str, ...] = ()) -> None:
         """`log_dirs`: how many log directories each node has (`log.dirs`: `node-N/dir-K` when several, between
         which AlterReplicaLogDirs moves replicas); `listeners`: more listeners by security protocol
         ("SASL_PLAINTEXT", "SASL_SSL", "SSL"), each named
@@ -149,7 +149,8 @@ class KafkaCluster:
         `stock_jvm`: the brokers run with Kafka's own JVM settings (1 GiB heap, G1) instead of the small test heap
         (the tools it runs, such as the storage format, keep the small one). `version`: which Kafka (its jars from
         `kafka_lib(version)`), e.g. OLDER_KAFKA; configs an older release does not know are only warned of in its
-        log."""
+        log. `classpath`: entries put before Kafka's jars (a plugin of a test's, such as a metrics reporter that
+        receives client telemetry)."""
         if brokers < 1:
             raise ValueError("brokers must be at least 1")
         self.brokers = brokers
@@ -159,6 +160,7 @@ class KafkaCluster:
         self.java = java or shutil.which("java")
         self.heap = heap
         self.stock_jvm = stock_jvm
+        self.classpath = classpath
         self.timeout = timeout
         rf = str(min(3, brokers))
         self.configs: dict[str, str] = {
@@ -317,7 +319,7 @@ class KafkaCluster:
         jvm = STOCK_JVM_ARGS if stock else (*JVM_ARGS, f"-Xmx{self.heap}")
         cmd = [self.java, *jvm,
                f"-Dlog4j2.configurationFile={self.dir / 'log4j2.properties'}",
-               "-cp", str(self.lib / "*"), main, *args]
+               "-cp", os.pathsep.join([*self.classpath, str(self.lib / "*")]), main, *args]
         out: Any = open(log, "wb") if log is not None else subprocess.PIPE  # noqa: SIM115 - the child owns it
         try:
             return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

@@ -25,6 +25,11 @@ topic to delete) makes it first, against whichever broker it is building for.
 
 Answers are cached per broker: a pair is sent once to each, in the same order, so the brokers see the same
 history (what ListGroups lists, the offsets Produce gets).
+
+Both brokers run with their defaults, under which neither advertises GetTelemetrySubscriptions nor PushTelemetry
+(Kafka serves them only with a metrics reporter receiving client telemetry; fakekafka only with client telemetry
+on), so they are not swept here: `test_api_sweep_advertises_no_client_telemetry` checks that, and
+tests/conformance/test_client_telemetry_kafka.py compares the two, switched on, with Kafka 4.4.0.
 """
 
 from __future__ import annotations
@@ -44,7 +49,7 @@ from fakekafka.handlers import advertised_versions, handler_for
 from fakekafka.model.config import MODELLED_BROKER_CONFIGS, BrokerConfig
 from fakekafka.testing.apache_kafka import KafkaCluster, KafkaUnavailable, kafka_lib
 from fakekafka.testing.client import WireConnection
-from fakekafka.wire import ErrorCode
+from fakekafka.wire import ApiKey, ErrorCode
 from fakekafka.wire.messages import API_MODULES
 from fakekafka.wire.messages.consumer_protocol_assignment import ConsumerProtocolAssignmentV0
 from fakekafka.wire.messages.consumer_protocol_subscription import ConsumerProtocolSubscriptionV0
@@ -1564,3 +1569,13 @@ def test_no_stale_known_difference(real_kafka: Target) -> None:
     """A listed difference that no longer shows (for an API compared in this session) is to be deleted."""
     stale = [(k, pattern) for k in COMPARED for pattern, _ in KNOWN.get(k, []) if (k, pattern) not in USED]
     assert not stale, f"KNOWN lists differences Kafka no longer shows: {stale}"
+
+
+def test_api_sweep_advertises_no_client_telemetry(fake: Target, real_kafka: Target) -> None:
+    """With their defaults neither broker advertises client telemetry (KIP-714), so the sweep has no pair of it."""
+    for target in (fake, real_kafka):
+        answer = target.answer(ApiKey.API_VERSIONS, 3)
+        assert answer.response is not None
+        keys = {k.api_key for k in answer.response.api_keys}
+        assert keys.isdisjoint({ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, ApiKey.PUSH_TELEMETRY}), target.name
+    assert {ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, ApiKey.PUSH_TELEMETRY}.isdisjoint(k for k, _ in PAIRS)

@@ -28,7 +28,6 @@ from fakekafka.handlers.authz import authorize, authorize_cluster
 from fakekafka.handlers.registry import TURN_WORK, ErrorContext, RequestContext, handles, in_turns
 from fakekafka.handlers.throttling import MutationQuota
 from fakekafka.model.acl import AclOperation, ResourceType
-from fakekafka.model.config import TOPIC_CONFIGS
 from fakekafka.model.errors import ApiError
 from fakekafka.model.metadata import Topic
 from fakekafka.wire import ApiKey, ErrorCode
@@ -50,7 +49,7 @@ def _once(topics: list[Any]) -> list[Any]:
 
 def _created(ctx: RequestContext, topic: Topic) -> dict[str, Any]:
     configs = []
-    for name in sorted(TOPIC_CONFIGS):
+    for name in sorted(ctx.cluster.config.catalog.topic):
         value, source, _ = ctx.cluster.topic_config(topic, name, ctx.broker.node_id)
         configs.append({"name": name, "value": value, "read_only": False, "config_source": source,
                         "is_sensitive": False})

@@ -59,13 +59,11 @@ from fakekafka.handlers.authz import authorize, authorize_cluster
 from fakekafka.handlers.registry import ErrorContext, RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.config import (
-    BROKER_CONFIGS,
+    AUTHORIZER_CONFIGS,
     CLIENT_METRICS_CONFIGS,
     GROUP_CONFIGS,
-    INTERNAL_BROKER_CONFIGS,
     LISTENER_CONFIG,
     LISTENER_MECHANISM_CONFIGS,
-    TOPIC_CONFIGS,
     BrokerConfig,
     ConfigSource,
     ConfigSpec,
@@ -99,13 +97,17 @@ def _entry(name: str, value: str | None, source: ConfigSource, config_type: int,
             "synonyms": synonyms, "config_type": config_type, "documentation": doc or None}
 
 
-def _topic_configs(ctx: RequestContext, name: str, keys: list[str] | None, synonyms: bool) -> list[dict[str, Any]]:
+def _topic_configs(ctx: RequestContext, name: str, keys: list[str] | None, synonyms: bool,
+                   documentation: bool = False) -> list[dict[str, Any]]:
+    """A topic's configs: every topic config of the release the cluster stands in for (Kafka 4.4's, or an older
+    release's generated from its jars), each its own value or else its broker synonym's."""
     topic = ctx.cluster.topics[name]
+    specs = ctx.cluster.config.catalog.topic
     out = []
-    for key in sorted(TOPIC_CONFIGS):
+    for key in sorted(specs):
         if keys is not None and key not in keys:
             continue
-        spec = TOPIC_CONFIGS[key]
+        spec = specs[key]
         value, source, synonym = ctx.cluster.topic_config(topic, key, ctx.broker.node_id)
         chain = []
         if synonyms:
@@ -114,7 +116,8 @@ def _topic_configs(ctx: RequestContext, name: str, keys: list[str] | None, synon
             if synonym:
                 chain += [{"name": n, "value": v, "source": s}
                           for n, v, s in ctx.cluster.config.synonyms(synonym, ctx.broker.node_id)]
-        out.append(_entry(key, value, source, spec.type, chain, spec.documentation, read_only=False))
+        out.append(_entry(key, value, source, spec.type, chain, spec.documentation if documentation else "",
+                          read_only=False))
     return out
 
 
@@ -130,7 +133,7 @@ def _group_configs(ctx: RequestContext, group_id: str, keys: list[str] | None, s
             continue
         spec = GROUP_CONFIGS[key]
         synonym = spec.broker_synonym or key
-        layers = config.synonyms(synonym, ctx.broker.node_id) if synonym in BROKER_CONFIGS else \
+        layers = config.synonyms(synonym, ctx.broker.node_id) if synonym in config.catalog.broker else \
             [(synonym, spec.default, ConfigSource.DEFAULT_CONFIG)]
         if key in own:
             layers = [(key, own[key], ConfigSource.DYNAMIC_GROUP_CONFIG), *layers]
@@ -144,24 +147,31 @@ def _broker_configs(ctx: RequestContext, keys: list[str] | None, synonyms: bool,
                     documentation: bool = False) -> list[dict[str, Any]]:
     """One broker's configs, or (`cluster_level`, the resource named "") only the cluster-wide dynamic ones,
     each with only that layer in its synonyms, as Kafka describes the cluster default resource. Every broker
-    config Kafka lists (model/config.py's BROKER_CONFIGS, generated from Kafka's own definitions), each with
-    Kafka's documentation when asked for it; a password's value hidden (is_sensitive), as Kafka does."""
+    config of the release the cluster stands in for (model/config.py's catalog: Kafka 4.4's BROKER_CONFIGS or an
+    older release's, each generated from that release's own definitions), each with Kafka's documentation when
+    asked for it; a password's value hidden (is_sensitive), as Kafka does."""
     out = []
     config = ctx.cluster.config
+    catalog = config.catalog
     own = config.dynamic_brokers.get(ctx.broker.node_id, {})
-    internal = {n for n in INTERNAL_BROKER_CONFIGS if n in config.overrides}  # Kafka lists these only when set
+    internal = {n for n in catalog.internal if n in config.overrides}  # Kafka lists these only when set
     prefixed = {n for n in config.overrides if LISTENER_CONFIG.fullmatch(n)}  # listener-prefixed, as set
-    names = set(config.dynamic_defaults) if cluster_level else {*BROKER_CONFIGS, *own, *internal, *prefixed}
+    # a name the release does not know, set at start (a 4.4 setting given to a cluster standing in for 3.9): listed,
+    # its value hidden, as Kafka lists every original it was started with
+    unknown = {n for n in config.overrides if catalog.broker_spec(n) is None and n not in prefixed
+               and n not in AUTHORIZER_CONFIGS}
+    names = set(config.dynamic_defaults) if cluster_level else \
+        {*catalog.broker, *own, *internal, *prefixed, *unknown}
     for key in sorted(names):
         if keys is not None and key not in keys:
             continue
         if key in prefixed:
             out.append(_listener_config(config, key, ctx.broker.node_id, synonyms))
             continue
-        spec = BROKER_CONFIGS.get(key) or (INTERNAL_BROKER_CONFIGS.get(key) if key in internal else None)
-        if spec is None:  # a name Kafka does not know, set dynamically: listed, its value hidden
+        spec = catalog.broker.get(key) or (catalog.internal.get(key) if key in internal else None)
+        if spec is None:  # a name Kafka does not know, set dynamically or at start: listed, its value hidden
             source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG if cluster_level else \
-                ConfigSource.DYNAMIC_BROKER_CONFIG
+                ConfigSource.DYNAMIC_BROKER_CONFIG if key in own else ConfigSource.STATIC_BROKER_CONFIG
             chain = [{"name": key, "value": None, "source": source}] if synonyms else []
             out.append({**_entry(key, None, source, 0, chain, "", read_only=True), "is_sensitive": True})
             continue
@@ -194,7 +204,7 @@ def _listener_config(config: BrokerConfig, key: str, node_id: int, synonyms: boo
     mechanism_base = base.partition(".")[2]
     if mechanism_base in LISTENER_MECHANISM_CONFIGS:
         base = mechanism_base
-    spec = BROKER_CONFIGS.get(base)
+    spec = config.catalog.broker.get(base)
     config_type = spec.type if spec is not None else ConfigType.UNKNOWN
     sensitive = config_type == ConfigType.PASSWORD
     value = None if sensitive else config.overrides[key]
@@ -268,7 +278,8 @@ def handle_describe_configs(ctx: RequestContext, req: Container) -> dict[str, An
             if r.resource_name not in ctx.cluster.topics:
                 code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{r.resource_name}' does not exist."
             else:
-                configs = _topic_configs(ctx, r.resource_name, keys, synonyms)
+                configs = _topic_configs(ctx, r.resource_name, keys, synonyms,
+                                         bool(req.get("include_documentation", False)))
         elif r.resource_type == BROKER:
             if r.resource_name not in ("", str(ctx.broker.node_id)):
                 code, message = ErrorCode.INVALID_REQUEST, \
@@ -315,7 +326,7 @@ def _list_value(current: str | None) -> list[str]:
 
 
 def _apply(current: dict[str, str], ops: list[tuple[str, int, str | None]], *, topic: bool,
-           defaults: dict[str, str | None], specs: dict[str, ConfigSpec] | None = None) -> dict[str, str]:
+           defaults: dict[str, str | None], specs: dict[str, ConfigSpec]) -> dict[str, str]:
     """The resource's configs after IncrementalAlterConfigs' operations, as Kafka's controller applies them:
     APPEND/SUBTRACT work on the current value or else the default, only for LIST configs."""
     out = dict(current)
@@ -327,7 +338,7 @@ def _apply(current: dict[str, str], ops: list[tuple[str, int, str | None]], *, t
         elif op == DELETE:
             out.pop(name, None)
         elif op in (APPEND, SUBTRACT):
-            spec = (specs if specs is not None else TOPIC_CONFIGS if topic else BROKER_CONFIGS).get(name)
+            spec = specs.get(name)
             if spec is None or spec.type != ConfigType.LIST:
                 if topic:
                     raise _Refused(ErrorCode.INVALID_CONFIG,
@@ -346,9 +357,9 @@ def _apply(current: dict[str, str], ops: list[tuple[str, int, str | None]], *, t
     return out
 
 
-def _check_topic(configs: dict[str, str]) -> dict[str, str]:
+def _check_topic(configs: dict[str, str], specs: dict[str, ConfigSpec]) -> dict[str, str]:
     for name, value in configs.items():
-        spec = TOPIC_CONFIGS.get(name)
+        spec = specs.get(name)
         if spec is None:
             raise _Refused(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {name}")
         try:
@@ -364,14 +375,21 @@ def _check_broker(configs: dict[str, str], changed: list[str], cluster_level: bo
     truststore settings only with a listener prefix, values must parse, per-broker configs (listeners, SSL,
     SASL...) not at the cluster-wide level, a thread count at most halved or doubled from the value in
     force on the answering broker. Names it does not know are kept (a plugin's configs), as Kafka keeps them."""
-    def refuse_names(names: list[str], words: str) -> None:
-        if names:
-            raise _Refused(ErrorCode.INVALID_REQUEST, f"{words}: [{', '.join(names)}]")
+    scala = current.release is not None  # before 4.0 the check was Scala's, and so is how it prints a set
 
-    specs = {n: BROKER_CONFIGS[n] for n in configs if n in BROKER_CONFIGS}
+    def refuse_names(names: list[str], words: str, mutable: bool = False) -> None:
+        if names:
+            listed = ", ".join(names)
+            shown = (f"HashSet({listed})" if mutable or len(names) > 4 else f"Set({listed})") if scala else \
+                f"[{listed}]"
+            raise _Refused(ErrorCode.INVALID_REQUEST, f"{words}: {shown}")
+
+    known = current.catalog.broker
+    specs = {n: known[n] for n in configs if n in known}
     refuse_names([n for n in changed if n in specs and not specs[n].dynamic], "Cannot update these configs dynamically")
     refuse_names([n for n in configs if n in specs and specs[n].security],
-                 "These security configs can be dynamically updated only per-listener using the listener prefix")
+                 "These security configs can be dynamically updated only per-listener using the listener prefix",
+                 mutable=True)
     for name, value in configs.items():
         if name in specs:
             try:
@@ -384,7 +402,7 @@ def _check_broker(configs: dict[str, str], changed: list[str], cluster_level: bo
     for name in changed:
         if name in configs and name in specs and specs[name].thread_count:
             _check_thread_count(name, int(configs[name].strip()), int(current.value(name, node_id)[0] or 0))
-    if cluster_level and "min.insync.replicas" not in configs:
+    if cluster_level and "min.insync.replicas" not in configs and current.release is None:  # ELR: 4.1 on
         raise _Refused(ErrorCode.INVALID_CONFIG,
                        "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")
     return configs
@@ -411,16 +429,17 @@ def _alter(ctx: RequestContext, resource_type: int, name: str, ops: list[tuple[s
     if len({o[0] for o in ops}) != len(ops):
         raise _Refused(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
     cluster = ctx.cluster
+    catalog = cluster.config.catalog
     if resource_type == TOPIC:
         if name == "":
             raise _Refused(ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed.")
         topic = cluster.topics.get(name)
         if incremental:  # the values are checked before the topic's existence, as Kafka's controller does
-            new = _apply(topic.configs if topic else {}, ops, topic=True,
-                         defaults={k: s.default for k, s in TOPIC_CONFIGS.items()})
+            new = _apply(topic.configs if topic else {}, ops, topic=True, specs=catalog.topic,
+                         defaults={k: s.default for k, s in catalog.topic.items()})
         else:
             new = _replace(ops)
-        _check_topic(new)
+        _check_topic(new, catalog.topic)
         if topic is None:
             raise _Refused(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
         if not validate_only:
@@ -463,7 +482,8 @@ def _alter(ctx: RequestContext, resource_type: int, name: str, ops: list[tuple[s
     config = cluster.config
     current = config.dynamic_defaults if node is None else config.dynamic_brokers.get(node, {})
     if incremental:
-        new = _apply(current, ops, topic=False, defaults={k: s.default for k, s in BROKER_CONFIGS.items()})
+        new = _apply(current, ops, topic=False, specs=catalog.broker,
+                     defaults={k: s.default for k, s in catalog.broker.items()})
     else:
         new = _replace(ops)
     _check_broker(new, [o[0] for o in ops], node is None, config, ctx.broker.node_id)

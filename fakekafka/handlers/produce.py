@@ -69,8 +69,8 @@ def _timestamp_errors(ctx: RequestContext, topic: Any, records: bytes) -> tuple[
     from fakekafka.wire.records import decode_batch
     cluster = ctx.cluster
     now = cluster.clock.now_ms()
-    lo = now - cluster.topic_config_int(topic, "message.timestamp.before.max.ms")
-    hi = now + cluster.topic_config_int(topic, "message.timestamp.after.max.ms")
+    before, after = cluster.topic_configs.timestamp_bounds(topic)
+    lo, hi = now - before, now + after
     errors = []
     try:
         recs = decode_batch(bytes(records)).records

@@ -94,8 +94,7 @@ class Appender:
         stamp_type = configs.topic_config(topic, "message.timestamp.type", partition.leader_id)[0]
         log_append = stamp_type == "LogAppendTime"
         if not log_append:
-            before = configs.topic_config_int(topic, "message.timestamp.before.max.ms", partition.leader_id)
-            after = configs.topic_config_int(topic, "message.timestamp.after.max.ms", partition.leader_id)
+            before, after = configs.timestamp_bounds(topic, partition.leader_id)
             if header.max_timestamp >= 0 and (now - header.base_timestamp > before
                                               or header.max_timestamp - now > after):
                 return AppendResult(ErrorCode.INVALID_TIMESTAMP,

@@ -71,16 +71,14 @@ class ClusterState:
                  brokers: list[Broker] | None = None) -> None:
         self.config = c = config or BrokerConfig()
         self.clock: Clock = clock or SystemClock()
-        lifted = "log.message.timestamp.after.max.ms"
-        if not isinstance(self.clock, SystemClock) and lifted not in self.config.overrides:
+        lifted, unlimited = "log.message.timestamp.after.max.ms", str(2**63 - 1)
+        if not isinstance(self.clock, SystemClock) and lifted not in self.config.overrides \
+                and c.catalog.broker_default(lifted) not in (None, unlimited):
             # Model time is not the producers' time (a frozen clock starts in 2023 and moves when the test says):
             # Kafka 4's one-hour limit on future timestamps would refuse every wall-clock record, so such a
-            # cluster runs as if its operator had lifted the limit cluster-wide (a dynamic config in Kafka).
-            self.config.dynamic_defaults.setdefault(lifted, str(2**63 - 1))
-        if self.config.release is not None and lifted not in self.config.overrides:
-            # before 4.0 Kafka's default was Long.MAX_VALUE (KIP-1030 made it one hour): an older release's cluster
-            # takes records with any future timestamp (reported as a cluster-wide dynamic config, not DEFAULT_CONFIG)
-            self.config.dynamic_defaults.setdefault(lifted, str(2**63 - 1))
+            # cluster runs as if its operator had lifted the limit cluster-wide (a dynamic config in Kafka). An
+            # older release has no limit by default (KIP-1030 made it an hour in 4.0), so it needs no lifting.
+            self.config.dynamic_defaults.setdefault(lifted, unlimited)
         self.brokers: dict[int, Broker] = {b.node_id: b for b in (brokers or [Broker(1, "127.0.0.1", 9092)])}
         self.sasl_users: dict[str, str] = {}
         """SASL PLAIN and SCRAM users: name -> password (Cluster(users=...))."""

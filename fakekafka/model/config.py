@@ -10,23 +10,26 @@ and client-metrics ones are written here. Names, defaults, synonyms and which br
 
 from __future__ import annotations
 
+import functools
+import importlib
 import re
 from dataclasses import dataclass, field, fields, replace
 from enum import IntEnum
+from typing import NamedTuple
 
 from fakekafka.model.acl import STANDARD_AUTHORIZER
 from fakekafka.model.jaas import JaasEntry, JaasError, server_jaas_entry
-from fakekafka.model.kafka_broker_configs import BROKER_CONFIG_DEFS, BrokerConfigDef
+from fakekafka.model.kafka_broker_configs import BROKER_CONFIG_DEFS, KAFKA_VERSION, BrokerConfigDef
 from fakekafka.model.otlp import OtlpMissing, require_otlp
 from fakekafka.model.releases import KafkaRelease, UnknownKafkaVersion, kafka_release
 
 __all__ = [
     "AUTHORIZER_CONFIGS", "BROKER_CONFIGS", "CLIENT_METRICS_CONFIGS", "GROUP_CONFIGS", "INTERNAL_BROKER_CONFIGS",
-    "MODELLED_BROKER_CONFIGS", "OAUTHBEARER_JWKS_VALIDATOR", "OAUTHBEARER_UNSECURED_VALIDATOR",
+    "MODELLED_BROKER_CONFIGS", "OAUTHBEARER_JWKS_VALIDATOR", "OLDER_TIMESTAMP_LIMIT", "OAUTHBEARER_UNSECURED_VALIDATOR",
     "LISTENER_CONFIG", "LISTENER_MECHANISM_CONFIGS", "PLAIN_LOGIN_MODULE", "SERVER_CALLBACK_HANDLER", "TOPIC_CONFIGS",
     "JMX_REPORTER", "TELEMETRY_RECEIVER",
-    "BrokerConfig", "ConfigSource", "ConfigSpec", "ConfigType",
-    "InvalidConfig", "known_broker_config",
+    "BrokerConfig", "ConfigCatalog", "ConfigSource", "ConfigSpec", "ConfigType",
+    "InvalidConfig", "config_catalog", "known_broker_config",
 ]
 
 
@@ -91,6 +94,13 @@ class ConfigSpec:
     """A keystore/truststore setting Kafka updates at run time only per listener (with the listener's prefix)."""
     thread_count: bool = False
     """A thread count a dynamic update may at most halve or double (Kafka's DynamicThreadPool)."""
+    versions: tuple[str, ...] = ()
+    """A Kafka version config (`message.format.version`, `inter.broker.protocol.version` before 4.0): the
+    versions that release knows; a value names one, or its major.minor (Kafka's MetadataVersionValidator)."""
+    version_quote: str = ""
+    """How the release's refusal quotes the version: "`" in 2.8's ApiVersionValidator, "" after."""
+    replica_list: bool = False
+    """A throttled replica list: `*` or `partition:broker` pairs (Kafka's ThrottledReplicaListValidator)."""
 
     def validate(self, value: str | None) -> str | None:
         """`value` if valid, else InvalidConfig with the message Kafka's ConfigDef gives."""
@@ -114,6 +124,15 @@ class ConfigSpec:
                     raise InvalidConfig(shown + f"Value must be at least {self.minimum}")
                 if high:
                     raise InvalidConfig(shown + f"Value must be no more than {self.maximum}")
+        if self.versions:
+            self._check_version(value)
+            return value
+        if self.replica_list:
+            parts = [p.strip() for p in value.split(",")]
+            if not (all(re.fullmatch(r"([0-9]+:[0-9]+)?", p) for p in parts) or "".join(parts) == "*"):
+                raise InvalidConfig(invalid + f"{self.name} must be the literal '*' or a list of replicas in the "
+                                              "following format: [partitionId]:[brokerId],[partitionId]:[brokerId],...")
+            return value
         if self.list_checks:
             self._check_list(value)
             return value
@@ -135,6 +154,16 @@ class ConfigSpec:
                     raise InvalidConfig(f"Invalid value {p.strip()} for configuration {self.name}: "
                                         f"String must be one of: {', '.join(self.choices)}")
         return value
+
+    def _check_version(self, value: str) -> None:
+        """A release's version string as its MetadataVersion.fromVersionString reads one: the first three parts of
+        a 0.x version, two of a later one, naming a version or the major.minor of some."""
+        parts = value.split(".")
+        key = ".".join(parts[:3 if value.startswith("0.") else 2])
+        if key not in self.versions and key not in {v.split("-IV")[0] for v in self.versions}:
+            q = self.version_quote
+            raise InvalidConfig(f"Invalid value {value} for configuration {self.name}: Version {q}{value}{q} is not "
+                                "a valid version")
 
     def _check_list(self, value: str) -> None:
         """Kafka's ValidList (and controller.quorum.*) checks, in its order and words. Kafka splits a list on
@@ -253,6 +282,11 @@ def _spec(d: BrokerConfigDef) -> ConfigSpec:
         return replace(spec, choices=v.strings or (), list_checks=True, empty_allowed=bool(v.empty_allowed))
     if v.kind == "NonEmptyString":
         return replace(spec, empty_allowed=False)
+    if v.kind.rstrip("$") in ("MetadataVersionValidator", "ApiVersionValidator"):
+        return replace(spec, versions=tuple(x.strip() for x in v.text.strip("[]").split(",")),
+                       version_quote="`" if v.kind.startswith("Api") else "")
+    if v.kind.rstrip("$") == "ThrottledReplicaListValidator":
+        return replace(spec, replica_list=True)
     if v.kind.startswith("ControllerQuorum"):
         return replace(spec, list_checks=True, entry_form="voters" if "Voters" in v.kind else "bootstrap")
     bounds = re.fullmatch(r"\[(-?\d+),\.\.\.,(-?\d+)\] or (-?\d+)", v.text)  # compression.gzip.level's
@@ -417,7 +451,7 @@ def _check_jaas_config(name: str, mechanism: str, value: str) -> None:
                             f"{', '.join(LOGIN_MODULES)})")
 
 
-def _check_listener_config(name: str, value: str) -> None:
+def _check_listener_config(name: str, value: str, catalog: ConfigCatalog) -> None:
     """A listener-prefixed broker config: the mechanism-prefixed ones fakekafka reads, the listener settings it
     applies per listener (LISTENER_APPLIED) and the ones it does not model anyway (accepted as their unprefixed
     names are); InvalidConfig for an unknown name, an upper-case listener name (Kafka never reads it), or a
@@ -444,7 +478,7 @@ def _check_listener_config(name: str, value: str) -> None:
     if config in LISTENER_MECHANISM_CONFIGS:  # Kafka reads these per listener only with a mechanism too
         raise InvalidConfig(f"Invalid configuration name {name}: Kafka reads {config} of a listener only with a "
                             f"SASL mechanism prefix too, e.g. listener.name.{listener}.plain.{config}")
-    spec = known_broker_config(config)
+    spec = known_broker_config(config, catalog)
     if spec is None:
         raise InvalidConfig(f"The configuration '{name}' was supplied but isn't a known config.")
     if config not in LISTENER_APPLIED and (config in _FROM_OVERRIDES or config in MODELLED_BROKER_CONFIGS):
@@ -461,14 +495,72 @@ started with beside its non-internal values: STATIC_BROKER_CONFIG, read-only, th
 log.retention.check.interval.ms); the compat brokers set it to 0 so retention is seen within a second."""
 
 
-def _broker_default(name: str) -> str | None:
-    spec = BROKER_CONFIGS.get(name) or INTERNAL_BROKER_CONFIGS.get(name)
-    return spec.default if spec is not None else None
+def _fallbacks(defs: dict[str, BrokerConfigDef]) -> dict[str, tuple[str, ...]]:
+    """Broker configs whose value, when unset, comes from a coarser one (Kafka's synonyms after the name itself:
+    log.retention.ms's minutes and hours, log.roll.ms's hours, log.flush.interval.ms's scheduler interval...)."""
+    return {d.name: d.synonyms[1:] for d in defs.values() if d.synonyms[1:] and d.synonyms[0] == d.name}
 
 
-_FALLBACKS = {d.name: d.synonyms[1:] for d in BROKER_CONFIG_DEFS.values() if d.synonyms[1:] and d.synonyms[0] == d.name}
-"""Broker configs whose value, when unset, comes from a coarser one (Kafka's synonyms after the name itself:
-log.retention.ms's minutes and hours, log.roll.ms's hours, log.flush.interval.ms's scheduler interval...)."""
+@dataclass(frozen=True)
+class ConfigCatalog:
+    """The configs one Kafka release defines, as its brokers describe, validate and default them: Kafka 4.4's
+    (the module's tables), or an older release's (`--kafka-version`), generated from that release's own jars into
+    model/kafka_configs_<release>.py by tools/gen_release_configs.py."""
+
+    version: str
+    """The patch release the tables come from ("4.4.0", "3.9.1", ...)."""
+    broker: dict[str, ConfigSpec]
+    """Its broker configs, less the internal ones (what DescribeConfigs lists)."""
+    internal: dict[str, ConfigSpec]
+    """Its internal broker configs: accepted, described only when set."""
+    topic: dict[str, ConfigSpec]
+    """Its topic configs, each with its broker synonym."""
+    fallbacks: dict[str, tuple[str, ...]] = field(repr=False)
+
+    def broker_spec(self, name: str) -> ConfigSpec | None:
+        """A broker config of this release by Kafka's name (internal ones included), or None."""
+        return self.broker.get(name) or self.internal.get(name)
+
+    def broker_default(self, name: str) -> str | None:
+        spec = self.broker_spec(name)
+        return spec.default if spec is not None else None
+
+
+def _topic_spec(d: NamedTuple) -> ConfigSpec:
+    """A generated topic config definition (an older release's LogConfig key) as the spec fakekafka checks by."""
+    spec = _spec(BrokerConfigDef(d.name, d.type, d.default, False, None, d.internal, False, "read-only", (),
+                                 False, False, d.validator, d.documentation))
+    return replace(spec, broker_synonym=d.broker_synonym)
+
+
+CURRENT_CATALOG = ConfigCatalog(KAFKA_VERSION, BROKER_CONFIGS, INTERNAL_BROKER_CONFIGS, TOPIC_CONFIGS,
+                                _fallbacks(BROKER_CONFIG_DEFS))
+"""Kafka 4.4's configs: the ones fakekafka follows when no older release is named."""
+
+
+@functools.cache
+def config_catalog(release: str | None) -> ConfigCatalog:
+    """The configs of a release by its major.minor ("3.9"; None: Kafka 4.4), its generated tables loaded on first
+    use (each is some 150 kB of Python that a cluster of Kafka 4.4 never needs)."""
+    known = kafka_release(release)
+    if known is None:
+        return CURRENT_CATALOG
+    module = importlib.import_module(f"fakekafka.model.kafka_configs_{known.name.replace('.', '_')}")
+    specs = {d.name: _spec(d) for d in module.BROKER_CONFIG_DEFS.values()}
+    topics = {d.name: _topic_spec(d) for d in module.TOPIC_CONFIG_DEFS.values() if not d.internal}
+    return ConfigCatalog(module.KAFKA_VERSION, {n: s for n, s in specs.items() if not s.internal},
+                         {n: s for n, s in specs.items() if s.internal}, topics,
+                         _fallbacks(module.BROKER_CONFIG_DEFS))
+
+
+_ABSENT_MEANS = {"transaction.partition.verification.enable": "false"}
+"""What a release without one of these broker configs does, as its value: before 3.6 (KIP-890 part 1) a broker
+took transactional records for a partition without checking it had been added to the transaction."""
+
+OLDER_TIMESTAMP_LIMIT = "message.timestamp.difference.max.ms"
+"""Before Kafka 3.6 (KIP-937) the one limit on how far a record's timestamp may be from the broker's clock, both
+ways; 3.6 to 3.9 still use it where message.timestamp.before/after.max.ms are left at Long.MAX_VALUE (LogConfig's
+getMessageTimestampBeforeMaxMs); Kafka 4.0 removed it."""
 
 _DERIVED = {"retention.ms": (("log.retention.minutes", 60_000), ("log.retention.hours", 3_600_000)),
             "segment.ms": (("log.roll.hours", 3_600_000),)}
@@ -512,10 +604,10 @@ TELEMETRY_RECEIVER = "fakekafka.ClientTelemetryReceiver"
 ClientTelemetry or ClientTelemetryExporterProvider; fakekafka runs no Java class, its receiver has this name)."""
 
 
-def known_broker_config(name: str) -> ConfigSpec | None:
-    """The spec of a broker config by Kafka's name (every topic config's broker synonym is one), or of one of
-    the StandardAuthorizer's settings, or None."""
-    return BROKER_CONFIGS.get(name) or INTERNAL_BROKER_CONFIGS.get(name) or AUTHORIZER_CONFIGS.get(name)
+def known_broker_config(name: str, catalog: ConfigCatalog | None = None) -> ConfigSpec | None:
+    """The spec of a broker config by Kafka's name (every topic config's broker synonym is one) in the release
+    `catalog` describes (None: Kafka 4.4), or of one of the StandardAuthorizer's settings, or None."""
+    return (catalog or CURRENT_CATALOG).broker_spec(name) or AUTHORIZER_CONFIGS.get(name)
 
 
 @dataclass
@@ -616,6 +708,11 @@ class BrokerConfig:
         """The older release `kafka_version` names (None: Kafka 4.4)."""
         return kafka_release(self.kafka_version)
 
+    @property
+    def catalog(self) -> ConfigCatalog:
+        """The configs of the release the cluster stands in for: their names, defaults, checks and synonyms."""
+        return config_catalog(self.kafka_version)
+
     def __post_init__(self) -> None:
         try:
             release = kafka_release(self.kafka_version)
@@ -653,8 +750,8 @@ class BrokerConfig:
             if name in self.overrides:
                 value, kind = self.overrides[name], type(_FIELD_DEFAULTS[attr])
                 setattr(self, attr, value.strip().lower() == "true" if kind is bool else kind(value.strip()))
-        for name, (value, default) in explicit.items():
-            if value != default and name not in self.overrides:
+        for name, (value, default) in explicit.items():  # (only the release's own: an older one lacks some)
+            if value != default and name not in self.overrides and self.catalog.broker_spec(name) is not None:
                 self.overrides[name] = str(value).lower() if isinstance(value, bool) else str(value)
         reporters = [r.strip() for r in self.overrides.get("metric.reporters", "").split(",") if r.strip()]
         if TELEMETRY_RECEIVER in reporters:
@@ -675,10 +772,15 @@ class BrokerConfig:
         """A config from broker settings by Kafka's names (a server.properties' or `serve --config`'s),
         each checked: InvalidConfig in Kafka's words for a name it does not know or a value it refuses.
         Kafka only warns of an unknown name and ignores it; here it is refused, since ignoring it silently
-        would leave a test running on a setting it did not get."""
+        would leave a test running on a setting it did not get. The names and checks are those of the release
+        `kafka_version` names (a ZooKeeper-era setting is known to 2.8, not to 4.4)."""
+        try:
+            catalog = config_catalog(fields.get("kafka_version"))  # type: ignore[arg-type]
+        except UnknownKafkaVersion as e:
+            raise InvalidConfig(f"kafka version: {e}") from None
         for name, value in properties.items():
             if LISTENER_CONFIG.fullmatch(name):
-                _check_listener_config(name, value)
+                _check_listener_config(name, value, catalog)
                 continue
             if name == "sasl.server.callback.handler.class":
                 _check_server_callback_handler(name, value)
@@ -687,7 +789,7 @@ class BrokerConfig:
                 raise InvalidConfig(f"Invalid value [hidden] for configuration {name}: Kafka reads a broker's JAAS "
                                     "config only with its listener and mechanism prefixes, e.g. listener.name."
                                     "sasl_plaintext.plain.sasl.jaas.config")
-            spec = known_broker_config(name)
+            spec = known_broker_config(name, catalog)
             if spec is None:
                 raise InvalidConfig(f"The configuration '{name}' was supplied but isn't a known config.")
             spec.validate(value)
@@ -786,11 +888,16 @@ class BrokerConfig:
             chain.append((name, self.overrides[name], ConfigSource.STATIC_BROKER_CONFIG))
         elif (attr := _STATIC_FIELDS.get(name)) is not None and getattr(self, attr) != _FIELD_DEFAULTS[attr]:
             chain.append((name, str(getattr(self, attr)), ConfigSource.STATIC_BROKER_CONFIG))
-        default = _broker_default(name)
+        catalog = self.catalog
+        default = catalog.broker_default(name)
+        if default is None and catalog.broker_spec(name) is None:
+            # a config the release does not have (4.4's group.streams.* on 3.9): what fakekafka runs by, Kafka 4.4's
+            # default, never described for that release
+            default = _ABSENT_MEANS.get(name, CURRENT_CATALOG.broker_default(name))
         if default is not None:
             chain.append((name, default, ConfigSource.DEFAULT_CONFIG))
         if chain:  # a config set in ms lists the coarser ones it overrides (Kafka lists them only then)
-            for coarser in _FALLBACKS.get(name, ()):
+            for coarser in catalog.fallbacks.get(name, ()):
                 chain += self.synonyms(coarser, node_id)
         return chain
 
@@ -800,8 +907,9 @@ class BrokerConfig:
 
     def topic_default(self, name: str, node_id: int | None = None) -> tuple[str | None, ConfigSource, str | None]:
         """A topic config's value when the topic does not set it: (value, source, broker synonym), as broker
-        `node_id` (whose per-broker dynamic configs count) sees it."""
-        spec = TOPIC_CONFIGS[name]
+        `node_id` (whose per-broker dynamic configs count) sees it. A topic config the release does not have
+        (4.4's max.decompressed.message.bytes on 3.9) is what that release does without it: Kafka 4.4's default."""
+        spec = self.catalog.topic.get(name) or TOPIC_CONFIGS[name]
         chain = self.synonyms(spec.broker_synonym, node_id) if spec.broker_synonym else []
         if chain:
             return chain[0][1], chain[0][2], spec.broker_synonym

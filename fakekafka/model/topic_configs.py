@@ -6,7 +6,7 @@ Read on every use (nothing is cached), so a config change takes effect at once, 
 from __future__ import annotations
 
 from fakekafka.model.cleaner import CleanerSettings
-from fakekafka.model.config import TOPIC_CONFIGS, BrokerConfig, ConfigSource
+from fakekafka.model.config import OLDER_TIMESTAMP_LIMIT, TOPIC_CONFIGS, BrokerConfig, ConfigSource
 from fakekafka.model.metadata import Partition, Topic
 
 __all__ = ["TopicConfigs", "policies"]
@@ -25,12 +25,26 @@ class TopicConfigs:
                      ) -> tuple[str | None, ConfigSource, str | None]:
         """A topic config's value as broker `node_id` sees it (its per-broker dynamic configs count)."""
         if name in topic.configs:
-            return topic.configs[name], ConfigSource.TOPIC_CONFIG, TOPIC_CONFIGS[name].broker_synonym
+            spec = self.config.catalog.topic.get(name) or TOPIC_CONFIGS[name]
+            return topic.configs[name], ConfigSource.TOPIC_CONFIG, spec.broker_synonym
         return self.config.topic_default(name, node_id)
 
     def topic_config_int(self, topic: Topic, name: str, node_id: int | None = None) -> int:
         value = self.topic_config(topic, name, node_id)[0]
         return int(value) if value is not None else 0
+
+    def timestamp_bounds(self, topic: Topic, node_id: int | None = None) -> tuple[int, int]:
+        """How far before and after the broker's clock a CreateTime record's timestamp may be, as the release the
+        cluster stands in for reads its configs: message.timestamp.before/after.max.ms (Kafka 3.6+), each
+        message.timestamp.difference.max.ms where left at Long.MAX_VALUE (3.6-3.9), that one alone before 3.6."""
+        older = OLDER_TIMESTAMP_LIMIT in self.config.catalog.topic
+        bounds = []
+        for name in ("message.timestamp.before.max.ms", "message.timestamp.after.max.ms"):
+            value = self.topic_config_int(topic, name, node_id) if name in self.config.catalog.topic else None
+            if older and (value is None or value == 2**63 - 1):
+                value = self.topic_config_int(topic, OLDER_TIMESTAMP_LIMIT, node_id)
+            bounds.append(self.topic_config_int(topic, name, node_id) if value is None else value)
+        return bounds[0], bounds[1]
 
     def segment_configs(self, partition: Partition, node_id: int | None = None) -> dict[str, int]:
         """segment.bytes, segment.ms, segment.index.bytes and index.interval.bytes as the broker holding the

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 
-from fakekafka.model.config import TOPIC_CONFIGS, BrokerConfig, InvalidConfig
+from fakekafka.model.config import BrokerConfig, ConfigSpec, InvalidConfig
 from fakekafka.model.errors import ApiError
 from fakekafka.model.internal_topics import INTERNAL_TOPICS
 from fakekafka.model.log import StorageError
@@ -100,7 +100,7 @@ class TopicRegistry:
                                f"cordoned.")  # Kafka 4.4's words (KIP-1066 added the cordoned clause)
             self._check_partition_ceiling(name, num_partitions)
             replica_lists = self._assign(num_partitions, replication_factor)
-        clean = self._validate_configs(configs or {})
+        clean = self._validate_configs(configs or {}, self.config.catalog.topic)
         if admit is not None:
             admit(len(replica_lists))
         topic = Topic(name, uuid.uuid4(), [], clean, is_internal=name in INTERNAL_TOPICS)
@@ -160,10 +160,11 @@ class TopicRegistry:
                            "All partitions in the manual partition assignment must have the same number of replicas.")
 
     @staticmethod
-    def _validate_configs(configs: dict[str, str | None]) -> dict[str, str]:
+    def _validate_configs(configs: dict[str, str | None], specs: dict[str, ConfigSpec]) -> dict[str, str]:
+        """A new topic's configs checked against the release's topic configs (`specs`), in Kafka's words."""
         clean: dict[str, str] = {}
         for key, value in configs.items():
-            spec = TOPIC_CONFIGS.get(key)
+            spec = specs.get(key)
             if spec is None:
                 raise ApiError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {key}")
             if value is None:

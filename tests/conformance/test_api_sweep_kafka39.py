@@ -41,16 +41,8 @@ OLD_VERSIONS_WHY = ("fakekafka serves none of the versions Kafka 4.0 removed (KI
                     "config and log-dir APIs' v0, WriteTxnMarkers v0; a 3.9 broker still does (no client of the last "
                     "five years sends them)")
 
-CONFIGS_WHY = ("config names and defaults stay Kafka 4.4's: 3.9's topics also have message.downconversion.enable, "
-               "message.format.version (3.0-IV1) and message.timestamp.difference.max.ms, not 4.4's "
-               "errors.deadletterqueue.group.enable, max.decompressed.message.bytes and remote.copy.lag.*; "
-               "message.timestamp.after.max.ms is unlimited on both, a cluster-wide dynamic config on fakekafka, the "
-               "default on 3.9; its broker defaults differ too (group.coordinator.rebalance.protocols classic, "
-               "num.recovery.threads.per.data.dir 1, ...)")
 KNOWN_39: dict[int | tuple[int, str], list[tuple[str, str]]] = {
     ApiKey.API_VERSIONS: [("/finalized_features_epoch", "Kafka's is its metadata log's offset; fakekafka's is 1")],
-    ApiKey.CREATE_TOPICS: [("/topics[[]*]/configs", CONFIGS_WHY)],
-    ApiKey.DESCRIBE_CONFIGS: [("/results[[]*]/configs", CONFIGS_WHY)],
 }
 """Differences from Kafka 3.9.1 beyond the 4.4 sweep's KNOWN (API key -> [(path pattern, reason)])."""
 
@@ -121,3 +113,60 @@ def test_same_as_kafka_391(fake39: sweep.Target, kafka39: sweep.Target, api_key:
             if known_reason(api_key, path) is None:
                 problems.append(f"v{version} {path}: {got!r:.{WIDTH}} vs {want!r:.{WIDTH}}")
     assert not problems, "fields that differ from Kafka 3.9.1's answer (fakekafka, Kafka):\n  " + "\n  ".join(problems)
+
+
+NODE_CONFIGS = {"advertised.listeners", "controller.listener.names", "controller.quorum.voters",
+                "inter.broker.listener.name", "listener.security.protocol.map", "listeners", "log.dirs",
+                "process.roles"}
+"""Each broker's own addresses, paths and KRaft roles, which Kafka 3.9.1's server.properties sets and fakekafka (no
+controller quorum, logs in memory) leaves at Kafka's defaults (compat/KNOWN_DIFFERENCES.md, "Wire fields")."""
+
+
+@pytest.mark.parametrize("resource", ["broker", "topic"])
+def test_every_config_is_kafka_391s(fake39: sweep.Target, kafka39: sweep.Target, resource: str) -> None:
+    """DescribeConfigs v4 of the whole broker resource and of a topic, every config Kafka 3.9.1 lists (its names,
+    values, sources, read_only, types, synonyms and documentation), field by field: fakekafka's tables for 3.9
+    come from Kafka 3.9.1's jars (tools/gen_release_configs.py); only the broker's NODE_CONFIGS differ."""
+    body = {"resources": [{"resource_type": 4, "resource_name": "1", "configuration_keys": None} if resource == "broker"
+                          else {"resource_type": 2, "resource_name": sweep.TOPIC, "configuration_keys": None}],
+            "include_synonyms": True, "include_documentation": True}
+    ours, theirs = (sweep.normalise(t.send(ApiKey.DESCRIBE_CONFIGS, 4, body))["results"][0] for t in (fake39, kafka39))
+    assert (ours["error_code"], theirs["error_code"]) == (0, 0)
+    mine, kafkas = ({c["name"]: c for c in r["configs"]} for r in (ours, theirs))
+    assert len(kafkas) > (300 if resource == "broker" else 30)
+    assert sorted(mine) == sorted(kafkas)
+    differ = {n: {k: (mine[n][k], kafkas[n][k]) for k in kafkas[n] if mine[n].get(k) != kafkas[n][k]}
+              for n in kafkas if mine[n] != kafkas[n] and n not in NODE_CONFIGS}
+    assert not differ, f"configs that differ from Kafka 3.9.1's (fakekafka, Kafka): {differ}"
+    assert "message.format.version" in mine if resource == "topic" else "zookeeper.connect" in mine
+
+
+ALTERATIONS = {
+    "3.9 topic configs": (2, [("message.format.version", "2.8"), ("message.downconversion.enable", "false"),
+                              ("message.timestamp.difference.max.ms", "60000")]),
+    "a bad message.format.version": (2, [("message.format.version", "9.9")]),
+    "a topic config 3.9 does not have": (2, [("max.decompressed.message.bytes", "1000")]),
+    "segment.bytes below 4.4's minimum": (2, [("segment.bytes", "1000")]),
+    "a static broker config": (4, [("log.message.format.version", "2.8")]),
+    "a 3.9 dynamic broker config": (4, [("log.message.downconversion.enable", "false")]),
+    "a keystore setting without its listener": (4, [("ssl.keystore.location", "/tmp/x.jks")]),
+    "cluster-wide, no min.insync.replicas": (-4, [("log.cleaner.threads", "2")]),
+    "a per-broker config cluster-wide": (-4, [("advertised.listeners", "PLAINTEXT://127.0.0.1:9092")]),
+}
+"""IncrementalAlterConfigs (validate_only) that 3.9's names, defaults and checks decide: (resource type, configs);
+-4 is the cluster-wide broker resource ("")."""
+
+
+@pytest.mark.parametrize("case", list(ALTERATIONS))
+def test_alterations_checked_as_kafka_391(fake39: sweep.Target, kafka39: sweep.Target, case: str) -> None:
+    """The same alteration answered with Kafka 3.9.1's error code and message: names, values and dynamic configs
+    checked against 3.9's tables, not 4.4's."""
+    resource_type, configs = ALTERATIONS[case]
+    name = {2: sweep.TOPIC, 4: "1", -4: ""}[resource_type]  # -4: the cluster-wide broker resource
+    body = {"resources": [{"resource_type": abs(resource_type), "resource_name": name,
+                           "configs": [{"name": n, "config_operation": 0, "value": v} for n, v in configs]}],
+            "validate_only": True}
+    ours, theirs = ([(r["error_code"], r["error_message"]) for r in
+                     t.send(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, body)["responses"]]
+                    for t in (fake39, kafka39))
+    assert ours == theirs

@@ -3,7 +3,9 @@
 DescribeConfigs reports these; CreateTopics validates against `TOPIC_CONFIGS`. A topic config whose
 value was not set on the topic takes the broker's value for its synonym, as in Kafka. The broker configs are
 every one Apache Kafka 4.4 defines, generated from its jars (model/kafka_broker_configs.py); the topic, group
-and client-metrics ones are written here. Names, defaults, synonyms and which broker configs are dynamic
+and client-metrics ones are written here. A cluster standing in for an older release (`kafka_version`) uses that
+release's broker and topic configs instead (`config_catalog`: model/kafka_configs_<release>.py, generated from its
+jars by tools/gen_release_configs.py). Names, defaults, synonyms and which broker configs are dynamic
 (reported read_only=False) are checked field by field against a real broker by tests/conformance/test_api_sweep.py and
 `python -m compat diff`.
 """

@@ -4,7 +4,8 @@ A release caps what clients see to what a broker of that release shows them: the
 (`fakekafka.wire.releases`, generated from that release's own message schemas), its features (no KIP-848
 consumer groups before 4.0, no share groups, `transaction.version` not finalized before 4.0, its
 `metadata.version`), and the consumer group protocol refused as its default `group.coordinator.rebalance.protocols`
-(classic) refuses it. Everything else is Kafka 4.4's behaviour; the differences left are listed in
+(classic) refuses it. Its broker and topic configs are its own (model/config.py's `config_catalog`, generated from
+its jars). Everything else is Kafka 4.4's behaviour; the differences left are listed in
 compat/KNOWN_DIFFERENCES.md ("Older Kafka versions").
 """
 

@@ -398,8 +398,8 @@ def _broker_properties(args: argparse.Namespace) -> dict[str, str] | str:
         if not sep or not name.strip():
             return f"--config {item}: expected KEY=VALUE"
         props[name.strip()] = value.strip()
-    try:
-        BrokerConfig.from_properties(props)
+    try:  # by the names of the release --kafka-version names (zookeeper.connect is 2.8's, not 4.4's)
+        BrokerConfig.from_properties(props, kafka_version=getattr(args, "kafka_version", None))
     except InvalidConfig as e:
         return str(e)
     return props

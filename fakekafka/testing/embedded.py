@@ -89,9 +89,9 @@ class Cluster(ClusterSteering, ChaosSteering, ClusterSnapshots, ClusterHandle):
         elif isinstance(clock, str):
             raise ValueError(f"clock must be a Clock, 'frozen' or None, not {clock!r}")
         if isinstance(config, Mapping):  # broker configs by Kafka's names, checked as `serve --config` checks them
-            config = BrokerConfig.from_properties(
+            config = BrokerConfig.from_properties(  # by the names of the release it stands in for
                 dict(config), num_partitions=partitions, auto_create_topics=auto_create_topics,
-                group_initial_rebalance_delay_ms=group_initial_rebalance_delay_ms)
+                group_initial_rebalance_delay_ms=group_initial_rebalance_delay_ms, kafka_version=kafka_version)
         self.config = config or BrokerConfig(num_partitions=partitions, auto_create_topics=auto_create_topics,
                                              group_initial_rebalance_delay_ms=group_initial_rebalance_delay_ms)
         security = {name: value for name, value in (

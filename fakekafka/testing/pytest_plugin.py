@@ -225,7 +225,8 @@ def _start(settings: dict[str, Any], loop_thread: LoopThread | None) -> Cluster:
         config = BrokerConfig.from_properties(
             config or {}, num_partitions=settings.get("partitions", 1),
             auto_create_topics=settings.get("auto_create_topics", True),
-            group_initial_rebalance_delay_ms=settings.get("group_initial_rebalance_delay_ms", 0))
+            group_initial_rebalance_delay_ms=settings.get("group_initial_rebalance_delay_ms", 0),
+            kafka_version=settings.get("kafka_version"))  # checked by the names of the release it stands in for
     return Cluster(config=config, clock=settings.get("clock"), brokers=settings.get("brokers", 1),
                    racks=settings.get("racks"), topics=settings.get("topics"),
                    record=settings.get("record"), data_dir=settings.get("data_dir"),

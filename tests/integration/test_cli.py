@@ -503,6 +503,10 @@ def test_feature_transaction_version_is_what_clients_see(level: int) -> None:
     (["--kafka-version", "3.5"], "fakekafka does not know Kafka 3.5; it knows 2.8, 3.7, 3.9 and 4.4 (the default)"),
     (["--kafka-version", "latest"], "'latest' is not a Kafka version"),
     (["--kafka-version", "3.9", "--feature", "transaction.version=2"], "Kafka 3.9 finalizes no transaction.version"),
+    (["--config", "zookeeper.connect=localhost:2181"],  # Kafka 4.0 removed it; 2.8's (next test) has it
+     "The configuration 'zookeeper.connect' was supplied but isn't a known config."),
+    (["--kafka-version", "3.7", "--config", "compression.gzip.level=5"],  # KIP-390: 3.8
+     "The configuration 'compression.gzip.level' was supplied but isn't a known config."),
 ])
 def test_bad_kafka_version_is_refused_in_words(args: list[str], said: str) -> None:
     proc = subprocess.run([sys.executable, "-m", "fakekafka", "serve", "--port", "0", *args],
@@ -511,7 +515,7 @@ def test_bad_kafka_version_is_refused_in_words(args: list[str], said: str) -> No
 
 
 def test_kafka_version_is_what_clients_see() -> None:
-    proc, line = _start("--port", "0", "--kafka-version", "2.8")
+    proc, line = _start("--port", "0", "--kafka-version", "2.8", "--config", "zookeeper.connect=localhost:2181")
     try:
         host, port = _field(line, "bootstrap.servers").rsplit(":", 1)
         from fakekafka.testing.client import WireConnection
@@ -522,6 +526,11 @@ def test_kafka_version_is_what_clients_see() -> None:
             assert ApiKey.CONSUMER_GROUP_HEARTBEAT not in conn.versions
             r = conn.request(ApiKey.API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"})
             assert list(r.finalized_features) == [] and r.finalized_features_epoch == -1
+            d = conn.request(ApiKey.DESCRIBE_CONFIGS, 1, {"resources": [{  # 2.8's configs, zookeeper.connect set
+                "resource_type": 4, "resource_name": "1", "configuration_keys": ["zookeeper.connect", "port"]}],
+                "include_synonyms": False})
+            assert {c.name: c.value for c in d.results[0].configs} == {"zookeeper.connect": "localhost:2181",
+                                                                       "port": "9092"}
         finally:
             conn.close()
     finally:

@@ -283,14 +283,16 @@ def _real_kafka_or_skip() -> None:
 def test_kafka_version_runs_on_kafka_391_under_kafka_real(pytester: pytest.Pytester,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """The same test, marked kafka_version="3.9", on fakekafka standing in for 3.9 and (--kafka-real) on Apache Kafka
-    3.9.1 itself: the same ApiVersions ranges a client sees, the consumer protocol refused the same way; 2.8 has no
-    broker to run here and is skipped, saying why."""
+    3.9.1 itself: the same ApiVersions ranges a client sees, the consumer protocol refused the same way, 3.9's config
+    names and defaults; 2.8 has no broker to run here and is skipped, saying why."""
     from fakekafka.testing.apache_kafka import OLDER_KAFKA
     if len(KAFKA_LIBS) < 2 or shutil.which("java") is None:
         pytest.skip(f"Apache Kafka 4.4.0's or {OLDER_KAFKA}'s jars or java are missing: run .ci/install.sh")
     for name, lib in KAFKA_LIBS.items():
         monkeypatch.setenv(name, lib)
     pytester.makepyfile('''
+import time
+
 import pytest
 from fakekafka.testing.client import WireConnection
 from fakekafka.wire import ApiKey, ErrorCode
@@ -307,6 +309,28 @@ def test_as_39(kafka):
             "group_id": "g", "member_id": "", "member_epoch": 0, "rebalance_timeout_ms": 30000,
             "subscribed_topic_names": ["t"], "server_assignor": None, "topic_partitions": []})
         assert hb.error_code == ErrorCode.UNSUPPORTED_VERSION
+        created = conn.request(ApiKey.CREATE_TOPICS, 5, {"topics": [{"name": "cfg", "num_partitions": 1,
+            "replication_factor": 1, "assignments": [], "configs": []}], "timeout_ms": 30000, "validate_only": False})
+        assert created.topics[0].error_code == ErrorCode.NONE
+        node = conn.request(ApiKey.METADATA, 9, {"topics": [], "allow_auto_topic_creation": False,
+                                                 "include_cluster_authorized_operations": False,
+                                                 "include_topic_authorized_operations": False}).brokers[0].node_id
+        keys = {2: ["message.format.version", "message.timestamp.after.max.ms", "max.decompressed.message.bytes"],
+                4: ["num.recovery.threads.per.data.dir", "group.coordinator.rebalance.protocols",
+                    "log.message.format.version"]}
+        ask = {"resources": [{"resource_type": t, "resource_name": "cfg" if t == 2 else str(node),
+                              "configuration_keys": k} for t, k in keys.items()],
+               "include_synonyms": False, "include_documentation": False}
+        deadline = time.monotonic() + 30
+        while (described := conn.request(ApiKey.DESCRIBE_CONFIGS, 4, ask)).results[0].error_code \
+                and time.monotonic() < deadline:  # Kafka's broker learns of the new topic from its controller
+            time.sleep(0.05)
+        got = [{c.name: (c.value, c.config_source) for c in r.configs} for r in described.results]
+        unlimited = str(2**63 - 1)
+        assert got == [{"message.format.version": ("3.0-IV1", 5), "message.timestamp.after.max.ms": (unlimited, 5)},
+                       {"num.recovery.threads.per.data.dir": ("1", 5),
+                        "group.coordinator.rebalance.protocols": ("classic", 5),
+                        "log.message.format.version": ("3.0-IV1", 5)}]  # 3.9's defaults, not 4.4's
     finally:
         conn.close()
 

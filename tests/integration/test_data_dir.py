@@ -24,8 +24,12 @@ def _start(data_dir: Path, *args: str, log: Path | None = None) -> tuple[subproc
     """`serve` on the data dir; its log to `log` if given (a file: a pipe nobody reads would fill)."""
     with contextlib.ExitStack() as files:
         stderr = files.enter_context(open(log, "w")) if log is not None else subprocess.PIPE
-        proc = subprocess.Popen([sys.executable, "-m", "fakekafka", "serve", "--port", "0", "--data-dir",
-                                 str(data_dir), *args], stdout=subprocess.PIPE, stderr=stderr, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "fakekafka", "serve", "--port", "0", "--data-dir", str(data_dir), *args],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )
     assert proc.stdout is not None
     line = proc.stdout.readline()
     assert line.startswith("fakekafka ready"), (line, proc.stderr.read() if proc.stderr else log and log.read_text())
@@ -35,8 +39,16 @@ def _start(data_dir: Path, *args: str, log: Path | None = None) -> tuple[subproc
 def _read_all(bootstrap: str, topic: str, partitions: int) -> dict[tuple[int, int], bytes]:
     """Every record of the topic, by (partition, offset), read with CRC checks on."""
     from confluent_kafka import Consumer, TopicPartition
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "check", "enable.auto.commit": False,
-                  "check.crcs": True, "fetch.error.backoff.ms": 10})
+
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "check",
+            "enable.auto.commit": False,
+            "check.crcs": True,
+            "fetch.error.backoff.ms": 10,
+        }
+    )
     ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)}
     c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     out: dict[tuple[int, int], bytes] = {}
@@ -56,20 +68,23 @@ def _read_all(bootstrap: str, topic: str, partitions: int) -> dict[tuple[int, in
 
 def _topic(bootstrap: str) -> tuple[str, str | None]:
     from confluent_kafka.admin import AdminClient, ConfigResource
+
     admin = AdminClient({"bootstrap.servers": bootstrap})
     topic_id = admin.describe_topics(confluent_kafka.TopicCollection(["crash"]))["crash"].result(10).topic_id
     configs = next(iter(admin.describe_configs([ConfigResource("TOPIC", "crash")]).values())).result(10)
     return str(topic_id), configs["retention.ms"].value
 
 
-def test_kill_9_under_acks_all_load_loses_nothing_acknowledged(tmp_path: Path,
-                                                              caplog: pytest.LogCaptureFixture) -> None:
+def test_kill_9_under_acks_all_load_loses_nothing_acknowledged(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """Also: the topic comes back with its id and configs. The restart is in this process (a second child would
     add its start-up time, seconds on a loaded machine, for nothing the first one did not show)."""
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
     import fakekafka
+
     data = tmp_path / "data"
     proc, bootstrap = _start(data)
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -82,9 +97,17 @@ def test_kill_9_under_acks_all_load_loses_nothing_acknowledged(tmp_path: Path,
         if err is None:
             acked[(msg.partition(), msg.offset())] = msg.value()  # type: ignore[attr-defined]
 
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
-                         "linger.ms": 2, "batch.num.messages": 100, "message.timeout.ms": 3000,
-                         "reconnect.backoff.max.ms": 100})
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": 2,
+            "batch.num.messages": 100,
+            "message.timeout.ms": 3000,
+            "reconnect.backoff.max.ms": 100,
+        }
+    )
     i = 0
     while len(acked) < 2000:  # still producing when the kill comes: requests in flight, batches being written
         producer.produce("crash", value=b"value-%08d" % i, key=b"%d" % (i % 7), on_delivery=delivered)
@@ -115,8 +138,9 @@ def test_kill_9_under_acks_all_load_loses_nothing_acknowledged(tmp_path: Path,
         assert read_segment(seg.read_bytes(), int(seg.stem), 0)[2] is None, seg
 
 
-def test_a_flipped_byte_in_an_old_segment_keeps_every_later_segment(tmp_path: Path,
-                                                                   caplog: pytest.LogCaptureFixture) -> None:
+def test_a_flipped_byte_in_an_old_segment_keeps_every_later_segment(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """A byte flipped in a rolled (fsynced) segment, and the active one's tail torn by a kill -9: the restart
     recovers only past the recovery point, as Kafka's, so every other acknowledged record is read back by a real
     client, the corrupt one is said in words and kept as stored, and new records get new offsets."""
@@ -124,16 +148,27 @@ def test_a_flipped_byte_in_an_old_segment_keeps_every_later_segment(tmp_path: Pa
     from confluent_kafka.admin import AdminClient, NewTopic
 
     import fakekafka
+
     data = tmp_path / "data"
     proc, bootstrap = _start(data)
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic("seg", 1, 1, config={"segment.bytes": "1048576"})])["seg"].result(10)
     acked: dict[int, bytes] = {}
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
-                         "linger.ms": 5, "batch.num.messages": 20})
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": 5,
+            "batch.num.messages": 20,
+        }
+    )
     for i in range(1000):
-        producer.produce("seg", value=b"." * 5000 + b"value-%08d" % i, on_delivery=lambda err, msg: err is None
-                         and acked.__setitem__(msg.offset(), msg.value()))
+        producer.produce(
+            "seg",
+            value=b"." * 5000 + b"value-%08d" % i,
+            on_delivery=lambda err, msg: err is None and acked.__setitem__(msg.offset(), msg.value()),
+        )
     assert producer.flush(30) == 0 and len(acked) == 1000
     proc.kill()
     proc.communicate(timeout=20)
@@ -152,8 +187,14 @@ def test_a_flipped_byte_in_an_old_segment_keeps_every_later_segment(tmp_path: Pa
         f.write(old[:150])
 
     with caplog.at_level("WARNING", "fakekafka.storage"), fakekafka.Cluster(data_dir=data) as cluster:
-        c = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "g", "check.crcs": False,
-                      "enable.auto.commit": False})
+        c = Consumer(
+            {
+                "bootstrap.servers": cluster.bootstrap_servers,
+                "group.id": "g",
+                "check.crcs": False,
+                "enable.auto.commit": False,
+            }
+        )
         c.assign([TopicPartition("seg", 0, 0)])
         got: dict[int, bytes] = {}
         deadline = time.monotonic() + 30
@@ -181,27 +222,40 @@ def test_kafkas_dump_log_reads_a_fakekafka_segment(tmp_path: Path) -> None:
     import fakekafka
     from tests.javautil import _tool
     from tests.kafkacli import tools_classpath
+
     classpath, java = tools_classpath(), _tool("java")
     with fakekafka.Cluster(data_dir=tmp_path, topics={"dump": 1}) as cluster:
         for i in range(3):
             cluster.produce("dump", b"payload-%d" % i, key=b"k")
     segment = tmp_path / "broker-1" / "tmp_kafka-logs" / "dump-0" / "00000000000000000000.log"
-    r = subprocess.run([java, "-cp", classpath, "org.apache.kafka.tools.DumpLogSegments", "--files", str(segment),
-                        "--print-data-log"], capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [java, "-cp", classpath, "org.apache.kafka.tools.DumpLogSegments", "--files", str(segment), "--print-data-log"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.count("isvalid: true") == 3
-    assert [line.rsplit("payload: ", 1)[1] for line in r.stdout.splitlines() if "payload:" in line] == \
-        ["payload-0", "payload-1", "payload-2"]
+    assert [line.rsplit("payload: ", 1)[1] for line in r.stdout.splitlines() if "payload:" in line] == [
+        "payload-0",
+        "payload-1",
+        "payload-2",
+    ]
 
 
-@pytest.mark.parametrize(("setup", "said"), [
-    ("file", "cannot use"),
-    ("foreign", "not a fakekafka data dir"),
-    ("format", "format 7; this fakekafka reads format 1 only"),
-])
-def test_unusable_data_dirs_are_refused_in_words(tmp_path: Path, setup: str, said: str,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("setup", "said"),
+    [
+        ("file", "cannot use"),
+        ("foreign", "not a fakekafka data dir"),
+        ("format", "format 7; this fakekafka reads format 1 only"),
+    ],
+)
+def test_unusable_data_dirs_are_refused_in_words(
+    tmp_path: Path, setup: str, said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     from fakekafka.ops.cli import main
+
     target = tmp_path / "d"
     if setup == "file":
         (tmp_path / "f").write_text("")
@@ -221,10 +275,12 @@ def test_transactional_ids_and_an_open_transaction_survive_a_restart(tmp_path: P
     """The coordinator's state comes back from `__transaction_state`: the open transaction is still Ongoing under
     its producer id and epoch (not aborted at start), and the id's next producer fences and aborts it, as Kafka."""
     import fakekafka
+
     tid = "restart-txn"
     with fakekafka.Cluster(data_dir=tmp_path, topics={"txn": 1}) as cluster:
-        p = confluent_kafka.Producer({"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": tid,
-                                      "transaction.timeout.ms": 60_000})
+        p = confluent_kafka.Producer(
+            {"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": tid, "transaction.timeout.ms": 60_000}
+        )
         p.init_transactions(30)
         p.begin_transaction()
         p.produce("txn", b"open")
@@ -235,7 +291,11 @@ def test_transactional_ids_and_an_open_transaction_survive_a_restart(tmp_path: P
         after = cluster.transaction(tid)
         assert after is not None
         assert (after.producer_id, after.producer_epoch, after.state, after.partitions) == (
-            before.producer_id, before.producer_epoch, "Ongoing", before.partitions)
+            before.producer_id,
+            before.producer_epoch,
+            "Ongoing",
+            before.partitions,
+        )
         assert cluster.last_stable_offset("txn", 0) == 0  # still open
         q = confluent_kafka.Producer({"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": tid})
         q.init_transactions(30)  # fences the old producer: its transaction is aborted
@@ -244,8 +304,14 @@ def test_transactional_ids_and_an_open_transaction_survive_a_restart(tmp_path: P
         q.commit_transaction(30)
         again = cluster.transaction(tid)
         assert again is not None and again.producer_id == before.producer_id and again.state == "CompleteCommit"
-        c = confluent_kafka.Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "restart-txn",
-                                      "isolation.level": "read_committed", "auto.offset.reset": "earliest"})
+        c = confluent_kafka.Consumer(
+            {
+                "bootstrap.servers": cluster.bootstrap_servers,
+                "group.id": "restart-txn",
+                "isolation.level": "read_committed",
+                "auto.offset.reset": "earliest",
+            }
+        )
         c.subscribe(["txn"])
         got: list[bytes] = []
         deadline = time.monotonic() + 20
@@ -266,8 +332,9 @@ def test_a_share_group_continues_after_a_restart_from_its_persisted_state(tmp_pa
     import fakekafka
 
     def consumer(bootstrap: str) -> ShareConsumer:
-        c = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": "sq-group",
-                           "share.acknowledgement.mode": "explicit"})
+        c = ShareConsumer(
+            {"bootstrap.servers": bootstrap, "group.id": "sq-group", "share.acknowledgement.mode": "explicit"}
+        )
         c.subscribe(["sq"])
         return c
 
@@ -283,8 +350,13 @@ def test_a_share_group_continues_after_a_restart_from_its_persisted_state(tmp_pa
 
     with fakekafka.Cluster(data_dir=tmp_path, topics={"sq": 1}) as cluster:
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
-        resource = ConfigResource(ResourceType.GROUP, "sq-group", incremental_configs=[
-            ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
+        resource = ConfigResource(
+            ResourceType.GROUP,
+            "sq-group",
+            incremental_configs=[
+                ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)
+            ],
+        )
         admin.incremental_alter_configs([resource])[resource].result(30)
         p = confluent_kafka.Producer({"bootstrap.servers": cluster.bootstrap_servers})
         for i in range(6):
@@ -297,6 +369,7 @@ def test_a_share_group_continues_after_a_restart_from_its_persisted_state(tmp_pa
             before.append((m.value(), m.delivery_count()))
             accepted = m.value() in (b"v0", b"v1", b"v2")
             c.acknowledge(m, AcknowledgeType.ACCEPT if accepted else AcknowledgeType.RELEASE)
+
         try:
             drain(c, first, lambda: len(before) >= 6)
         finally:
@@ -309,6 +382,7 @@ def test_a_share_group_continues_after_a_restart_from_its_persisted_state(tmp_pa
         def second(m: Any) -> None:
             after.append((m.value(), m.delivery_count()))
             c.acknowledge(m, AcknowledgeType.ACCEPT)
+
         try:
             drain(c, second, lambda: len(after) >= 3)
         finally:
@@ -344,7 +418,8 @@ def _fill(path: Path) -> None:
 
 
 def test_a_full_disk_refuses_writes_with_storage_errors_and_loses_nothing_acknowledged(
-        full_disk: Path, tmp_path: Path) -> None:
+    full_disk: Path, tmp_path: Path
+) -> None:
     """A real filesystem filling under confluent-kafka's acks=all load on 3 brokers (the followers' writes fail
     in the cluster's tick): each refused batch is KAFKA_STORAGE_ERROR and leaves nothing in the segments, later
     batches go after the last whole one; a topic created while the disk is full is refused, not kept in memory
@@ -354,12 +429,22 @@ def test_a_full_disk_refuses_writes_with_storage_errors_and_loses_nothing_acknow
     from confluent_kafka.admin import AdminClient, NewTopic
 
     import fakekafka
+
     data, log = full_disk / "data", tmp_path / "serve.log"
     reserve = full_disk / "reserve"  # given back at the end: room again
     reserve.write_bytes(b"\0" * 256 * 1024)
-    proc, bootstrap = _start(data, "--brokers", "3", "--connections-max-idle-ms", "4000",
-                             "--config", "replica.lag.time.max.ms=500", "--config", "offsets.topic.num.partitions=1",
-                             log=log)
+    proc, bootstrap = _start(
+        data,
+        "--brokers",
+        "3",
+        "--connections-max-idle-ms",
+        "4000",
+        "--config",
+        "replica.lag.time.max.ms=500",
+        "--config",
+        "offsets.topic.num.partitions=1",
+        log=log,
+    )
     try:
         admin = AdminClient({"bootstrap.servers": bootstrap})
         admin.create_topics([NewTopic("full", 1, 3)])["full"].result(10)
@@ -372,8 +457,9 @@ def test_a_full_disk_refuses_writes_with_storage_errors_and_loses_nothing_acknow
             else:
                 failed.append(err)
 
-        producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "retries": 0, "linger.ms": 5,
-                             "message.timeout.ms": 20000})
+        producer = Producer(
+            {"bootstrap.servers": bootstrap, "acks": "all", "retries": 0, "linger.ms": 5, "message.timeout.ms": 20000}
+        )
 
         def produce(n: int, start: int, size: int = 600) -> None:
             for i in range(start, start + n):
@@ -407,7 +493,7 @@ def test_a_full_disk_refuses_writes_with_storage_errors_and_loses_nothing_acknow
         reserve.unlink()
         ok = len(acked)
         produce(20, i)
-        assert len(acked) == ok + 20, failed[before + 5:]  # room again: writes succeed
+        assert len(acked) == ok + 20, failed[before + 5 :]  # room again: writes succeed
         admin.create_topics([NewTopic("after", 1, 1)])["after"].result(10)
         p2 = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
         p2.produce("after", b"kept")
@@ -436,6 +522,7 @@ def test_kill_9_during_a_mass_creation_keeps_every_topic_acknowledged(tmp_path: 
 
     import fakekafka
     from tests.rawclient import RawClient
+
     data = tmp_path / "data"
     proc, bootstrap = _start(data)
     raw = RawClient(bootstrap, timeout=60)
@@ -446,11 +533,27 @@ def test_kill_9_during_a_mass_creation_keeps_every_topic_acknowledged(tmp_path: 
         k = 0
         with contextlib.suppress(ConnectionError, OSError):
             while not stop.is_set():
-                r = raw.request(19, 7, {"topics": [{"name": f"m{k}-{i}", "num_partitions": 1, "replication_factor": 1,
-                                                    "assignments": [], "configs": []} for i in range(300)],
-                                        "timeout_ms": 60_000, "validate_only": False})
+                r = raw.request(
+                    19,
+                    7,
+                    {
+                        "topics": [
+                            {
+                                "name": f"m{k}-{i}",
+                                "num_partitions": 1,
+                                "replication_factor": 1,
+                                "assignments": [],
+                                "configs": [],
+                            }
+                            for i in range(300)
+                        ],
+                        "timeout_ms": 60_000,
+                        "validate_only": False,
+                    },
+                )
                 acked.update((t.name, t.topic_id) for t in r.topics if t.error_code == 0)
                 k += 1
+
     thread = threading.Thread(target=create, daemon=True)
     thread.start()
     deadline = time.monotonic() + 120

@@ -64,8 +64,14 @@ def test_announced_frames_cost_what_arrives_not_what_they_announce() -> None:
     def cap() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
-    proc = subprocess.Popen([sys.executable, "-m", "fakekafka", "serve", "--port", "0", "--control-port", "0"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=cap)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fakekafka", "serve", "--port", "0", "--control-port", "0"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=cap,
+    )
     socks: list[socket.socket] = []
     try:
         assert proc.stdout is not None
@@ -92,8 +98,10 @@ def test_announced_frames_cost_what_arrives_not_what_they_announce() -> None:
     assert "Traceback" not in err and "MemoryError" not in err, err[-3000:]
 
 
-_API_VERSIONS_SIZE = len(wire.encode_request(18, 3, 1, {"client_software_name": "t", "client_software_version": "1"},
-                                             client_id="raw")) - 4
+_API_VERSIONS_SIZE = (
+    len(wire.encode_request(18, 3, 1, {"client_software_name": "t", "client_software_version": "1"}, client_id="raw"))
+    - 4
+)
 
 
 @pytest.mark.parametrize("limited", [{"socket_request_max_bytes": _API_VERSIONS_SIZE}], indirect=True)
@@ -171,9 +179,15 @@ def test_max_connections_holds_the_next_one_until_a_slot_frees(limited: fakekafk
 
 
 def _fetch_forever(topic_id: object) -> dict:
-    return {"max_wait_ms": 2**31 - 1, "min_bytes": 1, "max_bytes": 1 << 20, "session_epoch": -1,
-            "topics": [{"topic_id": topic_id, "partitions": [{"partition": 0, "fetch_offset": 0,
-                                                              "partition_max_bytes": 1 << 20}]}]}
+    return {
+        "max_wait_ms": 2**31 - 1,
+        "min_bytes": 1,
+        "max_bytes": 1 << 20,
+        "session_epoch": -1,
+        "topics": [
+            {"topic_id": topic_id, "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}
+        ],
+    }
 
 
 def test_parked_fetches_end_with_their_connection(broker: fakekafka.Cluster) -> None:
@@ -184,12 +198,20 @@ def test_parked_fetches_end_with_their_connection(broker: fakekafka.Cluster) -> 
     clients = [RawClient(broker.bootstrap_servers) for _ in range(200)]
     for c in clients:
         c.send(1, 16, _fetch_forever(topic_id))
-    _wait(lambda: broker.call(lambda: len(server.purgatory.waiters.get(id(broker.state.topics["parked"].partitions[0]),
-                                                                ())) == 200), "200 parked fetches")
+    _wait(
+        lambda: broker.call(
+            lambda: len(server.purgatory.waiters.get(id(broker.state.topics["parked"].partitions[0]), ())) == 200
+        ),
+        "200 parked fetches",
+    )
     for c in clients:
         c.close()
-    _wait(lambda: broker.call(lambda: not server._connections and not server.purgatory.waiters
-                              and not server.quotas.idle), "every parked fetch ended with its connection")
+    _wait(
+        lambda: broker.call(
+            lambda: not server._connections and not server.purgatory.waiters and not server.quotas.idle
+        ),
+        "every parked fetch ended with its connection",
+    )
 
 
 def test_parked_acks_all_produce_ends_with_its_connection() -> None:
@@ -200,8 +222,17 @@ def test_parked_acks_all_produce_ends_with_its_connection() -> None:
         cluster.pause_replication(follower)
         port = cluster.call(lambda: cluster.state.brokers[leader].port)
         raw = RawClient(f"127.0.0.1:{port}")
-        raw.send(0, 9, {"acks": -1, "timeout_ms": 2**31 - 1, "topic_data": [
-            {"name": "w", "partition_data": [{"index": 0, "records": build_batch([{"value": b"x"}])}]}]})
+        raw.send(
+            0,
+            9,
+            {
+                "acks": -1,
+                "timeout_ms": 2**31 - 1,
+                "topic_data": [
+                    {"name": "w", "partition_data": [{"index": 0, "records": build_batch([{"value": b"x"}])}]}
+                ],
+            },
+        )
         server = cluster.server
         _wait(lambda: cluster.call(lambda: bool(server.purgatory.waiters)), "the produce waits for the follower")
         raw.close()
@@ -209,9 +240,15 @@ def test_parked_acks_all_produce_ends_with_its_connection() -> None:
 
 
 def _join_body(member_id: str) -> dict:
-    return {"group_id": "g", "session_timeout_ms": 30_000, "rebalance_timeout_ms": 300_000, "member_id": member_id,
-            "group_instance_id": None, "protocol_type": "consumer",
-            "protocols": [{"name": "range", "metadata": b"\x00\x01"}]}
+    return {
+        "group_id": "g",
+        "session_timeout_ms": 30_000,
+        "rebalance_timeout_ms": 300_000,
+        "member_id": member_id,
+        "group_instance_id": None,
+        "protocol_type": "consumer",
+        "protocols": [{"name": "range", "metadata": b"\x00\x01"}],
+    }
 
 
 def test_parked_join_group_ends_with_its_connection(broker: fakekafka.Cluster) -> None:
@@ -233,21 +270,32 @@ def test_partition_ceiling_refuses_create_topics_and_create_partitions(limited: 
     raw = RawClient(limited.bootstrap_servers)
 
     def create(name: str, n: int) -> tuple[int, str | None]:
-        r = raw.request(19, 7, {"topics": [{"name": name, "num_partitions": n, "replication_factor": 1,
-                                            "assignments": [], "configs": []}], "timeout_ms": 1000,
-                                "validate_only": False})
+        r = raw.request(
+            19,
+            7,
+            {
+                "topics": [
+                    {"name": name, "num_partitions": n, "replication_factor": 1, "assignments": [], "configs": []}
+                ],
+                "timeout_ms": 1000,
+                "validate_only": False,
+            },
+        )
         return r.topics[0].error_code, r.topics[0].error_message
 
     assert create("a", 60) == (ErrorCode.NONE, None)
     code, message = create("b", 41)
     assert code == ErrorCode.POLICY_VIOLATION and "max.partitions" in message
     assert create("b", 40)[0] == ErrorCode.NONE
-    r = raw.request(37, 3, {"topics": [{"name": "a", "count": 61, "assignments": None}], "timeout_ms": 1000,
-                            "validate_only": False})
+    r = raw.request(
+        37, 3, {"topics": [{"name": "a", "count": 61, "assignments": None}], "timeout_ms": 1000, "validate_only": False}
+    )
     assert r.results[0].error_code == ErrorCode.POLICY_VIOLATION
     # a mutated request asking for 2**31-1 partitions: Kafka's per-request cap answers before anything is made
-    assert create("huge", 2**31 - 1) == (ErrorCode.POLICY_VIOLATION,
-                                         "Excessively large number of partitions per request.")
+    assert create("huge", 2**31 - 1) == (
+        ErrorCode.POLICY_VIOLATION,
+        "Excessively large number of partitions per request.",
+    )
     assert limited.call(lambda: sum(len(t.partitions) for t in limited.state.topics.values())) == 100
     assert limited.call(lambda: "__consumer_offsets" not in limited.state.topics)
     raw.close()
@@ -260,9 +308,22 @@ def test_fetch_max_bytes_bounds_a_response_whatever_the_request_asks(limited: fa
         limited.produce("big", b"x" * 600)
     topic_id = limited.call(lambda: limited.state.topics["big"].topic_id)
     raw = RawClient(limited.bootstrap_servers)
-    r = raw.request(1, 16, {"max_wait_ms": 0, "min_bytes": 0, "max_bytes": 2**31 - 1, "session_epoch": -1,
-                            "topics": [{"topic_id": topic_id, "partitions": [
-                                {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 2**31 - 1}]}]})
+    r = raw.request(
+        1,
+        16,
+        {
+            "max_wait_ms": 0,
+            "min_bytes": 0,
+            "max_bytes": 2**31 - 1,
+            "session_epoch": -1,
+            "topics": [
+                {
+                    "topic_id": topic_id,
+                    "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 2**31 - 1}],
+                }
+            ],
+        },
+    )
     records = r.responses[0].partitions[0].records
     assert 600 < len(records) <= 1000  # one batch: the first always comes, a second would pass 1000
     raw.close()
@@ -276,38 +337,57 @@ def test_limits_are_reported_by_kafkas_names() -> None:
 
 
 def test_serve_refuses_a_bad_limit_in_words() -> None:
-    out = subprocess.run([sys.executable, "-m", "fakekafka", "serve", "--port", "0", "--max-connections-per-ip",
-                          "-1"], cwd=ROOT, capture_output=True, text=True, timeout=60,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    out = subprocess.run(
+        [sys.executable, "-m", "fakekafka", "serve", "--port", "0", "--max-connections-per-ip", "-1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert out.returncode == 2
     assert "max.connections.per.ip" in out.stderr and "Traceback" not in out.stderr
 
 
 @pytest.mark.parametrize("codec", [Compression.GZIP, Compression.SNAPPY, Compression.LZ4, Compression.ZSTD])
-def test_a_decompression_bomb_is_refused_before_it_is_decompressed(broker: fakekafka.Cluster, codec: Compression,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_decompression_bomb_is_refused_before_it_is_decompressed(
+    broker: fakekafka.Cluster, codec: Compression, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A compressed batch is decompressed whole to be checked: past MAX_DECOMPRESSED_BATCH (128 MiB; 1 MiB here)
     it is INVALID_RECORD, found from its frames' headers (gzip: a stream stopped there). Kafka has no such
     bound (it streams); compat/KNOWN_DIFFERENCES.md lists it."""
     monkeypatch.setattr(validate, "MAX_DECOMPRESSED_BATCH", 1 << 20)
     broker.create_topic("bomb", 1)
     raw = RawClient(broker.bootstrap_servers)
-    produce = {"acks": 1, "timeout_ms": 1000, "topic_data": [{"name": "bomb", "partition_data": [
-        {"index": 0, "records": build_batch([{"value": bytes(2 << 20)}], compression=codec)}]}]}
+    produce = {
+        "acks": 1,
+        "timeout_ms": 1000,
+        "topic_data": [
+            {
+                "name": "bomb",
+                "partition_data": [
+                    {"index": 0, "records": build_batch([{"value": bytes(2 << 20)}], compression=codec)}
+                ],
+            }
+        ],
+    }
     p = raw.request(0, 9, produce).responses[0].partition_responses[0]
     assert p.error_code == ErrorCode.INVALID_RECORD
-    produce["topic_data"][0]["partition_data"][0]["records"] = build_batch([{"value": bytes(1 << 19)}],
-                                                                           compression=codec)
+    produce["topic_data"][0]["partition_data"][0]["records"] = build_batch(
+        [{"value": bytes(1 << 19)}], compression=codec
+    )
     assert raw.request(0, 9, produce).responses[0].partition_responses[0].error_code == ErrorCode.NONE
     assert broker.end_offsets("bomb") == {0: 1}
     raw.close()
 
 
-def test_a_request_past_the_element_budget_closes_its_connection(broker: fakekafka.Cluster,
-                                                                 caplog: pytest.LogCaptureFixture) -> None:
+def test_a_request_past_the_element_budget_closes_its_connection(
+    broker: fakekafka.Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
     """0.9 MB of one-letter topic names would become hundreds of MB of objects: past MAX_REQUEST_ELEMENTS the
     request is refused as malformed, before its elements are made."""
     from fakekafka.net.requests import MAX_REQUEST_ELEMENTS
+
     raw = RawClient(broker.bootstrap_servers)
     r = raw.request(3, 1, {"topics": [{"name": "a"}] * 1000})
     assert len(r.topics) == 1000
@@ -317,9 +397,11 @@ def test_a_request_past_the_element_budget_closes_its_connection(broker: fakekaf
     raw.close()
 
 
-@pytest.mark.parametrize("limited", [{"max_connections_per_ip": 1,
-                                      "max_connections_per_ip_overrides": "localhost:3,10.9.9.9:7"}],
-                         indirect=True)
+@pytest.mark.parametrize(
+    "limited",
+    [{"max_connections_per_ip": 1, "max_connections_per_ip_overrides": "localhost:3,10.9.9.9:7"}],
+    indirect=True,
+)
 def test_max_connections_per_ip_overrides_by_host_name(limited: fakekafka.Cluster) -> None:
     clients = [RawClient(limited.bootstrap_servers) for _ in range(3)]
     assert all(_api_versions(c) == ErrorCode.NONE for c in clients)

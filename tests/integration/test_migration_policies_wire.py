@@ -46,8 +46,10 @@ def broker(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
         pytest.skip("a remote cluster's migration policy is its own (a static broker config)")
     if request.config.getoption("--kafka-real"):
         from fakekafka.testing.apache_kafka import KafkaCluster
-        with KafkaCluster(1, configs={**REAL_KAFKA_CONFIGS, "auto.create.topics.enable": "false",
-                                      POLICY: policy}) as real:
+
+        with KafkaCluster(
+            1, configs={**REAL_KAFKA_CONFIGS, "auto.create.topics.enable": "false", POLICY: policy}
+        ) as real:
             yield policy, real.bootstrap_servers
     else:
         cluster = fakekafka.Cluster(config=BrokerConfig.from_properties({POLICY: policy}, auto_create_topics=False))
@@ -58,10 +60,15 @@ def broker(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
 @pytest.fixture
 def raw(broker: tuple[str, str]) -> Iterator[RawClient]:
     client = RawClient(broker[1])
-    if client.request(19, 7, {"topics": [{"name": TOPIC, "num_partitions": 2, "replication_factor": 1,
-                                          "assignments": [], "configs": []}],
-                              "timeout_ms": 30_000, "validate_only": False}).topics[0].error_code not in (
-            ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
+    if client.request(
+        19,
+        7,
+        {
+            "topics": [{"name": TOPIC, "num_partitions": 2, "replication_factor": 1, "assignments": [], "configs": []}],
+            "timeout_ms": 30_000,
+            "validate_only": False,
+        },
+    ).topics[0].error_code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
         raise AssertionError("the topic was not created")
     try:
         yield client
@@ -71,11 +78,23 @@ def raw(broker: tuple[str, str]) -> Iterator[RawClient]:
 
 def _group_id(raw: RawClient) -> str:
     group = f"policy-{uuid.uuid4().hex[:8]}"
-    eventually("the group coordinator", lambda: raw.request(10, 4, {"key_type": 0, "coordinator_keys": [group]})
-                .coordinators[0].error_code == ErrorCode.NONE or None)
+    eventually(
+        "the group coordinator",
+        lambda: (
+            raw.request(10, 4, {"key_type": 0, "coordinator_keys": [group]}).coordinators[0].error_code
+            == ErrorCode.NONE
+            or None
+        ),
+    )
     # a fresh Kafka answers FindCoordinator before its coordinator for this group's partition is loaded
-    eventually("the group coordinator loaded", lambda: raw.request(15, 5, {
-        "groups": [group], "include_authorized_operations": False}).groups[0].error_code == ErrorCode.NONE or None)
+    eventually(
+        "the group coordinator loaded",
+        lambda: (
+            raw.request(15, 5, {"groups": [group], "include_authorized_operations": False}).groups[0].error_code
+            == ErrorCode.NONE
+            or None
+        ),
+    )
     return group
 
 
@@ -84,23 +103,43 @@ def _subscription() -> bytes:
 
 
 def _assignment(partitions: list[int]) -> bytes:
-    return b"\x00\x00" + ASSIGNMENT[0].build({"assigned_partitions": [{"topic": TOPIC, "partitions": partitions}],
-                                              "user_data": None})
+    return b"\x00\x00" + ASSIGNMENT[0].build(
+        {"assigned_partitions": [{"topic": TOPIC, "partitions": partitions}], "user_data": None}
+    )
 
 
 def _join(raw: RawClient, group: str, member_id: str, instance: str | None = None) -> Any:
-    return raw.request(11, 5, {"group_id": group, "session_timeout_ms": SESSION_MS,
-                               "rebalance_timeout_ms": SESSION_MS, "member_id": member_id,
-                               "group_instance_id": instance, "protocol_type": "consumer",
-                               "protocols": [{"name": "range", "metadata": _subscription()}]})
+    return raw.request(
+        11,
+        5,
+        {
+            "group_id": group,
+            "session_timeout_ms": SESSION_MS,
+            "rebalance_timeout_ms": SESSION_MS,
+            "member_id": member_id,
+            "group_instance_id": instance,
+            "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": _subscription()}],
+        },
+    )
 
 
 def _heartbeat(raw: RawClient, group: str, member_id: str, epoch: int, instance: str | None = None) -> Any:
-    return raw.request(68, 1, {"group_id": group, "member_id": member_id, "member_epoch": epoch,
-                               "instance_id": instance, "rack_id": None,
-                               "rebalance_timeout_ms": SESSION_MS if epoch == 0 else -1,
-                               "subscribed_topic_names": [TOPIC] if epoch == 0 else None,
-                               "server_assignor": None, "topic_partitions": [] if epoch == 0 else None})
+    return raw.request(
+        68,
+        1,
+        {
+            "group_id": group,
+            "member_id": member_id,
+            "member_epoch": epoch,
+            "instance_id": instance,
+            "rack_id": None,
+            "rebalance_timeout_ms": SESSION_MS if epoch == 0 else -1,
+            "subscribed_topic_names": [TOPIC] if epoch == 0 else None,
+            "server_assignor": None,
+            "topic_partitions": [] if epoch == 0 else None,
+        },
+    )
 
 
 def _group_type(raw: RawClient, group: str) -> str | None:
@@ -109,12 +148,14 @@ def _group_type(raw: RawClient, group: str) -> str | None:
 
 
 def _leave(raw: RawClient, group: str, member_id: str) -> None:
-    raw.request(13, 5, {"group_id": group, "members": [{"member_id": member_id, "group_instance_id": None,
-                                                        "reason": None}]})
+    raw.request(
+        13, 5, {"group_id": group, "members": [{"member_id": member_id, "group_instance_id": None, "reason": None}]}
+    )
 
 
 def test_a_consumer_protocol_member_upgrades_a_classic_group_only_where_the_policy_allows(
-        broker: tuple[str, str], raw: RawClient) -> None:
+    broker: tuple[str, str], raw: RawClient
+) -> None:
     policy = broker[0]
     group = _group_id(raw)
     first = _join(raw, group, "")
@@ -122,9 +163,19 @@ def test_a_consumer_protocol_member_upgrades_a_classic_group_only_where_the_poli
     classic = first.member_id
     joined = _join(raw, group, classic)
     assert joined.error_code == ErrorCode.NONE
-    synced = raw.request(14, 5, {"group_id": group, "generation_id": joined.generation_id, "member_id": classic,
-                                 "group_instance_id": None, "protocol_type": "consumer", "protocol_name": "range",
-                                 "assignments": [{"member_id": classic, "assignment": _assignment([0, 1])}]})
+    synced = raw.request(
+        14,
+        5,
+        {
+            "group_id": group,
+            "generation_id": joined.generation_id,
+            "member_id": classic,
+            "group_instance_id": None,
+            "protocol_type": "consumer",
+            "protocol_name": "range",
+            "assignments": [{"member_id": classic, "assignment": _assignment([0, 1])}],
+        },
+    )
     assert synced.error_code == ErrorCode.NONE
     member = uuid.uuid4().hex[:22]
     hb = _heartbeat(raw, group, member, 0)
@@ -135,7 +186,8 @@ def test_a_consumer_protocol_member_upgrades_a_classic_group_only_where_the_poli
     else:
         assert (hb.error_code, hb.error_message) == (
             ErrorCode.GROUP_ID_NOT_FOUND,
-            f"Cannot upgrade classic group {group} to consumer group because online upgrade is disabled.")
+            f"Cannot upgrade classic group {group} to consumer group because online upgrade is disabled.",
+        )
         assert _group_type(raw, group) == "classic"
         _leave(raw, group, classic)  # an empty classic group is taken over whatever the policy
         taken = _heartbeat(raw, group, member, 0)
@@ -147,7 +199,8 @@ def test_a_consumer_protocol_member_upgrades_a_classic_group_only_where_the_poli
 
 
 def test_a_classic_member_joins_a_consumer_group_and_its_leaving_peer_downgrades_it_where_allowed(
-        broker: tuple[str, str], raw: RawClient) -> None:
+    broker: tuple[str, str], raw: RawClient
+) -> None:
     policy = broker[0]
     group = _group_id(raw)
     member = uuid.uuid4().hex[:22]
@@ -156,7 +209,10 @@ def test_a_classic_member_joins_a_consumer_group_and_its_leaving_peer_downgrades
     first = _join(raw, group, "")
     if policy == "disabled":
         assert (first.error_code, first.member_id, first.generation_id) == (
-            ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "", -1)
+            ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
+            "",
+            -1,
+        )
         assert _group_type(raw, group) == "consumer"
         assert _heartbeat(raw, group, member, -1).error_code == ErrorCode.NONE
         first = _join(raw, group, "")  # an empty consumer group is taken over whatever the policy
@@ -169,32 +225,67 @@ def test_a_classic_member_joins_a_consumer_group_and_its_leaving_peer_downgrades
     classic = first.member_id
     joined = _join(raw, group, classic)
     assert (joined.error_code, joined.protocol_name, joined.leader, list(joined.members)) == (
-        ErrorCode.NONE, "range", "", [])  # answered by the consumer group: no leader, no barrier
+        ErrorCode.NONE,
+        "range",
+        "",
+        [],
+    )  # answered by the consumer group: no leader, no barrier
     gen = joined.generation_id
-    assert raw.request(14, 5, {"group_id": group, "generation_id": gen, "member_id": classic,
-                               "group_instance_id": None, "protocol_type": "consumer", "protocol_name": "range",
-                               "assignments": []}).error_code == ErrorCode.NONE
+    assert (
+        raw.request(
+            14,
+            5,
+            {
+                "group_id": group,
+                "generation_id": gen,
+                "member_id": classic,
+                "group_instance_id": None,
+                "protocol_type": "consumer",
+                "protocol_name": "range",
+                "assignments": [],
+            },
+        ).error_code
+        == ErrorCode.NONE
+    )
     assert _heartbeat(raw, group, member, -1).error_code == ErrorCode.NONE  # the last consumer-protocol member
     described = raw.request(15, 5, {"groups": [group], "include_authorized_operations": False}).groups[0]
     modern = raw.request(69, 1, {"group_ids": [group], "include_authorized_operations": False}).groups[0]
     if policy == "downgrade":  # a classic group again, rebalancing with the classic member
-        assert (_group_type(raw, group), described.group_state, described.protocol_type, len(described.members)) \
-            == ("classic", "PreparingRebalance", "consumer", 1)
-        assert (modern.error_code, modern.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND,
-                                                             f"Group {group} is not a consumer group.")
+        assert (_group_type(raw, group), described.group_state, described.protocol_type, len(described.members)) == (
+            "classic",
+            "PreparingRebalance",
+            "consumer",
+            1,
+        )
+        assert (modern.error_code, modern.error_message) == (
+            ErrorCode.GROUP_ID_NOT_FOUND,
+            f"Group {group} is not a consumer group.",
+        )
     else:  # still a consumer group, of one classic member (DescribeGroups v5 answers it Dead)
-        assert (_group_type(raw, group), described.group_state, modern.error_code,
-                [m.member_type for m in modern.members]) == ("consumer", "Dead", ErrorCode.NONE, [0])
-    assert raw.request(12, 4, {"group_id": group, "generation_id": gen, "member_id": classic,
-                               "group_instance_id": None}).error_code == ErrorCode.REBALANCE_IN_PROGRESS
+        assert (
+            _group_type(raw, group),
+            described.group_state,
+            modern.error_code,
+            [m.member_type for m in modern.members],
+        ) == ("consumer", "Dead", ErrorCode.NONE, [0])
+    assert (
+        raw.request(
+            12, 4, {"group_id": group, "generation_id": gen, "member_id": classic, "group_instance_id": None}
+        ).error_code
+        == ErrorCode.REBALANCE_IN_PROGRESS
+    )
     rejoined = _join(raw, group, classic)
     assert (rejoined.error_code, rejoined.generation_id, rejoined.leader == classic) == (
-        ErrorCode.NONE, gen + 1, policy == "downgrade")
+        ErrorCode.NONE,
+        gen + 1,
+        policy == "downgrade",
+    )
     _leave(raw, group, classic)
 
 
 def test_a_static_member_back_on_the_classic_protocol_downgrades_the_group_where_allowed(
-        broker: tuple[str, str], raw: RawClient) -> None:
+    broker: tuple[str, str], raw: RawClient
+) -> None:
     """The static consumer-protocol member leaves for now (epoch -2) and comes back as a classic member under a new
     member id: the group turns classic at once under downgrade (Kafka 4.4's validateOnlineDowngradeWithReplacedMember),
     stays a consumer group under upgrade, and the JoinGroup is refused under disabled."""
@@ -211,9 +302,16 @@ def test_a_static_member_back_on_the_classic_protocol_downgrades_the_group_where
         return
     assert back.error_code == ErrorCode.NONE and back.member_id not in ("", member)
     if policy == "downgrade":
-        assert (_group_type(raw, group), described.group_state, described.protocol_type, len(described.members)) \
-            == ("classic", "Stable", "consumer", 1)
+        assert (_group_type(raw, group), described.group_state, described.protocol_type, len(described.members)) == (
+            "classic",
+            "Stable",
+            "consumer",
+            1,
+        )
     else:
         assert (_group_type(raw, group), described.group_state) == ("consumer", "Dead")
-    raw.request(13, 5, {"group_id": group, "members": [{"member_id": back.member_id, "group_instance_id": "i1",
-                                                        "reason": None}]})
+    raw.request(
+        13,
+        5,
+        {"group_id": group, "members": [{"member_id": back.member_id, "group_instance_id": "i1", "reason": None}]},
+    )

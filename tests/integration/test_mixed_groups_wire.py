@@ -25,8 +25,9 @@ def _subscription() -> bytes:
 
 
 def _assignment(partitions: list[int]) -> bytes:
-    return b"\x00\x00" + ASSIGNMENT[0].build({"assigned_partitions": [{"topic": TOPIC, "partitions": partitions}],
-                                              "user_data": None})
+    return b"\x00\x00" + ASSIGNMENT[0].build(
+        {"assigned_partitions": [{"topic": TOPIC, "partitions": partitions}], "user_data": None}
+    )
 
 
 def _partitions(data: bytes) -> list[int]:
@@ -35,30 +36,68 @@ def _partitions(data: bytes) -> list[int]:
 
 
 def _join(raw: RawClient, member_id: str, instance: str | None = None) -> Any:
-    return raw.request(11, 5, {"group_id": GROUP, "session_timeout_ms": SESSION_MS, "rebalance_timeout_ms": SESSION_MS,
-                               "member_id": member_id, "group_instance_id": instance, "protocol_type": "consumer",
-                               "protocols": [{"name": "range", "metadata": _subscription()}]})
+    return raw.request(
+        11,
+        5,
+        {
+            "group_id": GROUP,
+            "session_timeout_ms": SESSION_MS,
+            "rebalance_timeout_ms": SESSION_MS,
+            "member_id": member_id,
+            "group_instance_id": instance,
+            "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": _subscription()}],
+        },
+    )
 
 
-def _sync(raw: RawClient, generation: int, member_id: str, instance: str | None = None,
-          assignments: list[dict[str, Any]] | None = None) -> Any:
-    return raw.request(14, 5, {"group_id": GROUP, "generation_id": generation, "member_id": member_id,
-                               "group_instance_id": instance, "protocol_type": "consumer", "protocol_name": "range",
-                               "assignments": assignments or []})
+def _sync(
+    raw: RawClient,
+    generation: int,
+    member_id: str,
+    instance: str | None = None,
+    assignments: list[dict[str, Any]] | None = None,
+) -> Any:
+    return raw.request(
+        14,
+        5,
+        {
+            "group_id": GROUP,
+            "generation_id": generation,
+            "member_id": member_id,
+            "group_instance_id": instance,
+            "protocol_type": "consumer",
+            "protocol_name": "range",
+            "assignments": assignments or [],
+        },
+    )
 
 
 def _heartbeat(raw: RawClient, epoch: int, owned: list[Any] | None, **fields: Any) -> Any:
-    body = {"group_id": GROUP, "member_id": "static-one-member-id", "member_epoch": epoch, "instance_id": "i1",
-            "rebalance_timeout_ms": SESSION_MS if epoch == 0 else -1,
-            "subscribed_topic_names": [TOPIC] if epoch == 0 else None, "topic_partitions": owned, **fields}
+    body = {
+        "group_id": GROUP,
+        "member_id": "static-one-member-id",
+        "member_epoch": epoch,
+        "instance_id": "i1",
+        "rebalance_timeout_ms": SESSION_MS if epoch == 0 else -1,
+        "subscribed_topic_names": [TOPIC] if epoch == 0 else None,
+        "topic_partitions": owned,
+        **fields,
+    }
     return raw.request(68, 1, body)
 
 
 def test_static_member_back_on_the_classic_protocol_downgrades_the_group(kafka) -> None:  # noqa: ANN001
     kafka.create_topic(TOPIC, 2)
     raw = RawClient(kafka.bootstrap_servers)
-    eventually("the group coordinator", lambda: raw.request(10, 4, {"key_type": 0, "coordinator_keys": [GROUP]})
-                .coordinators[0].error_code == ErrorCode.NONE or None)
+    eventually(
+        "the group coordinator",
+        lambda: (
+            raw.request(10, 4, {"key_type": 0, "coordinator_keys": [GROUP]}).coordinators[0].error_code
+            == ErrorCode.NONE
+            or None
+        ),
+    )
     # a classic group: member A holds both partitions
     first = _join(raw, "")
     assert first.error_code == ErrorCode.MEMBER_ID_REQUIRED
@@ -70,11 +109,19 @@ def test_static_member_back_on_the_classic_protocol_downgrades_the_group(kafka) 
     # a static consumer-protocol member joins: the group is upgraded, A keeps both partitions for now
     hb = _heartbeat(raw, 0, [])
     assert (hb.error_code, hb.member_epoch) == (ErrorCode.NONE, gen + 1)
-    assert raw.request(12, 4, {"group_id": GROUP, "generation_id": gen, "member_id": a,
-                               "group_instance_id": None}).error_code == ErrorCode.REBALANCE_IN_PROGRESS
+    assert (
+        raw.request(
+            12, 4, {"group_id": GROUP, "generation_id": gen, "member_id": a, "group_instance_id": None}
+        ).error_code
+        == ErrorCode.REBALANCE_IN_PROGRESS
+    )
     rejoined = _join(raw, a)  # eager: it owns nothing when it rejoins
-    assert (rejoined.error_code, rejoined.generation_id, rejoined.leader, list(rejoined.members)) == \
-        (ErrorCode.NONE, gen + 1, "", [])
+    assert (rejoined.error_code, rejoined.generation_id, rejoined.leader, list(rejoined.members)) == (
+        ErrorCode.NONE,
+        gen + 1,
+        "",
+        [],
+    )
     synced = _sync(raw, gen + 1, a)
     assert synced.error_code == ErrorCode.NONE and len(_partitions(synced.assignment)) == 1
 
@@ -91,13 +138,22 @@ def test_static_member_back_on_the_classic_protocol_downgrades_the_group(kafka) 
     back = _join(raw, "", "i1")
     assert (back.error_code, back.generation_id) == (ErrorCode.NONE, gen + 1)
     groups = raw.request(15, 5, {"groups": [GROUP], "include_authorized_operations": False}).groups[0]
-    assert (groups.error_code, groups.group_state, groups.protocol_type, groups.protocol_data, len(groups.members)) \
-        == (ErrorCode.NONE, "Stable", "consumer", "range", 2)
+    assert (groups.error_code, groups.group_state, groups.protocol_type, groups.protocol_data, len(groups.members)) == (
+        ErrorCode.NONE,
+        "Stable",
+        "consumer",
+        "range",
+        2,
+    )
     mine = _sync(raw, gen + 1, back.member_id, "i1")
     assert mine.error_code == ErrorCode.NONE
     assert sorted(_partitions(mine.assignment) + _partitions(synced.assignment)) == [0, 1]
-    assert raw.request(12, 4, {"group_id": GROUP, "generation_id": gen + 1, "member_id": a,
-                               "group_instance_id": None}).error_code == ErrorCode.NONE
+    assert (
+        raw.request(
+            12, 4, {"group_id": GROUP, "generation_id": gen + 1, "member_id": a, "group_instance_id": None}
+        ).error_code
+        == ErrorCode.NONE
+    )
     for member, instance in ((a, None), (back.member_id, "i1")):
         raw.request(13, 5, {"group_id": GROUP, "members": [{"member_id": member, "group_instance_id": instance}]})
     raw.close()

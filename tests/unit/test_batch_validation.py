@@ -30,8 +30,9 @@ def _recrc(b: bytearray) -> bytes:
 
 
 def _batch(n: int = 2, codec: Compression = Compression.NONE, key: bytes | None = b"k") -> bytearray:
-    return bytearray(build_batch([{"key": key, "value": b"v%d" % i, "timestamp": _now()} for i in range(n)],
-                                 compression=codec))
+    return bytearray(
+        build_batch([{"key": key, "value": b"v%d" % i, "timestamp": _now()} for i in range(n)], compression=codec)
+    )
 
 
 def _set(fmt: str, pos: int, value: int, *, base: Callable[[], bytearray] = _batch) -> Callable[[], bytes]:
@@ -39,6 +40,7 @@ def _set(fmt: str, pos: int, value: int, *, base: Callable[[], bytearray] = _bat
         b = base()
         struct.pack_into(fmt, b, pos, value)
         return _recrc(b)
+
     return make
 
 
@@ -48,17 +50,20 @@ def _codec(codec: int, base: Compression = Compression.NONE) -> Callable[[], byt
         attributes = struct.unpack_from(">h", b, 21)[0]
         struct.pack_into(">h", b, 21, (attributes & ~7) | codec)
         return _recrc(b)
+
     return make
 
 
 def _body(codec: Compression, payload: bytes, count: int = 2) -> Callable[[], bytes]:
     """A header announcing `count` records with `payload` (already compressed or not) as its records."""
+
     def make() -> bytes:
         b = _batch(1, codec)[:61] + payload
         struct.pack_into(">i", b, 8, len(b) - 12)
         struct.pack_into(">i", b, 23, count - 1)
         struct.pack_into(">i", b, 57, count)
         return _recrc(b)
+
     return make
 
 
@@ -76,6 +81,7 @@ def _truncated(codec: Compression) -> Callable[[], bytes]:
         b = b[:-8]
         struct.pack_into(">i", b, 8, len(b) - 12)
         return _recrc(b)
+
     return make
 
 
@@ -85,6 +91,7 @@ def _extra(data: bytes, *, length: bool = True) -> Callable[[], bytes]:
         if length:
             struct.pack_into(">i", b, 8, len(b) - 12)
         return _recrc(b)
+
     return make
 
 
@@ -99,6 +106,7 @@ def _magic(m: int) -> Callable[[], bytes]:
         b = _batch()
         b[16] = m & 0xFF
         return bytes(b)
+
     return make
 
 
@@ -124,38 +132,58 @@ CASES: list[tuple[str, Callable[[], bytes], ErrorCode, str | None]] = [
     ("last-offset-delta", _set(">i", 23, 5), E.INVALID_RECORD, None),
     ("count-zero", _body(Compression.NONE, b"", 0), E.INVALID_RECORD, None),
     ("count-negative", _set(">i", 57, -1), E.INVALID_RECORD, None),
-    ("gzip-count-above-offsets", _set(">i", 57, 3, base=lambda: _batch(2, Compression.GZIP)), E.INVALID_RECORD,
-     None),
+    ("gzip-count-above-offsets", _set(">i", 57, 3, base=lambda: _batch(2, Compression.GZIP)), E.INVALID_RECORD, None),
     ("fewer-records-than-count", _body(Compression.NONE, _records(0, 1), 3), E.INVALID_RECORD, None),
     ("more-records-than-count", _body(Compression.NONE, _records(0, 1, 2), 2), E.INVALID_RECORD, None),
-    ("gzip-fewer-records-than-count", _body(Compression.GZIP, bytes(__import__("cramjam").gzip.compress(
-        _records(0, 1))), 3), E.INVALID_RECORD, None),
+    (
+        "gzip-fewer-records-than-count",
+        _body(Compression.GZIP, bytes(__import__("cramjam").gzip.compress(_records(0, 1))), 3),
+        E.INVALID_RECORD,
+        None,
+    ),
     ("trailing-bytes", _extra(b"\x00\x00"), E.INVALID_RECORD, None),
     ("record-length", _set(">b", 61, 0x10), E.INVALID_RECORD, None),
     ("base-offset-not-zero", _set(">q", 0, 5), E.INVALID_RECORD, None),
     ("length-past-the-end", _set(">i", 8, 10_000), E.INVALID_RECORD, None),
-    ("length-below-overhead", _set(">i", 8, 10), E.CORRUPT_MESSAGE,
-     "Record size 10 is less than the minimum record overhead (14)"),
+    (
+        "length-below-overhead",
+        _set(">i", 8, 10),
+        E.CORRUPT_MESSAGE,
+        "Record size 10 is less than the minimum record overhead (14)",
+    ),
     ("length-below-batch-header", _set(">i", 8, 20), E.CORRUPT_MESSAGE, None),
     ("second-batch-size-zero", _extra(b"\x00" * 20, length=False), E.CORRUPT_MESSAGE, None),
-    ("second-batch-magic-3", _extra(b"\x00" * 8 + struct.pack(">i", 100) + b"\x00" * 4 + b"\x03", length=False),
-     E.CORRUPT_MESSAGE, None),
+    (
+        "second-batch-magic-3",
+        _extra(b"\x00" * 8 + struct.pack(">i", 100) + b"\x00" * 4 + b"\x03", length=False),
+        E.CORRUPT_MESSAGE,
+        None,
+    ),
     ("trailing-bytes-outside-the-batch", _extra(b"\x00" * 5, length=False), E.CORRUPT_MESSAGE, None),
-    ("second-batch-past-the-end", _extra(b"\x00" * 8 + struct.pack(">i", 1000) + b"\x00" * 4 + b"\x02" + b"\x00" * 10,
-                                         length=False), E.CORRUPT_MESSAGE, None),
+    (
+        "second-batch-past-the-end",
+        _extra(b"\x00" * 8 + struct.pack(">i", 1000) + b"\x00" * 4 + b"\x02" + b"\x00" * 10, length=False),
+        E.CORRUPT_MESSAGE,
+        None,
+    ),
     ("second-whole-batch", _extra(build_batch([{"value": b"x"}]), length=False), E.INVALID_RECORD, None),
 ]
 
 
 def _produce(raw: RawClient, topic: str, records: bytes) -> object:
-    body = {"transactional_id": None, "acks": 1, "timeout_ms": 5000, "topic_data": [
-        {"name": topic, "partition_data": [{"index": 0, "records": records}]}]}
+    body = {
+        "transactional_id": None,
+        "acks": 1,
+        "timeout_ms": 5000,
+        "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": records}]}],
+    }
     return raw.request(0, 9, body).responses[0].partition_responses[0]
 
 
 @pytest.mark.parametrize(("case", "make", "code", "message"), CASES, ids=[c[0] for c in CASES])
-def test_refused_with_kafkas_error_and_nothing_stored(kafka, case: str, make: Callable[[], bytes], code: ErrorCode,
-                                                      message: str | None) -> None:
+def test_refused_with_kafkas_error_and_nothing_stored(
+    kafka, case: str, make: Callable[[], bytes], code: ErrorCode, message: str | None
+) -> None:
     kafka.create_topic("v", 1)
     kafka.wait_for_topic("v", 1)
     raw = RawClient(kafka.bootstrap_servers)
@@ -171,21 +199,28 @@ def test_refused_with_kafkas_error_and_nothing_stored(kafka, case: str, make: Ca
         raw.close()
 
 
-@pytest.mark.parametrize(("value_size", "codec", "code"), [
-    (10, Compression.GZIP, E.NONE), (500, Compression.GZIP, E.INVALID_RECORD),
-    (500, Compression.ZSTD, E.INVALID_RECORD), (500, Compression.NONE, E.NONE)],
-    ids=["small-records", "gzip-record-above", "zstd-record-above", "uncompressed"])
-def test_max_decompressed_message_bytes_bounds_each_record_of_a_compressed_batch(kafka, value_size: int,
-                                                                                 codec: Compression,
-                                                                                 code: ErrorCode) -> None:
+@pytest.mark.parametrize(
+    ("value_size", "codec", "code"),
+    [
+        (10, Compression.GZIP, E.NONE),
+        (500, Compression.GZIP, E.INVALID_RECORD),
+        (500, Compression.ZSTD, E.INVALID_RECORD),
+        (500, Compression.NONE, E.NONE),
+    ],
+    ids=["small-records", "gzip-record-above", "zstd-record-above", "uncompressed"],
+)
+def test_max_decompressed_message_bytes_bounds_each_record_of_a_compressed_batch(
+    kafka, value_size: int, codec: Compression, code: ErrorCode
+) -> None:
     """Kafka checks each record's declared size against the topic's max.decompressed.message.bytes while it
     decompresses a batch (an uncompressed one is bounded by max.message.bytes alone)."""
     kafka.create_topic("d", 1, configs={"max.decompressed.message.bytes": "100"})
     kafka.wait_for_topic("d", 1)
     raw = RawClient(kafka.bootstrap_servers)
     try:
-        batch = build_batch([{"key": b"k", "value": b"v" * value_size, "timestamp": _now()} for _ in range(50)],
-                            compression=codec)
+        batch = build_batch(
+            [{"key": b"k", "value": b"v" * value_size, "timestamp": _now()} for _ in range(50)], compression=codec
+        )
         p = _produce(raw, "d", batch)
         assert (ErrorCode(p.error_code).name, p.error_message) == (code.name, None)
         assert kafka.end_offsets("d") == {0: 50 if code == E.NONE else 0}
@@ -199,25 +234,39 @@ def _set_size_10() -> bytes:
     return bytes(b)
 
 
-@pytest.mark.parametrize(("version", "bad", "code", "message"), [
-    (9, _magic(3), E.CORRUPT_MESSAGE, "Invalid magic found in record: 3"),
-    (9, _set_size_10, E.CORRUPT_MESSAGE, "Record size 10 is less than the minimum record overhead (14)"),
-    (3, _codec(5), E.UNKNOWN_SERVER_ERROR, None),
-    (6, _codec(7), E.UNKNOWN_SERVER_ERROR, None),
-], ids=["magic-3", "size-10", "v3-codec-5", "v6-codec-7"])
-def test_first_batch_faults_fail_the_whole_request(kafka, version: int, bad: Callable[[], bytes], code: ErrorCode,
-                                                   message: str | None) -> None:
+@pytest.mark.parametrize(
+    ("version", "bad", "code", "message"),
+    [
+        (9, _magic(3), E.CORRUPT_MESSAGE, "Invalid magic found in record: 3"),
+        (9, _set_size_10, E.CORRUPT_MESSAGE, "Record size 10 is less than the minimum record overhead (14)"),
+        (3, _codec(5), E.UNKNOWN_SERVER_ERROR, None),
+        (6, _codec(7), E.UNKNOWN_SERVER_ERROR, None),
+    ],
+    ids=["magic-3", "size-10", "v3-codec-5", "v6-codec-7"],
+)
+def test_first_batch_faults_fail_the_whole_request(
+    kafka, version: int, bad: Callable[[], bytes], code: ErrorCode, message: str | None
+) -> None:
     """Kafka reads every partition's first batch header before appending anything: these fail every partition."""
     for name in ("good", "bad"):
         kafka.create_topic(name, 1)
         kafka.wait_for_topic(name, 1)
     raw = RawClient(kafka.bootstrap_servers)
-    body = {"transactional_id": None, "acks": 1, "timeout_ms": 5000, "topic_data": [
-        {"name": "good", "partition_data": [{"index": 0, "records": bytes(_batch())}]},
-        {"name": "bad", "partition_data": [{"index": 0, "records": bad()}]}]}
+    body = {
+        "transactional_id": None,
+        "acks": 1,
+        "timeout_ms": 5000,
+        "topic_data": [
+            {"name": "good", "partition_data": [{"index": 0, "records": bytes(_batch())}]},
+            {"name": "bad", "partition_data": [{"index": 0, "records": bad()}]},
+        ],
+    }
     r = raw.request(0, version, body)
-    got = [(t.name, ErrorCode(p.error_code).name, p.get("error_message")) for t in r.responses
-           for p in t.partition_responses]
+    got = [
+        (t.name, ErrorCode(p.error_code).name, p.get("error_message"))
+        for t in r.responses
+        for p in t.partition_responses
+    ]
     assert sorted(got) == [("bad", code.name, message), ("good", code.name, message)]  # Kafka: its map's order
     assert kafka.end_offsets("good") == {0: 0}
     raw.close()
@@ -228,9 +277,15 @@ def test_zstd_needs_produce_v7(kafka) -> None:
         kafka.create_topic(name, 1)
         kafka.wait_for_topic(name, 1)
     raw = RawClient(kafka.bootstrap_servers)
-    body = {"transactional_id": None, "acks": 1, "timeout_ms": 5000, "topic_data": [
-        {"name": "good", "partition_data": [{"index": 0, "records": bytes(_batch())}]},
-        {"name": "zstd", "partition_data": [{"index": 0, "records": bytes(_batch(2, Compression.ZSTD))}]}]}
+    body = {
+        "transactional_id": None,
+        "acks": 1,
+        "timeout_ms": 5000,
+        "topic_data": [
+            {"name": "good", "partition_data": [{"index": 0, "records": bytes(_batch())}]},
+            {"name": "zstd", "partition_data": [{"index": 0, "records": bytes(_batch(2, Compression.ZSTD))}]},
+        ],
+    }
     r = raw.request(0, 6, body)
     got = [(t.name, ErrorCode(p.error_code).name) for t in r.responses for p in t.partition_responses]
     assert sorted(got) == [("good", "NONE"), ("zstd", "UNSUPPORTED_COMPRESSION_TYPE")]

@@ -32,6 +32,7 @@ def loop_thread():
 def _tasks(thread: LoopThread) -> list[asyncio.Task]:
     async def tasks() -> list[asyncio.Task]:
         return [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+
     return thread.submit(tasks()).result(5)
 
 
@@ -40,8 +41,15 @@ def test_pooled_cluster_serves_requests_and_its_port_closes_once_retired(loop_th
     port = int(cluster.bootstrap_servers.split(":")[1])
     raw = RawClient(cluster.bootstrap_servers)
     try:
-        body = raw.request(3, 9, {"topics": [{"name": "t"}], "allow_auto_topic_creation": False,
-                                  "include_topic_authorized_operations": False})
+        body = raw.request(
+            3,
+            9,
+            {
+                "topics": [{"name": "t"}],
+                "allow_auto_topic_creation": False,
+                "include_topic_authorized_operations": False,
+            },
+        )
         assert [len(t.partitions) for t in body.topics] == [2]
         cluster.produce("t", b"x", partition=1)
         assert cluster.end_offsets("t") == {0: 0, 1: 1}
@@ -106,4 +114,5 @@ def test_a_stray_connection_to_a_pooled_listener_is_closed() -> None:
         listener.server.close()
         await pool.close()
         return closed
+
     assert asyncio.run(run())

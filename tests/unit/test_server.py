@@ -25,8 +25,13 @@ def raw(broker: fakekafka.Cluster) -> Iterator[RawClient]:
 
 
 def _produce_body(topic: str, value: bytes = b"v", acks: int = 1, partition: int = 0) -> dict:
-    return {"acks": acks, "timeout_ms": 1000, "topic_data": [
-        {"name": topic, "partition_data": [{"index": partition, "records": build_batch([{"value": value}])}]}]}
+    return {
+        "acks": acks,
+        "timeout_ms": 1000,
+        "topic_data": [
+            {"name": topic, "partition_data": [{"index": partition, "records": build_batch([{"value": value}])}]}
+        ],
+    }
 
 
 @pytest.mark.parametrize("version", range(5))
@@ -50,8 +55,9 @@ def test_produce_v2_is_refused_per_partition(raw: RawClient) -> None:
     assert r.responses[0].partition_responses[0].error_code == ErrorCode.UNSUPPORTED_VERSION
 
 
-def test_requests_on_one_connection_are_answered_in_order_and_acks0_is_silent(raw: RawClient,
-                                                                             broker: fakekafka.Cluster) -> None:
+def test_requests_on_one_connection_are_answered_in_order_and_acks0_is_silent(
+    raw: RawClient, broker: fakekafka.Cluster
+) -> None:
     broker.create_topic("t")  # Produce never creates a topic (Kafka auto-creates on Metadata only)
     raw.send(0, 9, _produce_body("t", acks=0))
     c2 = raw.send(3, 12, {"topics": None})
@@ -62,17 +68,22 @@ def test_requests_on_one_connection_are_answered_in_order_and_acks0_is_silent(ra
     assert broker.end_offsets("t") == {0: 2}
 
 
-@pytest.mark.parametrize("bad", [
-    pytest.param(struct.pack(">ihhi", 6, 999, 0, 1) + b"\x00\x00", id="unknown-api-key"),
-    pytest.param(struct.pack(">ihhi", 8, 11, 5, 1) + b"\x00\x00", id="unsupported-api"),
-    pytest.param(struct.pack(">i", 200 * 1024 * 1024), id="frame-too-large"),
-    pytest.param(struct.pack(">i", -5), id="negative-size"),
-    pytest.param(struct.pack(">ihhi", 20, 3, 12, 1) + b"\x00\x00\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff",
-                 id="garbage-body"),
-    pytest.param(struct.pack(">ihhi", 14, 0, 9, 1) + b"\x00\x03raw\x00\x05\x05\x05", id="truncated-body"),
-])
-def test_bad_input_closes_only_that_connection(broker: fakekafka.Cluster, bad: bytes,
-                                               caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize(
+    "bad",
+    [
+        pytest.param(struct.pack(">ihhi", 6, 999, 0, 1) + b"\x00\x00", id="unknown-api-key"),
+        pytest.param(struct.pack(">ihhi", 8, 11, 5, 1) + b"\x00\x00", id="unsupported-api"),
+        pytest.param(struct.pack(">i", 200 * 1024 * 1024), id="frame-too-large"),
+        pytest.param(struct.pack(">i", -5), id="negative-size"),
+        pytest.param(
+            struct.pack(">ihhi", 20, 3, 12, 1) + b"\x00\x00\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff", id="garbage-body"
+        ),
+        pytest.param(struct.pack(">ihhi", 14, 0, 9, 1) + b"\x00\x03raw\x00\x05\x05\x05", id="truncated-body"),
+    ],
+)
+def test_bad_input_closes_only_that_connection(
+    broker: fakekafka.Cluster, bad: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
     broker.produce("keep", b"stored")
     other = RawClient(broker.bootstrap_servers)
     victim = RawClient(broker.bootstrap_servers)
@@ -100,9 +111,15 @@ def test_truncated_frame_then_eof_is_logged(broker: fakekafka.Cluster, caplog: p
 def test_fetch_long_poll_is_woken_by_a_produce(broker: fakekafka.Cluster, raw: RawClient) -> None:
     broker.create_topic("lp", 1)
     topic_id = broker.call(lambda: broker.state.topics["lp"].topic_id)
-    fetch = {"max_wait_ms": 20_000, "min_bytes": 1, "max_bytes": 1 << 20, "session_epoch": -1,
-             "topics": [{"topic_id": topic_id, "partitions": [{"partition": 0, "fetch_offset": 0,
-                                                               "partition_max_bytes": 1 << 20}]}]}
+    fetch = {
+        "max_wait_ms": 20_000,
+        "min_bytes": 1,
+        "max_bytes": 1 << 20,
+        "session_epoch": -1,
+        "topics": [
+            {"topic_id": topic_id, "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}
+        ],
+    }
     raw.send(1, 16, fetch)
     started = time.monotonic()
     threading.Timer(0.2, lambda: broker.produce("lp", b"wake")).start()
@@ -129,10 +146,26 @@ def test_large_fetches_to_a_slow_reader_arrive_whole_and_in_order(broker: fakeka
         raw.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
         sent = []
         for offset in (0, 2, 3):
-            sent.append(raw.send(1, 16, {
-                "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 8 << 20, "session_epoch": -1,
-                "topics": [{"topic_id": topic_id, "partitions": [
-                    {"partition": 0, "fetch_offset": offset, "partition_max_bytes": 8 << 20}]}]}))
+            sent.append(
+                raw.send(
+                    1,
+                    16,
+                    {
+                        "max_wait_ms": 0,
+                        "min_bytes": 0,
+                        "max_bytes": 8 << 20,
+                        "session_epoch": -1,
+                        "topics": [
+                            {
+                                "topic_id": topic_id,
+                                "partitions": [
+                                    {"partition": 0, "fetch_offset": offset, "partition_max_bytes": 8 << 20}
+                                ],
+                            }
+                        ],
+                    },
+                )
+            )
         sent.append(raw.send(18, 0, {}))
         time.sleep(0.3)  # the broker's sends fill both socket buffers and the rest waits in the transport
         for corr, offset in zip(sent, (0, 2, 3), strict=False):
@@ -164,9 +197,15 @@ def test_a_reader_that_never_reads_holds_a_bounded_part_of_its_answer_unsent(bro
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     host, port = broker.bootstrap_servers.split(",")[0].rsplit(":", 1)
     sock.connect((host, int(port)))
-    fetch = {"max_wait_ms": 0, "min_bytes": 0, "max_bytes": 64 << 20, "session_epoch": -1,
-             "topics": [{"topic_id": topic_id, "partitions": [{"partition": 0, "fetch_offset": 0,
-                                                               "partition_max_bytes": 64 << 20}]}]}
+    fetch = {
+        "max_wait_ms": 0,
+        "min_bytes": 0,
+        "max_bytes": 64 << 20,
+        "session_epoch": -1,
+        "topics": [
+            {"topic_id": topic_id, "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 64 << 20}]}
+        ],
+    }
     for corr in range(4):
         sock.sendall(wire.encode_request(1, 16, corr, fetch, client_id="slow"))
 
@@ -182,13 +221,27 @@ def test_a_reader_that_never_reads_holds_a_bounded_part_of_its_answer_unsent(bro
 
 def test_fetch_errors(broker: fakekafka.Cluster, raw: RawClient) -> None:
     import uuid
+
     broker.produce("fe", b"x")
     topic_id = broker.call(lambda: broker.state.topics["fe"].topic_id)
 
     def fetch(tid: uuid.UUID, offset: int) -> int:
-        r = raw.request(1, 13, {"max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1000, "session_epoch": -1,
-                                "topics": [{"topic_id": tid, "partitions": [
-                                    {"partition": 0, "fetch_offset": offset, "partition_max_bytes": 1000}]}]})
+        r = raw.request(
+            1,
+            13,
+            {
+                "max_wait_ms": 0,
+                "min_bytes": 0,
+                "max_bytes": 1000,
+                "session_epoch": -1,
+                "topics": [
+                    {
+                        "topic_id": tid,
+                        "partitions": [{"partition": 0, "fetch_offset": offset, "partition_max_bytes": 1000}],
+                    }
+                ],
+            },
+        )
         return r.responses[0].partitions[0].error_code
 
     assert fetch(topic_id, 0) == ErrorCode.NONE
@@ -224,8 +277,14 @@ def test_many_connections_at_once(broker: fakekafka.Cluster) -> None:
 
 
 def test_fetch_v3_is_refused_per_partition(raw: RawClient) -> None:
-    r = raw.request(1, 3, {"max_wait_ms": 0, "topics": [{"topic": "t", "partitions": [
-        {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 100}]}]})
+    r = raw.request(
+        1,
+        3,
+        {
+            "max_wait_ms": 0,
+            "topics": [{"topic": "t", "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 100}]}],
+        },
+    )
     assert r.responses[0].partitions[0].error_code == ErrorCode.UNSUPPORTED_VERSION
 
 
@@ -236,13 +295,27 @@ def test_a_metadata_naming_20000_new_topics_lets_other_clients_in_between(broker
 
     names = [f"wedge-{i}" for i in range(20_000)]
     big = RawClient(broker.bootstrap_servers, timeout=120)
-    big.send(3, 12, {"topics": [{"name": n, "topic_id": uuid.UUID(int=0)} for n in names],
-                     "allow_auto_topic_creation": True, "include_topic_authorized_operations": False})
+    big.send(
+        3,
+        12,
+        {
+            "topics": [{"name": n, "topic_id": uuid.UUID(int=0)} for n in names],
+            "allow_auto_topic_creation": True,
+            "include_topic_authorized_operations": False,
+        },
+    )
     other = RawClient(broker.bootstrap_servers, timeout=120)
 
     def made(name: str) -> bool:
-        r = other.request(3, 12, {"topics": [{"name": name, "topic_id": uuid.UUID(int=0)}],
-                                  "allow_auto_topic_creation": False, "include_topic_authorized_operations": False})
+        r = other.request(
+            3,
+            12,
+            {
+                "topics": [{"name": name, "topic_id": uuid.UUID(int=0)}],
+                "allow_auto_topic_creation": False,
+                "include_topic_authorized_operations": False,
+            },
+        )
         return r.topics[0].error_code == ErrorCode.NONE
 
     eventually("the big request has begun", lambda: made(names[0]) or None, timeout=120)

@@ -82,14 +82,24 @@ class ConnectWorker:
         self.worker_id = f"127.0.0.1:{port}"
         """What Connect calls this worker in statuses: its advertised REST host and port."""
         props = work / f"{name}.properties"
-        props.write_text("".join(f"{k}={v}\n" for k, v in {**config, "listeners": self.url}.items()),
-                         encoding="utf-8")
+        props.write_text("".join(f"{k}={v}\n" for k, v in {**config, "listeners": self.url}.items()), encoding="utf-8")
         self.log_path = work / f"{name}.log"
         self._log = self.log_path.open("w", encoding="utf-8")
         self.proc = subprocess.Popen(
-            [javautil._tool("java"), *javautil.FAST_START, "-Xmx256m", "-Dorg.slf4j.simpleLogger.showDateTime=true",
-             "-cp", cp, "org.apache.kafka.connect.cli.ConnectDistributed", str(props)],
-            stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT)
+            [
+                javautil._tool("java"),
+                *javautil.FAST_START,
+                "-Xmx256m",
+                "-Dorg.slf4j.simpleLogger.showDateTime=true",
+                "-cp",
+                cp,
+                "org.apache.kafka.connect.cli.ConnectDistributed",
+                str(props),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
 
     def log(self) -> str:
         self._log.flush()
@@ -98,8 +108,12 @@ class ConnectWorker:
     def rest(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         """The REST API's JSON answer; raises urllib's HTTPError on an error status."""
         data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.url + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json", "Accept": "application/json"})
+        req = urllib.request.Request(
+            self.url + path,
+            data=data,
+            method=method,
+            headers={"Content-Type": "application/json", "Accept": "application/json"},
+        )
         with urllib.request.urlopen(req, timeout=30) as resp:
             raw = resp.read()
         return json.loads(raw) if raw else None
@@ -111,8 +125,9 @@ class ConnectWorker:
         deadline = time.monotonic() + timeout
         while True:
             if self.proc.poll() is not None:
-                pytest.fail(f"worker {self.worker_id} exited ({self.proc.returncode}) while waiting for {what}:\n"
-                            + self.log())
+                pytest.fail(
+                    f"worker {self.worker_id} exited ({self.proc.returncode}) while waiting for {what}:\n" + self.log()
+                )
             try:
                 value = predicate()
             except urllib.error.HTTPError as e:
@@ -179,7 +194,7 @@ def _append(path: Path, first: int, count: int) -> list[str]:
 
 def _read_string(buf: bytes, pos: int) -> tuple[str, int]:
     (n,) = struct.unpack_from(">h", buf, pos)
-    return buf[pos + 2:pos + 2 + n].decode(), pos + 2 + n
+    return buf[pos + 2 : pos + 2 + n].decode(), pos + 2 + n
 
 
 def _read_assignment_list(buf: bytes, pos: int) -> tuple[dict[str, list[int]], int]:
@@ -204,8 +219,15 @@ def decode_connect_assignment(buf: bytes) -> dict[str, Any]:
     (config_offset,) = struct.unpack_from(">q", buf, pos)
     assigned, pos = _read_assignment_list(buf, pos + 8)
     revoked, pos = _read_assignment_list(buf, pos) if version >= 1 else ({}, pos)
-    return {"version": version, "error": error, "leader": leader, "leader_url": leader_url,
-            "config_offset": config_offset, "assigned": assigned, "revoked": revoked}
+    return {
+        "version": version,
+        "error": error,
+        "leader": leader,
+        "leader_url": leader_url,
+        "config_offset": config_offset,
+        "assigned": assigned,
+        "revoked": revoked,
+    }
 
 
 def decode_connect_metadata(buf: bytes) -> dict[str, Any]:
@@ -260,9 +282,9 @@ def _worker_config(kafka: ClusterHandle, group: str, extra: dict[str, str] | Non
         "value.converter": "org.apache.kafka.connect.storage.StringConverter",
         **{f"{kind}.storage.topic": name for kind, name in _internal_topics(group).items()},
         **{f"{kind}.storage.replication.factor": "1" for kind in ("config", "offset", "status")},
-        "offset.flush.interval.ms": "500",      # source offsets and sink commits twice a second
-        "heartbeat.interval.ms": "1000",        # a worker learns of a rebalance from its heartbeat: sooner than 3 s
-        "plugin.discovery": "service_load",     # the file connectors' ServiceLoader manifests: no classpath scan
+        "offset.flush.interval.ms": "500",  # source offsets and sink commits twice a second
+        "heartbeat.interval.ms": "1000",  # a worker learns of a rebalance from its heartbeat: sooner than 3 s
+        "plugin.discovery": "service_load",  # the file connectors' ServiceLoader manifests: no classpath scan
         **(extra or {}),
     }
 
@@ -277,10 +299,21 @@ def _read_committed(bootstrap: str, topic: str) -> list[str]:
     """Every value a read_committed consumer reads from partition 0 of `topic`, up to its last stable offset."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     tp = TopicPartition(topic, 0)
-    end = admin.list_offsets({tp: OffsetSpec.latest()}, isolation_level=IsolationLevel.READ_COMMITTED,
-                             request_timeout=30)[tp].result().offset
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{uuid.uuid4().hex[:6]}",
-                         "isolation.level": "read_committed", "enable.auto.commit": False})
+    end = (
+        admin.list_offsets(
+            {tp: OffsetSpec.latest()}, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=30
+        )[tp]
+        .result()
+        .offset
+    )
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"reader-{uuid.uuid4().hex[:6]}",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+        }
+    )
     values: list[str] = []
     try:
         consumer.assign([TopicPartition(topic, 0, 0)])
@@ -301,8 +334,14 @@ def test_distributed_file_copy_across_restart_rebalance_and_kill(kafka: ClusterH
     run = f"connect-{uuid.uuid4().hex[:8]}"
     topic, src, snk = f"{run}-lines", f"{run}-src", f"{run}-snk"
     internal = _internal_topics(run)
-    worker_config = _worker_config(kafka, run, {"session.timeout.ms": "6000",  # a killed worker is gone sooner
-                                                "scheduled.rebalance.max.delay.ms": "0"})  # its tasks move at once
+    worker_config = _worker_config(
+        kafka,
+        run,
+        {
+            "session.timeout.ms": "6000",  # a killed worker is gone sooner
+            "scheduled.rebalance.max.delay.ms": "0",
+        },
+    )  # its tasks move at once
     # the restarted worker and the second one run exactly-once sources (KIP-618): what a cluster upgraded from the
     # default does once its only worker restarts with the setting
     eos_config = {**worker_config, "exactly.once.source.support": "enabled"}
@@ -325,18 +364,35 @@ def test_distributed_file_copy_across_restart_rebalance_and_kill(kafka: ClusterH
             assert info["version"] == javautil.CONNECT_VERSION
             phases["worker up"] = time.monotonic() - t0
             assert {p["class"].rsplit(".", 1)[1] for p in first.rest("GET", "/connector-plugins")} >= {
-                "FileStreamSourceConnector", "FileStreamSinkConnector"}
-            created = first.rest("PUT", f"/connectors/{src}/config", {
-                "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
-                "file": str(source), "topic": topic, "tasks.max": "1",
-                "topic.creation.default.partitions": "1", "topic.creation.default.replication.factor": "1"})
+                "FileStreamSourceConnector",
+                "FileStreamSinkConnector",
+            }
+            created = first.rest(
+                "PUT",
+                f"/connectors/{src}/config",
+                {
+                    "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
+                    "file": str(source),
+                    "topic": topic,
+                    "tasks.max": "1",
+                    "topic.creation.default.partitions": "1",
+                    "topic.creation.default.replication.factor": "1",
+                },
+            )
             assert (created["name"], created["type"]) == (src, "source")
-            kafka.wait_for_topic(topic, 1, timeout=WAIT_S)   # the worker creates it for the source task
-            first.rest("PUT", f"/connectors/{snk}/config", {
-                "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
-                "file": str(sink), "topics": topic, "tasks.max": "1",
-                # aborted source transactions (below) stay out of the file
-                "consumer.override.isolation.level": "read_committed"})
+            kafka.wait_for_topic(topic, 1, timeout=WAIT_S)  # the worker creates it for the source task
+            first.rest(
+                "PUT",
+                f"/connectors/{snk}/config",
+                {
+                    "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+                    "file": str(sink),
+                    "topics": topic,
+                    "tasks.max": "1",
+                    # aborted source transactions (below) stay out of the file
+                    "consumer.override.isolation.level": "read_committed",
+                },
+            )
             first.wait("200 lines in the sink file", sink_has(len(written)))
             assert _lines(sink) == written
             phases["copied"] = time.monotonic() - t0
@@ -364,8 +420,10 @@ def test_distributed_file_copy_across_restart_rebalance_and_kill(kafka: ClusterH
             again.wait("400 lines in the sink file", sink_has(len(written)))
             assert _lines(sink) == written
             phases["resumed"] = time.monotonic() - t0
-            again.wait("both tasks running again", lambda: (p := _placement(_statuses(again))) and all(
-                state == "RUNNING" for _, state in p.values()))
+            again.wait(
+                "both tasks running again",
+                lambda: (p := _placement(_statuses(again))) and all(state == "RUNNING" for _, state in p.values()),
+            )
 
             # a second worker joins: the leader hands it a connector and a task, the moved ones carry on
             second = ConnectWorker(cp, eos_config, tmp_path, "second")
@@ -383,8 +441,9 @@ def test_distributed_file_copy_across_restart_rebalance_and_kill(kafka: ClusterH
             connectors_on = Counter(placement[name][0] for name in (src, snk))
             tasks_on = Counter(placement[f"{name}-0"][0] for name in (src, snk))
             assert connectors_on == tasks_on == {again.worker_id: 1, second.worker_id: 1}, placement
-            assert second.wait("the same statuses from the second worker",
-                               lambda: _placement(_statuses(second)) == placement)
+            assert second.wait(
+                "the same statuses from the second worker", lambda: _placement(_statuses(second)) == placement
+            )
 
             group = kafka.group(run)
             assert group is not None
@@ -392,19 +451,28 @@ def test_distributed_file_copy_across_restart_rebalance_and_kill(kafka: ClusterH
             # the broker relays what the workers sent: their member ids carry the client id connect-<worker id>,
             # and each one's assignment is the leader's, naming the leader's REST URL and only these connectors
             assert sorted(m.client_id for m in group.members) == sorted(
-                f"connect-{w.worker_id}" for w in (again, second))
+                f"connect-{w.worker_id}" for w in (again, second)
+            )
             assignments = [decode_connect_assignment(m.raw_assignment) for m in group.members]
             assert {(a["version"], a["error"]) for a in assignments} == {(2, 0)}, assignments
             leader_urls = {a["leader_url"].rstrip("/") for a in assignments}
             assert len(leader_urls) == 1 and leader_urls <= {again.url, second.url}, assignments
-            named = {(connector, task) for a in assignments for moved in (a["assigned"], a["revoked"])
-                     for connector, tasks in moved.items() for task in tasks}
+            named = {
+                (connector, task)
+                for a in assignments
+                for moved in (a["assigned"], a["revoked"])
+                for connector, tasks in moved.items()
+                for task in tasks
+            }
             assert named <= {(src, CONNECTOR_TASK), (src, 0), (snk, CONNECTOR_TASK), (snk, 0)}, assignments
             # and each member's metadata is what it sent in JoinGroup: its own REST URL, the config it had read
-            metadata = {client: decode_connect_metadata(m)
-                        for client, m in _described_members(kafka.bootstrap_servers, run).items()}
+            metadata = {
+                client: decode_connect_metadata(m)
+                for client, m in _described_members(kafka.bootstrap_servers, run).items()
+            }
             assert {client: (m["version"], m["url"].rstrip("/")) for client, m in metadata.items()} == {
-                f"connect-{w.worker_id}": (2, w.url) for w in (again, second)}, metadata
+                f"connect-{w.worker_id}": (2, w.url) for w in (again, second)
+            }, metadata
             assert all(m["config_offset"] > 0 for m in metadata.values()), metadata  # both connectors were read
 
             written += _append(source, len(written), 100)
@@ -443,7 +511,8 @@ def test_distributed_file_copy_across_restart_rebalance_and_kill(kafka: ClusterH
             assert _read_committed(kafka.bootstrap_servers, topic) == written
             phases["failed over"] = time.monotonic() - t0
             assert survivor.wait("the source task on the survivor", lambda: _placement(_statuses(survivor)))[
-                f"{src}-0"] == (survivor.worker_id, "RUNNING")
+                f"{src}-0"
+            ] == (survivor.worker_id, "RUNNING")
 
             survivor.rest("DELETE", f"/connectors/{snk}")
             survivor.wait("the sink gone", lambda: survivor.rest("GET", "/connectors") == [src])
@@ -453,8 +522,9 @@ def test_distributed_file_copy_across_restart_rebalance_and_kill(kafka: ClusterH
                 if w.proc.poll() is None:
                     w.proc.send_signal(signal.SIGTERM)
             codes = [w.stop() for w in workers]
-    assert all(code in (0, 128 + signal.SIGTERM)
-               for w, code in zip(workers, codes, strict=True) if w is not victim), codes
+    assert all(code in (0, 128 + signal.SIGTERM) for w, code in zip(workers, codes, strict=True) if w is not victim), (
+        codes
+    )
     phases["all stopped"] = time.monotonic() - t0
     assert _lines(sink) == written
     assert _source_position(kafka, internal["offset"], src, source) == source.stat().st_size
@@ -471,19 +541,40 @@ def test_distributed_file_copy_across_restart_rebalance_and_kill(kafka: ClusterH
         assert set(kafka.end_offsets(internal[kind])) == set(range(partitions)), kind
     config_records = [(rec.key.decode(), rec.value) for rec in kafka.records(internal["config"]) if rec.key is not None]
     config_keys = {key for key, _ in config_records}
-    assert {f"connector-{src}", f"task-{src}-0", f"commit-{src}", f"target-state-{src}", f"connector-{snk}",
-            f"task-{snk}-0", "session-key"} <= config_keys, config_keys
+    assert {
+        f"connector-{src}",
+        f"task-{src}-0",
+        f"commit-{src}",
+        f"target-state-{src}",
+        f"connector-{snk}",
+        f"task-{snk}-0",
+        "session-key",
+    } <= config_keys, config_keys
     # the deletion is a tombstone (a key without a value), which a compacted topic takes
     assert [value for key, value in config_records if key == f"connector-{snk}"][-1] is None
     status_keys = {rec.key.decode() for rec in kafka.records(internal["status"]) if rec.key is not None}
-    assert {f"status-connector-{src}", f"status-task-{src}-0", f"status-connector-{snk}",
-            f"status-task-{snk}-0"} <= status_keys, status_keys
+    assert {
+        f"status-connector-{src}",
+        f"status-task-{src}-0",
+        f"status-connector-{snk}",
+        f"status-task-{snk}-0",
+    } <= status_keys, status_keys
     if isinstance(kafka, fakekafka.Cluster):
         # what the workers asked of the broker beside produce and fetch: their group over JoinGroup/SyncGroup,
         # the internal topics' creation and cleanup.policy check, read-to-end through ListOffsets
-        assert {"JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "CreateTopics", "DescribeConfigs",
-                "ListOffsets", "OffsetCommit", "OffsetFetch", "InitProducerId", "EndTxn"} <= set(watch.api_calls), \
-            watch.api_calls
+        assert {
+            "JoinGroup",
+            "SyncGroup",
+            "Heartbeat",
+            "LeaveGroup",
+            "CreateTopics",
+            "DescribeConfigs",
+            "ListOffsets",
+            "OffsetCommit",
+            "OffsetFetch",
+            "InitProducerId",
+            "EndTxn",
+        } <= set(watch.api_calls), watch.api_calls
         # the coordinator's side, which Kafka does not show over the wire: the source task's transactions and the
         # leader's, and the killed task's open one fenced by the survivor's InitProducerId rather than timed out
         task_txn = kafka.transaction(f"{run}-{src}-0")
@@ -491,5 +582,7 @@ def test_distributed_file_copy_across_restart_rebalance_and_kill(kafka: ClusterH
         assert task_txn.state == "CompleteCommit", task_txn
         if killed_inside:
             assert ("Ongoing", "PrepareEpochFence") in task_txn.transitions, task_txn
-    print(f"Kafka Connect distributed: {len(written)} lines, {at_kill} of the last 10,000 in the log when killed; "
-          + ", ".join(f"{name} at {t:.1f} s" for name, t in phases.items()))
+    print(
+        f"Kafka Connect distributed: {len(written)} lines, {at_kill} of the last 10,000 in the log when killed; "
+        + ", ".join(f"{name} at {t:.1f} s" for name, t in phases.items())
+    )

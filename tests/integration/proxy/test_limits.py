@@ -96,8 +96,9 @@ def test_idle_connections_are_closed_after_connections_max_idle_ms(caplog: pytes
         with caplog.at_level(logging.INFO, logger="fakekafka.server"):
             assert _closed(raw, timeout=30)
         raw.close()
-        _wait("the pair and its upstream connection gone", lambda: proxy.call(lambda: proxy.server.connection_count)
-              == 0)
+        _wait(
+            "the pair and its upstream connection gone", lambda: proxy.call(lambda: proxy.server.connection_count) == 0
+        )
         assert any("connections.max.idle.ms=300" in r.getMessage() for r in caplog.records)
 
 
@@ -112,10 +113,25 @@ def test_bad_limits_are_refused_in_words() -> None:
 
 def test_the_command_line_proxy_takes_the_limits_by_kafkas_names() -> None:
     with fakekafka.Cluster() as cluster:
-        proc = subprocess.Popen([sys.executable, "-m", "fakekafka", "proxy", "--upstream", cluster.bootstrap_servers,
-                                 "--listen", "127.0.0.1:0", "--max-connections-per-ip", "1",
-                                 "--config", "connections.max.idle.ms=60000"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "fakekafka",
+                "proxy",
+                "--upstream",
+                cluster.bootstrap_servers,
+                "--listen",
+                "127.0.0.1:0",
+                "--max-connections-per-ip",
+                "1",
+                "--config",
+                "connections.max.idle.ms=60000",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             line = proc.stdout.readline()  # type: ignore[union-attr]
             assert "ready" in line, line + proc.stderr.read()  # type: ignore[union-attr]
@@ -131,8 +147,21 @@ def test_the_command_line_proxy_takes_the_limits_by_kafkas_names() -> None:
             proc.wait(30)
             proc.stdout.close()  # type: ignore[union-attr]
             proc.stderr.close()  # type: ignore[union-attr]
-        bad = subprocess.run([sys.executable, "-m", "fakekafka", "proxy", "--upstream", cluster.bootstrap_servers,
-                              "--max-connections", "-5"], capture_output=True, text=True, timeout=60)
+        bad = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "fakekafka",
+                "proxy",
+                "--upstream",
+                cluster.bootstrap_servers,
+                "--max-connections",
+                "-5",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert bad.returncode == 2 and "max.connections" in bad.stderr and "Traceback" not in bad.stderr
 
 
@@ -163,12 +192,25 @@ class _ManyBrokers:
                 frame = conn.recv(size, socket.MSG_WAITALL)
                 api_key, version, corr = struct.unpack(">hhi", frame[:8])
                 assert api_key == 3
-                body = {"throttle_time_ms": 0, "cluster_id": "many", "controller_id": 0,
-                        "brokers": [{"node_id": n, "host": "127.0.0.1", "port": self.port, "rack": None}
-                                    for n in range(self.count)],
-                        "topics": [{"error_code": 0, "name": "t", "topic_id": uuid.UUID(int=1), "is_internal": False,
-                                    "partitions": [], "topic_authorized_operations": -2147483648}],
-                        "cluster_authorized_operations": -2147483648}
+                body = {
+                    "throttle_time_ms": 0,
+                    "cluster_id": "many",
+                    "controller_id": 0,
+                    "brokers": [
+                        {"node_id": n, "host": "127.0.0.1", "port": self.port, "rack": None} for n in range(self.count)
+                    ],
+                    "topics": [
+                        {
+                            "error_code": 0,
+                            "name": "t",
+                            "topic_id": uuid.UUID(int=1),
+                            "is_internal": False,
+                            "partitions": [],
+                            "topic_authorized_operations": -2147483648,
+                        }
+                    ],
+                    "cluster_authorized_operations": -2147483648,
+                }
                 conn.sendall(encode_response(api_key, version, corr, body))
         except OSError:
             pass
@@ -181,19 +223,29 @@ class _ManyBrokers:
 
 def _metadata(port: int) -> object:
     with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
-        s.sendall(encode_request(3, 12, 7, {"topics": [{"name": "t", "topic_id": uuid.UUID(int=0)}],
-                                            "allow_auto_topic_creation": False,
-                                            "include_topic_authorized_operations": False}))
+        s.sendall(
+            encode_request(
+                3,
+                12,
+                7,
+                {
+                    "topics": [{"name": "t", "topic_id": uuid.UUID(int=0)}],
+                    "allow_auto_topic_creation": False,
+                    "include_topic_authorized_operations": False,
+                },
+            )
+        )
         size = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
         return decode_response(3, 12, s.recv(size, socket.MSG_WAITALL))[1]
 
 
-def test_an_upstream_naming_too_many_brokers_gets_listeners_up_to_the_bound(
-        caplog: pytest.LogCaptureFixture) -> None:
+def test_an_upstream_naming_too_many_brokers_gets_listeners_up_to_the_bound(caplog: pytest.LogCaptureFixture) -> None:
     upstream = _ManyBrokers(60)
     try:
-        with caplog.at_level(logging.ERROR, logger="fakekafka.proxy"), \
-                Proxy(f"127.0.0.1:{upstream.port}", max_brokers=20) as proxy:
+        with (
+            caplog.at_level(logging.ERROR, logger="fakekafka.proxy"),
+            Proxy(f"127.0.0.1:{upstream.port}", max_brokers=20) as proxy,
+        ):
             for _ in range(2):
                 answer = _metadata(_port(proxy))
                 assert [t["error_code"] for t in answer["topics"]] == [ErrorCode.BROKER_NOT_AVAILABLE]

@@ -29,8 +29,15 @@ def raw(cluster: fakekafka.Cluster) -> Iterator[RawClient]:
 
 
 def _join(raw: RawClient, version: int, member_id: str = "", group: str = "g", **extra: object) -> object:
-    body = {"group_id": group, "session_timeout_ms": 10_000, "rebalance_timeout_ms": 10_000, "member_id": member_id,
-            "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": b"m"}], **extra}
+    body = {
+        "group_id": group,
+        "session_timeout_ms": 10_000,
+        "rebalance_timeout_ms": 10_000,
+        "member_id": member_id,
+        "protocol_type": "consumer",
+        "protocols": [{"name": "range", "metadata": b"m"}],
+        **extra,
+    }
     return raw.request(11, version, body)
 
 
@@ -43,8 +50,16 @@ def _stable_member(raw: RawClient, version: int = 9) -> tuple[str, int]:
         generation = joined.generation_id
     else:
         generation = first.generation_id
-    sync = raw.request(14, min(version, 5), {"group_id": "g", "generation_id": generation, "member_id": member_id,
-                                             "assignments": [{"member_id": member_id, "assignment": b"A"}]})
+    sync = raw.request(
+        14,
+        min(version, 5),
+        {
+            "group_id": "g",
+            "generation_id": generation,
+            "member_id": member_id,
+            "assignments": [{"member_id": member_id, "assignment": b"A"}],
+        },
+    )
     assert sync.error_code == ErrorCode.NONE and sync.assignment == b"A"
     return member_id, generation
 
@@ -83,11 +98,22 @@ def test_follower_sync_waits_for_leader(cluster: fakekafka.Cluster) -> None:
     gen = rejoin.generation_id
     follower = results["b"].member_id
     assert {m.member_id for m in rejoin.members} == {leader_id, follower}
-    f = threading.Thread(target=lambda: results.setdefault("sync", b.request(
-        14, 3, {"group_id": "g", "generation_id": gen, "member_id": follower, "assignments": []})))
+    f = threading.Thread(
+        target=lambda: results.setdefault(
+            "sync", b.request(14, 3, {"group_id": "g", "generation_id": gen, "member_id": follower, "assignments": []})
+        )
+    )
     f.start()
-    a.request(14, 3, {"group_id": "g", "generation_id": gen, "member_id": leader_id, "assignments": [
-        {"member_id": leader_id, "assignment": b"L"}, {"member_id": follower, "assignment": b"F"}]})
+    a.request(
+        14,
+        3,
+        {
+            "group_id": "g",
+            "generation_id": gen,
+            "member_id": leader_id,
+            "assignments": [{"member_id": leader_id, "assignment": b"L"}, {"member_id": follower, "assignment": b"F"}],
+        },
+    )
     f.join(10)
     assert results["sync"].assignment == b"F"
     a.close()
@@ -98,8 +124,7 @@ def test_follower_sync_waits_for_leader(cluster: fakekafka.Cluster) -> None:
 def test_leave_group_versions(raw: RawClient, cluster: fakekafka.Cluster, version: int) -> None:
     member_id, _ = _stable_member(raw)
     if version >= 3:
-        r = raw.request(13, version, {"group_id": "g", "members": [{"member_id": member_id},
-                                                                    {"member_id": "nobody"}]})
+        r = raw.request(13, version, {"group_id": "g", "members": [{"member_id": member_id}, {"member_id": "nobody"}]})
         assert r.error_code == ErrorCode.NONE
         assert [m.error_code for m in r.members] == [ErrorCode.NONE, ErrorCode.UNKNOWN_MEMBER_ID]
     else:
@@ -110,25 +135,53 @@ def test_leave_group_versions(raw: RawClient, cluster: fakekafka.Cluster, versio
 
 def test_offset_commit_and_fetch_versions(raw: RawClient, cluster: fakekafka.Cluster) -> None:
     member_id, generation = _stable_member(raw)
-    commit = raw.request(8, 9, {"group_id": "g", "generation_id_or_member_epoch": generation, "member_id": member_id,
-                                "topics": [{"name": "t", "partitions": [
-                                    {"partition_index": 0, "committed_offset": 7, "committed_leader_epoch": 0,
-                                     "committed_metadata": "m"}, {"partition_index": 9, "committed_offset": 1}]}]})
-    assert [p.error_code for p in commit.topics[0].partitions] == [ErrorCode.NONE,
-                                                                   ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
-    stale = raw.request(8, 2, {"group_id": "g", "generation_id_or_member_epoch": generation - 1,
-                               "member_id": member_id, "topics": [{"name": "t", "partitions": [
-                                   {"partition_index": 1, "committed_offset": 3}]}]})
+    commit = raw.request(
+        8,
+        9,
+        {
+            "group_id": "g",
+            "generation_id_or_member_epoch": generation,
+            "member_id": member_id,
+            "topics": [
+                {
+                    "name": "t",
+                    "partitions": [
+                        {
+                            "partition_index": 0,
+                            "committed_offset": 7,
+                            "committed_leader_epoch": 0,
+                            "committed_metadata": "m",
+                        },
+                        {"partition_index": 9, "committed_offset": 1},
+                    ],
+                }
+            ],
+        },
+    )
+    assert [p.error_code for p in commit.topics[0].partitions] == [ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
+    stale = raw.request(
+        8,
+        2,
+        {
+            "group_id": "g",
+            "generation_id_or_member_epoch": generation - 1,
+            "member_id": member_id,
+            "topics": [{"name": "t", "partitions": [{"partition_index": 1, "committed_offset": 3}]}],
+        },
+    )
     assert stale.topics[0].partitions[0].error_code == ErrorCode.ILLEGAL_GENERATION
     assert cluster.committed("g") == {("t", 0): 7}
 
     v1 = raw.request(9, 1, {"group_id": "g", "topics": [{"name": "t", "partition_indexes": [0, 1]}]})
-    assert [(p.partition_index, p.committed_offset, p.metadata) for p in v1.topics[0].partitions] == \
-        [(0, 7, "m"), (1, -1, "")]
+    assert [(p.partition_index, p.committed_offset, p.metadata) for p in v1.topics[0].partitions] == [
+        (0, 7, "m"),
+        (1, -1, ""),
+    ]
     v7 = raw.request(9, 7, {"group_id": "g", "topics": None, "require_stable": True})
     assert v7.error_code == ErrorCode.NONE
-    assert [(p.partition_index, p.committed_offset, p.committed_leader_epoch) for p in v7.topics[0].partitions] == \
-        [(0, 7, 0)]
+    assert [(p.partition_index, p.committed_offset, p.committed_leader_epoch) for p in v7.topics[0].partitions] == [
+        (0, 7, 0)
+    ]
     v8 = raw.request(9, 8, {"groups": [{"group_id": "g", "topics": None}, {"group_id": "none", "topics": None}]})
     assert [(g.group_id, len(g.topics)) for g in v8.groups] == [("g", 1), ("none", 0)]
 
@@ -137,19 +190,43 @@ def test_offsets_by_topic_id_from_v10(raw: RawClient, cluster: fakekafka.Cluster
     member_id, generation = _stable_member(raw)
     topic_id = cluster.state.topics["t"].topic_id
     unknown = uuid.UUID(int=1)
-    commit = raw.request(8, 10, {"group_id": "g", "generation_id_or_member_epoch": generation, "member_id": member_id,
-                                 "topics": [{"topic_id": topic_id, "partitions": [
-                                     {"partition_index": 0, "committed_offset": 5}]},
-                                            {"topic_id": unknown, "partitions": [
-                                                {"partition_index": 0, "committed_offset": 1}]}]})
+    commit = raw.request(
+        8,
+        10,
+        {
+            "group_id": "g",
+            "generation_id_or_member_epoch": generation,
+            "member_id": member_id,
+            "topics": [
+                {"topic_id": topic_id, "partitions": [{"partition_index": 0, "committed_offset": 5}]},
+                {"topic_id": unknown, "partitions": [{"partition_index": 0, "committed_offset": 1}]},
+            ],
+        },
+    )
     assert [(t.topic_id, [p.error_code for p in t.partitions]) for t in commit.topics] == [
-        (topic_id, [ErrorCode.NONE]), (unknown, [ErrorCode.UNKNOWN_TOPIC_ID])]
+        (topic_id, [ErrorCode.NONE]),
+        (unknown, [ErrorCode.UNKNOWN_TOPIC_ID]),
+    ]
     assert cluster.committed("g") == {("t", 0): 5}
-    fetched = raw.request(9, 10, {"groups": [{"group_id": "g", "topics": [
-        {"topic_id": topic_id, "partition_indexes": [0]}, {"topic_id": unknown, "partition_indexes": [2]}]}]})
-    assert [(t.topic_id, [(p.partition_index, p.committed_offset, p.error_code) for p in t.partitions])
-            for t in fetched.groups[0].topics] == [(topic_id, [(0, 5, ErrorCode.NONE)]),
-                                                   (unknown, [(2, -1, ErrorCode.UNKNOWN_TOPIC_ID)])]
+    fetched = raw.request(
+        9,
+        10,
+        {
+            "groups": [
+                {
+                    "group_id": "g",
+                    "topics": [
+                        {"topic_id": topic_id, "partition_indexes": [0]},
+                        {"topic_id": unknown, "partition_indexes": [2]},
+                    ],
+                }
+            ]
+        },
+    )
+    assert [
+        (t.topic_id, [(p.partition_index, p.committed_offset, p.error_code) for p in t.partitions])
+        for t in fetched.groups[0].topics
+    ] == [(topic_id, [(0, 5, ErrorCode.NONE)]), (unknown, [(2, -1, ErrorCode.UNKNOWN_TOPIC_ID)])]
     every = raw.request(9, 10, {"groups": [{"group_id": "g", "topics": None}]})
     assert [t.topic_id for t in every.groups[0].topics] == [topic_id]
 
@@ -166,8 +243,16 @@ def test_describe_unknown_group(raw: RawClient, version: int) -> None:
 
 
 def test_simple_consumer_commit_with_generation_minus_one(raw: RawClient, cluster: fakekafka.Cluster) -> None:
-    r = raw.request(8, 8, {"group_id": "assign-only", "generation_id_or_member_epoch": -1, "member_id": "",
-                           "topics": [{"name": "t", "partitions": [{"partition_index": 1, "committed_offset": 4}]}]})
+    r = raw.request(
+        8,
+        8,
+        {
+            "group_id": "assign-only",
+            "generation_id_or_member_epoch": -1,
+            "member_id": "",
+            "topics": [{"name": "t", "partitions": [{"partition_index": 1, "committed_offset": 4}]}],
+        },
+    )
     assert r.topics[0].partitions[0].error_code == ErrorCode.NONE
     assert cluster.committed("assign-only") == {("t", 1): 4}
     assert cluster.group("assign-only").state == "Empty"
@@ -191,9 +276,24 @@ def test_describe_list_delete_groups(raw: RawClient, cluster: fakekafka.Cluster)
 
 
 def test_offset_delete(raw: RawClient, cluster: fakekafka.Cluster) -> None:
-    raw.request(8, 8, {"group_id": "od", "generation_id_or_member_epoch": -1, "member_id": "", "topics": [
-        {"name": "t", "partitions": [{"partition_index": 0, "committed_offset": 1},
-                                     {"partition_index": 1, "committed_offset": 2}]}]})
+    raw.request(
+        8,
+        8,
+        {
+            "group_id": "od",
+            "generation_id_or_member_epoch": -1,
+            "member_id": "",
+            "topics": [
+                {
+                    "name": "t",
+                    "partitions": [
+                        {"partition_index": 0, "committed_offset": 1},
+                        {"partition_index": 1, "committed_offset": 2},
+                    ],
+                }
+            ],
+        },
+    )
     r = raw.request(47, 0, {"group_id": "od", "topics": [{"name": "t", "partitions": [{"partition_index": 0}]}]})
     assert r.error_code == ErrorCode.NONE and r.topics[0].partitions[0].error_code == ErrorCode.NONE
     assert cluster.committed("od") == {("t", 1): 2}
@@ -205,13 +305,16 @@ def test_find_coordinator_versions(raw: RawClient, cluster: fakekafka.Cluster) -
     assert (old.error_code, old.node_id) == (ErrorCode.NONE, 1)
     new = raw.request(10, 6, {"key_type": 0, "coordinator_keys": ["a", "b"]})
     assert [(c.key, c.node_id) for c in new.coordinators] == [("a", 1), ("b", 1)]
-    assert raw.request(10, 4, {"key_type": 7, "coordinator_keys": ["a"]}).coordinators[0].error_code == \
-        ErrorCode.INVALID_REQUEST
+    assert (
+        raw.request(10, 4, {"key_type": 7, "coordinator_keys": ["a"]}).coordinators[0].error_code
+        == ErrorCode.INVALID_REQUEST
+    )
     assert "__consumer_offsets" in cluster.topics()
 
 
 def test_java_string_hash_places_groups_like_kafka() -> None:
     from fakekafka.model.internal_topics import java_string_hash, kafka_abs
+
     # values printed by String.hashCode() on OpenJDK 17
     assert java_string_hash("") == 0
     assert java_string_hash("hello") == 99162322
@@ -222,15 +325,27 @@ def test_java_string_hash_places_groups_like_kafka() -> None:
     assert kafka_abs(-(2**31)) == 0
 
 
-def test_a_classic_join_takes_over_an_empty_consumer_group_with_its_offsets(raw: RawClient,
-                                                                            cluster: fakekafka.Cluster) -> None:
+def test_a_classic_join_takes_over_an_empty_consumer_group_with_its_offsets(
+    raw: RawClient, cluster: fakekafka.Cluster
+) -> None:
     """As Kafka 4.4: an empty KIP-848 group gives its id, and its committed offsets, to a classic group."""
-    hb = raw.request(68, 1, {"group_id": "g", "member_id": "m1", "member_epoch": 0, "rebalance_timeout_ms": 10_000,
-                             "subscribed_topic_names": ["t"], "topic_partitions": []})
+    hb = raw.request(
+        68,
+        1,
+        {
+            "group_id": "g",
+            "member_id": "m1",
+            "member_epoch": 0,
+            "rebalance_timeout_ms": 10_000,
+            "subscribed_topic_names": ["t"],
+            "topic_partitions": [],
+        },
+    )
     assert hb.error_code == ErrorCode.NONE
     offsets = [{"name": "t", "partitions": [{"partition_index": 0, "committed_offset": 3}]}]
-    commit = raw.request(8, 9, {"group_id": "g", "generation_id_or_member_epoch": hb.member_epoch, "member_id": "m1",
-                                "topics": offsets})
+    commit = raw.request(
+        8, 9, {"group_id": "g", "generation_id_or_member_epoch": hb.member_epoch, "member_id": "m1", "topics": offsets}
+    )
     assert commit.topics[0].partitions[0].error_code == ErrorCode.NONE
     left = raw.request(68, 1, {"group_id": "g", "member_id": "m1", "member_epoch": -1})
     assert left.error_code == ErrorCode.NONE
@@ -259,17 +374,26 @@ def test_offset_delete_of_a_consumer_group_writes_tombstones(raw: RawClient, clu
         return [(t, k, v) for t, k, _, v in out]
 
     def heartbeat(epoch: int) -> None:
-        r = state.consumer_groups.heartbeat(HeartbeatRequest(
-            group_id="cg", member_id="m", member_epoch=epoch, rebalance_timeout_ms=10_000 if epoch == 0 else -1,
-            subscribed_topic_names=["t"] if epoch == 0 else None, owned=[] if epoch == 0 else None, version=1))
+        r = state.consumer_groups.heartbeat(
+            HeartbeatRequest(
+                group_id="cg",
+                member_id="m",
+                member_epoch=epoch,
+                rebalance_timeout_ms=10_000 if epoch == 0 else -1,
+                subscribed_topic_names=["t"] if epoch == 0 else None,
+                owned=[] if epoch == 0 else None,
+                version=1,
+            )
+        )
         assert r["error_code"] == ErrorCode.NONE
 
     assert raw.request(10, 4, {"key_type": 0, "coordinator_keys": ["cg"]}).coordinators[0].error_code == 0
     cluster.call(lambda: heartbeat(0))
     cluster.call(lambda: heartbeat(-1))  # the group stays, empty: a commit with epoch -1 is accepted
     offsets = [{"name": "t", "partitions": [{"partition_index": 1, "committed_offset": 4}]}]
-    commit = raw.request(8, 9, {"group_id": "cg", "generation_id_or_member_epoch": -1, "member_id": "",
-                                "topics": offsets})
+    commit = raw.request(
+        8, 9, {"group_id": "cg", "generation_id_or_member_epoch": -1, "member_id": "", "topics": offsets}
+    )
     assert commit.topics[0].partitions[0].error_code == ErrorCode.NONE
     deleted = raw.request(47, 0, {"group_id": "cg", "topics": [{"name": "t", "partitions": [{"partition_index": 1}]}]})
     assert deleted.error_code == ErrorCode.NONE and deleted.topics[0].partitions[0].error_code == ErrorCode.NONE

@@ -12,8 +12,12 @@ from tests.rawclient import RawClient
 
 
 def _produce(raw: RawClient, topic: str, records: list[dict]) -> object:
-    body = {"transactional_id": None, "acks": 1, "timeout_ms": 5000, "topic_data": [
-        {"name": topic, "partition_data": [{"index": 0, "records": build_batch(records)}]}]}
+    body = {
+        "transactional_id": None,
+        "acks": 1,
+        "timeout_ms": 5000,
+        "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": build_batch(records)}]}],
+    }
     return raw.request(0, 9, body).responses[0].partition_responses[0]
 
 
@@ -24,8 +28,15 @@ def test_timestamp_out_of_range_has_a_record_error_per_record_and_the_log_start(
         now = int(time.time() * 1000)
         assert _produce(raw, "t", [{"value": b"ok", "timestamp": now}]).error_code == ErrorCode.NONE
         future = now + 2 * 3_600_000  # past message.timestamp.after.max.ms (one hour in Kafka 4)
-        p = _produce(raw, "t", [{"value": b"a", "timestamp": now}, {"value": b"b", "timestamp": future},
-                                {"value": b"c", "timestamp": future}])
+        p = _produce(
+            raw,
+            "t",
+            [
+                {"value": b"a", "timestamp": now},
+                {"value": b"b", "timestamp": future},
+                {"value": b"c", "timestamp": future},
+            ],
+        )
         assert p.error_code == ErrorCode.INVALID_TIMESTAMP and p.base_offset == -1 and p.log_start_offset == 0
         assert [e.batch_index for e in p.record_errors] == [1, 2]
         assert p.record_errors[0].batch_index_error_message.startswith(f"Timestamp {future} of message with offset 1 ")

@@ -20,6 +20,9 @@ from typing import Any
 import pytest
 
 import fakekafka
+from fakekafka.handlers.configs import BROKER as CONFIG_BROKER  # config resource types, not the ACLs' RT
+from fakekafka.handlers.configs import GROUP as CONFIG_GROUP
+from fakekafka.handlers.configs import TOPIC as CONFIG_TOPIC
 from fakekafka.model.acl import (
     STANDARD_AUTHORIZER,
     AclBinding,
@@ -31,13 +34,11 @@ from fakekafka.model.acl import (
 )
 from fakekafka.model.config import InvalidConfig
 from fakekafka.net.security import ssl_principal_name
-from fakekafka.wire import ErrorCode
+from fakekafka.wire import ApiKey, ErrorCode
 from fakekafka.wire.primitives import ZERO_UUID
 from tests.conftest import SECURE_SUPER_USERS, SECURE_USERS
 from tests.rawclient import RawClient
 
-SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
-DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
 USERS = SECURE_USERS
 ACL_CONFIG = {"authorizer.class.name": STANDARD_AUTHORIZER, "super.users": SECURE_SUPER_USERS}
 """The settings of the session's secure Apache Kafka (tests/conftest.py's secure_apache_kafka)."""
@@ -186,8 +187,8 @@ def test_config_names_and_refusals() -> None:
 
 def _login(address: str, user: str) -> RawClient:
     raw = RawClient(address)
-    assert raw.request(SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}).error_code == 0
-    auth = raw.request(SASL_AUTHENTICATE, 2, {"auth_bytes": f"\0{user}\0{USERS[user]}".encode()})
+    assert raw.request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}).error_code == 0
+    auth = raw.request(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": f"\0{user}\0{USERS[user]}".encode()})
     assert auth.error_code == 0, auth
     return raw
 
@@ -202,9 +203,9 @@ def secured() -> Iterator[fakekafka.Cluster]:
 
 def test_acl_apis_without_an_authorizer_answer_security_disabled(kafka: fakekafka.Cluster) -> None:
     raw = RawClient(kafka.bootstrap_servers)
-    d = raw.request(DESCRIBE_ACLS, 3, _describe_filter())
+    d = raw.request(ApiKey.DESCRIBE_ACLS, 3, _describe_filter())
     assert (d.error_code, d.error_message) == (ErrorCode.SECURITY_DISABLED, "No Authorizer is configured on the broker")
-    c = raw.request(CREATE_ACLS, 3, {"creations": [_creation("TOPIC", "t", "User:a", "READ")]})
+    c = raw.request(ApiKey.CREATE_ACLS, 3, {"creations": [_creation("TOPIC", "t", "User:a", "READ")]})
     assert [(r.error_code, r.error_message) for r in c.results] == [
         (ErrorCode.SECURITY_DISABLED, "No Authorizer is configured.")
     ]
@@ -213,13 +214,15 @@ def test_acl_apis_without_an_authorizer_answer_security_disabled(kafka: fakekafk
 def test_python_api_and_wire_see_the_same_acls(secured: fakekafka.Cluster) -> None:
     secured.create_acls(acl("TOPIC", "orders", "User:alice", "READ"))
     raw = _login(secured.bootstrap_servers_for("SASL_PLAINTEXT"), "admin")
-    created = raw.request(CREATE_ACLS, 3, {"creations": [_creation("GROUP", "g-", "User:alice", "READ", "PREFIXED")]})
+    created = raw.request(
+        ApiKey.CREATE_ACLS, 3, {"creations": [_creation("GROUP", "g-", "User:alice", "READ", "PREFIXED")]}
+    )
     assert [r.error_code for r in created.results] == [0]
     assert [(a.resource_type, a.resource_name, a.pattern_type) for a in secured.acls()] == [
         (RT.TOPIC, "orders", PatternType.LITERAL),
         (RT.GROUP, "g-", PatternType.PREFIXED),
     ]
-    described = raw.request(DESCRIBE_ACLS, 3, _describe_filter())
+    described = raw.request(ApiKey.DESCRIBE_ACLS, 3, _describe_filter())
     assert [(r.resource_name, [a.principal for a in r.acls]) for r in described.resources] == [
         ("orders", ["User:alice"]),
         ("g-", ["User:alice"]),
@@ -231,7 +234,7 @@ def test_python_api_and_wire_see_the_same_acls(secured: fakekafka.Cluster) -> No
 
 def test_unknown_elements_close_the_connection(secured: fakekafka.Cluster) -> None:
     raw = _login(secured.bootstrap_servers_for("SASL_PLAINTEXT"), "admin")
-    raw.send(DESCRIBE_ACLS, 3, {**_describe_filter(), "resource_type_filter": 0})
+    raw.send(ApiKey.DESCRIBE_ACLS, 3, {**_describe_filter(), "resource_type_filter": RT.UNKNOWN})
     assert raw.is_closed()
 
 
@@ -243,7 +246,7 @@ def test_plaintext_principal_is_anonymous_and_tls_certificates_name_theirs() -> 
         assert c.pki is not None
         c.create_acls(acl("TOPIC", "*", "User:client", "DESCRIBE"))
         plain = RawClient(c.bootstrap_servers_for("PLAINTEXT"))
-        md = plain.request(3, 12, {"topics": [{"name": "t"}], "allow_auto_topic_creation": False})
+        md = plain.request(ApiKey.METADATA, 12, {"topics": [{"name": "t"}], "allow_auto_topic_creation": False})
         assert md.topics[0].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED  # User:ANONYMOUS
         c.create_topic("t")
         from kafka import KafkaConsumer  # the certificate's CN=client, mapped to User:client, may describe
@@ -607,11 +610,11 @@ def _exchanges(address: str) -> list[Any]:
     """The ACL APIs and their enforcement, as admin (a super user), alice (some ACLs) and bob (none)."""
     out: list[Any] = []
     admin = _login(address, "admin")
-    created = admin.request(CREATE_ACLS, 3, {"creations": SCENARIO_ACLS})
+    created = admin.request(ApiKey.CREATE_ACLS, 3, {"creations": SCENARIO_ACLS})
     out.append(("create", [(r.error_code, r.error_message) for r in created.results]))
     for version in (1, 3):
         for invalid in INVALID_ACLS:  # one per request: some fail the whole request
-            refused = admin.request(CREATE_ACLS, version, {"creations": [SCENARIO_ACLS[0], invalid]})
+            refused = admin.request(ApiKey.CREATE_ACLS, version, {"creations": [SCENARIO_ACLS[0], invalid]})
             out.append(
                 (
                     "create invalid",
@@ -621,7 +624,7 @@ def _exchanges(address: str) -> list[Any]:
                 )
             )
     topics = admin.request(
-        19,
+        ApiKey.CREATE_TOPICS,
         7,
         {
             "timeout_ms": 30_000,
@@ -637,7 +640,7 @@ def _exchanges(address: str) -> list[Any]:
         lambda: all(
             t.error_code == 0 and t.partitions and t.partitions[0].leader_id >= 0
             for t in admin.request(
-                3, 12, {"topics": [{"name": n} for n in TOPICS], "allow_auto_topic_creation": False}
+                ApiKey.METADATA, 12, {"topics": [{"name": n} for n in TOPICS], "allow_auto_topic_creation": False}
             ).topics
         ),
         "topics",
@@ -651,9 +654,12 @@ def _exchanges(address: str) -> list[Any]:
         ],
     }
     _wait(
-        lambda: all(p.error_code == 0 for t in admin.request(2, 7, heads).topics for p in t.partitions), "leaders"
+        lambda: all(
+            p.error_code == 0 for t in admin.request(ApiKey.LIST_OFFSETS, 7, heads).topics for p in t.partitions
+        ),
+        "leaders",
     )  # Kafka's brokers lead a moment after Metadata names them
-    _wait(lambda: len(_acls_of(admin.request(DESCRIBE_ACLS, 3, _describe_filter()).resources)) == 5, "ACLs")
+    _wait(lambda: len(_acls_of(admin.request(ApiKey.DESCRIBE_ACLS, 3, _describe_filter()).resources)) == 5, "ACLs")
     for name, f in (
         ("all", _describe_filter()),
         (
@@ -666,21 +672,21 @@ def _exchanges(address: str) -> list[Any]:
         ("deny", _describe_filter(permission_type=2)),
         ("nobody", _describe_filter(principal_filter="User:nobody")),
     ):
-        d = admin.request(DESCRIBE_ACLS, 3, f)
+        d = admin.request(ApiKey.DESCRIBE_ACLS, 3, f)
         out.append(("describe", name, d.error_code, d.error_message, _acls_of(d.resources)))
 
     alice, bob = _login(address, "alice"), _login(address, "bob")
     for who, raw in (("alice", alice), ("bob", bob)):
-        c = raw.request(CREATE_ACLS, 3, {"creations": SCENARIO_ACLS[:1]})
+        c = raw.request(ApiKey.CREATE_ACLS, 3, {"creations": SCENARIO_ACLS[:1]})
         out.append((who, "create", [(r.error_code, _denied(r.error_message)) for r in c.results]))
-        d = raw.request(DESCRIBE_ACLS, 3, _describe_filter())
+        d = raw.request(ApiKey.DESCRIBE_ACLS, 3, _describe_filter())
         out.append((who, "describe", d.error_code, _denied(d.error_message), d.resources))
-        x = raw.request(DELETE_ACLS, 3, {"filters": [_describe_filter()]})
+        x = raw.request(ApiKey.DELETE_ACLS, 3, {"filters": [_describe_filter()]})
         out.append(
             (who, "delete", [(r.error_code, _denied(r.error_message), r.matching_acls) for r in x.filter_results])
         )
         md = raw.request(
-            3,
+            ApiKey.METADATA,
             12,
             {
                 "topics": [{"name": n} for n in (*TOPICS, "acl-new", "nope")],
@@ -698,17 +704,19 @@ def _exchanges(address: str) -> list[Any]:
                 ),
             )
         )
-        md = raw.request(3, 12, {"topics": None, "allow_auto_topic_creation": False})
+        md = raw.request(ApiKey.METADATA, 12, {"topics": None, "allow_auto_topic_creation": False})
         out.append((who, "metadata all", sorted(t.name for t in md.topics)))
         md = raw.request(
-            3, 10, {"topics": [], "include_cluster_authorized_operations": True, "allow_auto_topic_creation": False}
+            ApiKey.METADATA,
+            10,
+            {"topics": [], "include_cluster_authorized_operations": True, "allow_auto_topic_creation": False},
         )
         out.append((who, "cluster operations", md.cluster_authorized_operations))
         from fakekafka.wire.records import build_batch
 
         batch = build_batch([{"key": None, "value": b"v", "timestamp": 1_700_000_000_000}])
         p = raw.request(
-            0,
+            ApiKey.PRODUCE,
             11,
             {
                 "acks": 1,
@@ -727,7 +735,7 @@ def _exchanges(address: str) -> list[Any]:
             )
         )
         f = raw.request(
-            1,
+            ApiKey.FETCH,
             12,
             {
                 "replica_id": -1,
@@ -761,7 +769,7 @@ def _exchanges(address: str) -> list[Any]:
             (who, "fetch", sorted((t.topic, p.error_code, p.high_watermark) for t in f.responses for p in t.partitions))
         )
         lo = raw.request(
-            2,
+            ApiKey.LIST_OFFSETS,
             7,
             {
                 "replica_id": -1,
@@ -775,24 +783,28 @@ def _exchanges(address: str) -> list[Any]:
         out.append(
             (who, "list offsets", sorted((t.name, p.error_code, p.offset) for t in lo.topics for p in t.partitions))
         )
-        fc = raw.request(10, 4, {"key_type": 0, "coordinator_keys": ["acl-g", "other-g"]})
+        fc = raw.request(ApiKey.FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": ["acl-g", "other-g"]})
         out.append(
             (who, "find group coordinator", sorted((c.key, c.error_code, c.error_message) for c in fc.coordinators))
         )
-        fc = _settled(lambda raw=raw: raw.request(10, 4, {"key_type": 1, "coordinator_keys": ["acl-txn", "other-txn"]}))
+        fc = _settled(
+            lambda raw=raw: raw.request(
+                ApiKey.FIND_COORDINATOR, 4, {"key_type": 1, "coordinator_keys": ["acl-txn", "other-txn"]}
+            )
+        )
         out.append(
             (who, "find txn coordinator", sorted((c.key, c.error_code, c.error_message) for c in fc.coordinators))
         )
         ip = _settled(
             lambda raw=raw: raw.request(
-                22,
+                ApiKey.INIT_PRODUCER_ID,
                 5,
                 {"transactional_id": None, "transaction_timeout_ms": 60_000, "producer_id": -1, "producer_epoch": -1},
             )
         )
         out.append((who, "idempotent producer id", ip.error_code))
         ip = raw.request(
-            22,
+            ApiKey.INIT_PRODUCER_ID,
             5,
             {
                 "transactional_id": "other-txn",
@@ -803,7 +815,7 @@ def _exchanges(address: str) -> list[Any]:
         )
         out.append((who, "transactional producer id", ip.error_code))
         jg = raw.request(
-            11,
+            ApiKey.JOIN_GROUP,
             9,
             {
                 "group_id": "other-g",
@@ -818,7 +830,7 @@ def _exchanges(address: str) -> list[Any]:
         )
         out.append((who, "join", jg.error_code, jg.generation_id, jg.member_id, jg.protocol_name))
         of = raw.request(
-            9,
+            ApiKey.OFFSET_FETCH,
             9,
             {
                 "groups": [
@@ -848,7 +860,7 @@ def _exchanges(address: str) -> list[Any]:
             )
         )
         ct = raw.request(
-            19,
+            ApiKey.CREATE_TOPICS,
             7,
             {
                 "timeout_ms": 10_000,
@@ -860,24 +872,28 @@ def _exchanges(address: str) -> list[Any]:
             },
         )
         out.append((who, "create topics", sorted((t.name, t.error_code, t.error_message) for t in ct.topics)))
-        dc = raw.request(60, 1, {"include_cluster_authorized_operations": True, "endpoint_type": 1})
+        dc = raw.request(
+            ApiKey.DESCRIBE_CLUSTER, 1, {"include_cluster_authorized_operations": True, "endpoint_type": 1}
+        )
         out.append((who, "describe cluster", dc.error_code, dc.cluster_authorized_operations))
         cfg = raw.request(
-            32,
+            ApiKey.DESCRIBE_CONFIGS,
             4,
             {
                 "include_synonyms": False,
                 "include_documentation": False,
                 "resources": [
-                    {"resource_type": 2, "resource_name": "acl-t", "configuration_keys": ["cleanup.policy"]},
-                    {"resource_type": 4, "resource_name": "1", "configuration_keys": ["num.partitions"]},
+                    {"resource_type": CONFIG_TOPIC, "resource_name": "acl-t", "configuration_keys": ["cleanup.policy"]},
+                    {"resource_type": CONFIG_BROKER, "resource_name": "1", "configuration_keys": ["num.partitions"]},
                 ],
             },
         )
         out.append(
             (who, "describe configs", sorted((r.resource_name, r.error_code, r.error_message) for r in cfg.results))
         )
-        dg = raw.request(15, 6, {"groups": ["acl-g", "other-g"], "include_authorized_operations": True})
+        dg = raw.request(
+            ApiKey.DESCRIBE_GROUPS, 6, {"groups": ["acl-g", "other-g"], "include_authorized_operations": True}
+        )
         out.append(
             (
                 who,
@@ -889,7 +905,7 @@ def _exchanges(address: str) -> list[Any]:
             )
         )
         oc = raw.request(
-            8,
+            ApiKey.OFFSET_COMMIT,
             9,
             {
                 "group_id": "acl-g",
@@ -914,11 +930,13 @@ def _exchanges(address: str) -> list[Any]:
         )
         out.append((who, "offset commit", sorted((t.name, p.error_code) for t in oc.topics for p in t.partitions)))
         dt = raw.request(
-            20, 6, {"timeout_ms": 10_000, "topics": [{"name": n, "topic_id": ZERO_UUID} for n in ("other", "nope")]}
+            ApiKey.DELETE_TOPICS,
+            6,
+            {"timeout_ms": 10_000, "topics": [{"name": n, "topic_id": ZERO_UUID} for n in ("other", "nope")]},
         )
         out.append((who, "delete topics", sorted((r.name, r.error_code, r.error_message) for r in dt.responses)))
         cp = raw.request(
-            37,
+            ApiKey.CREATE_PARTITIONS,
             3,
             {
                 "timeout_ms": 10_000,
@@ -928,7 +946,7 @@ def _exchanges(address: str) -> list[Any]:
         )
         out.append((who, "create partitions", sorted((r.name, r.error_code, r.error_message) for r in cp.results)))
         dr = raw.request(
-            21,
+            ApiKey.DELETE_RECORDS,
             2,
             {
                 "timeout_ms": 10_000,
@@ -939,13 +957,13 @@ def _exchanges(address: str) -> list[Any]:
         )
         out.append((who, "delete records", sorted((t.name, p.error_code) for t in dr.topics for p in t.partitions)))
         ac = raw.request(
-            44,
+            ApiKey.INCREMENTAL_ALTER_CONFIGS,
             1,
             {
                 "validate_only": True,
                 "resources": [
                     {
-                        "resource_type": 2,
+                        "resource_type": CONFIG_TOPIC,
                         "resource_name": n,
                         "configs": [{"name": "retention.ms", "config_operation": 0, "value": "1000"}],
                     }
@@ -956,11 +974,11 @@ def _exchanges(address: str) -> list[Any]:
         out.append(
             (who, "alter configs", sorted((r.resource_name, r.error_code, r.error_message) for r in ac.responses))
         )
-        lg = raw.request(16, 5, {"states_filter": [], "types_filter": []})
+        lg = raw.request(ApiKey.LIST_GROUPS, 5, {"states_filter": [], "types_filter": []})
         out.append((who, "list groups", lg.error_code, sorted(g.group_id for g in lg.groups)))
 
     deleted = admin.request(
-        DELETE_ACLS,
+        ApiKey.DELETE_ACLS,
         3,
         {
             "filters": [
@@ -997,10 +1015,10 @@ def _exchanges(address: str) -> list[Any]:
             ],
         )
     )
-    _wait(lambda: len(_acls_of(admin.request(DESCRIBE_ACLS, 3, _describe_filter()).resources)) == 2, "deletion")
-    out.append(("left", _acls_of(admin.request(DESCRIBE_ACLS, 3, _describe_filter()).resources)))
+    _wait(lambda: len(_acls_of(admin.request(ApiKey.DESCRIBE_ACLS, 3, _describe_filter()).resources)) == 2, "deletion")
+    out.append(("left", _acls_of(admin.request(ApiKey.DESCRIBE_ACLS, 3, _describe_filter()).resources)))
     out += _scram_exchanges(address, admin, alice)
-    admin.send(CREATE_ACLS, 3, {"creations": [{**SCENARIO_ACLS[0], "operation": 0}]})
+    admin.send(ApiKey.CREATE_ACLS, 3, {"creations": [{**SCENARIO_ACLS[0], "operation": 0}]})
     out.append(("unknown operation: closed", admin.is_closed()))
     return out
 
@@ -1014,10 +1032,10 @@ def _scram_login(address: str, user: str, password: str, mechanism: str = "SCRAM
     hash_name = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}[mechanism]
     raw = RawClient(address)
     try:
-        assert raw.request(SASL_HANDSHAKE, 1, {"mechanism": mechanism}).error_code == 0
+        assert raw.request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": mechanism}).error_code == 0
         nonce = base64.b64encode(os.urandom(18)).decode()
         first_bare = f"n={user},r={nonce}"
-        first = raw.request(SASL_AUTHENTICATE, 2, {"auth_bytes": f"n,,{first_bare}".encode()})
+        first = raw.request(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": f"n,,{first_bare}".encode()})
         if first.error_code:
             return first.error_code, first.error_message
         server_first = bytes(first.auth_bytes).decode()
@@ -1028,7 +1046,7 @@ def _scram_login(address: str, user: str, password: str, mechanism: str = "SCRAM
         client_key = hmac.digest(salted, b"Client Key", hash_name)
         signature = hmac.digest(hashlib.new(hash_name, client_key).digest(), auth_message, hash_name)
         proof = base64.b64encode(bytes(a ^ b for a, b in zip(client_key, signature, strict=True))).decode()
-        final = raw.request(SASL_AUTHENTICATE, 2, {"auth_bytes": f"{without_proof},p={proof}".encode()})
+        final = raw.request(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": f"{without_proof},p={proof}".encode()})
         return final.error_code, final.error_message
     finally:
         raw.close()
@@ -1038,7 +1056,11 @@ def _scram_exchanges(address: str, admin: RawClient, alice: RawClient) -> list[A
     """DescribeUserScramCredentials / AlterUserScramCredentials, and logins with what they changed."""
 
     def describe(raw: RawClient, users: list[str] | None) -> tuple[Any, ...]:
-        d = raw.request(50, 0, {"users": None if users is None else [{"name": u} for u in users]})
+        d = raw.request(
+            ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
+            0,
+            {"users": None if users is None else [{"name": u} for u in users]},
+        )
         return (
             d.error_code,
             d.error_message,
@@ -1052,7 +1074,7 @@ def _scram_exchanges(address: str, admin: RawClient, alice: RawClient) -> list[A
         raw: RawClient, deletions: list[tuple[str, int]], upsertions: list[tuple[str, int, int, bytes]]
     ) -> list[tuple[Any, ...]]:
         a = raw.request(
-            51,
+            ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
             0,
             {
                 "deletions": [{"name": n, "mechanism": m} for n, m in deletions],
@@ -1405,9 +1427,9 @@ def _group_exchanges(address: str) -> list[Any]:
     she may not see."""
     out: list[Any] = []
     admin = _login(address, "admin")
-    assert all(r.error_code == 0 for r in admin.request(CREATE_ACLS, 3, {"creations": GROUP_ACLS}).results)
+    assert all(r.error_code == 0 for r in admin.request(ApiKey.CREATE_ACLS, 3, {"creations": GROUP_ACLS}).results)
     created = admin.request(
-        19,
+        ApiKey.CREATE_TOPICS,
         7,
         {
             "timeout_ms": 30_000,
@@ -1423,7 +1445,7 @@ def _group_exchanges(address: str) -> list[Any]:
         lambda: all(
             t.error_code == 0 and t.partitions and t.partitions[0].leader_id >= 0
             for t in admin.request(
-                3, 12, {"topics": [{"name": n} for n in GROUP_TOPICS], "allow_auto_topic_creation": False}
+                ApiKey.METADATA, 12, {"topics": [{"name": n} for n in GROUP_TOPICS], "allow_auto_topic_creation": False}
             ).topics
         ),
         "topics",
@@ -1431,7 +1453,7 @@ def _group_exchanges(address: str) -> list[Any]:
     ids = {
         t.name: t.topic_id
         for t in admin.request(
-            3, 12, {"topics": [{"name": n} for n in GROUP_TOPICS], "allow_auto_topic_creation": False}
+            ApiKey.METADATA, 12, {"topics": [{"name": n} for n in GROUP_TOPICS], "allow_auto_topic_creation": False}
         ).topics
     }
     names = {v: k for k, v in ids.items()}
@@ -1442,7 +1464,7 @@ def _group_exchanges(address: str) -> list[Any]:
         _wait(
             lambda n=n, batch=batch: (
                 admin.request(
-                    0,
+                    ApiKey.PRODUCE,
                     11,
                     {
                         "acks": -1,
@@ -1460,13 +1482,13 @@ def _group_exchanges(address: str) -> list[Any]:
         )
     for g in ("alice-sg", "alice-empty"):
         r = admin.request(
-            44,
+            ApiKey.INCREMENTAL_ALTER_CONFIGS,
             1,
             {
                 "validate_only": False,
                 "resources": [
                     {
-                        "resource_type": 32,
+                        "resource_type": CONFIG_GROUP,
                         "resource_name": g,
                         "configs": [{"name": "share.auto.offset.reset", "config_operation": 0, "value": "earliest"}],
                     }
@@ -1477,7 +1499,13 @@ def _group_exchanges(address: str) -> list[Any]:
     mine = {a["resource_name"] for a in GROUP_ACLS}  # the session's Kafka may hold other tests' ACLs
     _wait(
         lambda: (
-            len([a for a in _acls_of(admin.request(DESCRIBE_ACLS, 3, _describe_filter()).resources) if a[1] in mine])
+            len(
+                [
+                    a
+                    for a in _acls_of(admin.request(ApiKey.DESCRIBE_ACLS, 3, _describe_filter()).resources)
+                    if a[1] in mine
+                ]
+            )
             == len(GROUP_ACLS)
         ),
         "ACLs",
@@ -1490,7 +1518,7 @@ def _group_exchanges(address: str) -> list[Any]:
     def cg_heartbeat(raw: RawClient, group: str, member: str, epoch: int, **sub: Any) -> Any:
         return _settled(
             lambda: raw.request(
-                68,
+                ApiKey.CONSUMER_GROUP_HEARTBEAT,
                 1,
                 {
                     "group_id": group,
@@ -1532,7 +1560,7 @@ def _group_exchanges(address: str) -> list[Any]:
     out.append(("cg regex: only describable topics", r.error_code, assigned(r.assignment)))
 
     def cg_describe(raw: RawClient, groups: list[str]) -> list[Any]:
-        d = raw.request(69, 1, {"group_ids": groups, "include_authorized_operations": True})
+        d = raw.request(ApiKey.CONSUMER_GROUP_DESCRIBE, 1, {"group_ids": groups, "include_authorized_operations": True})
         return [
             (
                 g.group_id,
@@ -1550,13 +1578,15 @@ def _group_exchanges(address: str) -> list[Any]:
     _wait(
         lambda: all(
             g.group_epoch == g.assignment_epoch and any("gp-secret" in assigned(m.target_assignment) for m in g.members)
-            for g in admin.request(69, 1, {"group_ids": ["alice-rx"], "include_authorized_operations": False}).groups
+            for g in admin.request(
+                ApiKey.CONSUMER_GROUP_DESCRIBE, 1, {"group_ids": ["alice-rx"], "include_authorized_operations": False}
+            ).groups
         ),
         "admin's assignment",
     )
     out.append(("cg describe: a topic hidden", cg_describe(alice, ["alice-rx", "bob-g"])))
     of = alice.request(
-        9,
+        ApiKey.OFFSET_FETCH,
         9,
         {
             "groups": [
@@ -1588,7 +1618,7 @@ def _group_exchanges(address: str) -> list[Any]:
     def sg_heartbeat(raw: RawClient, group: str, member: str, epoch: int, topics: list[str] | None) -> Any:
         return _settled(
             lambda: raw.request(
-                76,
+                ApiKey.SHARE_GROUP_HEARTBEAT,
                 1,
                 {
                     "group_id": group,
@@ -1620,7 +1650,7 @@ def _group_exchanges(address: str) -> list[Any]:
     # ShareFetch and ShareAcknowledge
     def share_fetch(group: str, epoch: int, topics: list[str], acks: dict[str, list[Any]] | None = None) -> Any:
         return alice.request(
-            78,
+            ApiKey.SHARE_FETCH,
             1,
             {
                 "group_id": group,
@@ -1683,7 +1713,7 @@ def _group_exchanges(address: str) -> list[Any]:
 
     def share_ack(group: str, epoch: int, topics: list[str]) -> Any:
         a = alice.request(
-            79,
+            ApiKey.SHARE_ACKNOWLEDGE,
             1,
             {
                 "group_id": group,
@@ -1717,7 +1747,9 @@ def _group_exchanges(address: str) -> list[Any]:
     # ShareGroupDescribe, then admin joins with a topic alice may not see
     def sg_describe() -> list[Any]:
         d = alice.request(
-            77, 1, {"group_ids": ["alice-sg", "bob-g", "alice-none"], "include_authorized_operations": True}
+            ApiKey.SHARE_GROUP_DESCRIBE,
+            1,
+            {"group_ids": ["alice-sg", "bob-g", "alice-none"], "include_authorized_operations": True},
         )
         return [
             (
@@ -1743,7 +1775,7 @@ def _group_exchanges(address: str) -> list[Any]:
         r = sg_heartbeat(admin, "alice-sg", admin_member, epoch, None)
         epoch = r.member_epoch if r.error_code == 0 else epoch
     admin.request(
-        78,
+        ApiKey.SHARE_FETCH,
         1,
         {
             "group_id": "alice-sg",
@@ -1770,7 +1802,7 @@ def _group_exchanges(address: str) -> list[Any]:
     # Describe/Alter/DeleteShareGroupOffsets
     def describe_offsets(group: str, topics: list[str] | None) -> list[Any]:
         d = alice.request(
-            90,
+            ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
             1,
             {
                 "groups": [
@@ -1813,7 +1845,9 @@ def _group_exchanges(address: str) -> list[Any]:
     _wait(
         lambda: any(
             t.topic_name == "gp-secret"
-            for g in admin.request(90, 1, {"groups": [{"group_id": "alice-sg", "topics": None}]}).groups
+            for g in admin.request(
+                ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1, {"groups": [{"group_id": "alice-sg", "topics": None}]}
+            ).groups
             for t in g.topics
         ),
         "admin's share-partition",
@@ -1822,7 +1856,7 @@ def _group_exchanges(address: str) -> list[Any]:
 
     def alter_offsets(group: str, topics: list[str]) -> list[Any]:
         a = alice.request(
-            91,
+            ApiKey.ALTER_SHARE_GROUP_OFFSETS,
             0,
             {
                 "group_id": group,
@@ -1848,7 +1882,9 @@ def _group_exchanges(address: str) -> list[Any]:
     out.append(("alter share offsets", alter_offsets("alice-empty", ["gp-ok", "gp-secret", "gp-nope", "gp-desc"])))
 
     def delete_offsets(group: str, topics: list[str]) -> list[Any]:
-        d = alice.request(92, 0, {"group_id": group, "topics": [{"topic_name": n} for n in topics]})
+        d = alice.request(
+            ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, {"group_id": group, "topics": [{"topic_name": n} for n in topics]}
+        )
         return [
             d.error_code,
             d.error_message,
@@ -1860,7 +1896,7 @@ def _group_exchanges(address: str) -> list[Any]:
     out.append(("delete share offsets", delete_offsets("alice-empty", ["gp-ok", "gp-secret"])))
 
     # the classic APIs these groups reach
-    lg = alice.request(16, 5, {"states_filter": [], "types_filter": []})
+    lg = alice.request(ApiKey.LIST_GROUPS, 5, {"states_filter": [], "types_filter": []})
     out.append(
         (
             "list groups",
@@ -1868,9 +1904,11 @@ def _group_exchanges(address: str) -> list[Any]:
             sorted((g.group_id, g.group_type) for g in lg.groups if g.group_id.startswith(("alice-", "bob-"))),
         )
     )
-    dg = alice.request(15, 6, {"groups": ["alice-rx", "alice-sg", "bob-g"], "include_authorized_operations": True})
+    dg = alice.request(
+        ApiKey.DESCRIBE_GROUPS, 6, {"groups": ["alice-rx", "alice-sg", "bob-g"], "include_authorized_operations": True}
+    )
     out.append(("describe groups", [(g.group_id, g.error_code, g.error_message) for g in dg.groups]))
-    dl = alice.request(42, 2, {"groups_names": ["bob-g", "alice-rx", "alice-empty", "bob-g"]})
+    dl = alice.request(ApiKey.DELETE_GROUPS, 2, {"groups_names": ["bob-g", "alice-rx", "alice-empty", "bob-g"]})
     out.append(("delete groups", [(r.group_id, r.error_code) for r in dl.results]))
     return out
 

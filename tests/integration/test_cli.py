@@ -611,10 +611,11 @@ def test_feature_transaction_version_is_what_clients_see(level: int) -> None:
     try:
         host, port = _field(line, "bootstrap.servers").rsplit(":", 1)
         from fakekafka.testing.client import WireConnection
+        from fakekafka.wire import ApiKey
 
         conn = WireConnection(host, int(port), "cli-test", 10)
         try:
-            r = conn.request(18, 3, {"client_software_name": "t", "client_software_version": "1"})
+            r = conn.request(ApiKey.API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"})
         finally:
             conn.close()
         assert [(f.name, f.max_version_level) for f in r.finalized_features] == [

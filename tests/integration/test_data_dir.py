@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from fakekafka.storage.datadir import read_segment
+from fakekafka.wire import ApiKey
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
@@ -534,7 +535,7 @@ def test_kill_9_during_a_mass_creation_keeps_every_topic_acknowledged(tmp_path: 
         with contextlib.suppress(ConnectionError, OSError):
             while not stop.is_set():
                 r = raw.request(
-                    19,
+                    ApiKey.CREATE_TOPICS,
                     7,
                     {
                         "topics": [

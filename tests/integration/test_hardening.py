@@ -20,7 +20,7 @@ import fakekafka
 from fakekafka import wire
 from fakekafka.model import validate
 from fakekafka.model.config import BrokerConfig, InvalidConfig
-from fakekafka.wire import ErrorCode
+from fakekafka.wire import ApiKey, ErrorCode
 from fakekafka.wire.records import Compression, build_batch
 from tests.rawclient import RawClient
 
@@ -37,7 +37,7 @@ def _wait(predicate: Callable[[], object], what: str, timeout: float = 10.0) -> 
 
 
 def _api_versions(raw: RawClient) -> int:
-    return raw.request(18, 3, {"client_software_name": "t", "client_software_version": "1"}).error_code
+    return raw.request(ApiKey.API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"}).error_code
 
 
 @pytest.fixture
@@ -124,11 +124,11 @@ def test_queued_max_request_bytes_pauses_reading_until_requests_finish(limited: 
     second.send_bytes(struct.pack(">i", 500) + b"\x00" * 10)  # 900 < 1000: may overdraw, like Kafka's pool
     _wait(lambda: limited.call(lambda: server.pool.queued_bytes[1]) == 1400, "both announcements counted")
     waiting = RawClient(limited.bootstrap_servers)
-    waiting.send(18, 3, {"client_software_name": "t", "client_software_version": "1"})
+    waiting.send(ApiKey.API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"})
     _wait(lambda: limited.call(lambda: len(server.pool.starved[1])) == 1, "the third connection waits for the budget")
     stalled.close()
     second.close()
-    _, answer = waiting.receive(18, 3)  # read once the stalled frames' bytes were given back
+    _, answer = waiting.receive(ApiKey.API_VERSIONS, 3)  # read once the stalled frames' bytes were given back
     assert answer.error_code == ErrorCode.NONE
     _wait(lambda: limited.call(lambda: server.pool.queued_bytes[1]) == 0, "every counted byte given back")
     waiting.close()
@@ -169,10 +169,10 @@ def test_max_connections_holds_the_next_one_until_a_slot_frees(limited: fakekafk
     first, second = RawClient(limited.bootstrap_servers), RawClient(limited.bootstrap_servers)
     assert _api_versions(first) == _api_versions(second) == ErrorCode.NONE
     third = RawClient(limited.bootstrap_servers)
-    third.send(18, 3, {"client_software_name": "t", "client_software_version": "1"})
+    third.send(ApiKey.API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"})
     _wait(lambda: limited.call(lambda: len(limited.server.quotas.held[1])) == 1, "the third one is held")
     first.close()
-    _, answer = third.receive(18, 3)  # admitted when the first one closed, as Kafka's acceptor waits
+    _, answer = third.receive(ApiKey.API_VERSIONS, 3)  # admitted when the first one closed, as Kafka's acceptor waits
     assert answer.error_code == ErrorCode.NONE
     second.close()
     third.close()
@@ -197,7 +197,7 @@ def test_parked_fetches_end_with_their_connection(broker: fakekafka.Cluster) -> 
     server = broker.server
     clients = [RawClient(broker.bootstrap_servers) for _ in range(200)]
     for c in clients:
-        c.send(1, 16, _fetch_forever(topic_id))
+        c.send(ApiKey.FETCH, 16, _fetch_forever(topic_id))
     _wait(
         lambda: broker.call(
             lambda: len(server.purgatory.waiters.get(id(broker.state.topics["parked"].partitions[0]), ())) == 200
@@ -223,7 +223,7 @@ def test_parked_acks_all_produce_ends_with_its_connection() -> None:
         port = cluster.call(lambda: cluster.state.brokers[leader].port)
         raw = RawClient(f"127.0.0.1:{port}")
         raw.send(
-            0,
+            ApiKey.PRODUCE,
             9,
             {
                 "acks": -1,
@@ -254,10 +254,10 @@ def _join_body(member_id: str) -> dict:
 def test_parked_join_group_ends_with_its_connection(broker: fakekafka.Cluster) -> None:
     """A second member's JoinGroup waits for the first to rejoin (up to 300 s); dropped, it is gone at once."""
     first, second = RawClient(broker.bootstrap_servers), RawClient(broker.bootstrap_servers)
-    member = first.request(11, 5, _join_body("")).member_id  # MEMBER_ID_REQUIRED hands out the id
-    assert first.request(11, 5, _join_body(member)).error_code == ErrorCode.NONE
-    other = second.request(11, 5, _join_body("")).member_id
-    second.send(11, 5, _join_body(other))
+    member = first.request(ApiKey.JOIN_GROUP, 5, _join_body("")).member_id  # MEMBER_ID_REQUIRED hands out the id
+    assert first.request(ApiKey.JOIN_GROUP, 5, _join_body(member)).error_code == ErrorCode.NONE
+    other = second.request(ApiKey.JOIN_GROUP, 5, _join_body("")).member_id
+    second.send(ApiKey.JOIN_GROUP, 5, _join_body(other))
     server = broker.server
     _wait(lambda: broker.call(lambda: bool(server.purgatory.waiters)), "the second join waits for the first member")
     second.close()
@@ -271,7 +271,7 @@ def test_partition_ceiling_refuses_create_topics_and_create_partitions(limited: 
 
     def create(name: str, n: int) -> tuple[int, str | None]:
         r = raw.request(
-            19,
+            ApiKey.CREATE_TOPICS,
             7,
             {
                 "topics": [
@@ -288,7 +288,9 @@ def test_partition_ceiling_refuses_create_topics_and_create_partitions(limited: 
     assert code == ErrorCode.POLICY_VIOLATION and "max.partitions" in message
     assert create("b", 40)[0] == ErrorCode.NONE
     r = raw.request(
-        37, 3, {"topics": [{"name": "a", "count": 61, "assignments": None}], "timeout_ms": 1000, "validate_only": False}
+        ApiKey.CREATE_PARTITIONS,
+        3,
+        {"topics": [{"name": "a", "count": 61, "assignments": None}], "timeout_ms": 1000, "validate_only": False},
     )
     assert r.results[0].error_code == ErrorCode.POLICY_VIOLATION
     # a mutated request asking for 2**31-1 partitions: Kafka's per-request cap answers before anything is made
@@ -309,7 +311,7 @@ def test_fetch_max_bytes_bounds_a_response_whatever_the_request_asks(limited: fa
     topic_id = limited.call(lambda: limited.state.topics["big"].topic_id)
     raw = RawClient(limited.bootstrap_servers)
     r = raw.request(
-        1,
+        ApiKey.FETCH,
         16,
         {
             "max_wait_ms": 0,
@@ -371,12 +373,12 @@ def test_a_decompression_bomb_is_refused_before_it_is_decompressed(
             }
         ],
     }
-    p = raw.request(0, 9, produce).responses[0].partition_responses[0]
+    p = raw.request(ApiKey.PRODUCE, 9, produce).responses[0].partition_responses[0]
     assert p.error_code == ErrorCode.INVALID_RECORD
     produce["topic_data"][0]["partition_data"][0]["records"] = build_batch(
         [{"value": bytes(1 << 19)}], compression=codec
     )
-    assert raw.request(0, 9, produce).responses[0].partition_responses[0].error_code == ErrorCode.NONE
+    assert raw.request(ApiKey.PRODUCE, 9, produce).responses[0].partition_responses[0].error_code == ErrorCode.NONE
     assert broker.end_offsets("bomb") == {0: 1}
     raw.close()
 
@@ -389,7 +391,7 @@ def test_a_request_past_the_element_budget_closes_its_connection(
     from fakekafka.net.requests import MAX_REQUEST_ELEMENTS
 
     raw = RawClient(broker.bootstrap_servers)
-    r = raw.request(3, 1, {"topics": [{"name": "a"}] * 1000})
+    r = raw.request(ApiKey.METADATA, 1, {"topics": [{"name": "a"}] * 1000})
     assert len(r.topics) == 1000
     raw.send_bytes(wire.encode_request(3, 1, 9, {"topics": [{"name": "a"}] * (MAX_REQUEST_ELEMENTS + 1)}))
     assert raw.is_closed()

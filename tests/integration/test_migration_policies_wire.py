@@ -26,7 +26,7 @@ import pytest
 import fakekafka
 from fakekafka.model.config import BrokerConfig
 from fakekafka.testing.pytest_plugin import REAL_KAFKA_CONFIGS
-from fakekafka.wire import ErrorCode
+from fakekafka.wire import ApiKey, ErrorCode
 from fakekafka.wire.messages.consumer_protocol_assignment import VERSIONS as ASSIGNMENT
 from fakekafka.wire.messages.consumer_protocol_subscription import VERSIONS as SUBSCRIPTION
 from tests.rawclient import RawClient, eventually
@@ -61,7 +61,7 @@ def broker(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
 def raw(broker: tuple[str, str]) -> Iterator[RawClient]:
     client = RawClient(broker[1])
     if client.request(
-        19,
+        ApiKey.CREATE_TOPICS,
         7,
         {
             "topics": [{"name": TOPIC, "num_partitions": 2, "replication_factor": 1, "assignments": [], "configs": []}],
@@ -81,7 +81,9 @@ def _group_id(raw: RawClient) -> str:
     eventually(
         "the group coordinator",
         lambda: (
-            raw.request(10, 4, {"key_type": 0, "coordinator_keys": [group]}).coordinators[0].error_code
+            raw.request(ApiKey.FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": [group]})
+            .coordinators[0]
+            .error_code
             == ErrorCode.NONE
             or None
         ),
@@ -90,7 +92,9 @@ def _group_id(raw: RawClient) -> str:
     eventually(
         "the group coordinator loaded",
         lambda: (
-            raw.request(15, 5, {"groups": [group], "include_authorized_operations": False}).groups[0].error_code
+            raw.request(ApiKey.DESCRIBE_GROUPS, 5, {"groups": [group], "include_authorized_operations": False})
+            .groups[0]
+            .error_code
             == ErrorCode.NONE
             or None
         ),
@@ -110,7 +114,7 @@ def _assignment(partitions: list[int]) -> bytes:
 
 def _join(raw: RawClient, group: str, member_id: str, instance: str | None = None) -> Any:
     return raw.request(
-        11,
+        ApiKey.JOIN_GROUP,
         5,
         {
             "group_id": group,
@@ -126,7 +130,7 @@ def _join(raw: RawClient, group: str, member_id: str, instance: str | None = Non
 
 def _heartbeat(raw: RawClient, group: str, member_id: str, epoch: int, instance: str | None = None) -> Any:
     return raw.request(
-        68,
+        ApiKey.CONSUMER_GROUP_HEARTBEAT,
         1,
         {
             "group_id": group,
@@ -143,13 +147,15 @@ def _heartbeat(raw: RawClient, group: str, member_id: str, epoch: int, instance:
 
 
 def _group_type(raw: RawClient, group: str) -> str | None:
-    listed = raw.request(16, 5, {"states_filter": [], "types_filter": []}).groups
+    listed = raw.request(ApiKey.LIST_GROUPS, 5, {"states_filter": [], "types_filter": []}).groups
     return next((g.group_type for g in listed if g.group_id == group), None)
 
 
 def _leave(raw: RawClient, group: str, member_id: str) -> None:
     raw.request(
-        13, 5, {"group_id": group, "members": [{"member_id": member_id, "group_instance_id": None, "reason": None}]}
+        ApiKey.LEAVE_GROUP,
+        5,
+        {"group_id": group, "members": [{"member_id": member_id, "group_instance_id": None, "reason": None}]},
     )
 
 
@@ -164,7 +170,7 @@ def test_a_consumer_protocol_member_upgrades_a_classic_group_only_where_the_poli
     joined = _join(raw, group, classic)
     assert joined.error_code == ErrorCode.NONE
     synced = raw.request(
-        14,
+        ApiKey.SYNC_GROUP,
         5,
         {
             "group_id": group,
@@ -233,7 +239,7 @@ def test_a_classic_member_joins_a_consumer_group_and_its_leaving_peer_downgrades
     gen = joined.generation_id
     assert (
         raw.request(
-            14,
+            ApiKey.SYNC_GROUP,
             5,
             {
                 "group_id": group,
@@ -248,8 +254,12 @@ def test_a_classic_member_joins_a_consumer_group_and_its_leaving_peer_downgrades
         == ErrorCode.NONE
     )
     assert _heartbeat(raw, group, member, -1).error_code == ErrorCode.NONE  # the last consumer-protocol member
-    described = raw.request(15, 5, {"groups": [group], "include_authorized_operations": False}).groups[0]
-    modern = raw.request(69, 1, {"group_ids": [group], "include_authorized_operations": False}).groups[0]
+    described = raw.request(
+        ApiKey.DESCRIBE_GROUPS, 5, {"groups": [group], "include_authorized_operations": False}
+    ).groups[0]
+    modern = raw.request(
+        ApiKey.CONSUMER_GROUP_DESCRIBE, 1, {"group_ids": [group], "include_authorized_operations": False}
+    ).groups[0]
     if policy == "downgrade":  # a classic group again, rebalancing with the classic member
         assert (_group_type(raw, group), described.group_state, described.protocol_type, len(described.members)) == (
             "classic",
@@ -270,7 +280,9 @@ def test_a_classic_member_joins_a_consumer_group_and_its_leaving_peer_downgrades
         ) == ("consumer", "Dead", ErrorCode.NONE, [0])
     assert (
         raw.request(
-            12, 4, {"group_id": group, "generation_id": gen, "member_id": classic, "group_instance_id": None}
+            ApiKey.HEARTBEAT,
+            4,
+            {"group_id": group, "generation_id": gen, "member_id": classic, "group_instance_id": None},
         ).error_code
         == ErrorCode.REBALANCE_IN_PROGRESS
     )
@@ -295,7 +307,9 @@ def test_a_static_member_back_on_the_classic_protocol_downgrades_the_group_where
     assert _heartbeat(raw, group, member, 0, "i1").error_code == ErrorCode.NONE
     assert _heartbeat(raw, group, member, -2, "i1").error_code == ErrorCode.NONE
     back = _join(raw, group, "", "i1")
-    described = raw.request(15, 5, {"groups": [group], "include_authorized_operations": False}).groups[0]
+    described = raw.request(
+        ApiKey.DESCRIBE_GROUPS, 5, {"groups": [group], "include_authorized_operations": False}
+    ).groups[0]
     if policy == "disabled":
         assert (back.error_code, back.member_id) == (ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "")
         assert (_group_type(raw, group), described.group_state) == ("consumer", "Dead")
@@ -311,7 +325,7 @@ def test_a_static_member_back_on_the_classic_protocol_downgrades_the_group_where
     else:
         assert (_group_type(raw, group), described.group_state) == ("consumer", "Dead")
     raw.request(
-        13,
+        ApiKey.LEAVE_GROUP,
         5,
         {"group_id": group, "members": [{"member_id": back.member_id, "group_instance_id": "i1", "reason": None}]},
     )

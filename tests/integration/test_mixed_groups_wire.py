@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from fakekafka.wire import ErrorCode
+from fakekafka.wire import ApiKey, ErrorCode
 from fakekafka.wire.messages.consumer_protocol_assignment import VERSIONS as ASSIGNMENT
 from fakekafka.wire.messages.consumer_protocol_subscription import VERSIONS as SUBSCRIPTION
 from tests.rawclient import RawClient, eventually
@@ -37,7 +37,7 @@ def _partitions(data: bytes) -> list[int]:
 
 def _join(raw: RawClient, member_id: str, instance: str | None = None) -> Any:
     return raw.request(
-        11,
+        ApiKey.JOIN_GROUP,
         5,
         {
             "group_id": GROUP,
@@ -59,7 +59,7 @@ def _sync(
     assignments: list[dict[str, Any]] | None = None,
 ) -> Any:
     return raw.request(
-        14,
+        ApiKey.SYNC_GROUP,
         5,
         {
             "group_id": GROUP,
@@ -84,7 +84,7 @@ def _heartbeat(raw: RawClient, epoch: int, owned: list[Any] | None, **fields: An
         "topic_partitions": owned,
         **fields,
     }
-    return raw.request(68, 1, body)
+    return raw.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, body)
 
 
 def test_static_member_back_on_the_classic_protocol_downgrades_the_group(kafka) -> None:  # noqa: ANN001
@@ -93,7 +93,9 @@ def test_static_member_back_on_the_classic_protocol_downgrades_the_group(kafka) 
     eventually(
         "the group coordinator",
         lambda: (
-            raw.request(10, 4, {"key_type": 0, "coordinator_keys": [GROUP]}).coordinators[0].error_code
+            raw.request(ApiKey.FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": [GROUP]})
+            .coordinators[0]
+            .error_code
             == ErrorCode.NONE
             or None
         ),
@@ -111,7 +113,7 @@ def test_static_member_back_on_the_classic_protocol_downgrades_the_group(kafka) 
     assert (hb.error_code, hb.member_epoch) == (ErrorCode.NONE, gen + 1)
     assert (
         raw.request(
-            12, 4, {"group_id": GROUP, "generation_id": gen, "member_id": a, "group_instance_id": None}
+            ApiKey.HEARTBEAT, 4, {"group_id": GROUP, "generation_id": gen, "member_id": a, "group_instance_id": None}
         ).error_code
         == ErrorCode.REBALANCE_IN_PROGRESS
     )
@@ -131,13 +133,17 @@ def test_static_member_back_on_the_classic_protocol_downgrades_the_group(kafka) 
         return r if len(owned) == 1 else None
 
     assert eventually("the static member's partition", static_member_owns_one).member_epoch == gen + 1
-    described = raw.request(69, 1, {"group_ids": [GROUP], "include_authorized_operations": False}).groups[0]
+    described = raw.request(
+        ApiKey.CONSUMER_GROUP_DESCRIBE, 1, {"group_ids": [GROUP], "include_authorized_operations": False}
+    ).groups[0]
     assert (described.group_state, sorted(m.member_type for m in described.members)) == ("Stable", [0, 1])
     # it leaves for now (epoch -2) and comes back as a classic member with a new member id
     assert _heartbeat(raw, -2, None).error_code == ErrorCode.NONE
     back = _join(raw, "", "i1")
     assert (back.error_code, back.generation_id) == (ErrorCode.NONE, gen + 1)
-    groups = raw.request(15, 5, {"groups": [GROUP], "include_authorized_operations": False}).groups[0]
+    groups = raw.request(ApiKey.DESCRIBE_GROUPS, 5, {"groups": [GROUP], "include_authorized_operations": False}).groups[
+        0
+    ]
     assert (groups.error_code, groups.group_state, groups.protocol_type, groups.protocol_data, len(groups.members)) == (
         ErrorCode.NONE,
         "Stable",
@@ -150,10 +156,16 @@ def test_static_member_back_on_the_classic_protocol_downgrades_the_group(kafka) 
     assert sorted(_partitions(mine.assignment) + _partitions(synced.assignment)) == [0, 1]
     assert (
         raw.request(
-            12, 4, {"group_id": GROUP, "generation_id": gen + 1, "member_id": a, "group_instance_id": None}
+            ApiKey.HEARTBEAT,
+            4,
+            {"group_id": GROUP, "generation_id": gen + 1, "member_id": a, "group_instance_id": None},
         ).error_code
         == ErrorCode.NONE
     )
     for member, instance in ((a, None), (back.member_id, "i1")):
-        raw.request(13, 5, {"group_id": GROUP, "members": [{"member_id": member, "group_instance_id": instance}]})
+        raw.request(
+            ApiKey.LEAVE_GROUP,
+            5,
+            {"group_id": GROUP, "members": [{"member_id": member, "group_instance_id": instance}]},
+        )
     raw.close()

@@ -28,7 +28,7 @@ from fakekafka.model.cluster import ClusterState
 from fakekafka.model.config import OAUTHBEARER_UNSECURED_VALIDATOR, BrokerConfig, InvalidConfig
 from fakekafka.net.security import parse_listeners, protocol_map
 from fakekafka.net.server import Server
-from fakekafka.wire import ErrorCode
+from fakekafka.wire import ApiKey, ErrorCode
 from tests.rawclient import RawClient
 
 SASL_HANDSHAKE, SASL_AUTHENTICATE, METADATA, API_VERSIONS = 17, 36, 3, 18
@@ -78,7 +78,7 @@ def test_several_listeners_each_advertised_to_its_own_clients() -> None:
             {"topics": None, "allow_auto_topic_creation": False, "include_topic_authorized_operations": False},
         )
         assert sorted(f"{b.host}:{b.port}" for b in md.brokers) == sorted(sasl)
-        fc = raw.request(10, 4, {"key_type": 0, "coordinator_keys": ["g"]})
+        fc = raw.request(ApiKey.FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": ["g"]})
         assert f"{fc.coordinators[0].host}:{fc.coordinators[0].port}" in sasl
         raw.close()
 
@@ -143,7 +143,7 @@ def test_request_before_the_handshake_closes_the_connection(sasl_cluster: fakeka
 def test_request_after_the_handshake_gets_illegal_sasl_state_then_closes(sasl_cluster: fakekafka.Cluster) -> None:
     raw = RawClient(sasl_cluster.bootstrap_servers_for("SASL_PLAINTEXT"))
     assert raw.request(SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}).error_code == 0
-    fc = raw.request(10, 3, {"key": "g", "key_type": 0})
+    fc = raw.request(ApiKey.FIND_COORDINATOR, 3, {"key": "g", "key_type": 0})
     assert fc.error_code == ErrorCode.ILLEGAL_SASL_STATE
     assert raw.is_closed()
 
@@ -666,7 +666,7 @@ def _exchanges(address: str) -> list[tuple[object, ...]]:
     out.append(("metadata first: closed", raw.is_closed()))
     raw = RawClient(address)
     raw.request(SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})
-    out.append(answer(raw.request(10, 3, {"key": "g", "key_type": 0}), "error_code", "node_id"))
+    out.append(answer(raw.request(ApiKey.FIND_COORDINATOR, 3, {"key": "g", "key_type": 0}), "error_code", "node_id"))
     out.append(("closed", raw.is_closed()))
     return out
 
@@ -1012,7 +1012,9 @@ def _described(address: str, name: str) -> list[tuple[object, ...]]:
     """DescribeConfigs of one broker config, with synonyms and documentation, as a tuple per entry."""
     raw = RawClient(address)
     resource = {"resource_type": 4, "resource_name": "1", "configuration_keys": [name]}
-    answer = raw.request(32, 4, {"resources": [resource], "include_synonyms": True, "include_documentation": True})
+    answer = raw.request(
+        ApiKey.DESCRIBE_CONFIGS, 4, {"resources": [resource], "include_synonyms": True, "include_documentation": True}
+    )
     raw.close()
     return [
         (

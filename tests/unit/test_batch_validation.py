@@ -13,7 +13,7 @@ from collections.abc import Callable
 import crc32c
 import pytest
 
-from fakekafka.wire import ErrorCode
+from fakekafka.wire import ApiKey, ErrorCode
 from fakekafka.wire.records import Compression, _sized, _varint, _varlong, build_batch
 from tests.rawclient import RawClient
 
@@ -177,7 +177,7 @@ def _produce(raw: RawClient, topic: str, records: bytes) -> object:
         "timeout_ms": 5000,
         "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": records}]}],
     }
-    return raw.request(0, 9, body).responses[0].partition_responses[0]
+    return raw.request(ApiKey.PRODUCE, 9, body).responses[0].partition_responses[0]
 
 
 @pytest.mark.parametrize(("case", "make", "code", "message"), CASES, ids=[c[0] for c in CASES])
@@ -261,7 +261,7 @@ def test_first_batch_faults_fail_the_whole_request(
             {"name": "bad", "partition_data": [{"index": 0, "records": bad()}]},
         ],
     }
-    r = raw.request(0, version, body)
+    r = raw.request(ApiKey.PRODUCE, version, body)
     got = [
         (t.name, ErrorCode(p.error_code).name, p.get("error_message"))
         for t in r.responses
@@ -286,7 +286,7 @@ def test_zstd_needs_produce_v7(kafka) -> None:
             {"name": "zstd", "partition_data": [{"index": 0, "records": bytes(_batch(2, Compression.ZSTD))}]},
         ],
     }
-    r = raw.request(0, 6, body)
+    r = raw.request(ApiKey.PRODUCE, 6, body)
     got = [(t.name, ErrorCode(p.error_code).name) for t in r.responses for p in t.partition_responses]
     assert sorted(got) == [("good", "NONE"), ("zstd", "UNSUPPORTED_COMPRESSION_TYPE")]
     assert kafka.end_offsets("zstd") == {0: 0}

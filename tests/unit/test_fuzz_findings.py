@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from fakekafka import wire
-from fakekafka.wire import ErrorCode
+from fakekafka.wire import ApiKey, ErrorCode
 from fakekafka.wire.primitives import uvarint_bytes
 from fakekafka.wire.records import build_batch
 from tests.rawclient import RawClient, eventually
@@ -20,7 +20,7 @@ ZERO = uuid.UUID(int=0)
 
 def _create(raw: RawClient, name: str) -> tuple[int, str | None]:
     r = raw.request(
-        19,
+        ApiKey.CREATE_TOPICS,
         5,
         {
             "topics": [{"name": name, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}],
@@ -48,7 +48,7 @@ def test_malformed_utf8_in_a_name_is_answered_not_dropped(kafka) -> None:
         client_id="QQQQ",
     )
     raw.send_bytes(frame.replace(b"QQQQ", b"\xff\xfeab"))
-    _, r = raw.receive(19, 5)
+    _, r = raw.receive(ApiKey.CREATE_TOPICS, 5)
     assert (r.topics[0].name, r.topics[0].error_code) == ("\ufffd\ufffdab", ErrorCode.INVALID_TOPIC_EXCEPTION)
     assert r.topics[0].error_message == (
         "Topic name is invalid: '\ufffd\ufffdab' contains one or more characters "
@@ -83,7 +83,7 @@ def test_metadata_v10_11_refuse_ids_and_null_names(kafka, version: int, name: st
     """Found by the network fuzzer: a null name in v10 made an answer that did not encode (a traceback)."""
     raw = RawClient(kafka.bootstrap_servers)
     r = raw.request(
-        3,
+        ApiKey.METADATA,
         version,
         {
             "topics": [{"name": name, "topic_id": topic_id}],
@@ -109,7 +109,7 @@ def test_acks0_produce_error_closes_the_connection(kafka, topic: str, corrupt: b
         batch[-1] ^= 1
     raw = RawClient(kafka.bootstrap_servers)
     raw.send(
-        0,
+        ApiKey.PRODUCE,
         9,
         {
             "transactional_id": None,
@@ -121,7 +121,12 @@ def test_acks0_produce_error_closes_the_connection(kafka, topic: str, corrupt: b
     if closed:
         assert raw.is_closed()
     else:
-        assert raw.request(18, 3, {"client_software_name": "t", "client_software_version": "1"}).error_code == 0
+        assert (
+            raw.request(
+                ApiKey.API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"}
+            ).error_code
+            == 0
+        )
     raw.close()
 
 
@@ -142,7 +147,7 @@ def _consumer_heartbeat(group_id: str, member_id: str, epoch: int = 0) -> dict:
 
 def _listed(kafka, version: int) -> list[int]:
     raw = RawClient(kafka.bootstrap_servers)
-    r = raw.request(16, version, {"states_filter": [], "types_filter": []})
+    r = raw.request(ApiKey.LIST_GROUPS, version, {"states_filter": [], "types_filter": []})
     raw.close()
     return sorted(len(g.group_id) for g in r.groups)
 
@@ -196,11 +201,15 @@ def test_a_32767_byte_group_id_is_taken_and_listed_by_every_listgroups(kafka) ->
         "the heartbeat is answered",
         lambda: (
             r
-            if (r := raw.request(68, 1, _consumer_heartbeat(group, member))).error_code != ErrorCode.NOT_COORDINATOR
+            if (r := raw.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, _consumer_heartbeat(group, member))).error_code
+            != ErrorCode.NOT_COORDINATOR
             else None
         ),
     )
     assert r.error_code == ErrorCode.NONE
     assert all(32767 in _listed(kafka, version) for version in (0, 2, 5))
-    assert raw.request(68, 1, _consumer_heartbeat(group, member, epoch=-1)).error_code == ErrorCode.NONE
+    assert (
+        raw.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, _consumer_heartbeat(group, member, epoch=-1)).error_code
+        == ErrorCode.NONE
+    )
     raw.close()

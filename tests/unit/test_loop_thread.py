@@ -10,6 +10,7 @@ import pytest
 
 import fakekafka
 from fakekafka.net.loop_thread import LoopThread
+from fakekafka.wire import ApiKey
 from tests.rawclient import RawClient
 
 
@@ -42,7 +43,7 @@ def test_pooled_cluster_serves_requests_and_its_port_closes_once_retired(loop_th
     raw = RawClient(cluster.bootstrap_servers)
     try:
         body = raw.request(
-            3,
+            ApiKey.METADATA,
             9,
             {
                 "topics": [{"name": "t"}],

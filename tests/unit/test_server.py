@@ -12,7 +12,7 @@ import pytest
 import fakekafka
 from fakekafka import wire
 from fakekafka.handlers import advertised_versions
-from fakekafka.wire import ErrorCode
+from fakekafka.wire import ApiKey, ErrorCode
 from fakekafka.wire.records import build_batch
 from tests.rawclient import RawClient, eventually
 
@@ -37,7 +37,7 @@ def _produce_body(topic: str, value: bytes = b"v", acks: int = 1, partition: int
 @pytest.mark.parametrize("version", range(5))
 def test_api_versions_advertises_the_registry(raw: RawClient, version: int) -> None:
     body = {"client_software_name": "raw", "client_software_version": "1"} if version >= 3 else {}
-    r = raw.request(18, version, body)
+    r = raw.request(ApiKey.API_VERSIONS, version, body)
     assert r.error_code == ErrorCode.NONE
     assert {k.api_key: (k.min_version, k.max_version) for k in r.api_keys} == advertised_versions()
     assert advertised_versions()[0][0] == 0  # Produce from 0, or librdkafka turns compression off
@@ -45,13 +45,13 @@ def test_api_versions_advertises_the_registry(raw: RawClient, version: int) -> N
 
 def test_api_versions_too_new_answers_v0_with_unsupported_version(raw: RawClient) -> None:
     raw.send_bytes(struct.pack(">ihhi", 10, 18, 99, 7) + b"\x00\x00" + b"\x00\x00")
-    corr, r = raw.receive(18, 0)
+    corr, r = raw.receive(ApiKey.API_VERSIONS, 0)
     assert corr == 7 and r.error_code == ErrorCode.UNSUPPORTED_VERSION
     assert [(k.api_key, k.min_version, k.max_version) for k in r.api_keys] == [(18, 0, 5)]
 
 
 def test_produce_v2_is_refused_per_partition(raw: RawClient) -> None:
-    r = raw.request(0, 2, _produce_body("t"))
+    r = raw.request(ApiKey.PRODUCE, 2, _produce_body("t"))
     assert r.responses[0].partition_responses[0].error_code == ErrorCode.UNSUPPORTED_VERSION
 
 
@@ -59,11 +59,11 @@ def test_requests_on_one_connection_are_answered_in_order_and_acks0_is_silent(
     raw: RawClient, broker: fakekafka.Cluster
 ) -> None:
     broker.create_topic("t")  # Produce never creates a topic (Kafka auto-creates on Metadata only)
-    raw.send(0, 9, _produce_body("t", acks=0))
-    c2 = raw.send(3, 12, {"topics": None})
-    c3 = raw.send(0, 9, _produce_body("t", acks=1))
-    assert raw.receive(3, 12)[0] == c2
-    corr, r = raw.receive(0, 9)
+    raw.send(ApiKey.PRODUCE, 9, _produce_body("t", acks=0))
+    c2 = raw.send(ApiKey.METADATA, 12, {"topics": None})
+    c3 = raw.send(ApiKey.PRODUCE, 9, _produce_body("t", acks=1))
+    assert raw.receive(ApiKey.METADATA, 12)[0] == c2
+    corr, r = raw.receive(ApiKey.PRODUCE, 9)
     assert corr == c3 and r.responses[0].partition_responses[0].base_offset == 1
     assert broker.end_offsets("t") == {0: 2}
 
@@ -89,7 +89,7 @@ def test_bad_input_closes_only_that_connection(
     victim = RawClient(broker.bootstrap_servers)
     victim.send_bytes(bad)
     assert victim.is_closed()
-    r = other.request(3, 12, {"topics": [{"name": "keep"}]})
+    r = other.request(ApiKey.METADATA, 12, {"topics": [{"name": "keep"}]})
     assert r.topics[0].error_code == ErrorCode.NONE
     assert [x.value for x in broker.records("keep")] == [b"stored"]
     assert any("closing" in m for m in caplog.messages)
@@ -120,10 +120,10 @@ def test_fetch_long_poll_is_woken_by_a_produce(broker: fakekafka.Cluster, raw: R
             {"topic_id": topic_id, "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}
         ],
     }
-    raw.send(1, 16, fetch)
+    raw.send(ApiKey.FETCH, 16, fetch)
     started = time.monotonic()
     threading.Timer(0.2, lambda: broker.produce("lp", b"wake")).start()
-    _, r = raw.receive(1, 16)
+    _, r = raw.receive(ApiKey.FETCH, 16)
     assert time.monotonic() - started < 10
     data = r.responses[0].partitions[0].records
     assert wire.records.decode_batch(data).records[0].value == b"wake"
@@ -140,7 +140,10 @@ def test_large_fetches_to_a_slow_reader_arrive_whole_and_in_order(broker: fakeka
     raw = RawClient(broker.bootstrap_servers)
     try:
         for v in values:
-            assert raw.request(0, 9, _produce_body("big", v)).responses[0].partition_responses[0].error_code == 0
+            assert (
+                raw.request(ApiKey.PRODUCE, 9, _produce_body("big", v)).responses[0].partition_responses[0].error_code
+                == 0
+            )
         topic_id = broker.call(lambda: broker.state.topics["big"].topic_id)
         stored = broker.call(lambda: list(broker.state.topics["big"].partitions[0].log.batches))
         raw.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
@@ -148,7 +151,7 @@ def test_large_fetches_to_a_slow_reader_arrive_whole_and_in_order(broker: fakeka
         for offset in (0, 2, 3):
             sent.append(
                 raw.send(
-                    1,
+                    ApiKey.FETCH,
                     16,
                     {
                         "max_wait_ms": 0,
@@ -166,13 +169,13 @@ def test_large_fetches_to_a_slow_reader_arrive_whole_and_in_order(broker: fakeka
                     },
                 )
             )
-        sent.append(raw.send(18, 0, {}))
+        sent.append(raw.send(ApiKey.API_VERSIONS, 0, {}))
         time.sleep(0.3)  # the broker's sends fill both socket buffers and the rest waits in the transport
         for corr, offset in zip(sent, (0, 2, 3), strict=False):
-            got, r = raw.receive(1, 16)
+            got, r = raw.receive(ApiKey.FETCH, 16)
             assert got == corr
             assert bytes(r.responses[0].partitions[0].records) == b"".join(bytes(b) for b in stored[offset:])
-        assert raw.receive(18, 0)[0] == sent[-1]
+        assert raw.receive(ApiKey.API_VERSIONS, 0)[0] == sent[-1]
     finally:
         raw.close()
 
@@ -189,7 +192,7 @@ def test_a_reader_that_never_reads_holds_a_bounded_part_of_its_answer_unsent(bro
     broker.create_topic("huge", 1)
     producer = RawClient(broker.bootstrap_servers)
     for _ in range(22):
-        r = producer.request(0, 9, _produce_body("huge", os.urandom(900_000)))
+        r = producer.request(ApiKey.PRODUCE, 9, _produce_body("huge", os.urandom(900_000)))
         assert r.responses[0].partition_responses[0].error_code == 0
     producer.close()
     topic_id = broker.call(lambda: broker.state.topics["huge"].topic_id)
@@ -227,7 +230,7 @@ def test_fetch_errors(broker: fakekafka.Cluster, raw: RawClient) -> None:
 
     def fetch(tid: uuid.UUID, offset: int) -> int:
         r = raw.request(
-            1,
+            ApiKey.FETCH,
             13,
             {
                 "max_wait_ms": 0,
@@ -248,19 +251,19 @@ def test_fetch_errors(broker: fakekafka.Cluster, raw: RawClient) -> None:
     assert fetch(topic_id, 1) == ErrorCode.NONE  # at the high watermark: empty, no error
     assert fetch(topic_id, 2) == ErrorCode.OFFSET_OUT_OF_RANGE
     assert fetch(uuid.uuid4(), 0) == ErrorCode.UNKNOWN_TOPIC_ID
-    r = raw.request(1, 12, {"max_wait_ms": 0, "session_id": 5, "session_epoch": 1, "topics": []})
+    r = raw.request(ApiKey.FETCH, 12, {"max_wait_ms": 0, "session_id": 5, "session_epoch": 1, "topics": []})
     assert r.error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
 
 
 def test_metadata_reports_topic_ids_and_respects_auto_create(raw: RawClient, broker: fakekafka.Cluster) -> None:
-    r = raw.request(3, 12, {"topics": [{"name": "auto"}], "allow_auto_topic_creation": False})
+    r = raw.request(ApiKey.METADATA, 12, {"topics": [{"name": "auto"}], "allow_auto_topic_creation": False})
     assert r.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    r = raw.request(3, 12, {"topics": [{"name": "auto"}], "allow_auto_topic_creation": True})
+    r = raw.request(ApiKey.METADATA, 12, {"topics": [{"name": "auto"}], "allow_auto_topic_creation": True})
     t = r.topics[0]
     assert t.error_code == ErrorCode.NONE and t.topic_id == broker.call(lambda: broker.state.topics["auto"].topic_id)
-    r = raw.request(3, 12, {"topics": [{"name": None, "topic_id": t.topic_id}]})
+    r = raw.request(ApiKey.METADATA, 12, {"topics": [{"name": None, "topic_id": t.topic_id}]})
     assert r.topics[0].name == "auto"
-    r = raw.request(3, 12, {"topics": [{"name": "bad name!"}], "allow_auto_topic_creation": True})
+    r = raw.request(ApiKey.METADATA, 12, {"topics": [{"name": "bad name!"}], "allow_auto_topic_creation": True})
     assert r.topics[0].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
     assert r.cluster_id and r.controller_id == 1
 
@@ -269,16 +272,16 @@ def test_many_connections_at_once(broker: fakekafka.Cluster) -> None:
     broker.create_topic("many")
     clients = [RawClient(broker.bootstrap_servers) for _ in range(50)]
     for i, c in enumerate(clients):
-        c.send(0, 9, _produce_body("many", value=str(i).encode()))
+        c.send(ApiKey.PRODUCE, 9, _produce_body("many", value=str(i).encode()))
     for c in clients:
-        assert c.receive(0, 9)[1].responses[0].partition_responses[0].error_code == ErrorCode.NONE
+        assert c.receive(ApiKey.PRODUCE, 9)[1].responses[0].partition_responses[0].error_code == ErrorCode.NONE
         c.close()
     assert broker.end_offsets("many") == {0: 50}
 
 
 def test_fetch_v3_is_refused_per_partition(raw: RawClient) -> None:
     r = raw.request(
-        1,
+        ApiKey.FETCH,
         3,
         {
             "max_wait_ms": 0,
@@ -296,7 +299,7 @@ def test_a_metadata_naming_20000_new_topics_lets_other_clients_in_between(broker
     names = [f"wedge-{i}" for i in range(20_000)]
     big = RawClient(broker.bootstrap_servers, timeout=120)
     big.send(
-        3,
+        ApiKey.METADATA,
         12,
         {
             "topics": [{"name": n, "topic_id": uuid.UUID(int=0)} for n in names],
@@ -308,7 +311,7 @@ def test_a_metadata_naming_20000_new_topics_lets_other_clients_in_between(broker
 
     def made(name: str) -> bool:
         r = other.request(
-            3,
+            ApiKey.METADATA,
             12,
             {
                 "topics": [{"name": name, "topic_id": uuid.UUID(int=0)}],
@@ -320,7 +323,7 @@ def test_a_metadata_naming_20000_new_topics_lets_other_clients_in_between(broker
 
     eventually("the big request has begun", lambda: made(names[0]) or None, timeout=120)
     assert not made(names[-1])
-    _, r = big.receive(3, 12)
+    _, r = big.receive(ApiKey.METADATA, 12)
     assert [t.error_code for t in r.topics] == [ErrorCode.NONE] * len(names)
     assert made(names[-1])
     big.close()

@@ -54,6 +54,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec
 
 import fakekafka
 from fakekafka.testing.handle import ClusterHandle
+from fakekafka.wire import ApiKey
 from tests import javautil
 from tests.rawclient import RawClient
 
@@ -244,13 +245,15 @@ def _described_members(bootstrap: str, group: str) -> dict[str, bytes]:
     a Stable group's answer carries)."""
     raw = RawClient(bootstrap)
     try:
-        found = raw.request(10, 4, {"key_type": 0, "coordinator_keys": [group]}).coordinators[0]
+        found = raw.request(ApiKey.FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": [group]}).coordinators[0]
     finally:
         raw.close()
     assert found.error_code == 0, found
     raw = RawClient(f"{found.host}:{found.port}")
     try:
-        described = raw.request(15, 5, {"groups": [group], "include_authorized_operations": False}).groups[0]
+        described = raw.request(
+            ApiKey.DESCRIBE_GROUPS, 5, {"groups": [group], "include_authorized_operations": False}
+        ).groups[0]
     finally:
         raw.close()
     assert (described.error_code, described.group_state) == (0, "Stable"), described

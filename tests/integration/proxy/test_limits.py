@@ -17,7 +17,7 @@ import pytest
 
 import fakekafka
 from fakekafka.proxy import Proxy
-from fakekafka.wire import ErrorCode
+from fakekafka.wire import ApiKey, ErrorCode
 from fakekafka.wire.protocol import decode_response, encode_request, encode_response
 from tests.rawclient import RawClient
 
@@ -36,7 +36,7 @@ def _closed(raw: RawClient, timeout: float = 10.0) -> bool:
 
 
 def _answers(raw: RawClient) -> bool:
-    return raw.request(18, 0, {}).error_code == 0
+    return raw.request(ApiKey.API_VERSIONS, 0, {}).error_code == 0
 
 
 def _wait(what: str, check: object, timeout: float = 30.0) -> None:
@@ -79,11 +79,11 @@ def test_max_connections_holds_the_next_connection_unread_until_a_slot_frees() -
         first, second = RawClient(proxy.bootstrap_servers), RawClient(proxy.bootstrap_servers)
         assert _answers(first) and _answers(second)
         held = RawClient(proxy.bootstrap_servers, timeout=30)
-        corr = held.send(18, 0, {})
+        corr = held.send(ApiKey.API_VERSIONS, 0, {})
         _wait("the third connection held", lambda: proxy.call(lambda: len(proxy.server.quotas.held[0])) == 1)
         assert proxy.call(lambda: proxy.server.upstream_connections) == 2  # held: no upstream connection yet
         first.close()
-        got, answer = held.receive(18, 0)  # admitted once the first one closed: its request answered
+        got, answer = held.receive(ApiKey.API_VERSIONS, 0)  # admitted once the first one closed: its request answered
         assert (got, answer.error_code) == (corr, 0)
         for raw in (second, held):
             raw.close()

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 import fakekafka
-from fakekafka.wire import ErrorCode
+from fakekafka.wire import ApiKey, ErrorCode
 from tests.rawclient import RawClient
 
 
@@ -38,7 +38,7 @@ def _join(raw: RawClient, version: int, member_id: str = "", group: str = "g", *
         "protocols": [{"name": "range", "metadata": b"m"}],
         **extra,
     }
-    return raw.request(11, version, body)
+    return raw.request(ApiKey.JOIN_GROUP, version, body)
 
 
 def _stable_member(raw: RawClient, version: int = 9) -> tuple[str, int]:
@@ -51,7 +51,7 @@ def _stable_member(raw: RawClient, version: int = 9) -> tuple[str, int]:
     else:
         generation = first.generation_id
     sync = raw.request(
-        14,
+        ApiKey.SYNC_GROUP,
         min(version, 5),
         {
             "group_id": "g",
@@ -67,7 +67,9 @@ def _stable_member(raw: RawClient, version: int = 9) -> tuple[str, int]:
 @pytest.mark.parametrize("version", [0, 3, 4, 7, 9])
 def test_join_sync_heartbeat_across_versions(raw: RawClient, cluster: fakekafka.Cluster, version: int) -> None:
     member_id, generation = _stable_member(raw, version)
-    hb = raw.request(12, min(version, 4), {"group_id": "g", "generation_id": generation, "member_id": member_id})
+    hb = raw.request(
+        ApiKey.HEARTBEAT, min(version, 4), {"group_id": "g", "generation_id": generation, "member_id": member_id}
+    )
     assert hb.error_code == ErrorCode.NONE
     view = cluster.group("g")
     assert view.state == "Stable" and view.leader == member_id and view.protocol == "range"
@@ -100,12 +102,15 @@ def test_follower_sync_waits_for_leader(cluster: fakekafka.Cluster) -> None:
     assert {m.member_id for m in rejoin.members} == {leader_id, follower}
     f = threading.Thread(
         target=lambda: results.setdefault(
-            "sync", b.request(14, 3, {"group_id": "g", "generation_id": gen, "member_id": follower, "assignments": []})
+            "sync",
+            b.request(
+                ApiKey.SYNC_GROUP, 3, {"group_id": "g", "generation_id": gen, "member_id": follower, "assignments": []}
+            ),
         )
     )
     f.start()
     a.request(
-        14,
+        ApiKey.SYNC_GROUP,
         3,
         {
             "group_id": "g",
@@ -124,11 +129,15 @@ def test_follower_sync_waits_for_leader(cluster: fakekafka.Cluster) -> None:
 def test_leave_group_versions(raw: RawClient, cluster: fakekafka.Cluster, version: int) -> None:
     member_id, _ = _stable_member(raw)
     if version >= 3:
-        r = raw.request(13, version, {"group_id": "g", "members": [{"member_id": member_id}, {"member_id": "nobody"}]})
+        r = raw.request(
+            ApiKey.LEAVE_GROUP,
+            version,
+            {"group_id": "g", "members": [{"member_id": member_id}, {"member_id": "nobody"}]},
+        )
         assert r.error_code == ErrorCode.NONE
         assert [m.error_code for m in r.members] == [ErrorCode.NONE, ErrorCode.UNKNOWN_MEMBER_ID]
     else:
-        r = raw.request(13, version, {"group_id": "g", "member_id": member_id})
+        r = raw.request(ApiKey.LEAVE_GROUP, version, {"group_id": "g", "member_id": member_id})
         assert r.error_code == ErrorCode.NONE
     assert cluster.group("g").state == "Empty"
 
@@ -136,7 +145,7 @@ def test_leave_group_versions(raw: RawClient, cluster: fakekafka.Cluster, versio
 def test_offset_commit_and_fetch_versions(raw: RawClient, cluster: fakekafka.Cluster) -> None:
     member_id, generation = _stable_member(raw)
     commit = raw.request(
-        8,
+        ApiKey.OFFSET_COMMIT,
         9,
         {
             "group_id": "g",
@@ -160,7 +169,7 @@ def test_offset_commit_and_fetch_versions(raw: RawClient, cluster: fakekafka.Clu
     )
     assert [p.error_code for p in commit.topics[0].partitions] == [ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
     stale = raw.request(
-        8,
+        ApiKey.OFFSET_COMMIT,
         2,
         {
             "group_id": "g",
@@ -172,17 +181,19 @@ def test_offset_commit_and_fetch_versions(raw: RawClient, cluster: fakekafka.Clu
     assert stale.topics[0].partitions[0].error_code == ErrorCode.ILLEGAL_GENERATION
     assert cluster.committed("g") == {("t", 0): 7}
 
-    v1 = raw.request(9, 1, {"group_id": "g", "topics": [{"name": "t", "partition_indexes": [0, 1]}]})
+    v1 = raw.request(ApiKey.OFFSET_FETCH, 1, {"group_id": "g", "topics": [{"name": "t", "partition_indexes": [0, 1]}]})
     assert [(p.partition_index, p.committed_offset, p.metadata) for p in v1.topics[0].partitions] == [
         (0, 7, "m"),
         (1, -1, ""),
     ]
-    v7 = raw.request(9, 7, {"group_id": "g", "topics": None, "require_stable": True})
+    v7 = raw.request(ApiKey.OFFSET_FETCH, 7, {"group_id": "g", "topics": None, "require_stable": True})
     assert v7.error_code == ErrorCode.NONE
     assert [(p.partition_index, p.committed_offset, p.committed_leader_epoch) for p in v7.topics[0].partitions] == [
         (0, 7, 0)
     ]
-    v8 = raw.request(9, 8, {"groups": [{"group_id": "g", "topics": None}, {"group_id": "none", "topics": None}]})
+    v8 = raw.request(
+        ApiKey.OFFSET_FETCH, 8, {"groups": [{"group_id": "g", "topics": None}, {"group_id": "none", "topics": None}]}
+    )
     assert [(g.group_id, len(g.topics)) for g in v8.groups] == [("g", 1), ("none", 0)]
 
 
@@ -191,7 +202,7 @@ def test_offsets_by_topic_id_from_v10(raw: RawClient, cluster: fakekafka.Cluster
     topic_id = cluster.state.topics["t"].topic_id
     unknown = uuid.UUID(int=1)
     commit = raw.request(
-        8,
+        ApiKey.OFFSET_COMMIT,
         10,
         {
             "group_id": "g",
@@ -209,7 +220,7 @@ def test_offsets_by_topic_id_from_v10(raw: RawClient, cluster: fakekafka.Cluster
     ]
     assert cluster.committed("g") == {("t", 0): 5}
     fetched = raw.request(
-        9,
+        ApiKey.OFFSET_FETCH,
         10,
         {
             "groups": [
@@ -227,13 +238,13 @@ def test_offsets_by_topic_id_from_v10(raw: RawClient, cluster: fakekafka.Cluster
         (t.topic_id, [(p.partition_index, p.committed_offset, p.error_code) for p in t.partitions])
         for t in fetched.groups[0].topics
     ] == [(topic_id, [(0, 5, ErrorCode.NONE)]), (unknown, [(2, -1, ErrorCode.UNKNOWN_TOPIC_ID)])]
-    every = raw.request(9, 10, {"groups": [{"group_id": "g", "topics": None}]})
+    every = raw.request(ApiKey.OFFSET_FETCH, 10, {"groups": [{"group_id": "g", "topics": None}]})
     assert [t.topic_id for t in every.groups[0].topics] == [topic_id]
 
 
 @pytest.mark.parametrize("version", [5, 6])
 def test_describe_unknown_group(raw: RawClient, version: int) -> None:
-    r = raw.request(15, version, {"groups": ["nobody"]})
+    r = raw.request(ApiKey.DESCRIBE_GROUPS, version, {"groups": ["nobody"]})
     g = r.groups[0]
     assert g.group_state == "Dead"
     if version >= 6:  # KIP-1043
@@ -244,7 +255,7 @@ def test_describe_unknown_group(raw: RawClient, version: int) -> None:
 
 def test_simple_consumer_commit_with_generation_minus_one(raw: RawClient, cluster: fakekafka.Cluster) -> None:
     r = raw.request(
-        8,
+        ApiKey.OFFSET_COMMIT,
         8,
         {
             "group_id": "assign-only",
@@ -260,24 +271,26 @@ def test_simple_consumer_commit_with_generation_minus_one(raw: RawClient, cluste
 
 def test_describe_list_delete_groups(raw: RawClient, cluster: fakekafka.Cluster) -> None:
     member_id, _ = _stable_member(raw)
-    d = raw.request(15, 5, {"groups": ["g", "missing"]})
+    d = raw.request(ApiKey.DESCRIBE_GROUPS, 5, {"groups": ["g", "missing"]})
     g, missing = d.groups
     assert (g.group_state, g.protocol_type, g.protocol_data) == ("Stable", "consumer", "range")
     assert [(m.member_id, m.member_metadata, m.member_assignment) for m in g.members] == [(member_id, b"m", b"A")]
     assert (missing.error_code, missing.group_state) == (ErrorCode.NONE, "Dead")
-    listed = raw.request(16, 5, {"states_filter": ["stable"], "types_filter": []})
+    listed = raw.request(ApiKey.LIST_GROUPS, 5, {"states_filter": ["stable"], "types_filter": []})
     assert [(x.group_id, x.group_state, x.group_type) for x in listed.groups] == [("g", "Stable", "classic")]
-    assert raw.request(16, 4, {"states_filter": ["Empty"]}).groups == []
-    assert raw.request(42, 2, {"groups_names": ["g"]}).results[0].error_code == ErrorCode.NON_EMPTY_GROUP
-    raw.request(13, 5, {"group_id": "g", "members": [{"member_id": member_id}]})
-    deleted = raw.request(42, 2, {"groups_names": ["g", "missing"]})
+    assert raw.request(ApiKey.LIST_GROUPS, 4, {"states_filter": ["Empty"]}).groups == []
+    assert (
+        raw.request(ApiKey.DELETE_GROUPS, 2, {"groups_names": ["g"]}).results[0].error_code == ErrorCode.NON_EMPTY_GROUP
+    )
+    raw.request(ApiKey.LEAVE_GROUP, 5, {"group_id": "g", "members": [{"member_id": member_id}]})
+    deleted = raw.request(ApiKey.DELETE_GROUPS, 2, {"groups_names": ["g", "missing"]})
     assert [r.error_code for r in deleted.results] == [ErrorCode.NONE, ErrorCode.GROUP_ID_NOT_FOUND]
     assert cluster.group("g") is None
 
 
 def test_offset_delete(raw: RawClient, cluster: fakekafka.Cluster) -> None:
     raw.request(
-        8,
+        ApiKey.OFFSET_COMMIT,
         8,
         {
             "group_id": "od",
@@ -294,19 +307,24 @@ def test_offset_delete(raw: RawClient, cluster: fakekafka.Cluster) -> None:
             ],
         },
     )
-    r = raw.request(47, 0, {"group_id": "od", "topics": [{"name": "t", "partitions": [{"partition_index": 0}]}]})
+    r = raw.request(
+        ApiKey.OFFSET_DELETE, 0, {"group_id": "od", "topics": [{"name": "t", "partitions": [{"partition_index": 0}]}]}
+    )
     assert r.error_code == ErrorCode.NONE and r.topics[0].partitions[0].error_code == ErrorCode.NONE
     assert cluster.committed("od") == {("t", 1): 2}
-    assert raw.request(47, 0, {"group_id": "nope", "topics": []}).error_code == ErrorCode.GROUP_ID_NOT_FOUND
+    assert (
+        raw.request(ApiKey.OFFSET_DELETE, 0, {"group_id": "nope", "topics": []}).error_code
+        == ErrorCode.GROUP_ID_NOT_FOUND
+    )
 
 
 def test_find_coordinator_versions(raw: RawClient, cluster: fakekafka.Cluster) -> None:
-    old = raw.request(10, 3, {"key": "g", "key_type": 0})
+    old = raw.request(ApiKey.FIND_COORDINATOR, 3, {"key": "g", "key_type": 0})
     assert (old.error_code, old.node_id) == (ErrorCode.NONE, 1)
-    new = raw.request(10, 6, {"key_type": 0, "coordinator_keys": ["a", "b"]})
+    new = raw.request(ApiKey.FIND_COORDINATOR, 6, {"key_type": 0, "coordinator_keys": ["a", "b"]})
     assert [(c.key, c.node_id) for c in new.coordinators] == [("a", 1), ("b", 1)]
     assert (
-        raw.request(10, 4, {"key_type": 7, "coordinator_keys": ["a"]}).coordinators[0].error_code
+        raw.request(ApiKey.FIND_COORDINATOR, 4, {"key_type": 7, "coordinator_keys": ["a"]}).coordinators[0].error_code
         == ErrorCode.INVALID_REQUEST
     )
     assert "__consumer_offsets" in cluster.topics()
@@ -330,7 +348,7 @@ def test_a_classic_join_takes_over_an_empty_consumer_group_with_its_offsets(
 ) -> None:
     """As Kafka 4.4: an empty KIP-848 group gives its id, and its committed offsets, to a classic group."""
     hb = raw.request(
-        68,
+        ApiKey.CONSUMER_GROUP_HEARTBEAT,
         1,
         {
             "group_id": "g",
@@ -344,17 +362,21 @@ def test_a_classic_join_takes_over_an_empty_consumer_group_with_its_offsets(
     assert hb.error_code == ErrorCode.NONE
     offsets = [{"name": "t", "partitions": [{"partition_index": 0, "committed_offset": 3}]}]
     commit = raw.request(
-        8, 9, {"group_id": "g", "generation_id_or_member_epoch": hb.member_epoch, "member_id": "m1", "topics": offsets}
+        ApiKey.OFFSET_COMMIT,
+        9,
+        {"group_id": "g", "generation_id_or_member_epoch": hb.member_epoch, "member_id": "m1", "topics": offsets},
     )
     assert commit.topics[0].partitions[0].error_code == ErrorCode.NONE
-    left = raw.request(68, 1, {"group_id": "g", "member_id": "m1", "member_epoch": -1})
+    left = raw.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, {"group_id": "g", "member_id": "m1", "member_epoch": -1})
     assert left.error_code == ErrorCode.NONE
     member_id, _ = _stable_member(raw)
     assert cluster.group("g").state == "Stable"
-    fetched = raw.request(9, 8, {"groups": [{"group_id": "g", "topics": [{"name": "t", "partition_indexes": [0]}]}]})
+    fetched = raw.request(
+        ApiKey.OFFSET_FETCH, 8, {"groups": [{"group_id": "g", "topics": [{"name": "t", "partition_indexes": [0]}]}]}
+    )
     assert fetched.groups[0].topics[0].partitions[0].committed_offset == 3
     # and a classic member of a classic group with members is not answered by the consumer coordinator
-    hb2 = raw.request(12, 4, {"group_id": "g", "generation_id": 1, "member_id": member_id})
+    hb2 = raw.request(ApiKey.HEARTBEAT, 4, {"group_id": "g", "generation_id": 1, "member_id": member_id})
     assert hb2.error_code == ErrorCode.NONE
 
 
@@ -387,15 +409,22 @@ def test_offset_delete_of_a_consumer_group_writes_tombstones(raw: RawClient, clu
         )
         assert r["error_code"] == ErrorCode.NONE
 
-    assert raw.request(10, 4, {"key_type": 0, "coordinator_keys": ["cg"]}).coordinators[0].error_code == 0
+    assert (
+        raw.request(ApiKey.FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": ["cg"]}).coordinators[0].error_code
+        == 0
+    )
     cluster.call(lambda: heartbeat(0))
     cluster.call(lambda: heartbeat(-1))  # the group stays, empty: a commit with epoch -1 is accepted
     offsets = [{"name": "t", "partitions": [{"partition_index": 1, "committed_offset": 4}]}]
     commit = raw.request(
-        8, 9, {"group_id": "cg", "generation_id_or_member_epoch": -1, "member_id": "", "topics": offsets}
+        ApiKey.OFFSET_COMMIT,
+        9,
+        {"group_id": "cg", "generation_id_or_member_epoch": -1, "member_id": "", "topics": offsets},
     )
     assert commit.topics[0].partitions[0].error_code == ErrorCode.NONE
-    deleted = raw.request(47, 0, {"group_id": "cg", "topics": [{"name": "t", "partitions": [{"partition_index": 1}]}]})
+    deleted = raw.request(
+        ApiKey.OFFSET_DELETE, 0, {"group_id": "cg", "topics": [{"name": "t", "partitions": [{"partition_index": 1}]}]}
+    )
     assert deleted.error_code == ErrorCode.NONE and deleted.topics[0].partitions[0].error_code == ErrorCode.NONE
     written = cluster.call(records)
     assert [(t, k.partition, v is None) for t, k, v in written if t == 1] == [(1, 1, False), (1, 1, True)]

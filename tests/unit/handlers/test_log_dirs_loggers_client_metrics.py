@@ -9,14 +9,14 @@ import logging
 
 import fakekafka
 from fakekafka.model.config import BrokerConfig
-from fakekafka.wire import ErrorCode
+from fakekafka.wire import ApiKey, ErrorCode
 from tests.rawclient import RawClient
 
 SET, DELETE = 0, 1
 
 
 def _dirs(raw: RawClient) -> dict[str, list[tuple[str, int, int]]]:
-    r = raw.request(35, 4, {"topics": None})
+    r = raw.request(ApiKey.DESCRIBE_LOG_DIRS, 4, {"topics": None})
     return {
         d.log_dir: sorted((t.name, p.partition_index, p.partition_size) for t in d.topics for p in t.partitions)
         for d in r.results
@@ -35,7 +35,7 @@ def test_describe_and_move_between_log_dirs() -> None:
             (size,) = [s for _, p, s in before["/d0"] if p == 0]
             assert before == {"/d0": [("t", 0, size)], "/d1": [("t", 1, 0)]} and size > 0
             r = raw.request(
-                34,
+                ApiKey.ALTER_REPLICA_LOG_DIRS,
                 2,
                 {
                     "dirs": [
@@ -62,7 +62,7 @@ def test_broker_logger_sets_the_python_logger_until_the_cluster_stops() -> None:
         raw = RawClient(c.bootstrap_servers)
         try:
             r = raw.request(
-                44,
+                ApiKey.INCREMENTAL_ALTER_CONFIGS,
                 1,
                 {
                     "validate_only": False,
@@ -78,7 +78,7 @@ def test_broker_logger_sets_the_python_logger_until_the_cluster_stops() -> None:
             assert r.responses[0].error_code == ErrorCode.NONE
             assert logger.level == 5 and logger.isEnabledFor(logging.DEBUG)
             d = raw.request(
-                32,
+                ApiKey.DESCRIBE_CONFIGS,
                 4,
                 {
                     "include_synonyms": False,
@@ -92,7 +92,7 @@ def test_broker_logger_sets_the_python_logger_until_the_cluster_stops() -> None:
                 ("fakekafka.server", "TRACE", 6)
             ]
             raw.request(
-                44,
+                ApiKey.INCREMENTAL_ALTER_CONFIGS,
                 1,
                 {
                     "validate_only": False,
@@ -118,7 +118,7 @@ def test_client_metrics_subscriptions_listed_until_emptied() -> None:
 
             def alter(ops: list[tuple[str, int, str | None]]) -> int:
                 r = raw.request(
-                    44,
+                    ApiKey.INCREMENTAL_ALTER_CONFIGS,
                     1,
                     {
                         "validate_only": False,
@@ -134,7 +134,7 @@ def test_client_metrics_subscriptions_listed_until_emptied() -> None:
                 return r.responses[0].error_code
 
             def listed() -> list[tuple[str, int]]:
-                r = raw.request(74, 1, {"resource_types": [16]})
+                r = raw.request(ApiKey.LIST_CONFIG_RESOURCES, 1, {"resource_types": [16]})
                 return [(x.resource_name, x.resource_type) for x in r.config_resources]
 
             assert alter([("match", SET, "client_software_name=apache-kafka-java, client_id=a.*")]) == 0

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 import fakekafka
-from fakekafka.wire import ErrorCode
+from fakekafka.wire import ApiKey, ErrorCode
 from fakekafka.wire.records import build_batch
 from tests.rawclient import RawClient
 
@@ -18,7 +18,7 @@ def _produce(raw: RawClient, topic: str, records: list[dict]) -> object:
         "timeout_ms": 5000,
         "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": build_batch(records)}]}],
     }
-    return raw.request(0, 9, body).responses[0].partition_responses[0]
+    return raw.request(ApiKey.PRODUCE, 9, body).responses[0].partition_responses[0]
 
 
 def test_timestamp_out_of_range_has_a_record_error_per_record_and_the_log_start() -> None:

@@ -606,6 +606,32 @@ INVALID_ACLS = [
 TOPICS = ("acl-t", "acl-x", "acl-denied", "other")
 
 
+def _create_topics(admin: RawClient, names: tuple[str, ...]) -> None:
+    """Creates one-partition topics `names` and waits until the brokers know each with its leader."""
+    created = admin.request(
+        ApiKey.CREATE_TOPICS,
+        7,
+        {
+            "timeout_ms": 30_000,
+            "validate_only": False,
+            "topics": [
+                {"name": n, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
+                for n in names
+            ],
+        },
+    )
+    assert all(t.error_code == 0 for t in created.topics), created
+    _wait(
+        lambda: all(
+            t.error_code == 0 and t.partitions and t.partitions[0].leader_id >= 0
+            for t in admin.request(
+                ApiKey.METADATA, 12, {"topics": [{"name": n} for n in names], "allow_auto_topic_creation": False}
+            ).topics
+        ),
+        "topics",
+    )
+
+
 def _exchanges(address: str) -> list[Any]:
     """The ACL APIs and their enforcement, as admin (a super user), alice (some ACLs) and bob (none)."""
     out: list[Any] = []
@@ -623,28 +649,7 @@ def _exchanges(address: str) -> list[Any]:
                     [(r.error_code, r.error_message) for r in refused.results],
                 )
             )
-    topics = admin.request(
-        ApiKey.CREATE_TOPICS,
-        7,
-        {
-            "timeout_ms": 30_000,
-            "validate_only": False,
-            "topics": [
-                {"name": n, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
-                for n in TOPICS
-            ],
-        },
-    )
-    assert all(t.error_code == 0 for t in topics.topics), topics
-    _wait(
-        lambda: all(
-            t.error_code == 0 and t.partitions and t.partitions[0].leader_id >= 0
-            for t in admin.request(
-                ApiKey.METADATA, 12, {"topics": [{"name": n} for n in TOPICS], "allow_auto_topic_creation": False}
-            ).topics
-        ),
-        "topics",
-    )
+    _create_topics(admin, TOPICS)
     heads = {
         "replica_id": -1,
         "isolation_level": 0,
@@ -1428,28 +1433,7 @@ def _group_exchanges(address: str) -> list[Any]:
     out: list[Any] = []
     admin = _login(address, "admin")
     assert all(r.error_code == 0 for r in admin.request(ApiKey.CREATE_ACLS, 3, {"creations": GROUP_ACLS}).results)
-    created = admin.request(
-        ApiKey.CREATE_TOPICS,
-        7,
-        {
-            "timeout_ms": 30_000,
-            "validate_only": False,
-            "topics": [
-                {"name": n, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
-                for n in GROUP_TOPICS
-            ],
-        },
-    )
-    assert all(t.error_code == 0 for t in created.topics), created
-    _wait(
-        lambda: all(
-            t.error_code == 0 and t.partitions and t.partitions[0].leader_id >= 0
-            for t in admin.request(
-                ApiKey.METADATA, 12, {"topics": [{"name": n} for n in GROUP_TOPICS], "allow_auto_topic_creation": False}
-            ).topics
-        ),
-        "topics",
-    )
+    _create_topics(admin, GROUP_TOPICS)
     ids = {
         t.name: t.topic_id
         for t in admin.request(

@@ -7,6 +7,7 @@ import os
 import queue
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,29 +42,23 @@ class StreamsApp(EventChild):
 
     def wait_for(self, event: str, timeout: float) -> dict[str, Any]:
         """The next event named `event`; fails the test on the application's error, its exit or the timeout."""
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                e = self.events.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                pytest.fail(f"no {event!r} from the Streams app in {timeout:.0f} s; its stderr:\n{self.stderr()}")
-            if e["event"] == event:
-                return e
-            if e["event"] in ("error", "exit"):
-                pytest.fail(f"the Streams app ended while waiting for {event!r}: {e}\nits stderr:\n{self.stderr()}")
+        return self._wait(lambda e: e["event"] == event, repr(event), timeout)
 
     def wait_running(self, timeout: float) -> None:
         """Until the application reports the RUNNING state; fails the test on its error, its exit or the timeout."""
+        self._wait(lambda e: e.get("state") == "RUNNING", "RUNNING state", timeout)
+
+    def _wait(self, wanted: Callable[[dict[str, Any]], bool], what: str, timeout: float) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         while True:
             try:
                 e = self.events.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
-                pytest.fail(f"the Streams app was not RUNNING in {timeout:.0f} s; its stderr:\n{self.stderr()}")
-            if e.get("state") == "RUNNING":
-                return
+                pytest.fail(f"no {what} from the Streams app in {timeout:.0f} s; its stderr:\n{self.stderr()}")
+            if wanted(e):
+                return e
             if e["event"] in ("error", "exit"):
-                pytest.fail(f"the Streams app ended: {e}\nits stderr:\n{self.stderr()}")
+                pytest.fail(f"the Streams app ended while waiting for {what}: {e}\nits stderr:\n{self.stderr()}")
 
     def check_alive(self) -> None:
         """Fails the test if the application reported an error or exited (drains the events seen so far)."""

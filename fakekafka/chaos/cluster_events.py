@@ -10,7 +10,15 @@ same at that moment:
   leadership moves to another in-sync replica, and the coordinator with it (NOT_COORDINATOR on the old one);
 - `isr_shrink`: a follower of the partition falls out of the ISR (it stopped fetching: replica.lag.time.max.ms
   passed), so acks=all waits for fewer replicas and min.insync.replicas may refuse writes (NOT_ENOUGH_REPLICAS);
-  `isr_expand`: a follower chaos took out fetches again and rejoins the ISR once caught up.
+  `isr_expand`: a follower chaos took out fetches again and rejoins the ISR once caught up;
+- `retention`: on a frozen clock (`ManualClock`), the clock moves just past the partition's retention.ms for every
+  record below its high watermark and a retention check runs (as every log.retention.check.interval.ms): the log
+  start moves past whole segments, so a consumer behind it meets OFFSET_OUT_OF_RANGE and its auto.offset.reset; only
+  on a topic whose cleanup.policy has delete, and only as far as the profile's `retention_advance_ms` (more time
+  passing would expire every session);
+- `compaction`: the brokers' log cleaners wake up now (not at their next log.cleaner.backoff.ms) and clean what is
+  due (the dirty ratio over min.cleanable.dirty.ratio, or max.compaction.lag.ms passed); only where the partition's
+  leader log is due.
 
 Pure: they act on the model (`ClusterState`), on its clock.
 """
@@ -22,10 +30,14 @@ from typing import Any
 
 from fakekafka.chaos.kinds import CLUSTER_KINDS
 from fakekafka.chaos.schedule import Step
+from fakekafka.model.cleaner import cleanable
+from fakekafka.model.clock import ManualClock
 from fakekafka.model.cluster import ClusterState
 from fakekafka.model.group_metadata import GroupState
 from fakekafka.model.hooks import Intercepted
 from fakekafka.model.internal_topics import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+from fakekafka.model.metadata import Partition
+from fakekafka.model.topic_configs import policies
 
 __all__ = ["apply_event", "draw_event", "event_applicable"]
 
@@ -47,9 +59,21 @@ def _transactional_id(request: Intercepted) -> str | None:
 
 
 def draw_event(cluster: ClusterState, request: Intercepted, kind: str, rng: random.Random,
-               shrunk: set[tuple[str, int, int]], base: dict[str, Any]) -> Step | None:
+               shrunk: set[tuple[str, int, int]], base: dict[str, Any], *,
+               retention_advance_ms: int = 0) -> Step | None:
     """A step of `kind` for this request, or None where Kafka could not do it now."""
     body = request.body
+    if kind in ("retention", "compaction"):
+        topic, index = base["topic"], base["partition"]
+        p = cluster.partition(topic, index) if topic is not None and index is not None else None
+        if p is None or not p.online:
+            return None
+        if kind == "compaction":
+            return Step(**base, kind=kind) if _compaction_due(cluster, p) else None
+        advance = _retention_advance(cluster, p)
+        if advance is None or advance > retention_advance_ms:
+            return None
+        return Step(**base, kind=kind, ms=advance)
     if kind in ("rebalance", "session_expiry"):
         group = _field(body, "group_id")
         member = _field(body, "member_id")
@@ -103,6 +127,14 @@ def event_applicable(cluster: ClusterState, step: Step) -> bool:
             return step.member in cg.members
         g = cluster.groups.group(step.group)
         return g is not None and step.member in g.members
+    if step.kind in ("retention", "compaction"):
+        p = cluster.partition(step.topic, step.partition) if step.topic is not None and step.partition is not None \
+            else None
+        if p is None or not p.online:
+            return False
+        if step.kind == "compaction":
+            return _compaction_due(cluster, p)
+        return isinstance(cluster.clock, ManualClock) and "delete" in _policy(cluster, p)
     if step.topic is None or step.partition is None or step.broker is None:
         return False
     p = cluster.partition(step.topic, step.partition)
@@ -119,7 +151,14 @@ def event_applicable(cluster: ClusterState, step: Step) -> bool:
 
 def apply_event(cluster: ClusterState, step: Step, shrunk: set[tuple[str, int, int]]) -> None:
     assert step.kind in CLUSTER_KINDS
-    if step.kind == "rebalance":
+    if step.kind == "retention":
+        assert isinstance(cluster.clock, ManualClock)
+        cluster.clock.advance(step.ms)
+        cluster.tick()  # every other timeout the time passing fires, as advance_clock does
+        cluster.log_manager.apply_retention()  # and a retention check ran
+    elif step.kind == "compaction":
+        cluster.log_manager.run_cleaner()  # every broker's cleaner wakes now and cleans what is due
+    elif step.kind == "rebalance":
         assert step.group is not None
         cluster.groups.force_rebalance(step.group)
     elif step.kind == "session_expiry":
@@ -142,3 +181,31 @@ def apply_event(cluster: ClusterState, step: Step, shrunk: set[tuple[str, int, i
         assert step.topic is not None and step.partition is not None and step.broker is not None
         cluster.expand_isr(step.topic, step.partition, step.broker)
         shrunk.discard((step.topic, step.partition, step.broker))
+
+
+def _policy(cluster: ClusterState, p: Partition) -> set[str]:
+    return set(policies(cluster.topic_config(p.topic, "cleanup.policy")[0]))
+
+
+def _compaction_due(cluster: ClusterState, p: Partition) -> bool:
+    """Whether the leader's cleaner would clean the partition's log at its next wake-up."""
+    if "compact" not in _policy(cluster, p) or cluster.config.value("log.cleaner.enable")[0] == "false":
+        return False
+    settings = cluster.cleaner_settings(p.topic, p.leader_id)
+    to_clean = cleanable(p.log, cluster.clock.now_ms(), settings)
+    return to_clean.cleanable_bytes > 0 and to_clean.due(settings)
+
+
+def _retention_advance(cluster: ClusterState, p: Partition) -> int | None:
+    """How far a frozen clock must move for retention.ms to take every record below the high watermark; None where
+    retention cannot move the log start (no frozen clock, no delete policy, no time limit, nothing to delete)."""
+    if not isinstance(cluster.clock, ManualClock) or "delete" not in _policy(cluster, p):
+        return None
+    retention_ms = cluster.topic_config_int(p.topic, "retention.ms", p.leader_id)
+    log = p.log
+    if retention_ms < 0 or log.log_start_offset >= log.high_watermark:
+        return None
+    newest = max((s.largest_timestamp for s in log.segments if s.size), default=None)
+    if newest is None:
+        return None
+    return max(0, newest + retention_ms + 1 - cluster.clock.now_ms())

@@ -3,8 +3,10 @@ violation reported with its evidence (offsets, producer ids, sequences).
 
 Built in:
 - acknowledged records are never lost: every batch a Produce with acks=all was answered NONE for is still in
-  its partition at the offset it was given (unless retention or DeleteRecords moved the log start past it, or
-  the topic allows unclean leader election, whose loss is expected);
+  its partition at the offset it was given (unless retention or DeleteRecords moved the log start past it, the
+  log cleaner passed it on a compacted topic, or an unclean leader election after its acknowledgement elected a
+  replica whose log ended before it: that loss is expected; behind the proxy, where the elections are not seen,
+  any topic allowing unclean election is excused);
 - no duplicates from an idempotent producer: no two batches of a partition with one producer id, epoch and
   sequence;
 - per-partition order: an idempotent producer's sequences grow with the offsets in each partition;
@@ -42,6 +44,7 @@ from fakekafka.model.cluster import ClusterState
 from fakekafka.model.hooks import Intercepted
 from fakekafka.model.metadata import Partition
 from fakekafka.model.mixed_groups import parse_assignment
+from fakekafka.model.topic_configs import policies
 from fakekafka.wire import ApiKey, ErrorCode
 from fakekafka.wire.records import Record, decode_batch, read_header
 
@@ -70,6 +73,8 @@ class _Acked:
     producer_id: int
     sequence: int
     client_id: str | None
+    seq: int = 0
+    """How many cluster events there were when it was acknowledged (an unclean election after it may lose it)."""
 
 
 @dataclass(frozen=True)
@@ -130,7 +135,20 @@ class ModelLogs:
 
     def unclean_allowed(self, topic: str) -> bool:
         t = self.cluster.topics.get(topic)
-        return t is not None and self.cluster.topic_config(t, "unclean.leader.election.enable") == "true"
+        return t is not None and self.cluster.topic_config(t, "unclean.leader.election.enable")[0] == "true"
+
+    def unclean_elections(self, topic: str, partition: int) -> list[tuple[int, int]]:
+        """(event index, where the elected replica's log ended) of each unclean election of the partition."""
+        return [(i, int(e.details["log_end_offset"])) for i, e in enumerate(self.cluster.observers.events)
+                if e.kind == "leader_elected" and e.details.get("unclean") and e.details.get("topic") == topic
+                and e.details.get("partition") == partition and "log_end_offset" in e.details]
+
+    def cleaned_below(self, topic: str, partition: int) -> int:
+        """Where the log cleaner got to on a compacted partition's leader log (0: not compacted)."""
+        p = self.cluster.partition(topic, partition)
+        if p is None or "compact" not in policies(self.cluster.topic_config(p.topic, "cleanup.policy")[0]):
+            return 0
+        return p.log.cleaner_checkpoint
 
 
 @dataclass
@@ -277,7 +295,8 @@ class Ledger:
                     continue
                 h = read_header(head)
                 self.acked.append(_Acked(name, r["index"], r["base_offset"], h.last_offset_delta + 1,  # type: ignore[arg-type]
-                                         h.producer_id, h.base_sequence, request.client_id))
+                                         h.producer_id, h.base_sequence, request.client_id,
+                                         len(self.cluster.observers.events) if self.cluster is not None else 0))
 
     def _fetched(self, answer: Any) -> None:
         for t in answer.get("responses", []):
@@ -439,13 +458,21 @@ def check_invariants(cluster: ClusterState | Logs, ledger: Ledger,
 def _acked_not_lost(logs: Logs, ledger: Ledger) -> list[Violation]:
     lost: list[str] = []
     batches: dict[tuple[str, int], dict[int, int]] = {}
+    model = isinstance(logs, ModelLogs)
     for a in ledger.acked:
         bounds = logs.bounds(a.topic, a.partition)
-        if bounds is None or logs.unclean_allowed(a.topic):
-            continue  # a deleted topic; or unclean election allowed, whose loss is expected
+        if bounds is None or (not model and logs.unclean_allowed(a.topic)):
+            continue  # a deleted topic; or unclean election allowed where the elections are not seen
         log_start, high_watermark = bounds
         if a.base_offset < log_start:
             continue  # retention or DeleteRecords, not a loss
+        if model:
+            assert isinstance(logs, ModelLogs)
+            last = a.base_offset + a.count - 1
+            if any(i >= a.seq and last >= end for i, end in logs.unclean_elections(a.topic, a.partition)):
+                continue  # an unclean election after it elected a replica without it: the loss Kafka implies
+            if a.base_offset < logs.cleaned_below(a.topic, a.partition):
+                continue  # the log cleaner removed what later records of the same keys supersede
         if (a.topic, a.partition) not in batches:
             batches[(a.topic, a.partition)] = {h.base_offset: h.last_offset_delta + 1 for h in (
                 read_header(b) for b in logs.batches(a.topic, a.partition))}

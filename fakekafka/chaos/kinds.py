@@ -72,6 +72,13 @@ KINDS = {
     "kill": "the broker process crashed (SIGKILL) and was restarted: its connections drop, leaders move to the ISR",
     "move_leader": "a partition's leadership moved to another in-sync replica (preferred-replica election, "
                    "reassignment)",
+    "throttle": "the consumer went over its fetch quota (consumer_byte_rate): the Fetch is answered at once, empty, "
+                "with throttle_time_ms, and the broker mutes the connection for that long (Kafka's "
+                "ClientQuotaManager); the consumer fetches again after it",
+    "unclean_election": "the partition's leader, its last in-sync replica, crashed while an out-of-sync replica was "
+                        "alive, and the topic allows unclean.leader.election.enable=true: the controller elects that "
+                        "replica, the records it lacked are lost (expected by the invariants) and the old leader "
+                        "truncates when it restarts",
 }
 
 CLUSTER_KINDS = {
@@ -85,6 +92,12 @@ CLUSTER_KINDS = {
     "isr_shrink": "a follower stopped fetching for longer than replica.lag.time.max.ms and fell out of the ISR: "
                   "acks=all waits for fewer replicas, and below min.insync.replicas writes are refused",
     "isr_expand": "a follower that fell out of the ISR fetches again and rejoins it once caught up",
+    "retention": "the cluster's clock passed the partition's retention.ms and a retention check "
+                 "(log.retention.check.interval.ms) ran: the log start moves past whole segments, and a consumer "
+                 "behind it meets OFFSET_OUT_OF_RANGE and resets by its auto.offset.reset",
+    "compaction": "the log cleaner passed over a compacted partition (its dirty ratio over "
+                  "min.cleanable.dirty.ratio, or max.compaction.lag.ms passed): records a later one with the same key "
+                  "supersedes are removed, offsets kept, never the active segment",
 }
 """The cluster's own events chaos draws on the fake cluster (fakekafka/chaos/cluster_events.py)."""
 KINDS.update(CLUSTER_KINDS)

@@ -15,7 +15,8 @@ from fakekafka.model.faults import api_key_of
 __all__ = ["PROFILES", "Profile", "profile_of"]
 
 _RATES = ("error_rate", "latency_rate", "drop_rate", "kill_rate", "move_leader_rate", "rebalance_rate",
-          "session_expiry_rate", "coordinator_move_rate", "isr_rate")
+          "session_expiry_rate", "coordinator_move_rate", "isr_rate", "throttle_rate", "retention_rate",
+          "compaction_rate", "unclean_rate")
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,20 @@ class Profile:
     isr_rate: float = 0.0
     """Half: a follower of the partition falls out of the ISR; half: one chaos took out fetches again (several
     brokers)."""
+    throttle_rate: float = 0.0
+    """A Fetch over the consumer's fetch quota: answered empty with throttle_time_ms, its connection muted."""
+    throttle_ms: tuple[int, int] = (50, 500)
+    retention_rate: float = 0.0
+    """The clock moves past the partition's retention.ms and a retention check runs (a cluster on a frozen clock,
+    a topic whose cleanup.policy has delete)."""
+    retention_advance_ms: int = 10_000
+    """The most a retention step moves the clock: a topic whose retention.ms needs more is left alone (so much time
+    passing without a heartbeat would expire every session)."""
+    compaction_rate: float = 0.0
+    """The log cleaner passes over a compacted partition with something to clean."""
+    unclean_rate: float = 0.0
+    """The leader of a partition whose ISR is only itself crashes and an out-of-sync replica is elected (a topic
+    with unclean.leader.election.enable=true; several brokers)."""
     apis: tuple[str, ...] = ()
     """Only these APIs (Kafka's names); empty: every API a fault kind applies to."""
     max_faults: int | None = 20
@@ -57,7 +72,10 @@ class Profile:
                 raise ValueError(f"chaos profile {self.name!r}: {name} is a rate between 0 and 1, not {rate!r}")
         if sum(getattr(self, n) for n in _RATES) > 1:
             raise ValueError(f"chaos profile {self.name!r}: the rates add up to more than 1 (one fault per request)")
-        for name in ("latency_ms", "down_ms"):
+        if not isinstance(self.retention_advance_ms, int) or self.retention_advance_ms < 0:
+            raise ValueError(f"chaos profile {self.name!r}: retention_advance_ms is milliseconds, 0 or more, not "
+                             f"{self.retention_advance_ms!r}")
+        for name in ("latency_ms", "down_ms", "throttle_ms"):
             lo, hi = getattr(self, name)
             if not 0 <= lo <= hi:
                 raise ValueError(f"chaos profile {self.name!r}: {name} is [low, high] milliseconds, not {[lo, hi]}")
@@ -87,16 +105,20 @@ PROFILES: dict[str, Profile] = {
     "default": Profile("default"),
     "network": Profile("network", error_rate=0, latency_rate=0.1, latency_ms=(10, 200), drop_rate=0.1),
     "busy": Profile("busy", error_rate=0.15, latency_rate=0.1, drop_rate=0.08, kill_rate=0.01,
-                    move_leader_rate=0.03, max_faults=40),
+                    move_leader_rate=0.03, max_faults=40, throttle_rate=0.05),
     "harsh": Profile("harsh", error_rate=0.2, non_retriable=True, latency_rate=0.1, drop_rate=0.1, kill_rate=0.02,
-                     move_leader_rate=0.05, max_faults=60),
+                     move_leader_rate=0.05, max_faults=60, isr_rate=0.04, throttle_rate=0.05, retention_rate=0.02,
+                     compaction_rate=0.02, unclean_rate=0.02),
     "cluster": Profile("cluster", error_rate=0.03, latency_rate=0.02, drop_rate=0.02, rebalance_rate=0.05,
-                       session_expiry_rate=0.03, coordinator_move_rate=0.04, isr_rate=0.06, max_faults=30),
+                       session_expiry_rate=0.03, coordinator_move_rate=0.04, isr_rate=0.06, max_faults=30,
+                       retention_rate=0.03, compaction_rate=0.03),
 }
 """none: chaos on, nothing drawn (its overhead alone); default: a few retriable errors, small latencies, dropped
 connections; network: latency and dropped connections only; busy: more of everything, broker kills and leader
-moves; harsh: busy with errors clients cannot retry; cluster: the cluster's own events (rebalances, session
-expiries, coordinator moves, ISR shrink and expand) with a few errors and drops."""
+moves, throttled fetches; harsh: busy with errors clients cannot retry, ISR changes, retention and compaction
+passes and unclean elections where the topic allows them; cluster: the cluster's own events (rebalances, session
+expiries, coordinator moves, ISR shrink and expand, retention on a frozen clock, compaction passes) with a few
+errors and drops."""
 
 
 def profile_of(given: str | os.PathLike[str] | Profile | None) -> Profile:

@@ -30,7 +30,8 @@ class Step:
     error: str | None = None
     after: bool = False
     ms: int = 0
-    """latency: the delay; kill: how long the broker stays down."""
+    """latency: the delay; kill, unclean_election: how long the broker stays down; throttle: throttle_time_ms;
+    retention: how far the clock moved."""
     broker: int | None = None
     """kill: the broker killed; move_leader: the new leader; otherwise the broker that got the request."""
     topic: str | None = None
@@ -73,6 +74,11 @@ class Step:
             "move_coordinator": f"coordinator of {self.group} moved to broker {self.broker}",
             "isr_shrink": f"broker {self.broker} fell out of the ISR",
             "isr_expand": f"broker {self.broker} fetches again (rejoins the ISR once caught up)",
+            "throttle": f"answered empty with throttle_time_ms={self.ms} (over a fetch quota), connection muted",
+            "retention": f"clock moved {self.ms} ms past retention.ms, a retention check ran",
+            "compaction": "the log cleaner passed (superseded keys removed)",
+            "unclean_election": f"leader {self.broker} crashed, an out-of-sync replica elected (unclean), "
+                                f"restarted {self.ms} ms later",
         }[self.kind]
         return f"t={self.t_ms / 1000:.1f} s: {self.api} request {self.nth}{where} {what}"
 

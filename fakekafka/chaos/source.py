@@ -22,7 +22,8 @@ from fakekafka.chaos.kinds import CLUSTER_KINDS, KINDS, legal_errors
 from fakekafka.chaos.profile import Profile, profile_of
 from fakekafka.chaos.schedule import Schedule, Step
 from fakekafka.model.cluster import ClusterState
-from fakekafka.model.hooks import Action, Delay, Drop, Fail, Intercepted
+from fakekafka.model.hooks import Action, Answer, Delay, Drop, Fail, Intercepted, Several, Throttle
+from fakekafka.model.metadata import Partition
 from fakekafka.wire import ErrorCode
 
 __all__ = ["BrokerOperator", "Chaos", "ChaosSource", "chaos_of"]
@@ -161,7 +162,10 @@ class ChaosSource:
                            ("move_leader", p.move_leader_rate),
                            *((k, r if self.cluster is not None else 0) for k, r in (
                                ("rebalance", p.rebalance_rate), ("session_expiry", p.session_expiry_rate),
-                               ("move_coordinator", p.coordinator_move_rate), ("isr", p.isr_rate)))):
+                               ("move_coordinator", p.coordinator_move_rate), ("isr", p.isr_rate),
+                               ("throttle", p.throttle_rate if request.api == "Fetch" else 0),
+                               ("retention", p.retention_rate), ("compaction", p.compaction_rate),
+                               ("unclean_election", p.unclean_rate if self.operator else 0)))):
             if u >= rate:
                 u -= rate
                 continue
@@ -178,11 +182,16 @@ class ChaosSource:
                 step = Step(**base, kind="kill", broker=request.broker, ms=rng.randint(*p.down_ms))
             elif kind == "move_leader":
                 step = self._leader_move(base, where, rng)
+            elif kind == "throttle":
+                step = Step(**base, kind="throttle", ms=rng.randint(*p.throttle_ms), broker=request.broker)
+            elif kind == "unclean_election":
+                step = self._unclean_election(base, where, rng)
             else:
                 assert self.cluster is not None
                 if kind == "isr":
                     kind = "isr_shrink" if rng.random() < 0.5 else "isr_expand"
-                step = draw_event(self.cluster, request, kind, rng, self.shrunk, base)
+                step = draw_event(self.cluster, request, kind, rng, self.shrunk, base,
+                                  retention_advance_ms=p.retention_advance_ms)
             return step if step is not None and self._applicable(step, request) else None
         return None
 
@@ -198,10 +207,29 @@ class ChaosSource:
             return None
         return Step(**base, kind="move_leader", broker=others[rng.randrange(len(others))])  # type: ignore[arg-type]
 
+    def _unclean_election(self, base: dict[str, object], where: tuple[str, int] | None,
+                          rng: random.Random) -> Step | None:
+        if where is None or self.cluster is None:
+            return None
+        p = self.cluster.partition(*where)
+        if p is None or not _unclean_possible(self.cluster, p):
+            return None
+        return Step(**base, kind="unclean_election", broker=p.leader_id,  # type: ignore[arg-type]
+                    ms=rng.randint(*self.profile.down_ms))
+
     def _applicable(self, step: Step, request: Intercepted) -> bool:
         """A step is applied only where Kafka could do it now (a replayed leader move needs its broker in sync)."""
-        if step.kind in ("kill", "move_leader", *CLUSTER_KINDS) and self.cluster is None:
-            return False  # a proxy kills no broker, moves no leader and changes no group or ISR
+        if step.kind in ("kill", "move_leader", "throttle", "unclean_election", *CLUSTER_KINDS) \
+                and self.cluster is None:
+            return False  # a proxy kills no broker, moves no leader and changes no group, ISR or log
+        if step.kind == "throttle":
+            return step.api == "Fetch"
+        if step.kind == "unclean_election":
+            assert self.cluster is not None
+            if self.operator is None or step.topic is None or step.partition is None:
+                return False
+            p = self.cluster.partition(step.topic, step.partition)
+            return p is not None and p.leader_id == step.broker and _unclean_possible(self.cluster, p)
         if step.kind in CLUSTER_KINDS:
             assert self.cluster is not None
             return event_applicable(self.cluster, step)
@@ -231,8 +259,13 @@ class ChaosSource:
             assert self.cluster is not None
             apply_event(self.cluster, step, self.shrunk)
             return None  # the request meets the changed cluster, as Kafka's would
-        if step.kind == "kill":
-            assert self.operator is not None and step.broker is not None
+        if step.kind == "throttle":  # as Kafka answers a Fetch over its quota: empty, at once, the channel muted
+            empty: dict[str, object] = {"throttle_time_ms": step.ms, "responses": []}
+            if request.version >= 7:
+                empty.update(error_code=ErrorCode.NONE, session_id=0)
+            return Several(Answer(empty), Throttle(step.ms))
+        if step.kind in ("kill", "unclean_election"):  # an unclean election: the controller elects the out-of-sync
+            assert self.operator is not None and step.broker is not None  # replica as the leader dies
             self.operator.kill_broker(step.broker, step.ms)
             return Drop() if request.broker == step.broker else None
         assert step.topic is not None and step.partition is not None and step.broker is not None
@@ -247,6 +280,14 @@ class ChaosSource:
                 if e.error == step.error:
                     return e.mechanism
         return KINDS[step.kind]
+
+
+def _unclean_possible(cluster: ClusterState, p: Partition) -> bool:
+    """Whether the leader's death would elect an out-of-sync replica: the topic allows it, the leader is the ISR's
+    last member, and another replica is alive."""
+    if not cluster.topic_configs.unclean_election(p.topic) or not p.online or p.isr != [p.leader_id]:
+        return False
+    return any(r != p.leader_id and cluster.brokers[r].alive for r in p.replicas)
 
 
 def _first_partition(request: Intercepted) -> tuple[str, int] | None:

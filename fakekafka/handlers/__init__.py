@@ -141,6 +141,8 @@ def _carry_out(ctx: RequestContext, handler: Any, body: Any, seen: Intercepted, 
                 result = result if edited is None else edited
         if throttle and isinstance(result, (dict, Container)):
             result["throttle_time_ms"] = throttle
+            # as Kafka's quota managers: the client backs off for throttle_time_ms, the broker mutes the channel
+            ctx.connection.throttle_ms = max(ctx.connection.throttle_ms, throttle)
         if hooks.observers:
             hooks.answered(seen, None if isinstance(result, DropConnection) or result is NO_RESPONSE else result,
                            applied)

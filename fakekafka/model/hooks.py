@@ -7,7 +7,8 @@ A hook is a function of the request (`Intercepted`) that returns an `Action` or 
 - `Fail(error)`: answered with Kafka's error, nothing applied; `Fail(error, after=True)`: applied, then the error;
 - `Drop()`: the connection closed before the request is applied; `Drop(after=True)`: applied, then closed;
 - `Edit(fn)`: applied, and the answer passes through `fn` (which may change it in place or return a new one);
-- `Delay(ms)`: answered `ms` later; `Throttle(ms)`: the answer carries throttle_time_ms;
+- `Delay(ms)`: answered `ms` later; `Throttle(ms)`: the answer carries throttle_time_ms and the connection is
+  muted that long after it (no request of it read), as Kafka's quota managers do;
 - `Hold(until)`: parked until `until()` holds (looked at on every request and every change of the model), so two
   requests can be ordered on purpose; then handled as `then` says (None: as usual);
 - `Several(...)`: more than one of them for the same request.

@@ -74,7 +74,9 @@ class Leadership:
         partition.logs[new].epochs.append(EpochEntry(partition.leader_epoch, partition.logs[new].log_end_offset))
         partition.last_caught_up = {r: self.clock.now_ms() for r in partition.isr}
         self.events.event("leader_elected", topic=partition.topic.name, partition=partition.index, leader=new,
-                          previous=old, leader_epoch=partition.leader_epoch, unclean=unclean, isr=list(partition.isr))
+                          previous=old, leader_epoch=partition.leader_epoch, unclean=unclean, isr=list(partition.isr),
+                          # an unclean one says where its leader's log ended: the old leader's records past it are lost
+                          **({"log_end_offset": partition.logs[new].log_end_offset} if unclean else {}))
         self.leader_changed(partition, old, new, same_log)
         self.replication.replicate(partition)
         self.events.notify(partition)

@@ -29,13 +29,13 @@ from fakekafka.wire.protocol import request_struct
 from fakekafka.wire.records import build_batch, read_header
 
 
-def produce(cluster: ClusterState, partition: int, *, pid: int = -1, seq: int = -1) -> Any:
+def produce(cluster: ClusterState, partition: int, *, pid: int = -1, seq: int = -1, broker: int = 1) -> Any:
     struct = request_struct(0, 9)
     batch = build_batch([{"value": f"v{partition}".encode()}], producer_id=pid, producer_epoch=0 if pid >= 0 else -1,
                         base_sequence=seq)
     body = struct.parse(struct.build({"acks": -1, "timeout_ms": 1000, "topic_data": [
         {"name": "orders", "partition_data": [{"index": partition, "records": batch}]}]}))
-    result = dispatch(RequestContext(cluster, cluster.brokers[1], Request(0, 9, 1, "app", Container(), body)))
+    result = dispatch(RequestContext(cluster, cluster.brokers[broker], Request(0, 9, 1, "app", Container(), body)))
     while isinstance(result, Park):
         result = result.resume(True)
     return result
@@ -358,3 +358,82 @@ def test_exactly_once_reads_the_sink_as_read_committed_and_names_lost_twice_and_
     assert "(b'2', 2)" in verdict and "output(s) of no input (first: [b'9'])" in verdict
     violations = check_invariants(_Logs({"in": source, "out": bad}), Ledger(None), app=(check,))
     assert [v.invariant for v in violations] == ["app invariant exactly_once(in -> out)"]
+
+
+def test_log_faults_apply_on_the_fake_clock_only_where_kafka_could() -> None:
+    """retention moves a frozen clock and runs a retention check; a compaction pass only where the cleaner is due;
+    an unclean election only where the topic allows it and the leader is its ISR's last member; a throttled Fetch
+    is answered empty with throttle_time_ms; a proxy (no cluster) takes none of them."""
+    from fakekafka.model.hooks import Answer, Intercepted, Several, Throttle
+    from fakekafka.model.metadata import Broker
+
+    class Operator:
+        killed: list[tuple[int, int]] = []
+
+        def kill_broker(self, node_id: int, down_ms: int) -> None:
+            self.killed.append((node_id, down_ms))
+            cluster.kill_broker(node_id)
+
+    clock = ManualClock(1_000_000)
+    cluster = ClusterState(clock=clock, brokers=[Broker(i, "127.0.0.1", 9000 + i) for i in (1, 2)])
+    cluster.create_topic("logs", 1, 1, configs={"retention.ms": "60000"})
+    cluster.create_topic("keys", 1, 1, configs={"cleanup.policy": "compact"})
+    cluster.create_topic("pay", 1, 2, configs={"unclean.leader.election.enable": "true"})
+    cluster.create_topic("safe", 1, 2)
+    logs = cluster.partition("logs", 0)
+    cluster.append(logs, build_batch([{"value": b"old", "timestamp": clock.now_ms()}]))
+    pay, safe = cluster.partition("pay", 0), cluster.partition("safe", 0)
+    for p in (pay, safe):
+        cluster.shrink_isr(p.topic.name, 0, next(r for r in p.replicas if r != p.leader_id))
+    steps = [Step("Fetch", 0, "throttle", ms=300),
+             Step("Fetch", 1, "retention", topic="logs", partition=0, ms=60_001),
+             Step("Fetch", 2, "compaction", topic="keys", partition=0),  # nothing to clean: left out
+             Step("Produce", 0, "unclean_election", topic="safe", partition=0, broker=safe.leader_id, ms=100),
+             Step("Produce", 1, "unclean_election", topic="pay", partition=0, broker=pay.leader_id, ms=100)]
+    operator = Operator()
+    source = ChaosSource(cluster, Chaos(schedule=Schedule(steps)), operator)
+
+    def request(api_key: int, nth: int, topic: str) -> Intercepted:
+        return Intercepted(api_key, 12, 1, "c", nth, None, {(topic, 0)}, 0, nth)
+    [(_, throttled)] = source.actions(request(1, 0, "logs"))
+    assert isinstance(throttled, Several)
+    answer, throttle = throttled.actions
+    assert isinstance(answer, Answer) and answer.body["responses"] == [] and answer.body["throttle_time_ms"] == 300
+    assert throttle == Throttle(300)
+    assert source.actions(request(1, 1, "logs")) == []  # the request meets the moved log start
+    assert clock.now_ms() == 1_060_001 and logs.log.log_start_offset == 1
+    assert source.actions(request(1, 2, "keys")) == []
+    old_leader = pay.leader_id
+    source.actions(request(0, 0, "safe"))
+    source.actions(request(0, 1, "pay"))
+    assert operator.killed == [(old_leader, 100)] and pay.leader_id != old_leader
+    assert [s.kind for s in source.applied] == ["throttle", "retention", "unclean_election"]
+    assert "throttle_time_ms=300" in source.applied.steps[0].describe()
+    assert "retention.ms" in source.applied.steps[1].mechanism
+    proxied = ChaosSource(None, Chaos(schedule=Schedule(steps)), now_ms=lambda: 0)
+    for api_key, nth, topic in ((1, 0, "logs"), (1, 1, "logs"), (0, 1, "pay")):
+        assert proxied.actions(request(api_key, nth, topic)) == []
+
+
+def test_an_unclean_elections_loss_is_expected_and_one_without_it_is_not() -> None:
+    from fakekafka.model.metadata import Broker
+    cluster = ClusterState(clock=ManualClock(), brokers=[Broker(i, "127.0.0.1", 9000 + i) for i in (1, 2)])
+    cluster.create_topic("orders", 1, 2, configs={"unclean.leader.election.enable": "true"})
+    ledger = Ledger(cluster)
+    cluster.hooks.observers.append(ledger)
+    p = cluster.partition("orders", 0)
+    leader = p.leader_id
+    follower = next(r for r in p.replicas if r != leader)
+    assert outcome(produce(cluster, 0, broker=leader)) == "NONE"  # offset 0, on both replicas
+    cluster.shrink_isr("orders", 0, follower)
+    for _ in range(2):  # offsets 1 and 2, on the leader alone
+        assert outcome(produce(cluster, 0, broker=leader)) == "NONE"
+    cluster.kill_broker(leader)  # the follower, out of sync, is elected: offsets 1 and 2 are lost
+    assert p.leader_id == follower and p.log.log_end_offset == 1
+    elected = [e for e in cluster.observers.events if e.kind == "leader_elected" and e.details["unclean"]]
+    assert [e.details["log_end_offset"] for e in elected] == [1]
+    assert check_invariants(cluster, ledger) == []
+    p.log.truncate_to(0)  # offset 0 gone too: a loss the election does not explain
+    violations = check_invariants(cluster, ledger)
+    assert [v.invariant for v in violations] == ["acknowledged records lost"]
+    assert "orders-0 offsets 0..0" in violations[0].evidence[0] and len(violations[0].evidence) == 1

@@ -155,12 +155,9 @@ class Registered:
     advertised_min: int
     handler: Handler
     error_responder: ErrorResponder | None
-    enabled: Callable[[BrokerConfig], bool] | None = None
-    """Whether a cluster of this config serves the API (None: always); one that does not neither advertises it
-    nor answers it, as Kafka's ApiVersionManager leaves out an API it has not enabled."""
-
-    def enabled_on(self, config: BrokerConfig) -> bool:
-        return self.enabled is None or self.enabled(config)
+    advertised_when: Callable[[BrokerConfig], bool] | None = None
+    """Whether a cluster of this config lists the API in ApiVersions (None: always). One it does not list is still
+    answered, as Kafka 4.4 answers client telemetry requests it does not advertise."""
 
 
 _REGISTRY: dict[ApiKey, Registered] = {}
@@ -168,7 +165,7 @@ _REGISTRY: dict[ApiKey, Registered] = {}
 
 def handles(api_key: ApiKey, min_version: int, max_version: int, *, advertise_from: int | None = None,
             errors: ErrorResponder | None = None,
-            enabled: Callable[[BrokerConfig], bool] | None = None) -> Callable[[Handler], Handler]:
+            advertised_when: Callable[[BrokerConfig], bool] | None = None) -> Callable[[Handler], Handler]:
     if not isinstance(api_key, ApiKey):  # a bare number says nothing to the reader: name the API
         raise TypeError(f"handles() takes an ApiKey (ApiKey.JOIN_GROUP, not 11), got {api_key!r}")
     spec = API_MODULES.get(api_key)
@@ -180,7 +177,7 @@ def handles(api_key: ApiKey, min_version: int, max_version: int, *, advertise_fr
     def register(fn: Handler) -> Handler:
         _REGISTRY[api_key] = Registered(api_key, min_version, max_version,
                                         min_version if advertise_from is None else advertise_from, fn, errors,
-                                        enabled)
+                                        advertised_when)
         return fn
     return register
 
@@ -194,7 +191,7 @@ def advertised_versions(release: KafkaRelease | None = None,
     """Each served API's advertised range; with an older `release`, capped to its ranges (an API it lacks left
     out). An API served only when switched on (client telemetry) is listed when `config` switches it on."""
     out = {k: (r.advertised_min, r.max_version) for k, r in sorted(_REGISTRY.items())
-           if r.enabled is None or (config is not None and r.enabled(config))}
+           if r.advertised_when is None or (config is not None and r.advertised_when(config))}
     if release is None:
         return out
     return {k: capped for k, (lo, hi) in out.items() if (capped := release.caps(k, lo, hi)) is not None}

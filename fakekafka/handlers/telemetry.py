@@ -1,10 +1,11 @@
 """GetTelemetrySubscriptions (key 71) v0 and PushTelemetry (key 72) v0: client telemetry (KIP-714).
 
-Served only on a cluster with client telemetry on (`Cluster(client_telemetry=True)`, `serve --client-telemetry`,
-or `metric.reporters` naming `fakekafka.ClientTelemetryReceiver`), as Kafka 4.4 serves them only with a metrics
-reporter that receives client telemetry; otherwise neither is advertised and a request for one closes the
-connection, as on Kafka. The subscriptions, checks and error codes are Kafka's ClientMetricsManager's
-(fakekafka/model/client_telemetry.py); no ACL is checked, as on Kafka.
+Advertised only on a cluster with client telemetry on (`Cluster(client_telemetry=True)`, `serve
+--client-telemetry`, or `metric.reporters` naming `fakekafka.ClientTelemetryReceiver`), as Kafka 4.4 advertises
+them only with a metrics reporter that receives client telemetry. Asked anyway, both are answered, as Kafka 4.4
+answers them (tests/conformance/test_api_sweep.py): subscriptions from the CLIENT_METRICS resources, pushes checked
+and decompressed, but nothing decodes or keeps them. The subscriptions, checks and error codes are Kafka's
+ClientMetricsManager's (fakekafka/model/client_telemetry.py); no ACL is checked, as on Kafka.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def _client(ctx: RequestContext) -> ClientInfo:
     )
 
 
-@handles(ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, 0, 0, enabled=_on)
+@handles(ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, 0, 0, advertised_when=_on)
 def handle_get_telemetry_subscriptions(ctx: RequestContext, req: Container) -> dict[str, Any]:
     got = ctx.cluster.client_telemetry.get_subscriptions(
         ctx.broker.node_id, req.get("client_instance_id"), _client(ctx), id(ctx.connection)
@@ -54,7 +55,7 @@ def handle_get_telemetry_subscriptions(ctx: RequestContext, req: Container) -> d
     }
 
 
-@handles(ApiKey.PUSH_TELEMETRY, 0, 0, enabled=_on)
+@handles(ApiKey.PUSH_TELEMETRY, 0, 0, advertised_when=_on)
 def handle_push_telemetry(ctx: RequestContext, req: Container) -> dict[str, Any]:
     instance_id = req.get("client_instance_id") or uuid.UUID(int=0)
     error, _message = ctx.cluster.client_telemetry.push(

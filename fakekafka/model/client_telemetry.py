@@ -28,7 +28,7 @@ from typing import Any
 import crc32c
 
 from fakekafka.model.clock import Clock
-from fakekafka.model.otlp import MetricPoint, decode_metrics
+from fakekafka.model.otlp import MetricPoint, decode_metrics, decompress_metrics
 from fakekafka.wire import ErrorCode
 from fakekafka.wire.records import Compression
 
@@ -200,6 +200,9 @@ class ClientTelemetry:
     """The CLIENT_METRICS resources: name -> `metrics`, `interval.ms`, `match` (those set)."""
     max_bytes: Callable[[], int]
     """`telemetry.max.bytes`: the most a push's (compressed) metrics may be."""
+    receiving: Callable[[], bool] = lambda: True
+    """Whether the cluster's receiver takes pushes (client telemetry on): off, Kafka still answers both APIs (it only
+    leaves them out of ApiVersions) and decompresses a push, but nothing decodes or keeps it."""
     new_id: Callable[[], uuid.UUID] = uuid.uuid4
     pushes: deque[TelemetryPush] = field(default_factory=lambda: deque(maxlen=MAX_KEPT_PUSHES))
     """Accepted pushes with metrics, decoded, oldest first."""
@@ -279,8 +282,12 @@ class ClientTelemetry:
             return error, message
         if metrics:
             codec = Compression(compression)
-            try:
-                resource, points = decode_metrics(codec, metrics, self.max_bytes())
+            try:  # Kafka decompresses a push whether or not a receiver takes it
+                raw = decompress_metrics(codec, metrics, self.max_bytes())
+                if not self.receiving():
+                    inst.last_error = ErrorCode.NONE
+                    return ErrorCode.NONE, None
+                resource, points = decode_metrics(raw)
             except ValueError as e:
                 inst.last_error = ErrorCode.INVALID_RECORD
                 return ErrorCode.INVALID_RECORD, f"Error exporting client metrics: {e}"

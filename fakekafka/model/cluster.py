@@ -103,8 +103,10 @@ class ClusterState:
         self.client_metrics: dict[str, dict[str, str]] = {}
         """CLIENT_METRICS resources (KIP-714 subscriptions): name -> `metrics`, `interval.ms`, `match`."""
         self.client_telemetry = ClientTelemetry(self.clock, lambda: self.client_metrics,
-                                                lambda: int(c.value("telemetry.max.bytes")[0] or 1048576))
-        """Client telemetry (KIP-714) answered from those subscriptions; served only with `client_telemetry` on."""
+                                                lambda: int(c.value("telemetry.max.bytes")[0] or 1048576),
+                                                receiving=lambda: c.client_telemetry)
+        """Client telemetry (KIP-714) answered from those subscriptions; advertised, and pushes kept, only with
+        `client_telemetry` on."""
         self.client_quotas = ClientQuotas(
             lambda: (int(c.value("quota.window.num")[0] or 11), int(c.value("quota.window.size.seconds")[0] or 1)),
             lambda: (int(c.value("controller.quota.window.num")[0] or 11),

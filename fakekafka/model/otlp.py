@@ -12,7 +12,7 @@ from typing import Any
 
 from fakekafka.wire.records import Compression, InvalidBatch, TooLarge, decompress
 
-__all__ = ["MetricPoint", "OtlpMissing", "decode_metrics", "require_otlp"]
+__all__ = ["MetricPoint", "OtlpMissing", "decode_metrics", "decompress_metrics", "require_otlp"]
 
 
 class OtlpMissing(RuntimeError):
@@ -65,12 +65,9 @@ def _number(p: Any) -> float | int | None:
     return None if which is None else getattr(p, which)
 
 
-def decode_metrics(codec: Compression, data: bytes, limit: int) -> tuple[dict[str, Any], tuple[MetricPoint, ...]]:
-    """The push's resource attributes and metric points; ValueError saying why when its data does not decompress
-    (or decompresses past `limit` bytes, Kafka's telemetry.max.bytes) or is not OTLP metrics."""
-    from google.protobuf.message import DecodeError
-    from opentelemetry.proto.metrics.v1 import metrics_pb2
-
+def decompress_metrics(codec: Compression, data: bytes, limit: int) -> bytes:
+    """A push's metrics decompressed, as Kafka's broker decompresses them before any receiver sees them;
+    ValueError saying why when they do not decompress or decompress past `limit` bytes (telemetry.max.bytes)."""
     try:
         raw = decompress(codec, data, limit)
     except TooLarge as e:
@@ -79,6 +76,14 @@ def decode_metrics(codec: Compression, data: bytes, limit: int) -> tuple[dict[st
         raise ValueError(str(e)) from None
     if len(raw) > limit:
         raise ValueError(f"metrics decompress to {len(raw)} bytes, past telemetry.max.bytes ({limit})")
+    return raw
+
+
+def decode_metrics(raw: bytes) -> tuple[dict[str, Any], tuple[MetricPoint, ...]]:
+    """Decompressed OTLP `MetricsData`: its resource attributes and metric points; ValueError when it is not."""
+    from google.protobuf.message import DecodeError
+    from opentelemetry.proto.metrics.v1 import metrics_pb2
+
     message = metrics_pb2.MetricsData()
     try:
         message.ParseFromString(raw)

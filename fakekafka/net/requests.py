@@ -158,12 +158,6 @@ class RequestHandler:
             log.warning("connection %s: %s (key %d) is not supported by fakekafka; closing", peer, request.api_name,
                         key)
             raise CloseConnection
-        if not reg.enabled_on(self.cluster.config):
-            # an API this cluster has not switched on (client telemetry without its reporter): Kafka's SocketServer
-            # closes the connection ("Received request api key ... which is not enabled")
-            log.warning("connection %s: %s is not enabled on this cluster; closing, as Kafka does", peer,
-                        request.api_name)
-            raise CloseConnection
         release = self.cluster.config.release
         if key == ApiKey.API_VERSIONS and (version > reg.max_version or (
                 release is not None and not release.allows(key, version))):

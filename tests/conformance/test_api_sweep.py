@@ -1572,10 +1572,25 @@ def test_no_stale_known_difference(real_kafka: Target) -> None:
 
 
 def test_api_sweep_advertises_no_client_telemetry(fake: Target, real_kafka: Target) -> None:
-    """With their defaults neither broker advertises client telemetry (KIP-714), so the sweep has no pair of it."""
+    """With their defaults neither broker advertises client telemetry (KIP-714), so the sweep has no pair of it;
+    asked anyway, both answer alike (Kafka's ClientMetricsManager runs without a reporter; nothing receives the
+    push)."""
     for target in (fake, real_kafka):
         answer = target.answer(ApiKey.API_VERSIONS, 3)
         assert answer.response is not None
         keys = {k.api_key for k in answer.response.api_keys}
         assert keys.isdisjoint({ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, ApiKey.PUSH_TELEMETRY}), target.name
+    # asked anyway, both answer: a new client instance with nothing to push, every five minutes
+    answers = {}
+    for target in (fake, real_kafka):
+        got = target.send(ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, 0, {"client_instance_id": ZERO_UUID})
+        assert got is not None, f"{target.name} closed the connection"
+        assert got.client_instance_id != ZERO_UUID
+        answers[target.name] = {k: got[k] for k in ("throttle_time_ms", "error_code", "accepted_compression_types",
+                                                     "push_interval_ms", "telemetry_max_bytes", "delta_temporality",
+                                                     "requested_metrics")}
+        pushed = target.send(ApiKey.PUSH_TELEMETRY, 0, {"client_instance_id": got.client_instance_id,
+                                                        "subscription_id": got.subscription_id, "metrics": b"x"})
+        assert pushed is not None and pushed.error_code == ErrorCode.NONE, (target.name, pushed)
+    assert answers[fake.name] == answers[real_kafka.name]
     assert {ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, ApiKey.PUSH_TELEMETRY}.isdisjoint(k for k, _ in PAIRS)

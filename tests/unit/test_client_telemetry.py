@@ -151,6 +151,18 @@ def test_pushed_metrics_are_decoded_whatever_the_compression(codec: Compression)
     assert push.metrics[0].attributes == {"topic": "orders"} and push.metrics[0].kind == "gauge"
 
 
+def test_with_client_telemetry_off_pushes_are_answered_and_decompressed_but_not_kept() -> None:
+    """As Kafka 4.4 without a reporter: the APIs are not advertised, but answered; a push's metrics are decompressed
+    (INVALID_RECORD when they do not) and nothing decodes them."""
+    t = telemetry({"s": {"metrics": "*", "interval.ms": "100"}})
+    t.receiving = lambda: False
+    sid = t.get_subscriptions(1, None, PRODUCER, CONN).subscription_id
+    assert t.push(1, ID, sid, False, 0, b"not protobuf", PRODUCER, CONN)[0] == ErrorCode.NONE
+    t.clock.advance(100)
+    assert t.push(1, ID, sid, False, int(Compression.GZIP), b"not gzip", PRODUCER, CONN)[0] == ErrorCode.INVALID_RECORD
+    assert list(t.pushes) == []
+
+
 def test_an_instance_is_forgotten_when_its_connection_closes_or_it_expires() -> None:
     t = telemetry({"s": {"metrics": "*", "interval.ms": "30000"}})
     t.get_subscriptions(1, None, PRODUCER, CONN)

@@ -97,7 +97,8 @@ def test_without_client_telemetry_nothing_is_advertised(kafka: Cluster) -> None:
 
 def test_serve_client_telemetry_and_ctl_client_metrics() -> None:
     """`fakekafka serve --client-telemetry`: a subscription made with IncrementalAlterConfigs, a gzip push over the
-    wire, and `fakekafka ctl client-metrics` printing it decoded; without the flag the APIs are not advertised."""
+    wire, and `fakekafka ctl client-metrics` printing it decoded; without the flag the APIs are not advertised (but
+    answered, as Kafka answers them)."""
     import gzip
     import json
     import signal
@@ -121,6 +122,8 @@ def test_serve_client_telemetry_and_ctl_client_metrics() -> None:
         try:
             assert ApiKey.PUSH_TELEMETRY not in {k.api_key for k in conn.request(ApiKey.API_VERSIONS, 3, {
                 "client_software_name": "t", "client_software_version": "1"}).api_keys}
+            asked = conn.request(ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, 0, {"client_instance_id": uuid.UUID(int=0)})
+            assert (asked.error_code, list(asked.requested_metrics)) == (0, [])  # answered anyway, as by Kafka
         finally:
             conn.close()
     finally:

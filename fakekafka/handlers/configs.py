@@ -242,14 +242,17 @@ def _client_metrics_configs(ctx: RequestContext, name: str, keys: list[str] | No
     """A client metrics subscription's three configs, set (DYNAMIC_CLIENT_METRICS_CONFIG, itself as its one
     synonym) or default (DEFAULT_CONFIG, no synonyms), whether or not the subscription exists, as Kafka."""
     own = ctx.cluster.client_metrics.get(name, {})
+    older = ctx.cluster.config.release is not None
     out = []
     for key in sorted(CLIENT_METRICS_CONFIGS):
+        if older and key not in own:  # before 4.0: only the configs set, without synonyms (Kafka 3.9.1's answer)
+            continue
         if keys is not None and key not in keys:
             continue
         spec = CLIENT_METRICS_CONFIGS[key]
         if key in own:
             value, source = own[key], ConfigSource.DYNAMIC_CLIENT_METRICS_CONFIG
-            chain = [{"name": key, "value": value, "source": source}] if synonyms else []
+            chain = [{"name": key, "value": value, "source": source}] if synonyms and not older else []
         else:
             value, source, chain = spec.default, ConfigSource.DEFAULT_CONFIG, []
         out.append(_entry(key, value, source, spec.type, chain, spec.documentation if documentation else "",
@@ -264,10 +267,31 @@ def describe_configs_error_response(ctx: ErrorContext, req: Container, code: Err
          "resource_name": r.resource_name, "configs": []} for r in req.resources]}
 
 
+OLDER_INVALID_REQUEST = ("This most likely occurs because of a request being malformed by the client library or the "
+                         "message was sent to an incompatible broker. See the broker logs for more details.")
+"""INVALID_REQUEST's own words, which a broker before 4.0 answers a whole DescribeConfigs with when one resource is
+of a type it does not know (its KafkaApis throws; the error response carries the error's default message)."""
+
+
+def _unknown_to_release(ctx: RequestContext, resource_type: int) -> bool:
+    """A resource type the release the cluster stands in for does not have (GROUP before 4.0, CLIENT_METRICS before
+    3.7, anything outside Kafka's types); Kafka 4.4 (release None) answers those resource by resource instead."""
+    release = ctx.cluster.config.release
+    if release is None:
+        return False
+    return resource_type not in (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS) or \
+        (resource_type == CLIENT_METRICS and not release.client_metrics_resources)
+
+
 @handles(ApiKey.DESCRIBE_CONFIGS, 1, 4, errors=describe_configs_error_response)
 def handle_describe_configs(ctx: RequestContext, req: Container) -> dict[str, Any]:
     results = []
     synonyms = bool(req.get("include_synonyms", False))
+    if any(_unknown_to_release(ctx, r.resource_type) for r in req.resources):
+        return {"throttle_time_ms": 0, "results": [
+            {"error_code": ErrorCode.INVALID_REQUEST, "error_message": OLDER_INVALID_REQUEST,
+             "resource_type": r.resource_type, "resource_name": r.resource_name, "configs": []}
+            for r in req.resources]}
     for r in req.resources:
         keys = list(r.configuration_keys) if r.configuration_keys is not None else None
         code, message, configs = ErrorCode.NONE, "", []
@@ -430,6 +454,8 @@ def _alter(ctx: RequestContext, resource_type: int, name: str, ops: list[tuple[s
         raise _Refused(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
     cluster = ctx.cluster
     catalog = cluster.config.catalog
+    if _unknown_to_release(ctx, resource_type):  # Kafka 3.9.1's words for GROUP
+        raise _Refused(ErrorCode.INVALID_REQUEST, f"Unknown resource type {resource_type}")
     if resource_type == TOPIC:
         if name == "":
             raise _Refused(ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed.")
@@ -595,6 +621,12 @@ def _replace(ops: list[tuple[str, int, str | None]]) -> dict[str, str]:
 def _alter_all(ctx: RequestContext, resources: list[Any], *, incremental: bool,
                validate_only: bool) -> list[dict[str, Any]]:
     keys = [(r.resource_type, r.resource_name) for r in resources]
+    release = ctx.cluster.config.release
+    if release is not None and release.zookeeper and any(_unknown_to_release(ctx, r.resource_type)
+                                                         for r in resources):
+        # 2.8's KafkaApis throws for the whole request, naming the type as its enum does (UNKNOWN)
+        return [{"error_code": ErrorCode.INVALID_REQUEST, "error_message": "Unexpected resource type UNKNOWN",
+                 "resource_type": r.resource_type, "resource_name": r.resource_name} for r in resources]
     out = []
     for r in resources:
         code, message = ErrorCode.NONE, None

@@ -40,6 +40,11 @@ class KafkaRelease:
     kraft_version_feature: bool = False
     """Whether it has the `kraft.version` feature (KIP-853, 3.9 on)."""
 
+    @property
+    def client_metrics_resources(self) -> bool:
+        """Whether its configs have CLIENT_METRICS resources (KIP-714, 3.7 on); none before 4.0 has GROUP ones."""
+        return tuple(int(p) for p in self.name.split(".")) >= (3, 7)
+
     def caps(self, api_key: int, lo: int, hi: int) -> tuple[int, int] | None:
         """fakekafka's range (lo, hi) for an API, capped to this release's, or None when it does not advertise it."""
         theirs = self.apis.get(ApiKey(api_key)) if api_key in ApiKey._value2member_map_ else None

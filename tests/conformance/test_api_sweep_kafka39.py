@@ -170,3 +170,29 @@ def test_alterations_checked_as_kafka_391(fake39: sweep.Target, kafka39: sweep.T
                      t.send(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, body)["responses"]]
                     for t in (fake39, kafka39))
     assert ours == theirs
+
+
+def test_config_resource_types_are_kafka_391s(fake39: sweep.Target, kafka39: sweep.Target) -> None:
+    """3.9 has CLIENT_METRICS resources (KIP-714, 3.7) but no GROUP ones (4.0): a DescribeConfigs naming a type it does
+    not know fails whole, an alteration of one is refused alone; a subscription lists only the configs it sets."""
+    set_up = {"resources": [{"resource_type": 16, "resource_name": "subscription-39", "configs": [
+        {"name": "interval.ms", "config_operation": 0, "value": "50000"}]}], "validate_only": False}
+    answers = {}
+    for t in (fake39, kafka39):
+        assert t.send(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, set_up)["responses"][0]["error_code"] == 0
+        for resource_type, name in ((32, "g"), (16, "no-such-subscription"), (16, "subscription-39"), (99, "x")):
+            described = t.send(ApiKey.DESCRIBE_CONFIGS, 4, {"resources": [
+                {"resource_type": resource_type, "resource_name": name, "configuration_keys": None},
+                {"resource_type": 2, "resource_name": sweep.TOPIC, "configuration_keys": ["cleanup.policy"]}],
+                "include_synonyms": True, "include_documentation": False})
+            altered = t.send(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [
+                {"resource_type": resource_type, "resource_name": name,
+                 "configs": [{"name": "interval.ms", "config_operation": 0, "value": "60000"}]},
+                {"resource_type": 2, "resource_name": sweep.TOPIC,
+                 "configs": [{"name": "retention.ms", "config_operation": 0, "value": "1000"}]}],
+                "validate_only": True})
+            answers.setdefault(t.name, []).append((
+                [(r["error_code"], r["error_message"], [(c["name"], c["value"], c["config_source"], len(c["synonyms"]))
+                                                        for c in r["configs"]]) for r in described["results"]],
+                [(r["error_code"], r["error_message"]) for r in altered["responses"]]))
+    assert answers[fake39.name] == answers[kafka39.name]

@@ -168,3 +168,27 @@ def test_a_2_8_broker_does_not_verify_transactional_partitions() -> None:
     """KIP-890 part 1 (3.6) added transaction.partition.verification.enable; before it nothing was verified."""
     assert BrokerConfig(kafka_version="2.8").value("transaction.partition.verification.enable")[0] == "false"
     assert BrokerConfig(kafka_version="3.7").value("transaction.partition.verification.enable")[0] == "true"
+
+
+def test_resource_types_the_release_lacks(older: tuple[str, RawClient]) -> None:
+    """GROUP resources came with 4.0, CLIENT_METRICS with 3.7 (KIP-714): a DescribeConfigs naming one the release
+    lacks fails whole, as its KafkaApis throws; an alteration of one is refused alone on 3.x ("Unknown resource
+    type", as Kafka 3.9.1), the whole request on 2.8 (its KafkaApis throws there too, naming the type UNKNOWN)."""
+    name, raw = older
+    _create(raw, f"r-{name}", {})
+    lacking = [32] if name == "3.7" else [32, 16]
+    for resource_type in lacking:
+        d = raw.request(ApiKey.DESCRIBE_CONFIGS, 1, {"resources": [
+            {"resource_type": resource_type, "resource_name": "x", "configuration_keys": None},
+            {"resource_type": TOPIC, "resource_name": f"r-{name}", "configuration_keys": None}],
+            "include_synonyms": False})
+        assert [(r.error_code, len(r.configs)) for r in d.results] == [(ErrorCode.INVALID_REQUEST, 0)] * 2
+        assert d.results[1].error_message.startswith("This most likely occurs because of a request being malformed")
+        a = raw.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, {"resources": [
+            {"resource_type": resource_type, "resource_name": "x",
+             "configs": [{"name": "interval.ms", "config_operation": 0, "value": "60000"}]},
+            {"resource_type": TOPIC, "resource_name": f"r-{name}",
+             "configs": [{"name": "retention.ms", "config_operation": 0, "value": "1000"}]}], "validate_only": True})
+        expected = [(ErrorCode.INVALID_REQUEST, "Unexpected resource type UNKNOWN")] * 2 if name == "2.8" else \
+            [(ErrorCode.INVALID_REQUEST, f"Unknown resource type {resource_type}"), (ErrorCode.NONE, None)]
+        assert [(r.error_code, r.error_message) for r in a.responses] == expected

@@ -72,6 +72,13 @@ check (30 s after its start; it deletes whole batches, having no segments) leave
 sweep runs. They were fixed in November 2023 once, and a sweep slower than 30 s lost them on fakekafka only."""
 P0_RECORDS, P1_RECORDS = 5, 1
 SESSION_TIMEOUT_MS = 600_000  # the group's member must outlive the session, whatever the machine's load
+REBALANCE_TIMEOUT_MS = 600_000
+"""A group left mid-rebalance (CompletingRebalance, a pending join) stays so for the whole sweep: at 60 s, a loaded
+run's variants met fakekafka's group already past its sync deadline (Empty) where Kafka's, asked sooner, was not."""
+TXN_TIMEOUT_MS = 900_000
+"""An open transaction stays open for the whole sweep (Kafka's transaction.max.timeout.ms, the most it accepts): at
+60 s, a loaded run's read_committed, require_stable and ListTransactions variants met fakekafka's transactions
+already aborted by their timeout."""
 
 BROKER_KEYS = sorted(set(MODELLED_BROKER_CONFIGS) - {"log.dirs"})
 """Kafka has hundreds; these are the ones fakekafka models (not log.dirs: each broker's own paths)."""
@@ -172,7 +179,7 @@ def must(response: Any, what: str) -> Any:
 
 def join(t: Target, group: str, version: int = 5) -> tuple[str, int]:
     """A lone consumer joins `group` (v4+: the MEMBER_ID_REQUIRED round first): (member id, generation)."""
-    body = {"group_id": group, "session_timeout_ms": SESSION_TIMEOUT_MS, "rebalance_timeout_ms": 60_000,
+    body = {"group_id": group, "session_timeout_ms": SESSION_TIMEOUT_MS, "rebalance_timeout_ms": REBALANCE_TIMEOUT_MS,
             "member_id": "", "group_instance_id": None, "protocol_type": "consumer",
             "protocols": [{"name": "range", "metadata": SUBSCRIPTION}], "reason": None}
     r = t.send(11, version, fit_request(11, version, body))
@@ -255,8 +262,8 @@ def set_up_kip848(t: Target) -> None:
 
 def cg_join_body(group: str, member: str, **fields: Any) -> dict[str, Any]:
     return {"group_id": group, "member_id": member, "member_epoch": 0, "instance_id": None, "rack_id": None,
-            "rebalance_timeout_ms": 60_000, "subscribed_topic_names": [TOPIC], "subscribed_topic_regex": None,
-            "server_assignor": None, "topic_partitions": [], **fields}
+            "rebalance_timeout_ms": REBALANCE_TIMEOUT_MS, "subscribed_topic_names": [TOPIC],
+            "subscribed_topic_regex": None, "server_assignor": None, "topic_partitions": [], **fields}
 
 
 def consumer_group_member(t: Target, group: str, member: str) -> int:
@@ -339,11 +346,11 @@ def _join_group(t: Target, v: int) -> dict[str, Any]:
     member = ""
     if v >= 4:  # the first round of a join hands out the member id; the pair under test is the second
         r = t.send(11, v, fit_request(11, v, {"group_id": group, "session_timeout_ms": SESSION_TIMEOUT_MS,
-                                              "rebalance_timeout_ms": 60_000, "member_id": "",
+                                              "rebalance_timeout_ms": REBALANCE_TIMEOUT_MS, "member_id": "",
                                               "protocol_type": "consumer",
                                               "protocols": [{"name": "range", "metadata": SUBSCRIPTION}]}))
         member = r.member_id
-    return {"group_id": group, "session_timeout_ms": SESSION_TIMEOUT_MS, "rebalance_timeout_ms": 60_000,
+    return {"group_id": group, "session_timeout_ms": SESSION_TIMEOUT_MS, "rebalance_timeout_ms": REBALANCE_TIMEOUT_MS,
             "member_id": member, "group_instance_id": None, "protocol_type": "consumer",
             "protocols": [{"name": "range", "metadata": SUBSCRIPTION}], "reason": None}
 
@@ -610,7 +617,7 @@ def txn_producer(t: Target, tid: str, partitions: tuple[tuple[str, int], ...] = 
     added, one transactional batch written to each, and a group's offsets added."""
     settled(t)
     retried(t, 10, 4, {"key_type": 1, "coordinator_keys": [tid]}, f"FindCoordinator {tid}")
-    r = retried(t, 22, 4, {"transactional_id": tid, "transaction_timeout_ms": 60_000, "producer_id": -1,
+    r = retried(t, 22, 4, {"transactional_id": tid, "transaction_timeout_ms": TXN_TIMEOUT_MS, "producer_id": -1,
                            "producer_epoch": -1}, f"InitProducerId {tid}")
     pid, epoch = r.producer_id, r.producer_epoch
     if partitions:
@@ -1238,7 +1245,7 @@ VARIANTS: dict[str, tuple[int, list[int], Callable[[Target, int], dict[str, Any]
 def _mixed_join(t: Target) -> dict[str, Any]:
     """The classic member of GROUP (a consumer group since cg-classic-group) rejoins, as the eager `range`
     assignor's client does: owning nothing."""
-    return {"group_id": GROUP, "session_timeout_ms": SESSION_TIMEOUT_MS, "rebalance_timeout_ms": 60_000,
+    return {"group_id": GROUP, "session_timeout_ms": SESSION_TIMEOUT_MS, "rebalance_timeout_ms": REBALANCE_TIMEOUT_MS,
             "member_id": t.member_id, "group_instance_id": None, "protocol_type": "consumer",
             "protocols": [{"name": "range", "metadata": SUBSCRIPTION}], "reason": None}
 

@@ -1,12 +1,15 @@
 """Client telemetry (KIP-714) beside Apache Kafka 4.4.0 configured to receive it: a metrics reporter of this test's
 (tests/conformance/java/TelemetryReceiverReporter.java, compiled against Kafka's own jars) in `metric.reporters`,
-and fakekafka with `client_telemetry=True`. The same CLIENT_METRICS subscription is made on both, then the same
-requests are sent over raw connections: ApiVersions' ranges, GetTelemetrySubscriptions answered field by field (for
-the same client instance id, so the subscription ids must be equal too), and a sequence of pushes whose error codes
-must match step for step (a wrong subscription id, one too early, an unknown compression on a terminating push, a
-push after it, a reserved instance id, a push too large, a payload that is not OTLP, a good gzip one).
+and fakekafka with `client_telemetry=True`. The same CLIENT_METRICS subscriptions are made on both (two selecting
+the test's connections, by client id and by software name, one not), then the same requests are sent over raw
+connections: ApiVersions' ranges, GetTelemetrySubscriptions answered field by field, refusals included (for the
+same client instance id, so the subscription ids and the metrics' order must be equal too), and a sequence of
+pushes whose error codes must match step for step (a wrong subscription id, one too early, an unknown compression
+on a terminating push, a push after it, a reserved instance id, a push too large, a payload that is not OTLP, a
+good gzip one).
 
-Without a reporter neither broker advertises the two APIs (tests/conformance/test_api_sweep.py's ApiVersions).
+Without a reporter neither broker advertises the two APIs, and both answer them alike when asked anyway
+(tests/conformance/test_api_sweep.py).
 """
 
 from __future__ import annotations
@@ -31,9 +34,18 @@ metrics_pb2 = pytest.importorskip("opentelemetry.proto.metrics.v1.metrics_pb2",
 
 REPORTER = Path(__file__).parent / "java" / "TelemetryReceiverReporter.java"
 CLIENT_METRICS = 16
-SUBSCRIPTION = {"metrics": "org.apache.kafka.producer., org.apache.kafka.consumer.", "interval.ms": "60000",
-                "match": "client_id=telemetry-.*"}
-"""A long interval: no step of the push sequence below can be let through by time passing."""
+SUBSCRIPTIONS = {
+    "producers": {"metrics": "org.apache.kafka.producer., org.apache.kafka.consumer.", "interval.ms": "60000",
+                  "match": "client_id=telemetry-.*"},
+    "by-software": {"metrics": "org.apache.kafka.admin.,org.apache.kafka.producer.", "interval.ms": "30000",
+                    "match": "client_software_name=fakekafka.*"},
+    "others": {"metrics": "*", "interval.ms": "100", "match": "client_id=nobody"},
+}
+"""Two that select the test's connections (their metrics' union, the shorter interval) and one that does not; long
+intervals: no step of the push sequence below can be let through by time passing."""
+FIELDS = ("throttle_time_ms", "error_code", "client_instance_id", "subscription_id", "accepted_compression_types",
+          "push_interval_ms", "telemetry_max_bytes", "delta_temporality", "requested_metrics")
+"""GetTelemetrySubscriptions' answer, compared field by field (its refusals too)."""
 
 
 def _connect(bootstrap: str, client_id: str) -> WireConnection:
@@ -45,10 +57,10 @@ def _subscribe(bootstrap: str) -> None:
     conn = _connect(bootstrap, "admin")
     try:
         r = conn.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [{
-            "resource_type": CLIENT_METRICS, "resource_name": "producers", "configs": [
-                {"name": k, "config_operation": 0, "value": v} for k, v in SUBSCRIPTION.items()]}],
-            "validate_only": False})
-        assert r.responses[0].error_code == ErrorCode.NONE, r.responses[0]
+            "resource_type": CLIENT_METRICS, "resource_name": name, "configs": [
+                {"name": k, "config_operation": 0, "value": v} for k, v in configs.items()]}
+            for name, configs in SUBSCRIPTIONS.items()], "validate_only": False})
+        assert all(x.error_code == ErrorCode.NONE for x in r.responses), r.responses
     finally:
         conn.close()
 
@@ -77,14 +89,14 @@ def brokers() -> Iterator[dict[str, str]]:
 
 
 def _subscription_seen(bootstrap: str) -> None:
-    """Kafka's brokers learn a subscription from the metadata log a moment after the controller has it: a new
+    """Kafka's brokers learn subscriptions from the metadata log a moment after the controller has it: a new
     instance id per look (a new instance is never throttled) until it is in the answer."""
     conn = _connect(bootstrap, "telemetry-probe")
     try:
         deadline = time.monotonic() + 30
         while True:
             r = conn.request(ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, 0, {"client_instance_id": uuid.uuid4()})
-            if r.error_code == ErrorCode.NONE and len(r.requested_metrics) == 2:
+            if r.error_code == ErrorCode.NONE and len(r.requested_metrics) == 3:
                 return
             assert time.monotonic() < deadline, f"the subscription not answered within 30 s: {r}"
             time.sleep(0.05)
@@ -111,9 +123,7 @@ def _run(bootstrap: str, instance: uuid.UUID) -> dict[str, object]:
         out["api_versions"] = sorted((k.api_key, k.min_version, k.max_version) for k in versions.api_keys
                                      if k.api_key in (ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, ApiKey.PUSH_TELEMETRY))
         get = conn.request(ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, 0, {"client_instance_id": instance})
-        out["get"] = {k: get[k] for k in ("throttle_time_ms", "error_code", "client_instance_id", "subscription_id",
-                                          "accepted_compression_types", "push_interval_ms", "telemetry_max_bytes",
-                                          "delta_temporality", "requested_metrics")}
+        out["get"] = {k: get[k] for k in FIELDS}
         sid = get.subscription_id
 
         def push(name: str, instance_id: uuid.UUID = instance, subscription: int = sid, terminating: bool = False,
@@ -125,7 +135,7 @@ def _run(bootstrap: str, instance: uuid.UUID) -> dict[str, object]:
 
         def get_again(name: str, instance_id: uuid.UUID = instance) -> int:
             r = conn.request(ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, 0, {"client_instance_id": instance_id})
-            out[name] = ErrorCode(r.error_code).name
+            out[name] = {"error": ErrorCode(r.error_code).name, **{k: r[k] for k in FIELDS if k != "error_code"}}
             return int(r.subscription_id)
 
         push("push wrong subscription id", subscription=sid + 1)

@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from fakekafka.chaos import Chaos, ChaosSource, Ledger, Schedule, Violation, chaos_of, check_invariants
+from fakekafka.chaos.timeline import Timeline
 from fakekafka.model.errors import ApiError
 from fakekafka.net.wire_client import Brokers
 from fakekafka.proxy.server import ProxyServer
@@ -65,12 +66,18 @@ class ProxyChaos:
         self.server = server
         self.source = ChaosSource(None, chaos, now_ms=lambda: int(time.time() * 1000))
         self.ledger = Ledger(topic_name=server.topic_names.get)
+        self.timeline = Timeline(self.source.applied)
         server.hooks.sources.append(self.source)
         server.hooks.observers.append(self.ledger)
+        server.hooks.observers.append(self.timeline)
 
     def applied(self) -> Schedule:
         """A copy of the schedule applied so far (call on the proxy's loop)."""
         return self.source.applied.subset(self.source.applied.steps)
+
+    def timeline_svg(self, title: str = "chaos run") -> str:
+        """The run so far as an SVG picture: requests, faults, group generations (call on the proxy's loop)."""
+        return self.timeline.svg(title)
 
     def violations(self, bootstrap_servers: str) -> list[Violation]:
         """The invariants checked on the upstream's logs, read through `bootstrap_servers` (blocking: call off

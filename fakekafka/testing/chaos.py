@@ -20,6 +20,7 @@ from fakekafka.chaos import (
     chaos_of,
     check_invariants,
 )
+from fakekafka.chaos.timeline import Timeline
 from fakekafka.model.cluster import ClusterState
 from fakekafka.model.faults import hook_of
 from fakekafka.model.hooks import Action, Hook, Intercepted
@@ -42,8 +43,10 @@ class ChaosRun:
         self.state = state
         self.source = ChaosSource(state, chaos, ServerOperator(server))
         self.ledger = Ledger(state)
+        self.timeline = Timeline(self.source.applied)
         state.hooks.sources.append(self.source)
         state.hooks.observers.append(self.ledger)
+        state.hooks.observers.append(self.timeline)
 
     @property
     def seed(self) -> int | None:
@@ -52,6 +55,10 @@ class ChaosRun:
     def applied(self) -> Schedule:
         """A copy of the schedule applied so far (call on the cluster's loop)."""
         return self.source.applied.subset(self.source.applied.steps)
+
+    def timeline_svg(self, title: str = "chaos run") -> str:
+        """The run so far as an SVG picture: requests, faults, group generations (call on the cluster's loop)."""
+        return self.timeline.svg(title)
 
     def violations(self) -> list[Violation]:
         """(call on the cluster's loop)"""

@@ -27,6 +27,8 @@ __all__ = ["chaos_for"]
 _PARAM = "fakekafka_chaos_seed"
 _REPLAY = pytest.StashKey["Schedule"]()
 _RESULT = pytest.StashKey["tuple[Schedule, tuple[str, ...], int | None]"]()
+_TIMELINE = pytest.StashKey["str | None"]()
+"""The failing run's timeline picture (SVG text), drawn once the test's body ended."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -124,6 +126,7 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
             signature = tuple(sorted(v.invariant for v in e.violations)) if isinstance(e, ChaosFailure) \
                 else ("error", type(e).__name__)
             item.stash[_RESULT] = (cluster.chaos_schedule(), signature, cluster.chaos.seed)  # type: ignore[union-attr]
+            item.stash[_TIMELINE] = _timeline(cluster, item)
         raise
     cluster = _chaos_cluster(item)
     if cluster is None:
@@ -132,8 +135,22 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     violations, schedule = cluster.check_invariants(), cluster.chaos_schedule()
     item.stash[_RESULT] = (schedule, tuple(sorted(v.invariant for v in violations)), cluster.chaos.seed)  # type: ignore[union-attr]
     if violations:
+        item.stash[_TIMELINE] = _timeline(cluster, item)
         raise ChaosFailure(violations, schedule)
     return result
+
+
+def _timeline(cluster: Cluster, item: pytest.Item) -> str | None:
+    """The run's picture, drawn on the cluster's (or proxy's) loop; None where it cannot be (the report then names
+    no picture rather than hiding the failure)."""
+    run = cluster.chaos
+    draw = getattr(run, "timeline_svg", None)
+    if draw is None:
+        return None
+    try:
+        return cluster.call(lambda: draw(item.nodeid))
+    except Exception:  # a cluster already stopped by the test: no picture
+        return None
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -170,18 +187,24 @@ def _shrink_and_report(item: pytest.Item, nextitem: pytest.Item | None, schedule
              f"schedule applied: {len(schedule)} step(s), written to {applied}"]
     runs = config.getoption("--chaos-shrink-runs")
     final, final_path = schedule, applied
+    timelines = {tuple(schedule.steps): item.stash.get(_TIMELINE, None)}
+    """Each failing run's picture, by the steps it replayed."""
     if runs and len(schedule):
         def fails(candidate: Schedule) -> bool:
             item.stash[_REPLAY] = candidate
-            if _RESULT in item.stash:
-                del item.stash[_RESULT]
+            for key in (_RESULT, _TIMELINE):
+                if key in item.stash:
+                    del item.stash[key]
             try:
                 reports = runtestprotocol(item, nextitem=nextitem, log=False)
             finally:
                 del item.stash[_REPLAY]
             again = item.stash.get(_RESULT, None)
-            return any(r.when == "call" and r.failed for r in reports) and again is not None \
+            failed = any(r.when == "call" and r.failed for r in reports) and again is not None \
                 and again[1] == signature
+            if failed:
+                timelines[tuple(candidate.steps)] = item.stash.get(_TIMELINE, None)
+            return failed
         shrunk = shrink(schedule, fails, max_runs=runs)
         final = shrunk.schedule
         final_path = final.save(out / f"{name}.shrunk.json")
@@ -190,6 +213,11 @@ def _shrink_and_report(item: pytest.Item, nextitem: pytest.Item | None, schedule
     else:
         lines.append("steps:")
     lines.extend(f"  {line}" for line in final.lines())
+    picture = timelines.get(tuple(final.steps))
+    if picture is not None:  # beside the schedule it draws: name.shrunk.svg or name.svg
+        svg = final_path.with_suffix(".svg")
+        svg.write_text(picture)
+        lines.append(f"timeline (requests, faults, group generations): {svg}")
     nodeid = item.nodeid.replace(f"chaos-seed={seed}", "chaos-replay")
     lines.append(f"replay: pytest {shlex.quote(nodeid)} --chaos-replay {shlex.quote(str(final_path))}")
     return "\n".join(lines)

@@ -9,6 +9,7 @@ import json
 import re
 import shlex
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
@@ -47,6 +48,13 @@ def test_chaos_seeds_find_shrink_and_replay_the_planted_bug(pytester: pytest.Pyt
     steps = json.loads(Path(shrunk.group(3)).read_text())["steps"]
     assert any(s["kind"] == "drop_after" and s["api"] == "Produce" for s in steps)
     assert "connection dropped after append" in out
+    picture = re.search(r"timeline \(requests, faults, group generations\): (\S+\.shrunk\.svg)", out)
+    assert picture is not None, out  # beside the shrunk schedule, named in the report
+    svg = Path(picture.group(1)).read_text()
+    drawn = ElementTree.fromstring(svg)  # well-formed SVG
+    kinds = [e.get("data-kind") for e in drawn.iter("{http://www.w3.org/2000/svg}rect")]
+    assert kinds == [s["kind"] for s in steps] and "connection dropped after append" in svg
+    assert "Produce" in svg  # the requests' lanes
     command = re.search(r"replay: pytest (.+)", out)
     assert command is not None
     args = shlex.split(command.group(1))

@@ -437,3 +437,28 @@ def test_an_unclean_elections_loss_is_expected_and_one_without_it_is_not() -> No
     violations = check_invariants(cluster, ledger)
     assert [v.invariant for v in violations] == ["acknowledged records lost"]
     assert "orders-0 offsets 0..0" in violations[0].evidence[0] and len(violations[0].evidence) == 1
+
+
+def test_the_timeline_draws_requests_faults_and_generations_as_svg() -> None:
+    from xml.etree import ElementTree
+
+    from fakekafka.chaos.timeline import Timeline
+    from fakekafka.model.hooks import Intercepted
+    applied = Schedule()
+    timeline = Timeline(applied)
+
+    def answered(api_key: int, nth: int, body: Any, answer: Any) -> None:
+        timeline(Intercepted(api_key, 0, 1, "c", nth, body, set(), 0, nth), answer, True)
+    answered(11, 0, {"group_id": "g"}, {"error_code": 0, "generation_id": 1, "member_id": "m"})
+    applied.steps.append(Step("Produce", 0, "drop_after", topic="orders", partition=0))
+    answered(0, 0, {}, None)  # the fault fell on this request: its connection dropped
+    answered(11, 1, {"group_id": "g"}, {"error_code": 0, "generation_id": 1, "member_id": "m"})  # same generation
+    answered(11, 2, {"group_id": "g"}, {"error_code": 0, "generation_id": 2, "member_id": "m"})
+    svg = ElementTree.fromstring(timeline.svg("t<1>"))
+    ns = "{http://www.w3.org/2000/svg}"
+    assert [r.get("data-kind") for r in svg.iter(f"{ns}rect")] == ["drop_after"]
+    texts = [t.text or "" for t in svg.iter(f"{ns}text")]
+    assert any("drop_after at Produce request 0" in t and "connection dropped after append" in t for t in texts)
+    assert {"JoinGroup", "Produce", "faults", "groups"} <= set(texts)
+    assert [c.findtext(f"{ns}title") for c in svg.iter(f"{ns}circle")] == ["g: generation 1", "g: generation 2"]
+    assert timeline.faults == [(1, applied.steps[0])]

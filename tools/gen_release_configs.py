@@ -173,14 +173,19 @@ def out_path(name: str) -> Path:
     return OUT_DIR / f"kafka_configs_{name.replace('.', '_')}.py"
 
 
+def default_lib(version: str) -> Path:
+    """Where the release's broker jars are by default: Kafka 3.9.1's installed broker, else the generator's cache."""
+    if version == "3.9.1":
+        return Path(os.environ.get("FAKEKAFKA_KAFKA39_LIB", CACHE / "kafka-3.9.1" / "lib"))
+    return CACHE / f"kafka-broker-{version}"
+
+
 def lib_dir(name: str, version: str, given: dict[str, str]) -> Path:
     """The release's broker lib dir: given, Kafka 3.9.1's installed broker, or resolved from Maven Central."""
     if name in given:
         return Path(given[name])
-    if version == "3.9.1":
-        return Path(os.environ.get("FAKEKAFKA_KAFKA39_LIB", CACHE / "kafka-3.9.1" / "lib"))
-    dest = CACHE / f"kafka-broker-{version}"
-    if not any(dest.glob("kafka_2.*.jar")):
+    dest = default_lib(version)
+    if version != "3.9.1" and not any(dest.glob("kafka_2.*.jar")):
         tmp = dest.with_name(dest.name + ".tmp")
         subprocess.run(
             [

@@ -462,3 +462,36 @@ def test_the_timeline_draws_requests_faults_and_generations_as_svg() -> None:
     assert {"JoinGroup", "Produce", "faults", "groups"} <= set(texts)
     assert [c.findtext(f"{ns}title") for c in svg.iter(f"{ns}circle")] == ["g: generation 1", "g: generation 2"]
     assert timeline.faults == [(1, applied.steps[0])]
+
+
+def test_the_profiles_draw_the_new_kinds_where_they_belong() -> None:
+    """busy throttles Fetches (never other APIs); an unclean election (harsh's) is drawn on a topic allowing it
+    once its ISR is the leader alone (once: the leader is then down), never on a topic that does not allow it."""
+    from fakekafka.model.hooks import Intercepted
+    from fakekafka.model.metadata import Broker
+    cluster = ClusterState(clock=ManualClock(), brokers=[Broker(i, "127.0.0.1", 9000 + i) for i in (1, 2)])
+    cluster.create_topic("pay", 1, 2, configs={"unclean.leader.election.enable": "true"})
+    cluster.create_topic("safe", 1, 2)
+    for name in ("pay", "safe"):
+        p = cluster.partition(name, 0)
+        cluster.shrink_isr(name, 0, next(r for r in p.replicas if r != p.leader_id))
+
+    def request(api_key: int, nth: int, topic: str) -> Intercepted:
+        return Intercepted(api_key, 12, 1, "c", nth, None, {(topic, 0)}, 0, nth)
+    busy = ChaosSource(cluster, Chaos(seed=5, profile="busy"))
+    for nth in range(300):
+        busy.actions(request(1, nth, "nowhere"))  # Fetches of a topic that does not exist: no partition events
+    assert "throttle" in {s.kind for s in busy.applied}
+    assert all(s.api == "Fetch" for s in busy.applied if s.kind == "throttle")
+
+    class Operator:
+        def kill_broker(self, node_id: int, down_ms: int) -> None:
+            cluster.kill_broker(node_id)
+    from fakekafka.chaos import PROFILES, Profile
+    assert PROFILES["harsh"].unclean_rate > 0 and PROFILES["busy"].unclean_rate == 0
+    unclean = Profile("unclean", error_rate=0, latency_rate=0, drop_rate=0, unclean_rate=0.2)
+    for topic, expected in (("safe", False), ("pay", True)):
+        source = ChaosSource(cluster, Chaos(seed=2, profile=unclean), Operator())
+        for nth in range(100):
+            source.actions(request(0, nth, topic))
+        assert [s.kind for s in source.applied] == (["unclean_election"] if expected else []), topic

@@ -23,12 +23,13 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import crc32c
 
 from fakekafka.model.clock import Clock
-from fakekafka.model.otlp import MetricPoint, decode_metrics, decompress_metrics
+from fakekafka.model.otlp import MetricPoint, check_metrics, decode_metrics, decompress_metrics
 from fakekafka.wire import ErrorCode
 from fakekafka.wire.records import Compression
 
@@ -94,7 +95,8 @@ class Subscription:
 
 @dataclass(frozen=True)
 class TelemetryPush:
-    """One accepted push with metrics, decoded: who pushed, when, and the metric points it carried."""
+    """One accepted push with metrics: who pushed, when, and (decoded when first read) the metric points it
+    carried and its resource attributes."""
 
     client_instance_id: uuid.UUID
     broker: int
@@ -105,8 +107,22 @@ class TelemetryPush:
     subscription_id: int
     terminating: bool
     compression: str
-    resource: dict[str, Any]
-    metrics: tuple[MetricPoint, ...]
+    data: bytes = field(repr=False)
+    """The OTLP MetricsData as pushed, decompressed (checked to parse when pushed)."""
+
+    @cached_property
+    def _decoded(self) -> tuple[dict[str, Any], tuple[MetricPoint, ...]]:
+        return decode_metrics(self.data)
+
+    @property
+    def resource(self) -> dict[str, Any]:
+        """The push's resource attributes."""
+        return self._decoded[0]
+
+    @property
+    def metrics(self) -> tuple[MetricPoint, ...]:
+        """Every data point of every metric pushed, in the push's order."""
+        return self._decoded[1]
 
     def names(self) -> set[str]:
         """The metric names this push carried."""
@@ -287,7 +303,7 @@ class ClientTelemetry:
                 if not self.receiving():
                     inst.last_error = ErrorCode.NONE
                     return ErrorCode.NONE, None
-                resource, points = decode_metrics(raw)
+                check_metrics(raw)  # decoded when a test reads it: a push costs a parse, not a decode
             except ValueError as e:
                 inst.last_error = ErrorCode.INVALID_RECORD
                 return ErrorCode.INVALID_RECORD, f"Error exporting client metrics: {e}"
@@ -302,8 +318,7 @@ class ClientTelemetry:
                     subscription,
                     terminating,
                     codec.name.lower(),
-                    resource,
-                    points,
+                    raw,
                 )
             )
         inst.last_error = ErrorCode.NONE

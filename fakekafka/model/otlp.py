@@ -12,7 +12,7 @@ from typing import Any
 
 from fakekafka.wire.records import Compression, InvalidBatch, TooLarge, decompress
 
-__all__ = ["MetricPoint", "OtlpMissing", "decode_metrics", "decompress_metrics", "require_otlp"]
+__all__ = ["MetricPoint", "OtlpMissing", "check_metrics", "decode_metrics", "decompress_metrics", "require_otlp"]
 
 
 class OtlpMissing(RuntimeError):
@@ -79,8 +79,7 @@ def decompress_metrics(codec: Compression, data: bytes, limit: int) -> bytes:
     return raw
 
 
-def decode_metrics(raw: bytes) -> tuple[dict[str, Any], tuple[MetricPoint, ...]]:
-    """Decompressed OTLP `MetricsData`: its resource attributes and metric points; ValueError when it is not."""
+def _parse(raw: bytes) -> Any:
     from google.protobuf.message import DecodeError
     from opentelemetry.proto.metrics.v1 import metrics_pb2
 
@@ -89,6 +88,17 @@ def decode_metrics(raw: bytes) -> tuple[dict[str, Any], tuple[MetricPoint, ...]]
         message.ParseFromString(raw)
     except DecodeError as e:
         raise ValueError(f"not OTLP metrics: {e}") from None
+    return message
+
+
+def check_metrics(raw: bytes) -> None:
+    """ValueError when decompressed metrics are not OTLP `MetricsData` (a parse only, fast: no values read)."""
+    _parse(raw)
+
+
+def decode_metrics(raw: bytes) -> tuple[dict[str, Any], tuple[MetricPoint, ...]]:
+    """Decompressed OTLP `MetricsData`: its resource attributes and metric points; ValueError when it is not."""
+    message = _parse(raw)
     resource: dict[str, Any] = {}
     points: list[MetricPoint] = []
     for rm in message.resource_metrics:

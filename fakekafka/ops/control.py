@@ -99,8 +99,8 @@ def _client_metrics(c: Cluster, a: dict[str, Any]) -> Any:
         raise ValueError(str(e).replace("Cluster(client_telemetry=True) (the marker's client_telemetry=True, "
                                         "`fakekafka serve --client-telemetry`)",
                                         "`fakekafka serve --client-telemetry`")) from None
-    return [{**{k: v for k, v in dataclasses.asdict(p).items() if k != "metrics"},
-             "client_instance_id": str(p.client_instance_id),
+    return [{**{k: v for k, v in dataclasses.asdict(p).items() if k != "data"},
+             "client_instance_id": str(p.client_instance_id), "resource": p.resource,
              "metrics": [dataclasses.asdict(m) for m in p.metrics]} for p in pushes]
 
 

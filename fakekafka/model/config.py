@@ -704,22 +704,21 @@ class BrokerConfig:
     static value (KAFKA-16540), so it is always here."""
     dynamic_brokers: dict[int, dict[str, str]] = field(default_factory=dict)
     """Per-broker dynamic configs (DYNAMIC_BROKER_CONFIG, above every other layer), by node id."""
+    catalog: ConfigCatalog = field(init=False, repr=False, compare=False)
+    """The configs of the release the cluster stands in for (names, defaults, checks, synonyms), set from
+    `kafka_version` at construction: read on every config lookup, so kept rather than looked up."""
 
     @property
     def release(self) -> KafkaRelease | None:
         """The older release `kafka_version` names (None: Kafka 4.4)."""
         return kafka_release(self.kafka_version)
 
-    @property
-    def catalog(self) -> ConfigCatalog:
-        """The configs of the release the cluster stands in for: their names, defaults, checks and synonyms."""
-        return config_catalog(self.kafka_version)
-
     def __post_init__(self) -> None:
         try:
             release = kafka_release(self.kafka_version)
         except UnknownKafkaVersion as e:
             raise InvalidConfig(f"kafka version: {e}") from None
+        self.catalog = config_catalog(None if release is None else release.name)
         if release is not None:
             self.kafka_version = release.name
             self.transaction_version = 0  # not finalized before 4.0 (TV_1 needs metadata.version 4.0-IV2)

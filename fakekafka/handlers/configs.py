@@ -64,6 +64,7 @@ from fakekafka.model.config import (
     GROUP_CONFIGS,
     LISTENER_CONFIG,
     LISTENER_MECHANISM_CONFIGS,
+    TELEMETRY_RECEIVER,
     BrokerConfig,
     ConfigSource,
     ConfigSpec,
@@ -73,6 +74,7 @@ from fakekafka.model.config import (
     validate_group_config,
 )
 from fakekafka.model.loggers import ROOT_LOGGER, VALID_LEVELS
+from fakekafka.model.otlp import OtlpMissing, require_otlp
 from fakekafka.wire import ApiKey, ErrorCode
 
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
@@ -420,6 +422,13 @@ def _check_broker(configs: dict[str, str], changed: list[str], cluster_level: bo
                 specs[name].validate(value)
             except InvalidConfig as e:
                 raise _Refused(ErrorCode.INVALID_REQUEST, str(e)) from None
+    if "metric.reporters" in changed and TELEMETRY_RECEIVER in (r.strip() for r in configs.get(
+            "metric.reporters", "").split(",")):
+        try:
+            require_otlp()
+        except OtlpMissing as e:
+            raise _Refused(ErrorCode.INVALID_REQUEST,
+                           f"Invalid value for configuration metric.reporters: {e}") from None
     if cluster_level:
         refuse_names([n for n in configs if n in specs and specs[n].update_mode == "per-broker"],
                      "Cannot update these configs at default cluster level, broker id must be specified")

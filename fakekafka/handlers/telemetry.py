@@ -22,7 +22,7 @@ from fakekafka.wire import ApiKey, ErrorCode
 
 
 def _on(config: BrokerConfig) -> bool:
-    return config.client_telemetry
+    return config.client_telemetry_on()
 
 
 def _client(ctx: RequestContext) -> ClientInfo:

@@ -104,7 +104,7 @@ class ClusterState:
         """CLIENT_METRICS resources (KIP-714 subscriptions): name -> `metrics`, `interval.ms`, `match`."""
         self.client_telemetry = ClientTelemetry(self.clock, lambda: self.client_metrics,
                                                 lambda: int(c.value("telemetry.max.bytes")[0] or 1048576),
-                                                receiving=lambda: c.client_telemetry)
+                                                receiving=c.client_telemetry_on)
         """Client telemetry (KIP-714) answered from those subscriptions; advertised, and pushes kept, only with
         `client_telemetry` on."""
         self.client_quotas = ClientQuotas(

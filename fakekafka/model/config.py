@@ -800,6 +800,16 @@ class BrokerConfig:
         extra = fields.pop("overrides", None) or {}
         return cls(**fields, overrides={**extra, **properties})  # type: ignore[arg-type]
 
+    def client_telemetry_on(self) -> bool:
+        """Client telemetry is on: switched on at start, or since `metric.reporters` was set at run time (cluster-wide)
+        to a list naming fakekafka's receiver. Once on it stays on, as Kafka's broker keeps a receiver it added
+        when its reporter is removed again."""
+        if not self.client_telemetry:
+            value = self.value("metric.reporters")[0] or ""
+            if TELEMETRY_RECEIVER in (r.strip() for r in value.split(",")):
+                self.client_telemetry = True
+        return self.client_telemetry
+
     def sasl_server_callback_handler(self, listener: str, mechanism: str) -> str | None:
         """`listener.name.<listener>.<mechanism>.sasl.server.callback.handler.class`, as set (None: not set)."""
         value = self.overrides.get(f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.server.callback."

@@ -200,7 +200,7 @@ class Cluster(ClusterSteering, ChaosSteering, ClusterSnapshots, ClusterHandle):
     def client_metrics(self, client_id: str | None = None) -> list[TelemetryPush]:
         """The metrics clients pushed (KIP-714), decoded, one entry per accepted push, oldest first (of
         `client_id`'s clients only, if given); needs client telemetry on (`Cluster(client_telemetry=True)`)."""
-        if not self.config.client_telemetry:
+        if not self.call(self.config.client_telemetry_on):
             raise RuntimeError("client telemetry is off on this cluster, so clients push no metrics: start it with "
                                "Cluster(client_telemetry=True) (the marker's client_telemetry=True, `fakekafka serve "
                                "--client-telemetry`)")

@@ -181,6 +181,11 @@ def test_switched_on_by_the_config_or_by_metric_reporters() -> None:
     assert on.overrides["metric.reporters"] == f"org.apache.kafka.common.metrics.JmxReporter,{TELEMETRY_RECEIVER}"
     assert BrokerConfig.from_properties({"metric.reporters": TELEMETRY_RECEIVER}).client_telemetry
     assert ApiKey.GET_TELEMETRY_SUBSCRIPTIONS not in advertised_versions(None)  # no config: Kafka's default
+    later = BrokerConfig()  # metric.reporters set cluster-wide at run time (IncrementalAlterConfigs)
+    later.dynamic_defaults["metric.reporters"] = f"org.apache.kafka.common.metrics.JmxReporter, {TELEMETRY_RECEIVER}"
+    assert ApiKey.PUSH_TELEMETRY in advertised_versions(None, later)
+    del later.dynamic_defaults["metric.reporters"]  # removed again: Kafka keeps the receiver it added
+    assert later.client_telemetry_on()
 
 
 def test_without_opentelemetry_proto_switching_it_on_is_refused_in_words(monkeypatch: pytest.MonkeyPatch) -> None:

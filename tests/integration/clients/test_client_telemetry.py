@@ -163,3 +163,33 @@ def test_serve_client_telemetry_and_ctl_client_metrics() -> None:
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(10) == 0
+
+
+def test_metric_reporters_set_at_run_time_switches_it_on() -> None:
+    """As on Kafka, a reporter receiving client telemetry added to `metric.reporters` at run time (cluster-wide,
+    IncrementalAlterConfigs) starts the advertising; clients that connect then push."""
+    from fakekafka.model.config import TELEMETRY_RECEIVER
+    from fakekafka.testing.client import WireConnection
+
+    with Cluster() as cluster:
+        host, port = cluster.bootstrap_servers.rsplit(":", 1)
+
+        def advertised() -> set[int]:
+            conn = WireConnection(host, int(port), "t", 10)
+            try:
+                return set(conn.versions)
+            finally:
+                conn.close()
+        assert ApiKey.GET_TELEMETRY_SUBSCRIPTIONS not in advertised()
+        conn = WireConnection(host, int(port), "admin", 10)
+        try:
+            r = conn.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [{
+                "resource_type": 4, "resource_name": "", "configs": [{
+                    "name": "metric.reporters", "config_operation": 0,
+                    "value": f"org.apache.kafka.common.metrics.JmxReporter,{TELEMETRY_RECEIVER}"}]}],
+                "validate_only": False})
+            assert r.responses[0].error_code == 0, r.responses[0]
+        finally:
+            conn.close()
+        assert {ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, ApiKey.PUSH_TELEMETRY} <= advertised()
+        assert cluster.client_metrics() == []

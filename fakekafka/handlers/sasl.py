@@ -45,7 +45,7 @@ from fakekafka.handlers.sasl_mechanisms import (
     ScramServer,
     plain_authenticate,
 )
-from fakekafka.model.internal_topics import java_string_hash
+from fakekafka.model.internal_topics import java_hash_set_order
 from fakekafka.wire import ApiKey, ErrorCode
 
 __all__ = ["OFFERED", "SaslState", "enabled_mechanisms"]
@@ -58,12 +58,7 @@ def enabled_mechanisms(ctx: RequestContext) -> list[str]:
     """The listener's mechanisms (BrokerConfig.sasl_mechanisms: sasl.enabled.mechanisms, OAUTHBEARER only where
     a validator is named) in the order Kafka lists them: its authenticator keeps them as the keys of a Java
     HashMap, so the answer follows their buckets (PLAIN, SCRAM-SHA-512, SCRAM-SHA-256), not the config's order."""
-    names = ctx.cluster.config.sasl_mechanisms(ctx.listener or "")
-
-    def bucket(name: str) -> int:  # HashMap's index for a table of 16 (up to 12 entries)
-        h = java_string_hash(name) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & 15
-    return sorted(names, key=bucket) if len(names) <= 12 else names
+    return java_hash_set_order(ctx.cluster.config.sasl_mechanisms(ctx.listener or ""))
 
 
 @handles(ApiKey.SASL_HANDSHAKE, 0, 1)

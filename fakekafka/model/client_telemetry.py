@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -29,6 +29,7 @@ from typing import Any
 import crc32c
 
 from fakekafka.model.clock import Clock
+from fakekafka.model.internal_topics import java_hash_set_order
 from fakekafka.model.otlp import MetricPoint, check_metrics, decode_metrics, decompress_metrics
 from fakekafka.wire import ErrorCode
 from fakekafka.wire.records import Compression
@@ -41,7 +42,6 @@ __all__ = [
     "ClientTelemetry",
     "Subscription",
     "TelemetryPush",
-    "java_hash_set_order",
     "subscription_id",
 ]
 
@@ -146,31 +146,6 @@ class _Instance:
     terminating: bool = False
     last_error: ErrorCode = ErrorCode.NONE
     expires_ms: int = 0
-
-
-def java_string_hash(s: str) -> int:
-    """Java's String.hashCode (over UTF-16 code units), as a signed 32-bit int."""
-    h = 0
-    data = s.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
-def java_hash_set_order(items: Iterable[str]) -> list[str]:
-    """The iteration order of a java.util.HashSet the strings were added to in this order: by bucket (the spread
-    hash masked by the table size the set has grown to), insertion order within a bucket. Kafka sends its
-    subscribed metric set in this order and hashes the set as printed so, which the subscription id shows."""
-    distinct = list(dict.fromkeys(items))
-    capacity = 16
-    while len(distinct) > capacity * 3 // 4:
-        capacity *= 2
-
-    def bucket(s: str) -> int:
-        h = java_string_hash(s) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & (capacity - 1)
-
-    return sorted(distinct, key=bucket)  # sorted() is stable: insertion order within a bucket
 
 
 def java_uuid_hash(u: uuid.UUID) -> int:

@@ -1,4 +1,5 @@
-"""The broker's own topics and how a key picks its partition of one, as Kafka's coordinators do.
+"""The broker's own topics and how a key picks its partition of one, as Kafka's coordinators do (with Java's string
+hashing, and the HashSet order it gives what Kafka sends from a set).
 
 A leaf of the model: the coordinators' logs (offsets_topic, transaction_log, share_state), the handlers and the
 cluster all read these names, so they live apart from any of them.
@@ -7,9 +8,10 @@ cluster all read these names, so they live apart from any of them.
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 
-__all__ = ["INTERNAL_TOPICS", "OFFSETS_TOPIC", "SHARE_STATE_TOPIC", "TRANSACTION_STATE_TOPIC", "java_string_hash",
-           "kafka_abs", "partition_for"]
+__all__ = ["INTERNAL_TOPICS", "OFFSETS_TOPIC", "SHARE_STATE_TOPIC", "TRANSACTION_STATE_TOPIC", "java_hash_set_order",
+           "java_string_hash", "kafka_abs", "partition_for"]
 
 OFFSETS_TOPIC = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC = "__transaction_state"
@@ -26,6 +28,22 @@ def java_string_hash(s: str) -> int:
     for i in range(0, len(data), 2):
         h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
     return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def java_hash_set_order(items: Iterable[str]) -> list[str]:
+    """The iteration order of a java.util.HashSet the strings were added to in this order: by bucket (the spread
+    hash masked by the table size the set has grown to), insertion order within a bucket. Kafka sends what it keeps
+    in a HashSet or a HashMap's keys in this order (telemetry's metric set, SASL's mechanisms)."""
+    distinct = list(dict.fromkeys(items))
+    capacity = 16
+    while len(distinct) > capacity * 3 // 4:
+        capacity *= 2
+
+    def bucket(s: str) -> int:
+        h = java_string_hash(s) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (capacity - 1)
+
+    return sorted(distinct, key=bucket)  # sorted() is stable: insertion order within a bucket
 
 
 def kafka_abs(n: int) -> int:

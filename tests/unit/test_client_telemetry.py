@@ -8,9 +8,10 @@ import uuid
 import pytest
 
 from fakekafka.handlers import advertised_versions
-from fakekafka.model.client_telemetry import ClientInfo, ClientTelemetry, java_hash_set_order, subscription_id
+from fakekafka.model.client_telemetry import ClientInfo, ClientTelemetry, subscription_id
 from fakekafka.model.clock import ManualClock
 from fakekafka.model.config import TELEMETRY_RECEIVER, BrokerConfig, InvalidConfig
+from fakekafka.model.internal_topics import java_hash_set_order
 from fakekafka.wire import ApiKey, ErrorCode
 from fakekafka.wire.records import Compression, compress
 

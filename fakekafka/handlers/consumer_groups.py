@@ -48,10 +48,14 @@ def classic_group_status(ctx: RequestContext, group_id: str) -> str | None:
 
 
 def consumer_protocol_enabled(ctx: RequestContext) -> bool:
-    """False on an older release whose default `group.coordinator.rebalance.protocols` (classic) leaves the consumer
-    protocol off: Kafka 3.7-3.9 advertise ConsumerGroupHeartbeat/Describe but answer them UNSUPPORTED_VERSION."""
-    release = ctx.cluster.config.release
-    return release is None or release.consumer_protocol
+    """On an older release, whether its `group.coordinator.rebalance.protocols` lists `consumer`: 3.7-3.9 advertise
+    ConsumerGroupHeartbeat/Describe but, at their default (classic), answer them UNSUPPORTED_VERSION; listed, the
+    KIP-848 preview is on (their KafkaApis' isConsumerGroupProtocolEnabled)."""
+    config = ctx.cluster.config
+    if config.release is None or config.release.consumer_protocol:
+        return True
+    protocols = config.value("group.coordinator.rebalance.protocols")[0] or ""
+    return "consumer" in (p.strip().lower() for p in protocols.split(","))
 
 
 def heartbeat_error_response(ctx: ErrorContext, req: Container, code: ErrorCode) -> dict[str, Any]:

@@ -555,9 +555,11 @@ def config_catalog(release: str | None) -> ConfigCatalog:
                          _fallbacks(module.BROKER_CONFIG_DEFS))
 
 
-_ABSENT_MEANS = {"transaction.partition.verification.enable": "false"}
+_ABSENT_MEANS = {"transaction.partition.verification.enable": "false",
+                 "group.coordinator.rebalance.protocols": "classic"}
 """What a release without one of these broker configs does, as its value: before 3.6 (KIP-890 part 1) a broker
-took transactional records for a partition without checking it had been added to the transaction."""
+took transactional records for a partition without checking it had been added to the transaction; before 3.7 it had
+classic groups only."""
 
 OLDER_TIMESTAMP_LIMIT = "message.timestamp.difference.max.ms"
 """Before Kafka 3.6 (KIP-937) the one limit on how far a record's timestamp may be from the broker's clock, both

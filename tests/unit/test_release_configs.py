@@ -192,3 +192,26 @@ def test_resource_types_the_release_lacks(older: tuple[str, RawClient]) -> None:
         expected = [(ErrorCode.INVALID_REQUEST, "Unexpected resource type UNKNOWN")] * 2 if name == "2.8" else \
             [(ErrorCode.INVALID_REQUEST, f"Unknown resource type {resource_type}"), (ErrorCode.NONE, None)]
         assert [(r.error_code, r.error_message) for r in a.responses] == expected
+
+
+@pytest.mark.parametrize(("kafka_version", "protocols", "code"), [
+    ("3.9", None, ErrorCode.UNSUPPORTED_VERSION),
+    ("3.9", "classic,consumer", ErrorCode.NONE),
+    ("3.7", "classic,consumer", ErrorCode.NONE),
+    ("3.7", "classic", ErrorCode.UNSUPPORTED_VERSION),
+])
+def test_the_kip848_preview_is_on_where_the_config_lists_consumer(kafka_version: str, protocols: str | None,
+                                                                   code: ErrorCode) -> None:
+    """3.7-3.9 answer ConsumerGroupHeartbeat when group.coordinator.rebalance.protocols lists consumer (the KIP-848
+    preview; their KafkaApis' isConsumerGroupProtocolEnabled), UNSUPPORTED_VERSION at their default, classic."""
+    config = {"group.coordinator.rebalance.protocols": protocols} if protocols else {}
+    with fakekafka.Cluster(kafka_version=kafka_version, config=config, topics={"t": 1}) as cluster:
+        raw = RawClient(cluster.bootstrap_servers)
+        try:
+            r = raw.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, {
+                "group_id": "g", "member_id": "m-1", "member_epoch": 0, "instance_id": None, "rack_id": None,
+                "rebalance_timeout_ms": 30000, "subscribed_topic_names": ["t"], "server_assignor": None,
+                "topic_partitions": []})
+            assert r.error_code == code
+        finally:
+            raw.close()

@@ -31,8 +31,11 @@ def fetch_codes(c: Cluster) -> list[int]:
     return codes
 
 
-def consume(c: Cluster, topic: str, want: int, *, reset: str = "earliest") -> list[tuple[int, bytes | None]]:
-    """kafka-python, assigned partition 0 from offset 0 (no group): (offset, value) until `want` records came."""
+def consume(
+    c: Cluster, topic: str, want: int, *, reset: str = "earliest", end: int | None = None
+) -> list[tuple[int, bytes | None]]:
+    """kafka-python, assigned partition 0 from offset 0 (no group): (offset, value) until `want` records came, or
+    its position reached `end` (when what is wanted is that nothing comes: a state to wait for, not a time)."""
     from kafka import KafkaConsumer, TopicPartition
 
     consumer = KafkaConsumer(
@@ -45,6 +48,8 @@ def consume(c: Cluster, topic: str, want: int, *, reset: str = "earliest") -> li
         consumer.seek(tp, 0)
         deadline = time.monotonic() + 30
         while len(got) < want and time.monotonic() < deadline:
+            if end is not None and consumer.position(tp) >= end:
+                break
             for records in consumer.poll(timeout_ms=200).values():
                 got.extend((r.offset, r.value) for r in records)
     finally:
@@ -128,7 +133,7 @@ def test_the_cluster_profile_draws_retention_only_on_a_frozen_clock_and_within_i
     )
     with Cluster(clock="frozen", chaos=Chaos(seed=1, profile=retention)) as c:
         log_with_old_and_new_segments(c)
-        got = consume(c, "logs", 1, reset="earliest")
+        got = consume(c, "logs", 1, reset="earliest", end=15)
         step = c.chaos_schedule().steps[0]
         assert (step.kind, step.ms) == ("retention", 60_001)  # every record below the high watermark expired
         assert got == []

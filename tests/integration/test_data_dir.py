@@ -570,3 +570,56 @@ def test_kill_9_during_a_mass_creation_keeps_every_topic_acknowledged(tmp_path: 
         made = {name: t.topic_id for name, t in cluster.state.topics.items()}
     missing = {n for n, tid in acked.items() if made.get(n) != tid}
     assert not missing, f"{len(missing)} acknowledged topics lost, e.g. {sorted(missing)[:3]}"
+
+
+def test_a_stale_metadata_file_sets_unnamed_partitions_aside_and_says_so(tmp_path: Path) -> None:
+    """`serve` started on a data dir whose metadata file is older than its logs (restored from a backup, copied
+    in from another run) keeps the partitions it does not name: renamed `topic-N.<id>-stray` as Kafka's LogManager
+    renames a stray log, a warning in words on stderr for each, their records still in the segment; a real client
+    then sees only the topics the metadata names and may make the same name again, empty."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from fakekafka.storage.journal import JOURNAL_FILE, METADATA_FILE
+
+    data = tmp_path / "data"
+
+    def run(log: Path | None = None, make: str | None = None) -> set[str]:
+        """One `serve` on the data dir, stopped by SIGTERM: makes `make` (2 partitions, a record in each) if
+        given, and returns the topics a client sees."""
+        proc, bootstrap = _start(data, log=log)
+        try:
+            admin = AdminClient({"bootstrap.servers": bootstrap})
+            if make is not None:
+                admin.create_topics([NewTopic(make, 2, 1)])[make].result(10)
+                producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+                for p in range(2):
+                    producer.produce(make, f"precious {p}".encode(), partition=p)
+                assert producer.flush(20) == 0
+            return {t for t in admin.list_topics(timeout=10).topics if not t.startswith("__")}
+        finally:
+            proc.terminate()
+            proc.communicate(timeout=30)
+
+    assert run(make="kept") == {"kept"}
+    stale = {name: (data / name).read_bytes() for name in (METADATA_FILE, JOURNAL_FILE) if (data / name).exists()}
+    assert run(make="later") == {"kept", "later"}
+    for name in (METADATA_FILE, JOURNAL_FILE):  # the metadata from before "later" was made
+        (data / name).unlink(missing_ok=True)
+    for name, content in stale.items():
+        (data / name).write_bytes(content)
+
+    log = tmp_path / "serve.log"
+    assert run(log) == {"kept"}
+    text = log.read_text()
+    assert "Traceback" not in text, text[-3000:]
+    strays = sorted(data.rglob("later-*-stray"))
+    assert sorted(s.name.split(".", 1)[0] for s in strays) == ["later-0", "later-1"]
+    assert not [d for d in data.rglob("later-*") if d.is_dir() and not d.name.endswith("-stray")]
+    for stray in strays:
+        assert f"renamed to {stray}" in text and METADATA_FILE in text, text[-3000:]
+        segment = next(stray.glob("*.log")).read_bytes()
+        assert b"precious " + stray.name[len("later-")].encode() in segment  # the records are still there
+
+    assert run(make="later") == {"kept", "later"}  # the name made again: a new, empty log beside the strays
+    assert sorted(data.rglob("later-*-stray")) == strays

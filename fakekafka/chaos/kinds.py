@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fakekafka.chaos.registry import REGISTRY_KINDS
+
 __all__ = ["CLUSTER_KINDS", "ERRORS", "KINDS", "LegalError", "legal_errors"]
 
 
@@ -101,6 +103,7 @@ CLUSTER_KINDS = {
 }
 """The cluster's own events chaos draws on the fake cluster (fakekafka/chaos/cluster_events.py)."""
 KINDS.update(CLUSTER_KINDS)
+KINDS.update(REGISTRY_KINDS)  # the Schema Registry's (fakekafka/chaos/registry.py)
 
 
 def legal_errors(api: str, *, non_retriable: bool) -> list[LegalError]:

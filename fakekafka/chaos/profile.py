@@ -17,6 +17,8 @@ __all__ = ["PROFILES", "Profile", "profile_of"]
 _RATES = ("error_rate", "latency_rate", "drop_rate", "kill_rate", "move_leader_rate", "rebalance_rate",
           "session_expiry_rate", "coordinator_move_rate", "isr_rate", "throttle_rate", "retention_rate",
           "compaction_rate", "unclean_rate")
+_REGISTRY_RATES = ("registry_error_rate", "registry_latency_rate", "unknown_schema_id_rate")
+"""Drawn once per Schema Registry request, apart from the broker's requests (so they add up on their own)."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,13 @@ class Profile:
     unclean_rate: float = 0.0
     """The leader of a partition whose ISR is only itself crashes and an out-of-sync replica is elected (a topic
     with unclean.leader.election.enable=true; several brokers)."""
+    registry_error_rate: float = 0.0
+    """A Schema Registry request answered one of Confluent's errors legal on its route (fakekafka/chaos/registry.py;
+    with a cluster's `schema_registry=True` or the proxy's forwarded registry)."""
+    registry_latency_rate: float = 0.0
+    """A Schema Registry request answered late (`latency_ms`)."""
+    unknown_schema_id_rate: float = 0.0
+    """A read of a schema id answered 40403: a record whose schema id the registry instance does not know yet."""
     apis: tuple[str, ...] = ()
     """Only these APIs (Kafka's names); empty: every API a fault kind applies to."""
     max_faults: int | None = 20
@@ -66,7 +75,7 @@ class Profile:
     """Requests of each API left alone at the start (the client's first connection, say)."""
 
     def __post_init__(self) -> None:
-        for name in _RATES:
+        for name in (*_RATES, *_REGISTRY_RATES):
             rate = getattr(self, name)
             if not isinstance(rate, (int, float)) or not 0 <= rate <= 1:
                 raise ValueError(f"chaos profile {self.name!r}: {name} is a rate between 0 and 1, not {rate!r}")
@@ -75,6 +84,9 @@ class Profile:
         if not isinstance(self.retention_advance_ms, int) or self.retention_advance_ms < 0:
             raise ValueError(f"chaos profile {self.name!r}: retention_advance_ms is milliseconds, 0 or more, not "
                              f"{self.retention_advance_ms!r}")
+        if sum(getattr(self, n) for n in _REGISTRY_RATES) > 1:
+            raise ValueError(f"chaos profile {self.name!r}: the registry rates add up to more than 1 (one fault per "
+                             "registry request)")
         for name in ("latency_ms", "down_ms", "throttle_ms"):
             lo, hi = getattr(self, name)
             if not 0 <= lo <= hi:
@@ -84,7 +96,7 @@ class Profile:
 
     @property
     def quiet(self) -> bool:
-        return not any(getattr(self, n) for n in _RATES)
+        return not any(getattr(self, n) for n in (*_RATES, *_REGISTRY_RATES))
 
     def to_json(self) -> dict[str, Any]:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
@@ -112,13 +124,17 @@ PROFILES: dict[str, Profile] = {
     "cluster": Profile("cluster", error_rate=0.03, latency_rate=0.02, drop_rate=0.02, rebalance_rate=0.05,
                        session_expiry_rate=0.03, coordinator_move_rate=0.04, isr_rate=0.06, max_faults=30,
                        retention_rate=0.03, compaction_rate=0.03),
+    "registry": Profile("registry", error_rate=0.02, latency_rate=0.02, drop_rate=0.02, registry_error_rate=0.2,
+                        registry_latency_rate=0.1, unknown_schema_id_rate=0.1, max_faults=30),
 }
 """none: chaos on, nothing drawn (its overhead alone); default: a few retriable errors, small latencies, dropped
 connections; network: latency and dropped connections only; busy: more of everything, broker kills and leader
 moves, throttled fetches; harsh: busy with errors clients cannot retry, ISR changes, retention and compaction
 passes and unclean elections where the topic allows them; cluster: the cluster's own events (rebalances, session
 expiries, coordinator moves, ISR shrink and expand, retention on a frozen clock, compaction passes) with a few
-errors and drops."""
+errors and drops; registry: the Schema Registry's
+errors, latency and unknown schema ids, with a few broker errors and drops (only this profile draws registry
+faults by default; a JSON profile sets their rates on any other)."""
 
 
 def profile_of(given: str | os.PathLike[str] | Profile | None) -> Profile:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from fakekafka.chaos.kinds import KINDS
+from fakekafka.chaos.registry import registry_status
 
 __all__ = ["Schedule", "Step"]
 
@@ -49,6 +50,8 @@ class Step:
             raise ValueError(f"unknown chaos step kind {self.kind!r}; kinds: {', '.join(KINDS)}")
         if self.kind == "error" and not self.error:
             raise ValueError("a chaos error step names its error (Kafka's name, e.g. NOT_LEADER_OR_FOLLOWER)")
+        if self.kind == "registry_error" and not (self.error or "").isdigit():
+            raise ValueError(f"a registry_error step names Confluent's error code (e.g. 50001), not {self.error!r}")
         if self.nth < 0:
             raise ValueError(f"a chaos step's nth counts requests from 0, not {self.nth}")
 
@@ -79,8 +82,15 @@ class Step:
             "compaction": "the log cleaner passed (superseded keys removed)",
             "unclean_election": f"leader {self.broker} crashed, an out-of-sync replica elected (unclean), "
                                 f"restarted {self.ms} ms later",
+            "registry_error": f"answered {self._registry_status()} with {self.error}"
+                              + (" after it was applied" if self.after else ""),
+            "registry_latency": f"answered {self.ms} ms late",
+            "unknown_schema_id": "answered 404 with 40403 (schema id unknown to the instance answering)",
         }[self.kind]
         return f"t={self.t_ms / 1000:.1f} s: {self.api} request {self.nth}{where} {what}"
+
+    def _registry_status(self) -> int | str:
+        return registry_status(int(self.error)) if (self.error or "").isdigit() else "?"
 
     def to_json(self) -> dict[str, Any]:
         defaults = {f.name: f.default for f in dataclasses.fields(self)}

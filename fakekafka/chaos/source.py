@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import random
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -20,6 +21,15 @@ from fakekafka.chaos.cluster_events import apply_event, draw_event, event_applic
 from fakekafka.chaos.invariants import BUILT_IN
 from fakekafka.chaos.kinds import CLUSTER_KINDS, KINDS, legal_errors
 from fakekafka.chaos.profile import Profile, profile_of
+from fakekafka.chaos.registry import (
+    REGISTRY_KINDS,
+    RegistryAction,
+    legal_registry_errors,
+    registry_point,
+    registry_status,
+    route_of_point,
+    unknown_id_legal,
+)
 from fakekafka.chaos.schedule import Schedule, Step
 from fakekafka.model.cluster import ClusterState
 from fakekafka.model.hooks import Action, Answer, Delay, Drop, Fail, Intercepted, Several, Throttle
@@ -123,6 +133,9 @@ class ChaosSource:
         """Followers chaos took out of an ISR (an isr_expand lets one fetch again)."""
         if self.replay is None and self.chaos.seed is None:
             raise ValueError("a chaos run needs a seed or a schedule (fakekafka.Chaos(seed=N))")
+        self._registry_seen: dict[str, int] = {}
+        self._registry_lock = threading.Lock()
+        """The registry's HTTP threads draw here; a proxy's forwarded registry does so beside the proxy's loop."""
 
     @property
     def armed(self) -> bool:
@@ -143,6 +156,52 @@ class ChaosSource:
                                    mechanism=step.mechanism or self._mechanism(step))
         self.applied.steps.append(step)
         return [(f"chaos: {step.describe()}", action)] if action is not None else []
+
+    def registry_action(self, route: str) -> RegistryAction | None:
+        """The fault (None: none) for the next Schema Registry request of `route` ("GET /schemas/ids/{id}"), drawn
+        from the seed by the route and its place among that route's requests, or replayed; kept in the schedule."""
+        api = registry_point(route)
+        with self._registry_lock:
+            nth = self._registry_seen.get(api, 0)
+            self._registry_seen[api] = nth + 1
+            if self.replay is not None:
+                step = self.replay.get((api, nth))
+                step = step if step is not None and step.kind in REGISTRY_KINDS else None
+            else:
+                step = self._draw_registry(api, route, nth)
+            if step is None:
+                return None
+            step = dataclasses.replace(step, t_ms=self.now_ms() - self.started_ms,  # type: ignore[misc]
+                                       mechanism=step.mechanism or self._mechanism(step))
+            self.applied.steps.append(step)
+        if step.kind == "registry_latency":
+            return RegistryAction(latency_ms=step.ms)
+        if step.kind == "unknown_schema_id":
+            return RegistryAction(status=404, error_code=40403, message="Schema not found")
+        code = int(step.error or 0)
+        return RegistryAction(status=registry_status(code), error_code=code, message=_REGISTRY_MESSAGES.get(
+            code, f"{step.error} (chaos: {step.mechanism})"), after=step.after)
+
+    def _draw_registry(self, api: str, route: str, nth: int) -> Step | None:
+        p = self.profile
+        if nth < p.skip_first or (p.max_faults is not None and len(self.applied) >= p.max_faults):
+            return None
+        rng = random.Random(f"{self.chaos.seed}:{api}:{nth}")
+        u = rng.random()
+        errors = legal_registry_errors(route)
+        for kind, rate in (("registry_error", p.registry_error_rate if errors else 0),
+                           ("registry_latency", p.registry_latency_rate),
+                           ("unknown_schema_id", p.unknown_schema_id_rate if unknown_id_legal(route) else 0)):
+            if u >= rate:
+                u -= rate
+                continue
+            if kind == "registry_error":
+                e = errors[rng.randrange(len(errors))]
+                return Step(api, nth, kind, error=str(e.error_code), after=e.after, mechanism=e.mechanism)
+            if kind == "registry_latency":
+                return Step(api, nth, kind, ms=rng.randint(*p.latency_ms))
+            return Step(api, nth, kind)
+        return None
 
     # --- drawing --------------------------------------------------------------------------------------------
     def _draw(self, request: Intercepted) -> Step | None:
@@ -275,6 +334,11 @@ class ChaosSource:
 
     @staticmethod
     def _mechanism(step: Step) -> str:
+        route = route_of_point(step.api)
+        if step.kind == "registry_error" and route is not None:
+            for r in legal_registry_errors(route):
+                if str(r.error_code) == step.error:
+                    return r.mechanism
         if step.kind == "error":
             for e in legal_errors(step.api, non_retriable=True):
                 if e.error == step.error:
@@ -288,6 +352,17 @@ def _unclean_possible(cluster: ClusterState, p: Partition) -> bool:
     if not cluster.topic_configs.unclean_election(p.topic) or not p.online or p.isr != [p.leader_id]:
         return False
     return any(r != p.leader_id and cluster.brokers[r].alive for r in p.replicas)
+
+
+_REGISTRY_MESSAGES = {
+    40401: "Subject not found.",
+    40403: "Schema not found",
+    50001: "Error in the backend data store",
+    50002: "Operation timed out",
+    50003: "Error while forwarding the request to the leader",
+    503: "Service Unavailable",
+}
+"""Confluent's words for each code (its RestException classes' messages; a load balancer's 503)."""
 
 
 def _first_partition(request: Intercepted) -> tuple[str, int] | None:

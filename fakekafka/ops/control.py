@@ -194,7 +194,8 @@ def _clear(c: Cluster, a: dict[str, Any]) -> str:
 
 def _registry(c: Cluster) -> Any:
     if c.schema_registry is None:
-        raise ValueError("this cluster has no schema registry: start it with `fakekafka serve --schema-registry`")
+        raise ValueError("no schema registry here: start it with `fakekafka serve --schema-registry` (a proxy "
+                         "forwards one with `fakekafka proxy --schema-registry-upstream URL`)")
     return c.schema_registry
 
 

@@ -117,14 +117,17 @@ def _limits(args: argparse.Namespace) -> dict[str, str] | str:
     return props
 
 
-def _start_registry_proxy(args: argparse.Namespace) -> RegistryProxy | str | None:
-    """The forwarded Schema Registry of --schema-registry-upstream, started; or why it cannot be; or None."""
+def _start_registry_proxy(args: argparse.Namespace, proxy: Proxy) -> RegistryProxy | str | None:
+    """The forwarded Schema Registry of --schema-registry-upstream, started (drawing chaos with the proxy's run,
+    steered by `fakekafka ctl` as `proxy.schema_registry`); or why it cannot be; or None."""
     if not args.schema_registry_upstream:
         return None
     from fakekafka.proxy.registry import RegistryProxy
     host, _, port = args.schema_registry_listen.rpartition(":")
     try:
-        return RegistryProxy(args.schema_registry_upstream, host=host, port=int(port)).start()
+        registry = RegistryProxy(args.schema_registry_upstream, host=host, port=int(port),
+                                 chaos=proxy if proxy.chaos is not None else None).start()
+        return registry
     except ValueError as e:
         return f"--schema-registry-upstream: {e}"
     except OSError as e:
@@ -162,11 +165,12 @@ async def run_proxy(args: argparse.Namespace) -> int:
         print(f"fakekafka proxy: cannot listen on {args.listen}: {why} (choose another with --listen)",
               file=sys.stderr)
         return 1
-    registry = _start_registry_proxy(args)
+    registry = _start_registry_proxy(args, proxy)
     if isinstance(registry, str):
         print(f"fakekafka proxy: {registry}", file=sys.stderr)
         await proxy.server.stop()
         return 1
+    proxy.schema_registry = registry
     from fakekafka.ops.control import control_binding, serve_commands
     try:
         control_host, token, told = control_binding(args.control_host, host, args.control_token_file)

@@ -11,7 +11,9 @@ from fakekafka.proxy import BOOTSTRAP, Proxy
 
 __all__ = ["PROXY_COMMANDS", "unknown_proxy_command"]
 
-_SHARED = ("inject-error", "inject-latency", "drop-connection", "throttle", "clear-faults", "events")
+_SHARED = ("inject-error", "inject-latency", "drop-connection", "throttle", "clear-faults", "events",
+           "registry-inject-error", "registry-inject-latency", "registry-unknown-schema-id")
+"""The registry commands steer the forwarded registry of `--schema-registry-upstream` (`Proxy.schema_registry`)."""
 
 
 def _broker(p: Proxy, a: dict[str, Any]) -> int:

@@ -20,7 +20,7 @@ import collections
 import os
 import ssl
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from fakekafka.chaos import ChaosFailure, Schedule, Violation
 from fakekafka.model.faults import Fault, FaultSteering, hook_of
@@ -30,6 +30,9 @@ from fakekafka.observe.records import RequestRecord
 from fakekafka.proxy.chaos import ProxyChaos, attach_proxy_chaos
 from fakekafka.proxy.observe import FrameRecorder, Summary
 from fakekafka.proxy.server import BOOTSTRAP, MAX_BROKERS, ProxyEvent, ProxyServer, Upstream, proxy_config
+
+if TYPE_CHECKING:
+    from fakekafka.proxy.registry import RegistryProxy
 
 __all__ = ["BOOTSTRAP", "Proxy", "ProxyEvent", "ProxyServer", "Upstream"]
 
@@ -74,6 +77,9 @@ class Proxy(FaultSteering):
                                   client_ssl=client_ssl, upstream_ssl=upstream_ssl, decode_answers=decode,
                                   config=proxy_config(config), max_brokers=max_brokers)
         self.chaos: ProxyChaos | None = attach_proxy_chaos(self.server, chaos)
+        self.schema_registry: RegistryProxy | None = None
+        """The forwarded Schema Registry `fakekafka ctl`'s registry commands steer (`fakekafka proxy
+        --schema-registry-upstream` sets it; `RegistryProxy(url, chaos=proxy)` draws chaos with this proxy's run)."""
         self.request_log: collections.deque[RequestRecord] = collections.deque(maxlen=keep_requests)
         self.server.add_request_listener(lambda record, _exchange: self.request_log.append(record), frames=False)
         self.recorder = None

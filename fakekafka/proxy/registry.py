@@ -11,6 +11,7 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
+from fakekafka.chaos import ChaosSource, Schedule, chaos_of
 from fakekafka.registry import RegistryFaults
 from fakekafka.registry.http import RawText, SchemaRegistryServer
 
@@ -29,13 +30,7 @@ class _ForwardingServer(SchemaRegistryServer):
         self._parts = parts
         self._timeout = timeout
 
-    def handle(self, method: str, raw_path: str, body: Any) -> tuple[int, Any]:
-        path = urlsplit(raw_path).path.rstrip("/") or "/"
-        for fault in self._take_faults(method, path):
-            if fault.latency_ms:
-                time.sleep(fault.latency_ms / 1000)
-            if fault.status:
-                return fault.status, {"error_code": fault.error_code, "message": fault.message}
+    def serve(self, method: str, raw_path: str, body: Any) -> tuple[int, Any]:
         return self._forward(method, raw_path, body)
 
     def _forward(self, method: str, raw_path: str, body: Any) -> tuple[int, Any]:
@@ -64,10 +59,30 @@ class _ForwardingServer(SchemaRegistryServer):
 
 class RegistryProxy(RegistryFaults):
     """`RegistryProxy(upstream_url).start()` serves the upstream registry's REST API at `url`; the fault methods
-    (`inject_error`, `inject_latency`, `unknown_schema_id`, `clear_faults`) are the registry's own."""
+    (`inject_error`, `inject_latency`, `unknown_schema_id`, `clear_faults`) are the registry's own. `chaos=`: a
+    `fakekafka.Proxy` running chaos (registry faults join its schedule), or what `Proxy(chaos=...)` takes (a
+    `Chaos`, a `Schedule` to replay, a seed: a schedule of its own, `chaos_schedule()`)."""
 
-    def __init__(self, upstream: str, host: str = "127.0.0.1", port: int = 0, timeout: float = 30.0) -> None:
+    def __init__(self, upstream: str, host: str = "127.0.0.1", port: int = 0, timeout: float = 30.0,
+                 chaos: Any = None) -> None:
         self.server = _ForwardingServer(upstream, host, port, timeout)
+        self.chaos_source: ChaosSource | None = None
+        if chaos is not None:
+            run = getattr(chaos, "chaos", None)  # a Proxy: its run's source
+            if run is not None and hasattr(run, "source"):
+                self.chaos_source = run.source
+            elif not hasattr(chaos, "bootstrap_servers"):
+                given = chaos_of(chaos)
+                if given is not None:
+                    self.chaos_source = ChaosSource(None, given, now_ms=lambda: int(time.time() * 1000))
+            if self.chaos_source is not None:
+                self.server.chaos = self.chaos_source.registry_action
+
+    def chaos_schedule(self) -> Schedule:
+        """The chaos schedule applied so far (the proxy's, when it shares the proxy's run)."""
+        if self.chaos_source is None:
+            raise RuntimeError("this registry proxy runs without chaos: RegistryProxy(url, chaos=...)")
+        return self.chaos_source.applied.subset(list(self.chaos_source.applied.steps))
 
     @property
     def upstream(self) -> str:

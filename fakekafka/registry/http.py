@@ -3,7 +3,8 @@
 Each request is parsed in its own thread and handed to the model (`model.Registry`) where the cluster's model runs
 (`call`: the cluster's event loop), so registry writes and broker requests never race. Bodies are bounded
 (`MAX_BODY_BYTES`, Confluent's default `schema.max.size`-like limit); every refusal is Confluent's JSON error.
-Faults (`inject_error`, `inject_latency`) apply to the next requests matching a method and path pattern.
+Faults (`inject_error`, `inject_latency`) apply to the next requests matching a method and path pattern; chaos
+(`chaos`, fakekafka/chaos/registry.py) draws a fault per request by its route.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeVar
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from fakekafka.chaos.registry import RegistryAction
 from fakekafka.registry.errors import RegistryError
 from fakekafka.registry.model import Registry
 
-__all__ = ["MAX_BODY_BYTES", "RegistryFault", "SchemaRegistryServer"]
+__all__ = ["MAX_BODY_BYTES", "RegistryFault", "SchemaRegistryServer", "route_of"]
 
 log = logging.getLogger("fakekafka.registry")
 
@@ -30,39 +32,46 @@ T = TypeVar("T")
 MAX_BODY_BYTES = 16 * 1024 * 1024
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 
-_ID = r"(?P<id>-?\d+)"
-_S = r"(?P<subject>[^/]+)"
-_V = r"(?P<version>[^/]+)"
-Route = tuple[str, re.Pattern[str], str]
-_ROUTES: list[Route] = [(m, re.compile(f"^{p}$"), name) for m, p, name in [
+_GROUPS = {"{id}": r"(?P<id>-?\d+)", "{subject}": r"(?P<subject>[^/]+)", "{version}": r"(?P<version>[^/]+)"}
+Route = tuple[str, re.Pattern[str], str, str]
+"""(method, path pattern, handler name, the route as chaos names it: "GET /schemas/ids/{id}")"""
+
+
+def _compiled(template: str) -> re.Pattern[str]:
+    for name, group in _GROUPS.items():
+        template = template.replace(name, group)
+    return re.compile(f"^{template}$")
+
+
+_ROUTES: list[Route] = [(m, _compiled(t), name, f"{m} {t}") for m, t, name in [
     ("GET", "/", "root"),
     ("GET", "/subjects", "subjects"),
-    ("GET", f"/subjects/{_S}/versions", "versions"),
-    ("POST", f"/subjects/{_S}/versions", "register"),
-    ("GET", f"/subjects/{_S}/versions/{_V}", "version"),
-    ("GET", f"/subjects/{_S}/versions/{_V}/schema", "version_schema"),
-    ("GET", f"/subjects/{_S}/versions/{_V}/referencedby", "referenced_by"),
-    ("DELETE", f"/subjects/{_S}/versions/{_V}", "delete_version"),
-    ("POST", f"/subjects/{_S}", "lookup"),
-    ("DELETE", f"/subjects/{_S}", "delete_subject"),
+    ("GET", "/subjects/{subject}/versions", "versions"),
+    ("POST", "/subjects/{subject}/versions", "register"),
+    ("GET", "/subjects/{subject}/versions/{version}", "version"),
+    ("GET", "/subjects/{subject}/versions/{version}/schema", "version_schema"),
+    ("GET", "/subjects/{subject}/versions/{version}/referencedby", "referenced_by"),
+    ("DELETE", "/subjects/{subject}/versions/{version}", "delete_version"),
+    ("POST", "/subjects/{subject}", "lookup"),
+    ("DELETE", "/subjects/{subject}", "delete_subject"),
     ("GET", "/schemas/types", "types"),
-    ("GET", f"/schemas/ids/{_ID}", "schema"),
-    ("GET", f"/schemas/ids/{_ID}/schema", "schema_text"),
-    ("GET", f"/schemas/ids/{_ID}/versions", "schema_versions"),
-    ("GET", f"/schemas/ids/{_ID}/subjects", "schema_subjects"),
+    ("GET", "/schemas/ids/{id}", "schema"),
+    ("GET", "/schemas/ids/{id}/schema", "schema_text"),
+    ("GET", "/schemas/ids/{id}/versions", "schema_versions"),
+    ("GET", "/schemas/ids/{id}/subjects", "schema_subjects"),
     ("GET", "/config", "get_config"),
     ("PUT", "/config", "set_config"),
     ("DELETE", "/config", "delete_config"),
-    ("GET", f"/config/{_S}", "get_config"),
-    ("PUT", f"/config/{_S}", "set_config"),
-    ("DELETE", f"/config/{_S}", "delete_config"),
+    ("GET", "/config/{subject}", "get_config"),
+    ("PUT", "/config/{subject}", "set_config"),
+    ("DELETE", "/config/{subject}", "delete_config"),
     ("GET", "/mode", "get_mode"),
     ("PUT", "/mode", "set_mode"),
-    ("GET", f"/mode/{_S}", "get_mode"),
-    ("PUT", f"/mode/{_S}", "set_mode"),
-    ("DELETE", f"/mode/{_S}", "delete_mode"),
-    ("POST", f"/compatibility/subjects/{_S}/versions", "compatibility"),
-    ("POST", f"/compatibility/subjects/{_S}/versions/{_V}", "compatibility"),
+    ("GET", "/mode/{subject}", "get_mode"),
+    ("PUT", "/mode/{subject}", "set_mode"),
+    ("DELETE", "/mode/{subject}", "delete_mode"),
+    ("POST", "/compatibility/subjects/{subject}/versions", "compatibility"),
+    ("POST", "/compatibility/subjects/{subject}/versions/{version}", "compatibility"),
 ]]
 
 
@@ -83,6 +92,14 @@ class RegistryFault:
         what = f"error {self.status}/{self.error_code}" if self.status else f"latency {self.latency_ms} ms"
         times = "every" if self.count is None else f"next {self.count}"
         return f"{what} on {times} {self.method or 'any'} {self.path.pattern} (fired {self.fired})"
+
+
+def route_of(method: str, path: str) -> str | None:
+    """The route a request takes, as chaos names it ("GET /schemas/ids/{id}"); None where none serves it."""
+    for route_method, pattern, _, route in _ROUTES:
+        if route_method == method and pattern.match(path):
+            return route
+    return None
 
 
 def _page(items: list[Any], query: dict[str, str]) -> list[Any]:
@@ -109,6 +126,8 @@ class SchemaRegistryServer:
         self.faults: list[RegistryFault] = []
         self._faults_lock = threading.Lock()
         self.requests_served = 0
+        self.chaos: Callable[[str], RegistryAction | None] | None = None
+        """Chaos's draw per request (`ChaosSource.registry_action`), set by the cluster or proxy running chaos."""
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -165,17 +184,42 @@ class SchemaRegistryServer:
 
     # --- dispatch ----------------------------------------------------------------------------------------------
     def handle(self, method: str, raw_path: str, body: Any) -> tuple[int, Any]:
-        """(status, JSON answer) of one request; RegistryError becomes Confluent's error body."""
-        parts = urlsplit(raw_path)
-        path = parts.path.rstrip("/") or "/"
-        query = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+        """(status, JSON answer) of one request, its injected faults and chaos's first."""
+        path = urlsplit(raw_path).path.rstrip("/") or "/"
         for fault in self._take_faults(method, path):
             if fault.latency_ms:
                 time.sleep(fault.latency_ms / 1000)
             if fault.status:
                 return fault.status, {"error_code": fault.error_code, "message": fault.message}
+        drawn = self._chaos_action(method, path)
+        if drawn is not None:
+            if drawn.latency_ms:
+                time.sleep(drawn.latency_ms / 1000)
+            if drawn.status and not drawn.after:
+                return drawn.status, {"error_code": drawn.error_code, "message": drawn.message}
+        status, payload = self.serve(method, raw_path, body)
+        if drawn is not None and drawn.status and status < 300:  # applied, then the answer was lost to the error
+            return drawn.status, {"error_code": drawn.error_code, "message": drawn.message}
+        return status, payload
+
+    def _chaos_action(self, method: str, path: str) -> RegistryAction | None:
+        """Chaos's draw for this request (None without chaos, or for a path no route serves), where the model runs
+        (the cluster's loop, so registry and broker faults join one schedule in the order they applied)."""
+        chaos = self.chaos
+        if chaos is None:
+            return None
+        route = route_of(method, path)
+        if route is None:
+            return None
+        return self._call(lambda: chaos(route))  # type: ignore[no-any-return]
+
+    def serve(self, method: str, raw_path: str, body: Any) -> tuple[int, Any]:
+        """(status, JSON answer) of one request; RegistryError becomes Confluent's error body."""
+        parts = urlsplit(raw_path)
+        path = parts.path.rstrip("/") or "/"
+        query = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
         allowed = False
-        for route_method, pattern, name in _ROUTES:
+        for route_method, pattern, name, _ in _ROUTES:
             match = pattern.match(path)
             if match is None:
                 continue

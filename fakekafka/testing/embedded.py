@@ -160,7 +160,10 @@ class Cluster(ClusterSteering, ChaosSteering, ClusterSnapshots, ClusterHandle):
     def _start_registry(self) -> None:
         if self._registry_port is not None and self.schema_registry is None:
             self.schema_registry = SchemaRegistry(self.state, loop_caller(lambda: self._loop), self.server.host,
-                                                  self._registry_port).start()
+                                                  self._registry_port)
+            if self.chaos is not None:  # registry faults join the broker's in one schedule
+                self.schema_registry.server.chaos = self.chaos.source.registry_action
+            self.schema_registry.start()
 
     def _stop_registry(self) -> None:
         registry, self.schema_registry = self.schema_registry, None

@@ -132,3 +132,89 @@ def test_the_command_line_proxy_forwards_a_registry(kafka: Any) -> None:
         timeout=60,
     )
     assert bad.returncode == 1 and "--schema-registry-upstream: the upstream registry is an http(s) URL" in bad.stderr
+
+
+def test_chaos_on_the_forwarded_registry_same_seed_same_faults_and_replay(kafka: Any) -> None:
+    from fakekafka.chaos import Chaos, Profile, Schedule
+
+    profile = Profile("registry-only", error_rate=0, latency_rate=0, drop_rate=0, registry_error_rate=0.3,
+                      unknown_schema_id_rate=0.4, max_faults=None)
+    schema_id = SchemaRegistryClient({"url": kafka.schema_registry_url}).register_schema(
+        "chaos-value", Schema(json.dumps(ORDER), "AVRO"))
+
+    def app(chaos: Any) -> tuple[list[str], Schedule]:
+        seen = []
+        with RegistryProxy(kafka.schema_registry_url, chaos=chaos) as proxy:
+            for _ in range(12):  # a fresh client each time: nothing cached
+                client = SchemaRegistryClient({"url": proxy.url, "max.retries": 0})
+                try:
+                    seen.append(json.loads(client.get_schema(schema_id).schema_str)["name"])
+                except SchemaRegistryError as e:
+                    seen.append(f"{e.http_status_code}/{e.error_code}")
+            return seen, proxy.chaos_schedule()
+
+    seen, schedule = app(Chaos(seed=2, profile=profile))
+    again, same = app(Chaos(seed=2, profile=profile))
+    assert seen == again and schedule.same_as(same) and len(schedule) > 0
+    assert "404/40403" in seen and "Order" in seen
+    replayed, applied = app(schedule)
+    assert replayed == seen and applied.same_as(schedule)
+
+
+def test_ctl_steers_the_forwarded_registry_and_chaos_draws_on_it(kafka: Any, tmp_path: Any) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from fakekafka.chaos import Schedule
+    from fakekafka.ops.control import send_command
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
+    profile = tmp_path / "registry.json"
+    profile.write_text(json.dumps({"error_rate": 0, "latency_rate": 0, "drop_rate": 0, "unknown_schema_id_rate": 1,
+                                   "max_faults": 1}))
+    out = tmp_path / "applied.json"
+    schema_id = SchemaRegistryClient({"url": kafka.schema_registry_url}).register_schema(
+        "ctl-value", Schema(json.dumps(ORDER), "AVRO"))
+    command = [sys.executable, "-m", "fakekafka", "proxy", "--upstream", kafka.bootstrap_servers, "--listen",
+               "127.0.0.1:0", "--schema-registry-upstream", kafka.schema_registry_url, "--schema-registry-listen",
+               "127.0.0.1:0", "--chaos-seed", "1", "--chaos-profile", str(profile), "--chaos-out", str(out)]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        url = dict(part.split("=", 1) for part in proc.stdout.readline().split()[4:])["url"]
+        ready = proc.stdout.readline()
+        control = dict(part.split("=", 1) for part in ready.split()[3:])["control"]
+        client = SchemaRegistryClient({"url": url, "max.retries": 0})
+        with pytest.raises(SchemaRegistryError) as e:  # chaos: the first read of an id is answered 40403
+            client.get_schema(schema_id)
+        assert (e.value.http_status_code, e.value.error_code) == (404, 40403)
+        assert json.loads(client.get_schema(schema_id).schema_str)["name"] == "Order"  # max_faults: 1
+
+        # the served registry's commands, the same words, on the forwarded one
+        done = subprocess.run([sys.executable, "-m", "fakekafka", "ctl", "--control", control,
+                               "registry-inject-error", "--path", "/subjects/.*/versions", "--method", "POST",
+                               "--error-code", "50003"], capture_output=True, text=True, timeout=60, env=env)
+        assert done.returncode == 0 and "injected: registry error 500/50003 on next 1 POST" in done.stdout, done
+        with pytest.raises(SchemaRegistryError) as e:
+            client.register_schema("ctl2-value", Schema(json.dumps(ORDER), "AVRO"))
+        assert (e.value.http_status_code, e.value.error_code) == (500, 50003)
+        assert client.register_schema("ctl2-value", Schema(json.dumps(ORDER), "AVRO")) == schema_id  # spent
+        assert send_command(control, "registry-unknown-schema-id", {"id": schema_id})["ok"]
+        with pytest.raises(SchemaRegistryError) as e:
+            SchemaRegistryClient({"url": url, "max.retries": 0}).get_schema(schema_id)
+        assert e.value.error_code == 40403
+        slow = send_command(control, "registry-inject-latency", {"ms": 20, "path": "^/config$"})
+        assert "latency 20 ms on every any ^/config$" in slow["result"], slow
+        assert send_command(control, "clear-faults", {})["ok"]
+        assert SchemaRegistryClient({"url": url}).get_schema(schema_id).schema_type == "AVRO"
+        described = send_command(control, "describe", {})
+        assert described["ok"], described
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    applied = Schedule.load(out)
+    assert [(s.api, s.nth, s.kind) for s in applied] == [("registry GET /schemas/ids/{id}", 0, "unknown_schema_id")]

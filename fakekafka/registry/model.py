@@ -20,11 +20,13 @@ Nothing here touches sockets, threads or the cluster: the REST layer (`http.py`)
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from fakekafka.registry import compatibility
 from fakekafka.registry.errors import RegistryError
+from fakekafka.registry.protobuf_text import proto_text
 from fakekafka.registry.schemas import (
     SCHEMA_TYPES,
     ParsedSchema,
@@ -90,6 +92,7 @@ class Registry(RegistrySettings):
         self.configs: dict[str | None, str] = {}
         self.modes: dict[str | None, str] = {}
         self._parsed: dict[int, ParsedSchema] = {}
+        self._printed: dict[int, str] = {}
         self.sync()
 
     # --- the log ---------------------------------------------------------------------------------------------
@@ -122,6 +125,7 @@ class Registry(RegistrySettings):
                 if gone is not None and not self._in_use(gone.schema_id):
                     schema = self.schemas.pop(gone.schema_id, None)
                     self._parsed.pop(gone.schema_id, None)
+                    self._printed.pop(gone.schema_id, None)
                     if schema is not None and self.ids.get(schema) == gone.schema_id:
                         del self.ids[schema]
                 return
@@ -210,7 +214,13 @@ class Registry(RegistrySettings):
             out["schemaType"] = s.schema_type
         if s.references:
             out["references"] = [r.to_json() for r in s.references]
-        out["schema"] = serialized(self.parsed(schema_id)) if fmt == "serialized" else s.text
+        if fmt == "serialized":
+            out["schema"] = serialized(self.parsed(schema_id))
+        elif s.schema_type == "PROTOBUF":  # printed once, kept
+            out["schema"] = self._printed.get(schema_id) or self._printed.setdefault(
+                schema_id, _protobuf_answer(s.text, lambda: self.parsed(schema_id)))
+        else:
+            out["schema"] = s.text
         return out
 
     def _version_json(self, v: _Version, fmt: str | None = None) -> dict[str, Any]:
@@ -466,3 +476,11 @@ class Registry(RegistrySettings):
 
     def schema_types(self) -> list[str]:
         return ["JSON", "PROTOBUF", "AVRO"]
+
+
+def _protobuf_answer(text: str, parsed: Callable[[], ParsedSchema]) -> str:
+    """A Protobuf schema as Confluent answers it without `format=serialized`: `.proto` text, also when it was
+    registered as a base64 descriptor (what cannot be printed is answered as registered)."""
+    if protobuf_descriptor(text) is None:
+        return text
+    return proto_text(parsed().parsed) or text

@@ -155,7 +155,22 @@ def test_protobuf_round_trip(kafka: Any) -> None:
     [raw] = consume(kafka, "orders-pb", 1)
     back = ProtobufDeserializer(order, {"use.deprecated.format": False}, sr)(raw, ctx)
     assert (back.id, back.qty) == ("o-1", 3)
-    assert sr.get_latest_version("orders-pb-value").schema.schema_type == "PROTOBUF"
+    latest = sr.get_latest_version("orders-pb-value")
+    assert latest.schema.schema_type == "PROTOBUF"
+    # registered as a base64 FileDescriptorProto, answered as Confluent answers it: .proto text (the descriptor
+    # only with format=serialized, which the deserializer above asked for)
+    text = SchemaRegistryClient({"url": kafka.schema_registry_url}).get_schema(latest.schema_id).schema_str
+    assert text.startswith('syntax = "proto3";\npackage shop;\n') and "message Order {" in text, text
+    assert "  int32 qty = 2;" in text
+    serialized = SchemaRegistryClient({"url": kafka.schema_registry_url}).get_schema(latest.schema_id, fmt="serialized")
+    assert descriptor_pb2.FileDescriptorProto.FromString(__import__("base64").b64decode(
+        serialized.schema_str)).message_type[0].name == "Order"
+    again = ProtobufSerializer(order, SchemaRegistryClient({"url": kafka.schema_registry_url}),
+                               {"use.deprecated.format": False, "auto.register.schemas": False,
+                                "use.latest.version": True})
+    data = again(order(id="o-2", qty=4), ctx)  # a producer pinned to the latest version, read as text
+    assert ProtobufDeserializer(order, {"use.deprecated.format": False},
+                                SchemaRegistryClient({"url": kafka.schema_registry_url}))(data, ctx).qty == 4
 
 
 MONEY_PROTO = 'syntax = "proto3";\npackage common;\nmessage Money { int64 cents = 1; string currency = 2; }\n'

@@ -1432,8 +1432,13 @@ listener.name.partners.plain.sasl.jaas.config={_PLAIN_MODULE} required user_caro
                     "error_cb": errors.append,
                 }
             )
-            producer.produce("jaas", user.encode())
-            producer.flush(10)
+            delivered: list[bool] = []
+            producer.produce("jaas", user.encode(), on_delivery=lambda err, _msg: delivered.append(err is None))
+            deadline = time.monotonic() + 10
+            while not (delivered or errors) and time.monotonic() < deadline:  # a refusal is an error, not a wait
+                producer.poll(0.1)
+            producer.purge()
+            producer.flush(1)
             return errors
 
         assert confluent(partners, "carol", "carol-secret") == []

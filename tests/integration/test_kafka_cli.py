@@ -841,7 +841,11 @@ def test_transaction_state_read_with_kafkas_formatter(cli: Cli) -> None:
         producer.produce("cli-txnlog", b"v", partition=p)
     producer.flush(30)
     producer.commit_transaction(30)
-    count = log_end() - start
+    # Kafka answers EndTxn once PrepareCommit is written and appends CompleteCommit after the markers: wait for it
+    count = 4
+    deadline = time.monotonic() + 30
+    while log_end() - start < count and time.monotonic() < deadline:
+        time.sleep(0.2)
     out = cli.out("kafka-console-consumer", "--topic", "__transaction_state", "--partition", str(partition),
                   "--offset", str(start), "--max-messages", str(count), "--timeout-ms", "10000",
                   "--command-property", "exclude.internal.topics=false",

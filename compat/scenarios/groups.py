@@ -375,11 +375,8 @@ def static_member_fenced(client: Client, env: Env) -> Outcome:
             wait_for(commit_refused, env.timing.group_s / 2, 0.5)
         return {"new": got, "old_refused": fenced() or "REBALANCE_IN_PROGRESS" in errors}
     if _aiokafka(client):
-        seen: list[str] = []
-        deadline = time.monotonic() + env.timing.group_s / 2
-        while time.monotonic() < deadline and not seen:
-            seen.extend(e.code for e in old.errors() if "UnknownError" not in e.message)
-            time.sleep(0.2)
+        _, seen = wait_for(lambda: [e.code for e in old.errors() if "UnknownError" not in e.message],
+                           env.timing.group_s / 2, 0.2)
         return {"new": got, "old_error": seen[0] if seen else None}
     wait_for(fenced, env.timing.group_s / 2, 0.2)
     return {"new": got, "old_error": next((e for e in errors if "FENCED" in e), errors[0] if errors else None)}

@@ -85,6 +85,10 @@ class ConnectWorker:
         props = work / f"{name}.properties"
         props.write_text("".join(f"{k}={v}\n" for k, v in {**config, "listeners": self.url}.items()), encoding="utf-8")
         self.log_path = work / f"{name}.log"
+        self.stop_s: float | None = None
+        """How long SIGTERM took to end it."""
+        self.hang = ""
+        """Its log with every thread's stack, when it did not end after SIGTERM (then `stop` returns None)."""
         self._log = self.log_path.open("w", encoding="utf-8")
         self.proc = subprocess.Popen(
             [
@@ -102,9 +106,9 @@ class ConnectWorker:
             stderr=subprocess.STDOUT,
         )
 
-    def log(self) -> str:
+    def log(self, tail: int = 8000) -> str:
         self._log.flush()
-        return self.log_path.read_text(encoding="utf-8", errors="replace")[-8000:]
+        return self.log_path.read_text(encoding="utf-8", errors="replace")[-tail:]
 
     def rest(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         """The REST API's JSON answer; raises urllib's HTTPError on an error status."""
@@ -149,15 +153,24 @@ class ConnectWorker:
         self.proc.wait(WAIT_S)
         self._log.close()
 
-    def stop(self) -> int:
+    def stop(self) -> int | None:
         """SIGTERM, as `kill` or a service manager stops it (Connect's shutdown hook stops the herder), and its
         exit code."""
         if self._log.closed:
             return self.proc.wait()
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
+        started = time.monotonic()
         try:
-            return self.proc.wait(WAIT_S)
+            code = self.proc.wait(WAIT_S)
+            self.stop_s = time.monotonic() - started
+            return code
+        except subprocess.TimeoutExpired:
+            # where it hangs: SIGQUIT makes the JVM print every thread's stack to its stdout, the log
+            self.proc.send_signal(signal.SIGQUIT)
+            time.sleep(2)
+            self.hang = f"worker {self.worker_id} still running {WAIT_S:.0f} s after SIGTERM:\n{self.log(40_000)}"
+            return None
         finally:
             if self.proc.poll() is None:
                 self.proc.kill()
@@ -525,6 +538,8 @@ def test_distributed_file_copy_across_restart_rebalance_and_kill(kafka: ClusterH
                 if w.proc.poll() is None:
                     w.proc.send_signal(signal.SIGTERM)
             codes = [w.stop() for w in workers]
+    hung = [w.hang for w in workers if w.hang]
+    assert not hung, "\n".join(hung)
     assert all(code in (0, 128 + signal.SIGTERM) for w, code in zip(workers, codes, strict=True) if w is not victim), (
         codes
     )
@@ -588,4 +603,6 @@ def test_distributed_file_copy_across_restart_rebalance_and_kill(kafka: ClusterH
     print(
         f"Kafka Connect distributed: {len(written)} lines, {at_kill} of the last 10,000 in the log when killed; "
         + ", ".join(f"{name} at {t:.1f} s" for name, t in phases.items())
+        + "; SIGTERM to exit: "
+        + ", ".join(f"{w.log_path.stem} {w.stop_s:.1f} s" for w in workers if w.stop_s is not None)
     )

@@ -4,7 +4,7 @@ Kafka 4.4.0 in one run, Kafka with its own scripts' JVM settings (1 GiB heap, G1
 
     python bench/consume_scale.py                              # 100 B, 1 KiB, 10 KiB x 1, 8, 64 partitions, 3 repeats
     python bench/consume_scale.py --sizes 10240 --partitions 64 --repeat 1 --brokers fakekafka
-    python bench/consume_scale.py --profile /tmp/prof           # py-spy on fakekafka during each consume
+    python bench/consume_scale.py --profile /tmp/prof           # py-spy on fakekafka during each produce and consume
 
 Both brokers run side by side; each (repeat, size, partitions) cell runs on each broker in turn, on a new topic
 (deleted afterwards): `recload -mode produce` writes the records (acks=1, linger 5 ms, round-robin over the
@@ -75,11 +75,12 @@ def run_cell(binary: str, broker, size: int, partitions: int, records: int, clie
     create_topic(broker.bootstrap, topic, partitions, 60)
     try:
         common = ["-topic", topic, "-partitions", str(partitions), "-records", str(records)]
-        prod = recload(binary, broker, "-mode", "produce", *common, "-size", str(size), timeout=timeout)
+        prod = recload(binary, broker, "-mode", "produce", *common, "-size", str(size), timeout=timeout,
+                       profile=profile and profile.replace(".txt", "-produce.txt"))
         if not prod["complete"]:
             raise RuntimeError(f"{broker.kind}: produced {prod['records']} of {records}")
         cons = recload(binary, broker, "-mode", "consume", *common, "-clients", str(min(clients, partitions)),
-                       timeout=timeout, profile=profile)
+                       timeout=timeout, profile=profile and profile.replace(".txt", "-consume.txt"))
     finally:
         admin = AdminClient({"bootstrap.servers": broker.bootstrap, "log_level": 3})
         admin.delete_topics([topic], operation_timeout=60)[topic].result(60)
@@ -108,7 +109,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--brokers", default="fakekafka,kafka")
     ap.add_argument("--timeout", type=float, default=120.0)
-    ap.add_argument("--profile", help="directory for py-spy's raw profiles of fakekafka's consume phases")
+    ap.add_argument("--profile", help="directory for py-spy's raw profiles of fakekafka's produce and consume phases")
     ap.add_argument("--json")
     args = ap.parse_args()
     sizes = [int(x) for x in args.sizes.split(",") if x]

@@ -217,7 +217,10 @@ class Connection(asyncio.BufferedProtocol):
                 if not chunks:
                     return
             piece, chunks = _take(chunks, self.WRITE_PIECE)
-            self.transport.writelines(piece)
+            # the last buffer through write(): its check of the buffered size pauses the connection (Python 3.12.1
+            # and 3.13.0's writelines() buffers without that check, so a reader that reads nothing never paused it)
+            self.transport.writelines(piece[:-1])
+            self.transport.write(piece[-1])
             while not self._writable:
                 self._drained = asyncio.get_running_loop().create_future()
                 await self._drained

@@ -226,6 +226,39 @@ if [[ ! -f $QUIX_VENV/.complete ]]; then
     touch "$QUIX_VENV/.complete"
 fi
 
+# ---------------------------------------------------------------- the other supported Pythons
+# The unit tier and a smoke of the integration tier also run on Python 3.12 and 3.13 (.ci/test), each in a virtualenv
+# of its own holding fakekafka's dependencies and the tests' (the project itself is installed into it, editable and
+# without dependencies, by .ci/test). The interpreter is pyenv's newest X.Y.* or pythonX.Y on PATH; a machine with
+# neither skips that Python's tier and .ci/test says so. The marker holds the list the virtualenv was made with and
+# pyproject.toml's hash (a dependency added there makes the virtualenv anew).
+PY_VERSIONS=(${FAKEKAFKA_PYTHONS-3.12 3.13})
+PY_PKGS=(setuptools wheel -e ".[telemetry,yaml,schema-registry,record]" "pytest>=8,<9.2" pytest-asyncio pytest-timeout
+         pytest-xdist hypothesis "confluent-kafka>=2.4" "kafka-python[lz4,snappy,zstd]>=2.2")
+PY_MARK="${PY_PKGS[*]} $(sha256sum pyproject.toml | cut -c1-16)"
+for v in "${PY_VERSIONS[@]}"; do
+    venv=$CACHE/venv-py$v
+    [[ -f $venv/.complete && $(cat "$venv/.complete") == "$PY_MARK" ]] && continue
+    interp=
+    # pyenv's newest $v.* first, then PATH's (where pyenv's shim for a version not selected fails: it is tried)
+    for c in $(ls -d "${PYENV_ROOT:-$HOME/.pyenv}/versions/$v".*/bin/python 2>/dev/null | sort -rV) \
+             $(command -v "python$v" || true); do
+        if [[ $("$c" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null) == "$v" ]]; then
+            interp=$c
+            break
+        fi
+    done
+    if [[ -z $interp ]]; then
+        log "no Python $v (python$v on PATH or pyenv's $v.*): .ci/test skips its tier"
+        continue
+    fi
+    log "virtualenv $venv ($interp): fakekafka's and the tests' packages"
+    rm -rf "$venv"
+    "$interp" -m venv "$venv"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check "${PY_PKGS[@]}" >&2
+    printf '%s' "$PY_MARK" >"$venv/.complete"
+done
+
 # ---------------------------------------------------------------- Go, Node and Rust clients
 # franz-go (compat/clients/go: its go.mod/go.sum pin the modules), KafkaJS (compat/clients/node: its
 # package.json/package-lock.json) and the rdkafka crate (compat/clients/rust: its Cargo.lock; the crate builds

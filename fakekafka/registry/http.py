@@ -22,7 +22,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from fakekafka.chaos.registry import RegistryAction
 from fakekafka.registry.errors import RegistryError
-from fakekafka.registry.model import Registry
+from fakekafka.registry.model import Registry, list_schemas
 
 __all__ = ["MAX_BODY_BYTES", "RegistryFault", "SchemaRegistryServer", "route_of"]
 
@@ -54,6 +54,7 @@ _ROUTES: list[Route] = [(m, _compiled(t), name, f"{m} {t}") for m, t, name in [
     ("DELETE", "/subjects/{subject}/versions/{version}", "delete_version"),
     ("POST", "/subjects/{subject}", "lookup"),
     ("DELETE", "/subjects/{subject}", "delete_subject"),
+    ("GET", "/schemas", "schemas"),
     ("GET", "/schemas/types", "types"),
     ("GET", "/schemas/ids/{id}", "schema"),
     ("GET", "/schemas/ids/{id}/schema", "schema_text"),
@@ -283,6 +284,9 @@ class SchemaRegistryServer:
             return r.lookup(subject, body, query.get("normalize", False), deleted)
         if name == "delete_subject":
             return r.delete_subject(subject, query.get("permanent", False))
+        if name == "schemas":
+            schemas = list_schemas(r, query.get("subjectPrefix", ""), deleted, query.get("latestOnly", False))
+            return _page(schemas, query)
         if name == "types":
             return r.schema_types()
         if name == "schema":

@@ -484,3 +484,13 @@ def _protobuf_answer(text: str, parsed: Callable[[], ParsedSchema]) -> str:
     if protobuf_descriptor(text) is None:
         return text
     return proto_text(parsed().parsed) or text
+
+
+def list_schemas(registry: Registry, prefix: str = "", deleted: Any = False, latest_only: Any = False
+                 ) -> list[dict[str, Any]]:
+    """Confluent's `GET /schemas`: every subject's versions (or only its latest), subjects in name order."""
+    out: list[dict[str, Any]] = []
+    for subject in registry.list_subjects(deleted, prefix=prefix):
+        versions = registry.list_versions(subject, deleted)
+        out += [registry.get_version(subject, v, deleted) for v in (versions[-1:] if flag(latest_only) else versions)]
+    return out

@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("avro")
 
 from fakekafka.registry.errors import RegistryError  # noqa: E402
-from fakekafka.registry.model import MemoryLog, Registry  # noqa: E402
+from fakekafka.registry.model import MemoryLog, Registry, list_schemas  # noqa: E402
 
 
 def record(*fields: dict[str, object], name: str = "Order") -> dict[str, str]:
@@ -174,3 +174,19 @@ def test_a_schema_id_is_found_whatever_subject_the_reader_names() -> None:
     schema_id = r.register("orders-value", record())["id"]
     assert r.schema_by_id(schema_id, "elsewhere-value") == r.schema_by_id(schema_id)
     assert refused(r.schema_by_id, schema_id + 1, "orders-value").error_code == 40403
+
+
+def test_list_schemas_by_prefix_latest_only_and_deleted() -> None:
+    """Confluent's `GET /schemas`: subjects in name order, each one's versions, soft-deleted ones only when asked."""
+    r = Registry(MemoryLog())
+    r.register("orders-value", V1)
+    r.register("orders-value", V2)
+    r.register("a-value", V1)
+    r.delete_version("orders-value", "1")
+    assert [(s["subject"], s["version"], s["id"]) for s in list_schemas(r)] == [
+        ("a-value", 1, 1), ("orders-value", 2, 2)]
+    assert [(s["subject"], s["version"]) for s in list_schemas(r, deleted="true")] == [
+        ("a-value", 1), ("orders-value", 1), ("orders-value", 2)]
+    assert [s["version"] for s in list_schemas(r, "orders", deleted="true", latest_only="true")] == [2]
+    assert list_schemas(r, "nobody") == []
+    assert list_schemas(r, "a-")[0]["schema"] == V1["schema"].replace(" ", "")

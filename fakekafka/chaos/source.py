@@ -106,8 +106,8 @@ def _profile_names() -> tuple[str, ...]:
 @dataclass
 class ChaosSource:
     """Draws (or replays) faults for one cluster and keeps the schedule it applied. Without a cluster (the proxy
-    in front of a real one) it draws only what a proxy can do: errors, latency and dropped connections, on
-    `now_ms`'s clock."""
+    in front of a real one) it draws only what a proxy can do: errors, latency, dropped connections and throttled
+    fetches, on `now_ms`'s clock."""
 
     cluster: ClusterState | None
     chaos: Chaos
@@ -219,10 +219,10 @@ class ChaosSource:
         for kind, rate in (("error", p.error_rate if errors else 0), ("latency", p.latency_rate),
                            ("drop", p.drop_rate), ("kill", p.kill_rate if self.operator and self.cluster else 0),
                            ("move_leader", p.move_leader_rate),
-                           *((k, r if self.cluster is not None else 0) for k, r in (
+                           *((k, r if self.cluster is not None or k == "throttle" else 0) for k, r in (
                                ("rebalance", p.rebalance_rate), ("session_expiry", p.session_expiry_rate),
                                ("move_coordinator", p.coordinator_move_rate), ("isr", p.isr_rate),
-                               ("throttle", p.throttle_rate if request.api == "Fetch" else 0),
+                               ("throttle", p.throttle_rate if request.api == "Fetch" else 0),  # a proxy too
                                ("retention", p.retention_rate), ("compaction", p.compaction_rate),
                                ("unclean_election", p.unclean_rate if self.operator else 0)))):
             if u >= rate:
@@ -278,8 +278,7 @@ class ChaosSource:
 
     def _applicable(self, step: Step, request: Intercepted) -> bool:
         """A step is applied only where Kafka could do it now (a replayed leader move needs its broker in sync)."""
-        if step.kind in ("kill", "move_leader", "throttle", "unclean_election", *CLUSTER_KINDS) \
-                and self.cluster is None:
+        if step.kind in ("kill", "move_leader", "unclean_election", *CLUSTER_KINDS) and self.cluster is None:
             return False  # a proxy kills no broker, moves no leader and changes no group, ISR or log
         if step.kind == "throttle":
             return step.api == "Fetch"

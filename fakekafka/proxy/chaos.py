@@ -1,7 +1,8 @@
 """Chaos on the proxy in front of a real cluster: the same seeded draw, schedules and invariants as on the fake
 cluster (fakekafka/chaos), with the fault kinds a proxy can produce: errors per API answered without forwarding
-or after forwarding (the upstream applied the request), latency, and connections dropped before or after
-forwarding. A proxy kills no broker and moves no leader: a profile's kill and leader-move rates draw nothing here.
+or after forwarding (the upstream applied the request), latency, connections dropped before or after
+forwarding, and throttled fetches (answered empty with throttle_time_ms, the client's connection muted). A proxy
+kills no broker and moves no leader: a profile's kill and leader-move rates draw nothing here.
 
 The invariants read the upstream's logs over the wire (`UpstreamLogs`: Metadata, ListOffsets, Fetch) once the
 application is done; the read_committed check, which needs the broker's aborted-transaction index, is left out.

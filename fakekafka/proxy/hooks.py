@@ -8,7 +8,9 @@ carried out where the proxy can carry them out:
 - `Drop()`: the connection closed instead of forwarding; `Drop(after=True)`: forwarded, closed once the upstream
   answered (the upstream applied it, the client never hears);
 - `Delay(ms)`: forwarded that much later (the connection's later requests wait too: Kafka answers in order);
-- `Throttle(ms)`: the answer's throttle_time_ms set; `Edit(fn)`: the upstream's decoded answer through `fn`;
+- `Throttle(ms)`: the answer's throttle_time_ms set, the connection muted that long once it went out (with
+  `Answer`, the proxy's own answer: chaos's throttled Fetch, empty, as Kafka answers one over its quota);
+- `Edit(fn)`: the upstream's decoded answer through `fn`;
 - `Hold(until)`: forwarded once `until()` holds (looked at every few milliseconds; the connection's later
   requests wait behind it), or once its `timeout_ms` passed.
 

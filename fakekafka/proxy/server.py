@@ -14,7 +14,8 @@ request's body decoded for them while any is set:
   answers a connection's requests one at a time);
 - drop before / after: the client connection (and its upstream connection) closed instead of forwarding,
   or once the upstream answered;
-- throttle: the answer's throttle_time_ms set;
+- throttle: the answer's throttle_time_ms set, and the client's connection muted that long once the answer went
+  out (no request of it taken), as Kafka's quota managers mute a throttled channel;
 - an unreachable broker (`kill_broker`): its listener closed and its connections dropped, as a dead broker.
 
 Both connections of a pair are asyncio BufferedProtocols read into reusable buffers: a request is forwarded,
@@ -675,6 +676,7 @@ class _Pair:
         self.held: collections.deque[bytearray] = collections.deque()
         """Requests read while a latency fault holds the connection back; taken in order after it."""
         self.holding: asyncio.TimerHandle | None = None
+        self.muted: asyncio.TimerHandle | None = None  # a throttled answer went out (KIP-219): requests wait in held
         self.reading = True
         """False once a fault dropped the connection before forwarding: nothing more is taken."""
         self.closed = False
@@ -736,6 +738,8 @@ class _Pair:
                     side.transport.abort() if reason or abort else side.transport.close()
         if self.holding is not None:
             self.holding.cancel()
+        if self.muted is not None:
+            self.muted.cancel()
         if self.draining is not None:
             self.draining.cancel()
         if self.connecting is not None and not self.connecting.done():
@@ -768,7 +772,7 @@ class _Pair:
         if not self.reading or self.closed:
             return
         self.proxy.quotas.touch(self)
-        if self.holding is not None:
+        if self.holding is not None or self.muted is not None:
             self.held.append(whole)
             return
         self._take(whole)
@@ -843,10 +847,27 @@ class _Pair:
             self._proceed(slot)
         else:
             self._forward(slot)
-        while self.held and self.holding is None and self.reading and not self.closed:
-            self._take(self.held.popleft())
+        self._take_held()
         if self.holding is None:
             self.client.resume("latency")
+
+    def _take_held(self) -> None:
+        while self.held and self.holding is None and self.muted is None and self.reading and not self.closed:
+            self._take(self.held.popleft())
+
+    def _mute(self, ms: int) -> None:
+        """No request of the connection is taken for `ms`: a throttled answer went out, and Kafka's quota managers
+        mute a throttled channel that long."""
+        if self.muted is not None:
+            self.muted.cancel()
+        self.client.pause("throttle")
+        self.muted = asyncio.get_running_loop().call_later(ms / 1000, self._unmute)
+
+    def _unmute(self) -> None:
+        self.muted = None
+        self._take_held()  # none once closed
+        if self.muted is None:
+            self.client.resume("throttle")
 
     def _forward(self, slot: Slot) -> None:
         upstream = self.upstream
@@ -870,7 +891,7 @@ class _Pair:
         intercept, nothing held back. None: the header is not complete yet."""
         proxy = self.proxy
         upstream = self.upstream
-        if (proxy.hooks.active or not proxy.streaming or proxy.intercept is not None or self.holding is not None
+        if (proxy.hooks.active or not proxy.streaming or proxy.intercept is not None or self.holding or self.muted
                 or self.held or not self.reading or self.closed or upstream is None or upstream.transport is None):
             return False
         frame = first[4:]
@@ -1011,6 +1032,8 @@ class _Pair:
             if answer:
                 self.client.write(answer)
                 self.proxy.quotas.touch(self)
+                if slot.plan is not None and slot.plan.throttle_ms:
+                    self._mute(slot.plan.throttle_ms)
             if listeners:
                 self._tell(slot, answer)
         if len(slots) < _MAX_IN_FLIGHT:

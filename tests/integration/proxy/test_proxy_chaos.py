@@ -1,13 +1,17 @@
 """Hooks and chaos on the proxy: the fake cluster's hook language and seeded fault schedules on requests crossing
 `fakekafka.Proxy`, the invariants checked on the upstream's logs. The planted bug of examples/chaos_orders (a
 non-idempotent producer with retries) is found through the proxy in front of the test's cluster: fakekafka, and
-Apache Kafka 4.4.0 under `--kafka-real` (marked kafka_real), shrunk to the one dropped answer and replayed."""
+Apache Kafka 4.4.0 under `--kafka-real` (marked kafka_real), shrunk to the one dropped answer and replayed.
+Throttled fetches are drawn and replayed on the proxy as on the fake cluster: answered by the proxy, empty, with
+throttle_time_ms, the client's connection muted that long."""
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -15,7 +19,7 @@ import pytest
 
 import fakekafka
 from examples.chaos_orders.service import each_order_once_in, place_orders, place_orders_fixed
-from fakekafka.chaos import Chaos, ChaosFailure, Schedule, shrink
+from fakekafka.chaos import Chaos, ChaosFailure, Profile, Schedule, Step, shrink
 from fakekafka.proxy import Proxy
 
 ORDERS = list(range(20))
@@ -110,3 +114,79 @@ def test_an_invariant_failure_through_the_proxy_raises_with_the_schedule() -> No
         with pytest.raises(ChaosFailure, match=r"orders published more than once: \[7\]"):
             proxy.assert_invariants()
         assert len(proxy.chaos_schedule()) == 0  # the fault was a rule, not a chaos step
+
+
+THROTTLES = Profile("throttles", error_rate=0, latency_rate=0, drop_rate=0, throttle_rate=0.5, throttle_ms=(50, 200),
+                    apis=("Fetch",), max_faults=4)
+
+
+def _consume(bootstrap_servers: str, topic: str, want: int) -> tuple[list[bytes], float]:
+    """kafka-python, assigned partition 0 from offset 0: the values until `want` came, and how long it took."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers, enable_auto_commit=False, fetch_max_wait_ms=100)
+    got: list[bytes] = []
+    started = time.monotonic()
+    try:
+        tp = TopicPartition(topic, 0)
+        consumer.assign([tp])
+        consumer.seek(tp, 0)
+        deadline = started + 30
+        while len(got) < want and time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=200).values():
+                got.extend(r.value for r in records)
+    finally:
+        consumer.close()
+    return got, time.monotonic() - started
+
+
+def _events_topic(kafka: object, n: int) -> str:
+    topic = f"events-{uuid.uuid4().hex[:8]}"
+    kafka.create_topic(topic, 1)  # type: ignore[attr-defined]
+    for i in range(n):
+        kafka.produce(topic, f"e{i}".encode())  # type: ignore[attr-defined]
+    return topic
+
+
+@pytest.mark.kafka_real
+@pytest.mark.fakekafka(partitions=1)
+def test_a_throttled_fetch_through_the_proxy_is_answered_empty_and_kafka_python_backs_off(
+        kafka, caplog: pytest.LogCaptureFixture) -> None:
+    pytest.importorskip("kafka")
+    topic = _events_topic(kafka, 5)
+    caplog.set_level(logging.WARNING, logger="kafka")
+    with Proxy(kafka, chaos=Schedule([Step("Fetch", 0, "throttle", ms=700)])) as proxy:
+        got, took = _consume(proxy.bootstrap_servers, topic, 5)
+        assert got == [f"e{i}".encode() for i in range(5)]  # every record, after the throttle
+        assert [(s.kind, s.ms) for s in proxy.chaos_schedule()] == [("throttle", 700)]
+        assert any("throttled by broker (700 ms)" in r.getMessage() for r in caplog.records), caplog.text
+        assert took >= 0.7  # its connection was muted: the next fetch waited out the throttle time
+        chaos_events = [e for e in proxy.events() if e.kind == "chaos"]
+        assert len(chaos_events) == 1 and "Fetch" in str(chaos_events[0]), chaos_events
+        assert proxy.check_invariants() == []
+
+
+@pytest.mark.kafka_real
+@pytest.mark.fakekafka(partitions=1)
+def test_throttles_drawn_on_the_fake_cluster_replay_the_same_through_the_proxy(kafka) -> None:
+    pytest.importorskip("kafka")
+    chaos = Chaos(seed=3, profile=THROTTLES)
+    with fakekafka.Cluster(topics={"events": 1}, chaos=chaos) as fake:
+        for i in range(5):
+            fake.produce("events", f"e{i}".encode())
+        got, _ = _consume(fake.bootstrap_servers, "events", 5)
+        drawn = fake.chaos_schedule()
+    assert len(got) == 5
+    assert drawn.steps and {s.kind for s in drawn} == {"throttle"}, drawn.lines()
+    topic = _events_topic(kafka, 5)
+    with Proxy(kafka, chaos=chaos) as proxy:  # the same seed draws the same throttles at the same Fetches
+        got, _ = _consume(proxy.bootstrap_servers, topic, 5)
+        assert len(got) == 5
+        on_proxy = proxy.chaos_schedule()
+    points = [(s.api, s.nth, s.kind, s.ms) for s in drawn]
+    assert on_proxy.steps, drawn.lines()
+    assert [(s.api, s.nth, s.kind, s.ms) for s in on_proxy][:len(points)] == points[:len(on_proxy)]
+    with Proxy(kafka, chaos=drawn) as proxy:  # the fake's schedule replayed through the proxy, step for step
+        got, _ = _consume(proxy.bootstrap_servers, topic, 5)
+        assert len(got) == 5
+        assert [(s.api, s.nth, s.kind, s.ms) for s in proxy.chaos_schedule()] == points

@@ -411,8 +411,11 @@ def test_log_faults_apply_on_the_fake_clock_only_where_kafka_could() -> None:
     assert "throttle_time_ms=300" in source.applied.steps[0].describe()
     assert "retention.ms" in source.applied.steps[1].mechanism
     proxied = ChaosSource(None, Chaos(schedule=Schedule(steps)), now_ms=lambda: 0)
-    for api_key, nth, topic in ((1, 0, "logs"), (1, 1, "logs"), (0, 1, "pay")):
+    [(_, on_proxy)] = proxied.actions(request(1, 0, "logs"))  # a proxy answers a throttled Fetch itself
+    assert on_proxy == throttled
+    for api_key, nth, topic in ((1, 1, "logs"), (0, 1, "pay")):  # it moves no log start and elects no leader
         assert proxied.actions(request(api_key, nth, topic)) == []
+    assert [s.kind for s in proxied.applied] == ["throttle"]
 
 
 def test_an_unclean_elections_loss_is_expected_and_one_without_it_is_not() -> None:
@@ -483,6 +486,14 @@ def test_the_profiles_draw_the_new_kinds_where_they_belong() -> None:
         busy.actions(request(1, nth, "nowhere"))  # Fetches of a topic that does not exist: no partition events
     assert "throttle" in {s.kind for s in busy.applied}
     assert all(s.api == "Fetch" for s in busy.applied if s.kind == "throttle")
+    # a proxy (no cluster) draws the same throttles at the same Fetches as the fake cluster at the same seed
+    proxied = ChaosSource(None, Chaos(seed=5, profile="busy"), now_ms=lambda: 0)
+    for nth in range(300):
+        proxied.actions(request(1, nth, "nowhere"))
+
+    def throttles(source: ChaosSource) -> list[tuple[int, int]]:
+        return [(s.nth, s.ms) for s in source.applied if s.kind == "throttle"]
+    assert throttles(proxied) and throttles(proxied) == throttles(busy)[:len(throttles(proxied))]
 
     class Operator:
         def kill_broker(self, node_id: int, down_ms: int) -> None:

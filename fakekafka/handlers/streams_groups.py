@@ -1,4 +1,5 @@
-"""Streams groups (KIP-1071): StreamsGroupHeartbeat (88) v0-1 and StreamsGroupDescribe (89) v0-1.
+"""Streams groups (KIP-1071): StreamsGroupHeartbeat (88) v0-1, StreamsGroupDescribe (89) v0-1 and
+StreamsGroupTopologyDescriptionUpdate (93) v0.
 
 The rules live in `fakekafka.model.streams_group`; these handlers translate the wire and, as Kafka 4.4's
 KafkaApis does after the coordinator answers, create the internal topics (repartition and changelog topics)
@@ -9,9 +10,13 @@ broker's default) and configs. With an authorizer, in KafkaApis' order: a heartb
 the status says which could not be created). A describe needs DESCRIBE on the group (the groups refused come
 first, as Kafka lists them).
 
-Deliberate differences from Kafka 4.4 (compat/KNOWN_DIFFERENCES.md, "Streams groups"): warm-up tasks are never
-assigned; the topology description plugin (StreamsGroupTopologyDescriptionUpdate) is not served, so
-`topology_description_required` stays false, as on a Kafka broker without the plugin.
+StreamsGroupTopologyDescriptionUpdate hands a member's topology description to the broker's topology
+description plugin (`group.streams.topology.description.plugin.class`); fakekafka has no plugin, so it answers as Kafka
+4.4.0 without one: READ on the group first (else GROUP_AUTHORIZATION_FAILED), then UNSUPPORTED_VERSION saying no
+plugin is configured, and `topology_description_required` stays false in heartbeats.
+
+Warm-up tasks: Kafka 4.4.0's coordinator assigns none (its sticky assignor's MemberAssignment has no warm-up
+tasks and its AssignmentRefiner returns the assignment unchanged), and neither does fakekafka.
 """
 
 from __future__ import annotations
@@ -201,3 +206,22 @@ def handle_streams_group_describe(ctx: RequestContext, req: Container) -> dict[s
         out.append(entry)
     groups = [{**empty, "group_id": g, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED} for g in refused] + out
     return {"throttle_time_ms": 0, "groups": groups}
+
+
+NO_TOPOLOGY_DESCRIPTION_PLUGIN = "The broker has no streams group topology description plugin configured."
+
+
+def topology_description_update_error_response(ctx: ErrorContext, req: Container, code: ErrorCode,
+                                               message: str | None = None) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "error_code": code, "error_message": message}
+
+
+@handles(ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE, 0, 0, errors=topology_description_update_error_response)
+def handle_streams_group_topology_description_update(ctx: RequestContext, req: Container) -> dict[str, Any]:
+    """As Kafka 4.4.0's KafkaApis and GroupCoordinatorService without a topology description plugin: the group's
+    READ is checked first, then the request is refused before the group is looked at (so no NOT_COORDINATOR)."""
+    if not may(ctx, AclOperation.READ, req.group_id):
+        return topology_description_update_error_response(ctx, req, ErrorCode.GROUP_AUTHORIZATION_FAILED,
+                                                          "Group authorization failed.")
+    return topology_description_update_error_response(ctx, req, ErrorCode.UNSUPPORTED_VERSION,
+                                                      NO_TOPOLOGY_DESCRIPTION_PLUGIN)

@@ -761,6 +761,15 @@ def _streams_group_describe(t: Target, v: int) -> dict[str, Any]:
     return {"group_ids": [f"sweep-sg-v{v}", "sweep-no-such-streams-group"], "include_authorized_operations": False}
 
 
+def _streams_group_topology_description_update(t: Target, v: int) -> dict[str, Any]:
+    """A member of the swept streams group pushing its topology description (neither broker has the plugin)."""
+    t.send(88, 1, _streams_group_heartbeat(t, 1))
+    return {"group_id": "sweep-sg-v1", "member_id": "sweep-sg-member", "topology_epoch": 0,
+            "topology_description": {"subtopologies": [{"subtopology_id": "0", "nodes": [
+                {"name": "KSTREAM-SOURCE-0000000000", "node_type": 0, "source_topics": [TOPIC], "sink_topic": None,
+                 "stores": [], "successors": []}]}], "global_stores": []}}
+
+
 def _share_fetch_body(t: Target, epoch: int, acks: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     return {"group_id": SHARE_GROUP, "member_id": SHARE_MEMBER, "share_session_epoch": epoch, "max_wait_ms": 0,
             "min_bytes": 1, "max_bytes": 1 << 20, "max_records": 500, "batch_size": 500, "share_acquire_mode": 0,
@@ -840,7 +849,7 @@ def _delete_share_group_offsets(t: Target, v: int) -> dict[str, Any]:
 
 BUILDERS: dict[int, Callable[[Target, int], dict[str, Any]]] = {
     76: _share_group_heartbeat, 77: _share_group_describe, 78: _share_fetch, 79: _share_acknowledge,
-    88: _streams_group_heartbeat, 89: _streams_group_describe,
+    88: _streams_group_heartbeat, 89: _streams_group_describe, 93: _streams_group_topology_description_update,
     90: _describe_share_group_offsets, 91: _alter_share_group_offsets, 92: _delete_share_group_offsets,
     0: _produce, 1: _fetch, 2: _list_offsets, 3: _metadata, 8: _offset_commit, 9: _offset_fetch,
     10: _find_coordinator, 11: _join_group, 12: _heartbeat, 13: _leave_group, 14: _sync_group,

@@ -4,8 +4,9 @@ member towards its target. Pure functions.
 A task is (subtopology id, partition). The sticky assignor, as Kafka 4.4's StickyTaskAssignor: active tasks stay
 with the member that had them while it is not above its balanced share, the rest go to the least-loaded member
 (members of the least-loaded process first); each task then gets `num.standby.replicas` standby tasks on other
-processes, previous standby owners first, then the least-loaded. Warm-up tasks are not assigned here (Kafka 4.4
-assigns them when a task moves to a process whose lag is above `acceptable.recovery.lag`; compat/KNOWN_DIFFERENCES.md).
+processes, previous standby owners first, then the least-loaded. No warm-up tasks, as in Kafka 4.4.0 (its
+assignor's MemberAssignment has none and its AssignmentRefiner returns the assignment unchanged), and no rack-aware
+placement (its sticky assignor reads no rack tags); compat/KNOWN_DIFFERENCES.md.
 
 Reconciliation, as Kafka's streams CurrentAssignmentBuilder: a member first gives up the active tasks it must
 lose (UNREVOKED_TASKS: its epoch stays until it stops reporting them); then it moves to the target's epoch, with

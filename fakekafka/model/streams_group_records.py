@@ -12,7 +12,7 @@ fresh session, the topology is configured again against the topics.
 
 Not written: StreamsGroupMetadata's MetadataHash (left 0, as for consumer groups) and the tasks' assignment
 epochs (a tagged field of the current assignment; fakekafka does not track when each task came), and the
-topology description epochs (StreamsGroupTopologyDescriptionUpdate is not served).
+topology description epochs (there is no topology description plugin).
 """
 
 from __future__ import annotations

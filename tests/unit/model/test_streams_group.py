@@ -183,3 +183,31 @@ def test_ctl_describe_tables_and_the_handles_view_show_streams_groups() -> None:
     a = next(m for m in view.members if m.member_id == "a")
     assert a.tasks["active"] == {"0": [0, 1], "1": [0, 1]} and a.target_tasks != a.tasks
     assert "1 Reconciling" in status_line(state, uptime_s=1, connections=0, requests=0)
+
+
+def test_no_warmup_tasks_as_kafka_4_4() -> None:
+    """Kafka 4.4.0 assigns no warm-up tasks: its sticky assignor's MemberAssignment carries active and standby
+    tasks only, and its AssignmentRefiner (where `streams.num.warmup.replicas` and `acceptable.recovery.lag`
+    would apply) returns the assignment unchanged. A task moving to a member whose reported offsets lag far
+    behind its end offsets moves as an active task, with no warm-up first."""
+    w = World(initial_rebalance_delay_ms=0, assignment_interval_ms=0, acceptable_recovery_lag=0,
+              num_standby_replicas=1)
+    w.topics.update({"app-rep": 3, "app-store-changelog": 3})
+    e1 = w.heartbeat("m1", 0)["member_epoch"]
+    w.heartbeat("m1", e1)
+    assert set(w.coordinator.group("app").members["m1"].assigned.active) == {"0", "1"}
+    far_behind = [("1", p, 0) for p in range(3)]
+    e2 = w.heartbeat("m2", 0, task_offsets=far_behind, task_end_offsets=[("1", p, 1_000_000) for p in range(3)])[
+        "member_epoch"]
+    for _ in range(3):
+        owned = w.coordinator.group("app").members["m1"].assigned
+        w.heartbeat("m1", w.coordinator.group("app").members["m1"].member_epoch, active=owned.active,
+                    standby=owned.standby, warmup={})
+        r2 = w.heartbeat("m2", e2, active={}, standby={}, warmup={})
+        e2 = r2["member_epoch"]
+    group = w.coordinator.group("app")
+    assert any(group.target[m].active for m in ("m1", "m2"))
+    assert all(not t.warmup for t in group.target.values())
+    assert all(not m.assigned.warmup for m in group.members.values())
+    assert not r2.get("warmup_tasks")
+    assert group.members["m2"].assigned.active  # the lagging member got its share of active tasks directly

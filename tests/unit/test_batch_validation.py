@@ -67,10 +67,14 @@ def _body(codec: Compression, payload: bytes, count: int = 2) -> Callable[[], by
     return make
 
 
-def _records(*offset_deltas: int) -> bytes:
+def _records(*offset_deltas: int, header_key_size: int | None = None, pad: int = 0) -> bytes:
+    """Records of key "k" and value "v"; with `header_key_size` each has one header whose key declares that size
+    (and no value); `pad` bytes after the fields, counted in the record's length."""
     out = bytearray()
     for delta in offset_deltas:
-        rec = b"\x00" + _varlong(0) + _varint(delta) + _sized(b"k") + _sized(b"v") + _varint(0)
+        rec = b"\x00" + _varlong(0) + _varint(delta) + _sized(b"k") + _sized(b"v")
+        rec += _varint(0) if header_key_size is None else _varint(1) + _varint(header_key_size) + _varint(-1)
+        rec += b"\x00" * pad
         out += _varint(len(rec)) + rec
     return bytes(out)
 
@@ -138,6 +142,18 @@ CASES: list[tuple[str, Callable[[], bytes], ErrorCode, str | None]] = [
     (
         "gzip-fewer-records-than-count",
         _body(Compression.GZIP, bytes(__import__("cramjam").gzip.compress(_records(0, 1))), 3),
+        E.INVALID_RECORD,
+        None,
+    ),
+    (
+        "gzip-negative-header-key-size",
+        _body(Compression.GZIP, bytes(__import__("cramjam").gzip.compress(_records(0, header_key_size=-1))), 1),
+        E.INVALID_RECORD,
+        None,
+    ),
+    (
+        "gzip-record-fields-short-of-its-length",
+        _body(Compression.GZIP, bytes(__import__("cramjam").gzip.compress(_records(0, pad=1))), 1),
         E.INVALID_RECORD,
         None,
     ),

@@ -222,8 +222,11 @@ def _walk_fields(body: bytes, count: int, max_record_bytes: int | None = None) -
             if pos >= end:
                 return Refused(ErrorCode.INVALID_RECORD, f"Found {i} records where the batch declares {count}")
             b = body[pos]
-            if b < 0x80:
+            if b < 0x80:  # one length byte (records under 64 bytes), then two (under 8 KiB): no call
                 length, pos = (b >> 1) ^ -(b & 1), pos + 1
+            elif body[pos + 1] < 0x80:
+                raw = (b & 0x7F) | (body[pos + 1] << 7)
+                length, pos = (raw >> 1) ^ -(raw & 1), pos + 2
             else:
                 length, pos = varint_at(body, pos, 5)
             if max_record_bytes is not None and length > max_record_bytes:
@@ -250,6 +253,9 @@ def _walk_fields(body: bytes, count: int, max_record_bytes: int | None = None) -
                 b = body[p]
                 if b < 0x80:
                     n, p = (b >> 1) ^ -(b & 1), p + 1
+                elif body[p + 1] < 0x80:
+                    raw = (b & 0x7F) | (body[p + 1] << 7)
+                    n, p = (raw >> 1) ^ -(raw & 1), p + 2
                 else:
                     n, p = varint_at(body, p, 5)
                 if n > 0:

@@ -396,11 +396,14 @@ class Registry(RegistrySettings):
         if version is None:
             found = self.incompatibilities(subject, schema)
         else:
+            # as Confluent: "latest" of a subject with no live version has nothing to be incompatible with;
+            # a numbered version must be live (40402, whether or not the subject exists)
             number = self.parse_version(version)
             live = self._versions(subject)
-            if not live:
-                raise RegistryError.subject_not_found(subject)
-            found = self.incompatibilities(subject, schema, [self._version(subject, number)])
+            against = live[-1:] if number == -1 else [v for v in live if v.version == number]
+            if number != -1 and not against:
+                raise RegistryError.version_not_found(number)
+            found = self.incompatibilities(subject, schema, against)
         out: dict[str, Any] = {"is_compatible": not found}
         if flag(verbose):
             out["messages"] = found

@@ -56,7 +56,8 @@ class RegistrySettings:
         return {"compatibility": level.upper()}
 
     def delete_config(self, subject: str | None) -> dict[str, str]:
-        if subject is not None and subject not in self.configs and subject not in self.subjects:
+        # as Confluent: a subject without a config of its own is 40401, even one with versions
+        if subject is not None and subject not in self.configs:
             raise RegistryError.subject_not_found(subject)
         previous = self.compatibility(subject)
         self._check_writable(subject)

@@ -190,3 +190,29 @@ def test_list_schemas_by_prefix_latest_only_and_deleted() -> None:
     assert [s["version"] for s in list_schemas(r, "orders", deleted="true", latest_only="true")] == [2]
     assert list_schemas(r, "nobody") == []
     assert list_schemas(r, "a-")[0]["schema"] == V1["schema"].replace(" ", "")
+
+
+def test_compatibility_with_a_subject_without_versions() -> None:
+    """Confluent checks "latest" of a subject with no live version against nothing (compatible); a numbered
+    version that is not live is 40402 whether or not the subject exists."""
+    r = Registry(MemoryLog())
+    assert r.test_compatibility("nobody", "latest", V1) == {"is_compatible": True}
+    assert r.test_compatibility("nobody", "latest", V1, verbose="true") == {"is_compatible": True, "messages": []}
+    assert refused(r.test_compatibility, "nobody", "1", V1).error_code == 40402
+    r.register("s", V1)
+    r.delete_version("s", "1")
+    assert r.test_compatibility("s", "latest", BAD) == {"is_compatible": True}
+    assert refused(r.test_compatibility, "s", "1", V1).error_code == 40402
+
+
+def test_delete_subject_config_answers_the_deleted_one() -> None:
+    """Confluent's DELETE /config/{subject}: the subject's own config as it was; 40401 where it has none (even a
+    subject with versions), so a second delete is refused."""
+    r = Registry(MemoryLog())
+    r.register("s", V1)
+    assert refused(r.delete_config, "s").error_code == 40401
+    r.set_config("s", {"compatibility": "NONE"})
+    r.set_config(None, {"compatibility": "FULL"})
+    assert r.delete_config("s") == {"compatibilityLevel": "NONE"}
+    assert r.compatibility("s") == "FULL"
+    assert refused(r.delete_config, "s").error_code == 40401

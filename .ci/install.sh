@@ -231,11 +231,14 @@ fi
 # of its own holding fakekafka's dependencies and the tests' (the project itself is installed into it, editable and
 # without dependencies, by .ci/test). The interpreter is pyenv's newest X.Y.* or pythonX.Y on PATH; a machine with
 # neither skips that Python's tier and .ci/test says so. The marker holds the list the virtualenv was made with and
-# pyproject.toml's hash (a dependency added there makes the virtualenv anew).
+# the hash of pyproject.toml's dependencies and those extras (a dependency added there makes the virtualenv anew).
 PY_VERSIONS=(${FAKEKAFKA_PYTHONS-3.12 3.13})
 PY_PKGS=(setuptools wheel -e ".[telemetry,yaml,schema-registry,record]" "pytest>=8,<9.2" pytest-asyncio pytest-timeout
          pytest-xdist hypothesis "confluent-kafka>=2.4" "kafka-python[lz4,snappy,zstd]>=2.2")
-PY_MARK="${PY_PKGS[*]} $(sha256sum pyproject.toml | cut -c1-16)"
+PY_MARK="${PY_PKGS[*]} $("$PYTHON" -c 'import hashlib, json, tomllib
+p = tomllib.load(open("pyproject.toml", "rb"))["project"]
+extras = {k: p["optional-dependencies"][k] for k in ("telemetry", "yaml", "schema-registry", "record")}
+print(hashlib.sha256(json.dumps([p["dependencies"], extras]).encode()).hexdigest()[:16])')"
 for v in "${PY_VERSIONS[@]}"; do
     venv=$CACHE/venv-py$v
     [[ -f $venv/.complete && $(cat "$venv/.complete") == "$PY_MARK" ]] && continue

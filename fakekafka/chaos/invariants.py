@@ -27,8 +27,9 @@ An app-level invariant is a callable given a `ChaosView` (the cluster's records)
 the invariant holds, and False, a message, or raises AssertionError when it does not.
 
 The logs are read through `Logs`: the model's own (`ModelLogs`) on the fake cluster, or a cluster's logs read over
-the wire (`fakekafka.testing.chaos_proxy.RemoteLogs`) behind the proxy, where the read_committed check (it needs
-the aborted-transaction index) is left out.
+the wire behind the proxy (`fakekafka.proxy.chaos.UpstreamLogs`), where the read_committed check finds the aborted
+transactions from the ABORT markers in the log (a transactional batch is aborted when its producer's next marker
+after it is ABORT), as the broker's aborted-transaction index is built.
 """
 
 from __future__ import annotations
@@ -437,8 +438,7 @@ def check_invariants(cluster: ClusterState | Logs, ledger: Ledger,
         out.append(Violation("committed offsets never go back",
                              f"{len(ledger.rewound)} accepted commit(s) below the group's previous one",
                              tuple(ledger.rewound[:20])))
-    if isinstance(cluster, ClusterState):
-        out.extend(_read_committed(cluster, ledger))
+    out.extend(_read_committed(logs, ledger))
     out = [v for v in out if v.invariant not in skip]
     view = ChaosView(logs)
     for check in app:
@@ -519,14 +519,39 @@ def _idempotent(logs: Logs) -> list[Violation]:
     return out
 
 
-def _read_committed(cluster: ClusterState, ledger: Ledger) -> list[Violation]:
+def _aborted_by_markers(logs: Logs, topic: str, partition: int) -> set[tuple[int, int]]:
+    """(producer id, base offset) of each transactional batch whose producer's next marker is ABORT: the aborted
+    transactions of a log read over the wire, as the broker builds its aborted-transaction index from them."""
+    aborted: set[tuple[int, int]] = set()
+    open_txns: dict[int, list[int]] = defaultdict(list)
+    for batch in logs.batches(topic, partition):
+        h = read_header(batch)
+        if h.is_control:
+            ended = open_txns.pop(h.producer_id, [])
+            records = decode_batch(batch).records
+            if records and _control_type(records[0]) != _COMMIT:
+                aborted.update((h.producer_id, offset) for offset in ended)
+        elif h.is_transactional:
+            open_txns[h.producer_id].append(h.base_offset)
+    return aborted
+
+
+def _read_committed(logs: Logs, ledger: Ledger) -> list[Violation]:
     bad: list[str] = []
+    marked: dict[tuple[str, int], set[tuple[int, int]]] = {}
     for f in ledger.fetched:
-        p = cluster.partition(f.topic, f.partition)
-        if p is None or f.aborted_listed:
+        if f.aborted_listed:
             continue
-        if any(a.producer_id == f.producer_id and a.first_offset <= f.base_offset <= a.last_offset
-               for a in p.log.aborted):
+        if isinstance(logs, ModelLogs):  # the fake cluster's own aborted-transaction index
+            p = logs.cluster.partition(f.topic, f.partition)
+            was_aborted = p is not None and any(
+                a.producer_id == f.producer_id and a.first_offset <= f.base_offset <= a.last_offset
+                for a in p.log.aborted)
+        else:
+            if (f.topic, f.partition) not in marked:
+                marked[(f.topic, f.partition)] = _aborted_by_markers(logs, f.topic, f.partition)
+            was_aborted = (f.producer_id, f.base_offset) in marked[(f.topic, f.partition)]
+        if was_aborted:
             bad.append(f"{f.topic}-{f.partition}: aborted batch at offset {f.base_offset} (producer "
                        f"{f.producer_id}) returned without its aborted transaction listed")
     bad.extend(ledger.past_lso)

@@ -5,7 +5,7 @@ forwarding, and throttled fetches (answered empty with throttle_time_ms, the cli
 kills no broker and moves no leader: a profile's kill and leader-move rates draw nothing here.
 
 The invariants read the upstream's logs over the wire (`UpstreamLogs`: Metadata, ListOffsets, Fetch) once the
-application is done; the read_committed check, which needs the broker's aborted-transaction index, is left out.
+application is done; the read_committed check finds the aborted transactions from the ABORT markers in them.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 `fakekafka.Proxy`, the invariants checked on the upstream's logs. The planted bug of examples/chaos_orders (a
 non-idempotent producer with retries) is found through the proxy in front of the test's cluster: fakekafka, and
 Apache Kafka 4.4.0 under `--kafka-real` (marked kafka_real), shrunk to the one dropped answer and replayed.
+The read_committed invariant holds for an honest read_committed consumer of a producer that aborts, and finds a
+planted bug (the aborted transactions left out of the Fetch answers) on both brokers.
 Throttled fetches are drawn and replayed on the proxy as on the fake cluster: answered by the proxy, empty, with
 throttle_time_ms, the client's connection muted that long."""
 
@@ -190,3 +192,63 @@ def test_throttles_drawn_on_the_fake_cluster_replay_the_same_through_the_proxy(k
         got, _ = _consume(proxy.bootstrap_servers, topic, 5)
         assert len(got) == 5
         assert [(s.api, s.nth, s.kind, s.ms) for s in proxy.chaos_schedule()] == points
+
+
+def _transactions(bootstrap_servers: str, topic: str) -> None:
+    """A transactional confluent-kafka producer: c1 committed, a2 aborted, c3 committed."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap_servers, "transactional.id": f"tx-{uuid.uuid4().hex[:8]}"})
+    producer.init_transactions(30)
+    for value, commit in ((b"c1", True), (b"a2", False), (b"c3", True)):
+        producer.begin_transaction()
+        producer.produce(topic, value, partition=0)
+        producer.flush(30)
+        if commit:
+            producer.commit_transaction(30)
+        else:
+            producer.abort_transaction(30)
+
+
+def _read_committed_values(bootstrap_servers: str, topic: str) -> list[bytes]:
+    """A confluent-kafka consumer at read_committed, partition 0 from offset 0, until the last commit's c3."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": f"g-{uuid.uuid4().hex[:8]}",
+                         "isolation.level": "read_committed", "enable.auto.commit": False})
+    got: list[bytes] = []
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        deadline = time.monotonic() + 30
+        while b"c3" not in got and time.monotonic() < deadline:
+            m = consumer.poll(0.2)
+            if m is not None and m.error() is None:
+                got.append(m.value())
+    finally:
+        consumer.close()
+    return got
+
+
+def _without_aborted_transactions(answer: dict) -> None:
+    for t in answer.get("responses") or ():
+        for p in t["partitions"]:
+            p["aborted_transactions"] = []
+
+
+@pytest.mark.kafka_real
+@pytest.mark.fakekafka(partitions=1)
+def test_read_committed_through_the_proxy_holds_and_finds_a_planted_bug(kafka) -> None:
+    pytest.importorskip("confluent_kafka")
+    topic = f"ledger-{uuid.uuid4().hex[:8]}"
+    kafka.create_topic(topic, 1)
+    with Proxy(kafka, chaos=Chaos(seed=1, profile="none")) as proxy:
+        _transactions(proxy.bootstrap_servers, topic)
+        assert _read_committed_values(proxy.bootstrap_servers, topic) == [b"c1", b"c3"]
+        assert proxy.check_invariants() == []  # the aborted a2 was fetched, and listed as aborted
+    with Proxy(kafka, chaos=Chaos(seed=1, profile="none")) as proxy:
+        # the planted bug: a broker whose Fetch answers leave out the aborted transactions
+        proxy.intercept("Fetch", fakekafka.Edit(_without_aborted_transactions), keep=True)
+        assert _read_committed_values(proxy.bootstrap_servers, topic) == [b"c1", b"a2", b"c3"]
+        [violation] = proxy.check_invariants()
+        assert violation.invariant == "read_committed sees only committed records"
+        assert any(f"{topic}-0: aborted batch at offset" in line for line in violation.lines()), violation.lines()

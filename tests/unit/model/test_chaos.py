@@ -360,6 +360,29 @@ def test_exactly_once_reads_the_sink_as_read_committed_and_names_lost_twice_and_
     assert [v.invariant for v in violations] == ["app invariant exactly_once(in -> out)"]
 
 
+def test_read_committed_behind_the_proxy_tells_aborted_batches_by_the_markers_in_the_log() -> None:
+    """A log read over the wire has no aborted-transaction index: a transactional batch is aborted when its
+    producer's next marker is ABORT. A read_committed Fetch that returned one without listing it is a violation."""
+    from fakekafka.model.hooks import Intercepted
+    from fakekafka.wire import ApiKey
+    log = _txn([b"1"], 0, 7, commit=True) + _txn([b"2"], 2, 7, commit=False) + _txn([b"3"], 4, 7, commit=True)
+
+    def fetched(aborted: list[dict[str, int]]) -> Ledger:
+        ledger = Ledger(None)
+        body = Container(isolation_level=1)
+        ledger(Intercepted(ApiKey.FETCH, 12, 1, "c", 0, body, set(), 0, 0), {"responses": [{"topic": "out",
+               "partitions": [{"partition_index": 0, "records": b"".join(log), "last_stable_offset": 6,
+                               "aborted_transactions": aborted}]}]}, True)
+        return ledger
+    logs = _Logs({"out": log})
+    skip = ("duplicates from an idempotent producer", "per-partition order")  # _txn's batches all start at sequence 0
+    assert check_invariants(logs, fetched([{"producer_id": 7, "first_offset": 2}]), skip=skip) == []
+    [violation] = check_invariants(logs, fetched([]), skip=skip)
+    assert violation.invariant == "read_committed sees only committed records"
+    assert violation.evidence == ("out-0: aborted batch at offset 2 (producer 7) returned without its aborted "
+                                  "transaction listed",)
+
+
 def test_log_faults_apply_on_the_fake_clock_only_where_kafka_could() -> None:
     """retention moves a frozen clock and runs a retention check; a compaction pass only where the cleaner is due;
     an unclean election only where the topic allows it and the leader is its ISR's last member; a throttled Fetch

@@ -165,6 +165,7 @@ class StreamsGroupCoordinator(ConsumerGroupOffsets):
         delayed = self.maybe_assign(group)
         before = updated.assigned
         updated = self._reconcile(group, updated, r.active, now)
+        updated.active_epochs = _assignment_epochs(updated, group.assignment_epoch)
         group.members[updated.member_id] = updated
         updated.session_deadline = now + self.setting(group.group_id, "session.timeout.ms")
         status = list(group.configured.status) if group.configured is not None else []
@@ -420,3 +421,10 @@ def _union(a: TaskSet, b: TaskSet) -> TaskSet:
 
 def new_member_id() -> str:
     return uuid.uuid4().hex
+
+
+def _assignment_epochs(member: StreamsMember, target_epoch: int) -> dict[tuple[str, int], int]:
+    """As Kafka 4.4's CurrentAssignmentBuilder: an active task the member had keeps its assignment epoch, one
+    new to it gets the target assignment's epoch; the tasks it gave up are forgotten."""
+    held = tasks_of(member.assigned.active) | tasks_of(member.pending_revocation)
+    return {t: member.active_epochs.get(t, target_epoch) for t in held}

@@ -100,6 +100,9 @@ class StreamsMember:
     task_end_offsets: list[tuple[str, int, int]] = field(default_factory=list)
     assigned: Tasks = field(default_factory=Tasks)
     pending_revocation: TaskSet = field(default_factory=dict)
+    active_epochs: dict[tuple[str, int], int] = field(default_factory=dict)
+    """Each active task's (and each active task pending revocation's) assignment epoch: the target assignment
+    epoch at which it came to this member, kept while the member keeps it (Kafka's AssignmentEpochs)."""
     session_deadline: int | None = None
     rebalance_deadline: int | None = None
     classic: Any = None

@@ -10,9 +10,9 @@ wrote, and tombstones (`TOMBSTONE_ORDER`) for what went. `load(...)` rebuilds th
 partition's log holds, as a coordinator loading the partition does: members come back with their tasks and a
 fresh session, the topology is configured again against the topics.
 
-Not written: StreamsGroupMetadata's MetadataHash (left 0, as for consumer groups) and the tasks' assignment
-epochs (a tagged field of the current assignment; fakekafka does not track when each task came), and the
-topology description epochs (there is no topology description plugin).
+The current assignment's active tasks carry their assignment epochs (the target epoch at which each came to the
+member), as Kafka 4.4 writes them. Not written: StreamsGroupMetadata's MetadataHash (left 0, as for consumer
+groups) and the topology description epochs (there is no topology description plugin).
 """
 
 from __future__ import annotations
@@ -64,6 +64,14 @@ def _tasks(ts: TaskSet) -> list[dict[str, Any]]:
     return [{"subtopology_id": s, "partitions": sorted(ps)} for s, ps in sorted(ts.items()) if ps]
 
 
+def _tasks_with_epochs(ts: TaskSet, epochs: dict[tuple[str, int], int], default: int) -> list[dict[str, Any]]:
+    """Active tasks as Kafka 4.4 writes them in the current assignment: partitions in order, each one's
+    assignment epoch at the same index of the tagged AssignmentEpochs."""
+    return [{"subtopology_id": s, "partitions": sorted(ps),
+             "assignment_epochs": [epochs.get((s, p), default) for p in sorted(ps)]}
+            for s, ps in sorted(ts.items()) if ps]
+
+
 def _internal(t: InternalTopic) -> dict[str, Any]:
     return {"name": t.name, "partitions": t.partitions, "replication_factor": t.replication_factor,
             "topic_configs": [{"key": k, "value": v} for k, v in t.configs]}
@@ -112,15 +120,29 @@ def records(group: StreamsGroup, num_standby_replicas: int) -> dict[bytes, bytes
     for mid, m in group.members.items():
         out[_key(current_rec, group_id=gid, member_id=mid)] = _value(
             current_rec, member_epoch=m.member_epoch, previous_member_epoch=m.previous_member_epoch,
-            state=MEMBER_STATE_CODE[m.state], active_tasks=_tasks(m.assigned.active),
+            state=MEMBER_STATE_CODE[m.state],
+            active_tasks=_tasks_with_epochs(m.assigned.active, m.active_epochs, m.member_epoch),
             standby_tasks=_tasks(m.assigned.standby), warmup_tasks=_tasks(m.assigned.warmup),
-            active_tasks_pending_revocation=_tasks(m.pending_revocation), standby_tasks_pending_revocation=[],
+            active_tasks_pending_revocation=_tasks_with_epochs(m.pending_revocation, m.active_epochs, m.member_epoch),
+            standby_tasks_pending_revocation=[],
             warmup_tasks_pending_revocation=[])
     return out
 
 
 def _task_set(tasks: list[Any]) -> TaskSet:
     return {t.subtopology_id: frozenset(t.partitions) for t in tasks if t.partitions}
+
+
+def _epochs_of(tasks: list[Any], member_epoch: int) -> dict[tuple[str, int], int]:
+    """Each task's assignment epoch from the record; without them (a record written before Kafka kept them, or
+    by an older fakekafka) or with a count that does not match, the member's epoch, as Kafka falls back."""
+    out: dict[tuple[str, int], int] = {}
+    for t in tasks:
+        epochs = t.get("assignment_epochs") or []
+        fallback = len(epochs) != len(t.partitions)
+        for i, p in enumerate(t.partitions):
+            out[(t.subtopology_id, p)] = member_epoch if fallback else epochs[i]
+    return out
 
 
 def _from_internal(t: Any) -> InternalTopic:
@@ -170,6 +192,8 @@ def load(group_id: str, found: dict[bytes, tuple[int, Any, Any]], offsets: dict[
             m.state = MEMBER_STATE.get(v.state, MemberState.UNKNOWN)
             m.assigned = Tasks(_task_set(v.active_tasks), _task_set(v.standby_tasks), _task_set(v.warmup_tasks))
             m.pending_revocation = _task_set(v.active_tasks_pending_revocation)
+            m.active_epochs = _epochs_of(v.active_tasks, m.member_epoch) | _epochs_of(
+                v.active_tasks_pending_revocation, m.member_epoch)
     if not group.members:
         group.empty_since = now
     return group

@@ -1103,15 +1103,19 @@ def test_streams_group_records_in_consumer_offsets(cli: Cli) -> None:
             continue
         fields = {} if value is None else {n: value[n] for n in ("epoch", "validated_topology_epoch", "member_epoch",
                                                                  "state", "assignment_epoch") if n in value}
+        if value is not None and record_type == 22:  # the current assignment: its tasks and their assignment epochs
+            fields["active"] = [(t.subtopology_id, list(t.partitions), list(t.get("assignment_epochs") or []))
+                                for t in value.active_tasks]
         written.append((record_type, value is None, fields))
     assert written == [
         # the join: member, topology, group epoch 2 (topology not yet validated: its changelog is missing), the
         # member at epoch 1 with no tasks; no target while the initial rebalance delay runs
         (19, False, {}), (23, False, {"epoch": 0}), (17, False, {"epoch": 2, "validated_topology_epoch": -1}),
-        (22, False, {"member_epoch": 1, "state": 1}),
+        (22, False, {"member_epoch": 1, "state": 1, "active": []}),
         # the first assignment: group epoch 3, the target, the member at epoch 3 with its tasks
         (17, False, {"epoch": 3, "validated_topology_epoch": 0}), (21, False, {}),
-        (20, False, {"assignment_epoch": 3}), (22, False, {"member_epoch": 3, "state": 1}),
+        (20, False, {"assignment_epoch": 3}), (22, False, {"member_epoch": 3, "state": 1,
+                                                                     "active": [("0", [0, 1], [3, 3])]}),
         # the member leaves: its records go, the group epoch moves, the empty target at it
         (22, True, {}), (21, True, {}), (19, True, {}), (17, False, {"epoch": 4, "validated_topology_epoch": 0}),
         (20, False, {"assignment_epoch": 4}),

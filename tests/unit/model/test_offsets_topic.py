@@ -370,6 +370,7 @@ def test_streams_group_records_follow_the_group_and_load_back() -> None:
     current = by_type[22][1]
     assert (current.member_epoch, [(a.subtopology_id, a.partitions) for a in current.active_tasks]) == \
         (2, [("0", [0, 1]), ("1", [0, 1])])
+    assert [a.assignment_epochs for a in current.active_tasks] == [[2, 2], [2, 2]]  # came at target epoch 2
     n = len(records(p))
     owned = {"0": frozenset({0, 1}), "1": frozenset({0, 1})}
     assert streams_hb(c, "m1", 2, active=owned, standby={}, warmup={})["error_code"] == ErrorCode.NONE
@@ -387,9 +388,10 @@ def test_streams_group_records_follow_the_group_and_load_back() -> None:
     for mid, m in before.members.items():
         loaded = g.members[mid]
         assert (loaded.member_epoch, loaded.state, loaded.assigned, loaded.pending_revocation, loaded.process_id,
-                loaded.user_endpoint, loaded.client_tags, loaded.instance_id) == \
+                loaded.user_endpoint, loaded.client_tags, loaded.instance_id, loaded.active_epochs) == \
             (m.member_epoch, m.state, m.assigned, m.pending_revocation, m.process_id, m.user_endpoint,
-             m.client_tags, m.instance_id)
+             m.client_tags, m.instance_id, m.active_epochs)
+    assert set(g.members["m1"].active_epochs.values()) == {2}  # kept (or being revoked) since epoch 2
     n = len(records(p))
     assert streams_hb(c, "m2", r["member_epoch"], active={}, standby={}, warmup={})["error_code"] == ErrorCode.NONE
     assert streams_hb(c, "m1", -1)["error_code"] == ErrorCode.NONE

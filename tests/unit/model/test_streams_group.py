@@ -101,6 +101,11 @@ def test_tasks_move_only_after_revocation() -> None:
     r2 = w.heartbeat("m2", e2)
     got = {(t["subtopology_id"], p) for t in r2["active_tasks"] for p in t["partitions"]}
     assert got and not got & kept and len(got | kept) == 6
+    # assignment epochs, as Kafka 4.4 keeps them: a kept task stays at the epoch it came, a moved one gets the
+    # target epoch at which it moved
+    group = w.coordinator.group("app")
+    assert group.members["m1"].active_epochs == dict.fromkeys(kept, e1)
+    assert group.members["m2"].active_epochs == dict.fromkeys(got, e2)
 
 
 def test_errors_as_kafka_words_them() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fakekafka.chaos.byzantine import BYZANTINE_KINDS
 from fakekafka.chaos.registry import REGISTRY_KINDS
 
 __all__ = ["CLUSTER_KINDS", "ERRORS", "KINDS", "LegalError", "legal_errors"]
@@ -104,6 +105,7 @@ CLUSTER_KINDS = {
 """The cluster's own events chaos draws on the fake cluster (fakekafka/chaos/cluster_events.py)."""
 KINDS.update(CLUSTER_KINDS)
 KINDS.update(REGISTRY_KINDS)  # the Schema Registry's (fakekafka/chaos/registry.py)
+KINDS.update(BYZANTINE_KINDS)  # never Kafka's: only when asked for by name (fakekafka/chaos/byzantine.py)
 
 
 def legal_errors(api: str, *, non_retriable: bool) -> list[LegalError]:

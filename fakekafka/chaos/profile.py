@@ -16,7 +16,7 @@ __all__ = ["PROFILES", "Profile", "profile_of"]
 
 _RATES = ("error_rate", "latency_rate", "drop_rate", "kill_rate", "move_leader_rate", "rebalance_rate",
           "session_expiry_rate", "coordinator_move_rate", "isr_rate", "throttle_rate", "retention_rate",
-          "compaction_rate", "unclean_rate")
+          "compaction_rate", "unclean_rate", "byzantine_rate")
 _REGISTRY_RATES = ("registry_error_rate", "registry_latency_rate", "unknown_schema_id_rate")
 """Drawn once per Schema Registry request, apart from the broker's requests (so they add up on their own)."""
 
@@ -60,6 +60,9 @@ class Profile:
     unclean_rate: float = 0.0
     """The leader of a partition whose ISR is only itself crashes and an out-of-sync replica is elected (a topic
     with unclean.leader.election.enable=true; several brokers)."""
+    byzantine_rate: float = 0.0
+    """A Fetch answered with a corrupted batch CRC or its batches out of order: never something Kafka does, so no
+    profile but `byzantine` sets it (fakekafka/chaos/byzantine.py)."""
     registry_error_rate: float = 0.0
     """A Schema Registry request answered one of Confluent's errors legal on its route (fakekafka/chaos/registry.py;
     with a cluster's `schema_registry=True` or the proxy's forwarded registry)."""
@@ -126,6 +129,7 @@ PROFILES: dict[str, Profile] = {
                        retention_rate=0.03, compaction_rate=0.03),
     "registry": Profile("registry", error_rate=0.02, latency_rate=0.02, drop_rate=0.02, registry_error_rate=0.2,
                         registry_latency_rate=0.1, unknown_schema_id_rate=0.1, max_faults=30),
+    "byzantine": Profile("byzantine", error_rate=0, latency_rate=0, drop_rate=0, byzantine_rate=0.2, max_faults=10),
 }
 """none: chaos on, nothing drawn (its overhead alone); default: a few retriable errors, small latencies, dropped
 connections; network: latency and dropped connections only; busy: more of everything, broker kills and leader
@@ -134,7 +138,9 @@ passes and unclean elections where the topic allows them; cluster: the cluster's
 expiries, coordinator moves, ISR shrink and expand, retention on a frozen clock, compaction passes) with a few
 errors and drops; registry: the Schema Registry's
 errors, latency and unknown schema ids, with a few broker errors and drops (only this profile draws registry
-faults by default; a JSON profile sets their rates on any other)."""
+faults by default; a JSON profile sets their rates on any other); byzantine: Fetch answers with a corrupted batch
+CRC or batches out of order, which Kafka never serves (only this profile draws them, or a JSON profile's
+byzantine_rate)."""
 
 
 def profile_of(given: str | os.PathLike[str] | Profile | None) -> Profile:

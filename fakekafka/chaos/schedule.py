@@ -86,6 +86,8 @@ class Step:
                               + (" after it was applied" if self.after else ""),
             "registry_latency": f"answered {self.ms} ms late",
             "unknown_schema_id": "answered 404 with 40403 (schema id unknown to the instance answering)",
+            "corrupt_crc": "answered with its first batch's CRC corrupted (byzantine: never Kafka's)",
+            "out_of_order": "answered with its first two batches out of offset order (byzantine: never Kafka's)",
         }[self.kind]
         return f"t={self.t_ms / 1000:.1f} s: {self.api} request {self.nth}{where} {what}"
 

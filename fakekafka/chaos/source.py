@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from fakekafka.chaos.byzantine import BYZANTINE_KINDS, corrupt_crc, out_of_order
 from fakekafka.chaos.cluster_events import apply_event, draw_event, event_applicable
 from fakekafka.chaos.invariants import BUILT_IN
 from fakekafka.chaos.kinds import CLUSTER_KINDS, KINDS, legal_errors
@@ -32,7 +33,7 @@ from fakekafka.chaos.registry import (
 )
 from fakekafka.chaos.schedule import Schedule, Step
 from fakekafka.model.cluster import ClusterState
-from fakekafka.model.hooks import Action, Answer, Delay, Drop, Fail, Intercepted, Several, Throttle
+from fakekafka.model.hooks import Action, Answer, Delay, Drop, Edit, Fail, Intercepted, Several, Throttle
 from fakekafka.model.metadata import Partition
 from fakekafka.wire import ErrorCode
 
@@ -224,7 +225,8 @@ class ChaosSource:
                                ("move_coordinator", p.coordinator_move_rate), ("isr", p.isr_rate),
                                ("throttle", p.throttle_rate if request.api == "Fetch" else 0),  # a proxy too
                                ("retention", p.retention_rate), ("compaction", p.compaction_rate),
-                               ("unclean_election", p.unclean_rate if self.operator else 0)))):
+                               ("unclean_election", p.unclean_rate if self.operator else 0))),
+                           ("byzantine", p.byzantine_rate if request.api == "Fetch" else 0)):
             if u >= rate:
                 u -= rate
                 continue
@@ -236,6 +238,9 @@ class ChaosSource:
                 return Step(**base, kind="latency", ms=rng.randint(*p.latency_ms), broker=request.broker)
             if kind == "drop":
                 return Step(**base, kind="drop_after" if rng.random() < 0.5 else "drop_before",
+                            broker=request.broker)
+            if kind == "byzantine":
+                return Step(**base, kind="corrupt_crc" if rng.random() < 0.5 else "out_of_order",
                             broker=request.broker)
             if kind == "kill":
                 step = Step(**base, kind="kill", broker=request.broker, ms=rng.randint(*p.down_ms))
@@ -280,7 +285,7 @@ class ChaosSource:
         """A step is applied only where Kafka could do it now (a replayed leader move needs its broker in sync)."""
         if step.kind in ("kill", "move_leader", "unclean_election", *CLUSTER_KINDS) and self.cluster is None:
             return False  # a proxy kills no broker, moves no leader and changes no group, ISR or log
-        if step.kind == "throttle":
+        if step.kind in ("throttle", *BYZANTINE_KINDS):
             return step.api == "Fetch"
         if step.kind == "unclean_election":
             assert self.cluster is not None
@@ -311,6 +316,8 @@ class ChaosSource:
             return Fail(ErrorCode[step.error], after=step.after)
         if step.kind == "latency":
             return Delay(step.ms)
+        if step.kind in BYZANTINE_KINDS:  # asked for by name only: the answer edited as no Kafka broker serves it
+            return Edit(corrupt_crc if step.kind == "corrupt_crc" else out_of_order)
         if step.kind in ("drop_before", "drop_after"):
             return Drop(after=step.kind == "drop_after")
         if step.kind in CLUSTER_KINDS:

@@ -16,8 +16,8 @@ def add_chaos_options(parser: argparse.ArgumentParser, what: str) -> None:
                         help=f"draw Kafka-legal faults ({what}) from this seed at each request point; the same "
                              "seed and client behaviour give the same faults")
     parser.add_argument("--chaos-profile", metavar="NAME|FILE",
-                        help="how much chaos: none, default, network, busy, harsh, cluster, registry, or a JSON file "
-                             "of rates")
+                        help="how much chaos: none, default, network, busy, harsh, cluster, registry, byzantine "
+                             "(never Kafka's: corrupt CRCs, batches out of order), or a JSON file of rates")
     parser.add_argument("--chaos-schedule", metavar="FILE",
                         help="replay a chaos schedule (a file --chaos-out or a failing pytest chaos run wrote)")
     parser.add_argument("--chaos-out", metavar="FILE",

@@ -529,3 +529,36 @@ def test_the_profiles_draw_the_new_kinds_where_they_belong() -> None:
         for nth in range(100):
             source.actions(request(0, nth, topic))
         assert [s.kind for s in source.applied] == (["unclean_election"] if expected else []), topic
+
+
+def test_byzantine_faults_are_drawn_only_when_asked_for_by_name() -> None:
+    """No profile but `byzantine` draws them (they are not something Kafka does); it draws both, on Fetches only,
+    on the fake cluster and the proxy alike; each edits the answer as it says."""
+    from fakekafka.chaos import PROFILES
+    from fakekafka.chaos.byzantine import BYZANTINE_KINDS, corrupt_crc, out_of_order
+    from fakekafka.model.hooks import Edit, Intercepted
+    from fakekafka.wire.records import crc_of
+
+    def request(api_key: int, nth: int) -> Intercepted:
+        return Intercepted(api_key, 12, 1, "c", nth, None, {("t", 0)}, 0, nth)
+    for name in PROFILES:
+        source = ChaosSource(None, Chaos(seed=1, profile=name), now_ms=lambda: 0)
+        for nth in range(300):
+            for api_key in (0, 1):
+                source.actions(request(api_key, nth))
+        kinds = {s.kind for s in source.applied} & set(BYZANTINE_KINDS)
+        assert kinds == (set(BYZANTINE_KINDS) if name == "byzantine" else set()), name
+        assert all(s.api == "Fetch" for s in source.applied if s.kind in BYZANTINE_KINDS)
+    [(_, action)] = ChaosSource(None, Chaos(schedule=Schedule([Step("Fetch", 0, "corrupt_crc")])),
+                                now_ms=lambda: 0).actions(request(1, 0))
+    assert isinstance(action, Edit) and action.fn is corrupt_crc
+    batches = [build_batch([{"value": f"e{i}".encode()}], base_offset=i) for i in range(3)]
+
+    def answer() -> dict[str, Any]:
+        return {"responses": [{"topic": "t", "partitions": [{"partition_index": 0, "records": b"".join(batches)}]}]}
+    corrupted = corrupt_crc(answer())["responses"][0]["partitions"][0]["records"]
+    first = read_header(corrupted)
+    assert first.crc != crc_of(corrupted[:first.size]) and corrupted[first.size:] == b"".join(batches[1:])
+    swapped = out_of_order(answer())["responses"][0]["partitions"][0]["records"]
+    assert swapped == batches[1] + batches[0] + batches[2]
+    assert out_of_order({"responses": []}) == {"responses": []}  # nothing to serve out of order: untouched

@@ -1,0 +1,103 @@
+"""The byzantine faults (asked for by name only; never something Kafka does) against real clients, on the fake
+cluster and through the proxy: a Fetch answer's batch with its CRC corrupted is reported as a corruption by
+confluent-kafka (check.crcs=true: its own _BAD_MSG error, then the records from a clean fetch) and by kafka-python
+(CorruptRecordError); batches served out of offset order are delivered out of order by both."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from fakekafka import Cluster, Schedule, Step
+from fakekafka.proxy import Proxy
+
+pytest.importorskip("confluent_kafka")
+pytest.importorskip("kafka")
+
+Seen = list[tuple[object, ...]]
+
+
+def confluent(bootstrap_servers: str, topic: str) -> Seen:
+    """(offset, value) per message, ("error", code) per error event, until five records came."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": f"g-{uuid.uuid4().hex[:8]}",
+                         "check.crcs": True, "enable.auto.commit": False})
+    seen: Seen = []
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        deadline = time.monotonic() + 30
+        while sum(1 for s in seen if s[0] != "error") < 5 and time.monotonic() < deadline:
+            m = consumer.poll(0.2)
+            if m is not None:
+                seen.append((m.offset(), m.value()) if m.error() is None else ("error", m.error().code()))
+    finally:
+        consumer.close()
+    return seen
+
+
+def kafka_python(bootstrap_servers: str, topic: str) -> Seen:
+    """(offset, value) per record until five came, or ("error", the exception's name) and stop."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers, enable_auto_commit=False, fetch_max_wait_ms=100)
+    seen: Seen = []
+    try:
+        tp = TopicPartition(topic, 0)
+        consumer.assign([tp])
+        consumer.seek(tp, 0)
+        deadline = time.monotonic() + 30
+        while len(seen) < 5 and time.monotonic() < deadline:
+            try:
+                batches = consumer.poll(timeout_ms=200)
+            except Exception as e:  # noqa: BLE001 - what the client raises is what the test looks at
+                seen.append(("error", type(e).__name__))
+                break
+            seen.extend((r.offset, r.value) for records in batches.values() for r in records)
+    finally:
+        consumer.close()
+    return seen
+
+
+@contextlib.contextmanager
+def served(where: str, kind: str) -> Iterator[tuple[str, Callable[[], Schedule]]]:
+    """Five single-record batches on topic t, the first Fetch of them served with the byzantine `kind`: by the
+    fake cluster's chaos, or by a proxy's in front of it."""
+    schedule = Schedule([Step("Fetch", 0, kind)])
+    with Cluster(topics={"t": 1}, chaos=schedule if where == "fake" else None) as cluster:
+        for i in range(5):
+            cluster.produce("t", f"e{i}".encode())
+        if where == "fake":
+            yield cluster.bootstrap_servers, cluster.chaos_schedule
+        else:
+            with Proxy(cluster, chaos=schedule) as proxy:
+                yield proxy.bootstrap_servers, proxy.chaos_schedule
+
+
+RECORDS = [(i, f"e{i}".encode()) for i in range(5)]
+
+
+@pytest.mark.parametrize("where", ["fake", "proxy"])
+def test_a_corrupted_crc_is_reported_by_clients_that_check_crcs(where: str) -> None:
+    from confluent_kafka import KafkaError
+
+    with served(where, "corrupt_crc") as (bootstrap_servers, schedule):
+        seen = confluent(bootstrap_servers, "t")
+        assert seen == [("error", KafkaError._BAD_MSG), *RECORDS]  # reported, then fetched again clean
+        assert [s.kind for s in schedule()] == ["corrupt_crc"]
+    with served(where, "corrupt_crc") as (bootstrap_servers, _):
+        assert kafka_python(bootstrap_servers, "t") == [("error", "CorruptRecordError")]
+
+
+@pytest.mark.parametrize("where", ["fake", "proxy"])
+def test_batches_out_of_order_are_delivered_out_of_order(where: str) -> None:
+    out_of_order = [RECORDS[1], RECORDS[0], *RECORDS[2:]]
+    with served(where, "out_of_order") as (bootstrap_servers, schedule):
+        assert confluent(bootstrap_servers, "t") == out_of_order
+        assert [s.kind for s in schedule()] == ["out_of_order"]
+    with served(where, "out_of_order") as (bootstrap_servers, _):
+        assert kafka_python(bootstrap_servers, "t") == out_of_order

@@ -134,6 +134,8 @@ def _group_configs(ctx: RequestContext, group_id: str, keys: list[str] | None, s
         if keys is not None and key not in keys:
             continue
         spec = GROUP_CONFIGS[key]
+        if spec.internal:  # Kafka 4.4 describes none of its internal group configs, set or not
+            continue
         synonym = spec.broker_synonym or key
         layers = config.synonyms(synonym, ctx.broker.node_id) if synonym in config.catalog.broker else \
             [(synonym, spec.default, ConfigSource.DEFAULT_CONFIG)]

@@ -967,6 +967,19 @@ GROUP_CONFIGS: dict[str, ConfigSpec] = {s.name: s for s in (
     ConfigSpec("streams.assignment.interval.ms", _T.INT, "1000", "group.streams.assignment.interval.ms"),
     ConfigSpec("streams.assignor.name", _T.STRING, "sticky", "group.streams.assignors"),
     ConfigSpec("streams.rack.aware.assignment.tags", _T.LIST, "", "group.streams.rack.aware.assignment.tags"),
+    # Kafka's internal group configs: accepted and used, never described
+    ConfigSpec("consumer.assignor.offload.enable", _T.BOOLEAN, "true", "group.consumer.assignor.offload.enable",
+               internal=True),
+    ConfigSpec("share.assignor.offload.enable", _T.BOOLEAN, "true", "group.share.assignor.offload.enable",
+               internal=True),
+    ConfigSpec("streams.assignor.offload.enable", _T.BOOLEAN, "true", "group.streams.assignor.offload.enable",
+               internal=True),
+    ConfigSpec("streams.task.offset.interval.ms", _T.INT, "60000", "group.streams.task.offset.interval.ms",
+               minimum=1, internal=True),
+    ConfigSpec("streams.num.warmup.replicas", _T.INT, "2", "group.streams.num.warmup.replicas", minimum=0,
+               internal=True),
+    ConfigSpec("streams.acceptable.recovery.lag", _T.LONG, "10000", "group.streams.acceptable.recovery.lag",
+               minimum=0, internal=True),
     ConfigSpec("errors.deadletterqueue.topic.name", _T.STRING, "", "errors.deadletterqueue.topic.name"),
     ConfigSpec("errors.deadletterqueue.copy.record.enable", _T.BOOLEAN, "false",
                "errors.deadletterqueue.copy.record.enable"),
@@ -1002,6 +1015,13 @@ GROUP_CONFIG_BOUNDS: dict[str, tuple[str, int, str, int]] = {
 """A group config's range, from the broker's min/max configs (name, default) as Kafka's GroupConfig checks it."""
 
 
+GROUP_CONFIG_LIMITS: tuple[tuple[str, str, int, bool], ...] = (
+    ("streams.num.warmup.replicas", "group.streams.max.warmup.replicas", 20, True),
+    ("streams.task.offset.interval.ms", "group.streams.min.task.offset.interval.ms", 15000, False),
+)
+"""A group config's one-sided limit from a broker config (name, default; True: a maximum), in Kafka's words."""
+
+
 def validate_group_config(name: str, value: str, broker: BrokerConfig) -> None:
     """InvalidConfig with Kafka 4.4's words (checked with IncrementalAlterConfigs against Kafka 4.4)."""
     spec = GROUP_CONFIGS.get(name)
@@ -1013,6 +1033,11 @@ def validate_group_config(name: str, value: str, broker: BrokerConfig) -> None:
         raise InvalidConfig(f"Invalid value {value} for configuration {name}: Invalid value `{value}` for "
                             f"configuration {name}. The value must be either 'earliest', 'latest' or of the "
                             f"format 'by_duration:<PnDTnHnMn.nS>'.")
+    for limited, broker_name, default, above in GROUP_CONFIG_LIMITS:
+        if name == limited:
+            limit = int(broker.value(broker_name)[0] or default) if broker_name in BROKER_CONFIGS else default
+            if (int(value.strip()) > limit) if above else (int(value.strip()) < limit):
+                raise InvalidConfig(f"{name} must be {'less' if above else 'greater'} than or equal to {limit}")
     bounds = GROUP_CONFIG_BOUNDS.get(name)
     if bounds is not None:
         low_name, low_default, high_name, high_default = bounds

@@ -181,8 +181,8 @@ class StreamsGroupCoordinator(ConsumerGroupOffsets):
             "error_code": ErrorCode.NONE, "error_message": None, "member_id": updated.member_id,
             "member_epoch": updated.member_epoch,
             "heartbeat_interval_ms": self.setting(group.group_id, "heartbeat.interval.ms"),
-            "task_offset_interval_ms": self.config.task_offset_interval_ms,
-            "acceptable_recovery_lag": self.config.acceptable_recovery_lag,
+            "task_offset_interval_ms": self.setting(group.group_id, "task.offset.interval.ms"),
+            "acceptable_recovery_lag": self.setting(group.group_id, "acceptable.recovery.lag"),
             "status": [{"status_code": c, "status_detail": d} for c, d in status],
             "endpoint_information_epoch": group.endpoint_information_epoch}
         if joining or before != updated.assigned:

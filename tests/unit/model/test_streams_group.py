@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from fakekafka.model.clock import ManualClock
+from fakekafka.model.config import GROUP_CONFIGS, BrokerConfig, InvalidConfig, validate_group_config
 from fakekafka.model.streams_assignment import MemberSpec, Tasks, assign
 from fakekafka.model.streams_group import StreamsGroupConfig, StreamsGroupCoordinator, StreamsHeartbeat
 from fakekafka.model.streams_topology import InternalTopic, Status, Subtopology, Topology, configure
@@ -216,3 +217,41 @@ def test_no_warmup_tasks_as_kafka_4_4() -> None:
     assert all(not m.assigned.warmup for m in group.members.values())
     assert not r2.get("warmup_tasks")
     assert group.members["m2"].assigned.active  # the lagging member got its share of active tasks directly
+
+
+def test_internal_group_configs_as_kafka_4_4() -> None:
+    """Kafka 4.4's internal streams group configs (`streams.num.warmup.replicas`, `streams.acceptable.recovery.lag`,
+    `streams.task.offset.interval.ms`, the `*.assignor.offload.enable`s) are accepted with Kafka's checks and words
+    (probed with IncrementalAlterConfigs against Kafka 4.4.0), never described, and a group's own
+    `streams.acceptable.recovery.lag` and `streams.task.offset.interval.ms` are what its heartbeats answer."""
+    broker = BrokerConfig()
+    for name, value in [("streams.num.warmup.replicas", "20"), ("streams.acceptable.recovery.lag", "0"),
+                        ("streams.task.offset.interval.ms", "15000"), ("streams.assignor.offload.enable", "false"),
+                        ("consumer.assignor.offload.enable", "false"), ("share.assignor.offload.enable", "true")]:
+        validate_group_config(name, value, broker)
+    for name, value, words in [
+            ("streams.num.warmup.replicas", "21", "streams.num.warmup.replicas must be less than or equal to 20"),
+            ("streams.num.warmup.replicas", "-1",
+             "Invalid value -1 for configuration streams.num.warmup.replicas: Value must be at least 0"),
+            ("streams.acceptable.recovery.lag", "-1",
+             "Invalid value -1 for configuration streams.acceptable.recovery.lag: Value must be at least 0"),
+            ("streams.task.offset.interval.ms", "1000",
+             "streams.task.offset.interval.ms must be greater than or equal to 15000"),
+            ("streams.task.offset.interval.ms", "-1",
+             "Invalid value -1 for configuration streams.task.offset.interval.ms: Value must be at least 1"),
+            ("streams.assignor.offload.enable", "maybe", "Invalid value maybe for configuration "
+             "streams.assignor.offload.enable: Expected value to be either true or false")]:
+        with pytest.raises(InvalidConfig) as e:
+            validate_group_config(name, value, broker)
+        assert str(e.value) == words
+    assert {n for n, s in GROUP_CONFIGS.items() if s.internal} >= {
+        "streams.num.warmup.replicas", "streams.acceptable.recovery.lag", "streams.task.offset.interval.ms"}
+    clock = ManualClock(0)
+    own = {"app": {"streams.acceptable.recovery.lag": "7", "streams.task.offset.interval.ms": "20000"}}
+    coordinator = StreamsGroupCoordinator(clock, StreamsGroupConfig(initial_rebalance_delay_ms=0),
+                                          topics=lambda: {"in": 3}, group_config=lambda g: own.get(g, {}))
+    for group in ("app", "other"):
+        r = coordinator.heartbeat(StreamsHeartbeat(group, "m1", 0, topology=TOPOLOGY, active={}, standby={},
+                                                   warmup={}, rebalance_timeout_ms=30_000, process_id="p"))
+        assert (r["acceptable_recovery_lag"], r["task_offset_interval_ms"]) == \
+            ((7, 20000) if group == "app" else (10_000, 60_000))

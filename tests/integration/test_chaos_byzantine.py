@@ -1,7 +1,9 @@
 """The byzantine faults (asked for by name only; never something Kafka does) against real clients, on the fake
 cluster and through the proxy: a Fetch answer's batch with its CRC corrupted is reported as a corruption by
 confluent-kafka (check.crcs=true: its own _BAD_MSG error, then the records from a clean fetch) and by kafka-python
-(CorruptRecordError); batches served out of offset order are delivered out of order by both."""
+(CorruptRecordError) and by Java's KafkaConsumer (through compat's driver: its KafkaException "Record batch ...
+is invalid, cause: Record is corrupt"); batches served out of offset order are delivered out of order by
+confluent-kafka and kafka-python."""
 
 from __future__ import annotations
 
@@ -101,3 +103,22 @@ def test_batches_out_of_order_are_delivered_out_of_order(where: str) -> None:
         assert [s.kind for s in schedule()] == ["out_of_order"]
     with served(where, "out_of_order") as (bootstrap_servers, _):
         assert kafka_python(bootstrap_servers, "t") == out_of_order
+
+
+@pytest.mark.parametrize("where", ["fake", "proxy"])
+def test_the_java_consumer_reports_a_corrupted_crc(where: str) -> None:
+    from compat.clients.base import ClientError, Timing, Unsupported
+    from compat.clients.registry import make_client
+
+    with served(where, "corrupt_crc") as (bootstrap_servers, schedule):
+        try:
+            driver = make_client("java", bootstrap_servers, Timing(op_s=30, fetch_s=10, group_s=10))
+        except Unsupported as e:
+            pytest.skip(str(e))
+        try:
+            with pytest.raises(ClientError, match=r"Record batch for partition t-0 at offset 0 is invalid, cause: "
+                                                  r"Record is corrupt \(stored crc = \d+, computed crc = \d+\)"):
+                driver.fetch("t", 0, 0, 5, reset="earliest")
+        finally:
+            driver.close()
+        assert [s.kind for s in schedule()] == ["corrupt_crc"]

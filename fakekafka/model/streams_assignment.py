@@ -4,9 +4,10 @@ member towards its target. Pure functions.
 A task is (subtopology id, partition). The sticky assignor, as Kafka 4.4's StickyTaskAssignor: active tasks stay
 with the member that had them while it is not above its balanced share, the rest go to the least-loaded member
 (members of the least-loaded process first); each task then gets `num.standby.replicas` standby tasks on other
-processes, previous standby owners first, then the least-loaded. No warm-up tasks, as in Kafka 4.4.0 (its
-assignor's MemberAssignment has none and its AssignmentRefiner returns the assignment unchanged), and no rack-aware
-placement (its sticky assignor reads no rack tags); compat/KNOWN_DIFFERENCES.md.
+processes, as Kafka 4.4 ranks their candidates: previous standby owners first, then those that report the task's
+state furthest along (the offset sums of their heartbeats' task offsets), then the least-loaded. No warm-up tasks,
+as in Kafka 4.4.0 (its assignor's MemberAssignment has none and its AssignmentRefiner returns the assignment
+unchanged), and no rack-aware placement (its sticky assignor reads no rack tags); compat/KNOWN_DIFFERENCES.md.
 
 Reconciliation, as Kafka's streams CurrentAssignmentBuilder: a member first gives up the active tasks it must
 lose (UNREVOKED_TASKS: its epoch stays until it stops reporting them); then it moves to the target's epoch, with
@@ -61,6 +62,8 @@ class Tasks:
 class MemberSpec:
     process_id: str
     previous: Tasks
+    offsets: dict[tuple[str, int], int] = field(default_factory=dict)
+    """The task offsets the member last reported (task -> its changelogs' offset sum): how far its state is."""
 
 
 def _order(task: tuple[str, int]) -> tuple[int, str, int]:
@@ -102,7 +105,7 @@ def assign(members: dict[str, MemberSpec], task_counts: dict[str, int], num_stan
                 candidates = [m for m in members if members[m].process_id not in used]
                 if not candidates:
                     break
-                m = min(candidates, key=lambda m: (t not in previous_standby[m],
+                m = min(candidates, key=lambda m: (t not in previous_standby[m], -members[m].offsets.get(t, -1),
                                                     len(standby[m]) + len(active[m]), m))
                 standby[m].add(t)
                 used.add(members[m].process_id)

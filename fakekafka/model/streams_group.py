@@ -273,7 +273,8 @@ class StreamsGroupCoordinator(ConsumerGroupOffsets):
             return DELAYED_INTERVAL
         configured = group.configured
         if configured is not None and configured.ready:
-            specs = {m.member_id: MemberSpec(m.process_id, group.target.get(m.member_id, m.assigned))
+            specs = {m.member_id: MemberSpec(m.process_id, group.target.get(m.member_id, m.assigned),
+                                             {(s, p): o for s, p, o in m.task_offsets})
                      for m in group.members.values()}
             group.target = assign(specs, configured.partitions, self.setting(group.group_id, "num.standby.replicas"))
         else:

@@ -255,3 +255,17 @@ def test_internal_group_configs_as_kafka_4_4() -> None:
                                                    warmup={}, rebalance_timeout_ms=30_000, process_id="p"))
         assert (r["acceptable_recovery_lag"], r["task_offset_interval_ms"]) == \
             ((7, 20000) if group == "app" else (10_000, 60_000))
+
+
+def test_standby_candidates_ranked_as_kafka_4_4() -> None:
+    """Kafka 4.4's sticky assignor offers a standby task to its previous standby owners first, then to the members
+    whose reported task offsets show its state furthest along, before the least-loaded."""
+    active_a = Tasks({"0": frozenset({0})})
+    specs = {"a": MemberSpec("pa", active_a), "b": MemberSpec("pb", Tasks(), {("0", 0): 10}),
+             "c": MemberSpec("pc", Tasks(), {("0", 0): 500}), "d": MemberSpec("pd", Tasks())}
+    got = assign(specs, {"0": 1}, 1)
+    assert got["a"].active == {"0": frozenset({0})}
+    assert [m for m, t in got.items() if t.standby] == ["c"]  # furthest along, not the first by id
+    specs["b"] = MemberSpec("pb", Tasks(standby={"0": frozenset({0})}), {("0", 0): 10})
+    got = assign(specs, {"0": 1}, 1)
+    assert [m for m, t in got.items() if t.standby] == ["b"]  # the previous standby owner keeps it

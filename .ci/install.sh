@@ -233,12 +233,19 @@ fi
 # neither skips that Python's tier and .ci/test says so. The marker holds the list the virtualenv was made with and
 # the hash of pyproject.toml's dependencies and those extras (a dependency added there makes the virtualenv anew).
 PY_VERSIONS=(${FAKEKAFKA_PYTHONS-3.12 3.13})
-PY_PKGS=(setuptools wheel -e ".[telemetry,yaml,schema-registry,record]" "pytest>=8,<9.2" pytest-asyncio pytest-timeout
-         pytest-xdist hypothesis "confluent-kafka>=2.4" "kafka-python[lz4,snappy,zstd]>=2.2")
+# fakekafka's requirements and those extras' as pyproject.toml lists them (the project is not built here, so the
+# virtualenvs are made side by side, while the rest of this script runs, without two builds in one source tree)
+mapfile -t PY_REQS < <("$PYTHON" -c 'import tomllib
+p = tomllib.load(open("pyproject.toml", "rb"))["project"]
+extras = ("telemetry", "yaml", "schema-registry", "record")
+print("\n".join(p["dependencies"] + [r for k in extras for r in p["optional-dependencies"][k]]))')
+PY_PKGS=(setuptools wheel "${PY_REQS[@]}" "pytest>=8,<9.2" pytest-asyncio pytest-timeout pytest-xdist hypothesis
+         "confluent-kafka>=2.4" "kafka-python[lz4,snappy,zstd]>=2.2")
 PY_MARK="${PY_PKGS[*]} $("$PYTHON" -c 'import hashlib, json, tomllib
 p = tomllib.load(open("pyproject.toml", "rb"))["project"]
 extras = {k: p["optional-dependencies"][k] for k in ("telemetry", "yaml", "schema-registry", "record")}
 print(hashlib.sha256(json.dumps([p["dependencies"], extras]).encode()).hexdigest()[:16])')"
+PY_BUILDS=()
 for v in "${PY_VERSIONS[@]}"; do
     venv=$CACHE/venv-py$v
     [[ -f $venv/.complete && $(cat "$venv/.complete") == "$PY_MARK" ]] && continue
@@ -255,11 +262,14 @@ for v in "${PY_VERSIONS[@]}"; do
         log "no Python $v (python$v on PATH or pyenv's $v.*): .ci/test skips its tier"
         continue
     fi
-    log "virtualenv $venv ($interp): fakekafka's and the tests' packages"
-    rm -rf "$venv"
-    "$interp" -m venv "$venv"
-    "$venv/bin/python" -m pip install -q --disable-pip-version-check "${PY_PKGS[@]}" >&2
-    printf '%s' "$PY_MARK" >"$venv/.complete"
+    log "virtualenv $venv ($interp): fakekafka's and the tests' packages (in the background)"
+    (
+        rm -rf "$venv"
+        "$interp" -m venv "$venv"
+        "$venv/bin/python" -m pip install -q --disable-pip-version-check "${PY_PKGS[@]}" >&2
+        printf '%s' "$PY_MARK" >"$venv/.complete"
+    ) &
+    PY_BUILDS+=("$v:$!")
 done
 
 # ---------------------------------------------------------------- Go, Node and Rust clients
@@ -292,6 +302,11 @@ if [[ ! -x $BIN_DIR/tansu ]]; then
     rm -rf "$tmp"
     trap - EXIT
 fi
+
+# the other Pythons' virtualenvs, made in the background above
+for build in "${PY_BUILDS[@]}"; do
+    wait "${build#*:}" || { log "the virtualenv for Python ${build%%:*} could not be made"; exit 1; }
+done
 
 # KEY=VALUE lines on stdout (shell-quoted: `eval "$(bash .ci/install.sh)"` works).
 printf 'FAKEKAFKA_JARS=%q\n' "$JARS_DIR"

@@ -14,8 +14,9 @@ from kafka.structs import OffsetAndMetadata
 
 from fakekafka.chaos import Profile
 
-SHIPMENT_TIMEOUT_S = 0.25
-"""How long the service waits for a shipment's write before it gives up and crashes."""
+SHIPMENT_TIMEOUT_S = 0.5
+"""How long the service waits for a shipment's write before it gives up and crashes (the producer's metadata is
+fetched before: a loaded machine's first connection must not crash every restart)."""
 
 
 def _ship_all(bootstrap: str, *, commit_first: bool, source: str, sink: str, group: str, deadline_s: float) -> int:
@@ -34,6 +35,7 @@ def _ship_all(bootstrap: str, *, commit_first: bool, source: str, sink: str, gro
         )
         producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=0)
         try:
+            producer.partitions_for(sink)  # the sink's metadata, so the timeout is the write's alone
             while time.monotonic() < deadline:
                 batches = consumer.poll(timeout_ms=200)
                 if not batches:
@@ -82,7 +84,7 @@ SLOW_WRITES = Profile(
     "slow-writes",
     error_rate=0,
     latency_rate=0.2,
-    latency_ms=(800, 1000),
+    latency_ms=(1000, 1200),
     drop_rate=0,
     apis=("Produce",),
     max_faults=2,

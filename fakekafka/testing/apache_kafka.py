@@ -223,7 +223,18 @@ class KafkaCluster:
             raise KafkaUnavailable(f"Apache Kafka {self.version}'s jars are not installed: {hint}")
         if self.java is None:
             raise KafkaUnavailable(f"java is not on PATH: {INSTALL_HINT}")
+        try:
+            return self._start()
+        except KafkaUnavailable as e:
+            # the free ports it chose can be taken by another process before its JVMs bind them (seen in a
+            # clean-clone run): new ports once; any other failure is the answer
+            if "Address already in use" not in str(e):
+                raise
+        return self._start()
+
+    def _start(self) -> KafkaCluster:
         t0 = time.monotonic()
+        self._logs = []
         self.dir = Path(tempfile.mkdtemp(prefix="fakekafka-apache-kafka-"))
         (self.dir / "log4j2.properties").write_text(LOG4J2)
         ports = _free_ports((2 + len(self.listeners)) * self.brokers)

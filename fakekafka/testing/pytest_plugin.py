@@ -122,18 +122,12 @@ class RealKafka:
             from fakekafka.testing.apache_kafka import KafkaCluster, KafkaUnavailable
             configs: dict[str, str | None] = {**REAL_KAFKA_CONFIGS,
                                               "auto.create.topics.enable": str(auto_create).lower()}
-            for attempt in range(2):
-                try:
-                    cluster = KafkaCluster(brokers, configs=configs, log_dirs=REAL_KAFKA_LOG_DIRS,
-                                           **({"version": version} if version else {})).start()
-                    break
-                except KafkaUnavailable as e:
-                    # the free ports it chose can be taken by another process before its JVMs bind them (seen in
-                    # a clean-clone run): new ports once; any other failure is the answer
-                    if attempt == 0 and "Address already in use" in str(e):
-                        continue
-                    self.failures[key] = f"--kafka-real: Apache Kafka ({_describe(key)}) did not start: {e}"
-                    pytest.fail(self.failures[key], pytrace=False)
+            try:
+                cluster = KafkaCluster(brokers, configs=configs, log_dirs=REAL_KAFKA_LOG_DIRS,
+                                       **({"version": version} if version else {})).start()
+            except KafkaUnavailable as e:
+                self.failures[key] = f"--kafka-real: Apache Kafka ({_describe(key)}) did not start: {e}"
+                pytest.fail(self.failures[key], pytrace=False)
             self.clusters[key] = cluster
             self.started.append((key, cluster))
         return cluster.bootstrap_servers

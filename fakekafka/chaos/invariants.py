@@ -43,6 +43,7 @@ from typing import Any, Protocol
 from fakekafka.chaos.schedule import Schedule
 from fakekafka.model.cluster import ClusterState
 from fakekafka.model.hooks import Intercepted
+from fakekafka.model.log import ABORT, COMMIT, control_type
 from fakekafka.model.metadata import Partition
 from fakekafka.model.mixed_groups import parse_assignment
 from fakekafka.model.topic_configs import policies
@@ -356,7 +357,7 @@ class ChaosView:
                 records = [r for r in decode_batch(batch).records if start <= r.offset < end]
                 if h.is_control:
                     ended = open_txns.pop(h.producer_id, [])
-                    commit = bool(records) and _control_type(records[0]) == _COMMIT
+                    commit = control_type(batch) == COMMIT
                     if commit or not committed:
                         kept.extend(ended)
                 elif h.is_transactional and committed:
@@ -370,9 +371,6 @@ class ChaosView:
 
     def values(self, topic: str, *, committed: bool = True) -> list[bytes | None]:
         return [r.value for r in self.records(topic, committed=committed)]
-
-
-_COMMIT = 1
 
 
 def exactly_once(source: str, sink: str, *, output_of: Callable[[Record], bytes | None] | None = None,
@@ -405,12 +403,6 @@ def exactly_once(source: str, sink: str, *, output_of: Callable[[Record], bytes 
 
     check.__name__ = f"exactly_once({source} -> {sink})"
     return check
-
-
-def _control_type(record: Record) -> int:
-    """A transaction marker's type (0 abort, 1 commit) from its key: version int16, type int16."""
-    key = record.key or b""
-    return int.from_bytes(key[2:4], "big", signed=True) if len(key) >= 4 else -1
 
 
 def _user_partitions(cluster: ClusterState) -> list[Partition]:
@@ -528,8 +520,7 @@ def _aborted_by_markers(logs: Logs, topic: str, partition: int) -> set[tuple[int
         h = read_header(batch)
         if h.is_control:
             ended = open_txns.pop(h.producer_id, [])
-            records = decode_batch(batch).records
-            if records and _control_type(records[0]) != _COMMIT:
+            if control_type(batch) == ABORT:
                 aborted.update((h.producer_id, offset) for offset in ended)
         elif h.is_transactional:
             open_txns[h.producer_id].append(h.base_offset)

@@ -36,16 +36,20 @@ TANSU_HINT = 'tansu is not installed: run `eval "$(bash .ci/install.sh)"` (sets 
 CURRENT_CLIENTS = ("kafka-python", "aiokafka", "confluent-kafka", "kcat", "java")
 OLD_CLIENTS = ("java-3.9", "java-2.8", "kafka-python-2.0.2", "confluent-kafka-1.9.2", "aiokafka-0.13.0")
 GO_NODE_CLIENTS = ("franz-go", "sarama", "kafka-go", "kafkajs", "rdkafka")
+KAFKA_39_CLIENTS = ("java-3.9", "kafka-python-2.0.2", "confluent-kafka-1.9.2", "java")
+"""The clients CI runs on Kafka 3.9.1 and on fakekafka as 3.9: the versions 3.9 users pin, and today's Java client
+(a newer client in front of an older cluster); the other clients run on 3.9 by hand (docs/cookbook/older-kafka.md)."""
 
 
 def _run(*brokers: str, out: Path = OUT, timeout: float = 900,
-         clients: tuple[str, ...] = CURRENT_CLIENTS) -> dict[str, Any]:
+         clients: tuple[str, ...] = CURRENT_CLIENTS, scenarios: tuple[str, ...] = ()) -> dict[str, Any]:
     """Runs `python -m compat` and returns its report (fails when it did not write one); prints its output."""
     # --quick: the scenarios with a subscribed member are left out on tansu (each join takes seconds there);
     # every lane starts at once (--jobs), so the slow tansu lanes do not queue behind the quick ones. The
     # old clients run in a run of their own, against Kafka and fakekafka only (with tansu: 15 min).
     cmd = [sys.executable, "-m", "compat", *(a for b in brokers for a in ("--broker", b)), "--out", str(out),
-           "--quick", "--jobs", "20", *(a for c in clients for a in ("--client", c))]
+           "--quick", "--jobs", "20", *(a for c in clients for a in ("--client", c)),
+           *(a for n in scenarios for a in ("--scenario", n))]
     out.with_suffix(".json").unlink(missing_ok=True)  # a report from an earlier run must not pass for this one
     proc = run_terminating(cmd, timeout, cwd=ROOT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
     print(proc.stdout[-20000:])
@@ -84,21 +88,22 @@ def _unlisted(cells: list[dict[str, Any]]) -> list[str]:
             for c in cells if c["status"] in ("differs", "error") and not c["known"]]
 
 
-def _judge_against_kafka(report: dict[str, Any], client: str) -> None:
+def _judge_against_kafka(report: dict[str, Any], client: str, kafka: str = "kafka",
+                         fake: str = "fakekafka") -> None:
     """The client's fakekafka cells match what it saw on Kafka: nothing unlisted differs or errs on either broker;
     what is unsupported is the client's limit (unsupported on Kafka too); Kafka was the reference where it
     answered."""
-    fake = _cells(report, "fakekafka", client)
-    assert fake, f"no fakekafka cell for {client}"
-    for broker in ("kafka", "fakekafka"):
+    fake_cells = _cells(report, fake, client)
+    assert fake_cells, f"no {fake} cell for {client}"
+    for broker in (kafka, fake):
         unlisted = _unlisted(_cells(report, broker, client))
         assert not unlisted, "\n".join(unlisted)
-    on_kafka = {c["scenario"]: c["status"] for c in _cells(report, "kafka", client)}
-    for c in fake:
+    on_kafka = {c["scenario"]: c["status"] for c in _cells(report, kafka, client)}
+    for c in fake_cells:
         if c["status"] == "unsupported":
             assert on_kafka.get(c["scenario"]) == "unsupported", (c["scenario"], client)
         elif on_kafka.get(c["scenario"]) in ("pass", "differs"):
-            assert c["reference"] == "kafka", (c["scenario"], client, c["reference"])
+            assert c["reference"] == kafka, (c["scenario"], client, c["reference"])
 
 
 @pytest.mark.parametrize("client", CURRENT_CLIENTS)
@@ -187,3 +192,27 @@ def test_go_and_node_clients_see_fakekafka_as_kafka(go_node_report: dict[str, An
     _judge_against_kafka(go_node_report, client)
     # the driver does run: most scenarios pass
     assert sum(c["status"] == "pass" for c in _cells(go_node_report, "fakekafka", client)) >= 40, client
+
+
+@pytest.fixture(scope="module")
+def kafka39_report() -> dict[str, Any]:
+    """KAFKA_39_CLIENTS on Apache Kafka 3.9.1 and on `fakekafka serve --kafka-version 3.9` (judged against it),
+    every scenario but the KIP-848 ones: on 3.9 their members never get partitions (Kafka 3.9's consumer
+    protocol is off), each waiting out its timeouts (eight of ten minutes of the run), and the refusal itself
+    is compared by the API sweep against Kafka 3.9.1 (ConsumerGroupHeartbeat)."""
+    from compat.apache_kafka import OLDER_KAFKA, kafka_lib
+    from compat.scenarios import SCENARIOS
+    if kafka_lib(OLDER_KAFKA) is None:
+        pytest.skip(f"Apache Kafka {OLDER_KAFKA} is not installed: run `eval \"$(bash .ci/install.sh)\"`")
+    scenarios = tuple(name for name in SCENARIOS if not name.startswith("consumer_protocol_"))
+    report = _run("kafka-3.9", "fakekafka-3.9", out=ROOT / "build" / "compat-ci-3.9", clients=KAFKA_39_CLIENTS,
+                  scenarios=scenarios)
+    assert not report["stale_known"], report["stale_known"]
+    return report
+
+
+@pytest.mark.xdist_group("compat-3.9")  # a run of its own, beside the others
+@pytest.mark.parametrize("client", KAFKA_39_CLIENTS)
+def test_fakekafka_as_39_behaves_like_kafka_391(kafka39_report: dict[str, Any], client: str) -> None:
+    _judge_against_kafka(kafka39_report, client, kafka="kafka-3.9", fake="fakekafka-3.9")
+    assert sum(c["status"] == "pass" for c in _cells(kafka39_report, "fakekafka-3.9", client)) >= 40, client

@@ -4,7 +4,8 @@ the groups' generations (a classic group's from its JoinGroup answers, a KIP-848
 ConsumerGroupHeartbeat answers). Pure: an observer of the cluster's answers (`Hooks.observers`); the picture is text.
 
 The x axis is the answered requests' order, not time: under a frozen clock every step has the same time, and the
-order is what a replay repeats."""
+order is what a replay repeats. A clock lane under it reads the cluster's clock at evenly spaced requests (seconds
+since the first), so time is there to read where it passed."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ MAX_REQUESTS = 20_000
 _LANE = 18
 _LEFT = 170
 _WIDTH = 1200
+_CLOCK_TICKS = 8
 
 
 def _field(obj: Any, name: str) -> Any:
@@ -42,6 +44,9 @@ class Timeline:
     generations: list[tuple[int, str, str]] = field(default_factory=list)
     """(index, group, "generation 3" or "member m epoch 4")."""
     answered: int = 0
+    clock: deque[tuple[int, int]] = field(default_factory=lambda: deque(maxlen=MAX_REQUESTS))
+    """(index, the cluster's clock in ms when that request arrived)."""
+    started_ms: int | None = None
     _placed: int = 0
     _seen: dict[str, Any] = field(default_factory=dict)
 
@@ -52,6 +57,9 @@ class Timeline:
             self.faults.append((i, step))
         self._placed = len(self.schedule.steps)
         self.requests.append((i, request.api, answer is not None))
+        self.clock.append((i, request.now_ms))
+        if self.started_ms is None:
+            self.started_ms = request.now_ms
         if answer is None or _field(answer, "error_code") not in (0, None):
             return
         group = _field(request.body, "group_id")
@@ -72,7 +80,7 @@ class Timeline:
         lane (a red mark and its words per fault), the groups' lane (a blue mark per new generation or epoch)."""
         apis = sorted({api for _, api, _ in self.requests})
         end = max(self.answered, 1)
-        lanes = ["faults", "groups", *apis]
+        lanes = ["faults", "groups", *apis, "clock (s)"]
         height = 40 + _LANE * (len(lanes) + 1) + 14 * len(self.faults)
 
         def x(i: int) -> float:
@@ -83,7 +91,7 @@ class Timeline:
             f'font-family="monospace" font-size="11">',
             f"<title>{escape(title)}</title>",
             f'<text x="8" y="16" font-size="13">{escape(title)}: {self.answered} requests answered, '
-            f"{len(self.faults)} fault(s); x: requests in the order answered</text>",
+            f"{len(self.faults)} fault(s); x: requests in the order answered, with the cluster's clock below</text>",
         ]
         y_of = {lane: 36 + _LANE * n for n, lane in enumerate(lanes)}
         for lane, y in y_of.items():
@@ -95,6 +103,14 @@ class Timeline:
                 out.append(f'<line x1="{x(i):.1f}" y1="{y - 5}" x2="{x(i):.1f}" y2="{y + 5}" stroke="#555"/>')
             else:
                 out.append(f'<text x="{x(i) - 3:.1f}" y="{y + 4}" fill="#c00">x</text>')
+        if self.clock:
+            y = y_of["clock (s)"]
+            kept = list(self.clock)
+            for n in range(_CLOCK_TICKS + 1):
+                i, now = kept[min(len(kept) - 1, n * (len(kept) - 1) // _CLOCK_TICKS)]
+                seconds = (now - (self.started_ms or 0)) / 1000
+                out.append(f'<line x1="{x(i):.1f}" y1="{y - 8}" x2="{x(i):.1f}" y2="{y - 2}" stroke="#999"/>')
+                out.append(f'<text x="{x(i):.1f}" y="{y + 8}" text-anchor="middle" fill="#666">{seconds:.1f}</text>')
         for i, group, what in self.generations:
             y = y_of["groups"]
             out.append(

@@ -474,7 +474,8 @@ def test_the_timeline_draws_requests_faults_and_generations_as_svg() -> None:
     timeline = Timeline(applied)
 
     def answered(api_key: int, nth: int, body: Any, answer: Any) -> None:
-        timeline(Intercepted(api_key, 0, 1, "c", nth, body, set(), 0, nth), answer, True)
+        now_ms = 5_000 + 1_500 * timeline.answered  # the cluster's clock at each request
+        timeline(Intercepted(api_key, 0, 1, "c", nth, body, set(), now_ms, nth), answer, True)
     answered(11, 0, {"group_id": "g"}, {"error_code": 0, "generation_id": 1, "member_id": "m"})
     applied.steps.append(Step("Produce", 0, "drop_after", topic="orders", partition=0))
     answered(0, 0, {}, None)  # the fault fell on this request: its connection dropped
@@ -488,6 +489,8 @@ def test_the_timeline_draws_requests_faults_and_generations_as_svg() -> None:
     assert {"JoinGroup", "Produce", "faults", "groups"} <= set(texts)
     assert [c.findtext(f"{ns}title") for c in svg.iter(f"{ns}circle")] == ["g: generation 1", "g: generation 2"]
     assert timeline.faults == [(1, applied.steps[0])]
+    # the clock lane reads the cluster's clock since the first request, from 0.0 to the last request's 4.5 s
+    assert "clock (s)" in texts and "0.0" in texts and "4.5" in texts
 
 
 def test_the_profiles_draw_the_new_kinds_where_they_belong() -> None:

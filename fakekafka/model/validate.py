@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import crc32c
 
+from fakekafka.model.record_walk import MIN_RECORDS, records_well_formed
 from fakekafka.wire import ErrorCode
 from fakekafka.wire.primitives import uvarint_at, varint_at
 from fakekafka.wire.records import (
@@ -38,8 +39,14 @@ from fakekafka.wire.records import (
     read_header,
 )
 
-__all__ = ["MAX_DECOMPRESSED_BATCH", "Refused", "check_batch", "first_batch_refusal", "request_refusal",
-           "split_produced"]
+__all__ = [
+    "MAX_DECOMPRESSED_BATCH",
+    "Refused",
+    "check_batch",
+    "first_batch_refusal",
+    "request_refusal",
+    "split_produced",
+]
 
 _LOG_OVERHEAD = 12
 """offset (8) + size (4): what precedes every batch's size-counted bytes."""
@@ -71,11 +78,14 @@ def _frame(data: bytes | memoryview, pos: int) -> tuple[int, int] | Refused | No
     left = len(data) - pos
     if left < _HEADER_UP_TO_MAGIC:
         return None
-    size = int.from_bytes(data[pos + 8:pos + 12], "big", signed=True)
+    size = int.from_bytes(data[pos + 8 : pos + 12], "big", signed=True)
     if size < _MIN_RECORD_OVERHEAD:
-        return Refused(ErrorCode.CORRUPT_MESSAGE,
-                       f"Record size {size} is less than the minimum record overhead ({_MIN_RECORD_OVERHEAD})", True)
-    magic = int.from_bytes(data[pos + 16:pos + 17], "big", signed=True)
+        return Refused(
+            ErrorCode.CORRUPT_MESSAGE,
+            f"Record size {size} is less than the minimum record overhead ({_MIN_RECORD_OVERHEAD})",
+            True,
+        )
+    magic = int.from_bytes(data[pos + 16 : pos + 17], "big", signed=True)
     if not 0 <= magic <= 2:
         return Refused(ErrorCode.CORRUPT_MESSAGE, f"Invalid magic found in record: {magic}", True)
     if _LOG_OVERHEAD + size > left:
@@ -106,8 +116,10 @@ def first_batch_refusal(records: bytes | memoryview | None, version: int) -> Ref
     if version >= 7 or not records or len(records) < BATCH_OVERHEAD or records[16] != 2:
         return None
     if records[22] & 0x07 == Compression.ZSTD:
-        return Refused(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"Produce requests with version {version} are not "
-                                                               "allowed to use ZStandard compression")
+        return Refused(
+            ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
+            f"Produce requests with version {version} are not allowed to use ZStandard compression",
+        )
     return None
 
 
@@ -115,45 +127,58 @@ def split_produced(records: bytes | memoryview) -> tuple[BatchHeader, bytes | me
     """The one v2 batch of a Produce v3+ partition, or why the bytes are refused."""
     first = _frame(records, 0)
     if first is None:
-        return Refused(ErrorCode.INVALID_RECORD, "Produce requests with version 3 and up must have at least one "
-                                                 "record batch")
+        return Refused(
+            ErrorCode.INVALID_RECORD, "Produce requests with version 3 and up must have at least one record batch"
+        )
     if isinstance(first, Refused):
         return first
     size, magic = first
     if magic != 2:
-        return Refused(ErrorCode.INVALID_RECORD, "Produce requests with version 3 and up are only allowed to "
-                                                 "contain record batches with magic version 2")
+        return Refused(
+            ErrorCode.INVALID_RECORD,
+            "Produce requests with version 3 and up are only allowed to contain record batches with magic version 2",
+        )
     end = _LOG_OVERHEAD + size
     if end < len(records):
         second = _frame(records, end)
         if isinstance(second, tuple):
-            return Refused(ErrorCode.INVALID_RECORD, "Produce requests with version 3 and up are only allowed to "
-                                                     "contain exactly one record batch per partition")
+            return Refused(
+                ErrorCode.INVALID_RECORD,
+                "Produce requests with version 3 and up are only allowed to "
+                "contain exactly one record batch per partition",
+            )
         why = second.message if second is not None else f"{len(records) - end} bytes follow the record batch"
         return Refused(ErrorCode.CORRUPT_MESSAGE, why)
     if end < BATCH_OVERHEAD:
-        return Refused(ErrorCode.CORRUPT_MESSAGE, f"Record batch size {size} is below the v2 batch header's "
-                                                  f"{BATCH_OVERHEAD - _LOG_OVERHEAD} bytes")
+        return Refused(
+            ErrorCode.CORRUPT_MESSAGE,
+            f"Record batch size {size} is below the v2 batch header's {BATCH_OVERHEAD - _LOG_OVERHEAD} bytes",
+        )
     batch = records if end == len(records) else records[:end]
     return read_header(batch), batch
 
 
-def check_batch(header: BatchHeader, batch: bytes | memoryview, max_message_bytes: int,
-                max_record_bytes: int | None = None) -> Refused | None:
+def check_batch(
+    header: BatchHeader, batch: bytes | memoryview, max_message_bytes: int, max_record_bytes: int | None = None
+) -> Refused | None:
     """The log's and LogValidator's checks of one v2 batch from a client, in Kafka's order; None if it may
     be stored. `max_record_bytes` is the topic's max.decompressed.message.bytes: a record of a compressed
     batch declaring a larger size is INVALID_RECORD (Kafka's DefaultRecord.readFrom refuses it before
     reading it; an uncompressed batch is bounded by max.message.bytes alone)."""
     if header.base_offset != 0:
-        return Refused(ErrorCode.INVALID_RECORD, f"The baseOffset of the record batch should be 0, but it is "
-                                                 f"{header.base_offset}")
+        return Refused(
+            ErrorCode.INVALID_RECORD, f"The baseOffset of the record batch should be 0, but it is {header.base_offset}"
+        )
     if len(batch) > max_message_bytes:
-        return Refused(ErrorCode.MESSAGE_TOO_LARGE,
-                       f"The batch of {len(batch)} bytes exceeds max.message.bytes {max_message_bytes}")
+        return Refused(
+            ErrorCode.MESSAGE_TOO_LARGE,
+            f"The batch of {len(batch)} bytes exceeds max.message.bytes {max_message_bytes}",
+        )
     actual = crc32c.crc32c(batch[_CRC_START:])
     if actual != header.crc:
-        return Refused(ErrorCode.CORRUPT_MESSAGE,
-                       f"Record batch is corrupt (stored crc = {header.crc}, computed crc = {actual})")
+        return Refused(
+            ErrorCode.CORRUPT_MESSAGE, f"Record batch is corrupt (stored crc = {header.crc}, computed crc = {actual})"
+        )
     codec = header.attributes & 0x07
     if codec not in _CODECS:
         return Refused(ErrorCode.UNKNOWN_SERVER_ERROR, f"Unknown compression type id: {codec}")
@@ -163,22 +188,27 @@ def check_batch(header: BatchHeader, batch: bytes | memoryview, max_message_byte
     if header.last_offset_delta < 0:
         return Refused(ErrorCode.INVALID_RECORD, f"Batch has an invalid offset range: [0, {header.last_offset_delta}]")
     if count != header.last_offset_delta + 1:
-        return Refused(ErrorCode.INVALID_RECORD, f"Inconsistent batch offset range [0, {header.last_offset_delta}] "
-                                                 f"and count of records {count}")
+        return Refused(
+            ErrorCode.INVALID_RECORD,
+            f"Inconsistent batch offset range [0, {header.last_offset_delta}] and count of records {count}",
+        )
     if codec == Compression.NONE:
         return _walk_records(batch, count)
     data = bytes(batch)
     try:
-        body = batch_body(data, header, MAX_DECOMPRESSED_BATCH)
+        body = batch_body(data, header, MAX_DECOMPRESSED_BATCH, readonly_copy=False)
     except TooLarge as e:
         return Refused(ErrorCode.INVALID_RECORD, str(e))
     except InvalidBatch as e:
         return Refused(ErrorCode.UNKNOWN_SERVER_ERROR, str(e))
+    if count >= MIN_RECORDS and records_well_formed(body, count, max_record_bytes):
+        return None  # the same walk, a field at a time for every record (fakekafka/model/record_walk.py)
     return _walk_fields(body, count, max_record_bytes)
 
 
-def _walk_records(batch: bytes | memoryview, count: int, start: int = BATCH_OVERHEAD,
-                  max_record_bytes: int | None = None) -> Refused | None:
+def _walk_records(
+    batch: bytes | memoryview, count: int, start: int = BATCH_OVERHEAD, max_record_bytes: int | None = None
+) -> Refused | None:
     """`count` length-prefixed records from `start` that end exactly where the data does, none declaring more
     than `max_record_bytes`."""
     data = batch if isinstance(batch, bytes) else bytes(batch)
@@ -198,19 +228,21 @@ def _walk_records(batch: bytes | memoryview, count: int, start: int = BATCH_OVER
                 return Refused(ErrorCode.INVALID_RECORD, "Invalid record length varint")
         length = (raw >> 1) ^ -(raw & 1)
         if max_record_bytes is not None and length > max_record_bytes:
-            return Refused(ErrorCode.INVALID_RECORD, f"Record of {length} bytes is above "
-                                                     f"max.decompressed.message.bytes {max_record_bytes}")
+            return Refused(
+                ErrorCode.INVALID_RECORD,
+                f"Record of {length} bytes is above max.decompressed.message.bytes {max_record_bytes}",
+            )
         if length < 0 or pos + length > end:
-            return Refused(ErrorCode.INVALID_RECORD, f"Invalid record size: {length} bytes at {pos} of a "
-                                                     f"{end}-byte batch")
+            return Refused(
+                ErrorCode.INVALID_RECORD, f"Invalid record size: {length} bytes at {pos} of a {end}-byte batch"
+            )
         pos += length
     if pos != end:
         return Refused(ErrorCode.INVALID_RECORD, "Incorrect declared batch size, records still remaining in file")
     return None
 
 
-
-def _walk_fields(body: bytes, count: int, max_record_bytes: int | None = None) -> Refused | None:
+def _walk_fields(body: bytes | bytearray, count: int, max_record_bytes: int | None = None) -> Refused | None:
     """`count` records that end exactly where `body` does, each one's fields filling its declared length: what
     Kafka's skipKeyValueIterator reads of a compressed batch (attributes, timestamp and offset deltas, key and
     value lengths skipped over, header count, each header key's length not negative), walked in place. Nothing
@@ -230,12 +262,15 @@ def _walk_fields(body: bytes, count: int, max_record_bytes: int | None = None) -
             else:
                 length, pos = varint_at(body, pos, 5)
             if max_record_bytes is not None and length > max_record_bytes:
-                return Refused(ErrorCode.INVALID_RECORD, f"Record of {length} bytes is above "
-                                                         f"max.decompressed.message.bytes {max_record_bytes}")
+                return Refused(
+                    ErrorCode.INVALID_RECORD,
+                    f"Record of {length} bytes is above max.decompressed.message.bytes {max_record_bytes}",
+                )
             stop = pos + length
             if length < 0 or stop > end:
-                return Refused(ErrorCode.INVALID_RECORD, f"Invalid record size: {length} bytes at {pos} of a "
-                                                         f"{end}-byte batch")
+                return Refused(
+                    ErrorCode.INVALID_RECORD, f"Invalid record size: {length} bytes at {pos} of a {end}-byte batch"
+                )
             p = pos + 1  # attributes
             last = p + 9  # timestampDelta: a varlong (at most 10 bytes) skipped over
             while body[p] >= 0x80:
@@ -276,8 +311,11 @@ def _walk_fields(body: bytes, count: int, max_record_bytes: int | None = None) -
                 if n > 0:
                     p += n
             if p != stop:
-                return Refused(ErrorCode.INVALID_RECORD, f"Invalid record size: expected to read {length} bytes in "
-                                                         f"record payload, but instead read {p - pos}")
+                return Refused(
+                    ErrorCode.INVALID_RECORD,
+                    f"Invalid record size: expected to read {length} bytes in "
+                    f"record payload, but instead read {p - pos}",
+                )
             pos = stop
     except (IndexError, ValueError):
         return Refused(ErrorCode.INVALID_RECORD, "Found invalid record structure")

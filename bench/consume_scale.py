@@ -5,6 +5,7 @@ Kafka 4.4.0 in one run, Kafka with its own scripts' JVM settings (1 GiB heap, G1
     python bench/consume_scale.py                              # 100 B, 1 KiB, 10 KiB x 1, 8, 64 partitions, 3 repeats
     python bench/consume_scale.py --sizes 10240 --partitions 64 --repeat 1 --brokers fakekafka
     python bench/consume_scale.py --profile /tmp/prof           # py-spy on fakekafka during each produce and consume
+    python bench/consume_scale.py --baseline DIR                # also a fakekafka from another checkout, in turn
 
 Both brokers run side by side; each (repeat, size, partitions) cell runs on each broker in turn, on a new topic
 (deleted afterwards): `recload -mode produce` writes the records (acks=1, linger 5 ms, round-robin over the
@@ -84,7 +85,7 @@ def run_cell(binary: str, broker, size: int, partitions: int, records: int, clie
     finally:
         admin = AdminClient({"bootstrap.servers": broker.bootstrap, "log_level": 3})
         admin.delete_topics([topic], operation_timeout=60)[topic].result(60)
-    return {"broker": broker.kind, "size": size, "partitions": partitions, "records": records,
+    return {"broker": broker.label, "size": size, "partitions": partitions, "records": records,
             "produce_rps": prod["records"] / prod["seconds"], "produce_us": prod["cpu_s"] / records * 1e6,
             "consume_rps": cons["records"] / cons["seconds"] if cons["complete"] else None,
             "consume_us": cons["cpu_s"] / max(cons["records"], 1) * 1e6, "consumed": cons["records"]}
@@ -110,6 +111,7 @@ def main() -> None:
     ap.add_argument("--brokers", default="fakekafka,kafka")
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--profile", help="directory for py-spy's raw profiles of fakekafka's produce and consume phases")
+    ap.add_argument("--baseline", help="a fakekafka checkout to run beside this one (`fakekafka@DIR`), in turn")
     ap.add_argument("--json")
     args = ap.parse_args()
     sizes = [int(x) for x in args.sizes.split(",") if x]
@@ -124,12 +126,19 @@ def main() -> None:
     rows = []
     try:
         brokers = {k: start_broker(k, timeout=120, stock_jvm=True) for k in kinds}
+        if args.baseline:
+            label = f"fakekafka@{os.path.basename(os.path.normpath(args.baseline))}"
+            brokers[label] = start_broker("fakekafka", timeout=120, cwd=args.baseline)
+            kinds.append(label)
+        for label, broker in brokers.items():
+            broker.label = label
         for rep in range(args.repeat):
             for size in sizes:
                 records = int((args.bytes or DEFAULT_BYTES.get(size, 3e8)) // size)
                 for p in parts:
                     for kind in (kinds if rep % 2 == 0 else kinds[::-1]):
-                        prof = (os.path.join(args.profile, f"{kind}-{size}-{p}-{rep}.txt") if args.profile else None)
+                        prof = (os.path.join(args.profile, f"{kind.replace('/', '_')}-{size}-{p}-{rep}.txt")
+                                if args.profile else None)
                         cell = run_cell(binary, brokers[kind], size, p, records, args.clients, args.timeout, prof)
                         rows.append(cell)
                         rate = "incomplete" if cell["consume_rps"] is None else f"{cell['consume_rps']:,.0f} rec/s"

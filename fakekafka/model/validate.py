@@ -16,7 +16,9 @@ Uncompressed batches are walked by record length only (one varint per record: ab
 walking every field of every record in Python costs about 1.5 us): the count and the framing are Kafka's, but a
 malformed field inside a record of the right length is stored, where Kafka answers INVALID_RECORD (listed in
 compat/KNOWN_DIFFERENCES.md). Compressed batches are decompressed, up to MAX_DECOMPRESSED_BATCH (also listed
-there), and walked field by field in place as Kafka's skipKeyValueIterator reads them, nothing decoded.
+there), and walked field by field in place as Kafka's skipKeyValueIterator reads them, nothing decoded; a batch of
+many records a field at a time for all of them (fakekafka/model/record_walk.py), falling back to the walk here for
+the error whenever that does not find every record well formed.
 """
 
 from __future__ import annotations

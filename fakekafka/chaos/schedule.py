@@ -88,6 +88,8 @@ class Step:
             "unknown_schema_id": "answered 404 with 40403 (schema id unknown to the instance answering)",
             "corrupt_crc": "answered with its first batch's CRC corrupted (byzantine: never Kafka's)",
             "out_of_order": "answered with its first two batches out of offset order (byzantine: never Kafka's)",
+            "reordered_records": "answered with two records inside one batch swapped, CRC recomputed "
+                                 "(byzantine: never Kafka's)",
         }[self.kind]
         return f"t={self.t_ms / 1000:.1f} s: {self.api} request {self.nth}{where} {what}"
 

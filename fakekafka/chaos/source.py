@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from fakekafka.chaos.byzantine import BYZANTINE_KINDS, corrupt_crc, out_of_order
+from fakekafka.chaos.byzantine import BYZANTINE_EDITS, BYZANTINE_KINDS
 from fakekafka.chaos.cluster_events import apply_event, draw_event, event_applicable
 from fakekafka.chaos.invariants import BUILT_IN
 from fakekafka.chaos.kinds import CLUSTER_KINDS, KINDS, legal_errors
@@ -240,8 +240,8 @@ class ChaosSource:
                 return Step(**base, kind="drop_after" if rng.random() < 0.5 else "drop_before",
                             broker=request.broker)
             if kind == "byzantine":
-                return Step(**base, kind="corrupt_crc" if rng.random() < 0.5 else "out_of_order",
-                            broker=request.broker)
+                byzantine = sorted(BYZANTINE_KINDS)
+                return Step(**base, kind=byzantine[rng.randrange(len(byzantine))], broker=request.broker)
             if kind == "kill":
                 step = Step(**base, kind="kill", broker=request.broker, ms=rng.randint(*p.down_ms))
             elif kind == "move_leader":
@@ -317,7 +317,7 @@ class ChaosSource:
         if step.kind == "latency":
             return Delay(step.ms)
         if step.kind in BYZANTINE_KINDS:  # asked for by name only: the answer edited as no Kafka broker serves it
-            return Edit(corrupt_crc if step.kind == "corrupt_crc" else out_of_order)
+            return Edit(BYZANTINE_EDITS[step.kind])
         if step.kind in ("drop_before", "drop_after"):
             return Drop(after=step.kind == "drop_after")
         if step.kind in CLUSTER_KINDS:

@@ -3,7 +3,10 @@ cluster and through the proxy: a Fetch answer's batch with its CRC corrupted is 
 confluent-kafka (check.crcs=true: its own _BAD_MSG error, then the records from a clean fetch) and by kafka-python
 (CorruptRecordError) and by Java's KafkaConsumer (through compat's driver: its KafkaException "Record batch ...
 is invalid, cause: Record is corrupt"); batches served out of offset order are delivered out of order by
-confluent-kafka and kafka-python."""
+confluent-kafka and kafka-python, while Java's KafkaConsumer drops the batch behind its position and asks again
+(it delivers every record once, in offset order); two records swapped inside one batch (CRC recomputed, so no CRC
+check notices) are delivered swapped by confluent-kafka and kafka-python, while Java's skips the record that came
+behind its position: it never delivers it, and raises nothing."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import contextlib
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -66,13 +70,18 @@ def kafka_python(bootstrap_servers: str, topic: str) -> Seen:
 
 
 @contextlib.contextmanager
-def served(where: str, kind: str) -> Iterator[tuple[str, Callable[[], Schedule]]]:
-    """Five single-record batches on topic t, the first Fetch of them served with the byzantine `kind`: by the
-    fake cluster's chaos, or by a proxy's in front of it."""
+def served(where: str, kind: str, *, one_batch: bool = False) -> Iterator[tuple[str, Callable[[], Schedule]]]:
+    """Five single-record batches on topic t (`one_batch`: one batch of five records), the first Fetch of them
+    served with the byzantine `kind`: by the fake cluster's chaos, or by a proxy's in front of it."""
     schedule = Schedule([Step("Fetch", 0, kind)])
     with Cluster(topics={"t": 1}, chaos=schedule if where == "fake" else None) as cluster:
-        for i in range(5):
-            cluster.produce("t", f"e{i}".encode())
+        if one_batch:
+            from fakekafka.wire.records import build_batch
+            batch = build_batch([{"value": f"e{i}".encode(), "timestamp": 1_700_000_000_000 + i} for i in range(5)])
+            cluster.call(lambda: cluster.state.append(cluster.state.topics["t"].partitions[0], batch))
+        else:
+            for i in range(5):
+                cluster.produce("t", f"e{i}".encode())
         if where == "fake":
             yield cluster.bootstrap_servers, cluster.chaos_schedule
         else:
@@ -103,6 +112,50 @@ def test_batches_out_of_order_are_delivered_out_of_order(where: str) -> None:
         assert [s.kind for s in schedule()] == ["out_of_order"]
     with served(where, "out_of_order") as (bootstrap_servers, _):
         assert kafka_python(bootstrap_servers, "t") == out_of_order
+
+
+@pytest.mark.parametrize("where", ["fake", "proxy"])
+def test_records_reordered_inside_one_batch_are_delivered_as_served_or_skipped(where: str) -> None:
+    """The batch's CRC holds (recomputed), so no client checking CRCs notices; each record keeps its offset."""
+    reordered = [RECORDS[1], RECORDS[0], *RECORDS[2:]]
+    with served(where, "reordered_records", one_batch=True) as (bootstrap_servers, schedule):
+        assert confluent(bootstrap_servers, "t") == reordered
+        assert [s.kind for s in schedule()] == ["reordered_records"]
+    with served(where, "reordered_records", one_batch=True) as (bootstrap_servers, _):
+        assert kafka_python(bootstrap_servers, "t") == reordered
+    with served(where, "reordered_records", one_batch=True) as (bootstrap_servers, _):
+        with java_driver(bootstrap_servers) as driver:
+            got = driver.fetch("t", 0, 0, 4, reset="earliest")
+    # Java's fetcher skips a record whose offset is below its position (record 0, after record 1 moved it on):
+    # the record is lost to it, silently
+    assert [(r.offset, r.value) for r in got] == [RECORDS[1], *RECORDS[2:]]
+
+
+def test_the_java_consumer_skips_a_batch_served_behind_its_position() -> None:
+    """Java's fetcher drops a batch whose offsets lie before the position it asked from (the second batch came
+    first, so the first comes after the position moved past it) and goes on from the position: it delivers the
+    second record, skips the first, then the rest in order. It raises nothing."""
+    with served("fake", "out_of_order") as (bootstrap_servers, schedule):
+        with java_driver(bootstrap_servers) as driver:
+            got = driver.fetch("t", 0, 0, 4, reset="earliest")
+        assert [s.kind for s in schedule()] == ["out_of_order"]
+    assert [(r.offset, r.value) for r in got] == [RECORDS[1], *RECORDS[2:]]
+
+
+@contextlib.contextmanager
+def java_driver(bootstrap_servers: str) -> Iterator[Any]:
+    """compat's Java driver (kafka-clients 4.4.0) on the cluster, closed after; the test skips without Java."""
+    from compat.clients.base import Timing, Unsupported
+    from compat.clients.registry import make_client
+
+    try:
+        driver = make_client("java", bootstrap_servers, Timing(op_s=30, fetch_s=10, group_s=10))
+    except Unsupported as e:
+        pytest.skip(str(e))
+    try:
+        yield driver
+    finally:
+        driver.close()
 
 
 @pytest.mark.parametrize("where", ["fake", "proxy"])

@@ -565,3 +565,27 @@ def test_byzantine_faults_are_drawn_only_when_asked_for_by_name() -> None:
     swapped = out_of_order(answer())["responses"][0]["partitions"][0]["records"]
     assert swapped == batches[1] + batches[0] + batches[2]
     assert out_of_order({"responses": []}) == {"responses": []}  # nothing to serve out of order: untouched
+
+
+def test_reordered_records_swaps_two_records_inside_one_batch_with_a_valid_crc() -> None:
+    """Only the order is wrong: the batch's CRC holds, its header is the same, each record keeps its offset delta
+    and timestamp; a batch of one record is left alone and the first batch of several is the one edited."""
+    from fakekafka.chaos.byzantine import reordered_records
+    from fakekafka.wire.records import decode_batch, iter_batches
+
+    single = build_batch([{"value": b"s", "timestamp": 5}], base_offset=0)
+    several = build_batch([{"value": f"v{i}".encode(), "key": f"k{i}".encode(), "timestamp": 10 + i,
+                            "headers": [("h", f"{i}".encode())]} for i in range(3)], base_offset=1)
+    answer = {"responses": [{"topic": "t", "partitions": [{"partition_index": 0, "records": single + several}]}]}
+    served = reordered_records(answer)["responses"][0]["partitions"][0]["records"]
+    [(h0, b0), (h1, b1)] = iter_batches(served)  # validates each CRC
+    assert b0 == single
+    before, after = read_header(several), h1
+    assert (after.base_offset, after.last_offset_delta, after.records_count, after.producer_id) == \
+        (before.base_offset, before.last_offset_delta, before.records_count, before.producer_id)
+    records = decode_batch(b1).records
+    assert [(r.offset, r.key, r.value, r.timestamp, r.headers) for r in records] == [
+        (2, b"k1", b"v1", 11, [("h", b"1")]), (1, b"k0", b"v0", 10, [("h", b"0")]),
+        (3, b"k2", b"v2", 12, [("h", b"2")])]
+    assert reordered_records({"responses": [{"topic": "t", "partitions": [
+        {"partition_index": 0, "records": single}]}]})["responses"][0]["partitions"][0]["records"] == single

@@ -49,6 +49,7 @@ from fakekafka.model.log_dirs import LogDirs
 from fakekafka.model.log_manager import LogManager
 from fakekafka.model.loggers import BrokerLoggers
 from fakekafka.model.metadata import Broker, Partition, Topic
+from fakekafka.model.metadata_hash import topic_hash
 from fakekafka.model.offsets_topic import OffsetsTopic
 from fakekafka.model.ports import ClusterStorage
 from fakekafka.model.producers import ProducerIds
@@ -115,6 +116,8 @@ class ClusterState:
         self.loggers = BrokerLoggers()
         """BROKER_LOGGER resources: fakekafka's Python loggers and the levels changed through them."""
         self._storage: ClusterStorage | None = None
+        self._topic_hashes: dict[str, int] = {}
+        """Topic name -> its metadata hash (`topic_metadata_hash`), until the topic changes."""
 
         # the parts; a hook written as a lambda names a part made further down
         self.observers = ClusterEvents(self.clock)
@@ -125,7 +128,8 @@ class ClusterState:
         self.leadership = Leadership(self.clock, self.brokers, self.topics, self.observers, self.topic_configs,
                                      self.replication, self.log_directories.place_replicas,
                                      leader_changed=self._leader_changed,
-                                     back_online=lambda: self.transactions.retry_pending_markers())
+                                     back_online=lambda: self.transactions.retry_pending_markers(),
+                                     replicas_changed=self._replicas_changed)
         self.topic_registry = TopicRegistry(c, self.brokers, self.topics, self.topics_by_id,
                                             self.log_directories.place_replicas,
                                             metadata_changed=self._topics_changed,
@@ -143,10 +147,11 @@ class ClusterState:
             offsets_retention_ms=c.offsets_retention_minutes * 60_000), notify=self.observers.notify)
         self.consumer_groups = ConsumerGroupCoordinator(
             self.clock, consumer_group_config(c), topics=self._topic_infos,
-            group_config=lambda g: self.group_configs.get(g, {}), classic=self.groups)
+            group_config=lambda g: self.group_configs.get(g, {}), classic=self.groups,
+            topic_hash=self.topic_metadata_hash)
         self.streams_groups = StreamsGroupCoordinator(
             self.clock, streams_group_config(c), topics=lambda: {n: len(t.partitions) for n, t in self.topics.items()},
-            group_config=lambda g: self.group_configs.get(g, {}))
+            group_config=lambda g: self.group_configs.get(g, {}), topic_hash=self.topic_metadata_hash)
         self.offsets_topic = OffsetsTopic(self)
         """Where the coordinators' records go (`__consumer_offsets`), and whence they are loaded."""
         self.groups.records = self.consumer_groups.records = self.streams_groups.records = self.offsets_topic
@@ -307,12 +312,33 @@ class ClusterState:
             self.consumer_groups.complete_txn_offsets(producer_id, commit, here)
             self.streams_groups.complete_txn_offsets(producer_id, commit, here)
 
+    def topic_metadata_hash(self, name: str) -> int:
+        """The topic's hash in groups' metadata hashes (`fakekafka.model.metadata_hash`): of its id, name, and
+        its partitions' replicas' racks; 0 if there is no such topic. Kept until the topic changes, as Kafka's
+        coordinator keeps its topic hash cache until a metadata image changes the topic."""
+        known = self._topic_hashes.get(name)
+        if known is not None:
+            return known
+        topic = self.topics.get(name)
+        if topic is None:
+            return 0
+        racks = [[rack for rack in (self.brokers[r].rack if r in self.brokers else None for r in p.replicas) if rack]
+                 for p in topic.partitions]
+        known = self._topic_hashes[name] = topic_hash(topic.topic_id, name, racks)
+        return known
+
+    def _replicas_changed(self, partition: Partition) -> None:
+        self._topic_hashes.pop(partition.topic.name, None)
+        self.consumer_groups.replicas_changed()
+
     def _topics_changed(self) -> None:
+        self._topic_hashes.clear()
         self.observers.metadata_changed()
         self.consumer_groups.metadata_changed()
         self.streams_groups.metadata_changed()
 
     def _topic_deleted(self, name: str) -> None:
+        self._topic_hashes.clear()
         self.observers.metadata_changed()
         self.groups.remove_partitions(name)
         self.consumer_groups.remove_partitions(name)

@@ -25,6 +25,7 @@ from fakekafka.model.consumer_group_metadata import (
 )
 from fakekafka.model.group import GroupCoordinator
 from fakekafka.model.group_metadata import RecordSink
+from fakekafka.model.metadata_hash import group_hash
 from fakekafka.model.mixed_groups import downgrade
 from fakekafka.wire import ErrorCode
 
@@ -35,25 +36,30 @@ class ConsumerGroupMembers:
     """Members in and out of consumer groups and the epochs that follow: a member stored bumps the group epoch
     when what the assignment depends on changed, a new target assignment is computed for it, members are fenced
     (left, expired, timed out) and the timers fire. `topics()` gives the cluster's topics by name (the metadata
-    image the assignment is computed from); `group_config(group_id)` a group's dynamic configs
+    image the assignment is computed from), `topic_hash(name)` a topic's hash (its id, name and partitions'
+    racks; 0 if it does not exist); `group_config(group_id)` a group's dynamic configs
     (`consumer.session.timeout.ms`, `consumer.heartbeat.interval.ms`)."""
 
     def __init__(self, clock: Clock, config: ConsumerGroupConfig | None = None,
                  topics: Callable[[], dict[str, TopicInfo]] | None = None,
                  group_config: Callable[[str], dict[str, str]] | None = None,
-                 notify: Callable[[object], None] | None = None, classic: GroupCoordinator | None = None) -> None:
+                 notify: Callable[[object], None] | None = None, classic: GroupCoordinator | None = None,
+                 topic_hash: Callable[[str], int] | None = None) -> None:
         self.clock = clock
         self.config = config or ConsumerGroupConfig()
         self.classic = classic
         """The classic coordinator beside this one: a classic group is upgraded from it, downgraded into it."""
         self.groups: dict[str, ConsumerGroup] = {}
         self._topics = topics or dict
+        self._topic_hash = topic_hash or (lambda _: 0)
+        """A topic's hash in the groups' metadata hash (`fakekafka.model.metadata_hash.topic_hash`)."""
         self._group_config = group_config or (lambda _: {})
         self._notify = notify or (lambda _: None)
         self.records = RecordSink()
         """Told each change Kafka writes to `__consumer_offsets` (the cluster's `OffsetsTopic`)."""
         self._unrecorded: set[str] = set()
         """Groups changed outside a request (new topics' epochs): their records are written at the next tick."""
+        self._replicas_moved = False
 
     def _now(self) -> int:
         return self.clock.now_ms()
@@ -89,9 +95,7 @@ class ConsumerGroupMembers:
             self._bump(group, bump)
         elif not member.subscribed_topic_regex:
             return  # the group subscribes to the same names: new topics bumped it already (metadata_changed)
-        metadata = self.subscription_metadata(group)
-        if metadata != group.subscription_metadata:
-            group.subscription_metadata = metadata
+        if self.refresh_metadata(group):
             self._bump(group, "subscribed topics changed")
 
     def _bump(self, group: ConsumerGroup, why: str) -> None:
@@ -103,6 +107,16 @@ class ConsumerGroupMembers:
     def subscription_metadata(self, group: ConsumerGroup) -> dict[str, tuple[uuid.UUID, int] | None]:
         return subscription_metadata(group, self._topics())
 
+    def refresh_metadata(self, group: ConsumerGroup) -> bool:
+        """The group's subscribed topics and metadata hash (Kafka's `computeMetadataHash`: of the subscribed
+        topics that exist) brought up to date; whether either changed (Kafka bumps the group epoch when the hash
+        does: a topic created, deleted, grown, or its replicas moved to other racks)."""
+        metadata = self.subscription_metadata(group)
+        digest = group_hash({n: self._topic_hash(n) for n, v in metadata.items() if v is not None})
+        changed = metadata != group.subscription_metadata or digest != group.metadata_hash
+        group.subscription_metadata, group.metadata_hash = metadata, digest
+        return changed
+
     def metadata_changed(self) -> None:
         """Topics were created, deleted or grew partitions: each group whose subscribed topics changed gets a
         new group epoch (Kafka notices the new metadata image at the group's next heartbeat; here at once,
@@ -110,11 +124,15 @@ class ConsumerGroupMembers:
         for group in self.groups.values():
             if not group.members:
                 continue
-            metadata = self.subscription_metadata(group)
-            if metadata != group.subscription_metadata:
-                group.subscription_metadata = metadata
+            if self.refresh_metadata(group):
                 self._bump(group, "metadata changed")
                 self._unrecorded.add(group.group_id)
+
+    def replicas_changed(self) -> None:
+        """A reassignment changed partitions' replicas, so maybe their racks and the topics' hashes: compared at
+        the next tick, as Kafka compares the hash at a group's next heartbeat after the new metadata image (a
+        reassignment that starts and completes in between, within one rack, changes nothing)."""
+        self._replicas_moved = True
 
     # --- target assignment ----------------------------------------------------------------------------
     def maybe_assign(self, group: ConsumerGroup) -> None:
@@ -143,7 +161,7 @@ class ConsumerGroupMembers:
         group.target.pop(member.member_id, None)
         if member.instance_id is not None and group.static_members.get(member.instance_id) == member.member_id:
             del group.static_members[member.instance_id]
-        group.subscription_metadata = self.subscription_metadata(group)
+        self.refresh_metadata(group)
         self._bump(group, why)
         if not group.members:
             self._emptied(group)
@@ -187,7 +205,7 @@ class ConsumerGroupMembers:
             if member.instance_id is not None and group.static_members.get(member.instance_id) == member.member_id:
                 del group.static_members[member.instance_id]
         if removed:
-            group.subscription_metadata = self.subscription_metadata(group)
+            self.refresh_metadata(group)
             self._bump(group, "members removed (LeaveGroup)")
             if not group.members:
                 self._emptied(group)
@@ -213,6 +231,9 @@ class ConsumerGroupMembers:
     # --- time ---------------------------------------------------------------------------------------
     def tick(self) -> None:
         now = self._now()
+        if self._replicas_moved:
+            self._replicas_moved = False
+            self.metadata_changed()
         for group in list(self.groups.values()):
             # what changed is written: what the timers did, a new topic's epoch, and a mixed group's classic
             # members (their JoinGroup, SyncGroup and Heartbeat write nothing themselves)

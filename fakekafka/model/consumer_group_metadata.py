@@ -216,6 +216,9 @@ class ConsumerGroup:
     subscription_metadata: dict[str, tuple[uuid.UUID, int] | None] = field(default_factory=dict)
     """What the last group epoch was computed from: subscribed topic -> (id, partitions), None if it does not
     exist."""
+    metadata_hash: int = 0
+    """Kafka's hash of the subscribed topics' metadata (`fakekafka.model.metadata_hash`), as last computed: written
+    in ConsumerGroupMetadata's MetadataHash."""
     resolved_regexes: dict[str, frozenset[str]] = field(default_factory=dict)
     regex_describable: dict[str, Callable[[str], bool]] = field(default_factory=dict)
     """regex -> which topics it may resolve to: those the member that last heartbeated with it may DESCRIBE (as

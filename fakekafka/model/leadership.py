@@ -24,7 +24,8 @@ class Leadership:
                  configs: TopicConfigs, replication: Replication,
                  place_replicas: Callable[[list[Partition]], None],
                  leader_changed: Callable[[Partition, int, int, bool], None],
-                 back_online: Callable[[], None]) -> None:
+                 back_online: Callable[[], None],
+                 replicas_changed: Callable[[Partition], None] = lambda _: None) -> None:
         self.clock, self.brokers, self.topics, self.events = clock, brokers, topics, events
         self.configs, self.replication, self.place_replicas = configs, replication, place_replicas
         self.leader_changed = leader_changed
@@ -32,6 +33,8 @@ class Leadership:
         new leader is in place, before it replicates: the coordinators of internal topics load their state."""
         self.back_online = back_online
         """Called after a partition without a leader got one (markers waiting for it are retried)."""
+        self.replicas_changed = replicas_changed
+        """Called when a reassignment changed a partition's replicas (groups' metadata hashes cover their racks)."""
         self.storage: ClusterStorage | None = None
         self.controller_id = min(brokers)
         self.controller_epoch = 1
@@ -217,6 +220,7 @@ class Leadership:
                     p.isr.remove(r)
             p.replicas, p.adding, p.removing = list(p.reassigned_from), [], []
             self.events.event("reassignment_cancelled", topic=topic, partition=index, replicas=list(p.replicas))
+            self.replicas_changed(p)
             if p.leader_id not in p.replicas:
                 self.elect_leader(p)
             return
@@ -241,6 +245,7 @@ class Leadership:
             self.storage.attach(p)
         self.events.event("reassignment_started", topic=topic, partition=index, target=list(replicas),
                           adding=list(p.adding), removing=list(p.removing))
+        self.replicas_changed(p)
         self.replication.replicate(p)
         self.maybe_complete_reassignment(p)
 
@@ -260,5 +265,6 @@ class Leadership:
             p.logs.pop(r, None)
             p.paused.discard(r)
         self.events.event("reassignment_completed", topic=p.topic.name, partition=p.index, replicas=list(target))
+        self.replicas_changed(p)
         if p.leader_id not in target:
             self.elect_leader(p, preferred=target[0])

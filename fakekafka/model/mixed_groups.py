@@ -76,6 +76,8 @@ class ConsumerGroups(Protocol):
 
     def subscription_metadata(self, group: ConsumerGroup) -> dict[str, tuple[uuid.UUID, int] | None]: ...
 
+    def refresh_metadata(self, group: ConsumerGroup) -> bool: ...
+
     def store_member(self, group: ConsumerGroup, member_id: str, member: ConsumerMember, bump: str | None
                      ) -> None: ...
 
@@ -183,7 +185,7 @@ def upgraded(coord: ConsumerGroups, classic: GroupCoordinator, group_id: str) ->
             group.static_members[m.group_instance_id] = m.member_id
     group.offsets = old.offsets
     group.pending_txn_offsets = old.pending_txn_offsets
-    group.subscription_metadata = coord.subscription_metadata(group)
+    coord.refresh_metadata(group)
     group.history.append((now, "upgraded from a classic group", group.group_epoch, group.assignment_epoch))
     return group
 

@@ -27,12 +27,13 @@ lost, as with Kafka), open transactions' offsets staged again; requests parked o
 answered NOT_COORDINATOR. Loading is instant, so there is no COORDINATOR_LOAD_IN_PROGRESS. `load_all()` loads
 every partition, as coordinators do at start-up (for a cluster whose logs are restored).
 
-Not written (fakekafka has no such state, or Kafka's value is not modelled): share-group records,
-ConsumerGroupRegularExpression (16), ConsumerGroupPartitionMetadata (4, which Kafka 4.4 no longer writes) and
-ConsumerGroupMetadata's MetadataHash (left 0). The current assignment's AssignmentEpochs (the member epoch each
-partition came at) are kept here, beside the coordinator's state, from one record to the next. A mixed
-group's classic members carry their ClassicMemberMetadata; its upgrade writes the classic group's tombstone then
-the consumer group's records, its downgrade the consumer group's tombstones then the GroupMetadata, as Kafka's.
+ConsumerGroupMetadata carries the group's MetadataHash as Kafka computes it (`fakekafka.model.metadata_hash`).
+Not written (fakekafka has no such state): share-group records, ConsumerGroupRegularExpression (16) and
+ConsumerGroupPartitionMetadata (4, which Kafka 4.4 no longer writes). The current assignment's AssignmentEpochs
+(the member epoch each partition came at) are kept here, beside the coordinator's state, from one record to the
+next. A mixed group's classic members carry their ClassicMemberMetadata; its upgrade writes the classic group's
+tombstone then the consumer group's records, its downgrade the consumer group's tombstones then the
+GroupMetadata, as Kafka's.
 """
 
 from __future__ import annotations
@@ -337,7 +338,8 @@ class OffsetsTopic(RecordSink):
         records: Records = [(k, None) for k in gone]
         records += changed[MEMBER]
         key = _key(consumer_group_rec, group_id=gid)
-        value = _scalar_value(consumer_group_rec, (("epoch", group.group_epoch),))
+        value = _scalar_value(consumer_group_rec,
+                              (("epoch", group.group_epoch), ("metadata_hash", group.metadata_hash)))
         if written.get(key) != value:
             records.append((key, value))
         records += changed[TARGET_MEMBER]
@@ -544,7 +546,7 @@ class OffsetsTopic(RecordSink):
 
         for record_type, k, v, _ in records.values():
             if record_type == CONSUMER_GROUP:
-                group.group_epoch = v.epoch
+                group.group_epoch, group.metadata_hash = v.epoch, v.metadata_hash
             elif record_type == TARGET:
                 group.assignment_epoch = v.assignment_epoch
                 group.last_assignment_ms = v.assignment_timestamp or None
@@ -580,6 +582,7 @@ class OffsetsTopic(RecordSink):
                                     strict=True)}
         if not group.members:
             group.empty_since = now
+        # the subscribed topics as they are now; the hash stays the one loaded, as Kafka's coordinator loads it
         group.subscription_metadata = coordinator.subscription_metadata(group)
         return group
 

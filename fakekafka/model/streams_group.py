@@ -36,6 +36,7 @@ from typing import Any
 from fakekafka.model.clock import Clock
 from fakekafka.model.group_metadata import RecordSink
 from fakekafka.model.group_offsets import ConsumerGroupOffsets
+from fakekafka.model.metadata_hash import group_hash
 from fakekafka.model.streams_assignment import MemberSpec, MemberState, Tasks, TaskSet, assign, task_set, tasks_of
 from fakekafka.model.streams_group_metadata import (
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -59,15 +60,18 @@ DELAYED_INTERVAL = "Assignment delayed due to the configured assignment interval
 
 class StreamsGroupCoordinator(ConsumerGroupOffsets):
     """The streams half of the group coordinator. `topics()` gives the cluster's topics by name -> partition
-    count; `group_config(group_id)` a group's dynamic configs (`streams.*`)."""
+    count; `topic_hash(name)` a topic's hash in the group's metadata hash (`fakekafka.model.metadata_hash`);
+    `group_config(group_id)` a group's dynamic configs (`streams.*`)."""
 
     def __init__(self, clock: Clock, config: StreamsGroupConfig | None = None,
                  topics: Callable[[], dict[str, int]] | None = None,
-                 group_config: Callable[[str], dict[str, str]] | None = None) -> None:
+                 group_config: Callable[[str], dict[str, str]] | None = None,
+                 topic_hash: Callable[[str], int] | None = None) -> None:
         self.clock = clock
         self.config = config or StreamsGroupConfig()  # type: ignore[assignment]
         self.groups: dict[str, StreamsGroup] = {}  # type: ignore[assignment]
         self._topics = topics or dict
+        self._topic_hash = topic_hash or (lambda _: 0)
         self._group_config = group_config or (lambda _: {})
         self.records = RecordSink()
 
@@ -233,7 +237,8 @@ class StreamsGroupCoordinator(ConsumerGroupOffsets):
         return member, None
 
     def _refresh_metadata(self, group: StreamsGroup) -> bool:
-        """Configures the topology again when a topic it reads or keeps changed; bumps the epoch then."""
+        """Configures the topology again when a topic it reads or keeps changed (Kafka's metadata hash of those
+        that exist: created, deleted, grown, replicas moved to other racks); bumps the epoch then."""
         if group.topology is None:
             return False
         topics = self._topics()
@@ -241,11 +246,12 @@ class StreamsGroupCoordinator(ConsumerGroupOffsets):
             *s.source_topics, *(c.name for c in s.state_changelog_topics),
             *(r.name for r in s.repartition_source_topics))}
         now = {n: topics[n] for n in names if n in topics}
-        if group.configured is not None and now == group.metadata:
+        digest = group_hash({n: self._topic_hash(n) for n in now})
+        if group.configured is not None and now == group.metadata and digest == group.metadata_hash:
             return False
         if group.configured is not None:
             group.group_epoch += 1
-        group.metadata = now
+        group.metadata, group.metadata_hash = now, digest
         group.configured = configure(group.topology, topics)
         return True
 

@@ -118,6 +118,8 @@ class StreamsGroup:
     configured: ConfiguredTopology | None = None
     metadata: dict[str, int] = field(default_factory=dict)
     """What the last group epoch was computed from: topic -> partitions (absent: missing)."""
+    metadata_hash: int = 0
+    """Kafka's hash of those topics' metadata (`fakekafka.model.metadata_hash`), written in StreamsGroupMetadata."""
     members: dict[str, StreamsMember] = field(default_factory=dict)
     static_members: dict[str, str] = field(default_factory=dict)
     target: dict[str, Tasks] = field(default_factory=dict)

@@ -11,8 +11,9 @@ partition's log holds, as a coordinator loading the partition does: members come
 fresh session, the topology is configured again against the topics.
 
 The current assignment's active tasks carry their assignment epochs (the target epoch at which each came to the
-member), as Kafka 4.4 writes them. Not written: StreamsGroupMetadata's MetadataHash (left 0, as for consumer
-groups) and the topology description epochs (there is no topology description plugin).
+member), as Kafka 4.4 writes them, and StreamsGroupMetadata the group's MetadataHash as Kafka computes it
+(`fakekafka.model.metadata_hash`). Not written: the topology description epochs (there is no topology description
+plugin).
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ def records(group: StreamsGroup, num_standby_replicas: int) -> dict[bytes, bytes
         out[_key(topology_rec, group_id=gid)] = _value(topology_rec, **_topology(group.topology))
     ready = group.topology is not None and group.configured is not None and group.configured.ready
     configs = [{"key": "num.standby.replicas", "value": str(num_standby_replicas)}]
-    out[_key(group_rec, group_id=gid)] = _value(group_rec, epoch=group.group_epoch, metadata_hash=0,
+    out[_key(group_rec, group_id=gid)] = _value(group_rec, epoch=group.group_epoch, metadata_hash=group.metadata_hash,
                                                 validated_topology_epoch=group.topology.epoch if ready else -1,
                                                 last_assignment_configs=configs)
     if group.initial_due is None:  # a new group's empty first target is not written, as Kafka 4.4's is not
@@ -160,7 +161,7 @@ def load(group_id: str, found: dict[bytes, tuple[int, Any, Any]], offsets: dict[
     group = StreamsGroup(group_id, offsets=offsets)
     for rt, k, v in found.values():
         if rt == GROUP:
-            group.group_epoch = v.epoch
+            group.group_epoch, group.metadata_hash = v.epoch, v.metadata_hash
         elif rt == TOPOLOGY:
             group.topology = Topology(v.epoch, tuple(Subtopology(
                 s.subtopology_id, tuple(s.source_topics), tuple(s.repartition_sink_topics),

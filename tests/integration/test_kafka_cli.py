@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from fakekafka.model.metadata_hash import group_hash, topic_hash
 from fakekafka.model.offsets_topic import decode_record
 from fakekafka.testing.handle import ClusterHandle
 from fakekafka.testing.pytest_plugin import cluster_for
@@ -1097,15 +1098,23 @@ def test_streams_group_records_in_consumer_offsets(cli: Cli) -> None:
         assert left.error_code == 0
         assert cli.out("kafka-streams-groups", "--delete", "--group", group) == \
             f"Deletion of requested streams groups ('{group}') was successful."
+        # the topics' ids on this broker (they go into the group's metadata hash) and partition counts
+        md = client.request(ApiKey.METADATA, 12, {"topics": [{"name": n} for n in (topic, f"{group}-store-changelog")],
+                                                  "allow_auto_topic_creation": False})
+        hashes = {t.name: topic_hash(t.topic_id, t.name, [[] for _ in t.partitions]) for t in md.topics}
     finally:
         client.close()
+    # Kafka's metadata hash of the topology's topics that exist (one broker, no racks): the source topic alone at
+    # the join, then with the changelog once it is created
+    alone, both = group_hash({topic: hashes[topic]}), group_hash(hashes)
     written = []
     for r in cli.cluster.records("__consumer_offsets", partition)[before:]:
         record_type, key, _, value = decode_record(r.key, r.value)
         if key.get("group_id") != group:
             continue
         fields = {} if value is None else {n: value[n] for n in ("epoch", "validated_topology_epoch", "member_epoch",
-                                                                 "state", "assignment_epoch") if n in value}
+                                                                 "state", "assignment_epoch", "metadata_hash")
+                                           if n in value}
         if value is not None and record_type == 22:  # the current assignment: its tasks and their assignment epochs
             fields["active"] = [(t.subtopology_id, list(t.partitions), list(t.get("assignment_epochs") or []))
                                 for t in value.active_tasks]
@@ -1113,14 +1122,16 @@ def test_streams_group_records_in_consumer_offsets(cli: Cli) -> None:
     assert written == [
         # the join: member, topology, group epoch 2 (topology not yet validated: its changelog is missing), the
         # member at epoch 1 with no tasks; no target while the initial rebalance delay runs
-        (19, False, {}), (23, False, {"epoch": 0}), (17, False, {"epoch": 2, "validated_topology_epoch": -1}),
+        (19, False, {}), (23, False, {"epoch": 0}),
+        (17, False, {"epoch": 2, "validated_topology_epoch": -1, "metadata_hash": alone}),
         (22, False, {"member_epoch": 1, "state": 1, "active": []}),
         # the first assignment: group epoch 3, the target, the member at epoch 3 with its tasks
-        (17, False, {"epoch": 3, "validated_topology_epoch": 0}), (21, False, {}),
+        (17, False, {"epoch": 3, "validated_topology_epoch": 0, "metadata_hash": both}), (21, False, {}),
         (20, False, {"assignment_epoch": 3}), (22, False, {"member_epoch": 3, "state": 1,
                                                                      "active": [("0", [0, 1], [3, 3])]}),
         # the member leaves: its records go, the group epoch moves, the empty target at it
-        (22, True, {}), (21, True, {}), (19, True, {}), (17, False, {"epoch": 4, "validated_topology_epoch": 0}),
+        (22, True, {}), (21, True, {}), (19, True, {}),
+        (17, False, {"epoch": 4, "validated_topology_epoch": 0, "metadata_hash": both}),
         (20, False, {"assignment_epoch": 4}),
         # kafka-streams-groups --delete
         (20, True, {}), (17, True, {}), (23, True, {})]

@@ -19,6 +19,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions
 
+from fakekafka.model.metadata_hash import group_hash, topic_hash
 from fakekafka.testing.handle import ClusterHandle
 
 pytestmark = [pytest.mark.clients, pytest.mark.kafka_real]
@@ -262,6 +263,10 @@ def test_the_group_as_records_of_consumer_offsets(kafka: ClusterHandle, members:
     assert (member.client_id, member.subscribed_topic_names, member.subscribed_topic_regex, member.instance_id,
             member.server_assignor, member.rebalance_timeout_ms) == ("a", ["ledger"], "", None, None, 300_000)
     assert (by_kind[3].epoch, by_kind[6].assignment_epoch) == (2, 2)
+    # Kafka's metadata hash of the subscribed topic: of its id (each broker's own, as its records show), name and
+    # partitions (one broker, no racks); 0 once no member subscribes to anything
+    assert by_kind[3].metadata_hash == group_hash({"ledger": topic_hash(tid, "ledger", [[], []])}) != 0
+    assert records[9][2].metadata_hash == 0
     assert [(tp.topic_id, tp.partitions) for tp in by_kind[7].topic_partitions] == [(tid, [0, 1])]
     current = by_kind[8]
     assert (current.member_epoch, current.previous_member_epoch, current.state) == (2, 0, 0)

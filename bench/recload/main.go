@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math/rand"
 	"os"
 	"strings"
 	"sync"
@@ -34,6 +35,7 @@ func main() {
 	size := flag.Int("size", 100, "value bytes per produced record")
 	clients := flag.Int("clients", 1, "clients, each assigned every clients-th partition")
 	timeout := flag.Duration("timeout", 120*time.Second, "give up after")
+	random := flag.Bool("random", false, "random values (incompressible: stored bytes are the values' bytes)")
 	flag.Parse()
 	if *topic == "" {
 		fail(fmt.Errorf("-topic is required"))
@@ -54,12 +56,22 @@ func main() {
 		}
 		defer cl.Close()
 		value := make([]byte, *size)
+		var pool []byte
+		if *random {
+			pool = make([]byte, 1<<22+*size)
+			rand.New(rand.NewSource(1)).Read(pool)
+		}
 		var failed atomic.Value
 		var wg sync.WaitGroup
 		t0 = time.Now()
 		for i := 0; i < *records; i++ {
 			wg.Add(1)
-			cl.Produce(ctx, &kgo.Record{Value: value}, func(r *kgo.Record, err error) {
+			v := value
+			if pool != nil {
+				off := (i * 7919 * 64) % (len(pool) - *size)
+				v = pool[off : off+*size]
+			}
+			cl.Produce(ctx, &kgo.Record{Value: v}, func(r *kgo.Record, err error) {
 				if err != nil {
 					failed.Store(err)
 				} else {

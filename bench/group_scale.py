@@ -3,7 +3,7 @@
 run.
 
     python bench/group_scale.py [--cells 1x500,1000x2] [--protocols consumer,classic] [--brokers fakekafka,kafka]
-                                [--repeat N] [--timeout S] [--json out.json] [--plot out.svg]
+                                [--repeat N] [--timeout S] [--json out.json] [--plot out.svg] [--baseline DIR]
 
 A cell is (broker, protocol, G groups x M members). Both brokers run as subprocesses on loopback for the whole run
 (`_peers.py`; Kafka on its stock JVM (1 GiB heap, G1) with the reference launcher's test settings: no initial
@@ -63,7 +63,7 @@ def run_cell(binary: str, broker, groups: int, members: int, protocol: str, time
     if not lines:
         raise RuntimeError(f"groupload failed ({done.returncode}): {done.stderr[-2000:]}")
     cell = json.loads(lines[-1])
-    cell.update(broker=broker.kind, partitions=partitions, cpu_s=cpu, timeout=timeout)
+    cell.update(broker=getattr(broker, "label", broker.kind), partitions=partitions, cpu_s=cpu, timeout=timeout)
     return cell
 
 
@@ -74,6 +74,7 @@ def main() -> None:
     ap.add_argument("--brokers", default="fakekafka,kafka")
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--repeat", type=int, default=1, help="runs of every cell, interleaved (default 1)")
+    ap.add_argument("--baseline", help="a fakekafka checkout to run beside this one (`fakekafka@DIR`), in turn")
     ap.add_argument("--json")
     ap.add_argument("--plot", help="an SVG/PNG of the scale curves (needs matplotlib)")
     args = ap.parse_args()
@@ -89,6 +90,11 @@ def main() -> None:
     rows = []
     try:
         running = {kind: start_broker(kind, timeout=120, stock_jvm=kind == "kafka") for kind in brokers}
+        if args.baseline:
+            label = f"fakekafka@{os.path.basename(os.path.normpath(args.baseline))}"
+            running[label] = start_broker("fakekafka", timeout=120, cwd=args.baseline)
+            running[label].label = label
+            brokers.append(label)
         for r in range(args.repeat):
             for groups, members in cells:
                 for protocol in protocols:

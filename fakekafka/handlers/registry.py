@@ -186,6 +186,13 @@ def handler_for(api_key: int) -> Registered | None:
     return _REGISTRY.get(api_key)
 
 
+def advertising(config: BrokerConfig | None) -> tuple[int, ...]:
+    """What `advertised_versions` depends on besides the release: how many APIs are registered and which of those
+    listed only when switched on this config switches on (a key for answers kept between requests)."""
+    return (len(_REGISTRY), *(k for k, r in _REGISTRY.items()
+                              if r.advertised_when is not None and config is not None and r.advertised_when(config)))
+
+
 def advertised_versions(release: KafkaRelease | None = None,
                         config: BrokerConfig | None = None) -> dict[int, tuple[int, int]]:
     """Each served API's advertised range; with an older `release`, capped to its ranges (an API it lacks left

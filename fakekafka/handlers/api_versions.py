@@ -35,9 +35,10 @@ from fakekafka.wire.primitives import Encoded
 from fakekafka.wire.protocol import encode_part, response_part
 
 
-def api_keys(release: KafkaRelease | None = None, config: BrokerConfig | None = None) -> list[dict[str, int]]:
+def api_keys(release: KafkaRelease | None = None, config: BrokerConfig | None = None,
+             node_id: int | None = None) -> list[dict[str, int]]:
     return [{"api_key": k, "min_version": lo, "max_version": hi}
-            for k, (lo, hi) in advertised_versions(release, config).items()]
+            for k, (lo, hi) in advertised_versions(release, config, node_id).items()]
 
 
 _encoded_keys: dict[tuple[Any, ...], list[Encoded]] = {}
@@ -45,12 +46,13 @@ _encoded_keys: dict[tuple[Any, ...], list[Encoded]] = {}
 the 60-odd entries each time took about 0.1 ms (6,000 connections of 2,000 group members, `bench/group_scale.py`)."""
 
 
-def _encoded_api_keys(version: int, release: KafkaRelease | None, config: BrokerConfig) -> list[Encoded]:
-    key = (version, None if release is None else release.name, advertising(config))
+def _encoded_api_keys(version: int, release: KafkaRelease | None, config: BrokerConfig,
+                      node_id: int | None) -> list[Encoded]:
+    key = (version, None if release is None else release.name, advertising(config, node_id))
     kept = _encoded_keys.get(key)
     if kept is None:
         part = response_part(ApiKey.API_VERSIONS, version, "api_keys")
-        kept = _encoded_keys[key] = [encode_part(part, k) for k in api_keys(release, config)]
+        kept = _encoded_keys[key] = [encode_part(part, k) for k in api_keys(release, config, node_id)]
     return kept
 
 
@@ -72,8 +74,8 @@ def handle_api_versions(ctx: RequestContext, req: Container) -> dict[str, Any]:
             return {"error_code": ErrorCode.REBOOTSTRAP_REQUIRED, "api_keys": [], "throttle_time_ms": 0}
     release = ctx.cluster.config.release
     # a hook or chaos may read or edit the answer: it gets the entries as dicts
-    keys = (api_keys(release, ctx.cluster.config) if ctx.cluster.hooks.active
-            else _encoded_api_keys(ctx.version, release, ctx.cluster.config))
+    keys = (api_keys(release, ctx.cluster.config, ctx.broker.node_id) if ctx.cluster.hooks.active
+            else _encoded_api_keys(ctx.version, release, ctx.cluster.config, ctx.broker.node_id))
     return {"error_code": ErrorCode.NONE, "api_keys": keys,
             "throttle_time_ms": 0,
             **((features(ctx.cluster.config.transaction_version) if release is None else

@@ -155,9 +155,10 @@ class Registered:
     advertised_min: int
     handler: Handler
     error_responder: ErrorResponder | None
-    advertised_when: Callable[[BrokerConfig], bool] | None = None
-    """Whether a cluster of this config lists the API in ApiVersions (None: always). One it does not list is still
-    answered, as Kafka 4.4 answers client telemetry requests it does not advertise."""
+    advertised_when: Callable[[BrokerConfig, int | None], bool] | None = None
+    """Whether a broker (by node id; None: any) of a cluster of this config lists the API in ApiVersions (None:
+    always). One it does not list is still answered, as Kafka 4.4 answers client telemetry requests it does not
+    advertise."""
 
 
 _REGISTRY: dict[ApiKey, Registered] = {}
@@ -165,7 +166,8 @@ _REGISTRY: dict[ApiKey, Registered] = {}
 
 def handles(api_key: ApiKey, min_version: int, max_version: int, *, advertise_from: int | None = None,
             errors: ErrorResponder | None = None,
-            advertised_when: Callable[[BrokerConfig], bool] | None = None) -> Callable[[Handler], Handler]:
+            advertised_when: Callable[[BrokerConfig, int | None], bool] | None = None
+            ) -> Callable[[Handler], Handler]:
     if not isinstance(api_key, ApiKey):  # a bare number says nothing to the reader: name the API
         raise TypeError(f"handles() takes an ApiKey (ApiKey.JOIN_GROUP, not 11), got {api_key!r}")
     spec = API_MODULES.get(api_key)
@@ -186,19 +188,22 @@ def handler_for(api_key: int) -> Registered | None:
     return _REGISTRY.get(api_key)
 
 
-def advertising(config: BrokerConfig | None) -> tuple[int, ...]:
+def advertising(config: BrokerConfig | None, node_id: int | None = None) -> tuple[int, ...]:
     """What `advertised_versions` depends on besides the release: how many APIs are registered and which of those
-    listed only when switched on this config switches on (a key for answers kept between requests)."""
+    listed only when switched on this config switches on at broker `node_id` (a key for answers kept between
+    requests)."""
     return (len(_REGISTRY), *(k for k, r in _REGISTRY.items()
-                              if r.advertised_when is not None and config is not None and r.advertised_when(config)))
+                              if r.advertised_when is not None and config is not None
+                              and r.advertised_when(config, node_id)))
 
 
-def advertised_versions(release: KafkaRelease | None = None,
-                        config: BrokerConfig | None = None) -> dict[int, tuple[int, int]]:
+def advertised_versions(release: KafkaRelease | None = None, config: BrokerConfig | None = None,
+                        node_id: int | None = None) -> dict[int, tuple[int, int]]:
     """Each served API's advertised range; with an older `release`, capped to its ranges (an API it lacks left
-    out). An API served only when switched on (client telemetry) is listed when `config` switches it on."""
+    out). An API served only when switched on (client telemetry) is listed when `config` switches it on at broker
+    `node_id` (None: at any broker)."""
     out = {k: (r.advertised_min, r.max_version) for k, r in sorted(_REGISTRY.items())
-           if r.advertised_when is None or (config is not None and r.advertised_when(config))}
+           if r.advertised_when is None or (config is not None and r.advertised_when(config, node_id))}
     if release is None:
         return out
     return {k: capped for k, (lo, hi) in out.items() if (capped := release.caps(k, lo, hi)) is not None}

@@ -1,8 +1,9 @@
 """GetTelemetrySubscriptions (key 71) v0 and PushTelemetry (key 72) v0: client telemetry (KIP-714).
 
-Advertised only on a cluster with client telemetry on (`Cluster(client_telemetry=True)`, `serve
---client-telemetry`, or `metric.reporters` naming `fakekafka.ClientTelemetryReceiver`), as Kafka 4.4 advertises
-them only with a metrics reporter that receives client telemetry. Asked anyway, both are answered, as Kafka 4.4
+Advertised only by a broker with client telemetry on (`Cluster(client_telemetry=True)`, `serve
+--client-telemetry`, or the `metric.reporters` it reads, its own or the cluster-wide one, naming
+`fakekafka.ClientTelemetryReceiver`), as a Kafka 4.4 broker advertises them only with a metrics reporter that
+receives client telemetry. Asked anyway, both are answered, as Kafka 4.4
 answers them (tests/conformance/test_api_sweep.py): subscriptions from the CLIENT_METRICS resources, pushes checked
 and decompressed, but nothing decodes or keeps them. The subscriptions, checks and error codes are Kafka's
 ClientMetricsManager's (fakekafka/model/client_telemetry.py); no ACL is checked, as on Kafka.
@@ -21,8 +22,8 @@ from fakekafka.model.config import BrokerConfig
 from fakekafka.wire import ApiKey, ErrorCode
 
 
-def _on(config: BrokerConfig) -> bool:
-    return config.client_telemetry_on()
+def _on(config: BrokerConfig, node_id: int | None) -> bool:
+    return config.client_telemetry_on(node_id)
 
 
 def _client(ctx: RequestContext) -> ClientInfo:

@@ -191,9 +191,9 @@ class ClientTelemetry:
     """The CLIENT_METRICS resources: name -> `metrics`, `interval.ms`, `match` (those set)."""
     max_bytes: Callable[[], int]
     """`telemetry.max.bytes`: the most a push's (compressed) metrics may be."""
-    receiving: Callable[[], bool] = lambda: True
-    """Whether the cluster's receiver takes pushes (client telemetry on): off, Kafka still answers both APIs (it only
-    leaves them out of ApiVersions) and decompresses a push, but nothing decodes or keeps it."""
+    receiving: Callable[[int], bool] = lambda _: True
+    """Whether broker N's receiver takes pushes (client telemetry on there): off, Kafka still answers both APIs (it
+    only leaves them out of ApiVersions) and decompresses a push, but nothing decodes or keeps it."""
     new_id: Callable[[], uuid.UUID] = uuid.uuid4
     pushes: deque[TelemetryPush] = field(default_factory=lambda: deque(maxlen=MAX_KEPT_PUSHES))
     """Accepted pushes with metrics, decoded, oldest first."""
@@ -275,7 +275,7 @@ class ClientTelemetry:
             codec = Compression(compression)
             try:  # Kafka decompresses a push whether or not a receiver takes it
                 raw = decompress_metrics(codec, metrics, self.max_bytes())
-                if not self.receiving():
+                if not self.receiving(broker):
                     inst.last_error = ErrorCode.NONE
                     return ErrorCode.NONE, None
                 check_metrics(raw)  # decoded when a test reads it: a push costs a parse, not a decode

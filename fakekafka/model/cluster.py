@@ -282,6 +282,8 @@ class ClusterState:
         self.log_manager.broker_configs_changed(before)
         self.consumer_groups.config = consumer_group_config(self.config)  # group.consumer.assignment.interval.ms
         self.streams_groups.config = streams_group_config(self.config)
+        for broker in self.brokers:  # a broker takes a telemetry receiver when its reporters change, keeps it after
+            self.config.client_telemetry_on(broker)
         self.event("broker_configs", node=node_id, configs=dict(configs))
 
     # --- hooks: what the coordinators do when the parts change ---------------------------------------------

@@ -608,6 +608,11 @@ TELEMETRY_RECEIVER = "fakekafka.ClientTelemetryReceiver"
 ClientTelemetry or ClientTelemetryExporterProvider; fakekafka runs no Java class, its receiver has this name)."""
 
 
+def _names_receiver(reporters: str | None) -> bool:
+    """Whether a `metric.reporters` value lists fakekafka's telemetry receiver."""
+    return TELEMETRY_RECEIVER in (r.strip() for r in (reporters or "").split(","))
+
+
 def known_broker_config(name: str, catalog: ConfigCatalog | None = None) -> ConfigSpec | None:
     """The spec of a broker config by Kafka's name (every topic config's broker synonym is one) in the release
     `catalog` describes (None: Kafka 4.4), or of one of the StandardAuthorizer's settings, or None."""
@@ -706,6 +711,9 @@ class BrokerConfig:
     static value (KAFKA-16540), so it is always here."""
     dynamic_brokers: dict[int, dict[str, str]] = field(default_factory=dict)
     """Per-broker dynamic configs (DYNAMIC_BROKER_CONFIG, above every other layer), by node id."""
+    telemetry_brokers: set[int] = field(default_factory=set, init=False, repr=False, compare=False)
+    """The brokers that took fakekafka's telemetry receiver from a `metric.reporters` set at run time (their own or
+    the cluster-wide one): they keep it, as Kafka's broker keeps a receiver it added."""
     catalog: ConfigCatalog = field(init=False, repr=False, compare=False)
     """The configs of the release the cluster stands in for (names, defaults, checks, synonyms), set from
     `kafka_version` at construction: read on every config lookup, so kept rather than looked up."""
@@ -802,15 +810,18 @@ class BrokerConfig:
         extra = fields.pop("overrides", None) or {}
         return cls(**fields, overrides={**extra, **properties})  # type: ignore[arg-type]
 
-    def client_telemetry_on(self) -> bool:
-        """Client telemetry is on: switched on at start, or since `metric.reporters` was set at run time (cluster-wide)
-        to a list naming fakekafka's receiver. Once on it stays on, as Kafka's broker keeps a receiver it added
-        when its reporter is removed again."""
-        if not self.client_telemetry:
-            value = self.value("metric.reporters")[0] or ""
-            if TELEMETRY_RECEIVER in (r.strip() for r in value.split(",")):
-                self.client_telemetry = True
-        return self.client_telemetry
+    def client_telemetry_on(self, node_id: int | None = None) -> bool:
+        """Client telemetry is on at broker `node_id`: switched on at start, or since the `metric.reporters` that
+        broker reads (its own dynamic one, else the cluster-wide one; Kafka reconfigures each broker's reporters
+        from its own) named fakekafka's receiver. Once on it stays on, as Kafka's broker keeps a receiver it added
+        when its reporter is removed again. `node_id` None: on at any broker."""
+        if self.client_telemetry:
+            return True
+        if node_id is None:
+            return bool(self.telemetry_brokers) or _names_receiver(self.value("metric.reporters")[0])
+        if node_id not in self.telemetry_brokers and _names_receiver(self.value("metric.reporters", node_id)[0]):
+            self.telemetry_brokers.add(node_id)
+        return node_id in self.telemetry_brokers
 
     def sasl_server_callback_handler(self, listener: str, mechanism: str) -> str | None:
         """`listener.name.<listener>.<mechanism>.sasl.server.callback.handler.class`, as set (None: not set)."""

@@ -166,3 +166,83 @@ def test_client_telemetry_answers_as_kafka(brokers: dict[str, str]) -> None:
     assert kafka["get"]["error_code"] == ErrorCode.NONE  # type: ignore[index]
     differing = {k: (kafka[k], fake.get(k)) for k in kafka if kafka[k] != fake.get(k)}
     assert not differing, f"(Kafka, fakekafka) per step: {differing}"
+
+
+JMX = "org.apache.kafka.common.metrics.JmxReporter"
+BROKER = 4
+
+
+def _advertises(address: str) -> bool:
+    """Whether the broker at `address` lists GetTelemetrySubscriptions and PushTelemetry in ApiVersions."""
+    conn = _connect(address, "telemetry-versions")
+    try:
+        listed = {ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, ApiKey.PUSH_TELEMETRY} & set(conn.versions)
+    finally:
+        conn.close()
+    assert len(listed) in (0, 2), listed
+    return bool(listed)
+
+
+def _set_reporters(address: str, broker: str, value: str | None) -> None:
+    """IncrementalAlterConfigs on BROKER `broker` ("" for the cluster-wide default): `metric.reporters` set to
+    `value`, or deleted (None)."""
+    conn = _connect(address, "admin")
+    try:
+        r = conn.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [{
+            "resource_type": BROKER, "resource_name": broker, "configs": [{
+                "name": "metric.reporters", "config_operation": 0 if value is not None else 1, "value": value}]}],
+            "validate_only": False})
+        assert r.responses[0].error_code == ErrorCode.NONE, r.responses[0]
+    finally:
+        conn.close()
+
+
+def _per_broker_steps(bootstrap: str, receiver: str) -> list[tuple[str, list[bool]]]:
+    """Which of a two-broker cluster's brokers advertise client telemetry as `metric.reporters` changes: set on
+    broker 1 alone, deleted there again, then set cluster-wide. A broker applies a change a moment after the
+    controller has it (Kafka: from the metadata log), so each step waits until the broker it changed shows it."""
+    addresses = bootstrap.split(",")
+
+    def wait_for(address: str, on: bool) -> None:
+        deadline = time.monotonic() + 30
+        while _advertises(address) != on:
+            assert time.monotonic() < deadline, f"{address} advertising={not on} after 30 s"
+            time.sleep(0.1)
+
+    out = [("at start", [_advertises(a) for a in addresses])]
+    _set_reporters(addresses[0], "1", f"{JMX},{receiver}")
+    wait_for(addresses[0], True)
+    out.append(("set on broker 1", [_advertises(a) for a in addresses]))
+    _set_reporters(addresses[0], "1", None)
+    deadline = time.monotonic() + 3  # a change taking away what it added would show by then
+    while time.monotonic() < deadline and _advertises(addresses[0]):
+        time.sleep(0.2)
+    out.append(("deleted on broker 1", [_advertises(a) for a in addresses]))
+    _set_reporters(addresses[0], "", f"{JMX},{receiver}")
+    wait_for(addresses[1], True)
+    out.append(("set cluster-wide", [_advertises(a) for a in addresses]))
+    return out
+
+
+def test_metric_reporters_per_broker_as_kafka() -> None:
+    """`metric.reporters` is read per broker, as Kafka reconfigures each broker's reporters: set on broker 1 alone
+    (IncrementalAlterConfigs on BROKER "1") only broker 1 advertises client telemetry; deleted again it keeps its
+    receiver; set cluster-wide every broker advertises. Apache Kafka 4.4.0 (two brokers, the reporter class on
+    their classpath but not configured) and fakekafka (two brokers) step for step."""
+    lib = kafka_lib()
+    if lib is None:
+        pytest.skip("Apache Kafka is not installed: run `eval \"$(bash .ci/install.sh)\"`")
+    classes = javautil.compile_java(REPORTER, cp=str(lib / "*"))
+    kafka = KafkaCluster(brokers=2, classpath=(str(classes),))
+    try:
+        kafka.start()
+        theirs = _per_broker_steps(kafka.bootstrap_servers, "TelemetryReceiverReporter")
+    except KafkaUnavailable as e:
+        pytest.fail(f"Apache Kafka did not start: {e}")
+    finally:
+        kafka.stop()
+    with fakekafka.Cluster(brokers=2) as fake:
+        ours = _per_broker_steps(fake.bootstrap_servers, TELEMETRY_RECEIVER)
+    assert theirs == [("at start", [False, False]), ("set on broker 1", [True, False]),
+                      ("deleted on broker 1", [True, False]), ("set cluster-wide", [True, True])]
+    assert ours == theirs

@@ -156,7 +156,7 @@ def test_with_client_telemetry_off_pushes_are_answered_and_decompressed_but_not_
     """As Kafka 4.4 without a reporter: the APIs are not advertised, but answered; a push's metrics are decompressed
     (INVALID_RECORD when they do not) and nothing decodes them."""
     t = telemetry({"s": {"metrics": "*", "interval.ms": "100"}})
-    t.receiving = lambda: False
+    t.receiving = lambda _: False
     sid = t.get_subscriptions(1, None, PRODUCER, CONN).subscription_id
     assert t.push(1, ID, sid, False, 0, b"not protobuf", PRODUCER, CONN)[0] == ErrorCode.NONE
     t.clock.advance(100)
@@ -184,9 +184,26 @@ def test_switched_on_by_the_config_or_by_metric_reporters() -> None:
     assert ApiKey.GET_TELEMETRY_SUBSCRIPTIONS not in advertised_versions(None)  # no config: Kafka's default
     later = BrokerConfig()  # metric.reporters set cluster-wide at run time (IncrementalAlterConfigs)
     later.dynamic_defaults["metric.reporters"] = f"org.apache.kafka.common.metrics.JmxReporter, {TELEMETRY_RECEIVER}"
-    assert ApiKey.PUSH_TELEMETRY in advertised_versions(None, later)
+    assert ApiKey.PUSH_TELEMETRY in advertised_versions(None, later, 1)  # broker 1 takes the receiver
     del later.dynamic_defaults["metric.reporters"]  # removed again: Kafka keeps the receiver it added
-    assert later.client_telemetry_on()
+    assert later.client_telemetry_on(1)
+
+
+@needs_otlp
+def test_metric_reporters_is_read_per_broker() -> None:
+    """Each broker reads its own `metric.reporters` (its dynamic per-broker value, else the cluster-wide one), as
+    Kafka reconfigures each broker's reporters: only the brokers that took the receiver advertise the APIs."""
+    config = BrokerConfig()
+    config.dynamic_brokers[1] = {"metric.reporters": f"org.apache.kafka.common.metrics.JmxReporter,"
+                                                     f"{TELEMETRY_RECEIVER}"}
+    assert ApiKey.PUSH_TELEMETRY in advertised_versions(None, config, 1)
+    assert ApiKey.PUSH_TELEMETRY not in advertised_versions(None, config, 2)
+    assert config.client_telemetry_on()  # on at some broker
+    del config.dynamic_brokers[1]  # deleted again: broker 1 keeps its receiver
+    assert config.client_telemetry_on(1) and not config.client_telemetry_on(2)
+    config.dynamic_defaults["metric.reporters"] = TELEMETRY_RECEIVER  # cluster-wide: every broker without its own
+    config.dynamic_brokers[3] = {"metric.reporters": "org.apache.kafka.common.metrics.JmxReporter"}
+    assert config.client_telemetry_on(2) and not config.client_telemetry_on(3)
 
 
 def test_without_opentelemetry_proto_switching_it_on_is_refused_in_words(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,6 +1,7 @@
 """The correct versions pass 200 seeds: every fixed example app under chaos, seed after seed.
 
-    python bench/chaos_apps.py [--seeds N] [--base-seed S] [--jobs J] [--apps orders,invoices,shipping] [--json out]
+    python bench/chaos_apps.py [--seeds N] [--base-seed S] [--jobs J] [--apps orders,invoices,shipping,payments]
+                               [--json out]
 
 Each seed is one run of the app's fixed version on a fresh `Cluster` under its chaos profile, then its invariants
 (`fakekafka.testing.chaos_explore.run_once`, as `explore` and `pytest --chaos-seeds` run them). Prints per app:
@@ -56,6 +57,12 @@ def _shipping(c: Cluster) -> None:
     run_shipper_fixed(c.bootstrap_servers)
 
 
+def _payments(c: Cluster) -> None:
+    from examples.chaos_payments.service import run_payments_fixed
+
+    run_payments_fixed(c.bootstrap_servers)  # it writes its orders itself, once both workers hold partitions
+
+
 def _setup(app: str) -> tuple[Callable[[Cluster], Any], Any, tuple[Any, ...], dict[str, int]]:
     """The app's fixed version, its profile, its invariants and its topics, as its example tests run it."""
     if app == "orders":
@@ -70,7 +77,11 @@ def _setup(app: str) -> tuple[Callable[[Cluster], Any], Any, tuple[Any, ...], di
         from examples.chaos_shipping.service import SLOW_WRITES, every_order_shipped
 
         return _shipping, SLOW_WRITES, (every_order_shipped,), {"orders": 2, "shipments": 2}
-    raise SystemExit(f"no such app: {app} (orders, invoices, shipping)")
+    if app == "payments":
+        from examples.chaos_payments.service import REBALANCES, each_order_charged_once
+
+        return _payments, REBALANCES, (each_order_charged_once,), {"orders": 4, "charges": 2}
+    raise SystemExit(f"no such app: {app} (orders, invoices, shipping, payments)")
 
 
 def one_seed(app: str, seed: int) -> dict[str, Any]:
@@ -91,7 +102,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=200)
     ap.add_argument("--base-seed", type=int, default=0)
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--apps", default="orders,invoices,shipping")
+    ap.add_argument("--apps", default="orders,invoices,shipping,payments")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     if args.seeds < 1 or args.jobs < 1:

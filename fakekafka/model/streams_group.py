@@ -282,7 +282,10 @@ class StreamsGroupCoordinator(ConsumerGroupOffsets):
             specs = {m.member_id: MemberSpec(m.process_id, group.target.get(m.member_id, m.assigned),
                                              {(s, p): o for s, p, o in m.task_offsets})
                      for m in group.members.values()}
-            group.target = assign(specs, configured.partitions, self.setting(group.group_id, "num.standby.replicas"))
+            stateful = {s.subtopology_id for s in group.topology.subtopologies if s.state_changelog_topics} \
+                if group.topology is not None else set()
+            group.target = assign(specs, configured.partitions, self.setting(group.group_id, "num.standby.replicas"),
+                                  stateful)
         else:
             group.target = {m: Tasks() for m in group.members}
         group.assignment_epoch = group.group_epoch

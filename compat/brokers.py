@@ -8,7 +8,10 @@ cluster) or reached at an address (bootstrap=HOST:PORT).
     kafka              Apache Kafka 4.x (KRaft, one combined node) as a JVM process from its Maven jars
                        (compat/apache_kafka.py; `.ci/install.sh` resolves them), auto-create off; where the
                        jars are missing and Docker is reachable, apache/kafka through testcontainers
-    kafka-3            the same with three nodes (each broker and controller), replication factor 3
+    kafka-3            the same with three nodes (each broker and controller): the reference of the fault
+                       scenarios (compat/scenarios/faults.py), which SIGKILL a node's JVM and start it again
+    fakekafka-3        `fakekafka serve --brokers 3`, judged against kafka-3; its brokers killed and restarted
+                       through its control port (`fakekafka ctl kill-broker` / `restart-broker`)
     kafka-3.9          Apache Kafka 3.9.1 (KRaft, one node) from its Maven jars (.ci/install.sh resolves them):
                        the reference of fakekafka-3.9
     fakekafka-3.9      `fakekafka serve --kafka-version 3.9`, judged against kafka-3.9 when the run has it
@@ -35,6 +38,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -47,18 +51,26 @@ from fakekafka.wire import ApiKey
 if TYPE_CHECKING:
     from fakekafka.testing.client import RemoteCluster
 
-__all__ = ["KINDS", "PROXY", "Target", "Unavailable", "start_proxy", "start_target", "stop_live_targets",
-           "stop_targets", "tansu_binary"]
+__all__ = ["KINDS", "PROXY", "THREE_BROKERS", "Faults", "Target", "Unavailable", "start_proxy", "start_target",
+           "stop_live_targets", "stop_targets", "tansu_binary"]
 
 HOST = "127.0.0.1"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KAFKA_IMAGE = "apache/kafka:3.9.0"
-KINDS = ("fakekafka", "tansu", "kafka", "kafka-3", "kafka-3.9", "fakekafka-3.9", "librdkafka-mock",
+KINDS = ("fakekafka", "tansu", "kafka", "kafka-3", "fakekafka-3", "kafka-3.9", "fakekafka-3.9", "librdkafka-mock",
          "bootstrap=HOST:PORT", "proxy:KIND")
-REFERENCES = {"fakekafka-3.9": "kafka-3.9"}
-"""A broker judged against another real Kafka than `kafka` (4.4): fakekafka standing in for an older release."""
-REAL_KAFKAS = ("kafka", "kafka-3.9")
-"""The reference Kafkas: their cells are judged against the written expectations (kafka-3 against kafka's)."""
+REFERENCES = {"fakekafka-3.9": "kafka-3.9", "fakekafka-3": "kafka-3"}
+"""A broker judged against another real Kafka than `kafka` (4.4): fakekafka standing in for an older release, or
+three fakekafka brokers against three Kafka nodes (the fault scenarios need three)."""
+REAL_KAFKAS = ("kafka", "kafka-3.9", "kafka-3")
+"""The reference Kafkas: their cells are judged against the written expectations."""
+THREE_BROKERS = "three_brokers"
+"""The feature of a broker kind with three brokers whose faults a scenario can cause (Target.faults)."""
+
+FAULT_TIMING = {"broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500"}
+"""Set on both three-broker kinds: a killed broker is fenced, and its partitions led elsewhere, 3 s after its last
+heartbeat instead of Kafka's 9 s (broker.session.timeout.ms, a controller config; heartbeats every 0.5 s), so a
+fault scenario waits seconds, not tens of them."""
 PROXY = "proxy:"
 
 FAST = Timing(op_s=15, fetch_s=10, group_s=30, session_timeout_ms=6000, heartbeat_ms=500, metadata_ms=2000)
@@ -67,6 +79,17 @@ SLOW_GROUPS = Timing(op_s=12, fetch_s=12, group_s=45, session_timeout_ms=10000, 
 
 class Unavailable(Exception):
     """This broker cannot be had on this machine (the reason says what to install or start)."""
+
+
+@dataclass
+class Faults:
+    """What a scenario can do to a broker kind's brokers, by node id: SIGKILL one (no controlled shutdown; on
+    fakekafka `kill-broker`, its connections dropped at once) and start it again. `lock` is held by each fault
+    cell for its whole run: a killed broker is every lane's, so fault cells on one cluster take turns."""
+
+    kill: Callable[[int], None]
+    restart: Callable[[int], None]
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 @dataclass
@@ -84,6 +107,7 @@ class Target:
     stop: Callable[[], None] = field(default=lambda: None, repr=False)
     behind: str | None = None  # proxy:KIND: the name of the broker behind the proxy
     direct: str | None = None  # `compat diff`: the broker's own address behind the recording relay (Env.waiter)
+    faults: Faults | None = None  # three brokers a scenario may kill and restart (the fault scenarios)
 
     @property
     def prefix_tag(self) -> str:
@@ -92,11 +116,13 @@ class Target:
         return "p-" if self.behind is not None else ""
 
     def features(self) -> set[str]:
-        return {"auto_create_off"} if self.auto_create is False else set()
+        return ({"auto_create_off"} if self.auto_create is False else set()) | \
+            ({THREE_BROKERS} if self.faults is not None and self.behind is None else set())
 
-    def create_topic(self, cluster: RemoteCluster, topic: str, partitions: int, configs: dict[str, str] | None) -> None:
+    def create_topic(self, cluster: RemoteCluster, topic: str, partitions: int, configs: dict[str, str] | None,
+                     replication_factor: int = 1) -> None:
         if self.create_topics:
-            cluster.create_topic(topic, partitions, replication_factor=1, configs=configs)
+            cluster.create_topic(topic, partitions, replication_factor=replication_factor, configs=configs)
         else:
             if partitions != 1 or configs:
                 raise Unsupported(f"{self.name} cannot create topics with {partitions} partitions or configs")
@@ -230,6 +256,27 @@ def start_fakekafka(kafka_version: str | None = None) -> Target:
                   note=f"--kafka-version {kafka_version}" if kafka_version else "")
 
 
+def start_fakekafka_3() -> Target:
+    """`fakekafka serve --brokers 3` (a subprocess), its brokers killed and restarted through its control port."""
+    from fakekafka.ops.control import send_command
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    props = {**BROKER_PROPERTIES, **FAULT_TIMING}
+    cmd = [sys.executable, "-m", "fakekafka", "serve", "--host", HOST, "--port", "0", "--brokers", "3",
+           "--no-auto-create-topics", "--log-level", "warning", "--control-port", "0",
+           *(a for k, v in props.items() for a in ("--config", f"{k}={v}"))]
+    proc, m = _spawn(cmd, re.compile(rb"bootstrap\.servers=(\S+) control=(\S+)"), 30, env=env)
+    control = m.group(2).decode()
+
+    def command(name: str) -> Callable[[int], None]:
+        def run(node_id: int) -> None:
+            reply = send_command(control, name, {"broker": node_id})
+            if not reply.get("ok"):
+                raise RuntimeError(f"fakekafka ctl {name} {node_id}: {reply.get('error')}")
+        return run
+    return Target("fakekafka-3", m.group(1).decode(), FAST, auto_create=False, stop=lambda: _kill(proc),
+                  note="--brokers 3", faults=Faults(command("kill-broker"), command("restart-broker")))
+
+
 def start_tansu() -> Target:
     binary = tansu_binary()
     if binary is None:
@@ -266,7 +313,7 @@ def start_kafka(brokers: int = 1) -> Target:
     """Real Kafka: the JVM process from Maven jars when installed, else a testcontainers container."""
     from compat.apache_kafka import KafkaCluster, KafkaUnavailable, kafka_lib
     if kafka_lib() is not None or brokers > 1:
-        cluster = KafkaCluster(brokers, dict(BROKER_PROPERTIES))
+        cluster = KafkaCluster(brokers, {**BROKER_PROPERTIES, **(FAULT_TIMING if brokers == 3 else {})})
         try:
             cluster.start()
         except KafkaUnavailable as e:
@@ -274,7 +321,8 @@ def start_kafka(brokers: int = 1) -> Target:
         name = "kafka" if brokers == 1 else f"kafka-{brokers}"
         return Target(name, cluster.bootstrap_servers, dataclasses.replace(FAST, group_s=60), auto_create=False,
                       note=f"Apache Kafka {_kafka_version()} (JVM, KRaft, {brokers} node(s)), ready in "
-                           f"{cluster.start_seconds} s", stop=cluster.stop)
+                           f"{cluster.start_seconds} s", stop=cluster.stop,
+                      faults=Faults(cluster.kill_node, cluster.restart_node) if brokers == 3 else None)
     return _start_kafka_container()
 
 
@@ -418,7 +466,8 @@ def start_target(spec: str, running: dict[str, Target] | None = None) -> Target:
     if spec.startswith("bootstrap="):
         return connect_bootstrap(spec.split("=", 1)[1])
     starters = {"fakekafka": start_fakekafka, "tansu": start_tansu, "kafka": start_kafka,
-                "kafka-3": lambda: start_kafka(3), "librdkafka-mock": start_librdkafka_mock,
+                "kafka-3": lambda: start_kafka(3), "fakekafka-3": start_fakekafka_3,
+                "librdkafka-mock": start_librdkafka_mock,
                 "kafka-3.9": start_older_kafka, "fakekafka-3.9": lambda: start_fakekafka("3.9")}
     if spec not in starters:
         raise ValueError(f"unknown broker {spec!r}: choose from {', '.join(KINDS)}")

@@ -106,9 +106,10 @@ class Env:
             self._waiter = RemoteCluster(self.target.direct, client_id="compat-setup", timeout=self.timing.op_s)
         return self._waiter
 
-    def create_topic(self, topic: str, partitions: int = 1, configs: dict[str, str] | None = None) -> None:
+    def create_topic(self, topic: str, partitions: int = 1, configs: dict[str, str] | None = None, *,
+                     replication_factor: int = 1) -> None:
         """CreateTopics over the wire, then wait until metadata shows every partition led."""
-        self.target.create_topic(self.cluster(), topic, partitions, configs)
+        self.target.create_topic(self.cluster(), topic, partitions, configs, replication_factor)
 
     def produce(self, topic: str, value: bytes | None, *, partition: int = 0, key: bytes | None = None,
                 headers: list[tuple[str, bytes | None]] | None = None, timestamp: int | None = None,

@@ -24,6 +24,7 @@ included); without it, as KIND's cells are, and KIND's rows in KNOWN_DIFFERENCES
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import fnmatch
 import json
 import time
@@ -33,7 +34,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compat.brokers import PROXY, REAL_KAFKAS, REFERENCES, Target, Unavailable, start_target, stop_targets
+from compat.brokers import (
+    PROXY,
+    REAL_KAFKAS,
+    REFERENCES,
+    THREE_BROKERS,
+    Target,
+    Unavailable,
+    start_target,
+    stop_targets,
+)
 from compat.clients.agent import AgentClient
 from compat.clients.base import Client, Unsupported
 from compat.clients.catalog import CLIENTS
@@ -105,8 +115,15 @@ def _run_cell(scenario: Scenario, client: Client, target: Target, run_id: str) -
     if "auto_create_off" in missing:
         cell.status, cell.detail = "unsupported", f"{target.name} runs with topic auto-creation on"
         return cell
+    if THREE_BROKERS in missing:
+        cell.status, cell.detail = "unsupported", (f"{target.name} has no three brokers to kill and restart "
+                                                   f"(the broker kinds kafka-3 and fakekafka-3 have)")
+        return cell
     env = Env(target, f"compat-{run_id}-{target.prefix_tag}{scenario.name}-{client.name}")
-    t0 = time.monotonic()
+    # a fault cell has its cluster to itself: a killed broker would be every other lane's fault too
+    alone = target.faults.lock if THREE_BROKERS in scenario.needs and target.faults else contextlib.nullcontext()
+    alone.__enter__()
+    t0 = time.monotonic()  # a fault cell's time starts when its turn comes
     try:
         cell.outcome = normalise(scenario.run(client, env), keep_client_types=True)
         cell.status = "done"
@@ -119,6 +136,7 @@ def _run_cell(scenario: Scenario, client: Client, target: Target, run_id: str) -
             env.close()
         except Exception:  # noqa: BLE001, S110
             pass
+        alone.__exit__(None, None, None)
         cell.seconds = round(time.monotonic() - t0, 2)
     return cell
 

@@ -271,7 +271,8 @@ class Client:
     name = "?"
     reports_offsets = True  # produce() returns the offsets the broker assigned
     cannot: dict[str, str] = {}
-    """Abilities this client lacks entirely ("admin", "commit", "timestamps"; "group": a consumer with a
+    """Abilities this client lacks entirely ("admin", "commit", "timestamps", "broker_loss": producing while one of
+    the bootstrap brokers is dead; "group": a consumer with a
     group.id, which needs the group coordinator), with the reason: scenarios that use one are marked
     unsupported before they start (instead of after waiting for a group)."""
 

@@ -105,7 +105,9 @@ class KcatClient(Client):
     cannot = {"admin": "kcat has no admin API (it cannot create topics)",
               "commit": "kcat commits only on its own (enable.auto.commit), never on request",
               "timestamps": "kcat cannot set a record's timestamp when producing",
-              "transactions": "kcat has no transactional producer"}
+              "transactions": "kcat has no transactional producer",
+              "broker_loss": "kcat prints a dead broker's refused connections as ERROR lines, which its adapter "
+                             "cannot tell from a failed delivery"}
 
     def probe(self) -> None:
         result = self.run("-L", "-J", "-X", "log_level=3", timeout=self.timing.op_s)

@@ -10,6 +10,8 @@
                commits from outside the generation, pause/resume
     transactions  commit/abort under read_committed and read_uncommitted, the last stable offset, zombie
                fencing, offsets sent to a transaction, misuse the client refuses, the timeout ceiling
+    faults     a leader moved, a broker killed under acks=all, a member's session expiring: on three brokers
+               only (kafka-3 and fakekafka-3), each cell with the cluster to itself
 
 Names are unique per cell (Env.name), so all scenarios share one broker. Topics are created over the
 wire by the harness (Env.create_topic), not by the client, except where creating them is the point; the
@@ -25,6 +27,7 @@ from compat.scenarios import (  # noqa: F401 (they register)
     admin,
     basics,  # noqa: F401, I001 (registers first: the table keeps its first rows)
     configs,
+    faults,
     groups,
     logs,
     produce,

@@ -288,6 +288,19 @@ class KafkaCluster:
         _signal(proc, signal.SIGKILL)
         proc.wait(10)
 
+    def restart_node(self, node_id: int) -> None:
+        """Starts a killed or stopped node again with its own properties and data (its log appended to); returns
+        once the JVM runs (whether it rejoined, the caller sees in Metadata and the ISRs)."""
+        assert self.dir is not None, "the cluster is not running"
+        proc = self.procs[node_id - 1]
+        if proc.poll() is None:
+            raise ValueError(f"Kafka node {node_id} is running")
+        log = self._logs[node_id - 1]
+        with open(log, "ab") as f:
+            f.write(f"\n--- restarted node {node_id} ---\n".encode())
+        self.procs[node_id - 1] = self._java("kafka.Kafka", str(self.dir / f"node-{node_id}.properties"), log=log,
+                                             stock=self.stock_jvm, append=True)
+
     def log(self, node_id: int = 1, tail: int = 4000) -> str:
         """The end of a node's output (warnings and errors), for reports."""
         try:
@@ -325,13 +338,13 @@ class KafkaCluster:
         return path
 
     def _java(self, main: str, *args: str, log: Path | None = None,
-              stock: bool = False) -> subprocess.Popen[bytes]:
+              stock: bool = False, append: bool = False) -> subprocess.Popen[bytes]:
         assert self.dir is not None and self.java is not None and self.lib is not None
         jvm = STOCK_JVM_ARGS if stock else (*JVM_ARGS, f"-Xmx{self.heap}")
         cmd = [self.java, *jvm,
                f"-Dlog4j2.configurationFile={self.dir / 'log4j2.properties'}",
                "-cp", os.pathsep.join([*self.classpath, str(self.lib / "*")]), main, *args]
-        out: Any = open(log, "wb") if log is not None else subprocess.PIPE  # noqa: SIM115 - the child owns it
+        out: Any = open(log, "ab" if append else "wb") if log is not None else subprocess.PIPE  # noqa: SIM115
         try:
             return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     start_new_session=True, cwd=self.dir)

@@ -243,16 +243,19 @@ class SchemaRegistryServer:
         return 404, {"error_code": 404, "message": "HTTP 404 Not Found"}
 
     def _compile_here(self, body: Any) -> None:
-        """A `.proto` text is compiled (protoc, a child process) on this HTTP thread, not on the cluster's loop
-        where the request then runs: its imports are read there, the compiled file is kept for the request."""
+        """A `.proto` text is compiled (protoc) on this HTTP thread, not on the cluster's loop where the request then
+        runs: its imports are read there, the compiled file (and the one with source spans that its answers are
+        printed from) is kept for the request."""
         try:
             source = self._call(lambda: self._registry().protobuf_source(body))
         except RegistryError:
             return
         if source is not None:
-            from fakekafka.registry.protobuf import compile_proto
+            from fakekafka.registry.schemas import _compile_text, protobuf_spans
+
             try:
-                compile_proto(*source)
+                _compile_text(*source)
+                protobuf_spans(*source)  # with source spans: what its answers are printed from
             except RegistryError:
                 pass  # kept too: the request answers it
 

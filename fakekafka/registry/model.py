@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from fakekafka.registry import compatibility
 from fakekafka.registry.errors import RegistryError
-from fakekafka.registry.protobuf_text import proto_text
+from fakekafka.registry.protobuf_text import canonical_text, proto_text
 from fakekafka.registry.schemas import (
     SCHEMA_TYPES,
     ParsedSchema,
@@ -34,6 +34,7 @@ from fakekafka.registry.schemas import (
     parse_schema,
     protobuf_descriptor,
     protobuf_imports,
+    protobuf_spans,
     serialized,
 )
 from fakekafka.registry.settings import MODES, RegistrySettings, dumps, flag
@@ -482,10 +483,12 @@ class Registry(RegistrySettings):
 
 
 def _protobuf_answer(text: str, parsed: Callable[[], ParsedSchema]) -> str:
-    """A Protobuf schema as Confluent answers it without `format=serialized`: `.proto` text, also when it was
-    registered as a base64 descriptor (what cannot be printed is answered as registered)."""
+    """A Protobuf schema as Confluent answers it without `format=serialized`: its canonical printing (Confluent's
+    `ProtobufSchema.canonicalString()`), of the descriptor when it was registered as base64, of the text as written
+    otherwise; what the printer does not write is answered as registered."""
     if protobuf_descriptor(text) is None:
-        return text
+        schema = parsed()
+        return canonical_text(text, protobuf_spans(text, schema.referenced)) or text
     return proto_text(parsed().parsed) or text
 
 

@@ -27,7 +27,7 @@ __all__ = ["MAIN_FILE", "compile_proto"]
 MAIN_FILE = "schema.proto"
 """The name a registered `.proto` text is compiled under (imports name the references, never this file)."""
 
-_CACHE: dict[tuple[str, tuple[tuple[str, bytes], ...]], bytes | RegistryError] = {}
+_CACHE: dict[tuple[str, tuple[tuple[str, bytes], ...], bool], bytes | RegistryError] = {}
 """Compiled files, and refusals (so an invalid file is not compiled twice), by text and imports."""
 _CACHE_LOCK = threading.Lock()
 _CACHE_LIMIT = 1024
@@ -48,17 +48,19 @@ def _confluent_files() -> list[Any]:
     return out
 
 
-def compile_proto(text: str, imports: dict[str, Any]) -> Any:
+def compile_proto(text: str, imports: dict[str, Any], source_info: bool = False) -> Any:
     """The FileDescriptorProto of `.proto` text `text` whose imports `imports` ({import path: FileDescriptorProto})
-    resolves; RegistryError 42201 with protoc's words when it does not compile."""
+    resolves; RegistryError 42201 with protoc's words when it does not compile. `source_info` keeps protoc's source
+    spans (what the canonical printer reads the names as written from)."""
     from google.protobuf import descriptor_pb2
 
-    key = (text, tuple(sorted((name, fd.SerializeToString(deterministic=True)) for name, fd in imports.items())))
+    key = (text, tuple(sorted((name, fd.SerializeToString(deterministic=True)) for name, fd in imports.items())),
+           source_info)
     with _CACHE_LOCK:
         cached = _CACHE.get(key)
     if cached is None:
         try:
-            cached = _run_protoc(text, imports)
+            cached = _run_protoc(text, imports, source_info)
         except RegistryError as e:
             cached = e
         with _CACHE_LOCK:
@@ -85,7 +87,7 @@ def _protoc_here(args: list[str], scratch: str) -> int:
         return int(_protoc_compiler.run_main([b"protoc", *(a.encode() for a in args)]))
 
 
-def _run_protoc(text: str, imports: dict[str, Any]) -> bytes:
+def _run_protoc(text: str, imports: dict[str, Any], source_info: bool = False) -> bytes:
     from google.protobuf import descriptor_pb2
 
     if importlib.util.find_spec("grpc_tools") is None:
@@ -108,6 +110,8 @@ def _run_protoc(text: str, imports: dict[str, Any]) -> bytes:
         out_path = os.path.join(scratch, "out.pb")
         args = [sys.executable, "-m", "grpc_tools.protoc", "--proto_path=.", f"--proto_path={well_known}",
                 f"--descriptor_set_out={out_path}", MAIN_FILE]
+        if source_info:
+            args.insert(-1, "--include_source_info")
         if given.file:
             set_path = os.path.join(scratch, "imports.pb")
             with open(set_path, "wb") as f:

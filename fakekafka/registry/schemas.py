@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -170,9 +171,7 @@ def _parse_protobuf(text: str, references: tuple[Reference, ...], resolve: Resol
     proto = protobuf_descriptor(text)
     if proto is None:
         # .proto text, as the Java serializers and most tools send it: compiled by protoc against the references
-        from fakekafka.registry.protobuf import compile_proto
-
-        proto = compile_proto(text, referenced)
+        proto = _compile_text(text, referenced)
     if not proto.message_type and not proto.enum_type:
         raise RegistryError.invalid_schema("Invalid schema: the Protobuf file defines no message or enum")
     missing = [d for d in proto.dependency if d not in referenced and not d.startswith("google/protobuf/")
@@ -180,6 +179,39 @@ def _parse_protobuf(text: str, references: tuple[Reference, ...], resolve: Resol
     if missing:
         raise RegistryError.invalid_schema(f"Invalid schema: imports without a reference: {', '.join(missing)}")
     return ParsedSchema("PROTOBUF", text, references, proto, referenced)
+
+
+_MAP_ENTRY = re.compile(r"(\bmessage\s+(\w+)\s*\{\s*)option\s+map_entry\s*=\s*true\s*;")
+
+
+def _compile_text(text: str, referenced: dict[str, Any], source_info: bool = False) -> Any:
+    """protoc's descriptor of `.proto` text. Confluent prints a map field of a descriptor as the `repeated` field of
+    its `...Entry` message marked `option map_entry = true;`, which protoc refuses in source: such text (what
+    Confluent's registry, and this one, answered for a descriptor) is compiled without the marks, and the marked
+    messages are then map entries again, as in the descriptor it was printed from."""
+    from fakekafka.registry.protobuf import compile_proto
+
+    try:
+        return compile_proto(text, referenced, source_info)
+    except RegistryError:
+        entries = {m.group(2) for m in _MAP_ENTRY.finditer(text)}
+        if not entries:
+            raise
+    proto = compile_proto(_MAP_ENTRY.sub(r"\1", text), referenced, source_info)
+
+    def mark(messages: Any) -> None:
+        for m in messages:
+            if m.name in entries:
+                m.options.map_entry = True
+            mark(m.nested_type)
+    mark(proto.message_type)
+    return proto
+
+
+def protobuf_spans(text: str, referenced: dict[str, Any]) -> Any:
+    """The descriptor of `.proto` text with protoc's source spans (what the canonical printer reads the names and
+    options as written from)."""
+    return _compile_text(text, referenced, source_info=True)
 
 
 def serialized(schema: ParsedSchema) -> str:
@@ -202,6 +234,13 @@ def _canonical_proto(proto: Any) -> str:
         for m in messages:
             for f in list(m.field) + list(m.extension):
                 f.ClearField("json_name")
+            # the order fields are written in does not change the message (Confluent prints a oneof's after the others)
+            ordered = sorted(m.field, key=lambda f: f.number)
+            copies = [type(f)() for f in ordered]
+            for copy, f in zip(copies, ordered, strict=True):
+                copy.CopyFrom(f)
+            del m.field[:]
+            m.field.extend(copies)
             strip(m.nested_type)
     strip(canon.message_type)
     for f in canon.extension:

@@ -193,7 +193,12 @@ def test_proto_text_with_a_reference_read_by_confluent_kafkas_protobuf_serdes(ka
         SchemaReference("common/money.proto", "common/money.proto", 1)]))
     assert money != order_id
     got = sr.get_schema(order_id)
-    assert got.schema_str == ORDER_PROTO and [r.name for r in got.references] == ["common/money.proto"]
+    # answered in Confluent's layout (its canonical printing of the text as written: the comment gone)
+    assert got.schema_str == (
+        'syntax = "proto3";\npackage shop;\n\nimport "common/money.proto";\n\nmessage Order {\n  string id = 1;\n'
+        "  common.Money total = 2;\n  map<string, int32> lines = 3;\n}\n"
+    )
+    assert [r.name for r in got.references] == ["common/money.proto"]
     # the classes a Python service would generate from the same files
     pool = descriptor_pool.DescriptorPool()
     for text_name, fmt_subject in (("common/money.proto", "common/money.proto"), ("shop.proto", "orders-proto-value")):
@@ -240,22 +245,25 @@ def test_protoc_runs_off_the_clusters_loop(kafka: Any, monkeypatch: pytest.Monke
     runs: list[bool] = []
     real = protobuf._run_protoc
 
-    def watched(text: str, imports: dict[str, Any]) -> bytes:
+    def watched(text: str, imports: dict[str, Any], source_info: bool = False) -> bytes:
         try:
             asyncio.get_running_loop()
             runs.append(True)  # on an event loop: the cluster's
         except RuntimeError:
             runs.append(False)
-        return real(text, imports)
+        return real(text, imports, source_info)
     monkeypatch.setattr(protobuf, "_run_protoc", watched)
     sr = SchemaRegistryClient({"url": kafka.schema_registry_url})
     unique = uuid.uuid4().hex
     text = f'syntax = "proto3";\npackage p{unique};\nmessage M {{ string a = 1; }}\n'
     schema_id = sr.register_schema(f"off-loop-{unique}", Schema(text, "PROTOBUF"))
     assert sr.lookup_schema(f"off-loop-{unique}", Schema(text, "PROTOBUF")).schema_id == schema_id
+    layout = f'syntax = "proto3";\npackage p{unique};\n\nmessage M {{\n  string a = 1;\n}}\n'
+    assert sr.get_schema(schema_id).schema_str == layout
     with pytest.raises(SchemaRegistryError):
         sr.register_schema(f"off-loop-{unique}", Schema(text.replace("string", "strin"), "PROTOBUF"))
-    assert runs == [False, False]  # the valid file once, the invalid once, neither on the loop
+    # the valid file once and once with source spans (its answer's layout), the invalid once, none on the loop
+    assert runs == [False, False, False]
 
 
 def test_incompatible_schema_refused_with_confluents_409(kafka: Any) -> None:

@@ -478,3 +478,96 @@ def test_transitive_levels_alike(registries: tuple[str, str]) -> None:
             if answers[0] != answers[1]:
                 differences.append(f"{fmt} chain #{n} {level}: fakekafka {answers[0]}, karapace {answers[1]}")
     assert not differences, "\n".join(differences)
+
+
+# Protobuf schemas as each registry answers them (GET /subjects/{s}/versions/1, GET /schemas/ids/{id}): the
+# canonical printing of Confluent's ProtobufSchema. (name, schema as registered)
+PROTO_LAYOUTS: list[tuple[str, str]] = [
+    ("flat proto3", 'syntax = "proto3";\npackage shop;\nmessage Order { string id = 1; int64 qty = 2; }\n'),
+    (
+        "comments, options, imports",
+        'syntax = "proto3";\n// the shop\npackage shop;\nimport "google/protobuf/timestamp.proto";\n'
+        'option java_package = "com.shop";\noption java_multiple_files = true;\n'
+        "message Order {\n  // the id\n  string id = 1 [deprecated = true];\n"
+        "  google.protobuf.Timestamp at = 2;\n  repeated int32 n = 3 [packed = false];\n}\n",
+    ),
+    (
+        "nested, oneof, map, enum, reserved",
+        'syntax = "proto3";\npackage shop;\nmessage Order {\n  message Line { int32 n = 1; }\n'
+        "  enum Kind { K0 = 0; K1 = 1; }\n  oneof pay { string card = 5; bytes token = 6; }\n"
+        '  map<string, Line> lines = 3;\n  Kind kind = 4;\n  reserved 10, 12 to 15;\n  reserved "old";\n'
+        "  optional double price = 7;\n}\nenum Status { UNKNOWN = 0; DONE = 1; }\n",
+    ),
+    ("service", 'syntax = "proto3";\nmessage Q { }\nservice S { rpc Get(Q) returns (stream Q); }\n'),
+    (
+        "proto2 defaults, extensions, groups",
+        'syntax = "proto2";\npackage p2;\nmessage A {\n  required string a = 1;\n'
+        '  optional int32 b = 2 [default = 7];\n  optional string c = 3 [default = "x"];\n'
+        "  optional group G = 4 { optional int32 n = 5; }\n  extensions 100 to 199;\n}\n"
+        "extend A { optional int32 ext = 100; }\n",
+    ),
+]
+
+
+# where Karapace departs from Confluent's printing (ProtobufSchemaUtils.toString and ProtobufSchema's
+# toProtoFile(FileDescriptorProto) in confluentinc/schema-registry's protobuf-provider), fakekafka prints Confluent's
+PROTO_LAYOUT_DEPARTURES = {
+    ("comments, options, imports", "text"): "Karapace keeps comments; Confluent's printer writes no documentation",
+    ("comments, options, imports", "descriptor"): "Karapace drops a descriptor's field options (packed, "
+    "deprecated); Confluent's toField carries them over",
+    ("nested, oneof, map, enum, reserved", "descriptor"): "Karapace merges reserved ranges and names into one "
+    "statement and leaves out `option map_entry = true;`; Confluent's toMessage writes a reserved element per "
+    "range and name and the map_entry option",
+    ("service", "descriptor"): "Karapace leaves a descriptor's services out; Confluent's toProtoFile converts them",
+    ("proto2 defaults, extensions, groups", "descriptor"): "Karapace does not answer the registration (a proto2 "
+    "descriptor with a group and an extension); Confluent prints the group as a message field",
+}
+
+
+def _descriptor(text: str) -> str:
+    import base64
+
+    from fakekafka.registry.protobuf import compile_proto
+
+    fd = compile_proto(text, {})
+    fd.name = "schema.proto"
+    # as generated code carries it (what confluent-kafka's serializer registers): json_name only where written
+    for m in fd.message_type:
+        for f in m.field:
+            f.ClearField("json_name")
+        for n in m.nested_type:
+            for f in n.field:
+                f.ClearField("json_name")
+    for f in fd.extension:
+        f.ClearField("json_name")
+    return base64.b64encode(fd.SerializeToString()).decode()
+
+
+@pytest.mark.parametrize("form", ["text", "descriptor"])
+def test_protobuf_layout_alike(registries: tuple[str, str], form: str) -> None:
+    pytest.importorskip("grpc_tools")
+    fk, kp = registries
+    differences = []
+    for i, (name, text) in enumerate(PROTO_LAYOUTS):
+        body = {"schemaType": "PROTOBUF", "schema": text if form == "text" else _descriptor(text)}
+        subject = f"layout-{form}-{i}"
+        answers = []
+        for base in (fk, kp):
+            try:
+                status, _ = call(base, "POST", f"/subjects/{subject}/versions", body)
+                got = call(base, "GET", f"/subjects/{subject}/versions/1")
+            except TimeoutError:
+                answers.append((0, "no answer in 30 s"))
+                continue
+            answers.append((status, got[1].get("schema") if isinstance(got[1], dict) else got[1]))
+        departs = PROTO_LAYOUT_DEPARTURES.get((name, form))
+        if departs:
+            assert answers[0][0] == 200 and answers[0] != answers[1], (
+                f"Karapace now answers {name} ({form}) as fakekafka does ({departs}): {answers}"
+            )
+        elif answers[0] != answers[1]:
+            differences.append(
+                f"{name} ({form}):\n--- fakekafka {answers[0][0]}\n{answers[0][1]}\n"
+                f"--- karapace {answers[1][0]}\n{answers[1][1]}"
+            )
+    assert not differences, "\n".join(differences)

@@ -66,6 +66,15 @@ ERRORS: tuple[LegalError, ...] = (
                "a rebalance started (a member joined or left): the member must rejoin"),
 )
 
+_IDEMPOTENT_INIT = LegalError(
+    "InitProducerId", "COORDINATOR_LOAD_IN_PROGRESS", False, True,
+    "the broker's block of producer ids is used up and the next one from the controller has not arrived (an "
+    "InitProducerId without a transactional id is answered by the broker it reaches, from that block, not by a "
+    "coordinator)")
+"""The one error Kafka answers an idempotent (non-transactional) producer's InitProducerId with: its
+TransactionCoordinator hands such a request straight to the ProducerIdManager, which fails only while waiting for a
+block; NOT_COORDINATOR and CONCURRENT_TRANSACTIONS belong to a transactional id."""
+
 KINDS = {
     "error": "an error answer Kafka's broker gives for this API (see each error's mechanism)",
     "latency": "a slow answer: a busy request queue, a GC pause, a slow disk flush on the broker",
@@ -108,6 +117,8 @@ KINDS.update(REGISTRY_KINDS)  # the Schema Registry's (fakekafka/chaos/registry.
 KINDS.update(BYZANTINE_KINDS)  # never Kafka's: only when asked for by name (fakekafka/chaos/byzantine.py)
 
 
-def legal_errors(api: str, *, non_retriable: bool) -> list[LegalError]:
-    """The errors chaos may answer `api` with."""
+def legal_errors(api: str, *, non_retriable: bool, transactional: bool = True) -> list[LegalError]:
+    """The errors chaos may answer `api` with; `transactional=False`: an InitProducerId without a transactional id."""
+    if api == "InitProducerId" and not transactional:
+        return [_IDEMPOTENT_INIT]
     return [e for e in ERRORS if e.api == api and (non_retriable or e.retriable)]

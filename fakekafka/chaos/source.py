@@ -216,7 +216,7 @@ class ChaosSource:
         where = _first_partition(request)
         topic, partition = where if where else (None, None)
         base = {"api": request.api, "nth": request.nth, "topic": topic, "partition": partition}
-        errors = legal_errors(request.api, non_retriable=p.non_retriable)
+        errors = legal_errors(request.api, non_retriable=p.non_retriable, transactional=not _idempotent_init(request))
         for kind, rate in (("error", p.error_rate if errors else 0), ("latency", p.latency_rate),
                            ("drop", p.drop_rate), ("kill", p.kill_rate if self.operator and self.cluster else 0),
                            ("move_leader", p.move_leader_rate),
@@ -369,6 +369,14 @@ _REGISTRY_MESSAGES = {
     503: "Service Unavailable",
 }
 """Confluent's words for each code (its RestException classes' messages; a load balancer's 503)."""
+
+
+def _idempotent_init(request: Intercepted) -> bool:
+    """An InitProducerId without a transactional id (an idempotent producer's), when its body was read."""
+    body = request.body
+    if request.api != "InitProducerId" or body is None:
+        return False
+    return (body.get("transactional_id") if hasattr(body, "get") else getattr(body, "transactional_id", None)) is None
 
 
 def _first_partition(request: Intercepted) -> tuple[str, int] | None:

@@ -589,3 +589,27 @@ def test_reordered_records_swaps_two_records_inside_one_batch_with_a_valid_crc()
         (3, b"k2", b"v2", 12, [("h", b"2")])]
     assert reordered_records({"responses": [{"topic": "t", "partitions": [
         {"partition_index": 0, "records": single}]}]})["responses"][0]["partitions"][0]["records"] == single
+
+
+
+def test_an_idempotent_producers_init_producer_id_meets_only_the_error_kafka_gives_it() -> None:
+    """Without a transactional id Kafka's broker answers InitProducerId from its block of producer ids: only
+    COORDINATOR_LOAD_IN_PROGRESS (waiting for the next block); a transactional id's meets the coordinator's errors."""
+    from fakekafka.chaos import Profile
+    from fakekafka.model.faults import api_key_of
+    from fakekafka.model.hooks import Intercepted
+
+    every_one = Profile("inits", error_rate=1, latency_rate=0, drop_rate=0, non_retriable=True,
+                        apis=("InitProducerId",), max_faults=None)
+
+    def drawn(transactional_id: str | None) -> list[Step]:
+        source = ChaosSource(ClusterState(clock=ManualClock()), Chaos(seed=1, profile=every_one))
+        for nth in range(40):
+            body = Container(transactional_id=transactional_id, transaction_timeout_ms=60000)
+            source.actions(Intercepted(api_key_of("InitProducerId"), 4, 1, "app", nth, body, set(), 0, nth))
+        return list(source.applied)
+
+    idempotent = drawn(None)
+    assert len(idempotent) == 40 and {s.error for s in idempotent} == {"COORDINATOR_LOAD_IN_PROGRESS"}
+    assert all("block of producer ids" in s.mechanism for s in idempotent)
+    assert {"NOT_COORDINATOR", "CONCURRENT_TRANSACTIONS"} <= {s.error for s in drawn("payments-1")}

@@ -138,7 +138,8 @@ class KafkaCluster:
                  java: str | None = None, heap: str = "512m", timeout: float = 120.0,
                  listeners: tuple[str, ...] = (), scram_users: dict[str, str] | None = None,
                  log_dirs: int = 1, advertised: dict[str, list[int]] | None = None,
-                 stock_jvm: bool = False, version: str = KAFKA_VERSION, classpath: tuple[str, ...] = ()) -> None:
+                 stock_jvm: bool = False, version: str = KAFKA_VERSION, classpath: tuple[str, ...] = (),
+                 node_configs: dict[int, dict[str, str]] | None = None) -> None:
         """`log_dirs`: how many log directories each node has (`log.dirs`: `node-N/dir-K` when several, between
         which AlterReplicaLogDirs moves replicas); `listeners`: more listeners by security protocol
         ("SASL_PLAINTEXT", "SASL_SSL", "SSL"), each named
@@ -150,7 +151,8 @@ class KafkaCluster:
         (the tools it runs, such as the storage format, keep the small one). `version`: which Kafka (its jars from
         `kafka_lib(version)`), e.g. OLDER_KAFKA; configs an older release does not know are only warned of in its
         log. `classpath`: entries put before Kafka's jars (a plugin of a test's, such as a metrics reporter that
-        receives client telemetry)."""
+        receives client telemetry). `node_configs`: a node's own settings by node id (1, 2, ...), over `configs`
+        (its `broker.rack`, say)."""
         if brokers < 1:
             raise ValueError("brokers must be at least 1")
         self.brokers = brokers
@@ -161,6 +163,7 @@ class KafkaCluster:
         self.heap = heap
         self.stock_jvm = stock_jvm
         self.classpath = classpath
+        self.node_configs = {n: dict(c) for n, c in (node_configs or {}).items()}
         self.timeout = timeout
         rf = str(min(3, brokers))
         self.configs: dict[str, str] = {
@@ -332,6 +335,7 @@ class KafkaCluster:
             "controller.quorum.voters": voters,
             "log.dirs": ",".join(map(str, dirs)),
             **self.configs,
+            **self.node_configs.get(node, {}),
         }
         path = self.dir / f"node-{node}.properties"
         path.write_text("".join(f"{k}={v}\n" for k, v in conf.items()))

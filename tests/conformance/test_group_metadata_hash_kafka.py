@@ -1,0 +1,154 @@
+"""A consumer group's metadata hash covers its topics' replicas' racks, on Apache Kafka 4.4.0 and on fakekafka.
+
+Two brokers in two racks (`broker.rack` a and b; fakekafka's `racks=["a", "b"]`), a two-partition topic on broker 1,
+one KIP-848 member (raw ConsumerGroupHeartbeats) holding both partitions; then a partition moves to broker 2
+(AlterPartitionReassignments) and the member heartbeats once more. Kafka's coordinator finds a new metadata hash
+(the partition's rack changed) and bumps the group epoch; so must fakekafka (ConsumerGroupDescribe's group epoch,
+on both brokers).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import fakekafka
+from fakekafka.testing.apache_kafka import KafkaCluster, KafkaUnavailable, kafka_lib
+from fakekafka.wire import ApiKey, ErrorCode
+from tests.rawclient import RawClient
+
+TOPIC, GROUP = "racked", "racked-g"
+
+
+def _until(what: str, attempt: Callable[[], Any], timeout: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (got := attempt()):
+        assert time.monotonic() < deadline, f"{what}: not within {timeout} s"
+        time.sleep(0.1)
+    return got
+
+
+def _steps(bootstrap: str) -> list[tuple[str, int]]:
+    """(step, group epoch) as the group lives through the partition's move to the other rack."""
+    raw = RawClient(bootstrap.split(",")[0], timeout=30)
+    try:
+        created = raw.request(
+            ApiKey.CREATE_TOPICS,
+            7,
+            {
+                "topics": [
+                    {
+                        "name": TOPIC,
+                        "num_partitions": -1,
+                        "replication_factor": -1,
+                        "configs": [],
+                        "assignments": [{"partition_index": p, "broker_ids": [1]} for p in (0, 1)],
+                    }
+                ],
+                "timeout_ms": 30_000,
+                "validate_only": False,
+            },
+        )
+        assert created.topics[0].error_code == ErrorCode.NONE, created.topics[0]
+
+        def replicas(client: RawClient = raw) -> list[list[int]] | None:
+            md = client.request(ApiKey.METADATA, 12, {"topics": [{"name": TOPIC}], "allow_auto_topic_creation": False})
+            t = md.topics[0]
+            if t.error_code != ErrorCode.NONE or len(t.partitions) != 2:
+                return None
+            return [list(p.replica_nodes) for p in sorted(t.partitions, key=lambda p: p.partition_index)]
+
+        _until("the topic's metadata", replicas)
+
+        def coordinator() -> str | None:
+            r = raw.request(ApiKey.FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": [GROUP]})
+            c = r.coordinators[0]
+            return f"{c.host}:{c.port}" if c.error_code == ErrorCode.NONE else None
+
+        group_raw = RawClient(_until("the group's coordinator", coordinator), timeout=30)
+        try:
+            return _group_steps(raw, group_raw, replicas)
+        finally:
+            group_raw.close()
+    finally:
+        raw.close()
+
+
+def _group_steps(raw: RawClient, coordinator: RawClient, replicas: Callable[[], Any]) -> list[tuple[str, int]]:
+    member_id, epoch, owned = str(uuid.uuid4()), 0, []
+
+    def heartbeat() -> None:
+        nonlocal epoch, owned
+        r = coordinator.request(
+            ApiKey.CONSUMER_GROUP_HEARTBEAT,
+            1,
+            {
+                "group_id": GROUP,
+                "member_id": member_id,
+                "member_epoch": epoch,
+                "instance_id": None,
+                "rack_id": None,
+                "rebalance_timeout_ms": 30_000,
+                "subscribed_topic_names": [TOPIC],
+                "subscribed_topic_regex": None,
+                "server_assignor": None,
+                "topic_partitions": owned,
+            },
+        )
+        assert r.error_code == ErrorCode.NONE, r
+        epoch = r.member_epoch
+        if r.assignment is not None:
+            owned = [
+                {"topic_id": tp.topic_id, "partitions": list(tp.partitions)} for tp in r.assignment.topic_partitions
+            ]
+
+    def group_epoch() -> int:
+        d = coordinator.request(
+            ApiKey.CONSUMER_GROUP_DESCRIBE, 0, {"group_ids": [GROUP], "include_authorized_operations": False}
+        )
+        return int(d.groups[0].group_epoch)
+
+    def stable() -> bool:
+        heartbeat()
+        return epoch == group_epoch() and sum(len(tp["partitions"]) for tp in owned) == 2
+
+    _until("the member holding both partitions", stable)
+    joined = group_epoch()  # 2, or 3 on Kafka when its coordinator learnt of the new topic after the first heartbeat
+    moved = raw.request(
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+        0,
+        {"timeout_ms": 30_000, "topics": [{"name": TOPIC, "partitions": [{"partition_index": 0, "replicas": [2]}]}]},
+    )
+    assert moved.error_code == ErrorCode.NONE and moved.responses[0].partitions[0].error_code == ErrorCode.NONE
+    _until("the reassignment done", lambda: replicas() == [[2], [1]])
+
+    def bumped() -> bool:  # Kafka's coordinator finds the new metadata image a moment after its broker has it
+        heartbeat()
+        return group_epoch() > joined
+
+    _until("a new group epoch", bumped)
+    _until("the member settled again", stable)
+    # one bump or two: Kafka's is two when a heartbeat met the move half done (the partition on both brokers, so in
+    # both racks: a hash of its own), and how the heartbeats fall against its metadata images is not the test's
+    return [("a partition moved to rack b: bumped", int(group_epoch() > joined))]
+
+
+def test_a_partition_moved_to_another_rack_bumps_the_group_epoch() -> None:
+    if kafka_lib() is None:
+        pytest.skip('Apache Kafka is not installed: run `eval "$(bash .ci/install.sh)"`')
+    kafka = KafkaCluster(brokers=2, node_configs={1: {"broker.rack": "a"}, 2: {"broker.rack": "b"}})
+    try:
+        kafka.start()
+        theirs = _steps(kafka.bootstrap_servers)
+    except KafkaUnavailable as e:
+        pytest.fail(f"Apache Kafka did not start: {e}")
+    finally:
+        kafka.stop()
+    with fakekafka.Cluster(brokers=2, racks=["a", "b"]) as fake:
+        ours = _steps(fake.bootstrap_servers)
+    assert theirs == [("a partition moved to rack b: bumped", 1)]
+    assert ours == theirs

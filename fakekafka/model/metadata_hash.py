@@ -59,11 +59,18 @@ def topic_hash(topic_id: uuid.UUID, name: str, partition_racks: Sequence[Iterabl
     out += _HALVES.pack(topic_id.int >> 64, topic_id.int & 0xFFFF_FFFF_FFFF_FFFF)
     _put_string(out, name)
     out += _INT.pack(len(partition_racks))
+    encoded: dict[tuple[str, ...], bytes] = {}  # partitions mostly share their racks: each set encoded once
     for index, racks in enumerate(partition_racks):
         out += _INT.pack(index)
-        for rack in sorted(racks, key=java_string_key):
-            out += _INT.pack(len(rack.encode("utf-16-le")) // 2)
-            _put_string(out, rack)
+        key = tuple(racks)
+        tail = encoded.get(key)
+        if tail is None:
+            part = bytearray()
+            for rack in sorted(key, key=java_string_key):
+                part += _INT.pack(len(rack.encode("utf-16-le")) // 2)
+                _put_string(part, rack)
+            tail = encoded[key] = bytes(part)
+        out += tail
     return _signed(xxhash.xxh3_64_intdigest(bytes(out)))
 
 

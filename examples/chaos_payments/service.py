@@ -10,7 +10,10 @@ record. Two versions:
 - `run_payments_fixed` handles it in `on_revoke`: it commits what it processed for the revoked partitions (the
   coordinator still accepts the member's commits while the group prepares the rebalance) and drops the records it
   holds for partitions it no longer owns (`on_lost`, when its membership is gone and no commit can land, only
-  drops them)."""
+  drops them).
+
+A session expiry is beyond the fix: the expired worker's commit is refused and its charges since the last commit are
+made again by the next owner. Only a charge the payment provider deduplicates by order avoids that."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Generic, TypeVar
 
-__all__ = ["JavaPriorityQueue", "hashmap_order", "string_hash"]
+__all__ = ["JavaPriorityQueue", "hashmap_order", "string_hash", "timeline_capacity", "timeline_order"]
 
 T = TypeVar("T")
 _DEFAULT_CAPACITY = 16
@@ -80,6 +80,36 @@ def hashmap_order(
         if not compute_if_absent and len(present) > threshold:
             resize()
     return [k for bucket in table for k in bucket]
+
+
+_GOLDEN = 0x9E3779B97F4A7C15
+"""Kafka's BaseHashTable multiplies a key's hash by this (as a signed long, -7046029254386353131) and keeps the
+top bits."""
+
+
+def timeline_capacity(high_water: int) -> int:
+    """The table size of Kafka's `TimelineHashMap(registry, 0)` once it has held `high_water` entries and been put
+    to again at that size: it starts at 2 and doubles, before any put (a replacement too), while
+    (size + 1) * 0.75 exceeds it; it never shrinks."""
+    capacity = 2
+    while (high_water + 1) * 0.75 > capacity:
+        capacity *= 2
+    return capacity
+
+
+def timeline_order(keys: Iterable[str], capacity: int) -> list[str]:
+    """The order a Kafka `TimelineHashMap<String, ?>` with that table size iterates its keys, given in the order
+    they were (last) added: by slot (the top bits of the hash times the golden ratio), then latest first (a slot
+    appends, a rehash and a removal keep its order, and its iterator takes a slot's entries from the end)."""
+    shift = 64 - (capacity.bit_length() - 1)
+
+    def slot(k: str) -> int:
+        h = string_hash(k)
+        signed = h - (1 << 32) if h & 0x80000000 else h
+        return ((signed * _GOLDEN) & 0xFFFFFFFFFFFFFFFF) >> shift
+
+    order = list(dict.fromkeys(keys))
+    return sorted(order, key=lambda k: (slot(k), -order.index(k)))
 
 
 class JavaPriorityQueue(Generic[T]):

@@ -36,6 +36,7 @@ from typing import Any
 from fakekafka.model.clock import Clock
 from fakekafka.model.group_metadata import RecordSink
 from fakekafka.model.group_offsets import ConsumerGroupOffsets
+from fakekafka.model.java_order import timeline_capacity, timeline_order
 from fakekafka.model.metadata_hash import group_hash
 from fakekafka.model.streams_assignment import MemberSpec, MemberState, Tasks, TaskSet, assign, task_set, tasks_of
 from fakekafka.model.streams_group_metadata import (
@@ -153,6 +154,7 @@ class StreamsGroupCoordinator(ConsumerGroupOffsets):
             group.shutdown_requested = True
         bump |= (updated.process_id, updated.rack_id, updated.client_tags, updated.user_endpoint) != (
             member.process_id, member.rack_id, member.client_tags, member.user_endpoint)
+        joined = updated.member_id if updated.member_id not in group.members else None
         group.members[updated.member_id] = updated
         if bump:
             group.group_epoch += 1
@@ -166,7 +168,8 @@ class StreamsGroupCoordinator(ConsumerGroupOffsets):
                 group.group_epoch += 1
                 group.initial_due = now + self.setting(group.group_id, "initial.rebalance.delay.ms")
         self._refresh_metadata(group)
-        delayed = self.maybe_assign(group)
+        delayed = self.maybe_assign(group, joined)
+        group.members_high_water = max(group.members_high_water, len(group.members))
         before = updated.assigned
         updated = self._reconcile(group, updated, r.active, now)
         updated.active_epochs = _assignment_epochs(updated, group.assignment_epoch)
@@ -265,8 +268,9 @@ class StreamsGroupCoordinator(ConsumerGroupOffsets):
     def metadata_changed(self) -> None:
         """Topics changed: as Kafka compares the metadata hash at the next heartbeat, each group looks then."""
 
-    def maybe_assign(self, group: StreamsGroup) -> str | None:
-        """Computes the target assignment if due; the reason it is delayed, if it is."""
+    def maybe_assign(self, group: StreamsGroup, joined: str | None = None) -> str | None:
+        """Computes the target assignment if due; the reason it is delayed, if it is. `joined`: the member whose
+        heartbeat this is, if it joined with it (Kafka hands it to the assignor after the others)."""
         now = self.clock.now_ms()
         if group.initial_due is not None:
             if now < group.initial_due:
@@ -281,7 +285,7 @@ class StreamsGroupCoordinator(ConsumerGroupOffsets):
         if configured is not None and configured.ready:
             specs = {m.member_id: MemberSpec(m.process_id, group.target.get(m.member_id, m.assigned),
                                              {(s, p): o for s, p, o in m.task_offsets})
-                     for m in group.members.values()}
+                     for m in (group.members[i] for i in _assignor_order(group, joined))}
             stateful = {s.subtopology_id for s in group.topology.subtopologies if s.state_changelog_topics} \
                 if group.topology is not None else set()
             group.target = assign(specs, configured.partitions, self.setting(group.group_id, "num.standby.replicas"),
@@ -431,6 +435,15 @@ def _union(a: TaskSet, b: TaskSet) -> TaskSet:
 
 def new_member_id() -> str:
     return uuid.uuid4().hex
+
+
+def _assignor_order(group: StreamsGroup, joined: str | None) -> list[str]:
+    """The member ids in the order Kafka 4.4.0's coordinator hands them to the task assignor: its group's members
+    in their TimelineHashMap's order, then the member joining with this heartbeat (laid over them); the assignor's
+    ties follow it."""
+    base = [m for m in group.members if m != joined]
+    group.members_high_water = max(group.members_high_water, len(base))
+    return timeline_order(base, timeline_capacity(group.members_high_water)) + ([joined] if joined is not None else [])
 
 
 def _assignment_epochs(member: StreamsMember, target_epoch: int) -> dict[tuple[str, int], int]:

@@ -132,6 +132,9 @@ class StreamsGroup:
     last_assignment_ms: int | None = None
     endpoint_information_epoch: int = 0
     shutdown_requested: bool = False
+    members_high_water: int = 0
+    """The most members the group has held: Kafka keeps them in a TimelineHashMap whose table only grows, and its
+    size decides the order they reach the task assignor in (`fakekafka.model.java_order.timeline_order`)."""
 
     @property
     def subscription_metadata(self) -> dict[str, int]:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from fakekafka.model.java_order import hashmap_order, timeline_capacity, timeline_order
 from fakekafka.model.streams_assignment import MemberSpec, Tasks, assign, task_set, tasks_of
 from fakekafka.testing.apache_kafka import kafka_lib
 from tests import javautil
@@ -170,3 +171,59 @@ def test_quota_caps_a_member_with_too_many_previous_tasks(kafka: KafkaAssignor) 
     assert ours == kafka.assign(case)
     assert ours["a"].active == {"0": frozenset({0, 1})}
     assert {len(tasks_of(t.active)) for t in ours.values()} == {2}
+
+
+MEMBER_ORDER_DRIVER = Path(__file__).resolve().parent / "java" / "MemberOrderDriver.java"
+
+
+def test_member_order_as_kafkas_coordinator_hands_it_to_the_assignor() -> None:
+    """The order the assignor gets the members in decides its ties (reversed, Kafka's own class answers otherwise
+    in 20 of the 800 random groups above). Kafka's coordinator keeps them in a TimelineHashMap, lays the
+    heartbeat's member over it and puts them into a HashMap: 400 random histories of joins (some repeated, as a
+    member's records are) and leaves, each with a member updated or joining, give the same order as Kafka's own
+    classes (MemberOrderDriver.java)."""
+    lib = kafka_lib()
+    if lib is None:
+        pytest.skip("Apache Kafka 4.4.0's jars are not installed")
+    classes = javautil.compile_java(MEMBER_ORDER_DRIVER, cp=f"{lib}/*")
+    rng = random.Random(5)
+    lines, want = [], []
+    for _ in range(400):
+        ids = [_member_id(rng) for _ in range(rng.randint(1, 25))]
+        ops, present, capacity, seq = [], {}, 2, 0
+        for _ in range(rng.randint(1, 60)):
+            m = rng.choice(ids)
+            if rng.random() < 0.75:
+                ops.append(f"+{m}")
+                if (len(present) + 1) * 0.75 > capacity:  # Kafka's BaseHashTable grows before any put
+                    capacity *= 2
+                present.setdefault(m, seq)
+                seq += 1
+            else:
+                ops.append(f"-{m}")
+                present.pop(m, None)
+        updated = rng.choice([*ids, "-"])
+        view = timeline_order(sorted(present, key=present.__getitem__), capacity)
+        if updated != "-" and updated not in present:
+            view.append(updated)
+        want.append(hashmap_order(view))
+        lines.append(" ".join(ops) + " | " + updated)
+    proc = subprocess.run(
+        ["java", *javautil.FAST_START, "-cp", f"{classes}:{lib}/*", "MemberOrderDriver"],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    got = [line.split(" ;")[0].split() for line in proc.stdout.splitlines()]
+    assert got == want
+
+
+def test_timeline_capacity_is_what_puts_at_the_high_water_grow_it_to() -> None:
+    for n in range(100):
+        capacity = 2
+        for size in [*range(n), n]:  # adds up to n, then one more put at n (a member's next record)
+            if (size + 1) * 0.75 > capacity:
+                capacity *= 2
+        assert timeline_capacity(n) == capacity

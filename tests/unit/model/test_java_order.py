@@ -4,7 +4,7 @@ relies on them to break ties as Kafka's does."""
 
 from __future__ import annotations
 
-from fakekafka.model.java_order import JavaPriorityQueue, hashmap_order, string_hash
+from fakekafka.model.java_order import JavaPriorityQueue, hashmap_order, string_hash, timeline_capacity, timeline_order
 
 PROCESSES = ["process-0", "process-1", "process-2", "process-3"]
 
@@ -57,3 +57,13 @@ def test_priority_queue_breaks_ties_as_javas_heap() -> None:
         order.append(e[1])
     assert order == [3, 6, 1, 2, 7, 5, 0, 4, 3]
     assert len(q) == 0
+
+
+def test_timeline_order_is_kafkas_timeline_hash_map() -> None:
+    """Java printed c e b d a for a..e put into a TimelineHashMap(registry, 0) (its table grown to 4), and aaaa cccc
+    bbbb; a table of 8 splits each slot in two and keeps that order here."""
+    assert timeline_order("abcde", 4) == timeline_order("abcde", 8) == ["c", "e", "b", "d", "a"]
+    assert timeline_order(["aaaa", "bbbb", "cccc"], 4) == ["aaaa", "cccc", "bbbb"]
+    assert timeline_capacity(0) == 2
+    assert timeline_capacity(4) == 4
+    assert timeline_capacity(5) == 8

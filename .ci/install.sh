@@ -12,6 +12,7 @@
 #   FAKEKAFKA_TOOLS_JARS Kafka's command-line tools (default ~/.cache/fakekafka/kafka-tools-4.3.1)
 #   FAKEKAFKA_SPARK_JARS Spark's Kafka connector for the pinned pyspark (default ~/.cache/fakekafka/spark-kafka-4.2.0)
 #   FAKEKAFKA_SPARK_AVRO_JARS spark-avro for it (default ~/.cache/fakekafka/spark-avro-4.2.0)
+#   FAKEKAFKA_REGISTRY_CLIENT_JARS a Java Schema Registry client (default ~/.cache/fakekafka/registry-client-4.2.0)
 #   FAKEKAFKA_BIN        reference broker binaries (default ~/.cache/fakekafka/bin)
 #   FAKEKAFKA_GO_CLIENTS the Go client drivers, built (default ~/.cache/fakekafka/go-clients)
 #   FAKEKAFKA_NODE_MODULES the Node client drivers' packages (default ~/.cache/fakekafka/node-clients)
@@ -190,6 +191,13 @@ SPARK_AVRO_JARS=${FAKEKAFKA_SPARK_AVRO_JARS:-$CACHE/spark-avro-$SPARK_VERSION}
 maven_copy compat/kafka/spark-avro-pom.xml "$SPARK_AVRO_JARS"
 jar_has_classes "$SPARK_AVRO_JARS" org.apache.spark.sql.avro.AvroDataToCatalyst \
     || { log "$SPARK_AVRO_JARS lacks spark-avro"; exit 1; }
+# A Java client of the Schema Registry's REST API (compat/kafka/registry-client-pom.xml: Spring Cloud Stream's
+# ConfluentSchemaRegistryClient, Avro): the registry's Java test runs it beside kafka-clients.
+REGISTRY_CLIENT_JARS=${FAKEKAFKA_REGISTRY_CLIENT_JARS:-$CACHE/registry-client-4.2.0}
+maven_copy compat/kafka/registry-client-pom.xml "$REGISTRY_CLIENT_JARS"
+jar_has_classes "$REGISTRY_CLIENT_JARS" \
+    org.springframework.cloud.stream.schema.registry.client.ConfluentSchemaRegistryClient org.apache.avro.Schema \
+    || { log "$REGISTRY_CLIENT_JARS lacks the registry client or Avro"; exit 1; }
 
 # ---------------------------------------------------------------- old Python clients
 # Versions users still pin, in a virtualenv of their own (compat's kafka-python-2.0.2, confluent-kafka-1.9.2
@@ -319,6 +327,7 @@ printf 'FAKEKAFKA_CLASSPATH=%q\n' "$JARS_DIR/*"
 printf 'FAKEKAFKA_STREAMS_JARS=%q\n' "$STREAMS_DIR"
 printf 'FAKEKAFKA_SPARK_JARS=%q\n' "$SPARK_JARS"
 printf 'FAKEKAFKA_SPARK_AVRO_JARS=%q\n' "$SPARK_AVRO_JARS"
+printf 'FAKEKAFKA_REGISTRY_CLIENT_JARS=%q\n' "$REGISTRY_CLIENT_JARS"
 printf 'FAKEKAFKA_CONNECT_JARS=%q\n' "$CONNECT_DIR"
 printf 'FAKEKAFKA_TOOLS_JARS=%q\n' "$TOOLS_DIR"
 if [[ -n $driver_env ]]; then printf '%s\n' "$driver_env"; fi

@@ -119,6 +119,20 @@ def connect_classpath() -> str:
     return str(jars / "*")
 
 
+REGISTRY_CLIENT_VERSION = "4.2.0"
+
+
+def registry_client_classpath() -> str:
+    """Spring Cloud Stream's ConfluentSchemaRegistryClient with Avro and Spring's RestTemplate:
+    $FAKEKAFKA_REGISTRY_CLIENT_JARS, else ~/.cache/fakekafka/registry-client-<REGISTRY_CLIENT_VERSION>, as
+    .ci/install.sh resolves compat/kafka/registry-client-pom.xml (used beside kafka-clients' jars)."""
+    jars = Path(os.environ.get("FAKEKAFKA_REGISTRY_CLIENT_JARS")
+                or _CACHE / f"registry-client-{REGISTRY_CLIENT_VERSION}")
+    if not glob.glob(str(jars / "spring-cloud-stream-schema-registry-client-*.jar")):
+        pytest.skip(f"no spring-cloud-stream-schema-registry-client jar in {jars}: {INSTALL_HINT}")
+    return str(jars / "*")
+
+
 def compile_java(*sources: str | os.PathLike[str], version: str | None = None, cp: str | None = None) -> Path:
     """Compile the sources (once per content and classpath) against kafka-clients `version` (None: the newest),
     or against the classpath `cp` when given (Streams' own jars), and return the directory holding their

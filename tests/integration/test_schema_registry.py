@@ -121,6 +121,43 @@ def test_a_go_service_reads_and_writes_through_the_registry(kafka: Any) -> None:
     assert back == {"id": "go-1", "qty": 7}
 
 
+def test_a_java_service_reads_and_writes_through_the_registry(kafka: Any) -> None:
+    """A Java program (Spring Cloud Stream's ConfluentSchemaRegistryClient on Confluent's REST API, Avro's Java
+    library, Kafka's Java clients) reads the records confluent-kafka's AvroSerializer wrote, each writer schema
+    fetched by the id in Confluent's wire format, and writes one (magic byte, 4-byte id) that Python's
+    AvroDeserializer reads back. Confluent's own Java serdes are not on Maven Central."""
+    from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+
+    from tests import javautil
+
+    classes_cp = os.pathsep.join([javautil.registry_client_classpath(), javautil.classpath()])
+    classes = javautil.compile_java(Path(__file__).parent / "clients" / "java" / "RegistryAvro.java", cp=classes_cp)
+    sr = SchemaRegistryClient({"url": kafka.schema_registry_url})
+    ctx = SerializationContext("orders-to-java", MessageField.VALUE)
+    serialize = AvroSerializer(sr, json.dumps(ORDER))
+    produce(kafka, "orders-to-java", [serialize({"id": f"o-{i}", "qty": i}, ctx) for i in (1, 2)])
+    schema_id = sr.get_latest_version("orders-to-java-value").schema_id
+
+    def java(*args: str) -> list[Any]:
+        cmd = [javautil._tool("java"), *javautil.FAST_START, "-cp", os.pathsep.join([str(classes), classes_cp]),
+               "RegistryAvro", *args]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stderr[-4000:]
+        return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+    read = java("read", kafka.bootstrap_servers, kafka.schema_registry_url, "orders-to-java", "2")
+    assert read == [{"id": schema_id, "record": {"id": "o-1", "qty": 1}},
+                    {"id": schema_id, "record": {"id": "o-2", "qty": 2}}]
+    # the same schema under another subject: the same global id, as Confluent gives it
+    written = java("write", kafka.bootstrap_servers, kafka.schema_registry_url, "orders-from-java",
+                   "orders-from-java-value", json.dumps(ORDER), "java-1", "7")
+    assert written == [{"id": schema_id}]
+    assert sr.get_latest_version("orders-from-java-value").schema_id == schema_id
+    [raw] = consume(kafka, "orders-from-java", 1)
+    back = AvroDeserializer(sr)(raw, SerializationContext("orders-from-java", MessageField.VALUE))
+    assert back == {"id": "java-1", "qty": 7}
+
+
 def test_json_schema_round_trip(kafka: Any) -> None:
     pytest.importorskip("jsonschema")
     from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer

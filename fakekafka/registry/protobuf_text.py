@@ -647,6 +647,8 @@ def _enum(e: Any) -> Enum:
 def canonical_text(text: str, fd: Any) -> str | None:
     """Confluent's canonical text of `.proto` source `text`, whose compiled descriptor (with source info) is `fd`;
     None where the source holds what this printer does not write (then the text is answered as sent)."""
+    if fd.syntax not in ("", "proto2", "proto3"):
+        return None  # editions: Confluent's parser (Wire) reads no `edition` statement
     try:
         return print_file(_SourceFile(text, fd).file())
     except (_Unprintable, KeyError, IndexError, ValueError):

@@ -312,3 +312,45 @@ def test_what_the_printer_does_not_write_is_answered_as_registered() -> None:
     r = Registry(MemoryLog())
     schema_id = r.register("a-value", {"schemaType": "PROTOBUF", "schema": aggregate})["id"]
     assert r.schema_by_id(schema_id)["schema"] == aggregate
+
+
+META = """syntax = "proto3";
+package m;
+import "confluent/meta.proto";
+message A {
+  string a = 1 [(confluent.field_meta) = {doc: "the a", tags: ["PII"]}];
+}
+"""
+META_FROM_DESCRIPTOR = """syntax = "proto3";
+package m;
+
+import "confluent/meta.proto";
+
+message A {
+  string a = 1 [
+    (confluent.field_meta) = {
+      doc: "the a",
+      tags: [
+        "PII"
+      ]
+    },
+    json_name = "a"
+  ];
+}
+"""
+EDITIONS = 'edition = "2023";\npackage e;\nmessage E { string a = 1; }\n'
+EDITIONS_FROM_DESCRIPTOR = """package e;
+
+message E {
+  optional string a = 1 [json_name = "a"];
+}
+"""
+
+
+def test_confluents_own_meta_option_and_an_editions_descriptor() -> None:
+    pytest.importorskip("confluent_kafka.schema_registry.confluent.meta_pb2")
+    assert proto_text(compile_proto(META, {})) == META_FROM_DESCRIPTOR
+    # Confluent's converter knows no editions: no syntax line, every singular field `optional`
+    assert proto_text(compile_proto(EDITIONS, {})) == EDITIONS_FROM_DESCRIPTOR
+    # an editions text is answered as registered (Confluent's parser reads no `edition` statement)
+    assert canonical_text(EDITIONS, protobuf_spans(EDITIONS, {})) is None

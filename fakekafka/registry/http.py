@@ -251,11 +251,10 @@ class SchemaRegistryServer:
         except RegistryError:
             return
         if source is not None:
-            from fakekafka.registry.schemas import _compile_text, protobuf_spans
+            from fakekafka.registry.schemas import _compile_text
 
             try:
-                _compile_text(*source)
-                protobuf_spans(*source)  # with source spans: what its answers are printed from
+                _compile_text(*source)  # with protoc's source spans too: what its answers are printed from
             except RegistryError:
                 pass  # kept too: the request answers it
 

@@ -27,8 +27,9 @@ __all__ = ["MAIN_FILE", "compile_proto"]
 MAIN_FILE = "schema.proto"
 """The name a registered `.proto` text is compiled under (imports name the references, never this file)."""
 
-_CACHE: dict[tuple[str, tuple[tuple[str, bytes], ...], bool], bytes | RegistryError] = {}
-"""Compiled files, and refusals (so an invalid file is not compiled twice), by text and imports."""
+_CACHE: dict[tuple[str, tuple[tuple[str, bytes], ...]], bytes | RegistryError] = {}
+"""Compiled files (with protoc's source spans), and refusals (so an invalid file is not compiled twice), by text and
+imports."""
 _CACHE_LOCK = threading.Lock()
 _CACHE_LIMIT = 1024
 _TIMEOUT_S = 60
@@ -51,16 +52,15 @@ def _confluent_files() -> list[Any]:
 def compile_proto(text: str, imports: dict[str, Any], source_info: bool = False) -> Any:
     """The FileDescriptorProto of `.proto` text `text` whose imports `imports` ({import path: FileDescriptorProto})
     resolves; RegistryError 42201 with protoc's words when it does not compile. `source_info` keeps protoc's source
-    spans (what the canonical printer reads the names as written from)."""
+    spans (what the canonical printer reads the names as written from): protoc runs once either way."""
     from google.protobuf import descriptor_pb2
 
-    key = (text, tuple(sorted((name, fd.SerializeToString(deterministic=True)) for name, fd in imports.items())),
-           source_info)
+    key = (text, tuple(sorted((name, fd.SerializeToString(deterministic=True)) for name, fd in imports.items())))
     with _CACHE_LOCK:
         cached = _CACHE.get(key)
     if cached is None:
         try:
-            cached = _run_protoc(text, imports, source_info)
+            cached = _run_protoc(text, imports)
         except RegistryError as e:
             cached = e
         with _CACHE_LOCK:
@@ -71,6 +71,8 @@ def compile_proto(text: str, imports: dict[str, Any], source_info: bool = False)
         raise RegistryError(cached.status, cached.error_code, cached.message)
     out = descriptor_pb2.FileDescriptorProto()
     out.ParseFromString(cached)
+    if not source_info:
+        out.ClearField("source_code_info")
     return out
 
 
@@ -87,7 +89,7 @@ def _protoc_here(args: list[str], scratch: str) -> int:
         return int(_protoc_compiler.run_main([b"protoc", *(a.encode() for a in args)]))
 
 
-def _run_protoc(text: str, imports: dict[str, Any], source_info: bool = False) -> bytes:
+def _run_protoc(text: str, imports: dict[str, Any]) -> bytes:
     from google.protobuf import descriptor_pb2
 
     if importlib.util.find_spec("grpc_tools") is None:
@@ -110,8 +112,7 @@ def _run_protoc(text: str, imports: dict[str, Any], source_info: bool = False) -
         out_path = os.path.join(scratch, "out.pb")
         args = [sys.executable, "-m", "grpc_tools.protoc", "--proto_path=.", f"--proto_path={well_known}",
                 f"--descriptor_set_out={out_path}", MAIN_FILE]
-        if source_info:
-            args.insert(-1, "--include_source_info")
+        args.insert(-1, "--include_source_info")
         if given.file:
             set_path = os.path.join(scratch, "imports.pb")
             with open(set_path, "wb") as f:

@@ -788,7 +788,16 @@ class _SourceFile:
 
     def message(self, m: Any, path: tuple[int, ...], scope: str = "") -> Message:
         full = f"{scope or ('.' + self.fd.package if self.fd.package else '')}.{m.name}"
-        maps = {f"{full}.{n.name}": n for n in m.nested_type if n.options.map_entry}
+        # map fields written as `map<K, V>`; an `...Entry` message written out with `option map_entry = true;`
+        # (Confluent's printing of a descriptor, registered again as text) stays a message, as Wire reads it
+        written_maps = {
+            f.type_name
+            for i, f in enumerate(m.field)
+            if f.type == _MESSAGE and (self.text_at(path + (2, i, 6)) or "").lstrip().startswith("map")
+        }
+        maps = {
+            f"{full}.{n.name}": n for n in m.nested_type if n.options.map_entry and f"{full}.{n.name}" in written_maps
+        }
         groups = {
             f"{full}.{n.name}": (i, n)
             for i, n in enumerate(m.nested_type)
@@ -823,6 +832,8 @@ class _SourceFile:
             out.extensions.append(([_range_value(r.start, r.end - 1)], self.options_at(path + (5, i, 3))))
         out.extensions = self.group_statements(path + (5,), out.extensions)
         out.options = self.options_at(path + (7,))
+        if m.options.map_entry:  # written out (its mark blanked for protoc): Wire keeps it as an option
+            out.options.insert(0, Opt("map_entry", BOOLEAN, "true"))
         out.extends = self.extends(m.extension, path + (6,))
         return out
 

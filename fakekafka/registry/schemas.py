@@ -197,7 +197,9 @@ def _compile_text(text: str, referenced: dict[str, Any], source_info: bool = Fal
         entries = {m.group(2) for m in _MAP_ENTRY.finditer(text)}
         if not entries:
             raise
-    proto = compile_proto(_MAP_ENTRY.sub(r"\1", text), referenced, source_info)
+    # the marks blanked out, not removed: the source spans still point into the text as registered
+    blanked = _MAP_ENTRY.sub(lambda m: m.group(1) + re.sub(r"[^\n]", " ", m.group(0)[len(m.group(1)) :]), text)
+    proto = compile_proto(blanked, referenced, source_info)
 
     def mark(messages: Any) -> None:
         for m in messages:

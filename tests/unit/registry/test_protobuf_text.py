@@ -301,6 +301,10 @@ def test_a_base64_descriptor_is_answered_as_confluent_prints_it_and_serialized_o
     # back as the map it was printed from: registered again, it is the same schema (same id)
     assert _canonical_proto(_compile_text(answered, {})) == _canonical_proto(fd)
     assert r.register("orders-value", {"schemaType": "PROTOBUF", "schema": answered})["id"] == schema_id
+    # that text under a new subject: a text registered, printed as Confluent's parser reads it, i.e. as it is
+    text_id = r.register("orders-text-value", {"schemaType": "PROTOBUF", "schema": answered})["id"]
+    assert canonical_text(answered, protobuf_spans(answered, {})) == PROTO3_FROM_DESCRIPTOR
+    assert r.schema_by_id(text_id)["schema"] == PROTO3_FROM_DESCRIPTOR
 
 
 def test_what_the_printer_does_not_write_is_answered_as_registered() -> None:

@@ -65,6 +65,24 @@ def _read(s: socket.socket, n: int) -> bytes:
     return bytes(out)
 
 
+def producer_frames() -> tuple[bytes, bytes]:
+    """ApiVersions and Metadata as a producer sends them on connecting: what an idle producer's connection has had
+    answered."""
+    versions = encode_request(ApiKey.API_VERSIONS, 3, 1, {"client_software_name": "bench",
+                                                          "client_software_version": "1"})
+    metadata = encode_request(ApiKey.METADATA, 12, 2, {"topics": [{"name": "t", "topic_id": uuid.UUID(int=0)}],
+                                                       "allow_auto_topic_creation": False})
+    return versions, metadata
+
+
+def open_idle(host: str, port: int, frames: tuple[bytes, bytes]) -> socket.socket:
+    """A connection answered `frames` (producer_frames) and then left idle."""
+    s = socket.create_connection((host, port))
+    for frame in frames:
+        call(s, frame)
+    return s
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--connections", type=int, default=5000)
@@ -75,10 +93,7 @@ def main() -> None:
     if "kafka" in kinds and not kafka_available():
         print("Apache Kafka is not installed: fakekafka only", file=sys.stderr)
         kinds.remove("kafka")
-    versions = encode_request(ApiKey.API_VERSIONS, 3, 1, {"client_software_name": "bench",
-                                                          "client_software_version": "1"})
-    metadata = encode_request(ApiKey.METADATA, 12, 2, {"topics": [{"name": "t", "topic_id": uuid.UUID(int=0)}],
-                                                       "allow_auto_topic_creation": False})
+    frames = producer_frames()
     rows = []
     try:
         brokers = {k: start_broker(k, timeout=120, stock_jvm=True) for k in kinds}
@@ -88,18 +103,12 @@ def main() -> None:
             host, port = b.bootstrap.rsplit(":", 1)
             warm = []
             for _ in range(100):  # the first connections' one-off costs (buffers, caches) out of the figure
-                s = socket.create_connection((host, int(port)))
-                call(s, versions)
-                call(s, metadata)
-                warm.append(s)
+                warm.append(open_idle(host, int(port), frames))
             before = settle(b)
             socks = []
             t0 = time.perf_counter()
             for _ in range(args.connections):
-                s = socket.create_connection((host, int(port)))
-                call(s, versions)
-                call(s, metadata)
-                socks.append(s)
+                socks.append(open_idle(host, int(port), frames))
             took = time.perf_counter() - t0
             after = settle(b)
             rows.append((label, before, after, took))

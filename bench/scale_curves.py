@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import sys
 import time
@@ -37,11 +36,9 @@ if ROOT not in sys.path:
 
 from _peers import kafka_available, start_broker, stop_all  # noqa: E402
 from confluent_kafka.admin import AdminClient  # noqa: E402
-from connections import call, settle  # noqa: E402
+from connections import open_idle, producer_frames, settle  # noqa: E402
 from consume_scale import recload, recload_binary  # noqa: E402
 from metadata_scale import Conn, make_topics, metadata_frame  # noqa: E402
-
-from fakekafka.wire import ApiKey, encode_request  # noqa: E402
 
 CURVES = ("partitions", "connections", "bytes")
 RECORD = 10240
@@ -91,10 +88,7 @@ def partitions_curve(b, steps: list[int], requests: int, idle: float) -> list[di
 
 def connections_curve(b, steps: list[int], requests: int) -> list[dict]:
     host, port = b.bootstrap.rsplit(":", 1)
-    versions = encode_request(ApiKey.API_VERSIONS, 3, 1, {"client_software_name": "bench",
-                                                          "client_software_version": "1"})
-    metadata = encode_request(ApiKey.METADATA, 12, 2, {"topics": [{"name": "t", "topic_id": uuid.UUID(int=0)}],
-                                                       "allow_auto_topic_creation": False})
+    frames = producer_frames()
     small = metadata_frame(["t"])
     rows, socks = [], []
     try:
@@ -102,10 +96,7 @@ def connections_curve(b, steps: list[int], requests: int) -> list[dict]:
         for step in steps:
             t0 = time.perf_counter()
             while len(socks) < step:
-                s = socket.create_connection((host, int(port)))
-                call(s, versions)
-                call(s, metadata)
-                socks.append(s)
+                socks.append(open_idle(host, int(port), frames))
             took = time.perf_counter() - t0
             rss = settle(b)
             probe = Conn(b.bootstrap)

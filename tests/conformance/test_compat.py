@@ -161,6 +161,7 @@ def old_clients_report() -> dict[str, Any]:
     return report
 
 
+@pytest.mark.xdist_group("compat-old")  # a run of its own, beside the current clients' rather than after it
 @pytest.mark.parametrize("client", OLD_CLIENTS)
 def test_old_clients_see_fakekafka_as_kafka(old_clients_report: dict[str, Any], client: str) -> None:
     _judge_against_kafka(old_clients_report, client)

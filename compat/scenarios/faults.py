@@ -39,14 +39,32 @@ def _state(env: Env, topic: str, partition: int = 0) -> dict[str, Any] | None:
     return None
 
 
+def _state_everywhere(env: Env, topic: str, partition: int) -> list[dict[str, Any] | None]:
+    """The partition's state as each broker answers it (None where one does not)."""
+    from fakekafka.testing.client import RemoteCluster
+    states: list[dict[str, Any] | None] = []
+    for address in env.bootstrap.split(","):
+        try:
+            with RemoteCluster(address, client_id="compat-faults", timeout=5) as rc:
+                states.append(rc.partition_state(topic, partition))
+        except Exception:  # noqa: BLE001 - this broker is down or not answering
+            states.append(None)
+    return states
+
+
 def _full_isr(env: Env, topic: str, partitions: int = 1, timeout: float = 90) -> None:
-    """Waits until every partition's ISR holds all three replicas: a fault meets a whole cluster (a broker started
-    again by the cell before takes seconds to catch up; a new topic's followers a moment to fetch)."""
+    """Waits until every broker answers and every partition's ISR holds all three replicas: a fault meets a whole
+    cluster (a broker started again by the cell before takes seconds to catch up; a new topic's followers a moment
+    to fetch). Every broker, not the first that answers: right after a kill Kafka's ISR still names the dead broker
+    until its session expires, so a full ISR alone does not say the killed broker is back."""
+    def whole(p: int) -> list[dict[str, Any] | None] | None:
+        states = _state_everywhere(env, topic, p)
+        return states if all(s is not None and len(s["isr"]) == 3 for s in states) else None
+
     for p in range(partitions):
-        ok, state = wait_for(lambda p=p: (s := _state(env, topic, p)) is not None and len(s["isr"]) == 3 and s,
-                             timeout, 0.1)
+        ok, state = wait_for(lambda p=p: whole(p), timeout, 0.1)
         if not ok:
-            raise TimeoutError(f"{topic}-{p} has no full ISR after {timeout:.0f} s: {state}")
+            raise TimeoutError(f"{topic}-{p} has no full ISR on every broker after {timeout:.0f} s: {state}")
 
 
 def _kafka_errors(errors: list[str]) -> list[str]:
@@ -117,7 +135,7 @@ def fault_broker_killed_acks_all(client: Client, env: Env) -> Outcome:
         got = client.fetch(topic, 0, 0, 10)
     finally:
         faults.restart(killed)
-    _full_isr(env, topic)
+        _full_isr(env, topic)  # the cluster whole again for the next cell, whether or not the client coped
     return {"acks": acks(client, sent), "records": rows(got),
             "new_leader_in_isr": bool(ok) and after["leader"] in after["isr"],
             "isr_after_kill": len(after["isr"]) if ok else after}

@@ -39,7 +39,8 @@ const CODECS = { none: CompressionTypes.None, gzip: CompressionTypes.GZIP, snapp
 const CONFIG_SOURCES = ['UNKNOWN', 'DYNAMIC_TOPIC_CONFIG', 'DYNAMIC_BROKER_CONFIG', 'DYNAMIC_DEFAULT_BROKER_CONFIG',
   'STATIC_BROKER_CONFIG', 'DEFAULT_CONFIG', 'DYNAMIC_BROKER_LOGGER_CONFIG', 'CLIENT_METRICS_CONFIG', 'GROUP_CONFIG']
 const retry = { initialRetryTime: 100, maxRetryTime: opMs, retries: 5 }
-const kafka = new Kafka({ clientId: 'compat-kafkajs', brokers: [bootstrap], logLevel: logLevel.NOTHING,
+const brokers = bootstrap.split(',').map(b => b.trim()).filter(b => b) // bootstrap.servers: host:port,host:port
+const kafka = new Kafka({ clientId: 'compat-kafkajs', brokers, logLevel: logLevel.NOTHING,
   requestTimeout: opMs, retry })
 let admin = null
 let fetchGroups = 0
@@ -109,7 +110,10 @@ async function produce (req) {
     throw new Unsupported(`KafkaJS has no ${req.codec} codec of its own (lz4 and zstd are native add-ons)`)
   }
   const idempotent = req.idempotent === true
-  const producer = kafka.producer({ idempotent, maxInFlightRequests: idempotent ? 1 : undefined, retry })
+  // idempotent: retried as Kafka's own idempotent producer retries until delivery.timeout.ms (a lost leader's broker
+  // takes Kafka broker.session.timeout.ms to replace; five retries from 100 ms give up after about 3 s)
+  const producer = kafka.producer({ idempotent, maxInFlightRequests: idempotent ? 1 : undefined,
+    retry: idempotent ? { ...retry, retries: 10 } : retry })
   const acks = req.acks === null || req.acks === undefined ? -1 : req.acks
   const messages = req.recs.map((r) => ({
     key: unhex(r.k),

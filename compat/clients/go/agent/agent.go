@@ -14,6 +14,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -310,8 +311,9 @@ type errorObj struct {
 	Message string `json:"message"`
 }
 
-// ReadArgs returns the bootstrap address and the timing from the command line (BOOTSTRAP TIMING_JSON).
-func ReadArgs() (string, Timing) {
+// ReadArgs returns the bootstrap addresses and the timing from the command line (BOOTSTRAP TIMING_JSON): BOOTSTRAP
+// is Kafka's bootstrap.servers, host:port pairs separated by commas (a cluster of several brokers has several).
+func ReadArgs() ([]string, Timing) {
 	if len(os.Args) != 3 {
 		fmt.Fprintln(os.Stderr, "usage: DRIVER BOOTSTRAP TIMING_JSON")
 		os.Exit(2)
@@ -321,7 +323,13 @@ func ReadArgs() (string, Timing) {
 		fmt.Fprintln(os.Stderr, "timing:", err)
 		os.Exit(2)
 	}
-	return os.Args[1], t
+	var brokers []string
+	for _, b := range strings.Split(os.Args[1], ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			brokers = append(brokers, b)
+		}
+	}
+	return brokers, t
 }
 
 // Serve answers requests from stdin with d until "quit" or the end of input.

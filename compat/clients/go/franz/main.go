@@ -28,7 +28,7 @@ import (
 )
 
 type driver struct {
-	bootstrap string
+	bootstrap []string
 	timing    agent.Timing
 	admin     *kadm.Client
 	adminCl   *kgo.Client
@@ -72,7 +72,7 @@ func (d *driver) ctx() (context.Context, context.CancelFunc) {
 }
 
 func (d *driver) base(opts ...kgo.Opt) []kgo.Opt {
-	return append([]kgo.Opt{kgo.SeedBrokers(d.bootstrap), kgo.RequestTimeoutOverhead(d.timing.Op()),
+	return append([]kgo.Opt{kgo.SeedBrokers(d.bootstrap...), kgo.RequestTimeoutOverhead(d.timing.Op()),
 		kgo.RetryTimeout(d.timing.Op())}, opts...)
 }
 

@@ -36,7 +36,7 @@ import (
 )
 
 type driver struct {
-	bootstrap string
+	bootstrap []string
 	timing    agent.Timing
 }
 
@@ -59,7 +59,7 @@ func admin[T any](d *driver, fn func(ctx context.Context, c *kafka.Client) (T, e
 	defer t.CloseIdleConnections()
 	ctx, cancel := d.ctx()
 	defer cancel()
-	return fn(ctx, &kafka.Client{Addr: kafka.TCP(d.bootstrap), Timeout: d.timing.Op(), Transport: t})
+	return fn(ctx, &kafka.Client{Addr: kafka.TCP(d.bootstrap...), Timeout: d.timing.Op(), Transport: t})
 }
 
 func (d *driver) Ops() map[string]func(agent.Req) (any, error) {
@@ -159,7 +159,7 @@ func (d *driver) produce(req agent.Req) (any, error) {
 	var mu sync.Mutex
 	transport := d.transport()
 	defer transport.CloseIdleConnections()
-	w := &kafka.Writer{Addr: kafka.TCP(d.bootstrap), Topic: req.Str("topic"), Transport: transport,
+	w := &kafka.Writer{Addr: kafka.TCP(d.bootstrap...), Topic: req.Str("topic"), Transport: transport,
 		Compression: codec, RequiredAcks: kafka.RequireAll, WriteTimeout: d.timing.Op(), ReadTimeout: d.timing.Op(),
 		BatchTimeout: time.Millisecond, BatchSize: 1,
 		Completion: func(ms []kafka.Message, err error) {
@@ -253,7 +253,7 @@ func startOffset(reset string) (int64, error) {
 }
 
 func (d *driver) reader(topic string, partition int, offset int64) (*kafka.Reader, error) {
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{d.bootstrap}, Topic: topic, Partition: partition,
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: d.bootstrap, Topic: topic, Partition: partition,
 		MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 100 * time.Millisecond})
 	if err := r.SetOffset(offset); err != nil {
 		_ = r.Close()
@@ -716,7 +716,7 @@ type subscribed struct {
 
 func (d *driver) openSubscribed(o agent.MemberOptions, start int64) (agent.Member, error) {
 	session := o.SessionTimeoutMs
-	cg, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{ID: o.Group, Brokers: []string{d.bootstrap},
+	cg, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{ID: o.Group, Brokers: d.bootstrap,
 		Topics: []string{o.Topic}, StartOffset: start, SessionTimeout: time.Duration(session) * time.Millisecond,
 		HeartbeatInterval: time.Duration(min(d.timing.HeartbeatMs, max(1, session/3))) * time.Millisecond,
 		RebalanceTimeout:  d.timing.Op(), JoinGroupBackoff: 100 * time.Millisecond, Timeout: d.timing.Op()})
@@ -747,7 +747,7 @@ func (d *driver) openSubscribed(o agent.MemberOptions, start int64) (agent.Membe
 			for _, pa := range gen.Assignments[o.Topic] {
 				held = append(held, agent.TP{Topic: o.Topic, Partition: int32(pa.ID)})
 				gen.Start(func(gctx context.Context) {
-					r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{d.bootstrap}, Topic: o.Topic,
+					r := kafka.NewReader(kafka.ReaderConfig{Brokers: d.bootstrap, Topic: o.Topic,
 						Partition: pa.ID, MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 100 * time.Millisecond})
 					defer func() { _ = r.Close() }()
 					if err := r.SetOffset(pa.Offset); err != nil {

@@ -34,7 +34,7 @@ import (
 )
 
 type driver struct {
-	bootstrap string
+	bootstrap []string
 	timing    agent.Timing
 	client    sarama.Client
 	admin     sarama.ClusterAdmin
@@ -93,7 +93,7 @@ func (d *driver) config() *sarama.Config {
 
 func (d *driver) shared() (sarama.Client, sarama.ClusterAdmin, error) {
 	if d.client == nil {
-		cl, err := sarama.NewClient([]string{d.bootstrap}, d.config())
+		cl, err := sarama.NewClient(d.bootstrap, d.config())
 		if err != nil {
 			return nil, nil, clientError(err)
 		}
@@ -228,8 +228,12 @@ func (d *driver) produce(req agent.Req) (any, error) {
 		c.Producer.Idempotent = true
 		c.Producer.RequiredAcks = sarama.WaitForAll
 		c.Net.MaxOpenRequests = 1
+		// retried until the operation's timeout, as Kafka's own idempotent producer retries until
+		// delivery.timeout.ms: a leader's broker lost takes Kafka broker.session.timeout.ms to replace, where
+		// sarama's default three retries 100 ms apart give up after 0.3 s
+		c.Producer.Retry.Max = int(d.timing.Op() / c.Producer.Retry.Backoff)
 	}
-	p, err := sarama.NewSyncProducer([]string{d.bootstrap}, c)
+	p, err := sarama.NewSyncProducer(d.bootstrap, c)
 	if err != nil {
 		return nil, clientError(err)
 	}
@@ -291,7 +295,7 @@ func (d *driver) fetch(req agent.Req) (any, error) {
 	if req.Str("isolation") == "read_committed" {
 		c.Consumer.IsolationLevel = sarama.ReadCommitted
 	}
-	consumer, err := sarama.NewConsumer([]string{d.bootstrap}, c)
+	consumer, err := sarama.NewConsumer(d.bootstrap, c)
 	if err != nil {
 		return nil, clientError(err)
 	}
@@ -608,7 +612,7 @@ type assigned struct {
 }
 
 func (d *driver) openAssigned(o agent.MemberOptions, c *sarama.Config) (agent.Member, error) {
-	cl, err := sarama.NewClient([]string{d.bootstrap}, c)
+	cl, err := sarama.NewClient(d.bootstrap, c)
 	if err != nil {
 		return nil, clientError(err)
 	}
@@ -758,7 +762,7 @@ type subscribed struct {
 }
 
 func (d *driver) openSubscribed(o agent.MemberOptions, c *sarama.Config) (agent.Member, error) {
-	group, err := sarama.NewConsumerGroup([]string{d.bootstrap}, o.Group, c)
+	group, err := sarama.NewConsumerGroup(d.bootstrap, o.Group, c)
 	if err != nil {
 		return nil, clientError(err)
 	}

@@ -96,7 +96,7 @@ func (d *driver) txnOpen(req agent.Req) (any, error) {
 	c.Producer.Partitioner = newPartitioner
 	c.Producer.Retry.Backoff = 100 * time.Millisecond
 	c.Net.MaxOpenRequests = 1
-	p, err := sarama.NewSyncProducer([]string{d.bootstrap}, c)
+	p, err := sarama.NewSyncProducer(d.bootstrap, c)
 	if err != nil {
 		return nil, txnError(err)
 	}

@@ -271,6 +271,9 @@ impl RdkafkaDriver {
         while out.len() < count && Instant::now() < deadline {
             match consumer.poll(Duration::from_millis(100)) {
                 Some(Ok(m)) => out.push(consumed(&m)),
+                // a connection to a broker lost (one killed, say): librdkafka reconnects or moves to the new
+                // leader by itself and reports it on the consumer's queue only to tell; not the fetch's failure
+                Some(Err(KafkaError::MessageConsumption(RDKafkaErrorCode::BrokerTransportFailure))) => {}
                 Some(Err(e)) => return Err(fail(e)),
                 None => {}
             }

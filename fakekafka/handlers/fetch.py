@@ -9,14 +9,16 @@ resets. Only whole batches are returned: the first batch of the response always,
 even past its partition_max_bytes while it fits the response's max_bytes, so a consumer always progresses. A fetch
 with less than min_bytes parks until data arrives or max_wait_ms passes. v13+ addresses topics by id
 (UNKNOWN_TOPIC_ID for an unknown one). The client's current leader epoch is checked from v9, the version that
-carries it; from v12 a last_fetched_epoch the leader cannot place (newer than its own) is OFFSET_OUT_OF_RANGE, as
-in Kafka. A topic named twice is answered in one entry and a partition asked for twice once (the last entry), as
-Kafka's. Under read_committed a consumer reads below the last stable offset only (no open transaction's records,
-nor an ended one's before its marker is replicated), and is told the aborted transactions from the fetch offset on;
-control batches are returned like any other, so clients skip them and drop aborted data. With an authorizer, a
-topic the consumer may not READ is TOPIC_AUTHORIZATION_FAILED for each partition asked for (an unknown topic id
-stays UNKNOWN_TOPIC_ID). v18 adds only a follower's high watermark (a tagged field, KIP-1166), which a consumer
-does not send and no broker here needs."""
+carries it. From v11 a follower answers too, from its own log below its own high watermark (as Kafka's does for a
+consumer whose request carries client metadata), and the leader's broker never names a preferred read replica (no
+replica.selector.class); from v12 a last_fetched_epoch the leader cannot place (newer than its own) is
+OFFSET_OUT_OF_RANGE, as in Kafka. A topic named twice is answered in one entry and a partition asked for twice once
+(the last entry), as Kafka's. Under read_committed a consumer reads below the last stable offset only (no open
+transaction's records, nor an ended one's before its marker is replicated), and is told the aborted transactions
+from the fetch offset on; control batches are returned like any other, so clients skip them and drop aborted data.
+With an authorizer, a topic the consumer may not READ is TOPIC_AUTHORIZATION_FAILED for each partition asked for (an
+unknown topic id stays UNKNOWN_TOPIC_ID). v18 adds only a follower's high watermark (a tagged field, KIP-1166),
+which a consumer does not send and no broker here needs."""
 
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ from fakekafka.handlers.registry import ErrorContext, Park, RequestContext, hand
 from fakekafka.handlers.throttling import fetch_allowance, record_bytes, unrecord_bytes
 from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.client_quotas import QuotaType
+from fakekafka.model.log import PartitionLog
 from fakekafka.model.metadata import Partition
 from fakekafka.wire import ApiKey, ErrorCode
 from fakekafka.wire.primitives import Chunks
@@ -40,10 +43,10 @@ UNKNOWN = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID, Err
 null of a read_uncommitted read (checked against Kafka 4.4 by tests/conformance/test_api_sweep.py)."""
 
 
-def _partition_response(index: int, code: ErrorCode, partition: Partition | None = None,
+def _partition_response(index: int, code: ErrorCode, log: PartitionLog | None = None,
                         records: Chunks | None = None, read_committed: bool = False,
                         aborted: list[dict[str, int]] | None = None) -> dict[str, Any]:
-    log = partition.log if partition is not None and code == ErrorCode.NONE else None  # errors: -1s, as Kafka
+    log = log if code == ErrorCode.NONE else None  # errors: -1s, as Kafka
     return {
         "partition_index": index,
         "error_code": code,
@@ -54,6 +57,23 @@ def _partition_response(index: int, code: ErrorCode, partition: Partition | None
         "preferred_read_replica": -1,
         "records": records if records is not None else b"",
     }
+
+
+def replica_check(ctx: RequestContext, partition: Partition | None, current_leader_epoch: int) -> ErrorCode:
+    """NONE if this broker may answer a consumer's fetch of `partition`: as its leader, or from v11 (KIP-392) as
+    any replica holding a log of it, whose own high watermark bounds the read — Kafka's fetchOnlyLeader holds only
+    for consumers without client metadata, which v11+ requests carry. The epoch is checked first, as Kafka's
+    Partition.localLogWithEpochOrThrow does."""
+    if partition is None or partition.leader_id == ctx.broker.node_id or ctx.version < 11:
+        return leader_check(ctx, partition, current_leader_epoch)
+    if ctx.broker.node_id not in partition.logs or ctx.broker.node_id not in partition.replicas:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    if current_leader_epoch >= 0:
+        if current_leader_epoch < partition.leader_epoch:
+            return ErrorCode.FENCED_LEADER_EPOCH
+        if current_leader_epoch > partition.leader_epoch:
+            return ErrorCode.UNKNOWN_LEADER_EPOCH
+    return ErrorCode.NONE
 
 
 def fetch_error_response(ctx: ErrorContext, req: Container, code: ErrorCode) -> dict[str, Any]:
@@ -96,7 +116,7 @@ def handle_fetch(ctx: RequestContext, req: Container) -> Any:
         for p, _ in entries:
             partition = topic.partitions[p.partition] if topic and 0 <= p.partition < len(topic.partitions) else None
             code = ErrorCode.TOPIC_AUTHORIZATION_FAILED if not readable else missing if topic is None \
-                else leader_check(ctx, partition, p.get("current_leader_epoch", -1))
+                else replica_check(ctx, partition, p.get("current_leader_epoch", -1))
             parts.append((p, partition, code))
         wanted.append((name_or_id, topic, parts))
     watched = [partition for _, _, parts in wanted for _, partition, code in parts if code == ErrorCode.NONE]
@@ -113,24 +133,25 @@ def handle_fetch(ctx: RequestContext, req: Container) -> Any:
                     results.append(_partition_response(p.partition, code))
                     continue
                 assert partition is not None
-                log = partition.log
+                log = partition.logs[ctx.broker.node_id] if partition.leader_id != ctx.broker.node_id \
+                    else partition.log
                 upper = log.last_stable_offset if read_committed else log.high_watermark
                 if v >= 12 and p.last_fetched_epoch >= 0:
                     epoch, end = log.end_offset_for_epoch(p.last_fetched_epoch, partition.leader_epoch)
                     if end < 0:  # an epoch the leader never had: Kafka cannot tell where it ended
                         errors = True
-                        results.append(_partition_response(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE, partition))
+                        results.append(_partition_response(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE, log))
                         continue
                     if epoch != p.last_fetched_epoch or end < p.fetch_offset:
                         errors = True
-                        r = _partition_response(p.partition, ErrorCode.NONE, partition, None, read_committed)
+                        r = _partition_response(p.partition, ErrorCode.NONE, log, None, read_committed)
                         r["diverging_epoch"] = {"epoch": epoch, "end_offset": end}
                         results.append(r)
                         continue
                 # after the divergence check, as Kafka's Partition.readRecords
                 if p.fetch_offset < log.log_start_offset or p.fetch_offset > log.log_end_offset:
                     errors = True
-                    results.append(_partition_response(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE, partition))
+                    results.append(_partition_response(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE, log))
                     continue
                 left = max_bytes - total
                 batches = log.read(p.fetch_offset, min(p.partition_max_bytes, left), min_one=total == 0,
@@ -145,8 +166,7 @@ def handle_fetch(ctx: RequestContext, req: Container) -> Any:
                     # under index.interval.bytes (beyond that Kafka stops sooner; clients skip the extras)
                     aborted = [{"producer_id": a.producer_id, "first_offset": a.first_offset}
                                for a in log.aborted_between(p.fetch_offset, log.log_end_offset)]
-                results.append(_partition_response(p.partition, ErrorCode.NONE, partition, data, read_committed,
-                                                   aborted))
+                results.append(_partition_response(p.partition, ErrorCode.NONE, log, data, read_committed, aborted))
             responses.append({key: name_or_id, "partitions": results})
         if final or errors or total >= req.min_bytes or req.max_wait_ms <= 0 or not watched:
             response = {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": 0, "responses": responses}

@@ -69,7 +69,12 @@ class Replication:
                 pass
             if flog.log_end_offset >= leader_log.log_end_offset:
                 partition.last_caught_up[follower] = now
-            flog.high_watermark = min(flog.log_end_offset, leader_log.high_watermark)
+            hw = min(flog.log_end_offset, leader_log.high_watermark)
+            if hw > flog.high_watermark:  # a consumer's fetch parked at this follower (Fetch v11+) reads on
+                flog.high_watermark = hw
+                self.events.notify(partition)
+            else:
+                flog.high_watermark = hw
             with contextlib.suppress(StorageError):
                 flog.delete_before(min(leader_log.log_start_offset, flog.high_watermark))
         self._update_isr(partition, now)

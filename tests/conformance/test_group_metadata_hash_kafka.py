@@ -1,4 +1,5 @@
-"""A consumer group's metadata hash covers its topics' replicas' racks, on Apache Kafka 4.4.0 and on fakekafka.
+"""Two brokers in two racks, on Apache Kafka 4.4.0 and on fakekafka: a consumer group's metadata hash covers its
+topics' replicas' racks, and a follower answers a consumer's Fetch from v11.
 
 Two brokers in two racks (`broker.rack` a and b; fakekafka's `racks=["a", "b"]`), a two-partition topic on broker 1,
 one KIP-848 member (raw ConsumerGroupHeartbeats) holding both partitions; then a partition moves to broker 2
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ import pytest
 import fakekafka
 from fakekafka.testing.apache_kafka import KafkaCluster, KafkaUnavailable, kafka_lib
 from fakekafka.wire import ApiKey, ErrorCode
+from fakekafka.wire.records import build_batch, decode_batch, iter_batches
 from tests.rawclient import RawClient
 
 TOPIC, GROUP = "racked", "racked-g"
@@ -137,18 +139,91 @@ def _group_steps(raw: RawClient, coordinator: RawClient, replicas: Callable[[], 
     return [("a partition moved to rack b: bumped", int(group_epoch() > joined))]
 
 
-def test_a_partition_moved_to_another_rack_bumps_the_group_epoch() -> None:
+@pytest.fixture(scope="module")
+def kafka_two_racks() -> Iterator[str]:
+    """Two Apache Kafka 4.4.0 nodes in racks a and b, started once for the module; their bootstrap servers."""
     if kafka_lib() is None:
         pytest.skip('Apache Kafka is not installed: run `eval "$(bash .ci/install.sh)"`')
     kafka = KafkaCluster(brokers=2, node_configs={1: {"broker.rack": "a"}, 2: {"broker.rack": "b"}})
     try:
         kafka.start()
-        theirs = _steps(kafka.bootstrap_servers)
+        yield kafka.bootstrap_servers
     except KafkaUnavailable as e:
         pytest.fail(f"Apache Kafka did not start: {e}")
     finally:
         kafka.stop()
+
+
+def test_a_partition_moved_to_another_rack_bumps_the_group_epoch(kafka_two_racks: str) -> None:
+    theirs = _steps(kafka_two_racks)
     with fakekafka.Cluster(brokers=2, racks=["a", "b"]) as fake:
         ours = _steps(fake.bootstrap_servers)
     assert theirs == [("a partition moved to rack b: bumped", 1)]
+    assert ours == theirs
+
+
+def _follower_reads(bootstrap: str) -> list[tuple[str, int, int, int]]:
+    """(fetch, error, high watermark, records) for a consumer's Fetch at a partition's leader and at its follower,
+    by version: before v11 only the leader answers; from v11 (client metadata, KIP-392) the follower too."""
+    raw = RawClient(bootstrap.split(",")[0], timeout=30)
+    nodes: dict[int, RawClient] = {}
+    try:
+        created = raw.request(ApiKey.CREATE_TOPICS, 7, {"topics": [{
+            "name": "followed", "num_partitions": -1, "replication_factor": -1, "configs": [],
+            "assignments": [{"partition_index": 0, "broker_ids": [1, 2]}]}], "timeout_ms": 30_000,
+            "validate_only": False})
+        assert created.topics[0].error_code == ErrorCode.NONE, created.topics[0]
+
+        def metadata() -> Any:
+            md = raw.request(ApiKey.METADATA, 12, {"topics": [{"name": "followed"}],
+                                                   "allow_auto_topic_creation": False})
+            p = md.topics[0].partitions
+            return md if md.topics[0].error_code == ErrorCode.NONE and p and len(p[0].isr_nodes) == 2 else None
+
+        md = _until("both replicas in sync", metadata)
+        nodes = {b.node_id: RawClient(f"{b.host}:{b.port}", timeout=30) for b in md.brokers}
+        leader = md.topics[0].partitions[0].leader_id
+        epoch = md.topics[0].partitions[0].leader_epoch
+        follower = next(n for n in nodes if n != leader)
+        produced = nodes[leader].request(ApiKey.PRODUCE, 9, {"transactional_id": None, "acks": -1,
+                                                             "timeout_ms": 30_000, "topic_data": [{
+            "name": "followed", "partition_data": [
+                {"index": 0, "records": build_batch([{"value": b"v%d" % i} for i in range(3)])}]}]})
+        assert produced.responses[0].partition_responses[0].error_code == ErrorCode.NONE
+
+        def fetch(node: int, version: int, current_epoch: int = -1) -> Any:
+            body = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0,
+                    "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "",
+                    "topics": [{"topic": "followed", "partitions": [{
+                        "partition": 0, "current_leader_epoch": current_epoch, "fetch_offset": 0,
+                        "last_fetched_epoch": -1, "log_start_offset": -1, "partition_max_bytes": 1 << 20}]}]}
+            return nodes[node].request(ApiKey.FETCH, version, body).responses[0].partitions[0]
+
+        # the follower learns the high watermark at its next fetch from the leader
+        _until("the follower's high watermark", lambda: fetch(follower, 12).high_watermark == 3)
+        out = []
+        for name, node, version, current in (("leader v10", leader, 10, -1), ("follower v10", follower, 10, -1),
+                                              ("follower v11", follower, 11, -1), ("follower v12", follower, 12, -1),
+                                              ("follower v12 at its epoch", follower, 12, epoch),
+                                              ("follower v12 at a newer epoch", follower, 12, epoch + 1)):
+            p = fetch(node, version, current)
+            records = sum(1 for _, b in iter_batches(bytes(p.records or b"")) for _ in decode_batch(b).records)
+            out.append((name, int(p.error_code), int(p.high_watermark), records))
+        return out
+    finally:
+        for c in nodes.values():
+            c.close()
+        raw.close()
+
+
+def test_a_follower_answers_a_consumers_fetch_from_v11(kafka_two_racks: str) -> None:
+    theirs = _follower_reads(kafka_two_racks)
+    with fakekafka.Cluster(brokers=2, racks=["a", "b"]) as fake:
+        ours = _follower_reads(fake.bootstrap_servers)
+    none, not_leader, unknown_epoch = int(ErrorCode.NONE), int(ErrorCode.NOT_LEADER_OR_FOLLOWER), \
+        int(ErrorCode.UNKNOWN_LEADER_EPOCH)
+    assert theirs == [("leader v10", none, 3, 3), ("follower v10", not_leader, -1, 0),
+                      ("follower v11", none, 3, 3), ("follower v12", none, 3, 3),
+                      ("follower v12 at its epoch", none, 3, 3),
+                      ("follower v12 at a newer epoch", unknown_epoch, -1, 0)]
     assert ours == theirs

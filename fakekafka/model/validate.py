@@ -12,13 +12,12 @@ INVALID_RECORD). Every answer here was taken from a real broker with raw frames
 (`tests/unit/test_batch_validation.py`, which also runs with `--kafka-real`). Inner offset deltas are not
 checked: Kafka accepts an uncompressed batch whose deltas skip (and rewrites a compressed one).
 
-Uncompressed batches are walked by record length only (one varint per record: about 0.2 us a record, where
-walking every field of every record in Python costs about 1.5 us): the count and the framing are Kafka's, but a
-malformed field inside a record of the right length is stored, where Kafka answers INVALID_RECORD (listed in
-compat/KNOWN_DIFFERENCES.md). Compressed batches are decompressed, up to MAX_DECOMPRESSED_BATCH (also listed
-there), and walked field by field in place as Kafka's skipKeyValueIterator reads them, nothing decoded; a batch of
-many records a field at a time for all of them (fakekafka/model/record_walk.py), falling back to the walk here for
-the error whenever that does not find every record well formed.
+Every record is walked field by field in place, as Kafka's skipKeyValueIterator reads a compressed batch, nothing
+decoded, with one check more that Kafka's full read of an uncompressed batch (DefaultRecord.readFrom) makes: each
+record's fields fill the length it declares. A batch of many records is walked a field at a time for all of them
+(fakekafka/model/record_walk.py), falling back to the walk here for the error whenever that does not find every
+record well formed. Compressed batches are decompressed first, up to MAX_DECOMPRESSED_BATCH (listed in
+compat/KNOWN_DIFFERENCES.md).
 """
 
 from __future__ import annotations
@@ -30,7 +29,7 @@ import crc32c
 
 from fakekafka.model.record_walk import MIN_RECORDS, records_well_formed
 from fakekafka.wire import ErrorCode
-from fakekafka.wire.primitives import uvarint_at, varint_at
+from fakekafka.wire.primitives import varint_at
 from fakekafka.wire.records import (
     BATCH_OVERHEAD,
     BatchHeader,
@@ -194,8 +193,11 @@ def check_batch(
             ErrorCode.INVALID_RECORD,
             f"Inconsistent batch offset range [0, {header.last_offset_delta}] and count of records {count}",
         )
-    if codec == Compression.NONE:
-        return _walk_records(batch, count)
+    if codec == Compression.NONE:  # Kafka reads every record of it in full (DefaultRecord.readFrom)
+        records = bytes(batch[BATCH_OVERHEAD:])
+        if count >= MIN_RECORDS and records_well_formed(records, count):
+            return None
+        return _walk_fields(records, count)
     data = bytes(batch)
     try:
         body = batch_body(data, header, MAX_DECOMPRESSED_BATCH, readonly_copy=False)
@@ -206,42 +208,6 @@ def check_batch(
     if count >= MIN_RECORDS and records_well_formed(body, count, max_record_bytes):
         return None  # the same walk, a field at a time for every record (fakekafka/model/record_walk.py)
     return _walk_fields(body, count, max_record_bytes)
-
-
-def _walk_records(
-    batch: bytes | memoryview, count: int, start: int = BATCH_OVERHEAD, max_record_bytes: int | None = None
-) -> Refused | None:
-    """`count` length-prefixed records from `start` that end exactly where the data does, none declaring more
-    than `max_record_bytes`."""
-    data = batch if isinstance(batch, bytes) else bytes(batch)
-    pos, end = start, len(data)
-    for i in range(count):
-        if pos >= end:
-            return Refused(ErrorCode.INVALID_RECORD, f"Found {i} records where the batch declares {count}")
-        b = data[pos]
-        if b < 0x80:  # one length byte (records under 64 bytes), then two (under 8 KiB): no loop
-            raw, pos = b, pos + 1
-        elif pos + 1 < end and data[pos + 1] < 0x80:
-            raw, pos = (b & 0x7F) | (data[pos + 1] << 7), pos + 2
-        else:
-            try:
-                raw, pos = uvarint_at(data, pos, 5)
-            except ValueError:
-                return Refused(ErrorCode.INVALID_RECORD, "Invalid record length varint")
-        length = (raw >> 1) ^ -(raw & 1)
-        if max_record_bytes is not None and length > max_record_bytes:
-            return Refused(
-                ErrorCode.INVALID_RECORD,
-                f"Record of {length} bytes is above max.decompressed.message.bytes {max_record_bytes}",
-            )
-        if length < 0 or pos + length > end:
-            return Refused(
-                ErrorCode.INVALID_RECORD, f"Invalid record size: {length} bytes at {pos} of a {end}-byte batch"
-            )
-        pos += length
-    if pos != end:
-        return Refused(ErrorCode.INVALID_RECORD, "Incorrect declared batch size, records still remaining in file")
-    return None
 
 
 def _walk_fields(body: bytes | bytearray, count: int, max_record_bytes: int | None = None) -> Refused | None:

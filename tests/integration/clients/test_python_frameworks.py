@@ -27,6 +27,7 @@ Skips without the framework: faust-streaming is in the test extra, quixstreams i
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -36,7 +37,7 @@ import sys
 import time
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +137,14 @@ class Run:
         self.watch = javautil._ServerWatch()
         self.processed_at_kill = self.committed_at_kill = 0
         """Orders the first instance had processed when killed, and the ones its group had committed."""
+
+    def close(self) -> None:
+        """Closes the reader and lets go of the producer and the admin client (a librdkafka handle ends when
+        dropped): a failed test's traceback keeps the Run, and must not keep them connected to a stopped cluster."""
+        with contextlib.suppress(RuntimeError):  # closed already
+            self.reader.close()
+        for name in ("producer", "admin"):
+            self.__dict__.pop(name, None)
 
     def produce(self, batch: list[tuple[str, str, int]]) -> None:
         for order_id, customer, amount in batch:
@@ -291,10 +300,26 @@ class Run:
         )
 
 
+@pytest.fixture
+def runs(kafka: ClusterHandle) -> Iterator[Callable[[str], Run]]:
+    """Makes the test's Run(s) and closes them after it, whether it passed or not."""
+    made: list[Run] = []
+
+    def make(prefix: str) -> Run:
+        made.append(Run(kafka, prefix))
+        return made[-1]
+
+    yield make
+    for run in made:
+        run.close()
+
+
 @pytest.mark.timeout(300)
-def test_quixstreams_exactly_once_across_a_killed_instance(kafka: ClusterHandle, tmp_path: Path) -> None:
+def test_quixstreams_exactly_once_across_a_killed_instance(
+    kafka: ClusterHandle, runs: Callable[[str], Run], tmp_path: Path
+) -> None:
     python = _python_with("quixstreams", "FAKEKAFKA_QUIXSTREAMS")
-    run = Run(kafka, "quix")
+    run = runs("quix")
 
     def start(first: bool) -> PyApp:
         state_dir = tmp_path / ("state-first" if first else "state-second")  # the second starts with no state
@@ -338,9 +363,11 @@ def test_quixstreams_exactly_once_across_a_killed_instance(kafka: ClusterHandle,
 
 
 @pytest.mark.timeout(300)
-def test_faust_exactly_once_tables_across_a_killed_worker(kafka: ClusterHandle, tmp_path: Path) -> None:
+def test_faust_exactly_once_tables_across_a_killed_worker(
+    kafka: ClusterHandle, runs: Callable[[str], Run], tmp_path: Path
+) -> None:
     python = _python_with("faust")
-    run = Run(kafka, "faust")
+    run = runs("faust")
     changelogs = {"counts": f"{run.app_id}-counts-changelog", "sums": f"{run.app_id}-sums-changelog"}
 
     def start(first: bool) -> PyApp:
@@ -373,13 +400,15 @@ def test_faust_exactly_once_tables_across_a_killed_worker(kafka: ClusterHandle, 
 
 
 @pytest.mark.timeout(300)
-def test_quixstreams_restores_its_store_from_a_compacted_changelog(kafka: ClusterHandle, tmp_path: Path) -> None:
+def test_quixstreams_restores_its_store_from_a_compacted_changelog(
+    kafka: ClusterHandle, runs: Callable[[str], Run], tmp_path: Path
+) -> None:
     """The quixstreams app's changelog compacted, then a second instance with no local state restores from it:
     its totals go on from the first's. The changelog gets small segments (segment.ms) before the second half of
     the orders, so its first segment, all the first half's updates, is cleanable; fakekafka cleans it with
     force_compaction, Apache Kafka's cleaner once log.cleaner.backoff.ms is lowered."""
     python = _python_with("quixstreams", "FAKEKAFKA_QUIXSTREAMS")
-    run = Run(kafka, "quixc")
+    run = runs("quixc")
     changelog = f"changelog__{run.app_id}--{run.source}--default"
 
     def start(first: bool) -> PyApp:

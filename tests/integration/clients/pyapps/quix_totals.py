@@ -11,6 +11,7 @@ FREEZE_AFTER > 0 is the test's hook: the app stops inside its transaction after 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from typing import Any
@@ -43,7 +44,10 @@ app = Application(
     commit_every=50,  # a checkpoint (one transaction) per 50 orders, so the test knows where commits fall
     commit_interval=60,
     # a killed member leaves the group after 6 s and its transaction ends after 10 s (librdkafka: 45 s and 60 s)
-    consumer_extra_config={"session.timeout.ms": 6000},
+    # FAKEKAFKA_RDKAFKA_DEBUG (e.g. "cgrp,topic"): librdkafka's debug contexts on stderr, to follow a failure
+    consumer_extra_config={"session.timeout.ms": 6000,
+                           **({"debug": os.environ["FAKEKAFKA_RDKAFKA_DEBUG"]}
+                              if os.environ.get("FAKEKAFKA_RDKAFKA_DEBUG") else {})},
     producer_extra_config={"transaction.timeout.ms": 10000},
 )
 sdf = app.dataframe(app.topic(source, value_deserializer="json"))

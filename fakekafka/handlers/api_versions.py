@@ -56,6 +56,22 @@ def _encoded_api_keys(version: int, release: KafkaRelease | None, config: Broker
     return kept
 
 
+_encoded_features: dict[tuple[Any, ...], dict[str, Any]] = {}
+"""`features`/`release_features` with their entries encoded, by (version, release, transaction.version): encoding
+them cost about as much as the rest of the answer."""
+
+
+def _kept_features(version: int, release: KafkaRelease | None, transaction_version: int) -> dict[str, Any]:
+    key = (version, None if release is None else release.name, transaction_version)
+    kept = _encoded_features.get(key)
+    if kept is None:
+        out = features(transaction_version) if release is None else release_features(release, version)
+        kept = _encoded_features[key] = {
+            name: [encode_part(response_part(ApiKey.API_VERSIONS, version, name), e) for e in value]
+            if isinstance(value, list) else value for name, value in out.items()}
+    return kept
+
+
 def unsupported_version_response(release: KafkaRelease | None = None) -> dict[str, Any]:
     """The v0-layout answer to an ApiVersions version we (or the older release stood in for) do not support."""
     lo, hi = advertised_versions(release)[ApiKey.API_VERSIONS]
@@ -74,13 +90,15 @@ def handle_api_versions(ctx: RequestContext, req: Container) -> dict[str, Any]:
             return {"error_code": ErrorCode.REBOOTSTRAP_REQUIRED, "api_keys": [], "throttle_time_ms": 0}
     release = ctx.cluster.config.release
     # a hook or chaos may read or edit the answer: it gets the entries as dicts
-    keys = (api_keys(release, ctx.cluster.config, ctx.broker.node_id) if ctx.cluster.hooks.active
-            else _encoded_api_keys(ctx.version, release, ctx.cluster.config, ctx.broker.node_id))
-    return {"error_code": ErrorCode.NONE, "api_keys": keys,
-            "throttle_time_ms": 0,
-            **((features(ctx.cluster.config.transaction_version) if release is None else
-                release_features(release, ctx.version))
-               if ctx.version >= 3 else {})}
+    if ctx.cluster.hooks.active:
+        keys = api_keys(release, ctx.cluster.config, ctx.broker.node_id)
+        listed = (features(ctx.cluster.config.transaction_version) if release is None else
+                  release_features(release, ctx.version)) if ctx.version >= 3 else {}
+    else:
+        keys = _encoded_api_keys(ctx.version, release, ctx.cluster.config, ctx.broker.node_id)
+        listed = _kept_features(ctx.version, release, ctx.cluster.config.transaction_version) \
+            if ctx.version >= 3 else {}
+    return {"error_code": ErrorCode.NONE, "api_keys": keys, "throttle_time_ms": 0, **listed}
 
 
 TRANSACTION_VERSION_MAX = 2

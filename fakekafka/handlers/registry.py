@@ -192,9 +192,21 @@ def advertising(config: BrokerConfig | None, node_id: int | None = None) -> tupl
     """What `advertised_versions` depends on besides the release: how many APIs are registered and which of those
     listed only when switched on this config switches on at broker `node_id` (a key for answers kept between
     requests)."""
-    return (len(_REGISTRY), *(k for k, r in _REGISTRY.items()
-                              if r.advertised_when is not None and config is not None
-                              and r.advertised_when(config, node_id)))
+    if config is None:
+        return (len(_REGISTRY),)
+    return (len(_REGISTRY), *(k for k, r in _conditional() if r.advertised_when(config, node_id)))
+
+
+_conditional_seen: list[Any] = [-1, ()]
+
+
+def _conditional() -> tuple[tuple[int, Registered], ...]:
+    """The registered APIs listed only when switched on (few: looked at on every ApiVersions), kept until more
+    APIs register."""
+    if _conditional_seen[0] != len(_REGISTRY):
+        _conditional_seen[:] = [len(_REGISTRY), tuple((k, r) for k, r in _REGISTRY.items()
+                                                      if r.advertised_when is not None)]
+    return _conditional_seen[1]
 
 
 def advertised_versions(release: KafkaRelease | None = None, config: BrokerConfig | None = None,

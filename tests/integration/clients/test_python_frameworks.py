@@ -401,7 +401,7 @@ def test_faust_exactly_once_tables_across_a_killed_worker(
 
 @pytest.mark.timeout(300)
 def test_quixstreams_restores_its_store_from_a_compacted_changelog(
-    kafka: ClusterHandle, runs: Callable[[str], Run], tmp_path: Path
+    kafka: ClusterHandle, runs: Callable[[str], Run], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The quixstreams app's changelog compacted, then a second instance with no local state restores from it:
     its totals go on from the first's. The changelog gets small segments (segment.ms) before the second half of
@@ -499,6 +499,8 @@ def test_quixstreams_restores_its_store_from_a_compacted_changelog(
         before = {c: updates[-1] for c, updates in run.outputs().items()}
         # one checkpoint's worth (commit_every=50), so the second instance commits them
         extra = [(f"x{i}", f"c{i % CUSTOMERS}", 1000 + i) for i in range(50)]
+        # librdkafka's group and partition states on the second instance's stderr, whose end a failure shows
+        monkeypatch.setenv("FAKEKAFKA_RDKAFKA_DEBUG", "cgrp,topic")
         second = start(False)
         try:
             run.produce(extra)

@@ -35,8 +35,10 @@ def add(order: dict[str, Any], state: State) -> dict[str, int]:
     return {"count": count, "total": total}
 
 
+debug = os.environ.get("FAKEKAFKA_RDKAFKA_DEBUG")
 app = Application(
     broker_address=bootstrap,
+    loglevel="DEBUG" if debug else "INFO",  # librdkafka's log goes through quixstreams' logger
     consumer_group=group,
     auto_offset_reset="earliest",
     processing_guarantee="exactly-once",
@@ -45,9 +47,7 @@ app = Application(
     commit_interval=60,
     # a killed member leaves the group after 6 s and its transaction ends after 10 s (librdkafka: 45 s and 60 s)
     # FAKEKAFKA_RDKAFKA_DEBUG (e.g. "cgrp,topic"): librdkafka's debug contexts on stderr, to follow a failure
-    consumer_extra_config={"session.timeout.ms": 6000,
-                           **({"debug": os.environ["FAKEKAFKA_RDKAFKA_DEBUG"]}
-                              if os.environ.get("FAKEKAFKA_RDKAFKA_DEBUG") else {})},
+    consumer_extra_config={"session.timeout.ms": 6000, **({"debug": debug} if debug else {})},
     producer_extra_config={"transaction.timeout.ms": 10000},
 )
 sdf = app.dataframe(app.topic(source, value_deserializer="json"))

@@ -30,6 +30,11 @@ def leader_check(ctx: RequestContext, partition: Partition | None, current_leade
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     if partition.leader_id != ctx.broker.node_id:
         return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    return epoch_check(partition, current_leader_epoch)
+
+
+def epoch_check(partition: Partition, current_leader_epoch: int) -> ErrorCode:
+    """NONE unless the client names a leader epoch (>= 0) older or newer than the partition's."""
     if current_leader_epoch >= 0:
         if current_leader_epoch < partition.leader_epoch:
             return ErrorCode.FENCED_LEADER_EPOCH

@@ -27,7 +27,7 @@ from typing import Any
 from construct import Container
 
 from fakekafka.handlers.authz import authorize
-from fakekafka.handlers.common import leader_check, merged
+from fakekafka.handlers.common import epoch_check, leader_check, merged
 from fakekafka.handlers.registry import ErrorContext, Park, RequestContext, handles
 from fakekafka.handlers.throttling import fetch_allowance, record_bytes, unrecord_bytes
 from fakekafka.model.acl import AclOperation, ResourceType
@@ -68,12 +68,7 @@ def replica_check(ctx: RequestContext, partition: Partition | None, current_lead
         return leader_check(ctx, partition, current_leader_epoch)
     if ctx.broker.node_id not in partition.logs or ctx.broker.node_id not in partition.replicas:
         return ErrorCode.NOT_LEADER_OR_FOLLOWER
-    if current_leader_epoch >= 0:
-        if current_leader_epoch < partition.leader_epoch:
-            return ErrorCode.FENCED_LEADER_EPOCH
-        if current_leader_epoch > partition.leader_epoch:
-            return ErrorCode.UNKNOWN_LEADER_EPOCH
-    return ErrorCode.NONE
+    return epoch_check(partition, current_leader_epoch)
 
 
 def fetch_error_response(ctx: ErrorContext, req: Container, code: ErrorCode) -> dict[str, Any]:

@@ -83,7 +83,9 @@ def _steps(bootstrap: str) -> list[tuple[str, int]]:
 def _group_steps(raw: RawClient, coordinator: RawClient, replicas: Callable[[], Any]) -> list[tuple[str, int]]:
     member_id, epoch, owned = str(uuid.uuid4()), 0, []
 
-    def heartbeat() -> None:
+    def heartbeat() -> bool:
+        """One heartbeat; False while the coordinator still loads its partition of __consumer_offsets (retried, as
+        clients do: Kafka's FindCoordinator names a coordinator before it has loaded)."""
         nonlocal epoch, owned
         r = coordinator.request(
             ApiKey.CONSUMER_GROUP_HEARTBEAT,
@@ -101,12 +103,15 @@ def _group_steps(raw: RawClient, coordinator: RawClient, replicas: Callable[[], 
                 "topic_partitions": owned,
             },
         )
+        if r.error_code in (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE):
+            return False
         assert r.error_code == ErrorCode.NONE, r
         epoch = r.member_epoch
         if r.assignment is not None:
             owned = [
                 {"topic_id": tp.topic_id, "partitions": list(tp.partitions)} for tp in r.assignment.topic_partitions
             ]
+        return True
 
     def group_epoch() -> int:
         d = coordinator.request(
@@ -115,8 +120,7 @@ def _group_steps(raw: RawClient, coordinator: RawClient, replicas: Callable[[], 
         return int(d.groups[0].group_epoch)
 
     def stable() -> bool:
-        heartbeat()
-        return epoch == group_epoch() and sum(len(tp["partitions"]) for tp in owned) == 2
+        return heartbeat() and epoch == group_epoch() and sum(len(tp["partitions"]) for tp in owned) == 2
 
     _until("the member holding both partitions", stable)
     joined = group_epoch()  # 2, or 3 on Kafka when its coordinator learnt of the new topic after the first heartbeat
@@ -129,8 +133,7 @@ def _group_steps(raw: RawClient, coordinator: RawClient, replicas: Callable[[], 
     _until("the reassignment done", lambda: replicas() == [[2], [1]])
 
     def bumped() -> bool:  # Kafka's coordinator finds the new metadata image a moment after its broker has it
-        heartbeat()
-        return group_epoch() > joined
+        return heartbeat() and group_epoch() > joined
 
     _until("a new group epoch", bumped)
     _until("the member settled again", stable)

@@ -249,6 +249,13 @@ class ClusterState:
             self.storage.tick()
         self.notify(self.clock)  # requests waiting on a clock deadline look again
 
+    def run_due(self) -> None:
+        """Fires the timers due at once (a classic group's zero-delay initial join; see `GroupCoordinator.due`)."""
+        try:
+            self.groups.run_due()
+        except StorageError:
+            pass  # as in `tick`: it fires again at the next tick
+
     def next_deadline(self) -> int | None:
         times = [t for t in (self.groups.next_deadline(), self.consumer_groups.next_deadline(),
                              self.streams_groups.next_deadline(),

@@ -33,6 +33,7 @@ from fakekafka.model.group_metadata import (
     join_error,
 )
 from fakekafka.model.group_offsets import ClassicGroupOffsets
+from fakekafka.model.group_timers import ClassicGroupTimers
 from fakekafka.wire import ErrorCode
 
 __all__ = [
@@ -41,9 +42,10 @@ __all__ = [
 ]
 
 
-class GroupCoordinator(ClassicGroupOffsets):
+class GroupCoordinator(ClassicGroupTimers, ClassicGroupOffsets):
     """The classic protocol's coordinator: JoinGroup, SyncGroup, Heartbeat and LeaveGroup moving groups through
-    their states; committed offsets and group deletion come with `ClassicGroupOffsets`."""
+    their states; committed offsets and group deletion come with `ClassicGroupOffsets`, deadlines with
+    `ClassicGroupTimers`."""
 
     def __init__(self, clock: Clock, config: GroupConfig | None = None,
                  notify: Callable[[object], None] | None = None) -> None:
@@ -54,6 +56,13 @@ class GroupCoordinator(ClassicGroupOffsets):
         self._ids = itertools.count(1)
         self.records = RecordSink()
         """Told each change Kafka writes to `__consumer_offsets` (the cluster's `OffsetsTopic`)."""
+        self.due: dict[str, None] = {}
+        """Groups whose initial join is due now (a zero `group.initial.rebalance.delay.ms`): Kafka completes it on
+        its timer, after the requests already queued at the coordinator, so joins arriving together share the first
+        generation. `run_due` completes them; the server calls it once what it has read is handled."""
+        self.on_due: Callable[[], None] = self.run_due
+        """Called when a group becomes due: at once by default (no server: nothing else is queued); a server
+        calls `run_due` once the requests it has read are handled."""
 
     # --- helpers -------------------------------------------------------------------------------
     def _now(self) -> int:
@@ -209,7 +218,7 @@ class GroupCoordinator(ClassicGroupOffsets):
                 m.sync = None
         group.sync_deadline = None
         delay = self.config.initial_rebalance_delay_ms
-        if group.state == GroupState.EMPTY and delay > 0:
+        if group.state == GroupState.EMPTY:  # on the timer even at 0 ms, as Kafka's prepareRebalance
             group.initial_delay_deadline = now + delay
             group.initial_delay_limit = now + max(group.rebalance_timeout_ms, delay)
             group.join_deadline = None
@@ -217,6 +226,8 @@ class GroupCoordinator(ClassicGroupOffsets):
             group.initial_delay_deadline = None
             group.join_deadline = now + group.rebalance_timeout_ms
         group.transition_to(GroupState.PREPARING_REBALANCE, now)
+        if group.initial_delay_deadline == now:
+            self._set_due(group)
 
     def force_rebalance(self, group_id: str) -> None:
         """What a test may do on purpose: every member is told to rejoin."""
@@ -378,50 +389,3 @@ class GroupCoordinator(ClassicGroupOffsets):
                     self._remove_member_and_update(group, member)
                     results.append(ErrorCode.NONE)
         return ErrorCode.NONE, results
-
-    # --- time -----------------------------------------------------------------------------------
-    def tick(self) -> None:
-        """Fires every deadline that the clock has passed."""
-        now = self._now()
-        for group in list(self.groups.values()):
-            for mid, expiry in list(group.pending_members.items()):
-                if expiry <= now:
-                    del group.pending_members[mid]
-                    self._maybe_complete_join(group)
-            if group.state == GroupState.PREPARING_REBALANCE:
-                if group.initial_delay_deadline is not None:
-                    if group.initial_delay_deadline <= now or (group.initial_delay_limit or now) <= now:
-                        if group.new_member_added and group.initial_delay_limit and now < group.initial_delay_limit:
-                            group.new_member_added = False
-                            group.initial_delay_deadline = min(now + self.config.initial_rebalance_delay_ms,
-                                                               group.initial_delay_limit)
-                        else:
-                            self._complete_join(group)
-                elif group.join_deadline is not None and group.join_deadline <= now:
-                    self._complete_join(group)
-            if group.state == GroupState.COMPLETING_REBALANCE and group.sync_deadline is not None \
-                    and group.sync_deadline <= now:
-                # members that never sent SyncGroup are dropped and the group rebalances (KAFKA-13425)
-                for m in [m for m in group.members.values() if m.sync is None]:
-                    self._remove_member(group, m)
-                group.sync_deadline = None
-                if group.state == GroupState.COMPLETING_REBALANCE:
-                    self._maybe_prepare_rebalance(group)
-                    self._maybe_complete_join(group)
-            for m in list(group.members.values()):
-                if m.join is None and m.sync is None and m.heartbeat_deadline <= now \
-                        and m.member_id in group.members:
-                    self._remove_member_and_update(group, m)
-            self._expire(group, now)
-
-    def next_deadline(self) -> int | None:
-        """The earliest time `tick` has something to do (for the server's timer)."""
-        times: list[int] = []
-        for g in self.groups.values():
-            times.extend(g.pending_members.values())
-            for t in (g.initial_delay_deadline, g.join_deadline, g.sync_deadline):
-                if t is not None:
-                    times.append(t)
-            times.extend(m.heartbeat_deadline for m in g.members.values() if m.join is None and m.sync is None)
-            times.extend(self._expiry_deadlines(g))
-        return min(times, default=None)

@@ -36,7 +36,6 @@ from fakekafka.model.config import OAUTHBEARER_UNSECURED_VALIDATOR
 from fakekafka.model.metadata import Broker
 from fakekafka.net.connection import Connection
 from fakekafka.net.listeners import Listener, ListenerPool, listen_socket
-from fakekafka.net.memory import FreedMemory
 from fakekafka.net.quotas import ConnectionQuotas, RequestMemoryPool
 from fakekafka.net.requests import CloseConnection, Purgatory, RequestHandler
 from fakekafka.net.security import (
@@ -46,6 +45,7 @@ from fakekafka.net.security import (
     server_ssl_context,
     ssl_principal_name,
 )
+from fakekafka.net.ticker import Ticker
 from fakekafka.observe.records import RequestRecord
 from fakekafka.observe.traffic import touched
 from fakekafka.wire import ErrorCode, Request
@@ -97,12 +97,10 @@ class Server:
         self.pool = RequestMemoryPool(cluster)
         self.purgatory = Purgatory(cluster)
         self._requests = RequestHandler(cluster, self.purgatory)
-        self._memory = FreedMemory(cluster)
         self.scratch = bytearray()
         """One read buffer for all connections, made by the first read (a cluster that is never connected to
         costs nothing): each read is parsed, and what is kept copied, before the next one."""
-        self._ticker: asyncio.Task[None] | None = None
-        self._tick_failures = 0
+        self.ticker = Ticker(cluster, self.quotas)
         self._stopped = False
         self.request_log: collections.deque[RequestRecord] = collections.deque(maxlen=request_log_size)
         self.requests_served = 0
@@ -237,8 +235,8 @@ class Server:
         return self._serve_connection(conn)
 
     def _ensure_ticker(self) -> None:
-        if self._ticker is None and not self._stopped:
-            self._ticker = asyncio.get_running_loop().create_task(self._tick_loop())
+        if not self._stopped:
+            self.ticker.start()
 
     def _close_sockets(self) -> None:
         for sock in self._sockets.values():
@@ -294,31 +292,10 @@ class Server:
         for srv in servers:
             await srv.wait_closed()
 
-    async def _tick_loop(self) -> None:
-        """Fires the model's timeouts (sessions, rebalances) as the clock passes them, and returns freed log memory
-        to the OS (the stored bytes are looked at every tick, so a peak is seen however briefly it lasted)."""
-        clock = self.cluster.clock
-        ticks = 0
-        while True:
-            try:
-                self.cluster.tick()
-            except Exception:  # a fakekafka bug: said once (each time at debug level); the timeouts keep firing
-                if self._tick_failures < 1 or log.isEnabledFor(logging.DEBUG):
-                    log.exception("the cluster's tick failed; it keeps running")
-                self._tick_failures += 1
-            self.quotas.expire_idle()
-            ticks += 1
-            self._memory.look(look_again=ticks % 10 == 0)
-            deadline = self.cluster.next_deadline()
-            wait = 0.1 if deadline is None else min(max((deadline - clock.now_ms()) / 1000, 0.005), 0.1)
-            await asyncio.sleep(wait)
-
     async def stop(self) -> None:
         self._stopped = self.quotas.stopped = True
         self._close_sockets()
-        if self._ticker is not None:
-            self._ticker.cancel()
-            self._ticker = None
+        self.ticker.stop()
         for srv in self._servers.values():
             srv.close()
         for task in list(self._connections):
@@ -335,7 +312,7 @@ class Server:
             self.cluster.remove_change_listener(self.purgatory.on_change)
         except ValueError:
             pass
-        self._memory.close()
+        self.ticker.memory.close()
 
     async def serve_forever(self) -> None:
         await asyncio.gather(*(s.serve_forever() for s in self._servers.values()))

@@ -328,3 +328,20 @@ def test_a_metadata_naming_20000_new_topics_lets_other_clients_in_between(broker
     assert made(names[-1])
     big.close()
     other.close()
+
+
+def test_a_lone_members_first_join_is_completed_by_the_servers_due_timer(broker: fakekafka.Cluster,
+                                                                         raw: RawClient) -> None:
+    """An Empty group's first join waits on a zero-delay timer (as Kafka's does); the server fires it once the
+    requests it has read are handled, not at its next tick."""
+    groups = broker.state.groups
+    seen: list[dict[str, None]] = []
+    run_due = groups.run_due
+    groups.run_due = lambda: (seen.append(dict(groups.due)), run_due())[-1]  # type: ignore[method-assign]
+    body = {"group_id": "lone", "session_timeout_ms": 10_000, "rebalance_timeout_ms": 10_000, "member_id": "",
+            "group_instance_id": None, "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": b""}]}
+    first = raw.request(ApiKey.JOIN_GROUP, 5, body)
+    assert first.error_code == ErrorCode.MEMBER_ID_REQUIRED
+    joined = raw.request(ApiKey.JOIN_GROUP, 5, {**body, "member_id": first.member_id})
+    assert joined.error_code == ErrorCode.NONE and joined.generation_id == 1 and joined.leader == first.member_id
+    assert {"lone": None} in seen

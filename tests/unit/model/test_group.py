@@ -111,6 +111,25 @@ def test_first_member_becomes_leader_and_alone_gets_metadata(coord: GroupCoordin
         ("CompletingRebalance", "PreparingRebalance"), ("PreparingRebalance", "CompletingRebalance")]
 
 
+def test_a_zero_initial_delay_still_waits_for_the_joins_queued_before_its_timer(coord: GroupCoordinator) -> None:
+    """Kafka's prepareRebalance puts an Empty group's first join completion on its timer even at 0 ms
+    (tryCompleteInitialRebalanceElseSchedule), so joins already queued at the coordinator share generation 1; each
+    new member makes the timer wait once more."""
+    fired: list[int] = []
+    coord.on_due = lambda: fired.append(len(coord.due))  # a server runs `run_due` once its read requests are handled
+    a, pa = new_member(coord)
+    b, pb = new_member(coord)
+    assert isinstance(pa, Pending) and isinstance(pb, Pending) and pa.result is None and pb.result is None
+    assert fired and coord.group("g").state == GroupState.PREPARING_REBALANCE
+    coord.run_due()  # b came while the timer waited: once more
+    assert pa.result is None and coord.due == {"g": None}
+    coord.run_due()
+    assert pa.result is not None and pb.result is not None
+    assert pa.result["generation_id"] == pb.result["generation_id"] == 1
+    assert sorted(m["member_id"] for m in pa.result["members"]) == sorted([a, b])
+    assert coord.due == {}
+
+
 def test_v3_joins_without_member_id_required(coord: GroupCoordinator) -> None:
     r = join(coord, version=3)
     assert isinstance(r, Pending) and r.result["error_code"] == ErrorCode.NONE and r.result["member_id"]

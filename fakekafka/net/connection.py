@@ -83,7 +83,7 @@ class Connection(asyncio.BufferedProtocol):
         self._queue: list[bytearray] = []  # at most _MAX_QUEUED: a list is 56 bytes where a deque is 760
         self._wakeup: asyncio.Future[None] | None = None
         self.closed = False
-        self._paused: set[str] = set()
+        self._paused: tuple[str, ...] = ()  # why reading is paused; a set cost 216 bytes per connection
         self._writable = True
         self._drained: asyncio.Future[None] | None = None
         """Made only while an answer waits for the transport to drain (an Event per connection cost 760 bytes)."""
@@ -121,11 +121,12 @@ class Connection(asyncio.BufferedProtocol):
     def pause(self, reason: str) -> None:
         if not self._paused and self.transport is not None:
             self.transport.pause_reading()
-        self._paused.add(reason)
+        if reason not in self._paused:
+            self._paused += (reason,)
 
     def resume(self, reason: str) -> None:
         if reason in self._paused:
-            self._paused.discard(reason)
+            self._paused = tuple(r for r in self._paused if r != reason)
             if not self._paused and self.transport is not None and not self.closed:
                 self.transport.resume_reading()
 

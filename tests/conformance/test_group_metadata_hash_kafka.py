@@ -71,23 +71,30 @@ def _steps(bootstrap: str) -> list[tuple[str, int]]:
             c = r.coordinators[0]
             return f"{c.host}:{c.port}" if c.error_code == ErrorCode.NONE else None
 
-        group_raw = RawClient(_until("the group's coordinator", coordinator), timeout=30)
+        group_raw = [RawClient(_until("the group's coordinator", coordinator), timeout=30)]
+
+        def rediscover() -> None:  # NOT_COORDINATOR: find it again, as clients do
+            group_raw[0].close()
+            group_raw[0] = RawClient(_until("the group's coordinator", coordinator), timeout=30)
+
         try:
-            return _group_steps(raw, group_raw, replicas)
+            return _group_steps(raw, lambda: group_raw[0], rediscover, replicas)
         finally:
-            group_raw.close()
+            group_raw[0].close()
     finally:
         raw.close()
 
 
-def _group_steps(raw: RawClient, coordinator: RawClient, replicas: Callable[[], Any]) -> list[tuple[str, int]]:
+def _group_steps(raw: RawClient, coordinator: Callable[[], RawClient], rediscover: Callable[[], None],
+                 replicas: Callable[[], Any]) -> list[tuple[str, int]]:
     member_id, epoch, owned = str(uuid.uuid4()), 0, []
 
     def heartbeat() -> bool:
-        """One heartbeat; False while the coordinator still loads its partition of __consumer_offsets (retried, as
-        clients do: Kafka's FindCoordinator names a coordinator before it has loaded)."""
+        """One heartbeat; False while the coordinator still loads its partition of __consumer_offsets or has moved
+        (retried, as clients do: on a two-broker Kafka just started, FindCoordinator may name a coordinator before it
+        has loaded, or one that has since lost the partition)."""
         nonlocal epoch, owned
-        r = coordinator.request(
+        r = coordinator().request(
             ApiKey.CONSUMER_GROUP_HEARTBEAT,
             1,
             {
@@ -105,6 +112,9 @@ def _group_steps(raw: RawClient, coordinator: RawClient, replicas: Callable[[], 
         )
         if r.error_code in (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE):
             return False
+        if r.error_code == ErrorCode.NOT_COORDINATOR:
+            rediscover()
+            return False
         assert r.error_code == ErrorCode.NONE, r
         epoch = r.member_epoch
         if r.assignment is not None:
@@ -114,7 +124,7 @@ def _group_steps(raw: RawClient, coordinator: RawClient, replicas: Callable[[], 
         return True
 
     def group_epoch() -> int:
-        d = coordinator.request(
+        d = coordinator().request(
             ApiKey.CONSUMER_GROUP_DESCRIBE, 0, {"group_ids": [GROUP], "include_authorized_operations": False}
         )
         return int(d.groups[0].group_epoch)

@@ -8,7 +8,13 @@ import collections
 import socket
 from collections.abc import Callable
 
-__all__ = ["Listener", "ListenerPool", "listen_socket"]
+__all__ = ["LISTEN_BACKLOG", "Listener", "ListenerPool", "listen_socket"]
+
+LISTEN_BACKLOG = 4096
+"""Connections the kernel queues for a listener until they are accepted (capped by net.core.somaxconn). Kafka's
+acceptor thread accepts at once with a backlog of 50 (socket.listen.backlog.size); here connections are accepted
+between requests on one thread, so a burst of clients (500 group members starting together) would overflow a small
+backlog and wait out a SYN retransmit (1 s) each."""
 
 
 class _Refuse(asyncio.Protocol):
@@ -86,7 +92,7 @@ def listen_socket(host: str, port: int) -> socket.socket:
         if family == socket.AF_INET6:
             sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
         sock.bind(address)
-        sock.listen(128)
+        sock.listen(LISTEN_BACKLOG)
         sock.setblocking(False)
     except OSError:
         sock.close()

@@ -35,7 +35,7 @@ from fakekafka.model.cluster import ClusterState
 from fakekafka.model.config import OAUTHBEARER_UNSECURED_VALIDATOR
 from fakekafka.model.metadata import Broker
 from fakekafka.net.connection import Connection
-from fakekafka.net.listeners import Listener, ListenerPool, listen_socket
+from fakekafka.net.listeners import LISTEN_BACKLOG, Listener, ListenerPool, listen_socket
 from fakekafka.net.quotas import ConnectionQuotas, RequestMemoryPool
 from fakekafka.net.requests import CloseConnection, Purgatory, RequestHandler
 from fakekafka.net.security import (
@@ -274,7 +274,7 @@ class Server:
             sock = self._sockets.pop(key, None) or self._listen(broker, spec)
             try:
                 self._servers[key] = await loop.create_server(self._factory(broker, spec), sock=sock,
-                                                              ssl=self._ssl.get(spec.name))
+                                                              ssl=self._ssl.get(spec.name), backlog=LISTEN_BACKLOG)
             except BaseException:
                 sock.close()
                 raise

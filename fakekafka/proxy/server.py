@@ -59,6 +59,7 @@ from fakekafka.model.faults import Faults
 from fakekafka.model.hooks import Hooks
 from fakekafka.model.metadata import Broker
 from fakekafka.net.framing import GO, STOP, FrameReader, FrameStream
+from fakekafka.net.listeners import LISTEN_BACKLOG
 from fakekafka.net.quotas import ConnectionQuotas
 from fakekafka.observe.records import RequestRecord
 from fakekafka.proxy.exchange import PENDING, Exchange, Slot
@@ -311,7 +312,7 @@ class ProxyServer:
         if listener.server is not None or listener.sock is None:
             return
         listener.server = await asyncio.get_running_loop().create_server(
-            lambda: _ClientSide(self, listener), sock=listener.sock, ssl=self.client_ssl)
+            lambda: _ClientSide(self, listener), sock=listener.sock, ssl=self.client_ssl, backlog=LISTEN_BACKLOG)
 
     async def _close_listener(self, listener: _Listener) -> None:
         server, listener.server = listener.server, None
@@ -1181,7 +1182,7 @@ def _listen_socket(host: str, port: int) -> socket.socket:
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
-        sock.listen(512)
+        sock.listen(LISTEN_BACKLOG)
         sock.setblocking(False)
     except BaseException:
         sock.close()

@@ -41,6 +41,7 @@ def test_fixed(kafka):
 '''
 
 
+@pytest.mark.long(60)
 def test_chaos_seeds_find_shrink_and_replay_offsets_committed_outside_the_transaction(
         pytester: pytest.Pytester) -> None:
     pytester.makepyfile(service=SERVICE, test_invoicer=TESTS)

@@ -74,15 +74,24 @@ class _Worker:
         self.owned: set[tuple[str, int]] = set()
         self.processed: dict[tuple[str, int], int] = {}
         """The next offset after the last record charged, per partition, not committed yet."""
+        self.started: dict[tuple[str, int], int] = {}
+        """Where reading began for each owned partition (the group's committed offset when it was assigned): a
+        partition read to its end without a record has no position, and its committed offset can move back later (a
+        shipped worker's late commit for a partition it lost)."""
         self.since_commit = 0
         self.idle = False
         """Caught up: nothing waiting, nothing uncommitted, each owned partition read to its end."""
         self.error: BaseException | None = None
 
     # --- the rebalance listener ---------------------------------------------------------------------------
-    def on_assign(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
+    def on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self.owned |= {(tp.topic, tp.partition) for tp in partitions}
         self.idle = False
+        try:
+            for tp in consumer.committed(partitions, timeout=5):
+                self.started[(tp.topic, tp.partition)] = tp.offset
+        except KafkaException:
+            pass  # not known: the worker is caught up only once it has read to the end or committed it
 
     def on_revoke(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
         revoked = {(tp.topic, tp.partition) for tp in partitions}
@@ -91,6 +100,8 @@ class _Worker:
             self._commit(revoked)  # the charges made so far stay charged: the next owner starts after them
             self._drop(revoked)  # and the records taken in for them are the next owner's to charge
         self.owned -= revoked
+        for tp in revoked:
+            self.started.pop(tp, None)
 
     def on_lost(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
         lost = {(tp.topic, tp.partition) for tp in partitions}
@@ -100,6 +111,8 @@ class _Worker:
             for tp in lost:
                 self.processed.pop(tp, None)
         self.owned -= lost
+        for tp in lost:
+            self.started.pop(tp, None)
 
     def _drop(self, partitions: set[tuple[str, int]]) -> None:
         self.buffer = deque(m for m in self.buffer if (m.topic(), m.partition()) not in partitions)
@@ -169,7 +182,8 @@ class _Worker:
             return False  # asked again at the next idle step
         for tp in self.consumer.position(tps):  # -1001 until a record of this assignment was consumed
             _, high = self.consumer.get_watermark_offsets(tp, cached=True)
-            if high < 0 or max(tp.offset, committed[(tp.topic, tp.partition)]) < high:
+            key = (tp.topic, tp.partition)
+            if high < 0 or max(tp.offset, committed[key], self.started.get(key, -1)) < high:
                 return False
         return True
 

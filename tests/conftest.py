@@ -32,31 +32,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         group = shared_fixture_group(item)
         if group is not None and item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(group))
-    if hasattr(config, "workerinput"):  # a pytest-xdist worker: its collection is the order work is handed out in
-        items[:] = longest_first(items)
-
-
-def _unit(item: pytest.Item) -> str:
-    """What pytest-xdist's loadgroup hands a worker whole: the test's xdist group, else the test alone."""
-    marker = item.get_closest_marker("xdist_group")
-    if marker is None:
-        return item.nodeid
-    return str(marker.args[0] if marker.args else marker.kwargs.get("name", "default"))
-
-
-def longest_first(items: list[pytest.Item]) -> list[pytest.Item]:
-    """The tests in the order pytest-xdist hands them out (.ci/test runs it with --no-loadscope-reorder): the
-    groups of `long` tests first, longest first, so that the few that take minutes start at once on their own
-    workers rather than last; then the others, the groups of most tests first (xdist's own reordering)."""
-    seconds: dict[str, float] = {}
-    sizes: dict[str, int] = {}
-    for item in items:
-        unit = _unit(item)
-        sizes[unit] = sizes.get(unit, 0) + 1
-        marker = item.get_closest_marker("long")
-        if marker is not None:
-            seconds[unit] = max(seconds.get(unit, 0.0), float(marker.args[0] if marker.args else 60))
-    return sorted(items, key=lambda item: (-seconds.get(_unit(item), 0.0), -sizes[_unit(item)]))
 
 
 def shared_fixture_group(item: pytest.Item) -> str | None:

@@ -106,7 +106,6 @@ def _judge_against_kafka(report: dict[str, Any], client: str, kafka: str = "kafk
             assert c["reference"] == kafka, (c["scenario"], client, c["reference"])
 
 
-@pytest.mark.long(190)
 @pytest.mark.parametrize("client", CURRENT_CLIENTS)
 def test_fakekafka_behaves_like_kafka(report: dict[str, Any], client: str) -> None:
     cells = _cells(report, "fakekafka", client)
@@ -162,7 +161,6 @@ def old_clients_report() -> dict[str, Any]:
     return report
 
 
-@pytest.mark.long(210)
 @pytest.mark.xdist_group("compat-old")  # a run of its own, beside the current clients' rather than after it
 @pytest.mark.parametrize("client", OLD_CLIENTS)
 def test_old_clients_see_fakekafka_as_kafka(old_clients_report: dict[str, Any], client: str) -> None:
@@ -189,7 +187,6 @@ def go_node_report() -> dict[str, Any]:
     return report
 
 
-@pytest.mark.long(215)
 @pytest.mark.xdist_group("compat-go-node")  # a run of its own: beside the module's other two, not after them
 @pytest.mark.parametrize("client", GO_NODE_CLIENTS)
 def test_go_and_node_clients_see_fakekafka_as_kafka(go_node_report: dict[str, Any], client: str) -> None:
@@ -215,7 +212,6 @@ def kafka39_report() -> dict[str, Any]:
     return report
 
 
-@pytest.mark.long(160)
 @pytest.mark.xdist_group("compat-3.9")  # a run of its own, beside the others
 @pytest.mark.parametrize("client", KAFKA_39_CLIENTS)
 def test_fakekafka_as_39_behaves_like_kafka_391(kafka39_report: dict[str, Any], client: str) -> None:

@@ -321,7 +321,6 @@ DIFF_OUT = ROOT / "build" / "compat-diff-ci"
 
 @pytest.mark.clients
 @pytest.mark.timeout(900)
-@pytest.mark.long(210)
 def test_diff_against_real_kafka_has_no_unexplained_field() -> None:
     """The whole tool, one `python -m compat diff` run over the five clients of the compat matrix."""
     from compat.apache_kafka import kafka_lib

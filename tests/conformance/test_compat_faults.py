@@ -36,7 +36,6 @@ def faults_report() -> dict[str, Any]:
     return report
 
 
-@pytest.mark.long(150)
 @pytest.mark.parametrize("client", CLIENTS)
 def test_faults_look_the_same_on_fakekafka_as_on_kafka(faults_report: dict[str, Any], client: str) -> None:
     cells = _cells(faults_report, "fakekafka-3", client)

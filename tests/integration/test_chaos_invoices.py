@@ -41,7 +41,7 @@ def test_fixed(kafka):
 '''
 
 
-@pytest.mark.long(60)
+@pytest.mark.timeout(300)  # a child pytest: 4 seeds, shrinking, a replay; about 60 s, twice that beside heavy tests
 def test_chaos_seeds_find_shrink_and_replay_offsets_committed_outside_the_transaction(
         pytester: pytest.Pytester) -> None:
     pytester.makepyfile(service=SERVICE, test_invoicer=TESTS)

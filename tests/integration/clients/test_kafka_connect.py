@@ -345,7 +345,6 @@ def _read_committed(bootstrap: str, topic: str) -> list[str]:
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.long(40)
 def test_distributed_file_copy_across_restart_rebalance_and_kill(kafka: ClusterHandle, tmp_path: Path) -> None:
     cp = javautil.connect_classpath()
     run = f"connect-{uuid.uuid4().hex[:8]}"

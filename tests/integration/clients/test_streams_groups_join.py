@@ -51,7 +51,6 @@ def _read_until(consumer: Consumer, records: list[tuple[str, str]], total: int, 
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.long(60)
 def test_three_instances_one_killed_and_restarted_join_each_count_once(kafka: ClusterHandle, tmp_path: Path) -> None:
     classes, cp = compile_app("StreamsGroupJoin")
     app_id = f"orders-{uuid.uuid4().hex[:8]}"

@@ -9,7 +9,6 @@ pytest.importorskip("pyspark")
 
 
 @pytest.mark.timeout(300)  # four Spark starts in a child pytest
-@pytest.mark.long(90)
 def test_a_broken_session_is_started_again_for_the_next_test(pytester):
     pytester.makepyfile(test_breaks="""
         import os

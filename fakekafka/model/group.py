@@ -226,8 +226,7 @@ class GroupCoordinator(ClassicGroupTimers, ClassicGroupOffsets):
             group.initial_delay_deadline = None
             group.join_deadline = now + group.rebalance_timeout_ms
         group.transition_to(GroupState.PREPARING_REBALANCE, now)
-        if group.initial_delay_deadline == now:
-            self._set_due(group)
+        self._due_if_now(group, now)
 
     def force_rebalance(self, group_id: str) -> None:
         """What a test may do on purpose: every member is told to rejoin."""

@@ -69,14 +69,15 @@ class ClassicGroupTimers:
         if group.new_member_added and group.initial_delay_limit and now < group.initial_delay_limit:
             group.new_member_added = False
             group.initial_delay_deadline = min(now + self.config.initial_rebalance_delay_ms, group.initial_delay_limit)
-            if self.config.initial_rebalance_delay_ms == 0:
-                self._set_due(group)
+            self._due_if_now(group, now)
         else:
             self._complete_join(group)
 
-    def _set_due(self, group: Group) -> None:
-        self.due[group.group_id] = None
-        self.on_due()
+    def _due_if_now(self, group: Group, now: int) -> None:
+        """A zero-delay initial join is not completed in the request that started it: it is due (see `due`)."""
+        if group.initial_delay_deadline == now:
+            self.due[group.group_id] = None
+            self.on_due()
 
     def run_due(self) -> None:
         """Fires the zero-delay initial joins that became due (see `due`); those that wait once more (a member

@@ -54,7 +54,6 @@ differences. Exits 1 when a field differs and is not listed.
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import dataclasses
 import difflib
 import fnmatch
@@ -62,8 +61,7 @@ import json
 import pickle
 import re
 import sys
-import time
-import uuid
+import threading
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,8 +91,8 @@ from fakekafka.wire import ApiKey
 from fakekafka.wire.messages import API_MODULES
 from fakekafka.wire.protocol import DecodeError, decode_request, decode_response
 
-__all__ = ["KnownField", "Normaliser", "align", "compare", "diff_sessions", "load_known_fields", "main",
-           "run_diff"]
+__all__ = ["KnownField", "Normaliser", "Recording", "align", "compare", "diff_sessions", "load_known_fields", "main",
+           "run_diff", "write_report"]
 
 ROOT = Path(__file__).resolve().parent.parent
 KNOWN_FILE = Path(__file__).resolve().parent / "KNOWN_DIFFERENCES.md"
@@ -667,76 +665,91 @@ def _prefix(run_id: str, scenario: str, client: str) -> str:
     return re.sub(r"[^a-zA-Z0-9._-]", "-", f"compat-{run_id}-{scenario}-{client}")
 
 
+class Recording:
+    """The lanes of two brokers of one compat run (the reference, then the broker under test) behind recording
+    relays, one relay group per lane: `python -m compat diff`, and `python -m compat --diff-out` comparing a
+    matrix run's own lanes instead of running them a second time. `required`: a broker of the two that could not
+    start stops the run (Unavailable); otherwise the lanes run directly and nothing is recorded."""
+
+    def __init__(self, names: tuple[str, str], *, required: bool = True) -> None:
+        self.names = names
+        self.required = required
+        self.run_id = ""
+        self.captured: dict[tuple[str, str], list[Exchange]] = {}
+        self.errors: list[str] = []
+        self._caps: dict[int, tuple[int, int]] | None = None
+        self._features: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def recorded(self) -> bool:
+        return self._caps is not None
+
+    def start(self, running: dict[str, Any], run_id: str) -> None:
+        """Called by compat.runner.run once its brokers are up, before any lane."""
+        from compat.brokers import Unavailable
+        self.run_id = run_id
+        missing = [n for n in self.names if n not in running]
+        if missing:
+            if self.required:
+                raise Unavailable(f"a diff needs both brokers; {', '.join(missing)} did not start")
+            return
+        subject = running[self.names[1]].bootstrap
+        self._caps, self._features = served_versions(subject), served_features(subject)
+
+    def lane(self, target: Any, client: str, scenarios: list[Any], quick: bool, run_id: str) -> list[Any]:
+        """compat.runner._lane, through a relay when the target is one of the two."""
+        from compat.runner import _lane
+        if self._caps is None or target.name not in self.names:
+            return _lane(target, client, scenarios, quick, run_id)
+        relay = RelayGroup(CONNECT, self._caps, self._features)
+        try:
+            front = dataclasses.replace(target, bootstrap=relay.front(target.bootstrap), direct=target.bootstrap)
+            return _lane(front, client, [_tagged(s, relay) for s in scenarios], quick, run_id)
+        finally:
+            exchanges = relay.close()
+            with self._lock:
+                self.captured[(target.name, client)] = exchanges
+                self.errors.extend(f"{client} @ {target.name}: {e}" for e in relay.errors[:5])
+
+    def analyse(self, report: Any, known: list[KnownField] | None = None) -> DiffReport:
+        """The two brokers' lanes of a finished run (compat.runner.Report), compared."""
+        info = {n: report.brokers[n] for n in self.names}
+        cells = [c for c in report.cells if c.broker in self.names]
+        return _analyse(report.started, report.seconds, info, report.clients, report.scenarios, self.run_id,
+                        self.captured, cells, self.errors, known)
+
+
 def run_diff(brokers: tuple[str, str] = ("kafka", "fakekafka"), clients: list[str] | None = None,
              scenarios: list[str] | None = None, *, jobs: int = 4, progress: Any = None,
              known: list[KnownField] | None = None, save: Path | None = None,
              load: Path | None = None) -> DiffReport:
-    """Starts both brokers, runs every lane through a relay, compares; the brokers are stopped afterwards.
-    `save` keeps what was captured (a pickle) so that `load` can compare it again without running anything
-    (for working on the comparison itself)."""
+    """Starts both brokers, runs every lane through a relay (compat.runner.run with a Recording), compares; the
+    brokers are stopped afterwards. `save` keeps what was captured (a pickle) so that `load` can compare it again
+    without running anything (for working on the comparison itself)."""
     if load is not None:
         with open(load, "rb") as f:
             c = pickle.load(f)  # noqa: S301 - a file this function wrote
         return _analyse(c["started"], c["seconds"], c["info"], c["clients"], c["scenarios"], c["run_id"],
                         c["captured"], c["cells"], c["lane_errors"], known)
-    from compat.brokers import start_target, stop_targets
-    from compat.clients.catalog import CLIENTS
-    from compat.runner import _lane, select_scenarios
+    from compat.runner import run
 
-    t0 = time.monotonic()
-    started = time.strftime("%Y-%m-%d %H:%M:%S")
-    chosen = select_scenarios(scenarios)
-    client_names = list(clients or CLIENTS)
-    if "java" in client_names:
-        try:
-            from compat.clients.java import java_command
-            java_command()
-        except Exception:  # noqa: BLE001, S110 - the lane says why
-            pass
-    run_id = uuid.uuid4().hex[:6]
-    targets = []
-    info: dict[str, Any] = {}
-    captured: dict[tuple[str, str], list[Exchange]] = {}
-    cells: list[Any] = []
-    lane_errors: list[str] = []
-    try:
-        for spec in brokers:
-            t = start_target(spec)  # Unavailable propagates: a diff needs both
-            targets.append(t)
-            info[t.name] = {"bootstrap": t.bootstrap, "note": t.note}
+    recording = Recording(brokers)
 
-        caps = served_versions(targets[1].bootstrap)
-        features = served_features(targets[1].bootstrap)
+    def lane_done(lane: tuple[str, str], lane_cells: list[Any]) -> None:
+        if progress is not None:
+            progress(lane, lane_cells, recording.captured.get(lane, []))
 
-        def lane(target: Any, client: str) -> tuple[list[Any], list[Exchange], list[str]]:
-            relay = RelayGroup(CONNECT, caps, features)
-            try:
-                front = dataclasses.replace(target, bootstrap=relay.front(target.bootstrap), direct=target.bootstrap)
-                lane_cells = _lane(front, client, [_tagged(s, relay) for s in chosen], False, run_id)
-            finally:
-                exchanges = relay.close()
-            return lane_cells, exchanges, relay.errors
-
-        with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as pool:
-            futures = {pool.submit(lane, t, c): (t.name, c) for c in client_names for t in targets}
-            for fut in concurrent.futures.as_completed(futures):
-                key = futures[fut]
-                lane_cells, exchanges, errors = fut.result()
-                cells.extend(lane_cells)
-                captured[key] = exchanges
-                lane_errors.extend(f"{key[1]} @ {key[0]}: {e}" for e in errors[:5])
-                if progress is not None:
-                    progress(key, lane_cells, exchanges)
-    finally:
-        stop_targets(targets)
+    report = run(list(brokers), clients, scenarios, jobs=jobs, progress=lane_done, recording=recording)
+    diff_report = recording.analyse(report, known)
     if save is not None:
         Path(save).parent.mkdir(parents=True, exist_ok=True)  # a fresh clone has no build/ yet
         with open(save, "wb") as f:
-            pickle.dump({"started": started, "seconds": round(time.monotonic() - t0, 1), "info": info,
-                         "clients": client_names, "scenarios": [s.name for s in chosen], "run_id": run_id,
-                         "captured": captured, "cells": cells, "lane_errors": lane_errors}, f)
-    return _analyse(started, round(time.monotonic() - t0, 1), info, client_names, [s.name for s in chosen],
-                    run_id, captured, cells, lane_errors, known)
+            pickle.dump({"started": report.started, "seconds": report.seconds, "info": diff_report.brokers,
+                         "clients": report.clients, "scenarios": report.scenarios, "run_id": recording.run_id,
+                         "captured": recording.captured, "cells": diff_report.cells,
+                         "lane_errors": recording.errors}, f)
+    return diff_report
 
 
 def _analyse(started: str, seconds: float, info: dict[str, Any], client_names: list[str], scenario_names: list[str],
@@ -893,7 +906,12 @@ def main(argv: list[str] | None = None) -> int:
     except Unavailable as e:
         print(f"cannot run: {e}", file=sys.stderr)
         return 2
-    out = Path(args.out)
+    return 1 if write_report(report, Path(args.out)) else 0
+
+
+def write_report(report: DiffReport, out: Path) -> int:
+    """Writes OUT.json, OUT.md and OUT-sessions.json, prints the table; returns how many differing fields are
+    not listed."""
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(report.to_json(), indent=1, default=str) + "\n")
     md = markdown(report)
@@ -906,5 +924,4 @@ def main(argv: list[str] | None = None) -> int:
     if report.unexplained:
         print(f"{len(report.unexplained)} differing field(s) not listed under \"Wire fields\" in "
               f"compat/KNOWN_DIFFERENCES.md")
-        return 1
-    return 0
+    return len(report.unexplained)

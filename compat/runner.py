@@ -269,8 +269,9 @@ def read_conformance(path: Path = CONFORMANCE_FILE) -> dict[str, Any] | None:
 
 def run(brokers: list[str], clients: list[str] | None = None, scenarios: list[str] | None = None, *,
         quick: bool = False, jobs: int = 8, known_file: Path | None = None,
-        progress: Any = None) -> Report:
-    """Runs the matrix; brokers are started here and stopped afterwards."""
+        progress: Any = None, recording: Any = None) -> Report:
+    """Runs the matrix; brokers are started here and stopped afterwards. `recording` (compat.diff.Recording)
+    puts the lanes of the two brokers it names behind recording relays, for a wire diff of this same run."""
     t0 = time.monotonic()
     started = time.strftime("%Y-%m-%d %H:%M:%S")
     chosen = select_scenarios(scenarios)
@@ -303,8 +304,12 @@ def run(brokers: list[str], clients: list[str] | None = None, scenarios: list[st
                 info[name] = {"available": False, "reason": str(e)}
                 cells.extend(Cell(s.name, c, name, "skipped", detail=str(e)) for s in chosen for c in client_names)
         info = {k: info[k] for k in sorted(info, key=lambda k: _spec_order(brokers, k))}
+        lane = _lane
+        if recording is not None:
+            recording.start(running, run_id)
+            lane = recording.lane
         with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as pool:
-            futures = {pool.submit(_lane, t, c, chosen, quick, run_id): (t.name, c) for t in targets
+            futures = {pool.submit(lane, t, c, chosen, quick, run_id): (t.name, c) for t in targets
                        for c in client_names}
             for fut in concurrent.futures.as_completed(futures):
                 lane_cells = fut.result()

@@ -41,16 +41,20 @@ KAFKA_39_CLIENTS = ("java-3.9", "kafka-python-2.0.2", "confluent-kafka-1.9.2", "
 (a newer client in front of an older cluster); the other clients run on 3.9 by hand (docs/cookbook/older-kafka.md)."""
 
 
-def _run(*brokers: str, out: Path = OUT, timeout: float = 900,
-         clients: tuple[str, ...] = CURRENT_CLIENTS, scenarios: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Runs `python -m compat` and returns its report (fails when it did not write one); prints its output."""
+def _run(*brokers: str, out: Path = OUT, timeout: float = 900, clients: tuple[str, ...] = CURRENT_CLIENTS,
+         scenarios: tuple[str, ...] = (), diff_out: Path | None = None) -> dict[str, Any]:
+    """Runs `python -m compat` and returns its report (fails when it did not write one); prints its output.
+    `diff_out`: the first two brokers' lanes are compared field by field too (`--diff-out`)."""
     # --quick: the scenarios with a subscribed member are left out on tansu (each join takes seconds there);
     # every lane starts at once (--jobs), so the slow tansu lanes do not queue behind the quick ones. The
     # old clients run in a run of their own, against Kafka and fakekafka only (with tansu: 15 min).
     cmd = [sys.executable, "-m", "compat", *(a for b in brokers for a in ("--broker", b)), "--out", str(out),
            "--quick", "--jobs", "20", *(a for c in clients for a in ("--client", c)),
-           *(a for n in scenarios for a in ("--scenario", n))]
+           *(a for n in scenarios for a in ("--scenario", n)),
+           *(("--diff-out", str(diff_out)) if diff_out else ())]
     out.with_suffix(".json").unlink(missing_ok=True)  # a report from an earlier run must not pass for this one
+    if diff_out:
+        diff_out.with_suffix(".json").unlink(missing_ok=True)
     proc = run_terminating(cmd, timeout, cwd=ROOT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
     print(proc.stdout[-20000:])
     if proc.returncode not in (0, 1) or not out.with_suffix(".json").exists():
@@ -71,11 +75,16 @@ def _kafka_available() -> str | None:
     return None
 
 
+DIFF_OUT = ROOT / "build" / "compat-diff-ci"
+
+
 @pytest.fixture(scope="module")
 def report() -> dict[str, Any]:
-    """The current clients on Kafka (where it can start), fakekafka and tansu (where installed)."""
-    kafka = ["kafka"] if _kafka_available() is None else []
-    return _run(*kafka, "fakekafka", *(["tansu"] if tansu_binary() else []))
+    """The current clients on Kafka (where it can start), fakekafka and tansu (where installed); with Kafka, the
+    wire diff of the same run's Kafka and fakekafka lanes (`--diff-out`) is written to DIFF_OUT."""
+    if _kafka_available() is None:
+        return _run("kafka", "fakekafka", *(["tansu"] if tansu_binary() else []), diff_out=DIFF_OUT)
+    return _run("fakekafka", *(["tansu"] if tansu_binary() else []))
 
 
 def _cells(report: dict[str, Any], broker: str, client: str | None = None) -> list[dict[str, Any]]:
@@ -147,6 +156,22 @@ def test_real_kafka(report: dict[str, Any]) -> None:
     for c in _cells(report, "fakekafka"):
         if (c["scenario"], c["client"]) in on_kafka and c["status"] in ("pass", "differs"):
             assert c["reference"] == "kafka", (c["scenario"], c["client"], c["reference"])
+
+
+def test_wire_diff_against_real_kafka_has_no_unexplained_field(report: dict[str, Any]) -> None:
+    """`python -m compat diff`'s comparison over the run's lanes on Kafka and fakekafka (the five current clients,
+    every scenario, each through a recording relay): a response field that differs and is not listed under "Wire
+    fields" in compat/KNOWN_DIFFERENCES.md fails."""
+    why = _kafka_available()
+    if why is not None:
+        pytest.skip(why)
+    diff = json.loads(DIFF_OUT.with_suffix(".json").read_text())
+    assert diff["totals"]["responses_compared"] > 0 and diff["sessions"] > 0
+    assert diff["totals"]["api_versions_compared"] >= 20 and diff["totals"]["fields_compared"] > 10_000
+    assert set(diff["clients"]) == set(CURRENT_CLIENTS)
+    unexplained = [f"{u['api']} v{u['version']} {u['field']}: {u['example']}" for u in diff["unexplained"]]
+    assert not unexplained, "fields that differ from real Kafka and are not listed under 'Wire fields' in " \
+                            "compat/KNOWN_DIFFERENCES.md:\n" + "\n".join(unexplained)
 
 
 @pytest.fixture(scope="module")

@@ -1,13 +1,11 @@
 """`python -m compat diff` (compat/diff.py, compat/relay.py): the relay (on the proxy's hooks), the normaliser
-and the aligner on their own (fakekafka in process, hand-made exchanges: no Kafka needed), then the whole tool
-over the compat scenarios against real Apache Kafka (skipped where its jars are not installed), which fails on a
-differing response field that compat/KNOWN_DIFFERENCES.md does not list under "Wire fields".
+and the aligner on their own (fakekafka in process, hand-made exchanges: no Kafka needed). The whole tool over the
+compat scenarios against real Apache Kafka runs inside the compat matrix's own run (`--diff-out`):
+tests/conformance/test_compat.py::test_wire_diff_against_real_kafka_has_no_unexplained_field.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import socket
 import struct
 import subprocess
@@ -15,8 +13,6 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from compat.diff import (
     Decoded,
@@ -33,7 +29,6 @@ from compat.diff import (
 from compat.known import load_known
 from compat.relay import Exchange, RelayGroup
 from fakekafka import wire
-from tests.subproc import run_terminating
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -312,40 +307,6 @@ def test_known_wire_fields_table_parses() -> None:
     rows = load_known_fields()
     assert rows, "compat/KNOWN_DIFFERENCES.md has a Wire fields table"
     assert all(r.reason for r in rows)
-
-
-# --- the whole tool against real Kafka ---------------------------------------------------------------------
-
-DIFF_OUT = ROOT / "build" / "compat-diff-ci"
-
-
-@pytest.mark.clients
-@pytest.mark.timeout(900)
-def test_diff_against_real_kafka_has_no_unexplained_field() -> None:
-    """The whole tool, one `python -m compat diff` run over the five clients of the compat matrix."""
-    from compat.apache_kafka import kafka_lib
-    if kafka_lib() is None:
-        pytest.skip('real Kafka\'s jars are not installed: run `eval "$(bash .ci/install.sh)"`')
-    out = DIFF_OUT
-    # FAKEKAFKA_DIFF_CLIENTS=a,b,... chooses other clients (the old clients too)
-    clients = (os.environ.get("FAKEKAFKA_DIFF_CLIENTS") or "kafka-python,aiokafka,confluent-kafka,kcat,java").split(",")
-    cmd = [sys.executable, "-m", "compat", "diff", "--out", str(out), "--jobs", "5",
-           "--save", str(out.with_suffix(".pickle")),  # `python -m compat diff --load` it to look again
-           *(a for c in clients for a in ("--client", c))]
-    for stale in (out.with_suffix(".json"), out.with_suffix(".md")):
-        stale.unlink(missing_ok=True)
-    proc = run_terminating(cmd, 780, cwd=ROOT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
-    print(proc.stdout[-15000:])
-    print(proc.stderr[-5000:])
-    if not out.with_suffix(".json").exists():
-        pytest.fail(f"python -m compat diff exited {proc.returncode}:\n{proc.stderr[-4000:]}")
-    report = json.loads(out.with_suffix(".json").read_text())
-    assert report["totals"]["responses_compared"] > 0 and report["sessions"] > 0
-    assert report["totals"]["api_versions_compared"] >= 20 and report["totals"]["fields_compared"] > 10_000
-    unexplained = [f"{u['api']} v{u['version']} {u['field']}: {u['example']}" for u in report["unexplained"]]
-    assert not unexplained, "fields that differ from real Kafka and are not listed under 'Wire fields' in " \
-                            "compat/KNOWN_DIFFERENCES.md:\n" + "\n".join(unexplained)
-    assert proc.returncode == 0
 
 
 def test_group_answers_after_a_fork_are_shown_but_not_unexplained() -> None:

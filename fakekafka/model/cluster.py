@@ -69,7 +69,9 @@ __all__ = ["ClusterState"]
 
 class ClusterState:
     def __init__(self, config: BrokerConfig | None = None, clock: Clock | None = None,
-                 brokers: list[Broker] | None = None) -> None:
+                 brokers: list[Broker] | None = None, seed: int = 0) -> None:
+        """`seed`: where the model's random choices (each segment's roll jitter, segment.jitter.ms) come from, so
+        that the same seed and the same requests give the same cluster."""
         self.config = c = config or BrokerConfig()
         self.clock: Clock = clock or SystemClock()
         lifted, unlimited = "log.message.timestamp.after.max.ms", str(2**63 - 1)
@@ -121,7 +123,7 @@ class ClusterState:
 
         # the parts; a hook written as a lambda names a part made further down
         self.observers = ClusterEvents(self.clock)
-        self.topic_configs = TopicConfigs(c)
+        self.topic_configs = TopicConfigs(c, seed)
         self.log_directories = LogDirs(c, self.topics, self.observers)
         self.replication = Replication(c, self.clock, self.brokers, self.topics, self.observers, self.topic_configs,
                                        isr_changed=lambda p: self.leadership.maybe_complete_reassignment(p))

@@ -567,7 +567,8 @@ ways; 3.6 to 3.9 still use it where message.timestamp.before/after.max.ms are le
 getMessageTimestampBeforeMaxMs); Kafka 4.0 removed it."""
 
 _DERIVED = {"retention.ms": (("log.retention.minutes", 60_000), ("log.retention.hours", 3_600_000)),
-            "segment.ms": (("log.roll.hours", 3_600_000),)}
+            "segment.ms": (("log.roll.hours", 3_600_000),),
+            "segment.jitter.ms": (("log.roll.jitter.hours", 3_600_000),)}
 """Topic configs whose broker synonym in ms is unset: Kafka derives the default from the coarser setting
 (log.retention.hours=1 makes retention.ms 3600000), still reported as DEFAULT_CONFIG with no synonyms."""
 

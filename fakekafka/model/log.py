@@ -12,10 +12,12 @@ becomes leader has them already.
 
 The batches are cut into segments as Kafka's LocalLog cuts its files: the active (last) segment rolls
 when a batch would take it past segment.bytes, or when the batch's max timestamp is more than segment.ms
-past that of the segment's first batch (LogSegment.shouldRoll). Retention deletes whole segments, so the
-log start moves to segment bases as Kafka's does. The batches stay in one flat list per field (what
-Fetch bisects); a segment only records where it starts and what Kafka keeps per segment file, so the
-per-batch hot path gains a comparison or two.
+less the segment's jitter past that of the segment's first batch (LogSegment.shouldRoll). The jitter is drawn
+per segment below min(segment.jitter.ms, segment.ms) from the replica's own seeded generator, so a run repeats
+exactly for the same seed while segments made together still roll apart, as Kafka's do. Retention deletes
+whole segments, so the log start moves to segment bases as Kafka's does. The batches stay in one flat list
+per field (what Fetch bisects); a segment only records where it starts and what Kafka keeps per segment
+file, so the per-batch hot path gains a comparison or two.
 
 With a data dir, each replica log has a `store` (fakekafka/storage/segments.py's LogFiles) that every change is handed
 to before the method returns: appends (written before the produce is answered), truncation, a moved log start,
@@ -24,6 +26,7 @@ the cleaner's rewrite. Without one (the default) it is None and costs one test p
 
 from __future__ import annotations
 
+import random
 import struct
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
@@ -96,6 +99,10 @@ class LogSegment:
     offset_entries: int = 0
     time_entries: int = 0
     time_entry_timestamp: int = -1
+    roll_jitter_ms: int = -1
+    """How much sooner than segment.ms it rolls (Kafka's rollJitterMs, so that segments made together do not all
+    roll together); -1 until drawn: at the append that makes it, else (a log's first segment, one left by
+    truncation, the cleaner or recovery) at the first append that finds it active, with that append's configs."""
 
     def add(self, size: int, max_timestamp: int, now: int, index_interval_bytes: int = 4096) -> None:
         if not self.size:
@@ -154,19 +161,36 @@ class PartitionLog:
     store: Any = field(default=None, repr=False, compare=False)
     """The replica's segment files under a data dir (fakekafka/storage/segments.py LogFiles), or None: memory only.
     Every change below is handed to it before it returns, so what a Produce acknowledges is in the file."""
+    jitter_rng: random.Random | None = field(default=None, repr=False, compare=False)
+    """This replica's source of segment jitter, made at the first draw from the seed its appends carry (the
+    cluster's seed, topic, partition and broker): its draws depend on nothing another partition does."""
 
-    def _roll_for(self, size: int, max_timestamp: int, base: int, now: int,
-                  segment_bytes: int, segment_ms: int, segment_index_bytes: int) -> LogSegment:
+    def _roll_for(self, size: int, max_timestamp: int, base: int, now: int, segment_bytes: int, segment_ms: int,
+                  segment_index_bytes: int, segment_jitter_ms: int, jitter_seed: int) -> LogSegment:
         """The segment a batch goes to: the active one, or a new one starting at the batch if the active one
-        is not empty and would pass segment.bytes with it, has waited segment.ms (Kafka's shouldRoll, no
-        jitter: by the batch's max timestamp against the first batch's, or by the clock when that had
+        is not empty and would pass segment.bytes with it, has waited segment.ms less its jitter (Kafka's
+        shouldRoll: by the batch's max timestamp against the first batch's, or by the clock when that had
         none), or has a full index (segment.index.bytes)."""
         seg = self.segments[-1]
+        if seg.roll_jitter_ms < 0:
+            seg.roll_jitter_ms = self._draw_jitter(segment_jitter_ms, segment_ms, jitter_seed)
         if seg.size:
             waited = max_timestamp - seg.rolling_timestamp if seg.rolling_timestamp >= 0 else now - seg.created
-            if seg.size > segment_bytes - size or waited > segment_ms or seg.indexes_full(segment_index_bytes):
-                seg = LogSegment(base)  # added by _stored, once the batch is in its file
+            if seg.size > segment_bytes - size or waited > segment_ms - seg.roll_jitter_ms \
+                    or seg.indexes_full(segment_index_bytes):
+                # added by _stored, once the batch is in its file
+                seg = LogSegment(base, roll_jitter_ms=self._draw_jitter(segment_jitter_ms, segment_ms, jitter_seed))
         return seg
+
+    def _draw_jitter(self, segment_jitter_ms: int, segment_ms: int, jitter_seed: int) -> int:
+        """Kafka's LogConfig.randomSegmentJitter: 0 (and no draw) when segment.jitter.ms is 0, else a
+        non-negative 31-bit random number modulo min(segment.jitter.ms, segment.ms)."""
+        bound = min(segment_jitter_ms, segment_ms)
+        if segment_jitter_ms <= 0 or bound <= 0:
+            return 0
+        if self.jitter_rng is None:
+            self.jitter_rng = random.Random(jitter_seed)
+        return self.jitter_rng.getrandbits(31) % bound
 
     def _stored(self, stored: bytes | bytearray, seg: LogSegment, seg_base: int, last: int) -> None:
         """The batch into the store before anything in memory changes: a StorageError leaves the log as it was
@@ -225,7 +249,8 @@ class PartitionLog:
     def append(self, batch: bytes, header: BatchHeader, leader_epoch: int,
                log_append_time: int | None = None, now: int = 0, *,
                segment_bytes: int = 1 << 30, segment_ms: int = 604_800_000,
-               segment_index_bytes: int = 10_485_760, index_interval_bytes: int = 4096) -> int:
+               segment_index_bytes: int = 10_485_760, index_interval_bytes: int = 4096,
+               segment_jitter_ms: int = 0, jitter_seed: int = 0) -> int:
         """Stores one batch at the log end, rolling the active segment first if it is due; returns its base
         offset."""
         base = self.log_end_offset
@@ -234,7 +259,8 @@ class PartitionLog:
         stored = set_base_offset(batch, base, leader_epoch)
         last = base + header.last_offset_delta
         max_timestamp = log_append_time if log_append_time is not None else header.max_timestamp
-        seg = self._roll_for(len(stored), max_timestamp, base, now, segment_bytes, segment_ms, segment_index_bytes)
+        seg = self._roll_for(len(stored), max_timestamp, base, now, segment_bytes, segment_ms, segment_index_bytes,
+                             segment_jitter_ms, jitter_seed)
         self._stored(stored, seg, seg.base_offset, last)
         if not self.epochs or self.epochs[-1].epoch != leader_epoch:
             self.epochs.append(EpochEntry(leader_epoch, base))
@@ -253,10 +279,12 @@ class PartitionLog:
 
     def append_replica(self, stored: bytes | bytearray, base: int, last: int, max_timestamp: int, epoch: int,
                        now: int = 0, *, segment_bytes: int = 1 << 30, segment_ms: int = 604_800_000,
-                       segment_index_bytes: int = 10_485_760, index_interval_bytes: int = 4096) -> None:
+                       segment_index_bytes: int = 10_485_760, index_interval_bytes: int = 4096,
+                       segment_jitter_ms: int = 0, jitter_seed: int = 0) -> None:
         """A follower's copy of a batch the leader stored (same bytes, same offsets); it rolls its own
         segments by the same configs, as a Kafka follower does."""
-        seg = self._roll_for(len(stored), max_timestamp, base, now, segment_bytes, segment_ms, segment_index_bytes)
+        seg = self._roll_for(len(stored), max_timestamp, base, now, segment_bytes, segment_ms, segment_index_bytes,
+                             segment_jitter_ms, jitter_seed)
         # an empty follower log starts where the leader's batches do
         self._stored(stored, seg, base if seg.size == 0 and seg.base_offset < base else seg.base_offset, last)
         if not self.epochs or self.epochs[-1].epoch != epoch:

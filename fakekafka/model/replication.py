@@ -48,10 +48,11 @@ class Replication:
         now = self.clock.now_ms()
         leader_log = partition.log
         lag = self.config.replication_lag_ms
-        segment_configs: dict[str, int] | None = None
         for follower in partition.replicas:
             if follower == partition.leader_id or not self.fetching(partition, follower):
                 continue
+            # as this follower's broker sees them (its dynamic configs), with its own jitter seed
+            segment_configs: dict[str, int] | None = None
             flog = partition.logs[follower]
             try:
                 flog.truncate_to(flog.divergence_from(leader_log))

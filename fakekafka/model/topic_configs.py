@@ -18,8 +18,10 @@ def policies(value: str | None) -> list[str]:
 
 
 class TopicConfigs:
-    def __init__(self, config: BrokerConfig) -> None:
+    def __init__(self, config: BrokerConfig, seed: int = 0) -> None:
         self.config = config
+        self.seed = seed
+        """What every replica's segment jitter is drawn from (with the replica's name), so that a run repeats."""
 
     def topic_config(self, topic: Topic, name: str, node_id: int | None = None
                      ) -> tuple[str | None, ConfigSource, str | None]:
@@ -47,14 +49,18 @@ class TopicConfigs:
         return bounds[0], bounds[1]
 
     def segment_configs(self, partition: Partition, node_id: int | None = None) -> dict[str, int]:
-        """segment.bytes, segment.ms, segment.index.bytes and index.interval.bytes as the broker holding the
-        replica sees them, for rolling at append."""
+        """segment.bytes, segment.ms, segment.index.bytes, index.interval.bytes and segment.jitter.ms as the
+        broker holding the replica sees them, for rolling at append; with a jitter, the seed of the replica's
+        own jitter draws (the cluster's seed and the replica's name: deterministic, unlike a hash())."""
         node = partition.leader_id if node_id is None else node_id
         topic = partition.topic
+        jitter = self.topic_config_int(topic, "segment.jitter.ms", node)
+        seed = int.from_bytes(f"{self.seed}:{topic.name}:{partition.index}:{node}".encode()) if jitter else 0
         return {"segment_bytes": self.topic_config_int(topic, "segment.bytes", node),
                 "segment_ms": self.topic_config_int(topic, "segment.ms", node),
                 "segment_index_bytes": self.topic_config_int(topic, "segment.index.bytes", node),
-                "index_interval_bytes": self.topic_config_int(topic, "index.interval.bytes", node)}
+                "index_interval_bytes": self.topic_config_int(topic, "index.interval.bytes", node),
+                "segment_jitter_ms": jitter, "jitter_seed": seed}
 
     def min_insync_replicas(self, partition: Partition) -> int:
         return self.topic_config_int(partition.topic, "min.insync.replicas", partition.leader_id)

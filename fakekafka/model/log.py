@@ -173,24 +173,24 @@ class PartitionLog:
         none), or has a full index (segment.index.bytes)."""
         seg = self.segments[-1]
         if seg.roll_jitter_ms < 0:
-            seg.roll_jitter_ms = self._draw_jitter(segment_jitter_ms, segment_ms, jitter_seed)
+            seg.roll_jitter_ms = self._draw_jitter(segment_jitter_ms, jitter_seed)
         if seg.size:
             waited = max_timestamp - seg.rolling_timestamp if seg.rolling_timestamp >= 0 else now - seg.created
             if seg.size > segment_bytes - size or waited > segment_ms - seg.roll_jitter_ms \
                     or seg.indexes_full(segment_index_bytes):
                 # added by _stored, once the batch is in its file
-                seg = LogSegment(base, roll_jitter_ms=self._draw_jitter(segment_jitter_ms, segment_ms, jitter_seed))
+                seg = LogSegment(base, roll_jitter_ms=self._draw_jitter(segment_jitter_ms, jitter_seed))
         return seg
 
-    def _draw_jitter(self, segment_jitter_ms: int, segment_ms: int, jitter_seed: int) -> int:
+    def _draw_jitter(self, segment_jitter_ms: int, jitter_seed: int) -> int:
         """Kafka's LogConfig.randomSegmentJitter: 0 (and no draw) when segment.jitter.ms is 0, else a
-        non-negative 31-bit random number modulo min(segment.jitter.ms, segment.ms)."""
-        bound = min(segment_jitter_ms, segment_ms)
-        if segment_jitter_ms <= 0 or bound <= 0:
+        non-negative 31-bit random number modulo the bound the caller gives: min(segment.jitter.ms, segment.ms),
+        segment.ms itself, not a compacted topic's shorter roll time (TopicConfigs.segment_configs)."""
+        if segment_jitter_ms <= 0:
             return 0
         if self.jitter_rng is None:
             self.jitter_rng = random.Random(jitter_seed)
-        return self.jitter_rng.getrandbits(31) % bound
+        return self.jitter_rng.getrandbits(31) % segment_jitter_ms
 
     def _stored(self, stored: bytes | bytearray, seg: LogSegment, seg_base: int, last: int) -> None:
         """The batch into the store before anything in memory changes: a StorageError leaves the log as it was

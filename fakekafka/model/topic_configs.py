@@ -49,15 +49,23 @@ class TopicConfigs:
         return bounds[0], bounds[1]
 
     def segment_configs(self, partition: Partition, node_id: int | None = None) -> dict[str, int]:
-        """segment.bytes, segment.ms, segment.index.bytes, index.interval.bytes and segment.jitter.ms as the
-        broker holding the replica sees them, for rolling at append; with a jitter, the seed of the replica's
-        own jitter draws (the cluster's seed and the replica's name: deterministic, unlike a hash())."""
+        """segment.bytes, the roll time, segment.index.bytes, index.interval.bytes and the jitter bound as the
+        broker holding the replica sees them, for rolling at append. The roll time is Kafka's
+        LogConfig.maxSegmentMs: segment.ms, or max.compaction.lag.ms when a compacted topic's is shorter (its
+        active segment rolls so that the cleaner can take it); the jitter is bound by min(segment.jitter.ms,
+        segment.ms) (randomSegmentJitter), with the seed of the replica's own draws (the cluster's seed and the
+        replica's name: deterministic, unlike a hash())."""
         node = partition.leader_id if node_id is None else node_id
         topic = partition.topic
-        jitter = self.topic_config_int(topic, "segment.jitter.ms", node)
-        seed = int.from_bytes(f"{self.seed}:{topic.name}:{partition.index}:{node}".encode()) if jitter else 0
+        segment_ms = roll_ms = self.topic_config_int(topic, "segment.ms", node)
+        if "compact" in policies(self.topic_config(topic, "cleanup.policy", node)[0]):
+            lag = self.topic_config_int(topic, "max.compaction.lag.ms", node)
+            if lag > 0:
+                roll_ms = min(lag, segment_ms)
+        jitter = min(self.topic_config_int(topic, "segment.jitter.ms", node), segment_ms)
+        seed = int.from_bytes(f"{self.seed}:{topic.name}:{partition.index}:{node}".encode()) if jitter > 0 else 0
         return {"segment_bytes": self.topic_config_int(topic, "segment.bytes", node),
-                "segment_ms": self.topic_config_int(topic, "segment.ms", node),
+                "segment_ms": roll_ms,
                 "segment_index_bytes": self.topic_config_int(topic, "segment.index.bytes", node),
                 "index_interval_bytes": self.topic_config_int(topic, "index.interval.bytes", node),
                 "segment_jitter_ms": jitter, "jitter_seed": seed}

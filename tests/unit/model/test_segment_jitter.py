@@ -23,7 +23,8 @@ def _cluster(seed: int = 0, brokers: int = 1, **overrides: str) -> tuple[Cluster
 def _produce_each_ms(c: ClusterState, p: Partition, clock: ManualClock, ms: int) -> None:
     """One record a millisecond, stamped with the clock, for `ms` milliseconds."""
     for _ in range(ms):
-        assert c.append(p, build_batch([{"value": b"v", "timestamp": clock.now_ms()}])).error == ErrorCode.NONE
+        assert c.append(p, build_batch([{"key": b"k", "value": b"v", "timestamp": clock.now_ms()}])).error \
+            == ErrorCode.NONE
         clock.advance(1)
 
 
@@ -145,3 +146,31 @@ def test_a_batch_without_timestamps_rolls_by_the_clock_less_the_jitter() -> None
         clock.advance(1)
     rolled = _rolled(p.log)
     assert len(rolled) >= 3 and all(records == 1001 - jitter for records, jitter in rolled)
+
+
+def test_a_compacted_topic_rolls_by_max_compaction_lag_ms_when_it_is_shorter() -> None:
+    """Kafka's LogConfig.maxSegmentMs: the active segment of a compacted topic rolls once max.compaction.lag.ms has
+    passed, so that the cleaner (which never cleans the active segment) can keep to that lag."""
+    lag = {"segment.ms": "1000", "max.compaction.lag.ms": "300"}
+    c, clock = _cluster()
+    compacted = c.create_topic("c", 1, configs={**lag, "cleanup.policy": "compact"}).partitions[0]
+    both = c.create_topic("b", 1, configs={**lag, "cleanup.policy": "compact,delete"}).partitions[0]
+    deleted = c.create_topic("d", 1, configs=lag).partitions[0]
+    for _ in range(2500):
+        for p in (compacted, both, deleted):
+            assert c.append(p, build_batch([{"key": b"k", "value": b"v", "timestamp": clock.now_ms()}])).error \
+                == ErrorCode.NONE
+        clock.advance(1)
+    assert _rolled(compacted.log) == _rolled(both.log) == [(301, 0)] * 8
+    assert _rolled(deleted.log) == [(1001, 0)] * 2  # max.compaction.lag.ms is the cleaner's alone there
+
+
+def test_the_jitter_stays_bound_by_segment_ms_when_the_compaction_lag_rolls_sooner() -> None:
+    c, clock = _cluster()
+    p = c.create_topic("c", 1, configs={"cleanup.policy": "compact", "segment.ms": "1000",
+                                        "segment.jitter.ms": "1000", "max.compaction.lag.ms": "300"}).partitions[0]
+    _produce_each_ms(c, p, clock, 3000)
+    rolled = _rolled(p.log)
+    assert any(jitter >= 300 for _, jitter in rolled)  # drawn below segment.ms (1000), not below the lag
+    # past the lag less the jitter (Kafka compares with maxSegmentMs - rollJitterMs, which may be below 0)
+    assert all(records == max(1, 301 - jitter) for records, jitter in rolled)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import dataclasses
 import fnmatch
 import json
 import time
@@ -155,7 +156,9 @@ def _lane(target: Target, client_name: str, scenarios: list[Scenario], quick: bo
                 continue
             if client is None or (isinstance(client, AgentClient) and client.proc.poll() is not None):
                 try:
-                    client = make_client(client_name, target.bootstrap, target.timing)
+                    # a copy of its own: a scenario shortens its client's fetch wait for a while (logs.py
+                    # _short_fetch), which must not cut short another lane's fetch on the same broker
+                    client = make_client(client_name, target.bootstrap, dataclasses.replace(target.timing))
                     client.probe()
                 except Unsupported as e:
                     cells.extend(Cell(x.name, client_name, target.name, "unsupported", detail=str(e))

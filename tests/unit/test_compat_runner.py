@@ -3,6 +3,10 @@ same client's direct cell when the run had it, else as KIND's own cells with KIN
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
 from compat.known import Known
 from compat.runner import Cell, _judge
 
@@ -47,3 +51,45 @@ def test_without_a_direct_cell_the_brokers_own_known_rows_excuse_it() -> None:
     _judge([direct, proxied], [row])
     assert direct.known and (proxied.status, proxied.known) == ("differs", "")
 
+
+
+def test_a_lanes_client_has_timing_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scenario shortens its client's fetch wait for a while (compat/scenarios/logs.py _short_fetch); with the
+    broker's Timing shared, another lane's fetch on that broker waited 2 s instead of 10 and came back empty."""
+    from compat import runner
+    from compat.brokers import Target
+    from compat.clients.base import Timing
+    from compat.scenarios import SCENARIOS
+
+    made: list[Any] = []
+
+    class Fake:
+        cannot: dict[str, str] = {}
+
+        def __init__(self, timing: Timing) -> None:
+            self.timing = timing
+
+        def probe(self) -> None:
+            pass
+
+        def close(self) -> None:
+            pass
+
+    def make_client(name: str, bootstrap: str, timing: Timing) -> Fake:
+        made.append(Fake(timing))
+        return made[-1]
+
+    seen: list[float] = []
+
+    def run_cell(scenario: Any, client: Fake, target: Target, run_id: str) -> Cell:
+        seen.append(client.timing.fetch_s)
+        client.timing.fetch_s = 2.0  # and not restored yet when the next lane reads it
+        return Cell(scenario.name, "c", target.name, "pass")
+
+    monkeypatch.setattr(runner, "make_client", make_client)
+    monkeypatch.setattr(runner, "_run_cell", run_cell)
+    target = Target("fakekafka", "127.0.0.1:1", Timing(), None)
+    for client in ("kafka-python", "aiokafka"):
+        runner._lane(target, client, [SCENARIOS[SCENARIO]], False, "r")
+    assert seen == [10.0, 10.0] and target.timing.fetch_s == 10.0
+    assert made[0].timing is not made[1].timing

@@ -51,8 +51,10 @@ KAFKA_VERSION = "4.4.0"  # kept equal to kafka-pom.xml's kafka.version (a unit t
 HOST = "127.0.0.1"
 INSTALL_HINT = "run `fakekafka kafka install` (resolves Apache Kafka's jars from Maven Central with Maven)"
 
-# A JVM per node on a 2-core machine: a small heap and the serial collector are plenty for tests.
-JVM_ARGS = ("-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-Djava.awt.headless=true",
+# A JVM per node on a 2-core machine: a small heap and the serial collector are plenty for tests, and the quick
+# JIT alone (C1) spends less CPU than C2's compiles in a broker's minutes of life (a compat run of three clients
+# against Kafka: 34.5 s of CPU in all where it took 44.3, in the same time).
+JVM_ARGS = ("-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
             "-Dfile.encoding=UTF-8")
 # What Kafka's own scripts start a broker with (kafka-server-start.sh's KAFKA_HEAP_OPTS, kafka-run-class.sh's
 # KAFKA_JVM_PERFORMANCE_OPTS): what a benchmark against Kafka should measure.

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from compat.clients.base import Timing, Unsupported
+from fakekafka.testing.ports import free_port
 from fakekafka.wire import ApiKey
 
 if TYPE_CHECKING:
@@ -161,9 +162,7 @@ def _auto_create(bootstrap: str, topic: str) -> bool:
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
+    return free_port(HOST)
 
 
 def _accepts(port: int) -> bool:

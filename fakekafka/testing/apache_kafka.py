@@ -34,7 +34,6 @@ import glob
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -42,6 +41,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from fakekafka.testing.ports import free_ports
 from fakekafka.wire import ApiKey
 
 __all__ = ["INSTALL_HINT", "KAFKA_VERSION", "OLDER_KAFKA", "KafkaCluster", "KafkaUnavailable", "cache_lib",
@@ -120,17 +120,8 @@ def kafka_lib(version: str = KAFKA_VERSION) -> Path | None:
 
 
 def _free_ports(n: int) -> list[int]:
-    """n distinct free loopback ports (held together while choosing, so they differ)."""
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind((HOST, 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
+    """n distinct free loopback ports below the ephemeral range (fakekafka/testing/ports.py)."""
+    return free_ports(n, HOST)
 
 
 class KafkaCluster:

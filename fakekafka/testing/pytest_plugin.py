@@ -145,8 +145,11 @@ class RealKafka:
         cluster.kill_node(node_id)
 
     def stop(self) -> None:
+        """At the session's end: SIGKILL at once, the clusters are thrown away. A controlled shutdown of three nodes
+        waits out its timeouts once two are gone (the last loses its quorum), and pytest-xdist does not wait that
+        long for a worker to end: the worker went and the last node's JVM was left running."""
         for cluster in [*self.clusters.values(), *self.retired.values()]:
-            cluster.stop()
+            cluster.stop(graceful=False)
         self.clusters.clear()
         self.retired.clear()
 

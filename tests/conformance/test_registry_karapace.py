@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import urllib.error
 import urllib.request
@@ -22,6 +21,7 @@ from typing import Any
 import pytest
 
 from compat.env import wait_for
+from fakekafka.testing.ports import free_port
 
 KARAPACE_VENV = Path(os.environ.get("FAKEKAFKA_KARAPACE_VENV", Path.home() / ".cache/fakekafka/karapace-venv"))
 KARAPACE_PYTHON = KARAPACE_VENV / "bin" / "python"
@@ -197,9 +197,7 @@ STEPS: list[tuple[str, str, Any, str, str]] = [
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return free_port()
 
 
 def call(base: str, method: str, path: str, body: Any = None) -> tuple[int, Any]:

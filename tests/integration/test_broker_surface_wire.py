@@ -9,12 +9,12 @@ one, so the two cannot be mistaken for each other); the --kafka-real Kafka's ser
 from __future__ import annotations
 
 import re
-import socket
 from collections.abc import Iterator
 
 import pytest
 
 from fakekafka.model.config import ConfigSource
+from fakekafka.testing.ports import free_port
 from fakekafka.testing.pytest_plugin import cluster_for
 from tests.kafkacli import ToolSession
 from tests.rawclient import RawClient
@@ -25,9 +25,7 @@ DESCRIBE_CONFIGS, METADATA, DESCRIBE_CLUSTER, BROKER = 32, 3, 60, 4
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_port()
 
 
 @pytest.fixture(scope="module")

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import struct
 import subprocess
 import time
@@ -54,6 +53,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec
 
 import fakekafka
 from fakekafka.testing.handle import ClusterHandle
+from fakekafka.testing.ports import free_port
 from fakekafka.wire import ApiKey
 from tests import javautil
 from tests.rawclient import RawClient
@@ -69,9 +69,7 @@ T = TypeVar("T")
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return free_port()
 
 
 class ConnectWorker:

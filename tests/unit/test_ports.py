@@ -1,0 +1,37 @@
+"""fakekafka/testing/ports.py: ports for the processes a test starts, out of the way of outgoing connections."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from fakekafka.testing import ports
+
+
+def test_ports_are_distinct_free_and_below_the_ephemeral_range() -> None:
+    top = ports._ephemeral_start()
+    got = ports.free_ports(8)
+    assert len(set(got)) == 8
+    assert all(ports.LOWEST <= p < top for p in got)
+    for p in got:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", p))  # free: nothing holds it after the choice
+
+
+def test_a_taken_port_is_not_chosen(monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        taken = held.getsockname()[1]
+        # the only candidates are the held port and the one after it
+        monkeypatch.setattr(ports, "LOWEST", taken)
+        monkeypatch.setattr(ports, "_ephemeral_start", lambda: taken + 1002)
+        draws = iter([taken, taken, taken + 1])
+        monkeypatch.setattr(ports.random.Random, "randrange", lambda self, a, b: next(draws))
+        assert ports.free_ports(1) == [taken + 1]
+
+
+def test_without_room_below_the_range_the_kernel_chooses(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ports, "_ephemeral_start", lambda: ports.LOWEST)
+    got = ports.free_ports(3)
+    assert len(set(got)) == 3

@@ -161,10 +161,6 @@ def _auto_create(bootstrap: str, topic: str) -> bool:
         conn.close()
 
 
-def _free_port() -> int:
-    return free_port(HOST)
-
-
 def _accepts(port: int) -> bool:
     try:
         with socket.create_connection((HOST, port), timeout=0.1):
@@ -280,7 +276,7 @@ def start_tansu() -> Target:
     binary = tansu_binary()
     if binary is None:
         raise Unavailable('tansu is not installed: run `eval "$(bash .ci/install.sh)"` (sets FAKEKAFKA_BIN)')
-    port = _free_port()
+    port = free_port(HOST)
     url = f"tcp://{HOST}:{port}"
     proc, _ = _spawn([binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
                       "--storage-engine", "memory://tansu/"], re.compile(rb"ready in"), 30, port=port)
@@ -343,7 +339,7 @@ def _start_kafka_container() -> Target:
         raise Unavailable(f"real Kafka needs a Docker daemon, and none is reachable ({type(e).__name__}: "
                           f"{str(e)[:200]}): start Docker (or use --broker bootstrap=HOST:PORT with "
                           f"`docker compose up -d` elsewhere)") from None
-    port = _free_port()
+    port = free_port(HOST)
     container = DockerContainer(KAFKA_IMAGE).with_bind_ports(9092, port)
     for k, v in {
         "KAFKA_NODE_ID": "1", "KAFKA_PROCESS_ROLES": "broker,controller",

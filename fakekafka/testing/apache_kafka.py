@@ -119,11 +119,6 @@ def kafka_lib(version: str = KAFKA_VERSION) -> Path | None:
     return None
 
 
-def _free_ports(n: int) -> list[int]:
-    """n distinct free loopback ports below the ephemeral range (fakekafka/testing/ports.py)."""
-    return free_ports(n, HOST)
-
-
 class KafkaCluster:
     """Apache Kafka in KRaft mode: `brokers` combined broker+controller JVMs on loopback."""
 
@@ -233,7 +228,7 @@ class KafkaCluster:
         self._logs = []
         self.dir = Path(tempfile.mkdtemp(prefix="fakekafka-apache-kafka-"))
         (self.dir / "log4j2.properties").write_text(LOG4J2)
-        ports = _free_ports((2 + len(self.listeners)) * self.brokers)
+        ports = free_ports((2 + len(self.listeners)) * self.brokers, HOST)  # below the ephemeral range
         self.ports, self.controller_ports = ports[: self.brokers], ports[self.brokers:2 * self.brokers]
         for k, listener in enumerate(self.listeners):
             self.listener_ports[listener.split(":")[0]] = ports[(2 + k) * self.brokers:(3 + k) * self.brokers]

@@ -196,10 +196,6 @@ STEPS: list[tuple[str, str, Any, str, str]] = [
 ]
 
 
-def _free_port() -> int:
-    return free_port()
-
-
 def call(base: str, method: str, path: str, body: Any = None) -> tuple[int, Any]:
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(
@@ -251,7 +247,7 @@ def registries(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
     """(fakekafka's registry url, Karapace's url): Karapace keeps its schemas in a topic of its own on the same
     fakekafka broker."""
     with fakekafka.Cluster(schema_registry=True) as cluster:
-        port = _free_port()
+        port = free_port()
         log = tmp_path_factory.mktemp("karapace") / "karapace.log"
         env = {
             **os.environ,

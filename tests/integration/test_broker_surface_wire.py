@@ -24,10 +24,6 @@ pytestmark = pytest.mark.kafka_real  # must pass on Apache Kafka too (`pytest --
 DESCRIBE_CONFIGS, METADATA, DESCRIBE_CLUSTER, BROKER = 32, 3, 60, 4
 
 
-def _free_port() -> int:
-    return free_port()
-
-
 @pytest.fixture(scope="module")
 def broker(request: pytest.FixtureRequest) -> Iterator[str]:
     """Bootstrap servers of fakekafka started with its listeners (or of the --kafka-real Kafka)."""
@@ -35,7 +31,7 @@ def broker(request: pytest.FixtureRequest) -> Iterator[str]:
         pytest.skip("a remote cluster's listeners are its own")
     settings = {}
     if not request.config.getoption("--kafka-real"):
-        port = _free_port()
+        port = free_port()
         settings = {"listeners": f"PLAINTEXT://127.0.0.1:{port}",
                     "advertised_listeners": f"PLAINTEXT://localhost:{port}"}
     with cluster_for(request.config, **settings) as cluster:

@@ -68,15 +68,11 @@ CONNECTOR_TASK = -1
 T = TypeVar("T")
 
 
-def _free_port() -> int:
-    return free_port()
-
-
 class ConnectWorker:
     """One distributed worker JVM, its REST API on a free loopback port, its log in a file."""
 
     def __init__(self, cp: str, config: dict[str, str], work: Path, name: str) -> None:
-        port = _free_port()
+        port = free_port()
         self.url = f"http://127.0.0.1:{port}"
         self.worker_id = f"127.0.0.1:{port}"
         """What Connect calls this worker in statuses: its advertised REST host and port."""

@@ -94,8 +94,11 @@ class ConfluentClient(LibraryClient):
                 kw["partition"] = r.partition
             if r.timestamp is not None:
                 kw["timestamp"] = r.timestamp
-            producer.produce(topic, key=r.key, value=r.value, headers=list(r.headers),
-                             on_delivery=lambda err, msg, i=i: reports.__setitem__(i, (err, msg)), **kw)
+            try:
+                producer.produce(topic, key=r.key, value=r.value, headers=list(r.headers),
+                                 on_delivery=lambda err, msg, i=i: reports.__setitem__(i, (err, msg)), **kw)
+            except KafkaException as e:  # refused at once when metadata came first; else in the delivery report
+                raise kafka_error(e.args[0]) from e
         producer.flush(self.timing.op_s + 5)
         producer.purge()
         out = []

@@ -21,7 +21,8 @@ from fakekafka.testing.handle import ClusterHandle
 from fakekafka.wire.records import Compression, read_header
 
 __all__ = [
-    "BAD_TOPIC_NAMES", "CODECS", "COMPRESSIBLE", "MANY", "MiB", "SAMPLES", "TIMESTAMPS", "DropProduceResponses",
+    "BAD_TOPIC_NAMES", "CODECS", "COMPRESSIBLE", "KEEP_FOREVER", "MANY", "MiB", "SAMPLES", "TIMESTAMPS",
+    "DropProduceResponses",
     "Row", "Sample", "dropping_produce_responses", "expected_rows", "random_bytes", "stored", "stored_codecs",
 ]
 
@@ -57,6 +58,11 @@ MANY: list[Sample] = [Sample(b"k%d" % i, b"v%d" % i) for i in range(100)]
 
 TIMESTAMPS = [1_700_000_000_000 + 1000 * i for i in range(5)]
 """Create times for the ListOffsets-by-time scenario: one record each, one second apart."""
+
+KEEP_FOREVER = {"retention.ms": "-1"}
+"""Configs of the topic TIMESTAMPS go to: they are years old, and Kafka's retention check (30 s after it starts,
+then every 5 minutes) deletes even the active segment of a topic whose records are all past retention.ms, so a
+test that checks the beginning offset would see it jump to the end."""
 
 
 Row = tuple[int, bytes | None, bytes | None, list[tuple[str, bytes | None]]]

@@ -26,6 +26,7 @@ from tests.integration.clients.scenarios import (
     BAD_TOPIC_NAMES,
     CODECS,
     COMPRESSIBLE,
+    KEEP_FOREVER,
     MANY,
     SAMPLES,
     TIMESTAMPS,
@@ -159,7 +160,7 @@ async def test_hundred_partitions(cluster: ClusterHandle, connect: Connect) -> N
 
 
 async def test_list_offsets(cluster: ClusterHandle, connect: Connect) -> None:
-    cluster.create_topic("times")
+    cluster.create_topic("times", configs=KEEP_FOREVER)
     producer = await connect(AIOKafkaProducer)
     for ts in TIMESTAMPS:
         await producer.send_and_wait("times", value=str(ts).encode(), timestamp_ms=ts)

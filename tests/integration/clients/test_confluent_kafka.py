@@ -32,6 +32,7 @@ from tests.integration.clients.scenarios import (
     BAD_TOPIC_NAMES,
     CODECS,
     COMPRESSIBLE,
+    KEEP_FOREVER,
     MANY,
     SAMPLES,
     TIMESTAMPS,
@@ -193,7 +194,7 @@ def test_hundred_partitions(broker: ClusterHandle, connect: Callable[..., Any]) 
 
 
 def test_list_offsets(broker: ClusterHandle, connect: Callable[..., Any]) -> None:
-    broker.create_topic("times")
+    broker.create_topic("times", configs=KEEP_FOREVER)
     # all five in one compressed batch: lookups by time must look inside it
     producer = connect(Producer, **{"linger.ms": 60_000, "batch.num.messages": len(TIMESTAMPS),
                                     "compression.type": "zstd"})

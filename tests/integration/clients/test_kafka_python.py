@@ -24,6 +24,7 @@ from tests.integration.clients.scenarios import (
     BAD_TOPIC_NAMES,
     CODECS,
     COMPRESSIBLE,
+    KEEP_FOREVER,
     MANY,
     SAMPLES,
     TIMESTAMPS,
@@ -150,7 +151,7 @@ def test_hundred_partitions(broker: ClusterHandle, connect: Callable[..., Any]) 
 
 
 def test_list_offsets(broker: ClusterHandle, connect: Callable[..., Any]) -> None:
-    broker.create_topic("times")
+    broker.create_topic("times", configs=KEEP_FOREVER)
     producer = connect(KafkaProducer)
     for ts in TIMESTAMPS:
         producer.send("times", value=str(ts).encode(), timestamp_ms=ts).get(TIMEOUT)

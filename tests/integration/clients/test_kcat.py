@@ -19,6 +19,7 @@ from fakekafka.testing.handle import ClusterHandle
 from fakekafka.wire.records import Compression
 from tests.integration.clients.scenarios import (
     CODECS,
+    KEEP_FOREVER,
     MANY,
     TIMESTAMPS,
     MiB,
@@ -129,6 +130,7 @@ def test_hundred_partitions(broker: ClusterHandle, kcat: str) -> None:
 
 
 def test_offsets_by_time(broker: ClusterHandle, run: Kcat) -> None:
+    broker.create_topic("times", configs=KEEP_FOREVER)
     for ts in TIMESTAMPS:
         broker.produce("times", str(ts).encode(), timestamp=ts)
 

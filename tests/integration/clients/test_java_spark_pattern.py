@@ -51,10 +51,12 @@ def _commit_marker(producer_id: int, epoch: int, timestamp: int) -> bytes:
 
 
 def _fill(cluster: fakekafka.Cluster) -> None:
-    """The topics the scenarios read, and the ones they write to (created empty, as Spark expects)."""
+    """The topics the scenarios read, and the ones they write to (created empty, as Spark expects). The sinks keep
+    every record whatever its age: some rows are stamped in 2023, and the retention check 30 s after the broker
+    starts would delete a segment that held only those."""
     for name, partitions in [("spark-src", 3), ("spark-src-extra", 1), ("other-src", 1), ("spark-grow", 1),
                              ("spark-txn", 1), ("spark-loss", 1), ("spark-sink", 3), ("spark-sink-b", 1)]:
-        cluster.create_topic(name, partitions)
+        cluster.create_topic(name, partitions, configs={"retention.ms": "-1"} if "sink" in name else None)
     for p, stamps in SRC.items():
         for i, ts in enumerate(stamps):
             cluster.produce("spark-src", f"v{p}.{i}".encode(), key=f"k{p}.{i}".encode(), partition=p, timestamp=ts,

@@ -43,7 +43,7 @@ def test_partitions_added_between_runs_are_read_from_their_start(spark, kafka, t
 
 
 def test_streaming_start_by_timestamp(spark, kafka, tmp_path):
-    kafka.create_topic("t", 2)
+    kafka.create_topic("t", 2, configs={"retention.ms": "-1"})  # records of 2023: no retention check deletes them
     base = 1_700_000_000_000
     for i in range(4):
         for p in range(2):

@@ -355,6 +355,9 @@ class _Array(Construct):
         return [parse(stream, context, path) for _ in range(count)]
 
     def _build(self, obj, stream, context, path):  # noqa: ANN001, ANN202
+        if obj.__class__ is Encoded:  # the whole array, count included
+            stream_write(stream, obj, len(obj), path)
+            return obj
         if obj is None:
             if not self.nullable:
                 raise WireError("null given for a non-nullable array", path=path)

@@ -21,7 +21,7 @@ from fakekafka.wire.primitives import Encoded
 __all__ = [
     "DecodeError", "Request", "UnknownApiKey", "decode_request", "decode_request_header",
     "encode_request", "encode_response", "decode_response", "is_flexible", "request_struct",
-    "response_struct", "parse_body", "encode_response_chunks", "response_part", "encode_part",
+    "response_struct", "parse_body", "encode_response_chunks", "response_part", "encode_part", "encode_array",
 ]
 
 API_VERSIONS_KEY = 18
@@ -93,6 +93,15 @@ def response_part(api_key: int, version: int, *path: str) -> Any:
             raise KeyError(f"{API_MODULES[api_key][0]}ResponseV{version} has no {' -> '.join(path[:i + 1])}")
         part = field.subcon.subcon  # the array's (or the nullable struct's) element
     return part
+
+
+def encode_array(api_key: int, version: int, name: str, values: list[Any]) -> Encoded:
+    """A top-level array field of a response, count included, encoded once to be given in its place (an answer
+    that repeats a long array, such as ApiVersions' api_keys, then writes it in one piece)."""
+    field = next(f for f in response_struct(api_key, version).fields if f.name == name)
+    stream = io.BytesIO()
+    _build(field.subcon, values, stream, name)
+    return Encoded(stream.getvalue())
 
 
 def encode_part(part: Any, value: Any) -> Encoded:

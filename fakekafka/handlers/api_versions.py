@@ -32,7 +32,7 @@ from fakekafka.model.config import BrokerConfig
 from fakekafka.model.releases import KafkaRelease
 from fakekafka.wire import ApiKey, ErrorCode
 from fakekafka.wire.primitives import Encoded
-from fakekafka.wire.protocol import encode_part, response_part
+from fakekafka.wire.protocol import encode_array, encode_part, response_part
 
 
 def api_keys(release: KafkaRelease | None = None, config: BrokerConfig | None = None,
@@ -41,18 +41,19 @@ def api_keys(release: KafkaRelease | None = None, config: BrokerConfig | None = 
             for k, (lo, hi) in advertised_versions(release, config, node_id).items()]
 
 
-_encoded_keys: dict[tuple[Any, ...], list[Encoded]] = {}
-"""`api_keys` encoded, by (version, release, `advertising`): every client connection asks, and building and encoding
-the 60-odd entries each time took about 0.1 ms (6,000 connections of 2,000 group members, `bench/group_scale.py`)."""
+_encoded_keys: dict[tuple[Any, ...], Encoded] = {}
+"""The `api_keys` array encoded whole, by (version, release, `advertising`): every client connection asks, and
+building and encoding the 60-odd entries each time took about 0.1 ms (6,000 connections of 2,000 group members,
+`bench/group_scale.py`); writing them one by one, a third of what was left."""
 
 
 def _encoded_api_keys(version: int, release: KafkaRelease | None, config: BrokerConfig,
-                      node_id: int | None) -> list[Encoded]:
+                      node_id: int | None) -> Encoded:
     key = (version, None if release is None else release.name, advertising(config, node_id))
     kept = _encoded_keys.get(key)
     if kept is None:
-        part = response_part(ApiKey.API_VERSIONS, version, "api_keys")
-        kept = _encoded_keys[key] = [encode_part(part, k) for k in api_keys(release, config, node_id)]
+        kept = _encoded_keys[key] = encode_array(ApiKey.API_VERSIONS, version, "api_keys",
+                                                 api_keys(release, config, node_id))
     return kept
 
 

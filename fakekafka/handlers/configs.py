@@ -58,6 +58,7 @@ from construct import Container
 from fakekafka.handlers.authz import authorize, authorize_cluster
 from fakekafka.handlers.registry import ErrorContext, RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
+from fakekafka.model.cleaner import dedupe_buffer_problem
 from fakekafka.model.config import (
     AUTHORIZER_CONFIGS,
     CLIENT_METRICS_CONFIGS,
@@ -434,6 +435,7 @@ def _check_broker(configs: dict[str, str], changed: list[str], cluster_level: bo
     if cluster_level:
         refuse_names([n for n in configs if n in specs and specs[n].update_mode == "per-broker"],
                      "Cannot update these configs at default cluster level, broker id must be specified")
+    _check_dedupe_buffer(configs, cluster_level, current, node_id)
     for name in changed:
         if name in configs and name in specs and specs[name].thread_count:
             _check_thread_count(name, int(configs[name].strip()), int(current.value(name, node_id)[0] or 0))
@@ -441,6 +443,25 @@ def _check_broker(configs: dict[str, str], changed: list[str], cluster_level: bo
         raise _Refused(ErrorCode.INVALID_CONFIG,
                        "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")
     return configs
+
+
+def _check_dedupe_buffer(configs: dict[str, str], cluster_level: bool, current: BrokerConfig, node_id: int) -> None:
+    """Kafka checks the whole config the answering broker would run by (a new KafkaConfig: its static configs,
+    the cluster-wide dynamic ones, its own dynamic ones, the new layer in its place): among others, each cleaner
+    thread's share of log.cleaner.dedupe.buffer.size. Its refusal is INVALID_REQUEST with its message."""
+    layers = [current.dynamic_brokers.get(node_id, {}), configs] if cluster_level else \
+        [configs, current.dynamic_defaults]
+
+    def in_force(name: str) -> str:
+        for layer in layers:
+            if name in layer:
+                return layer[name].strip()
+        return next(v for _, v, source in current.synonyms(name)
+                    if source in (ConfigSource.STATIC_BROKER_CONFIG, ConfigSource.DEFAULT_CONFIG)).strip()
+    problem = dedupe_buffer_problem(int(in_force("log.cleaner.dedupe.buffer.size")),
+                                    int(in_force("log.cleaner.threads")))
+    if problem is not None:
+        raise _Refused(ErrorCode.INVALID_REQUEST, problem)
 
 
 def _check_thread_count(name: str, new: int, old: int) -> None:

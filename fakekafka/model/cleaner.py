@@ -14,6 +14,11 @@ has passed. Batches of aborted transactions go; a transaction marker stays while
 is still in the log, then gets a delete horizon like a tombstone. The last batch of each producer, and the
 last batch of the round, stay even when emptied (as a bare header), so producer sequences and the log end
 survive. Batches keep their offsets, so consumers see the gaps they see on Kafka.
+
+How far a round gets (Cleaner.buildOffsetMap): the keys of the dirty part go into an offset map of bounded
+size (log.cleaner.dedupe.buffer.size); when it is full the round ends at the last record it mapped, maybe in
+the middle of a segment. That segment is still rewritten whole, records past the mapped part kept as they are,
+and the checkpoint moves to just past it: the next round carries on from there.
 """
 
 from __future__ import annotations
@@ -21,14 +26,56 @@ from __future__ import annotations
 import heapq
 import struct
 from bisect import bisect_left, bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from fakekafka.model.log import ABORT, COMMIT, LogSegment, PartitionLog, control_type
 from fakekafka.wire.records import decode_batch, delete_horizon, read_header, rebuild_batch
 
-__all__ = ["CleanerSettings", "LogToClean", "clean", "cleanable"]
+__all__ = ["CleanerSettings", "LogToClean", "clean", "cleanable", "dedupe_buffer_problem", "max_desired_map_size",
+           "offset_map_problem"]
 
 _TRANSACTIONAL, _CONTROL = 0x10, 0x20
+_BYTES_PER_ENTRY = 16 + 8
+"""What one key costs in Kafka's offset map (SkimpyOffsetMap): its MD5 hash and an 8-byte offset."""
+_INT_MAX = 2**31 - 1
+
+
+def _per_thread(dedupe_buffer_size: int, threads: int) -> int:
+    """Each cleaner thread's share of the dedupe buffer, divided as Java divides (towards zero)."""
+    share = abs(dedupe_buffer_size) // threads
+    return share if dedupe_buffer_size >= 0 else -share
+
+
+def dedupe_buffer_problem(dedupe_buffer_size: int, threads: int) -> str | None:
+    """Kafka's refusal of these two broker configs, at start and for a dynamic change (KafkaConfig's
+    validateValues), in its words; None: accepted. log.cleaner.threads=0 fails its division."""
+    if threads == 0:
+        return "/ by zero"
+    if _per_thread(dedupe_buffer_size, threads) <= 1 << 20:
+        return "requirement failed: log.cleaner.dedupe.buffer.size must be at least 1MB per cleaner thread."
+    return None
+
+
+def offset_map_problem(dedupe_buffer_size: int, threads: int, load_factor: float) -> str | None:
+    """Why a broker with log.cleaner.enable=true fails to start its cleaner (the Cleaner's own requirement of its
+    map, in Kafka's words), or None."""
+    if max_desired_map_size(dedupe_buffer_size, threads, load_factor) >= 1:
+        return None
+    return ("requirement failed: offset map is too small to fit in even a single message, so log cleaning will "
+            "never make progress. You can increase log.cleaner.dedupe.buffer.size or decrease log.cleaner.threads")
+
+
+def max_desired_map_size(dedupe_buffer_size: int, threads: int, load_factor: float) -> int:
+    """How many keys a round maps before it ends early, as Kafka sizes each cleaner thread's offset map
+    (LogCleaner.CleanerThread, SkimpyOffsetMap): log.cleaner.dedupe.buffer.size split between the
+    log.cleaner.threads (at most 2 GiB each), a slot per 24 bytes, filled to log.cleaner.io.buffer.load.factor
+    (Cleaner.buildOffsetMapForSegment). Capped at the slots: past them Kafka's map refuses a key and the round
+    fails (see compat/KNOWN_DIFFERENCES.md). 0: the map cannot hold one key (Kafka's cleaner threads fail to start)."""
+    slots = max(min(_per_thread(dedupe_buffer_size, max(threads, 1)), _INT_MAX), 0) // _BYTES_PER_ENTRY
+    if not slots * load_factor > 1:  # Kafka's Cleaner requires this of its map
+        return 0
+    return min(int(min(slots * load_factor, _INT_MAX)), slots)
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +87,8 @@ class CleanerSettings:
     max_compaction_lag_ms: int = 9223372036854775807
     delete_retention_ms: int = 86_400_000
     segment_bytes: int = 1 << 30
+    max_desired_map_size: int = max_desired_map_size(128 << 20, 1, 0.9)
+    """The broker's cleaner: how many keys one round maps (Kafka's defaults: 5033164)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,23 +159,47 @@ def _last_batches_of_producers(log: PartitionLog) -> dict[int, tuple[int, int]]:
     return last
 
 
-def clean(log: PartitionLog, now: int, settings: CleanerSettings, to_clean: LogToClean) -> None:
-    """One cleaning round over `log` (Cleaner.doClean): rewrites the segments below `to_clean.upper` and
-    moves the cleaner checkpoint there."""
+def _build_offset_map(log: PartitionLog, first_dirty: int, upper: int, max_size: int,
+                      aborted: Callable[[int, int, bool], bool]) -> tuple[dict[bytes, int], int]:
+    """key -> its latest offset in the dirty part, and the last offset the map covers (Cleaner.buildOffsetMap):
+    segment by segment, skipping markers and aborted data, until a keyed record finds the map holding
+    `max_size` keys already (even the key of one it holds): the map then covers up to the record before.
+    A segment mapped to its end covers the offsets up to the next one's base (gaps included)."""
+    offset_map: dict[bytes, int] = {}
+    covered = -1
+    segs = log.segments
+    s = _floor_segment(log, first_dirty)
+    while s < len(segs) and segs[s].base_offset < upper:
+        next_base = segs[s + 1].base_offset if s + 1 < len(segs) else upper
+        for i in log.segment_batches(s):
+            if log.last_offsets[i] < first_dirty:
+                continue
+            batch = log.batches[i]
+            if not (batch[22] & _CONTROL or aborted(log.base_offsets[i], struct.unpack_from(">q", batch, 43)[0],
+                                                     bool(batch[22] & _TRANSACTIONAL))):
+                for rec in decode_batch(bytes(batch)).records:
+                    if rec.key is not None and rec.offset >= first_dirty:
+                        if len(offset_map) >= max_size:
+                            return offset_map, covered
+                        offset_map[rec.key] = covered = rec.offset
+            covered = log.last_offsets[i]
+        covered = min(next_base, upper) - 1
+        s += 1
+    return offset_map, covered
+
+
+def clean(log: PartitionLog, now: int, settings: CleanerSettings, to_clean: LogToClean) -> int:
+    """One cleaning round over `log` (Cleaner.doClean): rewrites the segments from the log start to the one
+    where the offset map filled (all below `to_clean.upper` if it did not) and moves the cleaner checkpoint
+    to the first offset the map did not cover. Returns that offset."""
     upper = to_clean.upper
-    end = bisect_left(log.base_offsets, upper)
-    latest: dict[bytes, int] = {}
     aborted_ranges = [(a.first_offset, a.last_offset, a.producer_id) for a in log.aborted if a.first_offset < upper]
     aborted_pids = _aborted_membership(aborted_ranges)
-    for i in range(bisect_left(log.last_offsets, to_clean.first_dirty), end):
-        batch = log.batches[i]
-        if batch[22] & _CONTROL or aborted_pids(log.base_offsets[i], struct.unpack_from(">q", batch, 43)[0],
-                                                bool(batch[22] & _TRANSACTIONAL)):
-            continue
-        for rec in decode_batch(bytes(batch)).records:
-            if rec.key is not None and rec.offset >= to_clean.first_dirty:
-                latest[rec.key] = rec.offset
-    latest_offset = upper - 1
+    latest, latest_offset = _build_offset_map(log, to_clean.first_dirty, upper, settings.max_desired_map_size,
+                                              aborted_pids)
+    end_offset = latest_offset + 1
+    cleaned_upper = next((s.base_offset for s in log.segments if s.base_offset >= end_offset), upper)
+    end = bisect_left(log.base_offsets, cleaned_upper)
     producers_last = _last_batches_of_producers(log)
 
     heap = [(first, last, pid) for first, last, pid in aborted_ranges]
@@ -195,13 +268,14 @@ def clean(log: PartitionLog, now: int, settings: CleanerSettings, to_clean: LogT
             continue
         kept.append((out, log.base_offsets[i], log.last_offsets[i], log.max_timestamps[i] if out is batch
                      else read_header(out).max_timestamp, log.appended_at[i], log.batch_epochs[i]))
-    groups = _replace(log, end, upper, kept, settings.segment_bytes)
-    log.cleaner_checkpoint = upper
+    groups = _replace(log, end, cleaned_upper, kept, settings.segment_bytes)
+    log.cleaner_checkpoint = end_offset
     if log.store is not None:  # a data dir: the cleaned segments' files rewritten, the checkpoint written
         log.store.rewrite(log, groups)
+    return end_offset
 
 
-def _aborted_membership(ranges: list[tuple[int, int, int]]):  # noqa: ANN202 - a small closure
+def _aborted_membership(ranges: list[tuple[int, int, int]]) -> Callable[[int, int, bool], bool]:
     """A test of whether a transactional batch at an offset belongs to one of the aborted transactions."""
     by_pid: dict[int, list[tuple[int, int]]] = {}
     for first, last, pid in ranges:

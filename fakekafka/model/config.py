@@ -20,6 +20,7 @@ from enum import IntEnum
 from typing import NamedTuple
 
 from fakekafka.model.acl import STANDARD_AUTHORIZER
+from fakekafka.model.cleaner import dedupe_buffer_problem, offset_map_problem
 from fakekafka.model.jaas import JaasEntry, JaasError, server_jaas_entry
 from fakekafka.model.kafka_broker_configs import BROKER_CONFIG_DEFS, KAFKA_VERSION, BrokerConfigDef
 from fakekafka.model.otlp import OtlpMissing, require_otlp
@@ -776,8 +777,25 @@ class BrokerConfig:
         if self.client_telemetry and TELEMETRY_RECEIVER not in reporters:  # described as on a Kafka started so
             self.overrides["metric.reporters"] = ",".join([*(reporters or [JMX_REPORTER]), TELEMETRY_RECEIVER])
         self.ip_overrides()  # a malformed value is refused here, not at the first connection
+        self._check_cleaner_buffer()
         if release is None:  # ELR's cluster-level min.insync.replicas came with Kafka 4.1 (KAFKA-16540)
             self.dynamic_defaults.setdefault("min.insync.replicas", self.overrides.get("min.insync.replicas", "1"))
+
+    def _check_cleaner_buffer(self) -> None:
+        """A broker Kafka would not start for its cleaner's dedupe buffer is refused, in Kafka's words."""
+        def static(name: str, default: str) -> str:
+            return self.overrides.get(name, default).strip()
+        try:
+            size, threads = int(static("log.cleaner.dedupe.buffer.size", "134217728")), \
+                int(static("log.cleaner.threads", "1"))
+            load_factor = float(static("log.cleaner.io.buffer.load.factor", "0.9"))
+        except ValueError:  # refused by its type where set by name (from_properties)
+            return
+        problem = dedupe_buffer_problem(size, threads)
+        if problem is None and static("log.cleaner.enable", "true").lower() != "false":
+            problem = offset_map_problem(size, threads, load_factor)
+        if problem is not None:
+            raise InvalidConfig(problem)
 
     @classmethod
     def from_properties(cls, properties: dict[str, str], **fields: object) -> BrokerConfig:

@@ -107,17 +107,19 @@ class LogManager:
                     if broker is None or not broker.alive or node_id not in (None, holder):
                         continue
                     settings = self.configs.cleaner_settings(topic, holder)
+                    if settings.max_desired_map_size < 1:  # Kafka's cleaner threads fail to start so
+                        continue
                     to_clean = cleanable(log, now, settings)
                     if to_clean.cleanable_bytes <= 0 or (topic_name is None and not to_clean.due(settings)):
                         continue
                     try:
-                        clean(log, now, settings, to_clean)
+                        cleaned_up_to = clean(log, now, settings, to_clean)
                     except StorageError:  # reported once; the replica's files were failed (their old segments
                         continue          # stay whole)
                     cleaned += 1
                     if holder == partition.leader_id:
                         self.events.event("compaction", topic=topic.name, partition=partition.index,
-                                          cleaned_up_to=to_clean.upper)
+                                          cleaned_up_to=cleaned_up_to)
         return cleaned
 
     def force_compaction(self, topic_name: str) -> int:

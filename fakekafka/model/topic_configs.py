@@ -5,7 +5,7 @@ Read on every use (nothing is cached), so a config change takes effect at once, 
 
 from __future__ import annotations
 
-from fakekafka.model.cleaner import CleanerSettings
+from fakekafka.model.cleaner import CleanerSettings, max_desired_map_size
 from fakekafka.model.config import OLDER_TIMESTAMP_LIMIT, TOPIC_CONFIGS, BrokerConfig, ConfigSource
 from fakekafka.model.metadata import Partition, Topic
 
@@ -74,13 +74,23 @@ class TopicConfigs:
         return self.topic_config_int(partition.topic, "min.insync.replicas", partition.leader_id)
 
     def cleaner_settings(self, topic: Topic, node_id: int | None) -> CleanerSettings:
-        """A topic's cleaning configs as broker `node_id` sees them."""
+        """A topic's cleaning configs as broker `node_id` sees them, with the size of that broker's offset map."""
         ratio = self.topic_config(topic, "min.cleanable.dirty.ratio", node_id)[0]
         return CleanerSettings(float(ratio) if ratio is not None else 0.5,
                                self.topic_config_int(topic, "min.compaction.lag.ms", node_id),
                                self.topic_config_int(topic, "max.compaction.lag.ms", node_id),
                                self.topic_config_int(topic, "delete.retention.ms", node_id),
-                               self.topic_config_int(topic, "segment.bytes", node_id))
+                               self.topic_config_int(topic, "segment.bytes", node_id),
+                               self.offset_map_size(node_id))
+
+    def offset_map_size(self, node_id: int | None) -> int:
+        """How many keys a cleaning round on broker `node_id` maps (log.cleaner.dedupe.buffer.size,
+        log.cleaner.threads, log.cleaner.io.buffer.load.factor as it reads them)."""
+        def broker(name: str, default: str) -> str:
+            return self.config.value(name, node_id)[0] or default
+        return max_desired_map_size(int(broker("log.cleaner.dedupe.buffer.size", "134217728")),
+                                    int(broker("log.cleaner.threads", "1")),
+                                    float(broker("log.cleaner.io.buffer.load.factor", "0.9")))
 
     def unclean_election(self, topic: Topic) -> bool:
         """Whether the topic lets an out-of-sync replica lead (unclean.leader.election.enable)."""

@@ -146,6 +146,22 @@ def test_broker_configs_fakekafka_has_no_use_for_are_checked_as_kafka_checks_the
                                                     "not be greater than double the current value 6"))]
 
 
+_DEDUPE = "requirement failed: log.cleaner.dedupe.buffer.size must be at least 1MB per cleaner thread."
+
+
+def test_a_dedupe_buffer_under_1mib_a_cleaner_thread_is_refused(raw: RawClient) -> None:
+    """Kafka builds the config the answering broker would run by and checks it whole (KafkaConfig), so a
+    change is refused for what it makes of the other layers: the threads set per broker, the buffer cluster-wide."""
+    assert _inc(raw, [(BROKER, "", [("log.cleaner.dedupe.buffer.size", SET, "1048576")])]) == [
+        (ErrorCode.INVALID_REQUEST, _DEDUPE)]
+    assert _inc(raw, [(BROKER, "1", [("log.cleaner.threads", SET, "0")])]) == [(ErrorCode.INVALID_REQUEST, "/ by zero")]
+    assert _inc(raw, [(BROKER, "1", [("log.cleaner.threads", SET, "2")]),
+                      (BROKER, "", [("log.cleaner.dedupe.buffer.size", SET, "4194304")])]) == [(0, None), (0, None)]
+    assert _inc(raw, [(BROKER, "", [("log.cleaner.dedupe.buffer.size", SET, "2097152")])]) == [  # 1 MiB a thread
+        (ErrorCode.INVALID_REQUEST, _DEDUPE)]
+    assert _inc(raw, [(BROKER, "1", [("log.cleaner.threads", SET, "4")])]) == [(ErrorCode.INVALID_REQUEST, _DEDUPE)]
+
+
 def test_legacy_replaces_whole_set(raw: RawClient) -> None:
     assert _inc(raw, [(TOPIC, "t", [("retention.ms", SET, "1000"), ("cleanup.policy", SET, "compact")])]) == \
         [(0, None)]

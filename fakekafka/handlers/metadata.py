@@ -70,7 +70,9 @@ class TopicParts:
 
     def __init__(self) -> None:
         self.stamp = -1
-        self.entries: dict[tuple[str, int], tuple[Topic, int, Encoded]] = {}
+        self.entries: dict[tuple[str, int], tuple[uuid.UUID, int, Encoded]] = {}
+        """By (topic name, version): the topic's id (not the topic: a deleted topic's logs must not stay reachable
+        until the next Metadata request), its partition count and its entry."""
         self.encoded = 0
         """Entries encoded so far (what the tests count)."""
 
@@ -82,13 +84,13 @@ class TopicParts:
             self.stamp = stamp
         key = (topic.name, version)
         kept = self.entries.get(key)
-        if kept is not None and kept[0] is topic and kept[1] == len(topic.partitions):
+        if kept is not None and kept[0] == topic.topic_id and kept[1] == len(topic.partitions):
             return kept[2]
         entry = topic_metadata(cluster, topic)
         if any(p["error_code"] for p in entry["partitions"]):
             return entry  # its error codes stay visible to the request log
         encoded = encode_part(_topic_part(version), entry)
-        self.entries[key] = (topic, len(topic.partitions), encoded)
+        self.entries[key] = (topic.topic_id, len(topic.partitions), encoded)
         self.encoded += 1
         return encoded
 

@@ -6,6 +6,8 @@ hook observes the cluster (dicts, never a kept entry)."""
 
 from __future__ import annotations
 
+import gc
+import weakref
 from typing import Any
 
 import pytest
@@ -145,3 +147,14 @@ def test_acl_filtered_answers() -> None:
         assert sorted(t.name for t in bob.topics) == ["a", "b"]
         named = _body(v, ["b", "a"])
         assert _answer(c, v, named, principal="User:alice") == _answer(c, v, named, principal="User:alice", fresh=True)
+
+
+def test_a_deleted_topic_is_not_kept_alive_by_its_kept_entries() -> None:
+    """The entries name a topic by id: a deleted topic (and its logs) goes at once, not at the next Metadata."""
+    c = _state()
+    _answer(c, 12, _body(12, None))
+    assert topic_parts(c).entries
+    gone = weakref.ref(c.topics["a"])
+    c.delete_topic("a")
+    gc.collect()
+    assert gone() is None

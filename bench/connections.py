@@ -1,8 +1,12 @@
-"""Memory per open connection: N idle clients, each connected as a producer leaves its connection (ApiVersions
-and Metadata answered, then nothing), on fakekafka and Apache Kafka 4.4.0 (its own scripts' JVM settings: 1 GiB
-heap, G1) in one run; the broker's resident memory (RSS, /proc) before and after, divided by N.
+"""Memory per open connection, idle and then busy, and the latency of small produces beside thousands of
+connections: N raw connections (bench/connload, a small Go program built on first use, so the client is not the
+limit), each answered ApiVersions and Metadata as a producer's is on connecting, then left idle; then each sends one
+small Produce (acks=1, a 100-byte record) every second for a while; on fakekafka and Apache Kafka 4.4.0 (its own
+scripts' JVM settings: 1 GiB heap, G1) in one run. The broker's resident memory (RSS, /proc) before, idle, after the
+busy phase, and after that once the topic written to is deleted (fakekafka keeps its log in memory, Kafka in files),
+less the first, divided by N; and the produces' p50/p99 latency.
 
-    python bench/connections.py                      # 5,000 connections
+    python bench/connections.py                      # 5,000 connections, 20 s busy
     python bench/connections.py --connections 1000 --brokers fakekafka --baseline /work/main
 
 A JVM's RSS grows by its heap's use as well as by what each connection holds, and G1 gives little back: its
@@ -13,10 +17,9 @@ each reading when jcmd is on PATH, so garbage is not counted.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
-import socket
-import struct
 import subprocess
 import sys
 import time
@@ -28,9 +31,14 @@ sys.path.insert(0, HERE)
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from _peers import kafka_available, start_broker, stop_all  # noqa: E402
+from _peers import go_tool, kafka_available, start_broker, stop_all  # noqa: E402
+from groups import create_topic  # noqa: E402
 
+from fakekafka.testing.client import RemoteCluster  # noqa: E402
 from fakekafka.wire import ApiKey, encode_request  # noqa: E402
+from fakekafka.wire.records import build_batch  # noqa: E402
+
+PARTITIONS = 8
 
 
 def rss_kb(pid: int) -> int:
@@ -49,43 +57,61 @@ def settle(b) -> int:
     return rss_kb(b.pid)
 
 
-def call(s: socket.socket, frame: bytes) -> None:
-    s.sendall(frame)
-    need = struct.unpack(">i", _read(s, 4))[0]
-    _read(s, need)
-
-
-def _read(s: socket.socket, n: int) -> bytes:
-    out = bytearray()
-    while len(out) < n:
-        chunk = s.recv(n - len(out))
-        if not chunk:
-            raise ConnectionError("closed")
-        out += chunk
-    return bytes(out)
-
-
-def producer_frames() -> tuple[bytes, bytes]:
+def producer_frames(topic: str) -> tuple[bytes, bytes]:
     """ApiVersions and Metadata as a producer sends them on connecting: what an idle producer's connection has had
     answered."""
     versions = encode_request(ApiKey.API_VERSIONS, 3, 1, {"client_software_name": "bench",
                                                           "client_software_version": "1"})
-    metadata = encode_request(ApiKey.METADATA, 12, 2, {"topics": [{"name": "t", "topic_id": uuid.UUID(int=0)}],
+    metadata = encode_request(ApiKey.METADATA, 12, 2, {"topics": [{"name": topic, "topic_id": uuid.UUID(int=0)}],
                                                        "allow_auto_topic_creation": False})
     return versions, metadata
 
 
-def open_idle(host: str, port: int, frames: tuple[bytes, bytes]) -> socket.socket:
-    """A connection answered `frames` (producer_frames) and then left idle."""
-    s = socket.create_connection((host, port))
-    for frame in frames:
-        call(s, frame)
-    return s
+def produce_frames(topic: str, partitions: int) -> list[bytes]:
+    """One Produce per partition (v9, acks=1), each one 100-byte record: connection i sends partition i % N's."""
+    out = []
+    for p in range(partitions):
+        batch = build_batch([{"key": None, "value": b"x" * 100, "timestamp": int(time.time() * 1000)}])
+        out.append(encode_request(ApiKey.PRODUCE, 9, 3, {
+            "transactional_id": None, "acks": 1, "timeout_ms": 30_000,
+            "topic_data": [{"name": topic, "partition_data": [{"index": p, "records": batch}]}]}))
+    return out
+
+
+def run(binary: str, b, n: int, busy: float, topic: str) -> dict:
+    """connload against broker `b`: RSS before, once the connections are open and idle, and after the busy phase."""
+    host_port = b.bootstrap
+    versions, metadata = producer_frames(topic)
+    before = settle(b)
+    proc = subprocess.Popen([binary, "-addr", host_port, "-n", str(n), "-setup", f"{versions.hex()},{metadata.hex()}",
+                             "-produce", ",".join(f.hex() for f in produce_frames(topic, PARTITIONS)),
+                             "-interval", "1s", "-busy", f"{busy}s"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        opened = float(proc.stdout.readline().split()[1])
+        idle = settle(b)
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        if proc.stdout.readline().strip() != "busy-done":
+            raise RuntimeError("connload stopped before its busy phase ended")
+        after = settle(b)
+        # the records the busy phase wrote out of the reading: fakekafka keeps its log in memory, Kafka in files
+        RemoteCluster(host_port).delete_topic(topic)
+        unstored = settle(b)
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        stats = json.loads(proc.stdout.readline())
+    finally:
+        proc.kill()
+        proc.wait()
+    RemoteCluster(host_port).create_topic(topic, PARTITIONS)
+    return {"before": before, "idle": idle, "busy": after, "unstored": unstored, "opened": opened, **stats}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--connections", type=int, default=5000)
+    ap.add_argument("--busy", type=float, default=20.0, help="seconds of one produce per connection per second")
     ap.add_argument("--brokers", default="fakekafka,kafka")
     ap.add_argument("--baseline", help="a fakekafka checkout to run beside this one")
     args = ap.parse_args()
@@ -93,38 +119,33 @@ def main() -> None:
     if "kafka" in kinds and not kafka_available():
         print("Apache Kafka is not installed: fakekafka only", file=sys.stderr)
         kinds.remove("kafka")
-    frames = producer_frames()
+    binary = go_tool("connload")
     rows = []
     try:
         brokers = {k: start_broker(k, timeout=120, stock_jvm=True) for k in kinds}
         if args.baseline:
             brokers[f"fakekafka@{args.baseline}"] = start_broker("fakekafka", timeout=120, cwd=args.baseline)
         for label, b in brokers.items():
-            host, port = b.bootstrap.rsplit(":", 1)
-            warm = []
-            for _ in range(100):  # the first connections' one-off costs (buffers, caches) out of the figure
-                warm.append(open_idle(host, int(port), frames))
-            before = settle(b)
-            socks = []
-            t0 = time.perf_counter()
-            for _ in range(args.connections):
-                socks.append(open_idle(host, int(port), frames))
-            took = time.perf_counter() - t0
-            after = settle(b)
-            rows.append((label, before, after, took))
-            print(f"  {label}: RSS {before / 1024:.1f} -> {after / 1024:.1f} MiB", file=sys.stderr)
-            for s in socks + warm:
-                s.close()
+            create_topic(b.bootstrap, "t", PARTITIONS, 60)
+            run(binary, b, 100, 2.0, "t")  # the first connections' one-off costs (buffers, caches) out of the figure
+            r = run(binary, b, args.connections, args.busy, "t")
+            rows.append((label, r))
+            print(f"  {label}: RSS {r['before'] / 1024:.1f} -> {r['idle'] / 1024:.1f} (idle) -> "
+                  f"{r['busy'] / 1024:.1f} MiB (busy); {r['produces']} produces, {r['errors']} errors",
+                  file=sys.stderr)
     finally:
         stop_all()
     n = args.connections
-    print(f"\n{n:,} idle connections (ApiVersions and Metadata answered on each, then nothing)\n")
-    print("| broker | RSS before | RSS after | per connection | opened in |")
-    print("|---|---|---|---|---|")
-    for label, before, after, took in rows:
-        per = (after - before) * 1024 / n / 1000
-        print(f"| {label} | {before / 1024:.1f} MiB | {after / 1024:.1f} MiB | {per:.1f} KB | {took:.1f} s |")
-
+    print(f"\n{n:,} connections (ApiVersions and Metadata answered on each), idle, then each sending one Produce "
+          f"(acks=1, 100 B) a second for {args.busy:g} s\n")
+    print("| broker | RSS before | per connection, idle | after busy | after busy, topic deleted | opened in "
+          "| produces/s | produce p50 / p99 / max |")
+    print("|---|---|---|---|---|---|---|---|")
+    for label, r in rows:
+        per = {k: (r[k] - r["before"]) * 1024 / n / 1000 for k in ("idle", "busy", "unstored")}
+        print(f"| {label} | {r['before'] / 1024:.1f} MiB | {per['idle']:.1f} KB | {per['busy']:.1f} KB "
+              f"| {per['unstored']:.1f} KB | {r['opened']:.1f} s "
+              f"| {r['rate']:,.0f} | {r['p50_ms']:.1f} / {r['p99_ms']:.1f} / {r['max_ms']:.0f} ms |")
 
 if __name__ == "__main__":
     main()

@@ -1,0 +1,3 @@
+module fakekafka/bench/connload
+
+go 1.22

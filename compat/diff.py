@@ -24,7 +24,10 @@ How a run goes:
    requests, equal answers pair first, in order; the rest pair from the end of each stretch (the extra
    polls of a slower broker are the earlier ones). What is left over on either side is a *request
    difference* (the client asked something else, or again, because an earlier answer or the timing
-   differed): counted and shown with an example, not compared.
+   differed): counted and shown with an example, not compared. Before pairing, transactional writes
+   answered CONCURRENT_TRANSACTIONS alone are set aside (the previous transaction's markers were still
+   being written: Kafka writes them after answering EndTxn, fakekafka at once, a listed difference); the
+   client sends them again, and that pairs.
 3. Paired responses are compared leaf by leaf. Every differing field is reported per (API, version) with
    how often and an example; a field listed under "Wire fields" in compat/KNOWN_DIFFERENCES.md is known
    (with its reason), any other makes the run fail.
@@ -87,7 +90,7 @@ from fakekafka.observe.wirediff import (  # noqa: F401 - re-exported: compat's t
     compare,
     plain,
 )
-from fakekafka.wire import ApiKey
+from fakekafka.wire import ApiKey, ErrorCode
 from fakekafka.wire.messages import API_MODULES
 from fakekafka.wire.protocol import DecodeError, decode_request, decode_response
 
@@ -175,6 +178,26 @@ MEMBERSHIP = frozenset({ApiKey.OFFSET_COMMIT, ApiKey.JOIN_GROUP, ApiKey.HEARTBEA
 GROUP_APIS = MEMBERSHIP | {ApiKey.DESCRIBE_GROUPS}  # answers that follow the group's history
 _JOIN_LEAVE = (ApiKey.JOIN_GROUP, ApiKey.LEAVE_GROUP)
 RACE_S = 0.02
+_TXN_WRITES = frozenset({ApiKey.PRODUCE, ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN,
+                         ApiKey.INIT_PRODUCER_ID, ApiKey.TXN_OFFSET_COMMIT})
+
+
+def _error_codes(value: Any) -> list[int]:
+    if isinstance(value, dict):
+        return [c for k, v in value.items() for c in ([v] if k == "error_code" else _error_codes(v))]
+    if isinstance(value, list):
+        return [c for v in value for c in _error_codes(v)]
+    return []
+
+
+def markers_pending(d: Decoded) -> bool:
+    """A transactional write Kafka refused with CONCURRENT_TRANSACTIONS alone: the previous transaction's markers
+    were still being written (fakekafka writes them as EndTxn is accepted, a listed difference), and the client
+    sends the request again, which is what pairs."""
+    if d.ex.api_key not in _TXN_WRITES or d.response is None:
+        return False
+    codes = [c for c in _error_codes(d.response) if c != ErrorCode.NONE]
+    return bool(codes) and all(c == ErrorCode.CONCURRENT_TRANSACTIONS for c in codes)
 """A group request sent this close to another member's JoinGroup or LeaveGroup raced it."""
 
 
@@ -419,6 +442,8 @@ class PairStats:
     unpaired_example: dict[str, Any] = field(default_factory=dict)
     no_response: int = 0
     timing: int = 0  # Fetch pairs where only one side's long poll brought records: not compared
+    markers_pending: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    """Transactional writes answered CONCURRENT_TRANSACTIONS alone, per side: set aside before pairing."""
     decode_errors: list[str] = field(default_factory=list)
     diffs: dict[str, FieldDiff] = field(default_factory=dict)
 
@@ -426,7 +451,7 @@ class PairStats:
         return {"api": self.api, "version": self.version, "seen": dict(self.seen), "pairs": self.pairs,
                 "compared": self.compared, "fields_compared": self.fields, "unpaired": dict(self.unpaired),
                 "unpaired_example": self.unpaired_example, "no_response": self.no_response,
-                "timing": self.timing,
+                "timing": self.timing, "markers_pending": dict(self.markers_pending),
                 "decode_errors": self.decode_errors[:5],
                 "differences": [d.to_json() for d in sorted(self.diffs.values(), key=lambda d: d.field)]}
 
@@ -472,10 +497,12 @@ def diff_sessions(sessions: dict[str, tuple[list[Exchange], list[Exchange]]], na
         add_context(db)
         tainted: set[str] = set()  # topics whose Produce requests differ: their records cannot compare
         groups: dict[tuple[int, int], tuple[list[Decoded], list[Decoded]]] = defaultdict(lambda: ([], []))
-        for d in da:
-            groups[(d.ex.api_key, d.ex.api_version)][0].append(d)
-        for d in db:
-            groups[(d.ex.api_key, d.ex.api_version)][1].append(d)
+        for side, (name, dd) in enumerate(((ref, da), (sub, db))):
+            for d in dd:
+                if markers_pending(d):
+                    st(d.ex.api_key, d.ex.api_version).markers_pending[name] += 1
+                else:
+                    groups[(d.ex.api_key, d.ex.api_version)][side].append(d)
         aligned = {kv: align(ga, gb, key=lambda d: d.key, answer=lambda d: _key(d.response))
                    for kv, (ga, gb) in groups.items()}
         # where the group conversation forked: the first JoinGroup/SyncGroup/LeaveGroup of a group that has no
@@ -815,7 +842,9 @@ def markdown(report: DiffReport) -> str:
            f"compat/KNOWN_DIFFERENCES.md, \"Wire fields\")",
            f"- requests left unpaired (asked differently, or a different number of times): "
            f"{t['unpaired_requests']}; Fetch pairs not compared because only one side's long poll brought "
-           f"records: {sum(s.timing for s in report.stats.values())}", "",
+           f"records: {sum(s.timing for s in report.stats.values())}; transactional writes set aside as the "
+           f"previous transaction's markers were being written (CONCURRENT_TRANSACTIONS): "
+           f"{sum(sum(s.markers_pending.values()) for s in report.stats.values())}", "",
            f"| API | version | seen {ref} | seen {sub} | pairs | compared | fields | differing fields | "
            f"unpaired {ref}/{sub} |", "|---|---|---|---|---|---|---|---|---|"]
     for k in sorted(report.stats):

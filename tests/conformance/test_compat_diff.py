@@ -325,3 +325,26 @@ def test_group_answers_after_a_fork_are_shown_but_not_unexplained() -> None:
     # the same difference without the extra join is unexplained
     stats = diff_sessions({"s / c": (ref, [sub[0], sub[2]])}, ("kafka", "fakekafka"), known=[])
     assert stats[(12, 4)].diffs["error_code"].unexplained
+
+
+def test_a_write_that_met_the_previous_transactions_markers_is_set_aside() -> None:
+    def produce(partition: int) -> dict[str, Any]:
+        return {"transactional_id": "tx", "acks": -1, "timeout_ms": 1000,
+                "topic_data": [{"name": "compat-r-s-c-t", "partition_data": [{"index": partition, "records": None}]}]}
+
+    def answer(partition: int, error: int) -> dict[str, Any]:
+        return {"responses": [{"name": "compat-r-s-c-t", "partition_responses": [
+            {"index": partition, "error_code": error, "base_offset": -1 if error else 2, "log_append_time_ms": -1,
+             "log_start_offset": -1 if error else 0}]}]}
+    # Kafka refused the first write (the last transaction's markers were in flight), the client sent it again
+    ref = [_exchange(1, 0, 9, produce(0), answer(0, 51)), _exchange(2, 0, 9, produce(0), answer(0, 0)),
+           _exchange(3, 0, 9, produce(1), answer(1, 0))]
+    sub = [_exchange(1, 0, 9, produce(0), answer(0, 0)), _exchange(2, 0, 9, produce(1), answer(1, 0))]
+    stats = diff_sessions({"s / c": (ref, sub)}, ("kafka", "fakekafka"), known=[])
+    p = stats[(0, 9)]
+    assert not p.diffs and p.pairs == 2 and dict(p.markers_pending) == {"kafka": 1}
+    assert not p.unpaired["kafka"] and not p.unpaired["fakekafka"]
+    # any other error is compared as before
+    ref[0] = _exchange(1, 0, 9, produce(0), answer(0, 47))
+    stats = diff_sessions({"s / c": (ref, sub)}, ("kafka", "fakekafka"), known=[])
+    assert not stats[(0, 9)].markers_pending

@@ -377,8 +377,11 @@ class _Member(PollingMember):
         self.client.run(go())
 
     def _position(self, tp: TP) -> int | None:
-        async def go() -> int:
-            return await asyncio.wait_for(self.consumer.position(TopicPartition(*tp)), 0.5)
+        async def go() -> int | None:
+            try:
+                return await asyncio.wait_for(self.consumer.position(TopicPartition(*tp)), 0.5)
+            except TimeoutError:  # not known yet (the caller asks again): None, as the other clients say
+                return None
         try:
             return self.client.run(go())
         except ClientError as e:

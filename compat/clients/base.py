@@ -492,6 +492,8 @@ class PollingMember(Member):
         try:
             return fut.result(timeout or self.timing.op_s)
         except concurrent.futures.TimeoutError:
+            if fut.done():
+                raise  # the call itself raised TimeoutError (the same class): say so, not that it hung
             raise HarnessError(f"member call {fn} did not finish in {timeout or self.timing.op_s}s") from None
 
     def assignment(self) -> list[TP]:

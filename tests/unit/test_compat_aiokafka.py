@@ -5,8 +5,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from compat.clients.aiokafka_client import AiokafkaClient, _Member
-from compat.clients.base import Timing
+import pytest
+
+pytest.importorskip("aiokafka")  # not installed beside the other Pythons' unit tiers
+
+from compat.clients.aiokafka_client import AiokafkaClient, _Member  # noqa: E402
+from compat.clients.base import Timing  # noqa: E402
 
 
 class _SlowConsumer:

@@ -71,6 +71,7 @@ from pathlib import Path
 from typing import Any
 
 from compat.relay import Exchange, RelayGroup
+from fakekafka.observe.records import error_codes_in
 from fakekafka.observe.wirediff import (  # noqa: F401 - re-exported: compat's tests and tools import them from here
     ABSENT,
     ALL_TOPICS_APIS,
@@ -178,16 +179,9 @@ MEMBERSHIP = frozenset({ApiKey.OFFSET_COMMIT, ApiKey.JOIN_GROUP, ApiKey.HEARTBEA
 GROUP_APIS = MEMBERSHIP | {ApiKey.DESCRIBE_GROUPS}  # answers that follow the group's history
 _JOIN_LEAVE = (ApiKey.JOIN_GROUP, ApiKey.LEAVE_GROUP)
 RACE_S = 0.02
+"""A group request sent this close to another member's JoinGroup or LeaveGroup raced it."""
 _TXN_WRITES = frozenset({ApiKey.PRODUCE, ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN,
                          ApiKey.INIT_PRODUCER_ID, ApiKey.TXN_OFFSET_COMMIT})
-
-
-def _error_codes(value: Any) -> list[int]:
-    if isinstance(value, dict):
-        return [c for k, v in value.items() for c in ([v] if k == "error_code" else _error_codes(v))]
-    if isinstance(value, list):
-        return [c for v in value for c in _error_codes(v)]
-    return []
 
 
 def markers_pending(d: Decoded) -> bool:
@@ -196,9 +190,7 @@ def markers_pending(d: Decoded) -> bool:
     sends the request again, which is what pairs."""
     if d.ex.api_key not in _TXN_WRITES or d.response is None:
         return False
-    codes = [c for c in _error_codes(d.response) if c != ErrorCode.NONE]
-    return bool(codes) and all(c == ErrorCode.CONCURRENT_TRANSACTIONS for c in codes)
-"""A group request sent this close to another member's JoinGroup or LeaveGroup raced it."""
+    return error_codes_in(d.response, set()) == {ErrorCode.CONCURRENT_TRANSACTIONS}
 
 
 def add_context(decoded: list[Decoded]) -> None:

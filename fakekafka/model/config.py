@@ -783,16 +783,16 @@ class BrokerConfig:
 
     def _check_cleaner_buffer(self) -> None:
         """A broker Kafka would not start for its cleaner's dedupe buffer is refused, in Kafka's words."""
-        def static(name: str, default: str) -> str:
-            return self.overrides.get(name, default).strip()
+        def static(name: str) -> str:
+            value = self.overrides[name] if name in self.overrides else self.catalog.broker_default(name)
+            return (value or "").strip()
         try:
-            size, threads = int(static("log.cleaner.dedupe.buffer.size", "134217728")), \
-                int(static("log.cleaner.threads", "1"))
-            load_factor = float(static("log.cleaner.io.buffer.load.factor", "0.9"))
+            size, threads = int(static("log.cleaner.dedupe.buffer.size")), int(static("log.cleaner.threads"))
+            load_factor = float(static("log.cleaner.io.buffer.load.factor"))
         except ValueError:  # refused by its type where set by name (from_properties)
             return
         problem = dedupe_buffer_problem(size, threads)
-        if problem is None and static("log.cleaner.enable", "true").lower() != "false":
+        if problem is None and static("log.cleaner.enable").lower() != "false":
             problem = offset_map_problem(size, threads, load_factor)
         if problem is not None:
             raise InvalidConfig(problem)

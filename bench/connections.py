@@ -32,7 +32,6 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 from _peers import go_tool, kafka_available, start_broker, stop_all  # noqa: E402
-from groups import create_topic  # noqa: E402
 
 from fakekafka.testing.client import RemoteCluster  # noqa: E402
 from fakekafka.wire import ApiKey, encode_request  # noqa: E402
@@ -69,13 +68,11 @@ def producer_frames(topic: str) -> tuple[bytes, bytes]:
 
 def produce_frames(topic: str, partitions: int) -> list[bytes]:
     """One Produce per partition (v9, acks=1), each one 100-byte record: connection i sends partition i % N's."""
-    out = []
-    for p in range(partitions):
-        batch = build_batch([{"key": None, "value": b"x" * 100, "timestamp": int(time.time() * 1000)}])
-        out.append(encode_request(ApiKey.PRODUCE, 9, 3, {
-            "transactional_id": None, "acks": 1, "timeout_ms": 30_000,
-            "topic_data": [{"name": topic, "partition_data": [{"index": p, "records": batch}]}]}))
-    return out
+    batch = build_batch([{"key": None, "value": b"x" * 100, "timestamp": int(time.time() * 1000)}])
+    return [encode_request(ApiKey.PRODUCE, 9, 3, {
+        "transactional_id": None, "acks": 1, "timeout_ms": 30_000,
+        "topic_data": [{"name": topic, "partition_data": [{"index": p, "records": batch}]}]})
+        for p in range(partitions)]
 
 
 def run(binary: str, b, n: int, busy: float, topic: str) -> dict:
@@ -96,15 +93,16 @@ def run(binary: str, b, n: int, busy: float, topic: str) -> dict:
             raise RuntimeError("connload stopped before its busy phase ended")
         after = settle(b)
         # the records the busy phase wrote out of the reading: fakekafka keeps its log in memory, Kafka in files
-        RemoteCluster(host_port).delete_topic(topic)
-        unstored = settle(b)
+        with RemoteCluster(host_port) as cluster:
+            cluster.delete_topic(topic)
+            unstored = settle(b)
+            cluster.create_topic(topic, PARTITIONS)  # for the next run
         proc.stdin.write("\n")
         proc.stdin.flush()
         stats = json.loads(proc.stdout.readline())
     finally:
         proc.kill()
         proc.wait()
-    RemoteCluster(host_port).create_topic(topic, PARTITIONS)
     return {"before": before, "idle": idle, "busy": after, "unstored": unstored, "opened": opened, **stats}
 
 
@@ -126,7 +124,8 @@ def main() -> None:
         if args.baseline:
             brokers[f"fakekafka@{args.baseline}"] = start_broker("fakekafka", timeout=120, cwd=args.baseline)
         for label, b in brokers.items():
-            create_topic(b.bootstrap, "t", PARTITIONS, 60)
+            with RemoteCluster(b.bootstrap) as cluster:
+                cluster.create_topic("t", PARTITIONS)
             run(binary, b, 100, 2.0, "t")  # the first connections' one-off costs (buffers, caches) out of the figure
             r = run(binary, b, args.connections, args.busy, "t")
             rows.append((label, r))

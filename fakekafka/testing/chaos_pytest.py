@@ -2,7 +2,8 @@
 `chaos=fakekafka.Chaos(profile=...)` runs the test once per seed of `--chaos-seeds N` (from `--chaos-base-seed`,
 default 0: seeds 0..N-1), with the invariants checked after the test's body; a failing seed's schedule is shrunk
 by rerunning the test (fixtures and all) with subsets of it, and the report names the seed, the shrunk steps and
-the command that replays them (`--chaos-replay FILE`). A marker's `Chaos(seed=...)` or `Schedule` runs as given.
+the command that replays them (`--chaos-replay FILE`). A marker's `Chaos(seed=...)` or `Schedule` runs as given
+(`--chaos-replay` replaces it).
 """
 
 from __future__ import annotations
@@ -96,8 +97,8 @@ def chaos_for(request: pytest.FixtureRequest, given: Any) -> Any:
     replay = request.config.getoption("--chaos-replay")
     if trying is not None:
         chosen = dataclasses.replace(base, seed=None, schedule=trying)
-    elif _open_seed(given) and replay:
-        chosen = dataclasses.replace(base, schedule=Schedule.load(replay))
+    elif replay:  # a marker's own seed or schedule too: its report's replay command names the test alone
+        chosen = dataclasses.replace(base, seed=None, schedule=Schedule.load(replay))
     elif _open_seed(given):
         seed = item.callspec.params.get(_PARAM) if hasattr(item, "callspec") else None
         chosen = dataclasses.replace(base, seed=seed if seed is not None else request.config.getoption(
@@ -187,6 +188,7 @@ def _shrink_and_report(item: pytest.Item, nextitem: pytest.Item | None, schedule
              f"schedule applied: {len(schedule)} step(s), written to {applied}"]
     runs = config.getoption("--chaos-shrink-runs")
     final, final_path = schedule, applied
+    repeats = True
     timelines = {tuple(schedule.steps): item.stash.get(_TIMELINE, None)}
     """Each failing run's picture, by the steps it replayed."""
     if runs and len(schedule):
@@ -205,11 +207,19 @@ def _shrink_and_report(item: pytest.Item, nextitem: pytest.Item | None, schedule
             if failed:
                 timelines[tuple(candidate.steps)] = item.stash.get(_TIMELINE, None)
             return failed
-        shrunk = shrink(schedule, fails, max_runs=runs)
-        final = shrunk.schedule
-        final_path = final.save(out / f"{name}.shrunk.json")
-        budget = " (the rerun budget ran out first)" if shrunk.exhausted else ""
-        lines.append(f"shrunk in {shrunk.runs} rerun(s) to {len(final)} step(s){budget}, written to {final_path}:")
+        # the whole schedule first: a failure that needed more than the faults (a session timing out under load,
+        # a race between clients) does not come back, and ddmin would spend the budget finding that out
+        if not fails(schedule):
+            repeats = False
+            lines.append("replayed once with the whole schedule, the test passed: the failure needed timing the faults "
+                         "alone do not bring back (a timeout under load, a race); not shrunk:")
+        else:
+            shrunk = shrink(schedule, fails, max_runs=runs - 1)
+            final = shrunk.schedule
+            final_path = final.save(out / f"{name}.shrunk.json")
+            budget = " (the rerun budget ran out first)" if shrunk.exhausted else ""
+            lines.append(f"shrunk in {shrunk.runs + 1} rerun(s) to {len(final)} step(s){budget}, "
+                         f"written to {final_path}:")
     else:
         lines.append("steps:")
     lines.extend(f"  {line}" for line in final.lines())
@@ -219,5 +229,6 @@ def _shrink_and_report(item: pytest.Item, nextitem: pytest.Item | None, schedule
         svg.write_text(picture)
         lines.append(f"timeline (requests, faults, group generations): {svg}")
     nodeid = item.nodeid.replace(f"chaos-seed={seed}", "chaos-replay")
-    lines.append(f"replay: pytest {shlex.quote(nodeid)} --chaos-replay {shlex.quote(str(final_path))}")
+    command = f"pytest {shlex.quote(nodeid)} --chaos-replay {shlex.quote(str(final_path))}"
+    lines.append(f"replay: {command}" if repeats else f"replay (it passed when replayed once): {command}")
     return "\n".join(lines)

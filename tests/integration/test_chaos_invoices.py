@@ -5,11 +5,11 @@ shrinks the schedule to a few steps, the replay fails the same way; the fixed lo
 
 from __future__ import annotations
 
-import re
-import shlex
 from pathlib import Path
 
 import pytest
+
+from tests.integration.chaos_report import first_shrunk
 
 pytest.importorskip("confluent_kafka")
 
@@ -51,12 +51,9 @@ def test_chaos_seeds_find_shrink_and_replay_offsets_committed_outside_the_transa
     assert result.parseoutcomes().get("failed", 0) >= 1, out
     assert "app invariant exactly_once(orders -> invoices)" in out
     assert "committed more than once" in out
-    shrunk = re.search(r"shrunk in (\d+) rerun\(s\) to (\d+) step\(s\), written to (\S+):", out)
-    assert shrunk is not None and 1 <= int(shrunk.group(2)) <= 4, out
-    command = re.search(r"replay: pytest (.+)", out)
-    assert command is not None
-    again = pytester.runpytest_subprocess("-p", "no:cacheprovider", *shlex.split(command.group(1)),
-                                          "--chaos-shrink-runs", "0")
+    shrunk = first_shrunk(out)
+    assert shrunk is not None and 1 <= shrunk.steps <= 4, out
+    again = pytester.runpytest_subprocess("-p", "no:cacheprovider", *shrunk.replay, "--chaos-shrink-runs", "0")
     assert again.parseoutcomes() == {"failed": 1}, again.stdout.str()
     assert "committed more than once" in again.stdout.str()
 

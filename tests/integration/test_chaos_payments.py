@@ -7,10 +7,11 @@ rest) pass the same seeds."""
 from __future__ import annotations
 
 import re
-import shlex
 from pathlib import Path
 
 import pytest
+
+from tests.integration.chaos_report import first_shrunk
 
 pytest.importorskip("confluent_kafka")
 
@@ -50,16 +51,12 @@ def test_chaos_seeds_find_shrink_and_replay_a_revoked_partition_not_handled(pyte
     assert result.parseoutcomes().get("failed") == 1, out
     assert "app invariant each_order_charged_once" in out
     assert "charged more than once" in out
-    shrunk = re.search(r"shrunk in (\d+) rerun\(s\) to (\d+) step\(s\), written to (\S+):", out)
+    shrunk = first_shrunk(out)
     # one step, or both when the seed's run also met "committed offsets never go back" (a shipped worker's commit
     # for a partition it lost landing after the new owner's) and a single step's run did not: not the same way
-    assert shrunk is not None and 1 <= int(shrunk.group(2)) <= 2, out
+    assert shrunk is not None and 1 <= shrunk.steps <= 2, out
     assert re.search(r"OffsetCommit request \d+ .*group payments rebalanced", out), out
-    command = re.search(r"replay: pytest (.+)", out)
-    assert command is not None
-    again = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", *shlex.split(command.group(1)), "--chaos-shrink-runs", "0"
-    )
+    again = pytester.runpytest_subprocess("-p", "no:cacheprovider", *shrunk.replay, "--chaos-shrink-runs", "0")
     assert again.parseoutcomes() == {"failed": 1}, again.stdout.str()
     assert "charged more than once" in again.stdout.str()
 

@@ -5,11 +5,11 @@ next."""
 
 from __future__ import annotations
 
-import re
-import shlex
 from pathlib import Path
 
 import pytest
+
+from tests.integration.chaos_report import first_shrunk
 
 pytest.importorskip("kafka")
 
@@ -51,13 +51,9 @@ def test_chaos_seeds_find_shrink_and_replay_offsets_committed_before_processing(
     assert result.parseoutcomes() == {"failed": 1, "deselected": 1}, out
     assert "app invariant every_order_shipped" in out
     assert "never shipped" in out
-    shrunk = re.search(r"shrunk in (\d+) rerun\(s\) to (\d+) step\(s\), written to (\S+):", out)
-    assert shrunk is not None and int(shrunk.group(2)) == 1, out
-    command = re.search(r"replay: pytest (.+)", out)
-    assert command is not None
-    again = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", *shlex.split(command.group(1)), "--chaos-shrink-runs", "0"
-    )
+    shrunk = first_shrunk(out)
+    assert shrunk is not None and shrunk.steps == 1, out
+    again = pytester.runpytest_subprocess("-p", "no:cacheprovider", *shrunk.replay, "--chaos-shrink-runs", "0")
     assert again.parseoutcomes() == {"failed": 1}, again.stdout.str()
     assert "never shipped" in again.stdout.str()
 

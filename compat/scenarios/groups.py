@@ -337,11 +337,21 @@ def static_member_rejoin(client: Client, env: Env) -> Outcome:
 # aiokafka heartbeats with Heartbeat v1, which carries no group.instance.id: both brokers answer the replaced
 # member UNKNOWN_MEMBER_ID, it rejoins as the static member and takes the slot back, and the two members take it in
 # turns (seen in aiokafka's log on both brokers). A JoinGroup that meets the other's pending join or sync fences
-# it (FENCED_INSTANCE_ID, which aiokafka has no class for: a bare KafkaError "UnknownError()"): whether that happens
-# within the wait is the two clients' timing, not the broker's, so those are left out of `old_error`.
-@scenario("static_member_fenced", lambda client: {"new": [[0]], "old_refused": True} if client.name == "kafka-python"
-          else {"new": [[0]], "old_error": None if _aiokafka(client) else "FENCED_INSTANCE_ID"},
-          slow=True, uses=("group",))
+# it (FENCED_INSTANCE_ID, which aiokafka has no class for: a bare KafkaError "UnknownError()"), and the fenced one
+# stays fenced: aiokafka keeps the replaced member id and joins with it again, FENCED_INSTANCE_ID each time. Whether
+# that happens, and to which of the two, is the clients' timing, not the broker's: the old member's rejoin landing
+# between the new member's JoinGroup and SyncGroup fences the new one before it ever holds the partition (made so on
+# purpose with a delayed SyncGroup on fakekafka; seen once on one broker in a parallel CI run). For aiokafka the
+# new member takes the partition or is fenced so, and the fences are left out of `old_error`.
+def _fenced_expected(client: Client) -> Outcome:
+    if client.name == "kafka-python":
+        return {"new": [[0]], "old_refused": True}
+    if _aiokafka(client):
+        return {"new_took_it_or_was_fenced": True, "old_error": None}
+    return {"new": [[0]], "old_error": "FENCED_INSTANCE_ID"}
+
+
+@scenario("static_member_fenced", _fenced_expected, slow=True, uses=("group",))
 def static_member_fenced(client: Client, env: Env) -> Outcome:
     """Two live consumers with the same group.instance.id: the newer takes the partition, the older is
     fenced (FENCED_INSTANCE_ID) the next time it talks to the coordinator."""
@@ -350,6 +360,16 @@ def static_member_fenced(client: Client, env: Env) -> Outcome:
     old = env.member(client, group, topic, instance_id="same")
     _settled(env, [old], 1)
     new = env.member(client, group, topic, instance_id="same")
+    if _aiokafka(client):
+        fences: list[str] = []
+
+        def took_or_fenced() -> bool:
+            fences.extend(e.message for e in new.errors() if "UnknownError" in e.message)
+            return [p for _, p in new.assignment()] == [0] or bool(fences)
+        took, _ = wait_for(took_or_fenced, env.timing.group_s, 0.1)
+        _, seen = wait_for(lambda: [e.code for e in old.errors() if "UnknownError" not in e.message],
+                           env.timing.group_s / 2, 0.2)
+        return {"new_took_it_or_was_fenced": took, "old_error": seen[0] if seen else None}
     got = _settled(env, [new], 1)
     errors: list[str] = []
 
@@ -374,10 +394,6 @@ def static_member_fenced(client: Client, env: Env) -> Outcome:
         if not wait_for(fenced, 5, 0.2)[0]:
             wait_for(commit_refused, env.timing.group_s / 2, 0.5)
         return {"new": got, "old_refused": fenced() or "REBALANCE_IN_PROGRESS" in errors}
-    if _aiokafka(client):
-        _, seen = wait_for(lambda: [e.code for e in old.errors() if "UnknownError" not in e.message],
-                           env.timing.group_s / 2, 0.2)
-        return {"new": got, "old_error": seen[0] if seen else None}
     wait_for(fenced, env.timing.group_s / 2, 0.2)
     return {"new": got, "old_error": next((e for e in errors if "FENCED" in e), errors[0] if errors else None)}
 

@@ -92,7 +92,7 @@ def _cells(report: dict[str, Any], broker: str, client: str | None = None) -> li
 
 
 def _unlisted(cells: list[dict[str, Any]]) -> list[str]:
-    return [f"{c['scenario']} / {c['client']}: {c['status']}: " + ("; ".join(c["diff"][:5]) or
+    return [f"{c['scenario']} / {c['client']} on {c['broker']}: {c['status']}: " + ("; ".join(c["diff"][:5]) or
                                                                    c["detail"].strip()[-600:])
             for c in cells if c["status"] in ("differs", "error") and not c["known"]]
 

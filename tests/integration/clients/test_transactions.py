@@ -335,7 +335,15 @@ def test_confluent_compaction_drops_aborted_data_and_keeps_markers(broker: Clust
         for key, at in ((b"b", now), (b"c", now + 120_000), (b"d", now + 240_000)):  # 5; 6 and 7 roll segments
             plain.produce(name, b"p", key, timestamp=at)
             assert plain.flush(TIMEOUT) == 0
-        broker.wait_until(lambda: layout() == expected, timeout=30, message="the cleaner's work")
+        seen: list[list[tuple[int, int, int, bool]]] = [[]]
+
+        def cleaned() -> bool:
+            seen[0] = layout()
+            return seen[0] == expected
+        try:
+            broker.wait_until(cleaned, timeout=30, message="the cleaner's work")
+        except AssertionError as e:
+            raise AssertionError(f"{e}\nlast layout (base, last, count, control): {seen[0]}") from None
     finally:
         backoff(None)
     for isolation in ("read_committed", "read_uncommitted"):

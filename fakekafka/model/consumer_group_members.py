@@ -234,7 +234,12 @@ class ConsumerGroupMembers:
         if self._replicas_moved:
             self._replicas_moved = False
             self.metadata_changed()
+        unrecorded = self._unrecorded
+        retention, check = self.config.offsets_retention_ms, self.config.offsets_retention_check_interval_ms
         for group in list(self.groups.values()):
+            if not group.members and group.assignment_due is None and group.group_id not in unrecorded and (
+                    group.empty_since is None or now < group.empty_since + (retention if group.offsets else check)):
+                continue  # an empty group waiting to expire: thousands of them cost next to nothing
             # what changed is written: what the timers did, a new topic's epoch, and a mixed group's classic
             # members (their JoinGroup, SyncGroup and Heartbeat write nothing themselves)
             changed = group.group_id in self._unrecorded
@@ -275,6 +280,7 @@ class ConsumerGroupMembers:
 
     def next_deadline(self) -> int | None:
         times: list[int] = []
+        retention, check = self.config.offsets_retention_ms, self.config.offsets_retention_check_interval_ms
         for g in self.groups.values():
             if g.assignment_due is not None:
                 times.append(g.assignment_due)
@@ -282,6 +288,5 @@ class ConsumerGroupMembers:
                 times += [t for t in (m.session_deadline, m.rebalance_deadline, m.join_deadline, m.sync_deadline)
                           if t is not None]
             if not g.members and g.empty_since is not None:
-                times.append(g.empty_since + (self.config.offsets_retention_ms if g.offsets
-                                              else self.config.offsets_retention_check_interval_ms))
+                times.append(g.empty_since + (retention if g.offsets else check))
         return min(times, default=None)

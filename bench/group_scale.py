@@ -12,7 +12,8 @@ times, so both see the same load of a shared machine. Each cell gets a new topic
 before the clock, and new groups; G x M franz-go clients (one process, goroutines) subscribe to it, with the KIP-848
 protocol (`ServerSideBalancer`: the broker's `uniform` assignor) or the classic one (cooperative-sticky). The clock
 runs from the clients' start until every member holds at least one partition and no partition is held twice in a
-group; broker CPU is read from /proc over the same time. The table gives the median of the repeats and their range.
+group; broker CPU is read from /proc over the same time. The table gives the median of the repeats and their range;
+a second table the requests each member sent until then (franz-go's hooks count them), the group protocol's and all.
 
 `--plot` draws the scale curves (matplotlib: `pip install -e '.[bench]'`): time to stable against the group's size for
 the cells of one group, and against the number of groups for the cells of 2-member groups, one line per broker and
@@ -121,6 +122,17 @@ def main() -> None:
                         == (b, p, groups, members)]
                 out.append(summarize(runs))
         print(f"| {groups} x {members} | " + " | ".join(out) + " |")
+    print("\nRequests the members sent until then, per member (median of the runs): the group protocol's "
+          "(ConsumerGroupHeartbeat; JoinGroup, SyncGroup and Heartbeat) and all of them\n")
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for groups, members in cells:
+        out = []
+        for b in brokers:
+            for p in protocols:
+                out.append(summarize_requests([r for r in rows if (r["broker"], r["protocol"], r["groups"],
+                                                                   r["members"]) == (b, p, groups, members)]))
+        print(f"| {groups} x {members} | " + " | ".join(out) + " |")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
@@ -181,6 +193,19 @@ def summarize(runs: list[dict]) -> str:
     spread = f" [{min(stable):.1f}-{max(stable):.1f}]" if len(stable) > 1 else ""
     text = f"{statistics.median(stable):.1f} s{spread}, {statistics.median(cpu):.1f} s CPU"
     return text + (f", never stable in {never} of {len(runs)}" if never else "")
+
+
+GROUP_APIS = {"consumer": ("ConsumerGroupHeartbeat",), "classic": ("JoinGroup", "SyncGroup", "Heartbeat")}
+
+
+def summarize_requests(runs: list[dict]) -> str:
+    """Median requests per member until the cell was stable (counted by groupload's client hooks): a broker
+    that makes its clients ask more often pays for it in time."""
+    if not runs:
+        return ""
+    group = [sum(r["requests"].get(a, 0) for a in GROUP_APIS[r["protocol"]]) / r["of"] for r in runs]
+    every = [sum(r["requests"].values()) / r["of"] for r in runs]
+    return f"{statistics.median(group):.1f} group, {statistics.median(every):.1f} in all"
 
 
 if __name__ == "__main__":

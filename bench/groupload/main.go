@@ -15,7 +15,28 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+// requests counts what the members send, by API key: the same cell on two brokers should send about as many, and
+// a broker that makes its clients ask more often pays for it in time.
+type requests struct{ byKey [128]atomic.Int64 }
+
+func (r *requests) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if err == nil && key >= 0 && int(key) < len(r.byKey) {
+		r.byKey[key].Add(1)
+	}
+}
+
+func (r *requests) counts() map[string]int64 {
+	out := map[string]int64{}
+	for k := range r.byKey {
+		if n := r.byKey[k].Load(); n > 0 {
+			out[kmsg.NameForKey(int16(k))] = n
+		}
+	}
+	return out
+}
 
 type member struct {
 	mu   sync.Mutex
@@ -39,6 +60,7 @@ func main() {
 	ms := make([]*member, n)
 	clients := make([]*kgo.Client, n)
 	var assigned atomic.Int64
+	sent := &requests{}
 	for i := range ms {
 		m := &member{held: map[int32]bool{}}
 		ms[i] = m
@@ -65,6 +87,7 @@ func main() {
 			kgo.ConsumerGroup(fmt.Sprintf("%s-%d", *prefix, i / *members)),
 			kgo.ConsumeTopics(*topic),
 			kgo.DisableAutoCommit(),
+			kgo.WithHooks(sent),
 			kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) { update(ps, true) }),
 			kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) { update(ps, false) }),
 			kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) { update(ps, false) }),
@@ -121,7 +144,7 @@ func main() {
 		time.Sleep(2 * time.Millisecond)
 	}
 	out, _ := json.Marshal(map[string]any{"groups": *groups, "members": *members, "protocol": *protocol,
-		"seconds": seconds, "assigned": assigned.Load(), "of": n})
+		"seconds": seconds, "assigned": assigned.Load(), "of": n, "requests": sent.counts()})
 	fmt.Println(string(out))
 	var wg sync.WaitGroup // closing leaves the groups; not timed
 	for _, cl := range clients {

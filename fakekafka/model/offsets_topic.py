@@ -173,16 +173,44 @@ def decode_record(key: bytes, value: bytes | None) -> tuple[int, Any, int, Any]:
     return record_type, k, version, mod.VALUES[version].parse(value[2:])
 
 
-def _topic_partitions(a: dict[uuid.UUID, frozenset[int]],
-                      epochs: dict[tuple[uuid.UUID, int], int] | None = None) -> list[dict[str, Any]]:
-    """The records' TopicPartitions; with `epochs`, each partition's AssignmentEpochs (the epoch it came at)."""
-    out = []
-    for t, ps in sorted(a.items(), key=lambda kv: str(kv[0])):
-        if ps:
-            out.append({"topic_id": t, "partitions": sorted(ps)})
-            if epochs is not None:
-                out[-1]["assignment_epochs"] = [epochs[(t, p)] for p in sorted(ps)]
-    return out
+_CURRENT_HEAD = struct.Struct(">hiib").pack
+_TARGET_HEAD = _I16(0)
+
+
+def _int32s(values: list[int]) -> bytes:
+    """A compact array of int32 (the length plus one as an unsigned varint, then the values)."""
+    return uvarint_bytes(len(values) + 1) + struct.pack(f">{len(values)}i", *values)
+
+
+def _topic_partitions_bytes(a: dict[uuid.UUID, frozenset[int]],
+                            epochs: dict[tuple[uuid.UUID, int], int] | None = None) -> bytes:
+    """The records' TopicPartitions (topics by id's text, partitions sorted; with `epochs`, each partition's
+    AssignmentEpochs: the epoch it came at) as the flexible array's bytes, built directly: every heartbeat that
+    moves a member writes one or two of them (the unit tests check them against the generated builder)."""
+    items = [(t, sorted(ps)) for t, ps in sorted(a.items(), key=lambda kv: str(kv[0])) if ps]
+    out = [uvarint_bytes(len(items) + 1)]
+    for t, ps in items:
+        out += (t.bytes, _int32s(ps))
+        if epochs is None:
+            out.append(b"\x00")  # no tagged fields: AssignmentEpochs left at its default
+        else:
+            tagged = _int32s([epochs[(t, p)] for p in ps])
+            out += (b"\x01\x00", uvarint_bytes(len(tagged)), tagged)  # one tagged field: 0, AssignmentEpochs
+    return b"".join(out)
+
+
+def current_assignment_value(member_epoch: int, previous_member_epoch: int, state: int,
+                             assigned: dict[uuid.UUID, frozenset[int]],
+                             epochs: dict[tuple[uuid.UUID, int], int],
+                             pending_revocation: dict[uuid.UUID, frozenset[int]]) -> bytes:
+    """ConsumerGroupCurrentMemberAssignmentValue v0 behind its version, built directly."""
+    return (_CURRENT_HEAD(0, member_epoch, previous_member_epoch, state) + _topic_partitions_bytes(assigned, epochs)
+            + _topic_partitions_bytes(pending_revocation) + b"\x00")
+
+
+def target_member_value(assignment: dict[uuid.UUID, frozenset[int]]) -> bytes:
+    """ConsumerGroupTargetAssignmentMemberValue v0 behind its version, built directly."""
+    return _TARGET_HEAD + _topic_partitions_bytes(assignment) + b"\x00"
 
 
 class OffsetsTopic(RecordSink):
@@ -314,8 +342,7 @@ class OffsetsTopic(RecordSink):
                     drop(TARGET_MEMBER, mid)
         for mid, a in targets.items():
             record(TARGET_MEMBER, mid, frozenset(a.items()), lambda mid=mid, a=a: (
-                _key(target_member_rec, group_id=gid, member_id=mid),
-                _value(target_member_rec, 0, topic_partitions=_topic_partitions(a))))
+                _key(target_member_rec, group_id=gid, member_id=mid), target_member_value(a)))
         for mid in ids:
             m = group.members.get(mid)
             if m is None:
@@ -327,10 +354,8 @@ class OffsetsTopic(RecordSink):
                 epochs = epochs_of[m.member_id] = {(t, p): had.get((t, p), m.member_epoch)
                                                    for t, ps in m.assigned.items() for p in ps}
                 return (_key(current_assignment_rec, group_id=gid, member_id=m.member_id),
-                        _value(current_assignment_rec, 0, member_epoch=m.member_epoch,
-                               previous_member_epoch=m.previous_member_epoch, state=MEMBER_STATE_CODE[m.state],
-                               assigned_partitions=_topic_partitions(m.assigned, epochs),
-                               partitions_pending_revocation=_topic_partitions(m.pending_revocation)))
+                        current_assignment_value(m.member_epoch, m.previous_member_epoch, MEMBER_STATE_CODE[m.state],
+                                                 m.assigned, epochs, m.pending_revocation))
 
             held = (frozenset(m.assigned.items()), frozenset(m.pending_revocation.items()))
             record(CURRENT, mid, (m.member_epoch, m.previous_member_epoch, m.state, held), current)

@@ -8,6 +8,8 @@ import uuid
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from fakekafka.model.clock import ManualClock
 from fakekafka.model.cluster import ClusterState
@@ -16,7 +18,14 @@ from fakekafka.model.consumer_group import HeartbeatRequest, MemberState
 from fakekafka.model.group import GroupState, OffsetAndMetadata, Pending
 from fakekafka.model.internal_topics import OFFSETS_TOPIC
 from fakekafka.model.metadata import Broker, Partition
-from fakekafka.model.offsets_topic import batch_of, decode_record, offset_commit_key, offset_commit_value
+from fakekafka.model.offsets_topic import (
+    batch_of,
+    current_assignment_value,
+    decode_record,
+    offset_commit_key,
+    offset_commit_value,
+    target_member_value,
+)
 from fakekafka.model.streams_group import StreamsHeartbeat
 from fakekafka.model.streams_topology import InternalTopic, Subtopology, Topology
 from fakekafka.wire import ErrorCode
@@ -423,3 +432,40 @@ def test_a_streams_members_session_restarts_at_the_load_and_expires_without_hear
     assert c.streams_groups.groups["sg"].members == {}
     # fenced: as a member leaving (its target, empty while the initial delay ran, was never written, as on Kafka)
     assert [(t, v is None) for t, _, _, v in records(p)][-4:] == [(22, True), (19, True), (17, False), (20, False)]
+
+
+def _topic_partitions(a: dict[uuid.UUID, frozenset[int]],
+                      epochs: dict[tuple[uuid.UUID, int], int] | None = None) -> list[dict[str, Any]]:
+    out = []
+    for t, ps in sorted(a.items(), key=lambda kv: str(kv[0])):
+        if ps:
+            out.append({"topic_id": t, "partitions": sorted(ps)})
+            if epochs is not None:
+                out[-1]["assignment_epochs"] = [epochs[(t, p)] for p in sorted(ps)]
+    return out
+
+
+_ASSIGNMENTS = st.dictionaries(st.uuids(), st.frozensets(st.integers(0, 70_000), max_size=40), max_size=6)
+
+
+@given(assigned=_ASSIGNMENTS, pending=_ASSIGNMENTS, epoch=st.integers(-2, 2**31 - 1),
+       previous=st.integers(-2, 2**31 - 1), state=st.sampled_from([0, 1, 2]), data=st.data())
+def test_hand_built_assignment_records_are_the_generated_builders_bytes(
+        assigned: dict[uuid.UUID, frozenset[int]], pending: dict[uuid.UUID, frozenset[int]], epoch: int,
+        previous: int, state: int, data: st.DataObject) -> None:
+    """The current and target assignment values built directly are byte for byte what the generated builders of
+    Kafka's schemas make (and read back the same)."""
+    from fakekafka.wire.coordinator import consumer_group_current_member_assignment as current
+    from fakekafka.wire.coordinator import consumer_group_target_assignment_member as target
+    epochs = {(t, p): data.draw(st.integers(-1, 2**31 - 1)) for t, ps in assigned.items() for p in ps}
+    built = current_assignment_value(epoch, previous, state, assigned, epochs, pending)
+    expected = b"\x00\x00" + current.VALUES[0].build({
+        "member_epoch": epoch, "previous_member_epoch": previous, "state": state,
+        "assigned_partitions": _topic_partitions(assigned, epochs),
+        "partitions_pending_revocation": _topic_partitions(pending)})
+    assert built == expected
+    assert target_member_value(assigned) == b"\x00\x00" + target.VALUES[0].build(
+        {"topic_partitions": _topic_partitions(assigned)})
+    parsed = current.VALUES[0].parse(built[2:])
+    assert [(t.topic_id, list(t.partitions), list(t.assignment_epochs)) for t in parsed.assigned_partitions] == [
+        (t["topic_id"], t["partitions"], t["assignment_epochs"]) for t in _topic_partitions(assigned, epochs)]

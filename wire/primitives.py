@@ -9,6 +9,7 @@ the same container, keeping unknown tags so a proxy can re-emit them byte for by
 
 from __future__ import annotations
 
+import io
 import struct
 import threading
 import uuid
@@ -37,6 +38,7 @@ __all__ = [
     "Bytes", "NullableBytes", "CompactBytes", "CompactNullableBytes", "Array", "NullableArray",
     "CompactArray", "CompactNullableArray", "NullableStruct", "TaggedNullableStruct", "Field", "Tagged", "Message",
     "UNKNOWN_TAGS", "ZERO_UUID", "STRUCT_DEFAULT", "WireError", "Chunks", "Encoded", "element_budget",
+    "build_bytes", "parse_bytes",
 ]
 
 Int8 = Int8sb
@@ -53,6 +55,19 @@ UNKNOWN_TAGS = "_unknown_tags"
 
 _MISSING = object()
 STRUCT_DEFAULT = object()
+
+
+def build_bytes(subcon: Construct, obj: Any, path: str = "(building)") -> bytes:
+    """`subcon.build(obj)` without construct's context, which refers to itself (`_params`): every call left a
+    cycle for the garbage collector, and a broker builds on every request (tagged fields, coordinator records)."""
+    stream = io.BytesIO()
+    subcon._build(obj, stream, Container(), path)
+    return stream.getvalue()
+
+
+def parse_bytes(subcon: Construct, data: bytes | bytearray | memoryview, path: str = "(parsing)") -> Any:
+    """`subcon.parse(data)` without construct's self-referring context (see `build_bytes`)."""
+    return subcon._parse(io.BytesIO(data), Container(), path)
 """Default of a struct-typed field: the struct with all its own defaults."""
 _unpack_i16 = struct.Struct(">h").unpack
 _unpack_i32 = struct.Struct(">i").unpack
@@ -558,7 +573,7 @@ class Message(Construct):
             if known is None:
                 unknown.append((tag, raw))
             else:
-                obj[known.name] = known.subcon.parse(raw)
+                obj[known.name] = parse_bytes(known.subcon, raw, path)
         if unknown:
             obj[UNKNOWN_TAGS] = unknown
 
@@ -589,7 +604,7 @@ class Message(Construct):
                     continue
             elif value == default:
                 continue
-            entries.append((tag, t.subcon.build(value)))
+            entries.append((tag, build_bytes(t.subcon, value, path)))
         entries.extend(get(UNKNOWN_TAGS, None) or ())
         entries.sort(key=lambda e: e[0])
         write_uvarint(len(entries), stream, path)

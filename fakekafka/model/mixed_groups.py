@@ -52,6 +52,7 @@ from fakekafka.model.group_metadata import Group, GroupState, Member, RecordSink
 from fakekafka.wire import ErrorCode
 from fakekafka.wire.messages.consumer_protocol_assignment import VERSIONS as ASSIGNMENT
 from fakekafka.wire.messages.consumer_protocol_subscription import VERSIONS as SUBSCRIPTION
+from fakekafka.wire.primitives import build_bytes
 
 __all__ = [
     "ClassicProtocol", "ConsumerGroups", "classic_heartbeat", "classic_join", "classic_sync", "classic_takes_empty",
@@ -116,7 +117,7 @@ def parse_assignment(data: bytes) -> Container | None:
 def encode_assignment(partitions: dict[str, list[int]], version: int) -> bytes:
     """An assignment in the ConsumerProtocol format at `version` (capped at the latest), topics by name."""
     v = min(max(version, 0), LATEST_CONSUMER_PROTOCOL)
-    body = ASSIGNMENT[v].build({"assigned_partitions": [{"topic": t, "partitions": sorted(ps)}
+    body = build_bytes(ASSIGNMENT[v], {"assigned_partitions": [{"topic": t, "partitions": sorted(ps)}
                                                       for t, ps in sorted(partitions.items()) if ps],
                               "user_data": None})
     return v.to_bytes(2, "big") + body

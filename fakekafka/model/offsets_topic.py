@@ -63,7 +63,7 @@ from fakekafka.wire.coordinator import consumer_group_target_assignment_member a
 from fakekafka.wire.coordinator import consumer_group_target_assignment_metadata as target_rec
 from fakekafka.wire.coordinator import group_metadata as group_rec
 from fakekafka.wire.coordinator import offset_commit as offset_rec
-from fakekafka.wire.primitives import ZERO_UUID, uvarint_bytes
+from fakekafka.wire.primitives import ZERO_UUID, build_bytes, uvarint_bytes
 from fakekafka.wire.records import decode_batch
 
 if TYPE_CHECKING:
@@ -145,7 +145,7 @@ def _key(mod: Any, **fields: Any) -> bytes:
 @functools.lru_cache(maxsize=1 << 16)
 def _cached_key(mod: Any, fields: tuple[tuple[str, Any], ...]) -> bytes:
     """A record key encoded once: a group's heartbeats write the same few keys again and again."""
-    return _I16(mod.RECORD_TYPE) + mod.KEY.build(dict(fields))
+    return _I16(mod.RECORD_TYPE) + build_bytes(mod.KEY, dict(fields))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -156,7 +156,7 @@ def _scalar_value(mod: Any, fields: tuple[tuple[str, int], ...]) -> bytes:
 
 
 def _value(mod: Any, version: int, **fields: Any) -> bytes:
-    return _I16(version) + mod.VALUES[version].build(fields)
+    return _I16(version) + build_bytes(mod.VALUES[version], fields)
 
 
 def decode_record(key: bytes, value: bytes | None) -> tuple[int, Any, int, Any]:
@@ -510,6 +510,7 @@ class OffsetsTopic(RecordSink):
             if not any(rt == CONSUMER_GROUP for rt, *_ in records.values()):
                 continue
             consumer_groups.groups[gid] = self._load_consumer_group(gid, records, offsets.pop(gid, {}), now)
+            consumer_groups.watch(gid)
             self._written[gid] = {key: raw for key, (_, _, _, raw) in records.items()}
             # the members' records as written (fingerprints unknown: encoded again at their next change), so a
             # member that goes before its next heartbeat still gets its tombstones

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from fakekafka.model.internal_topics import SHARE_STATE_TOPIC, partition_for
 from fakekafka.model.offsets_topic import batch_of, keyed_records
 from fakekafka.model.share import RecordState, ShareGroup, SharePartition, _InFlight
+from fakekafka.wire.primitives import build_bytes
 from fakekafka.wire.share_coordinator import share_snapshot, share_update
 
 if TYPE_CHECKING:
@@ -134,7 +135,7 @@ class ShareStateLog:
         if partition is None or not partition.online:
             return -1
         mod = share_snapshot if record_type == share_snapshot.RECORD_TYPE else share_update
-        k = _I16(record_type) + mod.KEY.build({"group_id": key[0], "topic_id": key[1], "partition": key[2]})
+        k = _I16(record_type) + build_bytes(mod.KEY, {"group_id": key[0], "topic_id": key[1], "partition": key[2]})
         now = c.clock.now_ms()
         offset = partition.log.log_end_offset
         c.append_internal(partition, batch_of([(k, value)], now), now)
@@ -190,9 +191,10 @@ class ShareStateLog:
             group = self.cluster.shares.groups.get(sp.group_id)
             init = PersistedState(-1, {}, state_epoch=group.group_epoch if group else 0, leader_epoch=leader_epoch,
                                   create_ms=now)
-            init.snapshot_offset = self._append(key, share_snapshot.RECORD_TYPE, _I16(0) + share_snapshot.VALUES[
-                0].build({"snapshot_epoch": 0, "state_epoch": init.state_epoch, "leader_epoch": leader_epoch,
-                "start_offset": -1, "create_timestamp": now, "write_timestamp": now, "state_batches": []}))
+            snapshot = {"snapshot_epoch": 0, "state_epoch": init.state_epoch, "leader_epoch": leader_epoch,
+                        "start_offset": -1, "create_timestamp": now, "write_timestamp": now, "state_batches": []}
+            init.snapshot_offset = self._append(key, share_snapshot.RECORD_TYPE,
+                                                _I16(0) + build_bytes(share_snapshot.VALUES[0], snapshot))
             if init.snapshot_offset < 0:
                 return
             self.keys[key] = old = init
@@ -203,7 +205,7 @@ class ShareStateLog:
                                  state_epoch=0 if old is None else old.state_epoch + (1 if state_epoch_bump else 0),
                                  leader_epoch=leader_epoch, create_ms=now if old is None or state_epoch_bump
                                  else old.create_ms)
-            value = _I16(0) + share_snapshot.VALUES[0].build({
+            value = _I16(0) + build_bytes(share_snapshot.VALUES[0], {
                 "snapshot_epoch": new.snapshot_epoch, "state_epoch": new.state_epoch,
                 "leader_epoch": leader_epoch, "start_offset": sp.start_offset, "create_timestamp": new.create_ms,
                 "write_timestamp": now, "delivery_complete_count": _complete(view),
@@ -216,7 +218,7 @@ class ShareStateLog:
         changed = {o: v for o, v in view.items() if old.view.get(o) != v}
         if not changed and sp.start_offset == old.start_offset:
             return
-        value = _I16(0) + share_update.VALUES[0].build({
+        value = _I16(0) + build_bytes(share_update.VALUES[0], {
             "snapshot_epoch": old.snapshot_epoch, "leader_epoch": leader_epoch, "start_offset": sp.start_offset,
             "delivery_complete_count": _complete(view), "state_batches": _batches(changed)})
         if self._append(key, share_update.RECORD_TYPE, value) >= 0:

@@ -31,6 +31,7 @@ from fakekafka.wire.coordinator import streams_group_metadata as group_rec
 from fakekafka.wire.coordinator import streams_group_target_assignment_member as target_member_rec
 from fakekafka.wire.coordinator import streams_group_target_assignment_metadata as target_rec
 from fakekafka.wire.coordinator import streams_group_topology as topology_rec
+from fakekafka.wire.primitives import build_bytes
 
 __all__ = ["RECORD_TYPES", "TOMBSTONE_ORDER", "load", "records"]
 
@@ -50,11 +51,11 @@ _I16 = struct.Struct(">h").pack
 
 
 def _key(mod: Any, **fields: Any) -> bytes:
-    return _I16(mod.RECORD_TYPE) + mod.KEY.build(fields)
+    return _I16(mod.RECORD_TYPE) + build_bytes(mod.KEY, fields)
 
 
 def _value(mod: Any, **fields: Any) -> bytes:
-    return _I16(0) + mod.VALUES[0].build(fields)
+    return _I16(0) + build_bytes(mod.VALUES[0], fields)
 
 
 def record_type(key: bytes) -> int:

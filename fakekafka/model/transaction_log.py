@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from fakekafka.model.internal_topics import TRANSACTION_STATE_TOPIC
 from fakekafka.model.offsets_topic import batch_of, keyed_records
 from fakekafka.model.transactions import TransactionMetadata, TransactionState
+from fakekafka.wire.primitives import build_bytes
 from fakekafka.wire.txn_coordinator import transaction_log as txn_rec
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ _I16 = struct.Struct(">h").pack
 
 
 def transaction_key(transactional_id: str) -> bytes:
-    return _I16(txn_rec.RECORD_TYPE) + txn_rec.KEY.build({"transactional_id": transactional_id})
+    return _I16(txn_rec.RECORD_TYPE) + build_bytes(txn_rec.KEY, {"transactional_id": transactional_id})
 
 
 def transaction_value(txn: TransactionMetadata) -> bytes:
@@ -53,7 +54,7 @@ def transaction_value(txn: TransactionMetadata) -> bytes:
         by_topic.setdefault(topic, []).append(p)
     partitions = None if txn.state == TransactionState.EMPTY else [
         {"topic": t, "partition_ids": ps} for t, ps in by_topic.items()]
-    return _I16(VALUE_VERSION) + txn_rec.VALUES[VALUE_VERSION].build({
+    return _I16(VALUE_VERSION) + build_bytes(txn_rec.VALUES[VALUE_VERSION], {
         # a producer id not rotated yet is its own previous one in Kafka's records
         "producer_id": txn.producer_id,
         "previous_producer_id": txn.previous_producer_id if txn.previous_producer_id >= 0 else txn.producer_id,

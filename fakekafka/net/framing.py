@@ -43,6 +43,15 @@ class FrameStream:
         raise NotImplementedError
 
 
+def _deliver_nothing(_: bytearray) -> None:
+    """A stopped reader's `deliver`."""
+
+
+def _admit_nothing(_: int) -> int:
+    """A stopped reader's `admit`."""
+    return STOP
+
+
 class FrameReader:
     """Size-prefixed frames out of a BufferedProtocol's reads (`get_buffer`, `updated`).
 
@@ -126,6 +135,8 @@ class FrameReader:
         self.frame = None
         self._stash = b""
         self.waiting = None
+        # and of its owner: the callbacks are its bound methods, a cycle the garbage collector would have to find
+        self.deliver, self.admit, self.open_stream = _deliver_nothing, _admit_nothing, None
 
     def resume_frame(self) -> None:
         """The frame `admit` said to WAIT for may be read now: it is, then what came after it."""

@@ -30,6 +30,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -111,28 +112,10 @@ def main() -> None:
         stop_all()
     print(f"\nTime until every member holds a partition (franz-go; timeout {args.timeout:.0f} s; broker CPU "
           f"including the members leaving; median of {args.repeat} interleaved runs, range in brackets)\n")
-    header = ["cell", *(f"{b} {p}" for b in brokers for p in protocols)]
-    print("| " + " | ".join(header) + " |")
-    print("|" + "---|" * len(header))
-    for groups, members in cells:
-        out = []
-        for b in brokers:
-            for p in protocols:
-                runs = [r for r in rows if (r["broker"], r["protocol"], r["groups"], r["members"])
-                        == (b, p, groups, members)]
-                out.append(summarize(runs))
-        print(f"| {groups} x {members} | " + " | ".join(out) + " |")
+    print_table(rows, cells, brokers, protocols, summarize)
     print("\nRequests the members sent until then, per member (median of the runs): the group protocol's "
           "(ConsumerGroupHeartbeat; JoinGroup, SyncGroup and Heartbeat) and all of them\n")
-    print("| " + " | ".join(header) + " |")
-    print("|" + "---|" * len(header))
-    for groups, members in cells:
-        out = []
-        for b in brokers:
-            for p in protocols:
-                out.append(summarize_requests([r for r in rows if (r["broker"], r["protocol"], r["groups"],
-                                                                   r["members"]) == (b, p, groups, members)]))
-        print(f"| {groups} x {members} | " + " | ".join(out) + " |")
+    print_table(rows, cells, brokers, protocols, summarize_requests)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
@@ -180,6 +163,18 @@ def plot(rows: list[dict], path: str) -> None:
     fig.tight_layout()
     fig.savefig(path)
     print(f"plot: {path}", file=sys.stderr)
+
+
+def print_table(rows: list[dict], cells: list[tuple[int, ...]], brokers: list[str], protocols: list[str],
+                summary: Callable[[list[dict]], str]) -> None:
+    """A markdown table: a line per cell, a column per broker and protocol, `summary` of the runs in each."""
+    header = ["cell", *(f"{b} {p}" for b in brokers for p in protocols)]
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for groups, members in cells:
+        out = [summary([r for r in rows if (r["broker"], r["protocol"], r["groups"], r["members"])
+                        == (b, p, groups, members)]) for b in brokers for p in protocols]
+        print(f"| {groups} x {members} | " + " | ".join(out) + " |")
 
 
 def summarize(runs: list[dict]) -> str:

@@ -28,7 +28,7 @@ from construct import Container
 
 from fakekafka.handlers.authz import authorize
 from fakekafka.handlers.common import epoch_check, leader_check, merged
-from fakekafka.handlers.registry import ErrorContext, Park, RequestContext, handles
+from fakekafka.handlers.registry import Again, ErrorContext, RequestContext, handles
 from fakekafka.handlers.throttling import fetch_allowance, record_bytes, unrecord_bytes
 from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.client_quotas import QuotaType
@@ -169,6 +169,6 @@ def handle_fetch(ctx: RequestContext, req: Container) -> Any:
                 unrecord_bytes(ctx, QuotaType.FETCH, total)
                 response["responses"] = []
             return response
-        return Park(req.max_wait_ms, watched, build)
+        return None  # not yet: parked (`Again`)
 
-    return build(False)
+    return Again(build, req.max_wait_ms, watched)(False)

@@ -74,6 +74,21 @@ class Park:
     passes only when the test advances the clock."""
 
 
+class Again:
+    """A Park's `resume` that builds the answer again until it is ready: `build(final)` gives the answer, or None
+    to wait longer. (A handler's closure that named itself in its own Park made a reference cycle of every parked
+    request, left for the garbage collector: a consumer's Fetch parks on most polls.)"""
+
+    __slots__ = ("build", "wait_ms", "keys")
+
+    def __init__(self, build: Callable[[bool], Any], wait_ms: int | None, keys: list[Any]) -> None:
+        self.build, self.wait_ms, self.keys = build, wait_ms, keys
+
+    def __call__(self, final: bool) -> Any:
+        answer = self.build(final)
+        return Park(self.wait_ms, self.keys, self) if answer is None else answer
+
+
 TURN_WORK = 2048
 """Units of work (about 5-10 µs each: a topic looked up is one, a topic or partition made is more) a request does
 in one turn of the event loop before it lets the other connections' requests run."""

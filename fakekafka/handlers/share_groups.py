@@ -51,7 +51,7 @@ from fakekafka.handlers.authz import authorize, authorized_operations, filter_au
 from fakekafka.handlers.common import leader_check
 from fakekafka.handlers.consumer_groups import refused_first_and_topics_hidden
 from fakekafka.handlers.groups import may, not_coordinator
-from fakekafka.handlers.registry import ErrorContext, Park, RequestContext, handles
+from fakekafka.handlers.registry import Again, ErrorContext, RequestContext, handles
 from fakekafka.model.acl import AclOperation, ResourceType
 from fakekafka.model.metadata import Partition
 from fakekafka.model.share import ShareGroup
@@ -319,12 +319,12 @@ def handle_share_fetch(ctx: RequestContext, req: Container) -> Any:
                     "current_leader": _leader(ctx, partition, ack), "records": b"", "acquired_records": []})
         waiting = not timed_out and not total_records and not ack_codes and watched and req.max_wait_ms > 0
         if waiting:
-            return Park(req.max_wait_ms, watched, build)
+            return None  # not yet: parked (`Again`)
         return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None, **lock_field,
                 "responses": [{"topic_id": t, "partitions": ps} for t, ps in by_topic.items()],
                 "node_endpoints": _endpoints(ctx, codes)}
 
-    return build(False)
+    return Again(build, req.max_wait_ms, watched)(False)
 
 
 @handles(ApiKey.SHARE_ACKNOWLEDGE, 1, 2)

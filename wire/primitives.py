@@ -55,6 +55,12 @@ UNKNOWN_TAGS = "_unknown_tags"
 
 _MISSING = object()
 STRUCT_DEFAULT = object()
+"""Default of a struct-typed field: the struct with all its own defaults."""
+_unpack_i16 = struct.Struct(">h").unpack
+_unpack_i32 = struct.Struct(">i").unpack
+_pack_i16 = struct.Struct(">h").pack
+_pack_i32 = struct.Struct(">i").pack
+_ONE_BYTE = tuple(bytes((i,)) for i in range(256))
 
 
 def build_bytes(subcon: Construct, obj: Any, path: str = "(building)") -> bytes:
@@ -68,12 +74,6 @@ def build_bytes(subcon: Construct, obj: Any, path: str = "(building)") -> bytes:
 def parse_bytes(subcon: Construct, data: bytes | bytearray | memoryview, path: str = "(parsing)") -> Any:
     """`subcon.parse(data)` without construct's self-referring context (see `build_bytes`)."""
     return subcon._parse(io.BytesIO(data), Container(), path)
-"""Default of a struct-typed field: the struct with all its own defaults."""
-_unpack_i16 = struct.Struct(">h").unpack
-_unpack_i32 = struct.Struct(">i").unpack
-_pack_i16 = struct.Struct(">h").pack
-_pack_i32 = struct.Struct(">i").pack
-_ONE_BYTE = tuple(bytes((i,)) for i in range(256))
 
 
 class WireError(StreamError):

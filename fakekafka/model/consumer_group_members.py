@@ -109,7 +109,7 @@ class ConsumerGroupMembers:
         if member.instance_id is not None:
             group.static_members[member.instance_id] = member_id
         group.empty_since = None
-        self._watched[group.group_id] = None
+        self.watch(group.group_id)
         if bump:
             self._bump(group, bump)
         elif not member.subscribed_topic_regex:
@@ -146,7 +146,7 @@ class ConsumerGroupMembers:
             if self.refresh_metadata(group):
                 self._bump(group, "metadata changed")
                 self._unrecorded.add(group.group_id)
-                self._watched[group.group_id] = None
+                self.watch(group.group_id)
 
     def replicas_changed(self) -> None:
         """A reassignment changed partitions' replicas, so maybe their racks and the topics' hashes: compared at
@@ -162,7 +162,7 @@ class ConsumerGroupMembers:
         interval = self.assignment_interval_ms(group.group_id)
         if interval > 0 and group.last_assignment_ms is not None and now < group.last_assignment_ms + interval:
             group.assignment_due = group.last_assignment_ms + interval
-            self._watched[group.group_id] = None
+            self.watch(group.group_id)
             return
         self._assign(group)
 

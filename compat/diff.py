@@ -176,7 +176,9 @@ READS = {ApiKey.FETCH: ("topic", ("topics.topic", "topics.topic_id")), ApiKey.LI
 
 MEMBERSHIP = frozenset({ApiKey.OFFSET_COMMIT, ApiKey.JOIN_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP,
                         ApiKey.SYNC_GROUP})
-GROUP_APIS = MEMBERSHIP | {ApiKey.DESCRIBE_GROUPS}  # answers that follow the group's history
+EPOCH_HEARTBEATS = frozenset({ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.SHARE_GROUP_HEARTBEAT,
+                              ApiKey.STREAMS_GROUP_HEARTBEAT})
+GROUP_APIS = MEMBERSHIP | EPOCH_HEARTBEATS | {ApiKey.DESCRIBE_GROUPS}  # answers that follow the group's history
 _JOIN_LEAVE = (ApiKey.JOIN_GROUP, ApiKey.LEAVE_GROUP)
 RACE_S = 0.02
 """A group request sent this close to another member's JoinGroup or LeaveGroup raced it."""
@@ -370,6 +372,7 @@ class Decoded:
     response: dict[str, Any] | None
     key: str
     error: str = ""
+    member: int | None = None  # which of the session's member ids asks (in the order the broker gave them out)
 
 
 def decode(ex: Exchange, norm: Normaliser) -> Decoded:
@@ -383,17 +386,38 @@ def decode(ex: Exchange, norm: Normaliser) -> Decoded:
     asked = {**nreq, **{k: req[k] for k in ("generation_id", "generation_id_or_member_epoch") if k in req}}
     key = _key(canonical({k: v for k, v in asked.items() if k not in REQUEST_ONLY_DROP}))
     rank = norm.member(req.get("member_id"))
-    if rank is not None:  # which of the session's member ids asks (in the order the broker gave them out)
+    if rank is not None:
         key += f"|member {rank}"
     if ex.response is None:
-        return Decoded(ex, nreq, None, key)
+        return Decoded(ex, nreq, None, key, member=rank)
     try:
         _, body = decode_response(ex.api_key, ex.api_version, ex.response)
     except DecodeError as e:
-        return Decoded(ex, nreq, None, key, f"response: {e}")
+        return Decoded(ex, nreq, None, key, f"response: {e}", member=rank)
     answer = plain(body)
     norm.member(answer.get("member_id"))
-    return Decoded(ex, nreq, canonical(norm.response(ex.api_key, req, answer)), key)
+    return Decoded(ex, nreq, canonical(norm.response(ex.api_key, req, answer)), key, member=rank)
+
+
+def stale_heartbeats(decoded: list[Decoded]) -> list[Decoded]:
+    """KIP-848 heartbeats (consumer, share, streams groups) sent with a member epoch older than one this broker
+    had already answered the member with: a client sending its state again after a timeout or a reconnect.
+    Whether the broker takes it as the member's previous epoch or fences it depends on how far the group moved
+    on in between, which is timing; the group's conversation forks there."""
+    answered: list[tuple[float, tuple[Any, int], int]] = []
+    for d in decoded:
+        epoch = (d.response or {}).get("member_epoch")
+        if d.ex.api_key in EPOCH_HEARTBEATS and d.member is not None and isinstance(epoch, int) and epoch > 0:
+            answered.append((d.ex.t_response, ((d.request or {}).get("group_id"), d.member), epoch))
+    stale = []
+    for d in decoded:
+        epoch = (d.request or {}).get("member_epoch")
+        if d.ex.api_key not in EPOCH_HEARTBEATS or d.member is None or not isinstance(epoch, int) or epoch <= 0:
+            continue
+        who = ((d.request or {}).get("group_id"), d.member)
+        if any(w == who and t < d.ex.t_request and given > epoch for t, w, given in answered):
+            stale.append(d)
+    return stale
 
 
 @dataclass
@@ -498,7 +522,8 @@ def diff_sessions(sessions: dict[str, tuple[list[Exchange], list[Exchange]]], na
         aligned = {kv: align(ga, gb, key=lambda d: d.key, answer=lambda d: _key(d.response))
                    for kv, (ga, gb) in groups.items()}
         # where the group conversation forked: the first JoinGroup/SyncGroup/LeaveGroup of a group that has no
-        # counterpart, on each side; group answers after it follow a different history
+        # counterpart, or a heartbeat with an epoch the broker had moved past, on each side; group answers from
+        # there on follow a different history
         forked: dict[tuple[str, Any], float] = {}
         for (k, _v), (_pairs, only_a, only_b) in aligned.items():
             ga, gb = groups[(k, _v)]
@@ -510,6 +535,10 @@ def diff_sessions(sessions: dict[str, tuple[list[Exchange], list[Exchange]]], na
                 for side, d in left:
                     g = (side, (d.request or {}).get("group_id"))
                     forked[g] = min(forked.get(g, d.ex.t_request), d.ex.t_request)
+        for side, dd in (("a", da), ("b", db)):
+            for d in stale_heartbeats(dd):
+                g = (side, (d.request or {}).get("group_id"))
+                forked[g] = min(forked.get(g, d.ex.t_request), d.ex.t_request)
 
         # JoinGroup/LeaveGroup sends per side: (group, connection, time)
         changes = {side: [((x.request or {}).get("group_id"), x.ex.conn, x.ex.t_request) for x in dd
@@ -521,7 +550,7 @@ def diff_sessions(sessions: dict[str, tuple[list[Exchange], list[Exchange]]], na
             member's JoinGroup/LeaveGroup (which of the two a broker took first is a race)."""
             group = (d.request or {}).get("group_id")
             t = forked.get((side, group))
-            if t is not None and d.ex.t_request > t:
+            if t is not None and d.ex.t_request >= t:
                 return True
             return any(g == group and conn != d.ex.conn and abs(sent - d.ex.t_request) <= RACE_S
                        for g, conn, sent in changes[side])

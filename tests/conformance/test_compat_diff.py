@@ -11,6 +11,7 @@ import struct
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -258,6 +259,9 @@ def test_known_field_patterns_take_brackets_literally() -> None:
                                                                                "api_keys[Fetch].max_version")
 
 
+TOPIC_ID = uuid.UUID("6bd2bda3-9a4d-4d2a-8c3a-1e0f0f0f0f01")
+
+
 def _exchange(seq: int, api: int, version: int, req: dict[str, Any], resp: dict[str, Any] | None,
               tag: str = "s") -> Exchange:
     frame = wire.encode_request(api, version, seq, req)[4:]
@@ -325,6 +329,31 @@ def test_group_answers_after_a_fork_are_shown_but_not_unexplained() -> None:
     # the same difference without the extra join is unexplained
     stats = diff_sessions({"s / c": (ref, [sub[0], sub[2]])}, ("kafka", "fakekafka"), known=[])
     assert stats[(12, 4)].diffs["error_code"].unexplained
+
+
+def test_a_heartbeat_with_an_epoch_the_broker_had_moved_past_forks_the_group() -> None:
+    """As seen with confluent-kafka: a member sent its state again with epoch 2 after fakekafka had answered it
+    with epoch 3 (and a smaller assignment), and was fenced; on Kafka the same heartbeat came first."""
+    def hb(epoch: int, owned: list[int] | None) -> dict[str, Any]:
+        return {"group_id": "g", "member_id": "m1", "member_epoch": epoch, "instance_id": None, "rack_id": None,
+                "rebalance_timeout_ms": 300000, "subscribed_topic_names": None, "subscribed_topic_regex": None,
+                "server_assignor": None,
+                "topic_partitions": None if owned is None else [{"topic_id": TOPIC_ID, "partitions": owned}]}
+
+    def answer(epoch: int, error: int = 0) -> dict[str, Any]:
+        return {"error_code": error, "member_id": "m1", "member_epoch": epoch, "heartbeat_interval_ms": 500,
+                "assignment": None}
+    cgh = wire.ApiKey.CONSUMER_GROUP_HEARTBEAT
+    ref = [_exchange(1, cgh, 1, hb(2, [0, 1]), answer(2)), _exchange(3, cgh, 1, hb(2, None), answer(3))]
+    sub = [_exchange(1, cgh, 1, hb(2, []), answer(3)), _exchange(2, cgh, 1, hb(2, [0, 1]), answer(0, 110)),
+           _exchange(3, cgh, 1, hb(2, None), answer(3))]
+    stats = diff_sessions({"s / c": (ref, sub)}, ("kafka", "fakekafka"), known=[])
+    d = stats[(cgh, 1)].diffs["error_code"]
+    assert not d.unexplained and d.diverged == {"s / c"}
+    # the same answers to heartbeats that were not behind the broker are unexplained
+    sub[0] = _exchange(1, cgh, 1, hb(2, []), answer(2))
+    stats = diff_sessions({"s / c": (ref, sub)}, ("kafka", "fakekafka"), known=[])
+    assert stats[(cgh, 1)].diffs["error_code"].unexplained
 
 
 def test_a_write_that_met_the_previous_transactions_markers_is_set_aside() -> None:

@@ -190,24 +190,24 @@ def _fetch_forever(topic_id: object) -> dict:
     }
 
 
-def test_parked_fetches_end_with_their_connection(broker: fakekafka.Cluster) -> None:
+def test_parked_fetches_end_with_their_connection(plain_cluster: fakekafka.Cluster) -> None:
     """200 fetches parked for 24 days, then disconnected: no task, waiter or connection is left behind."""
-    broker.create_topic("parked", 1)
-    topic_id = broker.call(lambda: broker.state.topics["parked"].topic_id)
-    server = broker.server
-    clients = [RawClient(broker.bootstrap_servers) for _ in range(200)]
+    plain_cluster.create_topic("parked", 1)
+    topic_id = plain_cluster.call(lambda: plain_cluster.state.topics["parked"].topic_id)
+    server = plain_cluster.server
+    clients = [RawClient(plain_cluster.bootstrap_servers) for _ in range(200)]
     for c in clients:
         c.send(ApiKey.FETCH, 16, _fetch_forever(topic_id))
     _wait(
-        lambda: broker.call(
-            lambda: len(server.purgatory.waiters.get(id(broker.state.topics["parked"].partitions[0]), ())) == 200
+        lambda: plain_cluster.call(
+            lambda: len(server.purgatory.waiters.get(id(plain_cluster.state.topics["parked"].partitions[0]), ())) == 200
         ),
         "200 parked fetches",
     )
     for c in clients:
         c.close()
     _wait(
-        lambda: broker.call(
+        lambda: plain_cluster.call(
             lambda: not server._connections and not server.purgatory.waiters and not server.quotas.idle
         ),
         "every parked fetch ended with its connection",
@@ -251,17 +251,19 @@ def _join_body(member_id: str) -> dict:
     }
 
 
-def test_parked_join_group_ends_with_its_connection(broker: fakekafka.Cluster) -> None:
+def test_parked_join_group_ends_with_its_connection(plain_cluster: fakekafka.Cluster) -> None:
     """A second member's JoinGroup waits for the first to rejoin (up to 300 s); dropped, it is gone at once."""
-    first, second = RawClient(broker.bootstrap_servers), RawClient(broker.bootstrap_servers)
+    first, second = RawClient(plain_cluster.bootstrap_servers), RawClient(plain_cluster.bootstrap_servers)
     member = first.request(ApiKey.JOIN_GROUP, 5, _join_body("")).member_id  # MEMBER_ID_REQUIRED hands out the id
     assert first.request(ApiKey.JOIN_GROUP, 5, _join_body(member)).error_code == ErrorCode.NONE
     other = second.request(ApiKey.JOIN_GROUP, 5, _join_body("")).member_id
     second.send(ApiKey.JOIN_GROUP, 5, _join_body(other))
-    server = broker.server
-    _wait(lambda: broker.call(lambda: bool(server.purgatory.waiters)), "the second join waits for the first member")
+    server = plain_cluster.server
+    _wait(lambda: plain_cluster.call(lambda: bool(server.purgatory.waiters)),
+          "the second join waits for the first member")
     second.close()
-    _wait(lambda: broker.call(lambda: not server.purgatory.waiters and len(server._connections) == 1), "it ended")
+    _wait(lambda: plain_cluster.call(lambda: not server.purgatory.waiters and len(server._connections) == 1),
+          "it ended")
     first.close()
 
 
@@ -353,14 +355,14 @@ def test_serve_refuses_a_bad_limit_in_words() -> None:
 
 @pytest.mark.parametrize("codec", [Compression.GZIP, Compression.SNAPPY, Compression.LZ4, Compression.ZSTD])
 def test_a_decompression_bomb_is_refused_before_it_is_decompressed(
-    broker: fakekafka.Cluster, codec: Compression, monkeypatch: pytest.MonkeyPatch
+    plain_cluster: fakekafka.Cluster, codec: Compression, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A compressed batch is decompressed whole to be checked: past MAX_DECOMPRESSED_BATCH (128 MiB; 1 MiB here)
     it is INVALID_RECORD, found from its frames' headers (gzip: a stream stopped there). Kafka has no such
     bound (it streams); compat/KNOWN_DIFFERENCES.md lists it."""
     monkeypatch.setattr(validate, "MAX_DECOMPRESSED_BATCH", 1 << 20)
-    broker.create_topic("bomb", 1)
-    raw = RawClient(broker.bootstrap_servers)
+    plain_cluster.create_topic("bomb", 1)
+    raw = RawClient(plain_cluster.bootstrap_servers)
     produce = {
         "acks": 1,
         "timeout_ms": 1000,
@@ -379,18 +381,18 @@ def test_a_decompression_bomb_is_refused_before_it_is_decompressed(
         [{"value": bytes(1 << 19)}], compression=codec
     )
     assert raw.request(ApiKey.PRODUCE, 9, produce).responses[0].partition_responses[0].error_code == ErrorCode.NONE
-    assert broker.end_offsets("bomb") == {0: 1}
+    assert plain_cluster.end_offsets("bomb") == {0: 1}
     raw.close()
 
 
 def test_a_request_past_the_element_budget_closes_its_connection(
-    broker: fakekafka.Cluster, caplog: pytest.LogCaptureFixture
+    plain_cluster: fakekafka.Cluster, caplog: pytest.LogCaptureFixture
 ) -> None:
     """0.9 MB of one-letter topic names would become hundreds of MB of objects: past MAX_REQUEST_ELEMENTS the
     request is refused as malformed, before its elements are made."""
     from fakekafka.net.requests import MAX_REQUEST_ELEMENTS
 
-    raw = RawClient(broker.bootstrap_servers)
+    raw = RawClient(plain_cluster.bootstrap_servers)
     r = raw.request(ApiKey.METADATA, 1, {"topics": [{"name": "a"}] * 1000})
     assert len(r.topics) == 1000
     raw.send_bytes(wire.encode_request(3, 1, 9, {"topics": [{"name": "a"}] * (MAX_REQUEST_ELEMENTS + 1)}))

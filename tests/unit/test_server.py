@@ -18,8 +18,8 @@ from tests.rawclient import RawClient, eventually
 
 
 @pytest.fixture
-def raw(broker: fakekafka.Cluster) -> Iterator[RawClient]:
-    client = RawClient(broker.bootstrap_servers)
+def raw(plain_cluster: fakekafka.Cluster) -> Iterator[RawClient]:
+    client = RawClient(plain_cluster.bootstrap_servers)
     yield client
     client.close()
 
@@ -56,16 +56,16 @@ def test_produce_v2_is_refused_per_partition(raw: RawClient) -> None:
 
 
 def test_requests_on_one_connection_are_answered_in_order_and_acks0_is_silent(
-    raw: RawClient, broker: fakekafka.Cluster
+    raw: RawClient, plain_cluster: fakekafka.Cluster
 ) -> None:
-    broker.create_topic("t")  # Produce never creates a topic (Kafka auto-creates on Metadata only)
+    plain_cluster.create_topic("t")  # Produce never creates a topic (Kafka auto-creates on Metadata only)
     raw.send(ApiKey.PRODUCE, 9, _produce_body("t", acks=0))
     c2 = raw.send(ApiKey.METADATA, 12, {"topics": None})
     c3 = raw.send(ApiKey.PRODUCE, 9, _produce_body("t", acks=1))
     assert raw.receive(ApiKey.METADATA, 12)[0] == c2
     corr, r = raw.receive(ApiKey.PRODUCE, 9)
     assert corr == c3 and r.responses[0].partition_responses[0].base_offset == 1
-    assert broker.end_offsets("t") == {0: 2}
+    assert plain_cluster.end_offsets("t") == {0: 2}
 
 
 @pytest.mark.parametrize(
@@ -82,23 +82,23 @@ def test_requests_on_one_connection_are_answered_in_order_and_acks0_is_silent(
     ],
 )
 def test_bad_input_closes_only_that_connection(
-    broker: fakekafka.Cluster, bad: bytes, caplog: pytest.LogCaptureFixture
+    plain_cluster: fakekafka.Cluster, bad: bytes, caplog: pytest.LogCaptureFixture
 ) -> None:
-    broker.produce("keep", b"stored")
-    other = RawClient(broker.bootstrap_servers)
-    victim = RawClient(broker.bootstrap_servers)
+    plain_cluster.produce("keep", b"stored")
+    other = RawClient(plain_cluster.bootstrap_servers)
+    victim = RawClient(plain_cluster.bootstrap_servers)
     victim.send_bytes(bad)
     assert victim.is_closed()
     r = other.request(ApiKey.METADATA, 12, {"topics": [{"name": "keep"}]})
     assert r.topics[0].error_code == ErrorCode.NONE
-    assert [x.value for x in broker.records("keep")] == [b"stored"]
+    assert [x.value for x in plain_cluster.records("keep")] == [b"stored"]
     assert any("closing" in m for m in caplog.messages)
     other.close()
     victim.close()
 
 
-def test_truncated_frame_then_eof_is_logged(broker: fakekafka.Cluster, caplog: pytest.LogCaptureFixture) -> None:
-    victim = RawClient(broker.bootstrap_servers)
+def test_truncated_frame_then_eof_is_logged(plain_cluster: fakekafka.Cluster, caplog: pytest.LogCaptureFixture) -> None:
+    victim = RawClient(plain_cluster.bootstrap_servers)
     victim.send_bytes(struct.pack(">i", 100) + b"\x00" * 10)
     victim.sock.shutdown(1)
     assert victim.is_closed()
@@ -108,9 +108,9 @@ def test_truncated_frame_then_eof_is_logged(broker: fakekafka.Cluster, caplog: p
     assert any("truncated" in m for m in caplog.messages)
 
 
-def test_fetch_long_poll_is_woken_by_a_produce(broker: fakekafka.Cluster, raw: RawClient) -> None:
-    broker.create_topic("lp", 1)
-    topic_id = broker.call(lambda: broker.state.topics["lp"].topic_id)
+def test_fetch_long_poll_is_woken_by_a_produce(plain_cluster: fakekafka.Cluster, raw: RawClient) -> None:
+    plain_cluster.create_topic("lp", 1)
+    topic_id = plain_cluster.call(lambda: plain_cluster.state.topics["lp"].topic_id)
     fetch = {
         "max_wait_ms": 20_000,
         "min_bytes": 1,
@@ -122,30 +122,30 @@ def test_fetch_long_poll_is_woken_by_a_produce(broker: fakekafka.Cluster, raw: R
     }
     raw.send(ApiKey.FETCH, 16, fetch)
     started = time.monotonic()
-    threading.Timer(0.2, lambda: broker.produce("lp", b"wake")).start()
+    threading.Timer(0.2, lambda: plain_cluster.produce("lp", b"wake")).start()
     _, r = raw.receive(ApiKey.FETCH, 16)
     assert time.monotonic() - started < 10
     data = r.responses[0].partitions[0].records
     assert wire.records.decode_batch(data).records[0].value == b"wake"
 
 
-def test_large_fetches_to_a_slow_reader_arrive_whole_and_in_order(broker: fakekafka.Cluster) -> None:
+def test_large_fetches_to_a_slow_reader_arrive_whole_and_in_order(plain_cluster: fakekafka.Cluster) -> None:
     """Responses bigger than the socket takes at once: what the first send leaves is buffered and sent
     after it, and a pipelined request behind them is answered after them."""
     import os
     import socket
 
-    broker.create_topic("big", 1)
+    plain_cluster.create_topic("big", 1)
     values = [os.urandom(900_000) for _ in range(6)]
-    raw = RawClient(broker.bootstrap_servers)
+    raw = RawClient(plain_cluster.bootstrap_servers)
     try:
         for v in values:
             assert (
                 raw.request(ApiKey.PRODUCE, 9, _produce_body("big", v)).responses[0].partition_responses[0].error_code
                 == 0
             )
-        topic_id = broker.call(lambda: broker.state.topics["big"].topic_id)
-        stored = broker.call(lambda: list(broker.state.topics["big"].partitions[0].log.batches))
+        topic_id = plain_cluster.call(lambda: plain_cluster.state.topics["big"].topic_id)
+        stored = plain_cluster.call(lambda: list(plain_cluster.state.topics["big"].partitions[0].log.batches))
         raw.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
         sent = []
         for offset in (0, 2, 3):
@@ -180,7 +180,7 @@ def test_large_fetches_to_a_slow_reader_arrive_whole_and_in_order(broker: fakeka
         raw.close()
 
 
-def test_a_reader_that_never_reads_holds_a_bounded_part_of_its_answer_unsent(broker: fakekafka.Cluster) -> None:
+def test_a_reader_that_never_reads_holds_a_bounded_part_of_its_answer_unsent(plain_cluster: fakekafka.Cluster) -> None:
     """A 20 MB Fetch answer to a client that reads nothing: the transport is given a piece at a time, so the
     connection holds at most about one piece unsent (Python 3.11's transport copied the whole answer, 60 MB per
     slow reader); its pipelined requests wait unread behind it."""
@@ -189,16 +189,16 @@ def test_a_reader_that_never_reads_holds_a_bounded_part_of_its_answer_unsent(bro
 
     from fakekafka.net.connection import Connection
 
-    broker.create_topic("huge", 1)
-    producer = RawClient(broker.bootstrap_servers)
+    plain_cluster.create_topic("huge", 1)
+    producer = RawClient(plain_cluster.bootstrap_servers)
     for _ in range(22):
         r = producer.request(ApiKey.PRODUCE, 9, _produce_body("huge", os.urandom(900_000)))
         assert r.responses[0].partition_responses[0].error_code == 0
     producer.close()
-    topic_id = broker.call(lambda: broker.state.topics["huge"].topic_id)
+    topic_id = plain_cluster.call(lambda: plain_cluster.state.topics["huge"].topic_id)
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    host, port = broker.bootstrap_servers.split(",")[0].rsplit(":", 1)
+    host, port = plain_cluster.bootstrap_servers.split(",")[0].rsplit(":", 1)
     sock.connect((host, int(port)))
     fetch = {
         "max_wait_ms": 0,
@@ -213,20 +213,20 @@ def test_a_reader_that_never_reads_holds_a_bounded_part_of_its_answer_unsent(bro
         sock.sendall(wire.encode_request(1, 16, corr, fetch, client_id="slow"))
 
     def stuck() -> Connection | None:
-        conns = [c for c in broker.server.quotas.of_broker(1) if c.in_request]
+        conns = [c for c in plain_cluster.server.quotas.of_broker(1) if c.in_request]
         return conns[0] if conns and not conns[0]._writable else None
 
-    conn = eventually("the answer waits for the reader", lambda: broker.call(stuck))
-    unsent = broker.call(lambda: conn.transport.get_write_buffer_size())
+    conn = eventually("the answer waits for the reader", lambda: plain_cluster.call(stuck))
+    unsent = plain_cluster.call(lambda: conn.transport.get_write_buffer_size())
     assert 0 < unsent <= 2 << 20  # a piece (1 MiB) and what the transport had left
     sock.close()
 
 
-def test_fetch_errors(broker: fakekafka.Cluster, raw: RawClient) -> None:
+def test_fetch_errors(plain_cluster: fakekafka.Cluster, raw: RawClient) -> None:
     import uuid
 
-    broker.produce("fe", b"x")
-    topic_id = broker.call(lambda: broker.state.topics["fe"].topic_id)
+    plain_cluster.produce("fe", b"x")
+    topic_id = plain_cluster.call(lambda: plain_cluster.state.topics["fe"].topic_id)
 
     def fetch(tid: uuid.UUID, offset: int) -> int:
         r = raw.request(
@@ -255,12 +255,13 @@ def test_fetch_errors(broker: fakekafka.Cluster, raw: RawClient) -> None:
     assert r.error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
 
 
-def test_metadata_reports_topic_ids_and_respects_auto_create(raw: RawClient, broker: fakekafka.Cluster) -> None:
+def test_metadata_reports_topic_ids_and_respects_auto_create(raw: RawClient, plain_cluster: fakekafka.Cluster) -> None:
     r = raw.request(ApiKey.METADATA, 12, {"topics": [{"name": "auto"}], "allow_auto_topic_creation": False})
     assert r.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     r = raw.request(ApiKey.METADATA, 12, {"topics": [{"name": "auto"}], "allow_auto_topic_creation": True})
     t = r.topics[0]
-    assert t.error_code == ErrorCode.NONE and t.topic_id == broker.call(lambda: broker.state.topics["auto"].topic_id)
+    topic_id = plain_cluster.call(lambda: plain_cluster.state.topics["auto"].topic_id)
+    assert t.error_code == ErrorCode.NONE and t.topic_id == topic_id
     r = raw.request(ApiKey.METADATA, 12, {"topics": [{"name": None, "topic_id": t.topic_id}]})
     assert r.topics[0].name == "auto"
     r = raw.request(ApiKey.METADATA, 12, {"topics": [{"name": "bad name!"}], "allow_auto_topic_creation": True})
@@ -268,15 +269,15 @@ def test_metadata_reports_topic_ids_and_respects_auto_create(raw: RawClient, bro
     assert r.cluster_id and r.controller_id == 1
 
 
-def test_many_connections_at_once(broker: fakekafka.Cluster) -> None:
-    broker.create_topic("many")
-    clients = [RawClient(broker.bootstrap_servers) for _ in range(50)]
+def test_many_connections_at_once(plain_cluster: fakekafka.Cluster) -> None:
+    plain_cluster.create_topic("many")
+    clients = [RawClient(plain_cluster.bootstrap_servers) for _ in range(50)]
     for i, c in enumerate(clients):
         c.send(ApiKey.PRODUCE, 9, _produce_body("many", value=str(i).encode()))
     for c in clients:
         assert c.receive(ApiKey.PRODUCE, 9)[1].responses[0].partition_responses[0].error_code == ErrorCode.NONE
         c.close()
-    assert broker.end_offsets("many") == {0: 50}
+    assert plain_cluster.end_offsets("many") == {0: 50}
 
 
 def test_fetch_v3_is_refused_per_partition(raw: RawClient) -> None:
@@ -291,13 +292,13 @@ def test_fetch_v3_is_refused_per_partition(raw: RawClient) -> None:
     assert r.responses[0].partitions[0].error_code == ErrorCode.UNSUPPORTED_VERSION
 
 
-def test_a_metadata_naming_20000_new_topics_lets_other_clients_in_between(broker: fakekafka.Cluster) -> None:
+def test_a_metadata_naming_20000_new_topics_lets_other_clients_in_between(plain_cluster: fakekafka.Cluster) -> None:
     """Auto-creation in turns of the event loop: another client is answered while the big request is half done
     (its first topic made, its last not yet), where it used to wait for all of it."""
     import uuid
 
     names = [f"wedge-{i}" for i in range(20_000)]
-    big = RawClient(broker.bootstrap_servers, timeout=120)
+    big = RawClient(plain_cluster.bootstrap_servers, timeout=120)
     big.send(
         ApiKey.METADATA,
         12,
@@ -307,7 +308,7 @@ def test_a_metadata_naming_20000_new_topics_lets_other_clients_in_between(broker
             "include_topic_authorized_operations": False,
         },
     )
-    other = RawClient(broker.bootstrap_servers, timeout=120)
+    other = RawClient(plain_cluster.bootstrap_servers, timeout=120)
 
     def made(name: str) -> bool:
         r = other.request(
@@ -330,11 +331,11 @@ def test_a_metadata_naming_20000_new_topics_lets_other_clients_in_between(broker
     other.close()
 
 
-def test_a_lone_members_first_join_is_completed_by_the_servers_due_timer(broker: fakekafka.Cluster,
+def test_a_lone_members_first_join_is_completed_by_the_servers_due_timer(plain_cluster: fakekafka.Cluster,
                                                                          raw: RawClient) -> None:
     """An Empty group's first join waits on a zero-delay timer (as Kafka's does); the server fires it once the
     requests it has read are handled, not at its next tick."""
-    groups = broker.state.groups
+    groups = plain_cluster.state.groups
     seen: list[dict[str, None]] = []
     run_due = groups.run_due
     groups.run_due = lambda: (seen.append(dict(groups.due)), run_due())[-1]  # type: ignore[method-assign]

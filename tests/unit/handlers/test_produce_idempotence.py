@@ -50,9 +50,9 @@ class Connection:
         self.sock.close()
 
 
-def test_retried_batch_gets_its_original_offset(broker: fakekafka.Cluster) -> None:
-    broker.create_topic("dedup")
-    first = Connection(broker)
+def test_retried_batch_gets_its_original_offset(plain_cluster: fakekafka.Cluster) -> None:
+    plain_cluster.create_topic("dedup")
+    first = Connection(plain_cluster)
     init = first.call(INIT_PRODUCER_ID, INIT_V, {"transactional_id": None, "transaction_timeout_ms": 60000,
                                                   "producer_id": -1, "producer_epoch": -1})
     assert init.error_code == ErrorCode.NONE
@@ -68,14 +68,14 @@ def test_retried_batch_gets_its_original_offset(broker: fakekafka.Cluster) -> No
     first.close()
 
     # the retries arrive on a new connection, as after a lost response
-    retry = Connection(broker)
+    retry = Connection(plain_cluster)
     assert retry.produce("dedup", a) == (ErrorCode.NONE, 0)
     assert retry.produce("dedup", b) == (ErrorCode.NONE, 2)
-    assert broker.end_offsets("dedup") == {0: 3}
-    assert [(r.offset, r.value) for r in broker.records("dedup")] == [(0, b"a0"), (1, b"a1"), (2, b"b0")]
+    assert plain_cluster.end_offsets("dedup") == {0: 3}
+    assert [(r.offset, r.value) for r in plain_cluster.records("dedup")] == [(0, b"a0"), (1, b"a1"), (2, b"b0")]
 
     # a gap in the sequence is refused and not stored
     assert retry.produce("dedup", batch(5, b"gap"))[0] == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
     assert retry.produce("dedup", batch(3, b"c0")) == (ErrorCode.NONE, 3)
-    assert broker.end_offsets("dedup") == {0: 4}
+    assert plain_cluster.end_offsets("dedup") == {0: 4}
     retry.close()

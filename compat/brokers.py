@@ -301,7 +301,9 @@ def start_older_kafka() -> Target:
     cluster = KafkaCluster(1, dict(BROKER_PROPERTIES), version=OLDER_KAFKA)
     try:
         cluster.start()
-    except KafkaUnavailable as e:
+        _warm_up(cluster.bootstrap_servers)
+    except (KafkaUnavailable, Unavailable) as e:
+        cluster.stop()
         raise Unavailable(str(e)) from None
     return Target("kafka-3.9", cluster.bootstrap_servers, REFERENCE, auto_create=False,
                   note=f"Apache Kafka {OLDER_KAFKA} (JVM, KRaft, 1 node), ready in {cluster.start_seconds} s",
@@ -315,7 +317,9 @@ def start_kafka(brokers: int = 1) -> Target:
         cluster = KafkaCluster(brokers, {**BROKER_PROPERTIES, **(FAULT_TIMING if brokers == 3 else {})})
         try:
             cluster.start()
-        except KafkaUnavailable as e:
+            _warm_up(cluster.bootstrap_servers, brokers)
+        except (KafkaUnavailable, Unavailable) as e:
+            cluster.stop()
             raise Unavailable(str(e)) from None
         name = "kafka" if brokers == 1 else f"kafka-{brokers}"
         return Target(name, cluster.bootstrap_servers, REFERENCE, auto_create=False,
@@ -323,6 +327,20 @@ def start_kafka(brokers: int = 1) -> Target:
                            f"{cluster.start_seconds} s", stop=cluster.stop,
                       faults=Faults(cluster.kill_node, cluster.restart_node) if brokers == 3 else None)
     return _start_kafka_container()
+
+
+def _warm_up(bootstrap: str, brokers: int = 1, timeout: float = 120.0) -> None:
+    """Creates and deletes a topic before the lanes start: a Kafka just started beside other JVMs on a loaded
+    machine took over 15 s to list its first topics, and every lane's first scenarios failed on it."""
+    from fakekafka.testing.client import RemoteCluster
+    topic = f"compat-warm-up-{uuid.uuid4().hex[:8]}"
+    try:
+        with RemoteCluster(bootstrap, client_id="compat-setup", timeout=timeout) as cluster:
+            cluster.create_topic(topic, 1, replication_factor=min(brokers, 3))
+            cluster.delete_topic(topic)
+    except Exception as e:  # noqa: BLE001 - any failure: this broker cannot serve the run
+        raise Unavailable(f"Kafka at {bootstrap} did not create and delete a topic within {timeout:.0f} s: {e}") \
+            from None
 
 
 def _kafka_version() -> str:

@@ -295,8 +295,12 @@ def describe_group_preparing_rebalance(client: Client, env: Env) -> Outcome:
         a.join()
         a.sync()
         b.send_join()
-        time.sleep(0.3)
-        return {"group": _describe(client, group)}
+
+        def rebalancing() -> Any:  # the join is in once the group says so: a loaded broker takes its time
+            got = _describe(client, group)
+            return got if isinstance(got, dict) and got.get("state") == "PreparingRebalance" else None
+        ok, got = wait_for(rebalancing, env.timing.op_s, 0.2)
+        return {"group": got if ok else _describe(client, group)}
     finally:
         a.close()
         b.close()

@@ -58,8 +58,9 @@ def shared_fixture_group(item: pytest.Item) -> str | None:
 @pytest.fixture
 def plain_cluster() -> Iterator[fakekafka.Cluster]:
     """A started single-broker cluster on a free loopback port, stopped after the test; markers ignored. Not named
-    `broker`: tests/integration/clients/conftest.py's `broker` (the `kafka` fixture) once lost to it in one
-    collection order."""
+    `broker`: pytest 9.1 loses a subfolder's conftest fixtures when the command line names a file of the folder
+    above between that subfolder's files (pytest-dev/pytest#14971), and tests/integration/clients' `broker` (the
+    `kafka` fixture) then fell back to a root fixture of that name silently; now it fails as not found."""
     with fakekafka.Cluster() as cluster:
         yield cluster
 

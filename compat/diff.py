@@ -47,7 +47,9 @@ ListGroups; only this session's names are kept in the first place, so other lane
 topics are not the session's business, and which of them exist at the moment asked is timing) and
 incremental Fetch answers (Kafka leaves out the partitions that did not change in a fetch session).
 Left out: the records of a Fetch answer for a topic whose Produce requests differed in that session (the
-producer batched differently, so the logs hold different batches).
+producer batched differently, so the logs hold different batches), and the records, high watermark and last
+stable offset of a Fetch whose long poll a write to its topic met (when a broker wakes a parked fetch, before or
+after the next write lands, is timing).
 
 Writes OUT.json and OUT.md: per (API, version) the exchanges seen on each side, pairs compared, fields
 compared, each differing field with its count, an example and the reason if known, and request
@@ -133,8 +135,14 @@ def intersect(a: dict[str, Any], b: dict[str, Any], field_: str, inner: str | No
     return a2, b2
 
 
-def without_records(answer: dict[str, Any], topics: set[str]) -> dict[str, Any]:
-    """A canonical Fetch answer without the records of `topics` (by name or by id placeholder)."""
+PROGRESS = frozenset({"records", "high_watermark", "last_stable_offset"})
+"""What a Fetch answer says of the log's progress: for a long poll that a write to its topic met, timing."""
+
+
+def without_records(answer: dict[str, Any], topics: set[str], fields: frozenset[str] = frozenset({"records"})
+                    ) -> dict[str, Any]:
+    """A canonical Fetch answer without the records (or other partition `fields`) of `topics` (by name or by id
+    placeholder)."""
     items = _keyed_items(answer.get("responses"))
     if items is None or not topics:
         return answer
@@ -144,7 +152,7 @@ def without_records(answer: dict[str, Any], topics: set[str]) -> dict[str, Any]:
         parts = _keyed_items(t.get("partitions")) if isinstance(t, dict) else None
         if name in topics and parts is not None:
             t = {**t, "partitions": {**t["partitions"], "[]": {
-                pk: {f: v for f, v in p.items() if f != "records"} for pk, p in parts.items()}}}
+                pk: {f: v for f, v in p.items() if f not in fields} for pk, p in parts.items()}}}
         out[k] = t
     return {**answer, "responses": {**answer["responses"], "[]": out}}
 
@@ -236,6 +244,11 @@ def add_context(decoded: list[Decoded]) -> None:
                 if kind == r[0] and (everything or name in names)
                 and (done <= d.ex.t_request or (conn == d.ex.conn and sent < d.ex.t_request)))
         d.key += f"|after {n} writes"
+        if d.ex.api_key == ApiKey.FETCH and d.ex.response is not None:
+            # writes answered while this long poll waited: when the broker woke it, before or after the next
+            # write came, is timing
+            d.raced = {name for done, conn, sent, kind, name in writes
+                       if kind == "topic" and name in names and d.ex.t_request < done <= d.ex.t_response}
 
 
 def _has_records(answer: dict[str, Any]) -> bool:
@@ -373,6 +386,7 @@ class Decoded:
     key: str
     error: str = ""
     member: int | None = None  # which of the session's member ids asks (in the order the broker gave them out)
+    raced: set[str] = dataclasses.field(default_factory=set)  # a Fetch's topics written to while it waited
 
 
 def decode(ex: Exchange, norm: Normaliser) -> Decoded:
@@ -598,6 +612,8 @@ def diff_sessions(sessions: dict[str, tuple[list[Exchange], list[Exchange]]], na
                            for d in (a, b)):
                         ra, rb = intersect(ra, rb, "responses", "partitions")  # incremental fetch
                     ra, rb = without_records(ra, tainted), without_records(rb, tainted)
+                    raced = a.raced | b.raced
+                    ra, rb = without_records(ra, raced, PROGRESS), without_records(rb, raced, PROGRESS)
                 n, diffs = compare(ra, rb)
                 s.fields += n
                 for path, generic, x, y in diffs:

@@ -238,6 +238,39 @@ def test_reads_are_keyed_by_the_writes_answered_before_them() -> None:
     assert [x.key for x in got] == ["k|after 0 writes", "k", "k|after 0 writes", "k|after 1 writes",
                                     "k|after 0 writes", "k|after 0 writes", "k", "k|after 1 writes",
                                     "k|after 0 writes"]
+    assert [x.raced for x in got[:5]] == [set(), set(), {"t"}, set(), set()]  # the produce came while 3 waited
+
+
+def test_the_progress_a_long_poll_met_a_write_in_is_timing() -> None:
+    """Both brokers held a Fetch while two records were written: fakekafka answered after the first, Kafka
+    after the second (as seen with aiokafka): the high watermarks and records differ, nothing else."""
+    fetch = {"replica_id": -1, "max_wait_ms": 500, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
+             "session_id": 0, "session_epoch": -1, "topics": [{"topic": "compat-r-s-c-t", "partitions": [
+                 {"partition": 0, "current_leader_epoch": -1, "fetch_offset": 3, "log_start_offset": -1,
+                  "partition_max_bytes": 1 << 20}]}], "forgotten_topics_data": [], "rack_id": ""}
+
+    def answer(hw: int, error: int = 0) -> dict[str, Any]:
+        return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": [
+            {"topic": "compat-r-s-c-t", "partitions": [
+                {"partition_index": 0, "error_code": error, "high_watermark": hw, "last_stable_offset": hw,
+                 "log_start_offset": 0, "aborted_transactions": [], "preferred_read_replica": -1,
+                 "records": None}]}]}
+
+    def exchanges(hw: int, error: int = 0, produce_at: float = 2.0) -> list[Exchange]:
+        f = _exchange(1, 1, 11, fetch, answer(hw, error))
+        f.t_request, f.t_response = 1.0, 3.0
+        p = _exchange(2, 0, 9, _produce("compat-r-s-c-t", 1), {"responses": []})
+        p.conn, p.t_request, p.t_response = 2, produce_at - 0.1, produce_at
+        return [f, p]
+    stats = diff_sessions({"s / c": (exchanges(5), exchanges(4))}, ("kafka", "fakekafka"), known=[])
+    assert not stats[(1, 11)].diffs and stats[(1, 11)].compared == 1
+    # the rest of the answer is still compared
+    stats = diff_sessions({"s / c": (exchanges(5), exchanges(4, error=6))}, ("kafka", "fakekafka"), known=[])
+    assert list(stats[(1, 11)].diffs) == ["responses[*].partitions[*].error_code"]
+    # and without a write during the poll, the high watermark is compared
+    stats = diff_sessions({"s / c": (exchanges(5, produce_at=0.5), exchanges(4, produce_at=0.5))},
+                          ("kafka", "fakekafka"), known=[])
+    assert "responses[*].partitions[*].high_watermark" in stats[(1, 11)].diffs
 
 
 def test_a_produce_by_topic_id_counts_as_a_write_of_that_topic() -> None:

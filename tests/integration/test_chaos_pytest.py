@@ -89,9 +89,9 @@ def test_a_failure_the_schedule_does_not_bring_back_is_named_and_not_shrunk(pyte
     out = result.stdout.str()
     assert result.parseoutcomes() == {"failed": 1}, out
     assert "chaos seed 1 failed (the test raised AssertionError)" in out
-    assert "replayed once with the whole schedule, the test passed" in out and "not shrunk" in out
+    assert "replayed 3 times with the whole schedule, the test passed each time" in out and "not shrunk" in out
     assert "shrunk in" not in out and first_shrunk(out) is None
-    replay = re.search(r"replay \(it passed when replayed once\): pytest (test_once.py::test_fails_once .+)", out)
+    replay = re.search(r"replay \(it passed when replayed 3 times\): pytest (test_once.py::test_fails_once .+)", out)
     assert replay is not None, out
     again = pytester.runpytest_subprocess("-p", "no:cacheprovider", *shlex.split(replay.group(1)))
     assert again.parseoutcomes() == {"passed": 1}, again.stdout.str()  # the marker's seed replaced by the file's

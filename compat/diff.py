@@ -47,9 +47,10 @@ ListGroups; only this session's names are kept in the first place, so other lane
 topics are not the session's business, and which of them exist at the moment asked is timing) and
 incremental Fetch answers (Kafka leaves out the partitions that did not change in a fetch session).
 Left out: the records of a Fetch answer for a topic whose Produce requests differed in that session (the
-producer batched differently, so the logs hold different batches), and the records, high watermark and last
-stable offset of a Fetch whose long poll a write to its topic met (when a broker wakes a parked fetch, before or
-after the next write lands, is timing).
+producer batched differently, so the logs hold different batches), and what a read says of its log's
+progress when a write to its topic (from another connection) was in flight with it: a Fetch's records, high
+watermark and last stable offset, a ListOffsets offset and timestamp (whether a broker answered it, or woke a
+parked fetch, before or after that write landed is timing).
 
 Writes OUT.json and OUT.md: per (API, version) the exchanges seen on each side, pairs compared, fields
 compared, each differing field with its count, an example and the reason if known, and request
@@ -135,15 +136,17 @@ def intersect(a: dict[str, Any], b: dict[str, Any], field_: str, inner: str | No
     return a2, b2
 
 
-PROGRESS = frozenset({"records", "high_watermark", "last_stable_offset"})
-"""What a Fetch answer says of the log's progress: for a long poll that a write to its topic met, timing."""
+PROGRESS = {ApiKey.FETCH: ("responses", frozenset({"records", "high_watermark", "last_stable_offset"})),
+            ApiKey.LIST_OFFSETS: ("topics", frozenset({"offset", "timestamp"}))}
+"""What a read's answer says of the log's progress (the answer's topic array, the partition fields): for a read
+that a write to its topic overlapped, timing."""
 
 
-def without_records(answer: dict[str, Any], topics: set[str], fields: frozenset[str] = frozenset({"records"})
-                    ) -> dict[str, Any]:
+def without_records(answer: dict[str, Any], topics: set[str], fields: frozenset[str] = frozenset({"records"}),
+                    top: str = "responses") -> dict[str, Any]:
     """A canonical Fetch answer without the records (or other partition `fields`) of `topics` (by name or by id
-    placeholder)."""
-    items = _keyed_items(answer.get("responses"))
+    placeholder); `top`: the answer's topic array (ListOffsets: "topics")."""
+    items = _keyed_items(answer.get(top))
     if items is None or not topics:
         return answer
     out = {}
@@ -154,7 +157,7 @@ def without_records(answer: dict[str, Any], topics: set[str], fields: frozenset[
             t = {**t, "partitions": {**t["partitions"], "[]": {
                 pk: {f: v for f, v in p.items() if f not in fields} for pk, p in parts.items()}}}
         out[k] = t
-    return {**answer, "responses": {**answer["responses"], "[]": out}}
+    return {**answer, top: {**answer[top], "[]": out}}
 
 
 def _names(body: dict[str, Any] | None, *paths: str) -> list[str]:
@@ -244,11 +247,12 @@ def add_context(decoded: list[Decoded]) -> None:
                 if kind == r[0] and (everything or name in names)
                 and (done <= d.ex.t_request or (conn == d.ex.conn and sent < d.ex.t_request)))
         d.key += f"|after {n} writes"
-        if d.ex.api_key == ApiKey.FETCH and d.ex.response is not None:
-            # writes answered while this long poll waited: when the broker woke it, before or after the next
-            # write came, is timing
+        if d.ex.api_key in PROGRESS and d.ex.response is not None:
+            # writes of another connection in flight while this read was: whether the broker answered it (woke a
+            # parked Fetch) before or after such a write landed is timing
             d.raced = {name for done, conn, sent, kind, name in writes
-                       if kind == "topic" and name in names and d.ex.t_request < done <= d.ex.t_response}
+                       if kind == "topic" and name in names and conn != d.ex.conn
+                       and sent < d.ex.t_response and done > d.ex.t_request}
 
 
 def _has_records(answer: dict[str, Any]) -> bool:
@@ -386,7 +390,7 @@ class Decoded:
     key: str
     error: str = ""
     member: int | None = None  # which of the session's member ids asks (in the order the broker gave them out)
-    raced: set[str] = dataclasses.field(default_factory=set)  # a Fetch's topics written to while it waited
+    raced: set[str] = dataclasses.field(default_factory=set)  # a read's topics written to while it was in flight
 
 
 def decode(ex: Exchange, norm: Normaliser) -> Decoded:
@@ -612,8 +616,10 @@ def diff_sessions(sessions: dict[str, tuple[list[Exchange], list[Exchange]]], na
                            for d in (a, b)):
                         ra, rb = intersect(ra, rb, "responses", "partitions")  # incremental fetch
                     ra, rb = without_records(ra, tainted), without_records(rb, tainted)
+                if k in PROGRESS and (a.raced or b.raced):
+                    top, fields = PROGRESS[k]
                     raced = a.raced | b.raced
-                    ra, rb = without_records(ra, raced, PROGRESS), without_records(rb, raced, PROGRESS)
+                    ra, rb = without_records(ra, raced, fields, top), without_records(rb, raced, fields, top)
                 n, diffs = compare(ra, rb)
                 s.fields += n
                 for path, generic, x, y in diffs:

@@ -273,6 +273,25 @@ def test_the_progress_a_long_poll_met_a_write_in_is_timing() -> None:
     assert "responses[*].partitions[*].high_watermark" in stats[(1, 11)].diffs
 
 
+def test_a_list_offsets_a_write_was_in_flight_with_is_timing() -> None:
+    """As seen with kafka-python resetting to the end while the scenario wrote a record: Kafka's answer counted
+    the write, fakekafka's did not."""
+    asked = {"replica_id": -1, "isolation_level": 0, "topics": [{"name": "compat-r-s-c-t", "partitions": [
+        {"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}]}], "timeout_ms": 0}
+
+    def exchanges(end: int, produce_at: float = 1.2) -> list[Exchange]:
+        lo = _exchange(1, 2, 11, asked, {"throttle_time_ms": 0, "topics": [{"name": "compat-r-s-c-t", "partitions": [
+            {"partition_index": 0, "error_code": 0, "timestamp": -1, "offset": end, "leader_epoch": 0}]}]})
+        lo.t_request, lo.t_response = 1.0, 1.5
+        p = _exchange(2, 0, 9, _produce("compat-r-s-c-t", 1), {"responses": []})
+        p.conn, p.t_request, p.t_response = 2, produce_at - 0.3, produce_at
+        return [lo, p]
+    stats = diff_sessions({"s / c": (exchanges(4), exchanges(3))}, ("kafka", "fakekafka"), known=[])
+    assert not stats[(2, 11)].diffs and stats[(2, 11)].compared == 1
+    stats = diff_sessions({"s / c": (exchanges(4, 0.5), exchanges(3, 0.5))}, ("kafka", "fakekafka"), known=[])
+    assert list(stats[(2, 11)].diffs) == ["topics[*].partitions[*].offset"]
+
+
 def test_a_produce_by_topic_id_counts_as_a_write_of_that_topic() -> None:
     """Produce v13 names its topics by id (normalised to "<id:NAME>"): a Fetch of the topic after it counts it."""
     def d(seq: int, api: int, request: dict[str, Any], t0: float, t1: float) -> Decoded:

@@ -19,6 +19,7 @@ import pytest
 
 import fakekafka
 from fakekafka.observe.records import RequestRecord
+from fakekafka.ops.analyze import Report, Section
 from fakekafka.ops.cli import main
 
 
@@ -311,7 +312,6 @@ def test_plots_are_written_next_to_the_report(analysis: Analysis) -> None:
 
 # --- without Spark ----------------------------------------------------------------------------------------
 def test_html_and_markdown_rendering_escape_what_clients_send() -> None:
-    from fakekafka.ops.analyze import Report, Section
     report = Report("t", "**3 requests**", [Section("Clients", columns=["client id", "requests"],
                                                     rows=[["a|b<script>", 3], [None, 1.5]],
                                                     images=[("plot", "t-clients.png")])])

@@ -543,6 +543,10 @@ def diff_sessions(sessions: dict[str, tuple[list[Exchange], list[Exchange]]], na
         # counterpart, or a heartbeat with an epoch the broker had moved past, on each side; group answers from
         # there on follow a different history
         forked: dict[tuple[str, Any], float] = {}
+
+        def fork(side: str, d: Decoded, forked: dict[tuple[str, Any], float] = forked) -> None:
+            g = (side, (d.request or {}).get("group_id"))
+            forked[g] = min(forked.get(g, d.ex.t_request), d.ex.t_request)
         for (k, _v), (_pairs, only_a, only_b) in aligned.items():
             ga, gb = groups[(k, _v)]
             left = [("a", ga[i]) for i in only_a] + [("b", gb[j]) for j in only_b]
@@ -551,12 +555,10 @@ def diff_sessions(sessions: dict[str, tuple[list[Exchange], list[Exchange]]], na
                     tainted.update(_names(d.request, "topic_data.name", "topic_data.topic_id"))
             if k in (ApiKey.JOIN_GROUP, ApiKey.LEAVE_GROUP, ApiKey.SYNC_GROUP):
                 for side, d in left:
-                    g = (side, (d.request or {}).get("group_id"))
-                    forked[g] = min(forked.get(g, d.ex.t_request), d.ex.t_request)
+                    fork(side, d)
         for side, dd in (("a", da), ("b", db)):
             for d in stale_heartbeats(dd):
-                g = (side, (d.request or {}).get("group_id"))
-                forked[g] = min(forked.get(g, d.ex.t_request), d.ex.t_request)
+                fork(side, d)
 
         # JoinGroup/LeaveGroup sends per side: (group, connection, time)
         changes = {side: [((x.request or {}).get("group_id"), x.ex.conn, x.ex.t_request) for x in dd

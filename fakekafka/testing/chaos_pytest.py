@@ -30,6 +30,8 @@ _REPLAY = pytest.StashKey["Schedule"]()
 _RESULT = pytest.StashKey["tuple[Schedule, tuple[str, ...], int | None]"]()
 _TIMELINE = pytest.StashKey["str | None"]()
 """The failing run's timeline picture (SVG text), drawn once the test's body ended."""
+WHOLE_REPLAYS = 3
+"""How many times a failing seed's whole schedule is replayed, until it fails again, before shrinking."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -236,10 +238,6 @@ def _shrink_and_report(item: pytest.Item, nextitem: pytest.Item | None, schedule
     command = f"pytest {shlex.quote(nodeid)} --chaos-replay {shlex.quote(str(final_path))}"
     lines.append(f"replay: {command}" if repeats else f"replay (it passed when replayed {_times(tries)}): {command}")
     return "\n".join(lines)
-
-
-WHOLE_REPLAYS = 3
-"""How many times a failing seed's whole schedule is replayed, until it fails again, before shrinking."""
 
 
 def _times(n: int) -> str:

@@ -257,11 +257,7 @@ def test_the_progress_a_long_poll_met_a_write_in_is_timing() -> None:
                  "records": None}]}]}
 
     def exchanges(hw: int, error: int = 0, produce_at: float = 2.0) -> list[Exchange]:
-        f = _exchange(1, 1, 11, fetch, answer(hw, error))
-        f.t_request, f.t_response = 1.0, 3.0
-        p = _exchange(2, 0, 9, _produce("compat-r-s-c-t", 1), {"responses": []})
-        p.conn, p.t_request, p.t_response = 2, produce_at - 0.1, produce_at
-        return [f, p]
+        return _read_beside_a_write(_exchange(1, 1, 11, fetch, answer(hw, error)), (1.0, 3.0), produce_at)
     stats = diff_sessions({"s / c": (exchanges(5), exchanges(4))}, ("kafka", "fakekafka"), known=[])
     assert not stats[(1, 11)].diffs and stats[(1, 11)].compared == 1
     # the rest of the answer is still compared
@@ -282,10 +278,7 @@ def test_a_list_offsets_a_write_was_in_flight_with_is_timing() -> None:
     def exchanges(end: int, produce_at: float = 1.2) -> list[Exchange]:
         lo = _exchange(1, 2, 11, asked, {"throttle_time_ms": 0, "topics": [{"name": "compat-r-s-c-t", "partitions": [
             {"partition_index": 0, "error_code": 0, "timestamp": -1, "offset": end, "leader_epoch": 0}]}]})
-        lo.t_request, lo.t_response = 1.0, 1.5
-        p = _exchange(2, 0, 9, _produce("compat-r-s-c-t", 1), {"responses": []})
-        p.conn, p.t_request, p.t_response = 2, produce_at - 0.3, produce_at
-        return [lo, p]
+        return _read_beside_a_write(lo, (1.0, 1.5), produce_at)
     stats = diff_sessions({"s / c": (exchanges(4), exchanges(3))}, ("kafka", "fakekafka"), known=[])
     assert not stats[(2, 11)].diffs and stats[(2, 11)].compared == 1
     stats = diff_sessions({"s / c": (exchanges(4, 0.5), exchanges(3, 0.5))}, ("kafka", "fakekafka"), known=[])
@@ -312,6 +305,15 @@ def test_known_field_patterns_take_brackets_literally() -> None:
 
 
 TOPIC_ID = uuid.UUID("6bd2bda3-9a4d-4d2a-8c3a-1e0f0f0f0f01")
+
+
+def _read_beside_a_write(read: Exchange, sent_answered: tuple[float, float], written_at: float) -> list[Exchange]:
+    """A read of compat-r-s-c-t sent and answered at `sent_answered`, and a Produce to it on another connection,
+    answered at `written_at`, 0.1 s after it was sent."""
+    read.t_request, read.t_response = sent_answered
+    write = _exchange(2, 0, 9, _produce("compat-r-s-c-t", 1), {"responses": []})
+    write.conn, write.t_request, write.t_response = 2, written_at - 0.1, written_at
+    return [read, write]
 
 
 def _exchange(seq: int, api: int, version: int, req: dict[str, Any], resp: dict[str, Any] | None,

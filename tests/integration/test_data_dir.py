@@ -53,9 +53,10 @@ def _read_all(bootstrap: str, topic: str, partitions: int) -> dict[tuple[int, in
     ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)}
     c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     out: dict[tuple[int, int], bytes] = {}
+    next_offset = dict.fromkeys(ends, 0)  # per partition: kept as it goes (a scan of `out` per record is quadratic)
     deadline = time.monotonic() + 20
-    while any(max((o for (q, o) in out if q == p), default=-1) + 1 < ends[p] for p in ends):
-        assert time.monotonic() < deadline, (ends, len(out))
+    while any(next_offset[p] < ends[p] for p in ends):
+        assert time.monotonic() < deadline, (ends, next_offset)
         msg = c.poll(0.2)
         if msg is None:
             continue
@@ -63,6 +64,7 @@ def _read_all(bootstrap: str, topic: str, partitions: int) -> dict[tuple[int, in
         key = (msg.partition(), msg.offset())
         assert key not in out
         out[key] = msg.value()
+        next_offset[key[0]] = max(next_offset[key[0]], key[1] + 1)
     c.close()
     return out
 

@@ -86,6 +86,10 @@ def local_spark_session(app_name: str = "fakekafka", cores: int = 2, *, kafka_co
         "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1",
         "spark.sql.session.timeZone": "UTC",
+        # Python workers connect back over a Unix socket (Spark 4.1+; 4.0 ignores the key): on a loopback port, a
+        # Kafka client still reconnecting to a stopped broker's port number can reach it first ("Python worker
+        # failed to connect back ... Authentication failed" in a CI run)
+        "spark.python.unix.domain.socket.enabled": "true",
         "spark.driver.extraJavaOptions": f"-XX:TieredStopAtLevel=1 -Dlog4j2.configurationFile=file:{log_config}",
         **conf,
     }

@@ -1,5 +1,5 @@
-"""Every module of the package imports on its own, in a process where nothing imported it first (some are only
-imported lazily, by a command or a fixture). In CI's first tier this also leaves pytest's rewritten bytecode of
+"""Every module of the package imports (some are otherwise only imported lazily, by a command or a fixture, so
+a broken import would wait for a user to find it). In CI's first tier this also leaves pytest's rewritten bytecode of
 every module cached for the later ones: pytest rewrites the whole package (its distribution declares the
 plugin), and a rewrite while another thread compiled met CPython 3.11's "AST constructor recursion depth
 mismatch" in two CI runs."""

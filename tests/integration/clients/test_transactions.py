@@ -331,6 +331,9 @@ def test_confluent_compaction_drops_aborted_data_and_keeps_markers(broker: Clust
         p.produce(name, b"x", b"b", timestamp=now)  # 2-3, ABORT at 4
         p.flush(TIMEOUT)
         p.abort_transaction(TIMEOUT)
+        # Kafka answers EndTxn once the transaction log holds PrepareAbort and writes the marker after: wait for it,
+        # or the plain record below may take offset 4 ahead of it
+        broker.wait_until(lambda: broker.end_offsets(name) == {0: 5}, timeout=TIMEOUT, message="the ABORT marker")
         plain = Producer({"bootstrap.servers": bs, "linger.ms": 0})
         for key, at in ((b"b", now), (b"c", now + 120_000), (b"d", now + 240_000)):  # 5; 6 and 7 roll segments
             plain.produce(name, b"p", key, timestamp=at)

@@ -271,9 +271,12 @@ impl RdkafkaDriver {
         while out.len() < count && Instant::now() < deadline {
             match consumer.poll(Duration::from_millis(100)) {
                 Some(Ok(m)) => out.push(consumed(&m)),
-                // a connection to a broker lost (one killed, say): librdkafka reconnects or moves to the new
-                // leader by itself and reports it on the consumer's queue only to tell; not the fetch's failure
-                Some(Err(KafkaError::MessageConsumption(RDKafkaErrorCode::BrokerTransportFailure))) => {}
+                // a connection to a broker lost (one killed, say), or for a moment every connection: librdkafka
+                // reconnects or moves to the new leader by itself and reports it on the consumer's queue only to
+                // tell; not the fetch's failure (records it then cannot read leave the cell short)
+                Some(Err(KafkaError::MessageConsumption(
+                    RDKafkaErrorCode::BrokerTransportFailure | RDKafkaErrorCode::AllBrokersDown,
+                ))) => {}
                 Some(Err(e)) => return Err(fail(e)),
                 None => {}
             }

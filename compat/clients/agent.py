@@ -176,8 +176,11 @@ class AgentClient(Client):
     def fetch(self, topic: str, partition: int, offset: int, count: int, reset: str = "earliest",
               isolation: str | None = None) -> list[Rec]:
         extra = {"isolation": isolation} if isolation else {}
+        # wait_s: the wait as it is now (a scenario shortens it for a fetch meant to come back empty); the agent
+        # took the harness's timing once, at its start
         return [rec_from_json(r) for r in self.request("fetch", topic=topic, partition=partition, offset=offset,
-                                                      count=count, reset=reset, **extra)]
+                                                      count=count, reset=reset, wait_s=self.timing.fetch_s,
+                                                      **extra)]
 
     def list_offsets(self, topic: str, partition: int, spec: str | int, isolation: str | None = None) -> int | None:
         extra = {"isolation": isolation} if isolation else {}

@@ -42,6 +42,7 @@ def serve(client: Client, inp: Any = None, out: Any = None) -> None:
             req["recs"] = [rec_from_json(r) for r in req["recs"]]
             return [list(x) for x in client.produce(req.pop("topic"), req.pop("recs"), **req)]
         if op == "fetch":
+            client.timing.fetch_s = req.pop("wait_s", client.timing.fetch_s)
             return [rec_to_json(r) for r in client.fetch(**req)]
         if op in CLIENT_OPS:
             return getattr(client, op)(**req)

@@ -168,7 +168,7 @@ async function fetch (req) {
       }
     }))
     consumer.seek({ topic: req.topic, partition: req.partition, offset: String(req.offset) })
-    const deadline = Date.now() + timing.fetch_s * 1000
+    const deadline = Date.now() + (req.wait_s ?? timing.fetch_s) * 1000
     while (got.length < req.count && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
   } finally {
     await consumer.disconnect()

@@ -53,6 +53,14 @@ func (t Timing) Op() time.Duration { return time.Duration(t.OpS * float64(time.S
 // Fetch is how long a fetch waits for records to arrive.
 func (t Timing) Fetch() time.Duration { return time.Duration(t.FetchS * float64(time.Second)) }
 
+// FetchWait is how long the fetch req waits for records: its wait_s (the harness's wait as it is now, which a
+// scenario may shorten), else Fetch.
+func (t Timing) FetchWait(req Req) time.Duration {
+	s := t.FetchS
+	req.Into("wait_s", &s)
+	return time.Duration(s * float64(time.Second))
+}
+
 // Rec is a record in the protocol's form: bytes as hex, null as nil.
 type Rec struct {
 	K  *string      `json:"k"`

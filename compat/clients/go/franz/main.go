@@ -276,7 +276,7 @@ func (d *driver) fetch(req agent.Req) (any, error) {
 	}
 	defer cl.Close()
 	got := []agent.Rec{}
-	deadline := time.Now().Add(d.timing.Fetch())
+	deadline := time.Now().Add(d.timing.FetchWait(req))
 	for len(got) < count && time.Now().Before(deadline) {
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		fetches := cl.PollFetches(ctx)

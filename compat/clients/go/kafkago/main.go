@@ -274,7 +274,7 @@ func (d *driver) fetch(req agent.Req) (any, error) {
 	}
 	defer func() { _ = r.Close() }()
 	got := []agent.Rec{}
-	ctx, cancel := context.WithTimeout(context.Background(), d.timing.Fetch())
+	ctx, cancel := context.WithTimeout(context.Background(), d.timing.FetchWait(req))
 	defer cancel()
 	for len(got) < int(req.Int("count")) {
 		m, err := r.ReadMessage(ctx)

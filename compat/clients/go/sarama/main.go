@@ -307,7 +307,7 @@ func (d *driver) fetch(req agent.Req) (any, error) {
 	defer func() { _ = pc.Close() }()
 	count := int(req.Int("count"))
 	got := []agent.Rec{}
-	deadline := time.After(d.timing.Fetch())
+	deadline := time.After(d.timing.FetchWait(req))
 	for len(got) < count {
 		select {
 		case m := <-pc.Messages():

@@ -266,7 +266,8 @@ impl RdkafkaDriver {
         let mut tpl = TopicPartitionList::new();
         tpl.add_partition_offset(&topic, partition, Offset::Offset(offset)).map_err(fail)?;
         consumer.assign(&tpl).map_err(fail)?;
-        let deadline = Instant::now() + self.timing.fetch();
+        let wait = req.opt::<f64>("wait_s").map(Duration::from_secs_f64).unwrap_or_else(|| self.timing.fetch());
+        let deadline = Instant::now() + wait;
         let mut out = vec![];
         while out.len() < count && Instant::now() < deadline {
             match consumer.poll(Duration::from_millis(100)) {

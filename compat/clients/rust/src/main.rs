@@ -652,6 +652,10 @@ impl PolledMember {
                                 }
                             }
                         }
+                        // librdkafka's notices of connections lost and remade (see fetch): not the member's
+                        Some(Err(KafkaError::MessageConsumption(
+                            RDKafkaErrorCode::BrokerTransportFailure | RDKafkaErrorCode::AllBrokersDown,
+                        ))) => {}
                         Some(Err(e)) => {
                             inbox.add_error(failure(&e, consumer.client().fatal_error()));
                             std::thread::sleep(Duration::from_millis(100));

@@ -106,6 +106,9 @@ def wait_stable(c: fakekafka.Cluster, group_id: str, members: list[GroupMember],
     topics = {t for m in members for t in m.config.topics}
 
     def settled() -> GroupView | None:
+        # the clients' views first: what a client holds came from the coordinator, so the coordinator's view read
+        # after it is at least as new (read first, it could miss a static member's replacement its client knows)
+        mine = [(member.client_id, member.assignment()) for member in members]
         view = c.group(group_id)
         if view is None or view.state != "Stable" or view.generation_id <= after_generation:
             return None
@@ -114,7 +117,7 @@ def wait_stable(c: fakekafka.Cluster, group_id: str, members: list[GroupMember],
         held = {m.client_id: as_tps(m.assignment) for m in view.members}
         if set().union(*held.values()) != partitions_of(c, topics):
             return None
-        if any(member.assignment() != held[member.client_id] for member in members):
+        if any(assignment != held[client_id] for client_id, assignment in mine):
             return None
         return view
     try:

@@ -67,9 +67,11 @@ def test_clear_empties_the_cluster_but_a_live_group(request: pytest.FixtureReque
     remote.produce("b", b"2")
     consumers = {}
     for group in ("done", "live"):
-        # no auto-commit: closing would commit for a topic clear() deleted, and retry that for 30 s
+        # no auto-commit: closing would commit for a topic clear() deleted, and retry that for 30 s; no auto-create:
+        # the live consumer's metadata refresh after the delete would create "a" again (Kafka's default allows it)
         c = consumers[group] = KafkaConsumer("a", group_id=group, bootstrap_servers=remote.bootstrap_servers,
-                                             auto_offset_reset="earliest", enable_auto_commit=False)
+                                             auto_offset_reset="earliest", enable_auto_commit=False,
+                                             allow_auto_create_topics=False)
         remote.wait_until(lambda c=c: c.poll(1000), message=f"group {group} consuming")  # long: see the README
         c.commit()
     consumers["done"].close()

@@ -41,9 +41,13 @@ def serve(client: Client, inp: Any = None, out: Any = None) -> None:
         if op == "produce":
             req["recs"] = [rec_from_json(r) for r in req["recs"]]
             return [list(x) for x in client.produce(req.pop("topic"), req.pop("recs"), **req)]
-        if op == "fetch":
-            client.timing.fetch_s = req.pop("wait_s", client.timing.fetch_s)
-            return [rec_to_json(r) for r in client.fetch(**req)]
+        if op == "fetch":  # for this fetch only: other ops' timeouts (aiokafka's) count the usual wait
+            saved = client.timing.fetch_s
+            client.timing.fetch_s = req.pop("wait_s", saved)
+            try:
+                return [rec_to_json(r) for r in client.fetch(**req)]
+            finally:
+                client.timing.fetch_s = saved
         if op in CLIENT_OPS:
             return getattr(client, op)(**req)
         if op == "committed":

@@ -425,7 +425,8 @@ public final class CompatDriver {
                 c.assign(List.of(tp));
                 c.seek(tp, req.get("offset").asLong());
                 List<Map<String, Object>> got = new ArrayList<>();
-                double waitS = req.hasNonNull("wait_s") ? req.get("wait_s").asDouble() : timing.get("fetch_s").asDouble();
+                double waitS = req.hasNonNull("wait_s") ? req.get("wait_s").asDouble()
+                        : timing.get("fetch_s").asDouble();
                 long deadline = System.nanoTime() + (long) (waitS * 1e9);
                 while (got.size() < count && System.nanoTime() < deadline) {
                     for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(100))) {

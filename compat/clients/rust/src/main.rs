@@ -105,6 +105,15 @@ fn fail(e: KafkaError) -> Failure {
     failure(&e, None)
 }
 
+/// librdkafka's notice on a consumer's queue that a broker connection was lost, or for a moment every one: it
+/// reconnects (or moves to the new leader) by itself and tells only to inform; not a fetch's or a member's error.
+fn connection_notice(e: &KafkaError) -> bool {
+    matches!(
+        e,
+        KafkaError::MessageConsumption(RDKafkaErrorCode::BrokerTransportFailure | RDKafkaErrorCode::AllBrokersDown)
+    )
+}
+
 fn code_failure(code: RDKafkaErrorCode, what: &str) -> Failure {
     Failure::client(code_name(code, None), "RDKafkaErrorCode", format!("{what}: {code}"))
 }
@@ -272,12 +281,8 @@ impl RdkafkaDriver {
         while out.len() < count && Instant::now() < deadline {
             match consumer.poll(Duration::from_millis(100)) {
                 Some(Ok(m)) => out.push(consumed(&m)),
-                // a connection to a broker lost (one killed, say), or for a moment every connection: librdkafka
-                // reconnects or moves to the new leader by itself and reports it on the consumer's queue only to
-                // tell; not the fetch's failure (records it then cannot read leave the cell short)
-                Some(Err(KafkaError::MessageConsumption(
-                    RDKafkaErrorCode::BrokerTransportFailure | RDKafkaErrorCode::AllBrokersDown,
-                ))) => {}
+                // a notice, not the fetch's failure: records it then cannot read leave the cell short
+                Some(Err(e)) if connection_notice(&e) => {}
                 Some(Err(e)) => return Err(fail(e)),
                 None => {}
             }
@@ -652,10 +657,7 @@ impl PolledMember {
                                 }
                             }
                         }
-                        // librdkafka's notices of connections lost and remade (see fetch): not the member's
-                        Some(Err(KafkaError::MessageConsumption(
-                            RDKafkaErrorCode::BrokerTransportFailure | RDKafkaErrorCode::AllBrokersDown,
-                        ))) => {}
+                        Some(Err(e)) if connection_notice(&e) => {}
                         Some(Err(e)) => {
                             inbox.add_error(failure(&e, consumer.client().fatal_error()));
                             std::thread::sleep(Duration::from_millis(100));

@@ -15,7 +15,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.timeout(600)
+# one worker builds the module's one wheel
+pytestmark = [pytest.mark.timeout(600), pytest.mark.xdist_group("packaging")]
 
 
 def _run(*cmd: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -25,10 +26,24 @@ def _run(*cmd: str | Path, cwd: Path | None = None) -> subprocess.CompletedProce
     return proc
 
 
-def test_the_wheel_leaves_a_projects_own_wire_module_alone(tmp_path: Path) -> None:
-    # built as pip builds it for a user: in isolation, with pyproject's build requirements from PyPI
-    _run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", tmp_path / "dist", ROOT)
-    (wheel,) = (tmp_path / "dist").glob("fakekafka-*.whl")
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel, built as pip builds it for a user (in isolation, pyproject's build requirements from PyPI) from a
+    copy of the sources: setuptools builds in the source tree (build/, the egg-info), and two builds in one tree
+    at once (two xdist workers) removed each other's files."""
+    work = tmp_path_factory.mktemp("wheel")
+    source = work / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, source / name)
+    # fakekafka/wire is a link to the repository's wire/: copied as the directory it points to
+    shutil.copytree(ROOT / "fakekafka", source / "fakekafka", ignore=shutil.ignore_patterns("__pycache__"))
+    _run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", work / "dist", source)
+    (built,) = (work / "dist").glob("fakekafka-*.whl")
+    return built
+
+
+def test_the_wheel_leaves_a_projects_own_wire_module_alone(wheel: Path, tmp_path: Path) -> None:
     venv = tmp_path / "venv"
     _run(sys.executable, "-m", "venv", venv)
     py = venv / "bin" / "python"
@@ -47,13 +62,11 @@ def test_the_wheel_leaves_a_projects_own_wire_module_alone(tmp_path: Path) -> No
          cwd=tmp_path)
 
 
-def test_the_wheel_installs_real_kafka_for_kafka_real(tmp_path: Path) -> None:
+def test_the_wheel_installs_real_kafka_for_kafka_real(wheel: Path, tmp_path: Path) -> None:
     """`fakekafka kafka install` from the installed wheel (no checkout, no .ci/install.sh): the pom ships in the
     package, and Maven resolves Kafka's jars with it."""
     if shutil.which("mvn") is None:
         pytest.skip("needs Maven (apt-get install maven)")
-    _run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", tmp_path / "dist", ROOT)
-    (wheel,) = (tmp_path / "dist").glob("fakekafka-*.whl")
     assert "fakekafka/testing/kafka-pom.xml" in zipfile.ZipFile(wheel).namelist()
     venv = tmp_path / "venv"
     _run(sys.executable, "-m", "venv", "--system-site-packages", venv)  # the dependencies as installed here

@@ -91,6 +91,18 @@ def leader_of(admin: Any, topic: str, partition: int) -> int:
     return admin.list_topics(topic, timeout=10).topics[topic].partitions[partition].leader
 
 
+def going(query: Any, producer: Producer, predicate: Any) -> Any:
+    """`predicate` for wait_until, failing at once, with the cause, when the query or the producer failed (rather
+    than a timeout saying neither)."""
+    def check() -> Any:
+        if not query.isActive:
+            raise AssertionError(f"the query stopped: {query.exception()}")
+        if producer.errors:
+            raise AssertionError(f"the producer's delivery errors: {producer.errors[:5]}")
+        return predicate()
+    return check
+
+
 def faults(request: pytest.FixtureRequest, kafka: Any) -> Any:
     """What injects the faults and where the query bootstraps: the in-process cluster itself, or, on a cluster
     fakekafka cannot steer (--kafka-real's Kafka), the `kafka_proxy` in front of it (the same fault rules)."""
@@ -137,7 +149,8 @@ def test_stream_survives_the_leaders_broker_being_killed(spark, kafka, kill_brok
     timeouts = {"kafka.default.api.timeout.ms": 10000, "kafka.request.timeout.ms": 10000}
     query = start_query(spark, kafka, "t", sink, tmp_path, **timeouts)
     try:
-        kafka.wait_until(lambda: len(sink.read()) >= 20, timeout=90, message="20 records before the crash")
+        kafka.wait_until(going(query, producer, lambda: len(sink.read()) >= 20), timeout=90, interval=0.1,
+                         message="20 records before the crash")
         killed = leader_of(admin, "t", 0)
         before = {p: max(o for q, o, _ in producer.acked if q == p) for p in (0, 1)}
         kill_broker(killed)
@@ -145,12 +158,13 @@ def test_stream_survives_the_leaders_broker_being_killed(spark, kafka, kill_brok
         def read_past_the_crash() -> bool:
             got = sink.read()
             return all(any(q == p and o > before[p] + 20 for q, o in got) for p in (0, 1))
-        kafka.wait_until(read_past_the_crash, timeout=120,
+        kafka.wait_until(going(query, producer, read_past_the_crash), timeout=120, interval=0.1,
                          message="20 records of each partition written after the crash")
         assert leader_of(admin, "t", 0) != killed
         producer.finish()
         acked = {(p, o) for p, o, _ in producer.acked}
-        kafka.wait_until(lambda: acked <= set(sink.read()), timeout=90, message="every acknowledged record")
+        kafka.wait_until(going(query, producer, lambda: acked <= set(sink.read())), timeout=90, interval=0.1,
+                         message=f"every acknowledged record ({len(acked)})")
         assert query.exception() is None
     finally:
         producer.stopping.set()

@@ -85,13 +85,14 @@ class EventChild:
     {"event": "stray", "line": LINE} with `keep_stray`."""
 
     def __init__(
-        self, cmd: list[str], stderr_path: Path, stdin: int = subprocess.DEVNULL, keep_stray: bool = False
+        self, cmd: list[str], stderr_path: Path, stdin: int = subprocess.DEVNULL, keep_stray: bool = False,
+        cwd: Path | None = None,
     ) -> None:
         self.stderr_path = stderr_path
         self._keep_stray = keep_stray
         self._stderr = stderr_path.open("w", encoding="utf-8")
         self.proc = subprocess.Popen(
-            cmd, stdin=stdin, stdout=subprocess.PIPE, stderr=self._stderr, text=True, encoding="utf-8"
+            cmd, stdin=stdin, stdout=subprocess.PIPE, stderr=self._stderr, text=True, encoding="utf-8", cwd=cwd
         )
         self.events: queue.Queue[dict[str, Any]] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()

@@ -89,7 +89,8 @@ class PyApp(EventChild):
     "commit what is done and leave the group", as from a supervisor) or killed."""
 
     def __init__(self, python: str, script: str, args: list[str], stderr_path: Path) -> None:
-        super().__init__([python, str(APPS / script), *args], stderr_path)
+        # in the test's directory: what an app keeps by its working directory (faust's `<app id>-data`) goes there
+        super().__init__([python, str(APPS / script), *args], stderr_path, cwd=stderr_path.parent)
 
     def wait_for(self, event: str, timeout: float = WAIT_S) -> dict[str, Any]:
         """The next event named `event`; fails the test on the app's exit or the timeout."""

@@ -191,7 +191,10 @@ def test_throttles_drawn_on_the_fake_cluster_replay_the_same_through_the_proxy(k
     with Proxy(kafka, chaos=drawn) as proxy:  # the fake's schedule replayed through the proxy, step for step
         got, _ = _consume(proxy.bootstrap_servers, topic, 5)
         assert len(got) == 5
-        assert [(s.api, s.nth, s.kind, s.ms) for s in proxy.chaos_schedule()] == points
+        # step for step as far as this consumer's Fetches went: how many it needs for 5 records is timing's
+        # (the last step was once never reached, the records coming in fewer Fetches)
+        replayed = [(s.api, s.nth, s.kind, s.ms) for s in proxy.chaos_schedule()]
+        assert replayed and replayed == points[:len(replayed)]
 
 
 def _transactions(bootstrap_servers: str, topic: str) -> None:

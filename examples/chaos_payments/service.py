@@ -1,7 +1,7 @@
 """A payment service: two workers in one consumer group (confluent-kafka) read orders and charge each one (a record
 in `charges`: the side effect that must happen once per order). Each worker takes records in ahead of its work (up
 to `PREFETCH` waiting in memory) and commits its processed offsets every `COMMIT_EVERY` charges, not after every
-record. Two versions:
+record, never below its own last commit. Two versions:
 
 - `run_payments` as it was shipped ignores revocation: when a rebalance takes its partitions away it neither
   commits the charges it made since its last commit nor drops the records it had taken in, and goes on charging
@@ -74,6 +74,9 @@ class _Worker:
         self.owned: set[tuple[str, int]] = set()
         self.processed: dict[tuple[str, int], int] = {}
         """The next offset after the last record charged, per partition, not committed yet."""
+        self.committed: dict[tuple[str, int], int] = {}
+        """The offset this worker last committed per partition: its commits only go forward (a shipped worker that
+        charges again the records a rebalance sent it back to does not commit them below its own last commit)."""
         self.started: dict[tuple[str, int], int] = {}
         """Where reading began for each owned partition (the group's committed offset when it was assigned): a
         partition read to its end without a record has no position, and its committed offset can move back later (a
@@ -160,6 +163,8 @@ class _Worker:
             self.charged[m.key()] += 1
 
     def _commit(self, partitions: set[tuple[str, int]]) -> None:
+        for key in [k for k in partitions if self.processed.get(k, 0) <= self.committed.get(k, -1)]:
+            self.processed.pop(key, None)  # charged again below what it committed: nothing new to commit
         offsets = [TopicPartition(t, p, o) for (t, p), o in sorted(self.processed.items()) if (t, p) in partitions]
         if not offsets:
             return
@@ -168,6 +173,7 @@ class _Worker:
         except KafkaException:
             return  # refused (a rebalance under way): kept for the next commit
         for tp in offsets:
+            self.committed[(tp.topic, tp.partition)] = tp.offset
             if self.processed.get((tp.topic, tp.partition)) == tp.offset:
                 del self.processed[(tp.topic, tp.partition)]
         self.since_commit = 0

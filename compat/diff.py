@@ -509,7 +509,9 @@ def diff_sessions(sessions: dict[str, tuple[list[Exchange], list[Exchange]]], na
     or LeaveGroup the other did not (a member rejoined once more), the group answers after it on either
     side follow a different history, and their differences are shown the same way; likewise a group request
     sent within RACE_S of another member's JoinGroup or LeaveGroup (which one a broker takes first is a
-    race: a SyncGroup may meet a rebalance on one broker and not on the other)."""
+    race: a SyncGroup may meet a rebalance on one broker and not on the other), and a SyncGroup that another
+    member's JoinGroup or LeaveGroup was sent while one side held it (Kafka holds a SyncGroup until its
+    assignment is written, and a static member's replacement meanwhile fences it)."""
     ref, sub = names
     dumped: set[tuple[str, int, int]] = set()
     known = known if known is not None else load_known_fields()
@@ -567,12 +569,18 @@ def diff_sessions(sessions: dict[str, tuple[list[Exchange], list[Exchange]]], na
         def after_fork(d: Decoded, side: str, forked: dict[tuple[str, Any], float] = forked,
                        changes: dict[str, list[tuple[Any, int, float]]] = changes) -> bool:
             """After the group's conversation forked on this side, or sent within RACE_S of another
-            member's JoinGroup/LeaveGroup (which of the two a broker took first is a race)."""
+            member's JoinGroup/LeaveGroup (which of the two a broker took first is a race), or a SyncGroup
+            another member's JoinGroup/LeaveGroup was sent while this side held it."""
             group = (d.request or {}).get("group_id")
             t = forked.get((side, group))
             if t is not None and d.ex.t_request >= t:
                 return True
-            return any(g == group and conn != d.ex.conn and abs(sent - d.ex.t_request) <= RACE_S
+            # a SyncGroup is held until its assignment is written (a follower's, until the leader's comes): a
+            # JoinGroup or LeaveGroup of another member meanwhile may end it otherwise (a static member's
+            # replacement fences it), and Kafka holds it milliseconds where fakekafka holds it microseconds
+            held = d.ex.t_response if d.ex.api_key == ApiKey.SYNC_GROUP and d.ex.response is not None else None
+            return any(g == group and conn != d.ex.conn and (abs(sent - d.ex.t_request) <= RACE_S
+                                                             or held is not None and d.ex.t_request < sent < held)
                        for g, conn, sent in changes[side])
 
         for (k, v), (ga, gb) in sorted(groups.items()):
@@ -870,7 +878,7 @@ def _why(d: FieldDiff) -> str:
     if not d.unexplained:
         return ("only after the two conversations forked (a scenario outcome that differs, which the compat "
                 "matrix reports; a group join/sync/leave one side made and the other did not; or a race with "
-                "another member's join): "
+                "another member's join or leave): "
                 + _cell(", ".join(sorted(d.diverged)[:3])))
     return "**NOT LISTED**"
 

@@ -317,10 +317,11 @@ def _read_beside_a_write(read: Exchange, sent_answered: tuple[float, float], wri
 
 
 def _exchange(seq: int, api: int, version: int, req: dict[str, Any], resp: dict[str, Any] | None,
-              tag: str = "s") -> Exchange:
+              tag: str = "s", conn: int = 1, answered: float | None = None) -> Exchange:
     frame = wire.encode_request(api, version, seq, req)[4:]
     answer = wire.encode_response(api, version, seq, resp)[4:] if resp is not None else None
-    return Exchange(1, seq, tag, api, version, seq, "fakekafka", frame, answer, float(seq), seq + 0.5)
+    return Exchange(conn, seq, tag, api, version, seq, "fakekafka", frame, answer, float(seq),
+                    seq + 0.5 if answered is None else answered)
 
 
 def test_diff_sessions_reports_fields_known_fields_and_request_differences(tmp_path: Path) -> None:
@@ -383,6 +384,35 @@ def test_group_answers_after_a_fork_are_shown_but_not_unexplained() -> None:
     # the same difference without the extra join is unexplained
     stats = diff_sessions({"s / c": (ref, [sub[0], sub[2]])}, ("kafka", "fakekafka"), known=[])
     assert stats[(12, 4)].diffs["error_code"].unexplained
+
+
+def test_a_sync_another_members_join_was_sent_while_one_side_held_it_is_not_unexplained() -> None:
+    """As seen with aiokafka's two members sharing a group.instance.id (static_member_fenced, a loaded CI run):
+    Kafka held the SyncGroup while its assignment was written, the other member's rejoin came meanwhile and fenced
+    it (82); fakekafka had answered it before that JoinGroup was sent."""
+    def join(member: str) -> dict[str, Any]:
+        return {"group_id": "g", "session_timeout_ms": 6000, "rebalance_timeout_ms": 60000, "member_id": member,
+                "group_instance_id": "same", "protocol_type": "consumer",
+                "protocols": [{"name": "range", "metadata": b""}]}
+    joined = {"error_code": 0, "generation_id": 1, "protocol_type": "consumer", "protocol_name": "range",
+              "leader": "m1", "skip_assignment": False, "member_id": "m1", "members": []}
+    sync = {"group_id": "g", "generation_id": 1, "member_id": "m1", "group_instance_id": "same",
+            "protocol_type": "consumer", "protocol_name": "range", "assignments": []}
+
+    def synced(error: int) -> dict[str, Any]:
+        return {"error_code": error, "protocol_type": "consumer", "protocol_name": "range", "assignment": b""}
+    jg, sg = wire.ApiKey.JOIN_GROUP, wire.ApiKey.SYNC_GROUP
+
+    def session(sync_error: int, sync_answered: float) -> list[Exchange]:
+        return [_exchange(1, jg, 7, join(""), joined),
+                _exchange(2, sg, 5, sync, synced(sync_error), answered=sync_answered),
+                _exchange(3, jg, 7, join(""), joined, conn=2)]  # the other member's JoinGroup, sent at 3.0
+    stats = diff_sessions({"s / c": (session(82, 3.4), session(0, 2.001))}, ("kafka", "fakekafka"), known=[])
+    d = stats[(sg, 5)].diffs["error_code"]
+    assert not d.unexplained and d.diverged == {"s / c"}
+    # the same answers where both brokers had answered the SyncGroup before the JoinGroup was sent: unexplained
+    stats = diff_sessions({"s / c": (session(82, 2.9), session(0, 2.001))}, ("kafka", "fakekafka"), known=[])
+    assert stats[(sg, 5)].diffs["error_code"].unexplained
 
 
 def test_a_heartbeat_with_an_epoch_the_broker_had_moved_past_forks_the_group() -> None:

@@ -113,6 +113,7 @@ class Target:
     behind: str | None = None  # proxy:KIND: the name of the broker behind the proxy
     direct: str | None = None  # `compat diff`: the broker's own address behind the recording relay (Env.waiter)
     faults: Faults | None = None  # three brokers a scenario may kill and restart (the fault scenarios)
+    log: Callable[[], str] | None = field(default=None, repr=False)  # the end of the broker's own log, if it keeps one
 
     @property
     def prefix_tag(self) -> str:
@@ -325,8 +326,17 @@ def start_kafka(brokers: int = 1) -> Target:
         return Target(name, cluster.bootstrap_servers, REFERENCE, auto_create=False,
                       note=f"Apache Kafka {_kafka_version()} (JVM, KRaft, {brokers} node(s)), ready in "
                            f"{cluster.start_seconds} s", stop=cluster.stop,
-                      faults=Faults(cluster.kill_node, cluster.restart_node) if brokers == 3 else None)
+                      faults=Faults(cluster.kill_node, cluster.restart_node) if brokers == 3 else None,
+                      log=lambda: "\n".join(f"--- node {n}:\n{_notable(cluster.log(n, tail=1 << 26))}"
+                                            for n in range(1, brokers + 1)))
     return _start_kafka_container()
+
+
+def _notable(log: str, lines: int = 60) -> str:
+    """A Kafka log's last warnings and errors, and its controller fencing a broker (a broker whose heartbeats
+    stopped for broker.session.timeout.ms: its partitions lose their leader and Metadata leaves it out)."""
+    kept = [ln for ln in log.splitlines() if "] WARN " in ln or "] ERROR " in ln or "Fencing broker" in ln]
+    return "\n".join(kept[-lines:]) or "(no warning, error or fencing)"
 
 
 def _warm_up(bootstrap: str, brokers: int = 1, timeout: float = 120.0) -> None:

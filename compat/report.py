@@ -39,6 +39,8 @@ def _summary_lines(report: Report) -> list[str]:
     for name, b in report.brokers.items():
         lines.append(f"{name}: " + (f"{b['bootstrap']} {b.get('note') or ''}".strip() if b.get("available")
                                     else f"not available: {b.get('reason')}"))
+        if b.get("log"):  # some of its cells errored: the end of its own log (warnings and errors)
+            lines.append(f"{name}'s log, as the run ended:\n{b['log']}")
     conf = report.conformance
     if conf:  # which kafka-clients checked how many pairs (4.x, and 3.9 for what KIP-896 removed from 4.x)
         by = conf.get("pairs_checked_by") or {conf.get("kafka_clients"): conf["pairs_checked"]}

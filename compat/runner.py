@@ -320,6 +320,9 @@ def run(brokers: list[str], clients: list[str] | None = None, scenarios: list[st
                 if progress is not None:
                     progress(futures[fut], lane_cells)
     finally:
+        for target in targets:  # a broker whose cells errored: the end of its own log, before it is removed
+            if target.log is not None and any(c.broker == target.name and c.status == "error" for c in cells):
+                info[target.name]["log"] = target.log()
         stop_targets(targets[::-1])  # proxies before the brokers behind them
     order = {s.name: i for i, s in enumerate(chosen)}
     cells.sort(key=lambda c: (order[c.scenario], client_names.index(c.client), _spec_order(brokers, c.broker)))

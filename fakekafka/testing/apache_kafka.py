@@ -72,6 +72,8 @@ rootLogger.level = warn
 rootLogger.appenderRef.stdout.ref = STDOUT
 logger.raft.name = kafka.server.KafkaRaftServer
 logger.raft.level = info
+logger.fencing.name = org.apache.kafka.controller.ReplicationControlManager
+logger.fencing.level = info
 """
 
 

@@ -93,3 +93,38 @@ def test_a_lanes_client_has_timing_of_its_own(monkeypatch: pytest.MonkeyPatch) -
         runner._lane(target, client, [SCENARIOS[SCENARIO]], False, "r")
     assert seen == [10.0, 10.0] and target.timing.fetch_s == 10.0
     assert made[0].timing is not made[1].timing
+
+
+def test_a_broker_whose_cells_errored_has_the_end_of_its_log_in_the_report(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Kafka that stopped answering its metadata in a loaded CI run errored 18 cells and left nothing to read:
+    its log is removed with it. Now the end of it is in the report (and the printed summary) when a cell errored."""
+    from compat import report, runner
+    from compat.brokers import Target
+    from compat.clients.base import Timing
+
+    stopped: list[str] = []
+
+    def start_target(spec: str, running: dict[str, Target]) -> Target:
+        return Target(spec, "127.0.0.1:1", Timing(), None, stop=lambda: stopped.append(spec),
+                      log=lambda: f"[warn] {spec} fenced" if not stopped else "removed")
+
+    def lane(target: Target, client: str, scenarios: list[Any], quick: bool, run_id: str) -> list[Cell]:
+        return [Cell(s.name, client, target.name, "error" if target.name == "kafka" else "pass") for s in scenarios]
+
+    monkeypatch.setattr(runner, "start_target", start_target)
+    monkeypatch.setattr(runner, "_lane", lane)
+    got = runner.run(["kafka", "fakekafka"], ["kafka-python"], [SCENARIO], jobs=1)
+    assert got.brokers["kafka"]["log"] == "[warn] kafka fenced"  # read before the broker was stopped
+    assert "log" not in got.brokers["fakekafka"] and sorted(stopped) == ["fakekafka", "kafka"]
+    assert "kafka's log, as the run ended:\n[warn] kafka fenced" in report.text(got)
+
+
+def test_a_kafka_logs_notable_lines_are_its_warnings_errors_and_fencing() -> None:
+    from compat.brokers import _notable
+    log = ("[t] INFO Created topic a (org.apache.kafka.controller.ReplicationControlManager)\n"
+           "[t] WARN slow (kafka.server.X)\n"
+           "[t] INFO Fencing broker 1 because its session has timed out. (org.apache...ReplicationControlManager)\n"
+           "[t] ERROR gone (kafka.server.Y)\n")
+    assert _notable(log).splitlines() == log.splitlines()[1:]
+    assert _notable(log, lines=1) == "[t] ERROR gone (kafka.server.Y)"
+    assert _notable("[t] INFO all quiet (x)\n") == "(no warning, error or fencing)"

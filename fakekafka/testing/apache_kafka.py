@@ -74,6 +74,10 @@ logger.raft.name = kafka.server.KafkaRaftServer
 logger.raft.level = info
 logger.fencing.name = org.apache.kafka.controller.ReplicationControlManager
 logger.fencing.level = info
+logger.fencing.filter.fenced.type = RegexFilter
+logger.fencing.filter.fenced.regex = .*Fencing broker.*
+logger.fencing.filter.fenced.onMatch = ACCEPT
+logger.fencing.filter.fenced.onMismatch = DENY
 """
 
 

@@ -35,6 +35,8 @@ def _ship_all(bootstrap: str, *, commit_first: bool, source: str, sink: str, gro
         )
         producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=0)
         try:
+            consumer.topics()  # the source's metadata before the first join: kafka-python 3.0.12 can lose the second
+            # join that a first one without partitions is followed by (compat/clients/kafka_python.py says how)
             producer.partitions_for(sink)  # the sink's metadata, so the timeout is the write's alone
             while time.monotonic() < deadline:
                 batches = consumer.poll(timeout_ms=200)

@@ -449,6 +449,10 @@ class GroupConsumer:
             self.kp = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group_id, enable_auto_commit=False,
                                     auto_offset_reset="earliest", fetch_max_wait_ms=50, session_timeout_ms=10_000,
                                     heartbeat_interval_ms=200, **KP_FAST)
+            # metadata after the subscription: one join, from the topic's partitions. A first join without them
+            # is followed by a second, which kafka-python 3.0.12 can leave unfinished for good when a poll times
+            # out during it (compat/clients/kafka_python.py says how; Kafka too): no partitions, no heartbeats
+            self.kp.topics()
 
     def poll(self) -> list[tuple[int, int, bytes]]:
         if self.client == "confluent-kafka":

@@ -51,6 +51,7 @@ func main() {
 	protocol := flag.String("protocol", "consumer", "consumer (KIP-848, the broker's uniform assignor) or classic (cooperative-sticky)")
 	prefix := flag.String("prefix", "groupload", "group id prefix")
 	timeout := flag.Duration("timeout", 120*time.Second, "give up after")
+	curve := flag.Duration("curve", 0, "if set, print to stderr every so often: seconds since the start, members holding a partition")
 	flag.Parse()
 	if *topic == "" {
 		fmt.Fprintln(os.Stderr, "-topic is required")
@@ -136,7 +137,12 @@ func main() {
 		return true
 	}
 	var seconds any
+	last := time.Duration(0)
 	for time.Since(t0) < *timeout {
+		if since := time.Since(t0); *curve > 0 && since-last >= *curve {
+			last = since
+			fmt.Fprintf(os.Stderr, "%.2f %d\n", since.Seconds(), assigned.Load())
+		}
 		if done() {
 			seconds = time.Since(t0).Seconds()
 			break

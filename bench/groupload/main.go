@@ -139,12 +139,13 @@ func main() {
 	var seconds any
 	last := time.Duration(0)
 	for time.Since(t0) < *timeout {
-		if since := time.Since(t0); *curve > 0 && since-last >= *curve {
+		since := time.Since(t0)
+		if *curve > 0 && since-last >= *curve {
 			last = since
 			fmt.Fprintf(os.Stderr, "%.2f %d\n", since.Seconds(), assigned.Load())
 		}
 		if done() {
-			seconds = time.Since(t0).Seconds()
+			seconds = since.Seconds()
 			break
 		}
 		time.Sleep(2 * time.Millisecond)

@@ -3,7 +3,8 @@
 run.
 
     python bench/group_scale.py [--cells 1x500,1000x2] [--protocols consumer,classic] [--brokers fakekafka,kafka]
-                                [--repeat N] [--timeout S] [--json out.json] [--plot out.svg] [--baseline DIR]
+                                [--repeat N] [--timeout S] [--config KEY=VALUE ...] [--json out.json]
+                                [--plot out.svg] [--baseline DIR]
 
 A cell is (broker, protocol, G groups x M members). Both brokers run as subprocesses on loopback for the whole run
 (`_peers.py`; Kafka on its stock JVM (1 GiB heap, G1) with the reference launcher's test settings: no initial
@@ -77,6 +78,9 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--repeat", type=int, default=1, help="runs of every cell, interleaved (default 1)")
     ap.add_argument("--baseline", help="a fakekafka checkout to run beside this one (`fakekafka@DIR`), in turn")
+    ap.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                    help="a broker config by Kafka's name, on both brokers (repeatable; e.g. Kafka's stock "
+                         "group.consumer.heartbeat.interval.ms=5000)")
     ap.add_argument("--json")
     ap.add_argument("--plot", help="an SVG/PNG of the scale curves (needs matplotlib)")
     args = ap.parse_args()
@@ -88,13 +92,20 @@ def main() -> None:
     if "kafka" in brokers and not kafka_available():
         print("Apache Kafka is not installed (eval \"$(bash .ci/install.sh)\"): fakekafka only", file=sys.stderr)
         brokers.remove("kafka")
+    configs = {}
+    for c in args.config:
+        key, eq, value = c.partition("=")
+        if not key or not eq:
+            ap.error(f"--config takes KEY=VALUE, not {c!r}")
+        configs[key] = value
     binary = groupload_binary()
     rows = []
     try:
-        running = {kind: start_broker(kind, timeout=120, stock_jvm=kind == "kafka") for kind in brokers}
+        running = {kind: start_broker(kind, timeout=120, stock_jvm=kind == "kafka", configs=configs)
+                   for kind in brokers}
         if args.baseline:
             label = f"fakekafka@{os.path.basename(os.path.normpath(args.baseline))}"
-            running[label] = start_broker("fakekafka", timeout=120, cwd=args.baseline)
+            running[label] = start_broker("fakekafka", timeout=120, cwd=args.baseline, configs=configs)
             running[label].label = label
             brokers.append(label)
         for r in range(args.repeat):
@@ -110,8 +121,9 @@ def main() -> None:
                               file=sys.stderr)
     finally:
         stop_all()
+    settings = "; " + ", ".join(f"{k}={v}" for k, v in configs.items()) if configs else ""
     print(f"\nTime until every member holds a partition (franz-go; timeout {args.timeout:.0f} s; broker CPU "
-          f"including the members leaving; median of {args.repeat} interleaved runs, range in brackets)\n")
+          f"including the members leaving; median of {args.repeat} interleaved runs, range in brackets{settings})\n")
     print_table(rows, cells, brokers, protocols, summarize)
     print("\nRequests the members sent until then, per member (median of the runs): the group protocol's "
           "(ConsumerGroupHeartbeat; JoinGroup, SyncGroup and Heartbeat) and all of them\n")

@@ -694,8 +694,8 @@ class BrokerConfig:
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1800000
     group_consumer_assignment_interval_ms: int = 0
-    """Kafka 4.4's default is 1000 (a consumer group's target assignment at most once a second, off the request
-    path); a test double assigns within the heartbeat unless asked to wait."""
+    """Kafka 4.4's default is 1000 (a consumer group's target assignment at most once a second, in the first
+    heartbeat after that); a test double assigns in every heartbeat that needs it unless asked to wait."""
     group_consumer_heartbeat_interval_ms: int = 500
     group_consumer_min_heartbeat_interval_ms: int = 500
     """Kafka's defaults are 5000 for both: a KIP-848 member learns of a new assignment (and of partitions to give

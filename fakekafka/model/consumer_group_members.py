@@ -3,10 +3,10 @@
 What both protocols' requests build on (ConsumerGroupHeartbeat in `fakekafka.model.consumer_group`, the classic
 JoinGroup/SyncGroup/Heartbeat of a mixed group in `fakekafka.model.mixed_groups`): a member is stored and the
 group epoch bumped when what the assignment depends on changed (its subscription, the subscribed topics); a new
-target assignment follows (at once, or once `group.consumer.assignment.interval.ms` has passed); a member that
-leaves, is removed by LeaveGroup or misses its session or rebalance timeout is fenced, and a group left with
-only classic members goes back to being a classic group. Empty groups lose their offsets after the retention
-time and then go.
+target assignment follows (at once, or in a heartbeat once `group.consumer.assignment.interval.ms` has passed); a
+member that leaves, is removed by LeaveGroup or misses its session or rebalance timeout is fenced, and a group
+left with only classic members goes back to being a classic group. Empty groups lose their offsets after the
+retention time and then go.
 """
 
 from __future__ import annotations
@@ -62,10 +62,10 @@ class ConsumerGroupMembers:
         """Groups changed outside a request (new topics' epochs): their records are written at the next tick."""
         self._replicas_moved = False
         self._watched: dict[str, None] = {}
-        """The groups the tick looks at (by id): those with members, a target assignment put off or records to
-        write, added where that begins (`watch`). An empty group leaves it for `_expiring` until its expiry is
-        due: thousands of empty groups cost the tick nothing (walking them every tick touched memory that a
-        quiet broker had let go cold: 27 ms a tick for 1,000 of them)."""
+        """The groups the tick looks at (by id): those with members or records to write, added where that begins
+        (`watch`). An empty group leaves it for `_expiring` until its expiry is due: thousands of empty groups cost
+        the tick nothing (walking them every tick touched memory that a quiet broker had let go cold: 27 ms a tick
+        for 1,000 of them)."""
         self._expiring: list[tuple[int, str]] = []
         """A heap of (when an empty group's expiry is next looked at, its id)."""
         self._swept_ms: int | None = None
@@ -156,13 +156,14 @@ class ConsumerGroupMembers:
 
     # --- target assignment ----------------------------------------------------------------------------
     def maybe_assign(self, group: ConsumerGroup) -> None:
+        """The target assignment for the group's epoch, computed now unless `group.consumer.assignment.interval.ms`
+        has not passed since the last one: then the first heartbeat (or classic JoinGroup) after it computes it.
+        There is no timer: Kafka 4.4's `maybeUpdateTargetAssignment` runs only within a member's request, so a group
+        nobody heartbeats to stays Assigning."""
         if group.group_epoch <= group.assignment_epoch:
             return
-        now = self._now()
         interval = self.assignment_interval_ms(group.group_id)
-        if interval > 0 and group.last_assignment_ms is not None and now < group.last_assignment_ms + interval:
-            group.assignment_due = group.last_assignment_ms + interval
-            self.watch(group.group_id)
+        if interval > 0 and group.last_assignment_ms is not None and self._now() < group.last_assignment_ms + interval:
             return
         self._assign(group)
 
@@ -170,7 +171,6 @@ class ConsumerGroupMembers:
         group.target = target_assignment(group, self._topics(), self.config.assignors[0])
         group.assignment_epoch = group.group_epoch
         group.last_assignment_ms = self._now()
-        group.assignment_due = None
         group.history.append((self._now(), "target assignment", group.group_epoch, group.assignment_epoch))
 
     def fence(self, group: ConsumerGroup, member: ConsumerMember, why: str) -> None:
@@ -194,7 +194,7 @@ class ConsumerGroupMembers:
         group.empty_since = now
         group.target = {}
         group.assignment_epoch = group.group_epoch
-        group.last_assignment_ms = group.assignment_due = None
+        group.last_assignment_ms = None
         group.history.append((now, "target assignment", group.group_epoch, group.assignment_epoch))
 
     def leave_group(self, group: ConsumerGroup, members: list[tuple[str, str | None]]
@@ -267,7 +267,7 @@ class ConsumerGroupMembers:
             if group is None:
                 del watched[group_id]
                 continue
-            if not group.members and group.assignment_due is None and group_id not in unrecorded and (
+            if not group.members and group_id not in unrecorded and (
                     group.empty_since is None or now < group.empty_since + (retention if group.offsets else check)):
                 del watched[group_id]  # empty and quiet: looked at again when its expiry is due (or it changes)
                 if group.empty_since is not None:
@@ -279,9 +279,6 @@ class ConsumerGroupMembers:
             # members (their JoinGroup, SyncGroup and Heartbeat write nothing themselves)
             changed = group.group_id in self._unrecorded
             self._unrecorded.discard(group.group_id)
-            if group.assignment_due is not None and group.assignment_due <= now:
-                self._assign(group)
-                changed = True
             for m in list(group.members.values()):
                 if self.groups.get(group.group_id) is not group:
                     break  # downgraded to a classic group
@@ -320,8 +317,6 @@ class ConsumerGroupMembers:
             g = self.groups.get(group_id)
             if g is None:
                 continue
-            if g.assignment_due is not None:
-                times.append(g.assignment_due)
             for m in g.members.values():
                 times += [t for t in (m.session_deadline, m.rebalance_deadline, m.join_deadline, m.sync_deadline)
                           if t is not None]

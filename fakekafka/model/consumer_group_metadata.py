@@ -227,8 +227,7 @@ class ConsumerGroup:
     pending_txn_offsets: dict[int, dict[tuple[str, int], OffsetAndMetadata]] = field(default_factory=dict)
     empty_since: int | None = None
     last_assignment_ms: int | None = None
-    assignment_due: int | None = None
-    """When a deferred target assignment (group.consumer.assignment.interval.ms) is computed."""
+    """When the target assignment was last computed (None: never, or emptied: the next one is computed at once)."""
     history: list[tuple[int, str, int, int]] = field(default_factory=list)
     """(time, what, group epoch, assignment epoch) of every epoch change, for tests."""
 

@@ -1,5 +1,6 @@
 """Two brokers in two racks, on Apache Kafka 4.4.0 and on fakekafka: a consumer group's metadata hash covers its
-topics' replicas' racks, and a follower answers a consumer's Fetch from v11.
+topics' replicas' racks, a follower answers a consumer's Fetch from v11, and a target assignment deferred by
+`consumer.assignment.interval.ms` is computed by the first heartbeat after it, not by a timer.
 
 Two brokers in two racks (`broker.rack` a and b; fakekafka's `racks=["a", "b"]`), a two-partition topic on broker 1,
 one KIP-848 member (raw ConsumerGroupHeartbeats) holding both partitions; then a partition moves to broker 2
@@ -239,4 +240,102 @@ def test_a_follower_answers_a_consumers_fetch_from_v11(kafka_two_racks: str) -> 
                       ("follower v11", none, 3, 3), ("follower v12", none, 3, 3),
                       ("follower v12 at its epoch", none, 3, 3),
                       ("follower v12 at a newer epoch", unknown_epoch, -1, 0)]
+    assert ours == theirs
+
+
+PACED, PACED_GROUP = "paced", "paced-g"
+
+
+def _paced_steps(bootstrap: str) -> list[tuple[Any, ...]]:
+    """What two KIP-848 members (raw heartbeats) and ConsumerGroupDescribe see in a group whose
+    `consumer.assignment.interval.ms` is 3 s: the second member joins within it, the group waits in Assigning, and
+    only a heartbeat after the interval computes the new target (Kafka 4.4 has no timer for it)."""
+    raw = RawClient(bootstrap.split(",")[0], timeout=30)
+    clients: dict[str, RawClient] = {}
+    try:
+        created = raw.request(ApiKey.CREATE_TOPICS, 7, {"topics": [{
+            "name": PACED, "num_partitions": -1, "replication_factor": -1, "configs": [],
+            "assignments": [{"partition_index": p, "broker_ids": [1]} for p in range(4)]}],
+            "timeout_ms": 30_000, "validate_only": False})
+        assert created.topics[0].error_code == ErrorCode.NONE, created.topics[0]
+        paced = raw.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, {"validate_only": False, "resources": [{
+            "resource_type": 32, "resource_name": PACED_GROUP, "configs": [{
+                "name": "consumer.assignment.interval.ms", "config_operation": 0, "value": "3000"}]}]})
+        assert paced.responses[0].error_code == ErrorCode.NONE, paced.responses[0]
+
+        def find(group: str) -> str | None:
+            r = raw.request(ApiKey.FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": [group]})
+            c = r.coordinators[0]
+            return f"{c.host}:{c.port}" if c.error_code == ErrorCode.NONE else None
+
+        coordinators = {g: _until(f"{g}'s coordinator", lambda g=g: find(g)) for g in (PACED_GROUP, "paced-probe")}
+        clients = {address: RawClient(address, timeout=30) for address in set(coordinators.values())}
+        c = clients[coordinators[PACED_GROUP]]
+
+        def heartbeat(group: str, member: str, epoch: int, owned: list[dict[str, Any]] | None) -> Any:
+            r = clients[coordinators[group]].request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, {
+                "group_id": group, "member_id": member, "member_epoch": epoch, "instance_id": None, "rack_id": None,
+                "rebalance_timeout_ms": 30_000 if epoch == 0 else -1,
+                "subscribed_topic_names": [PACED] if epoch == 0 else None, "subscribed_topic_regex": None,
+                "server_assignor": None, "topic_partitions": owned})
+            return None if r.error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS else r
+
+        def held(r: Any) -> list[dict[str, Any]]:
+            return [{"topic_id": tp.topic_id, "partitions": list(tp.partitions)}
+                    for tp in r.assignment.topic_partitions]
+
+        # first, the topic known to the group coordinator (on Kafka it reaches the coordinator a moment after the
+        # brokers' metadata; a join before that is given an empty target): a probe member until it holds all four
+        probe = str(uuid.uuid4())
+
+        def probed() -> bool:
+            r = heartbeat("paced-probe", probe, 0, [])
+            ok = r is not None and r.error_code == ErrorCode.NONE and r.assignment is not None \
+                and sum(len(tp.partitions) for tp in r.assignment.topic_partitions) == 4
+            if r is not None and r.error_code == ErrorCode.NONE:
+                heartbeat("paced-probe", probe, -1, None)  # leaves: the next try joins again
+            return ok
+
+        _until("the topic at the group coordinator", probed)
+
+        def describe(step: str) -> tuple[str, str, int, int]:
+            g = c.request(ApiKey.CONSUMER_GROUP_DESCRIBE, 0,
+                          {"group_ids": [PACED_GROUP], "include_authorized_operations": False}).groups[0]
+            return step, g.group_state, int(g.group_epoch), int(g.assignment_epoch)
+
+        def answer(step: str, r: Any) -> tuple[Any, ...]:
+            assert r is not None and r.error_code == ErrorCode.NONE, r
+            count = None if r.assignment is None else sum(len(tp.partitions) for tp in r.assignment.topic_partitions)
+            return step, int(r.member_epoch), count
+
+        a, b = str(uuid.uuid4()), str(uuid.uuid4())
+        steps: list[tuple[Any, ...]] = []
+        ra = heartbeat(PACED_GROUP, a, 0, [])
+        joined = time.monotonic()
+        steps.append(answer("a joins", ra))
+        steps.append(answer("b joins", rb := heartbeat(PACED_GROUP, b, 0, [])))
+        steps.append(describe("within the interval"))
+        assert time.monotonic() - joined < 2.5, "the steps within the interval took too long to mean anything"
+        time.sleep(max(0.0, joined + 3.3 - time.monotonic()))
+        steps.append(describe("the interval passed, no heartbeat yet"))
+        ra2 = heartbeat(PACED_GROUP, a, int(ra.member_epoch), None)
+        steps.append(answer("a's heartbeat computes the target: a keeps", ra2))
+        steps.append(answer("a gave up the rest", heartbeat(PACED_GROUP, a, int(ra2.member_epoch), held(ra2))))
+        steps.append(answer("b's heartbeat", heartbeat(PACED_GROUP, b, int(rb.member_epoch), None)))
+        steps.append(describe("settled"))
+        return steps
+    finally:
+        for client in clients.values():
+            client.close()
+        raw.close()
+
+
+def test_a_deferred_target_assignment_waits_for_a_heartbeat(kafka_two_racks: str) -> None:
+    theirs = _paced_steps(kafka_two_racks)
+    with fakekafka.Cluster(brokers=2, racks=["a", "b"]) as fake:
+        ours = _paced_steps(fake.bootstrap_servers)
+    assert theirs == [("a joins", 2, 4), ("b joins", 2, 0), ("within the interval", "Assigning", 3, 2),
+                      ("the interval passed, no heartbeat yet", "Assigning", 3, 2),
+                      ("a's heartbeat computes the target: a keeps", 2, 2), ("a gave up the rest", 3, None),
+                      ("b's heartbeat", 3, 2), ("settled", "Stable", 3, 3)]
     assert ours == theirs

@@ -249,15 +249,28 @@ def test_preferred_assignor_and_range(w: World) -> None:
     assert {m: sorted(a[T1]) for m, a in w.group().target.items()} == {"a": [0, 1], "b": [2, 3]}
 
 
-def test_assignment_interval_defers_the_target(w: World) -> None:
+def test_assignment_interval_defers_the_target_to_a_heartbeat(w: World) -> None:
+    # Kafka 4.4 (GroupMetadataManager.maybeUpdateTargetAssignment): a new group's first target at once, the next
+    # one only in a heartbeat at least group.consumer.assignment.interval.ms after it; no timer computes it
     w = World(assignment_interval_ms=1000)
-    w.hb("a", 0)
-    r = w.hb("b", 0)
-    assert (w.group().state, r["member_epoch"], parts(r)) == (S.ASSIGNING, 2, {})  # at the old target, empty
-    assert w.coord.next_deadline() == 1000
-    w.clock.advance(1000)
+    ra = w.hb("a", 0)
+    assert (ra["member_epoch"], parts(ra)) == (2, {T1: [0, 1, 2, 3]})
+    w.clock.advance(100)
+    rb = w.hb("b", 0)
+    assert (w.group().state, rb["member_epoch"], parts(rb)) == (S.ASSIGNING, 2, {})  # at the old target, empty
+    w.clock.advance(400)
+    assert w.hb("a", 2)["assignment"] is None and w.group().assignment_epoch == 2  # 0.5 s: not yet
+    w.clock.advance(2000)
     w.coord.tick()
-    assert w.group().assignment_epoch == 3 and w.hb("b", 2, {})["member_epoch"] == 3
+    g = w.group()
+    assert (g.state, g.group_epoch, g.assignment_epoch) == (S.ASSIGNING, 3, 2)  # the interval passing does nothing
+    assert w.coord.next_deadline() == 100 + SESSION  # b's session: no deadline for the target
+    ra = w.hb("a", 2)  # the first heartbeat after it computes the target; a is reconciled in it: two to give up
+    assert (g.assignment_epoch, ra["member_epoch"], parts(ra)) == (3, 2, {T1: [0, 1]})
+    assert g.history[-1] == (2500, "target assignment", 3, 3)
+    ra = w.hb("a", 2, {T1: [0, 1]})
+    rb = w.hb("b", 2)
+    assert (ra["member_epoch"], rb["member_epoch"], parts(rb)) == (3, 3, {T1: [2, 3]})
 
 
 def test_offsets_with_member_epochs(w: World) -> None:

@@ -10,11 +10,15 @@ A cell is (broker, protocol, G groups x M members). Both brokers run as subproce
 (`_peers.py`; Kafka on its stock JVM (1 GiB heap, G1) with the reference launcher's test settings: no initial
 rebalance delay, no assignment interval, as fakekafka's defaults), and the cells alternate between them, `--repeat`
 times, so both see the same load of a shared machine. Each cell gets a new topic of max(2M, 4) partitions, created
-before the clock, and new groups; G x M franz-go clients (one process, goroutines) subscribe to it, with the KIP-848
+before the clock and known to the group coordinator by then (a one-member group holds a partition of it first), and
+new groups; G x M franz-go clients (one process, goroutines) subscribe to it, with the KIP-848
 protocol (`ServerSideBalancer`: the broker's `uniform` assignor) or the classic one (cooperative-sticky). The clock
 runs from the clients' start until every member holds at least one partition and no partition is held twice in a
 group; broker CPU is read from /proc over the same time. The table gives the median of the repeats and their range;
 a second table the requests each member sent until then (franz-go's hooks count them), the group protocol's and all.
+`--config KEY=VALUE` (repeatable) sets a broker config on both brokers, e.g. Kafka's stock group settings
+(`group.consumer.heartbeat.interval.ms=5000`, `group.consumer.min.heartbeat.interval.ms=5000`,
+`group.consumer.assignment.interval.ms=1000`) in place of the test settings.
 
 `--plot` draws the scale curves (matplotlib: `pip install -e '.[bench]'`): time to stable against the group's size for
 the cells of one group, and against the number of groups for the cells of 2-member groups, one line per broker and
@@ -57,6 +61,15 @@ def run_cell(binary: str, broker, groups: int, members: int, protocol: str, time
     topic = f"bench-scale-{uuid.uuid4().hex[:8]}"
     partitions = max(2 * members, 4)
     create_topic(broker.bootstrap, topic, partitions, 60)
+    # a one-member KIP-848 group until it holds a partition, before the clock: Kafka's group coordinator learns of a
+    # new topic a moment after its brokers' metadata, and a join before that gets an empty target (the cell would
+    # then measure that race: its first members holding nothing to give up, or everything)
+    probe = subprocess.run([binary, "-brokers", broker.bootstrap, "-topic", topic, "-groups", "1", "-members", "1",
+                            "-protocol", "consumer", "-prefix", f"{topic}-probe", "-timeout", "60s"],
+                           capture_output=True, text=True, timeout=120)
+    probed = [ln for ln in probe.stdout.splitlines() if ln.startswith("{")]
+    if not probed or json.loads(probed[-1])["seconds"] is None:
+        raise RuntimeError(f"the probe group never held a partition of {topic}: {probe.stderr[-2000:]}")
     cpu0 = broker.cpu_seconds()
     done = subprocess.run([binary, "-brokers", broker.bootstrap, "-topic", topic, "-groups", str(groups),
                            "-members", str(members), "-protocol", protocol, "-prefix", topic,

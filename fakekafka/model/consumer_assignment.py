@@ -151,7 +151,17 @@ def _uniform_assign(members: AssignorInput, partitions: dict[uuid.UUID, int],
                     count(m, -1)
                     count(low, 1)
                     moved = True
-    return {m: {t: frozenset(ps) for t, ps in a.items() if ps} for m, a in held.items()}
+    return {m: _kept(current.get(m), a) for m, a in held.items()}
+
+
+def _kept(before: Assignment | None, held: dict[uuid.UUID, set[int]]) -> Assignment:
+    """A member's new target: the one it had, the same object, when it holds the same partitions (a join into a
+    big group moves a few members' partitions; the others' target records are then known unchanged by identity
+    rather than compared partition by partition), else a new one."""
+    if before is not None and len(before) == sum(1 for ps in held.values() if ps) \
+            and all(before.get(t) == ps for t, ps in held.items() if ps):
+        return before
+    return {t: frozenset(ps) for t, ps in held.items() if ps}
 
 
 ASSIGNORS: dict[str, Callable[[AssignorInput, dict[uuid.UUID, int], dict[str, Assignment]],

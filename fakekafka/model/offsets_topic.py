@@ -309,7 +309,7 @@ class OffsetsTopic(RecordSink):
 
         def record(record_type: int, member_id: str, fingerprint: Any, encode: Any) -> None:
             hit = encoded.get((record_type, member_id))
-            if hit is not None and hit[0] == fingerprint:
+            if hit is not None and (hit[0] is fingerprint or hit[0] == fingerprint):
                 return
             key, value = encode()
             encoded[(record_type, member_id)] = (fingerprint, key, value)
@@ -340,8 +340,8 @@ class OffsetsTopic(RecordSink):
             for mid in ids:
                 if mid not in group.target:
                     drop(TARGET_MEMBER, mid)
-        for mid, a in targets.items():
-            record(TARGET_MEMBER, mid, frozenset(a.items()), lambda mid=mid, a=a: (
+        for mid, a in targets.items():  # the target itself as its fingerprint: kept unchanged, it is the same object
+            record(TARGET_MEMBER, mid, a, lambda mid=mid, a=a: (
                 _key(target_member_rec, group_id=gid, member_id=mid), target_member_value(a)))
         for mid in ids:
             m = group.members.get(mid)

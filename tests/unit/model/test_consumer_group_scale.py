@@ -131,6 +131,8 @@ def test_the_uniform_assignor_sorts_what_a_join_moves_not_every_partition(monkey
     assert len(joined["new"][t]) == 1  # 1,000 over 501: one member gives it one partition, the others keep theirs
     assert sum(joined[m] != balanced[m] for m in members) == 1
     assert sum(sorted_items) <= len(members) + 1 + 10
+    # the 499 unchanged keep their target objects: their records are known unchanged without comparing partitions
+    assert sum(joined[m] is not balanced[m] for m in members) == 1
 
 
 @pytest.mark.parametrize("seed", range(20))

@@ -268,9 +268,13 @@ def _paced_steps(bootstrap: str) -> list[tuple[Any, ...]]:
             c = r.coordinators[0]
             return f"{c.host}:{c.port}" if c.error_code == ErrorCode.NONE else None
 
-        coordinators = {g: _until(f"{g}'s coordinator", lambda g=g: find(g)) for g in (PACED_GROUP, "paced-probe")}
-        clients = {address: RawClient(address, timeout=30) for address in set(coordinators.values())}
-        c = clients[coordinators[PACED_GROUP]]
+        address = _until("the group's coordinator", lambda: find(PACED_GROUP))
+        # the probe group (below) on the same coordinator: each broker learns of the topic on its own
+        probe_group = next(g for g in (f"paced-probe-{i}" for i in range(100))
+                           if _until(f"{g}'s coordinator", lambda g=g: find(g)) == address)
+        coordinators = {PACED_GROUP: address, probe_group: address}
+        clients = {address: RawClient(address, timeout=30)}
+        c = clients[address]
 
         def heartbeat(group: str, member: str, epoch: int, owned: list[dict[str, Any]] | None) -> Any:
             r = clients[coordinators[group]].request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, {
@@ -289,11 +293,11 @@ def _paced_steps(bootstrap: str) -> list[tuple[Any, ...]]:
         probe = str(uuid.uuid4())
 
         def probed() -> bool:
-            r = heartbeat("paced-probe", probe, 0, [])
+            r = heartbeat(probe_group, probe, 0, [])
             ok = r is not None and r.error_code == ErrorCode.NONE and r.assignment is not None \
                 and sum(len(tp.partitions) for tp in r.assignment.topic_partitions) == 4
             if r is not None and r.error_code == ErrorCode.NONE:
-                heartbeat("paced-probe", probe, -1, None)  # leaves: the next try joins again
+                heartbeat(probe_group, probe, -1, None)  # leaves: the next try joins again
             return ok
 
         _until("the topic at the group coordinator", probed)

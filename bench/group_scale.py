@@ -57,6 +57,18 @@ def groupload_binary() -> str:
         sys.exit(str(e))
 
 
+def groupload(binary: str, broker, topic: str, groups: int, members: int, protocol: str, prefix: str,
+              timeout: float) -> dict:
+    """One groupload run: its JSON line (`seconds` None when the groups never became stable in `timeout`)."""
+    done = subprocess.run([binary, "-brokers", broker.bootstrap, "-topic", topic, "-groups", str(groups),
+                           "-members", str(members), "-protocol", protocol, "-prefix", prefix,
+                           "-timeout", f"{timeout}s"], capture_output=True, text=True, timeout=timeout + 300)
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
+    if not lines:
+        raise RuntimeError(f"groupload failed ({done.returncode}): {done.stderr[-2000:]}")
+    return json.loads(lines[-1])
+
+
 def run_cell(binary: str, broker, groups: int, members: int, protocol: str, timeout: float) -> dict:
     topic = f"bench-scale-{uuid.uuid4().hex[:8]}"
     partitions = max(2 * members, 4)
@@ -64,21 +76,11 @@ def run_cell(binary: str, broker, groups: int, members: int, protocol: str, time
     # a one-member KIP-848 group until it holds a partition, before the clock: Kafka's group coordinator learns of a
     # new topic a moment after its brokers' metadata, and a join before that gets an empty target (the cell would
     # then measure that race: its first members holding nothing to give up, or everything)
-    probe = subprocess.run([binary, "-brokers", broker.bootstrap, "-topic", topic, "-groups", "1", "-members", "1",
-                            "-protocol", "consumer", "-prefix", f"{topic}-probe", "-timeout", "60s"],
-                           capture_output=True, text=True, timeout=120)
-    probed = [ln for ln in probe.stdout.splitlines() if ln.startswith("{")]
-    if not probed or json.loads(probed[-1])["seconds"] is None:
-        raise RuntimeError(f"the probe group never held a partition of {topic}: {probe.stderr[-2000:]}")
+    if groupload(binary, broker, topic, 1, 1, "consumer", f"{topic}-probe", 60)["seconds"] is None:
+        raise RuntimeError(f"the probe group never held a partition of {topic} in 60 s")
     cpu0 = broker.cpu_seconds()
-    done = subprocess.run([binary, "-brokers", broker.bootstrap, "-topic", topic, "-groups", str(groups),
-                           "-members", str(members), "-protocol", protocol, "-prefix", topic,
-                           "-timeout", f"{timeout}s"], capture_output=True, text=True, timeout=timeout + 300)
+    cell = groupload(binary, broker, topic, groups, members, protocol, topic, timeout)
     cpu = broker.cpu_seconds() - cpu0  # includes the members leaving, after the clock stopped
-    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
-    if not lines:
-        raise RuntimeError(f"groupload failed ({done.returncode}): {done.stderr[-2000:]}")
-    cell = json.loads(lines[-1])
     cell.update(broker=getattr(broker, "label", broker.kind), partitions=partitions, cpu_s=cpu, timeout=timeout)
     return cell
 

@@ -251,7 +251,7 @@ def _paced_steps(bootstrap: str) -> list[tuple[Any, ...]]:
     `consumer.assignment.interval.ms` is 3 s: the second member joins within it, the group waits in Assigning, and
     only a heartbeat after the interval computes the new target (Kafka 4.4 has no timer for it)."""
     raw = RawClient(bootstrap.split(",")[0], timeout=30)
-    clients: dict[str, RawClient] = {}
+    opened: RawClient | None = None  # the coordinator's connection, closed below
     try:
         created = raw.request(ApiKey.CREATE_TOPICS, 7, {"topics": [{
             "name": PACED, "num_partitions": -1, "replication_factor": -1, "configs": [],
@@ -272,12 +272,10 @@ def _paced_steps(bootstrap: str) -> list[tuple[Any, ...]]:
         # the probe group (below) on the same coordinator: each broker learns of the topic on its own
         probe_group = next(g for g in (f"paced-probe-{i}" for i in range(100))
                            if _until(f"{g}'s coordinator", lambda g=g: find(g)) == address)
-        coordinators = {PACED_GROUP: address, probe_group: address}
-        clients = {address: RawClient(address, timeout=30)}
-        c = clients[address]
+        opened = coordinator = RawClient(address, timeout=30)
 
         def heartbeat(group: str, member: str, epoch: int, owned: list[dict[str, Any]] | None) -> Any:
-            r = clients[coordinators[group]].request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, {
+            r = coordinator.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, {
                 "group_id": group, "member_id": member, "member_epoch": epoch, "instance_id": None, "rack_id": None,
                 "rebalance_timeout_ms": 30_000 if epoch == 0 else -1,
                 "subscribed_topic_names": [PACED] if epoch == 0 else None, "subscribed_topic_regex": None,
@@ -288,14 +286,17 @@ def _paced_steps(bootstrap: str) -> list[tuple[Any, ...]]:
             return [{"topic_id": tp.topic_id, "partitions": list(tp.partitions)}
                     for tp in r.assignment.topic_partitions]
 
+        def count(r: Any) -> int | None:
+            """The partitions an answer assigns (None: it carries no assignment)."""
+            return None if r.assignment is None else sum(len(tp.partitions) for tp in r.assignment.topic_partitions)
+
         # first, the topic known to the group coordinator (on Kafka it reaches the coordinator a moment after the
         # brokers' metadata; a join before that is given an empty target): a probe member until it holds all four
         probe = str(uuid.uuid4())
 
         def probed() -> bool:
             r = heartbeat(probe_group, probe, 0, [])
-            ok = r is not None and r.error_code == ErrorCode.NONE and r.assignment is not None \
-                and sum(len(tp.partitions) for tp in r.assignment.topic_partitions) == 4
+            ok = r is not None and r.error_code == ErrorCode.NONE and count(r) == 4
             if r is not None and r.error_code == ErrorCode.NONE:
                 heartbeat(probe_group, probe, -1, None)  # leaves: the next try joins again
             return ok
@@ -303,14 +304,13 @@ def _paced_steps(bootstrap: str) -> list[tuple[Any, ...]]:
         _until("the topic at the group coordinator", probed)
 
         def describe(step: str) -> tuple[str, str, int, int]:
-            g = c.request(ApiKey.CONSUMER_GROUP_DESCRIBE, 0,
-                          {"group_ids": [PACED_GROUP], "include_authorized_operations": False}).groups[0]
+            g = coordinator.request(ApiKey.CONSUMER_GROUP_DESCRIBE, 0,
+                                    {"group_ids": [PACED_GROUP], "include_authorized_operations": False}).groups[0]
             return step, g.group_state, int(g.group_epoch), int(g.assignment_epoch)
 
         def answer(step: str, r: Any) -> tuple[Any, ...]:
             assert r is not None and r.error_code == ErrorCode.NONE, r
-            count = None if r.assignment is None else sum(len(tp.partitions) for tp in r.assignment.topic_partitions)
-            return step, int(r.member_epoch), count
+            return step, int(r.member_epoch), count(r)
 
         a, b = str(uuid.uuid4()), str(uuid.uuid4())
         steps: list[tuple[Any, ...]] = []
@@ -329,8 +329,8 @@ def _paced_steps(bootstrap: str) -> list[tuple[Any, ...]]:
         steps.append(describe("settled"))
         return steps
     finally:
-        for client in clients.values():
-            client.close()
+        if opened is not None:
+            opened.close()
         raw.close()
 
 

@@ -114,6 +114,7 @@ class Target:
     direct: str | None = None  # `compat diff`: the broker's own address behind the recording relay (Env.waiter)
     faults: Faults | None = None  # three brokers a scenario may kill and restart (the fault scenarios)
     log: Callable[[], str] | None = field(default=None, repr=False)  # the end of the broker's own log, if it keeps one
+    about: Callable[[str], list[str]] | None = field(default=None, repr=False)  # its log's lines naming a text
 
     @property
     def prefix_tag(self) -> str:
@@ -308,7 +309,7 @@ def start_older_kafka() -> Target:
         raise Unavailable(str(e)) from None
     return Target("kafka-3.9", cluster.bootstrap_servers, REFERENCE, auto_create=False,
                   note=f"Apache Kafka {OLDER_KAFKA} (JVM, KRaft, 1 node), ready in {cluster.start_seconds} s",
-                  stop=cluster.stop)
+                  stop=cluster.stop, about=lambda text: _about(cluster, 1, text))
 
 
 def start_kafka(brokers: int = 1) -> Target:
@@ -328,8 +329,15 @@ def start_kafka(brokers: int = 1) -> Target:
                            f"{cluster.start_seconds} s", stop=cluster.stop,
                       faults=Faults(cluster.kill_node, cluster.restart_node) if brokers == 3 else None,
                       log=lambda: "\n".join(f"--- node {n}:\n{_notable(cluster.log(n, tail=1 << 26))}"
-                                            for n in range(1, brokers + 1)))
+                                            for n in range(1, brokers + 1)),
+                      about=lambda text: _about(cluster, brokers, text))
     return _start_kafka_container()
+
+
+def _about(cluster: Any, brokers: int, text: str) -> list[str]:
+    """The lines of every node's log that contain `text`, node by node."""
+    return [f"node {n}: {ln}" for n in range(1, brokers + 1)
+            for ln in cluster.log(n, tail=1 << 26).splitlines() if text in ln]
 
 
 def _notable(log: str, lines: int = 60) -> str:

@@ -111,6 +111,12 @@ class Env:
         """CreateTopics over the wire, then wait until metadata shows every partition led."""
         self.target.create_topic(self.cluster(), topic, partitions, configs, replication_factor)
 
+    def topic_at_group_coordinator(self, group: str, topic: str) -> None:
+        """Waits until `group`'s coordinator can give `topic`'s partitions to a KIP-848 member (on Kafka a moment
+        after metadata lists the topic; a member joining before is given nothing for now), past compat diff's
+        recording relay: the probe's answers are not the scenario's."""
+        self.waiter().wait_for_topic_at_group_coordinator(group, topic, self.timing.group_s)
+
     def produce(self, topic: str, value: bytes | None, *, partition: int = 0, key: bytes | None = None,
                 headers: list[tuple[str, bytes | None]] | None = None, timestamp: int | None = None,
                 unrecorded: bool = False) -> int:

@@ -184,6 +184,20 @@ def _lane(target: Target, client_name: str, scenarios: list[Scenario], quick: bo
     return cells
 
 
+def _with_broker_log(cells: list[Cell], targets: list[Target]) -> None:
+    """A failing cell on a broker that keeps a log (real Kafka) gets the log's lines that name the cell's topics
+    and groups (Kafka's group coordinator logs each member joining, leaving or fenced and each new target
+    assignment): what the broker did when the cell did not come to the state it waited for."""
+    logs = {t.name: t for t in targets if t.about is not None}
+    for c in cells:
+        target = logs.get(c.broker)
+        if target is None or not c.failing:
+            continue
+        lines = target.about(f"{c.scenario}-{c.client}-")  # type: ignore[misc]
+        c.detail = (c.detail + "\n" if c.detail else "") + f"--- {c.broker}'s log about this cell:\n" + \
+            ("\n".join(lines[-60:]) or "(no line)")
+
+
 def _judge(cells: list[Cell], known: list[Known]) -> list[str]:
     by_key = {(c.scenario, c.client, c.broker): c for c in cells}
     for c in cells:
@@ -319,13 +333,14 @@ def run(brokers: list[str], clients: list[str] | None = None, scenarios: list[st
                 cells.extend(lane_cells)
                 if progress is not None:
                     progress(futures[fut], lane_cells)
+        order = {s.name: i for i, s in enumerate(chosen)}
+        cells.sort(key=lambda c: (order[c.scenario], client_names.index(c.client), _spec_order(brokers, c.broker)))
+        stale = _judge(cells, load_known(known_file) if known_file else load_known())
+        _with_broker_log(cells, targets)
     finally:
         for target in targets:  # a broker whose cells errored: the end of its own log, before it is removed
             if target.log is not None and any(c.broker == target.name and c.status == "error" for c in cells):
                 info[target.name]["log"] = target.log()
         stop_targets(targets[::-1])  # proxies before the brokers behind them
-    order = {s.name: i for i, s in enumerate(chosen)}
-    cells.sort(key=lambda c: (order[c.scenario], client_names.index(c.client), _spec_order(brokers, c.broker)))
-    stale = _judge(cells, load_known(known_file) if known_file else load_known())
     return Report(started, round(time.monotonic() - t0, 1), info, client_names, [s.name for s in chosen], quick,
                   read_conformance(), cells, stale)

@@ -78,7 +78,14 @@ logger.fencing.filter.fenced.type = RegexFilter
 logger.fencing.filter.fenced.regex = .*Fencing broker.*
 logger.fencing.filter.fenced.onMatch = ACCEPT
 logger.fencing.filter.fenced.onMismatch = DENY
+logger.groups.name = org.apache.kafka.coordinator.group
+logger.groups.level = info
+logger.classic_groups.name = kafka.coordinator.group
+logger.classic_groups.level = info
 """
+"""Warnings and errors; the controller's fencing of a broker; the group coordinators' account of each group (a
+member joining, leaving, fenced; a new epoch and target assignment), which tells what Kafka did when a test's group
+did not come to the state it waited for."""
 
 
 def _cluster_id() -> str:

@@ -160,6 +160,46 @@ class RemoteCluster(Brokers, ClusterHandle):
         self.wait_until(ready, timeout, message=f"topic {topic!r}"
                         + ("" if partitions is None else f" with {partitions} partitions"))
 
+    def wait_for_topic_at_group_coordinator(self, group_id: str, topic: str, timeout: float = 10.0) -> None:
+        """Waits until the coordinator of `group_id` gives a KIP-848 member `topic`'s partitions. Kafka's group
+        coordinator learns of a new topic a moment after the brokers' metadata lists it, and a member that joins
+        in between is given nothing for now; a probe group on the same coordinator joins until it is given every
+        partition, then leaves. A broker without ConsumerGroupHeartbeat has nothing to wait for."""
+        coordinator = self._coordinator(group_id)
+        if ApiKey.CONSUMER_GROUP_HEARTBEAT not in coordinator.versions:
+            return
+        version = coordinator.version_for(ApiKey.CONSUMER_GROUP_HEARTBEAT)
+        probe = next((g for g in (f"fakekafka-probe-{i}-{topic}" for i in range(1000))
+                      if self._coordinator(g) is coordinator), None)
+        if probe is None:
+            raise RuntimeError(f"no probe group name shares {group_id!r}'s coordinator")
+
+        def heartbeat(member_id: str, epoch: int) -> Any:
+            r = coordinator.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, version, {
+                "group_id": probe, "member_id": member_id, "member_epoch": epoch, "instance_id": None,
+                "rack_id": None, "rebalance_timeout_ms": 30_000 if epoch == 0 else -1,
+                "subscribed_topic_names": [topic] if epoch == 0 else None, "subscribed_topic_regex": None,
+                "server_assignor": None, "topic_partitions": [] if epoch == 0 else None})
+            if r.error_code not in (ErrorCode.NONE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
+                raise ApiError(ErrorCode(r.error_code), r.error_message)
+            return r
+
+        def assigned() -> bool:
+            try:
+                partitions = len(self._topic(topic).partitions)
+            except ApiError as e:  # not in this broker's metadata yet
+                if e.code in self._NOT_YET:
+                    return False
+                raise
+            r = heartbeat("" if version == 0 else str(uuid.uuid4()), 0)
+            if r.error_code != ErrorCode.NONE:
+                return False
+            heartbeat(r.member_id, -1)  # leaves: the group stays empty, the next try joins anew
+            given = 0 if r.assignment is None else sum(len(tp.partitions) for tp in r.assignment.topic_partitions)
+            return given == partitions
+
+        self.wait_until(assigned, timeout, 0.05, message=f"{topic!r} at the group coordinator of {group_id!r}")
+
     def clear(self) -> list[str]:
         """Deletes every topic (internal ones aside) and every group that has no members left: the fresh-cluster
         start the fixtures promise, on a cluster the caller owns (`pytest --kafka-real` calls it after each

@@ -92,8 +92,9 @@ def _cells(report: dict[str, Any], broker: str, client: str | None = None) -> li
 
 
 def _unlisted(cells: list[dict[str, Any]]) -> list[str]:
-    return [f"{c['scenario']} / {c['client']} on {c['broker']}: {c['status']}: " + ("; ".join(c["diff"][:5]) or
-                                                                   c["detail"].strip()[-600:])
+    """Each failing cell: what differs, then its detail (the error; on real Kafka, the broker's log about it)."""
+    return [f"{c['scenario']} / {c['client']} on {c['broker']}: {c['status']}: " + "; ".join(c["diff"][:5])
+            + (f"\n{c['detail'].strip()[-5000:]}" if c["detail"].strip() else "")
             for c in cells if c["status"] in ("differs", "error") and not c["known"]]
 
 

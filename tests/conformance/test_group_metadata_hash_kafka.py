@@ -20,6 +20,7 @@ import pytest
 
 import fakekafka
 from fakekafka.testing.apache_kafka import KafkaCluster, KafkaUnavailable, kafka_lib
+from fakekafka.testing.client import RemoteCluster
 from fakekafka.wire import ApiKey, ErrorCode
 from fakekafka.wire.records import build_batch, decode_batch, iter_batches
 from tests.rawclient import RawClient
@@ -269,9 +270,6 @@ def _paced_steps(bootstrap: str) -> list[tuple[Any, ...]]:
             return f"{c.host}:{c.port}" if c.error_code == ErrorCode.NONE else None
 
         address = _until("the group's coordinator", lambda: find(PACED_GROUP))
-        # the probe group (below) on the same coordinator: each broker learns of the topic on its own
-        probe_group = next(g for g in (f"paced-probe-{i}" for i in range(100))
-                           if _until(f"{g}'s coordinator", lambda g=g: find(g)) == address)
         opened = coordinator = RawClient(address, timeout=30)
 
         def heartbeat(group: str, member: str, epoch: int, owned: list[dict[str, Any]] | None) -> Any:
@@ -291,17 +289,9 @@ def _paced_steps(bootstrap: str) -> list[tuple[Any, ...]]:
             return None if r.assignment is None else sum(len(tp.partitions) for tp in r.assignment.topic_partitions)
 
         # first, the topic known to the group coordinator (on Kafka it reaches the coordinator a moment after the
-        # brokers' metadata; a join before that is given an empty target): a probe member until it holds all four
-        probe = str(uuid.uuid4())
-
-        def probed() -> bool:
-            r = heartbeat(probe_group, probe, 0, [])
-            ok = r is not None and r.error_code == ErrorCode.NONE and count(r) == 4
-            if r is not None and r.error_code == ErrorCode.NONE:
-                heartbeat(probe_group, probe, -1, None)  # leaves: the next try joins again
-            return ok
-
-        _until("the topic at the group coordinator", probed)
+        # brokers' metadata; a join before that is given an empty target)
+        with RemoteCluster(bootstrap, timeout=30) as cluster:
+            cluster.wait_for_topic_at_group_coordinator(PACED_GROUP, PACED, timeout=30)
 
         def describe(step: str) -> tuple[str, str, int, int]:
             g = coordinator.request(ApiKey.CONSUMER_GROUP_DESCRIBE, 0,

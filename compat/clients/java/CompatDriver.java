@@ -1676,6 +1676,7 @@ public final class CompatDriver {
         final List<ObjectNode> errors = new ArrayList<>();
         volatile List<List<Object>> assignment = List.of();
         volatile boolean stop;
+        boolean fenced;
         KafkaConsumer<byte[], byte[]> consumer;
         final Thread thread;
 
@@ -1734,6 +1735,23 @@ public final class CompatDriver {
                 if (stop) {
                     break;
                 }
+                if (fenced) {
+                    // FencedInstanceIdException is fatal: an application closes the consumer rather than poll it
+                    // again, which would rejoin with the same group.instance.id and fence its successor in turn
+                    // (both members then take the partition from each other, every heartbeat, on either broker);
+                    // the calls handed to it still run, and a commit is refused as fenced
+                    List<List<Object>> held = new ArrayList<>();
+                    for (TopicPartition tp : consumer.assignment()) {
+                        held.add(List.of(tp.topic(), tp.partition()));
+                    }
+                    assignment = held;
+                    try {
+                        Thread.sleep(50);
+                    } catch (InterruptedException ie) {
+                        return;
+                    }
+                    continue;
+                }
                 List<Map<String, Object>> got = new ArrayList<>();
                 try {
                     for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(100))) {
@@ -1743,6 +1761,7 @@ public final class CompatDriver {
                     synchronized (this) {
                         errors.add(errorNode(clientError(e)));
                     }
+                    fenced = e instanceof org.apache.kafka.common.errors.FencedInstanceIdException;
                     try {
                         Thread.sleep(100);
                     } catch (InterruptedException ie) {

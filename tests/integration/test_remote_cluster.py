@@ -5,6 +5,7 @@ producer would, stored batches as sent, and emptying a cluster between tests wit
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -12,6 +13,7 @@ from kafka import KafkaConsumer, KafkaProducer
 
 from fakekafka.testing.client import RemoteCluster
 from fakekafka.testing.handle import ClusterHandle
+from fakekafka.wire import ApiKey, ErrorCode
 from fakekafka.wire.records import Compression, read_header
 
 pytestmark = [pytest.mark.clients, pytest.mark.kafka_real]
@@ -82,6 +84,22 @@ def test_clear_empties_the_cluster_but_a_live_group(request: pytest.FixtureReque
     finally:
         consumers["live"].close()
     assert remote.clear() == [] and remote.groups() == []
+
+
+def test_a_kip848_member_is_given_a_new_topic_once_its_group_coordinator_knows_it(remote: RemoteCluster) -> None:
+    """Kafka's group coordinator learns of a topic a moment after the brokers' metadata lists it, and a member that
+    joins in between is given nothing: after the wait, a member's first heartbeat is given every partition, and the
+    probe group the wait used is left empty."""
+    remote.create_topic("fresh", 3)
+    remote.wait_for_topic_at_group_coordinator("g", "fresh")
+    r = remote._coordinator("g").request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, {
+        "group_id": "g", "member_id": str(uuid.uuid4()), "member_epoch": 0, "instance_id": None, "rack_id": None,
+        "rebalance_timeout_ms": 30_000, "subscribed_topic_names": ["fresh"], "subscribed_topic_regex": None,
+        "server_assignor": None, "topic_partitions": []})
+    assert r.error_code == ErrorCode.NONE, r
+    assert [sorted(tp.partitions) for tp in r.assignment.topic_partitions] == [[0, 1, 2]]
+    probes = [g for g in remote.groups() if g.startswith("fakekafka-probe-")]
+    assert len(probes) == 1 and remote.consumer_group(probes[0]).members == []
 
 
 @pytest.mark.fakekafka(brokers=3)

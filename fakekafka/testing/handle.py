@@ -62,6 +62,13 @@ class ClusterHandle:
         self.wait_until(ready, timeout, message=f"topic {topic!r}"
                         + ("" if partitions is None else f" with {partitions} partitions"))
 
+    def wait_for_topic_at_group_coordinator(self, group_id: str, topic: str, timeout: float = 10.0) -> None:
+        """Returns once `group_id`'s coordinator gives a KIP-848 member `topic`'s partitions: at once where the
+        coordinator is fakekafka's own model, which sees a topic when it is made; on Kafka (RemoteCluster) the
+        group coordinator learns of it a moment after the brokers' metadata, and a member joining in between is
+        given nothing for now."""
+        self.wait_for_topic(topic, timeout=timeout)
+
     def wait_until(self, predicate: Callable[[], T], timeout: float = 10.0, interval: float = 0.01,
                    message: str = "") -> T:
         """Polls `predicate` (in the caller's thread) until it returns something truthy, and returns it.

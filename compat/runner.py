@@ -73,6 +73,8 @@ class Cell:
     diff: list[str] = field(default_factory=list)
     detail: str = ""  # why unsupported/skipped, or the error
     known: str = ""  # the KNOWN_DIFFERENCES.md reason, when listed
+    client_log: str = field(default="", repr=False)  # what the client logged during the cell (the report keeps
+    # it in `detail` for a failing cell only)
 
     @property
     def failing(self) -> bool:
@@ -97,6 +99,8 @@ class Report:
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
+        for c in d["cells"]:
+            del c["client_log"]  # a failing cell's is in its detail
         d["failing"] = [f"{c.scenario} / {c.client} / {c.broker}: {c.status}" for c in self.failing]
         return d
 
@@ -121,6 +125,7 @@ def _run_cell(scenario: Scenario, client: Client, target: Target, run_id: str) -
                                                    f"(the broker kinds kafka-3 and fakekafka-3 have)")
         return cell
     env = Env(target, f"compat-{run_id}-{target.prefix_tag}{scenario.name}-{client.name}")
+    mark = client.log_mark()
     # a fault cell has its cluster to itself: a killed broker would be every other lane's fault too
     alone = target.faults.lock if THREE_BROKERS in scenario.needs and target.faults else contextlib.nullcontext()
     alone.__enter__()
@@ -139,6 +144,10 @@ def _run_cell(scenario: Scenario, client: Client, target: Target, run_id: str) -
             pass
         alone.__exit__(None, None, None)
         cell.seconds = round(time.monotonic() - t0, 2)
+        try:
+            cell.client_log = client.log_since(mark)
+        except (OSError, ValueError):  # its agent's log is closed: the client was closed in the cell
+            pass
     return cell
 
 
@@ -184,18 +193,24 @@ def _lane(target: Target, client_name: str, scenarios: list[Scenario], quick: bo
     return cells
 
 
-def _with_broker_log(cells: list[Cell], targets: list[Target]) -> None:
-    """A failing cell on a broker that keeps a log (real Kafka) gets the log's lines that name the cell's topics
-    and groups (Kafka's group coordinator logs each member joining, leaving or fenced and each new target
-    assignment): what the broker did when the cell did not come to the state it waited for."""
+def _with_logs(cells: list[Cell], targets: list[Target]) -> None:
+    """A failing cell gets what its client logged meanwhile (a driver's warnings and errors) and, on a broker that
+    keeps a log (real Kafka), the log's lines that name the cell's topics and groups (Kafka's group coordinator
+    logs each member joining, leaving or fenced and each new target assignment): what each side did when the cell
+    did not come to the state it waited for."""
     logs = {t.name: t for t in targets if t.about is not None}
     for c in cells:
-        target = logs.get(c.broker)
-        if target is None or not c.failing:
+        client_log, c.client_log = c.client_log, ""
+        if not c.failing:
             continue
-        lines = target.about(f"{c.scenario}-{c.client}-")  # type: ignore[misc]
-        c.detail = (c.detail + "\n" if c.detail else "") + f"--- {c.broker}'s log about this cell:\n" + \
-            ("\n".join(lines[-60:]) or "(no line)")
+        parts = [c.detail] if c.detail else []
+        if client_log.strip():
+            parts.append(f"--- {c.client}'s log during this cell:\n{client_log.strip()}")
+        target = logs.get(c.broker)
+        if target is not None:
+            lines = target.about(f"{c.scenario}-{c.client}-")  # type: ignore[misc]
+            parts.append(f"--- {c.broker}'s log about this cell:\n" + ("\n".join(lines[-60:]) or "(no line)"))
+        c.detail = "\n".join(parts)
 
 
 def _judge(cells: list[Cell], known: list[Known]) -> list[str]:
@@ -336,7 +351,7 @@ def run(brokers: list[str], clients: list[str] | None = None, scenarios: list[st
         order = {s.name: i for i, s in enumerate(chosen)}
         cells.sort(key=lambda c: (order[c.scenario], client_names.index(c.client), _spec_order(brokers, c.broker)))
         stale = _judge(cells, load_known(known_file) if known_file else load_known())
-        _with_broker_log(cells, targets)
+        _with_logs(cells, targets)
     finally:
         for target in targets:  # a broker whose cells errored: the end of its own log, before it is removed
             if target.log is not None and any(c.broker == target.name and c.status == "error" for c in cells):

@@ -108,6 +108,14 @@ class AgentClient(Client):
         self._stderr.seek(0)
         return self._stderr.read().decode(errors="replace")[-n:]
 
+    def log_mark(self) -> int:
+        return self._stderr.seek(0, os.SEEK_END)
+
+    def log_since(self, mark: int, n: int = 4000) -> str:
+        end = self._stderr.seek(0, os.SEEK_END)
+        self._stderr.seek(max(mark, end - n))
+        return self._stderr.read().decode(errors="replace")
+
     def request(self, op: str, timeout: float | None = None, **args: Any) -> Any:
         with self._lock:
             if self.proc.poll() is not None:

@@ -286,6 +286,14 @@ class Client:
     def close(self) -> None:
         pass
 
+    def log_mark(self) -> int:
+        """Where the client's own log (a driver's stderr) stands now, for `log_since`."""
+        return 0
+
+    def log_since(self, mark: int) -> str:
+        """What the client logged since `mark` (its warnings and errors): kept for a cell that fails."""
+        return ""
+
     # --- producing and reading without a group --------------------------------------------------
     def produce(self, topic: str, recs: list[Rec], *, codec: str = "none", one_batch: bool = False,
                 max_request_bytes: int | None = None, acks: int | None = None,

@@ -130,10 +130,10 @@ def test_a_kafka_logs_notable_lines_are_its_warnings_errors_and_fencing() -> Non
     assert _notable("[t] INFO all quiet (x)\n") == "(no warning, error or fencing)"
 
 
-def test_a_failing_cell_on_kafka_carries_kafkas_log_lines_about_its_groups(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failing_cell_carries_its_clients_log_and_kafkas_lines_about_it(monkeypatch: pytest.MonkeyPatch) -> None:
     """A Kafka cell whose group never settled in a loaded CI run left nothing but its diff to read; now its detail
-    has the lines of Kafka's log that name its topics and groups (its group coordinator's account), read before the
-    broker was stopped, and a passing cell has none."""
+    has what the client logged during the cell and the lines of Kafka's log that name its topics and groups (its
+    group coordinator's account), read before the broker was stopped; a passing cell has neither."""
     from compat import runner
     from compat.brokers import Target
     from compat.clients.base import Timing
@@ -148,12 +148,15 @@ def test_a_failing_cell_on_kafka_carries_kafkas_log_lines_about_its_groups(monke
                       about=lambda text: [] if stopped else [ln for ln in log if text in ln])
 
     def lane(target: Target, client: str, scenarios: list[Any], quick: bool, run_id: str) -> list[Cell]:
-        return [Cell(s.name, client, target.name, "done", outcome={"records": [0]}) for s in scenarios]
+        return [Cell(s.name, client, target.name, "done", outcome={"records": [0]},
+                     client_log=f"{target.name}: fetch retried") for s in scenarios]
 
     monkeypatch.setattr(runner, "start_target", start_target)
     monkeypatch.setattr(runner, "_lane", lane)
     got = runner.run(["kafka", "fakekafka"], ["kafka-python"], [SCENARIO], jobs=1)
     on = {c.broker: c for c in got.cells}
     assert on["kafka"].status == "differs"  # against the scenario's written expectation
-    assert on["kafka"].detail == "--- kafka's log about this cell:\n" + "\n".join(log[::2])
+    assert on["kafka"].detail == "--- kafka-python's log during this cell:\nkafka: fetch retried\n" \
+        "--- kafka's log about this cell:\n" + "\n".join(log[::2])
     assert on["fakekafka"].status == "pass" and on["fakekafka"].detail == ""  # as Kafka did: nothing to explain
+    assert "client_log" not in got.to_json()["cells"][0]

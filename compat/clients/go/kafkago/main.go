@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -160,7 +161,7 @@ func (d *driver) produce(req agent.Req) (any, error) {
 	transport := d.transport()
 	defer transport.CloseIdleConnections()
 	w := &kafka.Writer{Addr: kafka.TCP(d.bootstrap...), Topic: req.Str("topic"), Transport: transport,
-		Compression: codec, RequiredAcks: kafka.RequireAll, WriteTimeout: d.timing.Op(), ReadTimeout: d.timing.Op(),
+		ErrorLogger: errorLog("writer"), Compression: codec, RequiredAcks: kafka.RequireAll, WriteTimeout: d.timing.Op(), ReadTimeout: d.timing.Op(),
 		BatchTimeout: time.Millisecond, BatchSize: 1,
 		Completion: func(ms []kafka.Message, err error) {
 			mu.Lock()
@@ -252,9 +253,17 @@ func startOffset(reset string) (int64, error) {
 	return 0, fmt.Errorf("unknown reset %q", reset)
 }
 
+// errorLog: kafka-go's readers and writers retry what fails without telling their caller; their errors go to the
+// driver's stderr, which the compat report shows for a cell that failed
+func errorLog(who string) kafka.Logger {
+	return kafka.LoggerFunc(func(msg string, args ...interface{}) {
+		fmt.Fprintf(os.Stderr, "%s kafka-go %s: %s\n", time.Now().Format("15:04:05.000"), who, fmt.Sprintf(msg, args...))
+	})
+}
+
 func (d *driver) reader(topic string, partition int, offset int64) (*kafka.Reader, error) {
 	r := kafka.NewReader(kafka.ReaderConfig{Brokers: d.bootstrap, Topic: topic, Partition: partition,
-		MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 100 * time.Millisecond})
+		MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 100 * time.Millisecond, ErrorLogger: errorLog("reader")})
 	if err := r.SetOffset(offset); err != nil {
 		_ = r.Close()
 		return nil, clientError(err)
@@ -748,7 +757,8 @@ func (d *driver) openSubscribed(o agent.MemberOptions, start int64) (agent.Membe
 				held = append(held, agent.TP{Topic: o.Topic, Partition: int32(pa.ID)})
 				gen.Start(func(gctx context.Context) {
 					r := kafka.NewReader(kafka.ReaderConfig{Brokers: d.bootstrap, Topic: o.Topic,
-						Partition: pa.ID, MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 100 * time.Millisecond})
+						Partition: pa.ID, MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 100 * time.Millisecond,
+						ErrorLogger: errorLog("member reader")})
 					defer func() { _ = r.Close() }()
 					if err := r.SetOffset(pa.Offset); err != nil {
 						return

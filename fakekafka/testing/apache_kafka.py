@@ -216,7 +216,8 @@ class KafkaCluster:
         self.start_seconds: float | None = None
         self.cluster_id = _cluster_id()
         self._logs: list[Path] = []
-        self._dumping: Path | None = None  # the class-data archive a broker of this cluster writes as it exits
+        self._dumping: Path | None = None  # the class-data archive a broker of this cluster writes when stopped
+        self._recorder: subprocess.Popen[bytes] | None = None  # that broker (a node restarted is another JVM)
 
     # --- lifecycle -----------------------------------------------------------------------------------
     @property
@@ -288,8 +289,9 @@ class KafkaCluster:
     def stop(self, *, graceful: bool = True) -> None:
         """SIGTERM to each node's process group (a controlled shutdown), SIGKILL after 15 s; removes its files.
         Not graceful: SIGKILL at once (a cluster being thrown away, whose shutdown would wait for a dead node)."""
-        if self._dumping is not None and self.procs and self.procs[0].poll() is None:
-            self._dump_classes(self.procs[0].pid, self._dumping)
+        if graceful and self._dumping is not None and self._recorder is not None and self._recorder.poll() is None:
+            self._dump_classes(self._recorder.pid, self._dumping)
+        self._recorder = None
         for proc in self.procs:
             _signal(proc, signal.SIGTERM if graceful else signal.SIGKILL)
         deadline = time.monotonic() + 15
@@ -369,13 +371,17 @@ class KafkaCluster:
               stock: bool = False, append: bool = False) -> subprocess.Popen[bytes]:
         assert self.dir is not None and self.java is not None and self.lib is not None
         jvm = STOCK_JVM_ARGS if stock else (*JVM_ARGS, f"-Xmx{self.heap}")
-        cmd = [self.java, *jvm, *self._class_data_sharing(main, jvm),
+        sharing = self._class_data_sharing(main, jvm)
+        cmd = [self.java, *jvm, *sharing,
                f"-Dlog4j2.configurationFile={self.dir / 'log4j2.properties'}",
                "-cp", os.pathsep.join([*self.classpath, str(self.lib / "*")]), main, *args]
         out: Any = open(log, "ab" if append else "wb") if log is not None else subprocess.PIPE  # noqa: SIM115
         try:
-            return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     start_new_session=True, cwd=self.dir)
+            if "-XX:+RecordDynamicDumpInfo" in sharing:
+                self._recorder = proc
+            return proc
         finally:
             if log is not None:
                 out.close()

@@ -825,7 +825,9 @@ def _share_fetch_isolated(level: str) -> Callable[[Target, int], dict[str, Any]]
         member = f"sweep-{level[5:7]}-member-v{v}-000"  # 22 characters: Kafka reads a member id as a Uuid
         _share_assigned(t, {"group_id": group, "member_id": member, "member_epoch": 0, "rack_id": None,
                             "subscribed_topic_names": [TXN_TOPIC]}, TXN_TOPIC)
-        return {**_share_fetch_body(t, 0), "group_id": group, "member_id": member, "max_wait_ms": 5000,
+        # up to 20 s, answered as soon as records can be acquired: Kafka's share-partition state took over 5 s to
+        # load from its share coordinator in a loaded CI run (the answer then had no records)
+        return {**_share_fetch_body(t, 0), "group_id": group, "member_id": member, "max_wait_ms": 20_000,
                 "topics": [{"topic_id": t.topic_ids[TXN_TOPIC], "partitions": [
                     {"partition_index": 0, "partition_max_bytes": 1 << 20, "acknowledgement_batches": []}]}]}
     return build

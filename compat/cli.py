@@ -45,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(ROOT / "build" / "compat"), help="writes OUT.json and OUT.md")
     ap.add_argument("--diff-out", help="also compare the first two brokers' lanes field by field (python -m "
                                        "compat diff) and write DIFF_OUT.json and DIFF_OUT.md")
+    ap.add_argument("--verbose", action="store_true", help="a line on stderr as each cell ends (lane lines only "
+                                                           "without it)")
     ap.add_argument("--list", action="store_true", help="list the scenarios and exit")
     ap.add_argument("--list-clients", action="store_true", help="list the clients and exit")
     args = ap.parse_args(argv)
@@ -65,6 +67,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {lane[1]} @ {lane[0]}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())),
               file=sys.stderr, flush=True)
 
+    if args.verbose:
+        from compat import runner
+        runner.CELL_PROGRESS = lambda c: print(f"    {c.scenario} / {c.client} @ {c.broker}: {c.status} "
+                                               f"({c.seconds} s)", file=sys.stderr, flush=True)
     brokers = args.broker or ["fakekafka"]
     recording = None
     if args.diff_out:

@@ -114,6 +114,11 @@ def select_scenarios(patterns: list[str] | None) -> list[Scenario]:
     return chosen
 
 
+CELL_PROGRESS: Any = None
+"""Called with each cell as it ends, when set (`python -m compat --verbose`): a run cut off by a timeout then shows
+which cell each lane was in."""
+
+
 def _run_cell(scenario: Scenario, client: Client, target: Target, run_id: str) -> Cell:
     cell = Cell(scenario.name, client.name, target.name)
     missing = scenario.needs - target.features()
@@ -148,6 +153,8 @@ def _run_cell(scenario: Scenario, client: Client, target: Target, run_id: str) -
             cell.client_log = client.log_since(mark)
         except (OSError, ValueError):  # its agent's log is closed: the client was closed in the cell
             pass
+        if CELL_PROGRESS is not None:
+            CELL_PROGRESS(cell)
     return cell
 
 

@@ -337,13 +337,14 @@ public final class ReplicationDriver {
      * min.insync.replicas=2 on a topic with three replicas: acks=all works with all three up; with two
      * brokers killed acks=all fails and acks=1 works; with one broker back, acks=all works again.
      * NOT_ENOUGH_REPLICAS is retriable, so the acks=all producer retries it until its retries (3 here) run out
-     * and then hands the broker's error to the callback, well inside its short delivery.timeout.ms (3 s). A
-     * producer with the default retries (unlimited) hands over a TimeoutException ("Expiring 1 record(s)")
-     * instead once delivery.timeout.ms passes, whatever the broker answered: reported as "all_two_down_patient".
+     * and then hands the broker's error to the callback, inside its delivery.timeout.ms (15 s: with 3 s, a loaded
+     * CI run expired the batch before the producer had sent it once). A producer with the default retries
+     * (unlimited) hands over a TimeoutException ("Expiring 1 record(s)") instead once delivery.timeout.ms (3 s)
+     * passes, whatever the broker answered: reported as "all_two_down_patient".
      */
     private static Object minIsr(String topic) throws Exception {
         Map<String, Object> out = new LinkedHashMap<>();
-        try (KafkaProducer<byte[], byte[]> all = producer(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 3_000,
+        try (KafkaProducer<byte[], byte[]> all = producer(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 15_000,
                                                           ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, 2_000,
                                                           ProducerConfig.RETRIES_CONFIG, 3,
                                                           ProducerConfig.RETRY_BACKOFF_MS_CONFIG, 50,

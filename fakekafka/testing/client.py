@@ -13,6 +13,7 @@ import uuid
 from typing import Any
 
 from fakekafka.model.errors import ApiError
+from fakekafka.model.internal_topics import OFFSETS_TOPIC, partition_for
 from fakekafka.net.wire_client import Brokers, WireConnection
 from fakekafka.testing.handle import ClusterHandle
 from fakekafka.testing.views import (
@@ -163,14 +164,21 @@ class RemoteCluster(Brokers, ClusterHandle):
     def wait_for_topic_at_group_coordinator(self, group_id: str, topic: str, timeout: float = 10.0) -> None:
         """Waits until the coordinator of `group_id` gives a KIP-848 member `topic`'s partitions. Kafka's group
         coordinator learns of a new topic a moment after the brokers' metadata lists it, and a member that joins
-        in between is given nothing for now; a probe group on the same coordinator joins until it is given every
-        partition, then leaves. A broker without ConsumerGroupHeartbeat has nothing to wait for."""
+        in between is given nothing for now; a probe group in the group's own __consumer_offsets partition (the
+        coordinator's shard that will serve the group) joins until it is given every partition, then leaves. A
+        broker without ConsumerGroupHeartbeat has nothing to wait for."""
         coordinator = self._coordinator(group_id)
         if ApiKey.CONSUMER_GROUP_HEARTBEAT not in coordinator.versions:
             return
         version = coordinator.version_for(ApiKey.CONSUMER_GROUP_HEARTBEAT)
-        probe = next((g for g in (f"fakekafka-probe-{i}-{topic}" for i in range(1000))
-                      if self._coordinator(g) is coordinator), None)
+        # the probe group in the group's own __consumer_offsets partition: each of a Kafka coordinator's shards (one
+        # per partition) learns of a new topic on its own, and a probe in another one was seen done while the
+        # group's shard still gave a joining member nothing
+        shards = len(self.wait_until(lambda: self._present(OFFSETS_TOPIC), self.timeout, 0.05,
+                                     message=f"{OFFSETS_TOPIC} in metadata").partitions)
+        shard = partition_for(group_id, shards)
+        probe = next((g for g in (f"fakekafka-probe-{i}-{topic}" for i in range(10 * shards))
+                      if partition_for(g, shards) == shard and self._coordinator(g) is coordinator), None)
         if probe is None:
             raise RuntimeError(f"no probe group name shares {group_id!r}'s coordinator")
 
@@ -199,6 +207,15 @@ class RemoteCluster(Brokers, ClusterHandle):
             return given == partitions
 
         self.wait_until(assigned, timeout, 0.05, message=f"{topic!r} at the group coordinator of {group_id!r}")
+
+    def _present(self, topic: str) -> Any:
+        """The topic's metadata, or None while a broker does not list it yet."""
+        try:
+            return self._topic(topic)
+        except ApiError as e:
+            if e.code in self._NOT_YET:
+                return None
+            raise
 
     def clear(self) -> list[str]:
         """Deletes every topic (internal ones aside) and every group that has no members left: the fresh-cluster

@@ -174,7 +174,7 @@ class RemoteCluster(Brokers, ClusterHandle):
         # the probe group in the group's own __consumer_offsets partition: each of a Kafka coordinator's shards (one
         # per partition) learns of a new topic on its own, and a probe in another one was seen done while the
         # group's shard still gave a joining member nothing
-        shards = len(self.wait_until(lambda: self._present(OFFSETS_TOPIC), self.timeout, 0.05,
+        shards = len(self.wait_until(lambda: self._present(OFFSETS_TOPIC), timeout, 0.05,
                                      message=f"{OFFSETS_TOPIC} in metadata").partitions)
         shard = partition_for(group_id, shards)
         probe = next((g for g in (f"fakekafka-probe-{i}-{topic}" for i in range(10 * shards))
@@ -193,12 +193,10 @@ class RemoteCluster(Brokers, ClusterHandle):
             return r
 
         def assigned() -> bool:
-            try:
-                partitions = len(self._topic(topic).partitions)
-            except ApiError as e:  # not in this broker's metadata yet
-                if e.code in self._NOT_YET:
-                    return False
-                raise
+            listed = self._present(topic)
+            if listed is None:
+                return False
+            partitions = len(listed.partitions)
             r = heartbeat("" if version == 0 else str(uuid.uuid4()), 0)
             if r.error_code != ErrorCode.NONE:
                 return False

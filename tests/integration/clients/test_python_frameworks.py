@@ -13,9 +13,10 @@ from the changelog and finishes the input:
 - faust-streaming, processing_guarantee="exactly_once" (a transactional producer per input partition,
   "{app}-{group}-{partition}"): the worker is killed once it has committed the first half, and the second one
   gets the rest once it has restored its tables; its counts must go on from the first one's and the changelogs
-  hold the final state. (Killed mid-transaction with input left to redo, faust 0.15.3 itself skips some of that
-  input and repeats the last record, on Kafka 4.4.0 as on fakekafka, one run in three; and it sends to an output
-  topic its consumer does not read outside its transactions. So its kill is at a commit.)
+  hold the final state. (faust 0.15.3 takes the changelogs' ends from Fetch answers its consumer may not have yet,
+  and then restores nothing: the app asks the broker instead. Killed mid-transaction with input left to redo, it
+  skips some of that input and repeats the last record, on Kafka 4.4.0 as on fakekafka, one run in three; and it
+  sends to an output topic its consumer does not read outside its transactions. So its kill is at a commit.)
 
 Both run the same way, with the same counts, on fakekafka and on Apache Kafka 4.4.0.
 
@@ -138,6 +139,8 @@ class Run:
         self.watch = javautil._ServerWatch()
         self.processed_at_kill = self.committed_at_kill = 0
         """Orders the first instance had processed when killed, and the ones its group had committed."""
+        self.apps: list[PyApp] = []
+        """The instances started, whose logs a failed check prints."""
 
     def close(self) -> None:
         """Closes the reader and lets go of the producer and the admin client (a librdkafka handle ends when
@@ -165,6 +168,7 @@ class Run:
             try:
                 self.produce(self.orders[: ORDERS // 2])
                 first = start(True)
+                self.apps.append(first)
                 try:
                     self.kafka.wait_until(
                         lambda: first.check_alive() or self.inputs_committed() == ORDERS // 2, timeout=WAIT_S
@@ -185,6 +189,7 @@ class Run:
                 assert ORDERS // 2 <= self.committed_at_kill < self.processed_at_kill
 
                 second = start(False)
+                self.apps.append(second)
                 try:
                     self.reader.pump(done, timeout=WAIT_S, also=second.check_alive)
                     self.kafka.wait_until(
@@ -208,6 +213,7 @@ class Run:
             try:
                 self.produce(self.orders[: ORDERS // 2])
                 first = start(True)
+                self.apps.append(first)
                 try:
                     self.kafka.wait_until(
                         lambda: first.check_alive() or self.inputs_committed() == ORDERS // 2, timeout=WAIT_S
@@ -218,6 +224,7 @@ class Run:
                     first.kill()
                 self.phases["first half committed, killed"] = time.monotonic() - t0
                 second = start(False)
+                self.apps.append(second)
                 try:
                     second.wait_for_log(ready)
                     self.phases["restored"] = time.monotonic() - t0
@@ -255,12 +262,17 @@ class Run:
         """Asserts `totals` is what processing each order once gives: per customer the counts 1, 2, ... n and each
         order's amount added once."""
         amounts = self.amounts()
-        assert sorted(totals) == sorted(amounts)
-        for customer, updates in totals.items():
-            assert [c for c, _ in updates] == list(range(1, len(amounts[customer]) + 1)), customer
-            sums = [s for _, s in updates]
-            added = Counter(b - a for a, b in zip([0, *sums], sums, strict=False))
-            assert added == Counter(amounts[customer]), customer  # every order's amount once, no other
+        try:
+            assert sorted(totals) == sorted(amounts)
+            for customer, updates in totals.items():
+                assert [c for c, _ in updates] == list(range(1, len(amounts[customer]) + 1)), customer
+                sums = [s for _, s in updates]
+                added = Counter(b - a for a, b in zip([0, *sums], sums, strict=False))
+                assert added == Counter(amounts[customer]), customer  # every order's amount once, no other
+        except AssertionError:
+            for app in self.apps:  # what each instance restored and processed (pytest shows it with the failure)
+                print(f"--- {app.stderr_path.name}:\n{app.stderr_path.read_text(encoding='utf-8')}")
+            raise
 
     def check_inputs_committed(self) -> None:
         """The input's offsets were committed to its end (with the last transaction)."""

@@ -60,52 +60,75 @@ def _uniform_assign(members: AssignorInput, partitions: dict[uuid.UUID, int],
     partitions as it can (sticky), so a rebalance moves few partitions.
 
     It runs at every group epoch (each join or leave), so it costs O(partitions + members) with small constants:
-    owners kept in a list per topic (no per-partition hashing of topic ids), and the balance passes look only at
-    the members over their share instead of sorting every partition."""
+    the current targets taken over with set operations (no step per partition in Python), the balance passes
+    looking only at the members over their share instead of sorting every partition, and the members it did not
+    move handed their current target object back."""
     order = sorted(members)
-    topic_order = sorted(partitions, key=str)
-    subscribers = {t: [m for m in order if t in members[m][1]] for t in topic_order}
+    topic_ids = sorted(partitions, key=str)
+    index = {t: i for i, t in enumerate(topic_ids)}
+    """Topics by their place in name order, inside: a topic id's hash is a Python-level function, which would be
+    called for each member at each step."""
+    sizes = [partitions[t] for t in topic_ids]
+    by_subscription: dict[int, frozenset[int]] = {}  # members share their subscription's frozenset
+    subscribed: dict[str, frozenset[int]] = {}
+    for m in order:
+        ids = members[m][1]
+        mine = by_subscription.get(id(ids))
+        if mine is None:
+            mine = by_subscription[id(ids)] = frozenset(index[t] for t in ids if t in index)
+        subscribed[m] = mine
+    subscribers = [[m for m in order if i in subscribed[m]] for i in range(len(topic_ids))]
     counts = dict.fromkeys(order, 0)
-    owner: dict[uuid.UUID, list[str | None]] = {t: [None] * partitions[t] for t in topic_order}
-    held: dict[str, dict[uuid.UUID, set[int]]] = {m: {} for m in order}
+    held: dict[str, dict[int, set[int]]] = {m: {} for m in order}
+    claimed: list[set[int]] = [set() for _ in topic_ids]
+    changed = {m for m in order if m not in current}
+    """Members whose partitions may differ from their current target: the others keep that target object."""
     # sticky: a partition stays with its current owner while that member is subscribed to its topic, so a
-    # member leaving moves only its own partitions and one joining only what it needs (the balance below)
+    # member leaving moves only its own partitions and one joining only what it needs (the balance below); set
+    # operations per member and topic rather than a step per partition, since this runs at every group epoch
     for m, a in current.items():
         if m not in members:
             continue
-        subscribed = members[m][1]
+        mine_topics = subscribed[m]
         for t, ps in a.items():
-            if t in subscribed and t in partitions:
-                slots, n = owner[t], partitions[t]
-                mine = None
-                for p in ps:
-                    if p < n:
-                        was = slots[p]
-                        if was is not None and was != m:  # claimed twice: the last claim holds it
-                            held[was][t].discard(p)
-                            counts[was] -= 1
-                        slots[p] = m
-                        if mine is None:
-                            mine = held[m].setdefault(t, set())
-                        mine.add(p)
-                if mine:
-                    counts[m] += len(mine)
+            i = index.get(t)
+            if not ps or i is None or i not in mine_topics:
+                changed.add(m)
+                continue
+            mine = set(ps)
+            n = sizes[i]
+            if max(mine) >= n:  # the topic shrank (or a partition was never there): those are dropped
+                mine = {p for p in mine if p < n}
+                changed.add(m)
+                if not mine:
+                    continue
+            taken = claimed[i]
+            if not taken.isdisjoint(mine):  # claimed twice: the last claim holds it
+                for was in order:
+                    lost = held[was].get(i)
+                    if was != m and lost and not lost.isdisjoint(mine):
+                        counts[was] -= len(lost & mine)
+                        lost -= mine
+                        changed.add(was)
+            taken |= mine
+            held[m][i] = mine
+            counts[m] += len(mine)
     # the least loaded subscriber of a topic, (count, member id) first, from a heap per set of subscribers (topics
     # usually share theirs): entries whose count is stale are dropped as they surface, so each pick is O(log n)
     heaps: dict[tuple[str, ...], list[tuple[int, str]]] = {}
-    heap_of: dict[uuid.UUID, list[tuple[int, str]]] = {}
+    heap_of: list[list[tuple[int, str]]] = []
     member_heaps: dict[str, list[list[tuple[int, str]]]] = {m: [] for m in order}
-    for t, subs in subscribers.items():
+    for subs in subscribers:
         key = tuple(subs)
         if key not in heaps:
             heaps[key] = [(counts[m], m) for m in subs]
             heapq.heapify(heaps[key])
             for m in subs:
                 member_heaps[m].append(heaps[key])
-        heap_of[t] = heaps[key]
+        heap_of.append(heaps[key])
 
-    def least(t: uuid.UUID) -> str:
-        heap = heap_of[t]
+    def least(i: int) -> str:
+        heap = heap_of[i]
         while heap[0][0] != counts[heap[0][1]]:
             heapq.heappop(heap)
         return heap[0][1]
@@ -115,17 +138,14 @@ def _uniform_assign(members: AssignorInput, partitions: dict[uuid.UUID, int],
         for heap in member_heaps[m]:  # one heap per distinct set of subscribers: few
             heapq.heappush(heap, (counts[m], m))
 
-    for t, subs in subscribers.items():  # the others (new partitions, a departed member's) to the least loaded
+    for i, subs in enumerate(subscribers):  # the others (new partitions, a departed member's) to the least loaded
         if not subs:
             continue
-        slots = owner[t]
-        for p, m in enumerate(slots):
-            if m is None:
-                m = least(t)
-                slots[p] = m
-                held[m].setdefault(t, set()).add(p)
-                count(m, 1)
-    names = {t: str(t) for t in partitions}
+        for p in sorted(set(range(sizes[i])) - claimed[i]):
+            m = least(i)
+            held[m].setdefault(i, set()).add(p)
+            changed.add(m)
+            count(m, 1)
     moved = True
     while moved:  # balance: no subscriber of a topic holds two more partitions than another
         moved = False
@@ -133,25 +153,26 @@ def _uniform_assign(members: AssignorInput, partitions: dict[uuid.UUID, int],
         # the scenarios: members joining a 6-partition topic one by one end with 0,1 / 3,4 / 2,5). A pass
         # considers what each member held when it began; only the member itself gives its partitions away, and
         # a failed check stays failed until that member moves one, so a topic's remaining partitions are skipped
-        gained: dict[str, set[tuple[uuid.UUID, int]]] = {}
+        gained: dict[str, set[tuple[int, int]]] = {}
         for m in order:
             a = held[m]
-            for t in sorted(a, key=names.__getitem__) if len(a) > 1 else list(a):
-                if counts[m] - counts[least(t)] < 2:
+            for i in sorted(a) if len(a) > 1 else list(a):
+                if counts[m] - counts[least(i)] < 2:
                     continue
                 got = gained.get(m, ())
-                for p in sorted((p for p in a[t] if (t, p) not in got), reverse=True):
-                    low = least(t)
+                for p in sorted((p for p in a[i] if (i, p) not in got), reverse=True):
+                    low = least(i)
                     if counts[m] - counts[low] < 2:
                         break
-                    owner[t][p] = low
-                    a[t].discard(p)
-                    held[low].setdefault(t, set()).add(p)
-                    gained.setdefault(low, set()).add((t, p))
+                    a[i].discard(p)
+                    held[low].setdefault(i, set()).add(p)
+                    gained.setdefault(low, set()).add((i, p))
                     count(m, -1)
                     count(low, 1)
+                    changed.update((m, low))
                     moved = True
-    return {m: _kept(current.get(m), a) for m, a in held.items()}
+    return {m: _kept(current.get(m), {topic_ids[i]: ps for i, ps in a.items()}) if m in changed else current[m]
+            for m, a in held.items()}
 
 
 def _kept(before: Assignment | None, held: dict[uuid.UUID, set[int]]) -> Assignment:

@@ -46,7 +46,13 @@ from typing import TYPE_CHECKING, Any
 
 import crc32c
 
-from fakekafka.model.consumer_group_metadata import ClassicProtocol, ConsumerGroup, ConsumerMember, MemberState
+from fakekafka.model.consumer_group_metadata import (
+    Assignment,
+    ClassicProtocol,
+    ConsumerGroup,
+    ConsumerMember,
+    MemberState,
+)
 from fakekafka.model.group_metadata import Group, GroupState, Member, OffsetAndMetadata, RecordSink, join_error
 from fakekafka.model.internal_topics import OFFSETS_TOPIC
 from fakekafka.model.streams_group_records import RECORD_TYPES as STREAMS_RECORD_TYPES
@@ -213,6 +219,14 @@ def target_member_value(assignment: dict[uuid.UUID, frozenset[int]]) -> bytes:
     return _TARGET_HEAD + _topic_partitions_bytes(assignment) + b"\x00"
 
 
+def _new_targets(target: dict[str, Assignment], encoded: dict[tuple[int, str], tuple[Any, bytes, bytes]]
+                 ) -> dict[str, Assignment]:
+    """The target members not written as they are: the assignor hands the members it did not move their target
+    object back, so a join into a big group looks at the few it moved, not every member's record."""
+    return {mid: a for mid, a in target.items()
+            if (hit := encoded.get((TARGET_MEMBER, mid))) is None or hit[0] is not a}
+
+
 class OffsetsTopic(RecordSink):
     """The coordinators' records in `__consumer_offsets`, and the coordinators' state loaded back from them."""
 
@@ -332,7 +346,8 @@ class OffsetsTopic(RecordSink):
             record(MEMBER, mid, (m.instance_id, m.rack_id, m.client_id, m.client_host, m.subscribed_topic_names,
                                  m.subscribed_topic_regex, m.rebalance_timeout_ms, m.server_assignor, m.classic),
                    lambda m=m: (_key(member_rec, group_id=gid, member_id=m.member_id), self._member_metadata(m)))
-        targets = group.target if all_targets else {mid: group.target[mid] for mid in ids if mid in group.target}
+        targets = _new_targets(group.target, encoded) if all_targets else \
+            {mid: group.target[mid] for mid in ids if mid in group.target}
         if all_targets:
             for record_type, mid in [k for k in encoded if k[0] == TARGET_MEMBER and k[1] not in group.target]:
                 drop(record_type, mid)

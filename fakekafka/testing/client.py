@@ -8,6 +8,7 @@ as a client does; what only an in-process fakekafka can do (the clock, faults) r
 
 from __future__ import annotations
 
+import itertools
 import time
 import uuid
 from typing import Any
@@ -167,28 +168,27 @@ class RemoteCluster(Brokers, ClusterHandle):
         in between is given nothing for now; a probe group in the group's own __consumer_offsets partition (the
         coordinator's shard that will serve the group) joins until it is given every partition, then leaves. A
         broker without ConsumerGroupHeartbeat has nothing to wait for."""
-        coordinator = self._coordinator(group_id)
-        if ApiKey.CONSUMER_GROUP_HEARTBEAT not in coordinator.versions:
+        if ApiKey.CONSUMER_GROUP_HEARTBEAT not in self._coordinator(group_id).versions:
             return
-        version = coordinator.version_for(ApiKey.CONSUMER_GROUP_HEARTBEAT)
         # the probe group in the group's own __consumer_offsets partition: each of a Kafka coordinator's shards (one
         # per partition) learns of a new topic on its own, and a probe in another one was seen done while the
-        # group's shard still gave a joining member nothing
+        # group's shard still gave a joining member nothing. Its coordinator is looked up at each try, as the
+        # group's would be: that partition's leader may move meanwhile (a broker restarted by an earlier test)
         shards = len(self.wait_until(lambda: self._present(OFFSETS_TOPIC), timeout, 0.05,
                                      message=f"{OFFSETS_TOPIC} in metadata").partitions)
         shard = partition_for(group_id, shards)
-        probe = next((g for g in (f"fakekafka-probe-{i}-{topic}" for i in range(10 * shards))
-                      if partition_for(g, shards) == shard and self._coordinator(g) is coordinator), None)
-        if probe is None:
-            raise RuntimeError(f"no probe group name shares {group_id!r}'s coordinator")
+        probe = next(g for g in (f"fakekafka-probe-{i}-{topic}" for i in itertools.count())
+                     if partition_for(g, shards) == shard)
+        moving = {ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                  ErrorCode.COORDINATOR_LOAD_IN_PROGRESS}
 
-        def heartbeat(member_id: str, epoch: int) -> Any:
-            r = coordinator.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, version, {
+        def heartbeat(coordinator: Any, member_id: str, epoch: int) -> Any:
+            r = coordinator.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, None, {
                 "group_id": probe, "member_id": member_id, "member_epoch": epoch, "instance_id": None,
                 "rack_id": None, "rebalance_timeout_ms": 30_000 if epoch == 0 else -1,
                 "subscribed_topic_names": [topic] if epoch == 0 else None, "subscribed_topic_regex": None,
                 "server_assignor": None, "topic_partitions": [] if epoch == 0 else None})
-            if r.error_code not in (ErrorCode.NONE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
+            if r.error_code != ErrorCode.NONE and r.error_code not in moving:
                 raise ApiError(ErrorCode(r.error_code), r.error_message)
             return r
 
@@ -196,11 +196,18 @@ class RemoteCluster(Brokers, ClusterHandle):
             listed = self._present(topic)
             if listed is None:
                 return False
+            try:
+                coordinator = self._coordinator(probe)
+            except ApiError as e:
+                if e.code in moving:
+                    return False
+                raise
             partitions = len(listed.partitions)
-            r = heartbeat("" if version == 0 else str(uuid.uuid4()), 0)
+            first = coordinator.version_for(ApiKey.CONSUMER_GROUP_HEARTBEAT) == 0  # v0: the coordinator names it
+            r = heartbeat(coordinator, "" if first else str(uuid.uuid4()), 0)
             if r.error_code != ErrorCode.NONE:
                 return False
-            heartbeat(r.member_id, -1)  # leaves: the group stays empty, the next try joins anew
+            heartbeat(coordinator, r.member_id, -1)  # leaves: the group stays empty, the next try joins anew
             given = 0 if r.assignment is None else sum(len(tp.partitions) for tp in r.assignment.topic_partitions)
             return given == partitions
 

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer
 
+from fakekafka.model.internal_topics import OFFSETS_TOPIC, partition_for
 from fakekafka.testing.client import RemoteCluster
 from fakekafka.testing.handle import ClusterHandle
 from fakekafka.wire import ApiKey, ErrorCode
@@ -86,6 +88,22 @@ def test_clear_empties_the_cluster_but_a_live_group(request: pytest.FixtureReque
     assert remote.clear() == [] and remote.groups() == []
 
 
+def _first_assignment(remote: RemoteCluster, group: str, topic: str) -> list[list[int]]:
+    """What a KIP-848 member's first heartbeat into `group` is given; it then leaves."""
+    def heartbeat(member_id: str, epoch: int) -> Any:
+        r = remote._coordinator(group).request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, {
+            "group_id": group, "member_id": member_id, "member_epoch": epoch, "instance_id": None, "rack_id": None,
+            "rebalance_timeout_ms": 30_000 if epoch == 0 else -1,
+            "subscribed_topic_names": [topic] if epoch == 0 else None, "subscribed_topic_regex": None,
+            "server_assignor": None, "topic_partitions": [] if epoch == 0 else None})
+        assert r.error_code == ErrorCode.NONE, r
+        return r
+
+    r = heartbeat(str(uuid.uuid4()), 0)
+    heartbeat(r.member_id, -1)
+    return [sorted(tp.partitions) for tp in r.assignment.topic_partitions]
+
+
 def test_a_kip848_member_is_given_a_new_topic_once_its_group_coordinator_knows_it(
         kafka: ClusterHandle, remote: RemoteCluster) -> None:
     """Kafka's group coordinator learns of a topic a moment after the brokers' metadata lists it, and a member that
@@ -94,14 +112,38 @@ def test_a_kip848_member_is_given_a_new_topic_once_its_group_coordinator_knows_i
     remote.create_topic("fresh", 3)
     kafka.wait_for_topic_at_group_coordinator("g", "fresh")
     remote.wait_for_topic_at_group_coordinator("g", "fresh")
-    r = remote._coordinator("g").request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, {
-        "group_id": "g", "member_id": str(uuid.uuid4()), "member_epoch": 0, "instance_id": None, "rack_id": None,
-        "rebalance_timeout_ms": 30_000, "subscribed_topic_names": ["fresh"], "subscribed_topic_regex": None,
-        "server_assignor": None, "topic_partitions": []})
-    assert r.error_code == ErrorCode.NONE, r
-    assert [sorted(tp.partitions) for tp in r.assignment.topic_partitions] == [[0, 1, 2]]
+    assert _first_assignment(remote, "g", "fresh") == [[0, 1, 2]]
     probes = [g for g in remote.groups() if g.startswith("fakekafka-probe-")]
     assert probes and all(remote.consumer_group(g).members == [] for g in probes)
+
+
+@pytest.mark.fakekafka(brokers=3)
+def test_the_coordinator_wait_follows_the_groups_partition_when_its_leader_moves(
+        remote: RemoteCluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The group's __consumer_offsets partition changes leader just after the wait first looked its coordinator
+    up (a broker restarted by an earlier test, then preferred leaders elected): the probe follows that partition
+    to its new coordinator, where the group's members will go too."""
+    remote.create_topic("fresh", 3, replication_factor=3)
+    remote._coordinator("g")  # __consumer_offsets is made at the first lookup
+    shards = len(remote.wait_until(lambda: remote._present(OFFSETS_TOPIC), message=OFFSETS_TOPIC).partitions)
+    shard = partition_for("g", shards)
+    state = remote.partition_state(OFFSETS_TOPIC, shard)
+    successor = next(r for r in state["isr"] if r != state["leader"])
+    found = remote._coordinator
+    lookups: list[str] = []
+
+    def finding(group_id: str) -> Any:
+        coordinator = found(group_id)
+        lookups.append(group_id)
+        if len(lookups) == 1:
+            remote.move_leader(OFFSETS_TOPIC, shard, successor)
+        return coordinator
+
+    monkeypatch.setattr(remote, "_coordinator", finding)
+    remote.wait_for_topic_at_group_coordinator("g", "fresh")
+    assert lookups[0] == "g" and len(lookups) > 1
+    monkeypatch.undo()
+    assert _first_assignment(remote, "g", "fresh") == [[0, 1, 2]]
 
 
 @pytest.mark.fakekafka(brokers=3)

@@ -8,7 +8,6 @@ as a client does; what only an in-process fakekafka can do (the clock, faults) r
 
 from __future__ import annotations
 
-import itertools
 import time
 import uuid
 from typing import Any
@@ -32,6 +31,18 @@ __all__ = ["NeedsFakeKafka", "RemoteCluster", "WireConnection"]
 
 class NeedsFakeKafka(RuntimeError):
     """The operation steers the cluster itself (clock, faults), which a remote cluster cannot do."""
+
+
+def probe_group(group_id: str, topic: str, shards: int) -> str:
+    """A group id in `group_id`'s __consumer_offsets partition, of `shards`, for a probe about `topic`. The number
+    varies last: Java's String.hashCode is a polynomial, and with the number first, the names of one topic
+    reached few partitions (none of 500 was in the one a CI run's group needed)."""
+    shard = partition_for(group_id, shards)
+    for i in range(100 * shards):
+        probe = f"fakekafka-probe-{topic}-{i}"
+        if partition_for(probe, shards) == shard:
+            return probe
+    raise RuntimeError(f"no probe group name shares {group_id!r}'s __consumer_offsets partition")
 
 
 class RemoteCluster(Brokers, ClusterHandle):
@@ -176,9 +187,7 @@ class RemoteCluster(Brokers, ClusterHandle):
         # group's would be: that partition's leader may move meanwhile (a broker restarted by an earlier test)
         shards = len(self.wait_until(lambda: self._present(OFFSETS_TOPIC), timeout, 0.05,
                                      message=f"{OFFSETS_TOPIC} in metadata").partitions)
-        shard = partition_for(group_id, shards)
-        probe = next(g for g in (f"fakekafka-probe-{i}-{topic}" for i in itertools.count())
-                     if partition_for(g, shards) == shard)
+        probe = probe_group(group_id, topic, shards)
         moving = {ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE,
                   ErrorCode.COORDINATOR_LOAD_IN_PROGRESS}
 

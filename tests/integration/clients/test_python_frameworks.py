@@ -140,7 +140,7 @@ class Run:
         self.processed_at_kill = self.committed_at_kill = 0
         """Orders the first instance had processed when killed, and the ones its group had committed."""
         self.apps: list[PyApp] = []
-        """The instances started, whose logs a failed check prints."""
+        """The instances started, whose logs a failed test prints."""
 
     def close(self) -> None:
         """Closes the reader and lets go of the producer and the admin client (a librdkafka handle ends when
@@ -262,17 +262,12 @@ class Run:
         """Asserts `totals` is what processing each order once gives: per customer the counts 1, 2, ... n and each
         order's amount added once."""
         amounts = self.amounts()
-        try:
-            assert sorted(totals) == sorted(amounts)
-            for customer, updates in totals.items():
-                assert [c for c, _ in updates] == list(range(1, len(amounts[customer]) + 1)), customer
-                sums = [s for _, s in updates]
-                added = Counter(b - a for a, b in zip([0, *sums], sums, strict=False))
-                assert added == Counter(amounts[customer]), customer  # every order's amount once, no other
-        except AssertionError:
-            for app in self.apps:  # what each instance restored and processed (pytest shows it with the failure)
-                print(f"--- {app.stderr_path.name}:\n{app.stderr_path.read_text(encoding='utf-8')}")
-            raise
+        assert sorted(totals) == sorted(amounts)
+        for customer, updates in totals.items():
+            assert [c for c, _ in updates] == list(range(1, len(amounts[customer]) + 1)), customer
+            sums = [s for _, s in updates]
+            added = Counter(b - a for a, b in zip([0, *sums], sums, strict=False))
+            assert added == Counter(amounts[customer]), customer  # every order's amount once, no other
 
     def check_inputs_committed(self) -> None:
         """The input's offsets were committed to its end (with the last transaction)."""
@@ -325,6 +320,10 @@ def runs(kafka: ClusterHandle) -> Iterator[Callable[[str], Run]]:
     yield make
     for run in made:
         run.close()
+        for app in run.apps:  # what each instance did, restored and processed: pytest shows it when the test failed
+            lines = app.stderr_path.read_text(encoding="utf-8", errors="replace").splitlines()
+            print(f"--- {app.stderr_path.name}, its last {min(len(lines), 600)} of {len(lines)} lines:")
+            print("\n".join(lines[-600:]))
 
 
 @pytest.mark.timeout(300)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import heapq
 import uuid
 from collections.abc import Callable
-from dataclasses import replace
 
 from fakekafka.model.consumer_group_metadata import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -298,5 +297,5 @@ def _next_state(group: ConsumerGroup, member: ConsumerMember, epoch: int, target
 def _with_epoch(member: ConsumerMember, epoch: int, state: MemberState, assigned: Assignment,
                 revoking: Assignment) -> ConsumerMember:
     previous = member.member_epoch if epoch != member.member_epoch else member.previous_member_epoch
-    return replace(member, member_epoch=epoch, previous_member_epoch=previous, state=state,
+    return member.copy_with(member_epoch=epoch, previous_member_epoch=previous, state=state,
                    assigned=assigned, pending_revocation=revoking)

@@ -29,7 +29,6 @@ reconciliation in `fakekafka.model.consumer_assignment`, committed offsets in `f
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from fakekafka.model.consumer_assignment import ASSIGNORS, reconcile
@@ -151,7 +150,7 @@ class ConsumerGroupCoordinator(ConsumerGroupMembers, ConsumerGroupOffsets):
                                          f"Member {member_id} is not a member of group {r.group_id}.")
                 member = ConsumerMember(member_id)
             elif joining:  # starts over: it gave up its partitions (it sends none when joining)
-                member = replace(member, member_epoch=0, previous_member_epoch=0, state=MemberState.STABLE,
+                member = member.copy_with(member_epoch=0, previous_member_epoch=0, state=MemberState.STABLE,
                                  assigned={}, pending_revocation={}, rebalance_deadline=None)
             check_member_epoch(member, r)
         else:
@@ -172,7 +171,7 @@ class ConsumerGroupCoordinator(ConsumerGroupMembers, ConsumerGroupOffsets):
                             f"because the instance id is owned by {existing.member_id} member.")
                     # the static member is back: a new member id takes its place, assignment and target
                     replaced = existing
-                    member = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0,
+                    member = existing.copy_with(member_id=member_id, member_epoch=0, previous_member_epoch=0,
                                      rebalance_deadline=None)
             else:
                 if existing is None:
@@ -190,7 +189,7 @@ class ConsumerGroupCoordinator(ConsumerGroupMembers, ConsumerGroupOffsets):
         if replaced is not None:
             del group.members[replaced.member_id]
             group.target[member_id] = group.target.pop(replaced.member_id, {})
-        updated = replace(member, client_id=r.client_id, client_host=r.client_host)
+        updated = member.copy_with(client_id=r.client_id, client_host=r.client_host)
         if r.instance_id is not None:
             updated.instance_id = r.instance_id
         if r.rack_id is not None:

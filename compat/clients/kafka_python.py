@@ -55,6 +55,19 @@ def client_error(e: BaseException) -> ClientError:
     return library_error(e, _LOCAL, kerrors.KafkaError)
 
 
+def finish_a_join_left_in_flight(consumer: KafkaConsumer) -> None:
+    """Makes the next poll await a join kafka-python 3.0.12 would otherwise lose: when poll() times out while a
+    rebalance's JoinGroup/SyncGroup is in flight, the next poll awaits it only while need_rejoin() holds, and a
+    leader's own assignment (made with the metadata it rejoined for) has made that false by then; the member then
+    stays REBALANCING with its heartbeats off until its session ends (seen with SyncGroup answers delayed past a
+    poll's timeout, and in a loaded CI run). Marking a rejoin needed has the next poll await the join in flight
+    (or, done meanwhile, join once more)."""
+    coordinator = getattr(consumer, "_coordinator", None)
+    task = getattr(coordinator, "_join_task", None)
+    if task is not None and not coordinator.need_rejoin():
+        coordinator.rejoin_needed = True
+
+
 class KafkaPythonClient(LibraryClient):
     name = "kafka-python"
 
@@ -394,7 +407,9 @@ class _Member(PollingMember):
             return None
 
     def _poll(self) -> list[Rec]:
-        return [library_record(r) for rs in self.consumer.poll(timeout_ms=int(self.POLL_S * 1000)).values() for r in rs]
+        records = self.consumer.poll(timeout_ms=int(self.POLL_S * 1000))
+        finish_a_join_left_in_flight(self.consumer)
+        return [library_record(r) for rs in records.values() for r in rs]
 
     def _assigned(self) -> list[TP]:
         return [(tp.topic, tp.partition) for tp in self.consumer.assignment()]

@@ -572,6 +572,8 @@ def _kafka_python_driver() -> Driver:
     from kafka import KafkaConsumer, TopicPartition
     from kafka.structs import OffsetAndMetadata
 
+    from compat.clients.kafka_python import finish_a_join_left_in_flight
+
     def make(k: MemberConfig) -> Any:
         consumer = KafkaConsumer(
             bootstrap_servers=k.bootstrap, group_id=k.group_id, client_id=k.client_id,
@@ -583,13 +585,11 @@ def _kafka_python_driver() -> Driver:
         return consumer
 
     def poll(consumer: Any) -> list[Rec]:
-        # Long polls (they return as soon as records come). kafka-python 3.0.12 drops a join that completes
-        # after a poll timed out waiting for it and before the next poll looks: the next poll sends a fresh
-        # JoinGroup (one more rebalance), or, when the leader rejoined for new metadata, its own assignment
-        # made need_rejoin() false and the join is never finished: heartbeats stay off and the member is
-        # lost. A long poll makes a join rarely outlast one.
-        return [(tp.topic, tp.partition, r.offset, r.value) for tp, rs in consumer.poll(timeout_ms=1000).items()
-                for r in rs]
+        # Long polls (they return as soon as records come): a join rarely outlasts one; one that does is awaited
+        # by the next (kafka-python 3.0.12 would lose it: finish_a_join_left_in_flight)
+        records = consumer.poll(timeout_ms=1000)
+        finish_a_join_left_in_flight(consumer)
+        return [(tp.topic, tp.partition, r.offset, r.value) for tp, rs in records.items() for r in rs]
 
     def commit(consumer: Any, offsets: dict[TP, int] | None) -> None:
         if offsets is None:

@@ -123,3 +123,17 @@ def test_session_timeout_below_broker_minimum_is_refused(kafka: ClusterHandle) -
         assert kafka.group("g") is None
     finally:
         client.close_all()
+
+
+def test_a_rebalance_outlasting_a_poll_keeps_every_member(cluster: fakekafka.Cluster, client: gs.BoundClient,
+                                                          admin: KafkaAdminClient) -> None:
+    """Partitions added while SyncGroup answers take 1.5 s, longer than the driver's 1 s poll: kafka-python 3.0.12
+    would lose the leader's join left in flight (its session then ends and it is dropped from the group, as a
+    loaded CI run saw); the driver has the next poll await it, and both members share the six partitions."""
+    cluster.create_topic("grows", 3)
+    members = client.members("g", ["grows"], 2, metadata_max_age_ms=300)
+    before = gs.wait_stable(cluster, "g", members)
+    cluster.inject_latency(1500, api="SyncGroup")
+    admin.create_partitions({"grows": NewPartitions(6)})
+    after = gs.wait_stable(cluster, "g", members, after_generation=before.generation_id)
+    gs.assert_one_owner_each(after, "grows", 6)

@@ -3,6 +3,8 @@ librdkafka runs the group protocol on its own threads anyway."""
 
 from __future__ import annotations
 
+import collections
+import logging
 import time
 from typing import Any
 
@@ -57,12 +59,43 @@ def _rec(m: Any) -> Rec:
     return Rec(m.key(), m.value(), list(m.headers() or []), m.partition(), m.offset(), ts if ts_type else None)
 
 
+class _Lines(logging.Handler):
+    """The last lines librdkafka logged through a client's logger, numbered, for a failing cell's report."""
+
+    def __init__(self, keep: int = 400) -> None:
+        super().__init__()
+        self.lines: collections.deque[str] = collections.deque(maxlen=keep)
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if "received op GET_ASSIGNMENT" in message:  # the harness asking for the assignment, ten times a second
+            return
+        self.lines.append(f"{time.strftime('%H:%M:%S', time.localtime(record.created))}.{int(record.msecs):03d} "
+                          f"{message}")
+        self.count += 1
+
+
 class ConfluentClient(LibraryClient):
     name = "confluent-kafka"
 
     def __init__(self, bootstrap: str, timing: Timing) -> None:
         super().__init__(bootstrap, timing)
         self._admin: AdminClient | None = None
+        # KIP-848 members log librdkafka's group debug here (its own thread-safe queue, served by their polls): a
+        # member that never finished a revocation on Kafka left nothing to read
+        self.logger = logging.getLogger(f"compat.confluent-kafka.{id(self)}")
+        self.logger.propagate = False
+        self.logger.setLevel(logging.DEBUG)
+        self._lines = _Lines()
+        self.logger.addHandler(self._lines)
+
+    def log_mark(self) -> int:
+        return self._lines.count
+
+    def log_since(self, mark: int) -> str:
+        new = min(self._lines.count - mark, len(self._lines.lines))
+        return "\n".join(list(self._lines.lines)[-new:]) if new > 0 else ""
 
     def admin(self) -> AdminClient:
         if self._admin is None:
@@ -326,7 +359,7 @@ class _Member(PollingMember):
         session = self.options.session_timeout_ms
         extra = {"group.instance.id": self.options.instance_id} if self.options.instance_id is not None else {}
         if self.options.group_protocol == "consumer":  # the broker sets the session and heartbeat (KIP-848)
-            timing = {"group.protocol": "consumer"}
+            timing = {"group.protocol": "consumer", "debug": "cgrp", "log_level": 7, "logger": self.client.logger}
         else:
             timing = {"session.timeout.ms": session,
                       "heartbeat.interval.ms": min(t.heartbeat_ms, max(1, session // 3))}

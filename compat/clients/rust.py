@@ -24,3 +24,7 @@ class RustClient(AgentClient):
         except BuildError as e:
             raise Unsupported(str(e)) from None
         super().__init__(name, bootstrap, timing, [str(binary), bootstrap, json.dumps(dataclasses.asdict(timing))])
+
+    def log_since(self, mark: int, n: int = 60_000) -> str:
+        """More of the log than other agents give: KIP-848 members log librdkafka's group debug (about 400 lines)."""
+        return super().log_since(mark, n)

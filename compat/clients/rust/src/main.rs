@@ -25,6 +25,8 @@
 //! error as NO_OFFSET_FOR_PARTITION, _FENCED as PRODUCER_FENCED, _STATE (a transactional call in the wrong
 //! state) as CLIENT_REJECTED, _FATAL as the broker error that made it fatal; any other as
 //! CLIENT:<librdkafka's name>.
+//!
+//! KIP-848 members log librdkafka's group debug (`cgrp`) to stderr, which a failing cell's report carries.
 
 mod agent;
 mod kafka_errors;
@@ -33,7 +35,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rdkafka::admin::{
     AdminClient, AdminOptions, ConfigSource, NewPartitions, NewTopic, ResourceSpecifier, TopicReplication,
@@ -49,7 +51,35 @@ use serde_json::{json, Value};
 
 use agent::{rec_json, unhex, CommitOffset, Failure, Inbox, Member, MemberOptions, OpResult, Req, Timing};
 
+/// librdkafka's lines (rust-rdkafka passes them to the `log` crate, target "librdkafka") on stderr with the time
+/// of day (UTC): without a logger they went nowhere, and a member that never finished a revocation left nothing.
+struct StderrLog;
+
+impl log::Log for StderrLog {
+    fn enabled(&self, metadata: &log::Metadata) -> bool {
+        metadata.target() == "librdkafka"
+    }
+
+    fn log(&self, record: &log::Record) {
+        if !self.enabled(record.metadata()) {
+            return;
+        }
+        let line = record.args().to_string();
+        if line.contains("GET_ASSIGNMENT") {
+            return; // the harness asking for the assignment, ten times a second
+        }
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+        let s = now.as_secs() % 86_400;
+        eprintln!("{:02}:{:02}:{:02}.{:03} {line}", s / 3600, s / 60 % 60, s % 60, now.subsec_millis());
+    }
+
+    fn flush(&self) {}
+}
+
 fn main() {
+    if log::set_logger(&StderrLog).is_ok() {
+        log::set_max_level(log::LevelFilter::Debug);
+    }
     let (bootstrap, timing) = agent::read_args();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("tokio runtime");
     let mut driver = RdkafkaDriver { bootstrap, timing, runtime, admin: None, txns: HashMap::new(), txns_opened: 0 };
@@ -173,6 +203,9 @@ impl RdkafkaDriver {
         c.set("group.id", "compat-unused").set("enable.auto.commit", "false").set("enable.partition.eof", "false");
         for (k, v) in extra {
             c.set(*k, *v);
+        }
+        if extra.iter().any(|(k, _)| *k == "debug") {
+            c.set_log_level(RDKafkaLogLevel::Debug);
         }
         c.create().map_err(fail)
     }
@@ -587,7 +620,12 @@ impl agent::Driver for RdkafkaDriver {
         ];
         match o.group_protocol.as_deref() {
             // KIP-848: the broker sets the session and heartbeat interval (librdkafka ignores its own)
-            Some("consumer") => extra.push(("group.protocol".into(), "consumer".into())),
+            // and they log librdkafka's group debug: twice a member on Kafka 4.4 never finished giving up the
+            // partitions a second member's join took from it, and neither broker's log told why
+            Some("consumer") => {
+                extra.push(("group.protocol".into(), "consumer".into()));
+                extra.push(("debug".into(), "cgrp".into()));
+            }
             Some(other) => return Err(Failure::unsupported(format!("group.protocol={other}"))),
             None => {
                 extra.push(("session.timeout.ms".into(), session.to_string()));

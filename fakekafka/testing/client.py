@@ -45,6 +45,17 @@ def probe_group(group_id: str, topic: str, shards: int) -> str:
     raise RuntimeError(f"no probe group name shares {group_id!r}'s __consumer_offsets partition")
 
 
+def consumer_group_heartbeat(coordinator: Any, group_id: str, topic: str, member_id: str, epoch: int,
+                             version: int | None = None) -> Any:
+    """A KIP-848 member's ConsumerGroupHeartbeat about one topic, as decoded: a join (epoch 0: subscribed to
+    `topic`, holding nothing), a heartbeat with nothing changed (epoch > 0) or a leave (epoch -1)."""
+    joining = epoch == 0
+    return coordinator.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, version, {
+        "group_id": group_id, "member_id": member_id, "member_epoch": epoch, "instance_id": None, "rack_id": None,
+        "rebalance_timeout_ms": 30_000 if joining else -1, "subscribed_topic_names": [topic] if joining else None,
+        "subscribed_topic_regex": None, "server_assignor": None, "topic_partitions": [] if joining else None})
+
+
 class RemoteCluster(Brokers, ClusterHandle):
     """A handle on a cluster reached over the network (a real Kafka, another fakekafka, tansu...)."""
 
@@ -192,11 +203,7 @@ class RemoteCluster(Brokers, ClusterHandle):
                   ErrorCode.COORDINATOR_LOAD_IN_PROGRESS}
 
         def heartbeat(coordinator: Any, member_id: str, epoch: int) -> Any:
-            r = coordinator.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, None, {
-                "group_id": probe, "member_id": member_id, "member_epoch": epoch, "instance_id": None,
-                "rack_id": None, "rebalance_timeout_ms": 30_000 if epoch == 0 else -1,
-                "subscribed_topic_names": [topic] if epoch == 0 else None, "subscribed_topic_regex": None,
-                "server_assignor": None, "topic_partitions": [] if epoch == 0 else None})
+            r = consumer_group_heartbeat(coordinator, probe, topic, member_id, epoch)
             if r.error_code != ErrorCode.NONE and r.error_code not in moving:
                 raise ApiError(ErrorCode(r.error_code), r.error_message)
             return r
@@ -212,8 +219,8 @@ class RemoteCluster(Brokers, ClusterHandle):
                     return False
                 raise
             partitions = len(listed.partitions)
-            first = coordinator.version_for(ApiKey.CONSUMER_GROUP_HEARTBEAT) == 0  # v0: the coordinator names it
-            r = heartbeat(coordinator, "" if first else str(uuid.uuid4()), 0)
+            v0 = coordinator.version_for(ApiKey.CONSUMER_GROUP_HEARTBEAT) == 0  # v0: the coordinator names it
+            r = heartbeat(coordinator, "" if v0 else str(uuid.uuid4()), 0)
             if r.error_code != ErrorCode.NONE:
                 return False
             heartbeat(coordinator, r.member_id, -1)  # leaves: the group stays empty, the next try joins anew

@@ -13,9 +13,9 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer
 
 from fakekafka.model.internal_topics import OFFSETS_TOPIC, partition_for
-from fakekafka.testing.client import RemoteCluster
+from fakekafka.testing.client import RemoteCluster, consumer_group_heartbeat
 from fakekafka.testing.handle import ClusterHandle
-from fakekafka.wire import ApiKey, ErrorCode
+from fakekafka.wire import ErrorCode
 from fakekafka.wire.records import Compression, read_header
 
 pytestmark = [pytest.mark.clients, pytest.mark.kafka_real]
@@ -91,11 +91,7 @@ def test_clear_empties_the_cluster_but_a_live_group(request: pytest.FixtureReque
 def _first_assignment(remote: RemoteCluster, group: str, topic: str) -> list[list[int]]:
     """What a KIP-848 member's first heartbeat into `group` is given; it then leaves."""
     def heartbeat(member_id: str, epoch: int) -> Any:
-        r = remote._coordinator(group).request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, {
-            "group_id": group, "member_id": member_id, "member_epoch": epoch, "instance_id": None, "rack_id": None,
-            "rebalance_timeout_ms": 30_000 if epoch == 0 else -1,
-            "subscribed_topic_names": [topic] if epoch == 0 else None, "subscribed_topic_regex": None,
-            "server_assignor": None, "topic_partitions": [] if epoch == 0 else None})
+        r = consumer_group_heartbeat(remote._coordinator(group), group, topic, member_id, epoch, version=1)
         assert r.error_code == ErrorCode.NONE, r
         return r
 

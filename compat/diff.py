@@ -508,10 +508,11 @@ def diff_sessions(sessions: dict[str, tuple[list[Exchange], list[Exchange]]], na
     that session is a different conversation. So does a group's: once one side made a JoinGroup, SyncGroup
     or LeaveGroup the other did not (a member rejoined once more), the group answers after it on either
     side follow a different history, and their differences are shown the same way; likewise a group request
-    sent within RACE_S of another member's JoinGroup or LeaveGroup (which one a broker takes first is a
-    race: a SyncGroup may meet a rebalance on one broker and not on the other), and a SyncGroup that another
-    member's JoinGroup or LeaveGroup was sent while one side held it (Kafka holds a SyncGroup until its
-    assignment is written, and a static member's replacement meanwhile fences it)."""
+    sent within RACE_S of another member's JoinGroup or LeaveGroup, or in flight with another member's LeaveGroup
+    (which one a broker takes first is a race: a SyncGroup may meet a rebalance on one broker and not on the
+    other, and a relay or a broker under load may take two requests in flight in either order), and a SyncGroup
+    that another member's JoinGroup or LeaveGroup was sent while one side held it (Kafka holds a SyncGroup until
+    its assignment is written, and a static member's replacement meanwhile fences it)."""
     ref, sub = names
     dumped: set[tuple[str, int, int]] = set()
     known = known if known is not None else load_known_fields()
@@ -562,15 +563,18 @@ def diff_sessions(sessions: dict[str, tuple[list[Exchange], list[Exchange]]], na
             for d in stale_heartbeats(dd):
                 fork(side, d)
 
-        # JoinGroup/LeaveGroup sends per side: (group, connection, time)
-        changes = {side: [((x.request or {}).get("group_id"), x.ex.conn, x.ex.t_request) for x in dd
-                          if x.ex.api_key in _JOIN_LEAVE] for side, dd in (("a", da), ("b", db))}
+        # JoinGroup/LeaveGroup sends per side: (group, connection, time sent, time a LeaveGroup was answered)
+        changes = {side: [((x.request or {}).get("group_id"), x.ex.conn, x.ex.t_request,
+                           x.ex.t_response if x.ex.api_key == ApiKey.LEAVE_GROUP and x.ex.response is not None
+                           else None)
+                          for x in dd if x.ex.api_key in _JOIN_LEAVE] for side, dd in (("a", da), ("b", db))}
 
         def after_fork(d: Decoded, side: str, forked: dict[tuple[str, Any], float] = forked,
-                       changes: dict[str, list[tuple[Any, int, float]]] = changes) -> bool:
+                       changes: dict[str, list[tuple[Any, int, float, float | None]]] = changes) -> bool:
             """After the group's conversation forked on this side, or sent within RACE_S of another
-            member's JoinGroup/LeaveGroup (which of the two a broker took first is a race), or a SyncGroup
-            another member's JoinGroup/LeaveGroup was sent while this side held it."""
+            member's JoinGroup/LeaveGroup (which of the two a broker took first is a race), or in flight with
+            another member's LeaveGroup (each sent before the other was answered: either may have been taken
+            first), or a SyncGroup another member's JoinGroup/LeaveGroup was sent while this side held it."""
             group = (d.request or {}).get("group_id")
             t = forked.get((side, group))
             if t is not None and d.ex.t_request >= t:
@@ -579,9 +583,14 @@ def diff_sessions(sessions: dict[str, tuple[list[Exchange], list[Exchange]]], na
             # JoinGroup or LeaveGroup of another member meanwhile may end it otherwise (a static member's
             # replacement fences it), and Kafka holds it milliseconds where fakekafka holds it microseconds
             held = d.ex.t_response if d.ex.api_key == ApiKey.SYNC_GROUP and d.ex.response is not None else None
+            answered = d.ex.t_response if d.ex.response is not None else float("inf")
+            # a LeaveGroup is taken at once and answered after its record is written; a JoinGroup is taken at
+            # once too but answered when its round ends, so only its send time tells when it was taken
             return any(g == group and conn != d.ex.conn and (abs(sent - d.ex.t_request) <= RACE_S
-                                                             or held is not None and d.ex.t_request < sent < held)
-                       for g, conn, sent in changes[side])
+                                                             or held is not None and d.ex.t_request < sent < held
+                                                             or left is not None and sent < answered
+                                                             and d.ex.t_request < left)
+                       for g, conn, sent, left in changes[side])
 
         for (k, v), (ga, gb) in sorted(groups.items()):
             s = st(k, v)

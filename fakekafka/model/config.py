@@ -931,35 +931,52 @@ class BrokerConfig:
             chain.append((name, self.overrides[name], ConfigSource.STATIC_BROKER_CONFIG))
         elif (attr := _STATIC_FIELDS.get(name)) is not None and getattr(self, attr) != _FIELD_DEFAULTS[attr]:
             chain.append((name, str(getattr(self, attr)), ConfigSource.STATIC_BROKER_CONFIG))
+        default = self._default(name)
+        if default is not None:
+            chain.append((name, default, ConfigSource.DEFAULT_CONFIG))
+        if chain:  # a config set in ms lists the coarser ones it overrides (Kafka lists them only then)
+            for coarser in self.catalog.fallbacks.get(name, ()):
+                chain += self.synonyms(coarser, node_id)
+        return chain
+
+    def _default(self, name: str) -> str | None:
         catalog = self.catalog
         default = catalog.broker_default(name)
         if default is None and catalog.broker_spec(name) is None:
             # a config the release does not have (4.4's group.streams.* on 3.9): what fakekafka runs by, Kafka 4.4's
             # default, never described for that release
             default = _ABSENT_MEANS.get(name, CURRENT_CATALOG.broker_default(name))
-        if default is not None:
-            chain.append((name, default, ConfigSource.DEFAULT_CONFIG))
-        if chain:  # a config set in ms lists the coarser ones it overrides (Kafka lists them only then)
-            for coarser in catalog.fallbacks.get(name, ()):
-                chain += self.synonyms(coarser, node_id)
-        return chain
+        return default
+
+    def in_force(self, name: str, node_id: int | None = None) -> tuple[str, ConfigSource] | None:
+        """The first layer of `synonyms(name, node_id)` (None: no layer gives it a value), found without building
+        the chain: every append reads a few topic configs through it."""
+        if node_id is not None and (own := self.dynamic_brokers.get(node_id)) and name in own:
+            return own[name], ConfigSource.DYNAMIC_BROKER_CONFIG
+        if name in self.dynamic_defaults:
+            return self.dynamic_defaults[name], ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+        if name in self.overrides:
+            return self.overrides[name], ConfigSource.STATIC_BROKER_CONFIG
+        if (attr := _STATIC_FIELDS.get(name)) is not None and getattr(self, attr) != _FIELD_DEFAULTS[attr]:
+            return str(getattr(self, attr)), ConfigSource.STATIC_BROKER_CONFIG
+        default = self._default(name)
+        return None if default is None else (default, ConfigSource.DEFAULT_CONFIG)
 
     def value(self, name: str, node_id: int | None = None) -> tuple[str | None, ConfigSource]:
-        chain = self.synonyms(name, node_id)
-        return (chain[0][1], chain[0][2]) if chain else (None, ConfigSource.DEFAULT_CONFIG)
+        return self.in_force(name, node_id) or (None, ConfigSource.DEFAULT_CONFIG)
 
     def topic_default(self, name: str, node_id: int | None = None) -> tuple[str | None, ConfigSource, str | None]:
         """A topic config's value when the topic does not set it: (value, source, broker synonym), as broker
         `node_id` (whose per-broker dynamic configs count) sees it. A topic config the release does not have
         (4.4's max.decompressed.message.bytes on 3.9) is what that release does without it: Kafka 4.4's default."""
         spec = self.catalog.topic.get(name) or TOPIC_CONFIGS[name]
-        chain = self.synonyms(spec.broker_synonym, node_id) if spec.broker_synonym else []
-        if chain:
-            return chain[0][1], chain[0][2], spec.broker_synonym
+        first = self.in_force(spec.broker_synonym, node_id) if spec.broker_synonym else None
+        if first is not None:
+            return first[0], first[1], spec.broker_synonym
         for coarser, factor in _DERIVED.get(name, ()):
-            layers = self.synonyms(coarser, node_id)
-            if layers:
-                return str(int(layers[0][1]) * factor), ConfigSource.DEFAULT_CONFIG, spec.broker_synonym
+            layer = self.in_force(coarser, node_id)
+            if layer is not None:
+                return str(int(layer[0]) * factor), ConfigSource.DEFAULT_CONFIG, spec.broker_synonym
         return spec.default, ConfigSource.DEFAULT_CONFIG, spec.broker_synonym
 
 

@@ -44,3 +44,26 @@ def test_client_match_patterns() -> None:
     for bad in ("client_id=", "client_id", "bogus=x", "client_id=a=b", "client_id=[", "client_id=a{99999999999}",
                 "client_id=" + "(" * 2000 + ")" * 2000):
         assert not valid_client_match(bad), bad
+
+
+@pytest.mark.parametrize("release", [None, "3.9"])
+def test_the_value_in_force_is_the_synonym_chains_first_layer(release: str | None) -> None:
+    """`in_force` (what every append reads topic defaults through) finds what `synonyms` lists first, for every
+    broker config of the release and every layer that may set it."""
+    c = fakekafka.Cluster(config={"log.roll.hours": "3", "log.segment.bytes": "2000000"},
+                          advertised_listeners="PLAINTEXT://h:1", kafka_version=release)
+    cfg = c.config
+    cfg.dynamic_defaults.update({"log.roll.ms": "7000", "log.retention.ms": "9000", "num.partitions": "5"})
+    cfg.dynamic_brokers[1] = {"log.retention.ms": "11", "log.segment.bytes": "3000000"}
+    for name in [*cfg.catalog.broker, *cfg.catalog.internal, "group.streams.heartbeat.interval.ms", "no.such"]:
+        for node in (None, 1, 2):
+            chain = cfg.synonyms(name, node)
+            assert cfg.in_force(name, node) == (chain[0][1:] if chain else None), (name, node)
+    for topic_name in cfg.catalog.topic:
+        for node in (None, 1):
+            value, source, _ = cfg.topic_default(topic_name, node)
+            assert (value, source) != (None, None)
+    assert cfg.topic_default("segment.bytes", 1)[:2] == ("3000000", ConfigSource.DYNAMIC_BROKER_CONFIG)
+    assert cfg.topic_default("segment.ms", 1)[:2] == ("7000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
+    del cfg.dynamic_defaults["log.roll.ms"]
+    assert cfg.topic_default("segment.ms", 1)[:2] == (str(3 * 3600 * 1000), ConfigSource.DEFAULT_CONFIG)

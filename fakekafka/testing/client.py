@@ -45,15 +45,20 @@ def probe_group(group_id: str, topic: str, shards: int) -> str:
     raise RuntimeError(f"no probe group name shares {group_id!r}'s __consumer_offsets partition")
 
 
-def consumer_group_heartbeat(coordinator: Any, group_id: str, topic: str, member_id: str, epoch: int,
-                             version: int | None = None) -> Any:
+def consumer_group_heartbeat(coordinator: Any, group_id: str, topic: str | None, member_id: str, epoch: int,
+                             version: int | None = None, **fields: Any) -> Any:
     """A KIP-848 member's ConsumerGroupHeartbeat about one topic, as decoded: a join (epoch 0: subscribed to
-    `topic`, holding nothing), a heartbeat with nothing changed (epoch > 0) or a leave (epoch -1)."""
+    `topic`, holding nothing), a heartbeat with nothing changed (epoch > 0) or a leave (epoch -1). `fields`: other
+    values of the request's fields by their names (`topic_partitions` owned, `subscribed_topic_regex`...)."""
     joining = epoch == 0
-    return coordinator.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, version, {
-        "group_id": group_id, "member_id": member_id, "member_epoch": epoch, "instance_id": None, "rack_id": None,
-        "rebalance_timeout_ms": 30_000 if joining else -1, "subscribed_topic_names": [topic] if joining else None,
-        "subscribed_topic_regex": None, "server_assignor": None, "topic_partitions": [] if joining else None})
+    body = {"group_id": group_id, "member_id": member_id, "member_epoch": epoch, "instance_id": None,
+            "rack_id": None, "rebalance_timeout_ms": 30_000 if joining else -1,
+            "subscribed_topic_names": [topic] if joining and topic is not None else None,
+            "subscribed_topic_regex": None, "server_assignor": None, "topic_partitions": [] if joining else None}
+    unknown = set(fields) - set(body)
+    if unknown:
+        raise TypeError(f"ConsumerGroupHeartbeat has no field {', '.join(sorted(unknown))}")
+    return coordinator.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, version, {**body, **fields})
 
 
 class RemoteCluster(Brokers, ClusterHandle):

@@ -20,7 +20,7 @@ import pytest
 
 import fakekafka
 from fakekafka.testing.apache_kafka import KafkaCluster, KafkaUnavailable, kafka_lib
-from fakekafka.testing.client import RemoteCluster
+from fakekafka.testing.client import RemoteCluster, consumer_group_heartbeat
 from fakekafka.wire import ApiKey, ErrorCode
 from fakekafka.wire.records import build_batch, decode_batch, iter_batches
 from tests.rawclient import RawClient
@@ -96,22 +96,8 @@ def _group_steps(raw: RawClient, coordinator: Callable[[], RawClient], rediscove
         (retried, as clients do: on a two-broker Kafka just started, FindCoordinator may name a coordinator before it
         has loaded, or one that has since lost the partition)."""
         nonlocal epoch, owned
-        r = coordinator().request(
-            ApiKey.CONSUMER_GROUP_HEARTBEAT,
-            1,
-            {
-                "group_id": GROUP,
-                "member_id": member_id,
-                "member_epoch": epoch,
-                "instance_id": None,
-                "rack_id": None,
-                "rebalance_timeout_ms": 30_000,
-                "subscribed_topic_names": [TOPIC],
-                "subscribed_topic_regex": None,
-                "server_assignor": None,
-                "topic_partitions": owned,
-            },
-        )
+        r = consumer_group_heartbeat(coordinator(), GROUP, TOPIC, member_id, epoch, 1, rebalance_timeout_ms=30_000,
+                                     subscribed_topic_names=[TOPIC], topic_partitions=owned)
         if r.error_code in (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE):
             return False
         if r.error_code == ErrorCode.NOT_COORDINATOR:
@@ -273,11 +259,7 @@ def _paced_steps(bootstrap: str) -> list[tuple[Any, ...]]:
         opened = coordinator = RawClient(address, timeout=30)
 
         def heartbeat(group: str, member: str, epoch: int, owned: list[dict[str, Any]] | None) -> Any:
-            r = coordinator.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, {
-                "group_id": group, "member_id": member, "member_epoch": epoch, "instance_id": None, "rack_id": None,
-                "rebalance_timeout_ms": 30_000 if epoch == 0 else -1,
-                "subscribed_topic_names": [PACED] if epoch == 0 else None, "subscribed_topic_regex": None,
-                "server_assignor": None, "topic_partitions": owned})
+            r = consumer_group_heartbeat(coordinator, group, PACED, member, epoch, 1, topic_partitions=owned)
             return None if r.error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS else r
 
         def held(r: Any) -> list[dict[str, Any]]:

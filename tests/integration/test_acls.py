@@ -34,6 +34,7 @@ from fakekafka.model.acl import (
 )
 from fakekafka.model.config import InvalidConfig
 from fakekafka.net.security import ssl_principal_name
+from fakekafka.testing.client import consumer_group_heartbeat
 from fakekafka.wire import ApiKey, ErrorCode
 from fakekafka.wire.primitives import ZERO_UUID
 from tests.conftest import SECURE_SUPER_USERS, SECURE_USERS
@@ -1500,25 +1501,7 @@ def _group_exchanges(address: str) -> list[Any]:
         return sorted(names[t.topic_id] for t in assignment.topic_partitions) if assignment else []
 
     def cg_heartbeat(raw: RawClient, group: str, member: str, epoch: int, **sub: Any) -> Any:
-        return _settled(
-            lambda: raw.request(
-                ApiKey.CONSUMER_GROUP_HEARTBEAT,
-                1,
-                {
-                    "group_id": group,
-                    "member_id": member,
-                    "member_epoch": epoch,
-                    "instance_id": None,
-                    "rack_id": None,
-                    "rebalance_timeout_ms": 30_000 if epoch == 0 else -1,
-                    "subscribed_topic_names": None,
-                    "subscribed_topic_regex": None,
-                    "server_assignor": None,
-                    "topic_partitions": [] if epoch == 0 else None,
-                    **sub,
-                },
-            )
-        )
+        return _settled(lambda: consumer_group_heartbeat(raw, group, None, member, epoch, 1, **sub))
 
     def cg_until_assigned(raw: RawClient, group: str, **sub: Any) -> tuple[str, Any]:
         member = _member_id()

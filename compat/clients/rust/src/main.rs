@@ -65,7 +65,7 @@ impl log::Log for StderrLog {
             return;
         }
         let line = record.args().to_string();
-        if line.contains("GET_ASSIGNMENT") {
+        if line.contains("received op GET_ASSIGNMENT") {
             return; // the harness asking for the assignment, ten times a second
         }
         let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();

@@ -70,13 +70,24 @@ def _uniform_assign(members: AssignorInput, partitions: dict[uuid.UUID, int],
     sizes = [partitions[t] for t in topic_ids]
     by_subscription: dict[int, frozenset[int]] = {}  # members share their subscription's frozenset
     subscribed: dict[str, frozenset[int]] = {}
+    sharing: dict[frozenset[int], list[str]] = {}
+    """Members (in order) by the topics they subscribe to: a group's members mostly share one subscription, so
+    what is per subscriber set below is built once per set, not once per member."""
     for m in order:
         ids = members[m][1]
         mine = by_subscription.get(id(ids))
         if mine is None:
             mine = by_subscription[id(ids)] = frozenset(index[t] for t in ids if t in index)
         subscribed[m] = mine
-    subscribers = [[m for m in order if i in subscribed[m]] for i in range(len(topic_ids))]
+        same = sharing.get(mine)
+        if same is None:
+            sharing[mine] = [m]
+        else:
+            same.append(m)
+    # a topic's subscribers: the members of the subscriptions that name it (one subscription: its own list)
+    naming = [tuple(sub for sub in sharing if i in sub) for i in range(len(topic_ids))]
+    subscribers = [sharing[subs[0]] if len(subs) == 1 else [m for m in order if i in subscribed[m]]
+                   for i, subs in enumerate(naming)]
     counts = dict.fromkeys(order, 0)
     held: dict[str, dict[int, set[int]]] = {m: {} for m in order}
     claimed: list[set[int]] = [set() for _ in topic_ids]
@@ -114,17 +125,17 @@ def _uniform_assign(members: AssignorInput, partitions: dict[uuid.UUID, int],
             counts[m] += len(mine)
     # the least loaded subscriber of a topic, (count, member id) first, from a heap per set of subscribers (topics
     # usually share theirs): entries whose count is stale are dropped as they surface, so each pick is O(log n)
-    heaps: dict[tuple[str, ...], list[tuple[int, str]]] = {}
+    # (topics with the same subscriptions naming them have the same subscribers, so share a heap)
+    heaps: dict[tuple[frozenset[int], ...], list[tuple[int, str]]] = {}
     heap_of: list[list[tuple[int, str]]] = []
-    member_heaps: dict[str, list[list[tuple[int, str]]]] = {m: [] for m in order}
-    for subs in subscribers:
-        key = tuple(subs)
-        if key not in heaps:
-            heaps[key] = [(counts[m], m) for m in subs]
-            heapq.heapify(heaps[key])
-            for m in subs:
-                member_heaps[m].append(heaps[key])
-        heap_of.append(heaps[key])
+    for key, subs in zip(naming, subscribers, strict=True):
+        heap = heaps.get(key)
+        if heap is None:
+            heap = heaps[key] = [(counts[m], m) for m in subs]
+            heapq.heapify(heap)
+        heap_of.append(heap)
+    sub_heaps = {sub: [heaps[key] for key in heaps if sub in key] for sub in sharing}
+    """The heaps a member of each subscription is in (one per distinct set of subscribers of its topics: few)."""
 
     def least(i: int) -> str:
         heap = heap_of[i]
@@ -134,7 +145,7 @@ def _uniform_assign(members: AssignorInput, partitions: dict[uuid.UUID, int],
 
     def count(m: str, delta: int) -> None:
         counts[m] += delta
-        for heap in member_heaps[m]:  # one heap per distinct set of subscribers: few
+        for heap in sub_heaps[subscribed[m]]:
             heapq.heappush(heap, (counts[m], m))
 
     for i, subs in enumerate(subscribers):  # the others (new partitions, a departed member's) to the least loaded

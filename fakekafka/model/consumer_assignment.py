@@ -85,7 +85,11 @@ def _uniform_assign(members: AssignorInput, partitions: dict[uuid.UUID, int],
         else:
             same.append(m)
     # a topic's subscribers: the members of the subscriptions that name it (one subscription: its own list)
-    naming = [tuple(sub for sub in sharing if i in sub) for i in range(len(topic_ids))]
+    named_by: list[list[frozenset[int]]] = [[] for _ in topic_ids]
+    for sub in sharing:
+        for i in sub:
+            named_by[i].append(sub)
+    naming = [tuple(subs) for subs in named_by]
     subscribers = [sharing[subs[0]] if len(subs) == 1 else [m for m in order if i in subscribed[m]]
                    for i, subs in enumerate(naming)]
     counts = dict.fromkeys(order, 0)
@@ -134,7 +138,7 @@ def _uniform_assign(members: AssignorInput, partitions: dict[uuid.UUID, int],
             heap = heaps[key] = [(counts[m], m) for m in subs]
             heapq.heapify(heap)
         heap_of.append(heap)
-    sub_heaps = {sub: [heaps[key] for key in heaps if sub in key] for sub in sharing}
+    sub_heaps = {sub: list({id(heap_of[i]): heap_of[i] for i in sub}.values()) for sub in sharing}
     """The heaps a member of each subscription is in (one per distinct set of subscribers of its topics: few)."""
 
     def least(i: int) -> str:

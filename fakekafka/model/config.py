@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import importlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field, fields, replace
 from enum import IntEnum
 from typing import NamedTuple
@@ -921,46 +922,35 @@ class BrokerConfig:
         """Every layer that gives broker config `name` a value, the one in force first (Kafka's synonym
         chain): broker `node_id`'s dynamic value, the cluster-wide dynamic value, the static setting, the
         default."""
-        chain = []
-        own = self.dynamic_brokers.get(node_id, {}) if node_id is not None else {}
-        if name in own:
-            chain.append((name, own[name], ConfigSource.DYNAMIC_BROKER_CONFIG))
-        if name in self.dynamic_defaults:
-            chain.append((name, self.dynamic_defaults[name], ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG))
-        if name in self.overrides:
-            chain.append((name, self.overrides[name], ConfigSource.STATIC_BROKER_CONFIG))
-        elif (attr := _STATIC_FIELDS.get(name)) is not None and getattr(self, attr) != _FIELD_DEFAULTS[attr]:
-            chain.append((name, str(getattr(self, attr)), ConfigSource.STATIC_BROKER_CONFIG))
-        default = self._default(name)
-        if default is not None:
-            chain.append((name, default, ConfigSource.DEFAULT_CONFIG))
+        chain = [(name, value, source) for value, source in self._layers(name, node_id)]
         if chain:  # a config set in ms lists the coarser ones it overrides (Kafka lists them only then)
             for coarser in self.catalog.fallbacks.get(name, ()):
                 chain += self.synonyms(coarser, node_id)
         return chain
 
-    def _default(self, name: str) -> str | None:
+    def in_force(self, name: str, node_id: int | None = None) -> tuple[str, ConfigSource] | None:
+        """The first layer of `synonyms(name, node_id)` (None: no layer gives it a value), found without building
+        the chain: every append reads a few topic configs through it."""
+        return next(self._layers(name, node_id), None)
+
+    def _layers(self, name: str, node_id: int | None) -> Iterator[tuple[str, ConfigSource]]:
+        """(value, source) of each layer setting `name` itself, the one in force first."""
+        if node_id is not None and (own := self.dynamic_brokers.get(node_id)) and name in own:
+            yield own[name], ConfigSource.DYNAMIC_BROKER_CONFIG
+        if name in self.dynamic_defaults:
+            yield self.dynamic_defaults[name], ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+        if name in self.overrides:
+            yield self.overrides[name], ConfigSource.STATIC_BROKER_CONFIG
+        elif (attr := _STATIC_FIELDS.get(name)) is not None and getattr(self, attr) != _FIELD_DEFAULTS[attr]:
+            yield str(getattr(self, attr)), ConfigSource.STATIC_BROKER_CONFIG
         catalog = self.catalog
         default = catalog.broker_default(name)
         if default is None and catalog.broker_spec(name) is None:
             # a config the release does not have (4.4's group.streams.* on 3.9): what fakekafka runs by, Kafka 4.4's
             # default, never described for that release
             default = _ABSENT_MEANS.get(name, CURRENT_CATALOG.broker_default(name))
-        return default
-
-    def in_force(self, name: str, node_id: int | None = None) -> tuple[str, ConfigSource] | None:
-        """The first layer of `synonyms(name, node_id)` (None: no layer gives it a value), found without building
-        the chain: every append reads a few topic configs through it."""
-        if node_id is not None and (own := self.dynamic_brokers.get(node_id)) and name in own:
-            return own[name], ConfigSource.DYNAMIC_BROKER_CONFIG
-        if name in self.dynamic_defaults:
-            return self.dynamic_defaults[name], ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
-        if name in self.overrides:
-            return self.overrides[name], ConfigSource.STATIC_BROKER_CONFIG
-        if (attr := _STATIC_FIELDS.get(name)) is not None and getattr(self, attr) != _FIELD_DEFAULTS[attr]:
-            return str(getattr(self, attr)), ConfigSource.STATIC_BROKER_CONFIG
-        default = self._default(name)
-        return None if default is None else (default, ConfigSource.DEFAULT_CONFIG)
+        if default is not None:
+            yield default, ConfigSource.DEFAULT_CONFIG
 
     def value(self, name: str, node_id: int | None = None) -> tuple[str | None, ConfigSource]:
         return self.in_force(name, node_id) or (None, ConfigSource.DEFAULT_CONFIG)

@@ -59,10 +59,12 @@ def test_the_value_in_force_is_the_synonym_chains_first_layer(release: str | Non
         for node in (None, 1, 2):
             chain = cfg.synonyms(name, node)
             assert cfg.in_force(name, node) == (chain[0][1:] if chain else None), (name, node)
-    for topic_name in cfg.catalog.topic:
+    for topic_name, spec in cfg.catalog.topic.items():
         for node in (None, 1):
-            value, source, _ = cfg.topic_default(topic_name, node)
-            assert (value, source) != (None, None)
+            chain = cfg.synonyms(spec.broker_synonym, node) if spec.broker_synonym else []
+            if chain:  # the broker synonym's value in force (the derived and plain defaults are checked below)
+                assert cfg.topic_default(topic_name, node) == (chain[0][1], chain[0][2], spec.broker_synonym), (
+                    topic_name, node)
     assert cfg.topic_default("segment.bytes", 1)[:2] == ("3000000", ConfigSource.DYNAMIC_BROKER_CONFIG)
     assert cfg.topic_default("segment.ms", 1)[:2] == ("7000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
     del cfg.dynamic_defaults["log.roll.ms"]

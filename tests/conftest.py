@@ -16,7 +16,7 @@ TIERS = {"unit": "unit", "integration": "integration", "conformance": "conforman
 """tests/<folder>: the tier marker its tests carry (pyproject's markers say what each tier is). The examples are
 integration tests too (examples/conftest.py)."""
 
-pytest_plugins = ["pytester"]
+pytest_plugins = ["pytester", "tests.hang_guard"]
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -101,7 +101,9 @@ class ConnectWorker:
         )
 
     def log(self, tail: int = 8000) -> str:
-        self._log.flush()
+        """The log's last `tail` characters, also once `stop` or `kill` has closed it."""
+        if not self._log.closed:
+            self._log.flush()
         return self.log_path.read_text(encoding="utf-8", errors="replace")[-tail:]
 
     def rest(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
@@ -416,7 +418,7 @@ def test_distributed_file_copy_across_restart_rebalance_and_kill(kafka: ClusterH
             written += _append(source, len(written), 100)
             first.wait("300 lines in the sink file", sink_has(len(written)))
             code = first.stop()
-            assert code in (0, 128 + signal.SIGTERM), first.log()
+            assert code in (0, 128 + signal.SIGTERM), first.hang or f"exit {code}:\n{first.log()}"
             phases["stopped"] = time.monotonic() - t0
             stopped_at = source.stat().st_size
             assert _source_position(kafka, internal["offset"], src, source) == stopped_at
@@ -535,8 +537,7 @@ def test_distributed_file_copy_across_restart_rebalance_and_kill(kafka: ClusterH
     hung = [w.hang for w in workers if w.hang]
     assert not hung, "\n".join(hung)
     assert all(code in (0, 128 + signal.SIGTERM) for w, code in zip(workers, codes, strict=True) if w is not victim), (
-        codes
-    )
+        "\n".join(f"worker {w.worker_id} exit {code}:\n{w.log()}" for w, code in zip(workers, codes, strict=True)))
     phases["all stopped"] = time.monotonic() - t0
     assert _lines(sink) == written
     assert _source_position(kafka, internal["offset"], src, source) == source.stat().st_size

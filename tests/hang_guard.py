@@ -32,7 +32,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def time_limit(item: pytest.Item) -> float:
     """The test's pytest-timeout in seconds (its marker, else the command line's or the ini file's); 0: none."""
-    configured = float(item.config.getoption("timeout", None) or item.config.getini("timeout") or 0)
+    try:
+        configured = float(item.config.getoption("timeout", None) or item.config.getini("timeout") or 0)
+    except ValueError:  # pytest-timeout not loaded (`-p no:timeout`): no timeout to outlive
+        return 0.0
     marker = item.get_closest_marker("timeout")
     if marker is None:
         return configured

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import fakekafka
 from fakekafka.testing.client import RemoteCluster
@@ -23,7 +24,8 @@ from fakekafka.wire.records import Compression, read_header
 __all__ = [
     "BAD_TOPIC_NAMES", "CODECS", "COMPRESSIBLE", "KEEP_FOREVER", "MANY", "MiB", "SAMPLES", "TIMESTAMPS",
     "DropProduceResponses",
-    "Row", "Sample", "dropping_produce_responses", "expected_rows", "random_bytes", "stored", "stored_codecs",
+    "Row", "Sample", "dropping_produce_responses", "expected_rows", "kafka_python_consumer", "random_bytes", "stored",
+    "stored_codecs",
 ]
 
 MiB = 1024 * 1024
@@ -32,6 +34,19 @@ CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 """The client-side names of Kafka's codecs; `Compression[name.upper()]` is the stored attribute."""
 
 BAD_TOPIC_NAMES = ["bad name!", "."]
+
+
+def kafka_python_consumer(*topics: str, **config: object) -> Any:
+    """A kafka-python KafkaConsumer that does not ask the broker to create its topics (unless `config` says
+    `allow_auto_create_topics=True`). kafka-python 3.0.12 builds the consumer's ClusterMetadata without that
+    setting, so its Metadata requests ask to create whatever it is given: under --kafka-real one still in flight at
+    close re-created a topic the cleanup had just deleted, and a later test of that cluster found it."""
+    from kafka import KafkaConsumer
+
+    config = {"allow_auto_create_topics": False, **config}
+    consumer = KafkaConsumer(*topics, **config)
+    consumer._client.cluster.config["allow_auto_create_topics"] = config["allow_auto_create_topics"]
+    return consumer
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from tests.integration.clients.scenarios import (
     Sample,
     dropping_produce_responses,
     expected_rows,
+    kafka_python_consumer,
     random_bytes,
     stored,
     stored_codecs,
@@ -52,14 +53,10 @@ def connect(broker: ClusterHandle) -> Iterator[Callable[..., Any]]:
     def make(kind: type, *, cluster: ClusterHandle | None = None, **config: Any) -> Any:
         config.setdefault("bootstrap_servers", (cluster or broker).bootstrap_servers)
         if kind is KafkaConsumer:
-            config = {"group_id": None, "enable_auto_commit": False, "auto_offset_reset": "earliest",
-                      "allow_auto_create_topics": False, **config}
-        client = kind(**config)
-        if kind is KafkaConsumer:
-            # kafka-python 3.0.12 builds the consumer's ClusterMetadata without its allow_auto_create_topics, so
-            # its metadata requests ask to create: one in flight at close re-created a topic the --kafka-real
-            # cleanup had just deleted, and the next test found it
-            client._cluster.config["allow_auto_create_topics"] = config["allow_auto_create_topics"]
+            client = kafka_python_consumer(**{"group_id": None, "enable_auto_commit": False,
+                                              "auto_offset_reset": "earliest", **config})
+        else:
+            client = kind(**config)
         made.append(client)
         return client
 
@@ -196,6 +193,27 @@ def test_auto_create_disabled(broker: ClusterHandle, connect: Callable[..., Any]
     assert not connect(KafkaConsumer).partitions_for_topic("missing")
     described = connect(KafkaAdminClient).describe_topics(["missing"])
     assert [(t["name"], t["error_code"]) for t in described] == [("missing", UNKNOWN_TOPIC_OR_PARTITION)]
+    assert broker.topics() == []
+
+
+@pytest.mark.fakekafka_only  # about the tests' own consumer helper, not the broker
+def test_consumer_helper_does_not_recreate_a_deleted_topic(broker: ClusterHandle,
+                                                           connect: Callable[..., Any]) -> None:
+    """The helper behind `connect(KafkaConsumer)` keeps kafka-python 3.0.12 from asking to create the topics it
+    reads (its ClusterMetadata ignores the consumer's allow_auto_create_topics): a consumer that goes on
+    refreshing its metadata after its topic's deletion must not bring the topic back."""
+    broker.create_topic("gone", 1)
+    consumer = connect(KafkaConsumer, metadata_max_age_ms=100)
+    consumer.assign([TopicPartition("gone", 0)])
+    consumer.poll(timeout_ms=500)
+    broker.delete_topic("gone")
+    deleted = time.time()
+
+    def refreshed() -> bool:
+        consumer.poll(timeout_ms=50)
+        return sum(r.api == "Metadata" and r.wall_time > deleted for r in broker.requests()) >= 3
+
+    broker.wait_until(refreshed, message="three metadata requests after the delete")
     assert broker.topics() == []
 
 

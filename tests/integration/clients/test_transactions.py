@@ -16,6 +16,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from fakekafka.testing.handle import ClusterHandle
+from tests.integration.clients.scenarios import kafka_python_consumer
 
 pytestmark = [pytest.mark.clients, pytest.mark.kafka_real]
 
@@ -257,7 +258,7 @@ def test_aiokafka_transactions_and_fencing(broker: ClusterHandle, topic: str) ->
 
 # --- kafka-python --------------------------------------------------------------------------------------
 def test_kafka_python_transactions(broker: ClusterHandle, topic: str) -> None:
-    from kafka import KafkaConsumer, KafkaProducer
+    from kafka import KafkaProducer
     from kafka import TopicPartition as KTopicPartition
 
     bs = broker.bootstrap_servers
@@ -273,8 +274,8 @@ def test_kafka_python_transactions(broker: ClusterHandle, topic: str) -> None:
     finally:
         p.close(timeout=TIMEOUT)
     for isolation, expected in (("read_committed", ["c0"]), ("read_uncommitted", ["a0", "c0"])):
-        c = KafkaConsumer(bootstrap_servers=bs, isolation_level=isolation, auto_offset_reset="earliest",
-                          enable_auto_commit=False, consumer_timeout_ms=3000)
+        c = kafka_python_consumer(bootstrap_servers=bs, isolation_level=isolation, auto_offset_reset="earliest",
+                                  enable_auto_commit=False, consumer_timeout_ms=3000)
         c.assign([KTopicPartition(topic, 0), KTopicPartition(topic, 1)])
         c.seek_to_beginning()
         try:

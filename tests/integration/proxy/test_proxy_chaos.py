@@ -23,6 +23,7 @@ import fakekafka
 from examples.chaos_orders.service import each_order_once_in, place_orders, place_orders_fixed
 from fakekafka.chaos import Chaos, ChaosFailure, Profile, Schedule, Step, shrink
 from fakekafka.proxy import Proxy
+from tests.integration.clients.scenarios import kafka_python_consumer
 
 ORDERS = list(range(20))
 SEEDS = range(1, 9)
@@ -124,9 +125,10 @@ THROTTLES = Profile("throttles", error_rate=0, latency_rate=0, drop_rate=0, thro
 
 def _consume(bootstrap_servers: str, topic: str, want: int) -> tuple[list[bytes], float]:
     """kafka-python, assigned partition 0 from offset 0: the values until `want` came, and how long it took."""
-    from kafka import KafkaConsumer, TopicPartition
+    from kafka import TopicPartition
 
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers, enable_auto_commit=False, fetch_max_wait_ms=100)
+    consumer = kafka_python_consumer(bootstrap_servers=bootstrap_servers, enable_auto_commit=False,
+                                     fetch_max_wait_ms=100)
     got: list[bytes] = []
     started = time.monotonic()
     try:

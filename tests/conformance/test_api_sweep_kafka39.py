@@ -11,12 +11,12 @@ ApiVersions advertises, then each (API, version) both advertise, field by field.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Iterator
 
 import pytest
 
 import fakekafka
+from compat.env import wait_for
 from fakekafka.handlers import advertised_versions, handler_for
 from fakekafka.model.config import BrokerConfig
 from fakekafka.model.releases import kafka_release
@@ -181,15 +181,16 @@ def test_config_resource_types_are_kafka_391s(fake39: sweep.Target, kafka39: swe
     answers = {}
     for t in (fake39, kafka39):
         assert t.send(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, set_up)["responses"][0]["error_code"] == 0
-        deadline = time.monotonic() + 30
-        while True:  # Kafka's broker applies the subscription once its metadata log reaches it
-            shown = t.send(ApiKey.DESCRIBE_CONFIGS, 4, {"resources": [
+
+        def subscription(t: sweep.Target = t) -> list[tuple[str, str]]:
+            configs = t.send(ApiKey.DESCRIBE_CONFIGS, 4, {"resources": [
                 {"resource_type": 16, "resource_name": "subscription-39", "configuration_keys": None}],
                 "include_synonyms": False, "include_documentation": False})["results"][0]["configs"]
-            if [(c["name"], c["value"]) for c in shown] == [("interval.ms", "50000")]:
-                break
-            assert time.monotonic() < deadline, f"{t.name}: the subscription never showed: {shown}"
-            time.sleep(0.05)
+            return [(c["name"], c["value"]) for c in configs]
+
+        # Kafka's broker applies the subscription once its metadata log reaches it
+        shown, _ = wait_for(lambda: subscription() == [("interval.ms", "50000")], timeout=30)
+        assert shown, f"{t.name}: the subscription never showed: {subscription()}"
         for resource_type, name in ((32, "g"), (16, "no-such-subscription"), (16, "subscription-39"), (99, "x")):
             described = t.send(ApiKey.DESCRIBE_CONFIGS, 4, {"resources": [
                 {"resource_type": resource_type, "resource_name": name, "configuration_keys": None},

@@ -168,3 +168,36 @@ def test_each_message_is_compiled_once(monkeypatch: pytest.MonkeyPatch) -> None:
         data = top.build(value)
         assert top.parse(data)["items"][4].inner.n == 4
     assert sorted(compiled) == sorted({id(top), id(nested), id(inner)})
+
+
+def test_parsed_fields_are_read_without_containers_getattr(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compiled parse's Container answers its fields' names from its class, not through construct's
+    `__getattr__` (half a microsecond a read, run after Python's own lookup has failed); everything else reads
+    as a Container's: keys, methods, a field the version lacks, a field set, a copy or pickle."""
+    import copy
+    import pickle
+    import uuid
+
+    topic_id = uuid.uuid4()
+    body = wire.decode_request(wire.encode_request(
+        wire.ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1, {"group_id": "g", "member_id": "m", "member_epoch": 3,
+                                                     "topic_partitions": [{"topic_id": topic_id, "partitions": [1]}]})
+        [4:]).body
+    assert body is not None
+    fallbacks: list[str] = []
+    real = Container.__getattr__
+
+    def counting(self: Container, name: str) -> Any:
+        fallbacks.append(name)
+        return real(self, name)
+
+    monkeypatch.setattr(Container, "__getattr__", counting)
+    assert (body.group_id, body.member_epoch, body.topic_partitions[0].topic_id) == ("g", 3, topic_id)
+    assert fallbacks == []
+    assert not hasattr(body, "subscribed_topic_regex")  # a v1 field: looked up, not there
+    assert fallbacks == ["subscribed_topic_regex"]
+    assert callable(body.items) and body["member_id"] == "m" and isinstance(body, Container)
+    body.group_id = "h"
+    assert (body.group_id, body["group_id"]) == ("h", "h")
+    for other in (copy.copy(body), copy.deepcopy(body), pickle.loads(pickle.dumps(body))):
+        assert type(other) is Container and other == body

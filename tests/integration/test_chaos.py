@@ -75,12 +75,15 @@ def test_the_same_seed_gives_the_same_schedule_and_outcome_ten_times(app: object
     for _ in range(10):
         with Cluster(topics={"orders": 3}, chaos=Chaos(seed=4, profile="default")) as c:
             app(c)  # type: ignore[operator]
-            runs.append((c.chaos_schedule(), values(c), c.check_invariants()))
-    schedule, records, violations = runs[0]
+            # who each fault hit, for the failure message: a request from outside the app would change the schedule
+            hit = [(e.details["api"], e.details["client_id"], e.details["broker"]) for e in c.events()
+                   if e.kind == "chaos"]
+            runs.append((c.chaos_schedule(), values(c), c.check_invariants(), hit))
+    schedule, records, violations, first_hit = runs[0]
     assert len(schedule) >= 2 and violations == []
     assert sorted(v for _, v in records) == sorted(f"order-{i}".encode() for i in range(ORDERS))
-    for again, again_records, _ in runs[1:]:
-        assert again.same_as(schedule), (again.lines(), schedule.lines())
+    for again, again_records, _, hit in runs[1:]:
+        assert again.same_as(schedule), (again.lines(), hit, schedule.lines(), first_hit)
         assert again_records == records
 
 

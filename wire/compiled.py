@@ -88,7 +88,9 @@ def container_class(names: list[str]) -> type[Container]:
     for name in names:
         if name.isidentifier() and not keyword.iskeyword(name) and not hasattr(Container, name):
             attrs[name] = property(operator.itemgetter(name))
-    return type("Container", (Container,), attrs)
+    cls = type("Container", (Container,), attrs)
+    cls.__slots__ = Container.__slots__  # what Container's __setattr__ reads: its recursion lock stays in its slot
+    return cls
 
 
 def compile_message(msg: Message) -> tuple[Callable[..., Any], Callable[..., Any]]:

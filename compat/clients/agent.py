@@ -59,7 +59,7 @@ from compat.clients.base import (
     rec_to_json,
 )
 
-__all__ = ["CLIENT_OPS", "ROOT", "AgentClient", "kill_live_agents"]
+__all__ = ["CLIENT_OPS", "ROOT", "AgentClient", "kill_live_agents", "log_between"]
 
 CLIENT_OPS = ("list_offsets", "create_topic", "partition_count", "delete_topic", "create_partitions",
               "describe_configs", "alter_configs", "delete_records", "describe_group", "list_groups", "delete_group",
@@ -111,10 +111,23 @@ class AgentClient(Client):
     def log_mark(self) -> int:
         return self._stderr.seek(0, os.SEEK_END)
 
-    def log_since(self, mark: int, n: int = 4000) -> str:
-        end = self._stderr.seek(0, os.SEEK_END)
-        self._stderr.seek(max(mark, end - n))
-        return self._stderr.read().decode(errors="replace")
+    def log_since(self, mark: int, n: int = 4000, head: int = 0) -> str:
+        return log_between(self._stderr, mark, n, head)
+
+
+def log_between(f: Any, mark: int, n: int, head: int = 0) -> str:
+    """What a log file holds from `mark` on: its last `n` bytes, and with `head` its first `head` bytes too when
+    they are not among those (a cell that then waited a long time: what happened first is what tells why)."""
+    end = f.seek(0, os.SEEK_END)
+    start = max(mark, end - n)
+    first = ""
+    if head and start > mark:
+        f.seek(mark)
+        taken = f.read(min(head, start - mark))
+        left_out = start - mark - len(taken)
+        first = taken.decode(errors="replace") + (f"\n... {left_out} bytes left out ...\n" if left_out else "")
+    f.seek(start)
+    return first + f.read().decode(errors="replace")
 
     def request(self, op: str, timeout: float | None = None, **args: Any) -> Any:
         with self._lock:

@@ -25,6 +25,8 @@ class RustClient(AgentClient):
             raise Unsupported(str(e)) from None
         super().__init__(name, bootstrap, timing, [str(binary), bootstrap, json.dumps(dataclasses.asdict(timing))])
 
-    def log_since(self, mark: int, n: int = 60_000) -> str:
-        """More of the log than other agents give: KIP-848 members log librdkafka's group debug (about 400 lines)."""
-        return super().log_since(mark, n)
+    def log_since(self, mark: int, n: int = 40_000, head: int = 40_000) -> str:
+        """More of the log than other agents give: KIP-848 members log librdkafka's group debug (about 400 lines at
+        each end; a cell that waits out a stalled rebalance fills the tail with steady heartbeats, so its start is
+        kept too)."""
+        return super().log_since(mark, n, head)

@@ -160,3 +160,19 @@ def test_a_failing_cell_carries_its_clients_log_and_kafkas_lines_about_it(monkey
         "--- kafka's log about this cell:\n" + "\n".join(log[::2])
     assert on["fakekafka"].status == "pass" and on["fakekafka"].detail == ""  # as Kafka did: nothing to explain
     assert "client_log" not in got.to_json()["cells"][0]
+
+
+def test_a_long_cells_client_log_keeps_its_start_and_its_end() -> None:
+    """A cell that waits out a stalled rebalance logs steady heartbeats for a minute: the report keeps the first
+    bytes after the cell's mark (the join and the revocation that did not happen) as well as the last ones."""
+    import io
+
+    from compat.clients.agent import log_between
+
+    f = io.BytesIO(b"before the cell\n" + b"".join(b"line %03d\n" % i for i in range(100)))
+    mark = len(b"before the cell\n")
+    assert log_between(f, mark, 18) == "line 098\nline 099\n"
+    got = log_between(f, mark, 18, head=18)
+    assert got == "line 000\nline 001\n\n... 864 bytes left out ...\nline 098\nline 099\n"
+    assert log_between(f, mark, 10_000, head=18) == "".join(f"line {i:03d}\n" for i in range(100))  # all of it
+    assert log_between(f, mark, 18, head=10_000) == "".join(f"line {i:03d}\n" for i in range(100))  # no gap

@@ -201,3 +201,12 @@ def test_parsed_fields_are_read_without_containers_getattr(monkeypatch: pytest.M
     assert (body.group_id, body["group_id"]) == ("h", "h")
     for other in (copy.copy(body), copy.deepcopy(body), pickle.loads(pickle.dumps(body))):
         assert type(other) is Container and other == body
+    during_repr: list[list[str]] = []
+
+    class Probe:
+        def __repr__(self) -> str:
+            during_repr.append(list(body))
+            return "probe"
+
+    body["probe"] = Probe()  # construct's repr holds a recursion lock: in its slot, not among the fields
+    assert "probe=probe" in repr(body) and "__recursion_lock__" not in during_repr[0]

@@ -82,6 +82,21 @@ def kill_live_agents() -> None:
                 pass
 
 
+def log_between(f: Any, mark: int, n: int, head: int = 0) -> str:
+    """What a log file holds from `mark` on: its last `n` bytes, and with `head` its first `head` bytes too when
+    they are not among those (a cell that then waited a long time: what happened first is what tells why)."""
+    end = f.seek(0, os.SEEK_END)
+    start = max(mark, end - n)
+    first = ""
+    if head and start > mark:
+        f.seek(mark)
+        taken = f.read(min(head, start - mark))
+        left_out = start - mark - len(taken)
+        first = taken.decode(errors="replace") + (f"\n... {left_out} bytes left out ...\n" if left_out else "")
+    f.seek(start)
+    return first + f.read().decode(errors="replace")
+
+
 class AgentClient(Client):
     """A Client whose calls go to an agent process."""
 
@@ -113,21 +128,6 @@ class AgentClient(Client):
 
     def log_since(self, mark: int, n: int = 4000, head: int = 0) -> str:
         return log_between(self._stderr, mark, n, head)
-
-
-def log_between(f: Any, mark: int, n: int, head: int = 0) -> str:
-    """What a log file holds from `mark` on: its last `n` bytes, and with `head` its first `head` bytes too when
-    they are not among those (a cell that then waited a long time: what happened first is what tells why)."""
-    end = f.seek(0, os.SEEK_END)
-    start = max(mark, end - n)
-    first = ""
-    if head and start > mark:
-        f.seek(mark)
-        taken = f.read(min(head, start - mark))
-        left_out = start - mark - len(taken)
-        first = taken.decode(errors="replace") + (f"\n... {left_out} bytes left out ...\n" if left_out else "")
-    f.seek(start)
-    return first + f.read().decode(errors="replace")
 
     def request(self, op: str, timeout: float | None = None, **args: Any) -> Any:
         with self._lock:

@@ -176,3 +176,6 @@ def test_a_long_cells_client_log_keeps_its_start_and_its_end() -> None:
     assert got == "line 000\nline 001\n\n... 864 bytes left out ...\nline 098\nline 099\n"
     assert log_between(f, mark, 10_000, head=18) == "".join(f"line {i:03d}\n" for i in range(100))  # all of it
     assert log_between(f, mark, 18, head=10_000) == "".join(f"line {i:03d}\n" for i in range(100))  # no gap
+    from compat.clients.agent import AgentClient  # a module-level helper put inside the class once cut it in two
+
+    assert {"log_mark", "log_since", "request", "close"} <= set(vars(AgentClient))

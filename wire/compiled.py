@@ -74,17 +74,13 @@ def _default_expr(msg: Message, i: int, ns: dict[str, Any]) -> str:
     return f"_d{i}"
 
 
-def _plain_container(items: list[tuple[str, Any]]) -> Container:
-    return Container(items)
-
-
 def container_class(names: list[str]) -> type[Container]:
     """A `Container` whose fields `names` are read as attributes without construct's `__getattr__` (which runs
     only after Python's own lookup has failed and raised: about half a microsecond per field read, a tenth of a
     steady heartbeat's time). Names a Container already answers (`items`, `values`...) stay its methods; a
     copy or pickle is a plain Container."""
     attrs: dict[str, Any] = {"__slots__": (), "__module__": Container.__module__,
-                             "__reduce__": lambda self: (_plain_container, (list(self.items()),))}
+                             "__reduce__": lambda self: (Container, (list(self.items()),))}
     for name in names:
         if name.isidentifier() and not keyword.iskeyword(name) and not hasattr(Container, name):
             attrs[name] = property(operator.itemgetter(name))

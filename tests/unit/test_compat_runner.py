@@ -176,6 +176,10 @@ def test_a_long_cells_client_log_keeps_its_start_and_its_end() -> None:
     assert got == "line 000\nline 001\n\n... 864 bytes left out ...\nline 098\nline 099\n"
     assert log_between(f, mark, 10_000, head=18) == "".join(f"line {i:03d}\n" for i in range(100))  # all of it
     assert log_between(f, mark, 18, head=10_000) == "".join(f"line {i:03d}\n" for i in range(100))  # no gap
-    from compat.clients.agent import AgentClient  # a module-level helper put inside the class once cut it in two
+
+
+def test_the_agent_client_keeps_its_methods() -> None:
+    """A module-level helper once put in the middle of AgentClient cut it in two: every method after it was dead."""
+    from compat.clients.agent import AgentClient
 
     assert {"log_mark", "log_since", "request", "close"} <= set(vars(AgentClient))

@@ -60,9 +60,10 @@ def _rec(m: Any) -> Rec:
 
 
 class _Lines(logging.Handler):
-    """The last lines librdkafka logged through a client's logger, numbered, for a failing cell's report."""
+    """What librdkafka logged through a client's logger, for a failing cell's report: the last `keep`
+    lines (a stalled KIP-848 cell logs a minute of steady heartbeats; the lines that tell why come first)."""
 
-    def __init__(self, keep: int = 400) -> None:
+    def __init__(self, keep: int = 20_000) -> None:
         super().__init__()
         self.lines: collections.deque[str] = collections.deque(maxlen=keep)
         self.count = 0
@@ -74,6 +75,17 @@ class _Lines(logging.Handler):
         self.lines.append(f"{time.strftime('%H:%M:%S', time.localtime(record.created))}.{int(record.msecs):03d} "
                           f"{message}")
         self.count += 1
+
+    def since(self, mark: int, head: int = 300, tail: int = 400) -> str:
+        """The lines logged from `mark` on: the first `head` and the last `tail` of them."""
+        new = min(self.count - mark, len(self.lines))
+        if new <= 0:
+            return ""
+        lines = list(self.lines)[-new:]
+        lost = self.count - mark - new
+        if new > head + tail:
+            lines[head:-tail] = [f"... {new - head - tail} lines left out ..."]
+        return (f"... {lost} lines no longer kept ...\n" if lost > 0 else "") + "\n".join(lines)
 
 
 class ConfluentClient(LibraryClient):
@@ -94,8 +106,7 @@ class ConfluentClient(LibraryClient):
         return self._lines.count
 
     def log_since(self, mark: int) -> str:
-        new = min(self._lines.count - mark, len(self._lines.lines))
-        return "\n".join(list(self._lines.lines)[-new:]) if new > 0 else ""
+        return self._lines.since(mark)
 
     def admin(self) -> AdminClient:
         if self._admin is None:

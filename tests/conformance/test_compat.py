@@ -94,8 +94,15 @@ def _cells(report: dict[str, Any], broker: str, client: str | None = None) -> li
 def _unlisted(cells: list[dict[str, Any]]) -> list[str]:
     """Each failing cell: what differs, then its detail (the error; on real Kafka, the broker's log about it)."""
     return [f"{c['scenario']} / {c['client']} on {c['broker']}: {c['status']}: " + "; ".join(c["diff"][:5])
-            + (f"\n{c['detail'].strip()[-5000:]}" if c["detail"].strip() else "")
+            + (f"\n{_ends(c['detail'].strip())}" if c["detail"].strip() else "")
             for c in cells if c["status"] in ("differs", "error") and not c["known"]]
+
+
+def _ends(text: str, head: int = 20_000, tail: int = 5000) -> str:
+    """A long detail's start (a stalled rebalance's first steps) and end (the error, the broker's log)."""
+    if len(text) <= head + tail:
+        return text
+    return f"{text[:head]}\n... {len(text) - head - tail} characters ...\n{text[-tail:]}"
 
 
 def _judge_against_kafka(report: dict[str, Any], client: str, kafka: str = "kafka",

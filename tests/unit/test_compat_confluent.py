@@ -29,3 +29,21 @@ def test_a_produce_refused_at_once_is_the_same_error_as_in_a_delivery_report(
         client.produce("t", [Rec(None, b"v", [], 5)])
     assert refused.value.outcome()["error"] == "UNKNOWN_TOPIC_OR_PARTITION"
     assert refused.value.outcome() == confluent.kafka_error(KafkaError(KafkaError._UNKNOWN_PARTITION)).outcome()
+
+
+def test_a_long_cells_librdkafka_log_keeps_its_start_and_its_end() -> None:
+    """A KIP-848 member that never finishes a revocation logs a minute of heartbeats: the report keeps the
+    cell's first lines (the assignment it was sent and what librdkafka did with it) as well as its last."""
+    client = confluent.ConfluentClient("127.0.0.1:9", Timing())
+    client.logger.debug("before the cell")
+    mark = client.log_mark()
+    for i in range(1000):
+        client.logger.debug("line %03d", i)
+    got = client.log_since(mark).splitlines()
+    assert [line.split(" ", 1)[1] for line in got[:2]] == ["line 000", "line 001"]
+    assert got[300] == "... 300 lines left out ..."
+    assert [line.split(" ", 1)[1] for line in got[301:]] == [f"line {i:03d}" for i in range(600, 1000)]
+    short = client.log_mark()
+    client.logger.debug("one more")
+    assert [line.split(" ", 1)[1] for line in client.log_since(short).splitlines()] == ["one more"]
+    assert client.log_since(client.log_mark()) == ""

@@ -20,6 +20,8 @@ Deliberate differences from Kafka 4.4 (compat/KNOWN_DIFFERENCES.md, "Consumer gr
 - the target assignment is computed within the heartbeat that needs it: `group.consumer.assignment.interval.ms`
   defaults to 0 here (Kafka 4.4: 1000, computed off the request path); set it to get Kafka's batching.
 - the `uniform` assignor's choices are its own (balanced and sticky as Kafka's, not the same partitions).
+- a member that has not revoked what it was told to, reporting nothing owned, is sent its assignment again
+  (librdkafka drops an answer that comes after its heartbeat timeout and would keep the partitions).
 """
 
 from __future__ import annotations

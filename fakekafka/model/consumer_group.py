@@ -222,7 +222,7 @@ class ConsumerGroupCoordinator(ConsumerGroupMembers, ConsumerGroupOffsets):
                                "member_epoch": updated.member_epoch,
                                "heartbeat_interval_ms": self.heartbeat_interval_ms(group.group_id),
                                "assignment": None}
-        if full or before != updated.assigned:
+        if full or before != updated.assigned or _told_again(member, updated, r):
             out["assignment"] = _assignment(updated.assigned)
         return out
 
@@ -284,6 +284,15 @@ class ConsumerGroupCoordinator(ConsumerGroupMembers, ConsumerGroupOffsets):
                     "target_assignment": named(group.target.get(m.member_id, {}))}
                     for m in group.members.values()},
                 "offsets": {f"{t}-{p}": om.offset for (t, p), om in sorted(group.offsets.items())}}
+
+
+def _told_again(member: ConsumerMember, updated: ConsumerMember, r: HeartbeatRequest) -> bool:
+    """Whether a member still to give up partitions, reporting none owned, is sent its assignment again (Kafka sends
+    it once). The answer that told it may never have reached it: librdkafka drops an answer that comes after
+    its heartbeat timeout (the heartbeat interval) and sends no full request after one, so it would keep its
+    partitions until its rebalance timeout. A member that has the answer takes it as no change."""
+    return (r.owned is None and member.state == MemberState.UNREVOKED_PARTITIONS
+            and updated.state == MemberState.UNREVOKED_PARTITIONS)
 
 
 def _assignment(assigned: Assignment) -> dict[str, Any]:

@@ -19,6 +19,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions
 
+from fakekafka import Edit
 from fakekafka.model.metadata_hash import group_hash, topic_hash
 from fakekafka.testing.handle import ClusterHandle
 
@@ -184,6 +185,29 @@ def test_member_crash_is_fenced_when_its_session_ends(kafka: ClusterHandle, memb
     kafka.advance_clock(45_000)  # group.consumer.session.timeout.ms: the crashed member is fenced
     until("a takes both back", [a], lambda: a.assignment() == {"jobs": [0, 1]} and settled(kafka, "workers", 1))
     assert [m.client_id for m in kafka.consumer_group("workers").members] == ["a"]
+
+
+@pytest.mark.fakekafka_only
+def test_a_revocation_answered_too_late_is_sent_again(kafka: ClusterHandle, members: Callable[..., Member]) -> None:
+    """librdkafka drops a ConsumerGroupHeartbeat answer that comes after its heartbeat timeout (the heartbeat
+    interval: 0.5 s here) and sends no full request after one. When the broker stalls (a loaded machine) after
+    applying the heartbeat that tells `a` to give two partitions to `b`, `a` never hears it: Kafka sends an
+    assignment once, so `a` would keep all four until its rebalance timeout (5 minutes). fakekafka tells a member
+    that has not revoked again at its next heartbeat (compat/KNOWN_DIFFERENCES.md)."""
+    kafka.create_topic("orders", 4)
+    a = members("billing", ["orders"], "a")
+    until("a alone", [a], lambda: a.assignment() == {"orders": [0, 1, 2, 3]})
+    stalled: list[dict[str, Any]] = []
+
+    def stall(answer: Any) -> None:
+        told = answer["assignment"]
+        if not stalled and told is not None and sum(len(t["partitions"]) for t in told["topic_partitions"]) < 4:
+            stalled.append(answer)
+            time.sleep(2.0)  # the whole broker, after the heartbeat was applied: past librdkafka's timeout
+    kafka.intercept("ConsumerGroupHeartbeat", lambda _: Edit(stall), keep=True, client_id="a")
+    b = members("billing", ["orders"], "b")
+    until("a and b", [a, b], lambda: complete([a, b], "orders", 4) and settled(kafka, "billing", 2))
+    assert stalled, "no answer told a to give partitions up"
 
 
 def test_consume_transform_produce_with_the_member_epoch(kafka: ClusterHandle, members: Callable[..., Member]) -> None:

@@ -353,3 +353,21 @@ def test_leave_group_api_removes_members_in_one_epoch(w: World) -> None:
     assert set(w.group().members) == {"c"} and w.group().group_epoch == epoch + 1
     w.hb("d", 0, instance="i-d")
     assert w.coord.leave_group(w.group(), [("other", "i-d")]) == [("other", "i-d", ErrorCode.FENCED_INSTANCE_ID)]
+
+
+def test_a_member_that_has_not_revoked_is_told_again_what_to_keep(w: World) -> None:
+    """The answer that tells a member to give partitions up can be lost (librdkafka drops one that comes after its
+    heartbeat timeout and does not send a full request after it): a heartbeat that then reports nothing owned is
+    answered with the assignment again, where Kafka sends it once and the member keeps its partitions until its
+    rebalance timeout."""
+    w.hb("a", 0)
+    w.hb("b", 0)
+    told = parts(w.hb("a", 2))  # its answer lost on the way
+    assert told is not None and len(told[T1]) == 2
+    assert w.group().members["a"].state == MemberState.UNREVOKED_PARTITIONS
+    again = w.hb("a", 2)
+    assert (again["member_epoch"], parts(again)) == (2, told)
+    assert parts(w.hb("a", 2, {T1: [0, 1, 2, 3]})) is None  # it reports what it owns: it has been told
+    ra = w.hb("a", 2, {T1: told[T1]})  # revoked: on to the next epoch, as before
+    assert (ra["member_epoch"], ra["assignment"]) == (3, None)
+    assert w.hb("a", 3)["assignment"] is None  # stable: nothing more to tell

@@ -1,15 +1,15 @@
 """The consumer group protocol (KIP-848): ConsumerGroupHeartbeat (68) v0-1 and ConsumerGroupDescribe (69) v0-1.
 
 The rules live in `fakekafka.model.consumer_group`; these handlers translate the wire. Neither parks: the
-coordinator answers each heartbeat at once with the member's next epoch and, when it changed (or the member
-sent a full request), its assignment. v1 (KIP-1082) requires the member to make up its own member id, as
-Kafka 4.4 does. ConsumerGroupDescribe v1 adds each member's type (1: consumer protocol, 0: a classic member of
-a mixed group). A joining member (epoch 0) of a classic group with members upgrades it to a consumer group with
-classic members (`fakekafka.model.mixed_groups`) when `group.consumer.migration.policy` allows it (else
-GROUP_ID_NOT_FOUND with Kafka's reason); an empty classic group hands over its id and offsets. With an authorizer,
-as Kafka 4.4's KafkaApis: a heartbeat needs READ on the group (else GROUP_AUTHORIZATION_FAILED) and DESCRIBE on
-every topic it names (else TOPIC_AUTHORIZATION_FAILED, before the coordinator), and a regex resolves only to
-topics the member may describe; a describe needs DESCRIBE on the group (the groups refused come first, as
+coordinator answers each heartbeat at once with the member's next epoch and, when it changed (or the member sent a
+full request, or has not yet reported owning it), its assignment. v1 (KIP-1082) requires the member to make up its
+own member id, as Kafka 4.4 does. ConsumerGroupDescribe v1 adds each member's type (1: consumer protocol, 0: a
+classic member of a mixed group). A joining member (epoch 0) of a classic group with members upgrades it to a
+consumer group with classic members (`fakekafka.model.mixed_groups`) when `group.consumer.migration.policy` allows
+it (else GROUP_ID_NOT_FOUND with Kafka's reason); an empty classic group hands over its id and offsets. With an
+authorizer, as Kafka 4.4's KafkaApis: a heartbeat needs READ on the group (else GROUP_AUTHORIZATION_FAILED) and
+DESCRIBE on every topic it names (else TOPIC_AUTHORIZATION_FAILED, before the coordinator), and a regex resolves
+only to topics the member may describe; a describe needs DESCRIBE on the group (the groups refused come first, as
 Kafka lists them) and on every topic its members are assigned or targeted, else the group is
 TOPIC_AUTHORIZATION_FAILED without members.
 
@@ -20,8 +20,8 @@ Deliberate differences from Kafka 4.4 (compat/KNOWN_DIFFERENCES.md, "Consumer gr
 - the target assignment is computed within the heartbeat that needs it: `group.consumer.assignment.interval.ms`
   defaults to 0 here (Kafka 4.4: 1000, computed off the request path); set it to get Kafka's batching.
 - the `uniform` assignor's choices are its own (balanced and sticky as Kafka's, not the same partitions).
-- a member that has not revoked what it was told to, reporting nothing owned, is sent its assignment again
-  (librdkafka drops an answer that comes after its heartbeat timeout and would keep the partitions).
+- a member is sent its assignment again, at each heartbeat reporting nothing owned, until it reports owning it
+  (librdkafka drops an answer that comes after its heartbeat timeout and would keep partitions to revoke).
 """
 
 from __future__ import annotations

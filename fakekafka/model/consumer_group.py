@@ -97,7 +97,7 @@ class ConsumerGroupCoordinator(ConsumerGroupMembers, ConsumerGroupOffsets):
         group = self.groups.get(r.group_id)
         member = group.members.get(r.member_id) if group is not None and r.member_epoch > 0 else None
         if (member is None or r.instance_id is not None or r.subscribed_topic_regex is not None
-                or member.member_epoch != r.member_epoch or member.state != MemberState.STABLE
+                or member.member_epoch != r.member_epoch or member.state != MemberState.STABLE or member.unconfirmed
                 or member.classic is not None or member.subscribed_topic_regex is not None
                 or not member.member_epoch == group.assignment_epoch == group.group_epoch
                 or r.client_id != member.client_id or r.client_host != member.client_host
@@ -222,8 +222,11 @@ class ConsumerGroupCoordinator(ConsumerGroupMembers, ConsumerGroupOffsets):
                                "member_epoch": updated.member_epoch,
                                "heartbeat_interval_ms": self.heartbeat_interval_ms(group.group_id),
                                "assignment": None}
-        if full or before != updated.assigned or _told_again(member, updated, r):
+        # sent again to a member not known to have it (see _reports); Kafka sends an assignment only when it changed
+        told = full or before != updated.assigned or (member.unconfirmed and r.owned is None)
+        if told:
             out["assignment"] = _assignment(updated.assigned)
+        updated.unconfirmed = (told or member.unconfirmed) and not _reports(r.owned, updated.assigned)
         return out
 
 
@@ -286,13 +289,15 @@ class ConsumerGroupCoordinator(ConsumerGroupMembers, ConsumerGroupOffsets):
                 "offsets": {f"{t}-{p}": om.offset for (t, p), om in sorted(group.offsets.items())}}
 
 
-def _told_again(member: ConsumerMember, updated: ConsumerMember, r: HeartbeatRequest) -> bool:
-    """Whether a member still to give up partitions, reporting none owned, is sent its assignment again (Kafka sends
-    it once). The answer that told it may never have reached it: librdkafka drops an answer that comes after
-    its heartbeat timeout (the heartbeat interval) and sends no full request after one, so it would keep its
-    partitions until its rebalance timeout. A member that has the answer takes it as no change."""
-    return (r.owned is None and member.state == MemberState.UNREVOKED_PARTITIONS
-            and updated.state == MemberState.UNREVOKED_PARTITIONS)
+def _reports(owned: list[tuple[Any, list[int]]] | None, assigned: Assignment) -> bool:
+    """Whether a heartbeat reports owning just the member's assignment: the member has it. Until one does, its
+    heartbeats that report nothing owned are answered with the assignment again. An answer can be lost on the
+    way: librdkafka drops one that comes after its heartbeat timeout (the heartbeat interval) and sends no full
+    request after it, so a member told to give partitions up would keep them until its rebalance timeout, and
+    one granted partitions would never take them. A member that has the answer takes it again as no change."""
+    if owned is None:
+        return False
+    return {t: frozenset(ps) for t, ps in owned if ps} == {t: ps for t, ps in assigned.items() if ps}
 
 
 def _assignment(assigned: Assignment) -> dict[str, Any]:

@@ -138,6 +138,9 @@ class ConsumerMember:
     """A classic member told to rejoin (REBALANCE_IN_PROGRESS) is fenced if its JoinGroup is not here by then."""
     sync_deadline: int | None = None
     """A classic member that joined is fenced if its SyncGroup is not here by then."""
+    unconfirmed: bool = False
+    """It was sent an assignment it has not yet reported owning: a heartbeat of it that reports nothing owned
+    is answered with the assignment again (`ConsumerGroupCoordinator`; Kafka sends it once)."""
 
     def copy_with(self, **changes: Any) -> ConsumerMember:
         """A copy with `changes`: what dataclasses.replace makes (the fields are all init fields, with no

@@ -190,14 +190,17 @@ def test_member_crash_is_fenced_when_its_session_ends(kafka: ClusterHandle, memb
 @pytest.mark.fakekafka_only
 def test_a_revocation_answered_too_late_is_sent_again(kafka: ClusterHandle, members: Callable[..., Member]) -> None:
     """librdkafka drops a ConsumerGroupHeartbeat answer that comes after its heartbeat timeout (the heartbeat
-    interval: 0.5 s here) and sends no full request after one. When the broker stalls (a loaded machine) after
-    applying the heartbeat that tells `a` to give two partitions to `b`, `a` never hears it: Kafka sends an
-    assignment once, so `a` would keep all four until its rebalance timeout (5 minutes). fakekafka tells a member
-    that has not revoked again at its next heartbeat (compat/KNOWN_DIFFERENCES.md)."""
+    interval: 0.5 s here) and, while it holds partitions, sends no full request after one. When the broker stalls
+    (a loaded machine) after applying the heartbeat whose answer tells `a` to give two partitions to `b`, `a` never
+    hears it: that answer keeps a's epoch, so its next heartbeats are not fenced, and Kafka sends an assignment
+    once: `a` would keep all four until its rebalance timeout (5 minutes). fakekafka tells a member its assignment
+    again until it reports owning it (compat/KNOWN_DIFFERENCES.md). (An answer that moves a member to a new epoch,
+    lost the same way, ends in FENCED_MEMBER_EPOCH and a rejoin on both brokers; a member with no partitions sends
+    full requests.)"""
     kafka.create_topic("orders", 4)
     a = members("billing", ["orders"], "a")
     until("a alone", [a], lambda: a.assignment() == {"orders": [0, 1, 2, 3]})
-    stalled: list[dict[str, Any]] = []
+    stalled: list[Any] = []
 
     def stall(answer: Any) -> None:
         told = answer["assignment"]

@@ -259,7 +259,7 @@ def test_assignment_interval_defers_the_target_to_a_heartbeat(w: World) -> None:
     rb = w.hb("b", 0)
     assert (w.group().state, rb["member_epoch"], parts(rb)) == (S.ASSIGNING, 2, {})  # at the old target, empty
     w.clock.advance(400)
-    assert w.hb("a", 2)["assignment"] is None and w.group().assignment_epoch == 2  # 0.5 s: not yet
+    assert w.hb("a", 2, {T1: [0, 1, 2, 3]})["assignment"] is None and w.group().assignment_epoch == 2  # not yet
     w.clock.advance(2000)
     w.coord.tick()
     g = w.group()
@@ -355,14 +355,19 @@ def test_leave_group_api_removes_members_in_one_epoch(w: World) -> None:
     assert w.coord.leave_group(w.group(), [("other", "i-d")]) == [("other", "i-d", ErrorCode.FENCED_INSTANCE_ID)]
 
 
-def test_a_member_that_has_not_revoked_is_told_again_what_to_keep(w: World) -> None:
-    """The answer that tells a member to give partitions up can be lost (librdkafka drops one that comes after its
-    heartbeat timeout and does not send a full request after it): a heartbeat that then reports nothing owned is
-    answered with the assignment again, where Kafka sends it once and the member keeps its partitions until its
-    rebalance timeout."""
-    w.hb("a", 0)
-    w.hb("b", 0)
-    told = parts(w.hb("a", 2))  # its answer lost on the way
+def test_an_assignment_is_told_again_until_the_member_reports_owning_it(w: World) -> None:
+    """An answer that tells a member to give partitions up, or grants it some, can be lost (librdkafka drops one
+    that comes after its heartbeat timeout and does not send a full request after it): until the member reports
+    owning what it was told, its heartbeats that report nothing owned are answered with the assignment again,
+    where Kafka sends it once (a member told to revoke keeps its partitions until its rebalance timeout, one
+    granted partitions never takes them)."""
+    w.hb("a", 0, {})
+    assert parts(w.hb("a", 2)) == {T1: [0, 1, 2, 3]}  # its first answer lost: told again
+    assert parts(w.hb("a", 2, {T1: [0, 1, 2, 3]})) is None  # it reports owning them: no more
+    assert parts(w.hb("a", 2)) is None
+    rb = w.hb("b", 0)
+    assert (rb["member_epoch"], parts(rb)) == (3, {})  # nothing until a gives two up: nothing to confirm
+    told = parts(w.hb("a", 2))  # the answer telling a to give two up, lost on the way
     assert told is not None and len(told[T1]) == 2
     assert w.group().members["a"].state == MemberState.UNREVOKED_PARTITIONS
     again = w.hb("a", 2)
@@ -370,4 +375,10 @@ def test_a_member_that_has_not_revoked_is_told_again_what_to_keep(w: World) -> N
     assert parts(w.hb("a", 2, {T1: [0, 1, 2, 3]})) is None  # it reports what it owns: it has been told
     ra = w.hb("a", 2, {T1: told[T1]})  # revoked: on to the next epoch, as before
     assert (ra["member_epoch"], ra["assignment"]) == (3, None)
-    assert w.hb("a", 3)["assignment"] is None  # stable: nothing more to tell
+    assert w.hb("a", 3)["assignment"] is None  # it reported owning its assignment: nothing more to tell
+    granted = parts(w.hb("b", 3))  # the answer granting b the two a gave up, lost on the way
+    assert sorted(granted[T1] + told[T1]) == [0, 1, 2, 3]
+    assert w.group().members["b"].is_reconciled_to(3)
+    assert parts(w.hb("b", 3)) == granted  # b is stable at the group's epoch: told again all the same
+    assert parts(w.hb("b", 3, {T1: granted[T1]})) is None
+    assert parts(w.hb("b", 3)) is None

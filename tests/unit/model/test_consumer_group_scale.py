@@ -53,6 +53,9 @@ def stable_group(n: int, partitions: int) -> tuple[ClusterState, list[Client]]:
         if c.consumer_groups.groups["g"].state == ConsumerGroupState.STABLE:
             break
     assert c.consumer_groups.groups["g"].state == ConsumerGroupState.STABLE
+    for cl in clients:  # each reports owning what it was given last, as a client does (until then it is told again)
+        cl.heartbeat()
+    assert not any(m.unconfirmed for m in c.consumer_groups.groups["g"].members.values())
     assert sorted(p for cl in clients for ps in cl.owned.values() for p in ps) == list(range(partitions))
     return c, clients
 

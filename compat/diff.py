@@ -193,6 +193,9 @@ GROUP_APIS = MEMBERSHIP | EPOCH_HEARTBEATS | {ApiKey.DESCRIBE_GROUPS}  # answers
 _JOIN_LEAVE = (ApiKey.JOIN_GROUP, ApiKey.LEAVE_GROUP)
 RACE_S = 0.02
 """A group request sent this close to another member's JoinGroup or LeaveGroup raced it."""
+EXPIRY_SLACK_S = 0.5
+"""How long before a stopped member's last request plus its session timeout a broker may already act on its
+expiry as another member sees it: that member's heartbeat, sent just before, is taken after it on a loaded broker."""
 _TXN_WRITES = frozenset({ApiKey.PRODUCE, ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN,
                          ApiKey.INIT_PRODUCER_ID, ApiKey.TXN_OFFSET_COMMIT})
 
@@ -438,6 +441,37 @@ def stale_heartbeats(decoded: list[Decoded]) -> list[Decoded]:
     return stale
 
 
+def timer_forks(decoded: list[Decoded]) -> list[tuple[Any, float]]:
+    """Where a classic group's conversation forks on a clock rather than on a request, as (group, time): a member
+    that stopped without a LeaveGroup (killed, or a static member closed) is removed when its session ends, at a
+    moment each broker's own clock decides, so the other members' answers from about then on race it; and a
+    second connection joining with a static instance id another connection joined with starts the two taking the
+    slot in turns, which their heartbeats race (an evicted member's heartbeat answered UNKNOWN_MEMBER_ID on one
+    broker, NONE on the other)."""
+    out: list[tuple[Any, float]] = []
+    session: dict[tuple[int, Any], float] = {}
+    last: dict[tuple[int, Any], tuple[float, int]] = {}
+    latest: dict[Any, float] = {}
+    holders: dict[tuple[Any, Any], int] = {}
+    for d in decoded:
+        k = d.ex.api_key
+        if k not in MEMBERSHIP or d.request is None:
+            continue
+        group, conn, t = d.request.get("group_id"), d.ex.conn, d.ex.t_request
+        latest[group] = max(latest.get(group, t), t)
+        last[(conn, group)] = max(last.get((conn, group), (t, k)), (t, k))
+        if k == ApiKey.JOIN_GROUP:
+            session[(conn, group)] = (d.request.get("session_timeout_ms") or 0) / 1000
+            instance = d.request.get("group_instance_id")
+            if instance is not None and holders.setdefault((group, instance), conn) != conn:
+                out.append((group, t))
+    for (conn, group), (t, k) in last.items():
+        timeout = session.get((conn, group))
+        if k != ApiKey.LEAVE_GROUP and timeout and latest[group] > t + timeout - EXPIRY_SLACK_S:
+            out.append((group, t + timeout - EXPIRY_SLACK_S))
+    return out
+
+
 @dataclass
 class FieldDiff:
     api: str
@@ -512,7 +546,9 @@ def diff_sessions(sessions: dict[str, tuple[list[Exchange], list[Exchange]]], na
     (which one a broker takes first is a race: a SyncGroup may meet a rebalance on one broker and not on the
     other, and a relay or a broker under load may take two requests in flight in either order), and a SyncGroup
     that another member's JoinGroup or LeaveGroup was sent while one side held it (Kafka holds a SyncGroup until
-    its assignment is written, and a static member's replacement meanwhile fences it)."""
+    its assignment is written, and a static member's replacement meanwhile fences it); and a classic group's
+    answers from where a clock forks it (`timer_forks`: a stopped member's session ending, two connections
+    sharing a static instance id)."""
     ref, sub = names
     dumped: set[tuple[str, int, int]] = set()
     known = known if known is not None else load_known_fields()
@@ -562,6 +598,8 @@ def diff_sessions(sessions: dict[str, tuple[list[Exchange], list[Exchange]]], na
         for side, dd in (("a", da), ("b", db)):
             for d in stale_heartbeats(dd):
                 fork(side, d)
+            for group, t in timer_forks(dd):
+                forked[(side, group)] = min(forked.get((side, group), t), t)
 
         # JoinGroup/LeaveGroup sends per side: (group, connection, time sent, time a LeaveGroup was answered)
         changes = {side: [((x.request or {}).get("group_id"), x.ex.conn, x.ex.t_request,

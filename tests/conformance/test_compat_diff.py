@@ -482,3 +482,55 @@ def test_a_heartbeat_in_flight_with_another_members_leave_is_not_unexplained() -
     # the LeaveGroup answered on both sides before the heartbeat was sent: its answer is compared
     stats = diff_sessions({"s / c": (session(0, 3.5), session(27, 3.001))}, ("kafka", "fakekafka"), known=[])
     assert stats[(hbk, 3)].diffs["error_code"].unexplained
+
+
+def _classic_join(member: str, session_ms: int = 6000, instance: str | None = None) -> dict[str, Any]:
+    return {"group_id": "g", "session_timeout_ms": session_ms, "rebalance_timeout_ms": 60000, "member_id": member,
+            "group_instance_id": instance, "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": b""}]}
+
+
+_JOINED = {"error_code": 0, "generation_id": 1, "protocol_type": "consumer", "protocol_name": "range",
+           "leader": "m", "skip_assignment": False, "member_id": "m", "members": []}
+
+
+def test_a_heartbeat_around_a_killed_members_session_end_is_not_unexplained() -> None:
+    """As seen with aiokafka in a loaded CI run (group_join_leave_crash_rejoin): member c is killed; its session
+    ends at a moment each broker's clock decides, and a's next heartbeat was answered REBALANCE_IN_PROGRESS by
+    fakekafka, NONE by Kafka."""
+    jg, hbk = wire.ApiKey.JOIN_GROUP, wire.ApiKey.HEARTBEAT
+
+    def hb(member: str) -> dict[str, Any]:
+        return {"group_id": "g", "generation_id": 1, "member_id": member, "group_instance_id": None}
+
+    def session(a_error: int, a_at: int) -> list[Exchange]:
+        # a joins on connection 1, c on connection 3 and heartbeats last at 3.0 (6 s sessions): killed
+        return [_exchange(1, jg, 5, _classic_join(""), _JOINED),
+                _exchange(2, jg, 5, _classic_join(""), _JOINED, conn=3),
+                _exchange(3, hbk, 3, hb("c"), {"error_code": 0}, conn=3),
+                _exchange(a_at, hbk, 3, hb("a"), {"error_code": a_error})]
+    stats = diff_sessions({"s / c": (session(0, 9), session(27, 9))}, ("kafka", "fakekafka"), known=[])
+    d = stats[(hbk, 3)].diffs["error_code"]
+    assert not d.unexplained and d.diverged == {"s / c"}
+    # a heartbeat sent well before c's session could end: its answer is compared
+    stats = diff_sessions({"s / c": (session(0, 7), session(27, 7))}, ("kafka", "fakekafka"), known=[])
+    assert stats[(hbk, 3)].diffs["error_code"].unexplained
+
+
+def test_heartbeats_after_a_second_connection_joins_with_the_same_instance_id_are_not_unexplained() -> None:
+    """As seen with aiokafka in a loaded CI run (static_member_fenced): two members share a group.instance.id and
+    take the slot in turns; an evicted member's heartbeat (Heartbeat v1 carries no instance id) was answered
+    UNKNOWN_MEMBER_ID by Kafka and NONE by fakekafka, which had not yet taken the other's rejoin."""
+    jg, hbk = wire.ApiKey.JOIN_GROUP, wire.ApiKey.HEARTBEAT
+    hb = {"group_id": "g", "generation_id": 1, "member_id": "m", "group_instance_id": None}
+
+    def session(error: int, second_join_at: int) -> list[Exchange]:
+        return [_exchange(1, jg, 5, _classic_join("", instance="same"), _JOINED),
+                _exchange(second_join_at, jg, 5, _classic_join("", instance="same"), _JOINED, conn=2),
+                _exchange(4, hbk, 1, hb, {"error_code": error})]
+    stats = diff_sessions({"s / c": (session(25, 3), session(0, 3))}, ("kafka", "fakekafka"), known=[])
+    d = stats[(hbk, 1)].diffs["error_code"]
+    assert not d.unexplained and d.diverged == {"s / c"}
+    # the heartbeat before the second member joined: compared
+    stats = diff_sessions({"s / c": (session(25, 5), session(0, 5))}, ("kafka", "fakekafka"), known=[])
+    assert stats[(hbk, 1)].diffs["error_code"].unexplained

@@ -292,9 +292,10 @@ class ConsumerGroupCoordinator(ConsumerGroupMembers, ConsumerGroupOffsets):
 def _reports(owned: list[tuple[Any, list[int]]] | None, assigned: Assignment) -> bool:
     """Whether a heartbeat reports owning just the member's assignment: the member has it. Until one does, its
     heartbeats that report nothing owned are answered with the assignment again. An answer can be lost on the
-    way: librdkafka drops one that comes after its heartbeat timeout (the heartbeat interval) and sends no full
-    request after it, so a member told to give partitions up would keep them until its rebalance timeout, and
-    one granted partitions would never take them. A member that has the answer takes it again as no change."""
+    way: librdkafka drops one that comes after its heartbeat timeout (the heartbeat interval) and, holding
+    partitions, sends no full request after it; an answer that keeps the member's epoch (partitions to give up,
+    or released ones granted in the same epoch) is then never heard, where one that moves it to a new epoch ends
+    in FENCED_MEMBER_EPOCH and a rejoin. A member that has the answer takes it again as no change."""
     if owned is None:
         return False
     return {t: frozenset(ps) for t, ps in owned if ps} == {t: ps for t, ps in assigned.items() if ps}

@@ -97,7 +97,7 @@ class ConsumerGroupCoordinator(ConsumerGroupMembers, ConsumerGroupOffsets):
         group = self.groups.get(r.group_id)
         member = group.members.get(r.member_id) if group is not None and r.member_epoch > 0 else None
         if (member is None or r.instance_id is not None or r.subscribed_topic_regex is not None
-                or member.member_epoch != r.member_epoch or member.state != MemberState.STABLE or member.unconfirmed
+                or member.member_epoch != r.member_epoch or member.state != MemberState.STABLE
                 or member.classic is not None or member.subscribed_topic_regex is not None
                 or not member.member_epoch == group.assignment_epoch == group.group_epoch
                 or r.client_id != member.client_id or r.client_host != member.client_host
@@ -109,10 +109,13 @@ class ConsumerGroupCoordinator(ConsumerGroupMembers, ConsumerGroupOffsets):
             return None
         member.session_deadline = self._now() + self.session_timeout_ms(group.group_id)
         full = r.rebalance_timeout_ms != -1 and r.subscribed_topic_names is not None and r.owned is not None
+        told = full or (member.unconfirmed and r.owned is None)  # as in _heartbeat
+        if member.unconfirmed or told:
+            member.unconfirmed = not _reports(r.owned, member.assigned)
         return {"error_code": ErrorCode.NONE, "error_message": None, "member_id": member.member_id,
                 "member_epoch": member.member_epoch,
                 "heartbeat_interval_ms": self.heartbeat_interval_ms(group.group_id),
-                "assignment": _assignment(member.assigned) if full else None}
+                "assignment": _assignment(member.assigned) if told else None}
 
     def _group_or_error(self, group_id: str) -> ConsumerGroup:
         group = self.groups.get(group_id)

@@ -109,9 +109,7 @@ class ConsumerGroupCoordinator(ConsumerGroupMembers, ConsumerGroupOffsets):
             return None
         member.session_deadline = self._now() + self.session_timeout_ms(group.group_id)
         full = r.rebalance_timeout_ms != -1 and r.subscribed_topic_names is not None and r.owned is not None
-        told = full or (member.unconfirmed and r.owned is None)  # as in _heartbeat
-        if member.unconfirmed or told:
-            member.unconfirmed = not _reports(r.owned, member.assigned)
+        told, member.unconfirmed = _told(r, member.unconfirmed, full, member.assigned)
         return {"error_code": ErrorCode.NONE, "error_message": None, "member_id": member.member_id,
                 "member_epoch": member.member_epoch,
                 "heartbeat_interval_ms": self.heartbeat_interval_ms(group.group_id),
@@ -225,11 +223,9 @@ class ConsumerGroupCoordinator(ConsumerGroupMembers, ConsumerGroupOffsets):
                                "member_epoch": updated.member_epoch,
                                "heartbeat_interval_ms": self.heartbeat_interval_ms(group.group_id),
                                "assignment": None}
-        # sent again to a member not known to have it (see _reports); Kafka sends an assignment only when it changed
-        told = full or before != updated.assigned or (member.unconfirmed and r.owned is None)
+        told, updated.unconfirmed = _told(r, member.unconfirmed, full or before != updated.assigned, updated.assigned)
         if told:
             out["assignment"] = _assignment(updated.assigned)
-        updated.unconfirmed = (told or member.unconfirmed) and not _reports(r.owned, updated.assigned)
         return out
 
 
@@ -290,6 +286,14 @@ class ConsumerGroupCoordinator(ConsumerGroupMembers, ConsumerGroupOffsets):
                     "target_assignment": named(group.target.get(m.member_id, {}))}
                     for m in group.members.values()},
                 "offsets": {f"{t}-{p}": om.offset for (t, p), om in sorted(group.offsets.items())}}
+
+
+def _told(r: HeartbeatRequest, unconfirmed: bool, changed: bool, assigned: Assignment) -> tuple[bool, bool]:
+    """Whether the answer carries the assignment (a full request, a change, or a member not known to have it that
+    reports nothing owned; Kafka sends it only for the first two), and whether the member is then still not known
+    to have it (see _reports)."""
+    told = changed or (unconfirmed and r.owned is None)
+    return told, (told or unconfirmed) and not _reports(r.owned, assigned)
 
 
 def _reports(owned: list[tuple[Any, list[int]]] | None, assigned: Assignment) -> bool:

@@ -583,9 +583,8 @@ def diff_sessions(sessions: dict[str, tuple[list[Exchange], list[Exchange]]], na
         # there on follow a different history
         forked: dict[tuple[str, Any], float] = {}
 
-        def fork(side: str, d: Decoded, forked: dict[tuple[str, Any], float] = forked) -> None:
-            g = (side, (d.request or {}).get("group_id"))
-            forked[g] = min(forked.get(g, d.ex.t_request), d.ex.t_request)
+        def fork(side: str, group: Any, t: float, forked: dict[tuple[str, Any], float] = forked) -> None:
+            forked[(side, group)] = min(forked.get((side, group), t), t)
         for (k, _v), (_pairs, only_a, only_b) in aligned.items():
             ga, gb = groups[(k, _v)]
             left = [("a", ga[i]) for i in only_a] + [("b", gb[j]) for j in only_b]
@@ -594,12 +593,12 @@ def diff_sessions(sessions: dict[str, tuple[list[Exchange], list[Exchange]]], na
                     tainted.update(_names(d.request, "topic_data.name", "topic_data.topic_id"))
             if k in (ApiKey.JOIN_GROUP, ApiKey.LEAVE_GROUP, ApiKey.SYNC_GROUP):
                 for side, d in left:
-                    fork(side, d)
+                    fork(side, (d.request or {}).get("group_id"), d.ex.t_request)
         for side, dd in (("a", da), ("b", db)):
             for d in stale_heartbeats(dd):
-                fork(side, d)
+                fork(side, (d.request or {}).get("group_id"), d.ex.t_request)
             for group, t in timer_forks(dd):
-                forked[(side, group)] = min(forked.get((side, group), t), t)
+                fork(side, group, t)
 
         # JoinGroup/LeaveGroup sends per side: (group, connection, time sent, time a LeaveGroup was answered)
         changes = {side: [((x.request or {}).get("group_id"), x.ex.conn, x.ex.t_request,

@@ -368,11 +368,18 @@ def test_known_wire_fields_table_parses() -> None:
     assert all(r.reason for r in rows)
 
 
+def _classic_join(member: str, session_ms: int = 6000, instance: str | None = None) -> dict[str, Any]:
+    return {"group_id": "g", "session_timeout_ms": session_ms, "rebalance_timeout_ms": 60000, "member_id": member,
+            "group_instance_id": instance, "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": b""}]}
+
+
+_JOINED = {"error_code": 0, "generation_id": 1, "protocol_type": "consumer", "protocol_name": "range",
+           "leader": "m", "skip_assignment": False, "member_id": "m", "members": []}
+
+
 def test_group_answers_after_a_fork_are_shown_but_not_unexplained() -> None:
-    join = {"group_id": "g", "session_timeout_ms": 6000, "rebalance_timeout_ms": 60000, "member_id": "m",
-            "group_instance_id": None, "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": b""}]}
-    joined = {"error_code": 0, "generation_id": 1, "protocol_type": "consumer", "protocol_name": "range",
-              "leader": "m", "skip_assignment": False, "member_id": "m", "members": []}
+    join, joined = _classic_join("m"), _JOINED
     hb = {"group_id": "g", "generation_id": 1, "member_id": "m", "group_instance_id": None}
     ref = [_exchange(1, 11, 7, join, joined), _exchange(3, 12, 4, hb, {"error_code": 0})]
     # the subject's member rejoined once more (a race went the other way), then its heartbeat differs
@@ -391,11 +398,8 @@ def test_a_sync_another_members_join_was_sent_while_one_side_held_it_is_not_unex
     Kafka held the SyncGroup while its assignment was written, the other member's rejoin came meanwhile and fenced
     it (82); fakekafka had answered it before that JoinGroup was sent."""
     def join(member: str) -> dict[str, Any]:
-        return {"group_id": "g", "session_timeout_ms": 6000, "rebalance_timeout_ms": 60000, "member_id": member,
-                "group_instance_id": "same", "protocol_type": "consumer",
-                "protocols": [{"name": "range", "metadata": b""}]}
-    joined = {"error_code": 0, "generation_id": 1, "protocol_type": "consumer", "protocol_name": "range",
-              "leader": "m1", "skip_assignment": False, "member_id": "m1", "members": []}
+        return _classic_join(member, instance="same")
+    joined = {**_JOINED, "leader": "m1", "member_id": "m1"}
     sync = {"group_id": "g", "generation_id": 1, "member_id": "m1", "group_instance_id": "same",
             "protocol_type": "consumer", "protocol_name": "range", "assignments": []}
 
@@ -482,16 +486,6 @@ def test_a_heartbeat_in_flight_with_another_members_leave_is_not_unexplained() -
     # the LeaveGroup answered on both sides before the heartbeat was sent: its answer is compared
     stats = diff_sessions({"s / c": (session(0, 3.5), session(27, 3.001))}, ("kafka", "fakekafka"), known=[])
     assert stats[(hbk, 3)].diffs["error_code"].unexplained
-
-
-def _classic_join(member: str, session_ms: int = 6000, instance: str | None = None) -> dict[str, Any]:
-    return {"group_id": "g", "session_timeout_ms": session_ms, "rebalance_timeout_ms": 60000, "member_id": member,
-            "group_instance_id": instance, "protocol_type": "consumer",
-            "protocols": [{"name": "range", "metadata": b""}]}
-
-
-_JOINED = {"error_code": 0, "generation_id": 1, "protocol_type": "consumer", "protocol_name": "range",
-           "leader": "m", "skip_assignment": False, "member_id": "m", "members": []}
 
 
 def test_a_heartbeat_around_a_killed_members_session_end_is_not_unexplained() -> None:

@@ -8,7 +8,7 @@ import collections
 import socket
 from collections.abc import Callable
 
-__all__ = ["LISTEN_BACKLOG", "Listener", "ListenerPool", "listen_socket"]
+__all__ = ["LISTEN_BACKLOG", "Listener", "ListenerPool", "listen_again", "listen_socket", "reserve_port"]
 
 LISTEN_BACKLOG = 4096
 """Connections the kernel queues for a listener until they are accepted (capped by net.core.somaxconn). Kafka's
@@ -83,6 +83,10 @@ class ListenerPool:
 
 
 def listen_socket(host: str, port: int) -> socket.socket:
+    return listen_again(_bound_socket(host, port))
+
+
+def _bound_socket(host: str, port: int) -> socket.socket:
     # a socket of our own rather than create_server(host, port): that resolves the host in a thread pool
     family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
                                                          flags=socket.AI_PASSIVE)[0]
@@ -92,6 +96,26 @@ def listen_socket(host: str, port: int) -> socket.socket:
         if family == socket.AF_INET6:
             sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
         sock.bind(address)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def reserve_port(host: str, port: int) -> socket.socket | None:
+    """Keeps a closed listener's port for its broker's restart: a socket bound to it that does not listen.
+    Connections to it are refused, as to a closed port, and Linux gives a port bound this way to no outgoing
+    connection, so another process's connections (a busy test run's) cannot take it while the broker is down.
+    None when the port was taken meanwhile (the restart then says so)."""
+    try:
+        return _bound_socket(host, port)
+    except OSError:
+        return None
+
+
+def listen_again(sock: socket.socket) -> socket.socket:
+    """Listens on a bound socket (one `reserve_port` kept)."""
+    try:
         sock.listen(LISTEN_BACKLOG)
         sock.setblocking(False)
     except OSError:

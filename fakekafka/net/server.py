@@ -35,7 +35,7 @@ from fakekafka.model.cluster import ClusterState
 from fakekafka.model.config import OAUTHBEARER_UNSECURED_VALIDATOR
 from fakekafka.model.metadata import Broker
 from fakekafka.net.connection import Connection
-from fakekafka.net.listeners import LISTEN_BACKLOG, Listener, ListenerPool, listen_socket
+from fakekafka.net.listeners import LISTEN_BACKLOG, Listener, ListenerPool, listen_again, listen_socket, reserve_port
 from fakekafka.net.quotas import ConnectionQuotas, RequestMemoryPool
 from fakekafka.net.requests import CloseConnection, Purgatory, RequestHandler
 from fakekafka.net.security import (
@@ -66,6 +66,8 @@ class Server:
         self.advertised_host = advertised_host
         self._servers: dict[tuple[int, str], asyncio.base_events.Server] = {}
         self._sockets: dict[tuple[int, str], socket.socket] = {}
+        self._reserved: dict[tuple[int, str], socket.socket] = {}
+        """The ports of brokers that are down, kept for their restart (bound, not listening)."""
         config = cluster.config
         self.listeners: list[ListenerSpec] = (parse_listeners(config.listeners, config.listener_security_protocol_map)
                                               if config.listeners else [ListenerSpec("PLAINTEXT", "PLAINTEXT", "", -1)])
@@ -175,7 +177,8 @@ class Server:
             port = broker.bound.get(spec.name, spec.port + broker.node_id - min(self.cluster.brokers)
                                     if spec.port else 0)
         try:
-            sock = listen_socket(host, port)
+            reserved = self._reserved.pop((broker.node_id, spec.name), None)
+            sock = listen_socket(host, port) if reserved is None else listen_again(reserved)
         except OSError as e:  # which of the brokers' ports it was: the error's filename, as for files
             raise OSError(e.errno, e.strerror, f"{host}:{port}") from e
         if spec.port < 0:
@@ -281,20 +284,30 @@ class Server:
 
     async def close_broker(self, node_id: int, *, abort: bool = True) -> None:
         """Stops listening for the broker and drops its connections (at once when `abort`: a killed
-        broker; after answering what is in flight otherwise)."""
-        servers = [self._servers.pop(key) for key in list(self._servers) if key[0] == node_id]
-        for key in [key for key in self._sockets if key[0] == node_id]:
-            self._sockets.pop(key).close()
-        for srv in servers:
-            srv.close()
+        broker; after answering what is in flight otherwise). Its ports stay bound (`reserve_port`) for
+        `open_broker`."""
+        servers = {key: self._servers.pop(key) for key in list(self._servers) if key[0] == node_id}
+        sockets = {key: self._sockets.pop(key) for key in list(self._sockets) if key[0] == node_id}
+        for key, listening in [*sockets.items(), *servers.items()]:
+            if isinstance(listening, socket.socket):
+                address = listening.getsockname()
+            else:
+                address = listening.sockets[0].getsockname() if listening.sockets else None
+            listening.close()
+            reserved = None if address is None else reserve_port(address[0], address[1])
+            if reserved is not None:
+                self._reserved[key] = reserved
         for conn in self.quotas.of_broker(node_id):
             conn.close(abort=abort)
-        for srv in servers:
+        for srv in servers.values():
             await srv.wait_closed()
 
     async def stop(self) -> None:
         self._stopped = self.quotas.stopped = True
         self._close_sockets()
+        for sock in self._reserved.values():
+            sock.close()
+        self._reserved.clear()
         self.ticker.stop()
         for srv in self._servers.values():
             srv.close()

@@ -59,7 +59,7 @@ from fakekafka.model.faults import Faults
 from fakekafka.model.hooks import Hooks
 from fakekafka.model.metadata import Broker
 from fakekafka.net.framing import GO, STOP, FrameReader, FrameStream
-from fakekafka.net.listeners import LISTEN_BACKLOG
+from fakekafka.net.listeners import LISTEN_BACKLOG, listen_again, reserve_port
 from fakekafka.net.quotas import ConnectionQuotas
 from fakekafka.observe.records import RequestRecord
 from fakekafka.proxy.exchange import PENDING, Exchange, Slot
@@ -134,6 +134,8 @@ class _Listener:
     server: asyncio.base_events.Server | None = None
     pairs: set[_Pair] = field(default_factory=set)
     reachable: bool = True
+    reserved: socket.socket | None = None
+    """While `kill_broker` keeps the broker unreachable: its port, bound without listening (`reserve_port`)."""
 
 
 PROXY_CONFIGS = ("max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides",
@@ -314,13 +316,19 @@ class ProxyServer:
         listener.server = await asyncio.get_running_loop().create_server(
             lambda: _ClientSide(self, listener), sock=listener.sock, ssl=self.client_ssl, backlog=LISTEN_BACKLOG)
 
-    async def _close_listener(self, listener: _Listener) -> None:
+    async def _close_listener(self, listener: _Listener, *, reserve: bool = False) -> None:
+        """Closes the listener and drops its connections; `reserve` keeps its port (`_Listener.reserved`)."""
         server, listener.server = listener.server, None
+        bound = server.sockets[0] if server is not None and server.sockets else listener.sock
+        address = bound.getsockname() if bound is not None else None
         if server is not None:
             server.close()
         elif listener.sock is not None:
             listener.sock.close()
         listener.sock = None
+        if listener.reserved is not None:
+            listener.reserved.close()
+        listener.reserved = reserve_port(address[0], address[1]) if reserve and address is not None else None
         for pair in list(listener.pairs):
             pair.close("its listener closed")
 
@@ -371,7 +379,7 @@ class ProxyServer:
         if not listener.reachable:
             return
         listener.reachable = False
-        await self._close_listener(listener)
+        await self._close_listener(listener, reserve=True)
         self.event("broker_unreachable", broker=node_id, port=listener.port)
 
     async def restart_broker(self, node_id: int) -> None:
@@ -381,7 +389,8 @@ class ProxyServer:
             raise ValueError(f"the proxy has seen no broker {node_id}")
         if listener.reachable:
             return
-        listener.sock = _listen_socket(self.host, listener.port)
+        reserved, listener.reserved = listener.reserved, None
+        listener.sock = _listen_socket(self.host, listener.port) if reserved is None else listen_again(reserved)
         listener.reachable = True
         await self._serve(listener)
         self.event("broker_reachable", broker=node_id, port=listener.port)

@@ -9,6 +9,7 @@ the connection unanswered.
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import logging
 import signal
@@ -99,6 +100,42 @@ def test_advertised_listeners_and_restart_keep_ports() -> None:
             raw.request(API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"}).error_code == 0
         )
         raw.close()
+
+
+def _taken(port: int) -> bool:
+    """Whether another socket can have the port (as an outgoing connection's local port can, when the kernel
+    gives it out): no when something holds it bound."""
+    with socket.socket() as other:
+        try:
+            other.bind(("127.0.0.1", port))
+        except OSError as e:
+            assert e.errno == errno.EADDRINUSE, e
+            return True
+    return False
+
+
+@pytest.mark.parametrize("listeners", [None, "PLAINTEXT://127.0.0.1:0,OTHER://127.0.0.1:0"])
+def test_a_down_brokers_ports_are_kept_for_its_restart(listeners: str | None) -> None:
+    """A killed or stopped broker's ports refuse connections but stay bound, so no other process's connection
+    is given one of them meanwhile and the restart, on the same ports, cannot find them taken."""
+    extra = {} if listeners is None else {"listeners": listeners,
+                                          "listener_security_protocol_map": "PLAINTEXT:PLAINTEXT,OTHER:PLAINTEXT"}
+    with fakekafka.Cluster(brokers=2, **extra) as c:
+        names = ["PLAINTEXT"] if listeners is None else ["PLAINTEXT", "OTHER"]
+        ports = [int(c.bootstrap_servers_for(n).split(",")[1].rsplit(":", 1)[1]) for n in names]
+        for down in (c.kill_broker, c.stop_broker):
+            down(2)
+            for port in ports:
+                with pytest.raises(ConnectionRefusedError):
+                    socket.create_connection(("127.0.0.1", port), timeout=2).close()
+                assert _taken(port)
+            c.restart_broker(2)
+            for port in ports:
+                raw = RawClient(f"127.0.0.1:{port}")
+                versions = raw.request(API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"})
+                assert versions.error_code == 0
+                raw.close()
+    assert not any(_taken(port) for port in ports)  # and the cluster's stop lets them go
 
 
 def test_tls_listener_needs_a_keystore() -> None:

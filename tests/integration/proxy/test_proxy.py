@@ -71,6 +71,8 @@ def test_an_unreachable_broker_and_its_return() -> None:
         port = proxy.brokers()[1][1]
         with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=2):
             pass
+        with socket.socket() as other, pytest.raises(OSError, match="in use"):  # kept for the broker's return
+            other.bind(("127.0.0.1", port))
         producer = Producer({"bootstrap.servers": proxy.bootstrap_servers, "message.timeout.ms": 1500})
         failed: list[object] = []
         producer.produce("t", b"lost", on_delivery=lambda err, _m: failed.append(err))

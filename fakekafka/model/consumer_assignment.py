@@ -54,6 +54,100 @@ def _range_assign(members: AssignorInput, partitions: dict[uuid.UUID, int],
 
 def _uniform_assign(members: AssignorInput, partitions: dict[uuid.UUID, int],
                     current: dict[str, Assignment]) -> dict[str, Assignment]:
+    """Kafka's server-side `uniform` (`_uniform_general`), by a shorter way when every member subscribes to the
+    same one topic (a big group's usual case, where each join runs the assignor over every member)."""
+    values = iter(members.values())
+    first = next(values, (None, frozenset()))[1]
+    if all(ids is first or ids == first for _, ids in values):
+        topics = [t for t in first if t in partitions]
+        if len(topics) == 1:
+            out = _uniform_one_topic(sorted(members), topics[0], partitions[topics[0]], current)
+            if out is not None:
+                return out
+    return _uniform_general(members, partitions, current)
+
+
+def _uniform_one_topic(order: list[str], topic: uuid.UUID, size: int, current: dict[str, Assignment]
+                       ) -> dict[str, Assignment] | None:
+    """`_uniform_general` when every member subscribes to `topic` alone: the same steps (the least loaded
+    member by (count, member id) takes each free partition, then the balance passes), without its per-member
+    sets and heaps per subscription. None when a current target holds another topic, an empty or out-of-range
+    set, or a partition another holds too: the general path decides those."""
+    counts: dict[str, int] = {}
+    held: dict[str, set[int]] = {}
+    """Members whose partitions moved: their own copy (the others keep their current target)."""
+    changed: set[str] = set()
+    owned: dict[str, frozenset[int]] = {}
+    for m in order:
+        a = current.get(m)
+        if a is None:
+            changed.add(m)
+            counts[m] = 0
+        elif not a:
+            counts[m] = 0
+        else:
+            if len(a) != 1:
+                return None
+            [(t, ps)] = a.items()  # not a.get(topic): a topic id's hash is a Python-level function
+            if (t is not topic and t != topic) or not ps:
+                return None
+            counts[m] = len(ps)
+            owned[m] = ps
+    claimed: set[int] = set().union(*owned.values())
+    if len(claimed) != sum(counts.values()) or (claimed and max(claimed) >= size):
+        return None
+    heap = [(n, m) for m, n in counts.items()]
+    heapq.heapify(heap)
+
+    def least() -> str:
+        while heap[0][0] != counts[heap[0][1]]:
+            heapq.heappop(heap)
+        return heap[0][1]
+
+    def count(m: str, delta: int) -> None:
+        counts[m] += delta
+        heapq.heappush(heap, (counts[m], m))
+
+    def mine(m: str) -> set[int]:
+        got = held.get(m)
+        if got is None:
+            got = held[m] = set(owned.get(m, ()))
+        return got
+
+    if order:
+        for p in sorted(set(range(size)) - claimed):
+            m = least()
+            mine(m).add(p)
+            changed.add(m)
+            count(m, 1)
+    moved = bool(order)
+    while moved:  # the general path's balance passes: only a member over its share by two gives partitions away
+        moved = False
+        gained: dict[str, set[int]] = {}
+        floor = counts[least()]  # the least count: it only grows in a pass, and only when a partition moves
+        for m in [m for m in order if counts[m] >= floor + 2]:
+            if counts[m] - floor < 2:
+                continue
+            a = mine(m)
+            got = gained.get(m, ())
+            for p in sorted((p for p in a if p not in got), reverse=True):
+                low = least()
+                if counts[m] - counts[low] < 2:
+                    break
+                a.discard(p)
+                mine(low).add(p)
+                gained.setdefault(low, set()).add(p)
+                count(m, -1)
+                count(low, 1)
+                changed.update((m, low))
+                moved = True
+                floor = counts[least()]
+    return {m: (_kept(current.get(m), {topic: held[m]} if m in held else {}) if m in changed else current[m])
+            for m in order}
+
+
+def _uniform_general(members: AssignorInput, partitions: dict[uuid.UUID, int],
+                     current: dict[str, Assignment]) -> dict[str, Assignment]:
     """Kafka's server-side `uniform`: partitions spread so that two members subscribed to a topic hold as
     many partitions as each other, give or take one, each keeping as many of its current target
     partitions as it can (sticky), so a rebalance moves few partitions.

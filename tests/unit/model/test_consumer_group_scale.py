@@ -165,6 +165,41 @@ def test_the_uniform_assignor_is_complete_balanced_and_sticky(seed: int) -> None
         current = out
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_the_one_topic_way_of_the_uniform_assignor_gives_the_general_ones_answer(seed: int) -> None:
+    """A group whose members all subscribe to one topic is assigned by a shorter way (no per-member sets): the
+    same targets as the general way, member for member, the same target objects kept, through joins, leaves, a
+    topic growing and shrinking and targets it does not take (another topic, a partition held twice)."""
+    import random
+
+    rng = random.Random(seed)
+    t, other = uuid.UUID(int=rng.getrandbits(128)), uuid.UUID(int=rng.getrandbits(128))
+    pool = [f"m{i:02}" for i in range(rng.randint(1, 30))]
+    members: dict[str, tuple[str | None, frozenset[uuid.UUID]]] = {}
+    current: dict[str, dict[uuid.UUID, frozenset[int]]] = {}
+    size, shortened = rng.randint(0, 40), 0
+    for _ in range(60):
+        r = rng.random()
+        if r < 0.5 or not members:
+            members.update((m, (None, frozenset([t]))) for m in rng.sample(pool, min(len(pool), rng.randint(1, 3))))
+        elif r < 0.75:
+            for m in rng.sample(sorted(members), min(len(members), 2)):
+                del members[m]
+        elif r < 0.85:
+            size = max(0, size + rng.randint(-5, 8))
+        elif current:
+            current = {**current, rng.choice(sorted(current)): {other if r < 0.93 else t: frozenset([0])}}
+        if not members:
+            continue
+        general = consumer_assignment._uniform_general(members, {t: size}, current)
+        out = consumer_assignment._uniform_assign(members, {t: size}, current)
+        assert list(out.items()) == list(general.items())
+        assert [out[m] is current.get(m) for m in out] == [general[m] is current.get(m) for m in out]
+        shortened += consumer_assignment._uniform_one_topic(sorted(members), t, size, current) is not None
+        current = general
+    assert shortened  # the shorter way was taken
+
+
 def scripted_run(monkeypatch: pytest.MonkeyPatch, steady_path: bool) -> tuple[list[str], str, int]:
     """Joins, steady heartbeats, a new member, a rack change and a leave, on the fake clock: every answer, the
     group's description and its __consumer_offsets log end."""

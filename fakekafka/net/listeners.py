@@ -7,8 +7,10 @@ import asyncio
 import collections
 import socket
 from collections.abc import Callable
+from typing import Any
 
-__all__ = ["LISTEN_BACKLOG", "Listener", "ListenerPool", "listen_again", "listen_socket", "reserve_port"]
+__all__ = ["LISTEN_BACKLOG", "Listener", "ListenerPool", "close_keeping_port", "listen_again", "listen_socket",
+           "reserve_port"]
 
 LISTEN_BACKLOG = 4096
 """Connections the kernel queues for a listener until they are accepted (capped by net.core.somaxconn). Kafka's
@@ -111,6 +113,18 @@ def reserve_port(host: str, port: int) -> socket.socket | None:
         return _bound_socket(host, port)
     except OSError:
         return None
+
+
+def close_keeping_port(listening: socket.socket | asyncio.base_events.Server) -> socket.socket | None:
+    """Closes a listener (its socket, or the loop's server on it) and keeps its port: `reserve_port` of the
+    address it was bound to (None when it had none, or the port was taken meanwhile)."""
+    if isinstance(listening, socket.socket):
+        bound: Any = listening
+    else:
+        bound = listening.sockets[0] if listening.sockets else None
+    address = bound.getsockname() if bound is not None else None
+    listening.close()
+    return None if address is None else reserve_port(address[0], address[1])
 
 
 def listen_again(sock: socket.socket) -> socket.socket:

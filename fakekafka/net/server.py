@@ -35,7 +35,14 @@ from fakekafka.model.cluster import ClusterState
 from fakekafka.model.config import OAUTHBEARER_UNSECURED_VALIDATOR
 from fakekafka.model.metadata import Broker
 from fakekafka.net.connection import Connection
-from fakekafka.net.listeners import LISTEN_BACKLOG, Listener, ListenerPool, listen_again, listen_socket, reserve_port
+from fakekafka.net.listeners import (
+    LISTEN_BACKLOG,
+    Listener,
+    ListenerPool,
+    close_keeping_port,
+    listen_again,
+    listen_socket,
+)
 from fakekafka.net.quotas import ConnectionQuotas, RequestMemoryPool
 from fakekafka.net.requests import CloseConnection, Purgatory, RequestHandler
 from fakekafka.net.security import (
@@ -289,12 +296,7 @@ class Server:
         servers = {key: self._servers.pop(key) for key in list(self._servers) if key[0] == node_id}
         sockets = {key: self._sockets.pop(key) for key in list(self._sockets) if key[0] == node_id}
         for key, listening in [*sockets.items(), *servers.items()]:
-            if isinstance(listening, socket.socket):
-                address = listening.getsockname()
-            else:
-                address = listening.sockets[0].getsockname() if listening.sockets else None
-            listening.close()
-            reserved = None if address is None else reserve_port(address[0], address[1])
+            reserved = close_keeping_port(listening)
             if reserved is not None:
                 self._reserved[key] = reserved
         for conn in self.quotas.of_broker(node_id):

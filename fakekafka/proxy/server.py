@@ -59,7 +59,7 @@ from fakekafka.model.faults import Faults
 from fakekafka.model.hooks import Hooks
 from fakekafka.model.metadata import Broker
 from fakekafka.net.framing import GO, STOP, FrameReader, FrameStream
-from fakekafka.net.listeners import LISTEN_BACKLOG, listen_again, reserve_port
+from fakekafka.net.listeners import LISTEN_BACKLOG, close_keeping_port, listen_again
 from fakekafka.net.quotas import ConnectionQuotas
 from fakekafka.observe.records import RequestRecord
 from fakekafka.proxy.exchange import PENDING, Exchange, Slot
@@ -319,16 +319,16 @@ class ProxyServer:
     async def _close_listener(self, listener: _Listener, *, reserve: bool = False) -> None:
         """Closes the listener and drops its connections; `reserve` keeps its port (`_Listener.reserved`)."""
         server, listener.server = listener.server, None
-        bound = server.sockets[0] if server is not None and server.sockets else listener.sock
-        address = bound.getsockname() if bound is not None else None
-        if server is not None:
-            server.close()
-        elif listener.sock is not None:
-            listener.sock.close()
+        listening = server if server is not None else listener.sock
         listener.sock = None
         if listener.reserved is not None:
             listener.reserved.close()
-        listener.reserved = reserve_port(address[0], address[1]) if reserve and address is not None else None
+            listener.reserved = None
+        if listening is not None:
+            if reserve:
+                listener.reserved = close_keeping_port(listening)
+            else:
+                listening.close()
         for pair in list(listener.pairs):
             pair.close("its listener closed")
 

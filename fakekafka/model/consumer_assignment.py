@@ -114,7 +114,7 @@ def _uniform_one_topic(order: list[str], topic: uuid.UUID, size: int, current: d
             got = held[m] = set(owned.get(m, ()))
         return got
 
-    if order:
+    if order and len(claimed) < size:  # (every partition held, as after most joins: none is free)
         for p in sorted(set(range(size)) - claimed):
             m = least()
             mine(m).add(p)

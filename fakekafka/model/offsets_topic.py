@@ -219,12 +219,29 @@ def target_member_value(assignment: dict[uuid.UUID, frozenset[int]]) -> bytes:
     return _TARGET_HEAD + _topic_partitions_bytes(assignment) + b"\x00"
 
 
-def _new_targets(target: dict[str, Assignment], encoded: dict[tuple[int, str], tuple[Any, bytes, bytes]]
-                 ) -> dict[str, Assignment]:
-    """The target members not written as they are: the assignor hands the members it did not move their target
-    object back, so a join into a big group looks at the few it moved, not every member's record."""
-    return {mid: a for mid, a in target.items()
-            if (hit := encoded.get((TARGET_MEMBER, mid))) is None or hit[0] is not a}
+def member_metadata_value(m: ConsumerMember) -> bytes:
+    """ConsumerGroupMemberMetadataValue v0 behind its version (Kafka 4.4 writes "" for no regex, and the null
+    marker for a consumer member's classic metadata)."""
+    classic: dict[str, Any] = {"classic_member_metadata": None if m.classic is None else {
+        "session_timeout_ms": m.classic.session_timeout_ms,
+        "supported_protocols": [{"name": n, "metadata": md} for n, md in m.classic.protocols]}}
+    return _value(member_rec, 0, instance_id=m.instance_id, rack_id=m.rack_id, client_id=m.client_id,
+                  client_host=m.client_host, subscribed_topic_names=list(m.subscribed_topic_names),
+                  subscribed_topic_regex=m.subscribed_topic_regex or "",
+                  rebalance_timeout_ms=m.rebalance_timeout_ms, server_assignor=m.server_assignor, **classic)
+
+
+def _written_targets(encoded: dict[tuple[int, str], tuple[Any, bytes, bytes]]) -> dict[str, Any]:
+    """Member id -> what its target record was made from: after a new target assignment, which target records
+    changed or went is a look at these, not a walk over every record of the group."""
+    return {mid: hit[0] for (record_type, mid), hit in encoded.items() if record_type == TARGET_MEMBER}
+
+
+def _new_targets(target: dict[str, Assignment], written: dict[str, Any]) -> dict[str, Assignment]:
+    """The target members not written as they are (`written`: member id -> the target its record was made
+    from): the assignor hands the members it did not move their target object back, so a join into a big group
+    encodes the few it moved, not every member's record."""
+    return {mid: a for mid, a in target.items() if written.get(mid) is not a}
 
 
 class OffsetsTopic(RecordSink):
@@ -244,6 +261,8 @@ class OffsetsTopic(RecordSink):
         it moves, every target member's record is looked at again."""
         self._streams_written: dict[str, dict[bytes, bytes]] = {}
         """Streams group id -> its records as last written (key -> value)."""
+        self._target_ids: dict[str, tuple[dict[tuple[int, str], Any], dict[str, Any]]] = {}
+        """KIP-848 group id -> (its `_encoded`, `_written_targets` of it), kept beside it."""
 
     # --- writing -----------------------------------------------------------------------------------------
     def _append(self, group_id: str, records: Records, producer_id: int = -1, producer_epoch: int = -1) -> None:
@@ -309,6 +328,10 @@ class OffsetsTopic(RecordSink):
         gid = group.group_id
         written = self._written.setdefault(gid, {})
         encoded = self._encoded.setdefault(gid, {})
+        kept = self._target_ids.get(gid)
+        if kept is None or kept[0] is not encoded:
+            kept = self._target_ids[gid] = (encoded, _written_targets(encoded))
+        target_ids = kept[1]
         epochs_of = self._assignment_epochs.setdefault(gid, {})
         stamp = (group.assignment_epoch, group.last_assignment_ms, id(group.target), len(group.target))
         all_targets = members is None or self._target_stamp.get(gid) != stamp
@@ -327,11 +350,15 @@ class OffsetsTopic(RecordSink):
                 return
             key, value = encode()
             encoded[(record_type, member_id)] = (fingerprint, key, value)
+            if record_type == TARGET_MEMBER:
+                target_ids[member_id] = fingerprint
             if written.get(key) != value:
                 changed[record_type].append((key, value))
 
         def drop(record_type: int, member_id: str) -> None:
             hit = encoded.pop((record_type, member_id), None)
+            if record_type == TARGET_MEMBER:
+                target_ids.pop(member_id, None)
             key = hit[1] if hit is not None else _key(record_module(record_type), group_id=gid, member_id=member_id)
             if written.get(key) is not None:
                 gone.append(key)
@@ -345,12 +372,13 @@ class OffsetsTopic(RecordSink):
                 continue
             record(MEMBER, mid, (m.instance_id, m.rack_id, m.client_id, m.client_host, m.subscribed_topic_names,
                                  m.subscribed_topic_regex, m.rebalance_timeout_ms, m.server_assignor, m.classic),
-                   lambda m=m: (_key(member_rec, group_id=gid, member_id=m.member_id), self._member_metadata(m)))
-        targets = _new_targets(group.target, encoded) if all_targets else \
+                   lambda m=m: (_key(member_rec, group_id=gid, member_id=m.member_id), member_metadata_value(m)))
+        targets = _new_targets(group.target, target_ids) if all_targets else \
             {mid: group.target[mid] for mid in ids if mid in group.target}
         if all_targets:
-            for record_type, mid in [k for k in encoded if k[0] == TARGET_MEMBER and k[1] not in group.target]:
-                drop(record_type, mid)
+            if not target_ids.keys() <= group.target.keys():
+                for mid in [mid for mid in target_ids if mid not in group.target]:
+                    drop(TARGET_MEMBER, mid)
         else:
             for mid in ids:
                 if mid not in group.target:
@@ -396,17 +424,6 @@ class OffsetsTopic(RecordSink):
                 written[k] = v
         return records
 
-    @staticmethod
-    def _member_metadata(m: ConsumerMember) -> bytes:
-        classic: dict[str, Any] = {"classic_member_metadata": None if m.classic is None else {
-            "session_timeout_ms": m.classic.session_timeout_ms,
-            "supported_protocols": [{"name": n, "metadata": md} for n, md in m.classic.protocols]}}
-        return _value(member_rec, 0, instance_id=m.instance_id, rack_id=m.rack_id, client_id=m.client_id,
-                      client_host=m.client_host, subscribed_topic_names=list(m.subscribed_topic_names),
-                      subscribed_topic_regex=m.subscribed_topic_regex or "",
-                      rebalance_timeout_ms=m.rebalance_timeout_ms, server_assignor=m.server_assignor,
-                      **classic)  # Kafka 4.4 writes "" for no regex, and the null marker for a consumer member
-
     def consumer_group(self, group: ConsumerGroup | None, group_id: str = "",
                        members: Iterable[str] | None = None) -> None:
         """The records a KIP-848 group's change calls for: new or changed ones, tombstones for what went (every
@@ -417,7 +434,7 @@ class OffsetsTopic(RecordSink):
         if group is None:
             before = self._written.pop(gid, {})
             gone = sorted(before, key=lambda k: -struct.unpack_from(">h", k)[0])  # current assignment ... group epoch
-            for state in (self._encoded, self._assignment_epochs, self._target_stamp):
+            for state in (self._encoded, self._assignment_epochs, self._target_stamp, self._target_ids):
                 state.pop(gid, None)
             self._append(gid, [(k, None) for k in gone])
             return
@@ -518,6 +535,7 @@ class OffsetsTopic(RecordSink):
             self._streams_written.pop(gid, None)
             self._written.pop(gid, None)
             self._encoded.pop(gid, None)
+            self._target_ids.pop(gid, None)
             self._assignment_epochs.pop(gid, None)
             self._target_stamp.pop(gid, None)
         now = c.clock.now_ms()

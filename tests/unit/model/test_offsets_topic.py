@@ -253,6 +253,24 @@ def test_consumer_group_records_follow_the_group_and_load_back() -> None:
     assert [(t, v is None) for t, _, _, v in records(p)[n + 6:]] == [(1, True), (6, True), (3, True)]
 
 
+def test_a_member_leaving_a_bigger_group_takes_its_records_with_it_before_and_after_a_load() -> None:
+    c = make()
+    p = offsets_partition(c, "cg")
+    for m in ("m1", "m2", "m3"):
+        assert hb(c, m, 0)["error_code"] == ErrorCode.NONE
+
+    def leaves(member: str) -> list[tuple[int, str]]:
+        n = len(records(p))
+        assert hb(c, member, -1)["error_code"] == ErrorCode.NONE
+        return [(t, k.member_id) for t, k, _, v in records(p)[n:] if v is None]
+
+    # its current assignment, target and member records go (a new target is computed for the others)
+    assert leaves("m2") == [(8, "m2"), (7, "m2"), (5, "m2")]
+    c.offsets_topic.load(p)  # the group as its records say: the next change is a diff to what was loaded
+    assert leaves("m3") == [(8, "m3"), (7, "m3"), (5, "m3")]
+    assert [v for t, k, _, v in records(p) if t == 7 and k.member_id == "m1"][-1] is not None
+
+
 @pytest.mark.parametrize("deleted_topic", [True, False])
 def test_deleting_a_topic_tombstones_its_offsets(deleted_topic: bool) -> None:
     c = make()

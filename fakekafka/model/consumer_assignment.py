@@ -10,6 +10,7 @@ back until it releases them.
 from __future__ import annotations
 
 import heapq
+import itertools
 import uuid
 from collections.abc import Callable
 
@@ -19,6 +20,7 @@ from fakekafka.model.consumer_group_metadata import (
     ConsumerGroup,
     ConsumerMember,
     MemberState,
+    Subscription,
     TopicInfo,
     compile_regex,
 )
@@ -54,96 +56,103 @@ def _range_assign(members: AssignorInput, partitions: dict[uuid.UUID, int],
 
 def _uniform_assign(members: AssignorInput, partitions: dict[uuid.UUID, int],
                     current: dict[str, Assignment]) -> dict[str, Assignment]:
-    """Kafka's server-side `uniform` (`_uniform_general`), by a shorter way when every member subscribes to the
-    same one topic (a big group's usual case, where each join runs the assignor over every member)."""
+    """Kafka's server-side `uniform`: its homogeneous way when every member subscribes to the same topics (a big
+    group's usual case, where each join runs the assignor over every member), else the general way."""
     values = iter(members.values())
     first = next(values, (None, frozenset()))[1]
     if all(ids is first or ids == first for _, ids in values):
-        topics = [t for t in first if t in partitions]
-        if len(topics) == 1:
-            out = _uniform_one_topic(sorted(members), topics[0], partitions[topics[0]], current)
+        topics = sorted((t for t in first if t in partitions), key=str)
+        if topics:
+            out = _uniform_homogeneous(sorted(members), topics, partitions, current)
             if out is not None:
                 return out
     return _uniform_general(members, partitions, current)
 
 
-def _uniform_one_topic(order: list[str], topic: uuid.UUID, size: int, current: dict[str, Assignment]
-                       ) -> dict[str, Assignment] | None:
-    """`_uniform_general` when every member subscribes to `topic` alone: the same steps (the least loaded
-    member by (count, member id) takes each free partition, then the balance passes), without its per-member
-    sets and heaps per subscription. None when a current target holds another topic, an empty or out-of-range
-    set, or a partition another holds too: the general path decides those."""
-    counts: dict[str, int] = {}
-    held: dict[str, set[int]] = {}
-    """Members whose partitions moved: their own copy (the others keep their current target)."""
-    changed: set[str] = set()
-    owned: dict[str, frozenset[int]] = {}
-    for m in order:
+def _uniform_homogeneous(order: list[str], topics: list[uuid.UUID], partitions: dict[uuid.UUID, int],
+                         current: dict[str, Assignment]) -> dict[str, Assignment] | None:
+    """Kafka 4.4's homogeneous uniform assignment (UniformHomogeneousAssignmentBuilder): P partitions over N
+    members give each a quota of P // N, one more for the first P % N members (in member-id order here, in its
+    members map's order there); a member keeps its current partitions up to its quota (its lowest first) and gives
+    up the rest; members under their quota take the partitions nobody holds, then those given up, in order. So a
+    member either keeps, gives up or takes partitions, never gives up some and takes others, and when members keep
+    their places in the order a join moves only what the new member needs. Members whose partitions do not change
+    keep their current target object. None when the current target holds a partition twice (the general way
+    decides that)."""
+    quota, extra = divmod(sum(partitions[t] for t in topics), len(order))
+    one = topics[0] if len(topics) == 1 else None
+    index = {t: i for i, t in enumerate(topics)}
+    sizes = [partitions[t] for t in topics]
+    held: list[list[frozenset[int]]] = [[] for _ in topics]
+    given_up: list[tuple[int, int]] = []
+    keeps: dict[str, dict[int, frozenset[int]]] = {}
+    """Members whose target changes: what they keep of it, by topic index (the others keep theirs as it is)."""
+    unfilled: list[tuple[str, int]] = []
+    out: dict[str, Assignment] = {}
+    for k, m in enumerate(order):
+        room = quota + 1 if k < extra else quota
         a = current.get(m)
         if a is None:
-            changed.add(m)
-            counts[m] = 0
-        elif not a:
-            counts[m] = 0
-        else:
-            if len(a) != 1:
-                return None
-            [(t, ps)] = a.items()  # not a.get(topic): a topic id's hash is a Python-level function
-            if (t is not topic and t != topic) or not ps:
-                return None
-            counts[m] = len(ps)
-            owned[m] = ps
-    claimed: set[int] = set().union(*owned.values())
-    if len(claimed) != sum(counts.values()) or (claimed and max(claimed) >= size):
-        return None
-    heap = [(n, m) for m, n in counts.items()]
-    heapq.heapify(heap)
-
-    def least() -> str:
-        while heap[0][0] != counts[heap[0][1]]:
-            heapq.heappop(heap)
-        return heap[0][1]
-
-    def count(m: str, delta: int) -> None:
-        counts[m] += delta
-        heapq.heappush(heap, (counts[m], m))
-
-    def mine(m: str) -> set[int]:
-        got = held.get(m)
-        if got is None:
-            got = held[m] = set(owned.get(m, ()))
-        return got
-
-    if order and len(claimed) < size:  # (every partition held, as after most joins: none is free)
-        for p in sorted(set(range(size)) - claimed):
-            m = least()
-            mine(m).add(p)
-            changed.add(m)
-            count(m, 1)
-    moved = bool(order)
-    while moved:  # the general path's balance passes: only a member over its share by two gives partitions away
-        moved = False
-        gained: dict[str, set[int]] = {}
-        floor = counts[least()]  # the least count: it only grows in a pass, and only when a partition moves
-        for m in [m for m in order if counts[m] >= floor + 2]:
-            if counts[m] - floor < 2:
+            out[m] = {}
+            if room:
+                keeps[m] = {}
+                unfilled.append((m, room))
+            continue
+        out[m] = a
+        if len(a) == 1:  # the usual case, one topic: a step per member
+            [(t, ps)] = a.items()
+            i = 0 if t is one else index.get(t)  # (`is` first: a topic id's hash is a Python-level function)
+            if i is not None and ps:
+                held[i].append(ps)
+                if len(ps) == room:
+                    continue
+                if len(ps) < room:
+                    keeps[m] = {i: ps}
+                    unfilled.append((m, room - len(ps)))
+                    continue
+                ordered = sorted(ps)  # over its quota: keeps its lowest, gives up the rest
+                given_up.extend((i, p) for p in ordered[room:])
+                keeps[m] = {i: frozenset(ordered[:room])} if room else {}
                 continue
-            a = mine(m)
-            got = gained.get(m, ())
-            for p in sorted((p for p in a if p not in got), reverse=True):
-                low = least()
-                if counts[m] - counts[low] < 2:
-                    break
-                a.discard(p)
-                mine(low).add(p)
-                gained.setdefault(low, set()).add(p)
-                count(m, -1)
-                count(low, 1)
-                changed.update((m, low))
-                moved = True
-                floor = counts[least()]
-    return {m: (_kept(current.get(m), {topic: held[m]} if m in held else {}) if m in changed else current[m])
-            for m in order}
+        kept: dict[int, frozenset[int]] = {}  # several topics, or one no longer subscribed: in topic id order
+        for t, ps in sorted(a.items(), key=lambda kv: str(kv[0])):
+            i = index.get(t)
+            if i is None or not ps:
+                continue
+            held[i].append(ps)
+            if len(ps) > room:
+                ordered = sorted(ps)
+                given_up.extend((i, p) for p in ordered[room:])
+                ps = frozenset(ordered[:room])
+            room -= len(ps)
+            if ps:
+                kept[i] = ps
+        if room:
+            unfilled.append((m, room))
+        if room or len(kept) != len(a) or any(a[topics[i]] is not ps for i, ps in kept.items()):
+            keeps[m] = kept
+    free: list[tuple[int, int]] = []
+    for i, sets in enumerate(held):
+        claimed = set().union(*sets)
+        if len(claimed) != sum(map(len, sets)):
+            return None
+        if claimed and max(claimed) >= sizes[i]:  # a topic shrank: its current targets without what is gone
+            size = sizes[i]
+            return _uniform_homogeneous(order, topics, partitions, {
+                m: {t: ps if index.get(t) != i else frozenset(p for p in ps if p < size) for t, ps in a.items()}
+                if any(index.get(t) == i and max(ps, default=0) >= size for t, ps in a.items()) else a
+                for m, a in current.items()})
+        if len(claimed) < sizes[i]:  # (every partition held, as after most joins: none is free)
+            free.extend((i, p) for p in range(sizes[i]) if p not in claimed)
+    take = iter(free + given_up)
+    for m, room in unfilled:
+        kept = keeps[m]
+        for i, p in itertools.islice(take, room):
+            got = kept.get(i)
+            kept[i] = frozenset([p]) if got is None else got | {p}
+    for m, kept in keeps.items():
+        out[m] = {topics[i]: ps for i, ps in sorted(kept.items())}
+    return out
 
 
 def _uniform_general(members: AssignorInput, partitions: dict[uuid.UUID, int],
@@ -300,43 +309,49 @@ ASSIGNORS: dict[str, Callable[[AssignorInput, dict[uuid.UUID, int], dict[str, As
 def member_topics(group: ConsumerGroup, member: ConsumerMember, topics: dict[str, TopicInfo]) -> frozenset[str]:
     """The topic names a member subscribes to: by name, and those its regular expression matches (internal
     topics never; with an authorizer, only those the member that last heartbeated with it may DESCRIBE)."""
-    names = set(member.subscribed_topic_names)
-    if member.subscribed_topic_regex:
-        pattern = compile_regex(member.subscribed_topic_regex)
-        describable = group.regex_describable.get(member.subscribed_topic_regex, lambda _: True)
-        names |= {n for n in topics if not n.startswith("__") and pattern.fullmatch(n) and describable(n)}
-    return frozenset(names)
+    return subscription_topics(group, (member.subscribed_topic_names, member.subscribed_topic_regex), topics)
+
+
+def subscription_topics(group: ConsumerGroup, subscription: Subscription, topics: dict[str, TopicInfo]
+                        ) -> frozenset[str]:
+    names, regex = subscription
+    found = set(names)
+    if regex:
+        pattern = compile_regex(regex)
+        describable = group.regex_describable.get(regex, lambda _: True)
+        found |= {n for n in topics if not n.startswith("__") and pattern.fullmatch(n) and describable(n)}
+    return frozenset(found)
 
 
 def subscription_metadata(group: ConsumerGroup, topics: dict[str, TopicInfo]
                           ) -> dict[str, tuple[uuid.UUID, int] | None]:
     """What a group epoch depends on: each subscribed topic -> (id, partitions), None if it does not exist."""
     wanted: set[str] = set()
-    seen: set[tuple[tuple[str, ...], str | None]] = set()
-    for m in group.members.values():
-        subscription = (m.subscribed_topic_names, m.subscribed_topic_regex)
-        if subscription not in seen:  # members mostly share theirs
-            seen.add(subscription)
-            wanted |= member_topics(group, m, topics)
+    for subscription in group.members.subscriptions:  # (members mostly share theirs: one or a few)
+        wanted |= subscription_topics(group, subscription, topics)
     return {n: (topics[n].topic_id, topics[n].partitions) if n in topics else None for n in sorted(wanted)}
 
 
 def target_assignment(group: ConsumerGroup, topics: dict[str, TopicInfo], default_assignor: str
                       ) -> dict[str, Assignment]:
-    """The group's next target assignment: member id -> its partitions, by the assignor most members prefer."""
-    inputs: AssignorInput = {}
-    resolved: dict[tuple[tuple[str, ...], str | None], frozenset[uuid.UUID]] = {}
-    for m in group.members.values():
-        subscription = (m.subscribed_topic_names, m.subscribed_topic_regex)
-        ids = resolved.get(subscription)
-        if ids is None:  # members mostly share their subscription: resolved once
-            ids = resolved[subscription] = frozenset(
-                topics[n].topic_id for n in member_topics(group, m, topics) if n in topics)
-        inputs[m.member_id] = (m.instance_id, ids)
+    """The group's next target assignment: member id -> its partitions, by the assignor most members prefer.
+    Members that all share one subscription under `uniform` (a big group's usual case) go to its homogeneous way
+    without a walk to gather each member's subscription."""
+    if not group.members:
+        return {}
+    name = group.preferred_assignor(default_assignor)
+    resolved = {subscription: frozenset(topics[n].topic_id for n in subscription_topics(group, subscription, topics)
+                                        if n in topics) for subscription in group.members.subscriptions}
     wanted = frozenset().union(*resolved.values())
     partitions = {info.topic_id: info.partitions for info in topics.values() if info.topic_id in wanted}
-    assignor = ASSIGNORS[group.preferred_assignor(default_assignor)]
-    return assignor(inputs, partitions, group.target) if inputs else {}
+    if name == "uniform" and len(resolved) == 1 and wanted:
+        out = _uniform_homogeneous(sorted(group.members), sorted(wanted, key=str), partitions, group.target)
+        if out is not None:
+            return out
+    inputs: AssignorInput = {m.member_id: (m.instance_id, resolved[(m.subscribed_topic_names,
+                                                                     m.subscribed_topic_regex)])
+                             for m in group.members.values()}
+    return ASSIGNORS[name](inputs, partitions, group.target)
 
 
 # --- reconciliation (CurrentAssignmentBuilder) ----------------------------------------------------

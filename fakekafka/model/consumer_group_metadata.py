@@ -160,35 +160,74 @@ class ConsumerMember:
         return out
 
 
+Subscription = tuple[tuple[str, ...], str | None]
+"""A member's subscription: (topic names, regular expression)."""
+
+
 class Members(dict[str, ConsumerMember]):
     """A group's members by id, with who owns each partition (assigned or still to be revoked) kept beside them, as
     Kafka's ConsumerGroup keeps its partition epochs: reconciling a member looks up the owners of its partitions
-    instead of walking the group. A member changed in place is stored again (`members[id] = member`)."""
+    instead of walking the group. Beside them too, how many members share each subscription and each server
+    assignor: a join reads those instead of walking the group. A member changed in place is stored again
+    (`members[id] = member`)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.owners: dict[tuple[uuid.UUID, int], dict[str, None]] = {}
         """(topic id, partition) -> the ids of the members that own it (one, but for a moment in a mixed group)."""
-        self._indexed: dict[str, list[tuple[uuid.UUID, int]]] = {}
+        self._indexed: dict[str, tuple[Assignment, Assignment, list[tuple[uuid.UUID, int]]]] = {}
+        """member id -> the assigned and pending-revocation maps its owners entries were made from, and those."""
+        self.subscriptions: dict[Subscription, int] = {}
+        """Each subscription of a member -> how many members have it (a group's members mostly share one)."""
+        self.assignors: dict[str, int] = {}
+        """Each server assignor a member names -> how many members name it."""
+        self._counted: dict[str, tuple[Subscription, str | None]] = {}
 
     def _unindex(self, member_id: str) -> None:
-        for tp in self._indexed.pop(member_id, ()):
+        _, _, tps = self._indexed.pop(member_id, (None, None, ()))
+        for tp in tps:
             ids = self.owners.get(tp)
             if ids is not None:
                 ids.pop(member_id, None)
                 if not ids:
                     del self.owners[tp]
+        counted = self._counted.pop(member_id, None)
+        if counted is not None:
+            subscription, assignor = counted
+            _less(self.subscriptions, subscription)
+            if assignor:
+                _less(self.assignors, assignor)
 
-    def _index(self, member: ConsumerMember) -> None:
-        tps = [(t, p) for a in (member.assigned, member.pending_revocation) for t, ps in a.items() for p in ps]
-        self._indexed[member.member_id] = tps
-        for tp in tps:
-            self.owners.setdefault(tp, {})[member.member_id] = None
+    def _index(self, member_id: str, member: ConsumerMember) -> None:
+        """Its owners entries made again only when its assigned or pending maps are other objects (those maps are
+        never changed in place: a heartbeat that changes nothing keeps them); its counts moved when they changed."""
+        was = self._indexed.get(member_id)
+        if was is None or was[0] is not member.assigned or was[1] is not member.pending_revocation:
+            for tp in was[2] if was is not None else ():
+                ids = self.owners.get(tp)
+                if ids is not None:
+                    ids.pop(member_id, None)
+                    if not ids:
+                        del self.owners[tp]
+            tps = [(t, p) for a in (member.assigned, member.pending_revocation) for t, ps in a.items() for p in ps]
+            self._indexed[member_id] = (member.assigned, member.pending_revocation, tps)
+            for tp in tps:
+                self.owners.setdefault(tp, {})[member_id] = None
+        counted = (member.subscribed_topic_names, member.subscribed_topic_regex), member.server_assignor
+        was_counted = self._counted.get(member_id)
+        if counted != was_counted:
+            if was_counted is not None:
+                _less(self.subscriptions, was_counted[0])
+                if was_counted[1]:
+                    _less(self.assignors, was_counted[1])
+            self._counted[member_id] = counted
+            self.subscriptions[counted[0]] = self.subscriptions.get(counted[0], 0) + 1
+            if counted[1]:
+                self.assignors[counted[1]] = self.assignors.get(counted[1], 0) + 1
 
     def __setitem__(self, member_id: str, member: ConsumerMember) -> None:
-        self._unindex(member_id)
         super().__setitem__(member_id, member)
-        self._index(member)
+        self._index(member_id, member)
 
     def __delitem__(self, member_id: str) -> None:
         super().__delitem__(member_id)
@@ -208,10 +247,21 @@ class Members(dict[str, ConsumerMember]):
         super().clear()
         self.owners.clear()
         self._indexed.clear()
+        self.subscriptions.clear()
+        self.assignors.clear()
+        self._counted.clear()
 
     def update(self, *args: object, **kwargs: object) -> None:  # type: ignore[override]
         for k, v in dict(*args, **kwargs).items():  # type: ignore[arg-type]
             self[k] = v
+
+
+def _less(counts: dict[Any, int], key: object) -> None:
+    n = counts[key] - 1
+    if n:
+        counts[key] = n
+    else:
+        del counts[key]
 
 
 @dataclass
@@ -253,8 +303,15 @@ class ConsumerGroup:
         return ConsumerGroupState.STABLE
 
     def preferred_assignor(self, default: str) -> str:
-        counts = Counter(m.server_assignor for m in self.members.values() if m.server_assignor)
-        return counts.most_common(1)[0][0] if counts else default
+        """The server assignor most members name (from the members' counts; a tie is settled by the walk over
+        the members: the one named first)."""
+        counts = self.members.assignors
+        if len(counts) <= 1:
+            return next(iter(counts), default)
+        most = max(counts.values())
+        if sum(1 for n in counts.values() if n == most) == 1:
+            return next(a for a, n in counts.items() if n == most)
+        return Counter(m.server_assignor for m in self.members.values() if m.server_assignor).most_common(1)[0][0]
 
     def partition_owner_epoch(self, topic_id: uuid.UUID, partition: int, exclude: str) -> int:
         """The epoch of the member (other than `exclude`) that still owns the partition, or -1."""

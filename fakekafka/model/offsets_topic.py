@@ -261,7 +261,7 @@ class OffsetsTopic(RecordSink):
         it moves, every target member's record is looked at again."""
         self._streams_written: dict[str, dict[bytes, bytes]] = {}
         """Streams group id -> its records as last written (key -> value)."""
-        self._target_ids: dict[str, tuple[dict[tuple[int, str], Any], dict[str, Any]]] = {}
+        self._written_target_of: dict[str, tuple[dict[tuple[int, str], Any], dict[str, Any]]] = {}
         """KIP-848 group id -> (its `_encoded`, `_written_targets` of it), kept beside it."""
 
     # --- writing -----------------------------------------------------------------------------------------
@@ -328,10 +328,10 @@ class OffsetsTopic(RecordSink):
         gid = group.group_id
         written = self._written.setdefault(gid, {})
         encoded = self._encoded.setdefault(gid, {})
-        kept = self._target_ids.get(gid)
+        kept = self._written_target_of.get(gid)
         if kept is None or kept[0] is not encoded:
-            kept = self._target_ids[gid] = (encoded, _written_targets(encoded))
-        target_ids = kept[1]
+            kept = self._written_target_of[gid] = (encoded, _written_targets(encoded))
+        written_target_of = kept[1]
         epochs_of = self._assignment_epochs.setdefault(gid, {})
         stamp = (group.assignment_epoch, group.last_assignment_ms, id(group.target), len(group.target))
         all_targets = members is None or self._target_stamp.get(gid) != stamp
@@ -351,14 +351,14 @@ class OffsetsTopic(RecordSink):
             key, value = encode()
             encoded[(record_type, member_id)] = (fingerprint, key, value)
             if record_type == TARGET_MEMBER:
-                target_ids[member_id] = fingerprint
+                written_target_of[member_id] = fingerprint
             if written.get(key) != value:
                 changed[record_type].append((key, value))
 
         def drop(record_type: int, member_id: str) -> None:
             hit = encoded.pop((record_type, member_id), None)
             if record_type == TARGET_MEMBER:
-                target_ids.pop(member_id, None)
+                written_target_of.pop(member_id, None)
             key = hit[1] if hit is not None else _key(record_module(record_type), group_id=gid, member_id=member_id)
             if written.get(key) is not None:
                 gone.append(key)
@@ -373,11 +373,11 @@ class OffsetsTopic(RecordSink):
             record(MEMBER, mid, (m.instance_id, m.rack_id, m.client_id, m.client_host, m.subscribed_topic_names,
                                  m.subscribed_topic_regex, m.rebalance_timeout_ms, m.server_assignor, m.classic),
                    lambda m=m: (_key(member_rec, group_id=gid, member_id=m.member_id), member_metadata_value(m)))
-        targets = _new_targets(group.target, target_ids) if all_targets else \
+        targets = _new_targets(group.target, written_target_of) if all_targets else \
             {mid: group.target[mid] for mid in ids if mid in group.target}
         if all_targets:
-            if not target_ids.keys() <= group.target.keys():
-                for mid in [mid for mid in target_ids if mid not in group.target]:
+            if not written_target_of.keys() <= group.target.keys():
+                for mid in [mid for mid in written_target_of if mid not in group.target]:
                     drop(TARGET_MEMBER, mid)
         else:
             for mid in ids:
@@ -434,7 +434,7 @@ class OffsetsTopic(RecordSink):
         if group is None:
             before = self._written.pop(gid, {})
             gone = sorted(before, key=lambda k: -struct.unpack_from(">h", k)[0])  # current assignment ... group epoch
-            for state in (self._encoded, self._assignment_epochs, self._target_stamp, self._target_ids):
+            for state in (self._encoded, self._assignment_epochs, self._target_stamp, self._written_target_of):
                 state.pop(gid, None)
             self._append(gid, [(k, None) for k in gone])
             return
@@ -535,7 +535,7 @@ class OffsetsTopic(RecordSink):
             self._streams_written.pop(gid, None)
             self._written.pop(gid, None)
             self._encoded.pop(gid, None)
-            self._target_ids.pop(gid, None)
+            self._written_target_of.pop(gid, None)
             self._assignment_epochs.pop(gid, None)
             self._target_stamp.pop(gid, None)
         now = c.clock.now_ms()
@@ -602,7 +602,6 @@ class OffsetsTopic(RecordSink):
 
         def assignment(tps: list[Any]) -> dict[uuid.UUID, frozenset[int]]:
             return {tp.topic_id: frozenset(tp.partitions) for tp in tps}
-
         for record_type, k, v, _ in records.values():
             if record_type == CONSUMER_GROUP:
                 group.group_epoch, group.metadata_hash = v.epoch, v.metadata_hash
@@ -627,6 +626,7 @@ class OffsetsTopic(RecordSink):
                     m.session_deadline = now + cm.session_timeout_ms
                 if m.instance_id is not None:
                     group.static_members[m.instance_id] = k.member_id
+                group.members[k.member_id] = m  # its subscription and assignor counted again
         for record_type, k, v, _ in records.values():
             if record_type == CURRENT and k.member_id in group.members:
                 m = group.members[k.member_id]

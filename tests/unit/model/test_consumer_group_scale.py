@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from fakekafka.model import consumer_assignment
+from fakekafka.model import consumer_assignment, consumer_group_members
 from fakekafka.model.clock import ManualClock
 from fakekafka.model.cluster import ClusterState
 from fakekafka.model.config import BrokerConfig
 from fakekafka.model.consumer_group import HeartbeatRequest
-from fakekafka.model.consumer_group_metadata import ConsumerGroupState, Members
+from fakekafka.model.consumer_group_metadata import ConsumerGroupState, ConsumerMember, Members
 from fakekafka.model.internal_topics import OFFSETS_TOPIC
 from fakekafka.model.metadata import Broker
 from fakekafka.wire import ErrorCode
@@ -60,6 +60,14 @@ def stable_group(n: int, partitions: int) -> tuple[ClusterState, list[Client]]:
     return c, clients
 
 
+def counting_target_assignments(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list that grows by one each time the group coordinator computes a target assignment."""
+    calls: list[int] = []
+    real = consumer_group_members.target_assignment
+    monkeypatch.setattr(consumer_group_members, "target_assignment", lambda *a: calls.append(1) or real(*a))
+    return calls
+
+
 class CountingMembers(Members):
     """A group's members that count the walks over all of them."""
 
@@ -92,9 +100,7 @@ def test_a_steady_heartbeat_walks_no_member_list_and_writes_nothing(n: int, monk
     for mid, m in dict.items(group.members):
         counting[mid] = m
     group.members = counting
-    calls: list[int] = []
-    real = consumer_assignment.ASSIGNORS["uniform"]
-    monkeypatch.setitem(consumer_assignment.ASSIGNORS, "uniform", lambda *a: calls.append(1) or real(*a))
+    calls = counting_target_assignments(monkeypatch)
     end = log_end(c, "g")
     CountingMembers.walks = 0
     r = clients[n // 2].heartbeat()
@@ -104,9 +110,7 @@ def test_a_steady_heartbeat_walks_no_member_list_and_writes_nothing(n: int, monk
 
 def test_a_join_computes_the_target_once_and_writes_only_what_changed(monkeypatch: pytest.MonkeyPatch) -> None:
     c, clients = stable_group(100, 200)
-    calls: list[int] = []
-    real = consumer_assignment.ASSIGNORS["uniform"]
-    monkeypatch.setitem(consumer_assignment.ASSIGNORS, "uniform", lambda *a: calls.append(1) or real(*a))
+    calls = counting_target_assignments(monkeypatch)
     end = log_end(c, "g")
     Client(c, "g", "new").heartbeat()
     assert len(calls) == 1
@@ -166,38 +170,65 @@ def test_the_uniform_assignor_is_complete_balanced_and_sticky(seed: int) -> None
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_the_one_topic_way_of_the_uniform_assignor_gives_the_general_ones_answer(seed: int) -> None:
-    """A group whose members all subscribe to one topic is assigned by a shorter way (no per-member sets): the
-    same targets as the general way, member for member, the same target objects kept, through joins, leaves, a
-    topic growing and shrinking and targets it does not take (another topic, a partition held twice)."""
+def test_the_homogeneous_way_of_the_uniform_assignor_is_kafkas(seed: int) -> None:
+    """A group whose members all subscribe to the same topics is assigned as Kafka 4.4's homogeneous builder
+    assigns it, through joins, leaves, topics growing and shrinking and odd targets (another topic, an empty set):
+    P // N partitions each, one more for the first P % N members in member-id order; a member keeps its current
+    partitions up to that quota, lowest first, so none gives up partitions and takes others; a member whose
+    partitions do not change keeps its target object; a partition held twice is left to the general way."""
     import random
 
     rng = random.Random(seed)
-    t, other = uuid.UUID(int=rng.getrandbits(128)), uuid.UUID(int=rng.getrandbits(128))
+    topics = [uuid.UUID(int=rng.getrandbits(128)) for _ in range(rng.randint(1, 3))]
+    other = uuid.UUID(int=rng.getrandbits(128))
     pool = [f"m{i:02}" for i in range(rng.randint(1, 30))]
     members: dict[str, tuple[str | None, frozenset[uuid.UUID]]] = {}
     current: dict[str, dict[uuid.UUID, frozenset[int]]] = {}
-    size, shortened = rng.randint(0, 40), 0
+    sizes = {t: rng.randint(0, 40) for t in topics}
+    homogeneous = 0
     for _ in range(60):
         r = rng.random()
         if r < 0.5 or not members:
-            members.update((m, (None, frozenset([t]))) for m in rng.sample(pool, min(len(pool), rng.randint(1, 3))))
+            members.update((m, (None, frozenset(topics))) for m in rng.sample(pool, min(len(pool), rng.randint(1, 3))))
         elif r < 0.75:
             for m in rng.sample(sorted(members), min(len(members), 2)):
                 del members[m]
         elif r < 0.85:
-            size = max(0, size + rng.randint(-5, 8))
+            t = rng.choice(topics)
+            sizes[t] = max(0, sizes[t] + rng.randint(-5, 8))
         elif current:
-            current = {**current, rng.choice(sorted(current)): {other if r < 0.93 else t: frozenset([0])}}
+            odd = rng.choice([{other: frozenset([0])}, {rng.choice(topics): frozenset()}, {}])
+            current = {**current, rng.choice(sorted(current)): odd}
         if not members:
             continue
-        general = consumer_assignment._uniform_general(members, {t: size}, current)
-        out = consumer_assignment._uniform_assign(members, {t: size}, current)
-        assert list(out.items()) == list(general.items())
-        assert [out[m] is current.get(m) for m in out] == [general[m] is current.get(m) for m in out]
-        shortened += consumer_assignment._uniform_one_topic(sorted(members), t, size, current) is not None
-        current = general
-    assert shortened  # the shorter way was taken
+        out = consumer_assignment._uniform_assign(members, dict(sizes), current)
+        order = sorted(members)
+        assert list(out) == order
+        total = sum(sizes.values())
+        quota, extra = divmod(total, len(order))
+        for k, m in enumerate(order):
+            assert sum(map(len, out[m].values())) == quota + (k < extra), (m, out[m])
+            assert all(out[m].values()) and set(out[m]) <= set(topics)
+        for t in topics:
+            assert sorted(p for a in out.values() for p in a.get(t, ())) == list(range(sizes[t]))
+        for k, m in enumerate(order):
+            valid = {(t, p) for t, ps in current.get(m, {}).items() if t in sizes for p in ps if p < sizes[t]}
+            now = {(t, p) for t, ps in out[m].items() for p in ps}
+            room = quota + (k < extra)
+            assert len(valid & now) == min(len(valid), room), m  # keeps what its quota lets it keep
+            assert not (valid - now and now - valid), m  # gives up, or takes, not both
+            if len(valid) > room:  # its lowest (topics in id order)
+                lowest = sorted(valid, key=lambda tp: (str(tp[0]), tp[1]))[:room]
+                assert now == set(lowest)
+            was = {(t, p) for t, ps in current.get(m, {}).items() for p in ps}
+            if m in current and now == was and all(current[m].values()):
+                assert out[m] is current[m]
+        homogeneous += 1
+        current = out
+    assert homogeneous
+    t = topics[0]
+    held_twice = {"a": {t: frozenset([0])}, "b": {t: frozenset([0])}}
+    assert consumer_assignment._uniform_homogeneous(["a", "b"], [t], {t: 2}, held_twice) is None
 
 
 def scripted_run(monkeypatch: pytest.MonkeyPatch, steady_path: bool) -> tuple[list[str], str, int]:
@@ -250,3 +281,59 @@ def test_a_steady_heartbeat_stores_no_member(monkeypatch: pytest.MonkeyPatch) ->
     c.clock.advance(1_000)
     clients[0].heartbeat()
     assert c.consumer_groups.groups["g"].members[clients[0].member_id].session_deadline == before + 1_000
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_the_members_counts_and_owners_follow_every_change(seed: int) -> None:
+    """What a join reads instead of walking the group (how many members share each subscription and name each
+    server assignor) and who owns each partition stay what a walk over the members gives, through members added,
+    stored again as copies or changed in place, removed every way a dict allows, and cleared."""
+    import random
+    from collections import Counter
+
+    rng = random.Random(seed)
+    t = uuid.UUID(int=rng.getrandbits(128))
+    members = Members()
+
+    def some_member(mid: str) -> ConsumerMember:
+        return ConsumerMember(mid, subscribed_topic_names=rng.choice([("a",), ("a", "b"), ()]),
+                              subscribed_topic_regex=rng.choice([None, "x.*"]),
+                              server_assignor=rng.choice([None, "uniform", "range"]),
+                              assigned={t: frozenset(rng.sample(range(8), rng.randint(0, 3)))},
+                              pending_revocation=rng.choice([{}, {t: frozenset([9])}]))
+
+    for _ in range(300):
+        mid = f"m{rng.randint(0, 9)}"
+        r = rng.random()
+        if r < 0.35:
+            members[mid] = some_member(mid)
+        elif r < 0.5 and mid in members:  # a copy with a change, or the same member changed in place
+            other = some_member(mid)
+            if rng.random() < 0.5:
+                members[mid] = members[mid].copy_with(server_assignor=other.server_assignor)
+            else:
+                m = members[mid]
+                m.subscribed_topic_names, m.assigned = other.subscribed_topic_names, other.assigned
+                members[mid] = m
+        elif r < 0.6 and mid in members:
+            members[mid] = members[mid]  # stored again unchanged
+        elif r < 0.7:
+            members.pop(mid, None)
+        elif r < 0.78 and mid in members:
+            del members[mid]
+        elif r < 0.86:
+            members.setdefault(mid, some_member(mid))
+        elif r < 0.97:
+            members.update({mid: some_member(mid)})
+        else:
+            members.clear()
+        assert members.subscriptions == Counter(
+            (m.subscribed_topic_names, m.subscribed_topic_regex) for m in members.values())
+        assert members.assignors == Counter(m.server_assignor for m in members.values() if m.server_assignor)
+        owners: dict[tuple[uuid.UUID, int], dict[str, None]] = {}
+        for m in members.values():
+            for a in (m.assigned, m.pending_revocation):
+                for topic, ps in a.items():
+                    for p in ps:
+                        owners.setdefault((topic, p), {})[m.member_id] = None
+        assert {tp: set(ids) for tp, ids in members.owners.items()} == {tp: set(ids) for tp, ids in owners.items()}

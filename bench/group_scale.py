@@ -15,7 +15,8 @@ new groups; G x M franz-go clients (one process, goroutines) subscribe to it, wi
 protocol (`ServerSideBalancer`: the broker's `uniform` assignor) or the classic one (cooperative-sticky). The clock
 runs from the clients' start until every member holds at least one partition and no partition is held twice in a
 group; broker CPU is read from /proc over the same time. The table gives the median of the repeats and their range;
-a second table the requests each member sent until then (franz-go's hooks count them), the group protocol's and all.
+a second table the requests each member sent until then (franz-go's hooks count them), the group protocol's and all;
+a third how long the group protocol's round trips took the members (p50 and p99).
 `--config KEY=VALUE` (repeatable) sets a broker config on both brokers, e.g. Kafka's stock group settings
 (`group.consumer.heartbeat.interval.ms=5000`, `group.consumer.min.heartbeat.interval.ms=5000`,
 `group.consumer.assignment.interval.ms=1000`) in place of the test settings.
@@ -143,6 +144,10 @@ def main() -> None:
     print("\nRequests the members sent until then, per member (median of the runs): the group protocol's "
           "(ConsumerGroupHeartbeat; JoinGroup, SyncGroup and Heartbeat) and all of them\n")
     print_table(rows, cells, brokers, protocols, summarize_requests)
+    print("\nThe group protocol's round trips as the members timed them until then (franz-go's end-to-end time, "
+          "from writing a request to reading its answer; median over the runs of each run's p50 and p99; a classic "
+          "JoinGroup waits for its rebalance)\n")
+    print_table(rows, cells, brokers, protocols, summarize_round_trips)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
@@ -228,6 +233,16 @@ def summarize_requests(runs: list[dict]) -> str:
     group = [sum(r["requests"].get(a, 0) for a in GROUP_APIS[r["protocol"]]) / r["of"] for r in runs]
     every = [sum(r["requests"].values()) / r["of"] for r in runs]
     return f"{statistics.median(group):.1f} group, {statistics.median(every):.1f} in all"
+
+
+def summarize_round_trips(runs: list[dict]) -> str:
+    """The members' group requests' p50 and p99 round trip, each the median over the runs: a broker busy on one
+    thread answers heartbeats late, and its members act on the answers that much later."""
+    timed = [r["group_ms"] for r in runs if r.get("group_ms")]
+    if not timed:
+        return ""
+    return (f"p50 {statistics.median(t['p50'] for t in timed):.0f} ms, "
+            f"p99 {statistics.median(t['p99'] for t in timed):.0f} ms")
 
 
 if __name__ == "__main__":

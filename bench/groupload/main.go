@@ -1,5 +1,6 @@
 // groupload: G consumer groups of M franz-go members each join one topic; it prints, as one JSON line, how long
-// until every member holds at least one partition and every group's members hold each partition at most once.
+// until every member holds at least one partition and every group's members hold each partition at most once, the
+// requests the members sent until then, and how long the group protocol's round trips took them (p50, p99).
 // The client is not the limit: franz-go runs the group protocol in goroutines, thousands of members in one process.
 package main
 
@@ -9,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,6 +40,50 @@ func (r *requests) counts() map[string]int64 {
 	return out
 }
 
+// groupTimes keeps the group protocol's round trips (ConsumerGroupHeartbeat; JoinGroup, SyncGroup and Heartbeat)
+// as the members timed them, from their writing to the answer read, while the clock runs: a broker whose one thread
+// is busy answers them late, and the members act on their answers that much later.
+type groupTimes struct {
+	on bool
+	mu sync.Mutex
+	ms []float64
+}
+
+func (g *groupTimes) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e kgo.BrokerE2E) {
+	switch kmsg.NameForKey(key) {
+	case "ConsumerGroupHeartbeat", "JoinGroup", "SyncGroup", "Heartbeat":
+	default:
+		return
+	}
+	if e.WriteErr != nil || e.ReadErr != nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.on {
+		g.ms = append(g.ms, float64(e.DurationE2E().Microseconds())/1000)
+	}
+}
+
+func (g *groupTimes) set(on bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.on = on
+}
+
+// percentiles: the 50th and 99th of the round trips kept, in milliseconds (nil when none was).
+func (g *groupTimes) percentiles() map[string]float64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.ms) == 0 {
+		return nil
+	}
+	sorted := append([]float64(nil), g.ms...)
+	sort.Float64s(sorted)
+	at := func(q float64) float64 { return sorted[int(q*float64(len(sorted)-1))] }
+	return map[string]float64{"p50": at(0.50), "p99": at(0.99)}
+}
+
 type member struct {
 	mu   sync.Mutex
 	held map[int32]bool
@@ -62,6 +108,7 @@ func main() {
 	clients := make([]*kgo.Client, n)
 	var assigned atomic.Int64
 	sent := &requests{}
+	times := &groupTimes{}
 	for i := range ms {
 		m := &member{held: map[int32]bool{}}
 		ms[i] = m
@@ -88,7 +135,7 @@ func main() {
 			kgo.ConsumerGroup(fmt.Sprintf("%s-%d", *prefix, i / *members)),
 			kgo.ConsumeTopics(*topic),
 			kgo.DisableAutoCommit(),
-			kgo.WithHooks(sent),
+			kgo.WithHooks(sent, times),
 			kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) { update(ps, true) }),
 			kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) { update(ps, false) }),
 			kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) { update(ps, false) }),
@@ -105,6 +152,7 @@ func main() {
 		}
 		clients[i] = cl
 	}
+	times.set(true)
 	t0 := time.Now()
 	for _, cl := range clients { // polling makes each client join; records are not the point
 		go func(cl *kgo.Client) {
@@ -150,8 +198,10 @@ func main() {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+	times.set(false)
 	out, _ := json.Marshal(map[string]any{"groups": *groups, "members": *members, "protocol": *protocol,
-		"seconds": seconds, "assigned": assigned.Load(), "of": n, "requests": sent.counts()})
+		"seconds": seconds, "assigned": assigned.Load(), "of": n, "requests": sent.counts(),
+		"group_ms": times.percentiles()})
 	fmt.Println(string(out))
 	var wg sync.WaitGroup // closing leaves the groups; not timed
 	for _, cl := range clients {

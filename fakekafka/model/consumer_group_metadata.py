@@ -183,32 +183,32 @@ class Members(dict[str, ConsumerMember]):
         """Each server assignor a member names -> how many members name it."""
         self._counted: dict[str, tuple[Subscription, str | None]] = {}
 
-    def _unindex(self, member_id: str) -> None:
-        _, _, tps = self._indexed.pop(member_id, (None, None, ()))
+    def _drop_owner(self, member_id: str, tps: list[tuple[uuid.UUID, int]]) -> None:
         for tp in tps:
             ids = self.owners.get(tp)
             if ids is not None:
                 ids.pop(member_id, None)
                 if not ids:
                     del self.owners[tp]
+
+    def _unindex(self, member_id: str) -> None:
+        self._drop_owner(member_id, self._indexed.pop(member_id, (None, None, []))[2])
         counted = self._counted.pop(member_id, None)
         if counted is not None:
-            subscription, assignor = counted
-            _less(self.subscriptions, subscription)
-            if assignor:
-                _less(self.assignors, assignor)
+            self._uncount(counted)
+
+    def _uncount(self, counted: tuple[Subscription, str | None]) -> None:
+        _less(self.subscriptions, counted[0])
+        if counted[1]:
+            _less(self.assignors, counted[1])
 
     def _index(self, member_id: str, member: ConsumerMember) -> None:
         """Its owners entries made again only when its assigned or pending maps are other objects (those maps are
         never changed in place: a heartbeat that changes nothing keeps them); its counts moved when they changed."""
         was = self._indexed.get(member_id)
         if was is None or was[0] is not member.assigned or was[1] is not member.pending_revocation:
-            for tp in was[2] if was is not None else ():
-                ids = self.owners.get(tp)
-                if ids is not None:
-                    ids.pop(member_id, None)
-                    if not ids:
-                        del self.owners[tp]
+            if was is not None:
+                self._drop_owner(member_id, was[2])
             tps = [(t, p) for a in (member.assigned, member.pending_revocation) for t, ps in a.items() for p in ps]
             self._indexed[member_id] = (member.assigned, member.pending_revocation, tps)
             for tp in tps:
@@ -217,9 +217,7 @@ class Members(dict[str, ConsumerMember]):
         was_counted = self._counted.get(member_id)
         if counted != was_counted:
             if was_counted is not None:
-                _less(self.subscriptions, was_counted[0])
-                if was_counted[1]:
-                    _less(self.assignors, was_counted[1])
+                self._uncount(was_counted)
             self._counted[member_id] = counted
             self.subscriptions[counted[0]] = self.subscriptions.get(counted[0], 0) + 1
             if counted[1]:

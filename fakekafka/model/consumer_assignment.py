@@ -314,6 +314,7 @@ def member_topics(group: ConsumerGroup, member: ConsumerMember, topics: dict[str
 
 def subscription_topics(group: ConsumerGroup, subscription: Subscription, topics: dict[str, TopicInfo]
                         ) -> frozenset[str]:
+    """`member_topics` for a subscription (topic names, regular expression) that members share."""
     names, regex = subscription
     found = set(names)
     if regex:
@@ -344,13 +345,16 @@ def target_assignment(group: ConsumerGroup, topics: dict[str, TopicInfo], defaul
                                         if n in topics) for subscription in group.members.subscriptions}
     wanted = frozenset().union(*resolved.values())
     partitions = {info.topic_id: info.partitions for info in topics.values() if info.topic_id in wanted}
-    if name == "uniform" and len(resolved) == 1 and wanted:
+    homogeneous = name == "uniform" and len(set(resolved.values())) == 1 and bool(wanted)
+    if homogeneous:  # as `_uniform_assign` decides, from the subscriptions instead of each member's input
         out = _uniform_homogeneous(sorted(group.members), sorted(wanted, key=str), partitions, group.target)
         if out is not None:
             return out
     inputs: AssignorInput = {m.member_id: (m.instance_id, resolved[(m.subscribed_topic_names,
                                                                      m.subscribed_topic_regex)])
                              for m in group.members.values()}
+    if homogeneous:  # a partition held twice: the general way, without `_uniform_assign` trying again
+        return _uniform_general(inputs, partitions, group.target)
     return ASSIGNORS[name](inputs, partitions, group.target)
 
 

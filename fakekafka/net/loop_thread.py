@@ -11,9 +11,16 @@ from typing import Any
 
 from fakekafka.net.server import ListenerPool, Server
 
-__all__ = ["LoopThread"]
+__all__ = ["LoopThread", "new_event_loop"]
 
 log = logging.getLogger("fakekafka")
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """asyncio's own selector loop, whatever event loop policy the process has set: the network edge answers
+    from asyncio's socket transports (a socket's `sendmsg` of a response's buffers, its write buffer's size),
+    which uvloop's are not (under `uvloop.install()` every connection failed before its first request)."""
+    return asyncio.SelectorEventLoop()
 
 
 class LoopThread:
@@ -41,7 +48,7 @@ class LoopThread:
     def start(self) -> LoopThread:
         if self.loop is not None:
             raise RuntimeError("loop thread already started")
-        loop = asyncio.new_event_loop()
+        loop = new_event_loop()
         self.loop = loop
         self._thread = threading.Thread(target=self._run, args=(loop,), name=self.name, daemon=True)
         self._thread.start()

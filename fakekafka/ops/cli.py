@@ -16,12 +16,14 @@ import signal
 import ssl
 import sys
 import time
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, NoReturn
 
 from fakekafka import __version__
 from fakekafka.model.config import BROKER_CONFIGS, BrokerConfig, InvalidConfig
 from fakekafka.model.releases import UnknownKafkaVersion, kafka_release, known_versions
+from fakekafka.net.loop_thread import new_event_loop
 from fakekafka.ops.chaos_args import add_chaos_options, chaos_done, chaos_from_args
 from fakekafka.ops.control import COMMANDS, TOKEN_ENV, control_binding, control_token, send_command, serve_control
 from fakekafka.ops.describe import status_line
@@ -749,11 +751,17 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         from fakekafka.ops.proxy_cli import run_proxy
-        return asyncio.run(run_proxy(args))
+        return _run(run_proxy(args))
     if args.command == "kafka":
         from fakekafka.ops.kafka_install import install_main
         return install_main(args.version, args.lib, args.force)
     if args.command == "analyze":
         return _analyze(args)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    return asyncio.run(_serve(args))
+    return _run(_serve(args))
+
+
+def _run(main: Coroutine[Any, Any, int]) -> int:
+    """Runs the command on asyncio's own loop (`new_event_loop`), not the one an installed policy gives."""
+    with asyncio.Runner(loop_factory=new_event_loop) as runner:
+        return runner.run(main)

@@ -280,12 +280,21 @@ class Cluster(ClusterSteering, ChaosSteering, ClusterSnapshots, ClusterHandle):
         self.stop()
 
     async def __aenter__(self) -> Cluster:
-        self._loop = asyncio.get_running_loop()
+        """Serves from the running loop when it is asyncio's selector loop; from a thread of its own on any other
+        (uvloop's, Windows' proactor), whose transports the network edge does not answer through."""
+        loop = asyncio.get_running_loop()
+        if not isinstance(loop, asyncio.SelectorEventLoop):
+            await asyncio.to_thread(self.start)
+            return self
+        self._loop = loop
         await self.server.start()
         self._start_registry()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        if self._loop_thread is not None:  # served from a thread (`__aenter__`)
+            await asyncio.to_thread(self.stop)
+            return
         await asyncio.to_thread(self._stop_registry)  # its threads may be waiting on this loop
         self._loop = None
         await self.server.stop()

@@ -89,7 +89,9 @@ def listen_socket(host: str, port: int) -> socket.socket:
 
 
 def _bound_socket(host: str, port: int) -> socket.socket:
-    # a socket of our own rather than create_server(host, port): that resolves the host in a thread pool
+    # a socket of our own rather than create_server(host, port): that resolves the host in a thread pool. Its
+    # proto is getaddrinfo's (IPPROTO_TCP): asyncio sets TCP_NODELAY only on accepted sockets whose proto says TCP,
+    # and they inherit the listener's (with 0, a connection's answers waited on Nagle's algorithm, as Kafka's never do)
     family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
                                                          flags=socket.AI_PASSIVE)[0]
     sock = socket.socket(family, kind, proto)

@@ -59,7 +59,7 @@ from fakekafka.model.faults import Faults
 from fakekafka.model.hooks import Hooks
 from fakekafka.model.metadata import Broker
 from fakekafka.net.framing import GO, STOP, FrameReader, FrameStream
-from fakekafka.net.listeners import LISTEN_BACKLOG, close_keeping_port, listen_again
+from fakekafka.net.listeners import LISTEN_BACKLOG, close_keeping_port, listen_again, listen_socket
 from fakekafka.net.quotas import ConnectionQuotas
 from fakekafka.observe.records import RequestRecord
 from fakekafka.proxy.exchange import PENDING, Exchange, Slot
@@ -245,7 +245,7 @@ class ProxyServer:
     def bind(self) -> None:
         """Binds the bootstrap listener (synchronously: the port is known before the loop serves it)."""
         if BOOTSTRAP not in self.listeners:
-            sock = _listen_socket(self.host, self.port)
+            sock = listen_socket(self.host, self.port)
             self.listeners[BOOTSTRAP] = _Listener(BOOTSTRAP, sock.getsockname()[1], sock)
 
     async def start(self) -> None:
@@ -350,9 +350,9 @@ class ProxyServer:
         base = self.listeners[BOOTSTRAP].port if self.port else 0
         if base and base + 1 + node_id < 65536:
             with contextlib.suppress(OSError):
-                sock = _listen_socket(self.host, base + 1 + node_id)
+                sock = listen_socket(self.host, base + 1 + node_id)
         if sock is None:
-            sock = _listen_socket(self.host, 0)
+            sock = listen_socket(self.host, 0)
         listener = _Listener(node_id, sock.getsockname()[1], sock)
         self.listeners[node_id] = listener
         self.event("listener_added", broker=node_id, port=listener.port)
@@ -390,7 +390,7 @@ class ProxyServer:
         if listener.reachable:
             return
         reserved, listener.reserved = listener.reserved, None
-        listener.sock = _listen_socket(self.host, listener.port) if reserved is None else listen_again(reserved)
+        listener.sock = listen_socket(self.host, listener.port) if reserved is None else listen_again(reserved)
         listener.reachable = True
         await self._serve(listener)
         self.event("broker_reachable", broker=node_id, port=listener.port)
@@ -1183,17 +1183,3 @@ def _observe(proxy: ProxyServer, slot: Slot, *, applied: bool, whole: bytearray 
         proxy.hooks.answered(plan.request, answer, applied)
     except Exception:
         log.exception("a hook observer failed on %s v%d", slot.head.api_name, slot.head.api_version)
-
-
-def _listen_socket(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(LISTEN_BACKLOG)
-        sock.setblocking(False)
-    except BaseException:
-        sock.close()
-        raise
-    return sock

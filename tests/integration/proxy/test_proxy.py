@@ -148,6 +148,43 @@ def test_malformed_frames_close_that_connection_only() -> None:
         assert len(reasons) == 2 and "malformed request" in reasons[0] and "socket.request.max.bytes" in reasons[1]
 
 
+def _answered(s: socket.socket, correlation_id: int) -> None:
+    s.sendall(encode_request(18, 0, correlation_id, {}))
+    size = struct.unpack(">i", s.recv(4))[0]
+    data = b""
+    while len(data) < size:
+        data += s.recv(size - len(data))
+    assert decode_response(18, 0, data)[0] == correlation_id
+
+
+def test_client_connections_are_answered_without_nagles_algorithm() -> None:
+    """Kafka's broker sets TCP_NODELAY on every connection it accepts; so do fakekafka's broker and proxy (asyncio
+    sets it only on accepted sockets whose listener's protocol says TCP: the proxy's said 0, and its pipelined
+    answers waited for the clients' delayed acknowledgements)."""
+    with fakekafka.Cluster() as cluster, Proxy(cluster) as proxy:
+        clients = [_raw(int(bootstrap.rsplit(":", 1)[1])) for bootstrap in
+                   (cluster.bootstrap_servers, proxy.bootstrap_servers)]
+        try:
+            for i, s in enumerate(clients):
+                _answered(s, i)
+
+            def nodelay(transport: asyncio.BaseTransport) -> int:
+                return transport.get_extra_info("socket").getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+
+            # the client's own connection and the proxy's upstream one
+            broker = cluster.call(lambda: [nodelay(c.transport) for c in cluster.server.quotas.by_broker[1]])
+
+            async def proxy_side() -> list[int]:
+                return [nodelay(pair.client.transport) for listener in proxy.server.listeners.values()
+                        for pair in listener.pairs]
+            assert broker == [1, 1]
+            assert proxy._thread is not None
+            assert proxy._thread.submit(proxy_side()).result(10) == [1]
+        finally:
+            for s in clients:
+                s.close()
+
+
 def test_an_upstream_that_goes_away_closes_the_client_connection() -> None:
     cluster = fakekafka.Cluster().start()
     with Proxy(cluster) as proxy:
